@@ -78,6 +78,9 @@
 #define JAL_FN_ADMIN_STATUS 0x18/* RW -> that function's JAL_REG_ADMIN_STATUS */
 #define JAL_FN_SQ_TAIL 0x1c     /* RO last doorbell value */
 #define JAL_FN_CQ_HEAD 0x20     /* RO last doorbell value */
+#define JAL_FN_GENERATION 0x24  /* RO bumps on attach, detach, every host write to ADMIN_CTRL
+                                 * and every chip/core reset: firmware drops any queue state
+                                 * it holds for an older generation */
 
 /* ---- DMA: copies between management-core memory and a host function's memory.
  * Write HOST_LO/HI, LOCAL, LEN, FUNC, then CTRL; the copy completes before the CTRL write
@@ -136,6 +139,10 @@
 #define JAL_HBM_REMAP JAL_MGMT_REG(JAL_MGMT_HBM, 0x2c)     /* W spare << 8 | dq lane (0xff: none) */
 #define JAL_HBM_CH_ENABLE JAL_MGMT_REG(JAL_MGMT_HBM, 0x30) /* RW 1 = channel in service */
 #define JAL_HBM_TEMP_MC JAL_MGMT_REG(JAL_MGMT_HBM, 0x34)   /* RO selected channel's stack temp */
+
+#define JAL_HBM_LANE_ALL 0xffu  /* LANE_SEL value: delay writes apply to every lane */
+#define JAL_HBM_CMD_US 2u        /* modelled cost of a CONNECT/WRLVL/READ/WRITE test */
+#define JAL_HBM_MEMTEST_US 200u  /* modelled cost of a channel memtest */
 
 #define JAL_HBM_CMD_CONNECT 1    /* result: lanes with working connectivity */
 #define JAL_HBM_CMD_WRLVL 2      /* result bit 0: DQS sampled clock high at WRLVL_DELAY */
