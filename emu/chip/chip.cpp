@@ -1,0 +1,104 @@
+#include "chip/chip.hpp"
+
+#include "jal/hw/mgmt.h"
+#include "mgmt/native_core.hpp"
+#include "util/log.hpp"
+
+#include <bit>
+#include <stdexcept>
+
+namespace jalemu {
+
+namespace {
+constexpr std::uint64_t kModelStepNs = 250'000;  // power/thermal integration step
+const char* cause_name(std::uint32_t c)
+{
+    switch (c) {
+    case JAL_RESET_CAUSE_POWER_ON: return "power-on";
+    case JAL_RESET_CAUSE_HOST: return "host reset";
+    case JAL_RESET_CAUSE_WATCHDOG: return "watchdog";
+    default: return "unknown";
+    }
+}
+}  // namespace
+
+Chip::Chip(const ChipConfig& config)
+    : config_(config),
+      phy_(config.seed, config.dead_lanes),
+      slices_(config.seed, config.fused_slices, config.failing_slices),
+      power_(config.load_watts, config.ambient_c),
+      clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
+      host_(config.index, clock_),
+      bus_(*this)
+{
+    slices_.set_synthetic_busy(config.load_watts > 0);
+    host_.on_post_code = [this](std::uint32_t code) {
+        log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code, clock_.now_us() / 1000.0);
+    };
+}
+
+Chip::~Chip() { stop(); }
+
+void Chip::start()
+{
+    if (config_.firmware != FirmwareMode::native)
+        throw std::runtime_error("only the native firmware build is available in this emulator build");
+    core_thread_ = std::thread([this] { core_main(); });
+}
+
+void Chip::stop()
+{
+    if (!core_thread_.joinable()) return;
+    clock_.request_shutdown();
+    core_thread_.join();
+}
+
+void Chip::step_models(std::uint64_t now_ns)
+{
+    while (models_ns_ + kModelStepNs <= now_ns) {
+        models_ns_ += kModelStepNs;
+        const std::uint32_t powered = slices_.powered_count();
+        const std::uint64_t busy = slices_.busy() & ~slices_.gated();
+        PowerInputs in;
+        in.slices_powered = powered;
+        in.busy_fraction = powered ? static_cast<double>(std::popcount(busy)) / powered : 0.0;
+        power_.step(kModelStepNs * 1e-9, in);
+    }
+}
+
+void Chip::apply_reset(std::uint32_t cause)
+{
+    log(LogLevel::info, "chip{}: management core reset ({}) at {:.3f} ms", index(), cause_name(cause),
+        clock_.now_us() / 1000.0);
+    const bool chip_reset = cause != JAL_RESET_CAUSE_WATCHDOG;
+    if (chip_reset) {
+        slices_.reset();
+        phy_.reset();
+        power_.reset();
+    }
+    host_.reset(chip_reset);
+    bus_.reset();
+    clock_.core_reset();
+    reset_cause_ = cause;
+}
+
+void Chip::core_main()
+{
+    reset_cause_ = JAL_RESET_CAUSE_POWER_ON;
+    for (;;) {
+        ++boot_count_;
+        try {
+            run_firmware_native();
+            log(LogLevel::error, "chip{}: firmware returned; halting the management core", index());
+            return;
+        } catch (const CoreReset& r) {
+            apply_reset(r.cause);
+        } catch (const CoreShutdown&) {
+            return;
+        }
+    }
+}
+
+void Chip::run_firmware_native() { NativeCore(*this).run(); }
+
+}  // namespace jalemu

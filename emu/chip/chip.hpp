@@ -1,0 +1,63 @@
+// One emulated chip: its models (slices, HBM and PHY, power and thermal), its host
+// interface, and the management core that runs the firmware on a thread of its own.
+#pragma once
+
+#include "chip/chip_config.hpp"
+#include "chip/hbm_memory.hpp"
+#include "chip/hbm_phy.hpp"
+#include "chip/host_interface.hpp"
+#include "chip/power_model.hpp"
+#include "chip/slices.hpp"
+#include "mgmt/core_clock.hpp"
+#include "mgmt/peripheral_bus.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+namespace jalemu {
+
+class Chip {
+public:
+    explicit Chip(const ChipConfig& config);
+    ~Chip();
+    Chip(const Chip&) = delete;
+    Chip& operator=(const Chip&) = delete;
+
+    void start();  // power on: the management core starts booting the firmware
+    void stop();
+
+    std::uint32_t index() const { return config_.index; }
+    const ChipConfig& config() const { return config_; }
+    HostInterface& host() { return host_; }
+    CoreClock& clock() { return clock_; }
+    PeripheralBus& bus() { return bus_; }
+    Slices& slices() { return slices_; }
+    HbmPhy& phy() { return phy_; }
+    HbmMemory& hbm() { return hbm_; }
+    PowerModel& power() { return power_; }
+    std::uint32_t reset_cause() const { return reset_cause_; }
+    std::uint32_t boot_count() const { return boot_count_; }
+
+    // Brings the models up to modelled time `now_ns` (management-core thread).
+    void step_models(std::uint64_t now_ns);
+
+private:
+    void core_main();
+    void run_firmware_native();
+    void apply_reset(std::uint32_t cause);
+
+    ChipConfig config_;
+    HbmMemory hbm_;
+    HbmPhy phy_;
+    Slices slices_;
+    PowerModel power_;
+    CoreClock clock_;
+    HostInterface host_;
+    PeripheralBus bus_;
+    std::uint64_t models_ns_ = 0;
+    std::uint32_t reset_cause_ = 0, boot_count_ = 0;
+    std::thread core_thread_;
+};
+
+}  // namespace jalemu

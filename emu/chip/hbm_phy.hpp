@@ -1,0 +1,80 @@
+// The HBM PHY model behind the management core's HBM registers (jal/hw/mgmt.h).
+// Each physical lane has a hidden read and write eye drawn from the seed; the firmware
+// finds them only through pattern tests, so a wrong training algorithm produces failing
+// lanes. The hidden truth is exposed for tests (never to firmware).
+#pragma once
+
+#include "jal/hw/chip.h"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace jalemu {
+
+struct Eye {
+    int lo = 0, hi = -1;  // passing taps, inclusive; empty when hi < lo
+    bool contains(int tap) const { return tap >= lo && tap <= hi; }
+    bool empty() const { return hi < lo; }
+};
+
+class HbmPhy {
+public:
+    // dead_lanes: (channel, physical lane 0..JAL_HBM_LANES-1) pairs with no connectivity.
+    HbmPhy(std::uint64_t seed, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes);
+
+    // Register access at an offset inside the HBM block. write() returns the modelled cost
+    // of the operation in microseconds (commands take time; plain registers do not).
+    std::uint32_t read(std::uint32_t offset) const;
+    std::uint32_t write(std::uint32_t offset, std::uint32_t value);
+
+    // Power-on / chip reset: every channel untrained and out of service.
+    void reset();
+
+    bool channel_enabled(std::uint32_t ch) const { return state_[ch].enabled; }
+    std::uint32_t selected_channel() const { return ch_sel_; }
+
+    // Hidden truth, for tests and the console.
+    Eye read_eye(std::uint32_t ch, std::uint32_t lane, std::uint32_t vref) const;
+    Eye write_eye(std::uint32_t ch, std::uint32_t lane, std::uint32_t vref) const;
+    bool lane_dead(std::uint32_t ch, std::uint32_t lane) const { return truth_[ch].lanes[lane].dead; }
+    std::uint32_t vref_opt(std::uint32_t ch) const { return truth_[ch].vref_opt; }
+    std::uint32_t wrlvl_point(std::uint32_t ch) const { return truth_[ch].wrlvl_point; }
+    std::uint32_t read_delay(std::uint32_t ch, std::uint32_t lane) const { return state_[ch].rd[lane]; }
+    std::uint32_t write_delay(std::uint32_t ch, std::uint32_t lane) const { return state_[ch].wr[lane]; }
+    std::uint32_t vref(std::uint32_t ch) const { return state_[ch].vref; }
+    // Physical lane carrying DQ lane `dq` (a spare when remapped).
+    std::uint32_t carrier(std::uint32_t ch, std::uint32_t dq) const;
+
+private:
+    struct LaneTruth {
+        std::uint8_t rd_center, rd_half, wr_center, wr_half;
+        bool dead;
+    };
+    struct ChannelTruth {
+        std::uint8_t vref_opt, wrlvl_point;
+        std::array<LaneTruth, JAL_HBM_LANES> lanes;
+    };
+    struct ChannelState {
+        std::array<std::uint8_t, JAL_HBM_LANES> rd{}, wr{};
+        std::uint8_t vref = 0, wrlvl = 0;
+        std::array<std::uint8_t, JAL_HBM_SPARE_LANES> remap{0xff, 0xff, 0xff, 0xff};
+        bool enabled = false;
+        std::uint32_t tests = 0;  // pattern tests run; varies the edge flicker
+    };
+
+    std::uint32_t run(std::uint32_t cmd);
+    void set_result(const std::array<bool, JAL_HBM_LANES>& pass);
+    bool pattern_pass(std::uint32_t ch, std::uint32_t lane, bool write_test) const;
+    bool strictly_inside(std::uint32_t ch, std::uint32_t lane) const;
+
+    std::uint64_t seed_;
+    std::array<ChannelTruth, JAL_HBM_CHANNELS> truth_;
+    std::array<ChannelState, JAL_HBM_CHANNELS> state_;
+    std::uint32_t ch_sel_ = 0, lane_sel_ = 0;
+    std::array<std::uint32_t, 3> result_{};
+    std::uint32_t errors_ = 0;
+};
+
+}  // namespace jalemu

@@ -1,0 +1,84 @@
+// The chip's host-facing side: the BAR0 register file, the host functions attached to it
+// (each with its own admin queue registers, interrupt vectors and memory), and the
+// firmware-side view of the same registers (the HOSTIF block of jal/hw/mgmt.h).
+// Host transport threads and the management core touch it concurrently.
+#pragma once
+
+#include "chip/host_memory.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/pci.h"
+#include "jal/hw/regs.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace jalemu {
+
+// Where the host interface reports what the management core must notice.
+class HostEvents {
+public:
+    virtual ~HostEvents() = default;
+    virtual void raise(std::uint32_t events) = 0;        // JAL_EV_* bits
+    virtual void request_reset(std::uint32_t cause) = 0; // JAL_RESET_CAUSE_*
+};
+
+class HostInterface {
+public:
+    HostInterface(std::uint32_t chip_index, HostEvents& events);
+    ~HostInterface();
+
+    // ---- host side (transport threads) ----
+    // Attaches a new host function; returns its index, or -1 when all are taken.
+    int attach();
+    void detach(int fn);
+    std::uint64_t host_read(int fn, std::uint32_t bar, std::uint32_t offset, std::uint32_t width);
+    // Returns a jal_status (only for malformed accesses; unknown registers are ignored).
+    std::uint32_t host_write(int fn, std::uint32_t bar, std::uint32_t offset, std::uint32_t width,
+                             std::uint64_t value);
+    HostMemory& memory(int fn) { return *fns_[fn].memory; }
+    // Binds MSI-X `vector` of `fn` to eventfd `fd` (ownership passes; -1 unbinds).
+    std::uint32_t set_irq(int fn, std::uint32_t vector, int fd);
+
+    // ---- management-core side ----
+    std::uint32_t fw_read(std::uint32_t offset);  // offset inside the HOSTIF block
+    void fw_write(std::uint32_t offset, std::uint32_t value);
+    // Device-initiated copy to/from function memory; returns a jal_status.
+    std::uint32_t dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len, bool to_host);
+    void raise_msi(std::uint32_t fn, std::uint32_t vector);
+
+    // Chip or management-core reset: queues disabled, firmware-owned registers cleared.
+    void reset(bool chip_reset);
+
+    std::uint32_t status() const;
+    // Called with every POST code the firmware writes (for the log).
+    std::function<void(std::uint32_t)> on_post_code;
+
+private:
+    struct Function {
+        bool present = false;
+        std::uint32_t sq_lo = 0, sq_hi = 0, cq_lo = 0, cq_hi = 0, qsize = 0, ctrl = 0;
+        std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0;
+        std::array<int, JAL_MSIX_VECTORS> irq_fd;
+        std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
+        Function() { irq_fd.fill(-1); }
+    };
+
+    void bump_locked(int fn);  // record news for the firmware about function fn
+    void close_irqs_locked(Function& f);
+
+    const std::uint32_t chip_index_;
+    HostEvents& events_;
+    mutable std::mutex mutex_;
+    std::array<Function, JAL_MGMT_MAX_FUNCS> fns_;
+    std::uint32_t func_events_ = 0;
+    // Registers the firmware publishes.
+    std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0, post_code_ = 0,
+                  fault_ = 0;
+    std::array<std::uint32_t, JAL_REG_SCRATCH_COUNT> scratch_{};
+};
+
+}  // namespace jalemu

@@ -1,0 +1,43 @@
+// One host function's memory as the device sees it: regions the client shared (memfds
+// mapped here) at bus addresses it chose. DMA copies walk these regions; an address
+// outside them is a DMA fault, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <shared_mutex>
+
+namespace jalemu {
+
+class HostMemory {
+public:
+    HostMemory() = default;
+    ~HostMemory();
+    HostMemory(const HostMemory&) = delete;
+    HostMemory& operator=(const HostMemory&) = delete;
+
+    // Maps [fd_offset, fd_offset+size) of fd at bus_addr. Returns a jal_status.
+    std::uint32_t map(std::uint64_t bus_addr, std::uint64_t size, int fd, std::uint64_t fd_offset);
+    std::uint32_t unmap(std::uint64_t bus_addr, std::uint64_t size);
+    void clear();
+
+    // Copies between device-side memory and host bus addresses. Returns a jal_status;
+    // nothing is copied on a fault.
+    std::uint32_t read(std::uint64_t bus_addr, void* dst, std::uint64_t len) const;
+    std::uint32_t write(std::uint64_t bus_addr, const void* src, std::uint64_t len);
+
+    std::size_t region_count() const;
+
+private:
+    struct Region {
+        std::uint64_t size;
+        std::byte* ptr;
+    };
+    // The host pointer for [bus_addr, bus_addr+len) if it lies inside one region.
+    std::byte* resolve(std::uint64_t bus_addr, std::uint64_t len) const;
+
+    mutable std::shared_mutex mutex_;
+    std::map<std::uint64_t, Region> regions_;  // by bus address
+};
+
+}  // namespace jalemu

@@ -1,0 +1,50 @@
+// Package power and temperature as functions of clock, voltage, activity and temperature.
+// Knows nothing of data: the management core's POWER registers read its outputs and set
+// its clock and voltage, which closes the power-management loop.
+#pragma once
+
+#include "jal/hw/telemetry.h"
+
+#include <array>
+#include <cstdint>
+
+namespace jalemu {
+
+struct PowerInputs {
+    std::uint32_t slices_powered = 0; // not gated and out of reset
+    double busy_fraction = 0;         // of powered slices doing work, 0..1
+};
+
+class PowerModel {
+public:
+    // load_watts: synthetic activity chosen so that the package draws about this much at
+    // the maximum clock with every slice busy (0: idle chip).
+    PowerModel(double load_watts, double ambient_c);
+
+    void reset();  // power-on clock and voltage, temperatures at ambient
+    void step(double dt_s, const PowerInputs& in);
+
+    std::uint32_t read(std::uint32_t offset);
+    void write(std::uint32_t offset, std::uint32_t value);
+
+    double power_w() const { return power_w_; }
+    double junction_c() const { return tj_c_; }
+    double hbm_c() const { return thbm_c_; }
+    std::uint32_t clock_mhz() const { return clock_mhz_; }
+    std::uint32_t voltage_mv() const { return voltage_mv_; }
+    bool has_load() const { return load_watts_ > 0; }
+    std::uint64_t timing_violations() const { return timing_violations_; }
+
+private:
+    void check_timing();
+
+    double load_watts_, ambient_c_;
+    std::uint32_t clock_mhz_ = 0, voltage_mv_ = 0;
+    double power_w_ = 0, tj_c_ = 0, thbm_c_ = 0, energy_uj_ = 0;
+    std::array<double, JAL_RAIL_COUNT> rail_w_{};
+    std::uint32_t energy_hi_latch_ = 0;
+    double activity_ = 0;
+    std::uint64_t timing_violations_ = 0;
+};
+
+}  // namespace jalemu

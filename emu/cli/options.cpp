@@ -1,0 +1,118 @@
+#include "cli/options.hpp"
+
+#include "jal/hw/chip.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+#include <unistd.h>
+
+namespace jalemu {
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep)
+{
+    std::vector<std::string_view> out;
+    while (true) {
+        const auto pos = s.find(sep);
+        out.push_back(s.substr(0, pos));
+        if (pos == std::string_view::npos) break;
+        s.remove_prefix(pos + 1);
+    }
+    return out;
+}
+
+std::uint32_t number(std::string_view s, std::uint32_t limit, const char* what)
+{
+    std::uint32_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size() || s.empty())
+        throw std::invalid_argument(std::string("'") + std::string(s) + "' is not a " + what);
+    if (v >= limit)
+        throw std::invalid_argument(std::string(what) + " " + std::to_string(v) + " is out of range (0-" +
+                                    std::to_string(limit - 1) + ")");
+    return v;
+}
+
+std::string default_socket_dir()
+{
+    if (const char* d = std::getenv("JAL_EMU_DIR"); d && *d) return d;
+    if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/jal-emu";
+    return "/tmp/jal-emu-" + std::to_string(getuid());
+}
+
+}  // namespace
+
+std::uint64_t parse_slice_list(const std::string& text)
+{
+    std::uint64_t mask = 0;
+    if (text.empty()) return 0;
+    for (auto item : split(text, ',')) {
+        const auto dash = item.find('-');
+        if (dash == std::string_view::npos) {
+            mask |= 1ull << number(item, JAL_NUM_SLICES, "slice number");
+            continue;
+        }
+        const auto a = number(item.substr(0, dash), JAL_NUM_SLICES, "slice number");
+        const auto b = number(item.substr(dash + 1), JAL_NUM_SLICES, "slice number");
+        if (a > b) throw std::invalid_argument("slice range " + std::string(item) + " runs backwards");
+        for (auto s = a; s <= b; ++s) mask |= 1ull << s;
+    }
+    return mask;
+}
+
+std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_lane_list(const std::string& text)
+{
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    if (text.empty()) return out;
+    for (auto item : split(text, ',')) {
+        const auto colon = item.find(':');
+        if (colon == std::string_view::npos)
+            throw std::invalid_argument("'" + std::string(item) + "' is not CHANNEL:LANE");
+        out.emplace_back(number(item.substr(0, colon), JAL_HBM_CHANNELS, "HBM channel"),
+                         number(item.substr(colon + 1), JAL_HBM_LANES, "HBM lane"));
+    }
+    return out;
+}
+
+EmuOptions parse_options(int argc, char** argv)
+{
+    EmuOptions o;
+    o.socket_dir = default_socket_dir();
+    std::string fuse, fail, lanes, fw = "native";
+    CLI::App app{"jal-emu: functional emulator of Jalapeno-class inference chips.\n"
+                 "Serves each chip on DIR/jalN.sock for userlib's direct transport and the QEMU device.\n"
+                 "The socket directory defaults to $JAL_EMU_DIR, else $XDG_RUNTIME_DIR/jal-emu, else /tmp/jal-emu-UID."};
+    app.add_option("--socket-dir", o.socket_dir, "Directory for the chips' sockets (created if missing)");
+    app.add_option("--chips", o.chips, "Number of chips to emulate")->check(CLI::Range(1, 8));
+    app.add_option("--fuse-slices", fuse, "Slices fused off at manufacturing, e.g. 3,17,40-43");
+    app.add_option("--fail-slices", fail, "Slices that fail self-test at boot");
+    app.add_option("--bad-lanes", lanes, "Dead HBM DQ lanes as CHANNEL:LANE,... (lanes 64-67 are spares)");
+    app.add_option("--seed", o.chip.seed, "Seed of the modelled silicon (PHY skews, self-test times)");
+    app.add_option("--load-watts", o.chip.load_watts, "Synthetic load: package watts at full clock")->check(CLI::Range(0.0, 5000.0));
+    app.add_option("--ambient-c", o.chip.ambient_c, "Inlet temperature in degrees Celsius")->check(CLI::Range(-40.0, 125.0));
+    app.add_option("--speed", o.chip.speed, "Modelled seconds per wall-clock second when idle (0 = unpaced)")->check(CLI::Range(0.0, 1000.0));
+    app.add_option("--fw", fw, "Firmware: native (built into jal-emu) or image (the Cortex-M7 image)")
+        ->check(CLI::IsMember({"native", "image"}));
+    app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
+    app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
+    try {
+        app.parse(argc, argv);
+        o.chip.fused_slices = parse_slice_list(fuse);
+        o.chip.failing_slices = parse_slice_list(fail);
+        o.chip.dead_lanes = parse_lane_list(lanes);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e));
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "jal-emu: %s\n", e.what());
+        std::exit(2);
+    }
+    o.chip.firmware = fw == "image" ? FirmwareMode::image : FirmwareMode::native;
+    return o;
+}
+
+}  // namespace jalemu

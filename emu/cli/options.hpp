@@ -1,0 +1,29 @@
+// jal-emu's command line.
+#pragma once
+
+#include "chip/chip_config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jalemu {
+
+struct EmuOptions {
+    std::string socket_dir;
+    std::uint32_t chips = 1;
+    std::string log_file;
+    bool verbose = false;
+    ChipConfig chip;  // applies to every chip; index is filled per chip
+};
+
+// Parses argv; prints help or an error and exits on bad input.
+EmuOptions parse_options(int argc, char** argv);
+
+// "3,17,40-43" -> slice bit mask. Throws std::invalid_argument with a precise message.
+std::uint64_t parse_slice_list(const std::string& text);
+// "5:12,7:0" -> (channel, lane) pairs. Throws std::invalid_argument.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_lane_list(const std::string& text);
+
+}  // namespace jalemu

@@ -1,0 +1,59 @@
+// jal-emu: runs one or more emulated chips and serves them to host clients until
+// SIGINT or SIGTERM.
+#include "chip/chip.hpp"
+#include "cli/options.hpp"
+#include "transport/socket_server.hpp"
+#include "util/log.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <cstdio>
+#include <memory>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <vector>
+
+int main(int argc, char** argv)
+{
+    using namespace jalemu;
+    const EmuOptions opts = parse_options(argc, argv);
+
+    // Signals go to the main thread only, which waits for them below.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    try {
+        Log::open(opts.log_file);
+        Log::set_level(opts.verbose ? LogLevel::debug : LogLevel::info);
+        if (mkdir(opts.socket_dir.c_str(), 0700) != 0 && errno != EEXIST)
+            throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " + std::strerror(errno));
+
+        std::vector<std::unique_ptr<Chip>> chips;
+        std::vector<std::unique_ptr<SocketServer>> servers;
+        for (std::uint32_t i = 0; i < opts.chips; ++i) {
+            ChipConfig cfg = opts.chip;
+            cfg.index = i;
+            chips.push_back(std::make_unique<Chip>(cfg));
+            chips.back()->start();
+            servers.push_back(std::make_unique<SocketServer>(*chips.back(), opts.socket_dir + "/jal" + std::to_string(i) + ".sock"));
+            servers.back()->start();
+        }
+        log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);
+
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        log(LogLevel::info, "signal {}: shutting down", sig);
+        for (auto& s : servers) s->stop();
+        for (auto& c : chips) c->stop();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "jal-emu: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,203 @@
+#include "transport/connection.hpp"
+
+#include "chip/chip.hpp"
+#include "jal/emu/protocol.h"
+#include "jal/hw/status.h"
+#include "util/log.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace jalemu {
+
+namespace {
+
+struct Received {
+    std::size_t size = 0;
+    bool truncated = false;
+    int fd = -1;  // at most one descriptor is meaningful; extras are closed
+};
+
+// Returns nullopt at end of stream or on a fatal socket error.
+std::optional<Received> receive(int sock, std::byte* buf, std::size_t cap)
+{
+    iovec iov{buf, cap};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * 4)> control{};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    ssize_t n;
+    do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return std::nullopt;
+    Received r;
+    r.size = static_cast<std::size_t>(n);
+    r.truncated = msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC);
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (r.fd < 0) r.fd = fd;
+            else close(fd);
+        }
+    }
+    return r;
+}
+
+bool send_all(int sock, const void* data, std::size_t len)
+{
+    ssize_t n;
+    do n = send(sock, data, len, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(len);
+}
+
+class Session {
+public:
+    Session(Chip& chip, int sock) : chip_(chip), sock_(sock) {}
+    ~Session()
+    {
+        if (fn_ >= 0) {
+            chip_.host().detach(fn_);
+            log(LogLevel::info, "chip{}: function {} ({}) detached", chip_.index(), fn_, client_);
+        }
+    }
+
+    void run()
+    {
+        alignas(8) std::array<std::byte, JAL_PROTO_MSG_MAX> buf;
+        while (auto r = receive(sock_, buf.data(), buf.size())) {
+            const int fd = r->fd;
+            bool fd_taken = false;
+            if (!handle(buf.data(), *r, fd_taken)) break;
+            if (fd >= 0 && !fd_taken) close(fd);
+        }
+    }
+
+private:
+    bool reply(const jal_msg_hdr& req, std::uint32_t status, std::uint64_t value = 0, const void* payload = nullptr,
+               std::size_t payload_len = 0)
+    {
+        alignas(8) std::array<std::byte, sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply)> out{};
+        jal_msg_reply rep{};
+        rep.hdr.type = JAL_MSG_REPLY;
+        rep.hdr.size = static_cast<std::uint32_t>(sizeof rep + payload_len);
+        rep.hdr.id = req.id;
+        rep.status = status;
+        rep.value = value;
+        std::memcpy(out.data(), &rep, sizeof rep);
+        if (payload_len) std::memcpy(out.data() + sizeof rep, payload, payload_len);
+        return send_all(sock_, out.data(), sizeof rep + payload_len);
+    }
+
+    bool protocol_error(const jal_msg_hdr& req, const char* why)
+    {
+        log(LogLevel::warn, "chip{}: malformed message from {} (type {}): {}", chip_.index(),
+            client_.empty() ? "unnamed client" : client_, req.type, why);
+        return reply(req, JAL_STATUS_PROTOCOL);
+    }
+
+    // Returns false when the connection must end.
+    bool handle(const std::byte* data, const Received& r, bool& fd_taken)
+    {
+        jal_msg_hdr hdr{};
+        if (r.size < sizeof hdr) {
+            hdr.type = 0;
+            return protocol_error(hdr, "shorter than a header");
+        }
+        std::memcpy(&hdr, data, sizeof hdr);
+        if (r.truncated) return protocol_error(hdr, "larger than the largest message");
+        if (hdr.size != r.size) return protocol_error(hdr, "size field does not match the packet");
+        auto expect = [&](std::size_t size) { return r.size == size; };
+
+        if (hdr.type == JAL_MSG_HELLO) {
+            if (!expect(sizeof(jal_msg_hello))) return protocol_error(hdr, "bad HELLO size");
+            jal_msg_hello m;
+            std::memcpy(&m, data, sizeof m);
+            if (fn_ >= 0) return protocol_error(hdr, "second HELLO");
+            if ((m.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
+                reply(hdr, JAL_STATUS_VERSION_MISMATCH);
+                return false;
+            }
+            m.client[sizeof m.client - 1] = '\0';
+            client_ = m.client;
+            fn_ = chip_.host().attach();
+            if (fn_ < 0) {
+                log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use", chip_.index(), client_,
+                    JAL_MGMT_MAX_FUNCS);
+                reply(hdr, JAL_STATUS_BUSY);
+                return false;
+            }
+            log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
+            jal_msg_hello_reply hr{};
+            hr.proto_version = JAL_PROTO_VERSION;
+            hr.function = static_cast<std::uint32_t>(fn_);
+            hr.chip_index = chip_.index();
+            hr.msix_vectors = JAL_MSIX_VECTORS;
+            hr.bar_size[JAL_BAR_REGS] = JAL_BAR_REGS_SIZE;
+            hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
+            hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
+            return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+        }
+        if (fn_ < 0) return protocol_error(hdr, "HELLO must come first");
+
+        switch (hdr.type) {
+        case JAL_MSG_REG_READ:
+        case JAL_MSG_REG_WRITE: {
+            if (!expect(sizeof(jal_msg_reg))) return protocol_error(hdr, "bad register message size");
+            jal_msg_reg m;
+            std::memcpy(&m, data, sizeof m);
+            if ((m.width != 4 && m.width != 8) || m.offset % m.width || m.bar > 5)
+                return reply(hdr, JAL_STATUS_INVALID_FIELD);
+            if (hdr.type == JAL_MSG_REG_READ)
+                return reply(hdr, JAL_STATUS_OK, chip_.host().host_read(fn_, m.bar, m.offset, m.width));
+            const std::uint32_t st = chip_.host().host_write(fn_, m.bar, m.offset, m.width, m.value);
+            if (hdr.flags & JAL_MSG_F_ACK) return reply(hdr, st);
+            return true;
+        }
+        case JAL_MSG_MEM_MAP:
+        case JAL_MSG_MEM_UNMAP: {
+            if (!expect(sizeof(jal_msg_mem_map))) return protocol_error(hdr, "bad MEM_MAP size");
+            jal_msg_mem_map m;
+            std::memcpy(&m, data, sizeof m);
+            if (m.flags || m.reserved) return reply(hdr, JAL_STATUS_INVALID_FIELD);
+            if (hdr.type == JAL_MSG_MEM_UNMAP) return reply(hdr, chip_.host().memory(fn_).unmap(m.bus_addr, m.size));
+            if (r.fd < 0) return reply(hdr, JAL_STATUS_INVALID_FIELD);
+            // The region holds its own mapping; the descriptor is closed by the caller.
+            return reply(hdr, chip_.host().memory(fn_).map(m.bus_addr, m.size, r.fd, m.fd_offset));
+        }
+        case JAL_MSG_SET_IRQ: {
+            if (!expect(sizeof(jal_msg_set_irq))) return protocol_error(hdr, "bad SET_IRQ size");
+            jal_msg_set_irq m;
+            std::memcpy(&m, data, sizeof m);
+            if (m.flags) return reply(hdr, JAL_STATUS_INVALID_FIELD);
+            fd_taken = r.fd >= 0;
+            return reply(hdr, chip_.host().set_irq(fn_, m.vector, r.fd));
+        }
+        default: return protocol_error(hdr, "unknown message type");
+        }
+    }
+
+    Chip& chip_;
+    int sock_;
+    int fn_ = -1;
+    std::string client_;
+};
+
+}  // namespace
+
+void serve_connection(Chip& chip, int fd)
+{
+    Session(chip, fd).run();
+}
+
+}  // namespace jalemu
