@@ -1,0 +1,23 @@
+// The one exception type of libjal: a jal_status (the stable code shared with the device)
+// and a message that names the device and what failed.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <jal/hw/status.h>
+
+namespace jal {
+
+class Error : public std::runtime_error {
+public:
+	Error(jal_status status, const std::string &message);
+
+	jal_status status() const noexcept { return status_; }
+	const char *status_name() const noexcept { return jal_status_name(status_); }
+
+private:
+	jal_status status_;
+};
+
+} // namespace jal

@@ -1,0 +1,27 @@
+#include "admin_names.hpp"
+
+#include <cstdio>
+
+#include <jal/hw/admin.h>
+
+namespace jal::admin {
+
+std::string opcode_name(uint8_t opcode)
+{
+	switch (opcode) {
+	case JAL_ADMIN_IDENTIFY: return "IDENTIFY";
+	case JAL_ADMIN_GET_FEATURE: return "GET_FEATURE";
+	case JAL_ADMIN_SET_FEATURE: return "SET_FEATURE";
+	case JAL_ADMIN_GET_TELEMETRY: return "GET_TELEMETRY";
+	case JAL_ADMIN_GET_LOG: return "GET_LOG";
+	case JAL_ADMIN_GET_SLICE_MAP: return "GET_SLICE_MAP";
+	case JAL_ADMIN_GET_HBM_REPORT: return "GET_HBM_REPORT";
+	case JAL_ADMIN_RESET: return "RESET";
+	case JAL_ADMIN_DEBUG_FAULT: return "DEBUG_FAULT";
+	}
+	char buf[16];
+	std::snprintf(buf, sizeof buf, "opcode 0x%02x", opcode);
+	return buf;
+}
+
+} // namespace jal::admin

@@ -1,0 +1,76 @@
+#include "direct_backend.hpp"
+
+#include <unistd.h>
+
+#include <jal/error.hpp>
+
+#include "memfd_memory.hpp"
+
+namespace jal::direct {
+
+namespace {
+
+// Bus addresses the client hands out. Starting well above zero keeps a stray 0 or small
+// integer from ever naming host memory; the unmapped page after every region makes an
+// overrun a DMA fault instead of silent corruption of the neighbour.
+constexpr uint64_t kFirstBusAddr = 0x1'0000'0000ull;
+
+size_t page_size() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+} // namespace
+
+DirectBackend::DirectBackend(const std::string &socket_path, const DirectOptions &options)
+	: next_bus_addr_(kFirstBusAddr)
+{
+	connection_ = std::make_shared<DirectConnection>(SeqpacketSocket::connect(socket_path),
+							 options.reply_timeout);
+	jal_msg_hello_reply hello = connection_->hello(options.client_name);
+	identity_.transport = "direct";
+	identity_.location = socket_path;
+	identity_.interface_version = hello.proto_version;
+	identity_.function = hello.function;
+	identity_.chip_index = hello.chip_index;
+	identity_.msix_vectors = hello.msix_vectors;
+	for (size_t i = 0; i < identity_.bar_size.size(); i++)
+		identity_.bar_size[i] = hello.bar_size[i];
+}
+
+uint32_t DirectBackend::read32(uint32_t bar, uint32_t offset)
+{
+	return static_cast<uint32_t>(connection_->reg_read(bar, offset, 4));
+}
+
+void DirectBackend::write32(uint32_t bar, uint32_t offset, uint32_t value)
+{
+	connection_->reg_write(bar, offset, 4, value, false);
+}
+
+void DirectBackend::write64(uint32_t bar, uint32_t offset, uint64_t value)
+{
+	connection_->reg_write(bar, offset, 8, value, false);
+}
+
+uint64_t DirectBackend::reserve_bus_range(size_t bytes)
+{
+	std::lock_guard lock(bus_mutex_);
+	uint64_t addr = next_bus_addr_;
+	next_bus_addr_ += bytes + page_size();
+	return addr;
+}
+
+std::unique_ptr<backend::HostMemory> DirectBackend::share_host_memory(size_t bytes)
+{
+	if (bytes == 0)
+		throw Error(JAL_STATUS_INVALID_FIELD, "cannot share 0 bytes of host memory");
+	size_t size = round_up(bytes, page_size());
+	return std::make_unique<MemfdMemory>(connection_, size, reserve_bus_range(size));
+}
+
+void DirectBackend::bind_irq(uint32_t vector, int eventfd)
+{
+	connection_->set_irq(vector, eventfd);
+}
+
+} // namespace jal::direct

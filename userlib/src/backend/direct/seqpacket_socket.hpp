@@ -1,0 +1,34 @@
+// A connected AF_UNIX SOCK_SEQPACKET socket: one message per packet, an optional file
+// descriptor passed along with SCM_RIGHTS, every wait bounded.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "../../util/unique_fd.hpp"
+
+namespace jal::direct {
+
+class SeqpacketSocket {
+public:
+	// Throws jal::Error: NO_DEVICE when nothing listens at `path`, IO_ERROR otherwise.
+	static SeqpacketSocket connect(const std::string &path);
+
+	explicit SeqpacketSocket(util::UniqueFd fd) : fd_(std::move(fd)) {}
+
+	// Sends one packet, with `pass_fd` attached when it is >= 0.
+	void send(std::span<const std::byte> packet, int pass_fd, std::chrono::milliseconds timeout);
+
+	// Receives one packet into `buffer`; returns its size. Throws TIMEOUT when nothing
+	// arrives in time and NO_DEVICE when the peer has gone.
+	size_t receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout);
+
+	int fd() const { return fd_.get(); }
+
+private:
+	util::UniqueFd fd_;
+};
+
+} // namespace jal::direct
