@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job (the README's first command): sets up, builds, starts an emulated chip,
+# waits for it to boot and prints `jalctl info`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh default jal-emu jalctl >/dev/null
+
+dir=$(mktemp -d)
+build/bin/jal-emu --socket-dir "$dir" --log "$dir/emu.log" &
+emu=$!
+trap 'kill $emu 2>/dev/null; wait $emu 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do [ -S "$dir/jal0.sock" ] && break; sleep 0.1; done
+export JAL_EMU_DIR="$dir"
+build/bin/jalctl info --wait 30
+echo
+echo "Firmware log:"
+sed 's/^/  /' "$dir/emu.log"

@@ -1,0 +1,106 @@
+// Layouts are fixed by static_asserts in the headers; these tests pin the same facts from
+// the C side and check the helper functions the headers define.
+#include "jal/emu/protocol.h"
+#include "jal/hw/admin.h"
+#include "jal/hw/chip.h"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/pci.h"
+#include "jal/hw/regs.h"
+#include "jal/hw/status.h"
+#include "jal/hw/telemetry.h"
+#include "jal/hw/version.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <type_traits>
+
+extern "C" {
+size_t jal_c_sizeof_identify(void);
+size_t jal_c_sizeof_telemetry(void);
+size_t jal_c_sizeof_hbm_channel_report(void);
+size_t jal_c_offsetof_cqe_flags(void);
+}
+
+TEST(HwLayout, CAndCxxAgree)
+{
+    EXPECT_EQ(jal_c_sizeof_identify(), sizeof(jal_identify));
+    EXPECT_EQ(jal_c_sizeof_telemetry(), sizeof(jal_telemetry));
+    EXPECT_EQ(jal_c_sizeof_hbm_channel_report(), sizeof(jal_hbm_channel_report));
+    EXPECT_EQ(jal_c_offsetof_cqe_flags(), offsetof(jal_admin_cqe, flags));
+}
+
+TEST(HwLayout, QueueEntriesAreNvmeSized)
+{
+    EXPECT_EQ(sizeof(jal_admin_sqe), 64u);
+    EXPECT_EQ(sizeof(jal_admin_cqe), 16u);
+    // The phase flag is in the last 8 bytes, which the device writes last.
+    EXPECT_GE(offsetof(jal_admin_cqe, flags), sizeof(jal_admin_cqe) - 8);
+}
+
+TEST(HwLayout, StructsHaveNoImplicitPadding)
+{
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_admin_sqe>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_admin_cqe>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_identify>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_telemetry>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_slice_map>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_hbm_channel_report>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_hbm_report_header>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_log_page>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_log_event>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_post_entry>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_hdr>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_hello>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_reg>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_mem_map>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_set_irq>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_reply>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_hello_reply>);
+}
+
+TEST(HwLayout, ProtocolMessagesFitTheMaximum)
+{
+    EXPECT_LE(sizeof(jal_msg_hello), size_t{JAL_PROTO_MSG_MAX});
+    EXPECT_LE(sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply), size_t{JAL_PROTO_MSG_MAX});
+}
+
+TEST(HwChip, GeometryMatchesThePublishedChip)
+{
+    EXPECT_EQ(JAL_HBM_CHANNELS, 192);
+    EXPECT_EQ(JAL_HBM_CHANNELS_PER_SLICE, 3);
+    EXPECT_EQ(JAL_HBM_TOTAL_BYTES, 216ull << 30);
+    EXPECT_EQ(JAL_HBM_SLICE_BYTES * JAL_NUM_SLICES, JAL_HBM_TOTAL_BYTES);
+    EXPECT_EQ(jal_hbm_channel_of(jal_hbm_channel_base(191)), 191u);
+    EXPECT_EQ(jal_hbm_channel_of(jal_hbm_channel_base(5) + JAL_HBM_CHANNEL_BYTES - 1), 5u);
+    EXPECT_EQ(jal_slice_of_channel(191), 63u);
+    EXPECT_EQ(jal_hbm_stack_of_channel(32), 1u);
+}
+
+TEST(HwChip, VoltageFrequencyCurveIsMonotoneAndBounded)
+{
+    EXPECT_EQ(jal_vf_min_mv(JAL_CLOCK_MIN_MHZ), JAL_VOLTAGE_MIN_MV);
+    EXPECT_EQ(jal_vf_min_mv(JAL_CLOCK_MAX_MHZ), JAL_VOLTAGE_MAX_MV);
+    for (uint32_t f = JAL_CLOCK_MIN_MHZ; f < JAL_CLOCK_MAX_MHZ; f += JAL_CLOCK_STEP_MHZ)
+        EXPECT_LE(jal_vf_min_mv(f), jal_vf_min_mv(f + JAL_CLOCK_STEP_MHZ)) << f;
+}
+
+TEST(HwStatus, EveryCodeHasADistinctName)
+{
+    std::set<std::string> names;
+    for (uint32_t s = 0; s < JAL_STATUS_COUNT_; ++s) {
+        const std::string n = jal_status_name(s);
+        EXPECT_NE(n, "unknown status") << s;
+        EXPECT_TRUE(names.insert(n).second) << "duplicate name " << n;
+    }
+    EXPECT_STREQ(jal_status_name(JAL_STATUS_COUNT_), "unknown status");
+    EXPECT_STREQ(jal_limiter_name(JAL_LIMITER_NONE), "none");
+    EXPECT_STREQ(jal_limiter_name(JAL_LIMITER_THERMAL), "thermal");
+}
+
+TEST(HwVersion, PacksMajorAndMinor)
+{
+    EXPECT_EQ(JAL_HW_VERSION_GET_MAJOR(JAL_HW_VERSION), unsigned{JAL_HW_VERSION_MAJOR});
+    EXPECT_EQ(JAL_HW_VERSION_GET_MINOR(JAL_HW_VERSION), unsigned{JAL_HW_VERSION_MINOR});
+}
