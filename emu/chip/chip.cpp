@@ -41,8 +41,7 @@ Chip::~Chip() { stop(); }
 
 void Chip::start()
 {
-    if (config_.firmware != FirmwareMode::native)
-        throw std::runtime_error("only the native firmware build is available in this emulator build");
+    if (config_.firmware == FirmwareMode::image) image_ = load_firmware_image(config_.firmware_image);
     core_thread_ = std::thread([this] { core_main(); });
 }
 
@@ -88,7 +87,8 @@ void Chip::core_main()
     for (;;) {
         ++boot_count_;
         try {
-            run_firmware_native();
+            if (config_.firmware == FirmwareMode::image) run_firmware_image();
+            else run_firmware_native();
             log(LogLevel::error, "chip{}: firmware returned; halting the management core", index());
             return;
         } catch (const CoreReset& r) {
@@ -100,5 +100,8 @@ void Chip::core_main()
 }
 
 void Chip::run_firmware_native() { NativeCore(*this).run(); }
+
+// A fresh Unicorn instance per boot: RAM starts undefined and the image is reloaded.
+void Chip::run_firmware_image() { UnicornCore(*this, image_).run(); }
 
 }  // namespace jalemu

@@ -11,6 +11,8 @@
 #include "mgmt/core_clock.hpp"
 #include "mgmt/peripheral_bus.hpp"
 
+#include "mgmt/unicorn_core.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -45,6 +47,7 @@ public:
 private:
     void core_main();
     void run_firmware_native();
+    void run_firmware_image();
     void apply_reset(std::uint32_t cause);
 
     ChipConfig config_;
@@ -57,6 +60,7 @@ private:
     PeripheralBus bus_;
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0;
+    FirmwareImage image_;
     std::thread core_thread_;
 };
 

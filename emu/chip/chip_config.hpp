@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct ChipConfig {
     double ambient_c = 25;            // --ambient-c
     double speed = 1.0;               // modelled seconds per wall second; 0 = unpaced
     FirmwareMode firmware = FirmwareMode::native;
+    std::string firmware_image;       // --fw-image, for FirmwareMode::image
 };
 
 }  // namespace jalemu
