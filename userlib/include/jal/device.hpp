@@ -49,7 +49,8 @@ public:
 	// still be booting: check it).
 	DeviceStatus wait_ready(std::chrono::milliseconds timeout);
 
-	// Admin commands. They need a READY device: NOT_READY otherwise.
+	// Admin commands. They need a device that has finished booting (READY, or FAILED if its
+	// firmware still serves the admin queue): NOT_READY while booting.
 	jal_identify identify();
 	jal_telemetry telemetry();
 	jal_slice_map slice_map();

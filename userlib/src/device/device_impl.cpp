@@ -59,15 +59,23 @@ std::shared_ptr<admin::AdminQueue> Device::Impl::admin_queue()
 	if (admin_)
 		return admin_;
 	DeviceStatus s = read_status();
-	if (s.state != DeviceState::ready)
-		throw Error(s.state == DeviceState::failed ? JAL_STATUS_HW_FAILED : JAL_STATUS_NOT_READY,
-			    std::string("not ready (") + state_name(s.state) + ")");
+	// A failed chip may still serve its admin queue (its logs say why it failed), so only
+	// a chip still on its way up is refused outright.
+	if (s.state != DeviceState::ready && s.state != DeviceState::failed)
+		throw Error(JAL_STATUS_NOT_READY, std::string("not ready (") + state_name(s.state) + ")");
 	if (JAL_HW_VERSION_GET_MAJOR(s.if_version) != JAL_HW_VERSION_MAJOR)
 		throw Error(JAL_STATUS_VERSION_MISMATCH,
 			    "firmware implements device interface " + std::to_string(JAL_HW_VERSION_GET_MAJOR(s.if_version)) +
 				    "." + std::to_string(JAL_HW_VERSION_GET_MINOR(s.if_version)) + ", this library " +
 				    std::to_string(JAL_HW_VERSION_MAJOR) + "." + std::to_string(JAL_HW_VERSION_MINOR));
-	admin_ = std::make_shared<admin::AdminQueue>(*backend_);
+	try {
+		admin_ = std::make_shared<admin::AdminQueue>(*backend_);
+	} catch (const Error &e) {
+		if (s.state != DeviceState::failed)
+			throw;
+		throw Error(JAL_STATUS_HW_FAILED, std::string("chip failed (fault: ") + jal_status_name(s.fault) +
+							   ") and does not serve its admin queue: " + e.what());
+	}
 	return admin_;
 }
 
