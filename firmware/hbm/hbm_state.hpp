@@ -1,0 +1,55 @@
+// What training learned, kept compactly (about 65 KiB for 192 channels) so the 576-byte
+// channel reports can be rebuilt one at a time on request instead of held in SRAM.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "jal/hw/admin.h"
+#include "jal/hw/chip.h"
+
+namespace jalfw::hbm {
+
+// Why a channel failed (event log args, console).
+enum FailReason : std::uint8_t {
+    kFailNone = 0,
+    kFailTooManyDeadLanes = 1,
+    kFailNoWriteLevel = 2,
+    kFailNoReadEye = 3,
+    kFailReadRecheck = 4,
+    kFailNoWriteEye = 5,
+    kFailWriteRecheck = 6,
+    kFailMemtest = 7,
+    kFailStack = 8,
+};
+
+struct LaneTrained {
+    std::uint8_t rd_delay = 0, rd_width = 0, wr_delay = 0, wr_width = 0;
+    std::uint8_t flags = 0;  // JAL_HBM_LANE_*
+};
+
+struct ChannelTrained {
+    std::uint8_t status = JAL_HBM_CH_UNTRAINED;
+    std::uint8_t vref = 0;
+    std::uint8_t wrlvl = 0;
+    std::uint8_t dead_lanes = 0;
+    std::uint8_t fail_reason = kFailNone;
+    std::array<std::uint8_t, JAL_HBM_SPARE_LANES> repair{0xff, 0xff, 0xff, 0xff};
+    std::uint32_t memtest_errors = 0;
+    std::uint32_t training_us = 0;
+    std::array<LaneTrained, JAL_HBM_LANES> lanes{};
+
+    bool usable() const { return status == JAL_HBM_CH_OK || status == JAL_HBM_CH_REPAIRED; }
+};
+
+struct HbmState {
+    std::array<ChannelTrained, JAL_HBM_CHANNELS> channels{};
+    std::uint32_t stacks_failed_mask = 0;
+
+    std::uint32_t count(std::uint8_t status) const;
+    std::uint32_t usable_count() const { return count(JAL_HBM_CH_OK) + count(JAL_HBM_CH_REPAIRED); }
+    std::uint32_t usable_in_slice(std::uint32_t slice) const;
+    void build_report(std::uint32_t channel, jal_hbm_channel_report& out) const;
+};
+
+}  // namespace jalfw::hbm
