@@ -1,0 +1,138 @@
+#include "power/power_manager.hpp"
+
+#include "hal/hal.hpp"
+#include "host/event_codes.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/status.h"
+#include "power/vf.hpp"
+#include "util/mask64.hpp"
+
+namespace jalfw::power {
+
+std::uint32_t PowerManager::init_safe()
+{
+    const std::uint32_t cur_mhz = hal::read32(JAL_PWR_CLOCK_MHZ);
+    const std::uint32_t cur_mv = hal::read32(JAL_PWR_VOLTAGE_MV);
+    set_operating_point(cur_mhz, cur_mv, JAL_CLOCK_MIN_MHZ);
+    // Trust the registers: the clock must have taken the safe value.
+    if (hal::read32(JAL_PWR_CLOCK_MHZ) != JAL_CLOCK_MIN_MHZ) return JAL_STATUS_HW_FAILED;
+    if (hal::read32(JAL_PWR_VOLTAGE_MV) < jal_vf_min_mv(JAL_CLOCK_MIN_MHZ)) return JAL_STATUS_HW_FAILED;
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t PowerManager::start()
+{
+    const std::uint32_t clock = clamp_clock(hal::read32(JAL_PWR_CLOCK_MHZ));
+    fast_.set_ceiling(clock);
+    slow_.set_ceiling(clock);
+    current_.set_ceiling(clock);
+    started_ = true;
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t PowerManager::request_power_limit(std::uint32_t mw)
+{
+    if (mw < JAL_POWER_LIMIT_MIN_MW || mw > JAL_POWER_LIMIT_MAX_MW) return JAL_STATUS_INVALID_FIELD;
+    requested_limit_mw_ = mw;
+    return JAL_STATUS_OK;
+}
+
+void PowerManager::sample()
+{
+    jal_telemetry& t = telem_;
+    t.struct_size = sizeof(jal_telemetry);
+    ++t.seq;
+    const std::uint64_t now = hal::now_us();
+    t.timestamp_us = now;
+    t.uptime_us = now - boot_start_us_;
+    t.power_mw = hal::read32(JAL_PWR_POWER_MW);
+    for (std::uint32_t r = 0; r < JAL_RAIL_COUNT; ++r) {
+        t.rail_current_ma[r] = hal::read32(JAL_PWR_RAIL_CURRENT_MA(r));
+        t.rail_voltage_mv[r] = hal::read32(JAL_PWR_RAIL_VOLTAGE_MV(r));
+    }
+    t.temp_junction_mc = static_cast<std::int32_t>(hal::read32(JAL_PWR_TEMP_JUNCTION_MC));
+    t.temp_hbm_mc = static_cast<std::int32_t>(hal::read32(JAL_PWR_TEMP_HBM_MC));
+    t.temp_ambient_mc = static_cast<std::int32_t>(hal::read32(JAL_PWR_TEMP_AMBIENT_MC));
+    t.temp_limit_mc = JAL_TEMP_LIMIT_MC;
+    t.clock_mhz = hal::read32(JAL_PWR_CLOCK_MHZ);
+    t.voltage_mv = hal::read32(JAL_PWR_VOLTAGE_MV);
+    t.clock_max_mhz = JAL_CLOCK_MAX_MHZ;
+    t.current_limit_ma = JAL_CORE_CURRENT_LIMIT_MA;
+    const std::uint32_t e_lo = hal::read32(JAL_PWR_ENERGY_UJ_LO);
+    const std::uint32_t e_hi = hal::read32(JAL_PWR_ENERGY_UJ_HI);
+    t.energy_uj = std::uint64_t{e_hi} << 32 | e_lo;
+    t.ecc_corrected = hal::read32(JAL_PWR_ECC_CORRECTED);
+    t.ecc_uncorrected = hal::read32(JAL_PWR_ECC_UNCORRECTED);
+}
+
+void PowerManager::control()
+{
+    jal_telemetry& t = telem_;
+    if (requested_limit_mw_ != limit_mw_) {
+        limit_mw_ = requested_limit_mw_;
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvPowerLimitSet, "power limit set", {limit_mw_});
+    }
+    const std::uint32_t clock = t.clock_mhz;
+    t.power_avg_mw = avg_.add(t.power_mw, limit_mw_);
+
+    std::uint32_t target;
+    std::uint32_t reason = JAL_LIMITER_NONE;
+    if (std::uint64_t{t.power_mw} * kEmergencyDen > std::uint64_t{limit_mw_} * kEmergencyNum) {
+        // Far over the limit: no time for a controller. Minimum clock now; the power
+        // limiters climb back from there.
+        target = JAL_CLOCK_MIN_MHZ;
+        fast_.set_ceiling(target);
+        slow_.set_ceiling(target);
+        current_.set_ceiling(target);
+        reason = JAL_LIMITER_EMERGENCY;
+        ++t.emergency_events;
+        journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency", {t.power_mw, limit_mw_});
+    } else {
+        const std::uint32_t ceilings[] = {
+            fast_.update(t.power_mw, limit_mw_, clock),
+            slow_.update(t.power_avg_mw, limit_mw_, clock),
+            current_.update(t.rail_current_ma[JAL_RAIL_CORE], JAL_CORE_CURRENT_LIMIT_MA, clock),
+            thermal_.update(t.temp_junction_mc, JAL_TEMP_LIMIT_MC, clock),
+        };
+        static constexpr std::uint32_t kReasons[] = {JAL_LIMITER_FAST_POWER, JAL_LIMITER_SLOW_POWER,
+                                                     JAL_LIMITER_CURRENT, JAL_LIMITER_THERMAL};
+        target = JAL_CLOCK_MAX_MHZ;
+        for (std::uint32_t i = 0; i < 4; ++i)
+            if (ceilings[i] < target) {
+                target = ceilings[i];
+                reason = kReasons[i];
+            }
+        target = clamp_clock(target);
+    }
+    set_operating_point(clock, t.voltage_mv, target);
+    t.clock_target_mhz = target;
+    t.limiter = reason;
+    t.power_limit_mw = limit_mw_;
+    ++t.limiter_residency_ms[reason];  // one tick = 1 ms
+
+    if (reason != JAL_LIMITER_NONE && limiter_ == JAL_LIMITER_NONE) {
+        ++t.throttle_events;
+        episode_ms_ = 0;
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleBegin, jal_limiter_name(reason),
+                       {reason, target, t.power_mw, limit_mw_});
+    } else if (reason == JAL_LIMITER_NONE && limiter_ != JAL_LIMITER_NONE) {
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleEnd, "throttling ended", {episode_ms_});
+    }
+    if (reason != JAL_LIMITER_NONE) ++episode_ms_;
+    limiter_ = reason;
+}
+
+void PowerManager::tick()
+{
+    sample();
+    if (started_) {
+        control();
+        const std::uint64_t busy = util::read_mask64(JAL_SLICE_BUSY_LO, JAL_SLICE_BUSY_HI);
+        telem_.slices_powered = slices_.update_gating(busy);
+    } else {
+        telem_.power_limit_mw = limit_mw_;
+        telem_.clock_target_mhz = telem_.clock_mhz;
+    }
+}
+
+}  // namespace jalfw::power

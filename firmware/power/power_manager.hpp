@@ -1,0 +1,67 @@
+// Power and thermal management, run every 1 ms tick: samples the sensors into the
+// telemetry table, runs the limiters, moves clock and voltage, records the limiting
+// reason and residency, and power-gates idle slices.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "host/journal.hpp"
+#include "jal/hw/telemetry.h"
+#include "power/limiter.hpp"
+#include "slices/slice_manager.hpp"
+
+namespace jalfw::power {
+
+class PowerManager {
+public:
+    PowerManager(slices::SliceManager& slices, host::Journal& journal) : slices_(slices), journal_(journal) {}
+
+    // Boot: a safe operating point (minimum clock) before slices come out of reset.
+    [[nodiscard]] std::uint32_t init_safe();
+    // Boot: limiters start at the clock in force and the control loop runs from now on.
+    [[nodiscard]] std::uint32_t start();
+    bool started() const { return started_; }
+
+    // One tick: sample, and (once started) control. Always refreshes telemetry.
+    void tick();
+
+    // Host request; takes effect at the next tick. Returns a jal_status.
+    [[nodiscard]] std::uint32_t request_power_limit(std::uint32_t mw);
+    std::uint32_t requested_power_limit() const { return requested_limit_mw_; }
+    std::uint32_t power_limit() const { return limit_mw_; }
+
+    jal_telemetry& telemetry() { return telem_; }
+    const jal_telemetry& telemetry() const { return telem_; }
+    std::uint32_t limiter() const { return limiter_; }
+
+    // Counters the rest of the firmware contributes to the telemetry table.
+    void set_boot_info(std::uint64_t boot_start_us, std::uint32_t watchdog_resets)
+    {
+        boot_start_us_ = boot_start_us;
+        telem_.watchdog_resets = watchdog_resets;
+    }
+    void set_admin_commands(std::uint32_t n) { telem_.admin_commands = n; }
+
+    // Emergency threshold: power above 5/4 of the limit drops the clock to minimum at once.
+    static constexpr std::uint32_t kEmergencyNum = 5, kEmergencyDen = 4;
+
+private:
+    void sample();
+    void control();
+
+    slices::SliceManager& slices_;
+    host::Journal& journal_;
+    jal_telemetry telem_{};
+    bool started_ = false;
+    std::uint32_t limit_mw_ = JAL_POWER_TDP_MW;
+    std::uint32_t requested_limit_mw_ = JAL_POWER_TDP_MW;
+    ProportionalLimiter fast_{JAL_CLOCK_MIN_MHZ}, slow_{JAL_CLOCK_MIN_MHZ}, current_{JAL_CLOCK_MIN_MHZ};
+    ThermalLimiter thermal_;
+    MovingAverage avg_;
+    std::uint32_t limiter_ = JAL_LIMITER_NONE;
+    std::uint32_t episode_ms_ = 0;
+    std::uint64_t boot_start_us_ = 0;
+};
+
+}  // namespace jalfw::power
