@@ -1,0 +1,61 @@
+// Admin command handlers: validate one submission entry, execute it, produce the
+// completion's result and status. Actions that must follow the completion (chip reset,
+// debug hang) are returned, not performed, so the queue can post the completion first.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "boot/post_trail.hpp"
+#include "hbm/hbm_state.hpp"
+#include "host/chip_info.hpp"
+#include "host/event_log.hpp"
+#include "host/reply_writer.hpp"
+#include "jal/hw/admin.h"
+#include "power/power_manager.hpp"
+#include "slices/slice_manager.hpp"
+
+namespace jalfw::host {
+
+enum class AfterAction : std::uint8_t { kNone, kResetChip, kHangMainLoop };
+
+struct Completion {
+    std::uint32_t result = 0;
+    std::uint32_t status = 0;  // jal_status
+    AfterAction after = AfterAction::kNone;
+};
+
+struct AdminDeps {
+    const ChipInfo& chip;
+    const slices::SliceManager& slices;
+    const hbm::HbmState& hbm;
+    power::PowerManager& power;
+    const EventLog& events;
+    const boot::PostTrail& post;
+};
+
+class AdminCommands {
+public:
+    static constexpr std::uint32_t kStagingBytes = 4096;
+
+    explicit AdminCommands(const AdminDeps& deps) : d_(deps) {}
+
+    Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe);
+
+    // Capacity of trained channels behind enabled slices (identify, docs).
+    std::uint64_t hbm_bytes_usable() const;
+
+private:
+    Completion identify(ReplyWriter& out);
+    Completion get_feature(const jal_admin_sqe& sqe);
+    Completion set_feature(const jal_admin_sqe& sqe);
+    Completion telemetry(ReplyWriter& out);
+    Completion get_log(const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion slice_map(ReplyWriter& out);
+    Completion hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out);
+
+    AdminDeps d_;
+    std::array<std::uint8_t, kStagingBytes> staging_{};
+};
+
+}  // namespace jalfw::host
