@@ -1,0 +1,16 @@
+# The firmware's portable sources, relative to firmware/: shared by the native build
+# (firmware/CMakeLists.txt, plus hal/native) and the Cortex-M7 image
+# (platform/cortex-m7, plus hal/target).
+set(JALFW_SOURCES
+  firmware.cpp
+  hbm/hbm_state.cpp
+  hbm/trainer.cpp
+  host/admin_commands.cpp
+  host/admin_queues.cpp
+  host/event_log.cpp
+  host/journal.cpp
+  host/reply_writer.cpp
+  power/limiter.cpp
+  power/power_manager.cpp
+  slices/slice_manager.cpp
+  util/text.cpp)
