@@ -80,18 +80,24 @@ void PowerManager::control()
     if (std::uint64_t{t.power_mw} * kEmergencyDen > std::uint64_t{limit_mw_} * kEmergencyNum) {
         // Far over the limit: no time for a controller. Minimum clock now; the power
         // limiters climb back from there.
+        // The slow limiter keeps its ceiling: its average barely moved in one tick, and
+        // resetting it would pin the clock at minimum for a whole averaging window.
         target = JAL_CLOCK_MIN_MHZ;
         fast_.set_ceiling(target);
-        slow_.set_ceiling(target);
         current_.set_ceiling(target);
         reason = JAL_LIMITER_EMERGENCY;
         ++t.emergency_events;
         journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency", {t.power_mw, limit_mw_});
     } else {
+        const std::uint32_t power_target = guarded(limit_mw_);
+        // The average lags: when it is over the limit but the power already is not, it will
+        // fall by itself, and cutting further would only overcorrect (e.g. after an
+        // emergency dropped the clock). The slow limiter holds then.
+        const bool avg_falling = t.power_avg_mw > power_target && t.power_mw <= power_target;
         const std::uint32_t ceilings[] = {
-            fast_.update(t.power_mw, limit_mw_, clock),
-            slow_.update(t.power_avg_mw, limit_mw_, clock),
-            current_.update(t.rail_current_ma[JAL_RAIL_CORE], JAL_CORE_CURRENT_LIMIT_MA, clock),
+            fast_.update(t.power_mw, power_target, clock),
+            avg_falling ? slow_.ceiling() : slow_.update(t.power_avg_mw, power_target, clock),
+            current_.update(t.rail_current_ma[JAL_RAIL_CORE], guarded(JAL_CORE_CURRENT_LIMIT_MA), clock),
             thermal_.update(t.temp_junction_mc, JAL_TEMP_LIMIT_MC, clock),
         };
         static constexpr std::uint32_t kReasons[] = {JAL_LIMITER_FAST_POWER, JAL_LIMITER_SLOW_POWER,

@@ -43,6 +43,12 @@ public:
     }
     void set_admin_commands(std::uint32_t n) { telem_.admin_commands = n; }
 
+    // The controllers regulate to a guard band just under each limit: leakage grows as the
+    // die warms (slowly, over hundreds of ticks), and the band absorbs that creep before it
+    // can cross the limit itself.
+    static constexpr std::uint32_t kGuardDiv = 128;
+    static constexpr std::uint32_t guarded(std::uint32_t limit) { return limit - limit / kGuardDiv; }
+
     // Emergency threshold: power above 5/4 of the limit drops the clock to minimum at once.
     static constexpr std::uint32_t kEmergencyNum = 5, kEmergencyDen = 4;
 

@@ -163,6 +163,18 @@ TEST_F(PowerTest, EmergencyDropsToMinimumAtOnce)
     EXPECT_EQ(bus.power.timing_violations, 0u);
 }
 
+TEST_F(PowerTest, RecoversQuicklyAfterAnEmergency)
+{
+    // The lagging average must not pin the clock at minimum after the emergency drop.
+    start_at(JAL_CLOCK_MAX_MHZ);
+    tick();
+    ASSERT_EQ(bus.power.clock_mhz, JAL_CLOCK_MIN_MHZ);
+    tick(10);
+    EXPECT_GE(bus.power.power_w(), 650.0);
+    EXPECT_LE(bus.power.power_w(), 700.0);
+    EXPECT_EQ(pm.limiter(), JAL_LIMITER_FAST_POWER);
+}
+
 TEST_F(PowerTest, LowerPowerLimitTakesEffectAtTheNextTick)
 {
     start_at(JAL_CLOCK_MAX_MHZ);
