@@ -245,6 +245,40 @@ TEST_F(DeviceTest, ConcurrentCallersShareOneDevice)
 	EXPECT_EQ(failures.load(), 0);
 }
 
+TEST_F(DeviceTest, HungFirmwareTimesOutWithAClearErrorNeverAHang)
+{
+	jal::Device ready = open_ready();
+	jal::OpenOptions options = emu().open_options();
+	options.admin_timeout = 2s;
+	jal::Device dev = jal::Device::open(0, options);
+	jal_admin_sqe hang = sqe_of(JAL_ADMIN_DEBUG_FAULT);
+	hang.cdw[0] = JAL_DEBUG_FAULT_HANG_MAIN_LOOP;
+	dev.admin_submit_raw(hang); // the firmware may hang before it completes this
+
+	auto start = std::chrono::steady_clock::now();
+	bool timed_out = false;
+	try {
+		dev.identify();
+	} catch (const jal::Error &e) {
+		timed_out = true;
+		EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
+		EXPECT_STREQ(e.what(), "device 0: admin command IDENTIFY timed out after 2 s");
+	}
+	EXPECT_TRUE(timed_out) << "IDENTIFY answered by a hung firmware";
+	EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+
+	// The watchdog reboots the management core; the library re-enables its queue.
+	bool recovered = false;
+	for (int attempt = 0; attempt < 15 && !recovered; attempt++) {
+		try {
+			dev.wait_ready(10s);
+			recovered = dev.identify().slices_total == 64;
+		} catch (const jal::Error &) {
+		}
+	}
+	EXPECT_TRUE(recovered);
+}
+
 class MultiChipTest : public EmuTest {
 	EmuOptions emu_options() const override
 	{
