@@ -279,6 +279,32 @@ TEST_F(DeviceTest, HungFirmwareTimesOutWithAClearErrorNeverAHang)
 	EXPECT_TRUE(recovered);
 }
 
+TEST_F(DeviceTest, ClientsBeyondTheHostFunctionsAreRefusedClearly)
+{
+	std::vector<jal::Device> clients;
+	try {
+		for (int i = 0; i < 64; i++)
+			clients.push_back(jal::Device::open(0, emu().open_options()));
+		FAIL() << "64 clients attached to one chip";
+	} catch (const jal::Error &e) {
+		EXPECT_EQ(e.status(), JAL_STATUS_BUSY);
+		EXPECT_NE(std::string(e.what()).find("every host function of the chip is in use"), std::string::npos)
+			<< e.what();
+	}
+	EXPECT_FALSE(clients.empty());
+	clients.pop_back(); // a function comes free once the emulator notices the hang-up
+	bool reopened = false;
+	for (int attempt = 0; attempt < 100 && !reopened; attempt++) {
+		try {
+			jal::Device::open(0, emu().open_options());
+			reopened = true;
+		} catch (const jal::Error &) {
+			std::this_thread::sleep_for(20ms);
+		}
+	}
+	EXPECT_TRUE(reopened);
+}
+
 class MultiChipTest : public EmuTest {
 	EmuOptions emu_options() const override
 	{

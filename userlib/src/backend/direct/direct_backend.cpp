@@ -26,7 +26,15 @@ DirectBackend::DirectBackend(const std::string &socket_path, const DirectOptions
 {
 	connection_ = std::make_shared<DirectConnection>(SeqpacketSocket::connect(socket_path),
 							 options.reply_timeout);
-	jal_msg_hello_reply hello = connection_->hello(options.client_name);
+	jal_msg_hello_reply hello;
+	try {
+		hello = connection_->hello(options.client_name);
+	} catch (const Error &e) {
+		if (e.status() != JAL_STATUS_BUSY)
+			throw;
+		throw Error(JAL_STATUS_BUSY, "the emulator refused the connection: every host function of the chip is "
+					     "in use by other clients");
+	}
 	identity_.transport = "direct";
 	identity_.location = socket_path;
 	identity_.interface_version = hello.proto_version;
