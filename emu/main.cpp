@@ -2,6 +2,7 @@
 // SIGINT or SIGTERM.
 #include "chip/chip.hpp"
 #include "cli/options.hpp"
+#include "console/console_server.hpp"
 #include "transport/socket_server.hpp"
 #include "util/log.hpp"
 
@@ -36,12 +37,17 @@ int main(int argc, char** argv)
 
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<SocketServer>> servers;
+        std::vector<std::unique_ptr<ConsoleServer>> consoles;
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
             cfg.index = i;
             chips.push_back(std::make_unique<Chip>(cfg));
             chips.back()->start();
-            servers.push_back(std::make_unique<SocketServer>(*chips.back(), opts.socket_dir + "/jal" + std::to_string(i) + ".sock"));
+            const std::string base = opts.socket_dir + "/jal" + std::to_string(i);
+            // The console first: clients treat the data socket's appearance as "ready".
+            consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
+            consoles.back()->start();
+            servers.push_back(std::make_unique<SocketServer>(*chips.back(), base + ".sock"));
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);
@@ -50,6 +56,7 @@ int main(int argc, char** argv)
         sigwait(&stop_signals, &sig);
         log(LogLevel::info, "signal {}: shutting down", sig);
         for (auto& s : servers) s->stop();
+        for (auto& c : consoles) c->stop();
         for (auto& c : chips) c->stop();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "jal-emu: %s\n", e.what());

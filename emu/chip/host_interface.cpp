@@ -125,7 +125,8 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
         case JAL_REG_ADMIN_QSIZE: f.qsize = v; break;
         case JAL_REG_ADMIN_CTRL:
             f.ctrl = v;
-            if (!(v & JAL_ADMIN_CTRL_ENABLE)) f.admin_status = 0;
+            // Disabling resets the queue pair, doorbells included (as NVMe's CC.EN = 0).
+            if (!(v & JAL_ADMIN_CTRL_ENABLE)) f.admin_status = f.sq_tail = f.cq_head = 0;
             ++f.generation;
             break;
         case JAL_REG_ADMIN_SQ_TAIL: f.sq_tail = v; break;

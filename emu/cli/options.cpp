@@ -2,6 +2,8 @@
 
 #include "jal/hw/chip.h"
 
+#include <jal/emu_dir.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -38,11 +40,14 @@ std::uint32_t number(std::string_view s, std::uint32_t limit, const char* what)
     return v;
 }
 
-std::string default_socket_dir()
+// The image is installed beside the jal-emu executable.
+std::string default_firmware_image()
 {
-    if (const char* d = std::getenv("JAL_EMU_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/jal-emu";
-    return "/tmp/jal-emu-" + std::to_string(getuid());
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return "jal-fw.bin";
+    std::string path(exe, static_cast<std::size_t>(n));
+    return path.substr(0, path.rfind('/') + 1) + "jal-fw.bin";
 }
 
 }  // namespace
@@ -82,8 +87,9 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_lane_list(const std::
 EmuOptions parse_options(int argc, char** argv)
 {
     EmuOptions o;
-    o.socket_dir = default_socket_dir();
-    std::string fuse, fail, lanes, fw = "native";
+    o.socket_dir = jal::default_emu_dir();  // where clients look
+    std::string fuse, fail, lanes, fw = "image";
+    o.chip.firmware_image = default_firmware_image();
     CLI::App app{"jal-emu: functional emulator of Jalapeno-class inference chips.\n"
                  "Serves each chip on DIR/jalN.sock for userlib's direct transport and the QEMU device.\n"
                  "The socket directory defaults to $JAL_EMU_DIR, else $XDG_RUNTIME_DIR/jal-emu, else /tmp/jal-emu-UID."};
@@ -96,8 +102,12 @@ EmuOptions parse_options(int argc, char** argv)
     app.add_option("--load-watts", o.chip.load_watts, "Synthetic load: package watts at full clock")->check(CLI::Range(0.0, 5000.0));
     app.add_option("--ambient-c", o.chip.ambient_c, "Inlet temperature in degrees Celsius")->check(CLI::Range(-40.0, 125.0));
     app.add_option("--speed", o.chip.speed, "Modelled seconds per wall-clock second when idle (0 = unpaced)")->check(CLI::Range(0.0, 1000.0));
-    app.add_option("--fw", fw, "Firmware: native (built into jal-emu) or image (the Cortex-M7 image)")
+    app.add_option("--fw", fw,
+                   "Firmware: image (the Cortex-M7 image on Unicorn, as flashed) or native (the same sources "
+                   "built into jal-emu: faster, for debugging)")
         ->check(CLI::IsMember({"native", "image"}));
+    app.add_option("--fw-image", o.chip.firmware_image, "Firmware image to run with --fw image")
+        ->capture_default_str();
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
     try {

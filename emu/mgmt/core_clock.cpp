@@ -62,8 +62,11 @@ void CoreClock::wait_for_event()
     check_requests();
     std::unique_lock lock(mutex_);
     if (speed_ > 0) reanchor_if_drifted();
-    auto woken = [&] { return events_.load() != 0 || shutdown_.load() || pending_reset_.load() >= 0; };
+    auto woken = [&] {
+        return events_.load() != 0 || shutdown_.load() || pending_reset_.load() >= 0 || !posted_.empty();
+    };
     for (;;) {
+        run_posted(lock);
         if (events_.load() != 0) return;
         if (tick_us_ == 0) {
             cv_.wait(lock, woken);
@@ -96,6 +99,24 @@ void CoreClock::wait_for_event()
             lock.lock();
         }
     }
+}
+
+void CoreClock::run_posted(std::unique_lock<std::mutex>& lock)
+{
+    while (!posted_.empty()) {
+        auto task = std::move(posted_.front());
+        posted_.pop_front();
+        lock.unlock();
+        task();
+        lock.lock();
+    }
+}
+
+void CoreClock::post(std::function<void()> task)
+{
+    std::lock_guard lock(mutex_);
+    posted_.push_back(std::move(task));
+    cv_.notify_all();
 }
 
 void CoreClock::set_tick_period_us(std::uint32_t us)

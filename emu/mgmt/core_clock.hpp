@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -47,11 +48,15 @@ public:
     void raise(std::uint32_t events) override;
     void request_reset(std::uint32_t cause) override;
     void request_shutdown();
+    // Runs `task` on the management-core thread the next time the core waits for an event
+    // (so it never races the firmware's use of the models).
+    void post(std::function<void()> task);
 
 private:
     using WallClock = std::chrono::steady_clock;
     void advance_to(std::uint64_t t);
     void reanchor_if_drifted();
+    void run_posted(std::unique_lock<std::mutex>& lock);
 
     const double speed_;
     const std::function<void(std::uint64_t)> on_advance_;
@@ -61,6 +66,7 @@ private:
     std::atomic<bool> shutdown_{false};
     std::mutex mutex_;
     std::condition_variable cv_;
+    std::deque<std::function<void()>> posted_;
     std::uint32_t tick_us_ = 1000;
     std::uint64_t next_tick_ns_ = 1000 * 1000;
     WallClock::time_point anchor_wall_ = WallClock::now();

@@ -9,4 +9,5 @@ set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 set(JAL_M7_FLAGS "-mcpu=cortex-m7 -mthumb -mfloat-abi=soft --specs=picolibcpp.specs")
 set(CMAKE_C_FLAGS_INIT "${JAL_M7_FLAGS}")
 set(CMAKE_CXX_FLAGS_INIT "${JAL_M7_FLAGS}")
-set(CMAKE_EXE_LINKER_FLAGS_INIT "${JAL_M7_FLAGS} -nostartfiles")
+# The compile flags (with the specs) are on the link line already.
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-nostartfiles")

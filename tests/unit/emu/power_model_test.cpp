@@ -62,6 +62,7 @@ TEST(PowerModel, RailCurrentsFollowPowerOverVoltage)
 TEST(PowerModel, ClockAboveTheVoltageIsATimingViolation)
 {
     PowerModel m(0, 25);
+    m.write(pw(JAL_PWR_CLOCK_MHZ), JAL_CLOCK_MIN_MHZ);  // clock down first, then voltage
     m.write(pw(JAL_PWR_VOLTAGE_MV), JAL_VOLTAGE_MIN_MV);
     EXPECT_EQ(m.timing_violations(), 0u);
     m.write(pw(JAL_PWR_CLOCK_MHZ), JAL_CLOCK_MAX_MHZ);

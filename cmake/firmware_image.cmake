@@ -1,0 +1,16 @@
+# Cross-builds the Cortex-M7 firmware image with Debian's arm-none-eabi-gcc as a separate
+# CMake project, and puts the flat image next to jal-emu (build/bin/jal-fw.bin), where
+# jal-emu looks for it by default.
+include(ExternalProject)
+set(JAL_FW_IMAGE ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/jal-fw.bin)
+ExternalProject_Add(jal-fw-image
+  SOURCE_DIR ${PROJECT_SOURCE_DIR}/firmware/platform/cortex-m7
+  BINARY_DIR ${CMAKE_BINARY_DIR}/firmware-m7
+  CMAKE_GENERATOR Ninja
+  CMAKE_ARGS
+    -DCMAKE_TOOLCHAIN_FILE=${PROJECT_SOURCE_DIR}/firmware/platform/cortex-m7/toolchain-arm-none-eabi.cmake
+    -DCMAKE_BUILD_TYPE=MinSizeRel
+  INSTALL_COMMAND ${CMAKE_COMMAND} -E copy_if_different ${CMAKE_BINARY_DIR}/firmware-m7/jal-fw.bin ${JAL_FW_IMAGE}
+  BUILD_ALWAYS ON
+  BUILD_BYPRODUCTS ${JAL_FW_IMAGE}
+  USES_TERMINAL_BUILD ON)

@@ -1,0 +1,143 @@
+#include "console/console_commands.hpp"
+
+#include "chip/chip.hpp"
+#include "jal/hw/chip.h"
+#include "jal/hw/mgmt.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace jalemu {
+
+namespace {
+
+using nlohmann::json;
+
+const char* kHelp =
+    "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | help";
+
+std::uint64_t parse_u64(const std::string& s, const char* what)
+{
+    try {
+        std::size_t used = 0;
+        const auto v = std::stoull(s, &used, 0);
+        if (used != s.size()) throw std::invalid_argument(s);
+        return v;
+    } catch (const std::exception&) {
+        throw std::invalid_argument(std::string("'") + s + "' is not a " + what);
+    }
+}
+
+json eye_json(const Eye& e)
+{
+    if (e.empty()) return nullptr;
+    return json::array({e.lo, e.hi});
+}
+
+json phy(Chip& chip, std::uint32_t ch)
+{
+    const HbmPhy& p = chip.phy();
+    const std::uint32_t vref = p.vref(ch);
+    json lanes = json::array();
+    for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) {
+        lanes.push_back({{"lane", l},
+                         {"dead", p.lane_dead(ch, l)},
+                         {"read_delay", p.read_delay(ch, l)},
+                         {"write_delay", p.write_delay(ch, l)},
+                         {"read_eye", eye_json(p.read_eye(ch, l, vref))},
+                         {"write_eye", eye_json(p.write_eye(ch, l, vref))}});
+    }
+    json carriers = json::array();
+    for (std::uint32_t dq = 0; dq < JAL_HBM_DQ_LANES; ++dq) carriers.push_back(p.carrier(ch, dq));
+    return {{"channel", ch},         {"enabled", p.channel_enabled(ch)}, {"vref", vref},
+            {"vref_opt", p.vref_opt(ch)}, {"wrlvl_point", p.wrlvl_point(ch)}, {"carriers", carriers},
+            {"lanes", lanes}};
+}
+
+json run(Chip& chip, const std::vector<std::string>& w)
+{
+    const std::string& cmd = w[0];
+    auto need = [&](std::size_t n) {
+        if (w.size() != n + 1) throw std::invalid_argument(cmd + " takes " + std::to_string(n) + " argument(s)");
+    };
+    if (cmd == "help") return {{"commands", kHelp}};
+    if (cmd == "status") {
+        need(0);
+        return {{"chip", chip.index()},
+                {"status", chip.host().status()},
+                {"modelled_us", chip.clock().now_us()},
+                {"boot_count", chip.boot_count()},
+                {"reset_cause", chip.reset_cause()}};
+    }
+    if (cmd == "slices") {
+        need(0);
+        return {{"enabled", chip.slices().enabled()},
+                {"gated", chip.slices().gated()},
+                {"out_of_reset", chip.slices().out_of_reset()},
+                {"powered", chip.slices().powered_count()}};
+    }
+    if (cmd == "power") {
+        need(0);
+        const PowerModel& p = chip.power();
+        return {{"power_w", p.power_w()},       {"junction_c", p.junction_c()}, {"hbm_c", p.hbm_c()},
+                {"clock_mhz", p.clock_mhz()},   {"voltage_mv", p.voltage_mv()},
+                {"timing_violations", p.timing_violations()}};
+    }
+    if (cmd == "phy") {
+        need(1);
+        const auto ch = parse_u64(w[1], "channel number");
+        if (ch >= JAL_HBM_CHANNELS) throw std::invalid_argument("channel " + w[1] + " does not exist (0-191)");
+        return phy(chip, static_cast<std::uint32_t>(ch));
+    }
+    if (cmd == "peek") {
+        need(2);
+        const auto addr = parse_u64(w[1], "device address"), len = parse_u64(w[2], "length");
+        if (len > 4096) throw std::invalid_argument("peek reads at most 4096 bytes");
+        const auto bytes = chip.hbm().range(addr, len);
+        if (bytes.size() != len) throw std::invalid_argument("range is outside device memory");
+        static const char* hex = "0123456789abcdef";
+        std::string out;
+        for (std::byte b : bytes) {
+            out.push_back(hex[std::to_integer<int>(b) >> 4]);
+            out.push_back(hex[std::to_integer<int>(b) & 15]);
+        }
+        return {{"address", addr}, {"hex", out}};
+    }
+    if (cmd == "poke") {
+        need(2);
+        const auto addr = parse_u64(w[1], "device address");
+        const std::string& hex = w[2];
+        if (hex.size() % 2 || hex.size() > 8192) throw std::invalid_argument("poke takes an even number of hex digits (at most 4096 bytes)");
+        auto bytes = chip.hbm().range(addr, hex.size() / 2);
+        if (bytes.size() != hex.size() / 2) throw std::invalid_argument("range is outside device memory");
+        std::vector<std::byte> data(hex.size() / 2);
+        for (std::size_t i = 0; i < data.size(); ++i)
+            data[i] = static_cast<std::byte>(parse_u64("0x" + hex.substr(2 * i, 2), "hex byte string"));
+        std::copy(data.begin(), data.end(), bytes.begin());
+        return {{"address", addr}, {"written", data.size()}};
+    }
+    throw std::invalid_argument("unknown command '" + cmd + "'; commands: " + kHelp);
+}
+
+}  // namespace
+
+std::string run_console_command(Chip& chip, const std::string& line)
+{
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    json out;
+    try {
+        if (words.empty()) throw std::invalid_argument(std::string("empty command; commands: ") + kHelp);
+        out = run(chip, words);
+        out["ok"] = true;
+    } catch (const std::exception& e) {
+        out = {{"ok", false}, {"error", e.what()}};
+    }
+    return out.dump();
+}
+
+}  // namespace jalemu
