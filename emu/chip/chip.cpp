@@ -70,6 +70,7 @@ void Chip::apply_reset(std::uint32_t cause)
     log(LogLevel::info, "chip{}: management core reset ({}) at {:.3f} ms", index(), cause_name(cause),
         clock_.now_us() / 1000.0);
     const bool chip_reset = cause != JAL_RESET_CAUSE_WATCHDOG;
+    if (!chip_reset) ++watchdog_resets_;
     if (chip_reset) {
         slices_.reset();
         phy_.reset();

@@ -40,6 +40,7 @@ public:
     PowerModel& power() { return power_; }
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
+    std::uint32_t watchdog_resets() const { return watchdog_resets_; }
 
     // Brings the models up to modelled time `now_ns` (management-core thread).
     void step_models(std::uint64_t now_ns);
@@ -59,7 +60,7 @@ private:
     HostInterface host_;
     PeripheralBus bus_;
     std::uint64_t models_ns_ = 0;
-    std::uint32_t reset_cause_ = 0, boot_count_ = 0;
+    std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
     FirmwareImage image_;
     std::thread core_thread_;
 };

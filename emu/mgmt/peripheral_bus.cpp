@@ -88,6 +88,7 @@ std::uint32_t PeripheralBus::sys_read(std::uint32_t off)
     case off_in(JAL_SYS_BOOT_COUNT, 0): return chip_.boot_count();
     case off_in(JAL_SYS_CHIP_INDEX, 0): return chip_.index();
     case off_in(JAL_SYS_FAULT_INJECT, 0): return 0;
+    case off_in(JAL_SYS_WDT_RESETS, 0): return chip_.watchdog_resets();
     default: return 0;
     }
 }

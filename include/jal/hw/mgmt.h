@@ -37,6 +37,7 @@
 #define JAL_SYS_CONSOLE JAL_MGMT_REG(JAL_MGMT_SYS, 0x24)     /* W one byte of log text; '\n' ends a line */
 #define JAL_SYS_RESET_REQ JAL_MGMT_REG(JAL_MGMT_SYS, 0x28)   /* W JAL_RESET_MAGIC: reset the whole chip */
 #define JAL_SYS_FAULT_INJECT JAL_MGMT_REG(JAL_MGMT_SYS, 0x2c)/* RO debug faults armed by the emulator */
+#define JAL_SYS_WDT_RESETS JAL_MGMT_REG(JAL_MGMT_SYS, 0x30)  /* RO watchdog resets since power-on */
 
 #define JAL_SYS_ID_MAGIC 0x4d474d54u /* 'MGMT' */
 
