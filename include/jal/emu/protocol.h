@@ -17,7 +17,7 @@
 #include "../hw/compat.h"
 
 #define JAL_PROTO_VERSION_MAJOR 1
-#define JAL_PROTO_VERSION_MINOR 0
+#define JAL_PROTO_VERSION_MINOR 1
 #define JAL_PROTO_VERSION ((JAL_PROTO_VERSION_MAJOR << 16) | JAL_PROTO_VERSION_MINOR)
 #define JAL_PROTO_MSG_MAX 256 /* no message is larger */
 
@@ -28,6 +28,9 @@ enum jal_msg_type {
 	JAL_MSG_MEM_MAP = 4,   /* jal_msg_mem_map + memfd -> REPLY */
 	JAL_MSG_MEM_UNMAP = 5, /* jal_msg_mem_map (fd_offset ignored) -> REPLY */
 	JAL_MSG_SET_IRQ = 6,   /* jal_msg_set_irq + eventfd (none: unbind) -> REPLY */
+	JAL_MSG_GET_DOORBELLS = 7, /* jal_msg_hdr -> REPLY + two fds: the function's BAR2 as a
+				    * memfd (JAL_BAR_DOORBELL_SIZE, map shared) and the eventfd that
+				    * wakes a sleeping queue engine (see queue.h, NEED_WAKEUP) */
 	JAL_MSG_REPLY = 0x80,  /* jal_msg_reply [+ payload] */
 };
 

@@ -25,6 +25,22 @@ enum jal_admin_opcode {
 	JAL_ADMIN_GET_SLICE_MAP = 0x06,  /* data: struct jal_slice_map */
 	JAL_ADMIN_GET_HBM_REPORT = 0x07, /* cdw[0] first channel, cdw[1] count; data: report */
 	JAL_ADMIN_RESET = 0x08,          /* cdw[0] jal_reset_kind; completes, then resets */
+	/* Contexts, device memory and user queues (interface 1.1). Each belongs to the host
+	 * function that created it and is destroyed when that function detaches. */
+	JAL_ADMIN_CREATE_CONTEXT = 0x10, /* result: context id */
+	JAL_ADMIN_DESTROY_CONTEXT = 0x11,/* cdw[0] context; result: allocations + queues it still held */
+	JAL_ADMIN_ALLOC_MEMORY = 0x12,   /* cdw[0] context, cdw[1..2] bytes, cdw[3] jal_placement,
+					  * cdw[4..5] logical slice mask, cdw[6] log2 alignment (0: page);
+					  * data: struct jal_mem_alloc_reply */
+	JAL_ADMIN_FREE_MEMORY = 0x13,    /* cdw[0] context, cdw[1..2] device virtual address */
+	JAL_ADMIN_GET_PLACEMENT = 0x14,  /* cdw[0] context, cdw[1..2] address, cdw[3] first page;
+					  * data: jal_placement_header + jal_page_placement entries */
+	JAL_ADMIN_CREATE_QUEUE = 0x15,   /* cdw[0] context, cdw[1..2] ring bus address, cdw[3] size in
+					  * packets, cdw[4..5] read-index bus address, cdw[6] MSI-X vector;
+					  * result: queue id (its doorbell page in BAR2) */
+	JAL_ADMIN_DESTROY_QUEUE = 0x16,  /* cdw[0] queue id */
+	JAL_ADMIN_QUEUE_STATUS = 0x17,   /* cdw[0] queue id; data: struct jal_queue_status */
+	JAL_ADMIN_RESET_QUEUE = 0x18,    /* cdw[0] queue id: drop unexecuted packets, clear the error */
 	JAL_ADMIN_DEBUG_FAULT = 0x7f,    /* cdw[0] jal_debug_fault, cdw[1..] arguments */
 };
 
@@ -73,6 +89,64 @@ enum jal_reset_kind {
 enum jal_debug_fault {
 	JAL_DEBUG_FAULT_HANG_MAIN_LOOP = 1, /* firmware stops feeding its watchdog */
 };
+
+/* ---- Contexts and device memory ---- */
+#define JAL_MAX_CONTEXTS 64        /* (chosen) ids 1..63 */
+#define JAL_PAGE_SIZE (2u << 20)   /* (chosen) device page: 2 MiB */
+#define JAL_MAX_ALLOCATIONS 2048   /* (chosen) live allocations per chip */
+#define JAL_VA_BASE (1ull << 40)   /* device virtual addresses start here */
+
+enum jal_placement {
+	JAL_PLACE_SLICE = 1,       /* every page on the one slice of the mask */
+	JAL_PLACE_INTERLEAVED = 2, /* page i on the (i mod n)-th slice of the mask, ascending */
+	JAL_PLACE_REPLICATED = 3,  /* a full copy on every slice of the mask; a slice reads its
+				    * own copy, host and device writes update every copy */
+};
+
+struct jal_mem_alloc_reply {
+	uint64_t va;
+	uint64_t size;         /* rounded up to whole pages */
+	uint64_t slice_mask;   /* logical slices holding it */
+	uint32_t placement;    /* enum jal_placement */
+	uint32_t page_size;
+	uint32_t pages;        /* virtual pages */
+	uint32_t replicas;     /* copies of each page (1 unless replicated) */
+	uint64_t reserved[2];
+};
+JAL_ASSERT_SIZE(struct jal_mem_alloc_reply, 56);
+
+struct jal_placement_header {
+	uint64_t va;
+	uint32_t first_page;
+	uint32_t count;        /* entries that follow: pages x replicas, page-major */
+	uint32_t pages;        /* of the whole allocation */
+	uint32_t replicas;
+	uint64_t reserved;
+};
+JAL_ASSERT_SIZE(struct jal_placement_header, 32);
+
+struct jal_page_placement {
+	uint64_t phys;         /* device physical address of the page (see chip.h map) */
+	uint8_t slice;         /* logical slice */
+	uint8_t replica;
+	uint8_t channel_lo;    /* HBM channel of the page, low byte (channels fit 8 bits) */
+	uint8_t reserved[5];
+};
+JAL_ASSERT_SIZE(struct jal_page_placement, 16);
+
+struct jal_queue_status {
+	uint32_t queue_id;
+	uint32_t state;          /* enum jal_queue_state (queue.h) */
+	uint32_t context;
+	uint32_t size;           /* packets */
+	uint64_t read_index;     /* packets retired */
+	uint64_t write_index;    /* last doorbell value */
+	uint32_t last_error;     /* jal_status of the last failed packet, 0 if none */
+	uint32_t errors;         /* failed packets since creation or reset */
+	uint64_t last_error_index; /* packet index of the last failure */
+	uint64_t reserved[2];
+};
+JAL_ASSERT_SIZE(struct jal_queue_status, 64);
 
 enum jal_chip_state {
 	JAL_CHIP_STATE_BOOTING = 0,

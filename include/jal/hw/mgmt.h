@@ -170,6 +170,52 @@
 #define JAL_PWR_ECC_CORRECTED JAL_MGMT_REG(JAL_MGMT_POWER, 0x44)
 #define JAL_PWR_ECC_UNCORRECTED JAL_MGMT_REG(JAL_MGMT_POWER, 0x48)
 
+/* ---- MMU: per-context translation of device virtual addresses to HBM, 2 MiB pages.
+ * Program CTX, VA, PA (and FLAGS), then write CMD; STATUS holds the jal_status. A
+ * replicated page has one physical page per replica: each MAP with JAL_MMU_F_ADD_REPLICA
+ * adds one, and an access from a slice uses the replica on that slice (else the first). ---- */
+#define JAL_MGMT_MMU 0x6000u
+#define JAL_MMU_CTX JAL_MGMT_REG(JAL_MGMT_MMU, 0x00)
+#define JAL_MMU_VA_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x04)
+#define JAL_MMU_VA_HI JAL_MGMT_REG(JAL_MGMT_MMU, 0x08)
+#define JAL_MMU_PA_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x0c)  /* RW; LOOKUP writes the result here */
+#define JAL_MMU_PA_HI JAL_MGMT_REG(JAL_MGMT_MMU, 0x10)
+#define JAL_MMU_FLAGS JAL_MGMT_REG(JAL_MGMT_MMU, 0x14)  /* JAL_MMU_F_* for MAP; replica index for LOOKUP */
+#define JAL_MMU_CMD JAL_MGMT_REG(JAL_MGMT_MMU, 0x18)
+#define JAL_MMU_STATUS JAL_MGMT_REG(JAL_MGMT_MMU, 0x1c)
+#define JAL_MMU_CMD_MAP 1       /* VA -> PA (replaces, unless ADD_REPLICA) */
+#define JAL_MMU_CMD_UNMAP 2     /* VA and all its replicas */
+#define JAL_MMU_CMD_LOOKUP 3    /* PA of replica FLAGS of VA; STATUS PAGE_FAULT if unmapped */
+#define JAL_MMU_CMD_FLUSH_CTX 4 /* drop every mapping of CTX */
+#define JAL_MMU_F_ADD_REPLICA (1u << 0)
+
+/* ---- CP: the command processor's user-queue engines, one per queue id. Select with
+ * QSEL, describe the queue, then CTRL ENABLE; the engine then follows the queue's
+ * doorbell on its own. ---- */
+#define JAL_MGMT_CP 0x7000u
+#define JAL_CP_QSEL JAL_MGMT_REG(JAL_MGMT_CP, 0x00)
+#define JAL_CP_Q_CTX JAL_MGMT_REG(JAL_MGMT_CP, 0x04)
+#define JAL_CP_Q_FUNC JAL_MGMT_REG(JAL_MGMT_CP, 0x08)       /* host function owning the rings */
+#define JAL_CP_Q_RING_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x0c)
+#define JAL_CP_Q_RING_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x10)
+#define JAL_CP_Q_SIZE JAL_MGMT_REG(JAL_MGMT_CP, 0x14)       /* packets, power of two */
+#define JAL_CP_Q_RPTR_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x18)    /* bus address of the read index */
+#define JAL_CP_Q_RPTR_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x1c)
+#define JAL_CP_Q_VECTOR JAL_MGMT_REG(JAL_MGMT_CP, 0x20)
+#define JAL_CP_Q_CTRL JAL_MGMT_REG(JAL_MGMT_CP, 0x24)       /* W JAL_CP_CTRL_* */
+#define JAL_CP_Q_STATE JAL_MGMT_REG(JAL_MGMT_CP, 0x28)      /* RO enum jal_queue_state */
+#define JAL_CP_Q_LAST_ERROR JAL_MGMT_REG(JAL_MGMT_CP, 0x2c) /* RO */
+#define JAL_CP_Q_ERRORS JAL_MGMT_REG(JAL_MGMT_CP, 0x30)     /* RO */
+#define JAL_CP_Q_READ_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x34)    /* RO read index; LO latches HI */
+#define JAL_CP_Q_READ_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x38)
+#define JAL_CP_Q_WRITE_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x3c)   /* RO last doorbell; LO latches HI */
+#define JAL_CP_Q_WRITE_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x40)
+#define JAL_CP_Q_ERR_INDEX_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x44)/* RO; LO latches HI */
+#define JAL_CP_Q_ERR_INDEX_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x48)
+#define JAL_CP_CTRL_ENABLE 1
+#define JAL_CP_CTRL_DISABLE 2   /* stops after the packet in progress; waits for it */
+#define JAL_CP_CTRL_RESET 3     /* disable, drop unexecuted packets, clear errors, re-enable */
+
 /* Operating limits and the V/F curve (chosen; docs/firmware.md). */
 #define JAL_CLOCK_MIN_MHZ 600u
 #define JAL_CLOCK_MAX_MHZ 2000u

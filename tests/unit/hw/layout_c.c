@@ -4,6 +4,7 @@
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
+#include "jal/hw/queue.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 #include "jal/hw/telemetry.h"

@@ -5,6 +5,7 @@
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
+#include "jal/hw/queue.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 #include "jal/hw/telemetry.h"
@@ -58,6 +59,28 @@ TEST(HwLayout, StructsHaveNoImplicitPadding)
     EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_set_irq>);
     EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_reply>);
     EXPECT_TRUE(std::has_unique_object_representations_v<jal_msg_hello_reply>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_mem_alloc_reply>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_placement_header>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_page_placement>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_queue_status>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_packet_nop>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_packet_copy>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_packet_barrier_and>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_packet_signal>);
+    EXPECT_TRUE(std::has_unique_object_representations_v<jal_signal>);
+}
+
+TEST(HwQueue, PacketsShareHeaderAndSignalPlacement)
+{
+    // The header is the first word (stored last by the producer) and the completion
+    // signal the last 8 bytes (so the device can read it without knowing the type).
+    EXPECT_EQ(offsetof(jal_packet_copy, header), 0u);
+    EXPECT_EQ(offsetof(jal_packet_barrier_and, completion_signal), size_t{JAL_PACKET_SIGNAL_OFFSET});
+    EXPECT_EQ(offsetof(jal_packet_signal, completion_signal), size_t{JAL_PACKET_SIGNAL_OFFSET});
+    EXPECT_EQ(sizeof(jal_packet_nop), size_t{JAL_PACKET_SIZE});
+    // The signal's value is in its last 8 bytes, which device DMA writes last.
+    EXPECT_EQ(offsetof(jal_signal, value), sizeof(jal_signal) - 8);
+    EXPECT_EQ(JAL_QUEUE_SIZE_MIN & (JAL_QUEUE_SIZE_MIN - 1), 0u);
 }
 
 TEST(HwLayout, ProtocolMessagesFitTheMaximum)

@@ -1,0 +1,137 @@
+/* User-mode queues: the data plane, executed by the chip's command processor (not by
+ * firmware). HSA-AQL style:
+ *
+ *  - A queue is a ring of 64-byte packets in host memory (size a power of two) plus two
+ *    64-bit indices that only grow: the write index (host-owned, in host memory, and
+ *    published to the device through the queue's doorbell) and the read index (written by
+ *    the device into host memory as packets retire).
+ *  - A producer reserves slots by atomically incrementing the write index, waits while
+ *    write - read > size, writes the packet body, then publishes the header word last with
+ *    release semantics, then writes the new write index to the doorbell.
+ *  - The command processor executes a queue's packets in order, one at a time; queues run
+ *    in parallel. After a packet retires its header is reset to JAL_PACKET_INVALID, so an
+ *    empty slot always reads as INVALID.
+ *  - A packet completes by writing its completion signal (if any): the status, then the
+ *    value decremented by one (release). A failing packet still completes its signal, with
+ *    a non-zero status; the queue records the error and goes on with the next packet.
+ */
+#ifndef JAL_HW_QUEUE_H
+#define JAL_HW_QUEUE_H
+
+#include "compat.h"
+
+#define JAL_PACKET_SIZE 64
+#define JAL_QUEUE_SIZE_MIN 16u      /* packets */
+#define JAL_QUEUE_SIZE_MAX 65536u
+
+enum jal_packet_type {
+	JAL_PACKET_INVALID = 0,     /* empty slot: not yet published, or already retired */
+	JAL_PACKET_NOP = 1,
+	JAL_PACKET_COPY = 2,
+	JAL_PACKET_BARRIER_AND = 3,
+	JAL_PACKET_SIGNAL = 4,
+	JAL_PACKET_DISPATCH = 5,    /* kernel dispatch (tile ISA) */
+	JAL_PACKET_COLLECTIVE = 6,  /* multi-chip collectives */
+};
+
+/* jal_packet_*.flags */
+#define JAL_PACKET_F_INTERRUPT (1u << 0) /* raise the queue's MSI-X vector at completion */
+
+/* Every packet begins with this word; the producer stores it last (32-bit, release). */
+struct jal_packet_header {
+	uint8_t type;   /* enum jal_packet_type */
+	uint8_t flags;  /* JAL_PACKET_F_* */
+	uint16_t arg;   /* type-specific (copy direction, barrier count, signal op) */
+};
+JAL_ASSERT_SIZE(struct jal_packet_header, 4);
+
+/* The completion signal of every packet is its last 8 bytes: a host bus address of a
+ * struct jal_signal, or 0 for none. */
+#define JAL_PACKET_SIGNAL_OFFSET 56
+
+struct jal_packet_nop {
+	struct jal_packet_header header;
+	uint32_t reserved0;
+	uint64_t reserved[6];
+	uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_nop, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_nop, completion_signal, JAL_PACKET_SIGNAL_OFFSET);
+
+enum jal_copy_dir {
+	JAL_COPY_H2D = 1, /* src: host bus address; dst: device virtual address */
+	JAL_COPY_D2H = 2, /* src: device virtual address; dst: host bus address */
+	JAL_COPY_D2D = 3, /* both device virtual addresses */
+};
+
+struct jal_packet_copy {
+	struct jal_packet_header header; /* arg: enum jal_copy_dir */
+	uint32_t reserved0;
+	uint64_t src;
+	uint64_t dst;
+	uint64_t size;                   /* bytes, at most JAL_COPY_SIZE_MAX */
+	uint64_t reserved[3];
+	uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_copy, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_copy, src, 8);
+JAL_ASSERT_OFFSET(struct jal_packet_copy, completion_signal, JAL_PACKET_SIGNAL_OFFSET);
+
+#define JAL_COPY_SIZE_MAX (1ull << 40)
+
+/* Waits until every listed signal's value is 0 (arg = count, 1..5). A dependency that
+ * completed with an error fails the barrier with that status. */
+#define JAL_BARRIER_DEPS_MAX 5
+struct jal_packet_barrier_and {
+	struct jal_packet_header header; /* arg: number of dep_signal entries used */
+	uint32_t reserved0;
+	uint64_t dep_signal[JAL_BARRIER_DEPS_MAX];
+	uint64_t reserved1;
+	uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_barrier_and, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_barrier_and, dep_signal, 8);
+
+enum jal_signal_op {
+	JAL_SIGNAL_SET = 1, /* value = operand */
+	JAL_SIGNAL_ADD = 2, /* value += operand */
+	JAL_SIGNAL_SUB = 3, /* value -= operand */
+};
+
+/* Writes one signal (arg = enum jal_signal_op), then completes its own completion signal. */
+struct jal_packet_signal {
+	struct jal_packet_header header;
+	uint32_t reserved0;
+	uint64_t signal;  /* host bus address of the target struct jal_signal */
+	int64_t operand;
+	uint64_t reserved[4];
+	uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
+
+/* A 64-bit memory signal in host memory, 16-byte aligned. The device writes status first
+ * and value last; waiters read value, then (acquire) status. */
+struct jal_signal {
+	uint32_t status;   /* enum jal_status of the last packet that completed it */
+	uint32_t reserved;
+	int64_t value;
+};
+JAL_ASSERT_SIZE(struct jal_signal, 16);
+JAL_ASSERT_OFFSET(struct jal_signal, value, 8);
+
+/* Per-queue doorbell page in BAR2 (JAL_DOORBELL_STRIDE apart, by queue id). The host
+ * writes the write index to offset 0 (64-bit). The device sets NEED_WAKEUP to 1 before its
+ * queue engine sleeps; a host that sees it set after ringing must also kick the engine
+ * (with the kernel driver or QEMU this is implicit in the MMIO write; in direct mode it is
+ * the function's doorbell eventfd). */
+#define JAL_DOORBELL_WRITE_INDEX 0x0
+#define JAL_DOORBELL_NEED_WAKEUP 0x8
+
+/* Queue state, reported by JAL_ADMIN_QUEUE_STATUS. */
+enum jal_queue_state {
+	JAL_QUEUE_ACTIVE = 1,
+	JAL_QUEUE_ERROR = 2,   /* stopped: the ring itself is unreadable (reset to go on) */
+	JAL_QUEUE_DISABLED = 3,
+};
+
+#endif
