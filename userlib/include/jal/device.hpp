@@ -22,7 +22,7 @@ namespace jal {
 struct OpenOptions {
 	std::string emu_dir;                          // empty: default_emu_dir()
 	std::chrono::milliseconds reply_timeout{5000}; // transport round trips
-	std::chrono::milliseconds admin_timeout{5000}; // admin commands
+	std::chrono::milliseconds admin_timeout{5000}; // admin commands, and enabling the queue
 	std::string client_name = "libjal";           // shown in the emulator's log
 };
 

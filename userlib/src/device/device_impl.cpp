@@ -69,7 +69,9 @@ std::shared_ptr<admin::AdminQueue> Device::Impl::admin_queue()
 				    "." + std::to_string(JAL_HW_VERSION_GET_MINOR(s.if_version)) + ", this library " +
 				    std::to_string(JAL_HW_VERSION_MAJOR) + "." + std::to_string(JAL_HW_VERSION_MINOR));
 	try {
-		admin_ = std::make_shared<admin::AdminQueue>(*backend_);
+		admin::AdminQueueConfig config;
+		config.enable_timeout = options_.admin_timeout;
+		admin_ = std::make_shared<admin::AdminQueue>(*backend_, config);
 	} catch (const Error &e) {
 		if (s.state != DeviceState::failed)
 			throw;

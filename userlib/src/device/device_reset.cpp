@@ -20,8 +20,8 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kPollInterval{20};
 constexpr milliseconds kProgressInterval{1000};
-// A reset fast enough to finish between two polls leaves STATUS READY throughout; after
-// this long without seeing it leave READY, the boot count decides whether it happened.
+// A reset fast enough to finish between two polls leaves STATUS READY throughout; while
+// it has not been seen leaving READY, the boot count is checked this often.
 constexpr milliseconds kBootCountCheckAfter{500};
 
 milliseconds since(std::chrono::steady_clock::time_point start)
@@ -56,7 +56,7 @@ ResetOutcome Device::reset(ResetMethod method, milliseconds timeout,
 		ResetOutcome out;
 		std::optional<DeviceStatus> last_reported;
 		auto last_report_at = start;
-		bool boot_count_checked = false;
+		auto next_boot_count_check = start + kBootCountCheckAfter;
 		for (;;) {
 			out.status = impl_->read_status();
 			out.elapsed = since(start);
@@ -77,8 +77,8 @@ ResetOutcome Device::reset(ResetMethod method, milliseconds timeout,
 				return out;
 			}
 			if (!out.reset_observed && state == DeviceState::ready && boot_count_before &&
-			    !boot_count_checked && out.elapsed >= kBootCountCheckAfter) {
-				boot_count_checked = true;
+			    std::chrono::steady_clock::now() >= next_boot_count_check) {
+				next_boot_count_check = std::chrono::steady_clock::now() + kBootCountCheckAfter;
 				try {
 					if (identify().boot_count > *boot_count_before) {
 						out.reset_observed = out.came_back = true;
