@@ -12,7 +12,7 @@ emu=$!
 trap 'kill $emu 2>/dev/null; wait $emu 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do [ -S "$dir/jal0.sock" ] && break; sleep 0.1; done
 export JAL_EMU_DIR="$dir"
-build/bin/jalctl info --wait 30
+build/bin/jalctl info --wait 300
 echo
 echo "Firmware log:"
 sed 's/^/  /' "$dir/emu.log"
