@@ -17,6 +17,7 @@ using jaltest::EmuTest;
 using nlohmann::json;
 
 constexpr uint64_t kGiB = 1ull << 30;
+const std::string kBootWait = std::to_string(jaltest::kBootTimeout.count());
 
 class JalctlTest : public EmuTest {
 protected:
@@ -43,7 +44,7 @@ protected:
 
 TEST_F(JalctlTest, InfoJsonDescribesAFullChip)
 {
-	json info = jalctl_json({"info", "--wait", "30"});
+	json info = jalctl_json({"info", "--wait", kBootWait});
 	EXPECT_EQ(info["state"], "ready");
 	EXPECT_EQ(info["slices_enabled"], 64);
 	EXPECT_EQ(info["slices_total"], 64);
@@ -62,11 +63,11 @@ TEST_F(JalctlTest, InfoJsonDescribesAFullChip)
 TEST_F(JalctlTest, EverySubcommandPrintsOneJsonDocument)
 {
 	// Let the device boot first so every command sees the same state.
-	jalctl_json({"info", "--wait", "30"});
+	jalctl_json({"info", "--wait", kBootWait});
 	for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
 		     {"list"}, {"info"}, {"slices"}, {"hbm"}, {"hbm", "--channel", "5"}, {"telemetry"},
 		     {"power"}, {"power", "get"}, {"power", "set", "450"}, {"log"}, {"log", "--post"},
-		     {"reset", "--timeout", "60"}}) {
+		     {"reset", "--timeout", kBootWait}}) {
 		std::string name;
 		for (const auto &a : args)
 			name += a + " ";
@@ -79,7 +80,7 @@ TEST_F(JalctlTest, EverySubcommandPrintsOneJsonDocument)
 
 TEST_F(JalctlTest, JsonFieldsOfEachView)
 {
-	jalctl_json({"info", "--wait", "30"});
+	jalctl_json({"info", "--wait", kBootWait});
 	json t = jalctl_json({"telemetry"});
 	for (const char *key : {"power_w", "temp_c", "clock_mhz", "limiter"})
 		EXPECT_TRUE(t.contains(key)) << key;
@@ -109,14 +110,14 @@ TEST_F(JalctlTest, JsonFieldsOfEachView)
 	ASSERT_EQ(list["devices"].size(), 1u);
 	EXPECT_EQ(list["devices"][0]["state"], "ready");
 
-	json reset = jalctl_json({"reset", "--timeout", "60"});
+	json reset = jalctl_json({"reset", "--timeout", kBootWait});
 	EXPECT_EQ(reset["came_back"], true);
 	EXPECT_EQ(reset["state"], "ready");
 }
 
 TEST_F(JalctlTest, TelemetryWatchPrintsOneDocumentPerLine)
 {
-	jalctl_json({"info", "--wait", "30"});
+	jalctl_json({"info", "--wait", kBootWait});
 	CommandResult r = jalctl({"telemetry", "--watch", "0.2", "--count", "3", "--json"});
 	ASSERT_EQ(r.exit_code, 0) << r.err;
 	std::istringstream lines(r.out);
@@ -131,7 +132,7 @@ TEST_F(JalctlTest, TelemetryWatchPrintsOneDocumentPerLine)
 
 TEST_F(JalctlTest, HumanOutputIsTabular)
 {
-	jalctl_json({"info", "--wait", "30"});
+	jalctl_json({"info", "--wait", kBootWait});
 	CommandResult info = jalctl({"info"});
 	EXPECT_EQ(info.exit_code, 0) << info.err;
 	EXPECT_NE(info.out.find("64 of 64 enabled"), std::string::npos) << info.out;
@@ -148,8 +149,8 @@ TEST_F(JalctlTest, HumanOutputIsTabular)
 
 TEST_F(JalctlTest, ResetPrintsProgressAndTheOutcome)
 {
-	jalctl_json({"info", "--wait", "30"});
-	CommandResult r = jalctl({"reset", "--timeout", "60"});
+	jalctl_json({"info", "--wait", kBootWait});
+	CommandResult r = jalctl({"reset", "--timeout", kBootWait});
 	EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 	EXPECT_NE(r.out.find("resetting"), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("reset complete"), std::string::npos) << r.out;
@@ -157,7 +158,7 @@ TEST_F(JalctlTest, ResetPrintsProgressAndTheOutcome)
 
 TEST_F(JalctlTest, PowerLimitOutsideTheRangeIsRefused)
 {
-	jalctl_json({"info", "--wait", "30"});
+	jalctl_json({"info", "--wait", kBootWait});
 	CommandResult r = jalctl({"power", "set", "5000"});
 	EXPECT_NE(r.exit_code, 0);
 	EXPECT_NE(r.err.find("outside the allowed"), std::string::npos) << r.err;
@@ -182,7 +183,7 @@ class HarvestedJalctlTest : public JalctlTest {
 
 TEST_F(HarvestedJalctlTest, InfoCountsOnlyGoodSlices)
 {
-	json info = jalctl_json({"info", "--wait", "30"});
+	json info = jalctl_json({"info", "--wait", kBootWait});
 	EXPECT_EQ(info["slices_enabled"], 61);
 	EXPECT_EQ(info["degraded"], true);
 	json slices = jalctl_json({"slices"});
