@@ -94,6 +94,7 @@ std::uint32_t Firmware::step_power_start()
 
 std::uint32_t Firmware::step_ready()
 {
+    resources_.init();  // device memory, MMU and queue engines start clean
     chip_.state = JAL_CHIP_STATE_READY;
     const bool degraded = slices_.degraded() || hbm_.count(JAL_HBM_CH_FAILED) != 0;
     hal::write32(JAL_HOSTIF_STATUS, JAL_STATUS_READY | (degraded ? JAL_STATUS_DEGRADED : 0u));
@@ -131,7 +132,9 @@ boot::BootOutcome Firmware::boot()
 
     // The superloop starts by looking at every attached function: hosts may have written
     // their admin registers while the boot ran.
-    queues_.set_present(hal::read32(JAL_HOSTIF_FUNC_PRESENT));
+    const std::uint32_t present = hal::read32(JAL_HOSTIF_FUNC_PRESENT);
+    queues_.set_present(present);
+    resources_.functions_changed(present);
     return out;
 }
 
@@ -141,7 +144,12 @@ host::AfterAction Firmware::poll_once()
     sys::watchdog_feed();
     const std::uint32_t ev = hal::read32(JAL_SYS_EVENTS);
     if (ev) hal::write32(JAL_SYS_EVENTS_CLEAR, ev);
-    if (ev & JAL_EV_FUNC) queues_.set_present(hal::read32(JAL_HOSTIF_FUNC_PRESENT));
+    if (ev & JAL_EV_FUNC) {
+        // A function that went away (or came back as a new client) leaves nothing behind.
+        const std::uint32_t present = hal::read32(JAL_HOSTIF_FUNC_PRESENT);
+        queues_.set_present(present);
+        resources_.functions_changed(present);
+    }
     if (ev & JAL_EV_HOST) {
         const std::uint32_t news = hal::read32(JAL_HOSTIF_FUNC_EVENTS);
         if (news) hal::write32(JAL_HOSTIF_FUNC_EVENTS, news);

@@ -17,6 +17,7 @@
 #include "hbm/trainer.hpp"
 #include "host/admin_commands.hpp"
 #include "host/admin_queues.hpp"
+#include "host/admin_resources.hpp"
 #include "host/chip_info.hpp"
 #include "host/event_log.hpp"
 #include "host/journal.hpp"
@@ -49,6 +50,7 @@ public:
     const hbm::HbmState& hbm() const { return hbm_; }
     const power::PowerManager& power() const { return power_; }
     const host::AdminQueues& queues() const { return queues_; }
+    const host::ResourceCommands& resources() const { return resources_; }
 
     static constexpr std::uint32_t kCaps = 1u << 0 /* JAL_CAP_ADMIN_QUEUE */ | 1u << 2 /* JAL_CAP_MSIX */;
 
@@ -78,7 +80,8 @@ private:
     hbm::HbmState hbm_;
     hbm::Trainer trainer_{hbm_, journal_};
     power::PowerManager power_{slices_, journal_};
-    host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_}};
+    host::ResourceCommands resources_{chip_, slices_, hbm_, journal_};
+    host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_}, &resources_};
     host::AdminQueues queues_{commands_, journal_};
 };
 

@@ -5,12 +5,16 @@ set(JALFW_SOURCES
   firmware.cpp
   hbm/hbm_state.cpp
   hbm/trainer.cpp
+  memory/address_spaces.cpp
+  memory/page_allocator.cpp
   host/admin_commands.cpp
+  host/admin_resources.cpp
   host/admin_queues.cpp
   host/event_log.cpp
   host/journal.cpp
   host/reply_writer.cpp
   power/limiter.cpp
   power/power_manager.cpp
+  queues/user_queues.cpp
   slices/slice_manager.cpp
   util/text.cpp)

@@ -1,5 +1,7 @@
 #include "host/admin_commands.hpp"
 
+#include "host/admin_resources.hpp"
+
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
@@ -20,7 +22,7 @@ std::uint32_t min_data_len(std::uint8_t opcode)
     case JAL_ADMIN_GET_SLICE_MAP: return sizeof(jal_slice_map);
     case JAL_ADMIN_GET_LOG: return sizeof(jal_log_page);
     case JAL_ADMIN_GET_HBM_REPORT: return sizeof(jal_hbm_report_header);
-    default: return 0;
+    default: return ResourceCommands::min_data_len(opcode);
     }
 }
 
@@ -36,7 +38,7 @@ bool known_opcode(std::uint8_t opcode)
     case JAL_ADMIN_GET_HBM_REPORT:
     case JAL_ADMIN_RESET:
     case JAL_ADMIN_DEBUG_FAULT: return true;
-    default: return false;
+    default: return ResourceCommands::handles(opcode);
     }
 }
 
@@ -83,7 +85,10 @@ Completion AdminCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe)
     case JAL_ADMIN_DEBUG_FAULT:
         if (sqe.cdw[0] != JAL_DEBUG_FAULT_HANG_MAIN_LOOP) return fail(JAL_STATUS_INVALID_FIELD);
         return Completion{0, JAL_STATUS_OK, AfterAction::kHangMainLoop};
-    default: return fail(JAL_STATUS_INVALID_OPCODE);
+    default:
+        if (ResourceCommands::handles(sqe.opcode))
+            return resources_ ? resources_->execute(fn, sqe, out) : fail(JAL_STATUS_UNSUPPORTED);
+        return fail(JAL_STATUS_INVALID_OPCODE);
     }
 }
 

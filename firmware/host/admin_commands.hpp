@@ -25,6 +25,8 @@ struct Completion {
     AfterAction after = AfterAction::kNone;
 };
 
+class ResourceCommands;  // contexts, memory, user queues (admin_resources.hpp)
+
 struct AdminDeps {
     const ChipInfo& chip;
     const slices::SliceManager& slices;
@@ -38,7 +40,11 @@ class AdminCommands {
 public:
     static constexpr std::uint32_t kStagingBytes = 4096;
 
-    explicit AdminCommands(const AdminDeps& deps) : d_(deps) {}
+    // Without `resources` the context, memory and queue commands answer UNSUPPORTED.
+    explicit AdminCommands(const AdminDeps& deps, ResourceCommands* resources = nullptr)
+        : d_(deps), resources_(resources)
+    {
+    }
 
     Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe);
 
@@ -55,6 +61,7 @@ private:
     Completion hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out);
 
     AdminDeps d_;
+    ResourceCommands* resources_;
     std::array<std::uint8_t, kStagingBytes> staging_{};
 };
 

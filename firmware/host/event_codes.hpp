@@ -32,6 +32,11 @@ enum EventCode : std::uint16_t {
     kEvAdminCommandError = 0x0502, // args: fn, opcode, status, cid
     kEvAdminReset = 0x0503,        // args: fn
     kEvAdminHang = 0x0504,         // args: fn
+    kEvContextCreated = 0x0505,    // args: fn, context
+    kEvContextDestroyed = 0x0506,  // args: fn, context, allocations and queues it still held
+    kEvFunctionCleanup = 0x0507,   // args: fn, contexts, allocations, queues (detach/re-attach)
+    kEvUserQueueError = 0x0508,    // args: queue, context, errors, last error | state << 24
+    kEvMmuError = 0x0509,          // args: MMU command, status (or count), context, va page
     // JAL_SRC_WATCHDOG
     kEvWatchdogRecovery = 0x0600,  // args: boot count
 };

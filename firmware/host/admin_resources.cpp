@@ -1,0 +1,231 @@
+#include "host/admin_resources.hpp"
+
+#include "hal/hal.hpp"
+#include "host/event_codes.hpp"
+#include "jal/hw/pci.h"
+#include "jal/hw/queue.h"
+#include "jal/hw/status.h"
+
+namespace jalfw::host {
+
+namespace {
+
+Completion fail(std::uint32_t status) { return Completion{0, status, AfterAction::kNone}; }
+Completion ok(std::uint32_t result = 0) { return Completion{result, JAL_STATUS_OK, AfterAction::kNone}; }
+std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i) { return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i]; }
+std::uint32_t generation_of(std::uint32_t fn) { return hal::read32(JAL_HOSTIF_FN(fn, JAL_FN_GENERATION)); }
+
+}  // namespace
+
+void ResourceCommands::init()
+{
+    mem_.init(slices_.enabled(), hbm_);
+    queues_.init();
+}
+
+std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
+{
+    switch (opcode) {
+    case JAL_ADMIN_ALLOC_MEMORY: return sizeof(jal_mem_alloc_reply);
+    case JAL_ADMIN_GET_PLACEMENT: return sizeof(jal_placement_header);
+    case JAL_ADMIN_QUEUE_STATUS: return sizeof(jal_queue_status);
+    default: return 0;
+    }
+}
+
+Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+{
+    if (chip_.state != JAL_CHIP_STATE_READY) return fail(JAL_STATUS_NOT_READY);
+    if (fn >= JAL_MGMT_MAX_FUNCS) return fail(JAL_STATUS_INVALID_FIELD);
+    // This function is alive and talking at this generation: a later change of it seen with
+    // JAL_EV_FUNC means a new client.
+    generation_[fn] = generation_of(fn);
+    have_generation_ |= 1u << fn;
+
+    switch (sqe.opcode) {
+    case JAL_ADMIN_CREATE_CONTEXT: return create_context(fn);
+    case JAL_ADMIN_DESTROY_CONTEXT: return destroy_context(fn, sqe);
+    case JAL_ADMIN_ALLOC_MEMORY: return alloc_memory(fn, sqe, out);
+    case JAL_ADMIN_FREE_MEMORY: return free_memory(fn, sqe);
+    case JAL_ADMIN_GET_PLACEMENT: return get_placement(fn, sqe, out);
+    case JAL_ADMIN_CREATE_QUEUE: return create_queue(fn, sqe);
+    case JAL_ADMIN_DESTROY_QUEUE:
+    case JAL_ADMIN_QUEUE_STATUS:
+    case JAL_ADMIN_RESET_QUEUE: return queue_command(fn, sqe, out);
+    default: return fail(JAL_STATUS_INVALID_OPCODE);
+    }
+}
+
+Completion ResourceCommands::create_context(std::uint32_t fn)
+{
+    std::uint32_t ctx = 0;
+    const std::uint32_t status = mem_.create_context(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextCreated, "context created", {fn, ctx});
+    return ok(ctx);
+}
+
+std::uint32_t ResourceCommands::teardown(std::uint32_t ctx, std::uint32_t& allocs, std::uint32_t& queues)
+{
+    // Queues first: their engines stop (finishing the packet in progress) before the memory
+    // they may touch is unmapped.
+    queues = queues_.destroy_context(ctx);
+    allocs = mem_.destroy_context(ctx);
+    return allocs + queues;
+}
+
+Completion ResourceCommands::destroy_context(std::uint32_t fn, const jal_admin_sqe& sqe)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    const std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    std::uint32_t allocs = 0, queues = 0;
+    const std::uint32_t held = teardown(ctx, allocs, queues);
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextDestroyed, "context destroyed", {fn, ctx, allocs, queues});
+    return ok(held);
+}
+
+Completion ResourceCommands::alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    memory::AllocRequest req;
+    req.bytes = cdw64(sqe, 1);
+    req.placement = sqe.cdw[3];
+    req.slice_mask = cdw64(sqe, 4);
+    req.align_log2 = sqe.cdw[6];
+    jal_mem_alloc_reply reply{};
+    status = mem_.alloc(ctx, req, reply);
+    if (status != JAL_STATUS_OK) return fail(status);
+    out.put(&reply, sizeof reply);
+    if (out.finish() != JAL_STATUS_OK) {
+        // The host never learns the address: do not leave the memory behind.
+        (void)mem_.free(ctx, reply.va);
+        return fail(JAL_STATUS_DMA_FAULT);
+    }
+    return ok(out.written());
+}
+
+Completion ResourceCommands::free_memory(std::uint32_t fn, const jal_admin_sqe& sqe)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status == JAL_STATUS_OK) status = mem_.free(ctx, cdw64(sqe, 1));
+    return status == JAL_STATUS_OK ? ok() : fail(status);
+}
+
+Completion ResourceCommands::get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    const std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    const memory::Allocation* a = mem_.find(ctx, cdw64(sqe, 1));
+    if (a == nullptr) return fail(JAL_STATUS_INVALID_FIELD);
+    const std::uint32_t first = sqe.cdw[3];
+    const std::uint32_t pages = a->pages, replicas = a->replicas;
+    if (first >= pages) return fail(JAL_STATUS_OUT_OF_RANGE);
+
+    const std::uint64_t available = std::uint64_t{pages - first} * replicas;
+    const std::uint32_t fits = (sqe.data_len - static_cast<std::uint32_t>(sizeof(jal_placement_header))) /
+                               static_cast<std::uint32_t>(sizeof(jal_page_placement));
+    const auto count = static_cast<std::uint32_t>(available < fits ? available : fits);
+
+    jal_placement_header hdr{};
+    hdr.va = a->va();
+    hdr.first_page = first;
+    hdr.count = count;
+    hdr.pages = pages;
+    hdr.replicas = replicas;
+    out.put(&hdr, sizeof hdr);
+    jal_page_placement entry{};
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint32_t s = mem_.placement(*a, first + i / replicas, i % replicas, entry);
+        if (s != JAL_STATUS_OK) {
+            journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, kEvMmuError, "mmu lookup failed",
+                           {JAL_MMU_CMD_LOOKUP, s, ctx, first + i / replicas});
+            return fail(JAL_STATUS_INTERNAL);
+        }
+        if (!out.put(&entry, sizeof entry)) break;
+    }
+    if (out.finish() != JAL_STATUS_OK) return fail(JAL_STATUS_DMA_FAULT);
+    return ok(out.written());
+}
+
+Completion ResourceCommands::create_queue(std::uint32_t fn, const jal_admin_sqe& sqe)
+{
+    queues::cp::QueueConfig cfg;
+    cfg.ctx = sqe.cdw[0];
+    cfg.fn = fn;
+    cfg.ring = cdw64(sqe, 1);
+    cfg.size = sqe.cdw[3];
+    cfg.rptr = cdw64(sqe, 4);
+    cfg.vector = sqe.cdw[6];
+    const std::uint32_t status = mem_.check_owner(fn, cfg.ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    const bool pow2 = cfg.size != 0 && (cfg.size & (cfg.size - 1)) == 0;
+    if (cfg.ring == 0 || cfg.ring % JAL_PACKET_SIZE != 0 || !pow2 || cfg.size < JAL_QUEUE_SIZE_MIN ||
+        cfg.size > JAL_QUEUE_SIZE_MAX || cfg.rptr == 0 || cfg.rptr % 8 != 0 || cfg.vector >= JAL_MSIX_VECTORS)
+        return fail(JAL_STATUS_INVALID_FIELD);
+    std::uint32_t qid = 0;
+    const std::uint32_t created = queues_.create(cfg, qid);
+    if (created != JAL_STATUS_OK) return fail(created);
+    return ok(qid);
+}
+
+Completion ResourceCommands::queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+{
+    const std::uint32_t qid = sqe.cdw[0];
+    const std::uint32_t status = queues_.check_owner(fn, qid);
+    if (status != JAL_STATUS_OK) return fail(status);
+    switch (sqe.opcode) {
+    case JAL_ADMIN_DESTROY_QUEUE: queues_.destroy(qid); return ok();
+    case JAL_ADMIN_RESET_QUEUE: queues_.reset(qid); return ok();
+    default: break;
+    }
+    jal_queue_status st{};
+    if (queues_.status(qid, st))
+        journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvUserQueueError, "user queue errors",
+                       {qid, st.context, st.errors, st.last_error | st.state << 24});
+    out.put(&st, sizeof st);
+    if (out.finish() != JAL_STATUS_OK) return fail(JAL_STATUS_DMA_FAULT);
+    return ok(out.written());
+}
+
+std::uint32_t ResourceCommands::release_function(std::uint32_t fn)
+{
+    std::uint32_t contexts = 0, allocs = 0, queues = 0;
+    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) {
+        if (mem_.owner(ctx) != fn) continue;
+        std::uint32_t a = 0, q = 0;
+        (void)teardown(ctx, a, q);
+        ++contexts;
+        allocs += a;
+        queues += q;
+    }
+    if (contexts)
+        journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvFunctionCleanup, "cleaned up after function",
+                       {fn, contexts, allocs, queues});
+    return contexts;
+}
+
+void ResourceCommands::functions_changed(std::uint32_t present_mask)
+{
+    present_mask &= (1u << JAL_MGMT_MAX_FUNCS) - 1;
+    for (std::uint32_t fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn) {
+        const std::uint32_t bit = 1u << fn;
+        if (!(present_mask & bit)) {
+            (void)release_function(fn);
+            have_generation_ &= ~bit;
+            continue;
+        }
+        const std::uint32_t generation = generation_of(fn);
+        const bool new_client = !(present_ & bit) || ((have_generation_ & bit) && generation != generation_[fn]);
+        if (new_client) (void)release_function(fn);
+        generation_[fn] = generation;
+        have_generation_ |= bit;
+    }
+    present_ = present_mask;
+}
+
+}  // namespace jalfw::host

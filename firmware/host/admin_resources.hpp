@@ -1,0 +1,75 @@
+// Admin commands 0x10-0x18 (interface 1.1): contexts, device memory and user queues, and
+// the cleanup that keeps them from outliving their host function.
+//
+// Every context belongs to the host function (admin queue) that created it; its queues
+// and allocations go with it. Another function naming it gets JAL_STATUS_PERMISSION. When
+// a function detaches (its JAL_HOSTIF_FUNC_PRESENT bit clears), or a JAL_EV_FUNC finds it
+// present with a generation the firmware has not seen from it (it detached and a new
+// client attached in between), everything it owned is destroyed: a crashed process leaves
+// the device clean for the next one.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "hbm/hbm_state.hpp"
+#include "host/admin_commands.hpp"
+#include "host/chip_info.hpp"
+#include "host/journal.hpp"
+#include "host/reply_writer.hpp"
+#include "jal/hw/admin.h"
+#include "jal/hw/mgmt.h"
+#include "memory/address_spaces.hpp"
+#include "queues/user_queues.hpp"
+#include "slices/slice_manager.hpp"
+
+namespace jalfw::host {
+
+class ResourceCommands {
+public:
+    ResourceCommands(const ChipInfo& chip, const slices::SliceManager& slices, const hbm::HbmState& hbm,
+                     Journal& journal)
+        : chip_(chip), slices_(slices), hbm_(hbm), journal_(journal)
+    {
+    }
+
+    // After the slice map and HBM capacity are final: pages, MMU and CP engines start clean.
+    void init();
+
+    static bool handles(std::uint8_t opcode) { return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_RESET_QUEUE; }
+    // Smallest data_len of the data-carrying ones (0 for the others).
+    static std::uint32_t min_data_len(std::uint8_t opcode);
+    // Executes one of them for host function fn. NOT_READY unless the chip is READY.
+    Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+
+    // JAL_EV_FUNC: destroys what detached or re-attached functions owned.
+    void functions_changed(std::uint32_t present_mask);
+    // Destroys every context (with its memory and queues) owned by fn. Returns contexts.
+    std::uint32_t release_function(std::uint32_t fn);
+
+    const memory::AddressSpaces& memory() const { return mem_; }
+    const queues::UserQueues& queues() const { return queues_; }
+
+private:
+    Completion create_context(std::uint32_t fn);
+    Completion destroy_context(std::uint32_t fn, const jal_admin_sqe& sqe);
+    Completion alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion free_memory(std::uint32_t fn, const jal_admin_sqe& sqe);
+    Completion get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion create_queue(std::uint32_t fn, const jal_admin_sqe& sqe);
+    Completion queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    // Destroys a context's queues then its memory; returns allocations + queues it held.
+    std::uint32_t teardown(std::uint32_t ctx, std::uint32_t& allocs, std::uint32_t& queues);
+
+    const ChipInfo& chip_;
+    const slices::SliceManager& slices_;
+    const hbm::HbmState& hbm_;
+    Journal& journal_;
+    memory::AddressSpaces mem_{journal_};
+    queues::UserQueues queues_;
+    std::uint32_t present_ = 0;
+    std::uint32_t have_generation_ = 0;  // bit per function
+    std::array<std::uint32_t, JAL_MGMT_MAX_FUNCS> generation_{};
+};
+
+}  // namespace jalfw::host

@@ -1,0 +1,240 @@
+#include "memory/address_spaces.hpp"
+
+#include <bit>
+
+#include "host/event_codes.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/status.h"
+#include "memory/mmu.hpp"
+
+namespace jalfw::memory {
+
+namespace {
+
+std::uint64_t va_of(std::uint32_t va_page) { return JAL_VA_BASE + std::uint64_t{va_page} * JAL_PAGE_SIZE; }
+
+std::uint32_t logical_of_physical(std::uint64_t enabled, std::uint32_t phys)
+{
+    return static_cast<std::uint32_t>(std::popcount(enabled & ((std::uint64_t{1} << phys) - 1)));
+}
+
+}  // namespace
+
+void AddressSpaces::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
+{
+    enabled_ = enabled_slices;
+    pages_.init(enabled_slices, hbm);
+    contexts_.fill(Context{});
+    allocs_.fill(Allocation{});
+    live_allocations_ = 0;
+    next_ctx_ = 1;
+    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) (void)mmu::flush_ctx(ctx);
+}
+
+std::uint32_t AddressSpaces::logical_slices() const { return static_cast<std::uint32_t>(std::popcount(enabled_)); }
+
+std::uint32_t AddressSpaces::live_contexts() const
+{
+    std::uint32_t n = 0;
+    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) n += contexts_[ctx].owner != kNoFunction;
+    return n;
+}
+
+std::uint32_t AddressSpaces::create_context(std::uint32_t fn, std::uint32_t& ctx)
+{
+    for (std::uint32_t i = 0; i < JAL_MAX_CONTEXTS - 1; ++i) {
+        const std::uint32_t id = 1 + (next_ctx_ - 1 + i) % (JAL_MAX_CONTEXTS - 1);
+        if (contexts_[id].owner != kNoFunction) continue;
+        // The id may still hold mappings if a previous owner's teardown was cut short.
+        const std::uint32_t status = mmu::flush_ctx(id);
+        if (status != JAL_STATUS_OK) {
+            mmu_error(JAL_MMU_CMD_FLUSH_CTX, status, id, 0);
+            return JAL_STATUS_INTERNAL;
+        }
+        contexts_[id] = Context{static_cast<std::uint8_t>(fn), 0, 0};
+        next_ctx_ = id % (JAL_MAX_CONTEXTS - 1) + 1;
+        ctx = id;
+        return JAL_STATUS_OK;
+    }
+    return JAL_STATUS_BUSY;
+}
+
+std::uint32_t AddressSpaces::check_owner(std::uint32_t fn, std::uint32_t ctx) const
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    return contexts_[ctx].owner == fn ? JAL_STATUS_OK : JAL_STATUS_PERMISSION;
+}
+
+std::uint32_t AddressSpaces::destroy_context(std::uint32_t ctx)
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return 0;
+    std::uint32_t held = 0;
+    for (Allocation& a : allocs_) {
+        if (a.ctx != ctx) continue;
+        (void)release(ctx, a.va_page, a.pages, a.replicas);
+        a = Allocation{};
+        --live_allocations_;
+        ++held;
+    }
+    const std::uint32_t status = mmu::flush_ctx(ctx);
+    if (status != JAL_STATUS_OK) mmu_error(JAL_MMU_CMD_FLUSH_CTX, status, ctx, 0);
+    contexts_[ctx] = Context{};
+    return held;
+}
+
+std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req, jal_mem_alloc_reply& reply)
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    const std::uint32_t logical = logical_slices();
+    const std::uint32_t n = static_cast<std::uint32_t>(std::popcount(req.slice_mask));
+    if (req.placement < JAL_PLACE_SLICE || req.placement > JAL_PLACE_REPLICATED) return JAL_STATUS_INVALID_FIELD;
+    if (n == 0 || (logical < 64 && (req.slice_mask >> logical) != 0)) return JAL_STATUS_INVALID_FIELD;
+    if (req.placement == JAL_PLACE_SLICE && n != 1) return JAL_STATUS_INVALID_FIELD;
+    const std::uint32_t align = req.align_log2 == 0 ? kAlignMinLog2 : req.align_log2;
+    if (align < kAlignMinLog2 || align > kAlignMaxLog2) return JAL_STATUS_INVALID_FIELD;
+    if (req.bytes == 0) return JAL_STATUS_INVALID_FIELD;
+
+    const std::uint64_t pages64 = req.bytes / JAL_PAGE_SIZE + (req.bytes % JAL_PAGE_SIZE != 0);
+    if (pages64 > kTotalPages) return JAL_STATUS_NO_MEMORY;
+    const auto pages = static_cast<std::uint32_t>(pages64);
+    const std::uint32_t replicas = req.placement == JAL_PLACE_REPLICATED ? n : 1;
+
+    // The mask's slices in ascending logical order, as physical ids.
+    std::array<std::uint8_t, JAL_NUM_SLICES> phys{};
+    {
+        std::uint32_t k = 0, l = 0;
+        for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s) {
+            if (!((enabled_ >> s) & 1)) continue;
+            if ((req.slice_mask >> l) & 1) phys[k++] = static_cast<std::uint8_t>(s);
+            ++l;
+        }
+    }
+    // Every slice must hold its share before anything is taken.
+    for (std::uint32_t k = 0; k < n; ++k) {
+        std::uint32_t need = pages;
+        if (req.placement == JAL_PLACE_INTERLEAVED) need = pages / n + (k < pages % n ? 1u : 0u);
+        if (pages_.free_pages(phys[k]) < need) return JAL_STATUS_NO_MEMORY;
+    }
+    Allocation* slot = nullptr;
+    for (Allocation& a : allocs_)
+        if (a.ctx == 0) {
+            slot = &a;
+            break;
+        }
+    if (slot == nullptr) return JAL_STATUS_NO_MEMORY;
+
+    Context& c = contexts_[ctx];
+    const std::uint64_t align_pages = std::uint64_t{1} << (align - kAlignMinLog2);
+    const std::uint64_t start = (std::uint64_t{c.next_va_page} + align_pages - 1) & ~(align_pages - 1);
+    if (start + pages + 1 > 0xffffffffull) return JAL_STATUS_NO_MEMORY;  // virtual space used up
+    const auto va_page = static_cast<std::uint32_t>(start);
+
+    for (std::uint32_t i = 0; i < pages; ++i) {
+        for (std::uint32_t r = 0; r < replicas; ++r) {
+            const std::uint32_t slice = req.placement == JAL_PLACE_REPLICATED    ? phys[r]
+                                        : req.placement == JAL_PLACE_INTERLEAVED ? phys[i % n]
+                                                                                 : phys[0];
+            const std::uint32_t page = pages_.take(slice);
+            std::uint32_t status = JAL_STATUS_INTERNAL;
+            std::uint64_t pa = 0;
+            if (page != kNoPage) {
+                pa = page_phys(slice, page);
+                status = mmu::map(ctx, va_of(va_page + i), pa, r > 0);
+            }
+            if (status != JAL_STATUS_OK) {
+                mmu_error(JAL_MMU_CMD_MAP, status, ctx, va_page + i);
+                if (page != kNoPage) (void)pages_.release(pa);
+                (void)release(ctx, va_page, i + 1, replicas);
+                return JAL_STATUS_INTERNAL;
+            }
+        }
+    }
+
+    slot->va_page = va_page;
+    slot->pages = pages & 0x1ffff;
+    slot->replicas = replicas & 0x7f;
+    slot->placement = req.placement & 0x3;
+    slot->ctx = ctx & 0x3f;
+    ++live_allocations_;
+    ++c.allocations;
+    c.next_va_page = va_page + pages + 1;  // one guard page
+
+    reply = jal_mem_alloc_reply{};
+    reply.va = va_of(va_page);
+    reply.size = std::uint64_t{pages} * JAL_PAGE_SIZE;
+    reply.slice_mask = req.slice_mask;
+    reply.placement = req.placement;
+    reply.page_size = JAL_PAGE_SIZE;
+    reply.pages = pages;
+    reply.replicas = replicas;
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t AddressSpaces::free(std::uint32_t ctx, std::uint64_t va)
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    if (va < JAL_VA_BASE || (va - JAL_VA_BASE) % JAL_PAGE_SIZE) return JAL_STATUS_INVALID_FIELD;
+    const std::uint64_t vp = (va - JAL_VA_BASE) / JAL_PAGE_SIZE;
+    for (Allocation& a : allocs_) {
+        if (a.ctx != ctx || a.va_page != vp) continue;
+        (void)release(ctx, a.va_page, a.pages, a.replicas);
+        a = Allocation{};
+        --live_allocations_;
+        --contexts_[ctx].allocations;
+        return JAL_STATUS_OK;
+    }
+    return JAL_STATUS_INVALID_FIELD;
+}
+
+const Allocation* AddressSpaces::find(std::uint32_t ctx, std::uint64_t va) const
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || va < JAL_VA_BASE) return nullptr;
+    const std::uint64_t vp = (va - JAL_VA_BASE) / JAL_PAGE_SIZE;
+    for (const Allocation& a : allocs_)
+        if (a.ctx == ctx && vp >= a.va_page && vp < std::uint64_t{a.va_page} + a.pages) return &a;
+    return nullptr;
+}
+
+std::uint32_t AddressSpaces::placement(const Allocation& a, std::uint32_t page, std::uint32_t replica,
+                                       jal_page_placement& out) const
+{
+    std::uint64_t pa = 0;
+    const std::uint32_t status = mmu::lookup(a.ctx, va_of(a.va_page + page), replica, pa);
+    if (status != JAL_STATUS_OK) return status;
+    const std::uint32_t channel = jal_hbm_channel_of(pa);
+    out = jal_page_placement{};
+    out.phys = pa;
+    out.slice = static_cast<std::uint8_t>(logical_of_physical(enabled_, jal_slice_of_channel(channel)));
+    out.replica = static_cast<std::uint8_t>(replica);
+    out.channel_lo = static_cast<std::uint8_t>(channel);
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t AddressSpaces::release(std::uint32_t ctx, std::uint32_t va_page, std::uint32_t count,
+                                     std::uint32_t replicas)
+{
+    std::uint32_t freed = 0, strays = 0;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint64_t va = va_of(va_page + i);
+        for (std::uint32_t r = 0; r < replicas; ++r) {
+            std::uint64_t pa = 0;
+            if (mmu::lookup(ctx, va, r, pa) != JAL_STATUS_OK) continue;  // never mapped (rollback)
+            if (pages_.release(pa))
+                ++freed;
+            else
+                ++strays;
+        }
+        (void)mmu::unmap(ctx, va);
+    }
+    if (strays)
+        journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu: stray page on free",
+                       {JAL_MMU_CMD_LOOKUP, strays, ctx, va_page});
+    return freed;
+}
+
+void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx, std::uint32_t va_page)
+{
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu command failed", {cmd, status, ctx, va_page});
+}
+
+}  // namespace jalfw::memory

@@ -1,0 +1,49 @@
+// The MMU block (jal/hw/mgmt.h, JAL_MGMT_MMU): per-context translation of device virtual
+// addresses to HBM pages. Each command is CTX, VA, PA, FLAGS, then CMD; STATUS holds its
+// jal_status once the CMD write returns.
+#pragma once
+
+#include <cstdint>
+
+#include "hal/hal.hpp"
+#include "jal/hw/mgmt.h"
+
+namespace jalfw::memory::mmu {
+
+inline std::uint32_t command(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, std::uint32_t flags,
+                             std::uint32_t cmd)
+{
+    hal::write32(JAL_MMU_CTX, ctx);
+    hal::write32(JAL_MMU_VA_LO, static_cast<std::uint32_t>(va));
+    hal::write32(JAL_MMU_VA_HI, static_cast<std::uint32_t>(va >> 32));
+    hal::write32(JAL_MMU_PA_LO, static_cast<std::uint32_t>(pa));
+    hal::write32(JAL_MMU_PA_HI, static_cast<std::uint32_t>(pa >> 32));
+    hal::write32(JAL_MMU_FLAGS, flags);
+    hal::write32(JAL_MMU_CMD, cmd);
+    return hal::read32(JAL_MMU_STATUS);
+}
+
+// Maps va to pa; with add_replica, adds pa as one more copy of an existing mapping.
+inline std::uint32_t map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, bool add_replica)
+{
+    return command(ctx, va, pa, add_replica ? JAL_MMU_F_ADD_REPLICA : 0u, JAL_MMU_CMD_MAP);
+}
+
+// Drops va and all its replicas.
+inline std::uint32_t unmap(std::uint32_t ctx, std::uint64_t va) { return command(ctx, va, 0, 0, JAL_MMU_CMD_UNMAP); }
+
+// The physical page of replica `replica` of va; JAL_STATUS_PAGE_FAULT when there is none.
+inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica, std::uint64_t& pa)
+{
+    const std::uint32_t status = command(ctx, va, 0, replica, JAL_MMU_CMD_LOOKUP);
+    if (status != 0) return status;
+    const std::uint32_t lo = hal::read32(JAL_MMU_PA_LO);
+    const std::uint32_t hi = hal::read32(JAL_MMU_PA_HI);
+    pa = std::uint64_t{hi} << 32 | lo;
+    return status;
+}
+
+// Drops every mapping of the context.
+inline std::uint32_t flush_ctx(std::uint32_t ctx) { return command(ctx, 0, 0, 0, JAL_MMU_CMD_FLUSH_CTX); }
+
+}  // namespace jalfw::memory::mmu

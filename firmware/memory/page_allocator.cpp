@@ -1,0 +1,70 @@
+#include "memory/page_allocator.hpp"
+
+#include <bit>
+
+namespace jalfw::memory {
+
+void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
+{
+    for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s) {
+        free_bits_[s].fill(0);
+        free_[s] = capacity_[s] = usable_[s] = 0;
+        if (!((enabled_slices >> s) & 1)) continue;
+        for (std::uint32_t c = 0; c < JAL_HBM_CHANNELS_PER_SLICE; ++c) {
+            if (!hbm.channels[s * JAL_HBM_CHANNELS_PER_SLICE + c].usable()) continue;
+            usable_[s] = static_cast<std::uint16_t>(usable_[s] | 1u << c);
+            for (std::uint32_t p = c * kPagesPerChannel; p < (c + 1) * kPagesPerChannel; ++p)
+                free_bits_[s][p / 32] |= 1u << (p % 32);
+            capacity_[s] = static_cast<std::uint16_t>(capacity_[s] + kPagesPerChannel);
+        }
+        free_[s] = capacity_[s];
+    }
+}
+
+std::uint32_t PageAllocator::take(std::uint32_t slice)
+{
+    if (slice >= JAL_NUM_SLICES || free_[slice] == 0) return kNoPage;
+    auto& words = free_bits_[slice];
+    for (std::uint32_t w = 0; w < kWords; ++w) {
+        if (words[w] == 0) continue;
+        const auto bit = static_cast<std::uint32_t>(std::countr_zero(words[w]));
+        words[w] &= ~(1u << bit);
+        --free_[slice];
+        return w * 32 + bit;
+    }
+    return kNoPage;  // count and bitmap disagree: cannot happen
+}
+
+bool PageAllocator::release(std::uint64_t phys)
+{
+    if (phys % JAL_PAGE_SIZE || phys >= JAL_HBM_TOTAL_BYTES) return false;
+    const auto channel = static_cast<std::uint32_t>(phys / JAL_HBM_CHANNEL_BYTES);
+    const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
+    const std::uint32_t c = channel % JAL_HBM_CHANNELS_PER_SLICE;
+    if (!((usable_[slice] >> c) & 1)) return false;
+    const auto page = static_cast<std::uint32_t>(c * kPagesPerChannel + (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+    std::uint32_t& word = free_bits_[slice][page / 32];
+    if ((word >> (page % 32)) & 1) return false;  // double free
+    word |= 1u << (page % 32);
+    ++free_[slice];
+    return true;
+}
+
+bool PageAllocator::is_free(std::uint64_t phys) const
+{
+    if (phys % JAL_PAGE_SIZE || phys >= JAL_HBM_TOTAL_BYTES) return false;
+    const auto channel = static_cast<std::uint32_t>(phys / JAL_HBM_CHANNEL_BYTES);
+    const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
+    const auto page = static_cast<std::uint32_t>((channel % JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerChannel +
+                                                 (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+    return (free_bits_[slice][page / 32] >> (page % 32)) & 1;
+}
+
+std::uint32_t PageAllocator::free_pages_total() const
+{
+    std::uint32_t n = 0;
+    for (auto f : free_) n += f;
+    return n;
+}
+
+}  // namespace jalfw::memory
