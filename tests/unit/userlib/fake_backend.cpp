@@ -1,5 +1,6 @@
 #include "fake_backend.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -75,10 +76,61 @@ std::unique_ptr<backend::HostMemory> FakeBackend::share_host_memory(size_t bytes
 	return memory;
 }
 
-void FakeBackend::bind_irq(uint32_t, int eventfd)
+void FakeBackend::bind_irq(uint32_t vector, int eventfd)
 {
 	std::lock_guard lock(mutex_);
-	irq_fd_ = eventfd;
+	if (vector == JAL_MSIX_VECTOR_ADMIN)
+		irq_fd_ = eventfd;
+	irq_fds_[vector] = eventfd;
+}
+
+namespace {
+
+class FakeDoorbells final : public backend::DoorbellMapping {
+public:
+	FakeDoorbells() : bar_(JAL_BAR_DOORBELL_SIZE) {}
+	std::byte *page(uint32_t queue_id) override { return bar_.data() + size_t{queue_id} * JAL_DOORBELL_STRIDE; }
+	void kick() override { kicks.fetch_add(1); }
+	std::atomic<uint64_t> kicks{0};
+
+private:
+	std::vector<std::byte> bar_;
+};
+
+} // namespace
+
+std::shared_ptr<backend::DoorbellMapping> FakeBackend::map_doorbells()
+{
+	std::lock_guard lock(mutex_);
+	if (!doorbells_)
+		doorbells_ = std::make_shared<FakeDoorbells>();
+	return doorbells_;
+}
+
+std::byte *FakeBackend::doorbell_page(uint32_t queue_id)
+{
+	return map_doorbells()->page(queue_id);
+}
+
+uint64_t FakeBackend::kicks() const
+{
+	std::lock_guard lock(mutex_);
+	return doorbells_ ? static_cast<FakeDoorbells &>(*doorbells_).kicks.load() : 0;
+}
+
+void FakeBackend::raise_irq(uint32_t vector)
+{
+	int fd = irq_eventfd(vector);
+	uint64_t one = 1;
+	if (fd >= 0)
+		[[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);
+}
+
+int FakeBackend::irq_eventfd(uint32_t vector) const
+{
+	std::lock_guard lock(mutex_);
+	auto it = irq_fds_.find(vector);
+	return it == irq_fds_.end() ? -1 : it->second;
 }
 
 std::byte *FakeBackend::translate(uint64_t bus_addr, size_t len)

@@ -27,6 +27,7 @@ public:
 	void write64(uint32_t bar, uint32_t offset, uint64_t value) override;
 	std::unique_ptr<backend::HostMemory> share_host_memory(size_t bytes) override;
 	void bind_irq(uint32_t vector, int eventfd) override;
+	std::shared_ptr<backend::DoorbellMapping> map_doorbells() override;
 	const backend::BackendIdentity &identity() const override { return identity_; }
 
 	// --- the scripted device side ---
@@ -47,6 +48,13 @@ public:
 	bool cq_overflowed() const;
 	std::vector<jal_admin_sqe> received() const;
 
+	// User-queue side: doorbell pages in plain memory, kicks counted, interrupts raised
+	// by writing the vector's bound eventfd.
+	std::byte *doorbell_page(uint32_t queue_id);
+	uint64_t kicks() const;
+	void raise_irq(uint32_t vector);
+	int irq_eventfd(uint32_t vector) const;
+
 private:
 	std::byte *translate(uint64_t bus_addr, size_t len);
 	size_t complete_locked(size_t max);
@@ -57,6 +65,8 @@ private:
 	std::map<uint64_t, std::pair<std::byte *, size_t>> regions_; // bus addr -> host span
 	uint64_t next_bus_ = 0x1000'0000;
 	int irq_fd_ = -1;
+	std::map<uint32_t, int> irq_fds_; // vector -> eventfd (all vectors)
+	std::shared_ptr<backend::DoorbellMapping> doorbells_;
 	uint16_t sq_head_ = 0, cq_tail_ = 0, phase_ = 1;
 	bool overflowed_ = false;
 	std::vector<jal_admin_sqe> received_;

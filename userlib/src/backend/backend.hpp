@@ -31,6 +31,19 @@ public:
 	virtual uint64_t bus_addr() const = 0;
 };
 
+// The function's user-queue doorbells (BAR2), mapped into this process. Queue `id` owns
+// the JAL_DOORBELL_STRIDE bytes at page(id): the write index at JAL_DOORBELL_WRITE_INDEX,
+// the device's NEED_WAKEUP flag at JAL_DOORBELL_NEED_WAKEUP (queue.h).
+class DoorbellMapping {
+public:
+	virtual ~DoorbellMapping() = default;
+	virtual std::byte *page(uint32_t queue_id) = 0;
+	// Wakes a queue engine that set NEED_WAKEUP. With the direct transport this is the
+	// function's kick eventfd; where the doorbell write itself reaches the device (kernel
+	// driver, QEMU) it does nothing.
+	virtual void kick() = 0;
+};
+
 class Backend {
 public:
 	virtual ~Backend() = default;
@@ -48,6 +61,9 @@ public:
 	// Signal `eventfd` when MSI-X `vector` fires; eventfd -1 unbinds. The caller keeps
 	// ownership of the descriptor.
 	virtual void bind_irq(uint32_t vector, int eventfd) = 0;
+
+	// Maps the function's doorbell pages. Called once per device by the queue layer.
+	virtual std::shared_ptr<DoorbellMapping> map_doorbells() = 0;
 
 	virtual const BackendIdentity &identity() const = 0;
 };

@@ -1,6 +1,11 @@
 #include "direct_backend.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <jal/hw/pci.h>
 
 #include <jal/error.hpp>
 
@@ -18,6 +23,40 @@ constexpr uint64_t kFirstBusAddr = 0x1'0000'0000ull;
 size_t page_size() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// BAR2 of the function, shared with the emulator through the memfd GET_DOORBELLS returned:
+// a doorbell write is a store into that memory, which the queue engine watches; when it
+// sleeps (NEED_WAKEUP) the host writes the kick eventfd.
+class DirectDoorbells final : public backend::DoorbellMapping {
+public:
+	explicit DirectDoorbells(DirectConnection::Doorbells fds) : kick_(std::move(fds.kick_eventfd))
+	{
+		void *p = ::mmap(nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 fds.bar_memfd.get(), 0);
+		if (p == MAP_FAILED)
+			throw Error(JAL_STATUS_IO_ERROR, std::string("mmap of the doorbell BAR: ") + std::strerror(errno));
+		base_ = static_cast<std::byte *>(p);
+	}
+	~DirectDoorbells() override { ::munmap(base_, JAL_BAR_DOORBELL_SIZE); }
+
+	std::byte *page(uint32_t queue_id) override
+	{
+		if (queue_id >= JAL_MAX_USER_QUEUES)
+			throw Error(JAL_STATUS_OUT_OF_RANGE, "queue id " + std::to_string(queue_id) + " has no doorbell page");
+		return base_ + size_t{queue_id} * JAL_DOORBELL_STRIDE;
+	}
+
+	void kick() override
+	{
+		uint64_t one = 1;
+		// EAGAIN (counter saturated) still leaves the engine woken; nothing else can fail.
+		[[maybe_unused]] ssize_t n = ::write(kick_.get(), &one, sizeof one);
+	}
+
+private:
+	util::UniqueFd kick_;
+	std::byte *base_ = nullptr;
+};
 
 } // namespace
 
@@ -79,6 +118,11 @@ std::unique_ptr<backend::HostMemory> DirectBackend::share_host_memory(size_t byt
 void DirectBackend::bind_irq(uint32_t vector, int eventfd)
 {
 	connection_->set_irq(vector, eventfd);
+}
+
+std::shared_ptr<backend::DoorbellMapping> DirectBackend::map_doorbells()
+{
+	return std::make_shared<DirectDoorbells>(connection_->get_doorbells());
 }
 
 } // namespace jal::direct

@@ -27,6 +27,7 @@ public:
 	void write64(uint32_t bar, uint32_t offset, uint64_t value) override;
 	std::unique_ptr<backend::HostMemory> share_host_memory(size_t bytes) override;
 	void bind_irq(uint32_t vector, int eventfd) override;
+	std::shared_ptr<backend::DoorbellMapping> map_doorbells() override;
 	const backend::BackendIdentity &identity() const override { return identity_; }
 
 private:

@@ -21,13 +21,14 @@ DirectConnection::DirectConnection(SeqpacketSocket socket, std::chrono::millisec
 {
 }
 
-template <typename Msg> DecodedReply DirectConnection::transact(const Msg &msg_template, int pass_fd)
+template <typename Msg>
+DecodedReply DirectConnection::transact(const Msg &msg_template, int pass_fd, std::vector<util::UniqueFd> *fds)
 {
 	std::lock_guard lock(mutex_);
 	Msg msg = msg_template;
 	msg.hdr.id = next_id_++;
 	socket_.send(bytes_of(msg), pass_fd, reply_timeout_);
-	DecodedReply reply = await_reply_locked(msg.hdr.id, msg.hdr.type);
+	DecodedReply reply = await_reply_locked(msg.hdr.id, msg.hdr.type, fds);
 	if (reply.reply.status != JAL_STATUS_OK)
 		throw Error(static_cast<jal_status>(reply.reply.status),
 			    std::string(msg_type_name(msg.hdr.type)) + " rejected by the emulator: " +
@@ -35,13 +36,15 @@ template <typename Msg> DecodedReply DirectConnection::transact(const Msg &msg_t
 	return reply;
 }
 
-DecodedReply DirectConnection::await_reply_locked(uint64_t id, uint16_t type)
+DecodedReply DirectConnection::await_reply_locked(uint64_t id, uint16_t type, std::vector<util::UniqueFd> *fds)
 {
 	std::array<std::byte, JAL_PROTO_MSG_MAX> buffer;
 	for (;;) {
 		size_t n;
+		if (fds)
+			fds->clear();
 		try {
-			n = socket_.receive(buffer, reply_timeout_);
+			n = socket_.receive(buffer, reply_timeout_, fds);
 		} catch (const Error &e) {
 			if (e.status() == JAL_STATUS_TIMEOUT)
 				throw Error(JAL_STATUS_TIMEOUT, std::string("the emulator did not answer ") +
@@ -106,6 +109,16 @@ void DirectConnection::mem_unmap(uint64_t bus_addr, uint64_t size)
 void DirectConnection::set_irq(uint32_t vector, int eventfd)
 {
 	transact(encode_set_irq(0, vector), eventfd);
+}
+
+DirectConnection::Doorbells DirectConnection::get_doorbells()
+{
+	std::vector<util::UniqueFd> fds;
+	transact(encode_get_doorbells(0), -1, &fds);
+	if (fds.size() != 2)
+		throw Error(JAL_STATUS_PROTOCOL, "GET_DOORBELLS reply carries " + std::to_string(fds.size()) +
+							 " descriptors, expected 2 (BAR2 memfd, kick eventfd)");
+	return Doorbells{std::move(fds[0]), std::move(fds[1])};
 }
 
 uint64_t DirectConnection::rejected_posted_writes() const

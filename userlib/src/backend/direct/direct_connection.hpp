@@ -26,13 +26,20 @@ public:
 	void mem_map(uint64_t bus_addr, uint64_t size, int memfd);
 	void mem_unmap(uint64_t bus_addr, uint64_t size);
 	void set_irq(uint32_t vector, int eventfd);
+	// GET_DOORBELLS: the function's BAR2 as a memfd and the queue engines' kick eventfd.
+	struct Doorbells {
+		util::UniqueFd bar_memfd;
+		util::UniqueFd kick_eventfd;
+	};
+	Doorbells get_doorbells();
 
 	// Replies to posted writes that the emulator rejected (they carry no other trace).
 	uint64_t rejected_posted_writes() const;
 
 private:
-	template <typename Msg> DecodedReply transact(const Msg &msg, int pass_fd);
-	DecodedReply await_reply_locked(uint64_t id, uint16_t type);
+	template <typename Msg>
+	DecodedReply transact(const Msg &msg, int pass_fd, std::vector<util::UniqueFd> *fds = nullptr);
+	DecodedReply await_reply_locked(uint64_t id, uint16_t type, std::vector<util::UniqueFd> *fds);
 
 	mutable std::mutex mutex_;
 	SeqpacketSocket socket_;

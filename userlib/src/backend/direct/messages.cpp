@@ -80,6 +80,11 @@ jal_msg_set_irq encode_set_irq(uint64_t id, uint32_t vector)
 	return msg;
 }
 
+HeaderOnlyMsg encode_get_doorbells(uint64_t id)
+{
+	return with_header<HeaderOnlyMsg>(JAL_MSG_GET_DOORBELLS, id);
+}
+
 DecodedReply decode_reply(std::span<const std::byte> packet)
 {
 	if (packet.size() < sizeof(jal_msg_reply))
@@ -113,6 +118,7 @@ const char *msg_type_name(uint16_t type)
 	case JAL_MSG_MEM_MAP: return "MEM_MAP";
 	case JAL_MSG_MEM_UNMAP: return "MEM_UNMAP";
 	case JAL_MSG_SET_IRQ: return "SET_IRQ";
+	case JAL_MSG_GET_DOORBELLS: return "GET_DOORBELLS";
 	case JAL_MSG_REPLY: return "REPLY";
 	default: return "unknown message";
 	}

@@ -19,6 +19,11 @@ jal_msg_reg encode_reg_write(uint64_t id, uint32_t bar, uint32_t offset, uint32_
 jal_msg_mem_map encode_mem_map(uint64_t id, uint64_t bus_addr, uint64_t size, uint64_t fd_offset);
 jal_msg_mem_map encode_mem_unmap(uint64_t id, uint64_t bus_addr, uint64_t size);
 jal_msg_set_irq encode_set_irq(uint64_t id, uint32_t vector);
+// A request that is only a header (GET_DOORBELLS).
+struct HeaderOnlyMsg {
+	jal_msg_hdr hdr;
+};
+HeaderOnlyMsg encode_get_doorbells(uint64_t id);
 
 struct DecodedReply {
 	jal_msg_reply reply;

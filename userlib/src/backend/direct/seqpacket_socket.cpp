@@ -105,7 +105,8 @@ void SeqpacketSocket::send(std::span<const std::byte> packet, int pass_fd,
 	}
 }
 
-size_t SeqpacketSocket::receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout)
+size_t SeqpacketSocket::receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout,
+				std::vector<util::UniqueFd> *fds)
 {
 	if (!wait_for(fd_.get(), POLLIN, timeout))
 		throw Error(JAL_STATUS_TIMEOUT, "no reply from the emulator within " + util::describe(timeout));
@@ -120,14 +121,18 @@ size_t SeqpacketSocket::receive(std::span<std::byte> buffer, std::chrono::millis
 	do
 		n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	// Replies never carry descriptors; close any so a confused peer cannot leak them to us.
+	// Only the replies the caller expects descriptors with keep them; close any other so
+	// a confused peer cannot leak them to us.
 	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 			size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			for (size_t i = 0; i < count; i++) {
 				int fd;
 				std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-				::close(fd);
+				if (fds && n > 0)
+					fds->emplace_back(fd);
+				else
+					::close(fd);
 			}
 		}
 	}

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "../../util/unique_fd.hpp"
 
@@ -23,7 +24,9 @@ public:
 
 	// Receives one packet into `buffer`; returns its size. Throws TIMEOUT when nothing
 	// arrives in time and NO_DEVICE when the peer has gone.
-	size_t receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout);
+	// Descriptors that came with the packet are closed, or handed to `fds` when given.
+	size_t receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout,
+		       std::vector<util::UniqueFd> *fds = nullptr);
 
 	int fd() const { return fd_.get(); }
 
