@@ -79,6 +79,8 @@ public:
 	RawAdminResult admin_wait_raw(uint16_t cid);
 
 	class Impl;
+	// libjal's own layers above the device (contexts, queues) reach its state here.
+	Impl &impl() { return *impl_; }
 
 private:
 	explicit Device(std::unique_ptr<Impl> impl);
