@@ -29,8 +29,11 @@ Chip::Chip(const ChipConfig& config)
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
       host_(config.index, clock_),
-      bus_(*this)
+      bus_(*this),
+      cp_(host_, hbm_, mmu_)
 {
+    // A detaching function's queue engines stop before its memory is unmapped.
+    host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
     slices_.set_synthetic_busy(config.load_watts > 0);
     host_.on_post_code = [this](std::uint32_t code) {
         log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code, clock_.now_us() / 1000.0);
@@ -75,6 +78,8 @@ void Chip::apply_reset(std::uint32_t cause)
         slices_.reset();
         phy_.reset();
         power_.reset();
+        cp_.reset();  // every user queue disabled
+        mmu_.reset(); // every context's mappings gone
     }
     host_.reset(chip_reset);
     bus_.reset();

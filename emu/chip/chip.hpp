@@ -6,8 +6,10 @@
 #include "chip/hbm_memory.hpp"
 #include "chip/hbm_phy.hpp"
 #include "chip/host_interface.hpp"
+#include "chip/mmu.hpp"
 #include "chip/power_model.hpp"
 #include "chip/slices.hpp"
+#include "cp/command_processor.hpp"
 #include "mgmt/core_clock.hpp"
 #include "mgmt/peripheral_bus.hpp"
 
@@ -38,6 +40,8 @@ public:
     HbmPhy& phy() { return phy_; }
     HbmMemory& hbm() { return hbm_; }
     PowerModel& power() { return power_; }
+    Mmu& mmu() { return mmu_; }
+    CommandProcessor& cp() { return cp_; }
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
@@ -59,6 +63,8 @@ private:
     CoreClock clock_;
     HostInterface host_;
     PeripheralBus bus_;
+    Mmu mmu_;
+    CommandProcessor cp_;  // after everything its engines use, so it stops them first
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
     FirmwareImage image_;

@@ -51,10 +51,12 @@ int HostInterface::attach()
 
 void HostInterface::detach(int fn)
 {
+    if (on_detach) on_detach(fn);
     {
         std::lock_guard lock(mutex_);
         Function& f = fns_[fn];
         f.present = false;
+        f.doorbells.reset();
         f.ctrl = f.admin_status = 0;
         close_irqs_locked(f);
         bump_locked(fn);
@@ -107,6 +109,13 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
 {
     if (width != 4 && width != 8) return JAL_STATUS_INVALID_FIELD;
     if (offset % width) return JAL_STATUS_INVALID_FIELD;
+    if (bar == JAL_BAR_DOORBELL && width == 8 && offset % JAL_DOORBELL_STRIDE == JAL_DOORBELL_WRITE_INDEX &&
+        offset < JAL_BAR_DOORBELL_SIZE) {
+        // The MMIO doorbell (QEMU device, kernel driver): the same page the direct
+        // transport maps, plus the wakeup a direct client sends itself.
+        if (auto db = doorbells(fn)) db->ring(offset / JAL_DOORBELL_STRIDE, value);
+        return JAL_STATUS_OK;
+    }
     if (bar != JAL_BAR_REGS) {
         log(LogLevel::debug, "chip{}: fn{} write to BAR{} +{:#x} ignored", chip_index_, fn, bar, offset);
         return JAL_STATUS_OK;
@@ -164,6 +173,30 @@ std::uint32_t HostInterface::set_irq(int fn, std::uint32_t vector, int fd)
     if (slot >= 0) close(slot);
     slot = fd;
     return JAL_STATUS_OK;
+}
+
+std::shared_ptr<Doorbells> HostInterface::doorbells(int fn)
+{
+    if (fn < 0 || fn >= JAL_MGMT_MAX_FUNCS) return nullptr;
+    std::lock_guard lock(mutex_);
+    Function& f = fns_[fn];
+    if (!f.present) return nullptr;
+    if (!f.doorbells) {
+        try {
+            f.doorbells = std::make_shared<Doorbells>();
+        } catch (const std::exception& e) {
+            log(LogLevel::error, "chip{}: fn{}: cannot create doorbells: {}", chip_index_, fn, e.what());
+            return nullptr;
+        }
+    }
+    return f.doorbells;
+}
+
+bool HostInterface::present(int fn) const
+{
+    if (fn < 0 || fn >= JAL_MGMT_MAX_FUNCS) return false;
+    std::lock_guard lock(mutex_);
+    return fns_[fn].present;
 }
 
 std::uint32_t HostInterface::fw_read(std::uint32_t offset)

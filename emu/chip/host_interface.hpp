@@ -5,6 +5,7 @@
 #pragma once
 
 #include "chip/host_memory.hpp"
+#include "cp/doorbells.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
@@ -42,6 +43,13 @@ public:
     HostMemory& memory(int fn) { return *fns_[fn].memory; }
     // Binds MSI-X `vector` of `fn` to eventfd `fd` (ownership passes; -1 unbinds).
     std::uint32_t set_irq(int fn, std::uint32_t vector, int fd);
+    // The function's BAR2 doorbells, created on first use; nullptr for an absent function.
+    // A detach drops them, so the next client of the slot gets fresh ones.
+    std::shared_ptr<Doorbells> doorbells(int fn);
+    bool present(int fn) const;
+    // Called by detach() before the function's memory is cleared (the chip stops the
+    // function's queue engines here). Not called with the interface's lock held.
+    std::function<void(int fn)> on_detach;
 
     // ---- management-core side ----
     std::uint32_t fw_read(std::uint32_t offset);  // offset inside the HOSTIF block
@@ -64,6 +72,7 @@ private:
         std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0;
         std::array<int, JAL_MSIX_VECTORS> irq_fd;
         std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
+        std::shared_ptr<Doorbells> doorbells;
         Function() { irq_fd.fill(-1); }
     };
 

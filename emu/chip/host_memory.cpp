@@ -51,6 +51,7 @@ std::uint32_t HostMemory::unmap(std::uint64_t bus_addr, std::uint64_t size)
     if (it == regions_.end() || it->second.size != size) return JAL_STATUS_INVALID_FIELD;
     munmap(it->second.ptr, it->second.size);
     regions_.erase(it);
+    ++generation_;
     return JAL_STATUS_OK;
 }
 
@@ -59,6 +60,7 @@ void HostMemory::clear()
     std::unique_lock lock(mutex_);
     for (auto& [addr, r] : regions_) munmap(r.ptr, r.size);
     regions_.clear();
+    ++generation_;
 }
 
 std::size_t HostMemory::region_count() const

@@ -28,6 +28,21 @@ public:
 
     std::size_t region_count() const;
 
+    // Direct access for the command processor's queue engines: holds the map's shared lock
+    // so no region is unmapped while the pin lives (unmap() and clear() wait for it). Host
+    // pointers obtained through a pin are valid until the pin ends; generation() changes
+    // whenever a region is removed, so a pointer kept across pins is re-resolved first.
+    class Pin {
+    public:
+        explicit Pin(const HostMemory& m) : lock_(m.mutex_), mem_(&m) {}
+        std::byte* at(std::uint64_t bus_addr, std::uint64_t len) const { return mem_->resolve(bus_addr, len); }
+        std::uint64_t generation() const { return mem_->generation_; }
+
+    private:
+        std::shared_lock<std::shared_mutex> lock_;
+        const HostMemory* mem_;
+    };
+
 private:
     struct Region {
         std::uint64_t size;
@@ -38,6 +53,7 @@ private:
 
     mutable std::shared_mutex mutex_;
     std::map<std::uint64_t, Region> regions_;  // by bus address
+    std::uint64_t generation_ = 0;             // bumped when a region goes away
 };
 
 }  // namespace jalemu

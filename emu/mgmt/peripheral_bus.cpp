@@ -43,6 +43,8 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
         if (addr == JAL_HBM_TEMP_MC) return static_cast<std::uint32_t>(static_cast<int>(chip_.power().hbm_c() * 1000));
         return chip_.phy().read(rel - JAL_MGMT_HBM);
     case JAL_MGMT_POWER: chip_.step_models(chip_.clock().now_ns()); return chip_.power().read(rel - JAL_MGMT_POWER);
+    case JAL_MGMT_MMU: return chip_.mmu().fw_read(rel - JAL_MGMT_MMU);
+    case JAL_MGMT_CP: return chip_.cp().fw_read(rel - JAL_MGMT_CP);
     default: return 0;
     }
 }
@@ -67,6 +69,8 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         return;
     }
     case JAL_MGMT_POWER: chip_.power().write(rel - JAL_MGMT_POWER, value); return;
+    case JAL_MGMT_MMU: chip_.mmu().fw_write(rel - JAL_MGMT_MMU, value); return;
+    case JAL_MGMT_CP: chip_.cp().fw_write(rel - JAL_MGMT_CP, value); return;
     default: return;
     }
 }

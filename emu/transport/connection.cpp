@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <span>
 
 namespace jalemu {
 
@@ -53,10 +54,25 @@ std::optional<Received> receive(int sock, std::byte* buf, std::size_t cap)
     return r;
 }
 
-bool send_all(int sock, const void* data, std::size_t len)
+// Sends one message, with descriptors (SCM_RIGHTS; the receiver gets its own copies).
+bool send_all(int sock, const void* data, std::size_t len, std::span<const int> fds = {})
 {
+    iovec iov{const_cast<void*>(data), len};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * 4)> control{};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (!fds.empty() && fds.size() <= 4) {
+        msg.msg_control = control.data();
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
     ssize_t n;
-    do n = send(sock, data, len, MSG_NOSIGNAL);
+    do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     return n == static_cast<ssize_t>(len);
 }
@@ -85,7 +101,7 @@ public:
 
 private:
     bool reply(const jal_msg_hdr& req, std::uint32_t status, std::uint64_t value = 0, const void* payload = nullptr,
-               std::size_t payload_len = 0)
+               std::size_t payload_len = 0, std::span<const int> fds = {})
     {
         alignas(8) std::array<std::byte, sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply)> out{};
         jal_msg_reply rep{};
@@ -96,7 +112,7 @@ private:
         rep.value = value;
         std::memcpy(out.data(), &rep, sizeof rep);
         if (payload_len) std::memcpy(out.data() + sizeof rep, payload, payload_len);
-        return send_all(sock_, out.data(), sizeof rep + payload_len);
+        return send_all(sock_, out.data(), sizeof rep + payload_len, fds);
     }
 
     bool protocol_error(const jal_msg_hdr& req, const char* why)
@@ -182,6 +198,13 @@ private:
             if (m.flags) return reply(hdr, JAL_STATUS_INVALID_FIELD);
             fd_taken = r.fd >= 0;
             return reply(hdr, chip_.host().set_irq(fn_, m.vector, r.fd));
+        }
+        case JAL_MSG_GET_DOORBELLS: {
+            if (!expect(sizeof(jal_msg_hdr))) return protocol_error(hdr, "bad GET_DOORBELLS size");
+            auto db = chip_.host().doorbells(fn_);
+            if (!db) return reply(hdr, JAL_STATUS_NO_MEMORY);
+            const std::array<int, 2> fds{db->memfd(), db->kickfd()};
+            return reply(hdr, JAL_STATUS_OK, 0, nullptr, 0, fds);
         }
         default: return protocol_error(hdr, "unknown message type");
         }

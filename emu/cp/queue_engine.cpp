@@ -1,0 +1,427 @@
+#include "cp/queue_engine.hpp"
+
+#include "chip/hbm_memory.hpp"
+#include "chip/host_interface.hpp"
+#include "chip/mmu.hpp"
+#include "jal/hw/status.h"
+#include "util/log.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace jalemu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t kPage = Mmu::kPage;
+
+inline void cpu_relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+template <typename T>
+T field(const std::byte* pkt, std::size_t off)
+{
+    T v;
+    std::memcpy(&v, pkt + off, sizeof v);
+    return v;
+}
+
+bool all_zero(const std::byte* p, std::size_t n)
+{
+    for (std::size_t i = 0; i < n; ++i)
+        if (p[i] != std::byte{0}) return false;
+    return true;
+}
+
+// A jal_signal in host memory, through its host pointer.
+std::uint32_t* sig_status(std::byte* s) { return reinterpret_cast<std::uint32_t*>(s + offsetof(jal_signal, status)); }
+std::int64_t* sig_value(std::byte* s) { return reinterpret_cast<std::int64_t*>(s + offsetof(jal_signal, value)); }
+
+// Resolves a signal address: JAL_STATUS_OK with `out` set, INVALID_FIELD when zero or
+// misaligned, DMA_FAULT when not mapped.
+std::uint32_t resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr, std::byte*& out)
+{
+    out = nullptr;
+    if (addr == 0 || addr % 16) return JAL_STATUS_INVALID_FIELD;
+    out = pin.at(addr, sizeof(jal_signal));
+    return out ? JAL_STATUS_OK : JAL_STATUS_DMA_FAULT;
+}
+
+}  // namespace
+
+QueueEngine::QueueEngine(std::uint32_t qid, const Env& env)
+    : qid_(qid), env_(env), hbm_(env.hbm.range(0, env.hbm.size()).data()), state_(JAL_QUEUE_DISABLED)
+{
+}
+
+QueueEngine::~QueueEngine() { stop(); }
+
+bool QueueEngine::resolve(const HostMemory::Pin& pin)
+{
+    ring_ = pin.at(cfg_.ring, std::uint64_t{cfg_.size} * JAL_PACKET_SIZE);
+    rptr_ = reinterpret_cast<std::uint64_t*>(pin.at(cfg_.rptr, sizeof(std::uint64_t)));
+    ring_gen_ = pin.generation();
+    return ring_ && rptr_;
+}
+
+void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake, bool fresh)
+{
+    stop();
+    cfg_ = cfg;
+    db_ = std::move(db);
+    wake_ = &wake;
+    stop_.store(false);
+    pending_index_ = ~0ull;
+    if (fresh) {
+        read_.store(0);
+        last_db_.store(0);
+        last_error_.store(0);
+        errors_.store(0);
+        err_index_.store(0);
+        db_->set_write_index(qid_, 0);
+        db_->set_need_wakeup(qid_, 0);
+    }
+    {
+        HostMemory::Pin pin(env_.host.memory(static_cast<int>(cfg_.fn)));
+        if (!resolve(pin)) {
+            record_error(JAL_STATUS_DMA_FAULT, read_.load());
+            state_.store(JAL_QUEUE_ERROR);
+            log(LogLevel::warn, "queue {}: ring {:#x} ({} packets) or read index {:#x} not in fn{}'s memory", qid_,
+                cfg_.ring, cfg_.size, cfg_.rptr, cfg_.fn);
+            return;
+        }
+        __atomic_store_n(rptr_, read_.load(), __ATOMIC_RELEASE);
+    }
+    state_.store(JAL_QUEUE_ACTIVE);
+    thread_ = std::thread([this] { run(); });
+}
+
+void QueueEngine::fail_config(const QueueConfig& cfg, std::uint32_t status)
+{
+    stop();
+    cfg_ = cfg;
+    db_.reset();
+    read_.store(0);
+    last_db_.store(0);
+    errors_.store(0);
+    record_error(status, 0);
+    state_.store(JAL_QUEUE_ERROR);
+}
+
+void QueueEngine::stop()
+{
+    if (thread_.joinable()) {
+        stop_.store(true, std::memory_order_seq_cst);
+        wake_->wake();
+        env_.signals.wake_all();
+        thread_.join();
+    }
+    state_.store(JAL_QUEUE_DISABLED);
+}
+
+void QueueEngine::record_error(std::uint32_t status, std::uint64_t index)
+{
+    last_error_.store(status, std::memory_order_relaxed);
+    err_index_.store(index, std::memory_order_relaxed);
+    errors_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void QueueEngine::complete(std::byte* s, std::uint32_t status)
+{
+    // Status first, then the value with release: a waiter reads value, then status.
+    __atomic_store_n(sig_status(s), status, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(sig_value(s), 1, __ATOMIC_RELEASE);
+    env_.signals.signalled();
+}
+
+void QueueEngine::run()
+{
+    Doorbells& db = *db_;
+    HostMemory& mem = env_.host.memory(static_cast<int>(cfg_.fn));
+    const std::uint64_t mask = cfg_.size - 1;
+    std::uint64_t read = read_.load();
+    std::uint64_t target = read;
+    auto last_work = Clock::now();
+    auto pending_start = last_work;
+    bool waiting = false;  // the packet at `read` is waiting (barrier or header)
+    bool probe = false;    // check the ring for published packets the doorbell does not cover
+
+    while (!stop_.load(std::memory_order_acquire)) {
+        const std::uint64_t d = db.write_index(qid_);
+        last_db_.store(d, std::memory_order_relaxed);
+        // Doorbells only grow; with several producers one may land out of order, so the
+        // engine keeps the largest, and never looks more than a ring ahead.
+        if (d > target) target = std::min(d, read + cfg_.size);
+
+        if (read == target && !probe) {
+            if (Clock::now() - last_work < kDoorbellSpin) {
+                cpu_relax();
+                continue;
+            }
+            // Sleep: publish NEED_WAKEUP, fence, look once more (the host stores the
+            // doorbell, fences, then reads NEED_WAKEUP: one of the two sees the other).
+            std::uint64_t seen;
+            {
+                std::lock_guard lock(wake_->m);
+                seen = wake_->seq;
+            }
+            db.set_need_wakeup(qid_, 1);
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            bool work = db.write_index(qid_) != d;
+            if (!work) {
+                HostMemory::Pin pin(mem);
+                work = pin.generation() != ring_gen_ || published(read);
+            }
+            if (!work) {
+                std::unique_lock lock(wake_->m);
+                wake_->cv.wait_for(lock, kSleepPoll,
+                                   [&] { return wake_->seq != seen || stop_.load(std::memory_order_relaxed); });
+            }
+            db.set_need_wakeup(qid_, 0);
+            if (work) {
+                last_work = Clock::now();
+                probe = true;  // look at the ring even if the doorbell did not move
+            }
+            // last_work stays old: a wakeup meant for another queue of the function finds
+            // nothing here and goes straight back to sleep.
+            continue;
+        }
+
+        probe = false;
+        bool fault = false, irq = false, pending = false;
+        {
+            HostMemory::Pin pin(mem);
+            if (pin.generation() != ring_gen_ && !resolve(pin)) fault = true;
+            for (unsigned n = 0; !fault && n < kBatch; ++n) {
+                if (read == target) {
+                    if (!published(read)) break;
+                    ++target;
+                }
+                const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
+                if (s == Step::pending) {
+                    pending = true;
+                    break;
+                }
+                ++read;
+                read_.store(read, std::memory_order_release);
+                __atomic_store_n(rptr_, read, __ATOMIC_RELEASE);
+                if (s == Step::done_irq) {
+                    irq = true;  // raised once the pin is released
+                    break;
+                }
+                if (stop_.load(std::memory_order_relaxed)) break;
+            }
+        }
+        if (fault) {
+            // The ring or the read index was unmapped under the queue.
+            record_error(JAL_STATUS_DMA_FAULT, read);
+            state_.store(JAL_QUEUE_ERROR);
+            log(LogLevel::warn, "queue {}: ring no longer mapped; queue stopped in ERROR", qid_);
+            return;
+        }
+        if (irq) env_.host.raise_msi(cfg_.fn, cfg_.vector);
+        const auto now = Clock::now();
+        if (!pending) {
+            waiting = false;
+            last_work = now;
+            continue;
+        }
+        if (!waiting) {
+            waiting = true;
+            pending_start = now;
+        }
+        if (now - pending_start < kPendingSpin) {
+            for (int i = 0; i < 32; ++i) cpu_relax();
+        } else {
+            env_.signals.wait(kPendingPoll, stop_);
+        }
+        last_work = Clock::now();
+    }
+}
+
+bool QueueEngine::published(std::uint64_t index) const
+{
+    const auto* hdr = reinterpret_cast<const std::uint32_t*>(ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE);
+    return (__atomic_load_n(hdr, __ATOMIC_ACQUIRE) & 0xff) != JAL_PACKET_INVALID;
+}
+
+QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index)
+{
+    auto* hdr = reinterpret_cast<std::uint32_t*>(slot);
+    const std::uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+    const auto type = static_cast<std::uint8_t>(h);
+    const auto flags = static_cast<std::uint8_t>(h >> 8);
+    const auto arg = static_cast<std::uint16_t>(h >> 16);
+
+    if (type == JAL_PACKET_INVALID) {
+        // The doorbell covers this slot but its producer has not published the header yet.
+        const auto now = Clock::now();
+        if (pending_index_ != index) {
+            pending_index_ = index;
+            pending_since_ = now;
+        }
+        if (now - pending_since_ < kHeaderWait) return Step::pending;
+        pending_index_ = ~0ull;
+        record_error(JAL_STATUS_INVALID_FIELD, index);
+        return Step::done;
+    }
+    pending_index_ = ~0ull;
+
+    alignas(8) std::byte pkt[JAL_PACKET_SIZE];
+    std::memcpy(pkt, slot, sizeof pkt);  // after the acquire: the body is complete
+
+    std::byte* signal = nullptr;
+    std::uint32_t status = JAL_STATUS_OK;
+    const auto sig_addr = field<std::uint64_t>(pkt, JAL_PACKET_SIGNAL_OFFSET);
+    if (sig_addr) status = resolve_signal(pin, sig_addr, signal);
+    if (status == JAL_STATUS_OK && (flags & ~JAL_PACKET_F_INTERRUPT)) status = JAL_STATUS_INVALID_FIELD;
+
+    if (status == JAL_STATUS_OK) {
+        switch (type) {
+        case JAL_PACKET_NOP:
+            if (arg || !all_zero(pkt + 4, JAL_PACKET_SIGNAL_OFFSET - 4)) status = JAL_STATUS_INVALID_FIELD;
+            break;
+        case JAL_PACKET_COPY:
+            if (!all_zero(pkt + offsetof(jal_packet_copy, reserved0), 4) ||
+                !all_zero(pkt + offsetof(jal_packet_copy, reserved), sizeof(jal_packet_copy::reserved)))
+                status = JAL_STATUS_INVALID_FIELD;
+            else
+                status = copy(pin, arg, field<std::uint64_t>(pkt, offsetof(jal_packet_copy, src)),
+                              field<std::uint64_t>(pkt, offsetof(jal_packet_copy, dst)),
+                              field<std::uint64_t>(pkt, offsetof(jal_packet_copy, size)));
+            break;
+        case JAL_PACKET_BARRIER_AND: {
+            if (arg == 0 || arg > JAL_BARRIER_DEPS_MAX ||
+                !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved0), 4) ||
+                !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved1), 8)) {
+                status = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            bool ready = true;
+            for (unsigned i = 0; i < arg && status == JAL_STATUS_OK; ++i) {
+                const auto a = field<std::uint64_t>(pkt, offsetof(jal_packet_barrier_and, dep_signal) + 8 * i);
+                if (a == 0) continue;  // an empty entry, as in AQL
+                std::byte* dep;
+                status = resolve_signal(pin, a, dep);
+                if (status != JAL_STATUS_OK) break;
+                const std::int64_t v = __atomic_load_n(sig_value(dep), __ATOMIC_ACQUIRE);
+                const std::uint32_t st = __atomic_load_n(sig_status(dep), __ATOMIC_RELAXED);
+                if (st != JAL_STATUS_OK) status = st;  // a dependency failed: so does the barrier
+                else if (v != 0) ready = false;
+            }
+            if (status == JAL_STATUS_OK && !ready) return Step::pending;
+            break;
+        }
+        case JAL_PACKET_SIGNAL: {
+            std::byte* target;
+            if (arg < JAL_SIGNAL_SET || arg > JAL_SIGNAL_SUB ||
+                !all_zero(pkt + offsetof(jal_packet_signal, reserved0), 4) ||
+                !all_zero(pkt + offsetof(jal_packet_signal, reserved), sizeof(jal_packet_signal::reserved))) {
+                status = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            status = resolve_signal(pin, field<std::uint64_t>(pkt, offsetof(jal_packet_signal, signal)), target);
+            if (status != JAL_STATUS_OK) break;
+            const auto operand = field<std::int64_t>(pkt, offsetof(jal_packet_signal, operand));
+            __atomic_store_n(sig_status(target), JAL_STATUS_OK, __ATOMIC_RELAXED);
+            if (arg == JAL_SIGNAL_SET) __atomic_store_n(sig_value(target), operand, __ATOMIC_RELEASE);
+            else if (arg == JAL_SIGNAL_ADD) __atomic_fetch_add(sig_value(target), operand, __ATOMIC_RELEASE);
+            else __atomic_fetch_sub(sig_value(target), operand, __ATOMIC_RELEASE);
+            env_.signals.signalled();
+            break;
+        }
+        case JAL_PACKET_DISPATCH:
+        case JAL_PACKET_COLLECTIVE: status = JAL_STATUS_UNSUPPORTED; break;
+        default: status = JAL_STATUS_INVALID_OPCODE; break;
+        }
+    }
+
+    if (signal) complete(signal, status);
+    __atomic_store_n(hdr, std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
+    if (status != JAL_STATUS_OK) record_error(status, index);
+    return (flags & JAL_PACKET_F_INTERRUPT) ? Step::done_irq : Step::done;
+}
+
+std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src, std::uint64_t dst,
+                                std::uint64_t size)
+{
+    if (dir < JAL_COPY_H2D || dir > JAL_COPY_D2D) return JAL_STATUS_INVALID_FIELD;
+    if (size == 0 || size > JAL_COPY_SIZE_MAX) return JAL_STATUS_INVALID_LENGTH;
+    const std::uint32_t ctx = cfg_.ctx;
+    const std::byte* hsrc = nullptr;
+    std::byte* hdst = nullptr;
+    // Check everything first: a failing copy writes nothing.
+    if (dir == JAL_COPY_H2D && !(hsrc = pin.at(src, size))) return JAL_STATUS_DMA_FAULT;
+    if (dir == JAL_COPY_D2H && !(hdst = pin.at(dst, size))) return JAL_STATUS_DMA_FAULT;
+    {
+        Mmu::View v(env_.mmu, ctx);
+        if (dir != JAL_COPY_H2D && !v.mapped(src, size)) return JAL_STATUS_PAGE_FAULT;
+        if (dir != JAL_COPY_D2H && !v.mapped(dst, size)) return JAL_STATUS_PAGE_FAULT;
+    }
+    // Page runs: the context's lock is held for one run, so a concurrent UNMAP waits for
+    // the bytes in flight. Destinations write every replica; sources read replica 0.
+    for (std::uint64_t off = 0; off < size;) {
+        std::uint64_t n = size - off;
+        if (dir != JAL_COPY_H2D) n = std::min(n, kPage - ((src + off) & (kPage - 1)));
+        if (dir != JAL_COPY_D2H) n = std::min(n, kPage - ((dst + off) & (kPage - 1)));
+        Mmu::View v(env_.mmu, ctx);
+        const std::byte* from = hsrc ? hsrc + off : nullptr;
+        if (!from) {
+            const Mmu::Page* p = v.find(src + off);
+            if (!p) return JAL_STATUS_PAGE_FAULT;  // unmapped since the check
+            from = hbm_ + p->front().pa + ((src + off) & (kPage - 1));
+        }
+        if (hdst) {
+            std::memcpy(hdst + off, from, n);
+        } else {
+            const Mmu::Page* p = v.find(dst + off);
+            if (!p) return JAL_STATUS_PAGE_FAULT;
+            for (const Mmu::Replica& r : *p) std::memmove(hbm_ + r.pa + ((dst + off) & (kPage - 1)), from, n);
+        }
+        off += n;
+    }
+    return JAL_STATUS_OK;
+}
+
+void QueueEngine::drop_unexecuted()
+{
+    if (running() || !db_) return;
+    const std::uint64_t read = read_.load();
+    const std::uint64_t d = db_->write_index(qid_);
+    last_db_.store(d);
+    const std::uint64_t to = std::max(read, d);
+    {
+        HostMemory::Pin pin(env_.host.memory(static_cast<int>(cfg_.fn)));
+        if (resolve(pin)) {
+            const std::uint64_t mask = cfg_.size - 1;
+            for (std::uint64_t i = read; i < to && i - read < cfg_.size; ++i) {
+                std::byte* slot = ring_ + (i & mask) * JAL_PACKET_SIZE;
+                auto* hdr = reinterpret_cast<std::uint32_t*>(slot);
+                const std::uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+                if ((h & 0xff) != JAL_PACKET_INVALID) {
+                    std::uint64_t sig_addr;
+                    std::memcpy(&sig_addr, slot + JAL_PACKET_SIGNAL_OFFSET, 8);
+                    std::byte* sig;
+                    if (sig_addr && resolve_signal(pin, sig_addr, sig) == JAL_STATUS_OK)
+                        complete(sig, JAL_STATUS_ABORTED);
+                }
+                __atomic_store_n(hdr, std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
+            }
+            __atomic_store_n(rptr_, to, __ATOMIC_RELEASE);
+        }
+    }
+    read_.store(to);
+    last_error_.store(0);
+    errors_.store(0);
+    err_index_.store(0);
+    pending_index_ = ~0ull;
+}
+
+}  // namespace jalemu

@@ -1,0 +1,157 @@
+// One user queue's engine: a thread that follows the queue's doorbell and executes its
+// packets in order (queue.h). Configured and controlled by the command processor; see
+// docs/emulator.md, "Command processor and MMU".
+#pragma once
+
+#include "chip/host_memory.hpp"
+#include "cp/doorbells.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace jalemu {
+
+class HbmMemory;
+class HostInterface;
+class Mmu;
+
+struct QueueConfig {
+    std::uint32_t ctx = 0, fn = 0, size = 0, vector = 0;
+    std::uint64_t ring = 0, rptr = 0;  // bus addresses in the function's memory
+};
+
+// Wakes the sleeping engines of one host function (its kick eventfd, or a DISABLE).
+struct FunctionWake {
+    std::mutex m;
+    std::condition_variable cv;
+    std::uint64_t seq = 0;
+    void wake()
+    {
+        {
+            std::lock_guard lock(m);
+            ++seq;
+        }
+        cv.notify_all();
+    }
+};
+
+// Lets engines blocked in a barrier sleep until some engine writes a signal. Signals the
+// host writes are seen at the next bounded poll.
+class SignalNotifier {
+public:
+    void signalled()
+    {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_relaxed)) wake_all();
+    }
+    void wake_all()
+    {
+        {
+            std::lock_guard lock(m_);
+            ++epoch_;
+        }
+        cv_.notify_all();
+    }
+    void wait(std::chrono::microseconds max, const std::atomic<bool>& stop)
+    {
+        std::unique_lock lock(m_);
+        const std::uint64_t e = epoch_;
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        cv_.wait_for(lock, max, [&] { return epoch_ != e || stop.load(std::memory_order_relaxed); });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<std::uint32_t> sleepers_{0};
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::uint64_t epoch_ = 0;
+};
+
+class QueueEngine {
+public:
+    // Tunables (chosen): how long an idle engine polls its doorbell before it sleeps, how
+    // long a waiting barrier spins before it sleeps, the longest such sleep, how long a slot
+    // the doorbell covers may stay INVALID, and the packets executed per host-memory pin.
+    static constexpr auto kDoorbellSpin = std::chrono::microseconds(40);
+    static constexpr auto kPendingSpin = std::chrono::microseconds(20);
+    static constexpr auto kPendingPoll = std::chrono::microseconds(100);
+    static constexpr auto kSleepPoll = std::chrono::milliseconds(100);
+    static constexpr auto kHeaderWait = std::chrono::seconds(1);
+    static constexpr unsigned kBatch = 64;
+
+    struct Env {
+        HostInterface& host;
+        HbmMemory& hbm;
+        Mmu& mmu;
+        SignalNotifier& signals;
+    };
+    QueueEngine(std::uint32_t qid, const Env& env);
+    ~QueueEngine();
+    QueueEngine(const QueueEngine&) = delete;
+    QueueEngine& operator=(const QueueEngine&) = delete;
+
+    // Starts executing (ACTIVE), or leaves the queue in ERROR when its ring or read index
+    // does not lie in the function's memory. `fresh`: a new queue, so the read index, the
+    // doorbell and the error record start at 0.
+    void start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake, bool fresh);
+    // A configuration the engine cannot run (bad field, absent function): ERROR with `status`.
+    void fail_config(const QueueConfig& cfg, std::uint32_t status);
+    // Stops after the packet in progress (a waiting barrier or header wait is abandoned,
+    // its packet stays unexecuted) and waits for the thread. State becomes DISABLED.
+    void stop();
+    // For a stopped queue: every packet up to the doorbell is dropped (published ones
+    // complete with ABORTED), the read index jumps to the doorbell, the errors are cleared.
+    void drop_unexecuted();
+
+    bool running() const { return thread_.joinable(); }
+    std::uint32_t state() const { return state_.load(std::memory_order_relaxed); }
+    std::uint32_t last_error() const { return last_error_.load(std::memory_order_relaxed); }
+    std::uint32_t errors() const { return errors_.load(std::memory_order_relaxed); }
+    std::uint64_t read_index() const { return read_.load(std::memory_order_acquire); }
+    std::uint64_t last_doorbell() const { return last_db_.load(std::memory_order_relaxed); }
+    std::uint64_t error_index() const { return err_index_.load(std::memory_order_relaxed); }
+    const QueueConfig& config() const { return cfg_; }
+
+private:
+    enum class Step { done, done_irq, pending };
+
+    void run();
+    bool resolve(const HostMemory::Pin& pin);
+    // The slot of `index` holds a published header (a producer may publish before its
+    // doorbell lands, or several producers' doorbells may land out of order).
+    bool published(std::uint64_t index) const;
+    Step execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index);
+    std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src, std::uint64_t dst,
+                       std::uint64_t size);
+    void record_error(std::uint32_t status, std::uint64_t index);
+    void complete(std::byte* signal, std::uint32_t status);
+
+    const std::uint32_t qid_;
+    Env env_;
+    std::byte* const hbm_;
+    QueueConfig cfg_;
+    std::shared_ptr<Doorbells> db_;
+    FunctionWake* wake_ = nullptr;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+
+    // Resolved under a pin of the function's memory; valid while its generation holds.
+    std::byte* ring_ = nullptr;
+    std::uint64_t* rptr_ = nullptr;
+    std::uint64_t ring_gen_ = 0;
+    // A slot the doorbell covers whose header is still INVALID: since when.
+    std::uint64_t pending_index_ = ~0ull;
+    std::chrono::steady_clock::time_point pending_since_{};
+
+    std::atomic<std::uint32_t> state_;
+    std::atomic<std::uint32_t> last_error_{0}, errors_{0};
+    std::atomic<std::uint64_t> read_{0}, last_db_{0}, err_index_{0};
+};
+
+}  // namespace jalemu
