@@ -91,4 +91,16 @@ void QueueRing::clear_slots()
 			.store(0, std::memory_order_release);
 }
 
+void QueueRing::fill_holes()
+{
+	uint64_t read = read_index(), write = write_index();
+	if (write - read > size_ || read == write)
+		return;
+	jal_packet_nop nop{};
+	nop.header.type = JAL_PACKET_NOP;
+	for (uint64_t i = read; i < write; i++)
+		publish(i, &nop);
+	ring_doorbell(write - 1);
+}
+
 } // namespace jal::rt

@@ -70,6 +70,10 @@ public:
 	// INVALID again so a stale packet can never be taken for a new one. No producer may
 	// be active.
 	void clear_slots();
+	// After a reset: slots the device skipped to (its read index) up to the write index
+	// were reserved by a submission that gave up (TIMEOUT) and will never be published.
+	// Fills them with no-ops and rings, so the next packet is not stuck behind a hole.
+	void fill_holes();
 
 private:
 	std::byte *ring_;

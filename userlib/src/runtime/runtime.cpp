@@ -143,8 +143,8 @@ Allocation::Allocation(std::shared_ptr<Context> context, uint64_t bytes, const P
 		throw Error(JAL_STATUS_INVALID_FIELD, "context was destroyed");
 	if (bytes == 0)
 		throw Error(JAL_STATUS_INVALID_LENGTH, "cannot allocate 0 bytes");
-	uint32_t align_log2 = 0;
-	if (p.alignment) {
+	uint32_t align_log2 = 0; // the device page (2 MiB) is the least alignment
+	if (p.alignment > JAL_PAGE_SIZE) {
 		if (!std::has_single_bit(p.alignment))
 			throw Error(JAL_STATUS_INVALID_FIELD, "alignment " + std::to_string(p.alignment) +
 								      " is not a power of two");
@@ -372,6 +372,7 @@ void UserQueue::reset()
 {
 	context_->device().admin(JAL_ADMIN_RESET_QUEUE, {id_});
 	ring_->clear_slots();
+	ring_->fill_holes();
 }
 
 } // namespace jal::rt
