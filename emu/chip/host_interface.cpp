@@ -42,6 +42,7 @@ int HostInterface::attach()
         f.present = true;
         f.sq_lo = f.sq_hi = f.cq_lo = f.cq_hi = f.qsize = f.ctrl = f.admin_status = f.sq_tail = f.cq_head = 0;
         f.intr_mask = 0;
+        ++f.attaches;
         bump_locked(fn);
         events_.raise(JAL_EV_FUNC | JAL_EV_HOST);
         return fn;
@@ -58,6 +59,7 @@ void HostInterface::detach(int fn)
         f.present = false;
         f.doorbells.reset();
         f.ctrl = f.admin_status = 0;
+        ++f.attaches;
         close_irqs_locked(f);
         bump_locked(fn);
         // Waits for an in-flight firmware DMA to finish (it holds the map's shared lock).
@@ -144,7 +146,9 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
         case JAL_REG_RESET:
             notify = false;
             if (v == JAL_RESET_MAGIC) {
+                // The previous boot's progress must not read as the new boot's.
                 status_ = JAL_STATUS_RESETTING;
+                boot_status_ = post_code_ = fault_ = 0;
                 events_.request_reset(JAL_RESET_CAUSE_HOST);
             }
             break;
@@ -215,6 +219,7 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
         case JAL_FN_SQ_TAIL: return f.sq_tail;
         case JAL_FN_CQ_HEAD: return f.cq_head;
         case JAL_FN_GENERATION: return f.generation;
+        case JAL_FN_ATTACHES: return f.attaches;
         default: return 0;
         }
     }

@@ -69,7 +69,7 @@ private:
     struct Function {
         bool present = false;
         std::uint32_t sq_lo = 0, sq_hi = 0, cq_lo = 0, cq_hi = 0, qsize = 0, ctrl = 0;
-        std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0;
+        std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0, attaches = 0;
         std::array<int, JAL_MSIX_VECTORS> irq_fd;
         std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
         std::shared_ptr<Doorbells> doorbells;

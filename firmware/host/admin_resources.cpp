@@ -13,7 +13,8 @@ namespace {
 Completion fail(std::uint32_t status) { return Completion{0, status, AfterAction::kNone}; }
 Completion ok(std::uint32_t result = 0) { return Completion{result, JAL_STATUS_OK, AfterAction::kNone}; }
 std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i) { return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i]; }
-std::uint32_t generation_of(std::uint32_t fn) { return hal::read32(JAL_HOSTIF_FN(fn, JAL_FN_GENERATION)); }
+// Counts attaches and detaches only (not admin-queue re-enables): it tells a new client apart.
+std::uint32_t generation_of(std::uint32_t fn) { return hal::read32(JAL_HOSTIF_FN(fn, JAL_FN_ATTACHES)); }
 
 }  // namespace
 

@@ -82,6 +82,8 @@
 #define JAL_FN_GENERATION 0x24  /* RO bumps on attach, detach, every host write to ADMIN_CTRL
                                  * and every chip/core reset: firmware drops any queue state
                                  * it holds for an older generation */
+#define JAL_FN_ATTACHES 0x28    /* RO bumps only when a client attaches or detaches: owned
+                                 * contexts and queues belong to one attachment */
 
 /* ---- DMA: copies between management-core memory and a host function's memory.
  * Write HOST_LO/HI, LOCAL, LEN, FUNC, then CTRL; the copy completes before the CTRL write

@@ -317,6 +317,7 @@ void FakeBus::attach(std::uint32_t fn)
 {
     fns[fn].present = true;
     regs[JAL_HOSTIF_FN(fn, JAL_FN_GENERATION)]++;
+    regs[JAL_HOSTIF_FN(fn, JAL_FN_ATTACHES)]++;
     func_events |= 1u << fn;
     events |= JAL_EV_FUNC | JAL_EV_HOST;
 }
@@ -325,6 +326,7 @@ void FakeBus::detach(std::uint32_t fn)
 {
     fns[fn].present = false;
     regs[JAL_HOSTIF_FN(fn, JAL_FN_GENERATION)]++;
+    regs[JAL_HOSTIF_FN(fn, JAL_FN_ATTACHES)]++;
     regs[JAL_HOSTIF_FN(fn, JAL_FN_CTRL)] = 0;
     regs[JAL_HOSTIF_FN(fn, JAL_FN_ADMIN_STATUS)] = 0;
     func_events |= 1u << fn;
