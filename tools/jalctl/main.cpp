@@ -23,6 +23,7 @@ int main(int argc, char **argv)
 	jalctl::add_power_command(app, ctx);
 	jalctl::add_log_command(app, ctx);
 	jalctl::add_reset_command(app, ctx);
+	jalctl::add_load_command(app, ctx);
 
 	try {
 		app.parse(argc, argv);

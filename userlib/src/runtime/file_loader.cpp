@@ -150,15 +150,16 @@ LoadResult load_file(UserQueue &queue, const std::string &path, uint64_t dst_va,
 			io_uring_submit(ring.get());
 
 		// Retire copies that are done (in queue order, so check the oldest first).
-		bool progressed = false;
-		for (;;) {
+		auto oldest_copy = [&] {
 			size_t oldest = depth;
 			for (size_t i = 0; i < depth; i++)
 				if (slots[i].state == State::copying &&
 				    (oldest == depth || slots[i].copy_seq < slots[oldest].copy_seq))
 					oldest = i;
-			if (oldest == depth || slots[oldest].done->load().value != 0)
-				break;
+			return oldest;
+		};
+		bool progressed = false;
+		for (size_t oldest; (oldest = oldest_copy()) != depth && slots[oldest].done->load().value == 0;) {
 			finish_copy(oldest);
 			progressed = true;
 		}
@@ -166,20 +167,13 @@ LoadResult load_file(UserQueue &queue, const std::string &path, uint64_t dst_va,
 			continue;
 
 		if (reading) {
+			// Sleep in the ring; with copies in flight too, wake every 50 us to retire them
+			// (a read finishing wakes us at once). No spinning: the device needs the CPU.
 			io_uring_cqe *cqe;
-			int rc = copying ? io_uring_peek_cqe(ring.get(), &cqe) : io_uring_wait_cqe(ring.get(), &cqe);
-			if (rc == -EAGAIN) {
-				// Reads still running and copies in flight: wait briefly for the oldest copy.
-				WaitOptions w;
-				w.mode = WaitMode::poll;
-				w.timeout = std::chrono::microseconds(200);
-				for (auto &s : slots)
-					if (s.state == State::copying) {
-						s.done->wait(w);
-						break;
-					}
+			__kernel_timespec ts{0, 50'000};
+			int rc = copying ? io_uring_wait_cqe_timeout(ring.get(), &cqe, &ts) : io_uring_wait_cqe(ring.get(), &cqe);
+			if (rc == -ETIME || rc == -EINTR)
 				continue;
-			}
 			if (rc < 0)
 				throw Error(JAL_STATUS_IO_ERROR, "io_uring wait: " + errno_text(-rc));
 			size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
@@ -206,12 +200,8 @@ LoadResult load_file(UserQueue &queue, const std::string &path, uint64_t dst_va,
 			WaitOptions w;
 			w.mode = WaitMode::hybrid;
 			w.timeout = std::chrono::seconds(60);
-			for (auto &s : slots)
-				if (s.state == State::copying) {
-					if (!s.done->wait(w).satisfied)
-						throw Error(JAL_STATUS_TIMEOUT, "a copy of " + path + " to the device did not complete in 60 s");
-					break;
-				}
+			if (!slots[oldest_copy()].done->wait(w).satisfied)
+				throw Error(JAL_STATUS_TIMEOUT, "a copy of " + path + " to the device did not complete in 60 s");
 			continue;
 		}
 		if (cancelled)
