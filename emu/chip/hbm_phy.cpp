@@ -3,6 +3,7 @@
 #include "chip/seeded.hpp"
 #include "jal/hw/mgmt.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace jalemu {
@@ -37,8 +38,6 @@ void HbmPhy::reset()
 {
     for (auto& s : state_) s = ChannelState{};
     ch_sel_ = lane_sel_ = 0;
-    result_ = {};
-    errors_ = 0;
 }
 
 // The eye narrows by one tap on each side for every two Vref steps away from the optimum.
@@ -97,14 +96,29 @@ bool HbmPhy::strictly_inside(std::uint32_t ch, std::uint32_t lane) const
     return read_eye(ch, lane, s.vref).contains(s.rd[lane]) && write_eye(ch, lane, s.vref).contains(s.wr[lane]);
 }
 
-void HbmPhy::set_result(const std::array<bool, JAL_HBM_LANES>& pass)
+void HbmPhy::set_result(ChannelState& s, const std::array<bool, JAL_HBM_LANES>& pass)
 {
-    result_ = {};
+    s.result = {};
     for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l)
-        if (pass[l]) result_[l / 32] |= 1u << (l % 32);
+        if (pass[l]) s.result[l / 32] |= 1u << (l % 32);
 }
 
-std::uint32_t HbmPhy::run(std::uint32_t cmd)
+std::uint64_t HbmPhy::command_ns(std::uint32_t cmd)
+{
+    switch (cmd) {
+    case JAL_HBM_CMD_CONNECT:
+    case JAL_HBM_CMD_WRLVL:
+    case JAL_HBM_CMD_READ_TEST:
+    case JAL_HBM_CMD_WRITE_TEST:
+    case JAL_HBM_CMD_RESET: return std::uint64_t{JAL_HBM_CMD_US} * 1000;
+    case JAL_HBM_CMD_MEMTEST: return std::uint64_t{JAL_HBM_MEMTEST_US} * 1000;
+    default: return 0;
+    }
+}
+
+// The command's effect (and result) is decided by the channel's settings now; only the
+// time at which the result may be read depends on the engine.
+void HbmPhy::run(std::uint32_t cmd)
 {
     ChannelState& s = state_[ch_sel_];
     const ChannelTruth& t = truth_[ch_sel_];
@@ -112,29 +126,29 @@ std::uint32_t HbmPhy::run(std::uint32_t cmd)
     switch (cmd) {
     case JAL_HBM_CMD_CONNECT:
         for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) pass[l] = !t.lanes[l].dead;
-        set_result(pass);
-        return JAL_HBM_CMD_US;
+        set_result(s, pass);
+        return;
     case JAL_HBM_CMD_WRLVL:
-        result_ = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0};
-        return JAL_HBM_CMD_US;
+        s.result = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0};
+        return;
     case JAL_HBM_CMD_READ_TEST:
     case JAL_HBM_CMD_WRITE_TEST:
         ++s.tests;
         for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) pass[l] = pattern_pass(ch_sel_, l, cmd == JAL_HBM_CMD_WRITE_TEST);
-        set_result(pass);
-        return JAL_HBM_CMD_US;
+        set_result(s, pass);
+        return;
     case JAL_HBM_CMD_MEMTEST: {
         std::uint32_t failing = 0;
         for (std::uint32_t dq = 0; dq < JAL_HBM_DQ_LANES; ++dq)
             if (!strictly_inside(ch_sel_, carrier(ch_sel_, dq))) ++failing;
-        errors_ = failing * kWordsPerLane;
-        return JAL_HBM_MEMTEST_US;
+        s.errors = failing * kWordsPerLane;
+        return;
     }
     case JAL_HBM_CMD_RESET:
         s = ChannelState{};
-        return JAL_HBM_CMD_US;
+        return;
     default:
-        return 0;
+        return;
     }
 }
 
@@ -149,42 +163,60 @@ std::uint32_t HbmPhy::read(std::uint32_t offset) const
     case reg(JAL_HBM_WR_DELAY): return s.wr[lane];
     case reg(JAL_HBM_VREF): return s.vref;
     case reg(JAL_HBM_WRLVL_DELAY): return s.wrlvl;
-    case reg(JAL_HBM_RESULT0): return result_[0];
-    case reg(JAL_HBM_RESULT1): return result_[1];
-    case reg(JAL_HBM_RESULT2): return result_[2];
-    case reg(JAL_HBM_ERRORS): return errors_;
+    case reg(JAL_HBM_RESULT0): return s.result[0];
+    case reg(JAL_HBM_RESULT1): return s.result[1];
+    case reg(JAL_HBM_RESULT2): return s.result[2];
+    case reg(JAL_HBM_ERRORS): return s.errors;
     case reg(JAL_HBM_CH_ENABLE): return s.enabled ? 1 : 0;
     default: return 0;
     }
 }
 
-std::uint32_t HbmPhy::write(std::uint32_t offset, std::uint32_t value)
+std::uint64_t HbmPhy::ready_ns(std::uint32_t offset) const
+{
+    switch (offset) {
+    case reg(JAL_HBM_RESULT0):
+    case reg(JAL_HBM_RESULT1):
+    case reg(JAL_HBM_RESULT2):
+    case reg(JAL_HBM_ERRORS): return busy_until_ns_[jal_hbm_stack_of_channel(ch_sel_)];
+    default: return 0;
+    }
+}
+
+void HbmPhy::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_ns)
 {
     ChannelState& s = state_[ch_sel_];
     const auto tap = static_cast<std::uint8_t>(value % JAL_HBM_DELAY_TAPS);
     switch (offset) {
     case reg(JAL_HBM_CH_SEL):
         if (value < JAL_HBM_CHANNELS) ch_sel_ = value;
-        return 0;
-    case reg(JAL_HBM_LANE_SEL): lane_sel_ = value; return 0;
+        return;
+    case reg(JAL_HBM_LANE_SEL): lane_sel_ = value; return;
     case reg(JAL_HBM_RD_DELAY):
     case reg(JAL_HBM_WR_DELAY): {
         auto& taps = offset == reg(JAL_HBM_RD_DELAY) ? s.rd : s.wr;
         if (lane_sel_ == JAL_HBM_LANE_ALL) taps.fill(tap);
         else if (lane_sel_ < JAL_HBM_LANES) taps[lane_sel_] = tap;
-        return 0;
+        return;
     }
-    case reg(JAL_HBM_VREF): s.vref = static_cast<std::uint8_t>(value % JAL_HBM_VREF_STEPS); return 0;
-    case reg(JAL_HBM_WRLVL_DELAY): s.wrlvl = tap; return 0;
-    case reg(JAL_HBM_CMD): return run(value);
+    case reg(JAL_HBM_VREF): s.vref = static_cast<std::uint8_t>(value % JAL_HBM_VREF_STEPS); return;
+    case reg(JAL_HBM_WRLVL_DELAY): s.wrlvl = tap; return;
+    case reg(JAL_HBM_CMD): {
+        const std::uint64_t cost = command_ns(value);
+        if (!cost) return;  // unknown command: nothing happens
+        std::uint64_t& busy = busy_until_ns_[jal_hbm_stack_of_channel(ch_sel_)];
+        busy = std::max(busy, now_ns) + cost;
+        run(value);
+        return;
+    }
     case reg(JAL_HBM_REMAP): {
         const std::uint32_t spare = (value >> 8) & 0xff, lane = value & 0xff;
         if (spare < JAL_HBM_SPARE_LANES && (lane < JAL_HBM_DQ_LANES || lane == 0xff))
             s.remap[spare] = static_cast<std::uint8_t>(lane);
-        return 0;
+        return;
     }
-    case reg(JAL_HBM_CH_ENABLE): s.enabled = value & 1; return 0;
-    default: return 0;
+    case reg(JAL_HBM_CH_ENABLE): s.enabled = value & 1; return;
+    default: return;
     }
 }
 

@@ -2,6 +2,12 @@
 // Each physical lane has a hidden read and write eye drawn from the seed; the firmware
 // finds them only through pattern tests, so a wrong training algorithm produces failing
 // lanes. The hidden truth is exposed for tests (never to firmware).
+//
+// Timing: each HBM stack has one training engine. A command written to a channel acts on
+// that channel's settings at once, but occupies its stack's engine until
+// max(now, engine busy until) + the command's cost; reading the channel's RESULT*/ERRORS
+// waits for the engine (ready_ns). Channels of different stacks therefore train in
+// parallel, channels of one stack one after the other.
 #pragma once
 
 #include "jal/hw/chip.h"
@@ -24,10 +30,17 @@ public:
     // dead_lanes: (channel, physical lane 0..JAL_HBM_LANES-1) pairs with no connectivity.
     HbmPhy(std::uint64_t seed, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes);
 
-    // Register access at an offset inside the HBM block. write() returns the modelled cost
-    // of the operation in microseconds (commands take time; plain registers do not).
+    // Register access at an offset inside the HBM block, at modelled time now_ns. A
+    // command (CMD) queues on the selected channel's stack engine and returns at once.
     std::uint32_t read(std::uint32_t offset) const;
-    std::uint32_t write(std::uint32_t offset, std::uint32_t value);
+    void write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_ns);
+    // Modelled time at which a read of `offset` may return: for the selected channel's
+    // RESULT0-2 and ERRORS the end of its stack engine's queued work, else 0.
+    std::uint64_t ready_ns(std::uint32_t offset) const;
+    // When stack `stack`'s engine finishes the commands queued so far.
+    std::uint64_t engine_busy_until_ns(std::uint32_t stack) const { return busy_until_ns_[stack]; }
+    // Cost of command `cmd` in ns (0 for an unknown command).
+    static std::uint64_t command_ns(std::uint32_t cmd);
 
     // Power-on / chip reset: every channel untrained and out of service.
     void reset();
@@ -62,10 +75,12 @@ private:
         std::array<std::uint8_t, JAL_HBM_SPARE_LANES> remap{0xff, 0xff, 0xff, 0xff};
         bool enabled = false;
         std::uint32_t tests = 0;  // pattern tests run; varies the edge flicker
+        std::array<std::uint32_t, 3> result{};  // RESULT0-2 of the last command
+        std::uint32_t errors = 0;               // ERRORS of the last MEMTEST
     };
 
-    std::uint32_t run(std::uint32_t cmd);
-    void set_result(const std::array<bool, JAL_HBM_LANES>& pass);
+    void run(std::uint32_t cmd);
+    void set_result(ChannelState& s, const std::array<bool, JAL_HBM_LANES>& pass);
     bool pattern_pass(std::uint32_t ch, std::uint32_t lane, bool write_test) const;
     bool strictly_inside(std::uint32_t ch, std::uint32_t lane) const;
 
@@ -73,8 +88,8 @@ private:
     std::array<ChannelTruth, JAL_HBM_CHANNELS> truth_;
     std::array<ChannelState, JAL_HBM_CHANNELS> state_;
     std::uint32_t ch_sel_ = 0, lane_sel_ = 0;
-    std::array<std::uint32_t, 3> result_{};
-    std::uint32_t errors_ = 0;
+    // Busy-until of each stack's engine; kept across resets (time never goes back).
+    std::array<std::uint64_t, JAL_HBM_STACKS> busy_until_ns_{};
 };
 
 }  // namespace jalemu

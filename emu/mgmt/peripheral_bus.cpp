@@ -39,9 +39,14 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
     case JAL_MGMT_DMA:
         return rel == off_in(JAL_DMA_STATUS, 0) ? dma_status_ : 0;
     case JAL_MGMT_SLICE: return chip_.slices().read(rel - JAL_MGMT_SLICE, chip_.clock().now_us());
-    case JAL_MGMT_HBM:
+    case JAL_MGMT_HBM: {
         if (addr == JAL_HBM_TEMP_MC) return static_cast<std::uint32_t>(static_cast<int>(chip_.power().hbm_c() * 1000));
+        // A result read stalls the core until the channel's stack engine is done.
+        const std::uint64_t ready = chip_.phy().ready_ns(rel - JAL_MGMT_HBM);
+        const std::uint64_t now = chip_.clock().now_ns();
+        if (ready > now) chip_.clock().advance(ready - now);
         return chip_.phy().read(rel - JAL_MGMT_HBM);
+    }
     case JAL_MGMT_POWER: chip_.step_models(chip_.clock().now_ns()); return chip_.power().read(rel - JAL_MGMT_POWER);
     case JAL_MGMT_MMU: return chip_.mmu().fw_read(rel - JAL_MGMT_MMU);
     case JAL_MGMT_CP: return chip_.cp().fw_read(rel - JAL_MGMT_CP);
@@ -63,11 +68,7 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
     case JAL_MGMT_HOSTIF: chip_.host().fw_write(rel - JAL_MGMT_HOSTIF, value); return;
     case JAL_MGMT_DMA: dma_write(rel - JAL_MGMT_DMA, value); return;
     case JAL_MGMT_SLICE: chip_.slices().write(rel - JAL_MGMT_SLICE, value, chip_.clock().now_us()); return;
-    case JAL_MGMT_HBM: {
-        const std::uint32_t cost_us = chip_.phy().write(rel - JAL_MGMT_HBM, value);
-        if (cost_us) chip_.clock().advance(std::uint64_t{cost_us} * 1000);
-        return;
-    }
+    case JAL_MGMT_HBM: chip_.phy().write(rel - JAL_MGMT_HBM, value, chip_.clock().now_ns()); return;
     case JAL_MGMT_POWER: chip_.power().write(rel - JAL_MGMT_POWER, value); return;
     case JAL_MGMT_MMU: chip_.mmu().fw_write(rel - JAL_MGMT_MMU, value); return;
     case JAL_MGMT_CP: chip_.cp().fw_write(rel - JAL_MGMT_CP, value); return;

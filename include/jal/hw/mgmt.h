@@ -125,8 +125,11 @@
 #define JAL_SLICE_RESET_SETTLE_US 20u
 
 /* ---- HBM: per-channel PHY training. Select a channel (and a lane for per-lane
- * registers), then issue commands; each command completes before CMD's write returns and
- * costs modelled time. Result masks cover physical lanes 0-31, 32-63, 64-67 (spares). ---- */
+ * registers), then issue commands. Each HBM stack has one training engine: a CMD write
+ * returns at once and occupies the channel's stack engine for the command's cost; reading
+ * the channel's RESULT0-2 or ERRORS waits until that engine is done, so channels of
+ * different stacks train in parallel. Result masks cover physical lanes 0-31, 32-63,
+ * 64-67 (spares). ---- */
 #define JAL_MGMT_HBM 0x4000u
 #define JAL_HBM_CH_SEL JAL_MGMT_REG(JAL_MGMT_HBM, 0x00)
 #define JAL_HBM_LANE_SEL JAL_MGMT_REG(JAL_MGMT_HBM, 0x04)
