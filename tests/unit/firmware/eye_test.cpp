@@ -3,6 +3,9 @@
 
 #include "hbm/eye.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 using jalfw::hbm::find_window;
 
 namespace {
@@ -70,4 +73,79 @@ TEST(EyeTest, TwoConsecutivePassesAreTheSmallestWindow)
     EXPECT_EQ(w.width, 2);
     EXPECT_EQ(w.centre(), 7);
     EXPECT_EQ(w.margin(), 0);
+}
+
+namespace {
+// The tap-by-tap definition find_window must agree with: a window starts at two
+// consecutive passes and runs while taps pass; the widest wins, the lowest of equals.
+jalfw::hbm::Window reference_window(std::uint64_t pass)
+{
+    jalfw::hbm::Window best;
+    std::uint32_t t = 0;
+    while (t < 64) {
+        const bool here = (pass >> t) & 1, next = t + 1 < 64 && ((pass >> (t + 1)) & 1);
+        if (!(here && next)) {
+            ++t;
+            continue;
+        }
+        const std::uint32_t start = t;
+        while (t < 64 && ((pass >> t) & 1)) ++t;
+        if (t - start > best.width)
+            best = {static_cast<std::uint8_t>(start), static_cast<std::uint8_t>(t - start)};
+    }
+    return best;
+}
+
+std::uint64_t next_random(std::uint64_t& x)
+{
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+}  // namespace
+
+TEST(EyeTest, BitTrickSearchAgreesWithTheTapByTapDefinition)
+{
+    std::uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; ++i) {
+        std::uint64_t m = next_random(rng);
+        // Mix dense, sparse and eye-like masks (a run plus edge noise).
+        if (i % 3 == 1) m &= next_random(rng);
+        if (i % 3 == 2) {
+            const std::uint32_t lo = next_random(rng) % 64, len = next_random(rng) % 30;
+            m = (m & next_random(rng) & next_random(rng)) | taps(static_cast<int>(lo), static_cast<int>(std::min(63u, lo + len)));
+        }
+        const auto got = find_window(m), want = reference_window(m);
+        ASSERT_EQ(got.width, want.width) << std::hex << m;
+        ASSERT_EQ(got.start, want.start) << std::hex << m;
+    }
+    EXPECT_EQ(find_window(~0ull).width, 64);
+    EXPECT_EQ(find_window(1ull << 63 | 1ull << 62).start, 62);
+}
+
+TEST(BitMatrixTest, TransposeMovesBitRowColToColRow)
+{
+    std::uint64_t rng = 12345;
+    for (int round = 0; round < 100; ++round) {
+        std::uint32_t a[32], b[32];
+        for (auto& w : a) w = static_cast<std::uint32_t>(next_random(rng));
+        std::copy(std::begin(a), std::end(a), std::begin(b));
+        jalfw::hbm::transpose32(b);
+        for (std::uint32_t r = 0; r < 32; ++r)
+            for (std::uint32_t c = 0; c < 32; ++c) ASSERT_EQ((b[c] >> r) & 1, (a[r] >> c) & 1) << r << "," << c;
+    }
+}
+
+TEST(BitMatrixTest, CountsOn64BitWords)
+{
+    using jalfw::hbm::ctz64;
+    using jalfw::hbm::cto64;
+    EXPECT_EQ(ctz64(1), 0u);
+    EXPECT_EQ(ctz64(1ull << 40), 40u);
+    EXPECT_EQ(ctz64(0), 64u);
+    EXPECT_EQ(cto64(~0ull), 64u);
+    EXPECT_EQ(cto64(0x7), 3u);
+    EXPECT_EQ(cto64(0xffffffffull), 32u);
+    EXPECT_EQ(cto64(0x1ffffffffull), 33u);
 }

@@ -80,50 +80,63 @@ std::uint32_t FakePhy::read(std::uint32_t addr) const
     case JAL_HBM_WR_DELAY: return lane_sel_ < JAL_HBM_LANES ? s.wr[lane_sel_] : 0;
     case JAL_HBM_VREF: return s.vref;
     case JAL_HBM_WRLVL_DELAY: return s.wrlvl;
-    case JAL_HBM_RESULT0: return result_[0];
-    case JAL_HBM_RESULT1: return result_[1];
-    case JAL_HBM_RESULT2: return result_[2];
-    case JAL_HBM_ERRORS: return errors_;
+    case JAL_HBM_RESULT0: return s.result[0];
+    case JAL_HBM_RESULT1: return s.result[1];
+    case JAL_HBM_RESULT2: return s.result[2];
+    case JAL_HBM_ERRORS: return s.errors;
     case JAL_HBM_CH_ENABLE: return s.enabled;
     default: return 0;
     }
 }
 
-std::uint32_t FakePhy::write(std::uint32_t addr, std::uint32_t v)
+std::uint64_t FakePhy::ready_ns(std::uint32_t addr) const
+{
+    const bool result = addr == JAL_HBM_RESULT0 || addr == JAL_HBM_RESULT1 || addr == JAL_HBM_RESULT2 ||
+                        addr == JAL_HBM_ERRORS;
+    return result ? busy_until_ns[ch_sel_ / JAL_HBM_CHANNELS_PER_STACK] : 0;
+}
+
+void FakePhy::write(std::uint32_t addr, std::uint32_t v, std::uint64_t now_ns)
 {
     State& s = state[ch_sel_];
     const ChannelTruth& t = truth[ch_sel_];
     auto set_result = [&](auto pred) {
-        result_ = {};
+        s.result = {};
         for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l)
-            if (pred(l)) result_[l / 32] |= 1u << (l % 32);
+            if (pred(l)) s.result[l / 32] |= 1u << (l % 32);
+    };
+    auto occupy = [&](std::uint64_t us) {
+        std::uint64_t& busy = busy_until_ns[ch_sel_ / JAL_HBM_CHANNELS_PER_STACK];
+        busy = std::max(busy, now_ns) + us * 1000;
+        ++commands;
     };
     switch (addr) {
-    case JAL_HBM_CH_SEL: if (v < JAL_HBM_CHANNELS) ch_sel_ = v; return 0;
-    case JAL_HBM_LANE_SEL: lane_sel_ = v; return 0;
+    case JAL_HBM_CH_SEL: if (v < JAL_HBM_CHANNELS) ch_sel_ = v; return;
+    case JAL_HBM_LANE_SEL: lane_sel_ = v; return;
     case JAL_HBM_RD_DELAY:
     case JAL_HBM_WR_DELAY: {
         auto& taps = addr == JAL_HBM_RD_DELAY ? s.rd : s.wr;
         if (lane_sel_ == JAL_HBM_LANE_ALL) taps.fill(static_cast<std::uint8_t>(v % 64));
         else if (lane_sel_ < JAL_HBM_LANES) taps[lane_sel_] = static_cast<std::uint8_t>(v % 64);
-        return 0;
+        return;
     }
-    case JAL_HBM_VREF: s.vref = static_cast<std::uint8_t>(v % 32); return 0;
-    case JAL_HBM_WRLVL_DELAY: s.wrlvl = static_cast<std::uint8_t>(v % 64); return 0;
+    case JAL_HBM_VREF: s.vref = static_cast<std::uint8_t>(v % 32); return;
+    case JAL_HBM_WRLVL_DELAY: s.wrlvl = static_cast<std::uint8_t>(v % 64); return;
     case JAL_HBM_REMAP:
         if (((v >> 8) & 0xff) < 4) s.remap[(v >> 8) & 0xff] = static_cast<std::uint8_t>(v & 0xff);
-        return 0;
-    case JAL_HBM_CH_ENABLE: s.enabled = v & 1; return 0;
+        return;
+    case JAL_HBM_CH_ENABLE: s.enabled = v & 1; return;
     case JAL_HBM_CMD:
         switch (v) {
-        case JAL_HBM_CMD_CONNECT: set_result([&](std::uint32_t l) { return !t.lanes[l].dead; }); return 2;
-        case JAL_HBM_CMD_WRLVL: result_ = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0}; return 2;
+        case JAL_HBM_CMD_CONNECT: set_result([&](std::uint32_t l) { return !t.lanes[l].dead; }); occupy(2); return;
+        case JAL_HBM_CMD_WRLVL: s.result = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0}; occupy(2); return;
         case JAL_HBM_CMD_READ_TEST:
         case JAL_HBM_CMD_WRITE_TEST: {
             ++s.tests;
             const bool w = v == JAL_HBM_CMD_WRITE_TEST;
             set_result([&](std::uint32_t l) { return pass(ch_sel_, l, w); });
-            return 2;
+            occupy(2);
+            return;
         }
         case JAL_HBM_CMD_MEMTEST: {
             std::uint32_t failing = 0;
@@ -135,13 +148,14 @@ std::uint32_t FakePhy::write(std::uint32_t addr, std::uint32_t v)
                 const Eye re = read_eye(ch_sel_, carrier, s.vref), we = write_eye(ch_sel_, carrier, s.vref);
                 if (t.lanes[carrier].dead || !lvl || !in(re, s.rd[carrier]) || !in(we, s.wr[carrier])) ++failing;
             }
-            errors_ = failing * 4096;
-            return 200;
+            s.errors = failing * 4096;
+            occupy(200);
+            return;
         }
-        case JAL_HBM_CMD_RESET: s = State{}; return 2;
-        default: return 0;
+        case JAL_HBM_CMD_RESET: s = State{}; occupy(2); return;
+        default: return;
         }
-    default: return 0;
+    default: return;
     }
 }
 
@@ -214,6 +228,7 @@ std::uint32_t FakeBus::read32(std::uint32_t addr)
     case JAL_SYS_RESET_CAUSE: return reset_cause;
     case JAL_SYS_BOOT_COUNT: return boot_count;
     case JAL_SYS_CHIP_INDEX: return chip_index;
+    case JAL_SYS_WDT_RESETS: return wdt_resets;
     case JAL_SLICE_FUSE_LO: return lo(slices.fused);
     case JAL_SLICE_FUSE_HI: return hi(slices.fused);
     case JAL_SLICE_RESET_LO: return lo(slices.reset);
@@ -242,7 +257,10 @@ std::uint32_t FakeBus::read32(std::uint32_t addr)
     case JAL_HOSTIF_FUNC_EVENTS: return func_events;
     default: break;
     }
-    if (addr >= JAL_MGMT_REG(JAL_MGMT_HBM, 0) && addr < JAL_MGMT_REG(JAL_MGMT_HBM, 0x40)) return phy.read(addr);
+    if (addr >= JAL_MGMT_REG(JAL_MGMT_HBM, 0) && addr < JAL_MGMT_REG(JAL_MGMT_HBM, 0x40)) {
+        now_ns = std::max(now_ns, phy.ready_ns(addr));
+        return phy.read(addr);
+    }
     return reg(addr);
 }
 
@@ -282,7 +300,7 @@ void FakeBus::write32(std::uint32_t addr, std::uint32_t value)
     default: break;
     }
     if (addr >= JAL_MGMT_REG(JAL_MGMT_HBM, 0) && addr < JAL_MGMT_REG(JAL_MGMT_HBM, 0x40)) {
-        now_ns += std::uint64_t{phy.write(addr, value)} * 1000;
+        phy.write(addr, value, now_ns);
         return;
     }
     regs[addr] = value;

@@ -42,7 +42,12 @@ public:
     bool flicker = true;  // taps one past an eye edge pass pseudo-randomly
 
     std::uint32_t read(std::uint32_t addr) const;
-    std::uint32_t write(std::uint32_t addr, std::uint32_t v);  // returns cost in us
+    // A command occupies its stack's engine until max(now, busy) + its cost; RESULT*/ERRORS
+    // reads of the channel wait for that (ready_ns), as in the emulator.
+    void write(std::uint32_t addr, std::uint32_t v, std::uint64_t now_ns);
+    std::uint64_t ready_ns(std::uint32_t addr) const;
+    std::array<std::uint64_t, JAL_HBM_STACKS> busy_until_ns{};
+    std::uint32_t commands = 0;  // commands issued
 
     struct State {
         std::array<std::uint8_t, JAL_HBM_LANES> rd{}, wr{};
@@ -50,6 +55,8 @@ public:
         std::array<std::uint8_t, JAL_HBM_SPARE_LANES> remap{0xff, 0xff, 0xff, 0xff};
         bool enabled = false;
         std::uint32_t tests = 0;
+        std::array<std::uint32_t, 3> result{};
+        std::uint32_t errors = 0;
     };
     std::array<State, JAL_HBM_CHANNELS> state{};
     Eye read_eye(std::uint32_t ch, std::uint32_t lane, int vref) const;
@@ -58,8 +65,6 @@ public:
 private:
     bool pass(std::uint32_t ch, std::uint32_t lane, bool write) const;
     std::uint32_t ch_sel_ = 0, lane_sel_ = 0;
-    std::array<std::uint32_t, 3> result_{};
-    std::uint32_t errors_ = 0;
 };
 
 struct FakeSlices {
@@ -106,7 +111,7 @@ public:
     std::uint64_t now_ns = 0;
     std::uint32_t events = 0;
     std::uint32_t waits = 0;
-    std::uint32_t reset_cause = JAL_RESET_CAUSE_POWER_ON, boot_count = 1, chip_index = 3;
+    std::uint32_t reset_cause = JAL_RESET_CAUSE_POWER_ON, boot_count = 1, chip_index = 3, wdt_resets = 0;
 
     FakeSlices slices;
     FakePhy phy;

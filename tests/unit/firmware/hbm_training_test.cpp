@@ -61,8 +61,86 @@ TEST_F(HbmTrainingTest, ManyChannelsTrainWithEdgeFlicker)
     for (std::uint32_t ch = 0; ch < 24; ++ch) {
         trainer.train_channel(ch);
         EXPECT_EQ(state.channels[ch].status, JAL_HBM_CH_OK) << "channel " << ch;
+        // The Vref search ends on a step with the widest eyes: the optimum or a neighbour.
+        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - bus.phy.truth[ch].vref_opt), 1) << ch;
         expect_trained_inside(ch);
     }
+}
+
+TEST_F(HbmTrainingTest, VrefSearchFindsTheOptimumAnywhereInTheRange)
+{
+    // Optima at the edges and between coarse points; eyes narrow enough that a step two
+    // off the optimum visibly loses width.
+    const int optima[] = {0, 1, 3, 4, 7, 8, 12, 15, 20, 27, 30, 31};
+    std::uint32_t ch = 40;
+    for (const int opt : optima) {
+        bus.phy.truth[ch].vref_opt = opt;
+        trainer.train_channel(ch);
+        EXPECT_EQ(state.channels[ch].status, JAL_HBM_CH_OK) << "optimum " << opt;
+        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - opt), 1) << "optimum " << opt;
+        expect_trained_inside(ch);
+        ++ch;
+    }
+}
+
+TEST_F(HbmTrainingTest, OneChannelPerStackTrainsInParallel)
+{
+    // One channel alone, then six channels on six stacks at once: the stacks' engines run
+    // side by side, so the six take far less than six times as long (modelled time).
+    std::uint64_t t0 = bus.now_ns;
+    trainer.train_channel(3);
+    const std::uint64_t one = bus.now_ns - t0;
+    const std::uint32_t group[] = {4, 36, 68, 100, 132, 164};
+    t0 = bus.now_ns;
+    trainer.train_group(group);
+    const std::uint64_t six = bus.now_ns - t0;
+    for (const std::uint32_t ch : group) {
+        EXPECT_EQ(state.channels[ch].status, JAL_HBM_CH_OK) << ch;
+        EXPECT_TRUE(bus.phy.state[ch].enabled) << ch;
+        expect_trained_inside(ch);
+        EXPECT_GT(state.channels[ch].training_us, 0u);
+        EXPECT_LE(state.channels[ch].training_us, six / 1000 + 1);
+    }
+    EXPECT_LT(six, 2 * one) << "one channel " << one << " ns, six in parallel " << six << " ns";
+    EXPECT_GT(six, one / 2);
+}
+
+TEST_F(HbmTrainingTest, ChannelsOfOneStackShareItsEngine)
+{
+    std::uint64_t t0 = bus.now_ns;
+    trainer.train_channel(3);
+    const std::uint64_t one = bus.now_ns - t0;
+    const std::uint32_t group[] = {5, 6};  // both on stack 0
+    t0 = bus.now_ns;
+    trainer.train_group(group);
+    const std::uint64_t two = bus.now_ns - t0;
+    EXPECT_EQ(state.channels[5].status, JAL_HBM_CH_OK);
+    EXPECT_EQ(state.channels[6].status, JAL_HBM_CH_OK);
+    expect_trained_inside(5);
+    expect_trained_inside(6);
+    EXPECT_GT(two, one * 3 / 2) << "commands of one stack queue on its engine";
+}
+
+TEST_F(HbmTrainingTest, AFailingChannelDropsOutWithoutDisturbingItsGroup)
+{
+    for (std::uint32_t l = 0; l < 5; ++l) bus.phy.truth[36].lanes[l].dead = true;  // beyond spares
+    bus.phy.truth[68].lanes[9].dead = true;                                          // repairable
+    bus.phy.truth[100].lanes[20].rd_h = -20;                                         // no read eye
+    const std::uint32_t group[] = {4, 36, 68, 100, 132, 164};
+    trainer.train_group(group);
+    EXPECT_EQ(state.channels[4].status, JAL_HBM_CH_OK);
+    EXPECT_EQ(state.channels[36].status, JAL_HBM_CH_FAILED);
+    EXPECT_EQ(state.channels[36].fail_reason, hbm::kFailTooManyDeadLanes);
+    EXPECT_EQ(state.channels[68].status, JAL_HBM_CH_REPAIRED);
+    EXPECT_EQ(state.channels[100].status, JAL_HBM_CH_FAILED);
+    EXPECT_EQ(state.channels[100].fail_reason, hbm::kFailNoReadEye);
+    EXPECT_EQ(state.channels[132].status, JAL_HBM_CH_OK);
+    EXPECT_EQ(state.channels[164].status, JAL_HBM_CH_OK);
+    EXPECT_FALSE(bus.phy.state[36].enabled);
+    EXPECT_FALSE(bus.phy.state[100].enabled);
+    EXPECT_TRUE(bus.phy.state[68].enabled);
+    for (const std::uint32_t ch : {4u, 68u, 132u, 164u}) expect_trained_inside(ch);
+    EXPECT_LT(state.channels[36].training_us, state.channels[4].training_us) << "dropped out early";
 }
 
 TEST_F(HbmTrainingTest, DeadLanesAreRemappedOntoWorkingSpares)
