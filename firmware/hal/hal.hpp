@@ -9,8 +9,15 @@
 namespace jalfw::hal {
 
 // Peripheral register access; addresses are JAL_MGMT_* from jal/hw/mgmt.h.
+#if defined(JALFW_HAL_MMIO)
+// The Cortex-M7 image (platform/cortex-m7 defines JALFW_HAL_MMIO): inline volatile
+// accesses, so a register access is one load or store, not a call.
+inline std::uint32_t read32(std::uint32_t addr) { return *reinterpret_cast<volatile std::uint32_t*>(addr); }
+inline void write32(std::uint32_t addr, std::uint32_t value) { *reinterpret_cast<volatile std::uint32_t*>(addr) = value; }
+#else
 std::uint32_t read32(std::uint32_t addr);
 void write32(std::uint32_t addr, std::uint32_t value);
+#endif
 
 // Sleep until an event (JAL_SYS_EVENTS) is pending. Modelled time advances here.
 void wait_for_event();

@@ -8,8 +8,9 @@
 
 namespace jalfw::hal {
 
-std::uint32_t read32(std::uint32_t addr) { return *reinterpret_cast<volatile std::uint32_t*>(addr); }
-void write32(std::uint32_t addr, std::uint32_t value) { *reinterpret_cast<volatile std::uint32_t*>(addr) = value; }
+#if !defined(JALFW_HAL_MMIO)
+#error "the target HAL is built with JALFW_HAL_MMIO (read32/write32 are inline in hal.hpp)"
+#endif
 
 void wait_for_event()
 {
