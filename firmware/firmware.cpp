@@ -112,7 +112,8 @@ boot::BootOutcome Firmware::boot()
     chip_.reset_cause = hal::read32(JAL_SYS_RESET_CAUSE);
     chip_.boot_count = hal::read32(JAL_SYS_BOOT_COUNT);
     const bool by_watchdog = chip_.reset_cause == JAL_RESET_CAUSE_WATCHDOG;
-    power_.set_boot_info(chip_.boot_start_us, by_watchdog ? 1u : 0u);
+    // The watchdog reset count lives in SYS (it survives the core resets that wipe SRAM).
+    power_.set_boot_info(chip_.boot_start_us, hal::read32(JAL_SYS_WDT_RESETS));
 
     journal_.event(JAL_SRC_BOOT, JAL_SEV_INFO, host::kEvBootStart, kFwBuild, {chip_.reset_cause, chip_.boot_count});
     if (by_watchdog)
