@@ -3,7 +3,10 @@
 #include "chip/chip.hpp"
 #include "cli/options.hpp"
 #include "console/console_server.hpp"
-#include "transport/socket_server.hpp"
+#include "transport/connection.hpp"
+#include "transport/unix_listener.hpp"
+
+#include <sys/socket.h>
 #include "util/log.hpp"
 
 #include <cerrno>
@@ -36,7 +39,7 @@ int main(int argc, char** argv)
             throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " + std::strerror(errno));
 
         std::vector<std::unique_ptr<Chip>> chips;
-        std::vector<std::unique_ptr<SocketServer>> servers;
+        std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
@@ -47,7 +50,9 @@ int main(int argc, char** argv)
             // The console first: clients treat the data socket's appearance as "ready".
             consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
             consoles.back()->start();
-            servers.push_back(std::make_unique<SocketServer>(*chips.back(), base + ".sock"));
+            Chip& chip = *chips.back();
+            servers.push_back(std::make_unique<UnixListener>(base + ".sock", SOCK_SEQPACKET,
+                                                             [c = &chip](int fd) { serve_connection(*c, fd); }));
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);

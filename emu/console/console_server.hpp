@@ -3,10 +3,9 @@
 // Commands run on the chip's management-core thread between firmware events.
 #pragma once
 
-#include <list>
-#include <mutex>
+#include "transport/unix_listener.hpp"
+
 #include <string>
-#include <thread>
 
 namespace jalemu {
 
@@ -15,24 +14,15 @@ class Chip;
 class ConsoleServer {
 public:
     ConsoleServer(Chip& chip, std::string socket_path);  // throws on failure
-    ~ConsoleServer();
-    ConsoleServer(const ConsoleServer&) = delete;
-    ConsoleServer& operator=(const ConsoleServer&) = delete;
-    void start();
-    void stop();
+    void start() { listener_.start(); }
+    void stop() { listener_.stop(); }
 
 private:
-    void accept_loop();
     void serve(int fd);
     std::string execute(const std::string& line);
 
     Chip& chip_;
-    std::string path_;
-    int listen_fd_ = -1, stop_fd_ = -1;
-    std::thread accept_thread_;
-    std::mutex mutex_;
-    std::list<std::pair<int, std::thread>> clients_;
-    bool stopping_ = false;
+    UnixListener listener_;
 };
 
 }  // namespace jalemu

@@ -1,7 +1,5 @@
-#include "transport/socket_server.hpp"
+#include "transport/unix_listener.hpp"
 
-#include "chip/chip.hpp"
-#include "transport/connection.hpp"
 #include "util/log.hpp"
 
 #include <poll.h>
@@ -16,65 +14,60 @@
 
 namespace jalemu {
 
-namespace {
-[[noreturn]] void fail(const std::string& what)
-{
-    throw std::runtime_error(what + ": " + std::strerror(errno));
-}
-}  // namespace
-
-SocketServer::SocketServer(Chip& chip, std::string socket_path) : chip_(chip), path_(std::move(socket_path))
+UnixListener::UnixListener(std::string path, int type, std::function<void(int)> serve)
+    : path_(std::move(path)), serve_(std::move(serve))
 {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path_.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path_);
     std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
-    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) fail("socket");
+    listen_fd_ = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     unlink(path_.c_str());  // a stale socket from an emulator that was killed
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        const int e = errno;
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listen_fd_, 16) != 0) {
+        const std::string why = std::strerror(errno);
         close(listen_fd_);
-        errno = e;
-        fail("cannot bind " + path_);
+        throw std::runtime_error("cannot listen on " + path_ + ": " + why);
     }
-    if (listen(listen_fd_, 16) != 0) fail("listen on " + path_);
     stop_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (stop_fd_ < 0) fail("eventfd");
+    if (stop_fd_ < 0) {
+        close(listen_fd_);
+        throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+    }
 }
 
-SocketServer::~SocketServer()
+UnixListener::~UnixListener()
 {
     stop();
-    if (listen_fd_ >= 0) close(listen_fd_);
-    if (stop_fd_ >= 0) close(stop_fd_);
+    close(listen_fd_);
+    close(stop_fd_);
 }
 
-void SocketServer::start()
+void UnixListener::start()
 {
     accept_thread_ = std::thread([this] { accept_loop(); });
 }
 
-void SocketServer::reap_finished_locked()
+void UnixListener::reap_finished_locked()
 {
-    for (auto it = connections_.begin(); it != connections_.end();) {
-        if (it->done) {
-            it->thread.join();
-            close(it->fd);
-            it = connections_.erase(it);
-        } else {
+    for (auto it = clients_.begin(); it != clients_.end();) {
+        if (!it->done) {
             ++it;
+            continue;
         }
+        it->thread.join();
+        close(it->fd);
+        it = clients_.erase(it);
     }
 }
 
-void SocketServer::accept_loop()
+void UnixListener::accept_loop()
 {
     for (;;) {
         pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
         if (poll(fds, 2, -1) < 0) {
             if (errno == EINTR) continue;
-            log(LogLevel::error, "chip{}: poll on {} failed: {}", chip_.index(), path_, std::strerror(errno));
+            log(LogLevel::error, "poll on {} failed: {}", path_, std::strerror(errno));
             return;
         }
         if (fds[1].revents) return;
@@ -87,17 +80,17 @@ void SocketServer::accept_loop()
             close(fd);
             return;
         }
-        auto& c = connections_.emplace_back();
+        Client& c = clients_.emplace_back();
         c.fd = fd;
         c.thread = std::thread([this, &c] {
-            serve_connection(chip_, c.fd);
+            serve_(c.fd);
             std::lock_guard l(mutex_);
             c.done = true;
         });
     }
 }
 
-void SocketServer::stop()
+void UnixListener::stop()
 {
     {
         std::lock_guard lock(mutex_);
@@ -109,13 +102,13 @@ void SocketServer::stop()
     if (accept_thread_.joinable()) accept_thread_.join();
     {
         std::lock_guard lock(mutex_);
-        for (auto& c : connections_) shutdown(c.fd, SHUT_RDWR);
+        for (auto& c : clients_) shutdown(c.fd, SHUT_RDWR);
     }
-    for (auto& c : connections_) {
+    for (auto& c : clients_) {
         if (c.thread.joinable()) c.thread.join();
         close(c.fd);
     }
-    connections_.clear();
+    clients_.clear();
     unlink(path_.c_str());
 }
 

@@ -1,0 +1,47 @@
+// A Unix socket that accepts clients and serves each on a thread of its own, until
+// stop(): the common part of the chip's data socket and its console.
+#pragma once
+
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace jalemu {
+
+class UnixListener {
+public:
+    // Binds and listens on `path` (replacing a stale socket file) with socket `type`
+    // (SOCK_SEQPACKET or SOCK_STREAM). `serve` runs on its own thread per client and
+    // returns when the client is done or its socket is shut down. Throws on failure.
+    UnixListener(std::string path, int type, std::function<void(int fd)> serve);
+    ~UnixListener();
+    UnixListener(const UnixListener&) = delete;
+    UnixListener& operator=(const UnixListener&) = delete;
+
+    void start();
+    // Closes the socket, shuts every client down, joins their threads, removes the file.
+    void stop();
+    const std::string& path() const { return path_; }
+
+private:
+    struct Client {
+        int fd;
+        std::thread thread;
+        bool done = false;
+    };
+    void accept_loop();
+    void reap_finished_locked();
+
+    std::string path_;
+    std::function<void(int)> serve_;
+    int listen_fd_ = -1;
+    int stop_fd_ = -1;  // eventfd that wakes the accept loop
+    std::thread accept_thread_;
+    std::mutex mutex_;
+    std::list<Client> clients_;
+    bool stopping_ = false;
+};
+
+}  // namespace jalemu
