@@ -78,7 +78,6 @@ void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, F
     db_ = std::move(db);
     wake_ = &wake;
     stop_.store(false);
-    pending_index_ = ~0ull;
     if (fresh) {
         read_.store(0);
         last_db_.store(0);
@@ -260,19 +259,11 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     const auto flags = static_cast<std::uint8_t>(h >> 8);
     const auto arg = static_cast<std::uint16_t>(h >> 16);
 
-    if (type == JAL_PACKET_INVALID) {
-        // The doorbell covers this slot but its producer has not published the header yet.
-        const auto now = Clock::now();
-        if (pending_index_ != index) {
-            pending_index_ = index;
-            pending_since_ = now;
-        }
-        if (now - pending_since_ < kHeaderWait) return Step::pending;
-        pending_index_ = ~0ull;
-        record_error(JAL_STATUS_INVALID_FIELD, index);
-        return Step::done;
-    }
-    pending_index_ = ~0ull;
+    // The doorbell covers this slot but its producer has not published the header yet.
+    // Wait for it however long it takes (AQL): skipping would let a late header land in a
+    // slot already passed and run as a stale packet after the ring wraps. A producer that
+    // died mid-submission leaves a hole only RESET_QUEUE clears.
+    if (type == JAL_PACKET_INVALID) return Step::pending;
 
     alignas(8) std::byte pkt[JAL_PACKET_SIZE];
     std::memcpy(pkt, slot, sizeof pkt);  // after the acquire: the body is complete
@@ -421,7 +412,6 @@ void QueueEngine::drop_unexecuted()
     last_error_.store(0);
     errors_.store(0);
     err_index_.store(0);
-    pending_index_ = ~0ull;
 }
 
 }  // namespace jalemu

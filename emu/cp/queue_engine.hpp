@@ -82,7 +82,6 @@ public:
     static constexpr auto kPendingSpin = std::chrono::microseconds(20);
     static constexpr auto kPendingPoll = std::chrono::microseconds(100);
     static constexpr auto kSleepPoll = std::chrono::milliseconds(100);
-    static constexpr auto kHeaderWait = std::chrono::seconds(1);
     static constexpr unsigned kBatch = 64;
 
     struct Env {
@@ -146,8 +145,6 @@ private:
     std::uint64_t* rptr_ = nullptr;
     std::uint64_t ring_gen_ = 0;
     // A slot the doorbell covers whose header is still INVALID: since when.
-    std::uint64_t pending_index_ = ~0ull;
-    std::chrono::steady_clock::time_point pending_since_{};
 
     std::atomic<std::uint32_t> state_;
     std::atomic<std::uint32_t> last_error_{0}, errors_{0};

@@ -549,6 +549,28 @@ TEST_F(CpTest, PacketsPublishedBeyondAStaleDoorbellRun)
     EXPECT_EQ(wait(a), JAL_STATUS_OK);
 }
 
+TEST_F(CpTest, AHeaderPublishedLongAfterItsDoorbellStillRunsInOrder)
+{
+    // A producer preempted between reserving a slot and publishing it: the engine waits
+    // (however long) rather than skipping the slot, and later packets stay behind it.
+    auto q = create_queue(7, 16);
+    jal_signal* late = signal(0);
+    jal_signal* next = signal(1);
+    const std::uint64_t idx = q->write.fetch_add(1);
+    std::byte* slot = q->ring + (idx & (q->size - 1)) * JAL_PACKET_SIZE;
+    const Packet p = nop_s(late);
+    std::memcpy(slot + 4, p.data() + 4, JAL_PACKET_SIZE - 4);  // body only, no header yet
+    submit(*q, nop_s(next));                                   // rings the doorbell past it
+    std::this_thread::sleep_for(1200ms);
+    EXPECT_EQ(__atomic_load_n(&next->value, __ATOMIC_ACQUIRE), 1) << "ran ahead of an unpublished packet";
+    EXPECT_EQ(qreg(7, JAL_CP_Q_ERRORS), 0u);
+    std::uint32_t h;
+    std::memcpy(&h, p.data(), 4);
+    __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), h, __ATOMIC_RELEASE);
+    EXPECT_EQ(wait(late), JAL_STATUS_OK);
+    EXPECT_EQ(wait(next), JAL_STATUS_OK);
+}
+
 TEST_F(CpTest, BadConfigurationsAndUnmappedRingsStopInError)
 {
     // Ring outside the function's memory.
