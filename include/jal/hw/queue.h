@@ -109,6 +109,24 @@ struct jal_packet_signal {
 };
 JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
 
+/* Runs a kernel (a code object in device memory, isa.h) on a set of slices. Each slice
+ * of the mask runs one instance of the program; JAL_SR_SLICE numbers them 0..n-1 in
+ * ascending logical order. The packet completes when every instance has ended; a fault in
+ * any instance (bad address, out-of-bounds tile, divide by zero, budget exhausted) fails
+ * it with that status and stops the others. (Interface 1.2, draft: docs/tile-isa.md.) */
+struct jal_packet_dispatch {
+	struct jal_packet_header header; /* arg: must be zero */
+	uint32_t budget_kinsn;    /* per-slice instruction budget in thousands; 0: default */
+	uint64_t code_object;     /* device address of a struct jal_code_object_header */
+	uint64_t slice_mask;      /* logical slices */
+	uint64_t args;            /* device address of the argument buffer (JAL_SR_ARGS) */
+	uint64_t timing_out;      /* 0, or host bus address of a u64: modelled ns of the dispatch */
+	uint64_t reserved[2];
+	uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_dispatch, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_dispatch, code_object, 8);
+
 /* A 64-bit memory signal in host memory, 16-byte aligned. The device writes status first
  * and value last; waiters read value, then (acquire) status. */
 struct jal_signal {

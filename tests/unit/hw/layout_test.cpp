@@ -3,6 +3,7 @@
 #include "jal/emu/protocol.h"
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
+#include "jal/hw/isa.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
 #include "jal/hw/queue.h"
@@ -126,4 +127,27 @@ TEST(HwVersion, PacksMajorAndMinor)
 {
     EXPECT_EQ(JAL_HW_VERSION_GET_MAJOR(JAL_HW_VERSION), unsigned{JAL_HW_VERSION_MAJOR});
     EXPECT_EQ(JAL_HW_VERSION_GET_MINOR(JAL_HW_VERSION), unsigned{JAL_HW_VERSION_MINOR});
+}
+
+TEST(HwIsa, InstructionFieldsRoundTrip)
+{
+    const uint64_t w = JAL_INSN(JAL_OP_TDESC, 15, 31, 7, JAL_DT_MXFP4, -8);
+    EXPECT_EQ(JAL_INSN_OPCODE(w), JAL_OP_TDESC);
+    EXPECT_EQ(JAL_INSN_A(w), 15);
+    EXPECT_EQ(JAL_INSN_B(w), 31);
+    EXPECT_EQ(JAL_INSN_C(w), 7);
+    EXPECT_EQ(JAL_INSN_D(w), JAL_DT_MXFP4);
+    EXPECT_EQ(JAL_INSN_IMM(w), -8);
+    // Out-of-range register numbers cannot spill into neighbouring fields.
+    EXPECT_EQ(JAL_INSN_OPCODE(JAL_INSN(JAL_OP_ADD, 0xff, 0, 0, 0, 0)), JAL_OP_ADD);
+}
+
+TEST(HwIsa, MxBlocksMatchGgml)
+{
+    // ggml: block_mxfp4 {uint8 e; uint8 qs[QK_MXFP4/2]}, block_q8_0 {ggml_half d; int8 qs[32]}.
+    EXPECT_EQ(sizeof(jal_block_mxfp4), 1u + JAL_MX_BLOCK / 2);
+    EXPECT_EQ(sizeof(jal_block_q8_0), 2u + 32);
+    EXPECT_EQ(sizeof(jal_code_object_header), 64u);
+    EXPECT_EQ(sizeof(jal_packet_dispatch), size_t{JAL_PACKET_SIZE});
+    EXPECT_EQ(offsetof(jal_packet_dispatch, completion_signal), size_t{JAL_PACKET_SIGNAL_OFFSET});
 }
