@@ -192,7 +192,7 @@ jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placem
 	*out = nullptr;
 	return call([&] {
 		jal::rt::PlacementRequest p;
-		p.kind = static_cast<jal_placement>(placement);
+		p.kind = placement;
 		p.slice_mask = slice_mask;
 		p.alignment = alignment;
 		*out = new jal_mem_s{std::make_unique<jal::rt::Allocation>(context->context, size, p)};

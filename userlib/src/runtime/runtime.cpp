@@ -151,7 +151,7 @@ Allocation::Allocation(std::shared_ptr<Context> context, uint64_t bytes, const P
 		align_log2 = static_cast<uint32_t>(std::countr_zero(p.alignment));
 	}
 	auto reply = context_->device().admin(JAL_ADMIN_ALLOC_MEMORY,
-					      {context_->id(), lo(bytes), hi(bytes), uint32_t(p.kind), lo(p.slice_mask),
+					      {context_->id(), lo(bytes), hi(bytes), p.kind, lo(p.slice_mask),
 					       hi(p.slice_mask), align_log2},
 					      sizeof(jal_mem_alloc_reply));
 	info_ = copy_struct<jal_mem_alloc_reply>(reply.data);

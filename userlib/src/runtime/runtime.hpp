@@ -99,7 +99,9 @@ private:
 };
 
 struct PlacementRequest {
-	jal_placement kind = JAL_PLACE_SLICE;
+	// enum jal_placement, kept as an integer: a caller's unknown value must reach the device
+	// (which refuses it with INVALID_FIELD) without first being an invalid enum value.
+	uint32_t kind = JAL_PLACE_SLICE;
 	uint64_t slice_mask = 1; // logical slices
 	uint64_t alignment = 0;  // bytes, a power of two; 0: the device page
 };
