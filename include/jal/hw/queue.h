@@ -112,19 +112,39 @@ JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
 /* Runs a kernel (a code object in device memory, isa.h) on a set of slices. Each slice
  * of the mask runs one instance of the program; JAL_SR_SLICE numbers them 0..n-1 in
  * ascending logical order. The packet completes when every instance has ended; a fault in
- * any instance (bad address, out-of-bounds tile, divide by zero, budget exhausted) fails
- * it with that status and stops the others. (Interface 1.2, draft: docs/tile-isa.md.) */
+ * any instance (bad address, out-of-bounds tile, divide by zero, budget exhausted,
+ * deadlock) fails it with that status and stops the others. A code object that fails
+ * validation fails the packet before any slice runs. (Interface 1.2: docs/tile-isa.md.) */
+#define JAL_DISPATCH_F_TIMING_ONLY (1u << 0) /* header.arg: run for time only, no data */
+
 struct jal_packet_dispatch {
-	struct jal_packet_header header; /* arg: must be zero */
+	struct jal_packet_header header; /* arg: JAL_DISPATCH_F_*, other bits zero */
 	uint32_t budget_kinsn;    /* per-slice instruction budget in thousands; 0: default */
 	uint64_t code_object;     /* device address of a struct jal_code_object_header */
-	uint64_t slice_mask;      /* logical slices */
+	uint64_t slice_mask;      /* logical slices, each usable (jalctl slices) */
 	uint64_t args;            /* device address of the argument buffer (JAL_SR_ARGS) */
-	uint64_t timing_out;      /* 0, or host bus address of a u64: modelled ns of the dispatch */
+	uint64_t report;          /* 0, or host bus address of a struct jal_dispatch_report */
 	uint64_t reserved[2];
 	uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_dispatch, 64);
+
+/* What a dispatch did, written before its completion signal (if the packet names one). */
+#define JAL_DISPATCH_DEFAULT_BUDGET_KINSN (256u * 1024u) /* 268 M instructions a slice */
+
+struct jal_dispatch_report {
+	uint32_t status;          /* enum jal_status of the dispatch */
+	uint32_t fault_slice;     /* dispatch slice index of the first fault, or ~0 */
+	uint32_t fault_pc;        /* its instruction index */
+	uint32_t fault_opcode;
+	uint64_t fault_address;   /* device address or L1 offset involved, if any */
+	uint64_t modelled_ns;     /* modelled time from start to the last slice's end */
+	uint64_t instructions;    /* executed, all slices */
+	uint64_t flops;           /* matrix and vector floating-point operations */
+	uint64_t hbm_bytes;       /* bytes moved between HBM and L1 (local and remote) */
+	uint64_t energy_nj;       /* modelled dynamic energy */
+};
+JAL_ASSERT_SIZE(struct jal_dispatch_report, 64);
 JAL_ASSERT_OFFSET(struct jal_packet_dispatch, code_object, 8);
 
 /* A 64-bit memory signal in host memory, 16-byte aligned. The device writes status first

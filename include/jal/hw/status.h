@@ -27,6 +27,7 @@ enum jal_status {
 	JAL_STATUS_HW_FAILED = 17,      /* the chip failed boot or a unit is disabled */
 	JAL_STATUS_VERSION_MISMATCH = 18, /* interface major versions differ */
 	JAL_STATUS_PAGE_FAULT = 19,     /* device virtual address not mapped in the context */
+	JAL_STATUS_DEADLOCK = 20,       /* a kernel's slices wait for each other forever */
 	JAL_STATUS_COUNT_
 };
 
@@ -52,6 +53,7 @@ static inline const char *jal_status_name(uint32_t s)
 	case JAL_STATUS_NO_MEMORY: return "out of memory";
 	case JAL_STATUS_HW_FAILED: return "hardware failed";
 	case JAL_STATUS_VERSION_MISMATCH: return "version mismatch";
+	case JAL_STATUS_DEADLOCK: return "deadlock";
 	case JAL_STATUS_PAGE_FAULT: return "page fault";
 	default: return "unknown status";
 	}
