@@ -6,5 +6,9 @@ preset="${1:-default}"
 shift || true
 dir=build
 [ "$preset" = default ] || dir="build-$preset"
-[ -f "$dir/build.ninja" ] || cmake --preset "$preset" >/dev/null
+# The llama.cpp reference (cached outside the repository) is part of every configuration.
+ref=$(scripts/fetch-llama-ref.sh)
+if [ ! -f "$dir/build.ninja" ] || ! grep -qx "JAL_LLAMA_REF:PATH=$ref" "$dir/CMakeCache.txt"; then
+  cmake --preset "$preset" -DJAL_LLAMA_REF="$ref" >/dev/null
+fi
 cmake --build --preset "$preset" ${1:+--target "$@"}

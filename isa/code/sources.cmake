@@ -1,0 +1,1 @@
+# code/: code objects and disassembly (target_sources(jal_isa PRIVATE ...)).

@@ -1,0 +1,1 @@
+# numerics/: the element formats (target_sources(jal_isa PRIVATE ...)).

@@ -1,0 +1,1 @@
+# The kernel-driver backend (target_sources(jal PRIVATE ...)).

@@ -1,0 +1,1 @@
+# The kernel library (target_sources(jal PRIVATE ...)).

@@ -1,0 +1,1 @@
+# The kernel builder, code objects and dispatch (target_sources(jal PRIVATE ...)).

@@ -1,0 +1,1 @@
+# GGUF and the model runtime (target_sources(jal PRIVATE ...)).
