@@ -1,0 +1,1 @@
+# linear/ kernels (target_sources(jal PRIVATE ...)).

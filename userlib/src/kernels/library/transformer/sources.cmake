@@ -1,0 +1,1 @@
+# transformer/ kernels (target_sources(jal PRIVATE ...)).
