@@ -1,1 +1,7 @@
-# linear/ kernels (target_sources(jal PRIVATE ...)).
+# linear/ kernels (target_sources(jal PRIVATE ...)): GEMV/GEMM, expert GEMM, embedding,
+# argmax, all-reduce, activation quantization (userlib/include/jal/kernels/library/linear.hpp).
+target_sources(jal PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/common.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/emit.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gemm.cpp
+)

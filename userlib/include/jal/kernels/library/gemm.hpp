@@ -1,0 +1,59 @@
+// gemm.hpp: y (F32, M×N) = x (M×K) × Wᵀ (+ bias), W in weight layout (N rows of K) in
+// MXFP4, MXFP8 E4M3, BF16 or F32. GEMV is the same kernel with a small M.
+//
+// Split: slice s owns the contiguous rows slice_range(N, slices, s) of W (and of the bias,
+// and those columns of y). Place each slice's rows in its local HBM and pass their first
+// addresses as the shard table (linear.hpp); x is read whole by every slice (place it
+// replicated, or quantize it once with quantize.hpp when several slices share it).
+//
+// Per slice: x is brought into L1 once per chunk of M rows (converted to the numerics'
+// activation format there if it is F32 in memory), then W streams through two tile
+// buffers, tile_n rows of all K at a time: the load of tile i+1 is in flight while the
+// matrix engine works on tile i, so a GEMV runs at the slice's HBM bandwidth and a large-M
+// GEMM at the matrix engine's rate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/linear.hpp>
+
+namespace jal::kernels::linear {
+
+struct GemmConfig {
+	uint32_t m = 1; // rows of x and y
+	uint32_t n = 0; // rows of W, columns of y
+	uint32_t k = 0; // columns of x and W (a multiple of 32 for block formats)
+	jal_dtype weight = JAL_DT_MXFP4;
+	Numerics numerics = Numerics::native;
+	// x's format in memory: F32, or already activation_dtype(weight, numerics) (for
+	// example the output of quantize.hpp), which is then loaded as is.
+	jal_dtype x_dtype = JAL_DT_F32;
+	bool bias = false;
+	uint32_t tile_n = 0; // rows of W per tile; 0 chooses
+};
+
+// How a configuration uses L1 (for documentation and tests).
+struct GemmPlan {
+	jal_dtype activation = JAL_DT_F32;
+	bool convert_x = false;  // x is F32 in memory and converted on the chip
+	uint32_t tile_n = 0;     // W rows per tile
+	uint32_t m_chunk = 0;    // x rows resident in L1 at once
+	uint32_t stage_rows = 0; // F32 rows of x per conversion step
+	uint32_t l1_bytes = 0;
+};
+GemmPlan plan_gemm(const GemmConfig &c); // throws jal::Error (INVALID_FIELD) if it cannot fit
+
+// The kernel. Arguments, in order:
+//   x (address), x_stride (bytes between rows of x),
+//   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
+//   between rows of W), bias (address of N F32; only with config.bias),
+//   y (address), y_stride (bytes between rows of y).
+CodeObject build_gemm(const GemmConfig &c);
+std::string gemm_name(const GemmConfig &c);
+
+// Floating-point operations of one run (2·M·N·K, plus M·N for the bias).
+uint64_t gemm_flops(const GemmConfig &c);
+
+} // namespace jal::kernels::linear

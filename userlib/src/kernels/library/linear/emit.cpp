@@ -1,0 +1,46 @@
+// Instruction sequences shared by the linear kernels (emit.hpp).
+#include "emit.hpp"
+
+namespace jal::kernels::linear::detail {
+
+SliceShare emit_slice_range(Builder &b, uint32_t total)
+{
+	SliceShare r{b.slice_index(), b.x(), b.x()};
+	X n = b.slice_count();
+	X tot = emit_const(b, total);
+	X chunk = b.x();
+	b.add(chunk, tot, n);
+	b.addi(chunk, chunk, -1);
+	b.divu(chunk, chunk, n); // n >= 1 in any dispatch
+	b.mul(r.begin, r.slice, chunk);
+	b.min(r.begin, r.begin, tot);
+	b.sub(r.count, tot, r.begin);
+	b.min(r.count, r.count, chunk);
+	b.free(chunk);
+	b.free(tot);
+	b.free(n);
+	return r;
+}
+
+X emit_table_entry(Builder &b, X table, X slice)
+{
+	X v = b.x();
+	b.muli(v, slice, 8);
+	b.add(v, v, table);
+	b.ld(v, v, 0);
+	return v;
+}
+
+X emit_const(Builder &b, int64_t value)
+{
+	X r = b.x();
+	b.li(r, value);
+	return r;
+}
+
+void emit_wait_n(Builder &b, Q q, X count)
+{
+	b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });
+}
+
+} // namespace jal::kernels::linear::detail

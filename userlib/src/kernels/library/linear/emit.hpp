@@ -1,0 +1,37 @@
+// Instruction sequences the linear kernels share: the slice split on the device (the same
+// formula as slice_range() on the host) and reading a shard table.
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels::linear::detail {
+
+struct SliceShare {
+	X slice; // this slice's index in the dispatch
+	X begin; // first item it owns
+	X count; // how many (0 for a slice past the end)
+};
+
+// chunk = ceil(total / slices); begin = min(slice·chunk, total); count = min(chunk, total − begin).
+SliceShare emit_slice_range(Builder &b, uint32_t total);
+
+// A new register holding the 64-bit entry `slice` of the table at address `table`.
+X emit_table_entry(Builder &b, X table, X slice);
+
+// A new register holding `value`.
+X emit_const(Builder &b, int64_t value);
+
+// Waits `count` times for one signal each on `q` (count is a runtime value).
+void emit_wait_n(Builder &b, Q q, X count);
+
+// Largest multiple of `unit` not above `v`, at least `unit`.
+inline uint32_t round_down(uint32_t v, uint32_t unit)
+{
+	v -= v % unit;
+	return v < unit ? unit : v;
+}
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+} // namespace jal::kernels::linear::detail
