@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * jal.ko: the Linux driver of the Jalapeño accelerator.
+ *
+ * One struct jal_device per PCI function, one struct jal_file per open /dev/jalN. The
+ * device interface (registers, admin queue, packets) is include/jal/hw/, shared with the
+ * firmware, the emulator and userlib; the ioctl ABI is include/uapi/jal_accel.h.
+ */
+#ifndef __JAL_DRV_H__
+#define __JAL_DRV_H__
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/idr.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+
+#include <jal/hw/admin.h>
+#include <jal/hw/pci.h>
+#include <jal/hw/queue.h>
+#include <jal/hw/regs.h>
+#include <jal/hw/status.h>
+#include <jal/hw/telemetry.h>
+#include <jal/hw/version.h>
+
+#define DRIVER_NAME "jal"
+#define JAL_MAX_DEVICES 16
+
+#define JAL_ADMIN_ENTRIES 16
+/* However the interrupt behaves, an admin command gets this long. */
+#define JAL_ADMIN_TIMEOUT_MS 10000
+/* Boot of the firmware after power-on or a reset. */
+#define JAL_BOOT_TIMEOUT_MS 60000
+
+/* mmap offsets (bytes): doorbell page of queue q, host buffer h. */
+#define JAL_MMAP_DOORBELL_BASE (1ull << 32)
+#define JAL_MMAP_HOST_BASE (1ull << 40)
+#define JAL_MMAP_HOST_SHIFT 24 /* room for a 4 MiB buffer per handle (and more) */
+
+struct eventfd_ctx;
+struct jal_device;
+
+struct jal_vector {
+	struct jal_device *jdev;
+	unsigned int index;
+	atomic_t count;          /* interrupts since probe: sleepers wait for a change */
+	wait_queue_head_t wq;
+};
+
+struct jal_admin {
+	struct jal_admin_sqe *sq;
+	struct jal_admin_cqe *cq;
+	dma_addr_t sq_dma;
+	dma_addr_t cq_dma;
+	void *data;              /* the data buffer of every command, JAL_ADMIN_DATA_MAX */
+	dma_addr_t data_dma;
+	u16 sq_tail;
+	u16 cq_head;
+	u16 phase;
+	u16 next_cid;
+	bool enabled;
+};
+
+struct jal_device {
+	struct pci_dev *pdev;
+	struct kref ref;
+	void __iomem *regs;
+	phys_addr_t doorbell_phys;
+	int minor;
+	struct cdev cdev;
+	struct device *dev;      /* the /dev/jalN class device */
+	struct device *hwmon;
+
+	/* Serialises the admin queue and every file's resources. */
+	struct mutex lock;
+	struct jal_admin admin;
+	struct jal_identify identify;   /* from the last IDENTIFY */
+	bool gone;                      /* removed: every call fails with -ENODEV */
+
+	struct jal_vector vec[JAL_MSIX_VECTORS];
+	/* files: changed under both jdev->lock and files_lock, read under either (the
+	 * interrupt handler takes files_lock for the eventfd bindings) */
+	spinlock_t files_lock;
+	struct list_head files;
+};
+
+struct jal_file {
+	struct jal_device *jdev;
+	struct list_head node;                     /* in jdev->files */
+	struct address_space *mapping;             /* of the device node: doorbell revocation */
+	DECLARE_BITMAP(contexts, JAL_MAX_CONTEXTS);
+	DECLARE_BITMAP(queues, JAL_MAX_USER_QUEUES);
+	u8 queue_ctx[JAL_MAX_USER_QUEUES];         /* context of each owned queue */
+	struct idr host;                           /* handle -> struct jal_host_buf */
+	struct eventfd_ctx *irq_efd[JAL_MSIX_VECTORS];
+};
+
+static inline u32 jal_rd(struct jal_device *jdev, u32 reg)
+{
+	return readl(jdev->regs + reg);
+}
+
+static inline void jal_wr(struct jal_device *jdev, u32 reg, u32 value)
+{
+	writel(value, jdev->regs + reg);
+}
+
+/* jal_fw.c: the boot handshake */
+int jal_fw_wait_ready(struct jal_device *jdev);
+int jal_fw_reset(struct jal_device *jdev, bool admin_command);
+
+/* jal_admin.c: the driver's admin queue (callers hold jdev->lock) */
+int jal_admin_init(struct jal_device *jdev);
+void jal_admin_fini(struct jal_device *jdev);
+int jal_admin_enable(struct jal_device *jdev);
+void jal_admin_disable(struct jal_device *jdev);
+int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe, void *data, u32 data_len,
+		  struct jal_admin_cqe *cqe);
+int jal_admin_identify(struct jal_device *jdev);
+int jal_admin_telemetry(struct jal_device *jdev, struct jal_telemetry *t);
+
+/* jal_irq.c: MSI-X vectors, wakeups and eventfds */
+int jal_irq_init(struct jal_device *jdev);
+void jal_irq_fini(struct jal_device *jdev);
+
+/* jal_file.c: the char device */
+int jal_cdev_init(void);
+void jal_cdev_fini(void);
+int jal_cdev_add(struct jal_device *jdev);
+int jal_minor_get(void);
+void jal_cdev_del(struct jal_device *jdev);
+void jal_device_put(struct jal_device *jdev);
+void jal_files_forget_device_state(struct jal_device *jdev);
+
+/* jal_ioctl.c */
+long jal_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
+void jal_file_release_resources(struct jal_file *jf);
+
+/* jal_host.c: host memory the device reaches */
+struct jal_host_buf;
+int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr);
+int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
+		 struct jal_host_buf **out);
+int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max, u32 *count);
+int jal_host_free(struct jal_file *jf, u32 handle);
+void jal_host_free_all(struct jal_file *jf);
+bool jal_host_contains(struct jal_file *jf, u64 bus_addr, u64 len);
+int jal_host_mmap(struct jal_file *jf, u32 handle, struct vm_area_struct *vma);
+
+/* jal_hwmon.c, jal_sysfs.c */
+int jal_hwmon_init(struct jal_device *jdev);
+void jal_hwmon_fini(struct jal_device *jdev);
+extern const struct attribute_group *jal_dev_groups[];
+
+#endif /* __JAL_DRV_H__ */
