@@ -43,4 +43,29 @@ void emit_wait_n(Builder &b, Q q, X count)
 	b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });
 }
 
+void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
+			  const std::function<void(X i, int buf)> &body)
+{
+	X i = emit_const(b, 0);
+	X next = b.x();
+	Label top = b.label(), out = b.label();
+	b.bge(i, n, out);
+	load(i, 0);
+	b.bind(top);
+	for (int buf = 0; buf < 2; buf++) {
+		b.bge(i, n, out);
+		Label no_prefetch = b.label();
+		b.addi(next, i, 1);
+		b.bge(next, n, no_prefetch);
+		load(next, 1 - buf);
+		b.bind(no_prefetch);
+		body(i, buf);
+		b.addi(i, i, 1);
+	}
+	b.jmp(top);
+	b.bind(out);
+	b.free(next);
+	b.free(i);
+}
+
 } // namespace jal::kernels::linear::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <jal/kernels/builder.hpp>
 
@@ -25,6 +26,12 @@ X emit_const(Builder &b, int64_t value);
 
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder &b, Q q, X count);
+
+// The double-buffered loop every streaming kernel here uses, unrolled by two so each half
+// names its own buffer's registers: load(0, 0); then for i in [0, n): if i+1 < n,
+// load(i+1, other buffer); body(i, buffer). While body(i) computes, load(i+1) is in flight.
+void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
+			  const std::function<void(X i, int buf)> &body);
 
 // Largest multiple of `unit` not above `v`, at least `unit`.
 inline uint32_t round_down(uint32_t v, uint32_t unit)

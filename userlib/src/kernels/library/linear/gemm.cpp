@@ -282,27 +282,10 @@ CodeObject build_gemm(const GemmConfig &c)
 	for (uint32_t m0 = 0; m0 < c.m; m0 += p.m_chunk) {
 		const uint32_t mr = std::min(p.m_chunk, c.m - m0);
 		load_x(m0, mr);
-		// W tiles through two buffers, the loop unrolled by two so each half names its
-		// buffer's registers: load i+1 into one, compute i from the other.
-		X i = emit_const(b, 0);
-		X next = b.x();
-		Label top = b.label(), out = b.label();
-		load_w(i, 0);
-		b.bind(top);
-		for (int buf = 0; buf < 2; buf++) {
-			b.bge(i, tiles, out);
-			Label no_prefetch = b.label();
-			b.addi(next, i, 1);
-			b.bge(next, tiles, no_prefetch);
-			load_w(next, 1 - buf);
-			b.bind(no_prefetch);
-			compute(i, buf, m0, mr);
-			b.addi(i, i, 1);
-		}
-		b.jmp(top);
-		b.bind(out);
-		b.free(next);
-		b.free(i);
+		// W tiles through two buffers: load i+1 into one while computing i from the other.
+		emit_double_buffered(
+			b, tiles, [&](X i, int buf) { load_w(i, buf); },
+			[&](X i, int buf) { compute(i, buf, m0, mr); });
 	}
 	emit_wait_n(b, qst, stores); // every store of y has landed before the slice ends
 	b.bind(done);

@@ -4,4 +4,9 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/emit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gemm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/quantize.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/argmax.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/all_reduce.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/expert_gemm.cpp
 )

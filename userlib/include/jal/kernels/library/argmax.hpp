@@ -1,0 +1,29 @@
+// argmax.hpp: for each of M rows of F32 logits (V wide), the index of the largest value
+// (the lowest index on ties) and that value.
+//
+// Split: slice s scans columns slice_range(V, slices, s) of every row (place them locally),
+// in tiles through two buffers (VREDMAX and VARGMAX per tile, the best tile by VARGMAX over
+// the tile maxima, so ties keep the lowest index). Each slice then SENDs its (max, index)
+// per row to slice 0, which picks the best slice the same way and writes the results.
+// At most 64 slices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/linear.hpp>
+
+namespace jal::kernels::linear {
+
+struct ArgmaxConfig {
+	uint32_t rows = 1;
+	uint32_t vocab = 0;
+};
+
+// Arguments: logits (address), logits_stride, out_index (address of `rows` I32),
+// out_value (address of `rows` F32).
+CodeObject build_argmax(const ArgmaxConfig &c);
+std::string argmax_name(const ArgmaxConfig &c);
+
+} // namespace jal::kernels::linear

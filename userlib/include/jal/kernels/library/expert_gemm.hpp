@@ -1,0 +1,44 @@
+// expert_gemm.hpp: the grouped GEMM of a mixture-of-experts layer. For every token t and
+// each of its k selected experts e = ids[t][j] (I32, tokens × k):
+//     y[t·k + j] (N F32) = x[row] × W[e]ᵀ + bias[e]
+// where W holds E experts stacked, each N rows of K (expert e's first row is row e·N), the
+// bias is E × N F32, and x's row is t (up/gate projection: one input row per token) or
+// t·k + j (down projection: one input row per selected pair, e.g. the SwiGLU output).
+//
+// Split: slice s owns experts slice_range(E, slices, s); entry s of the shard table is the
+// address of its first expert's first row (place those experts in its local HBM). Each slice
+// scans the ids for its experts, gathers the matching x rows (TGATHER), converts them to the
+// numerics' activation format, streams the expert's W through two tile buffers into an
+// accumulator of all N columns, adds the bias and stores each row where its pair goes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/linear.hpp>
+
+namespace jal::kernels::linear {
+
+struct ExpertGemmConfig {
+	uint32_t tokens = 1;
+	uint32_t k = 1;        // experts per token
+	uint32_t experts = 0;  // E
+	uint32_t n = 0;        // rows per expert (output width)
+	uint32_t kdim = 0;     // K
+	jal_dtype weight = JAL_DT_MXFP4;
+	Numerics numerics = Numerics::native;
+	bool bias = true;
+	bool input_per_pair = false; // x has tokens·k rows (down projection), else tokens rows
+};
+
+// Arguments: x (address, F32 rows), x_stride, ids (address, tokens·k I32), w_shards
+// (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
+// one expert's first row to the next's), bias (address; only with config.bias),
+// y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
+// slice owns it): its row of y is not written.
+CodeObject build_expert_gemm(const ExpertGemmConfig &c);
+std::string expert_gemm_name(const ExpertGemmConfig &c);
+uint64_t expert_gemm_flops(const ExpertGemmConfig &c); // of the tokens·k selected rows
+
+} // namespace jal::kernels::linear
