@@ -1,0 +1,70 @@
+// attention.hpp: GPT-OSS attention for prefill (many query tokens) and decode (one), over
+// a KV cache kept in slice-local HBM.
+//
+// For query head h (KV head g = h / (n_head / n_head_kv), GQA) at position p:
+//   s_j = scale * q . k_j  for every cached key j visible from p,
+//   visible: j <= p (causal) and, when window > 0, p - j < window (sliding window);
+//   m = max(max_j s_j, sink_h);  out = sum_j exp(s_j - m) v_j / (sum_j exp(s_j - m) + exp(sink_h - m))
+// The sink logit joins only the denominator (llama.cpp's ggml_soft_max_add_sinks); without
+// sinks the exp(sink - m) term is absent. The chip computes it as flash attention: keys in
+// chunks, a running maximum and sum per query row (the sink is the running state's start),
+// QK^T and PV on the matrix engine, the causal/window mask with VMASK.
+//
+// KV cache layout (F32), for each KV head g one allocation of 2 * n_ctx * head_dim * 4 bytes:
+//   K  at k_va:  n_ctx rows of head_dim (row p = the key at position p);
+//   V^T at vt_va: head_dim rows of n_ctx (row c = dimension c of every position's value),
+//   transposed so that PV contracts along rows as the matrix engine does.
+// A head table in device memory lists {k_va, vt_va} (two u64) per KV head; kernels read it.
+//
+// Work split: kv_append gives slice s of n the KV heads g = s, s+n, ...; attention splits
+// (KV head, block of query tokens) items, item i = s, s+n, ... with g = i % n_head_kv. With
+// n slices a multiple of n_head_kv (or equal to it), every item of head g runs on slices
+// congruent to g mod n_head_kv: place head g's cache on those slices (one slice:
+// JAL_PLACE_SLICE; several: JAL_PLACE_REPLICATED). Queries and outputs are read and written
+// per item (a block of tokens, the group's heads); the sinks are read by every slice.
+//
+// Query tokens of one call have consecutive positions pos0, pos0+1, ... (one sequence); the
+// cache must already hold their keys and values (run kv_append first). Both kernels trap
+// with OUT_OF_RANGE when pos0 + rows > n_ctx.
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels {
+
+struct KvAppendConfig {
+	uint32_t n_head_kv = 0;
+	uint32_t head_dim = 64;
+	uint32_t n_ctx = 0;      // positions the cache holds
+	uint32_t block_rows = 0; // tokens a slice moves at once; 0 = 128
+	uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: k (address; rows x n_head_kv*head_dim F32), k_stride, v (address,
+// same shape), v_stride, rows, pos0 (position of the first row), heads (address of the
+// head table).
+CodeObject build_kv_append(const KvAppendConfig &config);
+
+struct AttentionConfig {
+	uint32_t n_head = 0;
+	uint32_t n_head_kv = 0;  // divides n_head
+	uint32_t head_dim = 64;
+	uint32_t n_ctx = 0;
+	uint32_t window = 0;     // 0: full causal; else sliding window of this many positions
+	bool sinks = false;
+	float scale = 0.0f;      // 0: 1/sqrt(head_dim)
+	uint32_t q_block = 0;    // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
+	uint32_t k_block = 0;    // keys a chunk holds; 0: 256
+	uint32_t queries_per_item() const;
+	uint32_t keys_per_chunk() const;
+	float softmax_scale() const;
+};
+
+// Arguments, in order: q (address; rows x n_head*head_dim F32, after RoPE), q_stride, out
+// (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
+// table), sinks (address of n_head F32; read only when config.sinks).
+CodeObject build_attention(const AttentionConfig &config);
+
+} // namespace jal::kernels

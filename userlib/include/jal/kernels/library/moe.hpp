@@ -1,0 +1,45 @@
+// moe.hpp: GPT-OSS's expert routing and the weighted sum of the selected experts' outputs
+// (llama.cpp's build_moe_ffn with LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT, norm_w off):
+//
+//   ids[t]     = the k experts with the largest router logits (bias already added by the
+//                router GEMV), largest first, the lower expert id first on ties (VTOPK);
+//   weights[t] = softmax over those k logits (no other renormalisation);
+//   out[t]     = sum_j weights[t][j] * expert_out[t*k + j]   (j = 0..k-1, in that order)
+//
+// ggml selects with std::sort, whose order among equal logits is unspecified: on a tie
+// that straddles the k-th place llama.cpp may pick either expert (their weights are equal).
+//
+// Both kernels split tokens: slice s of n works on tokens [s*ceil(rows/n), (s+1)*ceil(rows/n))
+// and reads and writes only those tokens' rows.
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels {
+
+struct MoeRoutingConfig {
+	uint32_t n_expert = 0;   // 32 (gpt-oss-20b), 128 (120b)
+	uint32_t k = 4;          // experts used per token
+	uint32_t block_rows = 0; // 0 = as many as fit (<= 64)
+	uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: logits (address; rows x n_expert F32), logits_stride, ids (address;
+// rows x k I32, packed), weights (address; rows x k F32, packed), rows.
+CodeObject build_moe_routing(const MoeRoutingConfig &config);
+
+struct MoeCombineConfig {
+	uint32_t cols = 0;       // n_embd
+	uint32_t k = 4;
+	uint32_t block_rows = 0; // 0 = as many as fit (<= 64)
+	uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: experts (address; rows*k rows of cols F32, token t's j-th expert
+// at row t*k + j), expert_stride (bytes between those rows), weights (address; rows x k
+// F32, packed), out (address), out_stride, rows.
+CodeObject build_moe_combine(const MoeCombineConfig &config);
+
+} // namespace jal::kernels

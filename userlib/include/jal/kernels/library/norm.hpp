@@ -1,0 +1,27 @@
+// norm.hpp: RMSNorm over rows of F32 (GPT-OSS's attn_norm, attn_post_norm, output_norm).
+//
+//   y[r][c] = x[r][c] / sqrt(mean_c(x[r][c]^2) + eps) * w[c]
+//
+// as llama.cpp's ggml_rms_norm followed by ggml_mul with the weight. Slice s of n works on
+// rows [s*ceil(rows/n), (s+1)*ceil(rows/n)); each slice reads the whole weight (place it
+// replicated) and its own rows of x and out.
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels {
+
+struct RmsNormConfig {
+	uint32_t cols = 0;       // elements a row (n_embd)
+	float eps = 1e-5f;       // GPT-OSS: 1e-5
+	uint32_t block_rows = 0; // rows a slice holds in L1 at once; 0 = as many as fit (<= 64)
+	uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: x (address), x_stride (bytes), weight (address, cols F32),
+// out (address; may equal x), out_stride (bytes), rows.
+CodeObject build_rms_norm(const RmsNormConfig &config);
+
+} // namespace jal::kernels

@@ -1,0 +1,32 @@
+// swiglu.hpp: GPT-OSS's gated activation (llama.cpp's ggml_swiglu_oai, LLM_FFN_SWIGLU_OAI_MOE):
+//
+//   g' = min(g, limit);  u' = clamp(u, -limit, limit);  out = g' * sigmoid(alpha * g') * (u' + 1)
+//
+// with limit 7 and alpha 1.702 for GPT-OSS. Gate and up are separate row-major tensors as
+// llama.cpp's GGUF has them (ffn_gate_exps and ffn_up_exps are separate weights, so their
+// outputs are separate rows); ggml's fused form (gate in the first half of a row, up in the
+// second) is the same call with up = gate + n_ff * 4 and equal strides. (Hugging Face's
+// checkpoint interleaves gate and up columns; the GGUF converter splits them.)
+//
+// Slice s of n works on rows [s*ceil(rows/n), (s+1)*ceil(rows/n)) of gate, up and out.
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels {
+
+struct SwigluConfig {
+	uint32_t cols = 0;       // n_ff
+	float alpha = 1.702f;
+	float limit = 7.0f;
+	uint32_t block_rows = 0; // 0 = as many as fit (<= 64)
+	uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: gate (address), gate_stride, up (address), up_stride, out (address;
+// may equal gate), out_stride, rows.
+CodeObject build_swiglu_oai(const SwigluConfig &config);
+
+} // namespace jal::kernels
