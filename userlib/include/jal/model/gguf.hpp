@@ -190,6 +190,9 @@ public:
 	void begin(std::ostream &out);
 	// The next declared tensor's data: exactly its size. Writes padding after it.
 	void write_tensor(std::span<const std::byte> data);
+	// The next part of the current tensor's data (for tensors too large to hold at once);
+	// the padding follows once its size is reached. Parts may not run past the tensor.
+	void write_tensor_part(std::span<const std::byte> part);
 	// Name of the tensor write_tensor() expects next (empty when all are written).
 	std::string_view next_tensor() const noexcept;
 	void finish();

@@ -26,6 +26,7 @@ struct GgufWriter::Impl {
 	uint64_t data_bytes = 0;             // data section size, padded
 	std::ostream *out = nullptr;
 	size_t next = 0;
+	uint64_t next_written = 0;           // bytes of tensors[next] written so far
 
 	template <typename T>
 	void put(const T &v)
@@ -224,21 +225,37 @@ std::string_view GgufWriter::next_tensor() const noexcept
 
 void GgufWriter::write_tensor(std::span<const std::byte> data)
 {
+	if (impl_->out && impl_->next < impl_->tensors.size()) {
+		const auto &t = impl_->tensors[impl_->next];
+		if (impl_->next_written != 0 || data.size() != t.bytes)
+			throw Error(JAL_STATUS_INVALID_LENGTH,
+			            fmt::format("GGUF writer: tensor '{}' needs {} bytes, got {}", t.name, t.bytes, data.size()));
+	}
+	write_tensor_part(data);
+}
+
+void GgufWriter::write_tensor_part(std::span<const std::byte> part)
+{
 	if (!impl_->out)
-		throw Error(JAL_STATUS_INVALID_FIELD, "GGUF writer: write_tensor() before begin()");
+		throw Error(JAL_STATUS_INVALID_FIELD, "GGUF writer: tensor data before begin()");
 	if (impl_->next >= impl_->tensors.size())
 		throw Error(JAL_STATUS_INVALID_FIELD, "GGUF writer: more tensor data than tensors declared");
 	const auto &t = impl_->tensors[impl_->next];
-	if (data.size() != t.bytes)
+	if (part.size() > t.bytes - impl_->next_written)
 		throw Error(JAL_STATUS_INVALID_LENGTH,
-		            fmt::format("GGUF writer: tensor '{}' needs {} bytes, got {}", t.name, t.bytes, data.size()));
+		            fmt::format("GGUF writer: tensor '{}' has {} bytes; {} written, {} more given", t.name, t.bytes,
+		                        impl_->next_written, part.size()));
 	std::ostream &out = *impl_->out;
-	out.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
-	const uint64_t a = impl_->alignment;
-	write_padding(out, (t.bytes + a - 1) / a * a - t.bytes);
+	out.write(reinterpret_cast<const char *>(part.data()), static_cast<std::streamsize>(part.size()));
+	impl_->next_written += part.size();
+	if (impl_->next_written == t.bytes) {
+		const uint64_t a = impl_->alignment;
+		write_padding(out, (t.bytes + a - 1) / a * a - t.bytes);
+		++impl_->next;
+		impl_->next_written = 0;
+	}
 	if (!out)
 		throw Error(JAL_STATUS_IO_ERROR, fmt::format("GGUF writer: writing tensor '{}' failed", t.name));
-	++impl_->next;
 }
 
 void GgufWriter::finish()

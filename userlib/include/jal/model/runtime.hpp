@@ -1,0 +1,132 @@
+// The GPT-OSS model runtime (docs/model-runtime.md): a GGUF model's weights placed on the
+// chip for locality, the prefill and decode graphs built from the kernel library, sampling,
+// and several sequences decoded together (continuous batching).
+//
+//   jal::runtime::Device dev(0);
+//   auto model = jal::model::Runtime::open("m.gguf", dev, {});
+//   int seq = model->create_sequence();
+//   std::vector<float> logits = model->prefill(seq, prompt);    // the whole prompt, one batch
+//   jal::model::Sampler sampler({.temperature = 0});
+//   int32_t tok = sampler.sample(logits);
+//   logits = model->decode({{seq, tok}})[0];                    // one step of every listed sequence
+//
+// Placement (docs/model-runtime.md): each GEMM's rows are split over the dispatch slices the
+// way the kernel splits them and every slice's rows live in that slice's HBM; the experts
+// of a layer are spread over the slices the same way; each KV head's cache lives on the one
+// slice that runs its attention, and each sequence slot uses its own group of slices.
+//
+// Errors throw jal::Error. A Runtime is not thread-safe: one caller at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <jal/jal.hpp>
+#include <jal/model/gpt_oss_config.hpp>
+
+namespace jal::model {
+
+// How activations meet the weights (docs/model-runtime.md):
+//   native: activations stay F32; MXFP4 weights are decoded exactly in the matrix engine.
+//   ggml:   as llama.cpp's CPU backend: activations rounded to Q8_0 blocks before every
+//           MXFP4 dot product, F32 everywhere else.
+enum class Numerics { native, ggml };
+const char *numerics_name(Numerics n);
+bool parse_numerics(std::string_view s, Numerics &out);
+
+struct RuntimeOptions {
+	Numerics numerics = Numerics::native;
+	uint32_t slices = 0;            // dispatch slices (logical 0..n-1); 0: 8, or every slice
+	                                // with timing_only
+	uint32_t max_sequences = 4;     // KV cache slots
+	uint32_t n_ctx = 0;             // positions per slot; 0: min(context_length, 4096)
+	uint32_t max_batch_tokens = 256; // rows of one graph run (longer prompts run in chunks)
+	// Timing only: weights and caches are allocated but never written, every dispatch runs
+	// with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros.
+	bool timing_only = false;
+	// Called while weights upload: bytes done, of total.
+	std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+// What the chip did, from the dispatch reports (modelled by jal-emu's timing and power
+// models).
+struct ChipTotals {
+	uint64_t dispatches = 0;
+	uint64_t modelled_ns = 0; // sum over dispatches (one queue: they run one after another)
+	uint64_t energy_nj = 0;   // dynamic energy of the dispatches
+	uint64_t flops = 0;
+	uint64_t hbm_bytes = 0;
+	ChipTotals &operator+=(const ChipTotals &o);
+};
+
+// Static (leakage, HBM refresh, I/O) power the energy figures add over modelled time:
+// jal-emu's power model at nominal voltage and 25 °C (emu/chip/power_model.cpp).
+inline constexpr double kStaticPowerW = 125.0;
+
+class Runtime {
+public:
+	// Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
+	// uploads its weights, builds the kernels.
+	static std::unique_ptr<Runtime> open(const std::string &gguf_path, const runtime::Device &device,
+					     const RuntimeOptions &options);
+	// A model of this shape without a file: weights allocated, never written. Requires
+	// options.timing_only.
+	static std::unique_ptr<Runtime> open_shape(const GptOssConfig &config, const runtime::Device &device,
+						   const RuntimeOptions &options);
+	virtual ~Runtime() = default;
+
+	virtual const GptOssConfig &config() const = 0;
+	virtual const RuntimeOptions &options() const = 0;
+	virtual uint32_t slices() const = 0;
+	virtual uint64_t weight_bytes() const = 0; // on the chip (replicas counted once)
+
+	// A sequence: a KV cache slot. Throws RESOURCE_EXHAUSTED when every slot is in use.
+	virtual int create_sequence() = 0;
+	virtual void free_sequence(int seq) = 0;
+	virtual uint32_t sequence_length(int seq) const = 0; // positions in its cache
+
+	// Runs the tokens through the model at the sequence's next positions as one batch
+	// (chunks of max_batch_tokens) and returns the last token's logits.
+	virtual std::vector<float> prefill(int seq, std::span<const int32_t> tokens) = 0;
+	// One decode step of several sequences together: (sequence, token) pairs; returns each
+	// one's logits, in order.
+	virtual std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) = 0;
+
+	// Chip figures of the last prefill/decode call, and since open.
+	virtual const ChipTotals &last() const = 0;
+	virtual const ChipTotals &total() const = 0;
+};
+
+// The GPT-OSS-120B shape (36 layers, hidden 2880, 64/8 heads of 64, 128 experts top-4,
+// expert width 2880, vocab 201088, window 128) and the other named shapes jal-run knows.
+GptOssConfig gpt_oss_120b_config();
+GptOssConfig gpt_oss_20b_config();
+
+// ---- sampling ----
+struct SamplerParams {
+	float temperature = 0; // 0: greedy (argmax, the lowest id on a tie)
+	float top_p = 1.0f;
+	uint64_t seed = 0;
+};
+class Sampler {
+public:
+	explicit Sampler(const SamplerParams &params);
+	int32_t sample(std::span<const float> logits);
+
+private:
+	SamplerParams p_;
+	std::mt19937_64 rng_;
+};
+
+int32_t argmax(std::span<const float> logits);
+// The k most likely ids with their log-probabilities (log-softmax of the raw logits), most
+// likely first, the lower id first on ties.
+std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, uint32_t k);
+
+} // namespace jal::model
