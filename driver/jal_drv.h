@@ -25,6 +25,7 @@
 #include <jal/hw/status.h>
 #include <jal/hw/telemetry.h>
 #include <jal/hw/version.h>
+#include <uapi/jal_accel.h>
 
 #define DRIVER_NAME "jal"
 #define JAL_MAX_DEVICES 16
@@ -35,9 +36,7 @@
 /* Boot of the firmware after power-on or a reset. */
 #define JAL_BOOT_TIMEOUT_MS 60000
 
-/* mmap offsets (bytes): doorbell page of queue q, host buffer h. */
-#define JAL_MMAP_DOORBELL_BASE (1ull << 32)
-#define JAL_MMAP_HOST_BASE (1ull << 40)
+/* mmap offsets: JAL_MMAP_* in the uapi header; host buffer h at HOST_BASE + h << SHIFT */
 #define JAL_MMAP_HOST_SHIFT 24 /* room for a 4 MiB buffer per handle (and more) */
 
 struct eventfd_ctx;

@@ -25,6 +25,12 @@
 
 #define JAL_IOCTL_BASE 'J'
 
+/* mmap offsets: the doorbell page of queue q (4 KiB, only for the file that created the
+ * queue); host buffers at the offset HOST_ALLOC returns. */
+#define JAL_MMAP_DOORBELL_BASE (1ull << 32)
+#define JAL_MMAP_DOORBELL_OFFSET(q) (JAL_MMAP_DOORBELL_BASE + (__u64)(q) * 4096)
+#define JAL_MMAP_HOST_BASE (1ull << 40)
+
 /* Registers of the chip as the driver sees them (BAR0), plus the function's layout. */
 struct jal_ioctl_info {
 	__u32 size;

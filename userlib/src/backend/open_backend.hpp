@@ -9,8 +9,8 @@
 
 namespace jal::backend {
 
-// Today always the direct emulator transport at emu_socket_path(dir, index); the kernel
-// driver backend will be chosen here when /dev/jal<index> exists.
+// The kernel driver when /dev/jal<index> exists (a chip on this machine's PCI bus, or a
+// VM's), else the direct emulator transport at emu_socket_path(dir, index).
 std::unique_ptr<Backend> open_backend(unsigned index, const OpenOptions &options);
 
 } // namespace jal::backend
