@@ -7,7 +7,7 @@
 // slice_range(L, n, i)); n−1 reduce-scatter steps (send chunk s−i to s+1, receive chunk
 // s−i−1 from s−1 and add it), after which slice s holds the sum of chunk s+1; then n−1
 // all-gather steps pass the finished chunks on. Each slice sends 2(n−1)/n of the vector.
-// Vectors longer than a segment (about 768 Ki elements) are reduced segment by segment.
+// Vectors longer than a segment (512 Ki elements) are reduced segment by segment.
 #pragma once
 
 #include <cstdint>

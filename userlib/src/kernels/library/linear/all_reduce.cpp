@@ -12,7 +12,7 @@ namespace jal::kernels::linear {
 using namespace detail;
 
 namespace {
-constexpr uint32_t kSegment = 768u << 10; // elements: 3 MiB of vector plus a chunk in L1
+constexpr uint32_t kSegment = 512u << 10; // elements: 2 MiB of vector plus up to half of it as a chunk
 }
 
 std::string all_reduce_name(const AllReduceConfig &c) { return "all_reduce_f32_l" + std::to_string(c.length); }
