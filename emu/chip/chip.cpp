@@ -30,7 +30,7 @@ Chip::Chip(const ChipConfig& config)
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
       host_(config.index, clock_),
       bus_(*this),
-      cp_(host_, hbm_, mmu_)
+      cp_(host_, hbm_, mmu_, &slices_, &power_)
 {
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };

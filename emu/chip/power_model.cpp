@@ -38,11 +38,20 @@ void PowerModel::reset()
     voltage_mv_ = jal_vf_min_mv(kBootClockMhz);
     if (tj_c_ == 0) tj_c_ = thbm_c_ = ambient_c_;  // temperatures survive a chip reset
     power_w_ = 0;
+    std::lock_guard lock(dispatch_m_);
+    dispatch_j_ = 0;
+}
+
+void PowerModel::add_dispatch_energy(double joules)
+{
+    if (!(joules > 0)) return;
+    std::lock_guard lock(dispatch_m_);
+    dispatch_j_ += joules;
 }
 
 void PowerModel::step(double dt_s, const PowerInputs& in)
 {
-    const double v = voltage_mv_ / 1000.0, vmax = JAL_VOLTAGE_MAX_MV / 1000.0;
+    const double v = voltage_mv() / 1000.0, vmax = JAL_VOLTAGE_MAX_MV / 1000.0;
     const double powered = in.slices_powered / 64.0;
     const double leak_t = 1 + kLeakPerDegree * (tj_c_ - 25);
     const double core_leak = kCoreLeakWatts * powered * (v / vmax) * (v / vmax) * leak_t;
@@ -50,7 +59,18 @@ void PowerModel::step(double dt_s, const PowerInputs& in)
     // Dynamic power scales with f·V² and with how much of the chip is busy.
     activity_ = std::clamp(in.busy_fraction * powered, 0.0, 1.0);
     const double dyn_max = std::max(0.0, load_watts_ - kStaticNominal);
-    const double dyn = dyn_max * activity_ * (double(clock_mhz_) / JAL_CLOCK_MAX_MHZ) * (v / vmax) * (v / vmax);
+    double dyn = dyn_max * activity_ * (double(clock_mhz()) / JAL_CLOCK_MAX_MHZ) * (v / vmax) * (v / vmax);
+    // Kernel dispatches: their modelled energy (already at the voltage they ran at) is
+    // drawn over the following steps, no faster than kDispatchMaxWatts.
+    double kernel_w = 0;
+    {
+        std::lock_guard lock(dispatch_m_);
+        const double e = std::min(dispatch_j_, kDispatchMaxWatts * dt_s);
+        dispatch_j_ -= e;
+        kernel_w = dt_s > 0 ? e / dt_s : 0;
+    }
+    dyn += kernel_w;
+    activity_ = std::clamp(activity_ + kernel_w / kDispatchMaxWatts, 0.0, 1.0);
 
     rail_w_[JAL_RAIL_CORE] = core_leak + dyn * kCoreShare;
     rail_w_[JAL_RAIL_SRAM] = sram_leak + dyn * kSramShare;
@@ -69,10 +89,10 @@ void PowerModel::step(double dt_s, const PowerInputs& in)
 
 void PowerModel::check_timing()
 {
-    if (voltage_mv_ < jal_vf_min_mv(clock_mhz_)) {
+    if (voltage_mv() < jal_vf_min_mv(clock_mhz())) {
         ++timing_violations_;
-        log(LogLevel::warn, "power: timing violation: {} MHz needs {} mV, core is at {} mV", clock_mhz_,
-            jal_vf_min_mv(clock_mhz_), voltage_mv_);
+        log(LogLevel::warn, "power: timing violation: {} MHz needs {} mV, core is at {} mV", clock_mhz(),
+            jal_vf_min_mv(clock_mhz()), voltage_mv());
     }
 }
 
@@ -82,7 +102,7 @@ std::uint32_t PowerModel::read(std::uint32_t offset)
     auto mc = [](double c) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(std::lround(c * 1000))); };
     static constexpr double rail_mv_fixed[JAL_RAIL_COUNT] = {0, kSramMv, kHbmMv, kIoMv};
     for (std::uint32_t r = 0; r < JAL_RAIL_COUNT; ++r) {
-        const double mv = r == JAL_RAIL_CORE ? voltage_mv_ : rail_mv_fixed[r];
+        const double mv = r == JAL_RAIL_CORE ? voltage_mv() : rail_mv_fixed[r];
         if (offset == reg(JAL_PWR_RAIL_CURRENT_MA(r)))
             return static_cast<std::uint32_t>(std::lround(rail_w_[r] / (mv / 1000.0) * 1000));
         if (offset == reg(JAL_PWR_RAIL_VOLTAGE_MV(r))) return static_cast<std::uint32_t>(mv);
@@ -92,8 +112,8 @@ std::uint32_t PowerModel::read(std::uint32_t offset)
     case reg(JAL_PWR_TEMP_JUNCTION_MC): return mc(tj_c_);
     case reg(JAL_PWR_TEMP_HBM_MC): return mc(thbm_c_);
     case reg(JAL_PWR_TEMP_AMBIENT_MC): return mc(ambient_c_);
-    case reg(JAL_PWR_CLOCK_MHZ): return clock_mhz_;
-    case reg(JAL_PWR_VOLTAGE_MV): return voltage_mv_;
+    case reg(JAL_PWR_CLOCK_MHZ): return clock_mhz();
+    case reg(JAL_PWR_VOLTAGE_MV): return voltage_mv();
     case reg(JAL_PWR_ENERGY_UJ_LO): {
         const auto e = static_cast<std::uint64_t>(energy_uj_);
         energy_hi_latch_ = static_cast<std::uint32_t>(e >> 32);

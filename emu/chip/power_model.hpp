@@ -6,6 +6,8 @@
 #include "jal/hw/telemetry.h"
 
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <cstdint>
 
 namespace jalemu {
@@ -30,8 +32,13 @@ public:
     double power_w() const { return power_w_; }
     double junction_c() const { return tj_c_; }
     double hbm_c() const { return thbm_c_; }
-    std::uint32_t clock_mhz() const { return clock_mhz_; }
-    std::uint32_t voltage_mv() const { return voltage_mv_; }
+    // Read by kernel dispatches on the command processor's threads, hence atomic.
+    std::uint32_t clock_mhz() const { return clock_mhz_.load(std::memory_order_relaxed); }
+    std::uint32_t voltage_mv() const { return voltage_mv_.load(std::memory_order_relaxed); }
+    // Modelled dynamic energy of a finished kernel dispatch (any thread). It is drawn as
+    // extra dynamic power over the next integration steps, at most kDispatchMaxWatts.
+    void add_dispatch_energy(double joules);
+    static constexpr double kDispatchMaxWatts = 600;
     bool has_load() const { return load_watts_ > 0; }
     std::uint64_t timing_violations() const { return timing_violations_; }
 
@@ -39,7 +46,9 @@ private:
     void check_timing();
 
     double load_watts_, ambient_c_;
-    std::uint32_t clock_mhz_ = 0, voltage_mv_ = 0;
+    std::atomic<std::uint32_t> clock_mhz_{0}, voltage_mv_{0};
+    std::mutex dispatch_m_;
+    double dispatch_j_ = 0;  // not yet drawn
     double power_w_ = 0, tj_c_ = 0, thbm_c_ = 0, energy_uj_ = 0;
     std::array<double, JAL_RAIL_COUNT> rail_w_{};
     std::uint32_t energy_hi_latch_ = 0;

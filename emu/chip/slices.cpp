@@ -24,7 +24,8 @@ Slices::Slices(std::uint64_t seed, std::uint64_t fused, std::uint64_t failing) :
 
 void Slices::reset()
 {
-    bist_started_ = reset_released_ = enable_ = gate_ = 0;
+    bist_started_ = reset_released_ = gate_ = 0;
+    enable_ = 0;
     for (auto& t : bist_start_us_) t = 0;
 }
 
@@ -58,8 +59,8 @@ std::uint32_t Slices::read(std::uint32_t offset, std::uint64_t now_us) const
     case reg(JAL_SLICE_BIST_DONE_HI): return hi(done_mask(now_us));
     case reg(JAL_SLICE_BIST_PASS_LO): return lo(done_mask(now_us) & ~failing_);
     case reg(JAL_SLICE_BIST_PASS_HI): return hi(done_mask(now_us) & ~failing_);
-    case reg(JAL_SLICE_ENABLE_LO): return lo(enable_);
-    case reg(JAL_SLICE_ENABLE_HI): return hi(enable_);
+    case reg(JAL_SLICE_ENABLE_LO): return lo(enabled());
+    case reg(JAL_SLICE_ENABLE_HI): return hi(enabled());
     case reg(JAL_SLICE_GATE_LO): return lo(gate_);
     case reg(JAL_SLICE_GATE_HI): return hi(gate_);
     case reg(JAL_SLICE_BUSY_LO): return lo(busy());
@@ -80,8 +81,8 @@ void Slices::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
     case reg(JAL_SLICE_RESET_HI): reset_released_ = set_hi(reset_released_, value); break;
     case reg(JAL_SLICE_BIST_START_LO): start_bist(value); break;
     case reg(JAL_SLICE_BIST_START_HI): start_bist(std::uint64_t{value} << 32); break;
-    case reg(JAL_SLICE_ENABLE_LO): enable_ = set_lo(enable_, value) & ~fused_; break;
-    case reg(JAL_SLICE_ENABLE_HI): enable_ = set_hi(enable_, value) & ~fused_; break;
+    case reg(JAL_SLICE_ENABLE_LO): enable_ = set_lo(enabled(), value) & ~fused_; break;
+    case reg(JAL_SLICE_ENABLE_HI): enable_ = set_hi(enabled(), value) & ~fused_; break;
     case reg(JAL_SLICE_GATE_LO): gate_ = set_lo(gate_, value); break;
     case reg(JAL_SLICE_GATE_HI): gate_ = set_hi(gate_, value); break;
     default: break;

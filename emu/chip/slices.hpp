@@ -2,6 +2,7 @@
 // the published enable map, power gating and activity.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace jalemu {
@@ -15,11 +16,15 @@ public:
     void write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_us);
     void reset();
 
-    std::uint64_t enabled() const { return enable_; }
+    // Read by the command processor's dispatches too, hence atomic.
+    std::uint64_t enabled() const { return enable_.load(std::memory_order_relaxed); }
     std::uint64_t gated() const { return gate_; }
     std::uint64_t out_of_reset() const { return reset_released_; }
     // Slices running work; with a synthetic load every enabled slice is busy.
-    std::uint64_t busy() const { return synthetic_busy_ ? enable_ : 0; }
+    // Slices running work: every enabled slice with a synthetic load, else the slices a
+    // kernel dispatch holds (set by the command processor).
+    std::uint64_t busy() const { return synthetic_busy_ ? enabled() : dispatch_busy_.load(std::memory_order_relaxed); }
+    void set_dispatch_busy(std::uint64_t mask) { dispatch_busy_.store(mask, std::memory_order_relaxed); }
     void set_synthetic_busy(bool on) { synthetic_busy_ = on; }
     std::uint32_t powered_count() const;
 
@@ -30,7 +35,8 @@ private:
     std::uint64_t bist_us_[64];
     std::uint64_t bist_start_us_[64];
     std::uint64_t bist_started_ = 0;
-    std::uint64_t reset_released_ = 0, enable_ = 0, gate_ = 0;
+    std::uint64_t reset_released_ = 0, gate_ = 0;
+    std::atomic<std::uint64_t> enable_{0}, dispatch_busy_{0};
     bool synthetic_busy_ = false;
 };
 

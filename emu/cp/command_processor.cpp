@@ -39,9 +39,11 @@ void waiter_main(int kickfd, int stopfd, FunctionWake* wake)
 }
 }  // namespace
 
-CommandProcessor::CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu) : host_(host)
+CommandProcessor::CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu, Slices* slices,
+                                   PowerModel* power)
+    : host_(host), dispatch_(hbm, mmu, slices, power)
 {
-    const QueueEngine::Env env{host, hbm, mmu, signals_};
+    const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_};
     for (std::uint32_t q = 0; q < JAL_MAX_USER_QUEUES; ++q) engines_[q] = std::make_unique<QueueEngine>(q, env);
 }
 

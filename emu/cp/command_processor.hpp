@@ -3,6 +3,7 @@
 // turns the function's kick eventfd into engine wakeups.
 #pragma once
 
+#include "cp/dispatch_unit.hpp"
 #include "cp/queue_engine.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
@@ -16,7 +17,10 @@ namespace jalemu {
 
 class CommandProcessor {
 public:
-    CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu);
+    // slices/power: the chip's models kernel dispatches read (enabled map, clock) and feed
+    // (busy slices, energy); null without a chip around the CP.
+    CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu, Slices* slices = nullptr,
+                     PowerModel* power = nullptr);
     ~CommandProcessor();
     CommandProcessor(const CommandProcessor&) = delete;
     CommandProcessor& operator=(const CommandProcessor&) = delete;
@@ -31,6 +35,7 @@ public:
     void reset();
 
     const QueueEngine& queue(std::uint32_t qid) const { return *engines_[qid]; }
+    DispatchUnit& dispatcher() { return dispatch_; }
 
 private:
     struct Waiter {
@@ -46,6 +51,7 @@ private:
     HostInterface& host_;
     std::mutex ctl_;  // engine start/stop: firmware, detaching transport threads, reset
     SignalNotifier signals_;
+    DispatchUnit dispatch_;
     std::array<FunctionWake, JAL_MGMT_MAX_FUNCS> wake_;
     std::array<Waiter, JAL_MGMT_MAX_FUNCS> waiters_;
     std::array<std::unique_ptr<QueueEngine>, JAL_MAX_USER_QUEUES> engines_;

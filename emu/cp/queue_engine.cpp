@@ -3,6 +3,7 @@
 #include "chip/hbm_memory.hpp"
 #include "chip/host_interface.hpp"
 #include "chip/mmu.hpp"
+#include "cp/dispatch_unit.hpp"
 #include "jal/hw/status.h"
 #include "util/log.hpp"
 
@@ -194,7 +195,7 @@ void QueueEngine::run()
         }
 
         probe = false;
-        bool fault = false, irq = false, pending = false;
+        bool fault = false, irq = false, pending = false, dispatch = false;
         {
             HostMemory::Pin pin(mem);
             if (pin.generation() != ring_gen_ && !resolve(pin)) fault = true;
@@ -208,6 +209,10 @@ void QueueEngine::run()
                     pending = true;
                     break;
                 }
+                if (s == Step::dispatch) {
+                    dispatch = true;
+                    break;
+                }
                 ++read;
                 read_.store(read, std::memory_order_release);
                 __atomic_store_n(rptr_, read, __ATOMIC_RELEASE);
@@ -217,6 +222,11 @@ void QueueEngine::run()
                 }
                 if (stop_.load(std::memory_order_relaxed)) break;
             }
+        }
+        if (dispatch && !run_dispatch(mem, read, irq)) fault = true;
+        if (dispatch && !fault) {
+            ++read;
+            read_.store(read, std::memory_order_release);
         }
         if (fault) {
             // The ring or the read index was unmapped under the queue.
@@ -328,7 +338,20 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
             env_.signals.signalled();
             break;
         }
-        case JAL_PACKET_DISPATCH:
+        case JAL_PACKET_DISPATCH: {
+            if (!env_.dispatch) {
+                status = JAL_STATUS_UNSUPPORTED;
+                break;
+            }
+            // The report must be writable before the kernel runs (8-byte aligned, inside
+            // the function's memory); the rest is checked by the dispatch unit.
+            const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
+            if (report % 8) status = JAL_STATUS_INVALID_FIELD;
+            else if (report && !pin.at(report, sizeof(jal_dispatch_report))) status = JAL_STATUS_DMA_FAULT;
+            if (status != JAL_STATUS_OK) break;
+            std::memcpy(dispatch_pkt_, pkt, sizeof pkt);
+            return Step::dispatch;
+        }
         case JAL_PACKET_COLLECTIVE: status = JAL_STATUS_UNSUPPORTED; break;
         default: status = JAL_STATUS_INVALID_OPCODE; break;
         }
@@ -379,6 +402,36 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
         off += n;
     }
     return JAL_STATUS_OK;
+}
+
+bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
+{
+    jal_packet_dispatch pkt;
+    std::memcpy(&pkt, dispatch_pkt_, sizeof pkt);
+    jal_dispatch_report report{};
+    const std::uint32_t status = env_.dispatch->run(pkt, cfg_.ctx, stop_, report);
+
+    HostMemory::Pin pin(mem);
+    if (pin.generation() != ring_gen_ && !resolve(pin)) return false;
+    // The report, like a signal: its last 8 bytes stored last with release, so a host
+    // that sees the signal complete sees the whole report.
+    if (pkt.report) {
+        if (std::byte* r = pin.at(pkt.report, sizeof report)) {
+            std::memcpy(r, &report, sizeof report - 8);
+            std::uint64_t last;
+            std::memcpy(&last, reinterpret_cast<const std::byte*>(&report) + sizeof report - 8, 8);
+            __atomic_store_n(reinterpret_cast<std::uint64_t*>(r + sizeof report - 8), last, __ATOMIC_RELEASE);
+        }
+    }
+    std::byte* signal = nullptr;
+    if (pkt.completion_signal) resolve_signal(pin, pkt.completion_signal, signal);
+    if (signal) complete(signal, status);
+    std::byte* slot = ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE;
+    __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
+    if (status != JAL_STATUS_OK) record_error(status, index);
+    __atomic_store_n(rptr_, index + 1, __ATOMIC_RELEASE);
+    if (pkt.header.flags & JAL_PACKET_F_INTERRUPT) irq = true;
+    return true;
 }
 
 void QueueEngine::drop_unexecuted()

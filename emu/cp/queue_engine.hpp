@@ -16,6 +16,7 @@
 
 namespace jalemu {
 
+class DispatchUnit;
 class HbmMemory;
 class HostInterface;
 class Mmu;
@@ -89,6 +90,7 @@ public:
         HbmMemory& hbm;
         Mmu& mmu;
         SignalNotifier& signals;
+        DispatchUnit* dispatch = nullptr;  // kernel dispatches; null: DISPATCH is UNSUPPORTED
     };
     QueueEngine(std::uint32_t qid, const Env& env);
     ~QueueEngine();
@@ -118,7 +120,7 @@ public:
     const QueueConfig& config() const { return cfg_; }
 
 private:
-    enum class Step { done, done_irq, pending };
+    enum class Step { done, done_irq, pending, dispatch };
 
     void run();
     bool resolve(const HostMemory::Pin& pin);
@@ -130,6 +132,10 @@ private:
                        std::uint64_t size);
     void record_error(std::uint32_t status, std::uint64_t index);
     void complete(std::byte* signal, std::uint32_t status);
+    // Runs the DISPATCH packet execute() set aside, outside any pin of host memory (a
+    // kernel may run for a while), then writes its report and completes it like any
+    // packet. False if the ring went away meanwhile.
+    bool run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq);
 
     const std::uint32_t qid_;
     Env env_;
@@ -144,7 +150,8 @@ private:
     std::byte* ring_ = nullptr;
     std::uint64_t* rptr_ = nullptr;
     std::uint64_t ring_gen_ = 0;
-    // A slot the doorbell covers whose header is still INVALID: since when.
+    // A DISPATCH packet execute() accepted, run by run_dispatch() once the pin is released.
+    alignas(8) std::byte dispatch_pkt_[JAL_PACKET_SIZE]{};
 
     std::atomic<std::uint32_t> state_;
     std::atomic<std::uint32_t> last_error_{0}, errors_{0};

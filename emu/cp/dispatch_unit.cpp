@@ -1,0 +1,106 @@
+#include "cp/dispatch_unit.hpp"
+
+#include "chip/power_model.hpp"
+#include "chip/slices.hpp"
+#include "isa/device_memory.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/status.h"
+
+#include <jal/isa/code_object.hpp>
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+namespace jalemu {
+
+DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power)
+    : hbm_(hbm), mmu_(mmu), slices_(slices), power_(power)
+{
+    if (slices_) bank_.on_change = [s = slices_](std::uint64_t busy) { s->set_dispatch_busy(busy); };
+}
+
+std::vector<isa::SliceSnapshot> DispatchUnit::last_slices() const
+{
+    std::lock_guard lock(last_m_);
+    return last_;
+}
+
+// Reads the header, then the whole object (total_size bytes, at most JAL_CODE_MAX_BYTES),
+// and validates it as toolchain's jal-objdump would (isa/code/).
+std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
+                                 std::uint64_t& fault_va) const
+{
+    isa::DeviceMemory mem(hbm_, mmu_, ctx);
+    isa::Traffic t;
+    jal_code_object_header h{};
+    std::uint32_t st = mem.read(pkt.code_object, &h, sizeof h, 0, t, fault_va);
+    if (st != JAL_STATUS_OK) return st;
+    if (h.total_size < sizeof h || h.total_size > JAL_CODE_MAX_BYTES) return JAL_STATUS_INVALID_LENGTH;
+    std::vector<std::uint8_t> bytes(h.total_size);
+    st = mem.read(pkt.code_object, bytes.data(), bytes.size(), 0, t, fault_va);
+    if (st != JAL_STATUS_OK) return st;
+    jal::isa::CodeObjectView view;
+    st = jal::isa::parse_code_object(bytes, &view, nullptr);
+    if (st != JAL_STATUS_OK) return st;
+    prog = isa::Program::from_words(view.code, view.header.l1_bytes);
+    prog.args_size = view.header.args_size;
+    if (prog.args_size && !mem.mapped(pkt.args, prog.args_size)) {
+        fault_va = pkt.args;
+        return JAL_STATUS_PAGE_FAULT;
+    }
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ctx, const std::atomic<bool>& abort,
+                                jal_dispatch_report& report)
+{
+    report = {};
+    report.fault_slice = ~0u;
+    auto fail = [&](std::uint32_t st, std::uint64_t addr = 0) {
+        report.status = st;
+        report.fault_address = addr;
+        return st;
+    };
+    if (pkt.header.arg & ~JAL_DISPATCH_F_TIMING_ONLY) return fail(JAL_STATUS_INVALID_FIELD);
+    if (pkt.reserved[0] || pkt.reserved[1]) return fail(JAL_STATUS_INVALID_FIELD);
+
+    // Logical ids number the enabled physical slices densely, in physical order.
+    const std::uint64_t enabled = slices_ ? slices_->enabled() : ~0ull;
+    std::vector<isa::DispatchSlice> order;
+    std::uint32_t logical = 0;
+    for (std::uint32_t p = 0; p < JAL_NUM_SLICES; ++p) {
+        if (!(enabled >> p & 1)) continue;
+        if (pkt.slice_mask >> logical & 1) order.push_back({logical, p});
+        ++logical;
+    }
+    if (pkt.slice_mask == 0 || (logical < 64 && (pkt.slice_mask >> logical)))
+        return fail(JAL_STATUS_INVALID_FIELD);
+
+    isa::Program prog;
+    std::uint64_t fault_va = 0;
+    if (const std::uint32_t st = load(pkt, ctx, prog, fault_va); st != JAL_STATUS_OK) return fail(st, fault_va);
+
+    isa::DeviceMemory mem(hbm_, mmu_, ctx);
+    isa::DispatchSetup setup;
+    setup.params.program = &prog;
+    setup.params.memory = &mem;
+    setup.params.args = pkt.args;
+    setup.params.budget = std::uint64_t{pkt.budget_kinsn ? pkt.budget_kinsn : JAL_DISPATCH_DEFAULT_BUDGET_KINSN} * 1000;
+    setup.params.timing_only = pkt.header.arg & JAL_DISPATCH_F_TIMING_ONLY;
+    setup.slices = std::move(order);
+    setup.clock_mhz = power_ ? power_->clock_mhz() : JAL_CLOCK_MAX_MHZ;
+    setup.voltage_mv = power_ ? power_->voltage_mv() : JAL_VOLTAGE_MAX_MV;
+    setup.abort = &abort;
+
+    isa::DispatchResult r = isa::run_dispatch(setup, bank_, isa::WorkerPool::shared());
+    if (power_) power_->add_dispatch_energy(r.energy_j);
+    report = r.report;
+    {
+        std::lock_guard lock(last_m_);
+        last_ = std::move(r.slices);
+    }
+    return report.status;
+}
+
+}  // namespace jalemu

@@ -1,0 +1,50 @@
+// DISPATCH packets (queue.h's jal_packet_dispatch): checks the packet, reads and validates
+// the code object through the queue's context MMU, maps logical slices to physical ones,
+// runs the kernel (isa/dispatch.hpp) at the clock DVFS set, and feeds the modelled energy
+// to the power model. Shared by every queue engine of a chip; runs on the calling engine's
+// thread, so a long dispatch holds up only its own queue (docs/emulator.md).
+#pragma once
+
+#include "isa/dispatch.hpp"
+#include "isa/slice_bank.hpp"
+#include "jal/hw/queue.h"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace jalemu {
+
+class HbmMemory;
+class Mmu;
+class PowerModel;
+class Slices;
+
+class DispatchUnit {
+public:
+    // slices/power may be null (no chip around it): then every slice counts as usable and
+    // the clock is the nominal top clock.
+    DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power);
+
+    // Runs `pkt` for context `ctx`; fills `report` (status included) and returns the status.
+    // `abort` set (queue disabled or reset) stops the kernel with ABORTED.
+    std::uint32_t run(const jal_packet_dispatch& pkt, std::uint32_t ctx, const std::atomic<bool>& abort,
+                      jal_dispatch_report& report);
+
+    // The last dispatch's per-slice state (console "dispatch" command).
+    std::vector<isa::SliceSnapshot> last_slices() const;
+
+private:
+    std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
+                       std::uint64_t& fault_va) const;
+
+    HbmMemory& hbm_;
+    const Mmu& mmu_;
+    Slices* slices_;
+    PowerModel* power_;
+    isa::SliceBank bank_;
+    mutable std::mutex last_m_;
+    std::vector<isa::SliceSnapshot> last_;
+};
+
+}  // namespace jalemu

@@ -1,0 +1,85 @@
+#include "isa/device_memory.hpp"
+
+#include "chip/hbm_memory.hpp"
+#include "jal/hw/status.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace jalemu::isa {
+
+namespace {
+constexpr std::uint64_t kPage = Mmu::kPage;
+}
+
+DeviceMemory::DeviceMemory(HbmMemory& hbm, const Mmu& mmu, std::uint32_t ctx)
+    : hbm_(hbm.range(0, hbm.size()).data()), mmu_(mmu), ctx_(ctx)
+{
+}
+
+bool DeviceMemory::mapped(std::uint64_t va, std::uint64_t len) const
+{
+    if (len == 0) return true;
+    Mmu::View v(mmu_, ctx_);
+    return v.mapped(va, len);
+}
+
+// One page run at a time under the context's shared lock, as the CP's COPY does, so an
+// UNMAP waits for the bytes in flight.
+std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice, Traffic& t,
+                                 std::uint64_t& fault_va) const
+{
+    if (va + len < va) {
+        fault_va = va;
+        return JAL_STATUS_PAGE_FAULT;
+    }
+    auto* out = static_cast<std::byte*>(dst);
+    for (std::uint64_t off = 0; off < len;) {
+        const std::uint64_t a = va + off;
+        const std::uint64_t n = std::min(len - off, kPage - (a & (kPage - 1)));
+        Mmu::View v(mmu_, ctx_);
+        const Mmu::Page* p = v.find(a);
+        if (!p) {
+            fault_va = a;
+            return JAL_STATUS_PAGE_FAULT;
+        }
+        const Mmu::Replica* r = &p->front();
+        for (const Mmu::Replica& x : *p)
+            if (x.slice == slice) {
+                r = &x;
+                break;
+            }
+        (r->slice == slice ? t.local : t.remote) += n;
+        if (out) std::memcpy(out + off, hbm_ + r->pa + (a & (kPage - 1)), n);
+        off += n;
+    }
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice,
+                                  Traffic& t, std::uint64_t& fault_va)
+{
+    if (va + len < va) {
+        fault_va = va;
+        return JAL_STATUS_PAGE_FAULT;
+    }
+    const auto* in = static_cast<const std::byte*>(src);
+    for (std::uint64_t off = 0; off < len;) {
+        const std::uint64_t a = va + off;
+        const std::uint64_t n = std::min(len - off, kPage - (a & (kPage - 1)));
+        Mmu::View v(mmu_, ctx_);
+        const Mmu::Page* p = v.find(a);
+        if (!p) {
+            fault_va = a;
+            return JAL_STATUS_PAGE_FAULT;
+        }
+        for (const Mmu::Replica& r : *p) {
+            (r.slice == slice ? t.local : t.remote) += n;
+            if (in) std::memcpy(hbm_ + r.pa + (a & (kPage - 1)), in + off, n);
+        }
+        off += n;
+    }
+    return JAL_STATUS_OK;
+}
+
+}  // namespace jalemu::isa

@@ -1,0 +1,239 @@
+#include "isa/dispatch.hpp"
+
+#include "isa/timing_rates.hpp"
+#include "jal/hw/status.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace jalemu::isa {
+
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+class Run final : public SliceFabric, public std::enable_shared_from_this<Run> {
+public:
+    Run(const DispatchSetup& setup, SliceBank& bank, WorkerPool& pool)
+        : params_(setup.params), abort_(setup.abort), pool_(pool), exec_(params_, *this)
+    {
+        for (std::uint32_t i = 0; i < setup.slices.size(); ++i) {
+            const DispatchSlice& d = setup.slices[i];
+            slices_.push_back(std::make_unique<SliceState>(i, d.logical, d.physical, bank.l1(d.physical),
+                                                           setup.clock_mhz));
+        }
+        sched_.resize(slices_.size());
+    }
+
+    void start()
+    {
+        std::lock_guard lock(m_);
+        active_ = static_cast<std::uint32_t>(slices_.size());
+        for (std::uint32_t i = 0; i < slices_.size(); ++i) post(i);
+    }
+
+    void wait()
+    {
+        std::unique_lock lock(m_);
+        done_cv_.wait(lock, [&] { return active_ == 0; });
+    }
+
+    DispatchResult result(std::uint32_t voltage_mv) const;
+
+    // ---- SliceFabric ----
+    void send(std::uint32_t from, std::uint32_t to, Message&& m) override
+    {
+        std::lock_guard lock(m_);
+        fifo_[key(from, to)].push_back(std::move(m));
+        Sched& r = sched_[to];
+        if (r.waiting && slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from) wake(to);
+    }
+
+    bool receive(std::uint32_t to, std::uint32_t from, Message& out) override
+    {
+        std::lock_guard lock(m_);
+        auto it = fifo_.find(key(from, to));
+        if (it == fifo_.end() || it->second.empty()) return false;
+        out = std::move(it->second.front());
+        it->second.pop_front();
+        return true;
+    }
+
+    bool barrier(SliceState& s, double& release) override
+    {
+        std::lock_guard lock(m_);
+        if (s.block == BlockReason::barrier) {  // resumed: has the barrier it joined opened?
+            if (s.barrier_gen < gen_) {
+                s.block = BlockReason::none;
+                release = release_;
+                return true;
+            }
+            return false;
+        }
+        s.barrier_gen = gen_;
+        max_arrival_ = std::max(max_arrival_, s.timing.now());
+        if (++arrived_ < slices_.size()) return false;
+        ++gen_;
+        release_ = s.timing.barrier_release(max_arrival_);
+        release = release_;
+        arrived_ = 0;
+        max_arrival_ = 0;
+        for (std::uint32_t i = 0; i < slices_.size(); ++i)
+            if (sched_[i].waiting && slices_[i]->block == BlockReason::barrier) wake(i);
+        return true;
+    }
+
+    bool should_stop(double now) const override
+    {
+        return now > stop_time_.load(std::memory_order_relaxed) ||
+               (abort_ && abort_->load(std::memory_order_relaxed));
+    }
+
+    std::uint32_t slices() const override { return static_cast<std::uint32_t>(slices_.size()); }
+
+private:
+    struct Sched {
+        bool waiting = false;  // blocked, not posted
+    };
+    static std::uint32_t key(std::uint32_t from, std::uint32_t to) { return from << 8 | to; }
+
+    // Under m_.
+    void post(std::uint32_t i)
+    {
+        pool_.post([self = shared_from_this(), i] { self->task(i); });
+    }
+    void wake(std::uint32_t i)
+    {
+        sched_[i].waiting = false;
+        slices_[i]->state = SliceRunState::runnable;
+        ++active_;
+        post(i);
+    }
+
+    void task(std::uint32_t i)
+    {
+        SliceState& s = *slices_[i];
+        for (;;) {
+            const RunResult r = exec_.run(s);
+            std::unique_lock lock(m_);
+            if (r == RunResult::yielded) {
+                post(i);  // to the back of the pool's queue: other slices get their turn
+                return;
+            }
+            if (r == RunResult::blocked) {
+                // The condition may have cleared between the executor's look and now.
+                const bool ready =
+                    (s.block == BlockReason::recv && !fifo_[key(s.block_peer, i)].empty()) ||
+                    (s.block == BlockReason::barrier && s.barrier_gen < gen_);
+                if (ready) {
+                    s.state = SliceRunState::runnable;
+                    continue;
+                }
+                sched_[i].waiting = true;
+            }
+            if (r == RunResult::faulted) {
+                const double t = s.fault_time;
+                if (t < stop_time_.load()) stop_time_.store(t);
+            }
+            if (--active_ == 0) done_cv_.notify_all();
+            return;
+        }
+    }
+
+    DispatchParams params_;
+    const std::atomic<bool>* abort_;
+    WorkerPool& pool_;
+    Executor exec_;
+    std::vector<std::unique_ptr<SliceState>> slices_;
+
+    mutable std::mutex m_;
+    std::condition_variable done_cv_;
+    std::vector<Sched> sched_;
+    std::uint32_t active_ = 0;  // slices posted or running
+    std::map<std::uint32_t, std::deque<Message>> fifo_;
+    std::uint64_t gen_ = 0;
+    std::uint32_t arrived_ = 0;
+    double max_arrival_ = 0, release_ = 0;
+    std::atomic<double> stop_time_{kNever};
+};
+
+DispatchResult Run::result(std::uint32_t voltage_mv) const
+{
+    std::lock_guard lock(m_);
+    DispatchResult out;
+    jal_dispatch_report& rep = out.report;
+    rep.status = JAL_STATUS_OK;
+    rep.fault_slice = ~0u;
+    const SliceState* first = nullptr;
+    const SliceState* stuck = nullptr;
+    double end = 0, compute_pj = 0, hbm_pj = 0;
+    for (const auto& p : slices_) {
+        const SliceState& s = *p;
+        if (s.state == SliceRunState::faulted && (!first || s.fault_time < first->fault_time)) first = &s;
+        if (s.state == SliceRunState::blocked && !stuck) stuck = &s;
+        end = std::max(end, s.timing.end());
+        rep.instructions += s.executed;
+        rep.flops += s.timing.counters().flops;
+        rep.hbm_bytes += s.timing.counters().hbm_bytes;
+        compute_pj += s.timing.counters().energy_pj;
+        hbm_pj += s.timing.counters().hbm_energy_pj;
+        SliceSnapshot snap;
+        snap.logical = s.logical;
+        snap.physical = s.physical;
+        snap.pc = s.pc;
+        snap.state = static_cast<std::uint32_t>(s.state);
+        snap.executed = s.executed;
+        snap.end_ns = s.timing.end();
+        snap.x = s.x;
+        snap.q = s.q;
+        out.slices.push_back(snap);
+    }
+    const SliceState* culprit = nullptr;
+    if (first) {
+        rep.status = first->status;
+        culprit = first;
+    } else if (abort_ && abort_->load()) {
+        rep.status = JAL_STATUS_ABORTED;
+    } else if (stuck) {
+        rep.status = JAL_STATUS_DEADLOCK;
+        culprit = stuck;
+    }
+    if (culprit) {
+        rep.fault_slice = culprit->index;
+        rep.fault_pc = culprit->pc;
+        rep.fault_opcode = culprit->pc < params_.program->code.size() ? params_.program->code[culprit->pc].op : 0;
+        rep.fault_address = culprit->fault_address;
+    }
+    rep.modelled_ns = static_cast<std::uint64_t>(rates::kDispatchOverheadNs + end);
+    const double v = voltage_mv / static_cast<double>(JAL_VOLTAGE_MAX_MV);
+    const double pj = compute_pj * v * v + hbm_pj;
+    rep.energy_nj = static_cast<std::uint64_t>(pj / 1000.0);
+    out.energy_j = pj * 1e-12;
+    return out;
+}
+
+}  // namespace
+
+DispatchResult run_dispatch(const DispatchSetup& setup, SliceBank& bank, WorkerPool& pool)
+{
+    std::uint64_t mask = 0;
+    for (const DispatchSlice& s : setup.slices) mask |= 1ull << s.physical;
+    if (!bank.claim(mask, setup.abort)) {
+        DispatchResult r;
+        r.report.status = JAL_STATUS_ABORTED;
+        r.report.fault_slice = ~0u;
+        return r;
+    }
+    auto run = std::make_shared<Run>(setup, bank, pool);
+    run->start();
+    run->wait();
+    DispatchResult r = run->result(setup.voltage_mv);
+    bank.release(mask);
+    return r;
+}
+
+}  // namespace jalemu::isa

@@ -1,0 +1,370 @@
+#include "isa/executor.hpp"
+
+#include "jal/hw/status.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace jalemu::isa {
+
+namespace {
+
+constexpr std::uint32_t kOk = JAL_STATUS_OK;
+
+bool valid_sem(std::int32_t q) { return q >= 0 && q < JAL_ISA_SEMAPHORES; }
+
+}  // namespace
+
+RunResult Executor::fault(SliceState& s, std::uint32_t status, std::uint64_t address)
+{
+    s.state = SliceRunState::faulted;
+    s.status = status;
+    s.fault_address = address;
+    s.fault_time = s.timing.now();
+    return RunResult::faulted;
+}
+
+RunResult Executor::run(SliceState& s)
+{
+    const std::vector<Insn>& code = p_.program->code;
+    auto& x = s.x;
+    for (std::uint64_t n = 0;; ++n) {
+        if (fabric_.should_stop(s.timing.now())) {
+            s.state = SliceRunState::stopped;
+            return RunResult::stopped;
+        }
+        if (n == kQuantum) return RunResult::yielded;
+        if (s.pc >= code.size()) return fault(s, JAL_STATUS_INVALID_FIELD, s.pc);  // ran off the end
+        const Insn& i = code[s.pc];
+        if (!s.resuming) {
+            if (s.executed >= p_.budget) return fault(s, JAL_STATUS_TIMEOUT);
+            ++s.executed;
+            s.timing.issue();
+        }
+        s.resuming = false;
+        const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
+        std::uint64_t next = s.pc + 1;
+        std::uint32_t st = kOk;
+        std::uint64_t addr = 0;
+        auto wr = [&](std::uint64_t v) {
+            if (i.a) x[i.a] = v;
+        };
+        if (i.a >= 32 && i.op < JAL_OP_TDESC) return fault(s, JAL_STATUS_INVALID_FIELD);
+        switch (i.op) {
+        case JAL_OP_END: s.state = SliceRunState::ended; return RunResult::ended;
+        case JAL_OP_LI: wr(static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
+        case JAL_OP_LUI: wr((x[i.a] & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32)); break;
+        case JAL_OP_MOVSR:
+            switch (i.imm) {
+            case JAL_SR_SLICE: wr(s.index); break;
+            case JAL_SR_NSLICES: wr(fabric_.slices()); break;
+            case JAL_SR_LOGICAL_SLICE: wr(s.logical); break;
+            case JAL_SR_ARGS: wr(p_.args); break;
+            case JAL_SR_CLOCK: wr(s.timing.cycles()); break;
+            case JAL_SR_TIMING_ONLY: wr(p_.timing_only ? 1 : 0); break;
+            default: st = JAL_STATUS_INVALID_FIELD; break;
+            }
+            break;
+        case JAL_OP_ADD: wr(ra + rb); break;
+        case JAL_OP_SUB: wr(ra - rb); break;
+        case JAL_OP_MUL: wr(ra * rb); break;
+        case JAL_OP_DIVU:
+        case JAL_OP_REMU:
+            if (rb == 0) st = JAL_STATUS_INVALID_FIELD;
+            else wr(i.op == JAL_OP_DIVU ? ra / rb : ra % rb);
+            break;
+        case JAL_OP_AND: wr(ra & rb); break;
+        case JAL_OP_OR: wr(ra | rb); break;
+        case JAL_OP_XOR: wr(ra ^ rb); break;
+        case JAL_OP_SHL: wr(ra << (rb & 63)); break;
+        case JAL_OP_SHR: wr(ra >> (rb & 63)); break;
+        case JAL_OP_SLT: wr(static_cast<std::int64_t>(ra) < static_cast<std::int64_t>(rb)); break;
+        case JAL_OP_SLTU: wr(ra < rb); break;
+        case JAL_OP_MIN: wr(static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb)))); break;
+        case JAL_OP_MAX: wr(static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb)))); break;
+        case JAL_OP_ADDI: wr(ra + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
+        case JAL_OP_MULI: wr(ra * static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
+        case JAL_OP_LD:
+        case JAL_OP_ST:
+        case JAL_OP_LW: st = step_memory(s, i, addr); break;
+        case JAL_OP_BEQ:
+        case JAL_OP_BNE:
+        case JAL_OP_BLT:
+        case JAL_OP_BGE:
+        case JAL_OP_BLTU:
+        case JAL_OP_JMP: {
+            const std::uint64_t l = x[i.a], r = x[i.b & 31];
+            bool taken = false;
+            switch (i.op) {
+            case JAL_OP_BEQ: taken = l == r; break;
+            case JAL_OP_BNE: taken = l != r; break;
+            case JAL_OP_BLT: taken = static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r); break;
+            case JAL_OP_BGE: taken = static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r); break;
+            case JAL_OP_BLTU: taken = l < r; break;
+            default: taken = true; break;
+            }
+            if (taken) {
+                const std::int64_t target = static_cast<std::int64_t>(s.pc) + i.imm;
+                if (target < 0 || target >= static_cast<std::int64_t>(code.size())) {
+                    st = JAL_STATUS_INVALID_FIELD;
+                    addr = static_cast<std::uint64_t>(target);
+                } else {
+                    next = static_cast<std::uint64_t>(target);
+                }
+            }
+            break;
+        }
+        case JAL_OP_TRAP:
+            return fault(s, (i.imm > 0 && i.imm < JAL_STATUS_COUNT_) ? static_cast<std::uint32_t>(i.imm)
+                                                                      : std::uint32_t{JAL_STATUS_INVALID_FIELD});
+        case JAL_OP_TDESC: {
+            if (i.a >= JAL_ISA_TILE_REGS) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            Tile t;
+            st = make_tile(x[i.b & 31], x[i.c & 31], x[i.d & 31], static_cast<std::uint32_t>(i.imm),
+                           std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES), t, addr);
+            if (st == kOk) s.t[i.a] = t;
+            break;
+        }
+        case JAL_OP_TLOAD:
+        case JAL_OP_TSTORE:
+        case JAL_OP_TGATHER: st = step_tile_dma(s, i, addr); break;
+        case JAL_OP_WAIT:
+            if (!valid_sem(i.a) || i.imm < 0) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            // Every engine op has completed in the functional model, so a count that is
+            // not there now never will be: the slice blocks for good (the dispatch reports
+            // DEADLOCK once no slice can run).
+            if (s.q[i.a] < static_cast<std::uint64_t>(i.imm)) {
+                s.state = SliceRunState::blocked;
+                s.block = BlockReason::wait;
+                s.resuming = true;
+                return RunResult::blocked;
+            }
+            s.q[i.a] -= static_cast<std::uint64_t>(i.imm);
+            s.timing.wait(i.a, static_cast<std::uint64_t>(i.imm));
+            break;
+        case JAL_OP_SIGNAL:
+            if (!valid_sem(i.a) || i.imm < 0) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            s.q[i.a] += static_cast<std::uint64_t>(i.imm);
+            s.timing.signal(i.a, static_cast<std::uint64_t>(i.imm));
+            break;
+        case JAL_OP_TREAD:
+        case JAL_OP_TWRITE: {
+            if (i.b >= JAL_ISA_TILE_REGS || i.imm < 0) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            const Tile& t = s.t[i.b];
+            if (!t.valid() || (t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32)) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            const std::uint64_t row = x[i.c & 31];
+            const auto col = static_cast<std::uint64_t>(i.imm);
+            if (row >= t.rows || col >= t.cols) {
+                st = JAL_STATUS_OUT_OF_RANGE;
+                addr = t.addr;
+                break;
+            }
+            const std::uint32_t off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
+            s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
+            if (i.op == JAL_OP_TREAD) {
+                std::uint32_t v = 0;
+                if (!p_.timing_only) std::memcpy(&v, s.l1 + off, 4);
+                wr(v);
+            } else if (!p_.timing_only) {
+                const auto v = static_cast<std::uint32_t>(x[i.a]);
+                std::memcpy(s.l1 + off, &v, 4);
+            }
+            break;
+        }
+        case JAL_OP_SEND: {
+            const std::uint64_t to = x[i.b & 31];
+            if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || !valid_sem(i.imm)) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            if (to >= fabric_.slices()) {
+                st = JAL_STATUS_OUT_OF_RANGE;
+                addr = to;
+                break;
+            }
+            const Tile& t = s.t[i.a];
+            const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+            Message m{t.rows, t.cols, t.dtype, {}, 0};
+            if (!p_.timing_only) {
+                m.data.resize(rb * t.rows);
+                for (std::uint32_t r = 0; r < t.rows; ++r)
+                    std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride, rb);
+            }
+            EngineOp op;
+            op.engine = Engine::network;
+            op.reads[0] = t.span();
+            op.semaphore = i.imm;
+            op.net_bytes = rb * t.rows;
+            m.arrival = s.timing.arrival(s.timing.engine_op(op));
+            s.q[i.imm] += 1;
+            fabric_.send(s.index, static_cast<std::uint32_t>(to), std::move(m));
+            break;
+        }
+        case JAL_OP_RECV: {
+            const std::uint64_t from = x[i.b & 31];
+            if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || !valid_sem(i.imm)) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            if (from >= fabric_.slices()) {
+                st = JAL_STATUS_OUT_OF_RANGE;
+                addr = from;
+                break;
+            }
+            Message m;
+            if (!fabric_.receive(s.index, static_cast<std::uint32_t>(from), m)) {
+                s.state = SliceRunState::blocked;
+                s.block = BlockReason::recv;
+                s.block_peer = static_cast<std::uint32_t>(from);
+                s.resuming = true;
+                return RunResult::blocked;
+            }
+            const Tile& t = s.t[i.a];
+            if (m.rows != t.rows || m.cols != t.cols || m.dtype != t.dtype) {
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
+            }
+            if (!p_.timing_only && !m.data.empty()) {
+                const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+                for (std::uint32_t r = 0; r < t.rows; ++r)
+                    std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb, rb);
+            }
+            EngineOp op;
+            op.engine = Engine::network;
+            op.writes = t.span();
+            op.semaphore = i.imm;
+            s.timing.recv(op, m.arrival);
+            s.q[i.imm] += 1;
+            break;
+        }
+        case JAL_OP_BARRIER: {
+            double release = 0;
+            if (!fabric_.barrier(s, release)) {
+                s.state = SliceRunState::blocked;
+                s.block = BlockReason::barrier;
+                s.resuming = true;
+                return RunResult::blocked;
+            }
+            s.timing.resume_at(release);
+            break;
+        }
+        default: {
+            const bool tile_op = i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);
+            if (!tile_op) return fault(s, JAL_STATUS_INVALID_OPCODE);
+            EngineOp op;
+            st = execute_tile_op(s, i, p_.timing_only, op, addr);
+            if (st == kOk) s.timing.engine_op(op);
+            break;
+        }
+        }
+        if (st != kOk) return fault(s, st, addr);
+        s.pc = static_cast<std::uint32_t>(next);
+    }
+}
+
+std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t& addr)
+{
+    const std::uint64_t va = s.x[i.b & 31] + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+    const unsigned size = i.op == JAL_OP_LW ? 4 : 8;
+    addr = va;
+    if (va % size) return JAL_STATUS_INVALID_FIELD;
+    Traffic t;
+    std::uint64_t fault_va = va;
+    std::uint32_t st;
+    if (i.op == JAL_OP_ST) {
+        const std::uint64_t v = s.x[i.a];
+        // Timing-only dispatches never write device memory; the address must still be mapped.
+        st = p_.timing_only ? p_.memory->read(va, nullptr, size, s.physical, t, fault_va)
+                            : p_.memory->write(va, &v, size, s.physical, t, fault_va);
+        if (st == JAL_STATUS_OK) s.timing.scalar_store(va, size, t.remote != 0);
+    } else {
+        std::uint64_t v = 0;
+        st = p_.memory->read(va, &v, size, s.physical, t, fault_va);
+        if (st == JAL_STATUS_OK) {
+            if (i.a) s.x[i.a] = size == 4 ? (v & 0xffffffffull) : v;
+            s.timing.scalar_load(va, t.remote != 0);
+        }
+    }
+    if (st != JAL_STATUS_OK) addr = fault_va;
+    return st;
+}
+
+std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr)
+{
+    if (i.a >= JAL_ISA_TILE_REGS || !valid_sem(i.imm) || !s.t[i.a].valid()) return JAL_STATUS_INVALID_FIELD;
+    const Tile& t = s.t[i.a];
+    const std::uint64_t base = s.x[i.b & 31];
+    const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+    const bool data = !p_.timing_only;
+    EngineOp op;
+    op.engine = Engine::dma;
+    op.semaphore = i.imm;
+    std::uint64_t fault_va = 0;
+    std::uint32_t st = JAL_STATUS_OK;
+
+    if (i.op == JAL_OP_TLOAD || i.op == JAL_OP_TSTORE) {
+        const std::uint64_t stride = s.x[i.c & 31] ? s.x[i.c & 31] : rb;
+        if (i.op == JAL_OP_TSTORE) {
+            // Every row is checked before any is written: a faulting store writes nothing.
+            for (std::uint32_t r = 0; r < t.rows; ++r) {
+                Traffic ignore;
+                if (p_.memory->read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) != JAL_STATUS_OK) {
+                    addr = fault_va;
+                    return JAL_STATUS_PAGE_FAULT;
+                }
+            }
+            op.reads[0] = t.span();
+        } else {
+            op.writes = t.span();
+        }
+        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK; ++r) {
+            std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
+            const std::uint64_t va = base + r * stride;
+            if (i.op == JAL_OP_TLOAD) st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+            else st = p_.memory->write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+        }
+    } else {  // TGATHER
+        if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;
+        const Tile& idx = s.t[i.d];
+        if (!idx.valid() || idx.dtype != JAL_DT_I32 || idx.cols != 1 || idx.rows != t.rows)
+            return JAL_STATUS_INVALID_FIELD;
+        const std::uint64_t table_stride = s.x[i.c & 31];
+        op.reads[0] = idx.span();
+        op.writes = t.span();
+        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK; ++r) {
+            // Timing-only: the index tile holds no data, so every row is costed as the
+            // table's first row (its owner decides local or remote).
+            std::int32_t row = 0;
+            if (data) std::memcpy(&row, s.l1 + idx.addr + std::uint64_t{r} * idx.stride, 4);
+            const std::uint64_t va = base + static_cast<std::uint64_t>(static_cast<std::int64_t>(row)) * table_stride;
+            std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
+            st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+        }
+    }
+    if (st != JAL_STATUS_OK) {
+        addr = fault_va;
+        return st;
+    }
+    s.timing.engine_op(op);
+    s.q[i.imm] += 1;
+    return JAL_STATUS_OK;
+}
+
+}  // namespace jalemu::isa

@@ -1,0 +1,46 @@
+// Functional execution of one slice: runs its instructions with isa.h's sequential
+// semantics until the program ends, faults, blocks (RECV with nothing queued, BARRIER,
+// a WAIT that can never be satisfied) or uses up its quantum, reporting every instruction
+// to the slice's timing model.
+#pragma once
+
+#include "isa/device_memory.hpp"
+#include "isa/fabric.hpp"
+#include "isa/insn.hpp"
+#include "isa/slice_state.hpp"
+
+#include <cstdint>
+
+namespace jalemu::isa {
+
+struct DispatchParams {
+    const Program* program = nullptr;
+    DeviceMemory* memory = nullptr;
+    std::uint64_t args = 0;            // JAL_SR_ARGS
+    std::uint64_t budget = 0;          // instructions per slice
+    bool timing_only = false;
+};
+
+enum class RunResult { ended, faulted, blocked, yielded, stopped };
+
+class Executor {
+public:
+    static constexpr std::uint64_t kQuantum = 1u << 16;  // instructions before yielding
+
+    Executor(const DispatchParams& p, SliceFabric& fabric) : p_(p), fabric_(fabric) {}
+    RunResult run(SliceState& s);
+
+private:
+    RunResult fault(SliceState& s, std::uint32_t status, std::uint64_t address = 0);
+    std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
+    std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
+
+    const DispatchParams& p_;
+    SliceFabric& fabric_;
+};
+
+// The matrix and vector ops (MMA, V*): field checks, the computation (none in timing-only
+// mode) and the engine op for the timing model. Returns a jal_status.
+std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op, std::uint64_t& addr);
+
+}  // namespace jalemu::isa

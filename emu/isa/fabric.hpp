@@ -1,0 +1,38 @@
+// What the slices of one dispatch share: the collective network's point-to-point FIFOs,
+// the barrier, and the stop rule. Implemented by the dispatch (dispatch.cpp), which is
+// also the scheduler; the executor only calls it.
+#pragma once
+
+#include "isa/slice_state.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace jalemu::isa {
+
+// A tile in flight on the collective network: its shape and packed rows (no data in
+// timing-only mode), and when it arrives (modelled).
+struct Message {
+    std::uint32_t rows = 0, cols = 0, dtype = 0;
+    std::vector<std::byte> data;
+    double arrival = 0;
+};
+
+class SliceFabric {
+public:
+    virtual ~SliceFabric() = default;
+    // Appends to the FIFO from `from` to `to` (wakes `to` if it waits on it).
+    virtual void send(std::uint32_t from, std::uint32_t to, Message&& m) = 0;
+    // Pops the next message of the FIFO from `from` to `to`; false if it is empty.
+    virtual bool receive(std::uint32_t to, std::uint32_t from, Message& out) = 0;
+    // Arrives at (or, resumed, checks) the current barrier: true when every slice has
+    // arrived, with the modelled time the slices leave it.
+    virtual bool barrier(SliceState& s, double& release) = 0;
+    // The slice must stop: the dispatch was aborted, or another slice faulted at an
+    // earlier modelled time than `now` (so no later fault can be the first).
+    virtual bool should_stop(double now) const = 0;
+    virtual std::uint32_t slices() const = 0;
+};
+
+}  // namespace jalemu::isa

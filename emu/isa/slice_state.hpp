@@ -1,0 +1,44 @@
+// The architectural state of one slice during a dispatch (isa.h's machine model), its
+// timing, and what the scheduler needs to know about it (blocked on what, fault).
+#pragma once
+
+#include "isa/tile.hpp"
+#include "isa/timing.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace jalemu::isa {
+
+enum class SliceRunState : std::uint8_t { runnable, blocked, ended, faulted, stopped };
+enum class BlockReason : std::uint8_t { none, recv, barrier, wait };  // wait: can never be satisfied
+
+struct SliceState {
+    SliceState(std::uint32_t index_, std::uint32_t logical_, std::uint32_t physical_, std::byte* l1_,
+               std::uint32_t clock_mhz)
+        : index(index_), logical(logical_), physical(physical_), l1(l1_), timing(clock_mhz)
+    {
+    }
+
+    std::uint32_t index, logical, physical;  // dispatch index, logical and physical slice ids
+    std::array<std::uint64_t, JAL_ISA_SCALAR_REGS> x{};
+    std::array<Tile, JAL_ISA_TILE_REGS> t{};
+    std::array<std::uint64_t, JAL_ISA_SEMAPHORES> q{};
+    std::uint32_t pc = 0;
+    std::byte* l1;  // JAL_SLICE_L1_BYTES of tile memory (contents undefined at start)
+    std::uint64_t executed = 0;
+    SliceTiming timing;
+
+    SliceRunState state = SliceRunState::runnable;
+    BlockReason block = BlockReason::none;
+    std::uint32_t block_peer = 0;  // RECV: the sending slice
+    bool resuming = false;  // the instruction at pc was issued before the slice blocked
+    std::uint64_t barrier_gen = 0;
+
+    std::uint32_t status = 0;  // jal_status of a fault
+    std::uint64_t fault_address = 0;
+    double fault_time = 0;
+};
+
+}  // namespace jalemu::isa

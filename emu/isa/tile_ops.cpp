@@ -1,0 +1,324 @@
+// The matrix engine (MMA) and the vector engine (V* ops): operand checks, the arithmetic
+// (jal::numerics for MMA, conversions and transcendentals; plain F32 otherwise) and the
+// engine op the timing model costs. Operands are copied out of L1 before the result is
+// written, so a result tile may overlap its inputs (td = ta is the common case).
+#include "isa/executor.hpp"
+
+#include <jal/isa/numerics.hpp>
+#include <jal/isa/tile_math.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+namespace jalemu::isa {
+
+namespace {
+
+constexpr std::uint32_t kOk = JAL_STATUS_OK;
+constexpr std::uint32_t kBad = JAL_STATUS_INVALID_FIELD;
+
+const Tile* tile(const SliceState& s, std::uint8_t r)
+{
+    if (r >= JAL_ISA_TILE_REGS || !s.t[r].valid()) return nullptr;
+    return &s.t[r];
+}
+
+std::vector<float> load(const SliceState& s, const Tile& t)
+{
+    std::vector<float> v(t.elements());
+    for (std::uint32_t r = 0; r < t.rows; ++r)
+        jal::numerics::dequantize_row(static_cast<jal_dtype>(t.dtype), s.l1 + t.addr + std::uint64_t{r} * t.stride,
+                                      v.data() + std::uint64_t{r} * t.cols, t.cols);
+    return v;
+}
+
+template <typename T>
+void store_raw(SliceState& s, const Tile& t, const std::vector<T>& v)
+{
+    for (std::uint32_t r = 0; r < t.rows; ++r)
+        std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, v.data() + std::uint64_t{r} * t.cols,
+                    std::uint64_t{t.cols} * sizeof(T));
+}
+
+float f32_bits(std::uint32_t b)
+{
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+
+// tb's shape relative to the result: same, a row (1 x N), a column (M x 1) or 1 x 1.
+bool broadcastable(const Tile& res, const Tile& b)
+{
+    return (b.rows == res.rows || b.rows == 1) && (b.cols == res.cols || b.cols == 1);
+}
+
+float at_broadcast(const std::vector<float>& b, const Tile& bt, std::uint32_t r, std::uint32_t c)
+{
+    return b[std::uint64_t{bt.rows == 1 ? 0 : r} * bt.cols + (bt.cols == 1 ? 0 : c)];
+}
+
+// Slower input format first: F32 < BF16/F16 < MXFP8/Q8_0 < MXFP4.
+int speed_rank(std::uint32_t dt)
+{
+    switch (dt) {
+    case JAL_DT_MXFP4: return 3;
+    case JAL_DT_MXFP8_E4M3:
+    case JAL_DT_MXFP8_E5M2:
+    case JAL_DT_Q8_0: return 2;
+    case JAL_DT_BF16:
+    case JAL_DT_F16: return 1;
+    default: return 0;
+    }
+}
+
+bool mma_input(std::uint32_t dt) { return dtype_known(dt) && dt != JAL_DT_I32; }
+
+jal::numerics::ConstTile const_view(const SliceState& s, const Tile& t)
+{
+    return {s.l1 + t.addr, t.rows, t.cols, t.stride, static_cast<jal_dtype>(t.dtype)};
+}
+
+std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
+{
+    const Tile *acc = tile(s, i.a), *a = tile(s, i.b), *b = tile(s, i.c);
+    if (!acc || !a || !b || i.d || i.imm) return kBad;
+    if (acc->dtype != JAL_DT_F32 || !mma_input(a->dtype) || !mma_input(b->dtype)) return kBad;
+    if (b->dtype == JAL_DT_Q8_0 && a->dtype != JAL_DT_Q8_0) return kBad;
+    if (acc->rows != a->rows || acc->cols != b->rows || a->cols != b->cols) return kBad;
+    if (!timing_only) {
+        const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride, JAL_DT_F32};
+        const jal_status st = jal::numerics::mma(out, const_view(s, *a), const_view(s, *b));
+        if (st != JAL_STATUS_OK) return st;
+    }
+    op.engine = Engine::matrix;
+    op.reads = {a->span(), b->span(), acc->span()};
+    op.writes = acc->span();
+    op.flops = 2ull * acc->rows * acc->cols * a->cols;
+    op.mma_dtype = speed_rank(a->dtype) <= speed_rank(b->dtype) ? a->dtype : b->dtype;
+    return kOk;
+}
+
+}  // namespace
+
+std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op, std::uint64_t& addr)
+{
+    (void)addr;
+    if (i.op == JAL_OP_MMA) return mma(s, i, timing_only, op);
+
+    op.engine = Engine::vector;
+    const Tile* td = tile(s, i.a);
+    if (!td) return kBad;
+    const std::uint64_t n = td->elements();
+    op.writes = td->span();
+    const bool compute = !timing_only;
+
+    switch (i.op) {
+    case JAL_OP_VADD:
+    case JAL_OP_VSUB:
+    case JAL_OP_VMUL:
+    case JAL_OP_VMAX:
+    case JAL_OP_VMIN:
+    case JAL_OP_VFMA: {
+        const Tile *ta = tile(s, i.b), *tb = tile(s, i.c);
+        if (!ta || !tb || i.d || i.imm) return kBad;
+        if (td->dtype != JAL_DT_F32 || ta->dtype != JAL_DT_F32 || tb->dtype != JAL_DT_F32) return kBad;
+        if (!td->same_shape(*ta) || !broadcastable(*td, *tb)) return kBad;
+        op.reads = {ta->span(), tb->span(), i.op == JAL_OP_VFMA ? td->span() : L1Range{}};
+        op.elems = n;
+        op.flops = i.op == JAL_OP_VFMA ? 2 * n : n;
+        if (!compute) return kOk;
+        const std::vector<float> a = load(s, *ta), b = load(s, *tb);
+        std::vector<float> d = i.op == JAL_OP_VFMA ? load(s, *td) : std::vector<float>(n);
+        for (std::uint32_t r = 0; r < td->rows; ++r)
+            for (std::uint32_t c = 0; c < td->cols; ++c) {
+                const std::uint64_t k = std::uint64_t{r} * td->cols + c;
+                const float x = a[k], y = at_broadcast(b, *tb, r, c);
+                switch (i.op) {
+                case JAL_OP_VADD: d[k] = x + y; break;
+                case JAL_OP_VSUB: d[k] = x - y; break;
+                case JAL_OP_VMUL: d[k] = x * y; break;
+                case JAL_OP_VMAX: d[k] = std::fmax(x, y); break;
+                case JAL_OP_VMIN: d[k] = std::fmin(x, y); break;
+                default: d[k] = std::fma(x, y, d[k]); break;
+                }
+            }
+        store_raw(s, *td, d);
+        return kOk;
+    }
+    case JAL_OP_VSCALE:
+    case JAL_OP_VADDS:
+    case JAL_OP_VEXP:
+    case JAL_OP_VRSQRT:
+    case JAL_OP_VSILU:
+    case JAL_OP_VSIGMOID:
+    case JAL_OP_VRECIP:
+    case JAL_OP_VNEG:
+    case JAL_OP_VCLAMP: {
+        const Tile* ta = tile(s, i.b);
+        if (!ta) return kBad;
+        const bool imm_op = i.op == JAL_OP_VSCALE || i.op == JAL_OP_VADDS;
+        if (i.op == JAL_OP_VCLAMP ? (i.c >= 32 || i.d >= 32 || i.imm) : (i.c || i.d || (!imm_op && i.imm)))
+            return kBad;
+        if (td->dtype != JAL_DT_F32 || ta->dtype != JAL_DT_F32 || !td->same_shape(*ta)) return kBad;
+        op.reads[0] = ta->span();
+        const bool trans = i.op >= JAL_OP_VEXP && i.op <= JAL_OP_VRECIP;
+        (trans ? op.trans_elems : op.elems) = n;
+        op.flops = i.op == JAL_OP_VCLAMP ? 2 * n : n;
+        if (!compute) return kOk;
+        std::vector<float> v = load(s, *ta);
+        const float k = f32_bits(static_cast<std::uint32_t>(i.imm));
+        switch (i.op) {
+        case JAL_OP_VSCALE: for (float& x : v) x *= k; break;
+        case JAL_OP_VADDS: for (float& x : v) x += k; break;
+        case JAL_OP_VEXP: jal::numerics::exp_f32(v.data(), v.data(), n); break;
+        case JAL_OP_VRSQRT: jal::numerics::rsqrt_f32(v.data(), v.data(), n); break;
+        case JAL_OP_VSILU: jal::numerics::silu_f32(v.data(), v.data(), n); break;
+        case JAL_OP_VSIGMOID: jal::numerics::sigmoid_f32(v.data(), v.data(), n); break;
+        case JAL_OP_VRECIP: jal::numerics::recip_f32(v.data(), v.data(), n); break;
+        case JAL_OP_VNEG: for (float& x : v) x = -x; break;
+        default: {
+            const float lo = f32_bits(static_cast<std::uint32_t>(s.x[i.c])),
+                        hi = f32_bits(static_cast<std::uint32_t>(s.x[i.d]));
+            for (float& x : v) x = std::fmin(std::fmax(x, lo), hi);
+            break;
+        }
+        }
+        store_raw(s, *td, v);
+        return kOk;
+    }
+    case JAL_OP_VREDSUM:
+    case JAL_OP_VREDMAX:
+    case JAL_OP_VARGMAX:
+    case JAL_OP_VTOPK:
+    case JAL_OP_VTOPKV: {
+        const Tile* ta = tile(s, i.b);
+        if (!ta || i.c || i.d || ta->dtype != JAL_DT_F32 || td->rows != ta->rows) return kBad;
+        const bool topk = i.op == JAL_OP_VTOPK || i.op == JAL_OP_VTOPKV;
+        const std::uint32_t k = topk ? static_cast<std::uint32_t>(i.imm) : 1;
+        if (topk ? (i.imm < 1 || k > ta->cols) : i.imm != 0) return kBad;
+        if (td->cols != k) return kBad;
+        const bool ints = i.op == JAL_OP_VARGMAX || i.op == JAL_OP_VTOPK;
+        if (td->dtype != (ints ? JAL_DT_I32 : JAL_DT_F32)) return kBad;
+        op.reads[0] = ta->span();
+        (topk ? op.sort_elems : op.elems) = ta->elements();
+        op.flops = i.op == JAL_OP_VREDSUM ? ta->elements() : 0;
+        if (!compute) return kOk;
+        const std::vector<float> a = load(s, *ta);
+        std::vector<float> outf(td->elements());
+        std::vector<std::int32_t> outi(td->elements());
+        std::vector<std::uint32_t> idx(ta->cols);
+        for (std::uint32_t r = 0; r < ta->rows; ++r) {
+            const float* row = a.data() + std::uint64_t{r} * ta->cols;
+            if (i.op == JAL_OP_VREDSUM) {
+                float sum = 0;
+                for (std::uint32_t c = 0; c < ta->cols; ++c) sum += row[c];
+                outf[r] = sum;
+            } else if (i.op == JAL_OP_VREDMAX) {
+                float m = row[0];
+                for (std::uint32_t c = 1; c < ta->cols; ++c) m = std::fmax(m, row[c]);
+                outf[r] = m;
+            } else if (i.op == JAL_OP_VARGMAX) {
+                std::uint32_t best = 0;
+                for (std::uint32_t c = 1; c < ta->cols; ++c)
+                    if (row[c] > row[best] || (std::isnan(row[best]) && !std::isnan(row[c]))) best = c;
+                outi[r] = static_cast<std::int32_t>(best);
+            } else {
+                // Descending; NaN sorts last; ties keep the lower index first.
+                std::iota(idx.begin(), idx.end(), 0u);
+                auto greater = [&](std::uint32_t x, std::uint32_t y) {
+                    if (std::isnan(row[y])) return !std::isnan(row[x]);
+                    return row[x] > row[y];
+                };
+                std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](std::uint32_t x, std::uint32_t y) {
+                    return greater(x, y) || (!greater(y, x) && x < y);
+                });
+                for (std::uint32_t j = 0; j < k; ++j) {
+                    outi[std::uint64_t{r} * k + j] = static_cast<std::int32_t>(idx[j]);
+                    outf[std::uint64_t{r} * k + j] = row[idx[j]];
+                }
+            }
+        }
+        if (ints) store_raw(s, *td, outi);
+        else store_raw(s, *td, outf);
+        return kOk;
+    }
+    case JAL_OP_VCVT: {
+        const Tile* ta = tile(s, i.b);
+        if (!ta || i.c || i.d || !td->same_shape(*ta)) return kBad;
+        if (i.imm != JAL_CVT_OCP && i.imm != JAL_CVT_GGML) return kBad;
+        op.reads[0] = ta->span();
+        op.convert_elems = n;
+        if (!compute) return kOk;
+        const std::vector<float> v = load(s, *ta);
+        for (std::uint32_t r = 0; r < td->rows; ++r)
+            jal::numerics::quantize_row(static_cast<jal_dtype>(td->dtype), v.data() + std::uint64_t{r} * td->cols,
+                                        s.l1 + td->addr + std::uint64_t{r} * td->stride, td->cols,
+                                        static_cast<jal_cvt_mode>(i.imm));
+        return kOk;
+    }
+    case JAL_OP_VCOPY: {
+        const Tile* ta = tile(s, i.b);
+        if (!ta || i.c || i.d || i.imm || !td->same_shape(*ta) || td->dtype != ta->dtype) return kBad;
+        op.reads[0] = ta->span();
+        op.elems = n;
+        if (!compute) return kOk;
+        const std::uint64_t rb = row_bytes(td->dtype, td->cols);
+        std::vector<std::byte> tmp(rb * td->rows);
+        for (std::uint32_t r = 0; r < td->rows; ++r)
+            std::memcpy(tmp.data() + r * rb, s.l1 + ta->addr + std::uint64_t{r} * ta->stride, rb);
+        for (std::uint32_t r = 0; r < td->rows; ++r)
+            std::memcpy(s.l1 + td->addr + std::uint64_t{r} * td->stride, tmp.data() + r * rb, rb);
+        return kOk;
+    }
+    case JAL_OP_VFILL: {
+        if (i.b || i.c || i.d || (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32)) return kBad;
+        op.elems = n;
+        if (!compute) return kOk;
+        store_raw(s, *td, std::vector<std::int32_t>(n, i.imm));
+        return kOk;
+    }
+    case JAL_OP_VMASK: {
+        if (i.b >= 32 || i.c >= 32 || i.d || i.imm < 0 || td->dtype != JAL_DT_F32) return kBad;
+        op.reads[0] = td->span();
+        op.elems = n;
+        if (!compute) return kOk;
+        std::vector<float> v = load(s, *td);
+        const auto q0 = static_cast<std::int64_t>(s.x[i.b]), k0 = static_cast<std::int64_t>(s.x[i.c]);
+        for (std::uint32_t r = 0; r < td->rows; ++r)
+            for (std::uint32_t c = 0; c < td->cols; ++c) {
+                const std::int64_t q = q0 + r, key = k0 + c;
+                if (key > q || (i.imm > 0 && q - key >= i.imm))
+                    v[std::uint64_t{r} * td->cols + c] = -std::numeric_limits<float>::infinity();
+            }
+        store_raw(s, *td, v);
+        return kOk;
+    }
+    case JAL_OP_VIOTA: {
+        if (i.b >= 32 || i.c >= 32 || i.d || i.imm || (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32))
+            return kBad;
+        op.elems = n;
+        if (!compute) return kOk;
+        const std::uint64_t start = s.x[i.b], step = s.x[i.c];
+        if (td->dtype == JAL_DT_I32) {
+            std::vector<std::int32_t> v(n);
+            for (std::uint64_t k = 0; k < n; ++k)
+                v[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(start + (k % td->cols) * step));
+            store_raw(s, *td, v);
+        } else {
+            std::vector<float> v(n);
+            for (std::uint64_t k = 0; k < n; ++k)
+                v[k] = static_cast<float>(static_cast<std::int64_t>(start + (k % td->cols) * step));
+            store_raw(s, *td, v);
+        }
+        return kOk;
+    }
+    default: return JAL_STATUS_INVALID_OPCODE;
+    }
+}
+
+}  // namespace jalemu::isa

@@ -1,0 +1,99 @@
+// The timing model of one slice: knows time, never data. The executor reports every
+// instruction it executes (timing_event.hpp); this side keeps the scalar unit's issue
+// time, each engine's free-at time, the recent engine ops' L1 ranges (hazards), the
+// semaphores' pending signal times, and the energy spent. Deterministic: it sees the same
+// instruction stream whatever the host does.
+#pragma once
+
+#include "isa/device_memory.hpp"
+#include "isa/tile.hpp"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace jalemu::isa {
+
+enum class Engine : std::uint8_t { dma, matrix, vector, network, count_ };
+
+// An op for one of the asynchronous engines, as the executor reports it.
+struct EngineOp {
+    Engine engine = Engine::dma;
+    std::array<L1Range, 3> reads{};  // tiles read (empty ranges unused)
+    L1Range writes{};                // tile written
+    int semaphore = -1;              // signalled (+1) at completion
+    // DMA: bytes by owner relative to this slice; store: L1 -> HBM.
+    Traffic traffic{};
+    // matrix: flops at the slower input format's rate (a jal_dtype)
+    std::uint64_t flops = 0;
+    std::uint32_t mma_dtype = 0;
+    // vector: elements processed per cost class
+    std::uint64_t elems = 0, trans_elems = 0, convert_elems = 0, sort_elems = 0;
+    // network: bytes sent
+    std::uint64_t net_bytes = 0;
+};
+
+struct TimingCounters {
+    std::uint64_t flops = 0, hbm_bytes = 0, net_bytes = 0;
+    double energy_pj = 0;   // at nominal voltage; the dispatch scales compute by V²
+    double hbm_energy_pj = 0;  // the part that does not scale with the core voltage
+};
+
+class SliceTiming {
+public:
+    explicit SliceTiming(std::uint32_t clock_mhz);
+
+    double now() const { return t_; }
+    double cycle_ns() const { return cycle_; }
+    std::uint64_t cycles() const { return static_cast<std::uint64_t>(t_ / cycle_); }
+
+    // Every instruction: one issue cycle of the scalar unit.
+    void issue();
+    // LD/LW: the scalar data cache, or a miss to HBM (local or remote).
+    void scalar_load(std::uint64_t va, bool remote);
+    void scalar_store(std::uint64_t va, std::uint64_t bytes, bool remote);
+    // TREAD/TWRITE: the scalar unit waits for engine ops that write (or, for a write,
+    // touch) the range.
+    void scalar_tile_access(L1Range r, bool write);
+    // Issues an engine op; returns its completion time. For SEND that is when the tile
+    // has left (arrival at the receiver adds the network latency: arrival()).
+    double engine_op(const EngineOp& op);
+    double arrival(double send_end) const;
+    // RECV: completes at max(its start, the tile's arrival).
+    void recv(const EngineOp& op, double arrival);
+    // SIGNAL: q += n now. WAIT: stall until n signals have completed, consume them.
+    void signal(unsigned q, std::uint64_t n);
+    void wait(unsigned q, std::uint64_t n);
+    // BARRIER: the slice arrives at now(); every slice leaves at release().
+    double barrier_release(double last_arrival) const;
+    void resume_at(double t);
+
+    // When the slice's last op completes (END).
+    double end() const;
+    const TimingCounters& counters() const { return ctr_; }
+
+private:
+    struct Pending {
+        std::array<L1Range, 3> reads;
+        L1Range writes;
+        double end;
+    };
+    double hazard_floor(const EngineOp& op) const;
+    void retire_and_make_room();
+    void record(const EngineOp& op, double end);
+    void add_signal(int q, double when, std::uint64_t n);
+
+    double cycle_;   // ns per cycle at this clock
+    double scale_;   // clock / nominal
+    double t_ = 0;   // scalar issue time, ns since the dispatch started
+    std::array<double, static_cast<size_t>(Engine::count_)> free_{};
+    double last_end_ = 0;
+    std::vector<Pending> pending_;
+    // Per semaphore: signals not yet consumed, (completion time, count), sorted by time.
+    std::array<std::deque<std::pair<double, std::uint64_t>>, JAL_ISA_SEMAPHORES> sems_;
+    std::array<std::uint64_t, 64> cache_tags_{};  // line address + 1; 0 = empty
+    TimingCounters ctr_;
+};
+
+}  // namespace jalemu::isa

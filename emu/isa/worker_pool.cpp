@@ -1,0 +1,53 @@
+#include "isa/worker_pool.hpp"
+
+#include <algorithm>
+
+namespace jalemu::isa {
+
+WorkerPool::WorkerPool(unsigned threads)
+{
+    threads = std::max(1u, threads);
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { main(); });
+}
+
+WorkerPool::~WorkerPool()
+{
+    {
+        std::lock_guard lock(m_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void WorkerPool::post(std::function<void()> task)
+{
+    {
+        std::lock_guard lock(m_);
+        tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+}
+
+void WorkerPool::main()
+{
+    for (;;) {
+        std::function<void()> task;
+        {
+            std::unique_lock lock(m_);
+            cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+            if (tasks_.empty()) return;  // stopping, and nothing left
+            task = std::move(tasks_.front());
+            tasks_.pop_front();
+        }
+        task();
+    }
+}
+
+WorkerPool& WorkerPool::shared()
+{
+    static WorkerPool pool(std::max(1u, std::thread::hardware_concurrency()));
+    return pool;
+}
+
+}  // namespace jalemu::isa
