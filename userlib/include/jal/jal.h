@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define JAL_API_VERSION_MAJOR 1
-#define JAL_API_VERSION_MINOR 0
+#define JAL_API_VERSION_MINOR 1 /* 1.1: jal_queue_dispatch */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
@@ -199,6 +199,25 @@ JAL_API jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, ui
 				      jal_signal_t completion);
 /* A 64-byte packet as given (header word first; it is published last). */
 JAL_API jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void *packet);
+
+/* A kernel dispatch (JAL_PACKET_DISPATCH, jal/hw/queue.h): every slice of slice_mask runs
+ * the code object at device address code_object, reading its arguments from args. The
+ * device validates the code object before any slice runs; a fault in any slice fails the
+ * packet with that status. If report is not 0, the device writes a struct
+ * jal_dispatch_report (fault slice, pc and opcode, modelled time, counters) at that host
+ * bus address before completing the signal. */
+typedef struct jal_dispatch_desc {
+	uint32_t size;          /* sizeof(struct jal_dispatch_desc) */
+	uint32_t flags;         /* JAL_DISPATCH_F_TIMING_ONLY: run for time only, no data */
+	uint64_t code_object;   /* device address of a struct jal_code_object_header */
+	uint64_t slice_mask;    /* logical slices, each usable; not 0 */
+	uint64_t args;          /* device address of the argument buffer (JAL_SR_ARGS) */
+	uint32_t budget_kinsn;  /* per-slice instruction budget in thousands; 0: the default */
+	uint32_t reserved;      /* must be zero */
+	uint64_t report;        /* host bus address of a struct jal_dispatch_report, or 0 */
+} jal_dispatch_desc_t;
+JAL_API jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc *desc,
+					jal_signal_t completion);
 
 /* ---- Bulk host I/O ---- */
 

@@ -197,6 +197,12 @@ public:
 		check(jal_queue_signal(get(), target.get(), op, operand, sig(completion)));
 	}
 	void submit_raw(const void *packet) { check(jal_queue_submit_raw(get(), packet)); }
+	// A kernel dispatch (jal_queue_dispatch); desc.size is filled in.
+	void dispatch(jal_dispatch_desc desc, const Signal *completion = nullptr)
+	{
+		desc.size = sizeof desc;
+		check(jal_queue_dispatch(get(), &desc, sig(completion)));
+	}
 
 	jal_queue_status status() const
 	{

@@ -411,6 +411,25 @@ jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t o
 	return call([&] { queue->queue->signal(*target->signal, static_cast<jal_signal_op>(op), operand, sig(completion)); });
 }
 
+jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc *desc, jal_signal_t completion)
+{
+	REQUIRE(queue && desc, "queue or desc is NULL");
+	REQUIRE(desc->size >= sizeof(jal_dispatch_desc), "desc->size is smaller than struct jal_dispatch_desc");
+	REQUIRE((desc->flags & ~uint32_t{JAL_DISPATCH_F_TIMING_ONLY}) == 0, "desc->flags has unknown bits");
+	REQUIRE(desc->reserved == 0, "desc->reserved must be zero");
+	REQUIRE(desc->code_object != 0, "desc->code_object is 0");
+	REQUIRE(desc->slice_mask != 0, "desc->slice_mask is empty");
+	return call([&] {
+		jal_packet_dispatch p{};
+		p.budget_kinsn = desc->budget_kinsn;
+		p.code_object = desc->code_object;
+		p.slice_mask = desc->slice_mask;
+		p.args = desc->args;
+		p.report = desc->report;
+		queue->queue->dispatch(static_cast<uint16_t>(desc->flags), p, sig(completion));
+	});
+}
+
 jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void *packet)
 {
 	REQUIRE(queue && packet, "queue or packet is NULL");

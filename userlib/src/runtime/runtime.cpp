@@ -355,6 +355,12 @@ uint64_t UserQueue::signal(Signal &target, jal_signal_op op, int64_t operand, Si
 	return submit(&p, JAL_PACKET_SIGNAL, static_cast<uint16_t>(op), completion, &target);
 }
 
+uint64_t UserQueue::dispatch(uint16_t flags, const jal_packet_dispatch &body, Signal *completion)
+{
+	jal_packet_dispatch p = body; // header and completion signal are submit()'s
+	return submit(&p, JAL_PACKET_DISPATCH, flags, completion);
+}
+
 uint64_t UserQueue::submit_raw(const void *packet)
 {
 	if (destroyed_)

@@ -179,6 +179,9 @@ public:
 	uint64_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes, Signal *completion);
 	uint64_t barrier_and(std::span<Signal *const> deps, Signal *completion);
 	uint64_t signal(Signal &target, jal_signal_op op, int64_t operand, Signal *completion);
+	// A kernel dispatch: body fields of jal_packet_dispatch, flags JAL_DISPATCH_F_* (in the
+	// header's arg). The device validates the code object and the slice mask.
+	uint64_t dispatch(uint16_t flags, const jal_packet_dispatch &body, Signal *completion);
 	// A packet exactly as given (header in bytes 0..3, published last); for tests and
 	// packet kinds the library does not wrap yet.
 	uint64_t submit_raw(const void *packet);
