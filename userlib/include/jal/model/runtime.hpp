@@ -86,10 +86,14 @@ public:
 	virtual uint32_t slices() const = 0;
 	virtual uint64_t weight_bytes() const = 0; // on the chip (replicas counted once)
 
-	// A sequence: a KV cache slot. Throws RESOURCE_EXHAUSTED when every slot is in use.
+	// A sequence: a KV cache slot. Throws BUSY when every slot is in use.
 	virtual int create_sequence() = 0;
 	virtual void free_sequence(int seq) = 0;
 	virtual uint32_t sequence_length(int seq) const = 0; // positions in its cache
+	// Timing only: take the sequence's cache to hold `len` positions without running them
+	// (nothing is written in timing-only mode, so only the length matters), so decode steps
+	// at a long context can be projected without their prefills.
+	virtual void assume_length(int seq, uint32_t len) = 0;
 
 	// Runs the tokens through the model at the sequence's next positions as one batch
 	// (chunks of max_batch_tokens) and returns the last token's logits.
