@@ -117,7 +117,8 @@ void silu_scalar(const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float s = sigmoid_silu_core(v, true);
-        y[i] = std::isnan(v) ? canonical_nan() : (v == INFINITY ? v : s);
+        // +inf and +-0 are their own silu (the pair correction would turn -0 into +0)
+        y[i] = std::isnan(v) ? canonical_nan() : (v == INFINITY || v == 0.0f ? v : s);
     }
 }
 
@@ -219,7 +220,8 @@ JAL_AVX2 void silu_avx2_impl(const float *x, float *y, size_t n) {
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         __m256 s = sigmoid_silu_core8(v, true);
-        s = _mm256_blendv_ps(s, inf, _mm256_cmp_ps(v, inf, _CMP_EQ_OQ));
+        __m256 own = _mm256_or_ps(_mm256_cmp_ps(v, inf, _CMP_EQ_OQ), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
+        s = _mm256_blendv_ps(s, v, own);
         _mm256_storeu_ps(y + i, nan_to_canonical(v, s));
     }
     if (i < n)
