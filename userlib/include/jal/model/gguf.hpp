@@ -195,6 +195,7 @@ public:
 	void write_tensor_part(std::span<const std::byte> part);
 	// Name of the tensor write_tensor() expects next (empty when all are written).
 	std::string_view next_tensor() const noexcept;
+	uint64_t next_tensor_bytes() const noexcept;   // its size (0 when all are written)
 	void finish();
 
 private:

@@ -223,6 +223,11 @@ std::string_view GgufWriter::next_tensor() const noexcept
 	                                           : std::string_view();
 }
 
+uint64_t GgufWriter::next_tensor_bytes() const noexcept
+{
+	return impl_->next < impl_->tensors.size() ? impl_->tensors[impl_->next].bytes : 0;
+}
+
 void GgufWriter::write_tensor(std::span<const std::byte> data)
 {
 	if (impl_->out && impl_->next < impl_->tensors.size()) {
