@@ -6,7 +6,7 @@
 #   scripts/build-qemu.sh --refresh  re-read Debian's source index first (new QEMU upload)
 #
 # The result is cached outside the repository, keyed by a hash of its inputs (this script,
-# emu/qemu/*, the include/jal headers, the QEMU source version):
+# emu/qemu/*, the include/jal headers the device includes, the QEMU source version):
 #   ${JAL_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jal}/qemu-<hash>/bin/qemu-system-x86_64
 # When that exists the script prints it and does nothing else (no network).
 #
@@ -52,10 +52,28 @@ version=$(apt-cache "${apt_opts[@]}" showsrc qemu | awk '/^Version:/ && !v { v =
 [ -n "$version" ] || { log "no qemu source package in the index"; exit 1; }
 
 # ---- the cache key ---------------------------------------------------------------------
+# The jal headers the device includes, directly or through each other (paths under
+# include/): only these are copied into the QEMU tree and hashed, so the many other changes
+# to include/jal do not rebuild QEMU.
+jal_headers() {
+  local todo seen="" h dir inc
+  todo=$(sed -n 's|^#include "\(jal/[^"]*\)"|\1|p' "$repo"/emu/qemu/*.c)
+  while [ -n "$todo" ]; do
+    set -- $todo; h=$1; shift; todo="$*"
+    case " $seen " in *" $h "*) continue ;; esac
+    seen="$seen $h"
+    dir=$(dirname "$h")
+    for inc in $(sed -n 's|^#include "\([^"]*\)"|\1|p' "$repo/include/$h"); do
+      todo="$todo $(realpath -m --relative-to="$repo/include" "$repo/include/$dir/$inc")"
+    done
+  done
+  printf '%s\n' $seen | LC_ALL=C sort
+}
+
 hash=$( {
   echo "qemu $version"
   cd "$repo"
-  for f in scripts/build-qemu.sh $(find emu/qemu include/jal -type f | LC_ALL=C sort); do
+  for f in scripts/build-qemu.sh $(find emu/qemu -type f | LC_ALL=C sort) $(jal_headers | sed 's|^|include/|'); do
     echo "$f $(sha256sum <"$f" | cut -d' ' -f1)"
   done
 } | sha256sum | cut -c1-16)
@@ -114,7 +132,7 @@ install_if_changed "$repo/emu/qemu/jal_pci.c" "$tree/hw/misc/jal_pci.c"
 install_if_changed "$repo/emu/qemu/devices.mak" "$tree/configs/devices/x86_64-softmmu/jal.mak"
 # The device includes the jal contract headers as <jal/...>; a copy inside the QEMU tree's
 # include/ keeps the patched tree self-contained (no path back into this repository).
-(cd "$repo/include" && find jal -type f -name '*.h') | while read -r h; do
+jal_headers | while read -r h; do
   install_if_changed "$repo/include/$h" "$tree/include/$h"
 done
 append_once "$repo/emu/qemu/Kconfig" "$tree/hw/misc/Kconfig"
