@@ -9,6 +9,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev libfabric-dev libboost-dev libopenblas-dev
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
+  # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
+  # kernel is the image of the same release), a static busybox and cpio for the initramfs
+  linux-headers-amd64 busybox-static cpio kmod
 )
 
 missing=()

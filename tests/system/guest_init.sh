@@ -1,0 +1,141 @@
+#!/bin/busybox sh
+# /init of the system test's guest (scripts/build-guest.sh puts it in the initramfs).
+# Runs each step of issue 7's list against the jal-pci device and prints one line per step,
+#   JAL-TEST <step>: PASS | FAIL (why)
+# program output between "JAL-OUT <name> BEGIN/END" markers, and at the end
+#   JAL-SYSTEM: RESULT PASS | RESULT FAIL (<n> steps failed)
+# then powers the VM off. tests/system/run_vm_test.sh reads these lines on the host.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+
+fails=0
+pass() { echo "JAL-TEST $1: PASS${2:+ ($2)}"; }
+fail() { echo "JAL-TEST $1: FAIL ($2)"; fails=$((fails + 1)); }
+# run NAME CMD...: the command's output between markers; its exit status is returned.
+run() {
+	name=$1; shift
+	echo "JAL-OUT $name BEGIN"
+	"$@" >/tmp/out 2>&1
+	rc=$?
+	cat /tmp/out
+	echo "JAL-OUT $name END"
+	return $rc
+}
+
+echo "JAL-GUEST: Linux $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s), $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB"
+# Only what happens from insmod on is judged; the boot log is kept for a failure report.
+dmesg -c >/tmp/boot-dmesg
+
+# 1. insmod: probe, BARs, MSI-X, firmware handshake, admin queue, IDENTIFY, /dev/jal0
+if insmod /lib/modules/jal.ko; then
+	if [ -c /dev/jal0 ] && dmesg | grep -q 'jal 0000:.*firmware .*interface'; then
+		pass insmod
+		dmesg | grep 'jal 0000:'
+	else
+		fail insmod "no /dev/jal0 or no identity line in dmesg"
+	fi
+else
+	fail insmod "insmod exited $?"
+fi
+
+# 2. jalctl info through the driver (the host compares it with direct mode)
+if run jalctl-info jalctl info && grep -q '^State: *ready' /tmp/out; then
+	pass jalctl-info
+else
+	fail jalctl-info "jalctl info failed or the chip is not ready"
+fi
+
+# 3. sysfs attributes of the PCI device
+dev=/sys/class/jal/jal0/device
+ok=1
+for a in fw_version interface_version slices hbm chip_state boot_count; do
+	if [ -r "$dev/$a" ] && v=$(cat "$dev/$a") && [ -n "$v" ]; then
+		echo "sysfs $a: $v"
+	else
+		ok=0
+	fi
+done
+[ $ok = 1 ] && pass sysfs || fail sysfs "missing or empty attributes under $dev"
+
+# 4. userlib copy host -> device -> host, waited for by interrupt
+before=$(awk '/ jal$/ { n++; if (n > 1) s += $2 } END { print s + 0 }' /proc/interrupts)
+if run copy jal-system-copy; then
+	pass copy
+else
+	fail copy "jal-system-copy exited with an error"
+fi
+
+# 5. the queue vectors really fired (MSI-X), not only the admin vector
+after=$(awk '/ jal$/ { n++; if (n > 1) s += $2 } END { print s + 0 }' /proc/interrupts)
+grep ' jal$' /proc/interrupts | awk '$2 > 0'
+if [ "$after" -gt "$before" ]; then
+	pass msix "$((after - before)) queue interrupts"
+else
+	fail msix "no interrupt on a queue vector during the copy ($before -> $after)"
+fi
+
+# 6. hwmon: power and temperature
+hw=""
+for d in /sys/class/hwmon/hwmon*; do
+	[ "$(cat "$d/name" 2>/dev/null)" = jal ] && hw=$d
+done
+if [ -n "$hw" ]; then
+	p=$(cat "$hw/power1_input" 2>/dev/null)
+	t=$(cat "$hw/temp1_input" 2>/dev/null)
+	echo "hwmon $hw: power1_input $p uW, power1_cap $(cat "$hw/power1_cap" 2>/dev/null) uW," \
+	     "temp1 ($(cat "$hw/temp1_label" 2>/dev/null)) $t m°C, temp1_crit $(cat "$hw/temp1_crit" 2>/dev/null)," \
+	     "temp2 ($(cat "$hw/temp2_label" 2>/dev/null)) $(cat "$hw/temp2_input" 2>/dev/null) m°C"
+	if [ -n "$p" ] && [ "$p" -gt 0 ] && [ -n "$t" ] && [ "$t" -gt 0 ]; then
+		pass hwmon
+	else
+		fail hwmon "power '$p' or temperature '$t' not positive"
+	fi
+else
+	fail hwmon "no hwmon device named jal in /sys/class/hwmon"
+fi
+
+# 7. bad ioctl arguments get errors, never an oops
+if run ioctl jal-system-ioctl /dev/jal0; then
+	pass ioctl
+else
+	fail ioctl "jal-system-ioctl reported failed checks"
+fi
+
+# 8. rmmod
+if rmmod jal && [ ! -e /dev/jal0 ] && ! grep -q '^jal ' /proc/modules; then
+	pass rmmod
+else
+	fail rmmod "rmmod failed or the module/device stayed"
+fi
+
+# 9. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
+#    oops or WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
+dmesg -r >/tmp/dmesg
+bad=$(grep -E '^<[0-4]>' /tmp/dmesg |
+	grep -v -e 'loading out-of-tree module taints kernel' \
+		-e 'module verification failed: signature and/or required key missing')
+oops=$(grep -E 'Oops|BUG:|WARNING:|Call Trace|general protection|RIP:' /tmp/dmesg)
+tainted=$(cat /proc/sys/kernel/tainted)
+if [ -z "$bad$oops" ] && [ $((tainted & ~(4096 | 8192))) -eq 0 ]; then
+	pass dmesg
+else
+	fail dmesg "tainted=$tainted; warnings: $bad $oops"
+fi
+
+echo "JAL-OUT dmesg BEGIN"
+sed 's/^<[0-9]*>//' /tmp/dmesg
+echo "JAL-OUT dmesg END"
+if [ $fails -eq 0 ]; then
+	echo "JAL-SYSTEM: RESULT PASS"
+else
+	echo "JAL-OUT boot-dmesg BEGIN"
+	cat /tmp/boot-dmesg
+	echo "JAL-OUT boot-dmesg END"
+	echo "JAL-SYSTEM: RESULT FAIL ($fails steps failed)"
+fi
+sync
+poweroff -f
