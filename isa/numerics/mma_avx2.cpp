@@ -34,6 +34,19 @@ constexpr int MR = 6;    // rows of a per register block
 
 constexpr int8_t kValuesMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+// e8m0_to_f32_half for every code, so the kernels look scales up instead of computing them.
+struct HalfScales {
+    float v[256];
+    HalfScales() {
+        for (int e = 0; e < 256; e++)
+            v[e] = e8m0_to_f32_half(uint8_t(e));
+    }
+};
+const float *half_scales() {
+    static const HalfScales t;
+    return t.v;
+}
+
 // ---- case (b) ----
 
 // Decodes k-columns [k0, k0 + kc) of b's rows [n0, n0 + nr) into rows[r * KC + k];
@@ -76,7 +89,7 @@ JAL_AVX2 void decode_b_rows(const ConstTile &b, uint32_t n0, int nr, uint32_t k0
             const __m128i m4 = _mm_set1_epi8(0x0f);
             for (int j = 0; j < kc / 32; j++) {
                 const unsigned char *blk = src + size_t(j) * sizeof(jal_block_mxfp4);
-                const __m256 d = _mm256_set1_ps(e8m0_to_f32_half(blk[0]));
+                const __m256 d = _mm256_set1_ps(half_scales()[blk[0]]);
                 __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 1));
                 __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(q, m4));
                 __m128i hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
@@ -180,6 +193,93 @@ JAL_AVX2 void rows_times_panel(int rows, const float *a, const float *panel, int
     }
 }
 
+// Small M (decode GEMV) with MXFP4 b: no panel. For each block, the 16 code bytes of 8
+// rows of b are transposed as bytes (so the 8 rows of one k sit together), looked up as
+// ggml's doubled integer values, and then, for k in order, widened, scaled (exactly) and
+// fused into 8-row accumulators; S strips of 8 rows run side by side for independent
+// chains. The per-output operation sequence is the same as everywhere else.
+template <int MM, int S>
+JAL_AVX2 void direct_mxfp4(const float *a, size_t lda, const unsigned char *const *rows, size_t nb, float *c) {
+    const float *hs = half_scales();
+    const __m128i kv = _mm_loadu_si128(reinterpret_cast<const __m128i *>(kValuesMxfp4));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    __m256 acc[MM][S];
+    for (int m = 0; m < MM; m++)
+        for (int s = 0; s < S; s++)
+            acc[m][s] = _mm256_loadu_ps(c + m * S * 8 + s * 8);
+    alignas(32) int8_t codes[S][32][8];
+    for (size_t j = 0; j < nb; j++) {
+        __m256 scale[S];
+        for (int s = 0; s < S; s++) {
+            const unsigned char *const *rp = rows + s * 8;
+            const size_t off = j * sizeof(jal_block_mxfp4);
+            __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[0] + off + 1));
+            __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[1] + off + 1));
+            __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[2] + off + 1));
+            __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[3] + off + 1));
+            __m128i r4 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[4] + off + 1));
+            __m128i r5 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[5] + off + 1));
+            __m128i r6 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[6] + off + 1));
+            __m128i r7 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rp[7] + off + 1));
+            __m128i a0 = _mm_unpacklo_epi8(r0, r1), a1 = _mm_unpackhi_epi8(r0, r1);
+            __m128i a2 = _mm_unpacklo_epi8(r2, r3), a3 = _mm_unpackhi_epi8(r2, r3);
+            __m128i a4 = _mm_unpacklo_epi8(r4, r5), a5 = _mm_unpackhi_epi8(r4, r5);
+            __m128i a6 = _mm_unpacklo_epi8(r6, r7), a7 = _mm_unpackhi_epi8(r6, r7);
+            __m128i b0 = _mm_unpacklo_epi16(a0, a2), b1 = _mm_unpackhi_epi16(a0, a2);
+            __m128i b2 = _mm_unpacklo_epi16(a1, a3), b3 = _mm_unpackhi_epi16(a1, a3);
+            __m128i b4 = _mm_unpacklo_epi16(a4, a6), b5 = _mm_unpackhi_epi16(a4, a6);
+            __m128i b6 = _mm_unpacklo_epi16(a5, a7), b7 = _mm_unpackhi_epi16(a5, a7);
+            // t[p]: byte 2p of rows 0..7, then byte 2p+1 of rows 0..7
+            __m128i t[8] = {_mm_unpacklo_epi32(b0, b4), _mm_unpackhi_epi32(b0, b4), _mm_unpacklo_epi32(b1, b5),
+                            _mm_unpackhi_epi32(b1, b5), _mm_unpacklo_epi32(b2, b6), _mm_unpackhi_epi32(b2, b6),
+                            _mm_unpacklo_epi32(b3, b7), _mm_unpackhi_epi32(b3, b7)};
+            for (int p = 0; p < 8; p++) {
+                _mm_store_si128(reinterpret_cast<__m128i *>(&codes[s][2 * p][0]),
+                                _mm_shuffle_epi8(kv, _mm_and_si128(t[p], m4)));
+                _mm_store_si128(reinterpret_cast<__m128i *>(&codes[s][16 + 2 * p][0]),
+                                _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(t[p], 4), m4)));
+            }
+            scale[s] = _mm256_setr_ps(hs[rp[0][off]], hs[rp[1][off]], hs[rp[2][off]], hs[rp[3][off]],
+                                      hs[rp[4][off]], hs[rp[5][off]], hs[rp[6][off]], hs[rp[7][off]]);
+        }
+        const float *ak = a + j * 32;
+        for (int i = 0; i < 32; i++) {
+            __m256 v[S];
+            for (int s = 0; s < S; s++) {
+                __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(&codes[s][i][0]));
+                v[s] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale[s]);
+            }
+            for (int m = 0; m < MM; m++) {
+                __m256 av = _mm256_broadcast_ss(ak + m * lda + i);
+                for (int s = 0; s < S; s++)
+                    acc[m][s] = _mm256_fmadd_ps(av, v[s], acc[m][s]);
+            }
+        }
+    }
+    for (int m = 0; m < MM; m++)
+        for (int s = 0; s < S; s++)
+            _mm256_storeu_ps(c + m * S * 8 + s * 8, acc[m][s]);
+}
+
+template <int MM, int S>
+JAL_AVX2 void direct_mxfp4_run(const Tile &acc, const ConstTile &b, const float *a, const unsigned char *zero_row) {
+    const uint32_t N = acc.cols;
+    const size_t K = b.cols, nb = K / 32;
+    constexpr int W = 8 * S;
+    for (uint32_t n0 = 0; n0 < N; n0 += W) {
+        const int nw = int(std::min<uint32_t>(W, N - n0));
+        const unsigned char *rows[W];
+        for (int r = 0; r < W; r++)
+            rows[r] = r < nw ? tile_at(b, n0 + r, 0) : zero_row;
+        float c[MM * W];
+        for (int m = 0; m < MM; m++)
+            std::memcpy(c + m * W, acc_row(acc, m) + size_t(n0) * 4, size_t(nw) * 4);
+        direct_mxfp4<MM, S>(a, K, rows, nb, c);
+        for (int m = 0; m < MM; m++)
+            std::memcpy(acc_row(acc, m) + size_t(n0) * 4, c + m * W, size_t(nw) * 4);
+    }
+}
+
 struct FmaBuffers {
     std::vector<float> a;      // M x KC
     std::vector<float> rows;   // PW x KC
@@ -250,34 +350,39 @@ JAL_AVX2 void mma_blockdot_run(const Tile &acc, const ConstTile &a, const ConstT
     for (uint32_t n0 = 0; n0 < N; n0 += 8) {
         const int nr = int(std::min<uint32_t>(8, N - n0));
         // the strip's b rows, block-major: bq[(j * 8 + r) * 32 + i]
-        for (size_t j = 0; j < nb; j++) {
-            for (int r = 0; r < 8; r++) {
-                if (mxfp4) {
+        const float *hs = half_scales();
+        for (int r = 0; r < 8; r++) {
+            if (r >= nr) {  // padding rows: code 0 / value 0, scale 0
+                for (size_t j = 0; j < nb; j++) {
+                    if (mxfp4)
+                        std::memset(buf.bq.data() + (j * 8 + r) * 32, 12, 32);
+                    else
+                        std::memset(buf.bq16.data() + (j * 8 + r) * 32, 0, 64);
+                    buf.bscale[j * 8 + r] = 0.0f;
+                }
+                continue;
+            }
+            const unsigned char *row = tile_at(b, n0 + r, 0);
+            if (mxfp4) {
+                for (size_t j = 0; j < nb; j++) {
+                    const unsigned char *blk = row + j * sizeof(jal_block_mxfp4);
                     uint8_t *dst = buf.bq.data() + (j * 8 + r) * 32;
-                    if (r >= nr) {
-                        std::memset(dst, 12, 32);  // code 0
-                        buf.bscale[j * 8 + r] = 0.0f;
-                        continue;
-                    }
-                    const unsigned char *blk = tile_at(b, n0 + r, 0) + j * sizeof(jal_block_mxfp4);
                     __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 1));
                     _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), _mm_shuffle_epi8(kv12, _mm_and_si128(q, m4)));
                     _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 16),
                                      _mm_shuffle_epi8(kv12, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
-                    buf.bscale[j * 8 + r] = e8m0_to_f32_half(blk[0]);
-                } else {
+                    buf.bscale[j * 8 + r] = hs[blk[0]];
+                }
+            } else {
+                for (size_t j = 0; j < nb; j++) {
+                    const unsigned char *blk = row + j * sizeof(jal_block_q8_0);
                     int16_t *dst = buf.bq16.data() + (j * 8 + r) * 32;
-                    if (r >= nr) {
-                        std::memset(dst, 0, 64);
-                        buf.bscale[j * 8 + r] = 0.0f;
-                        continue;
-                    }
-                    jal_block_q8_0 qb;
-                    std::memcpy(&qb, tile_at(b, n0 + r, 0) + j * sizeof qb, sizeof qb);
-                    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qb.qs));
+                    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 2));
                     _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
                     _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + 16), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
-                    buf.bscale[j * 8 + r] = f16_to_f32(qb.d);
+                    uint16_t d;
+                    std::memcpy(&d, blk, 2);
+                    buf.bscale[j * 8 + r] = f16_to_f32(d);
                 }
             }
         }
@@ -323,6 +428,20 @@ JAL_AVX2 void mma_blockdot_run(const Tile &acc, const ConstTile &a, const ConstT
 }  // namespace
 
 void mma_fma_avx2(const Tile &acc, const ConstTile &a, const ConstTile &b) {
+    if (b.dtype == JAL_DT_MXFP4 && acc.rows <= 4) {
+        const size_t K = a.cols;
+        std::vector<float> af(size_t(acc.rows) * K);
+        for (uint32_t m = 0; m < acc.rows; m++)
+            dequantize_row(a.dtype, tile_at(a, m, 0), af.data() + size_t(m) * K, K);
+        std::vector<unsigned char> zero_row(row_bytes(JAL_DT_MXFP4, K), 0);
+        switch (acc.rows) {
+        case 1: direct_mxfp4_run<1, 4>(acc, b, af.data(), zero_row.data()); break;
+        case 2: direct_mxfp4_run<2, 2>(acc, b, af.data(), zero_row.data()); break;
+        case 3: direct_mxfp4_run<3, 2>(acc, b, af.data(), zero_row.data()); break;
+        default: direct_mxfp4_run<4, 2>(acc, b, af.data(), zero_row.data()); break;
+        }
+        return;
+    }
     FmaBuffers buf;
     buf.a.resize(size_t(acc.rows) * KC);
     buf.rows.resize(size_t(PW) * KC);
