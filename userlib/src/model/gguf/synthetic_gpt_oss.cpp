@@ -69,7 +69,7 @@ Draw draw_for(const TensorSpec &spec, const GptOssConfig &c)
 	if (n == "token_embd.weight")
 		return {0.0f, 1.0f};
 	if (n == "output.weight")
-		return {0.0f, 3.0f * inv_sqrt_e};
+		return {0.0f, 4.0f * inv_sqrt_e};
 	if (ends_with(n, "attn_q.weight") || ends_with(n, "attn_k.weight"))
 		return {0.0f, 1.5f * inv_sqrt_e};
 	if (ends_with(n, "attn_v.weight"))
@@ -121,7 +121,7 @@ std::optional<SyntheticGptOssOptions> synthetic_preset(std::string_view name)
 		o.n_layer = 3, o.n_embd = 96, o.n_head = 6, o.n_head_kv = 2, o.head_dim = 16;
 		o.n_expert = 6, o.n_expert_used = 3, o.n_ff_exp = 64, o.n_vocab = 384, o.sliding_window = 16;
 	} else if (name == "medium") {
-		// Big enough for throughput figures (about 60 MB), the GPT-OSS proportions scaled down.
+		// Big enough for throughput figures (about 110 MB), the GPT-OSS proportions scaled down.
 		o.n_layer = 8, o.n_embd = 512, o.n_head = 16, o.n_head_kv = 4, o.head_dim = 64;
 		o.n_expert = 16, o.n_expert_used = 4, o.n_ff_exp = 512, o.n_vocab = 4096, o.sliding_window = 128;
 	} else {
