@@ -154,16 +154,23 @@ std::vector<std::vector<float>> input_rows(size_t n) {
             r[i + (i / 32) % 32] = -float(i + 1);
         rows.push_back(r);
     }
-    // amax just below and at powers of two in every binade: where log2f rounds up
+    // amax at and just below every power of two (128 floats, two rows per binade): where
+    // log2f rounds up to the next integer
     for (int k = -149; k <= 127; k++) {
-        std::vector<float> r(n);
-        float p = k == -149 ? 0x1p-149f : std::ldexp(1.0f, k);
-        for (size_t b = 0; b < n / 32; b++) {
-            uint32_t below = bits(p) >= b ? bits(p) - uint32_t(b) : 0;
-            for (size_t j = 0; j < 32; j++)
-                r[b * 32 + j] = from_bits(below) * (j == 0 ? 1.0f : float(j % 5) * 0.2f);
+        for (uint32_t first : {0u, 64u}) {
+            std::vector<float> r(n);
+            float p = k == -149 ? 0x1p-149f : std::ldexp(1.0f, k);
+            if (k == 127)
+                p = INFINITY;  // just below 2^128: FLT_MAX and the floats under it
+            for (size_t b = 0; b < n / 32; b++) {
+                uint32_t below = bits(p) >= first + b ? bits(p) - uint32_t(first + b) : 0;
+                if (k == 127)
+                    below -= 1;
+                for (size_t j = 0; j < 32; j++)
+                    r[b * 32 + j] = from_bits(below) * (j == 0 ? 1.0f : float(j % 5) * 0.2f);
+            }
+            rows.push_back(r);
         }
-        rows.push_back(r);
     }
     return rows;
 }
@@ -187,7 +194,7 @@ TEST(NumericsGgml, QuantizeRowMxfp4RefEqualsCvtGgml) {
             }
         rows++;
     }
-    EXPECT_GT(rows, 400u);
+    EXPECT_GT(rows, 700u);
 }
 
 TEST(NumericsGgml, QuantizeRowMxfp4RefWithNaNAndInf) {
