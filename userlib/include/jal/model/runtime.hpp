@@ -102,6 +102,12 @@ public:
 	// one's logits, in order.
 	virtual std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) = 0;
 
+	// For tests: the bytes of the per-slice arenas (weights, KV caches) and the interleaved
+	// one (activations, embedding table), at most max_bytes of each, read back from the
+	// chip. (The replicated arena also holds the shard and KV head tables, written even in
+	// timing-only mode, so it is left out.)
+	virtual std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes = 8u << 20) = 0;
+
 	// Chip figures of the last prefill/decode call, and since open.
 	virtual const ChipTotals &last() const = 0;
 	virtual const ChipTotals &total() const = 0;

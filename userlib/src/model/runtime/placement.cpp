@@ -60,4 +60,15 @@ uint64_t Placement::bytes_reserved() const
 	return total;
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> Placement::data_ranges() const
+{
+	std::vector<std::pair<uint64_t, uint64_t>> out;
+	for (size_t s = 0; s < slice_mem_.size(); s++)
+		if (slice_mem_[s])
+			out.push_back({slice_mem_[s]->va(), slice_sizes_[s]});
+	if (interleaved_mem_)
+		out.push_back({interleaved_mem_->va(), interleaved_});
+	return out;
+}
+
 } // namespace jal::model::detail

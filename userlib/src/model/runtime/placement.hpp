@@ -32,6 +32,8 @@ public:
 	void allocate(const runtime::Context &context);
 	uint64_t va(const Place &p) const;
 	uint64_t bytes_reserved() const; // replicas counted once
+	// (va, bytes) of the per-slice arenas and the interleaved one.
+	std::vector<std::pair<uint64_t, uint64_t>> data_ranges() const;
 
 private:
 	uint64_t &size_of(int arena);

@@ -117,6 +117,22 @@ public:
 	}
 	std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
 	std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+	std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
+	{
+		const auto ranges = placement_.data_ranges();
+		size_t total = 0;
+		for (auto [addr, bytes] : ranges)
+			total += std::min(bytes, max_bytes);
+		std::vector<uint8_t> out(total);
+		size_t at = 0;
+		for (auto [addr, bytes] : ranges) {
+			const size_t n = std::min(bytes, max_bytes);
+			launch_->download(out.data() + at, addr, n);
+			at += n;
+		}
+		launch_->run();
+		return out;
+	}
 	const ChipTotals &last() const override { return last_; }
 	const ChipTotals &total() const override { return total_; }
 

@@ -1,0 +1,258 @@
+// The model runtime end to end through a real jal-emu: small synthetic GPT-OSS models, the
+// logits of prefill and several decode steps against a double-precision host forward pass
+// (reference_forward.hpp) in both numerics modes, continuous batching, seeded sampling and
+// timing-only runs.
+//
+// Tolerance: the chip computes in F32 (F32 accumulation in the matrix engine, F32 exp and
+// rsqrt in the vector engine) where the reference uses double, through 2-3 layers of
+// residual sums: logits agree within kTol × max(1, largest |logit|). In ggml numerics both
+// sides round activations to Q8_0, but an F32 activation that lands on the other side of
+// a rounding boundary moves one int8 step (1/127 of its block's largest value), hence the
+// looser kTolGgml.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <jal/jal.hpp>
+#include <jal/model/gguf.hpp>
+#include <jal/model/runtime.hpp>
+#include <jal/model/synthetic_gpt_oss.hpp>
+
+#include "fixture/emu_process.hpp"
+#include "reference_forward.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using jal::model::Numerics;
+
+constexpr double kTol = 2e-3;
+constexpr double kTolGgml = 1e-2;
+
+std::string model_file(const std::string &preset)
+{
+    static const fs::path dir = [] {
+        fs::path d = fs::temp_directory_path() / ("jal-model-test-" + std::to_string(::getpid()));
+        fs::create_directories(d);
+        return d;
+    }();
+    fs::path p = dir / (preset + ".gguf");
+    if (!fs::exists(p)) {
+        auto o = jal::model::synthetic_preset(preset);
+        o->seed = 7;
+        jal::model::write_synthetic_gpt_oss(p.string(), *o);
+    }
+    return p.string();
+}
+
+double max_abs_diff(const std::vector<float> &a, const std::vector<double> &b, double *scale)
+{
+    double d = 0, s = 1;
+    for (size_t i = 0; i < b.size(); i++) {
+        d = std::max(d, std::fabs(a[i] - b[i]));
+        s = std::max(s, std::fabs(b[i]));
+    }
+    *scale = s;
+    return d;
+}
+
+int32_t argmax(const std::vector<double> &v)
+{
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class ModelRuntime : public jaltest::EmuTest {
+protected:
+    void SetUp() override
+    {
+        jaltest::EmuTest::SetUp();
+        device_ = std::make_unique<jal::runtime::Device>(0, emu().socket_dir());
+    }
+    void TearDown() override
+    {
+        device_.reset();
+        jaltest::EmuTest::TearDown();
+    }
+    std::unique_ptr<jal::model::Runtime> open(const std::string &preset, Numerics n, uint32_t sequences = 2)
+    {
+        jal::model::RuntimeOptions o;
+        o.numerics = n;
+        o.max_sequences = sequences;
+        o.n_ctx = 64;
+        o.max_batch_tokens = 32;
+        o.slices = 4;
+        return jal::model::Runtime::open(model_file(preset), *device_, o);
+    }
+    // Prefill and `steps` greedy decode steps on the chip and on the reference.
+    void check_against_reference(const std::string &preset, Numerics n, uint32_t prompt_len, uint32_t steps)
+    {
+        auto rt = open(preset, n);
+        jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
+        jaltest::ReferenceModel ref(file, n == Numerics::ggml);
+        auto rseq = ref.new_sequence();
+        const double tol = n == Numerics::ggml ? kTolGgml : kTol;
+
+        std::vector<int32_t> prompt;
+        for (uint32_t i = 0; i < prompt_len; i++)
+            prompt.push_back(static_cast<int32_t>((i * 37 + 11) % rt->config().n_vocab));
+        int seq = rt->create_sequence();
+        std::vector<float> got = rt->prefill(seq, prompt);
+        std::vector<double> want = ref.forward(rseq, prompt);
+        double scale = 1;
+        double d = max_abs_diff(got, want, &scale);
+        EXPECT_LE(d, tol * scale) << preset << " prefill of " << prompt_len << " tokens";
+        std::printf("[ %s %s ] prefill: max |logit diff| %.3g (scale %.3g)\n", preset.c_str(),
+                    jal::model::numerics_name(n), d, scale);
+        EXPECT_GT(rt->last().modelled_ns, 0u);
+        for (uint32_t s = 0; s < steps; s++) {
+            const int32_t tok = argmax(want); // the reference's choice keeps both on one path
+            std::vector<std::pair<int, int32_t>> batch = {{seq, tok}};
+            got = rt->decode(batch)[0];
+            want = ref.forward(rseq, {tok});
+            d = max_abs_diff(got, want, &scale);
+            EXPECT_LE(d, tol * scale) << preset << " decode step " << s;
+            std::printf("[ %s %s ] decode %u: max |logit diff| %.3g\n", preset.c_str(), jal::model::numerics_name(n),
+                        s, d);
+        }
+        EXPECT_EQ(rt->sequence_length(seq), prompt_len + steps);
+    }
+
+    std::unique_ptr<jal::runtime::Device> device_;
+};
+
+TEST_F(ModelRuntime, TinyMatchesReferenceNative) { check_against_reference("tiny", Numerics::native, 6, 3); }
+TEST_F(ModelRuntime, TinyMatchesReferenceGgml) { check_against_reference("tiny", Numerics::ggml, 6, 3); }
+
+// GQA 3:1, three experts per token, a 16-token window: a 20-token prompt and decode steps
+// past it make the sliding-window and full layers differ.
+TEST_F(ModelRuntime, GqaWindowMatchesReferenceNative) { check_against_reference("gqa-window", Numerics::native, 20, 3); }
+TEST_F(ModelRuntime, GqaWindowMatchesReferenceGgml) { check_against_reference("gqa-window", Numerics::ggml, 20, 3); }
+
+// Sequences joining and leaving between steps get the tokens they get alone.
+TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
+{
+    auto rt = open("tiny", Numerics::native, 3);
+    const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4}, {9, 8, 7}, {100, 50, 25, 12, 6}};
+    constexpr uint32_t kSteps = 4;
+    auto alone = [&](const std::vector<int32_t> &prompt) {
+        int seq = rt->create_sequence();
+        std::vector<int32_t> out = {jal::model::argmax(rt->prefill(seq, prompt))};
+        for (uint32_t s = 1; s < kSteps; s++) {
+            std::vector<std::pair<int, int32_t>> b = {{seq, out.back()}};
+            out.push_back(jal::model::argmax(rt->decode(b)[0]));
+        }
+        rt->free_sequence(seq);
+        return out;
+    };
+    std::vector<std::vector<int32_t>> want;
+    for (auto &p : prompts)
+        want.push_back(alone(p));
+
+    // Sequence 0 starts; 1 joins after one step; 2 joins after two, while 0 leaves when done.
+    std::vector<int> seq(3, -1);
+    std::vector<std::vector<int32_t>> got(3);
+    auto join = [&](size_t i) {
+        seq[i] = rt->create_sequence();
+        got[i].push_back(jal::model::argmax(rt->prefill(seq[i], prompts[i])));
+    };
+    join(0);
+    for (int step = 0; step < 8; step++) {
+        if (step == 1)
+            join(1);
+        if (step == 2)
+            join(2);
+        std::vector<std::pair<int, int32_t>> batch;
+        std::vector<size_t> who;
+        for (size_t i = 0; i < 3; i++)
+            if (seq[i] >= 0 && got[i].size() < kSteps)
+                batch.push_back({seq[i], got[i].back()}), who.push_back(i);
+        if (batch.empty())
+            break;
+        auto logits = rt->decode(batch);
+        for (size_t b = 0; b < who.size(); b++) {
+            got[who[b]].push_back(jal::model::argmax(logits[b]));
+            if (got[who[b]].size() == kSteps) {
+                rt->free_sequence(seq[who[b]]);
+                seq[who[b]] = -1;
+            }
+        }
+    }
+    for (size_t i = 0; i < 3; i++)
+        EXPECT_EQ(got[i], want[i]) << "sequence " << i;
+}
+
+TEST_F(ModelRuntime, SeededSamplingIsReproducible)
+{
+    auto rt = open("tiny", Numerics::native, 1);
+    auto generate = [&](uint64_t seed) {
+        jal::model::Sampler sampler({1.0f, 0.9f, seed});
+        int seq = rt->create_sequence();
+        std::vector<int32_t> out = {sampler.sample(rt->prefill(seq, std::vector<int32_t>{5, 6, 7}))};
+        for (int s = 0; s < 5; s++) {
+            std::vector<std::pair<int, int32_t>> b = {{seq, out.back()}};
+            out.push_back(sampler.sample(rt->decode(b)[0]));
+        }
+        rt->free_sequence(seq);
+        return out;
+    };
+    EXPECT_EQ(generate(42), generate(42));
+}
+
+TEST(ModelSampler, SeedDecidesTheDraws)
+{
+    std::vector<float> logits(64);
+    for (size_t i = 0; i < logits.size(); i++)
+        logits[i] = static_cast<float>(std::sin(i * 0.7));
+    auto draws = [&](uint64_t seed, float top_p) {
+        jal::model::Sampler s({1.0f, top_p, seed});
+        std::vector<int32_t> out;
+        for (int i = 0; i < 32; i++)
+            out.push_back(s.sample(logits));
+        return out;
+    };
+    EXPECT_EQ(draws(1, 0.9f), draws(1, 0.9f));
+    EXPECT_NE(draws(1, 1.0f), draws(2, 1.0f));
+    // top_p 0 keeps only the most likely id: greedy.
+    for (int32_t t : draws(3, 0.0f))
+        EXPECT_EQ(t, jal::model::argmax(logits));
+    auto top = jal::model::top_logprobs(logits, 3);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].first, jal::model::argmax(logits));
+    EXPECT_GE(top[0].second, top[1].second);
+    EXPECT_LT(top[0].second, 0.0f);
+}
+
+// Timing only: the modelled time is there, and nothing was written: the runtime's own
+// device memory (activations, KV caches, weights) reads back as zeros.
+TEST_F(ModelRuntime, TimingOnlyWritesNothing)
+{
+    jal::model::GptOssConfig c = jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
+    jal::model::RuntimeOptions o;
+    o.timing_only = true;
+    o.slices = 4;
+    o.max_sequences = 2;
+    o.n_ctx = 32;
+    o.max_batch_tokens = 16;
+    auto rt = jal::model::Runtime::open_shape(c, *device_, o);
+    int a = rt->create_sequence(), b = rt->create_sequence();
+    rt->prefill(a, std::vector<int32_t>(10, 3));
+    EXPECT_GT(rt->last().modelled_ns, 0u);
+    EXPECT_GT(rt->last().dispatches, 0u);
+    rt->assume_length(b, 10);
+    std::vector<std::pair<int, int32_t>> batch = {{a, 1}, {b, 2}};
+    auto logits = rt->decode(batch);
+    EXPECT_GT(rt->last().modelled_ns, 0u);
+    for (auto &row : logits)
+        for (float v : row)
+            ASSERT_EQ(v, 0.0f);
+    std::vector<uint8_t> bytes = rt->read_back_data_for_test();
+    ASSERT_GT(bytes.size(), 0u);
+    EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t v) { return v == 0; }));
+}
+
+} // namespace

@@ -1,0 +1,55 @@
+// A straightforward double-precision GPT-OSS forward pass on the host, written from the
+// architecture (llama.cpp's models/openai-moe.cpp and ggml's operators) and independent of
+// the kernel library: the oracle the model runtime's logits are checked against.
+//
+// Numerics::ggml also reproduces llama.cpp's one rounding that matters here: activations
+// are rounded to Q8_0 blocks (F16 scale, int8 values) before every MXFP4 dot product.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <jal/model/gguf.hpp>
+#include <jal/model/gpt_oss_config.hpp>
+
+namespace jaltest {
+
+class ReferenceModel {
+public:
+    ReferenceModel(const jal::model::GgufFile &file, bool ggml_numerics);
+
+    // A sequence's state: its K and V per layer (positions × n_head_kv·head_dim).
+    struct Sequence {
+        std::vector<std::vector<double>> k, v;
+        uint32_t len = 0;
+    };
+    Sequence new_sequence() const;
+    // Runs `tokens` at the sequence's next positions; returns the last one's logits.
+    std::vector<double> forward(Sequence &seq, const std::vector<int32_t> &tokens) const;
+
+    const jal::model::GptOssConfig &config() const { return c_; }
+
+private:
+    struct Matrix { // rows × cols (per expert when experts > 0), dequantized
+        uint32_t rows = 0, cols = 0, experts = 0;
+        bool mxfp4 = false;
+        std::vector<double> w;
+    };
+    Matrix load(const std::string &name) const;
+    std::vector<double> vec(const std::string &name) const;
+    // y = W[expert] x (+ bias row), rounding x as llama.cpp does for the weight's type.
+    std::vector<double> matvec(const Matrix &m, const std::vector<double> &x, uint32_t expert = 0) const;
+
+    const jal::model::GgufFile &file_;
+    jal::model::GptOssConfig c_;
+    bool ggml_;
+    struct Layer {
+        std::vector<double> attn_norm, post_norm, bq, bk, bv, bo, sinks, br, bg, bu, bd;
+        Matrix wq, wk, wv, wo, wr, wg, wu, wd;
+    };
+    std::vector<Layer> layers_;
+    Matrix embd_, out_;
+    std::vector<double> out_norm_;
+};
+
+} // namespace jaltest
