@@ -1,0 +1,279 @@
+// Kernels end to end: builder -> code object -> Program in device memory -> Launcher ->
+// jal_queue_dispatch on a real jal-emu, results checked on the host.
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <jal/error.hpp>
+#include <jal/jal.hpp>
+#include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
+
+#include "runtime_fixture.hpp"
+
+namespace {
+
+using jal::kernels::Args;
+using jal::kernels::Builder;
+using jal::kernels::DispatchOptions;
+using jal::kernels::Launcher;
+using jal::kernels::Program;
+using jal::kernels::X;
+
+class KernelsDispatchTest : public jaltest::RuntimeTest {
+protected:
+    void SetUp() override
+    {
+        RuntimeTest::SetUp();
+        context = std::make_unique<jal::runtime::Context>(dev());
+        queue = std::make_unique<jal::runtime::Queue>(*context, 64);
+        launcher = std::make_unique<Launcher>(dev(), *context, *queue);
+        out = std::make_unique<jal::runtime::Memory>(*context, 4096, JAL_PLACE_SLICE, 1);
+        host = std::make_unique<jal::runtime::HostBuffer>(dev(), 4096);
+    }
+    void TearDown() override
+    {
+        host.reset();
+        out.reset();
+        launcher.reset();
+        queue.reset();
+        context.reset();
+        RuntimeTest::TearDown();
+    }
+
+    // The first `words` 64-bit words of `out`, copied back to the host.
+    std::vector<uint64_t> read_out(size_t words)
+    {
+        jal::runtime::Signal done(dev(), 1);
+        queue->copy_to_host(*host, 0, out->va(), words * 8, &done);
+        EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
+        std::vector<uint64_t> v(words);
+        std::memcpy(v.data(), host->data(), words * 8);
+        return v;
+    }
+
+    // Each slice stores {slice * mul + add + 1000 * nslices, logical slice} at out + 16 * slice.
+    jal::kernels::CodeObject slice_kernel()
+    {
+        Builder b("slice_values");
+        X dst = b.arg("out", JAL_ARG_ADDRESS);
+        X mul = b.arg("mul");
+        X add = b.arg("add");
+        X me = b.slice_index(), n = b.slice_count();
+        X v = b.x(), t = b.x();
+        b.mul(v, me, mul);
+        b.add(v, v, add);
+        b.muli(t, n, 1000);
+        b.add(v, v, t);
+        b.muli(t, me, 16);
+        b.add(t, dst, t);
+        b.st(v, t, 0);
+        b.movsr(v, JAL_SR_LOGICAL_SLICE);
+        b.st(v, t, 8);
+        b.end();
+        return b.finish();
+    }
+
+    std::unique_ptr<jal::runtime::Context> context;
+    std::unique_ptr<jal::runtime::Queue> queue;
+    std::unique_ptr<Launcher> launcher;
+    std::unique_ptr<jal::runtime::Memory> out;
+    std::unique_ptr<jal::runtime::HostBuffer> host;
+};
+
+TEST_F(KernelsDispatchTest, EverySliceComputesFromItsIndexAndArguments)
+{
+    const uint64_t usable = launcher->usable_slice_mask();
+    const unsigned n = static_cast<unsigned>(std::popcount(usable));
+    ASSERT_EQ(n, dev().identify().slices_enabled);
+    ASSERT_GT(n, 1u);
+
+    Program prog(dev(), *context, *queue, slice_kernel());
+    EXPECT_EQ(prog.name(), "slice_values");
+    EXPECT_EQ(prog.args_size(), 24u);
+    jal_dispatch_report r = launcher->run(prog, Args().addr(out->va()).u64(7).u64(3));
+    EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(r.fault_slice, ~0u);
+    EXPECT_GT(r.instructions, 0u);
+    EXPECT_GT(r.modelled_ns, 0u);
+
+    auto v = read_out(2 * n);
+    for (unsigned s = 0; s < n; s++) {
+        EXPECT_EQ(v[2 * s], s * 7 + 3 + 1000 * n) << "slice " << s;
+        EXPECT_EQ(v[2 * s + 1], s) << "slice " << s << ": its logical id";
+    }
+}
+
+TEST_F(KernelsDispatchTest, SliceMaskNumbersTheChosenSlicesInLogicalOrder)
+{
+    Program prog(dev(), *context, *queue, slice_kernel());
+    DispatchOptions o;
+    o.slice_mask = (1u << 1) | (1u << 3);
+    launcher->run(prog, Args().addr(out->va()).u64(1).u64(0), o);
+    auto v = read_out(4);
+    EXPECT_EQ(v[0], 0u + 2000);
+    EXPECT_EQ(v[1], 1u);
+    EXPECT_EQ(v[2], 1u + 2000);
+    EXPECT_EQ(v[3], 3u);
+}
+
+TEST_F(KernelsDispatchTest, SubmittedDispatchesRunInQueueOrder)
+{
+    // acc = acc * 10 + digit: the final value spells the order of the dispatches.
+    Builder b("append_digit");
+    X dst = b.arg("out", JAL_ARG_ADDRESS);
+    X digit = b.arg("digit");
+    X acc = b.x();
+    b.ld(acc, dst, 0);
+    b.muli(acc, acc, 10);
+    b.add(acc, acc, digit);
+    b.st(acc, dst, 0);
+    Program prog(dev(), *context, *queue, b.finish());
+    DispatchOptions one;
+    one.slice_mask = 1;
+    for (uint64_t d = 1; d <= 9; d++)
+        launcher->submit(prog, Args().addr(out->va()).u64(d), one);
+    auto reports = launcher->finish();
+    ASSERT_EQ(reports.size(), 9u);
+    for (const auto &r : reports)
+        EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(read_out(1)[0], 123456789u);
+}
+
+TEST_F(KernelsDispatchTest, FaultThrowsWithTheDisassembledInstruction)
+{
+    Builder b("faulty");
+    X v = b.arg("value");
+    X bad = b.x();
+    b.li(bad, 0x10); // not mapped in any context
+    b.st(v, bad, 8);
+    Program prog(dev(), *context, *queue, b.finish());
+    DispatchOptions one;
+    one.slice_mask = 1;
+    try {
+        launcher->run(prog, Args().u64(42), one);
+        FAIL() << "no exception";
+    } catch (const jal::Error &e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
+        std::string m = e.what();
+        EXPECT_NE(m.find("kernel faulty: page fault in slice 0 at pc 3 (opcode 0x1b st): "
+                         "st x2, [x3+8] (address 0x18)"),
+                  std::string::npos)
+            << m;
+    }
+    // The queue goes on: the next dispatch runs.
+    Program ok(dev(), *context, *queue, slice_kernel());
+    EXPECT_EQ(launcher->run(ok, Args().addr(out->va()).u64(0).u64(5), one).status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(read_out(1)[0], 5u + 1000);
+}
+
+TEST_F(KernelsDispatchTest, TrapInOneSliceNamesThatSlice)
+{
+    Builder b("trap_in_two");
+    X me = b.slice_index();
+    X two = b.x();
+    b.li(two, 2);
+    auto skip = b.label();
+    b.bne(me, two, skip);
+    b.trap(JAL_STATUS_OUT_OF_RANGE);
+    b.bind(skip);
+    b.end();
+    Program prog(dev(), *context, *queue, b.finish());
+    DispatchOptions o;
+    o.slice_mask = 0xf;
+    try {
+        launcher->run(prog, Args(), o);
+        FAIL() << "no exception";
+    } catch (const jal::Error &e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_OUT_OF_RANGE);
+        std::string m = e.what();
+        EXPECT_NE(m.find("in slice 2 at pc 3 (opcode 0x26 trap): trap 8 (out of range)"), std::string::npos) << m;
+    }
+}
+
+TEST_F(KernelsDispatchTest, CorruptCodeObjectIsRefusedBeforeAnySliceRuns)
+{
+    jal::kernels::CodeObject co = slice_kernel();
+    co.bytes[64] ^= 1; // a code byte: the CRC no longer matches
+    Program prog(dev(), *context, *queue, co);
+    try {
+        launcher->run(prog, Args().addr(out->va()).u64(1).u64(1));
+        FAIL() << "no exception";
+    } catch (const jal::Error &e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
+        EXPECT_NE(std::string(e.what()).find("kernel slice_values: invalid field (before any slice ran"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(read_out(1)[0], 0u) << "nothing ran";
+}
+
+TEST_F(KernelsDispatchTest, HostSideMistakesThrowBeforeSubmitting)
+{
+    Program prog(dev(), *context, *queue, slice_kernel());
+    try {
+        launcher->submit(prog, Args().addr(out->va()));
+        FAIL() << "no exception";
+    } catch (const jal::Error &e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_LENGTH);
+        EXPECT_NE(std::string(e.what()).find("8 bytes of arguments given, the kernel reads 24"), std::string::npos)
+            << e.what();
+    }
+    DispatchOptions o;
+    o.slice_mask = ~launcher->usable_slice_mask() & (uint64_t{1} << 63);
+    if (o.slice_mask) {
+        try {
+            launcher->submit(prog, Args().addr(out->va()).u64(0).u64(0), o);
+            FAIL() << "no exception";
+        } catch (const jal::Error &e) {
+            EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
+        }
+    }
+    EXPECT_TRUE(launcher->finish().empty());
+}
+
+TEST_F(KernelsDispatchTest, CApiChecksTheDescriptor)
+{
+    Program prog(dev(), *context, *queue, slice_kernel());
+    jal_dispatch_desc d{};
+    d.size = sizeof d;
+    d.code_object = prog.address();
+    d.slice_mask = 1;
+    jal_dispatch_desc bad = d;
+    bad.flags = 2;
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), &bad, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+    EXPECT_NE(std::string(jal_last_error_message()).find("flags"), std::string::npos);
+    bad = d;
+    bad.reserved = 1;
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), &bad, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+    bad = d;
+    bad.size = 8;
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), &bad, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+    bad = d;
+    bad.slice_mask = 0;
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), &bad, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), nullptr, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+
+    // A well-formed one through the C API, with a report in host memory.
+    jal::runtime::HostBuffer args(dev(), 4096), report(dev(), 4096);
+    jal::runtime::Memory dev_args(*context, 64, JAL_PLACE_SLICE, 1);
+    uint64_t a[3] = {out->va(), 2, 1};
+    std::memcpy(args.data(), a, sizeof a);
+    jal::runtime::Signal copied(dev(), 1), done(dev(), 1);
+    queue->copy_to_device(dev_args.va(), args, 0, sizeof a, &copied);
+    ASSERT_EQ(copied.wait_zero().status, JAL_STATUS_OK);
+    d.args = dev_args.va();
+    d.report = report.bus_addr();
+    ASSERT_EQ(jal_queue_dispatch(queue->get(), &d, done.get()), uint32_t{JAL_STATUS_OK}) << jal_last_error_message();
+    EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
+    jal_dispatch_report r;
+    std::memcpy(&r, report.data(), sizeof r);
+    EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_GT(r.instructions, 0u);
+    EXPECT_EQ(read_out(1)[0], 1u + 1000);
+}
+
+} // namespace
