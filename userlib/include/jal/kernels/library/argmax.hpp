@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -25,5 +26,9 @@ struct ArgmaxConfig {
 // out_value (address of `rows` F32).
 CodeObject build_argmax(const ArgmaxConfig &c);
 std::string argmax_name(const ArgmaxConfig &c);
+
+// Argument words: logits rows×vocab F32, out_index rows×1 I32, out_value rows×1 F32.
+std::vector<uint64_t> argmax_args(const ArgmaxConfig &c, const TensorRef &logits, const TensorRef &out_index,
+				  const TensorRef &out_value);
 
 } // namespace jal::kernels::linear

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -25,5 +26,8 @@ struct AllReduceConfig {
 // Arguments: vectors (address of the table: one u64 device address per dispatch slice).
 CodeObject build_all_reduce(const AllReduceConfig &c);
 std::string all_reduce_name(const AllReduceConfig &c);
+
+// Argument words: the device address of the table of vector addresses.
+std::vector<uint64_t> all_reduce_args(const AllReduceConfig &c, uint64_t vectors_table);
 
 } // namespace jal::kernels::linear

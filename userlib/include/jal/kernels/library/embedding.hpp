@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -26,5 +27,9 @@ struct EmbeddingConfig {
 // rows), out (address), out_stride.
 CodeObject build_embedding(const EmbeddingConfig &c);
 std::string embedding_name(const EmbeddingConfig &c);
+
+// Argument words: ids (tokens×1 I32), table (vocab×dim), out (tokens×dim F32).
+std::vector<uint64_t> embedding_args(const EmbeddingConfig &c, const TensorRef &ids, const TensorRef &table,
+				     const TensorRef &out);
 
 } // namespace jal::kernels::linear

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -31,7 +32,8 @@ struct GemmConfig {
 	// example the output of quantize.hpp), which is then loaded as is.
 	jal_dtype x_dtype = JAL_DT_F32;
 	bool bias = false;
-	uint32_t tile_n = 0; // rows of W per tile; 0 chooses
+	uint32_t tile_n = 0;      // rows of W per tile; 0 chooses
+	uint32_t max_m_chunk = 0; // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };
 
 // How a configuration uses L1 (for documentation and tests).
@@ -55,5 +57,12 @@ std::string gemm_name(const GemmConfig &c);
 
 // Floating-point operations of one run (2·M·N·K, plus M·N for the bias).
 uint64_t gemm_flops(const GemmConfig &c);
+
+// The kernel's argument words. x: M×K (F32 or config.x_dtype); w: N×K of config.weight
+// (only its dtype, shape and stride are used: the rows are found through w_shards, a
+// device table of shard_table(w, slices) addresses); bias: 1×N F32 (va 0 without);
+// y: M×N F32. Throws jal::Error(INVALID_FIELD) on a mismatch.
+std::vector<uint64_t> gemm_args(const GemmConfig &c, const TensorRef &x, uint64_t w_shards, const TensorRef &w,
+				const TensorRef &bias, const TensorRef &y);
 
 } // namespace jal::kernels::linear

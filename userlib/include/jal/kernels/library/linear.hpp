@@ -55,4 +55,7 @@ std::vector<uint64_t> shard_table(const TensorRef &t, uint32_t slices);
 // Bytes of one packed row of `cols` elements of `dtype`.
 uint64_t packed_row_bytes(jal_dtype dtype, uint32_t cols);
 
+// Row stride of a tensor (its packed row size when row_stride is 0).
+uint64_t stride_of(const TensorRef &t);
+
 } // namespace jal::kernels::linear

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -24,5 +25,8 @@ struct QuantizeConfig {
 // Arguments: x (address), x_stride, out (address), out_stride.
 CodeObject build_quantize(const QuantizeConfig &c);
 std::string quantize_name(const QuantizeConfig &c);
+
+// Argument words: x M×K F32, out M×K of config.out.
+std::vector<uint64_t> quantize_args(const QuantizeConfig &c, const TensorRef &x, const TensorRef &out);
 
 } // namespace jal::kernels::linear

@@ -98,6 +98,8 @@ GemmPlan plan_gemm(const GemmConfig &c)
 	// x rows resident at once: what is left after W, staging and the two accumulators.
 	uint64_t left = kL1 > used + 4 * kAlign ? kL1 - used - 4 * kAlign : 0;
 	uint64_t mc = std::min<uint64_t>(c.m, left / (xrow + 2 * tn * 4));
+	if (c.max_m_chunk)
+		mc = std::min<uint64_t>(mc, c.max_m_chunk);
 	if (mc == 0)
 		bad(c, "x rows and accumulators do not fit in L1");
 	p.m_chunk = static_cast<uint32_t>(mc);

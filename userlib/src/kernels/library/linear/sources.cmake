@@ -2,6 +2,7 @@
 # argmax, all-reduce, activation quantization (userlib/include/jal/kernels/library/linear.hpp).
 target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/common.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/args.cpp
   ${CMAKE_CURRENT_LIST_DIR}/emit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/quantize.cpp
