@@ -143,6 +143,43 @@ TEST_F(KernelsDispatchTest, SubmittedDispatchesRunInQueueOrder)
     EXPECT_EQ(read_out(1)[0], 123456789u);
 }
 
+TEST_F(KernelsDispatchTest, ManyDispatchesReuseReportSlotsAndArgumentBuffers)
+{
+    // More dispatches than the Launcher has report slots (1024): submit() drains and
+    // reuses them without losing a report or an argument.
+    Builder b("accumulate");
+    X dst = b.arg("out", JAL_ARG_ADDRESS);
+    X inc = b.arg("inc");
+    X acc = b.x();
+    b.ld(acc, dst, 0);
+    b.add(acc, acc, inc);
+    b.st(acc, dst, 0);
+    Program prog(dev(), *context, *queue, b.finish());
+    DispatchOptions one;
+    one.slice_mask = 1;
+    const uint64_t n = 1500;
+    for (uint64_t i = 1; i <= n; i++)
+        launcher->submit(prog, Args().addr(out->va()).u64(i), one);
+    auto reports = launcher->finish();
+    ASSERT_EQ(reports.size(), n);
+    for (const auto &r : reports)
+        EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(read_out(1)[0], n * (n + 1) / 2);
+}
+
+TEST_F(KernelsDispatchTest, TimingOnlyDispatchWritesNothing)
+{
+    Program prog(dev(), *context, *queue, slice_kernel());
+    DispatchOptions o;
+    o.timing_only = true;
+    jal_dispatch_report r = launcher->run(prog, Args().addr(out->va()).u64(1).u64(1), o);
+    EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_GT(r.modelled_ns, 0u);
+    EXPECT_GT(r.instructions, 0u);
+    auto v = read_out(4);
+    EXPECT_EQ(v, std::vector<uint64_t>(4, 0));
+}
+
 TEST_F(KernelsDispatchTest, FaultThrowsWithTheDisassembledInstruction)
 {
     Builder b("faulty");
