@@ -29,8 +29,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -46,6 +48,11 @@ struct KvAppendConfig {
 // same shape), v_stride, rows, pos0 (position of the first row), heads (address of the
 // head table).
 CodeObject build_kv_append(const KvAppendConfig &config);
+
+// Argument words for k and v (rows x n_head_kv*head_dim F32) written at positions pos0..,
+// into the caches listed by the head table at heads_va.
+std::vector<uint64_t> kv_append_args(const KvAppendConfig &config, const TensorRef &k, const TensorRef &v,
+				     uint32_t pos0, uint64_t heads_va);
 
 struct AttentionConfig {
 	uint32_t n_head = 0;
@@ -66,5 +73,10 @@ struct AttentionConfig {
 // (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
 // table), sinks (address of n_head F32; read only when config.sinks).
 CodeObject build_attention(const AttentionConfig &config);
+
+// Argument words for q and out (rows x n_head*head_dim F32) at positions pos0.., the head
+// table at heads_va and (with config.sinks) n_head F32 sink logits at sinks_va.
+std::vector<uint64_t> attention_args(const AttentionConfig &config, const TensorRef &q, const TensorRef &out,
+				     uint32_t pos0, uint64_t heads_va, uint64_t sinks_va);
 
 } // namespace jal::kernels

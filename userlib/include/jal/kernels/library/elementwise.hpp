@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -24,5 +26,9 @@ struct ElementwiseConfig {
 // Arguments, in order: a (address), a_stride, b (address), b_stride (ignored when
 // broadcast), out (address; may equal a or b), out_stride, rows.
 CodeObject build_elementwise(const ElementwiseConfig &config);
+
+// Argument words for a, b (a's shape, or one row when broadcast) and out (rows from a).
+std::vector<uint64_t> elementwise_args(const ElementwiseConfig &config, const TensorRef &a, const TensorRef &b,
+				       const TensorRef &out);
 
 } // namespace jal::kernels

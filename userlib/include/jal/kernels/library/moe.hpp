@@ -14,8 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -30,6 +32,11 @@ struct MoeRoutingConfig {
 // rows x k I32, packed), weights (address; rows x k F32, packed), rows.
 CodeObject build_moe_routing(const MoeRoutingConfig &config);
 
+// Argument words for logits (rows x n_expert F32), ids (rows x k I32, packed) and weights
+// (rows x k F32, packed).
+std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig &config, const TensorRef &logits, const TensorRef &ids,
+				       const TensorRef &weights);
+
 struct MoeCombineConfig {
 	uint32_t cols = 0;       // n_embd
 	uint32_t k = 4;
@@ -41,5 +48,10 @@ struct MoeCombineConfig {
 // at row t*k + j), expert_stride (bytes between those rows), weights (address; rows x k
 // F32, packed), out (address), out_stride, rows.
 CodeObject build_moe_combine(const MoeCombineConfig &config);
+
+// Argument words for experts (out.rows * k rows of cols F32), weights (out.rows x k F32,
+// packed) and out (rows x cols F32).
+std::vector<uint64_t> moe_combine_args(const MoeCombineConfig &config, const TensorRef &experts,
+				       const TensorRef &weights, const TensorRef &out);
 
 } // namespace jal::kernels

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -23,5 +25,10 @@ struct RmsNormConfig {
 // Arguments, in order: x (address), x_stride (bytes), weight (address, cols F32),
 // out (address; may equal x), out_stride (bytes), rows.
 CodeObject build_rms_norm(const RmsNormConfig &config);
+
+// The kernel's argument words for x (rows x cols F32), weight (1 x cols F32) and out (at
+// least x.rows rows); throws jal::Error(INVALID_FIELD) on a shape the kernel cannot take.
+std::vector<uint64_t> rms_norm_args(const RmsNormConfig &config, const TensorRef &x, const TensorRef &weight,
+				    const TensorRef &out);
 
 } // namespace jal::kernels

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -65,5 +66,18 @@ struct RopeConfig {
 // ...), pos_start, cos (address of the table), sin (address of the table). Positions
 // must lie inside the tables: the kernel does not check them.
 CodeObject build_rope_neox(const RopeConfig &config);
+
+// Where the tables are on the device (each n_positions x head_dim/2 F32, packed).
+struct RopeTablesRef {
+	uint64_t cos_va = 0;
+	uint64_t sin_va = 0;
+	uint32_t n_positions = 0;
+};
+
+// Argument words for x (rows x n_head*head_dim F32, rotated in place) and either
+// positions (I32, one a row of x; va 0 for none) or consecutive positions from pos_start
+// (checked against the tables).
+std::vector<uint64_t> rope_neox_args(const RopeConfig &config, const TensorRef &x, const TensorRef &positions,
+				     uint32_t pos_start, const RopeTablesRef &tables);
 
 } // namespace jal::kernels

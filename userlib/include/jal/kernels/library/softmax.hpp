@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -29,5 +31,10 @@ struct SoftmaxConfig {
 // Arguments, in order: x (address), x_stride, out (address; may equal x), out_stride,
 // rows, sinks (address of F32; read only when config.sinks), rows_per_sink, n_sinks.
 CodeObject build_softmax(const SoftmaxConfig &config);
+
+// Argument words for x and out (rows x cols F32) and, with config.sinks, the sink logits
+// (F32, rows * cols of them count) and the rows that share one sink.
+std::vector<uint64_t> softmax_args(const SoftmaxConfig &config, const TensorRef &x, const TensorRef &out,
+				   const TensorRef &sinks = {}, uint32_t rows_per_sink = 1);
 
 } // namespace jal::kernels

@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
@@ -28,5 +30,9 @@ struct SwigluConfig {
 // Arguments, in order: gate (address), gate_stride, up (address), up_stride, out (address;
 // may equal gate), out_stride, rows.
 CodeObject build_swiglu_oai(const SwigluConfig &config);
+
+// Argument words for gate, up and out (rows x cols F32 each; rows from gate).
+std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &config, const TensorRef &gate, const TensorRef &up,
+				      const TensorRef &out);
 
 } // namespace jal::kernels

@@ -6,6 +6,7 @@
 
 #include <jal/kernels/library/attention.hpp>
 #include <jal/kernels/library/elementwise.hpp>
+#include <jal/kernels/library/kv_cache.hpp>
 #include <jal/kernels/library/moe.hpp>
 #include <jal/kernels/library/norm.hpp>
 #include <jal/kernels/library/rope.hpp>

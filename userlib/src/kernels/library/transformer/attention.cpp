@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -248,6 +249,18 @@ CodeObject build_attention(const AttentionConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> attention_args(const AttentionConfig &cfg, const TensorRef &q, const TensorRef &out,
+				     uint32_t pos0, uint64_t heads_va, uint64_t sinks_va)
+{
+	const std::string k = "attention";
+	check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
+	check_tensor(out, JAL_DT_F32, cfg.n_head * cfg.head_dim, q.rows, k, "out");
+	require(heads_va != 0, k, "no head table");
+	require(!cfg.sinks || sinks_va != 0, k, "the kernel was built with sinks but none were given");
+	require(uint64_t{pos0} + q.rows <= cfg.n_ctx, k, "positions run past the cache");
+	return {q.va, stride_of(q), out.va, stride_of(out), q.rows, pos0, heads_va, cfg.sinks ? sinks_va : 0};
 }
 
 } // namespace jal::kernels

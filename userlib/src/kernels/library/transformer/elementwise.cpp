@@ -2,6 +2,7 @@
 #include <jal/kernels/library/elementwise.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -68,6 +69,16 @@ CodeObject build_elementwise(const ElementwiseConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> elementwise_args(const ElementwiseConfig &cfg, const TensorRef &a, const TensorRef &b,
+				       const TensorRef &out)
+{
+	const std::string k = "elementwise";
+	check_tensor(a, JAL_DT_F32, cfg.cols, 0, k, "a");
+	check_tensor(b, JAL_DT_F32, cfg.cols, cfg.broadcast_b ? 1 : a.rows, k, "b");
+	check_tensor(out, JAL_DT_F32, cfg.cols, a.rows, k, "out");
+	return {a.va, stride_of(a), b.va, stride_of(b), out.va, stride_of(out), a.rows};
 }
 
 } // namespace jal::kernels

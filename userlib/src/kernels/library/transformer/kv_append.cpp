@@ -4,6 +4,7 @@
 #include <jal/kernels/library/attention.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -103,6 +104,17 @@ CodeObject build_kv_append(const KvAppendConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> kv_append_args(const KvAppendConfig &cfg, const TensorRef &k, const TensorRef &v,
+				     uint32_t pos0, uint64_t heads_va)
+{
+	const std::string kn = "kv_append";
+	check_tensor(k, JAL_DT_F32, cfg.n_head_kv * cfg.head_dim, 0, kn, "k");
+	check_tensor(v, JAL_DT_F32, cfg.n_head_kv * cfg.head_dim, k.rows, kn, "v");
+	require(heads_va != 0, kn, "no head table");
+	require(uint64_t{pos0} + k.rows <= cfg.n_ctx, kn, "positions run past the cache");
+	return {k.va, stride_of(k), v.va, stride_of(v), k.rows, pos0, heads_va};
 }
 
 } // namespace jal::kernels

@@ -4,6 +4,7 @@
 #include <jal/kernels/library/moe.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -84,6 +85,17 @@ CodeObject build_moe_combine(const MoeCombineConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> moe_combine_args(const MoeCombineConfig &cfg, const TensorRef &experts,
+				       const TensorRef &weights, const TensorRef &out)
+{
+	const std::string k = "moe_combine";
+	check_tensor(out, JAL_DT_F32, cfg.cols, 0, k, "out");
+	check_tensor(experts, JAL_DT_F32, cfg.cols, out.rows * cfg.k, k, "experts");
+	check_tensor(weights, JAL_DT_F32, cfg.k, out.rows, k, "weights");
+	require(stride_of(weights) == cfg.k * 4ull, k, "weights must be packed");
+	return {experts.va, stride_of(experts), weights.va, out.va, stride_of(out), out.rows};
 }
 
 } // namespace jal::kernels

@@ -2,6 +2,7 @@
 #include <jal/kernels/library/moe.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -71,6 +72,17 @@ CodeObject build_moe_routing(const MoeRoutingConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig &cfg, const TensorRef &logits, const TensorRef &ids,
+				       const TensorRef &weights)
+{
+	const std::string k = "moe_routing";
+	check_tensor(logits, JAL_DT_F32, cfg.n_expert, 0, k, "logits");
+	check_tensor(ids, JAL_DT_I32, cfg.k, logits.rows, k, "ids");
+	check_tensor(weights, JAL_DT_F32, cfg.k, logits.rows, k, "weights");
+	require(stride_of(ids) == cfg.k * 4ull && stride_of(weights) == cfg.k * 4ull, k, "ids and weights must be packed");
+	return {logits.va, stride_of(logits), ids.va, weights.va, logits.rows};
 }
 
 } // namespace jal::kernels

@@ -3,6 +3,7 @@
 #include <jal/kernels/library/norm.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -68,6 +69,16 @@ CodeObject build_rms_norm(const RmsNormConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> rms_norm_args(const RmsNormConfig &cfg, const TensorRef &x, const TensorRef &weight,
+				    const TensorRef &out)
+{
+	const std::string k = "rms_norm";
+	check_tensor(x, JAL_DT_F32, cfg.cols, 0, k, "x");
+	check_tensor(weight, JAL_DT_F32, cfg.cols, 1, k, "weight");
+	check_tensor(out, JAL_DT_F32, cfg.cols, x.rows, k, "out");
+	return {x.va, stride_of(x), weight.va, out.va, stride_of(out), x.rows};
 }
 
 } // namespace jal::kernels

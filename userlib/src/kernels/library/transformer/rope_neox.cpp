@@ -3,6 +3,7 @@
 #include <jal/kernels/library/rope.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -108,6 +109,24 @@ CodeObject build_rope_neox(const RopeConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> rope_neox_args(const RopeConfig &cfg, const TensorRef &x, const TensorRef &positions,
+				     uint32_t pos_start, const RopeTablesRef &tables)
+{
+	const std::string k = "rope_neox";
+	check_tensor(x, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "x");
+	require(tables.cos_va && tables.sin_va, k, "the cos and sin tables need device addresses");
+	if (positions.va) {
+		check_tensor(positions, JAL_DT_I32, 0, 0, k, "positions");
+		require(uint64_t{positions.rows} * positions.cols >= x.rows &&
+				(positions.rows == 1 || stride_of(positions) == uint64_t{positions.cols} * 4),
+			k, "positions must be packed I32, one per row of x");
+	} else {
+		require(uint64_t{pos_start} + x.rows <= tables.n_positions, k,
+			"positions pos_start.. run past the tables");
+	}
+	return {x.va, stride_of(x), x.rows, positions.va, pos_start, tables.cos_va, tables.sin_va};
 }
 
 } // namespace jal::kernels

@@ -2,6 +2,7 @@
 #include <jal/kernels/library/softmax.hpp>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -87,6 +88,23 @@ CodeObject build_softmax(const SoftmaxConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> softmax_args(const SoftmaxConfig &cfg, const TensorRef &x, const TensorRef &out,
+				   const TensorRef &sinks, uint32_t rows_per_sink)
+{
+	const std::string k = "softmax";
+	check_tensor(x, JAL_DT_F32, cfg.cols, 0, k, "x");
+	check_tensor(out, JAL_DT_F32, cfg.cols, x.rows, k, "out");
+	uint64_t n_sinks = 1;
+	if (cfg.sinks) {
+		check_tensor(sinks, JAL_DT_F32, 0, 1, k, "sinks");
+		n_sinks = uint64_t{sinks.rows} * sinks.cols;
+		require(n_sinks > 0 && rows_per_sink > 0, k, "sinks need at least one value and rows_per_sink > 0");
+		require(sinks.rows == 1 || stride_of(sinks) == uint64_t{sinks.cols} * 4, k, "sinks must be packed");
+	}
+	return {x.va, stride_of(x), out.va, stride_of(out), x.rows, cfg.sinks ? sinks.va : 0,
+		cfg.sinks ? rows_per_sink : 1, n_sinks};
 }
 
 } // namespace jal::kernels

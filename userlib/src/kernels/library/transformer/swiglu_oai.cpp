@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "row_blocks.hpp"
+#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
@@ -68,6 +69,16 @@ CodeObject build_swiglu_oai(const SwigluConfig &cfg)
 	});
 	b.end();
 	return b.finish();
+}
+
+std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &cfg, const TensorRef &gate, const TensorRef &up,
+				      const TensorRef &out)
+{
+	const std::string k = "swiglu_oai";
+	check_tensor(gate, JAL_DT_F32, cfg.cols, 0, k, "gate");
+	check_tensor(up, JAL_DT_F32, cfg.cols, gate.rows, k, "up");
+	check_tensor(out, JAL_DT_F32, cfg.cols, gate.rows, k, "out");
+	return {gate.va, stride_of(gate), up.va, stride_of(up), out.va, stride_of(out), gate.rows};
 }
 
 } // namespace jal::kernels

@@ -1,0 +1,183 @@
+// Attention (GQA, sinks, sliding window) and the KV cache append, on a jal-emu, against a
+// double-precision reference written from the definition (llama.cpp: kq = k·q scaled by
+// 1/sqrt(head_dim), causal and sliding-window mask with key p0 visible from p1 iff
+// p1 - p0 < window, ggml_soft_max_add_sinks, then kqv).
+//
+// Tolerances: the chip computes QK^T and PV with F32 FMAs, exp within 2 ulp and a running
+// maximum/sum in F32 (flash attention); outputs are averages of values of order 1:
+// |err| <= 2e-5 + 1e-4 |want|. The append copies bits: K and V^T must match exactly.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <jal/kernels/library/attention.hpp>
+#include <jal/kernels/library/kv_cache.hpp>
+
+#include "transformer_fixture.hpp"
+
+namespace jk = jal::kernels;
+using jaltest::all_near;
+
+namespace {
+
+struct Shape {
+    uint32_t n_head, n_head_kv, head_dim, window;
+    bool sinks;
+};
+
+// q: rows x n_head*d at positions pos0..; k, v: every position 0..pos0+rows-1, n_head_kv*d.
+std::vector<double> attention_ref(const Shape &s, const std::vector<float> &q, uint32_t rows, uint32_t pos0,
+                                  const std::vector<float> &k, const std::vector<float> &v,
+                                  const std::vector<float> &sinks)
+{
+    const uint32_t d = s.head_dim, r = s.n_head / s.n_head_kv;
+    const double scale = 1.0 / std::sqrt(double(d));
+    std::vector<double> out(size_t{rows} * s.n_head * d);
+    for (uint32_t t = 0; t < rows; t++) {
+        const uint32_t p = pos0 + t;
+        for (uint32_t h = 0; h < s.n_head; h++) {
+            const uint32_t g = h / r;
+            const float *qh = q.data() + (size_t{t} * s.n_head + h) * d;
+            std::vector<double> sc;
+            std::vector<uint32_t> keys;
+            for (uint32_t j = 0; j <= p; j++) {
+                if (s.window && p - j >= s.window)
+                    continue;
+                const float *kj = k.data() + (size_t{j} * s.n_head_kv + g) * d;
+                double dot = 0;
+                for (uint32_t c = 0; c < d; c++)
+                    dot += double{qh[c]} * kj[c];
+                sc.push_back(dot * scale);
+                keys.push_back(j);
+            }
+            double m = *std::max_element(sc.begin(), sc.end());
+            if (s.sinks)
+                m = std::max<double>(m, sinks[h]);
+            double sum = s.sinks ? std::exp(sinks[h] - m) : 0.0;
+            for (double x : sc)
+                sum += std::exp(x - m);
+            double *o = out.data() + (size_t{t} * s.n_head + h) * d;
+            for (size_t i = 0; i < keys.size(); i++) {
+                const double w = std::exp(sc[i] - m) / sum;
+                const float *vj = v.data() + (size_t{keys[i]} * s.n_head_kv + g) * d;
+                for (uint32_t c = 0; c < d; c++)
+                    o[c] += w * vj[c];
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<float> rows_of(const std::vector<float> &all, uint32_t first, uint32_t count, uint32_t cols)
+{
+    return {all.begin() + size_t{first} * cols, all.begin() + size_t{first + count} * cols};
+}
+
+} // namespace
+
+class TransformerAttentionTest : public jaltest::TransformerKernelTest {
+protected:
+    // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
+    // checking the output of every call against the reference.
+    void prefill_then_decode(const Shape &s, uint32_t n_ctx, uint32_t prefill, uint32_t decode_steps,
+                             unsigned n_slices, uint32_t q_block = 0, uint32_t k_block = 0, uint64_t seed = 40)
+    {
+        const uint32_t total = prefill + decode_steps;
+        const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim;
+        auto q = jaltest::random_normal(size_t{total} * qcols, seed, 1.5);
+        auto k = jaltest::random_normal(size_t{total} * kvcols, seed + 1, 1.5);
+        auto v = jaltest::random_normal(size_t{total} * kvcols, seed + 2);
+        auto sinks = jaltest::random_uniform(s.n_head, seed + 3, -2.0, 4.0);
+        const uint64_t mask = slices(n_slices);
+
+        const jk::KvCacheConfig kv_cfg{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+        jk::KvCache cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, s.n_head_kv));
+        const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx,
+                                     .block_rows = 16};
+        const jk::AttentionConfig att{.n_head = s.n_head, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim,
+                                      .n_ctx = n_ctx, .window = s.window, .sinks = s.sinks, .q_block = q_block,
+                                      .k_block = k_block};
+        const jk::CodeObject append_code = jk::build_kv_append(app);
+        const jk::CodeObject attention_code = jk::build_attention(att);
+        auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
+
+        auto step = [&](uint32_t pos0, uint32_t rows) {
+            SCOPED_TRACE("positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + rows - 1));
+            auto dk = upload(rows_of(k, pos0, rows, kvcols), rows, kvcols);
+            auto dv = upload(rows_of(v, pos0, rows, kvcols), rows, kvcols);
+            auto dq = upload(rows_of(q, pos0, rows, qcols), rows, qcols);
+            auto dout = alloc(rows, qcols);
+            run(append_code, jk::kv_append_args(app, dk.ref, dv.ref, pos0, cache.heads_va()), mask);
+            run(attention_code, jk::attention_args(att, dq.ref, dout.ref, pos0, cache.heads_va(), dsinks.ref.va),
+                mask);
+            auto want = attention_ref(s, rows_of(q, pos0, rows, qcols), rows, pos0, k, v, sinks);
+            EXPECT_TRUE(all_near(download(dout.ref), want, 2e-5, 1e-4));
+        };
+        step(0, prefill);
+        for (uint32_t i = 0; i < decode_steps; i++)
+            step(prefill + i, 1);
+    }
+};
+
+TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
+{
+    const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
+    auto k = jaltest::random_normal(size_t{rows} * g_heads * d, 41);
+    auto v = jaltest::random_normal(size_t{rows} * g_heads * d, 42);
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
+                      jk::kv_head_masks(slices(2), g_heads));
+    auto dk = upload(k, rows, g_heads * d);
+    auto dv = upload(v, rows, g_heads * d);
+    const jk::KvAppendConfig cfg{.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
+    run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()), slices(2));
+    for (uint32_t g = 0; g < g_heads; g++) {
+        std::vector<float> kc(size_t{n_ctx} * d), vt(size_t{d} * n_ctx);
+        read(kc.data(), cache.k_va(g), kc.size() * 4);
+        read(vt.data(), cache.vt_va(g), vt.size() * 4);
+        for (uint32_t t = 0; t < rows; t++)
+            for (uint32_t c = 0; c < d; c++) {
+                const float kw = k[(size_t{t} * g_heads + g) * d + c], vw = v[(size_t{t} * g_heads + g) * d + c];
+                ASSERT_EQ(std::bit_cast<uint32_t>(kc[(pos0 + t) * d + c]), std::bit_cast<uint32_t>(kw))
+                    << "K head " << g << " token " << t << " dim " << c;
+                ASSERT_EQ(std::bit_cast<uint32_t>(vt[size_t{c} * n_ctx + pos0 + t]), std::bit_cast<uint32_t>(vw))
+                    << "V^T head " << g << " token " << t << " dim " << c;
+            }
+    }
+}
+
+TEST_F(TransformerAttentionTest, AppendPastTheCacheTraps)
+{
+    const jk::KvAppendConfig cfg{.n_head_kv = 1, .head_dim = 64, .n_ctx = 8};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8}, {{1}});
+    auto dk = alloc(4, 64);
+    std::vector<uint64_t> args = jk::kv_append_args(cfg, dk.ref, dk.ref, 4, cache.heads_va());
+    args[5] = 6; // pos0 6 + 4 rows > 8: the host check is bypassed, the kernel must refuse
+    run(jk::build_kv_append(cfg), args, slices(1), JAL_STATUS_OUT_OF_RANGE);
+}
+
+TEST_F(TransformerAttentionTest, GqaEightFullCausalWithSinks)
+{
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true}, 64, 40, 3, 4);
+}
+
+TEST_F(TransformerAttentionTest, GqaOneWindowShorterThanTheSequenceWithoutSinks)
+{
+    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 8, .sinks = false}, 64, 37, 3, 4,
+                        /*q_block=*/6, /*k_block=*/16);
+}
+
+TEST_F(TransformerAttentionTest, GqaEightWindowWithSinksDecodeAfterPrefill)
+{
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 16, .sinks = true}, 96, 50, 4, 8,
+                        /*q_block=*/5, /*k_block=*/16);
+}
+
+TEST_F(TransformerAttentionTest, ChunksThatAreFullyMaskedForSomeRows)
+{
+    // window 4 and chunks of 4 keys with 8 queries an item: the first chunk holds none of
+    // the last rows' keys, so their running maximum starts from nothing.
+    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = false}, 32, 24, 2, 2,
+                        /*q_block=*/8, /*k_block=*/4);
+    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = true}, 32, 24, 2, 2,
+                        /*q_block=*/8, /*k_block=*/4, 60);
+}

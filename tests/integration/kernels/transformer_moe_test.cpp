@@ -1,0 +1,108 @@
+// MoE routing (top-k by VTOPK, softmax over the selected logits) and the weighted combine
+// of expert outputs, on a jal-emu, against double-precision references of llama.cpp's
+// build_moe_ffn with LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT (no renormalisation).
+//
+// Ties: the reference orders experts by logit, descending, then by id, ascending (VTOPK's
+// rule); the ids must match exactly. Tolerances: weights |err| <= 1e-7 + 1e-5 |want|;
+// combine |err| <= 1e-6 + 1e-6 sum_j |w_j e_j| per element.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <jal/kernels/library/moe.hpp>
+
+#include "transformer_fixture.hpp"
+
+namespace jk = jal::kernels;
+using jaltest::all_near;
+
+namespace {
+
+struct Routing {
+    std::vector<int32_t> ids;
+    std::vector<double> weights;
+};
+
+Routing routing_ref(const std::vector<float> &logits, uint32_t rows, uint32_t n_expert, uint32_t k)
+{
+    Routing out;
+    for (uint32_t r = 0; r < rows; r++) {
+        const float *l = logits.data() + size_t{r} * n_expert;
+        std::vector<int32_t> order(n_expert);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+        double m = l[order[0]], sum = 0;
+        for (uint32_t j = 0; j < k; j++)
+            sum += std::exp(l[order[j]] - m);
+        for (uint32_t j = 0; j < k; j++) {
+            out.ids.push_back(order[j]);
+            out.weights.push_back(std::exp(l[order[j]] - m) / sum);
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+class TransformerMoeTest : public jaltest::TransformerKernelTest {};
+
+TEST_F(TransformerMoeTest, RoutingPicksTopKAndSoftmaxesOnlyThose)
+{
+    const uint32_t rows = 21, n_expert = 32, k = 4;
+    auto logits = jaltest::random_normal(size_t{rows} * n_expert, 31, 2.0);
+    auto dl = upload(logits, rows, n_expert);
+    auto dids = alloc(rows, k, JAL_DT_I32);
+    auto dw = alloc(rows, k);
+    const jk::MoeRoutingConfig cfg{.n_expert = n_expert, .k = k, .block_rows = 4};
+    run(jk::build_moe_routing(cfg), jk::moe_routing_args(cfg, dl.ref, dids.ref, dw.ref), slices(3));
+    Routing want = routing_ref(logits, rows, n_expert, k);
+    EXPECT_EQ(download_i32(dids.ref), want.ids);
+    EXPECT_TRUE(all_near(download(dw.ref), want.weights, 1e-7, 1e-5));
+}
+
+TEST_F(TransformerMoeTest, RoutingWithTiedLogits)
+{
+    // Logits on a coarse grid (many exact ties), including ties across the k-th place and
+    // a row where every logit is equal.
+    const uint32_t rows = 12, n_expert = 128, k = 4;
+    std::vector<float> logits(size_t{rows} * n_expert);
+    std::mt19937_64 rng(32);
+    for (float &v : logits)
+        v = static_cast<float>(static_cast<int>(rng() % 5)) * 0.5f - 1.0f;
+    std::fill(logits.begin() + 5 * n_expert, logits.begin() + 6 * n_expert, 0.75f);
+    auto dl = upload(logits, rows, n_expert);
+    auto dids = alloc(rows, k, JAL_DT_I32);
+    auto dw = alloc(rows, k);
+    const jk::MoeRoutingConfig cfg{.n_expert = n_expert, .k = k};
+    run(jk::build_moe_routing(cfg), jk::moe_routing_args(cfg, dl.ref, dids.ref, dw.ref), slices(2));
+    Routing want = routing_ref(logits, rows, n_expert, k);
+    EXPECT_EQ(download_i32(dids.ref), want.ids);
+    auto w = download(dw.ref);
+    EXPECT_TRUE(all_near(w, want.weights, 1e-7, 1e-5));
+    for (uint32_t j = 0; j < k; j++)
+        EXPECT_FLOAT_EQ(w[5 * k + j], 0.25f); // all equal: uniform weights
+}
+
+TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
+{
+    const uint32_t rows = 9, cols = 2880, k = 4;
+    auto experts = jaltest::random_normal(size_t{rows} * k * cols, 33);
+    auto weights = jaltest::random_uniform(size_t{rows} * k, 34, 0.0, 1.0);
+    // expert rows 12 KiB apart with padding after each row
+    auto de = upload(experts, rows * k, cols, cols * 4 + 256);
+    auto dw = upload(weights, rows, k);
+    auto dout = alloc(rows, cols);
+    const jk::MoeCombineConfig cfg{.cols = cols, .k = k, .block_rows = 4};
+    run(jk::build_moe_combine(cfg), jk::moe_combine_args(cfg, de.ref, dw.ref, dout.ref), slices(3));
+    std::vector<double> want(size_t{rows} * cols), mag(want.size());
+    for (uint32_t t = 0; t < rows; t++)
+        for (uint32_t j = 0; j < k; j++)
+            for (uint32_t c = 0; c < cols; c++) {
+                const double term = double{weights[t * k + j]} * experts[(size_t{t} * k + j) * cols + c];
+                want[size_t{t} * cols + c] += term;
+                mag[size_t{t} * cols + c] += std::fabs(term);
+            }
+    auto got = download(dout.ref);
+    for (size_t i = 0; i < got.size(); i++)
+        ASSERT_NEAR(got[i], want[i], 1e-6 + 1e-6 * mag[i]) << "element " << i;
+}

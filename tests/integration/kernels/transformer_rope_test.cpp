@@ -1,0 +1,149 @@
+// RoPE NEOX with YaRN as llama.cpp computes it for GPT-OSS, on a jal-emu, against a
+// double-precision reference written here from ggml's formulas (ggml_rope_yarn_corr_dims
+// in ggml.c; rope_yarn_ramp, rope_yarn and rotate_pairs in ggml-cpu/ops.cpp).
+//
+// Tolerances: the tables are the exact values rounded to F32 (2^-24 relative), and the
+// chip rounds each product and the sum: |err| <= 1e-5 + 1e-6 |want| for inputs of order 1.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include <jal/kernels/library/rope.hpp>
+
+#include "transformer_fixture.hpp"
+
+namespace jk = jal::kernels;
+using jaltest::all_near;
+
+namespace {
+
+// GPT-OSS: head_dim 64, theta 150000, YaRN factor 32 over an original context of 4096,
+// beta_fast 32, beta_slow 1.
+constexpr int kDims = 64;
+constexpr double kBase = 150000, kFactor = 32, kCtxOrig = 4096, kBetaFast = 32, kBetaSlow = 1;
+
+double corr_dim(double beta)
+{
+    return kDims * std::log(kCtxOrig / (beta * 2 * std::numbers::pi)) / (2 * std::log(kBase));
+}
+
+// The rotation of one head at position p, straight from the formulas.
+void rope_head_ref(const float *x, double *y, int64_t p)
+{
+    const double low = std::max(0.0, std::floor(corr_dim(kBetaFast)));
+    const double high = std::min(kDims - 1.0, std::ceil(corr_dim(kBetaSlow)));
+    const double freq_scale = 1 / kFactor;
+    const double mscale = 1 + 0.1 * std::log(kFactor); // attn_factor 1 times YaRN's magnitude
+    for (int i0 = 0; i0 < kDims; i0 += 2) {
+        const double theta_extrap = p * std::pow(kBase, -double(i0) / kDims);
+        const double theta_interp = freq_scale * theta_extrap;
+        const double y_ramp = (i0 / 2 - low) / std::max(0.001, high - low);
+        const double ramp_mix = 1 - std::min(1.0, std::max(0.0, y_ramp));
+        const double theta = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
+        const double c = std::cos(theta) * mscale, s = std::sin(theta) * mscale;
+        const int ic = i0 / 2;
+        const double x0 = x[ic], x1 = x[ic + kDims / 2];
+        y[ic] = x0 * c - x1 * s;
+        y[ic + kDims / 2] = x0 * s + x1 * c;
+    }
+}
+
+std::vector<double> rope_ref(const std::vector<float> &x, uint32_t rows, uint32_t heads,
+                             const std::vector<int32_t> &pos)
+{
+    std::vector<double> y(x.size());
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t h = 0; h < heads; h++) {
+            const size_t off = (size_t{r} * heads + h) * kDims;
+            rope_head_ref(x.data() + off, y.data() + off, pos[r]);
+        }
+    return y;
+}
+
+} // namespace
+
+TEST(TransformerRopeTables, CorrectionRangeIsRoundedToWholeDimensions)
+{
+    // 64 * ln(4096 / (2 pi 32)) / (2 ln 150000) = 8.09..., with beta 1: 17.4...
+    double dims[2];
+    jk::yarn_corr_dims(jk::YarnParams{}, dims);
+    EXPECT_EQ(dims[0], 8.0);
+    EXPECT_EQ(dims[1], 18.0);
+}
+
+TEST(TransformerRopeTables, MatchTheFormulasAndCarryMscaleInBothCosAndSin)
+{
+    const uint32_t n = 5000;
+    jk::RopeTables t = jk::rope_yarn_tables(jk::YarnParams{}, n);
+    ASSERT_EQ(t.half, 32u);
+    ASSERT_EQ(t.cos.size(), size_t{n} * 32);
+    // Position 0: cos = mscale, sin = 0 for every pair.
+    const double mscale = 1 + 0.1 * std::log(32.0);
+    for (uint32_t i = 0; i < 32; i++) {
+        EXPECT_FLOAT_EQ(t.cos[i], static_cast<float>(mscale));
+        EXPECT_EQ(t.sin[i], 0.0f);
+    }
+    // Everywhere: the table rotates a unit pair exactly as the reference does.
+    for (uint32_t p : {1u, 127u, 4095u, 4999u}) {
+        float x[kDims] = {};
+        for (uint32_t i = 0; i < 32; i++)
+            x[i] = 1.0f; // x0 = 1, x1 = 0: y0 = cos, y1 = sin
+        double y[kDims];
+        rope_head_ref(x, y, p);
+        for (uint32_t i = 0; i < 32; i++) {
+            EXPECT_NEAR(t.cos[p * 32 + i], y[i], 2e-7) << "p " << p << " i " << i;
+            EXPECT_NEAR(t.sin[p * 32 + i], y[i + 32], 2e-7) << "p " << p << " i " << i;
+        }
+    }
+}
+
+class TransformerRopeTest : public jaltest::TransformerKernelTest {
+protected:
+    void SetUp() override
+    {
+        TransformerKernelTest::SetUp();
+        if (HasFatalFailure())
+            return;
+        tables = jk::rope_yarn_tables(jk::YarnParams{}, kPositions);
+        cos_ = upload(tables.cos, kPositions, tables.half, 0, slices(4), JAL_PLACE_REPLICATED);
+        sin_ = upload(tables.sin, kPositions, tables.half, 0, slices(4), JAL_PLACE_REPLICATED);
+        ref = {.cos_va = cos_.ref.va, .sin_va = sin_.ref.va, .n_positions = kPositions};
+    }
+    static constexpr uint32_t kPositions = 8192;
+    jk::RopeTables tables;
+    jaltest::DeviceTensor cos_, sin_;
+    jk::RopeTablesRef ref;
+};
+
+TEST_F(TransformerRopeTest, QueriesAtArbitraryPositions)
+{
+    const uint32_t rows = 9, heads = 64;
+    const jk::RopeConfig cfg{.n_head = heads, .head_dim = kDims, .block_rows = 2};
+    auto x = jaltest::random_normal(size_t{rows} * heads * kDims, 11);
+    const std::vector<int32_t> pos = {0, 1, 7, 4095, 4096, 8191, 3, 3, 2500};
+    auto dx = upload(x, rows, heads * kDims);
+    auto dpos = upload_i32(pos, rows, 1);
+    run(jk::build_rope_neox(cfg), jk::rope_neox_args(cfg, dx.ref, dpos.ref, 0, ref), slices(4));
+    EXPECT_TRUE(all_near(download(dx.ref), rope_ref(x, rows, heads, pos), 1e-5, 1e-6));
+}
+
+TEST_F(TransformerRopeTest, KeysFromAStartPositionInAStridedView)
+{
+    // K of 8 heads inside a wider fused row (stride 3 KiB), positions 4000..4012.
+    const uint32_t rows = 13, heads = 8;
+    const jk::RopeConfig cfg{.n_head = heads, .head_dim = kDims, .block_rows = 4};
+    auto x = jaltest::random_normal(size_t{rows} * heads * kDims, 12, 2.0);
+    auto dx = upload(x, rows, heads * kDims, 3072);
+    std::vector<int32_t> pos(rows);
+    for (uint32_t r = 0; r < rows; r++)
+        pos[r] = static_cast<int32_t>(4000 + r);
+    run(jk::build_rope_neox(cfg), jk::rope_neox_args(cfg, dx.ref, {}, 4000, ref), slices(3));
+    EXPECT_TRUE(all_near(download(dx.ref), rope_ref(x, rows, heads, pos), 2e-5, 1e-6));
+}
+
+TEST_F(TransformerRopeTest, StartPositionPastTheTablesIsRefused)
+{
+    const jk::RopeConfig cfg{.n_head = 8, .head_dim = kDims};
+    auto dx = alloc(4, 8 * kDims);
+    EXPECT_THROW(jk::rope_neox_args(cfg, dx.ref, {}, kPositions - 3, ref), jal::Error);
+}

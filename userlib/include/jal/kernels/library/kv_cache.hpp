@@ -1,0 +1,48 @@
+// kv_cache.hpp: the KV cache of one attention layer in slice-local HBM (layout in
+// attention.hpp): per KV head one allocation holding K (n_ctx x head_dim F32) then V^T
+// (head_dim x n_ctx F32), placed on the slices whose attention items use that head, and
+// a head table listing {k_va, vt_va} per head that kv_append and attention read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <jal/jal.hpp>
+
+namespace jal::kernels {
+
+struct KvCacheConfig {
+	uint32_t n_head_kv = 0;
+	uint32_t head_dim = 64;
+	uint32_t n_ctx = 0;
+};
+
+// Where attention's work split reads each head, for a dispatch on the logical slices of
+// dispatch_mask (dispatch slice i is the i-th set bit, ascending): item j runs on dispatch
+// slice j mod n and uses head j mod n_head_kv, so head g is read by the dispatch slices i
+// with i = g (mod gcd(n, n_head_kv)). Returns one logical slice mask per head.
+std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv);
+
+class KvCache {
+public:
+	// Allocates every head's cache on head_masks[g] (one slice: JAL_PLACE_SLICE; several:
+	// JAL_PLACE_REPLICATED, so every reader is local and device writes reach every copy)
+	// and the head table, replicated on all those slices, uploaded through `queue`.
+	KvCache(const runtime::Device &device, const runtime::Context &context, runtime::Queue &queue,
+		const KvCacheConfig &config, std::span<const uint64_t> head_masks);
+
+	const KvCacheConfig &config() const { return config_; }
+	uint64_t heads_va() const { return table_->va(); }
+	uint64_t k_va(uint32_t head) const { return heads_.at(head)->va(); }
+	uint64_t vt_va(uint32_t head) const { return heads_.at(head)->va() + k_bytes(); }
+	uint64_t k_bytes() const { return uint64_t{config_.n_ctx} * config_.head_dim * 4; }
+
+private:
+	KvCacheConfig config_;
+	std::vector<std::unique_ptr<runtime::Memory>> heads_;
+	std::unique_ptr<runtime::Memory> table_;
+};
+
+} // namespace jal::kernels
