@@ -44,13 +44,15 @@ void emit_wait_n(Builder &b, Q q, X count)
 }
 
 void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
-			  const std::function<void(X i, int buf)> &body)
+			  const std::function<void(X i, int buf)> &body, const std::function<void()> &after_first)
 {
 	X i = emit_const(b, 0);
 	X next = b.x();
 	Label top = b.label(), out = b.label();
 	b.bge(i, n, out);
 	load(i, 0);
+	if (after_first)
+		after_first();
 	b.bind(top);
 	for (int buf = 0; buf < 2; buf++) {
 		b.bge(i, n, out);

@@ -28,10 +28,13 @@ X emit_const(Builder &b, int64_t value);
 void emit_wait_n(Builder &b, Q q, X count);
 
 // The double-buffered loop every streaming kernel here uses, unrolled by two so each half
-// names its own buffer's registers: load(0, 0); then for i in [0, n): if i+1 < n,
-// load(i+1, other buffer); body(i, buffer). While body(i) computes, load(i+1) is in flight.
+// names its own buffer's registers: load(0, 0); after_first(); then for i in [0, n): if
+// i+1 < n, load(i+1, other buffer); body(i, buffer). While body(i) computes, load(i+1) is
+// in flight. after_first (optional) runs once after the first load is issued: the place to
+// wait for something loaded before the loop, so its latency overlaps the first tile's.
 void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
-			  const std::function<void(X i, int buf)> &body);
+			  const std::function<void(X i, int buf)> &body,
+			  const std::function<void()> &after_first = {});
 
 // Largest multiple of `unit` not above `v`, at least `unit`.
 inline uint32_t round_down(uint32_t v, uint32_t unit)

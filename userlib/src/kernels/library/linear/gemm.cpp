@@ -233,39 +233,48 @@ CodeObject build_gemm(const GemmConfig &c)
 		b.free(mr_reg);
 		b.free(rows);
 	};
-	// Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx).
-	auto load_x = [&](uint32_t m0, uint32_t mr) {
-		X a = b.x();
-		if (!p.convert_x) {
-			X rows = emit_const(b, mr);
-			desc(tx, l1_x, rows, k_reg, p.activation);
-			b.muli(a, x_stride, static_cast<int32_t>(m0));
-			b.add(a, a, x);
-			b.tload(tx, a, x_stride, qx);
-			b.wait(qx, 1);
-			b.free(rows);
-			b.free(a);
+	// Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx) in two halves:
+	// issue_x starts the first load; finish_x (after the first W tile's load is issued, so
+	// both latencies overlap) waits, converts and loads the rest.
+	T ts[2] = {};
+	Q qs[2] = {};
+	if (p.convert_x)
+		ts[0] = b.t(), ts[1] = b.t(), qs[0] = b.q(), qs[1] = b.q();
+	const uint32_t rs = p.stage_rows;
+	auto stage = [&](uint32_t m0, uint32_t mr, uint32_t j) { // F32 rows of block j into ts[j % 2]
+		uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
+		X rows = emit_const(b, nr), a = b.x();
+		desc(ts[j % 2], l1_s[j % 2], rows, k_reg, JAL_DT_F32);
+		b.muli(a, x_stride, static_cast<int32_t>(m0 + r0));
+		b.add(a, a, x);
+		b.tload(ts[j % 2], a, x_stride, qs[j % 2]);
+		b.free(a);
+		b.free(rows);
+	};
+	auto issue_x = [&](uint32_t m0, uint32_t mr) {
+		if (p.convert_x) {
+			stage(m0, mr, 0);
 			return;
 		}
-		// Staged: F32 rows in blocks of stage_rows, two buffers, each block converted
-		// into its rows of tx while the next one loads.
-		const uint32_t rs = p.stage_rows;
+		X rows = emit_const(b, mr), a = b.x();
+		desc(tx, l1_x, rows, k_reg, p.activation);
+		b.muli(a, x_stride, static_cast<int32_t>(m0));
+		b.add(a, a, x);
+		b.tload(tx, a, x_stride, qx);
+		b.free(a);
+		b.free(rows);
+	};
+	auto finish_x = [&](uint32_t m0, uint32_t mr) {
+		if (!p.convert_x) {
+			b.wait(qx, 1);
+			return;
+		}
+		// Blocks of stage_rows F32 rows through two buffers, each converted into its rows
+		// of tx while the next one loads.
 		const uint32_t blocks = static_cast<uint32_t>(ceil_div(mr, rs));
-		T ts[2] = {b.t(), b.t()};
-		Q qs[2] = {b.q(), b.q()};
-		auto stage = [&](uint32_t j) {
-			uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
-			X rows = emit_const(b, nr);
-			desc(ts[j % 2], l1_s[j % 2], rows, k_reg, JAL_DT_F32);
-			b.free(rows);
-			b.muli(a, x_stride, static_cast<int32_t>(m0 + r0));
-			b.add(a, a, x);
-			b.tload(ts[j % 2], a, x_stride, qs[j % 2]);
-		};
-		stage(0);
 		for (uint32_t j = 0; j < blocks; j++) {
 			if (j + 1 < blocks)
-				stage(j + 1);
+				stage(m0, mr, j + 1);
 			b.wait(qs[j % 2], 1);
 			uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
 			X rows = emit_const(b, nr);
@@ -276,18 +285,15 @@ CodeObject build_gemm(const GemmConfig &c)
 		X rows = emit_const(b, mr);
 		desc(tx, l1_x, rows, k_reg, p.activation);
 		b.free(rows);
-		b.free(ts[0]), b.free(ts[1]);
-		b.free(qs[0]), b.free(qs[1]);
-		b.free(a);
 	};
 
 	for (uint32_t m0 = 0; m0 < c.m; m0 += p.m_chunk) {
 		const uint32_t mr = std::min(p.m_chunk, c.m - m0);
-		load_x(m0, mr);
+		issue_x(m0, mr);
 		// W tiles through two buffers: load i+1 into one while computing i from the other.
 		emit_double_buffered(
 			b, tiles, [&](X i, int buf) { load_w(i, buf); },
-			[&](X i, int buf) { compute(i, buf, m0, mr); });
+			[&](X i, int buf) { compute(i, buf, m0, mr); }, [&] { finish_x(m0, mr); });
 	}
 	emit_wait_n(b, qst, stores); // every store of y has landed before the slice ends
 	b.bind(done);
