@@ -138,7 +138,7 @@ static struct pci_driver jal_pci_driver = {
 	.id_table = jal_pci_ids,
 	.probe = jal_probe,
 	.remove = jal_remove,
-	.driver.dev_groups = jal_dev_groups,
+	.dev_groups = jal_dev_groups,
 };
 
 static int __init jal_init(void)

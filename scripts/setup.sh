@@ -11,7 +11,7 @@ packages=(
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs
-  linux-headers-amd64 busybox-static cpio kmod
+  linux-headers-amd64 busybox-static cpio
 )
 
 missing=()

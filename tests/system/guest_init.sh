@@ -50,7 +50,7 @@ else
 fi
 
 # 3. sysfs attributes of the PCI device
-dev=/sys/class/jal/jal0/device
+dev=$(readlink -f /sys/class/jal/jal0/device)
 ok=1
 for a in fw_version interface_version slices hbm chip_state boot_count; do
 	if [ -r "$dev/$a" ] && v=$(cat "$dev/$a") && [ -n "$v" ]; then
@@ -59,7 +59,12 @@ for a in fw_version interface_version slices hbm chip_state boot_count; do
 		ok=0
 	fi
 done
-[ $ok = 1 ] && pass sysfs || fail sysfs "missing or empty attributes under $dev"
+if [ $ok = 1 ]; then
+	pass sysfs
+else
+	ls -l /sys/class/jal/jal0/ "$dev/"
+	fail sysfs "missing or empty attributes under $dev"
+fi
 
 # 4. userlib copy host -> device -> host, waited for by interrupt
 before=$(awk '/ jal$/ { n++; if (n > 1) s += $2 } END { print s + 0 }' /proc/interrupts)
