@@ -39,14 +39,15 @@ void PowerModel::reset()
     if (tj_c_ == 0) tj_c_ = thbm_c_ = ambient_c_;  // temperatures survive a chip reset
     power_w_ = 0;
     std::lock_guard lock(dispatch_m_);
-    dispatch_j_ = 0;
+    draws_.clear();
 }
 
-void PowerModel::add_dispatch_energy(double joules)
+void PowerModel::add_dispatch_energy(double joules, double seconds)
 {
     if (!(joules > 0)) return;
+    const double watts = seconds > 0 ? std::min(joules / seconds, kDispatchMaxWatts) : kDispatchMaxWatts;
     std::lock_guard lock(dispatch_m_);
-    dispatch_j_ += joules;
+    draws_.push_back({joules, watts});
 }
 
 void PowerModel::step(double dt_s, const PowerInputs& in)
@@ -61,13 +62,18 @@ void PowerModel::step(double dt_s, const PowerInputs& in)
     const double dyn_max = std::max(0.0, load_watts_ - kStaticNominal);
     double dyn = dyn_max * activity_ * (double(clock_mhz()) / JAL_CLOCK_MAX_MHZ) * (v / vmax) * (v / vmax);
     // Kernel dispatches: their modelled energy (already at the voltage they ran at) is
-    // drawn over the following steps, no faster than kDispatchMaxWatts.
+    // drawn over the following steps at each dispatch's own power, kDispatchMaxWatts at most.
     double kernel_w = 0;
-    {
+    if (dt_s > 0) {
         std::lock_guard lock(dispatch_m_);
-        const double e = std::min(dispatch_j_, kDispatchMaxWatts * dt_s);
-        dispatch_j_ -= e;
-        kernel_w = dt_s > 0 ? e / dt_s : 0;
+        double budget = kDispatchMaxWatts * dt_s, drawn = 0;
+        for (Draw& d : draws_) {
+            const double e = std::min({d.joules, d.watts * dt_s, budget - drawn});
+            d.joules -= e;
+            drawn += e;
+        }
+        std::erase_if(draws_, [](const Draw& d) { return d.joules <= 1e-15; });
+        kernel_w = drawn / dt_s;
     }
     dyn += kernel_w;
     activity_ = std::clamp(activity_ + kernel_w / kDispatchMaxWatts, 0.0, 1.0);

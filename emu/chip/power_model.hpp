@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <vector>
 #include <cstdint>
 
 namespace jalemu {
@@ -35,9 +36,11 @@ public:
     // Read by kernel dispatches on the command processor's threads, hence atomic.
     std::uint32_t clock_mhz() const { return clock_mhz_.load(std::memory_order_relaxed); }
     std::uint32_t voltage_mv() const { return voltage_mv_.load(std::memory_order_relaxed); }
-    // Modelled dynamic energy of a finished kernel dispatch (any thread). It is drawn as
-    // extra dynamic power over the next integration steps, at most kDispatchMaxWatts.
-    void add_dispatch_energy(double joules);
+    // Modelled dynamic energy of a finished kernel dispatch that took `seconds` of modelled
+    // time (any thread). From the next integration step on it is drawn as extra dynamic
+    // power at the dispatch's own average (joules / seconds) until spent, so telemetry
+    // shows what the kernel drew; concurrent dispatches add up, to at most kDispatchMaxWatts.
+    void add_dispatch_energy(double joules, double seconds);
     static constexpr double kDispatchMaxWatts = 600;
     bool has_load() const { return load_watts_ > 0; }
     std::uint64_t timing_violations() const { return timing_violations_; }
@@ -48,7 +51,10 @@ private:
     double load_watts_, ambient_c_;
     std::atomic<std::uint32_t> clock_mhz_{0}, voltage_mv_{0};
     std::mutex dispatch_m_;
-    double dispatch_j_ = 0;  // not yet drawn
+    struct Draw {
+        double joules, watts;  // still to draw, and at what rate
+    };
+    std::vector<Draw> draws_;
     double power_w_ = 0, tj_c_ = 0, thbm_c_ = 0, energy_uj_ = 0;
     std::array<double, JAL_RAIL_COUNT> rail_w_{};
     std::uint32_t energy_hi_latch_ = 0;

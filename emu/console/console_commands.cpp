@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 const char* kHelp =
-    "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | help";
+    "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | dispatch | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
@@ -57,6 +57,23 @@ json phy(Chip& chip, std::uint32_t ch)
             {"lanes", lanes}};
 }
 
+// The last kernel dispatch: its report and every slice's final state.
+json last_dispatch(Chip& chip)
+{
+    const DispatchUnit& d = chip.cp().dispatcher();
+    const jal_dispatch_report r = d.last_report();
+    json slices = json::array();
+    static const char* states[] = {"runnable", "blocked", "ended", "faulted", "stopped"};
+    for (const isa::SliceSnapshot& s : d.last_slices())
+        slices.push_back({{"logical", s.logical}, {"physical", s.physical}, {"pc", s.pc},
+                          {"state", s.state < 5 ? states[s.state] : "?"}, {"executed", s.executed},
+                          {"end_ns", s.end_ns}, {"x", s.x}, {"q", s.q}});
+    return {{"status", r.status},           {"fault_slice", r.fault_slice}, {"fault_pc", r.fault_pc},
+            {"fault_opcode", r.fault_opcode}, {"fault_address", r.fault_address}, {"modelled_ns", r.modelled_ns},
+            {"instructions", r.instructions}, {"flops", r.flops}, {"hbm_bytes", r.hbm_bytes},
+            {"energy_nj", r.energy_nj},     {"slices", slices}};
+}
+
 json run(Chip& chip, const std::vector<std::string>& w)
 {
     const std::string& cmd = w[0];
@@ -85,6 +102,10 @@ json run(Chip& chip, const std::vector<std::string>& w)
         return {{"power_w", p.power_w()},       {"junction_c", p.junction_c()}, {"hbm_c", p.hbm_c()},
                 {"clock_mhz", p.clock_mhz()},   {"voltage_mv", p.voltage_mv()},
                 {"timing_violations", p.timing_violations()}};
+    }
+    if (cmd == "dispatch") {
+        need(0);
+        return last_dispatch(chip);
     }
     if (cmd == "phy") {
         need(1);

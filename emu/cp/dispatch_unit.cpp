@@ -26,6 +26,12 @@ std::vector<isa::SliceSnapshot> DispatchUnit::last_slices() const
     return last_;
 }
 
+jal_dispatch_report DispatchUnit::last_report() const
+{
+    std::lock_guard lock(last_m_);
+    return last_report_;
+}
+
 // Reads the header, then the whole object (total_size bytes, at most JAL_CODE_MAX_BYTES),
 // and validates it as toolchain's jal-objdump would (isa/code/).
 std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
@@ -94,11 +100,12 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     setup.abort = &abort;
 
     isa::DispatchResult r = isa::run_dispatch(setup, bank_, isa::WorkerPool::shared());
-    if (power_) power_->add_dispatch_energy(r.energy_j);
+    if (power_) power_->add_dispatch_energy(r.energy_j, r.report.modelled_ns * 1e-9);
     report = r.report;
     {
         std::lock_guard lock(last_m_);
         last_ = std::move(r.slices);
+        last_report_ = report;
     }
     return report.status;
 }

@@ -31,8 +31,9 @@ public:
     std::uint32_t run(const jal_packet_dispatch& pkt, std::uint32_t ctx, const std::atomic<bool>& abort,
                       jal_dispatch_report& report);
 
-    // The last dispatch's per-slice state (console "dispatch" command).
+    // The last dispatch that ran: its report and per-slice state (console "dispatch").
     std::vector<isa::SliceSnapshot> last_slices() const;
+    jal_dispatch_report last_report() const;
 
 private:
     std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
@@ -45,6 +46,7 @@ private:
     isa::SliceBank bank_;
     mutable std::mutex last_m_;
     std::vector<isa::SliceSnapshot> last_;
+    jal_dispatch_report last_report_{};
 };
 
 }  // namespace jalemu

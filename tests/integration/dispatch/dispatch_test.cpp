@@ -9,6 +9,7 @@
 #include <jal/isa/code_object.hpp>
 #include <jal/jal.hpp>
 
+#include "console_client.hpp"
 #include "fixture/emu_process.hpp"
 
 #include <cmath>
@@ -314,7 +315,21 @@ TEST_F(DispatchTest, FaultingKernelsFailWithTheirStatusAndTheEmulatorStaysHealth
         } else {
             EXPECT_EQ(r.instructions, 2 * 1000u);  // two slices, 1000 each
         }
-        if (c.status == JAL_STATUS_PAGE_FAULT) EXPECT_EQ(r.fault_address, unmapped);
+        if (c.status == JAL_STATUS_PAGE_FAULT) {
+            EXPECT_EQ(r.fault_address, unmapped);
+        }
+        if (c.status == JAL_STATUS_DEADLOCK) {
+            // The console shows where each slice stopped.
+            fwtest::ConsoleClient console(emu().socket_dir() + "/jal0.console");
+            const auto j = console.ask("dispatch");
+            EXPECT_EQ(j.at("status"), JAL_STATUS_DEADLOCK);
+            ASSERT_EQ(j.at("slices").size(), 2u);
+            for (const auto& s : j.at("slices")) {
+                EXPECT_EQ(s.at("state"), "blocked");
+                EXPECT_EQ(s.at("pc"), 7);
+            }
+            EXPECT_EQ(j.at("slices")[1].at("x")[1], 1);  // x1 = its slice index
+        }
         expect_healthy();
     }
     EXPECT_TRUE(emu().running());
