@@ -158,6 +158,21 @@ void quantize_mxfp8(jal_dtype dt, const float *x, jal_block_mxfp8 *y, size_t n) 
                                     e4m3 ? f32_to_fp8_e4m3 : f32_to_fp8_e5m2);
 }
 
+// cvtt_i32(roundf(r)) without the libm call: truncate, then step away from zero when the
+// dropped fraction is at least one half (exact: r - trunc(r) is exact below 2^23, and r is
+// an integer above). NaN and out-of-range stay INT32_MIN, as cvttss2si gives.
+int32_t round_away_i32(float r) {
+    int32_t i = cvtt_i32(r);
+    if (i == INT32_MIN)
+        return cvtt_i32(std::round(r));  // out of range or NaN (or exactly -2^31): rare
+    float frac = r - float(i);
+    if (frac >= 0.5f)
+        i++;
+    else if (frac <= -0.5f)
+        i--;
+    return i;
+}
+
 // ggml's quantize_row_q8_0_ref, operation for operation.
 void quantize_q8_0(const float *x, jal_block_q8_0 *y, size_t n) {
     for (size_t i = 0; i < n / 32; i++) {
@@ -171,7 +186,7 @@ void quantize_q8_0(const float *x, jal_block_q8_0 *y, size_t n) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = f32_to_f16(d);
         for (int j = 0; j < 32; j++)
-            y[i].qs[j] = int8_t(uint8_t(cvtt_i32(std::round(xb[j] * id))));
+            y[i].qs[j] = int8_t(uint8_t(round_away_i32(xb[j] * id)));
     }
 }
 

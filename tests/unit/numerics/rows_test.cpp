@@ -216,6 +216,13 @@ TEST(NumericsRows, Q8_0QuantizeScaleAndElements) {
             EXPECT_LE(std::fabs(q[b].qs[j] - exact), 0.5 + 1e-5) << j;
         }
     }
+    // amax 127 makes d = 1 exactly: roundf's ties go away from zero
+    float t[32] = {127.0f, 2.5f, -2.5f, 0.49999997f, -126.5f, 0.5f, -0.5f, 3.4999998f};
+    const int8_t want_t[8] = {127, 3, -3, 0, -127, 1, -1, 3};
+    quantize_row(JAL_DT_Q8_0, t, q, 32, JAL_CVT_OCP);
+    EXPECT_EQ(0x3c00, q[0].d);
+    for (int j = 0; j < 8; j++)
+        EXPECT_EQ(want_t[j], q[0].qs[j]) << t[j];
     float z[32] = {};
     quantize_row(JAL_DT_Q8_0, z, q, 32, JAL_CVT_OCP);
     EXPECT_EQ(0, q[0].d);
