@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <link.h>
+
 #include <ggml-backend.h>
 #include <llama.h>
 
@@ -121,6 +123,21 @@ void quiet_log(ggml_log_level level, const char *text, void *user)
 	const bool verbose = *static_cast<bool *>(user);
 	if (verbose || level >= GGML_LOG_LEVEL_ERROR)
 		std::fputs(text, stderr);
+}
+
+// The CPU backend variant ggml chose: the libggml-cpu-*.so loaded into this process.
+std::string loaded_cpu_backend()
+{
+	std::string found;
+	dl_iterate_phdr(
+		[](dl_phdr_info *info, size_t, void *user) {
+			const char *name = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+			if (name && std::strncmp(name + 1, "libggml-cpu", 11) == 0)
+				*static_cast<std::string *>(user) = name + 1;
+			return 0;
+		},
+		&found);
+	return found;
 }
 
 struct Step {
@@ -276,12 +293,12 @@ int main(int argc, char **argv)
 		            "  \"argmax_ids\": %s,\n"
 		            "  \"top_ids\": %s,\n"
 		            "  \"top_logprobs\": %s,\n"
-		            "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"threads\": 1,"
-		            " \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %u}\n"
+		            "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": %s,"
+		            " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %u}\n"
 		            "}\n",
 		            json_string(o.model).c_str(), json_array(o.prompt).c_str(), o.force.empty() ? "false" : "true",
 		            n_vocab, json_array(tokens).c_str(), json_array(argmax).c_str(), ids_json.c_str(),
-		            lp_json.c_str(), json_string(desc).c_str(), n_prompt);
+		            lp_json.c_str(), json_string(desc).c_str(), json_string(loaded_cpu_backend()).c_str(), n_prompt);
 	}
 
 	llama_free(ctx);
