@@ -127,6 +127,41 @@ static void jal_remove(struct pci_dev *pdev)
 	jal_device_put(jdev);
 }
 
+/*
+ * A function-level reset (pci_reset_function, sysfs "reset"): the function comes back
+ * with its admin queue disabled and without the contexts and queues it owned, so every
+ * file loses them and their doorbell mappings; the driver's admin queue is enabled again.
+ * jdev->lock is held from prepare to done, so no command runs meanwhile.
+ */
+static void jal_reset_prepare(struct pci_dev *pdev)
+{
+	struct jal_device *jdev = pci_get_drvdata(pdev);
+
+	mutex_lock(&jdev->lock);
+	jdev->admin.enabled = false;
+	jal_files_forget_device_state(jdev);
+}
+
+static void jal_reset_done(struct pci_dev *pdev)
+{
+	struct jal_device *jdev = pci_get_drvdata(pdev);
+	int ret;
+
+	ret = jal_fw_wait_ready(jdev);
+	if (!ret)
+		ret = jal_admin_enable(jdev);
+	if (!ret)
+		ret = jal_admin_identify(jdev);
+	if (ret)
+		dev_err(&pdev->dev, "Failed to bring the function back after reset: %d\n", ret);
+	mutex_unlock(&jdev->lock);
+}
+
+static const struct pci_error_handlers jal_err_handlers = {
+	.reset_prepare = jal_reset_prepare,
+	.reset_done = jal_reset_done,
+};
+
 static const struct pci_device_id jal_pci_ids[] = {
 	{ PCI_DEVICE(JAL_PCI_VENDOR_ID, JAL_PCI_DEVICE_ID) },
 	{ }
@@ -139,6 +174,7 @@ static struct pci_driver jal_pci_driver = {
 	.probe = jal_probe,
 	.remove = jal_remove,
 	.dev_groups = jal_dev_groups,
+	.err_handler = &jal_err_handlers,
 };
 
 static int __init jal_init(void)

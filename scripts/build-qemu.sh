@@ -125,8 +125,12 @@ install_if_changed() { # src dst
   mkdir -p "$(dirname "$2")"
   cmp -s "$1" "$2" || cp "$1" "$2"
 }
-append_once() { # snippet target
-  grep -q 'jal_pci\|JAL_PCI' "$2" || cat "$1" >>"$2"
+# QEMU's own file (from the pristine source) with our snippet appended; rewritten only when
+# that differs, so a changed snippet (a new trace point) reaches the tree.
+append_snippet() { # snippet file-under-tree
+  cat "$src/$2" "$1" >"$work/snippet.tmp"
+  install_if_changed "$work/snippet.tmp" "$tree/$2"
+  rm -f "$work/snippet.tmp"
 }
 install_if_changed "$repo/emu/qemu/jal_pci.c" "$tree/hw/misc/jal_pci.c"
 install_if_changed "$repo/emu/qemu/devices.mak" "$tree/configs/devices/x86_64-softmmu/jal.mak"
@@ -135,9 +139,9 @@ install_if_changed "$repo/emu/qemu/devices.mak" "$tree/configs/devices/x86_64-so
 jal_headers | while read -r h; do
   install_if_changed "$repo/include/$h" "$tree/include/$h"
 done
-append_once "$repo/emu/qemu/Kconfig" "$tree/hw/misc/Kconfig"
-append_once "$repo/emu/qemu/meson.build" "$tree/hw/misc/meson.build"
-append_once "$repo/emu/qemu/trace-events" "$tree/hw/misc/trace-events"
+append_snippet "$repo/emu/qemu/Kconfig" hw/misc/Kconfig
+append_snippet "$repo/emu/qemu/meson.build" hw/misc/meson.build
+append_snippet "$repo/emu/qemu/trace-events" hw/misc/trace-events
 
 # ---- configure (again only when the flags changed) --------------------------------------
 flags=(

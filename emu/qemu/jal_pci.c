@@ -62,6 +62,8 @@ typedef struct JalPciIrq {
 typedef struct JalPciRegion {
     uint64_t bus_addr;
     uint64_t size;
+    int fd;                /* the RAM backend's, owned by QEMU's memory core */
+    uint64_t fd_offset;
 } JalPciRegion;
 
 struct JalPciState {
@@ -78,6 +80,7 @@ struct JalPciState {
     int sock;              /* -1 once the emulator went away */
     uint64_t next_id;
     uint32_t function;
+    bool used;             /* the guest wrote to a BAR since the function was attached */
     QemuMutex lock;        /* one request/reply pair at a time */
     MemoryListener listener;
     bool listener_registered;
@@ -341,7 +344,7 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
                     m.bus_addr, m.size, ret);
         return;
     }
-    s->regions[s->nregions++] = (JalPciRegion){ m.bus_addr, m.size };
+    s->regions[s->nregions++] = (JalPciRegion){ m.bus_addr, m.size, fd, m.fd_offset };
 }
 
 static void jal_pci_region_del(MemoryListener *l, MemoryRegionSection *section)
@@ -399,6 +402,7 @@ static void jal_pci_reg_write(JalPciState *s, unsigned bar, hwaddr addr, uint64_
     r.width = size;
     r.value = val;
     trace_jal_pci_reg_write(bar, addr, size, val);
+    s->used = true;
     /* Posted: no reply. The next request on this connection (a read) sees it. */
     qemu_mutex_lock(&s->lock);
     r.hdr.id = ++s->next_id;
@@ -467,13 +471,20 @@ static void jal_pci_irq_handler(void *opaque)
     }
 }
 
+static int jal_pci_set_irq(JalPciState *s, unsigned v)
+{
+    struct jal_msg_set_irq m = { .hdr.type = JAL_MSG_SET_IRQ, .vector = v };
+
+    return jal_pci_call(s, &m.hdr, sizeof(m), event_notifier_get_fd(&s->irq[v].e),
+                        NULL, NULL, 0);
+}
+
 static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
 {
     unsigned v;
 
     for (v = 0; v < JAL_MSIX_VECTORS; v++) {
         JalPciIrq *irq = &s->irq[v];
-        struct jal_msg_set_irq m = { .hdr.type = JAL_MSG_SET_IRQ, .vector = v };
         int ret;
 
         irq->s = s;
@@ -484,8 +495,7 @@ static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
             return -1;
         }
         irq->initialised = true;
-        ret = jal_pci_call(s, &m.hdr, sizeof(m), event_notifier_get_fd(&irq->e),
-                           NULL, NULL, 0);
+        ret = jal_pci_set_irq(s, v);
         if (ret != JAL_STATUS_OK) {
             error_setg(errp, "jal-pci: SET_IRQ vector %u failed: %d", v, ret);
             return -1;
@@ -497,6 +507,62 @@ static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------- */
+
+/*
+ * Device reset (machine reset, guest reboot, FLR): the function is detached from the chip
+ * and a fresh one attached, as a reset function would come back on real hardware. The
+ * emulator's firmware then reclaims what the old function owned (contexts, memory,
+ * queues) and the new one starts with its admin queue disabled. Guest RAM and the MSI-X
+ * eventfds are given to the new function again. A function the guest never wrote to is
+ * kept (the reset at machine start needs no new function).
+ */
+static void jal_pci_reset(DeviceState *dev)
+{
+    JalPciState *s = JAL_PCI(dev);
+    Error *err = NULL;
+    unsigned i;
+    int ret;
+
+    if (!s->used) {
+        return;
+    }
+    if (s->sock >= 0) {
+        close(s->sock);
+        s->sock = -1;
+    }
+    if (jal_pci_connect(s, &err) < 0) {
+        error_report_err(err);
+        return; /* reads return all ones, like a function that did not come back */
+    }
+    s->used = false;
+    for (i = 0; i < s->nregions; i++) {
+        struct jal_msg_mem_map m = { .hdr.type = JAL_MSG_MEM_MAP };
+
+        m.bus_addr = s->regions[i].bus_addr;
+        m.size = s->regions[i].size;
+        m.fd_offset = s->regions[i].fd_offset;
+        ret = jal_pci_call(s, &m.hdr, sizeof(m), s->regions[i].fd, NULL, NULL, 0);
+        trace_jal_pci_mem_map(m.bus_addr, m.size, m.fd_offset, ret);
+        if (ret != JAL_STATUS_OK) {
+            warn_report("jal-pci: MEM_MAP 0x%" PRIx64 "+0x%" PRIx64 " after reset failed: %d",
+                        m.bus_addr, m.size, ret);
+        }
+    }
+    for (i = 0; i < JAL_MSIX_VECTORS; i++) {
+        if (s->irq[i].initialised && (ret = jal_pci_set_irq(s, i)) != JAL_STATUS_OK) {
+            warn_report("jal-pci: SET_IRQ vector %u after reset failed: %d", i, ret);
+        }
+    }
+    trace_jal_pci_reset(s->function);
+}
+
+static void jal_pci_config_write(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    if (pci_is_express(pdev)) {
+        pcie_cap_flr_write_config(pdev, addr, val, len); /* an FLR calls jal_pci_reset */
+    }
+}
 
 static void jal_pci_teardown(JalPciState *s)
 {
@@ -547,9 +613,12 @@ static void jal_pci_realize(PCIDevice *pdev, Error **errp)
     }
     pci_register_bar(pdev, JAL_BAR_MSIX,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
-    if (pci_is_express(pdev) && pcie_endpoint_cap_init(pdev, 0) < 0) {
-        error_setg(errp, "jal-pci: no room for the PCIe capability");
-        goto fail_msix;
+    if (pci_is_express(pdev)) {
+        if (pcie_endpoint_cap_init(pdev, 0) < 0) {
+            error_setg(errp, "jal-pci: no room for the PCIe capability");
+            goto fail_msix;
+        }
+        pcie_cap_flr_init(pdev); /* the guest can reset the function (pci_reset_function) */
     }
     if (jal_pci_bind_irqs(s, errp) < 0) {
         goto fail_msix;
@@ -605,12 +674,14 @@ static void jal_pci_class_init(ObjectClass *klass, void *data)
 
     k->realize = jal_pci_realize;
     k->exit = jal_pci_exit;
+    k->config_write = jal_pci_config_write;
     k->vendor_id = JAL_PCI_VENDOR_ID;
     k->device_id = JAL_PCI_DEVICE_ID;
     k->revision = JAL_PCI_REVISION;
     k->class_id = JAL_PCI_CLASS >> 8; /* base class and subclass; prog-if 0 */
     dc->desc = "Jalapeño accelerator (served by jal-emu)";
     dc->vmsd = &jal_pci_vmstate;
+    dc->reset = jal_pci_reset;
     device_class_set_props(dc, jal_pci_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }

@@ -110,14 +110,24 @@ else
 	fail ioctl "jal-system-ioctl reported failed checks"
 fi
 
-# 8. rmmod
+# 8. function-level reset with the driver bound: QEMU attaches a fresh function to the chip,
+#    the driver enables its admin queue again, and the device works as before
+pcidev=$(readlink -f /sys/class/jal/jal0/device)
+if echo 1 >"$pcidev/reset" && run jalctl-info-after-flr jalctl info && grep -q '^State: *ready' /tmp/out &&
+	dmesg | grep -q -v 'Failed to bring'; then
+	pass flr
+else
+	fail flr "reset through $pcidev/reset, or jalctl info after it, failed"
+fi
+
+# 9. rmmod
 if rmmod jal && [ ! -e /dev/jal0 ] && ! grep -q '^jal ' /proc/modules; then
 	pass rmmod
 else
 	fail rmmod "rmmod failed or the module/device stayed"
 fi
 
-# 9. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
+# 10. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
 #    oops or WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
 dmesg -r >/tmp/dmesg
 bad=$(grep -E '^<[0-4]>' /tmp/dmesg |
