@@ -122,7 +122,7 @@ fi
 #    the driver enables its admin queue again, and the device works as before
 pcidev=$(readlink -f /sys/class/jal/jal0/device)
 if echo 1 >"$pcidev/reset" && run jalctl-info-after-flr jalctl info && grep -q '^State: *ready' /tmp/out &&
-	dmesg | grep -q -v 'Failed to bring'; then
+	! dmesg | grep -q 'Failed to bring'; then
 	pass flr
 else
 	fail flr "reset through $pcidev/reset, or jalctl info after it, failed"
