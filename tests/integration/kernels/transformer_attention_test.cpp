@@ -14,66 +14,12 @@
 #include <jal/kernels/library/kv_cache.hpp>
 
 #include "transformer_fixture.hpp"
+#include "transformer_reference.hpp"
 
 namespace jk = jal::kernels;
 using jaltest::all_near;
 
-namespace {
-
-struct Shape {
-    uint32_t n_head, n_head_kv, head_dim, window;
-    bool sinks;
-};
-
-// q: rows x n_head*d at positions pos0..; k, v: every position 0..pos0+rows-1, n_head_kv*d.
-std::vector<double> attention_ref(const Shape &s, const std::vector<float> &q, uint32_t rows, uint32_t pos0,
-                                  const std::vector<float> &k, const std::vector<float> &v,
-                                  const std::vector<float> &sinks)
-{
-    const uint32_t d = s.head_dim, r = s.n_head / s.n_head_kv;
-    const double scale = 1.0 / std::sqrt(double(d));
-    std::vector<double> out(size_t{rows} * s.n_head * d);
-    for (uint32_t t = 0; t < rows; t++) {
-        const uint32_t p = pos0 + t;
-        for (uint32_t h = 0; h < s.n_head; h++) {
-            const uint32_t g = h / r;
-            const float *qh = q.data() + (size_t{t} * s.n_head + h) * d;
-            std::vector<double> sc;
-            std::vector<uint32_t> keys;
-            for (uint32_t j = 0; j <= p; j++) {
-                if (s.window && p - j >= s.window)
-                    continue;
-                const float *kj = k.data() + (size_t{j} * s.n_head_kv + g) * d;
-                double dot = 0;
-                for (uint32_t c = 0; c < d; c++)
-                    dot += double{qh[c]} * kj[c];
-                sc.push_back(dot * scale);
-                keys.push_back(j);
-            }
-            double m = *std::max_element(sc.begin(), sc.end());
-            if (s.sinks)
-                m = std::max<double>(m, sinks[h]);
-            double sum = s.sinks ? std::exp(sinks[h] - m) : 0.0;
-            for (double x : sc)
-                sum += std::exp(x - m);
-            double *o = out.data() + (size_t{t} * s.n_head + h) * d;
-            for (size_t i = 0; i < keys.size(); i++) {
-                const double w = std::exp(sc[i] - m) / sum;
-                const float *vj = v.data() + (size_t{keys[i]} * s.n_head_kv + g) * d;
-                for (uint32_t c = 0; c < d; c++)
-                    o[c] += w * vj[c];
-            }
-        }
-    }
-    return out;
-}
-
-std::vector<float> rows_of(const std::vector<float> &all, uint32_t first, uint32_t count, uint32_t cols)
-{
-    return {all.begin() + size_t{first} * cols, all.begin() + size_t{first + count} * cols};
-}
-
-} // namespace
+using namespace jaltest::ref;
 
 class TransformerAttentionTest : public jaltest::TransformerKernelTest {
 protected:

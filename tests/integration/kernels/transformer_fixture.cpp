@@ -12,6 +12,7 @@ std::unique_ptr<EmuProcess> TransformerKernelTest::emu_;
 std::unique_ptr<jal::runtime::Device> TransformerKernelTest::device_;
 std::unique_ptr<jal::runtime::Context> TransformerKernelTest::context_;
 std::unique_ptr<jal::runtime::Queue> TransformerKernelTest::queue_;
+std::unique_ptr<jal::kernels::Launcher> TransformerKernelTest::launcher_;
 
 void TransformerKernelTest::SetUpTestSuite()
 {
@@ -33,6 +34,7 @@ void TransformerKernelTest::SetUpTestSuite()
 
 void TransformerKernelTest::TearDownTestSuite()
 {
+    launcher_.reset();
     queue_.reset();
     context_.reset();
     device_.reset();
@@ -132,33 +134,27 @@ jal_dispatch_report TransformerKernelTest::run(const jal::kernels::CodeObject &c
                                                const std::vector<uint64_t> &args, uint64_t mask,
                                                jal_status expect)
 {
-    jal::runtime::Memory code_mem(*context_, code.bytes.size(), JAL_PLACE_INTERLEAVED, mask);
-    write(code_mem.va(), code.bytes.data(), code.bytes.size());
-    const size_t args_bytes = std::max<size_t>(args.size() * 8, 8);
-    jal::runtime::Memory args_mem(*context_, args_bytes, JAL_PLACE_INTERLEAVED, mask);
-    std::vector<uint64_t> words(args);
-    words.resize(args_bytes / 8);
-    write(args_mem.va(), words.data(), args_bytes);
-
-    jal::runtime::HostBuffer report(*device_, sizeof(jal_dispatch_report));
-    std::memset(report.data(), 0, sizeof(jal_dispatch_report));
-    jal_dispatch_desc desc{};
-    desc.code_object = code_mem.va();
-    desc.slice_mask = mask;
-    desc.args = args_mem.va();
-    desc.report = report.bus_addr();
-    jal::runtime::Signal done(*device_, 1);
-    queue_->dispatch(desc, &done);
-    auto r = done.wait_zero(std::chrono::minutes(10));
-    jal_dispatch_report rep;
-    std::memcpy(&rep, report.data(), sizeof rep);
-    EXPECT_TRUE(r.satisfied) << code.name << ": the dispatch did not complete";
-    EXPECT_EQ(r.status, expect) << code.name << ": " << jal_status_name(r.status) << " at slice " << rep.fault_slice
-                                << " pc " << rep.fault_pc << " opcode " << rep.fault_opcode << " address 0x"
-                                << std::hex << rep.fault_address;
-    if (r.status != JAL_STATUS_OK && queue_->status().errors)
-        queue_->reset();
+    jal::kernels::Program program(*device_, *context_, *queue_, code);
+    jal::kernels::Args a;
+    for (uint64_t w : args)
+        a.u64(w);
+    jal_dispatch_report rep{};
+    try {
+        rep = launcher().run(program, a, {.slice_mask = mask});
+        EXPECT_EQ(expect, JAL_STATUS_OK) << code.name << ": the dispatch succeeded";
+    } catch (const jal::Error &e) {
+        EXPECT_EQ(e.status(), expect) << e.what();
+        if (queue_->status().errors)
+            queue_->reset();
+    }
     return rep;
+}
+
+jal::kernels::Launcher &TransformerKernelTest::launcher()
+{
+    if (!launcher_)
+        launcher_ = std::make_unique<jal::kernels::Launcher>(*device_, *context_, *queue_);
+    return *launcher_;
 }
 
 } // namespace jaltest

@@ -16,6 +16,7 @@
 #include <jal/hw/queue.h>
 #include <jal/jal.hpp>
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 #include "fixture/emu_process.hpp"
@@ -49,15 +50,16 @@ protected:
     std::vector<float> download(const jal::kernels::TensorRef &t);
     std::vector<int32_t> download_i32(const jal::kernels::TensorRef &t);
 
-    // Uploads the code object, dispatches it on the slices of mask with these argument
-    // words and waits. The test fails (with the fault's slice, pc and opcode) unless the
-    // dispatch ends with `expect`.
+    // Loads the code object (a Program), runs it through the suite's Launcher on the slices
+    // of mask with these argument words and waits. The test fails (with the Launcher's
+    // message: fault slice, pc, instruction) unless the dispatch ends with `expect`.
     jal_dispatch_report run(const jal::kernels::CodeObject &code, const std::vector<uint64_t> &args, uint64_t mask,
                             jal_status expect = JAL_STATUS_OK);
 
     static jal::runtime::Device &device() { return *device_; }
     static jal::runtime::Context &context() { return *context_; }
     static jal::runtime::Queue &queue() { return *queue_; }
+    static jal::kernels::Launcher &launcher();
 
 private:
     void copy(jal_copy_dir dir, uint64_t va, void *host, size_t bytes);
@@ -67,6 +69,7 @@ private:
     static std::unique_ptr<jal::runtime::Device> device_;
     static std::unique_ptr<jal::runtime::Context> context_;
     static std::unique_ptr<jal::runtime::Queue> queue_;
+    static std::unique_ptr<jal::kernels::Launcher> launcher_;
 };
 
 // Random inputs from a seed.

@@ -11,56 +11,12 @@
 #include <jal/kernels/library/rope.hpp>
 
 #include "transformer_fixture.hpp"
+#include "transformer_reference.hpp"
 
 namespace jk = jal::kernels;
 using jaltest::all_near;
 
-namespace {
-
-// GPT-OSS: head_dim 64, theta 150000, YaRN factor 32 over an original context of 4096,
-// beta_fast 32, beta_slow 1.
-constexpr int kDims = 64;
-constexpr double kBase = 150000, kFactor = 32, kCtxOrig = 4096, kBetaFast = 32, kBetaSlow = 1;
-
-double corr_dim(double beta)
-{
-    return kDims * std::log(kCtxOrig / (beta * 2 * std::numbers::pi)) / (2 * std::log(kBase));
-}
-
-// The rotation of one head at position p, straight from the formulas.
-void rope_head_ref(const float *x, double *y, int64_t p)
-{
-    const double low = std::max(0.0, std::floor(corr_dim(kBetaFast)));
-    const double high = std::min(kDims - 1.0, std::ceil(corr_dim(kBetaSlow)));
-    const double freq_scale = 1 / kFactor;
-    const double mscale = 1 + 0.1 * std::log(kFactor); // attn_factor 1 times YaRN's magnitude
-    for (int i0 = 0; i0 < kDims; i0 += 2) {
-        const double theta_extrap = p * std::pow(kBase, -double(i0) / kDims);
-        const double theta_interp = freq_scale * theta_extrap;
-        const double y_ramp = (i0 / 2 - low) / std::max(0.001, high - low);
-        const double ramp_mix = 1 - std::min(1.0, std::max(0.0, y_ramp));
-        const double theta = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
-        const double c = std::cos(theta) * mscale, s = std::sin(theta) * mscale;
-        const int ic = i0 / 2;
-        const double x0 = x[ic], x1 = x[ic + kDims / 2];
-        y[ic] = x0 * c - x1 * s;
-        y[ic + kDims / 2] = x0 * s + x1 * c;
-    }
-}
-
-std::vector<double> rope_ref(const std::vector<float> &x, uint32_t rows, uint32_t heads,
-                             const std::vector<int32_t> &pos)
-{
-    std::vector<double> y(x.size());
-    for (uint32_t r = 0; r < rows; r++)
-        for (uint32_t h = 0; h < heads; h++) {
-            const size_t off = (size_t{r} * heads + h) * kDims;
-            rope_head_ref(x.data() + off, y.data() + off, pos[r]);
-        }
-    return y;
-}
-
-} // namespace
+using namespace jaltest::ref;
 
 TEST(TransformerRopeTables, CorrectionRangeIsRoundedToWholeDimensions)
 {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -53,6 +54,12 @@ CodeObject build_kv_append(const KvAppendConfig &config);
 // into the caches listed by the head table at heads_va.
 std::vector<uint64_t> kv_append_args(const KvAppendConfig &config, const TensorRef &k, const TensorRef &v,
 				     uint32_t pos0, uint64_t heads_va);
+
+// Runs build_kv_append(config)'s program. Throws jal::Error on a bad
+// tensor (as kv_append_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report kv_append(Launcher &launcher, const Program &program, const KvAppendConfig &config,
+		const TensorRef &k, const TensorRef &v, uint32_t pos0, uint64_t heads_va,
+		const DispatchOptions &options = {});
 
 struct AttentionConfig {
 	uint32_t n_head = 0;
@@ -78,5 +85,11 @@ CodeObject build_attention(const AttentionConfig &config);
 // table at heads_va and (with config.sinks) n_head F32 sink logits at sinks_va.
 std::vector<uint64_t> attention_args(const AttentionConfig &config, const TensorRef &q, const TensorRef &out,
 				     uint32_t pos0, uint64_t heads_va, uint64_t sinks_va);
+
+// Runs build_attention(config)'s program. Throws jal::Error on a bad
+// tensor (as attention_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report attention(Launcher &launcher, const Program &program, const AttentionConfig &config,
+		const TensorRef &q, const TensorRef &out, uint32_t pos0, uint64_t heads_va, uint64_t sinks_va,
+		const DispatchOptions &options = {});
 
 } // namespace jal::kernels

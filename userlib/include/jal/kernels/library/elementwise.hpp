@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -30,5 +31,11 @@ CodeObject build_elementwise(const ElementwiseConfig &config);
 // Argument words for a, b (a's shape, or one row when broadcast) and out (rows from a).
 std::vector<uint64_t> elementwise_args(const ElementwiseConfig &config, const TensorRef &a, const TensorRef &b,
 				       const TensorRef &out);
+
+// Runs build_elementwise(config)'s program. Throws jal::Error on a bad
+// tensor (as elementwise_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report elementwise(Launcher &launcher, const Program &program, const ElementwiseConfig &config,
+		const TensorRef &a, const TensorRef &b, const TensorRef &out,
+		const DispatchOptions &options = {});
 
 } // namespace jal::kernels

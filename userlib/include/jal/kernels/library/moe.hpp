@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -37,6 +38,12 @@ CodeObject build_moe_routing(const MoeRoutingConfig &config);
 std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig &config, const TensorRef &logits, const TensorRef &ids,
 				       const TensorRef &weights);
 
+// Runs build_moe_routing(config)'s program. Throws jal::Error on a bad
+// tensor (as moe_routing_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report moe_routing(Launcher &launcher, const Program &program, const MoeRoutingConfig &config,
+		const TensorRef &logits, const TensorRef &ids, const TensorRef &weights,
+		const DispatchOptions &options = {});
+
 struct MoeCombineConfig {
 	uint32_t cols = 0;       // n_embd
 	uint32_t k = 4;
@@ -53,5 +60,11 @@ CodeObject build_moe_combine(const MoeCombineConfig &config);
 // packed) and out (rows x cols F32).
 std::vector<uint64_t> moe_combine_args(const MoeCombineConfig &config, const TensorRef &experts,
 				       const TensorRef &weights, const TensorRef &out);
+
+// Runs build_moe_combine(config)'s program. Throws jal::Error on a bad
+// tensor (as moe_combine_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report moe_combine(Launcher &launcher, const Program &program, const MoeCombineConfig &config,
+		const TensorRef &experts, const TensorRef &weights, const TensorRef &out,
+		const DispatchOptions &options = {});
 
 } // namespace jal::kernels

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -30,5 +31,11 @@ CodeObject build_rms_norm(const RmsNormConfig &config);
 // least x.rows rows); throws jal::Error(INVALID_FIELD) on a shape the kernel cannot take.
 std::vector<uint64_t> rms_norm_args(const RmsNormConfig &config, const TensorRef &x, const TensorRef &weight,
 				    const TensorRef &out);
+
+// Runs build_rms_norm(config)'s program on x, weight and out. Throws jal::Error on a bad
+// tensor (as rms_norm_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report rms_norm(Launcher &launcher, const Program &program, const RmsNormConfig &config,
+		const TensorRef &x, const TensorRef &weight, const TensorRef &out,
+		const DispatchOptions &options = {});
 
 } // namespace jal::kernels

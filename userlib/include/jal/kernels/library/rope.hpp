@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -79,5 +80,11 @@ struct RopeTablesRef {
 // (checked against the tables).
 std::vector<uint64_t> rope_neox_args(const RopeConfig &config, const TensorRef &x, const TensorRef &positions,
 				     uint32_t pos_start, const RopeTablesRef &tables);
+
+// Runs build_rope_neox(config)'s program: rotates x in place. Throws jal::Error on a bad
+// tensor (as rope_neox_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report rope_neox(Launcher &launcher, const Program &program, const RopeConfig &config,
+		const TensorRef &x, const TensorRef &positions, uint32_t pos_start,
+		const RopeTablesRef &tables, const DispatchOptions &options = {});
 
 } // namespace jal::kernels

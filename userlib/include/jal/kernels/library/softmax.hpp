@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -36,5 +37,11 @@ CodeObject build_softmax(const SoftmaxConfig &config);
 // (F32, rows * cols of them count) and the rows that share one sink.
 std::vector<uint64_t> softmax_args(const SoftmaxConfig &config, const TensorRef &x, const TensorRef &out,
 				   const TensorRef &sinks = {}, uint32_t rows_per_sink = 1);
+
+// Runs build_softmax(config)'s program. Throws jal::Error on a bad
+// tensor (as softmax_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report softmax(Launcher &launcher, const Program &program, const SoftmaxConfig &config,
+		const TensorRef &x, const TensorRef &out, const TensorRef &sinks = {},
+		uint32_t rows_per_sink = 1, const DispatchOptions &options = {});
 
 } // namespace jal::kernels

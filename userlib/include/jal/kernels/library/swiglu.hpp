@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -34,5 +35,11 @@ CodeObject build_swiglu_oai(const SwigluConfig &config);
 // Argument words for gate, up and out (rows x cols F32 each; rows from gate).
 std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &config, const TensorRef &gate, const TensorRef &up,
 				      const TensorRef &out);
+
+// Runs build_swiglu_oai(config)'s program. Throws jal::Error on a bad
+// tensor (as swiglu_oai_args) or a failed dispatch (Launcher::run).
+jal_dispatch_report swiglu_oai(Launcher &launcher, const Program &program, const SwigluConfig &config,
+		const TensorRef &gate, const TensorRef &up, const TensorRef &out,
+		const DispatchOptions &options = {});
 
 } // namespace jal::kernels

@@ -263,4 +263,11 @@ std::vector<uint64_t> attention_args(const AttentionConfig &cfg, const TensorRef
 	return {q.va, stride_of(q), out.va, stride_of(out), q.rows, pos0, heads_va, cfg.sinks ? sinks_va : 0};
 }
 
+jal_dispatch_report attention(Launcher &launcher, const Program &program, const AttentionConfig &config,
+		const TensorRef &q, const TensorRef &out, uint32_t pos0, uint64_t heads_va, uint64_t sinks_va,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(attention_args(config, q, out, pos0, heads_va, sinks_va)), options);
+}
+
 } // namespace jal::kernels

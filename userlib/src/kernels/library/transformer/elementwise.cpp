@@ -81,4 +81,10 @@ std::vector<uint64_t> elementwise_args(const ElementwiseConfig &cfg, const Tenso
 	return {a.va, stride_of(a), b.va, stride_of(b), out.va, stride_of(out), a.rows};
 }
 
+jal_dispatch_report elementwise(Launcher &launcher, const Program &program, const ElementwiseConfig &config,
+		const TensorRef &a, const TensorRef &b, const TensorRef &out, const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(elementwise_args(config, a, b, out)), options);
+}
+
 } // namespace jal::kernels

@@ -117,4 +117,11 @@ std::vector<uint64_t> kv_append_args(const KvAppendConfig &cfg, const TensorRef 
 	return {k.va, stride_of(k), v.va, stride_of(v), k.rows, pos0, heads_va};
 }
 
+jal_dispatch_report kv_append(Launcher &launcher, const Program &program, const KvAppendConfig &config,
+		const TensorRef &k, const TensorRef &v, uint32_t pos0, uint64_t heads_va,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(kv_append_args(config, k, v, pos0, heads_va)), options);
+}
+
 } // namespace jal::kernels

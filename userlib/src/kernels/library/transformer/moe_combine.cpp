@@ -98,4 +98,11 @@ std::vector<uint64_t> moe_combine_args(const MoeCombineConfig &cfg, const Tensor
 	return {experts.va, stride_of(experts), weights.va, out.va, stride_of(out), out.rows};
 }
 
+jal_dispatch_report moe_combine(Launcher &launcher, const Program &program, const MoeCombineConfig &config,
+		const TensorRef &experts, const TensorRef &weights, const TensorRef &out,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(moe_combine_args(config, experts, weights, out)), options);
+}
+
 } // namespace jal::kernels

@@ -85,4 +85,11 @@ std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig &cfg, const Tensor
 	return {logits.va, stride_of(logits), ids.va, weights.va, logits.rows};
 }
 
+jal_dispatch_report moe_routing(Launcher &launcher, const Program &program, const MoeRoutingConfig &config,
+		const TensorRef &logits, const TensorRef &ids, const TensorRef &weights,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(moe_routing_args(config, logits, ids, weights)), options);
+}
+
 } // namespace jal::kernels

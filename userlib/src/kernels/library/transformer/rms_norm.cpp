@@ -81,4 +81,11 @@ std::vector<uint64_t> rms_norm_args(const RmsNormConfig &cfg, const TensorRef &x
 	return {x.va, stride_of(x), weight.va, out.va, stride_of(out), x.rows};
 }
 
+jal_dispatch_report rms_norm(Launcher &launcher, const Program &program, const RmsNormConfig &config,
+		const TensorRef &x, const TensorRef &weight, const TensorRef &out,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(rms_norm_args(config, x, weight, out)), options);
+}
+
 } // namespace jal::kernels

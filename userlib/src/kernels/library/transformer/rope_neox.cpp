@@ -129,4 +129,11 @@ std::vector<uint64_t> rope_neox_args(const RopeConfig &cfg, const TensorRef &x, 
 	return {x.va, stride_of(x), x.rows, positions.va, pos_start, tables.cos_va, tables.sin_va};
 }
 
+jal_dispatch_report rope_neox(Launcher &launcher, const Program &program, const RopeConfig &config,
+		const TensorRef &x, const TensorRef &positions, uint32_t pos_start,
+		const RopeTablesRef &tables, const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(rope_neox_args(config, x, positions, pos_start, tables)), options);
+}
+
 } // namespace jal::kernels

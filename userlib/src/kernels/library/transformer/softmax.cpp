@@ -107,4 +107,11 @@ std::vector<uint64_t> softmax_args(const SoftmaxConfig &cfg, const TensorRef &x,
 		cfg.sinks ? rows_per_sink : 1, n_sinks};
 }
 
+jal_dispatch_report softmax(Launcher &launcher, const Program &program, const SoftmaxConfig &config,
+		const TensorRef &x, const TensorRef &out, const TensorRef &sinks, uint32_t rows_per_sink,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(softmax_args(config, x, out, sinks, rows_per_sink)), options);
+}
+
 } // namespace jal::kernels

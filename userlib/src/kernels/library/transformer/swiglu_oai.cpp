@@ -81,4 +81,11 @@ std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &cfg, const TensorRef &
 	return {gate.va, stride_of(gate), up.va, stride_of(up), out.va, stride_of(out), gate.rows};
 }
 
+jal_dispatch_report swiglu_oai(Launcher &launcher, const Program &program, const SwigluConfig &config,
+		const TensorRef &gate, const TensorRef &up, const TensorRef &out,
+		const DispatchOptions &options)
+{
+	return launcher.run(program, args_of(swiglu_oai_args(config, gate, up, out)), options);
+}
+
 } // namespace jal::kernels

@@ -48,4 +48,12 @@ void check_tensor(const TensorRef &t, jal_dtype dtype, uint32_t cols, uint32_t r
 		fail(fmt::format("row stride {} is shorter than a row", t.row_stride));
 }
 
+Args args_of(const std::vector<uint64_t> &words)
+{
+	Args a;
+	for (uint64_t w : words)
+		a.u64(w);
+	return a;
+}
+
 } // namespace jal::kernels::transformer_detail

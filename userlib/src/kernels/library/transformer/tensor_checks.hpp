@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <jal/kernels/dispatch.hpp>
 
 #include <jal/kernels/library/tensor.hpp>
 
@@ -17,5 +20,9 @@ uint64_t stride_of(const TensorRef &t);
 // not 0), at least `rows` rows, a non-zero address, and a stride no smaller than a row.
 void check_tensor(const TensorRef &t, jal_dtype dtype, uint32_t cols, uint32_t rows, const std::string &kernel,
 		  const char *name);
+
+// The argument buffer of a list of argument words (every transformer argument is a u64
+// or an address: configuration values are built into the code).
+Args args_of(const std::vector<uint64_t> &words);
 
 } // namespace jal::kernels::transformer_detail

@@ -1,0 +1,109 @@
+// The attention half of a GPT-OSS block through the library's host calls (Program +
+// Launcher + TensorRefs): RoPE/YaRN on Q and K (positions from an I32 tensor for the
+// prefill, from a start position for decode steps), KV append, attention with sinks and a
+// sliding window, the residual add and the next RMSNorm; against the chained double
+// references (transformer_reference.hpp). The Q/K/V projections are the linear kernels'
+// and are left out: Q, K and V are random.
+//
+// Tolerance: the attention's 2e-5 + 1e-4 relative, then a rounding of the add and the
+// norm's 1e-4 relative: |err| <= 5e-5 + 2e-4 |want|.
+#include <cmath>
+
+#include <jal/kernels/library/transformer.hpp>
+
+#include "transformer_fixture.hpp"
+#include "transformer_reference.hpp"
+
+namespace jk = jal::kernels;
+using jaltest::all_near;
+using namespace jaltest::ref;
+
+class TransformerBlockTest : public jaltest::TransformerKernelTest {};
+
+TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
+{
+    const Shape s{.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 8, .sinks = true};
+    const uint32_t n_ctx = 64, prefill = 20, decode = 3, total = prefill + decode;
+    const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim, n_embd = qcols;
+    const uint64_t mask = slices(4);
+    const jk::DispatchOptions on{.slice_mask = mask};
+
+    auto q = jaltest::random_normal(size_t{total} * qcols, 70);
+    auto k = jaltest::random_normal(size_t{total} * kvcols, 71);
+    auto v = jaltest::random_normal(size_t{total} * kvcols, 72);
+    auto x = jaltest::random_normal(size_t{total} * n_embd, 73);
+    auto w = jaltest::random_uniform(n_embd, 74, 0.5, 1.5);
+    auto sinks = jaltest::random_uniform(s.n_head, 75, -1.0, 3.0);
+
+    // reference: every position's rotated Q and K, then attention over the whole sequence
+    std::vector<int32_t> all_pos(total);
+    for (uint32_t p = 0; p < total; p++)
+        all_pos[p] = static_cast<int32_t>(p);
+    const auto q_rot = rope_ref(q, total, s.n_head, all_pos);
+    const auto k_rot = rope_ref(k, total, s.n_head_kv, all_pos);
+    const std::vector<double> v_d(v.begin(), v.end());
+
+    // device: tables, weights, programs, cache
+    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
+    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    const jk::RopeTablesRef tref{.cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    auto dw = upload(w, 1, n_embd, 0, mask, JAL_PLACE_REPLICATED);
+    auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
+
+    const jk::RopeConfig rq{.n_head = s.n_head, .head_dim = s.head_dim};
+    const jk::RopeConfig rk{.n_head = s.n_head_kv, .head_dim = s.head_dim};
+    const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+    const jk::AttentionConfig att{.n_head = s.n_head, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim,
+                                  .n_ctx = n_ctx, .window = s.window, .sinks = true};
+    const jk::ElementwiseConfig add{.op = jk::ElementwiseOp::add, .cols = n_embd};
+    const jk::RmsNormConfig norm{.cols = n_embd, .eps = 1e-5f};
+    jk::Program p_rq(device(), context(), queue(), jk::build_rope_neox(rq));
+    jk::Program p_rk(device(), context(), queue(), jk::build_rope_neox(rk));
+    jk::Program p_app(device(), context(), queue(), jk::build_kv_append(app));
+    jk::Program p_att(device(), context(), queue(), jk::build_attention(att));
+    jk::Program p_add(device(), context(), queue(), jk::build_elementwise(add));
+    jk::Program p_norm(device(), context(), queue(), jk::build_rms_norm(norm));
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx},
+                      jk::kv_head_masks(mask, s.n_head_kv));
+
+    auto step = [&](uint32_t pos0, uint32_t rows, bool positions_tensor) {
+        SCOPED_TRACE("positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + rows - 1));
+        auto dq = upload(rows_of(q, pos0, rows, qcols), rows, qcols);
+        auto dk = upload(rows_of(k, pos0, rows, kvcols), rows, kvcols);
+        auto dv = upload(rows_of(v, pos0, rows, kvcols), rows, kvcols);
+        auto dx = upload(rows_of(x, pos0, rows, n_embd), rows, n_embd);
+        auto dattn = alloc(rows, qcols);
+        auto dnorm = alloc(rows, n_embd);
+        jaltest::DeviceTensor dpos;
+        if (positions_tensor)
+            dpos = upload_i32(rows_of(all_pos, pos0, rows, 1), rows, 1);
+        const jk::TensorRef pos_ref = positions_tensor ? dpos.ref : jk::TensorRef{};
+
+        jk::rope_neox(launcher(), p_rq, rq, dq.ref, pos_ref, pos0, tref, on);
+        jk::rope_neox(launcher(), p_rk, rk, dk.ref, pos_ref, pos0, tref, on);
+        jk::kv_append(launcher(), p_app, app, dk.ref, dv.ref, pos0, cache.heads_va(), on);
+        jk::attention(launcher(), p_att, att, dq.ref, dattn.ref, pos0, cache.heads_va(), dsinks.ref.va, on);
+        jk::elementwise(launcher(), p_add, add, dattn.ref, dx.ref, dx.ref, on); // residual, in place
+        jk::rms_norm(launcher(), p_norm, norm, dx.ref, dw.ref, dnorm.ref, on);
+
+        auto attn = attention_ref(s, rows_of(q_rot, pos0, rows, qcols), rows, pos0, k_rot, v_d, sinks);
+        std::vector<double> resid(attn.size()), normed(attn.size());
+        for (size_t i = 0; i < attn.size(); i++)
+            resid[i] = attn[i] + x[size_t{pos0} * n_embd + i];
+        for (uint32_t r = 0; r < rows; r++) {
+            double ss = 0;
+            for (uint32_t c = 0; c < n_embd; c++)
+                ss += resid[size_t{r} * n_embd + c] * resid[size_t{r} * n_embd + c];
+            const double scale = 1 / std::sqrt(ss / n_embd + 1e-5);
+            for (uint32_t c = 0; c < n_embd; c++)
+                normed[size_t{r} * n_embd + c] = resid[size_t{r} * n_embd + c] * scale * w[c];
+        }
+        EXPECT_TRUE(all_near(download(dattn.ref), attn, 2e-5, 1e-4));
+        EXPECT_TRUE(all_near(download(dx.ref), resid, 5e-5, 2e-4));
+        EXPECT_TRUE(all_near(download(dnorm.ref), normed, 5e-5, 2e-4));
+    };
+    step(0, prefill, true);
+    for (uint32_t i = 0; i < decode; i++)
+        step(prefill + i, 1, i % 2 == 1); // decode from a start position, and from a tensor
+}
