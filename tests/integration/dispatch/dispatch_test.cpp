@@ -335,6 +335,43 @@ TEST_F(DispatchTest, FaultingKernelsFailWithTheirStatusAndTheEmulatorStaysHealth
     EXPECT_TRUE(emu().running());
 }
 
+TEST_F(DispatchTest, ResettingTheQueueAbortsARunningKernel)
+{
+    // The kernel marks that it runs, then loops endlessly under the default budget (268 M
+    // instructions a slice, many seconds); resetting the queue stops it at once.
+    const uint64_t flag = data_->va() + 4096;
+    const uint64_t zero = 0;
+    to_device(flag, &zero, 8);
+    upload(std::vector<uint64_t>{I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), LI(2, 99), I(JAL_OP_ST, 2, 1),
+                                 I(JAL_OP_ADDI, 3, 3, 0, 0, 1), I(JAL_OP_JMP, 0, 0, 0, 0, -1), END()},
+           8);
+    jal_dispatch_desc d{};
+    d.code_object = code_->va();
+    d.slice_mask = 0b111;
+    d.args = flag;
+    d.report = host_->bus_addr() + kReportOff;
+    Signal s(*device_, 1);
+    queue_->dispatch(d, &s);
+    // Watch the flag through another queue (this one is busy with the kernel).
+    Queue watcher(*ctx_, 16);
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    uint64_t seen = 0;
+    while (seen != 99 && std::chrono::steady_clock::now() < deadline) {
+        Signal c(*device_, 1);
+        watcher.copy_to_host(*host_, 0, flag, 8, &c);
+        ASSERT_EQ(c.wait_zero(kWait).status, JAL_STATUS_OK);
+        std::memcpy(&seen, host_->data(), 8);
+    }
+    ASSERT_EQ(seen, 99u);
+    queue_->reset();
+    auto r = s.wait_zero(kWait);
+    ASSERT_TRUE(r.satisfied);
+    EXPECT_EQ(r.status, JAL_STATUS_ABORTED);
+    EXPECT_EQ(report().status, static_cast<uint32_t>(JAL_STATUS_ABORTED));
+    EXPECT_GT(report().instructions, 3u);
+    expect_healthy();
+}
+
 TEST_F(DispatchTest, TimingOnlyComputesTimeButLeavesMemoryUntouched)
 {
     const uint64_t base = data_->va();
