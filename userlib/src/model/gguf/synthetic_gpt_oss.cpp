@@ -71,7 +71,7 @@ Draw draw_for(const TensorSpec &spec, const GptOssConfig &c)
 	if (n == "output.weight")
 		return {0.0f, 4.0f * inv_sqrt_e};
 	if (ends_with(n, "attn_q.weight") || ends_with(n, "attn_k.weight"))
-		return {0.0f, 1.5f * inv_sqrt_e};
+		return {0.0f, 1.0f * inv_sqrt_e};
 	if (ends_with(n, "attn_v.weight"))
 		return {0.0f, inv_sqrt_e};
 	if (ends_with(n, "attn_output.weight"))
@@ -79,7 +79,7 @@ Draw draw_for(const TensorSpec &spec, const GptOssConfig &c)
 	if (ends_with(n, "ffn_gate_inp.weight"))
 		return {0.0f, 2.0f * inv_sqrt_e};
 	if (ends_with(n, "ffn_down_exps.weight"))
-		return {0.0f, 1.0f / std::sqrt(static_cast<float>(c.n_ff_exp))};
+		return {0.0f, 0.5f / std::sqrt(static_cast<float>(c.n_ff_exp))};
 	return {0.0f, inv_sqrt_e};   // ffn_gate_exps, ffn_up_exps
 }
 
