@@ -1,7 +1,7 @@
 // jal-bench: benchmarks of the Jalapeño stack that print figures. `jal-bench host` measures
-// the host stack (libjal and the emulator's transport) and prints a table, or one JSON
-// document with --json. It starts its own jal-emu (native firmware) unless JAL_EMU_DIR
-// names a running one.
+// the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
+// library's linear kernels; each prints a table, or one JSON document with --json. It
+// starts its own jal-emu (native firmware) unless JAL_EMU_DIR names a running one.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +10,7 @@
 
 #include "emu_launcher.hpp"
 #include "host_bench.hpp"
+#include "kernel_bench.hpp"
 
 int main(int argc, char **argv)
 {
@@ -28,7 +29,37 @@ int main(int argc, char **argv)
 	host->add_option("--file-mib", file_mib, "Size of the generated file (MiB)");
 	host->add_flag("--quick", quick, "Fewer samples and smaller sizes (a smoke run)");
 	host->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+	jalbench::KernelBenchOptions ko;
+	bool kjson = false;
+	auto *kernels = app.add_subcommand(
+		"kernels", "Linear kernels (GEMV/GEMM, expert GEMM, embedding, argmax, all-reduce, quantize) at decode and "
+			   "prefill shapes: modelled time, roofline fraction, emulator throughput vs OpenBLAS sgemm");
+	kernels->add_flag("--json", kjson, "Print one JSON document instead of the table");
+	kernels->add_option("-d,--device", ko.device, "Device index");
+	kernels->add_option("--filter", ko.filter, "Only kernels whose name contains this");
+	kernels->add_flag("--quick", ko.quick, "Smaller shapes (vocab 32768, fewer tokens): a smoke run");
+	kernels->add_flag("-q,--quiet", ko.quiet, "No progress lines on stderr");
 	CLI11_PARSE(app, argc, argv);
+
+	if (kernels->parsed()) {
+		try {
+			jalbench::EmuLauncher emu({"--fw", "native"});
+			ko.emu_dir = emu.socket_dir();
+			nlohmann::json doc = jalbench::run_kernel_bench(ko);
+			doc["emulator"] = emu.description();
+			if (kjson)
+				std::cout << doc["kernels"].dump(2) << '\n';
+			else
+				std::cout << jalbench::format_kernel_table(doc);
+			return 0;
+		} catch (const jal::Error &e) {
+			std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";
+			return 1;
+		} catch (const std::exception &e) {
+			std::cerr << "jal-bench: " << e.what() << '\n';
+			return 1;
+		}
+	}
 
 	o.file_bytes = file_mib << 20;
 	o.max_copy_bytes = max_copy_mib << 20;
