@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <unistd.h>
@@ -29,8 +31,33 @@ std::vector<std::byte> micro_model_bytes()
 	return bytes;
 }
 
+// Every kind of pair (string arrays included) and a few tensor types.
+std::vector<std::byte> rich_file_bytes()
+{
+	GgufWriter w(64);
+	w.set_string("general.name", "rich");
+	w.set_u8("u8", 1);
+	w.set_i16("i16", -2);
+	w.set_u64("u64", 3);
+	w.set_f64("f64", 4.5);
+	w.set_bool("bool", true);
+	const std::vector<std::string> tokens = {"<s>", "hello", "", "world"};
+	w.set_string_array("tokens", tokens);
+	const int32_t ints[] = {1, -2, 3};
+	w.set_array_i32("ints", ints);
+	const float floats[] = {0.5f, 1.5f};
+	w.set_array_f32("floats", floats);
+	const uint8_t bools[] = {0, 1};
+	w.set_array("bools", GgufType::BOOL, 2, std::as_bytes(std::span(bools)));
+	const uint64_t a[] = {64, 2}, b[] = {32, 2, 2}, c[] = {5};
+	w.add_tensor("q", TensorType::Q8_0, a);
+	w.add_tensor("m", TensorType::MXFP4, b);
+	w.add_tensor("h", TensorType::F16, c);
+	return write_to_bytes(w);
+}
+
 // Everything a consumer might touch in an accepted file.
-void use(const GgufFile &f)
+void use_any(const GgufFile &f)
 {
 	for (const GgufKv &kv : f.kvs()) {
 		if (kv.type == GgufType::STRING)
@@ -51,19 +78,24 @@ void use(const GgufFile &f)
 		for (std::byte b : t.data)
 			sum += static_cast<unsigned>(b);
 	(void)sum;
+}
+
+void use_model(const GgufFile &f)
+{
+	use_any(f);
 	(void)read_gpt_oss_config(f);
 }
 
-TEST(GgufFuzz, MutatedModelsNeverCrash)
+// Mutates `valid` in `seeds` ways; every result must be accepted or rejected with a
+// jal::Error that names the file.
+void fuzz(const std::vector<std::byte> &valid, const std::function<void(const GgufFile &)> &use, int seeds)
 {
-	const std::vector<std::byte> valid = micro_model_bytes();
 	const GgufFile original = GgufFile::from_bytes(valid);
 	ASSERT_NO_THROW(use(original));
 	const size_t meta = original.data_section_offset();
 
 	int accepted = 0, rejected = 0;
-	const int kSeeds = 3000;
-	for (int seed = 0; seed < kSeeds; ++seed) {
+	for (int seed = 0; seed < seeds; ++seed) {
 		std::mt19937_64 rng(seed);
 		std::vector<std::byte> bytes = valid;
 		auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
@@ -98,10 +130,19 @@ TEST(GgufFuzz, MutatedModelsNeverCrash)
 			++rejected;
 		}
 	}
-	EXPECT_EQ(accepted + rejected, kSeeds);
-	EXPECT_GT(rejected, kSeeds / 4);   // the mutations do reach the checks
-	RecordProperty("accepted", accepted);
-	RecordProperty("rejected", rejected);
+	EXPECT_EQ(accepted + rejected, seeds);
+	EXPECT_GT(rejected, seeds / 4);   // the mutations do reach the checks
+	std::printf("%d mutations: %d accepted, %d rejected\n", seeds, accepted, rejected);
+}
+
+TEST(GgufFuzz, MutatedModelsNeverCrash)
+{
+	fuzz(micro_model_bytes(), use_model, 3000);
+}
+
+TEST(GgufFuzz, MutatedFilesWithEveryPairTypeNeverCrash)
+{
+	fuzz(rich_file_bytes(), use_any, 3000);
 }
 
 }  // namespace
