@@ -8,6 +8,8 @@
 // Tolerance: the attention's 2e-5 + 1e-4 relative, then a rounding of the add and the
 // norm's 1e-4 relative: |err| <= 5e-5 + 2e-4 |want|.
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include <jal/kernels/library/transformer.hpp>
 
@@ -106,4 +108,72 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     step(0, prefill, true);
     for (uint32_t i = 0; i < decode; i++)
         step(prefill + i, 1, i % 2 == 1); // decode from a start position, and from a tensor
+}
+
+TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
+{
+    // GPT-OSS 120B's shapes (n_embd 2880, 64 query heads, 8 KV heads, 128 experts, top 4,
+    // a 4096-position cache), a 128-token prefill and a decode step at position 4000, run
+    // for modelled time only: every kernel must fit L1 and its registers at full size and
+    // finish without a fault. The modelled times are printed, not checked.
+    const uint64_t mask = launcher().usable_slice_mask();
+    const jk::DispatchOptions timing{.slice_mask = mask, .timing_only = true};
+    const uint32_t tokens = 128, n_embd = 2880, n_ctx = 4096, qcols = 64 * 64, kvcols = 8 * 64;
+    auto x = alloc(tokens, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto w = alloc(1, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
+    auto q = alloc(tokens, qcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto kv = alloc(tokens, kvcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto ff = alloc(tokens * 4, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto logits = alloc(tokens, 128, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto ids = alloc(tokens, 4, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto weights = alloc(tokens, 4, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto sinks = alloc(1, 64, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
+    auto pos = alloc(tokens, 1, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
+    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
+    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    const jk::RopeTablesRef tref{.cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx},
+                      jk::kv_head_masks(mask, 8));
+
+    auto report = [](const char *what, const jal_dispatch_report &r) {
+        EXPECT_EQ(r.status, JAL_STATUS_OK) << what;
+        std::printf("  %-34s %10.3f us modelled, %llu instructions\n", what, r.modelled_ns / 1e3,
+                    static_cast<unsigned long long>(r.instructions));
+    };
+    auto prog = [&](const jk::CodeObject &co) { return jk::Program(device(), context(), queue(), co); };
+
+    const jk::RmsNormConfig norm{.cols = n_embd};
+    report("rms_norm 128 x 2880", jk::rms_norm(launcher(), prog(jk::build_rms_norm(norm)), norm, x.ref, w.ref,
+                                               x.ref, timing));
+    const jk::RopeConfig rq{.n_head = 64};
+    report("rope_neox Q 128 x 64 heads", jk::rope_neox(launcher(), prog(jk::build_rope_neox(rq)), rq, q.ref, pos.ref,
+                                                      0, tref, timing));
+    const jk::KvAppendConfig app{.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx};
+    jk::Program p_app = prog(jk::build_kv_append(app));
+    report("kv_append 128 tokens", jk::kv_append(launcher(), p_app, app, kv.ref, kv.ref, 0, cache.heads_va(), timing));
+    for (uint32_t window : {128u, 0u}) {
+        const jk::AttentionConfig att{.n_head = 64, .n_head_kv = 8, .n_ctx = n_ctx, .window = window, .sinks = true};
+        jk::Program p_att = prog(jk::build_attention(att));
+        const std::string w_name = window ? " window 128" : " full";
+        report(("attention prefill 128" + w_name).c_str(),
+               jk::attention(launcher(), p_att, att, q.ref, q.ref, 0, cache.heads_va(), sinks.ref.va, timing));
+        jk::TensorRef q1 = q.ref, kv1 = kv.ref;
+        q1.rows = kv1.rows = 1;
+        report("kv_append decode", jk::kv_append(launcher(), p_app, app, kv1, kv1, 4000, cache.heads_va(), timing));
+        report(("attention decode at 4000" + w_name).c_str(),
+               jk::attention(launcher(), p_att, att, q1, q1, 4000, cache.heads_va(), sinks.ref.va, timing));
+    }
+    const jk::SwigluConfig sw{.cols = n_embd};
+    report("swiglu_oai 512 x 2880", jk::swiglu_oai(launcher(), prog(jk::build_swiglu_oai(sw)), sw, ff.ref, ff.ref,
+                                                   ff.ref, timing));
+    const jk::MoeRoutingConfig route{.n_expert = 128, .k = 4};
+    report("moe_routing 128 x 128", jk::moe_routing(launcher(), prog(jk::build_moe_routing(route)), route,
+                                                    logits.ref, ids.ref, weights.ref, timing));
+    const jk::MoeCombineConfig comb{.cols = n_embd, .k = 4};
+    report("moe_combine 128 x 4 x 2880", jk::moe_combine(launcher(), prog(jk::build_moe_combine(comb)), comb, ff.ref,
+                                                         weights.ref, x.ref, timing));
+    const jk::ElementwiseConfig add{.op = jk::ElementwiseOp::add, .cols = n_embd};
+    report("residual add 128 x 2880", jk::elementwise(launcher(), prog(jk::build_elementwise(add)), add, x.ref, x.ref,
+                                                      x.ref, timing));
 }
