@@ -647,6 +647,23 @@ fail:
     jal_pci_teardown(s);
 }
 
+static DeviceRealize jal_pci_parent_dc_realize;
+
+/*
+ * The device implements both the PCIe and the conventional interface, and QEMU leaves such
+ * a hybrid to decide: on a PCIe bus (q35) it is a PCIe endpoint, which is what carries the
+ * FLR capability. This must be known before PCI realize sizes config space.
+ */
+static void jal_pci_dc_realize(DeviceState *qdev, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(qdev);
+
+    if (pci_bus_is_express(pci_get_bus(pdev))) {
+        pdev->cap_present |= QEMU_PCI_CAP_EXPRESS;
+    }
+    jal_pci_parent_dc_realize(qdev, errp);
+}
+
 static void jal_pci_exit(PCIDevice *pdev)
 {
     JalPciState *s = JAL_PCI(pdev);
@@ -682,6 +699,7 @@ static void jal_pci_class_init(ObjectClass *klass, void *data)
     dc->desc = "Jalapeño accelerator (served by jal-emu)";
     dc->vmsd = &jal_pci_vmstate;
     dc->reset = jal_pci_reset;
+    device_class_set_parent_realize(dc, jal_pci_dc_realize, &jal_pci_parent_dc_realize);
     device_class_set_props(dc, jal_pci_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }

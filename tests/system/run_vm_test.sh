@@ -117,4 +117,5 @@ if [ $failed -ne 0 ]; then
 fi
 sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^hwmon /p; /^sysfs /p' "$work/console.txt"
 grep -E '^(ok|FAIL) ' "$work/console.txt" | tail -3
+grep -E 'attached|detached' "$work/emu.log" # the FLR shows as a detach and a fresh attach
 echo "PASS: system test (guest boot to power-off ${guest_s} s, total $(elapsed "$t_start") s)"
