@@ -48,6 +48,15 @@ jal_status fail(std::string *error, const char *msg) {
     return JAL_STATUS_INVALID_FIELD;
 }
 
+size_t footprint(uint32_t rows, uint32_t stride, size_t row_len) {
+    return rows == 0 ? 0 : size_t(rows - 1) * stride + row_len;
+}
+
+bool overlaps(const void *p, size_t n, const void *q, size_t m) {
+    auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
+    return n && m && a < b + m && b < a + n;
+}
+
 bool is_blockdot(const ConstTile &a, const ConstTile &b) {
     return a.dtype == JAL_DT_Q8_0 && (b.dtype == JAL_DT_MXFP4 || b.dtype == JAL_DT_Q8_0);
 }
@@ -66,6 +75,8 @@ void canonicalize_nans(const Tile &acc) {
         }
     }
 }
+
+void run_mma(const Tile &acc, const ConstTile &a, const ConstTile &b);
 
 }  // namespace
 
@@ -94,14 +105,36 @@ jal_status mma(const Tile &acc, const ConstTile &a, const ConstTile &b, std::str
         return JAL_STATUS_OK;
     if (!acc.data || !a.data || !b.data)
         return fail(error, "mma: null tile data");
+    // An input that shares memory with acc is read as it was before the instruction (a
+    // copy), so the result does not depend on the order in which a code path writes acc.
+    const size_t acc_len = footprint(acc.rows, acc.stride, acc_row_len);
+    std::vector<unsigned char> a_copy, b_copy;
+    ConstTile ra = a, rb = b;
+    const size_t a_len = footprint(a.rows, a.stride, a_row), b_len = footprint(b.rows, b.stride, b_row);
+    if (overlaps(acc.data, acc_len, a.data, a_len)) {
+        a_copy.assign(static_cast<const unsigned char *>(a.data), static_cast<const unsigned char *>(a.data) + a_len);
+        ra.data = a_copy.data();
+    }
+    if (overlaps(acc.data, acc_len, b.data, b_len)) {
+        b_copy.assign(static_cast<const unsigned char *>(b.data), static_cast<const unsigned char *>(b.data) + b_len);
+        rb.data = b_copy.data();
+    }
+    run_mma(acc, ra, rb);
+    return JAL_STATUS_OK;
+}
+
+namespace {
+
+void run_mma(const Tile &acc, const ConstTile &a, const ConstTile &b) {
     bool avx2 = active_isa() == Isa::avx2;
     if (is_blockdot(a, b))
         (avx2 ? mma_blockdot_avx2 : mma_blockdot_scalar)(acc, a, b);
     else
         (avx2 ? mma_fma_avx2 : mma_fma_scalar)(acc, a, b);
     canonicalize_nans(acc);
-    return JAL_STATUS_OK;
 }
+
+}  // namespace
 
 namespace {
 constexpr int8_t kValuesMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

@@ -338,3 +338,33 @@ TEST(NumericsMma, RejectsTilesThatDoNotFit) {
     }
     EXPECT_EQ(JAL_STATUS_OK, mma(acc4, A(JAL_DT_F32, 4, 32), B(JAL_DT_F32, 4, 32)));
 }
+
+TEST(NumericsMma, InputSharingMemoryWithAccIsReadBeforeTheWrite) {
+    // acc occupies a's rows 1.. (the same L1 bytes): a is read as it was before the MMA
+    std::mt19937 rng(8);
+    const uint32_t M = 7, N = 16, K = 64;
+    Matrix b = random_matrix(JAL_DT_MXFP4, N, K, rng);
+    std::vector<float> mem(size_t(M + 1) * K);
+    std::uniform_real_distribution<float> val(-2.0f, 2.0f);
+    for (auto &v : mem)
+        v = val(rng);
+    Matrix a{JAL_DT_F32, M, K, K * 4, {}};
+    a.bytes.resize(size_t(M) * K * 4);
+    std::memcpy(a.bytes.data(), mem.data(), a.bytes.size());
+    std::vector<float> acc0(size_t(M) * N);
+    for (uint32_t m = 0; m < M; m++)
+        std::memcpy(acc0.data() + size_t(m) * N, mem.data() + size_t(m + 1) * K, N * 4);
+    auto want = reference_loop(acc0, a, b);
+    for (Isa isa : {Isa::scalar, Isa::avx2}) {
+        std::vector<float> buf = mem;
+        force_isa(isa);
+        Tile acc{buf.data() + K, M, N, K * 4, JAL_DT_F32};
+        ConstTile ta{buf.data(), M, K, K * 4, JAL_DT_F32};
+        ASSERT_EQ(JAL_STATUS_OK, mma(acc, ta, b.tile()));
+        std::vector<float> got(size_t(M) * N);
+        for (uint32_t m = 0; m < M; m++)
+            std::memcpy(got.data() + size_t(m) * N, buf.data() + size_t(m + 1) * K, N * 4);
+        expect_bits_equal(want, got, isa == Isa::scalar ? "scalar" : "avx2");
+    }
+    force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+}
