@@ -111,6 +111,21 @@ std::vector<uint8_t> random_tensor(jal_dtype dt, uint64_t rows, uint32_t cols, u
 	return v;
 }
 
+// The roofline time of `bytes` moved and `flops` computed on `slices` slices: whichever of
+// local HBM and the matrix engine (at `format`'s peak) takes longer; fraction = that / modelled.
+struct Roofline {
+	double fraction = 0;
+	const char *bound = "HBM";
+};
+Roofline roofline(uint64_t bytes, uint64_t flops, jal_dtype format, uint32_t slices, uint64_t modelled_ns)
+{
+	double t_mem = bytes / (kHbmBytesPerNs * slices), t_mma = flops / (peak_flops_per_ns(format) * slices);
+	Roofline r;
+	r.fraction = std::max(t_mem, t_mma) / static_cast<double>(modelled_ns);
+	r.bound = t_mem >= t_mma ? "HBM" : dtype_name(format);
+	return r;
+}
+
 struct Measured {
 	jal_dispatch_report report{};
 	double wall_s = 0;
@@ -252,7 +267,7 @@ private:
 					     1ull << usable_[s]);
 			table.push_back(va);
 		}
-		return upload_vec(table, JAL_PLACE_INTERLEAVED, mask(slices));
+		return upload_vec(table, JAL_PLACE_REPLICATED, mask(slices)); // each slice reads its entry locally
 	}
 
 	KernelBenchOptions opt_;
@@ -287,9 +302,10 @@ void KernelBench::gemv(jal_dtype weight, jl::Numerics numerics, uint32_t m, uint
 	auto words = jl::gemm_args(c, tensor(x, m, k, JAL_DT_F32), table, tensor(1, n, k, weight),
 				   tensor(bias, 1, n, JAL_DT_F32), tensor(y, m, n, JAL_DT_F32));
 	Measured r = measure(jl::build_gemm(c), words, sm);
-	// Bandwidth roofline: every byte moved at the slices' local HBM rate.
-	double roof = r.report.hbm_bytes / (r.report.modelled_ns * kHbmBytesPerNs * slices);
-	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof, "HBM", jl::gemm_flops(c), {m, n, k});
+	Roofline roof = roofline(r.report.hbm_bytes, 2ull * m * n * k, mma_format(weight, numerics), slices,
+				 r.report.modelled_ns);
+	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.fraction, roof.bound, jl::gemm_flops(c),
+	    {m, n, k});
 }
 
 void KernelBench::gemm_prefill(uint32_t m, uint32_t n, uint32_t k, uint32_t slices, jl::Numerics numerics)
@@ -315,9 +331,10 @@ void KernelBench::gemm_prefill(uint32_t m, uint32_t n, uint32_t k, uint32_t slic
 	auto words = jl::gemm_args(c, tensor(xq, m, k, act), table, tensor(1, n, k, JAL_DT_MXFP4),
 				   tensor(bias, 1, n, JAL_DT_F32), tensor(y, m, n, JAL_DT_F32));
 	Measured r = measure(jl::build_gemm(c), words, sm);
-	const jal_dtype fmt_ = mma_format(JAL_DT_MXFP4, numerics);
-	double roof = 2.0 * m * n * k / (r.report.modelled_ns * peak_flops_per_ns(fmt_) * slices);
-	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof, dtype_name(fmt_), jl::gemm_flops(c), {m, n, k});
+	Roofline roof = roofline(r.report.hbm_bytes, 2ull * m * n * k, mma_format(JAL_DT_MXFP4, numerics), slices,
+				 r.report.modelled_ns);
+	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.fraction, roof.bound, jl::gemm_flops(c),
+	    {m, n, k});
 }
 
 void KernelBench::expert(uint32_t tokens, bool down, uint32_t experts, uint32_t width, uint32_t hidden,
@@ -363,14 +380,10 @@ void KernelBench::expert(uint32_t tokens, bool down, uint32_t experts, uint32_t 
 	const uint32_t active = static_cast<uint32_t>(owners.size());
 	const std::string shape = fmt::format("T={} k={} E={} N={} K={}", tokens, k, experts, n, kdim);
 	const uint64_t flops = jl::expert_gemm_flops(c);
-	if (tokens <= 4) { // decode: the selected experts' weights at the owning slices' HBM rate
-		double roof = r.report.hbm_bytes / (r.report.modelled_ns * kHbmBytesPerNs * active);
-		row(kernel, shape, active, r, roof, "HBM", flops, {pairs, n, kdim});
-	} else {
-		const jal_dtype f = mma_format(JAL_DT_MXFP4, numerics);
-		double roof = 2.0 * pairs * n * kdim / (r.report.modelled_ns * peak_flops_per_ns(f) * active);
-		row(kernel, shape, active, r, roof, dtype_name(f), flops, {pairs, n, kdim});
-	}
+	// Only the slices owning a selected expert work: the roofline counts those.
+	Roofline roof = roofline(r.report.hbm_bytes, 2ull * pairs * n * kdim, mma_format(JAL_DT_MXFP4, numerics), active,
+				 r.report.modelled_ns);
+	row(kernel, shape, active, r, roof.fraction, roof.bound, flops, {pairs, n, kdim});
 }
 
 void KernelBench::embedding(uint32_t tokens, uint32_t vocab, uint32_t dim, uint32_t slices)
@@ -459,12 +472,14 @@ json KernelBench::run_all()
 	const uint32_t hidden = 2880, width = 2880, vocab = q ? 32768 : 201088, experts = 32;
 	const uint32_t tokens = q ? 128 : 512, moe_tokens = q ? 32 : 128;
 	const uint32_t all = static_cast<uint32_t>(std::min<size_t>(usable_.size(), 64));
-	// Decode: one token. Hidden-size GEMVs on two slices (their 4.4 MB of MXFP4 spread over
-	// more slices would leave each less time than the dispatch's fixed costs); the output
-	// projection (vocab rows) over every slice.
+	// Decode: one token. Hidden-size GEMVs on one slice (their 4.4 MB of MXFP4 spread over
+	// more slices would leave each less time than the dispatch's fixed costs) and on 8; the
+	// output projection (vocab rows) over every slice.
 	for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16})
-		gemv(w, jl::Numerics::native, 1, hidden, hidden, 2);
-	gemv(JAL_DT_MXFP4, jl::Numerics::ggml, 1, hidden, hidden, 2);
+		gemv(w, jl::Numerics::native, 1, hidden, hidden, 1);
+	gemv(JAL_DT_MXFP4, jl::Numerics::ggml, 1, hidden, hidden, 1);
+	gemv(JAL_DT_MXFP4, jl::Numerics::ggml, 1, hidden, hidden, 8);
+	gemv(JAL_DT_MXFP4, jl::Numerics::ggml, 4, hidden, hidden, 1);
 	gemv(JAL_DT_MXFP4, jl::Numerics::ggml, 1, vocab, hidden, all);
 	// Prefill: MXFP4×MXFP4 from activations quantized once.
 	gemm_prefill(tokens, hidden, hidden, 1, jl::Numerics::fast);

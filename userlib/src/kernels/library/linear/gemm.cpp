@@ -131,8 +131,7 @@ CodeObject build_gemm(const GemmConfig &c)
 	SliceShare share = emit_slice_range(b, c.n);
 	Label done = b.label();
 	b.beq(share.count, zero, done);
-	X w = emit_table_entry(b, w_shards, share.slice);
-	b.free(w_shards);
+	X w{}; // this slice's first row of W: read from the shard table once x is on its way
 	{ // this slice's columns of y and entries of the bias
 		X off = b.x();
 		b.muli(off, share.begin, 4);
@@ -142,7 +141,6 @@ CodeObject build_gemm(const GemmConfig &c)
 		b.free(off);
 	}
 	b.free(share.begin);
-	b.free(share.slice);
 	X count = share.count;
 	X tiles = b.x(); // ceil(count / tn)
 	X tn_reg = emit_const(b, tn);
@@ -287,9 +285,16 @@ CodeObject build_gemm(const GemmConfig &c)
 		b.free(rows);
 	};
 
+	// The first x load goes out before the shard table is read, so that read's latency
+	// overlaps the load's.
+	issue_x(0, std::min(p.m_chunk, c.m));
+	w = emit_table_entry(b, w_shards, share.slice);
+	b.free(w_shards);
+	b.free(share.slice);
 	for (uint32_t m0 = 0; m0 < c.m; m0 += p.m_chunk) {
 		const uint32_t mr = std::min(p.m_chunk, c.m - m0);
-		issue_x(m0, mr);
+		if (m0 != 0)
+			issue_x(m0, mr);
 		// W tiles through two buffers: load i+1 into one while computing i from the other.
 		emit_double_buffered(
 			b, tiles, [&](X i, int buf) { load_w(i, buf); },
