@@ -32,27 +32,32 @@ std::vector<uint8_t> encode_code_object(std::string_view name, std::span<const u
         std::memcpy(out.data() + h.code_offset, code.data(), code.size_bytes());
     if (!args.empty())
         std::memcpy(out.data() + h.args_table_offset, args.data(), args.size_bytes());
-    std::memcpy(out.data() + h.name_offset, name.data(), name.size());
+    if (!name.empty())
+        std::memcpy(out.data() + h.name_offset, name.data(), name.size());
     return out;
 }
 
 CodeObjectView read_code_object_unchecked(std::span<const uint8_t> bytes)
 {
+    // memcpy of zero bytes still needs valid pointers, hence the guards on empty parts.
     CodeObjectView v;
-    std::memcpy(&v.header, bytes.data(), std::min(bytes.size(), sizeof v.header));
+    if (!bytes.empty())
+        std::memcpy(&v.header, bytes.data(), std::min(bytes.size(), sizeof v.header));
     const jal_code_object_header &h = v.header;
     const uint64_t size = bytes.size();
 
     if (h.code_offset < size) {
         uint64_t words = std::min<uint64_t>(h.code_words, (size - h.code_offset) / 8);
         v.code.resize(words);
-        std::memcpy(v.code.data(), bytes.data() + h.code_offset, words * 8);
+        if (words)
+            std::memcpy(v.code.data(), bytes.data() + h.code_offset, words * 8);
     }
     if (h.args_table_offset < size) {
         uint64_t n = std::min<uint64_t>({h.args_table_count, (size - h.args_table_offset) / sizeof(jal_code_arg),
                                          uint64_t{kMaxArgs}});
         v.args.resize(n);
-        std::memcpy(v.args.data(), bytes.data() + h.args_table_offset, n * sizeof(jal_code_arg));
+        if (n)
+            std::memcpy(v.args.data(), bytes.data() + h.args_table_offset, n * sizeof(jal_code_arg));
         for (jal_code_arg &a : v.args)
             a.name[sizeof a.name - 1] = 0; // printable even when unterminated
     }
