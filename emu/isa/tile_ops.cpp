@@ -91,8 +91,20 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
     if (b->dtype == JAL_DT_Q8_0 && a->dtype != JAL_DT_Q8_0) return kBad;
     if (acc->rows != a->rows || acc->cols != b->rows || a->cols != b->cols) return kBad;
     if (!timing_only) {
+        // Sequential semantics: inputs are the values before the MMA, even if the
+        // accumulator overlaps them (then they are copied out first).
+        std::vector<std::byte> copy_a, copy_b;
+        auto input = [&](const Tile& t, std::vector<std::byte>& copy) {
+            jal::numerics::ConstTile v = const_view(s, t);
+            if (!t.span().overlaps(acc->span())) return v;
+            const L1Range r = t.span();
+            copy.assign(s.l1 + r.lo, s.l1 + r.hi);
+            v.data = copy.data();
+            return v;
+        };
+        const jal::numerics::ConstTile va = input(*a, copy_a), vb = input(*b, copy_b);
         const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride, JAL_DT_F32};
-        const jal_status st = jal::numerics::mma(out, const_view(s, *a), const_view(s, *b));
+        const jal_status st = jal::numerics::mma(out, va, vb);
         if (st != JAL_STATUS_OK) return st;
     }
     op.engine = Engine::matrix;
