@@ -12,6 +12,7 @@
 
 #include <jal/kernels/library/attention.hpp>
 #include <jal/kernels/library/kv_cache.hpp>
+#include <jal/kernels/library/transformer.hpp>
 
 #include "transformer_fixture.hpp"
 #include "transformer_reference.hpp"
@@ -26,7 +27,8 @@ protected:
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape &s, uint32_t n_ctx, uint32_t prefill, uint32_t decode_steps,
-                             unsigned n_slices, uint32_t q_block = 0, uint32_t k_block = 0, uint64_t seed = 40)
+                             unsigned n_slices, uint32_t q_block = 0, uint32_t k_block = 0, uint64_t seed = 40,
+                             uint32_t key_splits = 1)
     {
         const uint32_t total = prefill + decode_steps;
         const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim;
@@ -37,12 +39,12 @@ protected:
         const uint64_t mask = slices(n_slices);
 
         const jk::KvCacheConfig kv_cfg{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
-        jk::KvCache cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, s.n_head_kv));
+        jk::KvCache cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, s.n_head_kv, key_splits));
         const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx,
                                      .block_rows = 16};
         const jk::AttentionConfig att{.n_head = s.n_head, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim,
                                       .n_ctx = n_ctx, .window = s.window, .sinks = s.sinks, .q_block = q_block,
-                                      .k_block = k_block};
+                                      .k_block = k_block, .key_splits = key_splits};
         const jk::CodeObject append_code = jk::build_kv_append(app);
         const jk::CodeObject attention_code = jk::build_attention(att);
         auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
@@ -126,4 +128,30 @@ TEST_F(TransformerAttentionTest, ChunksThatAreFullyMaskedForSomeRows)
                         /*q_block=*/8, /*k_block=*/4);
     prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = true}, 32, 24, 2, 2,
                         /*q_block=*/8, /*k_block=*/4, 60);
+}
+
+TEST_F(TransformerAttentionTest, KeySplitsMergeAcrossSlicesForDecode)
+{
+    // Flash decoding: each (head, query block) item's keys cut into 4 ranges on 4 slices,
+    // merged over SEND/RECV. GQA 8 with sinks (only split 0 starts from the sink), full
+    // causal and with a window (most splits of a windowed decode see no key at all).
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true}, 96, 45, 3, 8,
+                        /*q_block=*/0, /*k_block=*/8, 80, /*key_splits=*/4);
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 12, .sinks = true}, 96, 45, 3, 8,
+                        /*q_block=*/7, /*k_block=*/8, 81, /*key_splits=*/4);
+    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 0, .sinks = false}, 64, 30, 2, 4,
+                        /*q_block=*/8, /*k_block=*/16, 82, /*key_splits=*/2);
+}
+
+TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)
+{
+    const jk::AttentionConfig att{.n_head = 2, .n_head_kv = 1, .head_dim = 64, .n_ctx = 8, .key_splits = 3};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8}, {{0xf}});
+    auto dq = alloc(1, 128);
+    jk::Program program(device(), context(), queue(), jk::build_attention(att));
+    // the host call refuses 4 slices for 3 splits; the kernel itself traps
+    EXPECT_THROW(jk::attention(launcher(), program, att, dq.ref, dq.ref, 0, cache.heads_va(), 0, {.slice_mask = 0xf}),
+                 jal::Error);
+    run(jk::build_attention(att), jk::attention_args(att, dq.ref, dq.ref, 0, cache.heads_va(), 0), slices(4),
+        JAL_STATUS_INVALID_FIELD);
 }

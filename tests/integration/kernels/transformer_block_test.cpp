@@ -7,6 +7,7 @@
 //
 // Tolerance: the attention's 2e-5 + 1e-4 relative, then a rounding of the add and the
 // norm's 1e-4 relative: |err| <= 5e-5 + 2e-4 |want|.
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -163,6 +164,16 @@ TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
         report("kv_append decode", jk::kv_append(launcher(), p_app, app, kv1, kv1, 4000, cache.heads_va(), timing));
         report(("attention decode at 4000" + w_name).c_str(),
                jk::attention(launcher(), p_att, att, q1, q1, 4000, cache.heads_va(), sinks.ref.va, timing));
+        if (std::popcount(mask) % 8 == 0) { // flash decoding: 8 key splits a head, 64 items
+            // a cache placed for this split: head g on the 8 slices of its items
+            jk::KvCache split_cache(device(), context(), queue(), {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx},
+                                    jk::kv_head_masks(mask, 8, 8));
+            jk::AttentionConfig split = att;
+            split.key_splits = 8;
+            report(("attention decode at 4000, 8 splits" + w_name).c_str(),
+                   jk::attention(launcher(), prog(jk::build_attention(split)), split, q1, q1, 4000,
+                                 split_cache.heads_va(), sinks.ref.va, timing));
+        }
     }
     const jk::SwigluConfig sw{.cols = n_embd};
     report("swiglu_oai 512 x 2880", jk::swiglu_oai(launcher(), prog(jk::build_swiglu_oai(sw)), sw, ff.ref, ff.ref,

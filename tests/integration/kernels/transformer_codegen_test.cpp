@@ -80,6 +80,9 @@ TEST(TransformerCodegen, AttentionConfigurations)
                 EXPECT_EQ(arg_names(co), (std::vector<std::string>{"q", "q_stride", "out", "out_stride", "rows",
                                                                    "pos0", "heads", "sinks"}));
             }
+    // flash decoding: 8 key splits a head
+    expect_valid(jk::build_attention(
+        {.n_head = 64, .n_head_kv = 8, .head_dim = 64, .n_ctx = 4096, .window = 128, .sinks = true, .key_splits = 8}));
 }
 
 TEST(TransformerCodegen, BadConfigurationsAreRefused)

@@ -17,11 +17,18 @@
 // A head table in device memory lists {k_va, vt_va} (two u64) per KV head; kernels read it.
 //
 // Work split: kv_append gives slice s of n the KV heads g = s, s+n, ...; attention splits
-// (KV head, block of query tokens) items, item i = s, s+n, ... with g = i % n_head_kv. With
-// n slices a multiple of n_head_kv (or equal to it), every item of head g runs on slices
-// congruent to g mod n_head_kv: place head g's cache on those slices (one slice:
-// JAL_PLACE_SLICE; several: JAL_PLACE_REPLICATED). Queries and outputs are read and written
-// per item (a block of tokens, the group's heads); the sinks are read by every slice.
+// the work into items (block of query tokens, KV head g, key split), item
+// i = (block * n_head_kv + g) * key_splits + split, and slice s runs items s, s+n, ....
+// kv_head_masks (kv_cache.hpp) lists, per head, the slices that read it; KvCache places the
+// head there (one slice: JAL_PLACE_SLICE; several: JAL_PLACE_REPLICATED), so every cache
+// read is local. Queries and outputs are read and written per item (a block of tokens, the
+// group's heads); the sinks are read by every slice.
+//
+// Key splits (flash decoding): with key_splits S > 1 each item's keys are cut into S
+// ranges on S consecutive slices; splits 1..S-1 send their running (max, sum, O) to
+// split 0's slice (SEND/RECV), which merges them and writes the output. This is what lets
+// a decode step (one query block) use S * n_head_kv slices instead of n_head_kv. The
+// dispatch's slice count must be a multiple of S (the kernel traps INVALID_FIELD).
 //
 // Query tokens of one call have consecutive positions pos0, pos0+1, ... (one sequence); the
 // cache must already hold their keys and values (run kv_append first). Both kernels trap
@@ -71,8 +78,10 @@ struct AttentionConfig {
 	float scale = 0.0f;      // 0: 1/sqrt(head_dim)
 	uint32_t q_block = 0;    // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
 	uint32_t k_block = 0;    // keys a chunk holds; 0: 256
+	uint32_t key_splits = 0; // 0 or 1: one slice an item; S > 1: flash decoding, below
 	uint32_t queries_per_item() const;
 	uint32_t keys_per_chunk() const;
+	uint32_t splits() const;
 	float softmax_scale() const;
 };
 

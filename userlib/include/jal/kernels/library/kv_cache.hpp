@@ -21,9 +21,9 @@ struct KvCacheConfig {
 
 // Where attention's work split reads each head, for a dispatch on the logical slices of
 // dispatch_mask (dispatch slice i is the i-th set bit, ascending): item j runs on dispatch
-// slice j mod n and uses head j mod n_head_kv, so head g is read by the dispatch slices i
-// with i = g (mod gcd(n, n_head_kv)). Returns one logical slice mask per head.
-std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv);
+// slice j mod n and uses head (j / key_splits) mod n_head_kv. Returns one logical slice
+// mask per head: every slice that runs an item of that head.
+std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv, uint32_t key_splits = 1);
 
 class KvCache {
 public:

@@ -12,6 +12,7 @@
 #include <jal/kernels/library/attention.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 
@@ -33,6 +34,11 @@ uint32_t AttentionConfig::keys_per_chunk() const
 	return k_block ? k_block : 256;
 }
 
+uint32_t AttentionConfig::splits() const
+{
+	return key_splits ? key_splits : 1;
+}
+
 float AttentionConfig::softmax_scale() const
 {
 	return scale != 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
@@ -46,12 +52,14 @@ CodeObject build_attention(const AttentionConfig &cfg)
 	require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
 		"n_head_kv must divide n_head");
 	require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
+	require(cfg.splits() <= 64, name, "at most 64 key splits");
 	const uint32_t G = cfg.n_head_kv;
 	const uint32_t r = cfg.n_head / G;
 	const uint32_t D = cfg.head_dim;
 	const uint32_t Bq = cfg.queries_per_item();
 	const uint32_t Nk = cfg.keys_per_chunk();
 	const uint32_t M = r * Bq; // rows of the stacked matrices
+	const uint32_t S = cfg.splits();
 	Builder b(name);
 
 	X q = b.arg("q", JAL_ARG_ADDRESS);
@@ -74,6 +82,10 @@ CodeObject build_attention(const AttentionConfig &cfg)
 	const uint32_t l1_l = b.l1_alloc(M * 4);
 	const uint32_t l1_rs = b.l1_alloc(M * 4);
 	const uint32_t l1_sink = b.l1_alloc(4);
+	// a partner split's running state, received (key splits only)
+	const uint32_t l1_m2 = S > 1 ? b.l1_alloc(M * 4) : 0;
+	const uint32_t l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
+	const uint32_t l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
 
 	X dim = constant(b, D);
 	X one = constant(b, 1);
@@ -83,6 +95,7 @@ CodeObject build_attention(const AttentionConfig &cfg)
 	X addr = b.x(); // scratch: a device address
 	T tq = b.t(), tk = b.t(), tv = b.t(), ts = b.t(), to = b.t();
 	T tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
+	T tm2 = b.t(), tl2 = b.t(), to2 = b.t();
 	Q sem = b.q();
 
 	auto desc = [&](T t, uint32_t l1_off, X nrows, X ncols) {
@@ -99,13 +112,24 @@ CodeObject build_attention(const AttentionConfig &cfg)
 
 	X item0 = b.slice_index();
 	X n_slices = b.slice_count();
+	if (S > 1) {
+		// Every item's splits on consecutive slices of one round: split 0 only receives,
+		// the others only send, so no slice waits for one that waits for it.
+		X t = constant(b, S);
+		Label ok = b.label();
+		b.remu(t, n_slices, t);
+		b.beq(t, zero, ok);
+		b.trap(JAL_STATUS_INVALID_FIELD);
+		b.bind(ok);
+		b.free(t);
+	}
 	X n_items = b.x();
 	{
 		X t = constant(b, Bq);
 		b.add(n_items, rows, t);
 		b.addi(n_items, n_items, -1);
 		b.divu(n_items, n_items, t); // query blocks
-		b.muli(n_items, n_items, static_cast<int32_t>(G));
+		b.muli(n_items, n_items, static_cast<int32_t>(G * S));
 		b.free(t);
 	}
 	for_strided(b, item0, n_items, n_slices, [&](X item) {
@@ -114,9 +138,12 @@ CodeObject build_attention(const AttentionConfig &cfg)
 		X g = b.x();
 		{
 			X t0 = b.x(), head_col = b.x();
-			b.li(tmp, G);
-			b.remu(g, item, tmp);
+			// item = (query block * G + g) * S + split
+			b.li(tmp, S);
 			b.divu(t0, item, tmp);
+			b.li(tmp, G);
+			b.remu(g, t0, tmp);
+			b.divu(t0, t0, tmp);
 			b.muli(t0, t0, static_cast<int32_t>(Bq));
 			b.sub(n, rows, t0);
 			b.li(tmp, Bq);
@@ -158,7 +185,15 @@ CodeObject build_attention(const AttentionConfig &cfg)
 		desc(tl, l1_l, rn, one);
 		desc(trs, l1_rs, rn, one);
 		b.vfill(to, 0.0f);
+		Label no_sink = b.label(), state_done = b.label();
 		if (cfg.sinks) {
+			if (S > 1) { // only split 0 starts from the sink
+				X sp = b.x();
+				b.li(sp, S);
+				b.remu(sp, item, sp);
+				b.bne(sp, zero, no_sink);
+				b.free(sp);
+			}
 			desc(tsink, l1_sink, one, one);
 			b.vfill(tm, 0.0f);
 			b.muli(tmp, g, static_cast<int32_t>(r * 4));
@@ -175,10 +210,12 @@ CodeObject build_attention(const AttentionConfig &cfg)
 				b.free(bits);
 			});
 			b.vfill(tl, 1.0f);
-		} else {
-			b.vfill(tm, -FLT_MAX);
-			b.vfill(tl, 0.0f);
+			b.jmp(state_done);
 		}
+		b.bind(no_sink);
+		b.vfill(tm, -FLT_MAX);
+		b.vfill(tl, 0.0f);
+		b.bind(state_done);
 		b.free(g);
 
 		// the keys any query of the block sees: [p_first - window + 1, p_last]
@@ -188,6 +225,21 @@ CodeObject build_attention(const AttentionConfig &cfg)
 			b.max(kstart, kstart, zero);
 		} else {
 			b.li(kstart, 0);
+		}
+		if (S > 1) {
+			// this split's share: [kstart + split*per, kstart + (split+1)*per) within kend
+			X per = b.x(), sp = b.x();
+			b.sub(per, kend, kstart);
+			b.addi(per, per, static_cast<int32_t>(S - 1));
+			b.li(sp, S);
+			b.divu(per, per, sp);
+			b.remu(sp, item, sp);
+			b.mul(sp, sp, per);
+			b.add(kstart, kstart, sp);
+			b.add(sp, kstart, per);
+			b.min(kend, kend, sp);
+			b.free(sp);
+			b.free(per);
 		}
 		b.for_range(kstart, kend, static_cast<int32_t>(Nk), [&](X k0) {
 			X nk = b.x();
@@ -229,6 +281,50 @@ CodeObject build_attention(const AttentionConfig &cfg)
 		});
 		b.free(kstart);
 
+		Label item_done = b.label();
+		if (S > 1) {
+			// Splits 1..S-1 send their (m, l, O) to split 0's slice; split 0 merges them
+			// in split order: m' = max(m, m2), l = l e^(m-m') + l2 e^(m2-m'), same for O.
+			X sp = b.x(), peer = b.x();
+			Label merge = b.label();
+			b.li(sp, S);
+			b.remu(sp, item, sp);
+			b.beq(sp, zero, merge);
+			b.sub(peer, item, sp);
+			b.remu(peer, peer, n_slices);
+			b.send(tm, peer, sem);
+			b.send(tl, peer, sem);
+			b.send(to, peer, sem);
+			b.wait(sem, 3);
+			b.jmp(item_done);
+			b.bind(merge);
+			desc(tm2, l1_m2, rn, one);
+			desc(tl2, l1_l2, rn, one);
+			desc(to2, l1_o2, rn, dim);
+			b.li(sp, S);
+			b.for_range(one, sp, 1, [&](X j) {
+				b.add(peer, item, j);
+				b.remu(peer, peer, n_slices);
+				b.recv(tm2, peer, sem);
+				b.recv(tl2, peer, sem);
+				b.recv(to2, peer, sem);
+				b.wait(sem, 3);
+				b.vmax(tmc, tm, tm2);
+				b.vsub(tm, tm, tmc);
+				b.vexp(tm, tm);
+				b.vsub(tm2, tm2, tmc);
+				b.vexp(tm2, tm2);
+				b.vmul(tl, tl, tm);
+				b.vmul(tl2, tl2, tm2);
+				b.vadd(tl, tl, tl2);
+				b.vmul(to, to, tm);
+				b.vmul(to2, to2, tm2);
+				b.vadd(to, to, to2);
+				b.vcopy(tm, tmc);
+			});
+			b.free(peer);
+			b.free(sp);
+		}
 		b.vrecip(tl, tl);
 		b.vmul(to, to, tl);
 		b.for_range(zero, rr, 1, [&](X hh) {
@@ -238,6 +334,7 @@ CodeObject build_attention(const AttentionConfig &cfg)
 			b.tstore(tsub, addr, out_stride, sem);
 		});
 		b.wait(sem, static_cast<int32_t>(r));
+		b.bind(item_done);
 		b.free(tmp);
 		b.free(vc);
 		b.free(kc);
@@ -267,6 +364,9 @@ jal_dispatch_report attention(Launcher &launcher, const Program &program, const 
 		const TensorRef &q, const TensorRef &out, uint32_t pos0, uint64_t heads_va, uint64_t sinks_va,
 		const DispatchOptions &options)
 {
+	const uint64_t mask = options.slice_mask ? options.slice_mask : launcher.usable_slice_mask();
+	require(std::popcount(mask) % config.splits() == 0, "attention",
+		"the dispatch's slice count must be a multiple of key_splits");
 	return launcher.run(program, args_of(attention_args(config, q, out, pos0, heads_va, sinks_va)), options);
 }
 

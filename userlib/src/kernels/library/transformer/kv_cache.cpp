@@ -4,7 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
-#include <numeric>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -12,22 +12,21 @@
 
 namespace jal::kernels {
 
-std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv)
+std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv, uint32_t key_splits)
 {
 	const uint32_t n = static_cast<uint32_t>(std::popcount(dispatch_mask));
 	if (n == 0 || n_head_kv == 0)
 		throw Error(JAL_STATUS_INVALID_FIELD, "kv_head_masks: an empty dispatch mask or no heads");
-	const uint32_t period = std::gcd(n, n_head_kv);
+	const uint32_t splits = std::max(key_splits, 1u);
+	std::vector<uint32_t> logical; // dispatch slice index -> logical slice
+	for (uint32_t slice = 0; slice < 64; slice++)
+		if (dispatch_mask >> slice & 1)
+			logical.push_back(slice);
+	// Items repeat their (slice, head) pairing every n * splits * n_head_kv items.
 	std::vector<uint64_t> masks(n_head_kv, 0);
-	uint32_t i = 0;
-	for (uint32_t slice = 0; slice < 64; slice++) {
-		if (!(dispatch_mask >> slice & 1))
-			continue;
-		for (uint32_t g = 0; g < n_head_kv; g++)
-			if (g % period == i % period)
-				masks[g] |= uint64_t{1} << slice;
-		i++;
-	}
+	const uint64_t period = uint64_t{n} * splits * n_head_kv;
+	for (uint64_t item = 0; item < period; item++)
+		masks[(item / splits) % n_head_kv] |= uint64_t{1} << logical[item % n];
 	return masks;
 }
 
