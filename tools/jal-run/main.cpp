@@ -23,6 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr double kSliceHbmBytesPerS = 240e9; // 3 HBM4 channels of 80 GB/s (ARCHITECTURE.md §12)
+
 struct Options {
 	std::string model;
 	std::string prompt_ids, force_ids;
@@ -38,6 +40,7 @@ struct Options {
 	uint32_t slices = 0;
 	bool json = false;
 	bool quiet = false;
+	bool profile = false;
 	std::string emu_dir;
 	unsigned device = 0;
 };
@@ -161,6 +164,7 @@ int run(const Options &o)
 	std::vector<std::vector<float>> top_lps;
 	std::vector<int32_t> next(users);
 	double decode_wall = 0;
+	uint64_t decode_hbm_bytes = 0;
 	for (uint32_t step = 0; step < n_out; step++) {
 		if (step > 0) {
 			std::vector<std::pair<int, int32_t>> batch;
@@ -171,6 +175,7 @@ int run(const Options &o)
 			decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
 			fig.decode_ns += rt->last().modelled_ns;
 			fig.decode_energy_nj += rt->last().energy_nj;
+			decode_hbm_bytes += rt->last().hbm_bytes;
 		}
 		if (o.top) {
 			std::vector<int32_t> ids;
@@ -193,6 +198,14 @@ int run(const Options &o)
 	const double wall_tok_s = decode_wall > 0 ? double(n_out - 1) * users / decode_wall : 0;
 	const double wall_prefill_tok_s = prefill_wall > 0 ? double(prompt.size()) * (o.timing_only ? 1 : users) / prefill_wall : 0;
 	const jal::model::ChipTotals &tot = rt->total();
+	// Decode against the memory-bandwidth roofline of the slices used (240 GB/s each,
+	// ARCHITECTURE.md §12): the least traffic a step must cause over the modelled step time.
+	const double peak_bps = kSliceHbmBytesPerS * rt->slices();
+	const uint32_t ctx_mid = static_cast<uint32_t>(prompt.size()) + n_out / 2;
+	const double min_bytes = double(rt->decode_min_bytes(users, ctx_mid));
+	const double step_s = m.tpot_ms / 1e3;
+	const double roofline_fraction = step_s > 0 ? (min_bytes / peak_bps) / step_s : 0;
+	const double decode_hbm_util = fig.decode_ns ? double(decode_hbm_bytes) / (fig.decode_ns / 1e9) / peak_bps : 0;
 	if (o.json) {
 		nlohmann::json j;
 		j["model"] = o.timing_only ? o.shape : model_path;
@@ -219,6 +232,17 @@ int run(const Options &o)
 		j["avg_power_w"] = m.avg_power_w;
 		j["tok_s_per_kw"] = m.tok_s_per_kw;
 		j["static_power_w"] = jal::model::kStaticPowerW;
+		j["decode_min_bytes"] = min_bytes;
+		j["decode_roofline_ms"] = min_bytes / peak_bps * 1e3;
+		j["decode_roofline_fraction"] = roofline_fraction;
+		j["decode_hbm_util"] = decode_hbm_util;
+		if (o.profile && n_out > 1) {
+			nlohmann::json k = nlohmann::json::object();
+			for (auto &[name, t] : rt->last_by_kernel())
+				k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns}, {"hbm_bytes", t.hbm_bytes},
+					   {"flops", t.flops}, {"energy_nj", t.energy_nj}};
+			j["decode_kernels"] = k;
+		}
 		j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns}, {"energy_nj", tot.energy_nj},
 			     {"flops", tot.flops}, {"hbm_bytes", tot.hbm_bytes}, {"weight_bytes", rt->weight_bytes()},
 			     {"decode_ns", fig.decode_ns}, {"prefill_ns", fig.prefill_ns}};
@@ -231,6 +255,18 @@ int run(const Options &o)
 		std::printf("modelled chip (%u slices): TTFT %.3f ms, TPOT %.4f ms, %.1f tok/s/user, %.1f tok/s, "
 			    "%.1f W average, %.0f tok/s per kW\n",
 			    rt->slices(), m.ttft_ms, m.tpot_ms, m.tok_s_user, m.tok_s, m.avg_power_w, m.tok_s_per_kw);
+		std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f %% of it "
+			    "(HBM busy %.1f %%)\n",
+			    min_bytes / 1e6, peak_bps / 1e12, min_bytes / peak_bps * 1e3, 100 * roofline_fraction,
+			    100 * decode_hbm_util);
+		if (o.profile && n_out > 1) {
+			std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel", "count",
+				    "time us", "HBM MB", "GB/s");
+			for (auto &[name, t] : rt->last_by_kernel())
+				std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(), (unsigned long long)t.dispatches,
+					    t.modelled_ns / 1e3, t.hbm_bytes / 1e6,
+					    t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
+		}
 	}
 	rt.reset();
 	return 0;
@@ -258,6 +294,7 @@ int main(int argc, char **argv)
 	app.add_option("--slices", o.slices, "Dispatch slices (default 8; every slice with --timing-only)");
 	app.add_flag("--json", o.json, "Print one JSON document");
 	app.add_flag("-q,--quiet", o.quiet, "Only the tokens");
+	app.add_flag("--profile", o.profile, "Print the last decode step's modelled time by kernel");
 	app.add_option("--emu-dir", o.emu_dir, "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
 	app.add_option("-d,--device", o.device, "Device index (default 0)");
 	CLI11_PARSE(app, argc, argv);

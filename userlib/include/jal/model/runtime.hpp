@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -111,6 +112,13 @@ public:
 	// Chip figures of the last prefill/decode call, and since open.
 	virtual const ChipTotals &last() const = 0;
 	virtual const ChipTotals &total() const = 0;
+	// The least HBM traffic a decode step of `users` sequences, each `context` positions
+	// long, must cause: every dense weight once, the experts the step can select (at most
+	// min(n_expert, users × k) of each layer, in expectation for random routing) and each
+	// sequence's visible KV cache. Over the chip's bandwidth this is the roofline time.
+	virtual uint64_t decode_min_bytes(uint32_t users, uint32_t context) const = 0;
+	// The last call's figures by kernel (the graph node: "attn_q", "ffn_up_exps", ...).
+	virtual const std::map<std::string, ChipTotals> &last_by_kernel() const = 0;
 };
 
 // The GPT-OSS-120B shape (36 layers, hidden 2880, 64/8 heads of 64, 128 experts top-4,

@@ -140,11 +140,14 @@ ChipTotals Launcher::run()
 						    i, what, jal_status_name(st), rep.fault_slice, rep.fault_pc,
 						    rep.fault_opcode, rep.fault_address));
 		}
-		totals.dispatches++;
-		totals.modelled_ns += rep.modelled_ns;
-		totals.energy_nj += rep.energy_nj;
-		totals.flops += rep.flops;
-		totals.hbm_bytes += rep.hbm_bytes;
+		ChipTotals one;
+		one.dispatches = 1;
+		one.modelled_ns = rep.modelled_ns;
+		one.energy_nj = rep.energy_nj;
+		one.flops = rep.flops;
+		one.hbm_bytes = rep.hbm_bytes;
+		totals += one;
+		by_kernel_[pending_[i].what] += one;
 	}
 	auto qs = queue_.status();
 	if (qs.errors) {

@@ -38,6 +38,8 @@ public:
 	// Runs everything queued, waits, and returns what the chip did. Throws jal::Error
 	// naming the failing dispatch.
 	ChipTotals run();
+	// What run() saw, by the `what` of each dispatch (added to, never cleared here).
+	std::map<std::string, ChipTotals> &by_kernel() { return by_kernel_; }
 
 	runtime::Queue &queue() { return queue_; }
 	bool timing_only() const { return timing_only_; }
@@ -76,6 +78,7 @@ private:
 	std::unique_ptr<runtime::HostBuffer> staging_;   // args, uploads, downloads
 	std::unique_ptr<runtime::Memory> args_mem_;      // device copy of the argument blocks
 	std::unique_ptr<runtime::HostBuffer> reports_;
+	std::map<std::string, ChipTotals> by_kernel_;
 };
 
 } // namespace jal::model::detail

@@ -133,7 +133,25 @@ public:
 		launch_->run();
 		return out;
 	}
+	uint64_t decode_min_bytes(uint32_t users, uint32_t context) const override
+	{
+		auto bytes = [](const Matrix &m) { return m.row_bytes * m.n * std::max<uint32_t>(m.experts, 1); };
+		// Expected distinct experts of E when `picks` draws of k each are uniform.
+		const double E = c_.n_expert, picks = double(users);
+		const double distinct = E * (1 - std::pow(1 - double(c_.n_expert_used) / E, picks));
+		double total = double(bytes(output_)) + embd_m_.row_bytes * double(users);
+		for (uint32_t il = 0; il < c_.n_layer; il++) {
+			const Layer &L = layers_[il];
+			total += double(bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.router));
+			total += (double(bytes(L.gate) + bytes(L.up) + bytes(L.down)) / E) * distinct;
+			const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
+			const uint32_t visible = window ? std::min(window, context) : context;
+			total += double(users) * 2.0 * visible * kvdim_ * 4;
+		}
+		return static_cast<uint64_t>(total);
+	}
 	const ChipTotals &last() const override { return last_; }
+	const std::map<std::string, ChipTotals> &last_by_kernel() const override { return launch_->by_kernel(); }
 	const ChipTotals &total() const override { return total_; }
 
 private:
@@ -171,6 +189,9 @@ private:
 	void expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride, const Vec &bias,
 			 uint64_t y, uint64_t y_stride, const char *what);
 	uint64_t va(const Place &p) const { return placement_.va(p); }
+	// Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
+	// than there are rows: a slice without rows would only add its start-up to the dispatch.
+	uint64_t rows_mask(uint32_t rows) const { return mask_of(0, std::clamp<uint32_t>(rows, 1, S_)); }
 
 	std::optional<GgufFile> file_;
 	GptOssConfig c_;
@@ -548,24 +569,27 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 					  [&] { return lin::build_embedding(e); });
 		L_.add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4}, "embedding");
 	}
-	const uint64_t norm_code = L_.kernel(fmt::format("rmsnorm c{}", c_.n_embd), [&] {
+	// Row blocks no larger than the rows there are: a decode step's single row is not
+	// loaded as a block of 64.
+	const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
+	const uint64_t norm_code = L_.kernel(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
 		k::RmsNormConfig r;
-		r.cols = c_.n_embd, r.eps = c_.rms_eps;
+		r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
 		return k::build_rms_norm(r);
 	});
-	const uint64_t add_code = L_.kernel(fmt::format("add c{}", c_.n_embd), [&] {
+	const uint64_t add_code = L_.kernel(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
 		k::ElementwiseConfig e;
-		e.op = k::ElementwiseOp::add, e.cols = c_.n_embd;
+		e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
 		return k::build_elementwise(e);
 	});
-	const uint64_t rope_q = L_.kernel(fmt::format("rope h{} d{}", c_.n_head, c_.head_dim), [&] {
+	const uint64_t rope_q = L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
 		k::RopeConfig r;
-		r.n_head = c_.n_head, r.head_dim = c_.head_dim;
+		r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
 		return k::build_rope_neox(r);
 	});
-	const uint64_t rope_k = L_.kernel(fmt::format("rope h{} d{}", c_.n_head_kv, c_.head_dim), [&] {
+	const uint64_t rope_k = L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
 		k::RopeConfig r;
-		r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim;
+		r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
 		return k::build_rope_neox(r);
 	});
 	const uint64_t append_code = L_.kernel(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
@@ -582,31 +606,31 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 					 return k::build_attention(a);
 				 });
 	};
-	const uint64_t route_code = L_.kernel(fmt::format("route e{} k{}", c_.n_expert, K), [&] {
+	const uint64_t route_code = L_.kernel(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
 		k::MoeRoutingConfig r;
-		r.n_expert = c_.n_expert, r.k = K;
+		r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
 		return k::build_moe_routing(r);
 	});
-	const uint64_t swiglu_code = L_.kernel(fmt::format("swiglu f{}", c_.n_ff_exp), [&] {
+	const uint64_t swiglu_code = L_.kernel(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
 		k::SwigluConfig w;
-		w.cols = c_.n_ff_exp;
+		w.cols = c_.n_ff_exp, w.block_rows = brk;
 		return k::build_swiglu_oai(w);
 	});
-	const uint64_t combine_code = L_.kernel(fmt::format("combine c{} k{}", c_.n_embd, K), [&] {
+	const uint64_t combine_code = L_.kernel(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
 		k::MoeCombineConfig m;
-		m.cols = c_.n_embd, m.k = K;
+		m.cols = c_.n_embd, m.k = K, m.block_rows = br;
 		return k::build_moe_combine(m);
 	});
 
 	const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = va(a_.kk), v = va(a_.v), at = va(a_.attn);
 	for (uint32_t il = 0; il < c_.n_layer; il++) {
 		const Layer &Ly = layers_[il];
-		L_.add(norm_code, all_mask_, {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
+		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
 		gemm(Ly.wq, T, h, E4, &Ly.bq, q, Q4, "attn_q");
 		gemm(Ly.wk, T, h, E4, &Ly.bk, kk, KV4, "attn_k");
 		gemm(Ly.wv, T, h, E4, &Ly.bv, v, KV4, "attn_v");
-		L_.add(rope_q, all_mask_, {q, Q4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
-		L_.add(rope_k, all_mask_, {kk, KV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
+		L_.add(rope_q, rows_mask(T), {q, Q4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
+		L_.add(rope_k, rows_mask(T), {kk, KV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
 		const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
 		const uint64_t attn = attention_code(window);
 		for (const Segment &sg : segs) {
@@ -619,18 +643,18 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 			       window ? "attention (sliding window)" : "attention");
 		}
 		gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
-		L_.add(add_code, all_mask_, {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
-		L_.add(norm_code, all_mask_, {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
+		L_.add(add_code, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
+		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
 		gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
-		L_.add(route_code, all_mask_, {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
+		L_.add(route_code, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
 		expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
 		expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
-		L_.add(swiglu_code, all_mask_, {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K}, "swiglu");
+		L_.add(swiglu_code, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K}, "swiglu");
 		expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
-		L_.add(combine_code, all_mask_, {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T}, "moe_combine");
-		L_.add(add_code, all_mask_, {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
+		L_.add(combine_code, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T}, "moe_combine");
+		L_.add(add_code, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
 	}
-	L_.add(norm_code, all_mask_, {x + out_row0 * E4, E4, va(out_norm_.place), h, E4, out_rows}, "output_norm");
+	L_.add(norm_code, rows_mask(out_rows), {x + out_row0 * E4, E4, va(out_norm_.place), h, E4, out_rows}, "output_norm");
 	gemm(output_, out_rows, h, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
 	std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
 	if (!o_.timing_only)
@@ -654,6 +678,7 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
 									 "(0..{})",
 									 t, c_.n_vocab - 1));
 	last_ = {};
+	launch_->by_kernel().clear();
 	std::vector<float> logits;
 	for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
 		const uint32_t n = static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
@@ -691,6 +716,7 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
 		pos.push_back(static_cast<int32_t>(s.len));
 	}
 	last_ = {};
+	launch_->by_kernel().clear();
 	const uint32_t B = static_cast<uint32_t>(batch.size());
 	std::vector<float> logits = run(segs, tokens, pos, 0, B);
 	for (auto [seq, tok] : batch)
