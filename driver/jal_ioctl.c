@@ -160,6 +160,35 @@ static long jal_ioctl_admin(struct jal_file *jf, struct jal_ioctl_admin *a)
 	return ret;
 }
 
+static long jal_ioctl_identify(struct jal_file *jf, struct jal_ioctl_identify *a)
+{
+	struct jal_device *jdev = jf->jdev;
+	struct jal_admin_sqe sqe = { .opcode = JAL_ADMIN_IDENTIFY };
+	struct jal_admin_cqe cqe;
+	struct jal_identify *id;
+	long ret;
+
+	if (a->flags || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (a->data_len > PAGE_SIZE)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(a->data_ptr), a->data_len))
+		return -EFAULT;
+	id = kzalloc(max_t(size_t, a->data_len, sizeof(*id)), GFP_KERNEL);
+	if (!id)
+		return -ENOMEM;
+	ret = jal_admin_run(jdev, &sqe, id, sizeof(*id), &cqe);
+	if (!ret) {
+		a->status = cqe.status;
+		if (cqe.status == JAL_STATUS_OK)
+			jdev->identify = *id;
+		if (copy_to_user(u64_to_user_ptr(a->data_ptr), id, a->data_len))
+			ret = -EFAULT;
+	}
+	kfree(id);
+	return ret;
+}
+
 static long jal_ioctl_reset(struct jal_file *jf, struct jal_ioctl_reset *a)
 {
 	struct jal_device *jdev = jf->jdev;
@@ -473,6 +502,7 @@ union jal_ioctl_args {
 	struct jal_ioctl_info info;
 	struct jal_ioctl_admin admin;
 	struct jal_ioctl_reset reset;
+	struct jal_ioctl_identify identify;
 	struct jal_ioctl_context context;
 	struct jal_ioctl_mem_alloc mem_alloc;
 	struct jal_ioctl_mem_free mem_free;
@@ -500,6 +530,7 @@ static const struct jal_ioctl_desc jal_ioctls[] = {
 	JAL_IOCTL_DEF(JAL_IOCTL_INFO, jal_ioctl_info, struct jal_ioctl_info, false),
 	JAL_IOCTL_DEF(JAL_IOCTL_ADMIN, jal_ioctl_admin, struct jal_ioctl_admin, true),
 	JAL_IOCTL_DEF(JAL_IOCTL_RESET, jal_ioctl_reset, struct jal_ioctl_reset, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_IDENTIFY, jal_ioctl_identify, struct jal_ioctl_identify, true),
 	JAL_IOCTL_DEF(JAL_IOCTL_CTX_CREATE, jal_ioctl_ctx_create, struct jal_ioctl_context, true),
 	JAL_IOCTL_DEF(JAL_IOCTL_CTX_DESTROY, jal_ioctl_ctx_destroy, struct jal_ioctl_context, true),
 	JAL_IOCTL_DEF(JAL_IOCTL_MEM_ALLOC, jal_ioctl_mem_alloc, struct jal_ioctl_mem_alloc, true),

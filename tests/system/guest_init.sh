@@ -118,7 +118,15 @@ else
 	fail ioctl "jal-system-ioctl reported failed checks"
 fi
 
-# 8. function-level reset with the driver bound: QEMU attaches a fresh function to the chip,
+# 8. chip reset through the driver (RESET ioctl): jalctl sees it go down and come back
+if run jalctl-reset jalctl reset && run jalctl-info-after-reset jalctl info &&
+	grep -q '^Boot count: *2' /tmp/out; then
+	pass reset
+else
+	fail reset "jalctl reset failed or the boot count did not become 2"
+fi
+
+# 9. function-level reset with the driver bound: QEMU attaches a fresh function to the chip,
 #    the driver enables its admin queue again, and the device works as before
 pcidev=$(readlink -f /sys/class/jal/jal0/device)
 if echo 1 >"$pcidev/reset" && run jalctl-info-after-flr jalctl info && grep -q '^State: *ready' /tmp/out &&
@@ -128,14 +136,14 @@ else
 	fail flr "reset through $pcidev/reset, or jalctl info after it, failed"
 fi
 
-# 9. rmmod
+# 10. rmmod
 if rmmod jal && [ ! -e /dev/jal0 ] && ! grep -q '^jal ' /proc/modules; then
 	pass rmmod
 else
 	fail rmmod "rmmod failed or the module/device stayed"
 fi
 
-# 10. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
+# 11. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
 #    oops or WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
 dmesg -r >/tmp/dmesg
 bad=$(grep -E '^<[0-4]>' /tmp/dmesg |

@@ -181,6 +181,24 @@ static void bad_pointers(int fd)
 	expect("ADMIN IDENTIFY into a good buffer", fd, JAL_IOCTL_ADMIN, &adm, 0);
 	expect_true("ADMIN IDENTIFY: completion status ok", adm.status == 0);
 
+	{
+		struct jal_ioctl_identify idf;
+
+		INIT(idf);
+		idf.data_ptr = (uintptr_t)&id;
+		idf.data_len = sizeof(id);
+		expect("IDENTIFY into a good buffer", fd, JAL_IOCTL_IDENTIFY, &idf, 0);
+		expect_true("IDENTIFY: status ok, 64 slices", idf.status == 0 && id.slices_total == 64);
+		INIT(idf);
+		idf.data_ptr = 0x18;
+		idf.data_len = sizeof(id);
+		expect("IDENTIFY into address 0x18", fd, JAL_IOCTL_IDENTIFY, &idf, EFAULT);
+		INIT(idf);
+		idf.data_ptr = (uintptr_t)&id;
+		idf.data_len = 1u << 16;
+		expect("IDENTIFY with data_len 64 KiB", fd, JAL_IOCTL_IDENTIFY, &idf, EINVAL);
+	}
+
 	INIT(ws);
 	ws.signal_ptr = 0x1000;
 	ws.vector = 1;

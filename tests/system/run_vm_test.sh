@@ -83,7 +83,7 @@ if [ $qemu_rc -ne 0 ]; then
   failed=1
 fi
 # Every step must report PASS; a step that never reported is a failure too.
-for step in insmod jalctl-info sysfs copy msix hwmon ioctl flr rmmod dmesg; do
+for step in insmod jalctl-info sysfs copy msix hwmon ioctl reset flr rmmod dmesg; do
   line=$(grep -m1 "^JAL-TEST $step: " "$work/console.txt" || true)
   if [ -z "$line" ]; then
     echo "JAL-TEST $step: FAIL (never reported)"

@@ -49,6 +49,17 @@ struct jal_ioctl_info {
 	__u32 reserved[8];
 };
 
+/* IDENTIFY: the firmware's struct jal_identify (include/jal/hw/admin.h) into data_ptr;
+ * data_len bytes of it (at most 4096). */
+struct jal_ioctl_identify {
+	__u32 size;
+	__u32 flags;
+	__u64 data_ptr;
+	__u32 data_len;
+	__u32 status;     /* out */
+	__u32 reserved[4];
+};
+
 /* A chip-wide reset: the driver requests it, waits for the firmware to come back and
  * enables its admin queue again. Every context and queue of every file is lost; doorbell
  * mappings are revoked. */
@@ -210,6 +221,7 @@ struct jal_ioctl_wait_signal {
 #define JAL_IOCTL_INFO          _IOWR(JAL_IOCTL_BASE, 0x00, struct jal_ioctl_info)
 #define JAL_IOCTL_ADMIN         _IOWR(JAL_IOCTL_BASE, 0x01, struct jal_ioctl_admin)
 #define JAL_IOCTL_RESET         _IOWR(JAL_IOCTL_BASE, 0x02, struct jal_ioctl_reset)
+#define JAL_IOCTL_IDENTIFY      _IOWR(JAL_IOCTL_BASE, 0x03, struct jal_ioctl_identify)
 #define JAL_IOCTL_CTX_CREATE    _IOWR(JAL_IOCTL_BASE, 0x10, struct jal_ioctl_context)
 #define JAL_IOCTL_CTX_DESTROY   _IOWR(JAL_IOCTL_BASE, 0x11, struct jal_ioctl_context)
 #define JAL_IOCTL_MEM_ALLOC     _IOWR(JAL_IOCTL_BASE, 0x12, struct jal_ioctl_mem_alloc)

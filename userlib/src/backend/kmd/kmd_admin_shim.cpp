@@ -1,5 +1,6 @@
 #include "kmd_admin_shim.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -260,6 +261,15 @@ uint32_t KmdAdminShim::run_ioctl(const jal_admin_sqe &sqe, std::byte *data, uint
 			queue_context_.erase(a.queue);
 			forget_doorbells(static_cast<int>(a.queue));
 		}
+		return a.status;
+	}
+	case JAL_ADMIN_IDENTIFY: {
+		jal_ioctl_identify a{};
+		a.data_ptr = reinterpret_cast<uintptr_t>(data);
+		a.data_len = std::min<uint32_t>(sqe.data_len, sizeof(jal_identify));
+		if (int ret = file_->ioctl(JAL_IOCTL_IDENTIFY, a); ret < 0)
+			return fail(ret);
+		result = a.data_len;
 		return a.status;
 	}
 	case JAL_ADMIN_RESET: {
