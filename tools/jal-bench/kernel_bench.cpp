@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/device.hpp>
 #include <jal/error.hpp>
 #include <jal/jal.hpp>
 #include <jal/kernels/dispatch.hpp>
@@ -111,17 +112,19 @@ std::vector<uint8_t> random_tensor(jal_dtype dt, uint64_t rows, uint32_t cols, u
 	return v;
 }
 
-// The roofline time of `bytes` moved and `flops` computed on `slices` slices: whichever of
-// local HBM and the matrix engine (at `format`'s peak) takes longer; fraction = that / modelled.
+// Roofline of `bytes` moved and `flops` computed on `slices` slices in `modelled_ns`: the
+// fraction of local HBM bandwidth and of the matrix engine's peak for `format` achieved;
+// `bound` names the larger of the two ideal times. A GEMV is judged by hbm, a GEMM by mma.
 struct Roofline {
-	double fraction = 0;
+	double hbm = 0, mma = 0;
 	const char *bound = "HBM";
 };
 Roofline roofline(uint64_t bytes, uint64_t flops, jal_dtype format, uint32_t slices, uint64_t modelled_ns)
 {
 	double t_mem = bytes / (kHbmBytesPerNs * slices), t_mma = flops / (peak_flops_per_ns(format) * slices);
 	Roofline r;
-	r.fraction = std::max(t_mem, t_mma) / static_cast<double>(modelled_ns);
+	r.hbm = t_mem / static_cast<double>(modelled_ns);
+	r.mma = t_mma / static_cast<double>(modelled_ns);
 	r.bound = t_mem >= t_mma ? "HBM" : dtype_name(format);
 	return r;
 }
@@ -213,9 +216,14 @@ private:
 	// One result row. flops: the kernel's nominal work (2·M·N·K for the GEMMs), or 0 to use
 	// the report's; sgemm: the M, N, K of the F32 baseline, or none.
 	void row(const std::string &kernel, const std::string &shape, uint32_t slices, const Measured &m,
-		 double roofline, const char *bound, uint64_t flops, std::array<uint32_t, 3> sgemm = {0, 0, 0})
+		 double roofline, const char *bound, uint64_t flops, std::array<uint32_t, 3> sgemm = {0, 0, 0},
+		 const Roofline *both = nullptr)
 	{
 		json r;
+		if (both) {
+			r["hbm_fraction"] = both->hbm;
+			r["mma_fraction"] = both->mma;
+		}
 		r["kernel"] = kernel;
 		r["shape"] = shape;
 		r["slices"] = slices;
@@ -304,8 +312,8 @@ void KernelBench::gemv(jal_dtype weight, jl::Numerics numerics, uint32_t m, uint
 	Measured r = measure(jl::build_gemm(c), words, sm);
 	Roofline roof = roofline(r.report.hbm_bytes, 2ull * m * n * k, mma_format(weight, numerics), slices,
 				 r.report.modelled_ns);
-	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.fraction, roof.bound, jl::gemm_flops(c),
-	    {m, n, k});
+	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.hbm, roof.bound, jl::gemm_flops(c),
+	    {m, n, k}, &roof);
 }
 
 void KernelBench::gemm_prefill(uint32_t m, uint32_t n, uint32_t k, uint32_t slices, jl::Numerics numerics)
@@ -333,8 +341,8 @@ void KernelBench::gemm_prefill(uint32_t m, uint32_t n, uint32_t k, uint32_t slic
 	Measured r = measure(jl::build_gemm(c), words, sm);
 	Roofline roof = roofline(r.report.hbm_bytes, 2ull * m * n * k, mma_format(JAL_DT_MXFP4, numerics), slices,
 				 r.report.modelled_ns);
-	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.fraction, roof.bound, jl::gemm_flops(c),
-	    {m, n, k});
+	row(kernel, fmt::format("M={} N={} K={}", m, n, k), slices, r, roof.mma, roof.bound, jl::gemm_flops(c),
+	    {m, n, k}, &roof);
 }
 
 void KernelBench::expert(uint32_t tokens, bool down, uint32_t experts, uint32_t width, uint32_t hidden,
@@ -383,7 +391,7 @@ void KernelBench::expert(uint32_t tokens, bool down, uint32_t experts, uint32_t 
 	// Only the slices owning a selected expert work: the roofline counts those.
 	Roofline roof = roofline(r.report.hbm_bytes, 2ull * pairs * n * kdim, mma_format(JAL_DT_MXFP4, numerics), active,
 				 r.report.modelled_ns);
-	row(kernel, shape, active, r, roof.fraction, roof.bound, flops, {pairs, n, kdim});
+	row(kernel, shape, active, r, tokens <= 4 ? roof.hbm : roof.mma, roof.bound, flops, {pairs, n, kdim}, &roof);
 }
 
 void KernelBench::embedding(uint32_t tokens, uint32_t vocab, uint32_t dim, uint32_t slices)
@@ -499,6 +507,14 @@ json KernelBench::run_all()
 	quantize(tokens, hidden, 8);
 	json doc;
 	doc["kernels"] = rows_;
+	try { // the compute clock in force: MMA and vector rates scale with it, HBM does not
+		jal::OpenOptions o;
+		o.emu_dir = opt_.emu_dir;
+		o.client_name = "jal-bench";
+		doc["clock_mhz"] = jal::Device::open(opt_.device, o).telemetry().clock_mhz;
+	} catch (const std::exception &) {
+		doc["clock_mhz"] = nullptr;
+	}
 	doc["usable_slices"] = usable_.size();
 	doc["quick"] = q;
 	return doc;
@@ -515,6 +531,8 @@ json run_kernel_bench(const KernelBenchOptions &options)
 std::string format_kernel_table(const json &doc)
 {
 	std::ostringstream o;
+	if (doc.contains("clock_mhz") && !doc["clock_mhz"].is_null())
+		o << fmt::format("compute clock {} MHz (peaks are at 2000 MHz)\n", doc["clock_mhz"].get<uint32_t>());
 	o << fmt::format("{:<20} {:<28} {:>6} {:>12} {:>9} {:>8} {:>11} {:>9}\n", "kernel", "shape", "slices",
 			 "modelled_us", "roofline", "bound", "host_gflops", "vs_sgemm");
 	for (const json &r : doc["kernels"]) {

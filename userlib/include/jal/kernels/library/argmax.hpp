@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -30,5 +31,8 @@ std::string argmax_name(const ArgmaxConfig &c);
 // Argument words: logits rows×vocab F32, out_index rows×1 I32, out_value rows×1 F32.
 std::vector<uint64_t> argmax_args(const ArgmaxConfig &c, const TensorRef &logits, const TensorRef &out_index,
 				  const TensorRef &out_value);
+
+jal_dispatch_report argmax(Launcher &launcher, const Program &program, const ArgmaxConfig &c, const TensorRef &logits,
+			   const TensorRef &out_index, const TensorRef &out_value, const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

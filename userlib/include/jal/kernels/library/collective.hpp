@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -29,5 +30,8 @@ std::string all_reduce_name(const AllReduceConfig &c);
 
 // Argument words: the device address of the table of vector addresses.
 std::vector<uint64_t> all_reduce_args(const AllReduceConfig &c, uint64_t vectors_table);
+
+jal_dispatch_report all_reduce(Launcher &launcher, const Program &program, const AllReduceConfig &c,
+			       uint64_t vectors_table, const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

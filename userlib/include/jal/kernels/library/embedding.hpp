@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -31,5 +32,9 @@ std::string embedding_name(const EmbeddingConfig &c);
 // Argument words: ids (tokens×1 I32), table (vocab×dim), out (tokens×dim F32).
 std::vector<uint64_t> embedding_args(const EmbeddingConfig &c, const TensorRef &ids, const TensorRef &table,
 				     const TensorRef &out);
+
+jal_dispatch_report embedding(Launcher &launcher, const Program &program, const EmbeddingConfig &c,
+			      const TensorRef &ids, const TensorRef &table, const TensorRef &out,
+			      const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

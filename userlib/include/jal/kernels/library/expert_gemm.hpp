@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -51,5 +52,9 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig &c, const TensorRe
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).
 std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig &c, const TensorRef &w, uint32_t slices);
+
+jal_dispatch_report expert_gemm(Launcher &launcher, const Program &program, const ExpertGemmConfig &c,
+				const TensorRef &x, const TensorRef &ids, uint64_t w_shards, const TensorRef &w,
+				const TensorRef &bias, const TensorRef &y, const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

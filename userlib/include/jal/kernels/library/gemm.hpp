@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -64,5 +65,10 @@ uint64_t gemm_flops(const GemmConfig &c);
 // y: M×N F32. Throws jal::Error(INVALID_FIELD) on a mismatch.
 std::vector<uint64_t> gemm_args(const GemmConfig &c, const TensorRef &x, uint64_t w_shards, const TensorRef &w,
 				const TensorRef &bias, const TensorRef &y);
+
+// Runs build_gemm(c)'s program (throws jal::Error on a bad tensor or a failed dispatch).
+jal_dispatch_report gemm(Launcher &launcher, const Program &program, const GemmConfig &c, const TensorRef &x,
+			 uint64_t w_shards, const TensorRef &w, const TensorRef &bias, const TensorRef &y,
+			 const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
@@ -28,5 +29,8 @@ std::string quantize_name(const QuantizeConfig &c);
 
 // Argument words: x M×K F32, out M×K of config.out.
 std::vector<uint64_t> quantize_args(const QuantizeConfig &c, const TensorRef &x, const TensorRef &out);
+
+jal_dispatch_report quantize(Launcher &launcher, const Program &program, const QuantizeConfig &c, const TensorRef &x,
+			     const TensorRef &out, const DispatchOptions &options = {});
 
 } // namespace jal::kernels::linear

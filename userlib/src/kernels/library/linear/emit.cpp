@@ -70,4 +70,40 @@ void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf
 	b.free(i);
 }
 
+void emit_multi_buffered(Builder &b, X n, int slots, int ahead, const std::function<void(X i, int slot)> &load,
+			 const std::function<void(X i, int slot)> &body, const std::function<void()> &after_first)
+{
+	X i = emit_const(b, 0);
+	X next = b.x();
+	Label top = b.label(), out = b.label();
+	b.bge(i, n, out);
+	load(i, 0);
+	if (after_first)
+		after_first();
+	{ // the other leading loads, each only if that tile exists
+		Label skip = b.label();
+		for (int j = 1; j < ahead; j++) {
+			b.li(next, j);
+			b.bge(next, n, skip);
+			load(next, j);
+		}
+		b.bind(skip);
+	}
+	b.bind(top);
+	for (int slot = 0; slot < slots; slot++) {
+		b.bge(i, n, out);
+		Label no_prefetch = b.label();
+		b.addi(next, i, ahead);
+		b.bge(next, n, no_prefetch);
+		load(next, (slot + ahead) % slots);
+		b.bind(no_prefetch);
+		body(i, slot);
+		b.addi(i, i, 1);
+	}
+	b.jmp(top);
+	b.bind(out);
+	b.free(next);
+	b.free(i);
+}
+
 } // namespace jal::kernels::linear::detail

@@ -36,6 +36,13 @@ void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf
 			  const std::function<void(X i, int buf)> &body,
 			  const std::function<void()> &after_first = {});
 
+// The same, generalized: loads run `ahead` tiles ahead of the body, and the loop is unrolled
+// `slots` times (a multiple of every buffer count the callbacks use); tile i's load and
+// body get slot i mod slots. With three W buffers (ahead 2), a store the body queues on the
+// DMA engine never delays the load the next body needs.
+void emit_multi_buffered(Builder &b, X n, int slots, int ahead, const std::function<void(X i, int slot)> &load,
+			 const std::function<void(X i, int slot)> &body, const std::function<void()> &after_first = {});
+
 // Largest multiple of `unit` not above `v`, at least `unit`.
 inline uint32_t round_down(uint32_t v, uint32_t unit)
 {

@@ -17,7 +17,9 @@ namespace {
 
 constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kAlign = 64;
-constexpr uint32_t kWeightBudget = 1u << 20;  // both W buffers together, at most
+constexpr int kWBuffers = 3;                  // W loads run two tiles ahead of the MMA
+constexpr int kAccBuffers = 3;                // a tile's store may still be reading one
+constexpr uint32_t kWeightBudget = 3u << 19;  // all W buffers together, at most (1.5 MiB)
 constexpr uint32_t kStageBudget = 768u << 10; // both F32 staging buffers of x, at most
 
 uint32_t aligned(uint64_t bytes) { return static_cast<uint32_t>(ceil_div(bytes, kAlign) * kAlign); }
@@ -79,17 +81,17 @@ GemmPlan plan_gemm(const GemmConfig &c)
 	// W rows per tile: a GEMV wants big DMA transfers; a GEMM keeps the accumulator small.
 	uint64_t tn = c.tile_n;
 	if (tn == 0) {
-		tn = kWeightBudget / 2 / wrow;
+		tn = kWeightBudget / kWBuffers / wrow;
 		tn = std::min<uint64_t>(tn, c.m <= 16 ? 1024 : 128);
 		if (tn >= 16)
 			tn -= tn % 16;
 	}
 	tn = std::max<uint64_t>(1, std::min<uint64_t>(tn, c.n));
-	if (2 * tn * wrow > kL1 / 2)
+	if (kWBuffers * tn * wrow > kL1 / 2)
 		bad(c, "a tile of W rows does not fit in L1 (K too large)");
 	p.tile_n = static_cast<uint32_t>(tn);
 
-	uint64_t used = 2 * aligned(tn * wrow) + (c.bias ? 2 * aligned(tn * 4) : 0);
+	uint64_t used = kWBuffers * (aligned(tn * wrow) + (c.bias ? aligned(tn * 4) : 0));
 	if (p.convert_x) {
 		uint64_t rs = std::max<uint64_t>(1, kStageBudget / 2 / (uint64_t{c.k} * 4));
 		p.stage_rows = static_cast<uint32_t>(std::min<uint64_t>(rs, c.m));
@@ -97,7 +99,7 @@ GemmPlan plan_gemm(const GemmConfig &c)
 	}
 	// x rows resident at once: what is left after W, staging and the two accumulators.
 	uint64_t left = kL1 > used + 4 * kAlign ? kL1 - used - 4 * kAlign : 0;
-	uint64_t mc = std::min<uint64_t>(c.m, left / (xrow + 2 * tn * 4));
+	uint64_t mc = std::min<uint64_t>(c.m, left / (xrow + kAccBuffers * tn * 4));
 	if (c.max_m_chunk)
 		mc = std::min<uint64_t>(mc, c.max_m_chunk);
 	if (mc == 0)
@@ -105,7 +107,7 @@ GemmPlan plan_gemm(const GemmConfig &c)
 	p.m_chunk = static_cast<uint32_t>(mc);
 	if (p.convert_x)
 		p.stage_rows = std::min(p.stage_rows, p.m_chunk);
-	p.l1_bytes = static_cast<uint32_t>(used + aligned(mc * xrow) + 2 * aligned(mc * tn * 4));
+	p.l1_bytes = static_cast<uint32_t>(used + aligned(mc * xrow) + kAccBuffers * aligned(mc * tn * 4));
 	return p;
 }
 
@@ -152,11 +154,11 @@ CodeObject build_gemm(const GemmConfig &c)
 	X stores = emit_const(b, 0);
 
 	// L1 layout.
-	const uint32_t l1_w[2] = {b.l1_alloc(static_cast<uint32_t>(tn * wrow)), b.l1_alloc(static_cast<uint32_t>(tn * wrow))};
-	uint32_t l1_b[2] = {0, 0};
-	if (c.bias) {
-		l1_b[0] = b.l1_alloc(tn * 4);
-		l1_b[1] = b.l1_alloc(tn * 4);
+	uint32_t l1_w[kWBuffers], l1_b[kWBuffers] = {};
+	for (int i = 0; i < kWBuffers; i++) {
+		l1_w[i] = b.l1_alloc(static_cast<uint32_t>(tn * wrow));
+		if (c.bias)
+			l1_b[i] = b.l1_alloc(tn * 4);
 	}
 	uint32_t l1_s[2] = {0, 0};
 	if (p.convert_x) {
@@ -164,13 +166,18 @@ CodeObject build_gemm(const GemmConfig &c)
 		l1_s[1] = b.l1_alloc(p.stage_rows * c.k * 4);
 	}
 	const uint32_t l1_x = b.l1_alloc(static_cast<uint32_t>(p.m_chunk * xrow));
-	const uint32_t l1_acc[2] = {b.l1_alloc(p.m_chunk * tn * 4), b.l1_alloc(p.m_chunk * tn * 4)};
+	uint32_t l1_acc[kAccBuffers];
+	for (uint32_t &a : l1_acc)
+		a = b.l1_alloc(p.m_chunk * tn * 4);
 
-	T tw[2] = {b.t(), b.t()}, tacc[2] = {b.t(), b.t()}, tx = b.t(), tsub = b.t();
-	T tb[2] = {};
-	if (c.bias)
-		tb[0] = b.t(), tb[1] = b.t();
-	Q qw[2] = {b.q(), b.q()}, qx = b.q(), qst = b.q();
+	T tw[kWBuffers], tb[kWBuffers] = {}, tacc[kAccBuffers] = {b.t(), b.t(), b.t()}, tx = b.t(), tsub = b.t();
+	Q qw[kWBuffers], qx = b.q(), qst = b.q();
+	for (int i = 0; i < kWBuffers; i++) {
+		tw[i] = b.t();
+		qw[i] = b.q();
+		if (c.bias)
+			tb[i] = b.t();
+	}
 	const X k_reg = emit_const(b, c.k);
 
 	// Describes tile `t` at L1 offset `l1` with `rows` (register) rows of `cols` elements.
@@ -206,16 +213,18 @@ CodeObject build_gemm(const GemmConfig &c)
 		b.free(a);
 		b.free(rows);
 	};
-	// Multiplies the resident x rows by W tile i (buffer `buf`) and stores the result.
-	auto compute = [&](X i, int buf, uint32_t m0, uint32_t mr) {
+	// Multiplies the resident x rows by W tile i (W buffer `buf`, accumulator `acc`) and stores the result.
+	auto compute = [&](X i, int buf, int acc, uint32_t m0, uint32_t mr) {
 		b.wait(qw[buf], c.bias ? 2 : 1);
 		X rows = tile_rows(i);
 		X mr_reg = emit_const(b, mr);
-		desc(tacc[buf], l1_acc[buf], mr_reg, rows, JAL_DT_F32);
-		b.vfill(tacc[buf], 0.0f);
-		b.mma(tacc[buf], tx, tw[buf]);
+		desc(tacc[acc], l1_acc[acc], mr_reg, rows, JAL_DT_F32);
+		// The bias goes in before the MMA, not after: the vector work then overlaps the
+		// previous tile's MMA instead of standing between this MMA and its store.
+		b.vfill(tacc[acc], 0.0f);
 		if (c.bias)
-			b.vadd(tacc[buf], tacc[buf], tb[buf]);
+			b.vadd(tacc[acc], tacc[acc], tb[buf]);
+		b.mma(tacc[acc], tx, tw[buf]);
 		X a = b.x();
 		b.mul(a, i, bias_step); // i·tn·4: tile i's first column of y
 		b.add(a, a, y);
@@ -225,7 +234,7 @@ CodeObject build_gemm(const GemmConfig &c)
 			b.add(a, a, r);
 			b.free(r);
 		}
-		b.tstore(tacc[buf], a, y_stride, qst);
+		b.tstore(tacc[acc], a, y_stride, qst);
 		b.addi(stores, stores, 1);
 		b.free(a);
 		b.free(mr_reg);
@@ -295,10 +304,13 @@ CodeObject build_gemm(const GemmConfig &c)
 		const uint32_t mr = std::min(p.m_chunk, c.m - m0);
 		if (m0 != 0)
 			issue_x(m0, mr);
-		// W tiles through two buffers: load i+1 into one while computing i from the other.
-		emit_double_buffered(
-			b, tiles, [&](X i, int buf) { load_w(i, buf); },
-			[&](X i, int buf) { compute(i, buf, m0, mr); }, [&] { finish_x(m0, mr); });
+		// W tiles through three buffers, loads two tiles ahead of the MMA (so a tile's
+		// store queued on the DMA engine never holds up the load the next MMA needs), and
+		// three accumulators (so clearing one never waits for the store still reading it).
+		// Unrolled by 6 so every register is fixed per copy.
+		emit_multi_buffered(
+			b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers); },
+			[&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); }, [&] { finish_x(m0, mr); });
 	}
 	emit_wait_n(b, qst, stores); // every store of y has landed before the slice ends
 	b.bind(done);
