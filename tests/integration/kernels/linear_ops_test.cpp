@@ -148,3 +148,48 @@ TEST_F(LinearOpsTest, AllReduceRing)
         }
     }
 }
+
+TEST_F(LinearOpsTest, TimingOnlyLeavesEveryOutputUntouched)
+{
+    const uint32_t m = 4, k = 64, vocab = 300;
+    std::vector<float> x = jaltest::random_floats(m * k, 60);
+    uint64_t x_va = upload(x);
+    jl::QuantizeConfig qc{.m = m, .k = k, .out = JAL_DT_MXFP4};
+    const size_t qbytes = m * jal::numerics::row_bytes(JAL_DT_MXFP4, k);
+    uint64_t q_va = output(qbytes, 0x5a);
+    HostMatrix qref = jaltest::quantized(x, m, k, JAL_DT_MXFP4);
+    jal_dispatch_report r =
+        run(jl::build_quantize(qc), jl::quantize_args(qc, f32(x_va, m, k), qref.ref(q_va)), slices(2), true);
+    EXPECT_GT(r.modelled_ns, 0u);
+    EXPECT_EQ(read(q_va, qbytes), std::vector<uint8_t>(qbytes, 0x5a));
+
+    jl::EmbeddingConfig ec{.tokens = m, .vocab = m, .dim = k, .table = JAL_DT_F32};
+    uint64_t ids_va = upload(std::vector<int32_t>{3, 2, 1, 0});
+    uint64_t e_va = output(m * k * 4, 0x5a);
+    r = run(jl::build_embedding(ec),
+            jl::embedding_args(ec, i32(ids_va, m, 1), f32(x_va, m, k), f32(e_va, m, k)), slices(2), true);
+    EXPECT_GT(r.modelled_ns, 0u);
+    EXPECT_EQ(read(e_va, m * k * 4), std::vector<uint8_t>(m * k * 4, 0x5a));
+
+    jl::ArgmaxConfig ac{.rows = 1, .vocab = vocab};
+    uint64_t logits_va = upload(jaltest::random_floats(vocab, 61));
+    uint64_t idx_va = output(4, 0x5a), val_va = output(4, 0x5a);
+    r = run(jl::build_argmax(ac),
+            jl::argmax_args(ac, f32(logits_va, 1, vocab), i32(idx_va, 1, 1), f32(val_va, 1, 1)), slices(3), true);
+    EXPECT_GT(r.modelled_ns, 0u);
+    EXPECT_EQ(read(idx_va, 4), std::vector<uint8_t>(4, 0x5a));
+    EXPECT_EQ(read(val_va, 4), std::vector<uint8_t>(4, 0x5a));
+
+    std::vector<float> v0 = jaltest::random_floats(k, 62), v1 = jaltest::random_floats(k, 63);
+    uint64_t mask = slices(2);
+    std::vector<uint64_t> table;
+    const std::vector<float> *vs[2] = {&v0, &v1};
+    for (uint32_t bit = 0, s = 0; bit < 64 && s < 2; bit++)
+        if (mask & (1ull << bit))
+            table.push_back(upload(vs[s++]->data(), k * 4, JAL_PLACE_SLICE, 1ull << bit));
+    jl::AllReduceConfig rc{.length = k};
+    r = run(jl::build_all_reduce(rc), jl::all_reduce_args(rc, upload(table)), mask, true);
+    EXPECT_GT(r.modelled_ns, 0u);
+    EXPECT_EQ(read_f32(table[0], k), v0);
+    EXPECT_EQ(read_f32(table[1], k), v1);
+}
