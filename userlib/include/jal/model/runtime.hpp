@@ -49,7 +49,8 @@ struct RuntimeOptions {
 	uint32_t n_ctx = 0;             // positions per slot; 0: min(context_length, 4096)
 	uint32_t max_batch_tokens = 256; // rows of one graph run (longer prompts run in chunks)
 	// Timing only: weights and caches are allocated but never written, every dispatch runs
-	// with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros.
+	// with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
+	// ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
 	bool timing_only = false;
 	// Called while weights upload: bytes done, of total.
 	std::function<void(uint64_t done, uint64_t total)> progress;

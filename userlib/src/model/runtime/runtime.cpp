@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -186,6 +187,9 @@ private:
 			       uint32_t out_row0, uint32_t out_rows);
 	void gemm(const Matrix &m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec *bias, uint64_t y,
 		  uint64_t y_stride, const char *what);
+	void timing_expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
+				uint64_t y, const char *what);
+	std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;
 	void expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride, const Vec &bias,
 			 uint64_t y, uint64_t y_stride, const char *what);
 	uint64_t va(const Place &p) const { return placement_.va(p); }
@@ -336,7 +340,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 	a_.attn = placement_.reserve(R, T * qdim_ * 4);
 	a_.ao = placement_.reserve(I, T * E4);
 	a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
-	a_.ids = placement_.reserve(I, T * K * 4);
+	a_.ids = placement_.reserve(R, T * K * 4); // every slice scans all of them for its experts
 	a_.wts = placement_.reserve(I, T * K * 4);
 	a_.up = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
 	a_.gate = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
@@ -368,6 +372,19 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 			}
 			launch_->upload(va(slots_[j].heads[il]), table.data(), table.size() * 8);
 		}
+	if (timing) {
+		// Timing only, the routing kernel writes nothing, so the expert GEMMs would see
+		// every pair routed to expert 0. Model uniform routing instead: token t's j-th
+		// expert is j·(E/k) + t mod (E/k), distinct within a token, spread over the
+		// slices, and every expert used equally over E/k tokens.
+		std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
+		const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
+		for (size_t i = 0; i < ids.size(); i++) {
+			const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used), j = static_cast<uint32_t>(i % c_.n_expert_used);
+			ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
+		}
+		launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
+	}
 	launch_->run();
 	if (!timing)
 		upload_weights();
@@ -544,10 +561,72 @@ void RuntimeImpl::expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, u
 	g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
 	const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{}", g.tokens, g.k, g.experts, g.n,
 					    g.kdim, int(g.weight), per_pair, int(g.numerics));
+	if (o_.timing_only) {
+		timing_expert_gemm(m, tokens, per_pair, x, x_stride, y, what);
+		return;
+	}
 	uint64_t code = launch_->kernel(key, [&] { return lin::build_expert_gemm(g); });
 	launch_->add(code, all_mask_,
 		     {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n, va(bias.place), y, y_stride},
 		     what);
+}
+
+void RuntimeImpl::timing_expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
+				     uint64_t y, const char *what)
+{
+	// Timing only, the expert GEMM's scalar reads of the expert ids see no data, so its
+	// time would be that of every pair routed to one expert. Instead the same traffic and
+	// work under uniform routing (the spread the ids buffer models) runs as a plain GEMM:
+	// the A = min(E, tokens·k) active experts on the slices that hold them, each of those
+	// slices streaming its active experts' rows (a per-slice shard table) against
+	// ceil(tokens·k / A) input rows.
+	const uint32_t E = m.experts, K = c_.n_expert_used;
+	const uint32_t span = std::max<uint32_t>(1, E / K);
+	std::vector<uint32_t> per_slice(S_, 0);
+	std::vector<uint64_t> first(S_, 0);
+	std::vector<bool> active(E, false);
+	for (uint32_t t = 0; t < std::min(tokens, span); t++)
+		for (uint32_t j = 0; j < K; j++)
+			active[(j * span + t % span) % E] = true;
+	uint32_t A = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		if (!active[e])
+			continue;
+		A++;
+		for (uint32_t s = 0; s < S_; s++) {
+			lin::Range r = lin::slice_range(E, S_, s);
+			if (e >= r.begin && e < r.end) {
+				if (!per_slice[s]++)
+					first[s] = va(m.shards[s]) + uint64_t{e - r.begin} * m.row_bytes * m.n;
+				break;
+			}
+		}
+	}
+	uint32_t busy = 0, most = 0;
+	std::vector<uint64_t> table;
+	uint64_t mask = 0;
+	for (uint32_t s = 0; s < S_; s++)
+		if (per_slice[s]) {
+			busy++, most = std::max(most, per_slice[s]);
+			table.push_back(first[s]);
+			mask |= 1ull << s;
+		}
+	const uint32_t rows = std::max<uint32_t>(1, (tokens * K + A - 1) / A);
+	const std::string tkey = fmt::format("{}:{}", static_cast<const void *>(&m), tokens);
+	auto it = timing_tables_.find(tkey);
+	if (it == timing_tables_.end()) {
+		auto mem = std::make_unique<runtime::Memory>(context_, 8ull * 64, JAL_PLACE_REPLICATED, all_mask_, 0);
+		launch_->upload(mem->va(), table.data(), table.size() * 8);
+		it = timing_tables_.emplace(tkey, std::move(mem)).first;
+	}
+	lin::GemmConfig g;
+	g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
+	g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+	const std::string key = fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
+	uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
+	(void)per_pair;
+	// y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
+	launch_->add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4}, what);
 }
 
 std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<const int32_t> tokens,
