@@ -339,10 +339,6 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
             break;
         }
         case JAL_PACKET_DISPATCH: {
-            if (!env_.dispatch) {
-                status = JAL_STATUS_UNSUPPORTED;
-                break;
-            }
             // The report must be writable before the kernel runs (8-byte aligned, inside
             // the function's memory); the rest is checked by the dispatch unit.
             const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));

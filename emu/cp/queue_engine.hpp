@@ -90,7 +90,7 @@ public:
         HbmMemory& hbm;
         Mmu& mmu;
         SignalNotifier& signals;
-        DispatchUnit* dispatch = nullptr;  // kernel dispatches; null: DISPATCH is UNSUPPORTED
+        DispatchUnit* dispatch = nullptr;  // runs DISPATCH packets (the CP's, never null)
     };
     QueueEngine(std::uint32_t qid, const Env& env);
     ~QueueEngine();
