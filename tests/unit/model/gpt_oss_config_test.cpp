@@ -143,5 +143,32 @@ TEST(GptOssConfig, WrongTensorTypesAndShapes)
 	             {"tensor 'blk.0.attn_qkv.weight' at offset", "not part of the gpt-oss architecture"});
 }
 
+TEST(GptOssConfig, PublishedShapes)
+{
+	const auto big = published_gpt_oss_config("gpt-oss-120b");
+	const auto small = published_gpt_oss_config("gpt-oss-20b");
+	ASSERT_TRUE(big && small);
+	EXPECT_EQ(big->n_layer, 36u);
+	EXPECT_EQ(big->n_expert, 128u);
+	EXPECT_EQ(small->n_layer, 24u);
+	EXPECT_EQ(small->n_expert, 32u);
+	EXPECT_EQ(big->n_expert_used, 4u);
+	EXPECT_EQ(big->n_head * big->head_dim, 4096u);   // wider than the 2880 residual stream
+	// Parameters: about 117 B and 21 B (the published totals).
+	auto params = [](const GptOssConfig &c) {
+		uint64_t n = 0;
+		for (const TensorSpec &s : gpt_oss_tensor_specs(c)) {
+			uint64_t e = 1;
+			for (uint64_t d : s.ne)
+				e *= d;
+			n += e;
+		}
+		return n;
+	};
+	EXPECT_NEAR(params(*big) / 1e9, 116.8, 0.5);
+	EXPECT_NEAR(params(*small) / 1e9, 20.9, 0.5);
+	EXPECT_FALSE(published_gpt_oss_config("gpt-oss-7b"));
+}
+
 }  // namespace
 }  // namespace jal::model::test

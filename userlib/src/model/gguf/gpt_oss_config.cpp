@@ -155,6 +155,36 @@ std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig &c)
 	return s;
 }
 
+std::optional<GptOssConfig> published_gpt_oss_config(std::string_view name)
+{
+	// openai/gpt-oss-{20b,120b} config.json: the two differ only in depth and expert count.
+	GptOssConfig c;
+	if (name == "gpt-oss-20b")
+		c.n_layer = 24, c.n_expert = 32;
+	else if (name == "gpt-oss-120b")
+		c.n_layer = 36, c.n_expert = 128;
+	else
+		return std::nullopt;
+	c.n_ctx_train = 131072;
+	c.n_embd = 2880;
+	c.n_ff = 2880;
+	c.n_head = 64;
+	c.n_head_kv = 8;
+	c.head_dim = c.head_dim_v = c.n_rot = 64;
+	c.n_expert_used = 4;
+	c.n_ff_exp = 2880;
+	c.n_vocab = 201088;
+	c.sliding_window = 128;
+	c.swa_period = 2;
+	c.rms_eps = 1e-5f;
+	c.rope_freq_base = c.rope_freq_base_swa = 150000.0f;
+	c.rope_scaling_type = "yarn";
+	c.rope_scaling_factor = 32.0f;
+	c.rope_orig_ctx = 4096;
+	c.tokenizer_model = "gpt2";
+	return c;
+}
+
 GptOssConfig read_gpt_oss_config(const GgufFile &f)
 {
 	const std::string_view arch = f.get_string("general.architecture");
