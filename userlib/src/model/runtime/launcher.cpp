@@ -52,14 +52,43 @@ uint64_t Launcher::kernel(const std::string &name, const std::function<kernels::
 	return va;
 }
 
-void Launcher::add(uint64_t code, uint64_t slice_mask, std::vector<uint64_t> args, const char *what)
+void Launcher::set_lanes(uint32_t n)
+{
+	while (lanes_.size() < n)
+		lanes_.push_back(std::make_unique<runtime::Queue>(context_, 4096));
+}
+
+void Launcher::fork()
+{
+	pending_.push_back({0, 0, 0, "fork", -1, Kind::fork});
+}
+
+void Launcher::join()
+{
+	pending_.push_back({0, 0, 0, "join", -1, Kind::join});
+}
+
+runtime::Signal &Launcher::pool_signal(size_t i)
+{
+	while (pool_.size() <= i)
+		pool_.push_back(std::make_unique<runtime::Signal>(device_, 0, false));
+	return *pool_[i];
+}
+
+void Launcher::clear()
+{
+	pending_.clear(), arg_words_.clear(), uploads_.clear(), downloads_.clear();
+	upload_bytes_.clear(), download_bytes_ = 0;
+}
+
+void Launcher::add(uint64_t code, uint64_t slice_mask, std::vector<uint64_t> args, const char *what, int lane)
 {
 	// Argument blocks start 64-byte aligned so each dispatch reads whole lines.
 	size_t offset = arg_words_.size() * 8;
 	arg_words_.insert(arg_words_.end(), args.begin(), args.end());
 	while (arg_words_.size() % (kAlign / 8))
 		arg_words_.push_back(0);
-	pending_.push_back({code, slice_mask, offset, what});
+	pending_.push_back({code, slice_mask, offset, what, lane, Kind::dispatch});
 }
 
 void Launcher::upload(uint64_t dst_va, const void *src, size_t bytes)
@@ -105,15 +134,39 @@ ChipTotals Launcher::run()
 		queue_.copy_to_device(args_mem_->va(), *staging_, 0, args_bytes);
 	for (const Transfer &t : uploads_)
 		queue_.copy_to_device(t.va, *staging_, up_base + t.staging_offset, t.bytes);
+	size_t next_signal = 0;
 	for (size_t i = 0; i < pending_.size(); i++) {
 		const Pending &p = pending_[i];
+		if (p.kind == Kind::fork) {
+			// The main queue's work so far, then every lane may start.
+			runtime::Signal &f = pool_signal(next_signal++);
+			f.store(1);
+			queue_.nop(&f);
+			const runtime::Signal *dep[] = {&f};
+			for (auto &lane : lanes_)
+				lane->barrier_and(dep);
+			continue;
+		}
+		if (p.kind == Kind::join) {
+			std::vector<const runtime::Signal *> joins;
+			for (auto &lane : lanes_) {
+				runtime::Signal &j = pool_signal(next_signal++);
+				j.store(1);
+				lane->nop(&j);
+				joins.push_back(&j);
+			}
+			for (size_t at = 0; at < joins.size(); at += JAL_BARRIER_DEPS_MAX)
+				queue_.barrier_and(std::span(joins).subspan(at, std::min<size_t>(JAL_BARRIER_DEPS_MAX, joins.size() - at)));
+			continue;
+		}
+		runtime::Queue &q = p.lane >= 0 ? *lanes_.at(static_cast<size_t>(p.lane)) : queue_;
 		jal_dispatch_desc d{};
 		d.flags = timing_only_ ? JAL_DISPATCH_F_TIMING_ONLY : 0;
 		d.code_object = p.code;
 		d.slice_mask = p.mask;
 		d.args = args_mem_->va() + p.args_offset;
 		d.report = reports_->bus_addr() + i * sizeof(jal_dispatch_report);
-		queue_.dispatch(d);
+		q.dispatch(d);
 	}
 	for (const Transfer &t : downloads_)
 		queue_.copy_to_host(*staging_, down_base + t.staging_offset, t.va, t.bytes);
@@ -126,15 +179,27 @@ ChipTotals Launcher::run()
 
 	ChipTotals totals;
 	auto *reports = reinterpret_cast<const jal_dispatch_report *>(reports_->data());
+	std::vector<uint64_t> lane_ns(lanes_.size(), 0);
 	for (size_t i = 0; i < pending_.size(); i++) {
+		if (pending_[i].kind == Kind::fork) {
+			std::fill(lane_ns.begin(), lane_ns.end(), 0);
+			continue;
+		}
+		if (pending_[i].kind == Kind::join) {
+			// The lanes ran side by side: the region took as long as its slowest lane.
+			totals.modelled_ns += lane_ns.empty() ? 0 : *std::max_element(lane_ns.begin(), lane_ns.end());
+			continue;
+		}
 		const jal_dispatch_report &rep = reports[i];
 		if (rep.status != JAL_STATUS_OK) {
 			std::string what = pending_[i].what;
 			auto st = static_cast<jal_status>(rep.status);
-			pending_.clear(), arg_words_.clear(), uploads_.clear(), downloads_.clear();
-			upload_bytes_.clear(), download_bytes_ = 0;
+			clear();
 			if (queue_.status().errors)
 				queue_.reset();
+			for (auto &lane : lanes_)
+				if (lane->status().errors)
+					lane->reset();
 			throw Error(st, fmt::format("model runtime: dispatch {} ({}) failed: {} at slice {} pc {} opcode {} "
 						    "address {:#x}",
 						    i, what, jal_status_name(st), rep.fault_slice, rep.fault_pc,
@@ -146,11 +211,24 @@ ChipTotals Launcher::run()
 		one.energy_nj = rep.energy_nj;
 		one.flops = rep.flops;
 		one.hbm_bytes = rep.hbm_bytes;
-		totals += one;
+		if (pending_[i].lane >= 0) {
+			lane_ns[static_cast<size_t>(pending_[i].lane)] += rep.modelled_ns;
+			ChipTotals rest = one;
+			rest.modelled_ns = 0; // counted by the join
+			totals += rest;
+		} else {
+			totals += one;
+		}
 		by_kernel_[pending_[i].what] += one;
 	}
 	auto qs = queue_.status();
+	for (auto &lane : lanes_)
+		if (auto ls = lane->status(); ls.errors) {
+			lane->reset();
+			qs.errors += ls.errors, qs.last_error = ls.last_error;
+		}
 	if (qs.errors) {
+		clear();
 		queue_.reset();
 		throw Error(static_cast<jal_status>(qs.last_error),
 			    fmt::format("model runtime: a copy of the graph failed ({})",
@@ -159,8 +237,7 @@ ChipTotals Launcher::run()
 	for (const Transfer &t : downloads_)
 		std::memcpy(t.host_dst, staging_->data() + down_base + t.staging_offset, t.bytes);
 
-	pending_.clear(), arg_words_.clear(), uploads_.clear(), downloads_.clear();
-	upload_bytes_.clear(), download_bytes_ = 0;
+	clear();
 	return totals;
 }
 

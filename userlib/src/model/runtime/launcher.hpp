@@ -29,8 +29,18 @@ public:
 	uint64_t kernel(const std::string &name, const std::function<kernels::CodeObject()> &build);
 
 	// Queues a dispatch of `code` on the slices of `slice_mask` with these arguments (8 bytes
-	// each, in the kernel's order). Nothing runs before run().
-	void add(uint64_t code, uint64_t slice_mask, std::vector<uint64_t> args, const char *what);
+	// each, in the kernel's order). Nothing runs before run(). lane >= 0: on lane queue
+	// `lane` (between fork() and join()), else on the main queue.
+	void add(uint64_t code, uint64_t slice_mask, std::vector<uint64_t> args, const char *what, int lane = -1);
+
+	// Lanes: extra queues whose dispatches run alongside each other (queues run in parallel;
+	// the runtime gives each lane disjoint slices). fork(): lane work queued after it starts
+	// once the main queue's work before it is done; join(): main-queue work after it waits
+	// for all lane work before it. The modelled time of a fork-join region is its slowest
+	// lane's.
+	void set_lanes(uint32_t n);
+	void fork();
+	void join();
 	// Copies host bytes to the device before the dispatches of this run (small inputs).
 	void upload(uint64_t dst_va, const void *src, size_t bytes);
 	// Copies device bytes to the host after the dispatches of this run.
@@ -45,12 +55,17 @@ public:
 	bool timing_only() const { return timing_only_; }
 
 private:
+	enum class Kind { dispatch, fork, join };
 	struct Pending {
 		uint64_t code;
 		uint64_t mask;
 		size_t args_offset;
 		const char *what;
+		int lane = -1;
+		Kind kind = Kind::dispatch;
 	};
+	runtime::Signal &pool_signal(size_t i);
+	void clear();
 	struct Transfer {
 		uint64_t va;
 		void *host_dst;       // download: where the bytes go
@@ -79,6 +94,8 @@ private:
 	std::unique_ptr<runtime::Memory> args_mem_;      // device copy of the argument blocks
 	std::unique_ptr<runtime::HostBuffer> reports_;
 	std::map<std::string, ChipTotals> by_kernel_;
+	std::vector<std::unique_ptr<runtime::Queue>> lanes_;
+	std::vector<std::unique_ptr<runtime::Signal>> pool_;
 };
 
 } // namespace jal::model::detail

@@ -353,6 +353,8 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 
 	placement_.allocate(context_);
 	launch_ = std::make_unique<detail::Launcher>(device_, context_, all_mask_, timing);
+	if (kv_groups_ > 1)
+		launch_->set_lanes(kv_groups_);
 
 	// Small tables: the shard tables and the KV head tables (written even in timing-only
 	// mode: they are addresses, not model data, and the kernels follow them).
@@ -712,15 +714,23 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 		L_.add(rope_k, rows_mask(T), {kk, KV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
 		const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
 		const uint64_t attn = attention_code(window);
+		// Each sequence's attention runs on its slot's slice group; with several groups and
+		// sequences the groups' dispatches go to lane queues and run side by side.
+		const bool lanes = kv_groups_ > 1 && segs.size() > 1;
+		if (lanes)
+			L_.fork();
 		for (const Segment &sg : segs) {
 			const uint32_t j = static_cast<uint32_t>(sg.seq);
 			const uint64_t heads = va(slots_[j].heads[il]);
+			const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
 			L_.add(append_code, kv_mask(j),
-			       {kk + sg.row0 * KV4, KV4, v + sg.row0 * KV4, KV4, sg.rows, sg.pos0, heads}, "kv_append");
+			       {kk + sg.row0 * KV4, KV4, v + sg.row0 * KV4, KV4, sg.rows, sg.pos0, heads}, "kv_append", lane);
 			L_.add(attn, kv_mask(j),
 			       {q + sg.row0 * Q4, Q4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads, va(Ly.sinks.place)},
-			       window ? "attention (sliding window)" : "attention");
+			       window ? "attention (sliding window)" : "attention", lane);
 		}
+		if (lanes)
+			L_.join();
 		gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
 		L_.add(add_code, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
 		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
