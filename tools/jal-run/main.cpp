@@ -196,6 +196,7 @@ int run(const Options &o)
 		}
 	}
 
+	const double measured_decode_s = fig.decode_ns / 1e9;
 	if (o.timing_only && o.project_out > 1 && n_out > 1) {
 		// Project a longer generation from the measured steps: every further step costs
 		// what the measured ones did on average (the context grows by a few percent).
@@ -216,7 +217,7 @@ int run(const Options &o)
 	const double min_bytes = double(rt->decode_min_bytes(users, ctx_mid));
 	const double step_s = m.tpot_ms / 1e3;
 	const double roofline_fraction = step_s > 0 ? (min_bytes / peak_bps) / step_s : 0;
-	const double decode_hbm_util = fig.decode_ns ? double(decode_hbm_bytes) / (fig.decode_ns / 1e9) / peak_bps : 0;
+	const double decode_hbm_util = measured_decode_s > 0 ? double(decode_hbm_bytes) / measured_decode_s / peak_bps : 0;
 	if (o.json) {
 		nlohmann::json j;
 		j["model"] = o.timing_only ? o.shape : model_path;

@@ -189,7 +189,6 @@ private:
 		  uint64_t y_stride, const char *what);
 	void timing_expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
 				uint64_t y, const char *what);
-	std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;
 	void expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride, const Vec &bias,
 			 uint64_t y, uint64_t y_stride, const char *what);
 	uint64_t va(const Place &p) const { return placement_.va(p); }
@@ -208,6 +207,7 @@ private:
 	uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
 	Placement placement_;
 	std::unique_ptr<detail::Launcher> launch_;
+	std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_; // before context_ goes
 	Vec embd_, out_norm_, rope_cos_, rope_sin_;
 	Matrix embd_m_, output_;
 	std::vector<Layer> layers_;
