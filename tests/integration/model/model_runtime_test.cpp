@@ -22,6 +22,7 @@
 
 #include <jal/jal.hpp>
 #include <jal/model/gguf.hpp>
+#include <jal/model/jal_model.h>
 #include <jal/model/runtime.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 
@@ -213,6 +214,69 @@ TEST_F(ModelRuntime, SeededSamplingIsReproducible)
         return out;
     };
     EXPECT_EQ(generate(42), generate(42));
+}
+
+// The C API a serving runtime uses gives the C++ runtime's tokens.
+TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
+{
+    const std::vector<int32_t> prompt = {3, 1, 4, 1, 5};
+    std::vector<int32_t> want;
+    {
+        auto rt = open("tiny", Numerics::ggml, 1);
+        int seq = rt->create_sequence();
+        want.push_back(jal::model::argmax(rt->prefill(seq, prompt)));
+        for (int s = 0; s < 3; s++) {
+            std::vector<std::pair<int, int32_t>> b = {{seq, want.back()}};
+            want.push_back(jal::model::argmax(rt->decode(b)[0]));
+        }
+    }
+    jal_model_options_t o{};
+    o.struct_size = sizeof o;
+    o.numerics = JAL_MODEL_NUMERICS_GGML;
+    o.slices = 4;
+    o.max_sequences = 2;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 32;
+    const std::string dir = emu().socket_dir();
+    o.emu_dir = dir.c_str();
+    jal_model_t m = nullptr;
+    ASSERT_EQ(jal_model_open(model_file("tiny").c_str(), 0, &o, &m), JAL_STATUS_OK) << jal_model_last_error();
+    jal_model_info_t info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(jal_model_get_info(m, &info), JAL_STATUS_OK);
+    std::vector<float> logits(info.n_vocab);
+    int32_t seq = -1;
+    ASSERT_EQ(jal_model_sequence_create(m, &seq), JAL_STATUS_OK);
+    ASSERT_EQ(jal_model_prefill(m, seq, prompt.data(), static_cast<uint32_t>(prompt.size()), logits.data()),
+              JAL_STATUS_OK);
+    jal_sampler_t sampler = nullptr;
+    ASSERT_EQ(jal_sampler_create(0.0f, 1.0f, 1, &sampler), JAL_STATUS_OK);
+    std::vector<int32_t> got;
+    for (int s = 0; s < 4; s++) {
+        int32_t tok = -1;
+        ASSERT_EQ(jal_sampler_sample(sampler, logits.data(), info.n_vocab, &tok), JAL_STATUS_OK);
+        got.push_back(tok);
+        if (s == 0) {
+            int32_t ids[3];
+            float lps[3];
+            ASSERT_EQ(jal_model_top_logprobs(logits.data(), info.n_vocab, 3, ids, lps), JAL_STATUS_OK);
+            EXPECT_EQ(ids[0], tok);
+        }
+        if (s < 3) {
+            ASSERT_EQ(jal_model_step(m, &seq, &tok, 1, logits.data()), JAL_STATUS_OK) << jal_model_last_error();
+        }
+    }
+    EXPECT_EQ(got, want);
+    jal_model_totals_t t{};
+    ASSERT_EQ(jal_model_totals(m, 0, &t), JAL_STATUS_OK);
+    EXPECT_GT(t.modelled_ns, 0u);
+    // A bad sequence is an error with a message, not a crash.
+    int32_t bad = 99, tok = 1;
+    EXPECT_EQ(jal_model_step(m, &bad, &tok, 1, logits.data()), JAL_STATUS_INVALID_FIELD);
+    EXPECT_NE(std::string(jal_model_last_error()), "");
+    EXPECT_EQ(jal_model_sequence_free(m, seq), JAL_STATUS_OK);
+    EXPECT_EQ(jal_sampler_destroy(sampler), JAL_STATUS_OK);
+    EXPECT_EQ(jal_model_close(m), JAL_STATUS_OK);
 }
 
 TEST(ModelSampler, SeedDecidesTheDraws)
