@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -141,6 +142,7 @@ int run(const Options &o)
 	// Prefill every user's prompt (timing only: one, the others take the same length).
 	std::vector<int> seqs;
 	std::vector<std::vector<float>> logits(users);
+	std::map<std::string, jal::model::ChipTotals> prefill_kernels;
 	jalrun::RunFigures fig;
 	fig.users = users;
 	fig.out_tokens = n_out;
@@ -156,6 +158,7 @@ int run(const Options &o)
 		if (u == 0) {
 			fig.prefill_ns = rt->last().modelled_ns;
 			fig.prefill_energy_nj = rt->last().energy_nj;
+			prefill_kernels = rt->last_by_kernel();
 		}
 	}
 	const double prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -255,6 +258,13 @@ int run(const Options &o)
 				k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns}, {"hbm_bytes", t.hbm_bytes},
 					   {"flops", t.flops}, {"energy_nj", t.energy_nj}};
 			j["decode_kernels"] = k;
+		}
+		if (o.profile) {
+			nlohmann::json k = nlohmann::json::object();
+			for (auto &[name, t] : prefill_kernels)
+				k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns}, {"hbm_bytes", t.hbm_bytes},
+					   {"flops", t.flops}, {"energy_nj", t.energy_nj}};
+			j["prefill_kernels"] = k;
 		}
 		j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns}, {"energy_nj", tot.energy_nj},
 			     {"flops", tot.flops}, {"hbm_bytes", tot.hbm_bytes}, {"weight_bytes", rt->weight_bytes()},

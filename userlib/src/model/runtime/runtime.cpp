@@ -337,14 +337,16 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 	a_.q = placement_.reserve(I, T * qdim_ * 4);
 	a_.kk = placement_.reserve(I, T * kvdim_ * 4);
 	a_.v = placement_.reserve(I, T * kvdim_ * 4);
-	a_.attn = placement_.reserve(R, T * qdim_ * 4);
+	a_.attn = placement_.reserve(R, T * qdim_ * 4); // read whole by every slice of attn_output
 	a_.ao = placement_.reserve(I, T * E4);
 	a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
 	a_.ids = placement_.reserve(R, T * K * 4); // every slice scans all of them for its experts
 	a_.wts = placement_.reserve(I, T * K * 4);
 	a_.up = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
 	a_.gate = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
-	a_.act = placement_.reserve(R, T * K * c_.n_ff_exp * 4);
+	// The down projection gathers only its experts' rows of the SwiGLU output, so it is
+	// interleaved: replicated, every write would go to every slice's copy.
+	a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
 	a_.eo = placement_.reserve(I, T * K * E4);
 	a_.moe = placement_.reserve(I, T * E4);
 	a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
@@ -725,7 +727,11 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 			const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
 			L_.add(append_code, kv_mask(j),
 			       {kk + sg.row0 * KV4, KV4, v + sg.row0 * KV4, KV4, sg.rows, sg.pos0, heads}, "kv_append", lane);
-			L_.add(attn, kv_mask(j),
+			// A prompt has many query blocks per KV head: they run on every slice (the
+			// kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
+			// cache; the others read it remotely), a decode row on the slot's group alone.
+			const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+			L_.add(attn, wide ? all_mask_ : kv_mask(j),
 			       {q + sg.row0 * Q4, Q4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads, va(Ly.sinks.place)},
 			       window ? "attention (sliding window)" : "attention", lane);
 		}
