@@ -16,7 +16,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -37,14 +40,21 @@ using jal::model::Numerics;
 constexpr double kTol = 2e-4;
 constexpr double kTolGgml = 2e-3;
 
+// The models of this process, removed at exit.
+struct ModelDir {
+    fs::path path = fs::temp_directory_path() / ("jal-model-test-" + std::to_string(::getpid()));
+    ModelDir() { fs::create_directories(path); }
+    ~ModelDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
 std::string model_file(const std::string &preset)
 {
-    static const fs::path dir = [] {
-        fs::path d = fs::temp_directory_path() / ("jal-model-test-" + std::to_string(::getpid()));
-        fs::create_directories(d);
-        return d;
-    }();
-    fs::path p = dir / (preset + ".gguf");
+    static const ModelDir dir;
+    fs::path p = dir.path / (preset + ".gguf");
     if (!fs::exists(p)) {
         auto o = jal::model::synthetic_preset(preset);
         o->seed = 7;

@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -90,7 +93,10 @@ protected:
     {
         delete emu_;
         emu_ = nullptr;
+        std::error_code ec;
+        fs::remove_all(model_dir(), ec);
     }
+    static fs::path model_dir() { return fs::temp_directory_path() / ("jal-model-ref-" + std::to_string(::getpid())); }
     static jaltest::EmuProcess *emu_;
 };
 jaltest::EmuProcess *ModelReference::emu_ = nullptr;
@@ -98,7 +104,7 @@ jaltest::EmuProcess *ModelReference::emu_ = nullptr;
 TEST_P(ModelReference, AgreesWithLlamaCpp)
 {
     const Case c = GetParam();
-    const fs::path dir = fs::temp_directory_path() / ("jal-model-ref-" + std::to_string(::getpid()));
+    const fs::path dir = model_dir();
     fs::create_directories(dir);
     const std::string model = (dir / (std::string(c.preset) + ".gguf")).string();
     auto opts = jal::model::synthetic_preset(c.preset);
