@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <optional>
 
@@ -90,12 +91,13 @@ struct Vec { // F32 (or any bytes) read whole by every slice
 };
 
 struct Layer {
-	Vec attn_norm, post_norm, bq, bk, bv, bo, sinks, br, b_gate, b_up, b_down;
-	Matrix wq, wk, wv, wo, router, gate, up, down;
+	// q, k and v are one GEMM (their rows concatenated): one dispatch instead of three.
+	Vec attn_norm, post_norm, bqkv, bo, sinks, br, b_gate, b_up, b_down;
+	Matrix wqkv, wo, router, gate, up, down;
 };
 
 struct Activations {
-	Place x, h, q, kk, v, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
+	Place x, h, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -143,7 +145,7 @@ public:
 		double total = double(bytes(output_)) + embd_m_.row_bytes * double(users);
 		for (uint32_t il = 0; il < c_.n_layer; il++) {
 			const Layer &L = layers_[il];
-			total += double(bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.router));
+			total += double(bytes(L.wqkv) + bytes(L.wo) + bytes(L.router));
 			total += (double(bytes(L.gate) + bytes(L.up) + bytes(L.down)) / E) * distinct;
 			const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
 			const uint32_t visible = window ? std::min(window, context) : context;
@@ -169,13 +171,20 @@ private:
 	const Slot &slot(int seq) const;
 	Slot &slot(int seq) { return const_cast<Slot &>(std::as_const(*this).slot(seq)); }
 	void plan_matrix(Matrix &m, const GgufTensor *t, uint32_t n, uint32_t kdim, uint32_t experts, jal_dtype dtype);
+	void plan_matrix(Matrix &m, const std::byte *data, uint64_t data_bytes, uint32_t n, uint32_t kdim, uint32_t experts,
+			 jal_dtype dtype);
 	void plan_vec(Vec &v, const GgufTensor *t, uint64_t bytes);
+	void plan_vec(Vec &v, const std::byte *data, uint64_t bytes);
+	// The named tensors' bytes one after another, kept for the upload (nullptr without a
+	// file). Throws unless they add up to `bytes`.
+	const std::byte *concat(std::initializer_list<std::string> names, uint64_t bytes);
+	std::vector<std::vector<std::byte>> owned_;
 	Matrix matrix(const char *name, uint32_t n, uint32_t kdim, uint32_t experts, jal_dtype timing_dtype);
 	void upload_weights();
 	template <typename F> void for_each_matrix(F f)
 	{
 		for (Layer &L : layers_)
-			for (Matrix *m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.router, &L.gate, &L.up, &L.down})
+			for (Matrix *m : {&L.wqkv, &L.wo, &L.router, &L.gate, &L.up, &L.down})
 				f(*m);
 		f(output_);
 	}
@@ -269,18 +278,29 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 		auto n = [&](const char *s) { return fmt::format("blk.{}.{}", il, s); };
 		vec(L.attn_norm, n("attn_norm.weight"), E4);
 		vec(L.post_norm, n("post_attention_norm.weight"), E4);
-		vec(L.bq, n("attn_q.bias"), qdim_ * 4ull);
-		vec(L.bk, n("attn_k.bias"), kvdim_ * 4ull);
-		vec(L.bv, n("attn_v.bias"), kvdim_ * 4ull);
+		const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
+		plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes), qkv_bytes);
 		vec(L.bo, n("attn_output.bias"), E4);
 		vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
 		vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
 		vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
 		vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
 		vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
-		L.wq = matrix(n("attn_q.weight").c_str(), qdim_, c_.n_embd, 0, dense_dt);
-		L.wk = matrix(n("attn_k.weight").c_str(), kvdim_, c_.n_embd, 0, dense_dt);
-		L.wv = matrix(n("attn_v.weight").c_str(), kvdim_, c_.n_embd, 0, dense_dt);
+		{
+			const std::string names[3] = {n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight")};
+			jal_dtype dt = dense_dt;
+			if (file_) {
+				dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+				for (const std::string &nm : names)
+					if (dtype_of(file_->tensor(nm).type, nm) != dt)
+						throw Error(JAL_STATUS_INVALID_FIELD,
+							    fmt::format("model runtime: '{}' and '{}' differ in type; the runtime fuses them",
+									names[0], nm));
+			}
+			const uint32_t rows = qdim_ + 2 * kvdim_;
+			const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
+			plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows, c_.n_embd, 0, dt);
+		}
 		L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, dense_dt);
 		L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, dense_dt);
 		L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert, JAL_DT_MXFP4);
@@ -334,9 +354,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &confi
 	const uint64_t T = T_, K = c_.n_expert_used;
 	a_.x = placement_.reserve(I, T * E4);
 	a_.h = placement_.reserve(R, T * E4);
-	a_.q = placement_.reserve(I, T * qdim_ * 4);
-	a_.kk = placement_.reserve(I, T * kvdim_ * 4);
-	a_.v = placement_.reserve(I, T * kvdim_ * 4);
+	a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4); // rows of q | k | v
 	a_.attn = placement_.reserve(R, T * qdim_ * 4); // read whole by every slice of attn_output
 	a_.ao = placement_.reserve(I, T * E4);
 	a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
@@ -411,6 +429,32 @@ uint64_t RuntimeImpl::kv_mask(uint32_t j) const
 	return mask_of((j % kv_groups_) * kv_group_, kv_group_);
 }
 
+const std::byte *RuntimeImpl::concat(std::initializer_list<std::string> names, uint64_t bytes)
+{
+	if (!file_)
+		return nullptr;
+	std::vector<std::byte> out;
+	out.reserve(bytes);
+	for (const std::string &nm : names) {
+		const GgufTensor &t = file_->tensor(nm);
+		out.insert(out.end(), t.data.begin(), t.data.end());
+	}
+	if (out.size() != bytes)
+		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
+								  "expected {}",
+								  *names.begin(), out.size(), bytes));
+	owned_.push_back(std::move(out));
+	return owned_.back().data();
+}
+
+void RuntimeImpl::plan_vec(Vec &v, const std::byte *data, uint64_t bytes)
+{
+	v.bytes = bytes;
+	v.data = data;
+	v.place = placement_.reserve(Placement::kReplicated, bytes);
+	vec_uploads_.push_back({v.place, &v});
+}
+
 void RuntimeImpl::plan_vec(Vec &v, const GgufTensor *t, uint64_t bytes)
 {
 	if (t && t->data.size() != bytes)
@@ -433,13 +477,20 @@ Matrix RuntimeImpl::matrix(const char *name, uint32_t n, uint32_t kdim, uint32_t
 void RuntimeImpl::plan_matrix(Matrix &m, const GgufTensor *t, uint32_t n, uint32_t kdim, uint32_t experts,
 			      jal_dtype dtype)
 {
-	m.n = n, m.kdim = kdim, m.experts = experts, m.dtype = dtype;
-	m.row_bytes = lin::packed_row_bytes(dtype, kdim);
-	m.data = t ? t->data.data() : nullptr;
-	const uint64_t total = m.row_bytes * n * std::max<uint32_t>(experts, 1);
+	const uint64_t total = lin::packed_row_bytes(dtype, kdim) * n * std::max<uint32_t>(experts, 1);
 	if (t && t->data.size() != total)
 		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensor '{}' has {} bytes, expected {}",
 								  t->name, t->data.size(), total));
+	plan_matrix(m, t ? t->data.data() : nullptr, total, n, kdim, experts, dtype);
+}
+
+void RuntimeImpl::plan_matrix(Matrix &m, const std::byte *data, uint64_t data_bytes, uint32_t n, uint32_t kdim,
+			      uint32_t experts, jal_dtype dtype)
+{
+	(void)data_bytes; // checked by the callers
+	m.n = n, m.kdim = kdim, m.experts = experts, m.dtype = dtype;
+	m.row_bytes = lin::packed_row_bytes(dtype, kdim);
+	m.data = data;
 	// The kernels' split: rows (GEMM) or experts (expert GEMM) in contiguous chunks.
 	const uint32_t units = experts ? experts : n;
 	const uint64_t unit_bytes = experts ? m.row_bytes * n : m.row_bytes;
@@ -638,6 +689,7 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 {
 	const uint32_t T = static_cast<uint32_t>(tokens.size());
 	const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
+	const uint64_t QKV4 = Q4 + 2 * KV4; // one row of the fused q | k | v output
 	const uint32_t K = c_.n_expert_used;
 	const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
 	auto &L_ = *launch_;
@@ -705,15 +757,13 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 		return k::build_moe_combine(m);
 	});
 
-	const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = va(a_.kk), v = va(a_.v), at = va(a_.attn);
+	const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
 	for (uint32_t il = 0; il < c_.n_layer; il++) {
 		const Layer &Ly = layers_[il];
 		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
-		gemm(Ly.wq, T, h, E4, &Ly.bq, q, Q4, "attn_q");
-		gemm(Ly.wk, T, h, E4, &Ly.bk, kk, KV4, "attn_k");
-		gemm(Ly.wv, T, h, E4, &Ly.bv, v, KV4, "attn_v");
-		L_.add(rope_q, rows_mask(T), {q, Q4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
-		L_.add(rope_k, rows_mask(T), {kk, KV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
+		gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
+		L_.add(rope_q, rows_mask(T), {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
+		L_.add(rope_k, rows_mask(T), {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
 		const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
 		const uint64_t attn = attention_code(window);
 		// Each sequence's attention runs on its slot's slice group; with several groups and
@@ -726,13 +776,13 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<
 			const uint64_t heads = va(slots_[j].heads[il]);
 			const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
 			L_.add(append_code, kv_mask(j),
-			       {kk + sg.row0 * KV4, KV4, v + sg.row0 * KV4, KV4, sg.rows, sg.pos0, heads}, "kv_append", lane);
+			       {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads}, "kv_append", lane);
 			// A prompt has many query blocks per KV head: they run on every slice (the
 			// kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
 			// cache; the others read it remotely), a decode row on the slot's group alone.
 			const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
 			L_.add(attn, wide ? all_mask_ : kv_mask(j),
-			       {q + sg.row0 * Q4, Q4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads, va(Ly.sinks.place)},
+			       {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads, va(Ly.sinks.place)},
 			       window ? "attention (sliding window)" : "attention", lane);
 		}
 		if (lanes)
