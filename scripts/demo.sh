@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The main job (the README's first command): sets up, builds, starts an emulated chip,
-# waits for it to boot and prints `jalctl info`.
+# waits for it to boot, prints `jalctl info`, then generates tokens with `jal-run` from its
+# embedded default model (a small synthetic GPT-OSS-architecture GGUF it writes and caches)
+# on the chip's slices: GGUF -> weights placed in HBM -> kernel dispatches -> tokens, with
+# the modelled TTFT, TPOT and power. Extra arguments go to jal-run (e.g. --n 32 --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh default jal-emu jalctl >/dev/null
+scripts/build.sh default jal-emu jalctl jal-run >/dev/null
 
 dir=$(mktemp -d)
 build/bin/jal-emu --socket-dir "$dir" --log "$dir/emu.log" &
@@ -16,3 +19,6 @@ build/bin/jalctl info --wait 300
 echo
 echo "Firmware log:"
 sed 's/^/  /' "$dir/emu.log"
+echo
+echo "Inference on the chip (jal-run, embedded default model):"
+build/bin/jal-run "$@"
