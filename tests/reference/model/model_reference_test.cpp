@@ -39,6 +39,9 @@ struct Case {
     int prompt_len;
 };
 
+// Names the case in test listings (gtest would otherwise print its bytes, pointer included).
+void PrintTo(const Case &c, std::ostream *os) { *os << c.preset << ", prompt " << c.prompt_len; }
+
 std::string ids_csv(const std::vector<int> &ids)
 {
     std::string s;
