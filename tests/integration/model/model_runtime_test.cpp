@@ -81,6 +81,14 @@ int32_t argmax(const std::vector<double> &v)
 
 class ModelRuntime : public jaltest::EmuTest {
 protected:
+    // The native firmware build boots in milliseconds; the Cortex-M7 image's boot is
+    // tested elsewhere and takes long under the sanitizers.
+    jaltest::EmuOptions emu_options() const override
+    {
+        jaltest::EmuOptions o;
+        o.extra_args = {"--fw", "native"};
+        return o;
+    }
     void SetUp() override
     {
         jaltest::EmuTest::SetUp();

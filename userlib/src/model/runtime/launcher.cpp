@@ -126,8 +126,11 @@ ChipTotals Launcher::run()
 	if (reports_->size() < pending_.size() * sizeof(jal_dispatch_report))
 		reports_ = std::make_unique<runtime::HostBuffer>(device_, pending_.size() * 2 * sizeof(jal_dispatch_report));
 
-	std::memcpy(staging_->data(), arg_words_.data(), arg_words_.size() * 8);
-	std::memcpy(staging_->data() + up_base, upload_bytes_.data(), upload_bytes_.size());
+	// An empty vector's data() may be null, which memcpy must not see even for 0 bytes.
+	if (!arg_words_.empty())
+		std::memcpy(staging_->data(), arg_words_.data(), arg_words_.size() * 8);
+	if (!upload_bytes_.empty())
+		std::memcpy(staging_->data() + up_base, upload_bytes_.data(), upload_bytes_.size());
 	std::memset(reports_->data(), 0, pending_.size() * sizeof(jal_dispatch_report));
 
 	if (args_bytes)
