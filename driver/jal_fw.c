@@ -10,13 +10,13 @@
 
 static const char *jal_fw_state(u32 status)
 {
-	if (status & JAL_STATUS_FAILED)
+	if (status & JAL_REG_STATUS_FAILED)
 		return "failed";
-	if (status & JAL_STATUS_RESETTING)
+	if (status & JAL_REG_STATUS_RESETTING)
 		return "resetting";
-	if (status & JAL_STATUS_BOOTING)
+	if (status & JAL_REG_STATUS_BOOTING)
 		return "booting";
-	if (status & JAL_STATUS_READY)
+	if (status & JAL_REG_STATUS_READY)
 		return "ready";
 	return "not started";
 }
@@ -39,10 +39,10 @@ int jal_fw_wait_ready(struct jal_device *jdev)
 		status = jal_rd(jdev, JAL_REG_STATUS);
 		if (status == U32_MAX)
 			return -ENODEV; /* the device went away */
-		if (status & JAL_STATUS_FAILED)
+		if (status & JAL_REG_STATUS_FAILED)
 			break;
-		if (!(status & (JAL_STATUS_RESETTING | JAL_STATUS_BOOTING)) &&
-		    (status & JAL_STATUS_READY))
+		if (!(status & (JAL_REG_STATUS_RESETTING | JAL_REG_STATUS_BOOTING)) &&
+		    (status & JAL_REG_STATUS_READY))
 			break;
 		if (time_after(jiffies, deadline)) {
 			dev_err(dev, "Firmware did not boot: STATUS 0x%x (%s), POST code 0x%x\n",
@@ -59,7 +59,7 @@ int jal_fw_wait_ready(struct jal_device *jdev)
 			JAL_HW_VERSION_MAJOR, JAL_HW_VERSION_MINOR);
 		return -EPROTO;
 	}
-	if (status & JAL_STATUS_FAILED)
+	if (status & JAL_REG_STATUS_FAILED)
 		/* A failed chip still serves its admin queue: its logs say why. */
 		dev_notice(dev, "Chip failed its boot: fault %u (%s), boot status 0x%x\n",
 			   jal_rd(jdev, JAL_REG_FAULT), jal_status_name(jal_rd(jdev, JAL_REG_FAULT)),

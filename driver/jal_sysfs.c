@@ -59,11 +59,11 @@ static ssize_t chip_state_show(struct device *dev, struct device_attribute *attr
 		return -ENODEV;
 	s = jal_rd(jdev, JAL_REG_STATUS);
 	return sysfs_emit(buf, "%s%s\n",
-			  s & JAL_STATUS_FAILED ? "failed" :
-			  s & JAL_STATUS_RESETTING ? "resetting" :
-			  s & JAL_STATUS_BOOTING ? "booting" :
-			  s & JAL_STATUS_READY ? "ready" : "not started",
-			  (s & JAL_STATUS_DEGRADED) ? " degraded" : "");
+			  s & JAL_REG_STATUS_FAILED ? "failed" :
+			  s & JAL_REG_STATUS_RESETTING ? "resetting" :
+			  s & JAL_REG_STATUS_BOOTING ? "booting" :
+			  s & JAL_REG_STATUS_READY ? "ready" : "not started",
+			  (s & JAL_REG_STATUS_DEGRADED) ? " degraded" : "");
 }
 static DEVICE_ATTR_RO(chip_state);
 

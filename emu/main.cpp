@@ -21,7 +21,7 @@
 
 int main(int argc, char** argv)
 {
-    using namespace jalemu;
+    using namespace jal::emu;
     const EmuOptions opts = parse_options(argc, argv);
 
     // Signals go to the main thread only, which waits for them below.

@@ -11,7 +11,7 @@
 #include "util/text.hpp"
 #include "version.hpp"
 
-namespace jalfw {
+namespace jal::fw {
 
 static_assert(Firmware::kCaps == (JAL_CAP_ADMIN_QUEUE | JAL_CAP_MSIX));
 
@@ -97,14 +97,14 @@ std::uint32_t Firmware::step_ready()
     resources_.init();  // device memory, MMU and queue engines start clean
     chip_.state = JAL_CHIP_STATE_READY;
     const bool degraded = slices_.degraded() || hbm_.count(JAL_HBM_CH_FAILED) != 0;
-    hal::write32(JAL_HOSTIF_STATUS, JAL_STATUS_READY | (degraded ? JAL_STATUS_DEGRADED : 0u));
+    hal::write32(JAL_HOSTIF_STATUS, JAL_REG_STATUS_READY | (degraded ? JAL_REG_STATUS_DEGRADED : 0u));
     return JAL_STATUS_OK;
 }
 
 boot::BootOutcome Firmware::boot()
 {
     chip_.boot_start_us = hal::now_us();
-    hal::write32(JAL_HOSTIF_STATUS, JAL_STATUS_BOOTING);
+    hal::write32(JAL_HOSTIF_STATUS, JAL_REG_STATUS_BOOTING);
     hal::write32(JAL_HOSTIF_VERSION, JAL_HW_VERSION);
     hal::write32(JAL_HOSTIF_CAP, kCaps);
     hal::write32(JAL_HOSTIF_FW_VERSION, kFwVersion);
@@ -124,7 +124,7 @@ boot::BootOutcome Firmware::boot()
     if (out.failed) {
         chip_.state = JAL_CHIP_STATE_FAILED;
         hal::write32(JAL_HOSTIF_FAULT, out.fault);
-        hal::write32(JAL_HOSTIF_STATUS, JAL_STATUS_FAILED);
+        hal::write32(JAL_HOSTIF_STATUS, JAL_REG_STATUS_FAILED);
     }
     const std::uint32_t status = hal::read32(JAL_HOSTIF_STATUS);
     journal_.event(JAL_SRC_BOOT, out.failed ? JAL_SEV_FATAL : JAL_SEV_INFO, host::kEvBootDone,
@@ -193,4 +193,4 @@ void Firmware::run()
     }
 }
 
-}  // namespace jalfw
+}  // namespace jal::fw

@@ -2,7 +2,7 @@
 // emulated chips run native firmware on different threads of one process, so there are no
 // mutable globals). The emulator installs its NativeBus on the thread, then:
 //
-//     auto fw = std::make_unique<jalfw::Firmware>();
+//     auto fw = std::make_unique<jal::fw::Firmware>();
 //     fw->run();  // never returns; a reset unwinds it and starts a fresh object
 //
 // Tests drive the pieces instead: boot(), then poll_once() as often as they like.
@@ -24,7 +24,7 @@
 #include "power/power_manager.hpp"
 #include "slices/slice_manager.hpp"
 
-namespace jalfw {
+namespace jal::fw {
 
 class Firmware {
 public:
@@ -85,4 +85,4 @@ private:
     host::AdminQueues queues_{commands_, journal_};
 };
 
-}  // namespace jalfw
+}  // namespace jal::fw

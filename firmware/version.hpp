@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace jalfw {
+namespace jal::fw {
 
 inline constexpr std::uint32_t kFwVersionMajor = 0;
 inline constexpr std::uint32_t kFwVersionMinor = 1;
@@ -12,4 +12,4 @@ inline constexpr std::uint32_t kFwVersion = kFwVersionMajor << 16 | kFwVersionMi
 inline constexpr char kFwBuild[] = "jalfw-0.1.0";
 inline constexpr char kModelName[] = "Jalapeno-EMU";
 
-}  // namespace jalfw
+}  // namespace jal::fw

@@ -1,13 +1,13 @@
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 
 #include "jal/hw/mgmt.h"
-#include "mgmt/native_core.hpp"
-#include "util/log.hpp"
+#include "emu/mgmt/native_core.hpp"
+#include "emu/util/log.hpp"
 
 #include <bit>
 #include <stdexcept>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint64_t kModelStepNs = 250'000;  // power/thermal integration step
@@ -110,4 +110,4 @@ void Chip::run_firmware_native() { NativeCore(*this).run(); }
 // A fresh Unicorn instance per boot: RAM starts undefined and the image is reloaded.
 void Chip::run_firmware_image() { UnicornCore(*this, image_).run(); }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -2,24 +2,24 @@
 // interface, and the management core that runs the firmware on a thread of its own.
 #pragma once
 
-#include "chip/chip_config.hpp"
-#include "chip/hbm_memory.hpp"
-#include "chip/hbm_phy.hpp"
-#include "chip/host_interface.hpp"
-#include "chip/mmu.hpp"
-#include "chip/power_model.hpp"
-#include "chip/slices.hpp"
-#include "cp/command_processor.hpp"
-#include "mgmt/core_clock.hpp"
-#include "mgmt/peripheral_bus.hpp"
+#include "emu/chip/chip_config.hpp"
+#include "emu/chip/hbm_memory.hpp"
+#include "emu/chip/hbm_phy.hpp"
+#include "emu/chip/host_interface.hpp"
+#include "emu/chip/mmu.hpp"
+#include "emu/chip/power_model.hpp"
+#include "emu/chip/slices.hpp"
+#include "emu/cp/command_processor.hpp"
+#include "emu/mgmt/core_clock.hpp"
+#include "emu/mgmt/peripheral_bus.hpp"
 
-#include "mgmt/unicorn_core.hpp"
+#include "emu/mgmt/unicorn_core.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <thread>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip {
 public:
@@ -71,4 +71,4 @@ private:
     std::thread core_thread_;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 enum class FirmwareMode { native, image };
 
@@ -23,4 +23,4 @@ struct ChipConfig {
     std::string firmware_image;       // --fw-image, for FirmwareMode::image
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

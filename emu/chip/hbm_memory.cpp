@@ -1,4 +1,4 @@
-#include "chip/hbm_memory.hpp"
+#include "emu/chip/hbm_memory.hpp"
 
 #include "jal/hw/chip.h"
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace jalemu {
+namespace jal::emu {
 
 HbmMemory::HbmMemory() : size_(JAL_HBM_TOTAL_BYTES)
 {
@@ -29,4 +29,4 @@ std::span<std::byte> HbmMemory::range(std::uint64_t addr, std::uint64_t len)
     return {base_ + addr, static_cast<std::size_t>(len)};
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace jalemu {
+namespace jal::emu {
 
 class HbmMemory {
 public:
@@ -24,4 +24,4 @@ private:
     std::uint64_t size_;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,12 +1,12 @@
-#include "chip/hbm_phy.hpp"
+#include "emu/chip/hbm_phy.hpp"
 
-#include "chip/seeded.hpp"
+#include "emu/chip/seeded.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <algorithm>
 #include <cstdlib>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM; }
@@ -220,4 +220,4 @@ void HbmPhy::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
     }
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

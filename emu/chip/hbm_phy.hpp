@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 struct Eye {
     int lo = 0, hi = -1;  // passing taps, inclusive; empty when hi < lo
@@ -92,4 +92,4 @@ private:
     std::array<std::uint64_t, JAL_HBM_STACKS> busy_until_ns_{};
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,11 +1,11 @@
-#include "chip/host_interface.hpp"
+#include "emu/chip/host_interface.hpp"
 
 #include "jal/hw/status.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <unistd.h>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t hostif(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF; }
@@ -147,7 +147,7 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
             notify = false;
             if (v == JAL_RESET_MAGIC) {
                 // The previous boot's progress must not read as the new boot's.
-                status_ = JAL_STATUS_RESETTING;
+                status_ = JAL_REG_STATUS_RESETTING;
                 boot_status_ = post_code_ = fault_ = 0;
                 events_.request_reset(JAL_RESET_CAUSE_HOST);
             }
@@ -303,8 +303,8 @@ void HostInterface::reset(bool chip_reset)
         f.ctrl = f.admin_status = f.sq_tail = f.cq_head = 0;
         if (f.present) bump_locked(fn);
     }
-    status_ = chip_reset ? JAL_STATUS_RESETTING : status_;
+    status_ = chip_reset ? JAL_REG_STATUS_RESETTING : status_;
     boot_status_ = post_code_ = fault_ = 0;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -4,8 +4,8 @@
 // Host transport threads and the management core touch it concurrently.
 #pragma once
 
-#include "chip/host_memory.hpp"
-#include "cp/doorbells.hpp"
+#include "emu/chip/host_memory.hpp"
+#include "emu/cp/doorbells.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
@@ -17,7 +17,7 @@
 #include <memory>
 #include <mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 // Where the host interface reports what the management core must notice.
 class HostEvents {
@@ -90,4 +90,4 @@ private:
     std::array<std::uint32_t, JAL_REG_SCRATCH_COUNT> scratch_{};
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,4 +1,4 @@
-#include "chip/host_memory.hpp"
+#include "emu/chip/host_memory.hpp"
 
 #include "jal/hw/status.h"
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::size_t kMaxRegions = 4096;
@@ -108,4 +108,4 @@ std::uint32_t HostMemory::write(std::uint64_t bus_addr, const void* src, std::ui
     return JAL_STATUS_OK;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

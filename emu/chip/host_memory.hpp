@@ -7,7 +7,7 @@
 #include <map>
 #include <shared_mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 class HostMemory {
 public:
@@ -56,4 +56,4 @@ private:
     std::uint64_t generation_ = 0;             // bumped when a region goes away
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

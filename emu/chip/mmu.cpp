@@ -1,4 +1,4 @@
-#include "chip/mmu.hpp"
+#include "emu/chip/mmu.hpp"
 
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_MMU; }
@@ -171,4 +171,4 @@ std::uint32_t Mmu::translate(std::uint32_t ctx, std::uint64_t va, std::uint64_t 
     return JAL_STATUS_OK;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Mmu {
 public:
@@ -80,4 +80,4 @@ private:
     std::uint64_t r_va_ = 0, r_pa_ = 0;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

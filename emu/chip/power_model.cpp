@@ -1,12 +1,12 @@
-#include "chip/power_model.hpp"
+#include "emu/chip/power_model.hpp"
 
 #include "jal/hw/mgmt.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_POWER; }
@@ -146,4 +146,4 @@ void PowerModel::write(std::uint32_t offset, std::uint32_t value)
     }
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -11,7 +11,7 @@
 #include <vector>
 #include <cstdint>
 
-namespace jalemu {
+namespace jal::emu {
 
 struct PowerInputs {
     std::uint32_t slices_powered = 0; // not gated and out of reset
@@ -62,4 +62,4 @@ private:
     std::uint64_t timing_violations_ = 0;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

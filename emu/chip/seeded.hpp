@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-namespace jalemu {
+namespace jal::emu {
 
 inline std::uint64_t splitmix64(std::uint64_t x)
 {
@@ -29,4 +29,4 @@ inline std::uint32_t seeded_range(std::uint64_t seed, std::initializer_list<std:
     return lo + static_cast<std::uint32_t>(seeded(seed, keys) % (hi - lo + 1));
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

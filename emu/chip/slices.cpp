@@ -1,11 +1,11 @@
-#include "chip/slices.hpp"
+#include "emu/chip/slices.hpp"
 
-#include "chip/seeded.hpp"
+#include "emu/chip/seeded.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <bit>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE; }
@@ -89,4 +89,4 @@ void Slices::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
     }
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

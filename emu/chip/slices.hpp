@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Slices {
 public:
@@ -40,4 +40,4 @@ private:
     bool synthetic_busy_ = false;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,4 +1,4 @@
-#include "cli/options.hpp"
+#include "emu/cli/options.hpp"
 
 #include "jal/hw/chip.h"
 
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <unistd.h>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 
@@ -125,4 +125,4 @@ EmuOptions parse_options(int argc, char** argv)
     return o;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

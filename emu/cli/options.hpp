@@ -1,14 +1,14 @@
 // jal-emu's command line.
 #pragma once
 
-#include "chip/chip_config.hpp"
+#include "emu/chip/chip_config.hpp"
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 struct EmuOptions {
     std::string socket_dir;
@@ -26,4 +26,4 @@ std::uint64_t parse_slice_list(const std::string& text);
 // "5:12,7:0" -> (channel, lane) pairs. Throws std::invalid_argument.
 std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_lane_list(const std::string& text);
 
-}  // namespace jalemu
+}  // namespace jal::emu

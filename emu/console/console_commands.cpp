@@ -1,6 +1,6 @@
-#include "console/console_commands.hpp"
+#include "emu/console/console_commands.hpp"
 
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 
@@ -64,7 +64,7 @@ json last_dispatch(Chip& chip)
     const jal_dispatch_report r = d.last_report();
     json slices = json::array();
     static const char* states[] = {"runnable", "blocked", "ended", "faulted", "stopped"};
-    for (const isa::SliceSnapshot& s : d.last_slices())
+    for (const exec::SliceSnapshot& s : d.last_slices())
         slices.push_back({{"logical", s.logical}, {"physical", s.physical}, {"pc", s.pc},
                           {"state", s.state < 5 ? states[s.state] : "?"}, {"executed", s.executed},
                           {"end_ns", s.end_ns}, {"x", s.x}, {"q", s.q}});
@@ -161,4 +161,4 @@ std::string run_console_command(Chip& chip, const std::string& line)
     return out.dump();
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

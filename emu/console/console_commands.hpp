@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
@@ -12,4 +12,4 @@ class Chip;
 // a single-line JSON document: {"ok":true,...} or {"ok":false,"error":"..."}.
 std::string run_console_command(Chip& chip, const std::string& line);
 
-}  // namespace jalemu
+}  // namespace jal::emu

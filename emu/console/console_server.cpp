@@ -1,8 +1,8 @@
-#include "console/console_server.hpp"
+#include "emu/console/console_server.hpp"
 
-#include "chip/chip.hpp"
-#include "console/console_commands.hpp"
-#include "util/log.hpp"
+#include "emu/chip/chip.hpp"
+#include "emu/console/console_commands.hpp"
+#include "emu/util/log.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <future>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::size_t kMaxLine = 16384;
@@ -54,4 +54,4 @@ void ConsoleServer::serve(int fd)
     }
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -3,11 +3,11 @@
 // Commands run on the chip's management-core thread between firmware events.
 #pragma once
 
-#include "transport/unix_listener.hpp"
+#include "emu/transport/unix_listener.hpp"
 
 #include <string>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
@@ -25,4 +25,4 @@ private:
     UnixListener listener_;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

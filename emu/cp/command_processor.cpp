@@ -1,10 +1,10 @@
-#include "cp/command_processor.hpp"
+#include "emu/cp/command_processor.hpp"
 
-#include "chip/host_interface.hpp"
-#include "chip/mmu.hpp"
+#include "emu/chip/host_interface.hpp"
+#include "emu/chip/mmu.hpp"
 #include "jal/hw/queue.h"
 #include "jal/hw/status.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,7 +13,7 @@
 #include <bit>
 #include <cerrno>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_CP; }
@@ -201,4 +201,4 @@ void CommandProcessor::reset()
     qsel_ = hi_latch_ = 0;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

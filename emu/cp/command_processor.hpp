@@ -3,8 +3,8 @@
 // turns the function's kick eventfd into engine wakeups.
 #pragma once
 
-#include "cp/dispatch_unit.hpp"
-#include "cp/queue_engine.hpp"
+#include "emu/cp/dispatch_unit.hpp"
+#include "emu/cp/queue_engine.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
 
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-namespace jalemu {
+namespace jal::emu {
 
 class CommandProcessor {
 public:
@@ -59,4 +59,4 @@ private:
     std::uint32_t qsel_ = 0, hi_latch_ = 0;  // management-core thread only
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,8 +1,8 @@
-#include "cp/dispatch_unit.hpp"
+#include "emu/cp/dispatch_unit.hpp"
 
-#include "chip/power_model.hpp"
-#include "chip/slices.hpp"
-#include "isa/device_memory.hpp"
+#include "emu/chip/power_model.hpp"
+#include "emu/chip/slices.hpp"
+#include "emu/tile_exec/device_memory.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-namespace jalemu {
+namespace jal::emu {
 
 DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power)
     : hbm_(hbm), mmu_(mmu), slices_(slices), power_(power)
@@ -20,7 +20,7 @@ DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, Power
     if (slices_) bank_.on_change = [s = slices_](std::uint64_t busy) { s->set_dispatch_busy(busy); };
 }
 
-std::vector<isa::SliceSnapshot> DispatchUnit::last_slices() const
+std::vector<exec::SliceSnapshot> DispatchUnit::last_slices() const
 {
     std::lock_guard lock(last_m_);
     return last_;
@@ -34,11 +34,11 @@ jal_dispatch_report DispatchUnit::last_report() const
 
 // Reads the header, then the whole object (total_size bytes, at most JAL_CODE_MAX_BYTES),
 // and validates it as toolchain's jal-objdump would (isa/code/).
-std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
+std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx, exec::Program& prog,
                                  std::uint64_t& fault_va) const
 {
-    isa::DeviceMemory mem(hbm_, mmu_, ctx);
-    isa::Traffic t;
+    exec::DeviceMemory mem(hbm_, mmu_, ctx);
+    exec::Traffic t;
     jal_code_object_header h{};
     std::uint32_t st = mem.read(pkt.code_object, &h, sizeof h, 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;
@@ -49,7 +49,7 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     jal::isa::CodeObjectView view;
     st = jal::isa::parse_code_object(bytes, &view, nullptr);
     if (st != JAL_STATUS_OK) return st;
-    prog = isa::Program::from_words(view.code, view.header.l1_bytes);
+    prog = exec::Program::from_words(view.code, view.header.l1_bytes);
     prog.args_size = view.header.args_size;
     if (prog.args_size && !mem.mapped(pkt.args, prog.args_size)) {
         fault_va = pkt.args;
@@ -73,7 +73,7 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
 
     // Logical ids number the enabled physical slices densely, in physical order.
     const std::uint64_t enabled = slices_ ? slices_->enabled() : ~0ull;
-    std::vector<isa::DispatchSlice> order;
+    std::vector<exec::DispatchSlice> order;
     std::uint32_t logical = 0;
     for (std::uint32_t p = 0; p < JAL_NUM_SLICES; ++p) {
         if (!(enabled >> p & 1)) continue;
@@ -83,12 +83,12 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     if (pkt.slice_mask == 0 || (logical < 64 && (pkt.slice_mask >> logical)))
         return fail(JAL_STATUS_INVALID_FIELD);
 
-    isa::Program prog;
+    exec::Program prog;
     std::uint64_t fault_va = 0;
     if (const std::uint32_t st = load(pkt, ctx, prog, fault_va); st != JAL_STATUS_OK) return fail(st, fault_va);
 
-    isa::DeviceMemory mem(hbm_, mmu_, ctx);
-    isa::DispatchSetup setup;
+    exec::DeviceMemory mem(hbm_, mmu_, ctx);
+    exec::DispatchSetup setup;
     setup.params.program = &prog;
     setup.params.memory = &mem;
     setup.params.args = pkt.args;
@@ -99,7 +99,7 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     setup.voltage_mv = power_ ? power_->voltage_mv() : JAL_VOLTAGE_MAX_MV;
     setup.abort = &abort;
 
-    isa::DispatchResult r = isa::run_dispatch(setup, bank_, isa::WorkerPool::shared());
+    exec::DispatchResult r = exec::run_dispatch(setup, bank_, exec::WorkerPool::shared());
     if (power_) power_->add_dispatch_energy(r.energy_j, r.report.modelled_ns * 1e-9);
     report = r.report;
     {
@@ -110,4 +110,4 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     return report.status;
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -5,15 +5,15 @@
 // thread, so a long dispatch holds up only its own queue (docs/emulator.md).
 #pragma once
 
-#include "isa/dispatch.hpp"
-#include "isa/slice_bank.hpp"
+#include "emu/tile_exec/dispatch.hpp"
+#include "emu/tile_exec/slice_bank.hpp"
 #include "jal/hw/queue.h"
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 class HbmMemory;
 class Mmu;
@@ -32,21 +32,21 @@ public:
                       jal_dispatch_report& report);
 
     // The last dispatch that ran: its report and per-slice state (console "dispatch").
-    std::vector<isa::SliceSnapshot> last_slices() const;
+    std::vector<exec::SliceSnapshot> last_slices() const;
     jal_dispatch_report last_report() const;
 
 private:
-    std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx, isa::Program& prog,
+    std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx, exec::Program& prog,
                        std::uint64_t& fault_va) const;
 
     HbmMemory& hbm_;
     const Mmu& mmu_;
     Slices* slices_;
     PowerModel* power_;
-    isa::SliceBank bank_;
+    exec::SliceBank bank_;
     mutable std::mutex last_m_;
-    std::vector<isa::SliceSnapshot> last_;
+    std::vector<exec::SliceSnapshot> last_;
     jal_dispatch_report last_report_{};
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,4 +1,4 @@
-#include "cp/doorbells.hpp"
+#include "emu/cp/doorbells.hpp"
 
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <system_error>
 
-namespace jalemu {
+namespace jal::emu {
 
 Doorbells::Doorbells()
 {
@@ -47,4 +47,4 @@ void Doorbells::kick()
     [[maybe_unused]] ssize_t n = ::write(kickfd_, &one, sizeof one);
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

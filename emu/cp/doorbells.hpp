@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Doorbells {
 public:
@@ -53,4 +53,4 @@ private:
     std::byte* base_ = nullptr;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

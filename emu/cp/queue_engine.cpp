@@ -1,16 +1,16 @@
-#include "cp/queue_engine.hpp"
+#include "emu/cp/queue_engine.hpp"
 
-#include "chip/hbm_memory.hpp"
-#include "chip/host_interface.hpp"
-#include "chip/mmu.hpp"
-#include "cp/dispatch_unit.hpp"
+#include "emu/chip/hbm_memory.hpp"
+#include "emu/chip/host_interface.hpp"
+#include "emu/chip/mmu.hpp"
+#include "emu/cp/dispatch_unit.hpp"
 #include "jal/hw/status.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 
@@ -463,4 +463,4 @@ void QueueEngine::drop_unexecuted()
     err_index_.store(0);
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -3,8 +3,8 @@
 // docs/emulator.md, "Command processor and MMU".
 #pragma once
 
-#include "chip/host_memory.hpp"
-#include "cp/doorbells.hpp"
+#include "emu/chip/host_memory.hpp"
+#include "emu/cp/doorbells.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-namespace jalemu {
+namespace jal::emu {
 
 class DispatchUnit;
 class HbmMemory;
@@ -158,4 +158,4 @@ private:
     std::atomic<std::uint64_t> read_{0}, last_db_{0}, err_index_{0};
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,8 +1,8 @@
-#include "mgmt/core_clock.hpp"
+#include "emu/mgmt/core_clock.hpp"
 
 #include "jal/hw/mgmt.h"
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t wdt(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_WDT; }
@@ -178,4 +178,4 @@ void CoreClock::request_shutdown()
     cv_.notify_all();
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -6,7 +6,7 @@
 // an idle emulator sleeps instead of spinning. Host threads raise events and requests.
 #pragma once
 
-#include "chip/host_interface.hpp"
+#include "emu/chip/host_interface.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <functional>
 #include <mutex>
 
-namespace jalemu {
+namespace jal::emu {
 
 // Thrown on the management core's thread to unwind running firmware back to its runner.
 struct CoreReset {
@@ -76,4 +76,4 @@ private:
     std::uint64_t wdt_fed_ns_ = 0;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,17 +1,17 @@
-#include "mgmt/native_core.hpp"
+#include "emu/mgmt/native_core.hpp"
 
-#include "chip/chip.hpp"
-#include "firmware.hpp"
+#include "emu/chip/chip.hpp"
+#include "firmware/firmware.hpp"
 
 #include <memory>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 // Uninstalls the bus however run() is left (a reset unwinds through the firmware).
 struct BusInstall {
-    explicit BusInstall(jalfw::hal::NativeBus* bus) { jalfw::hal::set_native_bus(bus); }
-    ~BusInstall() { jalfw::hal::set_native_bus(nullptr); }
+    explicit BusInstall(jal::fw::hal::NativeBus* bus) { jal::fw::hal::set_native_bus(bus); }
+    ~BusInstall() { jal::fw::hal::set_native_bus(nullptr); }
 };
 }  // namespace
 
@@ -19,7 +19,7 @@ void NativeCore::run()
 {
     BusInstall install(this);
     // A fresh firmware object per boot: no state survives a core reset, as on silicon.
-    auto fw = std::make_unique<jalfw::Firmware>();
+    auto fw = std::make_unique<jal::fw::Firmware>();
     fw->run();
 }
 
@@ -33,4 +33,4 @@ std::uint32_t NativeCore::dma(std::uint32_t function, std::uint64_t host_addr, v
     return chip_.bus().dma_direct(function, host_addr, local, len, to_host);
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

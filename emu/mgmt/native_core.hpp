@@ -3,13 +3,13 @@
 // exception: CoreReset (the runner restarts it) or CoreShutdown.
 #pragma once
 
-#include "hal/native/native_bus.hpp"
+#include "firmware/hal/native/native_bus.hpp"
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
-class NativeCore final : public jalfw::hal::NativeBus {
+class NativeCore final : public jal::fw::hal::NativeBus {
 public:
     explicit NativeCore(Chip& chip) : chip_(chip) {}
     void run();
@@ -24,4 +24,4 @@ private:
     Chip& chip_;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

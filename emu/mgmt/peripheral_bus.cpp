@@ -1,13 +1,13 @@
-#include "mgmt/peripheral_bus.hpp"
+#include "emu/mgmt/peripheral_bus.hpp"
 
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <array>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint32_t off_in(std::uint32_t abs, std::uint32_t block) { return abs - JAL_MGMT_PERIPH_BASE - block; }
@@ -159,4 +159,4 @@ void PeripheralBus::console_byte(char c)
     if (c != '\r') console_line_.push_back(c);
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

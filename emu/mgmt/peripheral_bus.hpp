@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
@@ -41,4 +41,4 @@ private:
     std::string console_line_;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

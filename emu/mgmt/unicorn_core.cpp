@@ -1,8 +1,8 @@
-#include "mgmt/unicorn_core.hpp"
+#include "emu/mgmt/unicorn_core.hpp"
 
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/hw/mgmt.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <unicorn/unicorn.h>
 
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <stdexcept>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 constexpr std::uint16_t kThumbWfi = 0xbf30;
@@ -158,4 +158,4 @@ void UnicornCore::run()
     }
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -12,7 +12,7 @@
 
 struct uc_struct;
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
@@ -47,4 +47,4 @@ private:
     std::exception_ptr stop_reason_;  // a reset or shutdown raised inside a callback
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

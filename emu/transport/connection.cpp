@@ -1,9 +1,9 @@
-#include "transport/connection.hpp"
+#include "emu/transport/connection.hpp"
 
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/status.h"
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <optional>
 #include <span>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 
@@ -223,4 +223,4 @@ void serve_connection(Chip& chip, int fd)
     Session(chip, fd).run();
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 
-namespace jalemu {
+namespace jal::emu {
 
 class Chip;
 
 // Serves fd until the peer closes it or it is shut down; detaches the function at the end.
 void serve_connection(Chip& chip, int fd);
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,6 +1,6 @@
-#include "transport/unix_listener.hpp"
+#include "emu/transport/unix_listener.hpp"
 
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace jalemu {
+namespace jal::emu {
 
 UnixListener::UnixListener(std::string path, int type, std::function<void(int)> serve)
     : path_(std::move(path)), serve_(std::move(serve))
@@ -112,4 +112,4 @@ void UnixListener::stop()
     unlink(path_.c_str());
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

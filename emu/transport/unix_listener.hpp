@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-namespace jalemu {
+namespace jal::emu {
 
 class UnixListener {
 public:
@@ -44,4 +44,4 @@ private:
     bool stopping_ = false;
 };
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -1,11 +1,11 @@
-#include "util/log.hpp"
+#include "emu/util/log.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 
-namespace jalemu {
+namespace jal::emu {
 
 namespace {
 std::mutex log_mutex;
@@ -45,4 +45,4 @@ void Log::write(LogLevel level, std::string_view line)
     std::fflush(f);
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace jalemu {
+namespace jal::emu {
 
 enum class LogLevel { debug, info, warn, error };
 
@@ -27,4 +27,4 @@ void log(LogLevel level, fmt::format_string<Args...> f, Args&&... args)
     if (Log::enabled(level)) Log::write(level, fmt::format(f, std::forward<Args>(args)...));
 }
 
-}  // namespace jalemu
+}  // namespace jal::emu

@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <span>
 
-#include "boot/post_trail.hpp"
-#include "hal/hal.hpp"
-#include "host/event_codes.hpp"
-#include "host/journal.hpp"
+#include "firmware/boot/post_trail.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/host/event_codes.hpp"
+#include "firmware/host/journal.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "sys/watchdog.hpp"
+#include "firmware/sys/watchdog.hpp"
 
-namespace jalfw::boot {
+namespace jal::fw::boot {
 
 template <typename Ctx>
 struct BootStep {
@@ -65,4 +65,4 @@ template <typename Ctx>
     return out;
 }
 
-}  // namespace jalfw::boot
+}  // namespace jal::fw::boot

@@ -7,7 +7,7 @@
 
 #include "jal/hw/admin.h"
 
-namespace jalfw::boot {
+namespace jal::fw::boot {
 
 class PostTrail {
 public:
@@ -25,4 +25,4 @@ private:
     std::uint32_t count_ = 0;
 };
 
-}  // namespace jalfw::boot
+}  // namespace jal::fw::boot

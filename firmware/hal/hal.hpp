@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace jalfw::hal {
+namespace jal::fw::hal {
 
 // Peripheral register access; addresses are JAL_MGMT_* from jal/hw/mgmt.h.
 #if defined(JALFW_HAL_MMIO)
@@ -30,4 +30,4 @@ std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, 
 // Modelled time since power-on, from JAL_SYS_NOW_US_LO/HI.
 std::uint64_t now_us();
 
-}  // namespace jalfw::hal
+}  // namespace jal::fw::hal

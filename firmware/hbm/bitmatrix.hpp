@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 constexpr std::uint32_t ctz64(std::uint64_t x)
 {
@@ -65,4 +65,4 @@ constexpr void transpose32(std::uint32_t* a)
     }
 }
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "hbm/bitmatrix.hpp"
+#include "firmware/hbm/bitmatrix.hpp"
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 struct Window {
     std::uint8_t start = 0;
@@ -40,4 +40,4 @@ constexpr Window find_window(std::uint64_t pass)
     return best;
 }
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

@@ -1,6 +1,6 @@
-#include "hbm/hbm_state.hpp"
+#include "firmware/hbm/hbm_state.hpp"
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 std::uint32_t HbmState::count(std::uint8_t status) const
 {
@@ -41,4 +41,4 @@ void HbmState::build_report(std::uint32_t channel, jal_hbm_channel_report& out) 
     }
 }
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

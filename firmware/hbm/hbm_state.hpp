@@ -8,7 +8,7 @@
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 // Why a channel failed (event log args, console).
 enum FailReason : std::uint8_t {
@@ -52,4 +52,4 @@ struct HbmState {
     void build_report(std::uint32_t channel, jal_hbm_channel_report& out) const;
 };
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

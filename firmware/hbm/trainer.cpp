@@ -1,14 +1,14 @@
-#include "hbm/trainer.hpp"
+#include "firmware/hbm/trainer.hpp"
 
 #include <bit>
 
-#include "hal/hal.hpp"
-#include "hbm/bitmatrix.hpp"
-#include "host/event_codes.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/hbm/bitmatrix.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/mgmt.h"
-#include "sys/watchdog.hpp"
+#include "firmware/sys/watchdog.hpp"
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 namespace {
 
@@ -390,4 +390,4 @@ void Trainer::train_all(std::uint64_t slice_mask)
                     state_.count(JAL_HBM_CH_UNTRAINED)});
 }
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

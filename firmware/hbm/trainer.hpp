@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <span>
 
-#include "hal/hal.hpp"
-#include "hbm/eye.hpp"
-#include "hbm/hbm_state.hpp"
-#include "host/journal.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/hbm/eye.hpp"
+#include "firmware/hbm/hbm_state.hpp"
+#include "firmware/host/journal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::hbm {
+namespace jal::fw::hbm {
 
 // Lanes as a 68-bit set: 64 DQ lanes plus 4 spares.
 struct LaneSet {
@@ -108,4 +108,4 @@ private:
     std::uint32_t selected_ = ~0u;  // the CH_SEL value last written, to skip rewriting it
 };
 
-}  // namespace jalfw::hbm
+}  // namespace jal::fw::hbm

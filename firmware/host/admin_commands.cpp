@@ -1,14 +1,14 @@
-#include "host/admin_commands.hpp"
+#include "firmware/host/admin_commands.hpp"
 
-#include "host/admin_resources.hpp"
+#include "firmware/host/admin_resources.hpp"
 
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
-#include "util/text.hpp"
-#include "version.hpp"
+#include "firmware/util/text.hpp"
+#include "firmware/version.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 namespace {
 
@@ -222,4 +222,4 @@ Completion AdminCommands::hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out)
     return sent(out);
 }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

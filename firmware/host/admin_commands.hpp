@@ -6,16 +6,16 @@
 #include <array>
 #include <cstdint>
 
-#include "boot/post_trail.hpp"
-#include "hbm/hbm_state.hpp"
-#include "host/chip_info.hpp"
-#include "host/event_log.hpp"
-#include "host/reply_writer.hpp"
+#include "firmware/boot/post_trail.hpp"
+#include "firmware/hbm/hbm_state.hpp"
+#include "firmware/host/chip_info.hpp"
+#include "firmware/host/event_log.hpp"
+#include "firmware/host/reply_writer.hpp"
 #include "jal/hw/admin.h"
-#include "power/power_manager.hpp"
-#include "slices/slice_manager.hpp"
+#include "firmware/power/power_manager.hpp"
+#include "firmware/slices/slice_manager.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 enum class AfterAction : std::uint8_t { kNone, kResetChip, kHangMainLoop };
 
@@ -65,4 +65,4 @@ private:
     std::array<std::uint8_t, kStagingBytes> staging_{};
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

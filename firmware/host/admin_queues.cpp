@@ -1,14 +1,14 @@
-#include "host/admin_queues.hpp"
+#include "firmware/host/admin_queues.hpp"
 
 #include <cstring>
 
-#include "hal/hal.hpp"
-#include "host/event_codes.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 namespace {
 std::uint32_t fn_reg(std::uint32_t fn, std::uint32_t off) { return JAL_HOSTIF_FN(fn, off); }
@@ -164,4 +164,4 @@ AfterAction AdminQueues::service()
     return after;
 }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

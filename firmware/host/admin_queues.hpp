@@ -7,11 +7,11 @@
 #include <array>
 #include <cstdint>
 
-#include "host/admin_commands.hpp"
-#include "host/journal.hpp"
+#include "firmware/host/admin_commands.hpp"
+#include "firmware/host/journal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 class AdminQueues {
 public:
@@ -59,4 +59,4 @@ private:
     std::uint32_t completed_ = 0;
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

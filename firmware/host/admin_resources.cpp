@@ -1,12 +1,12 @@
-#include "host/admin_resources.hpp"
+#include "firmware/host/admin_resources.hpp"
 
-#include "hal/hal.hpp"
-#include "host/event_codes.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/queue.h"
 #include "jal/hw/status.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 namespace {
 
@@ -229,4 +229,4 @@ void ResourceCommands::functions_changed(std::uint32_t present_mask)
     present_ = present_mask;
 }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

@@ -12,18 +12,18 @@
 #include <array>
 #include <cstdint>
 
-#include "hbm/hbm_state.hpp"
-#include "host/admin_commands.hpp"
-#include "host/chip_info.hpp"
-#include "host/journal.hpp"
-#include "host/reply_writer.hpp"
+#include "firmware/hbm/hbm_state.hpp"
+#include "firmware/host/admin_commands.hpp"
+#include "firmware/host/chip_info.hpp"
+#include "firmware/host/journal.hpp"
+#include "firmware/host/reply_writer.hpp"
 #include "jal/hw/admin.h"
 #include "jal/hw/mgmt.h"
-#include "memory/address_spaces.hpp"
-#include "queues/user_queues.hpp"
-#include "slices/slice_manager.hpp"
+#include "firmware/memory/address_spaces.hpp"
+#include "firmware/queues/user_queues.hpp"
+#include "firmware/slices/slice_manager.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 class ResourceCommands {
 public:
@@ -72,4 +72,4 @@ private:
     std::array<std::uint32_t, JAL_MGMT_MAX_FUNCS> generation_{};
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

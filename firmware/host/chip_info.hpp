@@ -5,7 +5,7 @@
 
 #include "jal/hw/admin.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 struct ChipInfo {
     std::uint32_t state = JAL_CHIP_STATE_BOOTING;  // enum jal_chip_state
@@ -15,4 +15,4 @@ struct ChipInfo {
     std::uint64_t boot_start_us = 0;
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 enum EventCode : std::uint16_t {
     // JAL_SRC_BOOT
@@ -41,4 +41,4 @@ enum EventCode : std::uint16_t {
     kEvWatchdogRecovery = 0x0600,  // args: boot count
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

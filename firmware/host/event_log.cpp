@@ -1,8 +1,8 @@
-#include "host/event_log.hpp"
+#include "firmware/host/event_log.hpp"
 
-#include "util/text.hpp"
+#include "firmware/util/text.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 std::uint32_t EventLog::add(std::uint64_t timestamp_us, std::uint8_t source, std::uint8_t severity,
                             std::uint16_t code, const char* text, std::span<const std::uint32_t> args)
@@ -20,4 +20,4 @@ std::uint32_t EventLog::add(std::uint64_t timestamp_us, std::uint8_t source, std
     return seq;
 }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

@@ -9,7 +9,7 @@
 
 #include "jal/hw/admin.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 class EventLog {
 public:
@@ -29,4 +29,4 @@ private:
     std::uint32_t next_seq_ = 0;
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

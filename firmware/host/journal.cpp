@@ -1,10 +1,10 @@
-#include "host/journal.hpp"
+#include "firmware/host/journal.hpp"
 
-#include "hal/hal.hpp"
-#include "sys/console.hpp"
-#include "util/text.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/sys/console.hpp"
+#include "firmware/util/text.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 namespace {
 const char* source_name(std::uint8_t source)
@@ -44,4 +44,4 @@ void Journal::event(std::uint8_t source, std::uint8_t severity, std::uint16_t co
 
 void Journal::console(const char* text) { sys::console_line(text); }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

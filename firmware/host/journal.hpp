@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "host/event_log.hpp"
+#include "firmware/host/event_log.hpp"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 class Journal {
 public:
@@ -25,4 +25,4 @@ private:
     EventLog& log_;
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

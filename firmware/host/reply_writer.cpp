@@ -1,12 +1,12 @@
-#include "host/reply_writer.hpp"
+#include "firmware/host/reply_writer.hpp"
 
 #include <cstring>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 bool ReplyWriter::flush()
 {
@@ -42,4 +42,4 @@ std::uint32_t ReplyWriter::finish()
     return status_;
 }
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace jalfw::host {
+namespace jal::fw::host {
 
 class ReplyWriter {
 public:
@@ -35,4 +35,4 @@ private:
     std::uint32_t status_ = 0;   // JAL_STATUS_OK
 };
 
-}  // namespace jalfw::host
+}  // namespace jal::fw::host

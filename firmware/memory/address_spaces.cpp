@@ -1,13 +1,13 @@
-#include "memory/address_spaces.hpp"
+#include "firmware/memory/address_spaces.hpp"
 
 #include <bit>
 
-#include "host/event_codes.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "memory/mmu.hpp"
+#include "firmware/memory/mmu.hpp"
 
-namespace jalfw::memory {
+namespace jal::fw::memory {
 
 namespace {
 
@@ -237,4 +237,4 @@ void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint
     journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu command failed", {cmd, status, ctx, va_page});
 }
 
-}  // namespace jalfw::memory
+}  // namespace jal::fw::memory

@@ -21,11 +21,11 @@
 #include <array>
 #include <cstdint>
 
-#include "host/journal.hpp"
+#include "firmware/host/journal.hpp"
 #include "jal/hw/admin.h"
-#include "memory/page_allocator.hpp"
+#include "firmware/memory/page_allocator.hpp"
 
-namespace jalfw::memory {
+namespace jal::fw::memory {
 
 inline constexpr std::uint8_t kNoFunction = 0xff;
 inline constexpr std::uint32_t kAlignMinLog2 = 21;  // JAL_PAGE_SIZE
@@ -112,4 +112,4 @@ private:
     std::uint32_t next_ctx_ = 1;  // ids rotate, so a stale id is not reused at once
 };
 
-}  // namespace jalfw::memory
+}  // namespace jal::fw::memory

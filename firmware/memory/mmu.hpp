@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::memory::mmu {
+namespace jal::fw::memory::mmu {
 
 inline std::uint32_t command(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, std::uint32_t flags,
                              std::uint32_t cmd)
@@ -46,4 +46,4 @@ inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t r
 // Drops every mapping of the context.
 inline std::uint32_t flush_ctx(std::uint32_t ctx) { return command(ctx, 0, 0, 0, JAL_MMU_CMD_FLUSH_CTX); }
 
-}  // namespace jalfw::memory::mmu
+}  // namespace jal::fw::memory::mmu

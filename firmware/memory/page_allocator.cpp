@@ -1,8 +1,8 @@
-#include "memory/page_allocator.hpp"
+#include "firmware/memory/page_allocator.hpp"
 
 #include <bit>
 
-namespace jalfw::memory {
+namespace jal::fw::memory {
 
 void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
 {
@@ -67,4 +67,4 @@ std::uint32_t PageAllocator::free_pages_total() const
     return n;
 }
 
-}  // namespace jalfw::memory
+}  // namespace jal::fw::memory

@@ -8,11 +8,11 @@
 #include <array>
 #include <cstdint>
 
-#include "hbm/hbm_state.hpp"
+#include "firmware/hbm/hbm_state.hpp"
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 
-namespace jalfw::memory {
+namespace jal::fw::memory {
 
 inline constexpr std::uint32_t kPagesPerChannel = static_cast<std::uint32_t>(JAL_HBM_CHANNEL_BYTES / JAL_PAGE_SIZE);
 inline constexpr std::uint32_t kPagesPerSlice = kPagesPerChannel * JAL_HBM_CHANNELS_PER_SLICE;
@@ -55,4 +55,4 @@ private:
     std::array<std::uint16_t, JAL_NUM_SLICES> usable_{};  // bit per channel of the slice in service
 };
 
-}  // namespace jalfw::memory
+}  // namespace jal::fw::memory

@@ -1,6 +1,6 @@
-#include "power/limiter.hpp"
+#include "firmware/power/limiter.hpp"
 
-namespace jalfw::power {
+namespace jal::fw::power {
 
 std::uint32_t ProportionalLimiter::update(std::uint32_t measure, std::uint32_t limit, std::uint32_t clock_mhz)
 {
@@ -59,4 +59,4 @@ std::uint32_t MovingAverage::add(std::uint32_t sample, std::uint32_t cap)
     return value();
 }
 
-}  // namespace jalfw::power
+}  // namespace jal::fw::power

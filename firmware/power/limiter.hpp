@@ -7,7 +7,7 @@
 
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::power {
+namespace jal::fw::power {
 
 // Rounds down onto the clock grid JAL_CLOCK_MIN_MHZ + k * JAL_CLOCK_STEP_MHZ, clamped.
 constexpr std::uint32_t clamp_clock(std::int64_t mhz)
@@ -76,4 +76,4 @@ private:
     bool seeded_ = false;
 };
 
-}  // namespace jalfw::power
+}  // namespace jal::fw::power

@@ -1,13 +1,13 @@
-#include "power/power_manager.hpp"
+#include "firmware/power/power_manager.hpp"
 
-#include "hal/hal.hpp"
-#include "host/event_codes.hpp"
+#include "firmware/hal/hal.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "power/vf.hpp"
-#include "util/mask64.hpp"
+#include "firmware/power/vf.hpp"
+#include "firmware/util/mask64.hpp"
 
-namespace jalfw::power {
+namespace jal::fw::power {
 
 std::uint32_t PowerManager::init_safe()
 {
@@ -141,4 +141,4 @@ void PowerManager::tick()
     }
 }
 
-}  // namespace jalfw::power
+}  // namespace jal::fw::power

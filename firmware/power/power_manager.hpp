@@ -6,12 +6,12 @@
 #include <array>
 #include <cstdint>
 
-#include "host/journal.hpp"
+#include "firmware/host/journal.hpp"
 #include "jal/hw/telemetry.h"
-#include "power/limiter.hpp"
-#include "slices/slice_manager.hpp"
+#include "firmware/power/limiter.hpp"
+#include "firmware/slices/slice_manager.hpp"
 
-namespace jalfw::power {
+namespace jal::fw::power {
 
 class PowerManager {
 public:
@@ -70,4 +70,4 @@ private:
     std::uint64_t boot_start_us_ = 0;
 };
 
-}  // namespace jalfw::power
+}  // namespace jal::fw::power

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::power {
+namespace jal::fw::power {
 
 inline std::uint32_t voltage_for(std::uint32_t mhz)
 {
@@ -30,4 +30,4 @@ inline void set_operating_point(std::uint32_t cur_mhz, std::uint32_t cur_mv, std
     }
 }
 
-}  // namespace jalfw::power
+}  // namespace jal::fw::power

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/admin.h"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::queues::cp {
+namespace jal::fw::queues::cp {
 
 struct QueueConfig {
     std::uint32_t ctx = 0;
@@ -63,4 +63,4 @@ inline void read_status(std::uint32_t qid, jal_queue_status& st)
     st.last_error_index = read64(JAL_CP_Q_ERR_INDEX_LO, JAL_CP_Q_ERR_INDEX_HI);
 }
 
-}  // namespace jalfw::queues::cp
+}  // namespace jal::fw::queues::cp

@@ -1,10 +1,10 @@
-#include "queues/user_queues.hpp"
+#include "firmware/queues/user_queues.hpp"
 
 #include "jal/hw/mgmt.h"
 #include "jal/hw/queue.h"
 #include "jal/hw/status.h"
 
-namespace jalfw::queues {
+namespace jal::fw::queues {
 
 void UserQueues::init()
 {
@@ -83,4 +83,4 @@ std::uint32_t UserQueues::live() const
     return n;
 }
 
-}  // namespace jalfw::queues
+}  // namespace jal::fw::queues

@@ -8,9 +8,9 @@
 
 #include "jal/hw/admin.h"
 #include "jal/hw/pci.h"
-#include "queues/cp.hpp"
+#include "firmware/queues/cp.hpp"
 
-namespace jalfw::queues {
+namespace jal::fw::queues {
 
 class UserQueues {
 public:
@@ -47,4 +47,4 @@ private:
     std::uint32_t next_ = 0;
 };
 
-}  // namespace jalfw::queues
+}  // namespace jal::fw::queues

@@ -1,12 +1,12 @@
-#include "slices/slice_manager.hpp"
+#include "firmware/slices/slice_manager.hpp"
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "sys/watchdog.hpp"
-#include "util/mask64.hpp"
+#include "firmware/sys/watchdog.hpp"
+#include "firmware/util/mask64.hpp"
 
-namespace jalfw::slices {
+namespace jal::fw::slices {
 
 using util::popcount64;
 
@@ -139,4 +139,4 @@ void SliceManager::build_map(jal_slice_map& map) const
     }
 }
 
-}  // namespace jalfw::slices
+}  // namespace jal::fw::slices

@@ -9,7 +9,7 @@
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 
-namespace jalfw::slices {
+namespace jal::fw::slices {
 
 inline constexpr std::uint64_t kAllSlices = ~std::uint64_t{0};
 inline constexpr std::uint32_t kBistTimeoutUs = 10 * 400;  // 10x JAL_SLICE_BIST_US
@@ -60,4 +60,4 @@ private:
     std::array<std::uint8_t, JAL_NUM_SLICES> channels_ok_{};
 };
 
-}  // namespace jalfw::slices
+}  // namespace jal::fw::slices

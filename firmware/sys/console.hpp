@@ -2,10 +2,10 @@
 // each '\n'-terminated line.
 #pragma once
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::sys {
+namespace jal::fw::sys {
 
 inline void console_line(const char* text)
 {
@@ -13,4 +13,4 @@ inline void console_line(const char* text)
     hal::write32(JAL_SYS_CONSOLE, '\n');
 }
 
-}  // namespace jalfw::sys
+}  // namespace jal::fw::sys

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::sys {
+namespace jal::fw::sys {
 
 inline constexpr std::uint32_t kWatchdogTimeoutMs = 50;
 
@@ -20,4 +20,4 @@ inline void watchdog_arm(std::uint32_t timeout_ms = kWatchdogTimeoutMs)
 
 inline void watchdog_feed() { hal::write32(JAL_WDT_FEED, JAL_WDT_FEED_MAGIC); }
 
-}  // namespace jalfw::sys
+}  // namespace jal::fw::sys

@@ -4,9 +4,9 @@
 #include <bit>
 #include <cstdint>
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 
-namespace jalfw::util {
+namespace jal::fw::util {
 
 inline std::uint64_t read_mask64(std::uint32_t lo_reg, std::uint32_t hi_reg)
 {
@@ -23,4 +23,4 @@ inline void write_mask64(std::uint32_t lo_reg, std::uint32_t hi_reg, std::uint64
 
 inline std::uint32_t popcount64(std::uint64_t m) { return static_cast<std::uint32_t>(std::popcount(m)); }
 
-}  // namespace jalfw::util
+}  // namespace jal::fw::util

@@ -1,6 +1,6 @@
-#include "util/text.hpp"
+#include "firmware/util/text.hpp"
 
-namespace jalfw::util {
+namespace jal::fw::util {
 
 std::size_t copy_string(std::span<char> dst, const char* src)
 {
@@ -64,4 +64,4 @@ LineBuffer& LineBuffer::hex(std::uint32_t v)
     return *this;
 }
 
-}  // namespace jalfw::util
+}  // namespace jal::fw::util

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace jalfw::util {
+namespace jal::fw::util {
 
 // Copies src into dst, truncating, always NUL-terminating (dst must not be empty).
 // Returns the number of characters copied.
@@ -32,4 +32,4 @@ private:
     std::size_t len_ = 0;
 };
 
-}  // namespace jalfw::util
+}  // namespace jal::fw::util

@@ -14,7 +14,7 @@
 
 #include <jal/emu_dir.hpp>
 
-namespace jalbench {
+namespace jal::bench {
 
 namespace fs = std::filesystem;
 

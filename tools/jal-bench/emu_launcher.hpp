@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace jalbench {
+namespace jal::bench {
 
 class EmuLauncher {
 public:

@@ -18,7 +18,7 @@
 
 #include <jal/jal.hpp>
 
-namespace jalbench {
+namespace jal::bench {
 
 namespace {
 

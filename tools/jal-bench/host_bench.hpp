@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace jalbench {
+namespace jal::bench {
 
 struct HostBenchOptions {
 	std::string emu_dir;

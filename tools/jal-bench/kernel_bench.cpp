@@ -30,7 +30,7 @@
 
 #include "sgemm_baseline.hpp"
 
-namespace jalbench {
+namespace jal::bench {
 namespace {
 
 namespace jk = jal::kernels;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace jalbench {
+namespace jal::bench {
 
 struct KernelBenchOptions {
 	std::string emu_dir;

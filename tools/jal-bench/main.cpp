@@ -16,7 +16,7 @@ int main(int argc, char **argv)
 {
 	CLI::App app{"jal-bench: benchmarks of the Jalapeño stack"};
 	app.require_subcommand(1);
-	jalbench::HostBenchOptions o;
+	jal::bench::HostBenchOptions o;
 	bool json = false, quick = false;
 	uint64_t file_mib = o.file_bytes >> 20, max_copy_mib = o.max_copy_bytes >> 20;
 	auto *host = app.add_subcommand("host", "Host stack: packet round trips, submission rate, copy bandwidth, file loading");
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	host->add_option("--file-mib", file_mib, "Size of the generated file (MiB)");
 	host->add_flag("--quick", quick, "Fewer samples and smaller sizes (a smoke run)");
 	host->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
-	jalbench::KernelBenchOptions ko;
+	jal::bench::KernelBenchOptions ko;
 	bool kjson = false;
 	auto *kernels = app.add_subcommand(
 		"kernels", "Linear kernels (GEMV/GEMM, expert GEMM, embedding, argmax, all-reduce, quantize) at decode and "
@@ -43,14 +43,14 @@ int main(int argc, char **argv)
 
 	if (kernels->parsed()) {
 		try {
-			jalbench::EmuLauncher emu({"--fw", "native"});
+			jal::bench::EmuLauncher emu({"--fw", "native"});
 			ko.emu_dir = emu.socket_dir();
-			nlohmann::json doc = jalbench::run_kernel_bench(ko);
+			nlohmann::json doc = jal::bench::run_kernel_bench(ko);
 			doc["emulator"] = emu.description();
 			if (kjson)
 				std::cout << doc["kernels"].dump(2) << '\n';
 			else
-				std::cout << jalbench::format_kernel_table(doc);
+				std::cout << jal::bench::format_kernel_table(doc);
 			return 0;
 		} catch (const jal::Error &e) {
 			std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";
@@ -70,14 +70,14 @@ int main(int argc, char **argv)
 		o.file_bytes = std::min<uint64_t>(o.file_bytes, 32ull << 20);
 	}
 	try {
-		jalbench::EmuLauncher emu({"--fw", "native"});
+		jal::bench::EmuLauncher emu({"--fw", "native"});
 		o.emu_dir = emu.socket_dir();
-		nlohmann::json doc = jalbench::run_host_bench(o);
+		nlohmann::json doc = jal::bench::run_host_bench(o);
 		doc["emulator"] = emu.description();
 		if (json)
 			std::cout << doc.dump(2) << '\n';
 		else
-			std::cout << jalbench::format_host_table(doc);
+			std::cout << jal::bench::format_host_table(doc);
 		return 0;
 	} catch (const jal::Error &e) {
 		std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";

@@ -10,7 +10,7 @@
 
 extern "C" void openblas_set_num_threads(int threads); // OpenBLAS's own, not in every cblas.h
 
-namespace jalbench {
+namespace jal::bench {
 
 double sgemm_gflops(uint32_t m, uint32_t n, uint32_t k, double min_seconds)
 {

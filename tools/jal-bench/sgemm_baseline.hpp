@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace jalbench {
+namespace jal::bench {
 
 // GFLOP/s (2·M·N·K / seconds) of C = A·Bᵀ (A: M×K, B: N×K, row-major), the best of a
 // few repetitions lasting at least `min_seconds` together. Single-threaded.

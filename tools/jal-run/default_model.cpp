@@ -8,7 +8,7 @@
 
 #include <jal/model/synthetic_gpt_oss.hpp>
 
-namespace jalrun {
+namespace jal::run {
 
 namespace fs = std::filesystem;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace jalrun {
+namespace jal::run {
 
 inline constexpr const char *kDefaultPreset = "small";
 inline constexpr unsigned kDefaultSeed = 1;

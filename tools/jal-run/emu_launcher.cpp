@@ -14,7 +14,7 @@
 
 #include <jal/emu_dir.hpp>
 
-namespace jalrun {
+namespace jal::run {
 
 namespace fs = std::filesystem;
 

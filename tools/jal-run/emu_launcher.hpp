@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace jalrun {
+namespace jal::run {
 
 class EmuLauncher {
 public:

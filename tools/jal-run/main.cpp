@@ -89,9 +89,9 @@ int run(const Options &o)
 
 	std::string model_path = o.model;
 	if (!o.timing_only && model_path.empty())
-		model_path = jalrun::default_model_path(o.quiet || o.json);
+		model_path = jal::run::default_model_path(o.quiet || o.json);
 
-	jalrun::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
+	jal::run::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
 	jal::runtime::Device device(o.device, emu.socket_dir());
 
 	jal::model::RuntimeOptions ro;
@@ -143,7 +143,7 @@ int run(const Options &o)
 	std::vector<int> seqs;
 	std::vector<std::vector<float>> logits(users);
 	std::map<std::string, jal::model::ChipTotals> prefill_kernels;
-	jalrun::RunFigures fig;
+	jal::run::RunFigures fig;
 	fig.users = users;
 	fig.out_tokens = n_out;
 	auto t0 = Clock::now();
@@ -209,7 +209,7 @@ int run(const Options &o)
 		fig.decode_ns = static_cast<uint64_t>(per_step_ns * (o.project_out - 1));
 		fig.decode_energy_nj = static_cast<uint64_t>(per_step_nj * (o.project_out - 1));
 	}
-	jalrun::Metrics m = jalrun::compute_metrics(fig);
+	jal::run::Metrics m = jal::run::compute_metrics(fig);
 	const double wall_tok_s = decode_wall > 0 ? double(n_out - 1) * users / decode_wall : 0;
 	const double wall_prefill_tok_s = prefill_wall > 0 ? double(prompt.size()) * (o.timing_only ? 1 : users) / prefill_wall : 0;
 	const jal::model::ChipTotals &tot = rt->total();

@@ -2,7 +2,7 @@
 
 #include <jal/model/runtime.hpp>
 
-namespace jalrun {
+namespace jal::run {
 
 Metrics compute_metrics(const RunFigures &f)
 {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace jalrun {
+namespace jal::run {
 
 struct RunFigures {
 	uint64_t prefill_ns = 0;        // modelled: one user's prompt

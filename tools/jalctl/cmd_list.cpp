@@ -6,7 +6,7 @@
 #include "json_views.hpp"
 #include "table.hpp"
 
-namespace jalctl {
+namespace jal::ctl {
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "context.hpp"
 #include "exit_codes.hpp"
 
-namespace jalctl {
+namespace jal::ctl {
 
 namespace {
 

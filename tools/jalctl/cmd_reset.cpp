@@ -5,7 +5,7 @@
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 
-namespace jalctl {
+namespace jal::ctl {
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "json_views.hpp"
 
-namespace jalctl {
+namespace jal::ctl {
 
 jal::Device Context::open() const
 {

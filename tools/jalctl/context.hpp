@@ -11,7 +11,7 @@
 
 #include <jal/device.hpp>
 
-namespace jalctl {
+namespace jal::ctl {
 
 struct Context {
 	unsigned device = 0;

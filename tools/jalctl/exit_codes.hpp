@@ -1,6 +1,6 @@
 #pragma once
 
-namespace jalctl {
+namespace jal::ctl {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1; // the device is missing, failed, or did not answer

@@ -6,7 +6,7 @@
 
 #include <jal/hw/chip.h>
 
-namespace jalctl {
+namespace jal::ctl {
 
 std::string hex(uint64_t value, int digits)
 {

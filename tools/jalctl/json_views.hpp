@@ -7,7 +7,7 @@
 
 #include <jal/device.hpp>
 
-namespace jalctl {
+namespace jal::ctl {
 
 using nlohmann::json;
 

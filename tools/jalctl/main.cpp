@@ -10,26 +10,26 @@
 
 int main(int argc, char **argv)
 {
-	jalctl::Context ctx;
+	jal::ctl::Context ctx;
 	CLI::App app{"jalctl: inspect and manage Jalapeño devices.\n"
 		     "Devices are found in $JAL_EMU_DIR (default $XDG_RUNTIME_DIR/jal-emu or /tmp/jal-emu-<uid>)."};
 	app.require_subcommand(1);
-	jalctl::add_common_options(app, ctx);
-	jalctl::add_list_command(app, ctx);
-	jalctl::add_info_command(app, ctx);
-	jalctl::add_slices_command(app, ctx);
-	jalctl::add_hbm_command(app, ctx);
-	jalctl::add_telemetry_command(app, ctx);
-	jalctl::add_power_command(app, ctx);
-	jalctl::add_log_command(app, ctx);
-	jalctl::add_reset_command(app, ctx);
-	jalctl::add_load_command(app, ctx);
+	jal::ctl::add_common_options(app, ctx);
+	jal::ctl::add_list_command(app, ctx);
+	jal::ctl::add_info_command(app, ctx);
+	jal::ctl::add_slices_command(app, ctx);
+	jal::ctl::add_hbm_command(app, ctx);
+	jal::ctl::add_telemetry_command(app, ctx);
+	jal::ctl::add_power_command(app, ctx);
+	jal::ctl::add_log_command(app, ctx);
+	jal::ctl::add_reset_command(app, ctx);
+	jal::ctl::add_load_command(app, ctx);
 
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
 		int code = app.exit(e);
-		return code == 0 ? 0 : jalctl::kExitUsage;
+		return code == 0 ? 0 : jal::ctl::kExitUsage;
 	}
 
 	try {
@@ -38,11 +38,11 @@ int main(int argc, char **argv)
 		std::cerr << "jalctl: " << e.what() << '\n';
 		if (ctx.json)
 			ctx.print_json({{"error", e.what()}, {"status", e.status_name()}});
-		return jalctl::kExitFailure;
+		return jal::ctl::kExitFailure;
 	} catch (const std::exception &e) {
 		std::cerr << "jalctl: internal error: " << e.what() << '\n';
 		if (ctx.json)
 			ctx.print_json({{"error", e.what()}, {"status", "internal"}});
-		return jalctl::kExitFailure;
+		return jal::ctl::kExitFailure;
 	}
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace jalctl {
+namespace jal::ctl {
 
 namespace {
 // Display width: count code points, not bytes, so "°C" lines up.

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace jalctl {
+namespace jal::ctl {
 
 class Table {
 public:

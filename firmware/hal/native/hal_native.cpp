@@ -1,9 +1,9 @@
-#include "hal/native/native_bus.hpp"
+#include "firmware/hal/native/native_bus.hpp"
 
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
-namespace jalfw::hal {
+namespace jal::fw::hal {
 
 namespace {
 thread_local NativeBus* current_bus = nullptr;
@@ -29,4 +29,4 @@ std::uint64_t now_us()
     return (std::uint64_t{hi} << 32) | lo;
 }
 
-}  // namespace jalfw::hal
+}  // namespace jal::fw::hal

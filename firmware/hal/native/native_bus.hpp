@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace jalfw::hal {
+namespace jal::fw::hal {
 
 class NativeBus {
 public:
@@ -21,4 +21,4 @@ public:
 void set_native_bus(NativeBus* bus);
 NativeBus* native_bus();
 
-}  // namespace jalfw::hal
+}  // namespace jal::fw::hal

@@ -1,12 +1,12 @@
 // The hardware seam on the Cortex-M7: volatile MMIO on the peripheral window, WFI, and
 // the DMA engine programmed through its registers with a real 32-bit local address.
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 
 #include "jal/hw/mgmt.h"
 
 #include <cstdint>
 
-namespace jalfw::hal {
+namespace jal::fw::hal {
 
 #if !defined(JALFW_HAL_MMIO)
 #error "the target HAL is built with JALFW_HAL_MMIO (read32/write32 are inline in hal.hpp)"
@@ -39,4 +39,4 @@ std::uint64_t now_us()
     return (std::uint64_t{hi} << 32) | lo;
 }
 
-}  // namespace jalfw::hal
+}  // namespace jal::fw::hal

@@ -1,8 +1,8 @@
 // The image's entry: one firmware instance in static storage (there is no heap).
-#include "firmware.hpp"
+#include "firmware/firmware.hpp"
 
 namespace {
-jalfw::Firmware firmware;
+jal::fw::Firmware firmware;
 }
 
 int main()

@@ -1,5 +1,5 @@
 // Reset: copy .data from flash, zero .bss, run static constructors, enter the firmware.
-#include "hal/hal.hpp"
+#include "firmware/hal/hal.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <cstdint>
@@ -26,7 +26,7 @@ int main();
 [[noreturn]] void jalfw_fault_handler()
 {
     for (const char* p = "fault: core halted until watchdog reset\n"; *p; ++p)
-        jalfw::hal::write32(JAL_SYS_CONSOLE, static_cast<std::uint8_t>(*p));
+        jal::fw::hal::write32(JAL_SYS_CONSOLE, static_cast<std::uint8_t>(*p));
     for (;;) __asm volatile("wfi");
 }
 

@@ -17,7 +17,7 @@
 #define JAL_REG_STATUS 0x0020      /* JAL_STATUS_* bits below */
 #define JAL_REG_BOOT_STATUS 0x0024 /* step << 16 | jal_status of that step (last finished step) */
 #define JAL_REG_POST_CODE 0x0028   /* last POST code written by the boot table */
-#define JAL_REG_FAULT 0x002c       /* jal_status of the fault that set JAL_STATUS_FAILED */
+#define JAL_REG_FAULT 0x002c       /* jal_status of the fault that set JAL_REG_STATUS_FAILED */
 
 #define JAL_ID_MAGIC 0x4a414c50u   /* 'JALP' */
 
@@ -25,11 +25,11 @@
 #define JAL_CAP_USER_QUEUES (1u << 1)
 #define JAL_CAP_MSIX (1u << 2)
 
-#define JAL_STATUS_BOOTING (1u << 0)  /* firmware is running its boot table */
-#define JAL_STATUS_READY (1u << 1)    /* boot finished, admin queue may be enabled */
-#define JAL_STATUS_FAILED (1u << 2)   /* a fatal boot step or fatal error; see FAULT */
-#define JAL_STATUS_DEGRADED (1u << 3) /* ready, with harvested slices or failed channels */
-#define JAL_STATUS_RESETTING (1u << 4)
+#define JAL_REG_STATUS_BOOTING (1u << 0)  /* firmware is running its boot table */
+#define JAL_REG_STATUS_READY (1u << 1)    /* boot finished, admin queue may be enabled */
+#define JAL_REG_STATUS_FAILED (1u << 2)   /* a fatal boot step or fatal error; see FAULT */
+#define JAL_REG_STATUS_DEGRADED (1u << 3) /* ready, with harvested slices or failed channels */
+#define JAL_REG_STATUS_RESETTING (1u << 4)
 
 /* Chip reset: write JAL_RESET_MAGIC to request a full chip reset (firmware reboots,
  * all queues and contexts are lost, STATUS goes to BOOTING then READY or FAILED). */

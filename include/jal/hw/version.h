@@ -6,10 +6,10 @@
 #define JAL_HW_VERSION_H
 
 #define JAL_HW_VERSION_MAJOR 1
-#define JAL_HW_VERSION_MINOR 2
+#define JAL_HW_VERSION_MINOR 3
 #define JAL_HW_VERSION ((JAL_HW_VERSION_MAJOR << 16) | JAL_HW_VERSION_MINOR)
 
 #define JAL_HW_VERSION_GET_MAJOR(v) (((v) >> 16) & 0xffffu)
-#define JAL_HW_VERSION_GET_MINOR(v) ((v) & 0xffffu)
+#define JAL_HW_VERSION_GET_MINOR(v) ((v)&0xffffu)
 
 #endif

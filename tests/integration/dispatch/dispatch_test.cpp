@@ -32,11 +32,11 @@ uint64_t I(uint8_t op, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned 
 uint64_t LI(unsigned rd, int32_t v) { return I(JAL_OP_LI, rd, 0, 0, 0, v); }
 uint64_t END() { return I(JAL_OP_END); }
 
-class DispatchTest : public jaltest::EmuTest {
+class DispatchTest : public jal::test::EmuTest {
 protected:
-    jaltest::EmuOptions emu_options() const override
+    jal::test::EmuOptions emu_options() const override
     {
-        jaltest::EmuOptions o;
+        jal::test::EmuOptions o;
         o.extra_args = {"--fw", "native"};
         o.fuse_slices = "5";  // 63 usable slices: logical 5.. live on physical 6..
         return o;

@@ -30,8 +30,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using jaltest::EmuOptions;
-using jaltest::EmuProcess;
+using jal::test::EmuOptions;
+using jal::test::EmuProcess;
 using nlohmann::json;
 
 // Firmware event codes (firmware/host/event_codes.hpp; docs/device-interface.md 8.5).
@@ -56,7 +56,7 @@ constexpr int32_t kThermalToleranceMc = 500;
 jal::Device open_ready(EmuProcess &emu, jal::OpenOptions options)
 {
 	jal::Device dev = jal::Device::open(0, options);
-	const jal::DeviceStatus s = dev.wait_ready(jaltest::kBootTimeout);
+	const jal::DeviceStatus s = dev.wait_ready(jal::test::kBootTimeout);
 	EXPECT_TRUE(s.state == jal::DeviceState::ready || s.state == jal::DeviceState::failed)
 		<< "device is " << jal::state_name(s.state) << "\n"
 		<< emu.output();
@@ -67,10 +67,10 @@ jal::Device open_ready(EmuProcess &emu) { return open_ready(emu, emu.open_option
 
 std::string console_path(const EmuProcess &emu) { return emu.socket_dir() + "/jal0.console"; }
 
-jaltest::CommandResult jalctl(const EmuProcess &emu, std::vector<std::string> args)
+jal::test::CommandResult jalctl(const EmuProcess &emu, std::vector<std::string> args)
 {
-	args.insert(args.begin(), jaltest::bin_path("jalctl"));
-	return jaltest::run_command(args, {emu.env()});
+	args.insert(args.begin(), jal::test::bin_path("jalctl"));
+	return jal::test::run_command(args, {emu.env()});
 }
 
 json jalctl_json(const EmuProcess &emu, std::vector<std::string> args)
@@ -414,10 +414,10 @@ TEST(FirmwareWatchdog, AHungMainLoopIsCaughtByTheWatchdogAndTheChipRecovers)
 	// the reset disabled it; commands may fail while that happens.
 	std::optional<jal_identify> after;
 	std::vector<std::string> errors;  // what the library said while the chip rebooted
-	const auto give_up = std::chrono::steady_clock::now() + jaltest::kBootTimeout;
+	const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
 	while (!after && std::chrono::steady_clock::now() < give_up) {
 		try {
-			dev.wait_ready(jaltest::kBootTimeout);
+			dev.wait_ready(jal::test::kBootTimeout);
 			const jal_identify id = dev.identify();
 			if (id.boot_count > before.boot_count)
 				after = id;

@@ -16,24 +16,24 @@
 #include <jal/kernels/library/expert_gemm.hpp>
 
 namespace jl = jal::kernels::linear;
-using jaltest::HostMatrix;
+using jal::test::HostMatrix;
 using jal::kernels::TensorRef;
 
 namespace {
 
-class LinearExpertTest : public jaltest::LinearKernelTest {
+class LinearExpertTest : public jal::test::LinearKernelTest {
 protected:
     void check(const jl::ExpertGemmConfig &c, uint32_t nslices, uint64_t seed, bool timing_only = false)
     {
         SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices) + " slices");
         const uint32_t pairs = c.tokens * c.k, xrows = c.input_per_pair ? pairs : c.tokens;
         const jal_dtype act = jl::activation_dtype(c.weight, c.numerics);
-        std::vector<float> xf = jaltest::random_floats(size_t{xrows} * c.kdim, seed);
-        HostMatrix x = jaltest::quantized(xf, xrows, c.kdim, JAL_DT_F32);
-        HostMatrix a = jaltest::quantized(xf, xrows, c.kdim, act, jl::activation_cvt_mode(c.numerics));
-        HostMatrix w = jaltest::quantized(jaltest::random_floats(size_t{c.experts} * c.n * c.kdim, seed + 1, 0.5f),
+        std::vector<float> xf = jal::test::random_floats(size_t{xrows} * c.kdim, seed);
+        HostMatrix x = jal::test::quantized(xf, xrows, c.kdim, JAL_DT_F32);
+        HostMatrix a = jal::test::quantized(xf, xrows, c.kdim, act, jl::activation_cvt_mode(c.numerics));
+        HostMatrix w = jal::test::quantized(jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, seed + 1, 0.5f),
                                           c.experts * c.n, c.kdim, c.weight);
-        std::vector<float> bias = jaltest::random_floats(size_t{c.experts} * c.n, seed + 2);
+        std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, seed + 2);
         // k distinct experts per token.
         std::mt19937_64 rng(seed + 3);
         std::vector<int32_t> ids;

@@ -19,7 +19,7 @@
 
 #include "fixture/emu_process.hpp"
 
-namespace jaltest {
+namespace jal::test {
 
 class LinearKernelTest : public EmuTest {
 protected:

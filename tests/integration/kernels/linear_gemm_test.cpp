@@ -19,7 +19,7 @@
 #include <jal/kernels/library/gemm.hpp>
 
 namespace jl = jal::kernels::linear;
-using jaltest::HostMatrix;
+using jal::test::HostMatrix;
 
 namespace {
 
@@ -29,7 +29,7 @@ struct GemmCase {
     uint64_t seed = 1;
 };
 
-class LinearGemmTest : public jaltest::LinearKernelTest {
+class LinearGemmTest : public jal::test::LinearKernelTest {
 protected:
     // Runs `c` and checks y against the reference; returns the dispatch report.
     jal_dispatch_report check(const GemmCase &gc, bool per_slice_weights = false)
@@ -37,12 +37,12 @@ protected:
         const jl::GemmConfig &c = gc.config;
         SCOPED_TRACE(jl::gemm_name(c) + " on " + std::to_string(gc.slices) + " slices");
         const jl::GemmPlan plan = jl::plan_gemm(c);
-        std::vector<float> xf = jaltest::random_floats(size_t{c.m} * c.k, gc.seed);
-        std::vector<float> wf = jaltest::random_floats(size_t{c.n} * c.k, gc.seed + 1, 0.5f);
-        std::vector<float> bias = jaltest::random_floats(c.n, gc.seed + 2);
-        HostMatrix w = jaltest::quantized(wf, c.n, c.k, c.weight);
-        HostMatrix a = jaltest::quantized(xf, c.m, c.k, plan.activation, jl::activation_cvt_mode(c.numerics));
-        HostMatrix x = c.x_dtype == JAL_DT_F32 ? jaltest::quantized(xf, c.m, c.k, JAL_DT_F32) : a;
+        std::vector<float> xf = jal::test::random_floats(size_t{c.m} * c.k, gc.seed);
+        std::vector<float> wf = jal::test::random_floats(size_t{c.n} * c.k, gc.seed + 1, 0.5f);
+        std::vector<float> bias = jal::test::random_floats(c.n, gc.seed + 2);
+        HostMatrix w = jal::test::quantized(wf, c.n, c.k, c.weight);
+        HostMatrix a = jal::test::quantized(xf, c.m, c.k, plan.activation, jl::activation_cvt_mode(c.numerics));
+        HostMatrix x = c.x_dtype == JAL_DT_F32 ? jal::test::quantized(xf, c.m, c.k, JAL_DT_F32) : a;
 
         const uint64_t mask = slices(gc.slices);
         uint64_t x_va = upload(x.bytes);
@@ -150,8 +150,8 @@ TEST_F(LinearGemmTest, WeightsInEachSlicesOwnMemory)
 TEST_F(LinearGemmTest, TimingOnlyLeavesOutputUntouched)
 {
     jl::GemmConfig c{.m = 1, .n = 64, .k = 96, .weight = JAL_DT_MXFP4, .bias = false};
-    HostMatrix w = jaltest::quantized(jaltest::random_floats(64 * 96, 60), 64, 96, JAL_DT_MXFP4);
-    std::vector<float> x = jaltest::random_floats(96, 61);
+    HostMatrix w = jal::test::quantized(jal::test::random_floats(64 * 96, 60), 64, 96, JAL_DT_MXFP4);
+    std::vector<float> x = jal::test::random_floats(96, 61);
     uint64_t x_va = upload(x), w_va = upload(w.bytes);
     uint64_t table_va = upload(jl::shard_table(w.ref(w_va), 2));
     uint64_t y_va = output(64 * 4, 0x5a);
@@ -166,8 +166,8 @@ TEST_F(LinearGemmTest, TimingOnlyLeavesOutputUntouched)
 TEST_F(LinearGemmTest, BadArguments)
 {
     jl::GemmConfig c{.m = 1, .n = 16, .k = 64, .weight = JAL_DT_MXFP4};
-    HostMatrix w = jaltest::quantized(jaltest::random_floats(16 * 64, 70), 16, 64, JAL_DT_MXFP4);
-    std::vector<float> x = jaltest::random_floats(64, 71);
+    HostMatrix w = jal::test::quantized(jal::test::random_floats(16 * 64, 70), 16, 64, JAL_DT_MXFP4);
+    std::vector<float> x = jal::test::random_floats(64, 71);
     uint64_t x_va = upload(x), w_va = upload(w.bytes);
     uint64_t y_va = output(16 * 4);
     jal::kernels::TensorRef xr{.va = x_va, .rows = 1, .cols = 64, .row_stride = 0, .dtype = JAL_DT_F32};

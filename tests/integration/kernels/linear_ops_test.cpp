@@ -17,11 +17,11 @@
 #include <jal/kernels/library/quantize.hpp>
 
 namespace jl = jal::kernels::linear;
-using jaltest::HostMatrix;
+using jal::test::HostMatrix;
 using jal::kernels::TensorRef;
 
 namespace {
-class LinearOpsTest : public jaltest::LinearKernelTest {};
+class LinearOpsTest : public jal::test::LinearKernelTest {};
 
 TensorRef f32(uint64_t va, uint32_t rows, uint32_t cols)
 {
@@ -36,7 +36,7 @@ TensorRef i32(uint64_t va, uint32_t rows, uint32_t cols)
 TEST_F(LinearOpsTest, QuantizeMatchesTheDocumentedRoundingBitForBit)
 {
     const uint32_t m = 7, k = 96;
-    std::vector<float> x = jaltest::random_floats(m * k, 1, 3.0f);
+    std::vector<float> x = jal::test::random_floats(m * k, 1, 3.0f);
     uint64_t x_va = upload(x);
     struct {
         jal_dtype dt;
@@ -46,7 +46,7 @@ TEST_F(LinearOpsTest, QuantizeMatchesTheDocumentedRoundingBitForBit)
     for (auto [dt, mode] : cases) {
         SCOPED_TRACE(dt);
         jl::QuantizeConfig c{.m = m, .k = k, .out = dt, .mode = mode};
-        HostMatrix want = jaltest::quantized(x, m, k, dt, mode);
+        HostMatrix want = jal::test::quantized(x, m, k, dt, mode);
         uint64_t out_va = output(want.bytes.size());
         run(jl::build_quantize(c), jl::quantize_args(c, f32(x_va, m, k), want.ref(out_va)), slices(3));
         EXPECT_EQ(read(out_va, want.bytes.size()), want.bytes);
@@ -60,7 +60,7 @@ TEST_F(LinearOpsTest, EmbeddingEveryTableFormat)
     uint64_t ids_va = upload(ids);
     for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_Q8_0}) {
         SCOPED_TRACE(dt);
-        HostMatrix table = jaltest::quantized(jaltest::random_floats(vocab * dim, 10u + dt), vocab, dim, dt);
+        HostMatrix table = jal::test::quantized(jal::test::random_floats(vocab * dim, 10u + dt), vocab, dim, dt);
         uint64_t table_va = upload(table.bytes);
         uint64_t out_va = output(tokens * dim * 4);
         jl::EmbeddingConfig c{.tokens = tokens, .vocab = vocab, .dim = dim, .table = dt};
@@ -76,7 +76,7 @@ TEST_F(LinearOpsTest, EmbeddingEveryTableFormat)
 TEST_F(LinearOpsTest, EmbeddingIdOutOfRangeFaults)
 {
     const uint32_t vocab = 16, dim = 32;
-    HostMatrix table = jaltest::quantized(jaltest::random_floats(vocab * dim, 5), vocab, dim, JAL_DT_F32);
+    HostMatrix table = jal::test::quantized(jal::test::random_floats(vocab * dim, 5), vocab, dim, JAL_DT_F32);
     uint64_t table_va = upload(table.bytes);
     jl::EmbeddingConfig c{.tokens = 2, .vocab = vocab, .dim = dim, .table = JAL_DT_F32};
     for (int32_t bad : {16, -1}) {
@@ -95,7 +95,7 @@ TEST_F(LinearOpsTest, EmbeddingIdOutOfRangeFaults)
 TEST_F(LinearOpsTest, ArgmaxAcrossSlicesKeepsTheLowestIndexOnTies)
 {
     const uint32_t rows = 3, vocab = 1000;
-    std::vector<float> logits = jaltest::random_floats(rows * vocab, 3, 10.0f);
+    std::vector<float> logits = jal::test::random_floats(rows * vocab, 3, 10.0f);
     logits[0 * vocab + 811] = 50.0f; // row 0: one clear maximum in the last slices' part
     logits[1 * vocab + 123] = 40.0f; // row 1: a tie across slices; the lower index wins
     logits[1 * vocab + 901] = 40.0f;
@@ -130,7 +130,7 @@ TEST_F(LinearOpsTest, AllReduceRing)
         uint32_t s = 0;
         for (uint32_t bit = 0; bit < 64; bit++)
             if (mask & (1ull << bit)) { // each vector in its slice's memory
-                v.push_back(jaltest::random_floats(len, 40u + s++));
+                v.push_back(jal::test::random_floats(len, 40u + s++));
                 table.push_back(upload(v.back().data(), len * 4, JAL_PLACE_SLICE, 1ull << bit));
             }
         uint64_t table_va = upload(table);
@@ -152,12 +152,12 @@ TEST_F(LinearOpsTest, AllReduceRing)
 TEST_F(LinearOpsTest, TimingOnlyLeavesEveryOutputUntouched)
 {
     const uint32_t m = 4, k = 64, vocab = 300;
-    std::vector<float> x = jaltest::random_floats(m * k, 60);
+    std::vector<float> x = jal::test::random_floats(m * k, 60);
     uint64_t x_va = upload(x);
     jl::QuantizeConfig qc{.m = m, .k = k, .out = JAL_DT_MXFP4};
     const size_t qbytes = m * jal::numerics::row_bytes(JAL_DT_MXFP4, k);
     uint64_t q_va = output(qbytes, 0x5a);
-    HostMatrix qref = jaltest::quantized(x, m, k, JAL_DT_MXFP4);
+    HostMatrix qref = jal::test::quantized(x, m, k, JAL_DT_MXFP4);
     jal_dispatch_report r =
         run(jl::build_quantize(qc), jl::quantize_args(qc, f32(x_va, m, k), qref.ref(q_va)), slices(2), true);
     EXPECT_GT(r.modelled_ns, 0u);
@@ -172,7 +172,7 @@ TEST_F(LinearOpsTest, TimingOnlyLeavesEveryOutputUntouched)
     EXPECT_EQ(read(e_va, m * k * 4), std::vector<uint8_t>(m * k * 4, 0x5a));
 
     jl::ArgmaxConfig ac{.rows = 1, .vocab = vocab};
-    uint64_t logits_va = upload(jaltest::random_floats(vocab, 61));
+    uint64_t logits_va = upload(jal::test::random_floats(vocab, 61));
     uint64_t idx_va = output(4, 0x5a), val_va = output(4, 0x5a);
     r = run(jl::build_argmax(ac),
             jl::argmax_args(ac, f32(logits_va, 1, vocab), i32(idx_va, 1, 1), f32(val_va, 1, 1)), slices(3), true);
@@ -180,7 +180,7 @@ TEST_F(LinearOpsTest, TimingOnlyLeavesEveryOutputUntouched)
     EXPECT_EQ(read(idx_va, 4), std::vector<uint8_t>(4, 0x5a));
     EXPECT_EQ(read(val_va, 4), std::vector<uint8_t>(4, 0x5a));
 
-    std::vector<float> v0 = jaltest::random_floats(k, 62), v1 = jaltest::random_floats(k, 63);
+    std::vector<float> v0 = jal::test::random_floats(k, 62), v1 = jal::test::random_floats(k, 63);
     uint64_t mask = slices(2);
     std::vector<uint64_t> table;
     const std::vector<float> *vs[2] = {&v0, &v1};

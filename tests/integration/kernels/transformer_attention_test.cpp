@@ -18,11 +18,11 @@
 #include "transformer_reference.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
+using jal::test::all_near;
 
-using namespace jaltest::ref;
+using namespace jal::test::ref;
 
-class TransformerAttentionTest : public jaltest::TransformerKernelTest {
+class TransformerAttentionTest : public jal::test::TransformerKernelTest {
 protected:
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
@@ -32,10 +32,10 @@ protected:
     {
         const uint32_t total = prefill + decode_steps;
         const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim;
-        auto q = jaltest::random_normal(size_t{total} * qcols, seed, 1.5);
-        auto k = jaltest::random_normal(size_t{total} * kvcols, seed + 1, 1.5);
-        auto v = jaltest::random_normal(size_t{total} * kvcols, seed + 2);
-        auto sinks = jaltest::random_uniform(s.n_head, seed + 3, -2.0, 4.0);
+        auto q = jal::test::random_normal(size_t{total} * qcols, seed, 1.5);
+        auto k = jal::test::random_normal(size_t{total} * kvcols, seed + 1, 1.5);
+        auto v = jal::test::random_normal(size_t{total} * kvcols, seed + 2);
+        auto sinks = jal::test::random_uniform(s.n_head, seed + 3, -2.0, 4.0);
         const uint64_t mask = slices(n_slices);
 
         const jk::KvCacheConfig kv_cfg{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
@@ -70,8 +70,8 @@ protected:
 TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
 {
     const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
-    auto k = jaltest::random_normal(size_t{rows} * g_heads * d, 41);
-    auto v = jaltest::random_normal(size_t{rows} * g_heads * d, 42);
+    auto k = jal::test::random_normal(size_t{rows} * g_heads * d, 41);
+    auto v = jal::test::random_normal(size_t{rows} * g_heads * d, 42);
     jk::KvCache cache(device(), context(), queue(), {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
                       jk::kv_head_masks(slices(2), g_heads));
     auto dk = upload(k, rows, g_heads * d);

@@ -18,10 +18,10 @@
 #include "transformer_reference.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
-using namespace jaltest::ref;
+using jal::test::all_near;
+using namespace jal::test::ref;
 
-class TransformerBlockTest : public jaltest::TransformerKernelTest {};
+class TransformerBlockTest : public jal::test::TransformerKernelTest {};
 
 TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
 {
@@ -31,12 +31,12 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     const uint64_t mask = slices(4);
     const jk::DispatchOptions on{.slice_mask = mask};
 
-    auto q = jaltest::random_normal(size_t{total} * qcols, 70);
-    auto k = jaltest::random_normal(size_t{total} * kvcols, 71);
-    auto v = jaltest::random_normal(size_t{total} * kvcols, 72);
-    auto x = jaltest::random_normal(size_t{total} * n_embd, 73);
-    auto w = jaltest::random_uniform(n_embd, 74, 0.5, 1.5);
-    auto sinks = jaltest::random_uniform(s.n_head, 75, -1.0, 3.0);
+    auto q = jal::test::random_normal(size_t{total} * qcols, 70);
+    auto k = jal::test::random_normal(size_t{total} * kvcols, 71);
+    auto v = jal::test::random_normal(size_t{total} * kvcols, 72);
+    auto x = jal::test::random_normal(size_t{total} * n_embd, 73);
+    auto w = jal::test::random_uniform(n_embd, 74, 0.5, 1.5);
+    auto sinks = jal::test::random_uniform(s.n_head, 75, -1.0, 3.0);
 
     // reference: every position's rotated Q and K, then attention over the whole sequence
     std::vector<int32_t> all_pos(total);
@@ -78,7 +78,7 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
         auto dx = upload(rows_of(x, pos0, rows, n_embd), rows, n_embd);
         auto dattn = alloc(rows, qcols);
         auto dnorm = alloc(rows, n_embd);
-        jaltest::DeviceTensor dpos;
+        jal::test::DeviceTensor dpos;
         if (positions_tensor)
             dpos = upload_i32(rows_of(all_pos, pos0, rows, 1), rows, 1);
         const jk::TensorRef pos_ref = positions_tensor ? dpos.ref : jk::TensorRef{};

@@ -5,7 +5,7 @@
 
 #include <jal/error.hpp>
 
-namespace jaltest {
+namespace jal::test {
 
 std::string TransformerKernelTest::setup_error_;
 std::unique_ptr<EmuProcess> TransformerKernelTest::emu_;

@@ -21,7 +21,7 @@
 
 #include "fixture/emu_process.hpp"
 
-namespace jaltest {
+namespace jal::test {
 
 // A tensor on the device and the memory that holds it.
 struct DeviceTensor {

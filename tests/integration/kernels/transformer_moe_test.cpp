@@ -14,7 +14,7 @@
 #include "transformer_fixture.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
+using jal::test::all_near;
 
 namespace {
 
@@ -44,12 +44,12 @@ Routing routing_ref(const std::vector<float> &logits, uint32_t rows, uint32_t n_
 
 } // namespace
 
-class TransformerMoeTest : public jaltest::TransformerKernelTest {};
+class TransformerMoeTest : public jal::test::TransformerKernelTest {};
 
 TEST_F(TransformerMoeTest, RoutingPicksTopKAndSoftmaxesOnlyThose)
 {
     const uint32_t rows = 21, n_expert = 32, k = 4;
-    auto logits = jaltest::random_normal(size_t{rows} * n_expert, 31, 2.0);
+    auto logits = jal::test::random_normal(size_t{rows} * n_expert, 31, 2.0);
     auto dl = upload(logits, rows, n_expert);
     auto dids = alloc(rows, k, JAL_DT_I32);
     auto dw = alloc(rows, k);
@@ -86,8 +86,8 @@ TEST_F(TransformerMoeTest, RoutingWithTiedLogits)
 TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
 {
     const uint32_t rows = 9, cols = 2880, k = 4;
-    auto experts = jaltest::random_normal(size_t{rows} * k * cols, 33);
-    auto weights = jaltest::random_uniform(size_t{rows} * k, 34, 0.0, 1.0);
+    auto experts = jal::test::random_normal(size_t{rows} * k * cols, 33);
+    auto weights = jal::test::random_uniform(size_t{rows} * k, 34, 0.0, 1.0);
     // expert rows 12 KiB apart with padding after each row
     auto de = upload(experts, rows * k, cols, cols * 4 + 256);
     auto dw = upload(weights, rows, k);

@@ -15,7 +15,7 @@
 #include "transformer_fixture.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
+using jal::test::all_near;
 
 namespace {
 
@@ -59,14 +59,14 @@ std::vector<double> softmax_ref(const std::vector<float> &x, uint32_t rows, uint
 
 } // namespace
 
-class TransformerNormTest : public jaltest::TransformerKernelTest {};
+class TransformerNormTest : public jal::test::TransformerKernelTest {};
 
 TEST_F(TransformerNormTest, RmsNormGptOssWidthAcrossSlices)
 {
     const uint32_t rows = 19, cols = 2880;
     const jk::RmsNormConfig cfg{.cols = cols, .eps = 1e-5f, .block_rows = 4};
-    auto x = jaltest::random_normal(rows * cols, 1, 3.0);
-    auto w = jaltest::random_uniform(cols, 2, 0.5, 1.5);
+    auto x = jal::test::random_normal(rows * cols, 1, 3.0);
+    auto w = jal::test::random_uniform(cols, 2, 0.5, 1.5);
     auto dx = upload(x, rows, cols);
     auto dw = upload(w, 1, cols);
     auto dout = alloc(rows, cols);
@@ -80,8 +80,8 @@ TEST_F(TransformerNormTest, RmsNormInPlaceWithStridedRowsAndTinyValues)
     // Rows 1 KiB apart (a view into a wider tensor), values so small that eps matters.
     const uint32_t rows = 7, cols = 64;
     const jk::RmsNormConfig cfg{.cols = cols, .eps = 1e-5f};
-    auto x = jaltest::random_normal(rows * cols, 3, 1e-3);
-    auto w = jaltest::random_normal(cols, 4);
+    auto x = jal::test::random_normal(rows * cols, 3, 1e-3);
+    auto w = jal::test::random_normal(cols, 4);
     auto dx = upload(x, rows, cols, 1024);
     auto dw = upload(w, 1, cols);
     run(jk::build_rms_norm(cfg), jk::rms_norm_args(cfg, dx.ref, dw.ref, dx.ref), slices(3));
@@ -92,7 +92,7 @@ TEST_F(TransformerNormTest, SoftmaxWithoutSinks)
 {
     const uint32_t rows = 33, cols = 100;
     const jk::SoftmaxConfig cfg{.cols = cols, .scale = 0.125f, .block_rows = 8};
-    auto x = jaltest::random_normal(rows * cols, 5, 8.0);
+    auto x = jal::test::random_normal(rows * cols, 5, 8.0);
     auto dx = upload(x, rows, cols);
     auto dout = alloc(rows, cols);
     run(jk::build_softmax(cfg), jk::softmax_args(cfg, dx.ref, dout.ref), slices(2));
@@ -104,7 +104,7 @@ TEST_F(TransformerNormTest, SoftmaxWithSinksTokenMajorAndHeadMajor)
     // 4 heads x 6 tokens; sinks both above and below the row maxima.
     const uint32_t heads = 4, tokens = 6, rows = heads * tokens, cols = 40;
     const std::vector<float> sinks = {-2.0f, 0.5f, 3.0f, 9.0f};
-    auto x = jaltest::random_normal(rows * cols, 6, 2.0);
+    auto x = jal::test::random_normal(rows * cols, 6, 2.0);
     auto dx = upload(x, rows, cols);
     auto ds = upload(sinks, 1, heads);
     const jk::SoftmaxConfig cfg{.cols = cols, .sinks = true, .block_rows = 5};
@@ -120,7 +120,7 @@ TEST_F(TransformerNormTest, SoftmaxKeepsMaskedColumnsAtZero)
 {
     // -inf logits (a mask) get weight 0; with a sink a fully masked row is all zeros.
     const uint32_t rows = 3, cols = 8;
-    std::vector<float> x = jaltest::random_normal(rows * cols, 7);
+    std::vector<float> x = jal::test::random_normal(rows * cols, 7);
     for (uint32_t c = 0; c < cols; c++) {
         if (c % 3 == 0)
             x[c] = -INFINITY;

@@ -11,7 +11,7 @@
 #include <numbers>
 #include <vector>
 
-namespace jaltest::ref {
+namespace jal::test::ref {
 
 // GPT-OSS: head_dim 64, theta 150000, YaRN factor 32 over an original context of 4096,
 // beta_fast 32, beta_slow 1.
@@ -110,4 +110,4 @@ std::vector<E> rows_of(const std::vector<E> &all, uint32_t first, uint32_t count
     return {all.begin() + size_t{first} * cols, all.begin() + size_t{first + count} * cols};
 }
 
-} // namespace jaltest::ref
+} // namespace jal::test::ref

@@ -14,9 +14,9 @@
 #include "transformer_reference.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
+using jal::test::all_near;
 
-using namespace jaltest::ref;
+using namespace jal::test::ref;
 
 TEST(TransformerRopeTables, CorrectionRangeIsRoundedToWholeDimensions)
 {
@@ -53,7 +53,7 @@ TEST(TransformerRopeTables, MatchTheFormulasAndCarryMscaleInBothCosAndSin)
     }
 }
 
-class TransformerRopeTest : public jaltest::TransformerKernelTest {
+class TransformerRopeTest : public jal::test::TransformerKernelTest {
 protected:
     void SetUp() override
     {
@@ -67,7 +67,7 @@ protected:
     }
     static constexpr uint32_t kPositions = 8192;
     jk::RopeTables tables;
-    jaltest::DeviceTensor cos_, sin_;
+    jal::test::DeviceTensor cos_, sin_;
     jk::RopeTablesRef ref;
 };
 
@@ -75,7 +75,7 @@ TEST_F(TransformerRopeTest, QueriesAtArbitraryPositions)
 {
     const uint32_t rows = 9, heads = 64;
     const jk::RopeConfig cfg{.n_head = heads, .head_dim = kDims, .block_rows = 2};
-    auto x = jaltest::random_normal(size_t{rows} * heads * kDims, 11);
+    auto x = jal::test::random_normal(size_t{rows} * heads * kDims, 11);
     const std::vector<int32_t> pos = {0, 1, 7, 4095, 4096, 8191, 3, 3, 2500};
     auto dx = upload(x, rows, heads * kDims);
     auto dpos = upload_i32(pos, rows, 1);
@@ -88,7 +88,7 @@ TEST_F(TransformerRopeTest, KeysFromAStartPositionInAStridedView)
     // K of 8 heads inside a wider fused row (stride 3 KiB), positions 4000..4012.
     const uint32_t rows = 13, heads = 8;
     const jk::RopeConfig cfg{.n_head = heads, .head_dim = kDims, .block_rows = 4};
-    auto x = jaltest::random_normal(size_t{rows} * heads * kDims, 12, 2.0);
+    auto x = jal::test::random_normal(size_t{rows} * heads * kDims, 12, 2.0);
     auto dx = upload(x, rows, heads * kDims, 3072);
     std::vector<int32_t> pos(rows);
     for (uint32_t r = 0; r < rows; r++)

@@ -13,7 +13,7 @@
 #include "transformer_fixture.hpp"
 
 namespace jk = jal::kernels;
-using jaltest::all_near;
+using jal::test::all_near;
 
 namespace {
 
@@ -30,15 +30,15 @@ std::vector<double> swiglu_ref(const std::vector<float> &g, const std::vector<fl
 
 } // namespace
 
-class TransformerSwigluTest : public jaltest::TransformerKernelTest {};
+class TransformerSwigluTest : public jal::test::TransformerKernelTest {};
 
 TEST_F(TransformerSwigluTest, SeparateGateAndUpOnBothSidesOfTheLimit)
 {
     // sigma 6: many values beyond +-7, so both clamps act.
     const uint32_t rows = 11, cols = 2880;
     const jk::SwigluConfig cfg{.cols = cols, .block_rows = 3};
-    auto g = jaltest::random_normal(size_t{rows} * cols, 21, 6.0);
-    auto u = jaltest::random_normal(size_t{rows} * cols, 22, 6.0);
+    auto g = jal::test::random_normal(size_t{rows} * cols, 21, 6.0);
+    auto u = jal::test::random_normal(size_t{rows} * cols, 22, 6.0);
     auto dg = upload(g, rows, cols);
     auto du = upload(u, rows, cols);
     auto dout = alloc(rows, cols);
@@ -50,7 +50,7 @@ TEST_F(TransformerSwigluTest, FusedRowGateFirstHalfUpSecondHalfInPlace)
 {
     // ggml's fused layout: each row is [gate | up]; the result overwrites the gate half.
     const uint32_t rows = 5, n_ff = 96;
-    auto fused = jaltest::random_normal(size_t{rows} * 2 * n_ff, 23, 5.0);
+    auto fused = jal::test::random_normal(size_t{rows} * 2 * n_ff, 23, 5.0);
     std::vector<float> g, u;
     for (uint32_t r = 0; r < rows; r++) {
         g.insert(g.end(), fused.begin() + r * 2 * n_ff, fused.begin() + r * 2 * n_ff + n_ff);
@@ -75,9 +75,9 @@ TEST_F(TransformerSwigluTest, FusedRowGateFirstHalfUpSecondHalfInPlace)
 TEST_F(TransformerSwigluTest, ResidualAddAndBroadcastRows)
 {
     const uint32_t rows = 17, cols = 2880;
-    auto a = jaltest::random_normal(size_t{rows} * cols, 24);
-    auto b = jaltest::random_normal(size_t{rows} * cols, 25);
-    auto bias = jaltest::random_normal(cols, 26);
+    auto a = jal::test::random_normal(size_t{rows} * cols, 24);
+    auto b = jal::test::random_normal(size_t{rows} * cols, 25);
+    auto bias = jal::test::random_normal(cols, 26);
     auto da = upload(a, rows, cols);
     auto db = upload(b, rows, cols);
     auto dbias = upload(bias, 1, cols);

@@ -79,25 +79,25 @@ int32_t argmax(const std::vector<double> &v)
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-class ModelRuntime : public jaltest::EmuTest {
+class ModelRuntime : public jal::test::EmuTest {
 protected:
     // The native firmware build boots in milliseconds; the Cortex-M7 image's boot is
     // tested elsewhere and takes long under the sanitizers.
-    jaltest::EmuOptions emu_options() const override
+    jal::test::EmuOptions emu_options() const override
     {
-        jaltest::EmuOptions o;
+        jal::test::EmuOptions o;
         o.extra_args = {"--fw", "native"};
         return o;
     }
     void SetUp() override
     {
-        jaltest::EmuTest::SetUp();
+        jal::test::EmuTest::SetUp();
         device_ = std::make_unique<jal::runtime::Device>(0, emu().socket_dir());
     }
     void TearDown() override
     {
         device_.reset();
-        jaltest::EmuTest::TearDown();
+        jal::test::EmuTest::TearDown();
     }
     std::unique_ptr<jal::model::Runtime> open(const std::string &preset, Numerics n, uint32_t sequences = 2)
     {
@@ -114,7 +114,7 @@ protected:
     {
         auto rt = open(preset, n);
         jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
-        jaltest::ReferenceModel ref(file, n == Numerics::ggml);
+        jal::test::ReferenceModel ref(file, n == Numerics::ggml);
         auto rseq = ref.new_sequence();
         const double tol = n == Numerics::ggml ? kTolGgml : kTol;
 
@@ -131,7 +131,7 @@ protected:
                     jal::model::numerics_name(n), d, scale);
         EXPECT_GT(rt->last().modelled_ns, 0u);
         {
-            jaltest::ReferenceModel other(file, n != Numerics::ggml);
+            jal::test::ReferenceModel other(file, n != Numerics::ggml);
             auto oseq = other.new_sequence();
             std::vector<double> o = other.forward(oseq, prompt);
             std::vector<float> of(o.begin(), o.end());

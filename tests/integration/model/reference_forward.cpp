@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace jaltest {
+namespace jal::test {
 
 using jal::model::TensorType;
 

@@ -12,7 +12,7 @@
 #include <jal/model/gguf.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
-namespace jaltest {
+namespace jal::test {
 
 class ReferenceModel {
 public:

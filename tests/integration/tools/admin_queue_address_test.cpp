@@ -18,7 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class AdminQueueAddressTest : public jaltest::EmuTest {
+class AdminQueueAddressTest : public jal::test::EmuTest {
 protected:
 	void write(jal::direct::DirectConnection &c, uint32_t reg, uint32_t v)
 	{

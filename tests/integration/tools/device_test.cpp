@@ -14,8 +14,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using jaltest::EmuOptions;
-using jaltest::EmuTest;
+using jal::test::EmuOptions;
+using jal::test::EmuTest;
 
 constexpr uint64_t kGiB = 1ull << 30;
 
@@ -149,7 +149,7 @@ TEST_F(DeviceTest, ClientsThatVanishMidCommandLeaveTheEmulatorHealthy)
 		if (child == 0) {
 			try {
 				jal::Device dev = jal::Device::open(0, emu().open_options());
-				dev.wait_ready(jaltest::kBootTimeout);
+				dev.wait_ready(jal::test::kBootTimeout);
 				for (int i = 0; i < 8; i++)
 					dev.admin_submit_raw(sqe_of(JAL_ADMIN_GET_HBM_REPORT, 32 + 192 * 576), 32 + 192 * 576);
 			} catch (...) {
@@ -212,14 +212,14 @@ TEST_F(DeviceTest, ResetComesBackAndIsReportedTruthfully)
 	jal::Device dev = open_ready();
 	uint32_t boots = dev.identify().boot_count;
 	int progress_calls = 0;
-	jal::ResetOutcome out = dev.reset(jal::ResetMethod::reset_register, jaltest::kBootTimeout,
+	jal::ResetOutcome out = dev.reset(jal::ResetMethod::reset_register, jal::test::kBootTimeout,
 					  [&](const jal::ResetProgress &) { progress_calls++; });
 	EXPECT_TRUE(out.reset_observed);
 	EXPECT_TRUE(out.came_back) << jal::state_name(out.status.state);
 	EXPECT_GT(progress_calls, 0);
 	EXPECT_EQ(dev.identify().boot_count, boots + 1);
 
-	out = dev.reset(jal::ResetMethod::admin_command, jaltest::kBootTimeout);
+	out = dev.reset(jal::ResetMethod::admin_command, jal::test::kBootTimeout);
 	EXPECT_TRUE(out.came_back);
 	EXPECT_EQ(dev.identify().boot_count, boots + 2);
 }
@@ -271,7 +271,7 @@ TEST_F(DeviceTest, HungFirmwareTimesOutWithAClearErrorNeverAHang)
 	bool recovered = false;
 	for (int attempt = 0; attempt < 15 && !recovered; attempt++) {
 		try {
-			dev.wait_ready(jaltest::kBootTimeout);
+			dev.wait_ready(jal::test::kBootTimeout);
 			recovered = dev.identify().slices_total == 64;
 		} catch (const jal::Error &) {
 		}

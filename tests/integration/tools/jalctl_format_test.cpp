@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace jalctl;
+using namespace jal::ctl;
 
 TEST(JalctlTable, AlignsColumnsAndTrimsTrailingBlanks)
 {

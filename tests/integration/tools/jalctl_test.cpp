@@ -11,20 +11,20 @@
 
 namespace {
 
-using jaltest::CommandResult;
-using jaltest::EmuOptions;
-using jaltest::EmuTest;
+using jal::test::CommandResult;
+using jal::test::EmuOptions;
+using jal::test::EmuTest;
 using nlohmann::json;
 
 constexpr uint64_t kGiB = 1ull << 30;
-const std::string kBootWait = std::to_string(jaltest::kBootTimeout.count());
+const std::string kBootWait = std::to_string(jal::test::kBootTimeout.count());
 
 class JalctlTest : public EmuTest {
 protected:
 	CommandResult jalctl(std::vector<std::string> args)
 	{
-		args.insert(args.begin(), jaltest::bin_path("jalctl"));
-		return jaltest::run_command(args, {emu().env()});
+		args.insert(args.begin(), jal::test::bin_path("jalctl"));
+		return jal::test::run_command(args, {emu().env()});
 	}
 
 	// Runs jalctl with --json and returns the one document it printed.
@@ -200,13 +200,13 @@ TEST(JalctlWithoutEmulator, FailsClearly)
 	std::vector<std::string> env = {"JAL_EMU_DIR=" + empty.string()};
 	for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
 		     {"list"}, {"info"}, {"slices"}, {"hbm"}, {"telemetry"}, {"power", "get"}, {"log"}, {"reset"}}) {
-		args.insert(args.begin(), jaltest::bin_path("jalctl"));
-		CommandResult r = jaltest::run_command(args, env);
+		args.insert(args.begin(), jal::test::bin_path("jalctl"));
+		CommandResult r = jal::test::run_command(args, env);
 		EXPECT_EQ(r.exit_code, 1) << args[1];
 		EXPECT_NE(r.err.find("is jal-emu running?"), std::string::npos) << args[1] << ": " << r.err;
 
 		args.push_back("--json");
-		r = jaltest::run_command(args, env);
+		r = jal::test::run_command(args, env);
 		EXPECT_EQ(r.exit_code, 1) << args[1];
 		EXPECT_NO_THROW(json::parse(r.out)) << args[1] << ": " << r.out;
 	}
@@ -219,12 +219,12 @@ TEST(JalctlWithoutEmulator, HelpWorksEverywhere)
 		     {"--help"}, {"list", "--help"}, {"info", "--help"}, {"slices", "--help"}, {"hbm", "--help"},
 		     {"telemetry", "--help"}, {"power", "--help"}, {"power", "set", "--help"}, {"log", "--help"},
 		     {"reset", "--help"}}) {
-		args.insert(args.begin(), jaltest::bin_path("jalctl"));
-		CommandResult r = jaltest::run_command(args);
+		args.insert(args.begin(), jal::test::bin_path("jalctl"));
+		CommandResult r = jal::test::run_command(args);
 		EXPECT_EQ(r.exit_code, 0) << args[1];
 		EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[1];
 	}
-	CommandResult bad = jaltest::run_command({jaltest::bin_path("jalctl"), "frobnicate"});
+	CommandResult bad = jal::test::run_command({jal::test::bin_path("jalctl"), "frobnicate"});
 	EXPECT_EQ(bad.exit_code, 2);
 }
 

@@ -46,7 +46,7 @@ constexpr uint64_t kSlice = 1ull << 11;
 	}
 }
 
-class ClientDeathTest : public jaltest::RuntimeTest,
+class ClientDeathTest : public jal::test::RuntimeTest,
 			public ::testing::WithParamInterface<bool> {};
 
 TEST_P(ClientDeathTest, TheNextClientFindsTheDeviceClean)

@@ -6,11 +6,11 @@
 
 namespace {
 
-class DocExample : public jaltest::EmuTest {
+class DocExample : public jal::test::EmuTest {
 protected:
-	jaltest::EmuOptions emu_options() const override
+	jal::test::EmuOptions emu_options() const override
 	{
-		jaltest::EmuOptions o;
+		jal::test::EmuOptions o;
 		o.extra_args = {"--fw", "native"};
 		return o;
 	}
@@ -18,7 +18,7 @@ protected:
 
 TEST_F(DocExample, RunsAndSucceeds)
 {
-	auto r = jaltest::run_command({JAL_DOC_EXAMPLE}, {emu().env()}, std::chrono::seconds(120));
+	auto r = jal::test::run_command({JAL_DOC_EXAMPLE}, {emu().env()}, std::chrono::seconds(120));
 	EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 	EXPECT_NE(r.out.find("round trip ok"), std::string::npos) << r.out << r.err;
 }

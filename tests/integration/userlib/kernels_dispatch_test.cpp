@@ -23,7 +23,7 @@ using jal::kernels::Launcher;
 using jal::kernels::Program;
 using jal::kernels::X;
 
-class KernelsDispatchTest : public jaltest::RuntimeTest {
+class KernelsDispatchTest : public jal::test::RuntimeTest {
 protected:
     void SetUp() override
     {

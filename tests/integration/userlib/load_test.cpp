@@ -16,12 +16,12 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 
-class LoadTest : public jaltest::RuntimeTest {
+class LoadTest : public jal::test::RuntimeTest {
 protected:
 	fs::path write_file(const fs::path &dir, size_t bytes, uint64_t seed)
 	{
 		fs::path p = dir / ("jal-load-test-" + std::to_string(::getpid()) + "-" + std::to_string(seed));
-		data = jaltest::random_bytes(bytes, seed);
+		data = jal::test::random_bytes(bytes, seed);
 		std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char *>(data.data()), bytes);
 		files.push_back(p);
 		return p;
@@ -39,7 +39,7 @@ protected:
 		q.copy_to_host(back, 0, m.va(), data.size(), &s);
 		ASSERT_TRUE(s.wait_zero(60s).satisfied);
 		ASSERT_EQ(s.packet_status(), JAL_STATUS_OK);
-		EXPECT_EQ(jaltest::first_difference(back.data(), data.data(), data.size()), -1);
+		EXPECT_EQ(jal::test::first_difference(back.data(), data.data(), data.size()), -1);
 	}
 
 	std::vector<std::byte> data;

@@ -10,7 +10,7 @@
 namespace {
 
 using namespace jal::runtime;
-using jaltest::RuntimeTest;
+using jal::test::RuntimeTest;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 

@@ -12,9 +12,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace jal::runtime;
-using jaltest::first_difference;
-using jaltest::random_bytes;
-using jaltest::RuntimeTest;
+using jal::test::first_difference;
+using jal::test::random_bytes;
+using jal::test::RuntimeTest;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 constexpr auto kWait = std::chrono::seconds(60); // generous: a loaded machine is slow, never wrong

@@ -13,7 +13,7 @@
 
 #include "fixture/emu_process.hpp"
 
-namespace jaltest {
+namespace jal::test {
 
 class RuntimeTest : public EmuTest {
 protected:

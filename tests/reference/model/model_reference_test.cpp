@@ -52,7 +52,7 @@ std::string ids_csv(const std::vector<int> &ids)
 
 json run_json(const std::vector<std::string> &argv)
 {
-    jaltest::CommandResult r = jaltest::run_command(argv, {}, std::chrono::minutes(10));
+    jal::test::CommandResult r = jal::test::run_command(argv, {}, std::chrono::minutes(10));
     if (r.exit_code != 0)
         throw std::runtime_error(argv[0] + " failed (" + std::to_string(r.exit_code) + "): " + r.err);
     return json::parse(r.out);
@@ -88,9 +88,9 @@ class ModelReference : public ::testing::TestWithParam<Case> {
 protected:
     static void SetUpTestSuite()
     {
-        jaltest::EmuOptions o;
+        jal::test::EmuOptions o;
         o.extra_args = {"--fw", "native"};
-        emu_ = new jaltest::EmuProcess(o);
+        emu_ = new jal::test::EmuProcess(o);
     }
     static void TearDownTestSuite()
     {
@@ -100,9 +100,9 @@ protected:
         fs::remove_all(model_dir(), ec);
     }
     static fs::path model_dir() { return fs::temp_directory_path() / ("jal-model-ref-" + std::to_string(::getpid())); }
-    static jaltest::EmuProcess *emu_;
+    static jal::test::EmuProcess *emu_;
 };
-jaltest::EmuProcess *ModelReference::emu_ = nullptr;
+jal::test::EmuProcess *ModelReference::emu_ = nullptr;
 
 TEST_P(ModelReference, AgreesWithLlamaCpp)
 {

@@ -2,7 +2,7 @@
 // management core is not running, one attached host function with a memfd as its memory,
 // CP and MMU registers written through the peripheral bus, doorbells rung through the
 // function's doorbell memfd and kick eventfd.
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/queue.h"
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "transport/connection.hpp"
+#include "emu/transport/connection.hpp"
 
 #include <array>
 #include <atomic>
@@ -63,7 +63,7 @@ class CpTest : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        chip_ = std::make_unique<jalemu::Chip>(jalemu::ChipConfig{});
+        chip_ = std::make_unique<jal::emu::Chip>(jal::emu::ChipConfig{});
         fn_ = chip_->host().attach();
         ASSERT_GE(fn_, 0);
         memfd_ = memfd_create("cp-test", MFD_CLOEXEC);
@@ -244,7 +244,7 @@ protected:
         return as_packet(p);
     }
 
-    std::unique_ptr<jalemu::Chip> chip_;
+    std::unique_ptr<jal::emu::Chip> chip_;
     int fn_ = -1, memfd_ = -1, kickfd_ = -1;
     std::byte* host_ = nullptr;
     std::byte* doorbells_ = nullptr;
@@ -646,10 +646,10 @@ TEST_F(CpTest, ChipResetDisablesEveryQueueAndFlushesTheMmu)
 // and they are the ones the engines use.
 TEST(CpProtocol, GetDoorbellsPassesTheMemfdAndKickEventfd)
 {
-    jalemu::Chip chip(jalemu::ChipConfig{});
+    jal::emu::Chip chip(jal::emu::ChipConfig{});
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-    std::thread server([&] { jalemu::serve_connection(chip, sv[1]); });
+    std::thread server([&] { jal::emu::serve_connection(chip, sv[1]); });
     jal_msg_hello h{};
     h.hdr = {JAL_MSG_HELLO, 0, sizeof h, 1};
     h.proto_version = JAL_PROTO_VERSION;

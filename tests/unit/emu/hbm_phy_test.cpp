@@ -1,9 +1,9 @@
-#include "chip/hbm_phy.hpp"
+#include "emu/chip/hbm_phy.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <gtest/gtest.h>
 
-using jalemu::HbmPhy;
+using jal::emu::HbmPhy;
 
 namespace {
 constexpr std::uint32_t hbm(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM; }

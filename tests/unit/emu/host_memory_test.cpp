@@ -1,4 +1,4 @@
-#include "chip/host_memory.hpp"
+#include "emu/chip/host_memory.hpp"
 #include "jal/hw/status.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-using jalemu::HostMemory;
+using jal::emu::HostMemory;
 
 namespace {
 struct Memfd {

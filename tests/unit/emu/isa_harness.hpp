@@ -4,10 +4,10 @@
 // below.
 #pragma once
 
-#include "chip/hbm_memory.hpp"
-#include "chip/mmu.hpp"
-#include "isa/device_memory.hpp"
-#include "isa/dispatch.hpp"
+#include "emu/chip/hbm_memory.hpp"
+#include "emu/chip/mmu.hpp"
+#include "emu/tile_exec/device_memory.hpp"
+#include "emu/tile_exec/dispatch.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/isa.h"
 #include "jal/hw/status.h"
@@ -73,13 +73,13 @@ protected:
     }
     void write(std::uint64_t va, const void* src, std::uint64_t n)
     {
-        jalemu::isa::Traffic t;
+        jal::emu::exec::Traffic t;
         std::uint64_t f;
         ASSERT_EQ(mem_.write(va, src, n, 0, t, f), JAL_STATUS_OK);
     }
     void read(std::uint64_t va, void* dst, std::uint64_t n)
     {
-        jalemu::isa::Traffic t;
+        jal::emu::exec::Traffic t;
         std::uint64_t f;
         ASSERT_EQ(mem_.read(va, dst, n, 0, t, f), JAL_STATUS_OK);
     }
@@ -103,10 +103,10 @@ protected:
         unsigned threads = 2;
         std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES;
     };
-    jalemu::isa::DispatchResult run(const std::vector<std::uint64_t>& code, const Opts& o)
+    jal::emu::exec::DispatchResult run(const std::vector<std::uint64_t>& code, const Opts& o)
     {
-        prog_ = jalemu::isa::Program::from_words(code, o.l1_bytes);
-        jalemu::isa::DispatchSetup s;
+        prog_ = jal::emu::exec::Program::from_words(code, o.l1_bytes);
+        jal::emu::exec::DispatchSetup s;
         s.params.program = &prog_;
         s.params.memory = &mem_;
         s.params.args = o.args;
@@ -115,17 +115,17 @@ protected:
         for (std::uint32_t i = 0; i < o.slices; ++i) s.slices.push_back({i, o.first_physical + i});
         s.clock_mhz = o.clock_mhz;
         s.voltage_mv = 900;
-        if (!pool_ || pool_->size() != o.threads) pool_ = std::make_unique<jalemu::isa::WorkerPool>(o.threads);
-        return jalemu::isa::run_dispatch(s, bank_, *pool_);
+        if (!pool_ || pool_->size() != o.threads) pool_ = std::make_unique<jal::emu::exec::WorkerPool>(o.threads);
+        return jal::emu::exec::run_dispatch(s, bank_, *pool_);
     }
-    jalemu::isa::DispatchResult run(const std::vector<std::uint64_t>& code) { return run(code, Opts{}); }
+    jal::emu::exec::DispatchResult run(const std::vector<std::uint64_t>& code) { return run(code, Opts{}); }
 
-    jalemu::HbmMemory hbm_;
-    jalemu::Mmu mmu_;
-    jalemu::isa::DeviceMemory mem_;
-    jalemu::isa::SliceBank bank_;
-    std::unique_ptr<jalemu::isa::WorkerPool> pool_;
-    jalemu::isa::Program prog_;
+    jal::emu::HbmMemory hbm_;
+    jal::emu::Mmu mmu_;
+    jal::emu::exec::DeviceMemory mem_;
+    jal::emu::exec::SliceBank bank_;
+    std::unique_ptr<jal::emu::exec::WorkerPool> pool_;
+    jal::emu::exec::Program prog_;
     std::uint32_t next_pa_[JAL_NUM_SLICES] = {};
 };
 

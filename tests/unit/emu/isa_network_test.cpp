@@ -132,7 +132,7 @@ TEST_F(IsaNetwork, ResultsAndModelledTimeDoNotDependOnHostThreads)
     Opts o;
     o.slices = 16;
     o.args = kVa;
-    std::vector<jalemu::isa::DispatchResult> runs;
+    std::vector<jal::emu::exec::DispatchResult> runs;
     std::vector<std::vector<std::int32_t>> outs;
     for (unsigned threads : {1u, 4u, 1u, 4u, 2u, 4u}) {
         o.threads = threads;

@@ -1,13 +1,13 @@
 // The timing model, through whole kernels: modelled quantities (deterministic, never host
 // time) against formulas built from the rates in isa/timing_rates.hpp. Timing-only mode
 // runs the same timing without touching data, so the large shapes here cost nothing.
-#include "isa/timing_rates.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
 #include "isa_harness.hpp"
 
-#include "chip/power_model.hpp"
+#include "emu/chip/power_model.hpp"
 
 using namespace isatest;
-namespace rates = jalemu::isa::rates;
+namespace rates = jal::emu::exec::rates;
 
 namespace {
 
@@ -31,7 +31,7 @@ protected:
         return o;
     }
     // The slice's end (the report adds the fixed dispatch overhead).
-    static double end_ns(const jalemu::isa::DispatchResult& r) { return r.slices.at(0).end_ns; }
+    static double end_ns(const jal::emu::exec::DispatchResult& r) { return r.slices.at(0).end_ns; }
     // Argument 0: where the streamed tiles start.
     void stream_from(std::uint64_t va) { write_vec(kVa, std::vector<std::uint64_t>{va}); }
 };
@@ -197,9 +197,9 @@ TEST_F(IsaTiming, EnergyFollowsTheChosenCosts)
 
 TEST(DispatchPower, DispatchEnergyIsDrawnAtTheDispatchsPower)
 {
-    jalemu::PowerModel m(0, 25);
+    jal::emu::PowerModel m(0, 25);
     const double dt = 250e-6;
-    jalemu::PowerInputs in;
+    jal::emu::PowerInputs in;
     in.slices_powered = 64;
     m.step(dt, in);
     const double idle = m.power_w();
@@ -221,7 +221,7 @@ TEST(DispatchPower, DispatchEnergyIsDrawnAtTheDispatchsPower)
     m.add_dispatch_energy(1.0, 1e-3);  // 1000 W: capped
     m.add_dispatch_energy(0.1, 1.0);   // 0.1 W
     m.step(dt, in);
-    EXPECT_NEAR(m.power_w() - idle, jalemu::PowerModel::kDispatchMaxWatts, tol);
+    EXPECT_NEAR(m.power_w() - idle, jal::emu::PowerModel::kDispatchMaxWatts, tol);
 }
 
 }  // namespace

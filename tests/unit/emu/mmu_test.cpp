@@ -1,5 +1,5 @@
 // The device MMU: its register block as firmware drives it, and translation.
-#include "chip/mmu.hpp"
+#include "emu/chip/mmu.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
@@ -8,7 +8,7 @@
 
 #include <array>
 
-using jalemu::Mmu;
+using jal::emu::Mmu;
 
 namespace {
 

@@ -1,10 +1,10 @@
-#include "cli/options.hpp"
+#include "emu/cli/options.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-using namespace jalemu;
+using namespace jal::emu;
 
 TEST(EmuOptions, SliceListsTakeNumbersAndRanges)
 {

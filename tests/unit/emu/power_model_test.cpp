@@ -1,10 +1,10 @@
-#include "chip/power_model.hpp"
+#include "emu/chip/power_model.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <gtest/gtest.h>
 
-using jalemu::PowerInputs;
-using jalemu::PowerModel;
+using jal::emu::PowerInputs;
+using jal::emu::PowerModel;
 
 namespace {
 constexpr std::uint32_t pw(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_POWER; }

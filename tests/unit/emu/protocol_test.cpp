@@ -1,10 +1,10 @@
 // The emulator's side of the transport protocol, over a socketpair, against a chip whose
 // management core is not running (register and memory traffic need no firmware).
-#include "chip/chip.hpp"
+#include "emu/chip/chip.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
-#include "transport/connection.hpp"
+#include "emu/transport/connection.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
@@ -22,14 +22,14 @@ class ProtocolTest : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        jalemu::ChipConfig cfg;
+        jal::emu::ChipConfig cfg;
         cfg.index = 2;
-        chip_ = std::make_unique<jalemu::Chip>(cfg);
+        chip_ = std::make_unique<jal::emu::Chip>(cfg);
         int sv[2];
         ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
         client_ = sv[0];
         server_fd_ = sv[1];
-        server_ = std::thread([this] { jalemu::serve_connection(*chip_, server_fd_); });
+        server_ = std::thread([this] { jal::emu::serve_connection(*chip_, server_fd_); });
     }
     void TearDown() override
     {
@@ -99,7 +99,7 @@ protected:
         return recv_reply();
     }
 
-    std::unique_ptr<jalemu::Chip> chip_;
+    std::unique_ptr<jal::emu::Chip> chip_;
     int client_ = -1, server_fd_ = -1;
     std::thread server_;
     std::uint64_t id_ = 100;

@@ -1,9 +1,9 @@
-#include "chip/slices.hpp"
+#include "emu/chip/slices.hpp"
 #include "jal/hw/mgmt.h"
 
 #include <gtest/gtest.h>
 
-using jalemu::Slices;
+using jal::emu::Slices;
 
 namespace {
 constexpr std::uint32_t sl(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE; }

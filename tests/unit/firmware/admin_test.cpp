@@ -4,13 +4,13 @@
 #include <cstring>
 
 #include "fake_bus.hpp"
-#include "host/admin_commands.hpp"
-#include "host/admin_queues.hpp"
+#include "firmware/host/admin_commands.hpp"
+#include "firmware/host/admin_queues.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 
-using namespace jalfw;
+using namespace jal::fw;
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "boot/boot_table.hpp"
+#include "firmware/boot/boot_table.hpp"
 #include "fake_bus.hpp"
 #include "jal/hw/status.h"
 
@@ -15,7 +15,7 @@ struct Ctx {
     std::uint32_t status_of_3 = JAL_STATUS_OK;
 };
 
-using Step = jalfw::boot::BootStep<Ctx>;
+using Step = jal::fw::boot::BootStep<Ctx>;
 const Step kSteps[] = {
     {0x11, "one", true, [](Ctx& c) -> std::uint32_t { c.ran.push_back(1); return JAL_STATUS_OK; }},
     {0x22, "two", false, [](Ctx& c) { c.ran.push_back(2); return c.status_of_2; }},
@@ -25,11 +25,11 @@ const Step kSteps[] = {
 
 struct BootTableTest : ::testing::Test {
     fake::FakeBus bus;
-    jalfw::host::EventLog log;
-    jalfw::host::Journal journal{log};
-    jalfw::boot::PostTrail trail;
+    jal::fw::host::EventLog log;
+    jal::fw::host::Journal journal{log};
+    jal::fw::boot::PostTrail trail;
     Ctx ctx;
-    jalfw::boot::BootOutcome run() { return jalfw::boot::run_boot_table<Ctx>(kSteps, ctx, trail, journal); }
+    jal::fw::boot::BootOutcome run() { return jal::fw::boot::run_boot_table<Ctx>(kSteps, ctx, trail, journal); }
 };
 
 TEST_F(BootTableTest, RunsEveryStepInOrderWritingPostCodesAndBootStatus)

@@ -1,12 +1,12 @@
 // Eye finding on synthetic pass masks.
 #include <gtest/gtest.h>
 
-#include "hbm/eye.hpp"
+#include "firmware/hbm/eye.hpp"
 
 #include <algorithm>
 #include <iterator>
 
-using jalfw::hbm::find_window;
+using jal::fw::hbm::find_window;
 
 namespace {
 std::uint64_t taps(int lo, int hi)
@@ -78,9 +78,9 @@ TEST(EyeTest, TwoConsecutivePassesAreTheSmallestWindow)
 namespace {
 // The tap-by-tap definition find_window must agree with: a window starts at two
 // consecutive passes and runs while taps pass; the widest wins, the lowest of equals.
-jalfw::hbm::Window reference_window(std::uint64_t pass)
+jal::fw::hbm::Window reference_window(std::uint64_t pass)
 {
-    jalfw::hbm::Window best;
+    jal::fw::hbm::Window best;
     std::uint32_t t = 0;
     while (t < 64) {
         const bool here = (pass >> t) & 1, next = t + 1 < 64 && ((pass >> (t + 1)) & 1);
@@ -131,7 +131,7 @@ TEST(BitMatrixTest, TransposeMovesBitRowColToColRow)
         std::uint32_t a[32], b[32];
         for (auto& w : a) w = static_cast<std::uint32_t>(next_random(rng));
         std::copy(std::begin(a), std::end(a), std::begin(b));
-        jalfw::hbm::transpose32(b);
+        jal::fw::hbm::transpose32(b);
         for (std::uint32_t r = 0; r < 32; ++r)
             for (std::uint32_t c = 0; c < 32; ++c) ASSERT_EQ((b[c] >> r) & 1, (a[r] >> c) & 1) << r << "," << c;
     }
@@ -139,8 +139,8 @@ TEST(BitMatrixTest, TransposeMovesBitRowColToColRow)
 
 TEST(BitMatrixTest, CountsOn64BitWords)
 {
-    using jalfw::hbm::ctz64;
-    using jalfw::hbm::cto64;
+    using jal::fw::hbm::ctz64;
+    using jal::fw::hbm::cto64;
     EXPECT_EQ(ctz64(1), 0u);
     EXPECT_EQ(ctz64(1ull << 40), 40u);
     EXPECT_EQ(ctz64(0), 64u);

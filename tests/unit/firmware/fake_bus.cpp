@@ -184,10 +184,10 @@ double FakePower::core_current_a() const { return current_scale * (power_w() - 4
 FakeBus::FakeBus()
 {
     power.voltage_mv = jal_vf_min_mv(power.clock_mhz);
-    jalfw::hal::set_native_bus(this);
+    jal::fw::hal::set_native_bus(this);
 }
 
-FakeBus::~FakeBus() { jalfw::hal::set_native_bus(nullptr); }
+FakeBus::~FakeBus() { jal::fw::hal::set_native_bus(nullptr); }
 
 std::vector<std::uint32_t> FakeBus::writes_to(std::uint32_t addr) const
 {

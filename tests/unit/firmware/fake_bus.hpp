@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "hal/native/native_bus.hpp"
+#include "firmware/hal/native/native_bus.hpp"
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
@@ -93,7 +93,7 @@ struct HostFunction {
     std::vector<std::uint8_t> mem = std::vector<std::uint8_t>(1u << 20);
 };
 
-class FakeBus : public jalfw::hal::NativeBus {
+class FakeBus : public jal::fw::hal::NativeBus {
 public:
     FakeBus();
     ~FakeBus() override;

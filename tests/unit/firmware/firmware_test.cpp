@@ -5,13 +5,13 @@
 #include <memory>
 
 #include "fake_bus.hpp"
-#include "firmware.hpp"
+#include "firmware/firmware.hpp"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
-#include "version.hpp"
+#include "firmware/version.hpp"
 
-using namespace jalfw;
+using namespace jal::fw;
 
 namespace {
 
@@ -40,11 +40,11 @@ TEST_F(FirmwareTest, HealthyChipBootsReady)
     bus.log_writes = true;
     const auto out = fw->boot();
     EXPECT_FALSE(out.failed);
-    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_STATUS_READY);
+    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_REG_STATUS_READY);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_VERSION), static_cast<std::uint32_t>(JAL_HW_VERSION));
     EXPECT_EQ(bus.reg(JAL_HOSTIF_CAP), JAL_CAP_ADMIN_QUEUE | JAL_CAP_MSIX);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_FW_VERSION), kFwVersion);
-    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_STATUS).front(), JAL_STATUS_BOOTING);
+    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_STATUS).front(), JAL_REG_STATUS_BOOTING);
     EXPECT_EQ(fw->post_trail().count(), 10u);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_BOOT_STATUS), 9u << 16);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_POST_CODE), 0xa0u);
@@ -65,7 +65,7 @@ TEST_F(FirmwareTest, HarvestedSlicesAndFailedChannelsBootDegraded)
         for (std::uint32_t l = 0; l < 5; ++l) bus.phy.truth[ch].lanes[l].dead = true;
     const auto out = fw->boot();
     EXPECT_FALSE(out.failed);
-    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_STATUS_READY | JAL_STATUS_DEGRADED);
+    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_REG_STATUS_READY | JAL_REG_STATUS_DEGRADED);
     EXPECT_EQ(fw->slices().enabled(), ~((1ull << 63) | (1ull << 4)));
     EXPECT_EQ(bus.slices.enable, fw->slices().enabled());
     EXPECT_EQ(fw->hbm().channels[189].status, JAL_HBM_CH_UNTRAINED) << "fused slice's channels are not trained";
@@ -78,7 +78,7 @@ TEST_F(FirmwareTest, TooFewGoodSlicesFailsTheChipButAdminStillServes)
     const auto out = fw->boot();
     EXPECT_TRUE(out.failed);
     EXPECT_EQ(out.failed_step, 5u);
-    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_STATUS_FAILED);
+    EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_REG_STATUS_FAILED);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_FAULT), static_cast<std::uint32_t>(JAL_STATUS_HW_FAILED));
     EXPECT_EQ(fw->post_trail().count(), 6u);
 

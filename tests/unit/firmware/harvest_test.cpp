@@ -3,9 +3,9 @@
 
 #include "fake_bus.hpp"
 #include "jal/hw/status.h"
-#include "slices/slice_manager.hpp"
+#include "firmware/slices/slice_manager.hpp"
 
-using jalfw::slices::SliceManager;
+using jal::fw::slices::SliceManager;
 
 namespace {
 
@@ -88,7 +88,7 @@ TEST_F(HarvestTest, BistTimeoutIsBounded)
     const std::uint64_t t0 = bus.now_us();
     ASSERT_EQ(slices.release_resets(), JAL_STATUS_OK);
     ASSERT_EQ(slices.run_bist(), JAL_STATUS_OK);
-    EXPECT_LT(bus.now_us() - t0, jalfw::slices::kBistTimeoutUs + 1000);
+    EXPECT_LT(bus.now_us() - t0, jal::fw::slices::kBistTimeoutUs + 1000);
     EXPECT_EQ(slices.harvest(), JAL_STATUS_HW_FAILED);
 }
 

@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "fake_bus.hpp"
-#include "hbm/trainer.hpp"
+#include "firmware/hbm/trainer.hpp"
 
-using namespace jalfw;
+using namespace jal::fw;
 
 namespace {
 

@@ -2,12 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "fake_bus.hpp"
-#include "power/limiter.hpp"
-#include "power/power_manager.hpp"
-#include "power/vf.hpp"
+#include "firmware/power/limiter.hpp"
+#include "firmware/power/power_manager.hpp"
+#include "firmware/power/vf.hpp"
 
-using namespace jalfw;
-using namespace jalfw::power;
+using namespace jal::fw;
+using namespace jal::fw::power;
 
 TEST(LimiterTest, ClampClockRoundsOntoTheGrid)
 {

@@ -10,17 +10,17 @@
 
 #include "fake_bus.hpp"
 #include "fake_mmu_cp.hpp"
-#include "firmware.hpp"
-#include "host/admin_commands.hpp"
-#include "host/admin_resources.hpp"
-#include "host/event_codes.hpp"
+#include "firmware/firmware.hpp"
+#include "firmware/host/admin_commands.hpp"
+#include "firmware/host/admin_resources.hpp"
+#include "firmware/host/event_codes.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/queue.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
-#include "memory/page_allocator.hpp"
+#include "firmware/memory/page_allocator.hpp"
 
-using namespace jalfw;
+using namespace jal::fw;
 using memory::kPagesPerChannel;
 using memory::kPagesPerSlice;
 

@@ -15,8 +15,8 @@
 namespace {
 
 using jal::isa::validate_code_object;
-using jaltest::good_object;
-using jaltest::header_of;
+using jal::test::good_object;
+using jal::test::header_of;
 
 TEST(Crc32, MatchesTheIeeeCheckValue)
 {
@@ -52,7 +52,7 @@ TEST(CodeObject, GoodObjectValidatesAndParses)
     jal::isa::CodeObjectView v;
     ASSERT_EQ(jal::isa::parse_code_object(bytes, &v, &error), JAL_STATUS_OK);
     EXPECT_EQ(v.name, "count_up");
-    EXPECT_EQ(v.code, jaltest::good_code());
+    EXPECT_EQ(v.code, jal::test::good_code());
     ASSERT_EQ(v.args.size(), 2u);
     EXPECT_STREQ(v.args[1].name, "out");
     EXPECT_EQ(v.args[1].offset, 8u);
@@ -103,8 +103,8 @@ constexpr size_t kArgs = 64 + 9 * 8;          // args_table_offset
 
 std::vector<uint8_t> with_name(std::string_view name)
 {
-    auto code = jaltest::good_code();
-    auto args = jaltest::good_args();
+    auto code = jal::test::good_code();
+    auto args = jal::test::good_args();
     return jal::isa::encode_code_object(name, code, 16, 0, args);
 }
 
@@ -167,16 +167,16 @@ const Mutation kMutations[] = {
      "argument 1 (out): offset 16"},
     {"argument kind", [](auto &b) { put<uint32_t>(b, kArgs + 24, 9); }, JAL_STATUS_INVALID_FIELD,
      "argument 0 (n): kind 9"},
-    {"unknown opcode", [](auto &b) { jaltest::rewrite_word(b, 5, uint64_t{0xff} << 56); }, JAL_STATUS_INVALID_OPCODE,
+    {"unknown opcode", [](auto &b) { jal::test::rewrite_word(b, 5, uint64_t{0xff} << 56); }, JAL_STATUS_INVALID_OPCODE,
      "instruction 5 (0xff00000000000000): opcode 0xff"},
     {"scalar register out of range",
-     [](auto &b) { jaltest::rewrite_word(b, 6, JAL_INSN(JAL_OP_ADDI, 40, 4, 0, 0, 1)); }, JAL_STATUS_INVALID_FIELD,
+     [](auto &b) { jal::test::rewrite_word(b, 6, JAL_INSN(JAL_OP_ADDI, 40, 4, 0, 0, 1)); }, JAL_STATUS_INVALID_FIELD,
      "instruction 6 (0x18a0400000000001): addi: field a is 40, not a scalar register"},
-    {"unused field set", [](auto &b) { jaltest::rewrite_word(b, 8, JAL_INSN(JAL_OP_END, 0, 0, 1, 0, 0)); },
+    {"unused field set", [](auto &b) { jal::test::rewrite_word(b, 8, JAL_INSN(JAL_OP_END, 0, 0, 1, 0, 0)); },
      JAL_STATUS_INVALID_FIELD, "instruction 8 (0x0000004000000000): end: field c is 1, unused"},
-    {"branch past the end", [](auto &b) { jaltest::rewrite_word(b, 4, JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 5)); },
+    {"branch past the end", [](auto &b) { jal::test::rewrite_word(b, 4, JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 5)); },
      JAL_STATUS_INVALID_FIELD, "instruction 4 (0x2310200000000005): branch target 9 is outside the code (0..8)"},
-    {"branch before the start", [](auto &b) { jaltest::rewrite_word(b, 7, JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, -8)); },
+    {"branch before the start", [](auto &b) { jal::test::rewrite_word(b, 7, JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, -8)); },
      JAL_STATUS_INVALID_FIELD, "branch target -1 is outside the code"},
 };
 

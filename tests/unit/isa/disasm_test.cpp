@@ -124,7 +124,7 @@ TEST(Disassembler, BadFieldIsDecodedAndFlagged)
 
 TEST(Disassembler, ObjectListingHasHeaderArgsAndEveryInstruction)
 {
-    std::string text = jal::isa::disassemble(jaltest::good_object());
+    std::string text = jal::isa::disassemble(jal::test::good_object());
     EXPECT_EQ(text.find("invalid"), std::string::npos) << text;
     EXPECT_NE(text.find("kernel count_up"), std::string::npos) << text;
     EXPECT_NE(text.find("9 instructions, args_size 16, l1_bytes 4096"), std::string::npos) << text;
@@ -135,7 +135,7 @@ TEST(Disassembler, ObjectListingHasHeaderArgsAndEveryInstruction)
 
 TEST(Disassembler, MalformedObjectListingStartsWithTheValidatorsMessage)
 {
-    auto bytes = jaltest::good_object();
+    auto bytes = jal::test::good_object();
     bytes[40] ^= 1; // the CRC
     std::string text = jal::isa::disassemble(bytes);
     EXPECT_EQ(text.rfind("; invalid code object (invalid field): code_crc32", 0), 0u) << text;

@@ -10,7 +10,7 @@
 #include <jal/hw/isa.h>
 #include <jal/isa/code_object.hpp>
 
-namespace jaltest {
+namespace jal::test {
 
 inline jal_code_arg make_arg(std::string_view name, uint32_t offset, uint32_t kind)
 {

@@ -57,7 +57,7 @@ protected:
 
 TEST_F(ObjdumpTest, DisassemblesAGoodObject)
 {
-    auto path = write("good.jko", jaltest::good_object());
+    auto path = write("good.jko", jal::test::good_object());
     Result r = run(path.string());
     EXPECT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("kernel count_up"), std::string::npos) << r.out;
@@ -67,8 +67,8 @@ TEST_F(ObjdumpTest, DisassemblesAGoodObject)
 
 TEST_F(ObjdumpTest, MalformedObjectPrintsTheValidatorsErrorAndExits1)
 {
-    auto bytes = jaltest::good_object();
-    jaltest::rewrite_word(bytes, 4, JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 50));
+    auto bytes = jal::test::good_object();
+    jal::test::rewrite_word(bytes, 4, JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 50));
     auto path = write("bad.jko", bytes);
     Result r = run(path.string());
     EXPECT_EQ(r.exit_code, 1);
@@ -84,7 +84,7 @@ TEST_F(ObjdumpTest, MalformedObjectPrintsTheValidatorsErrorAndExits1)
 
 TEST_F(ObjdumpTest, TruncatedObjectWithForceDumpsWhatIsThere)
 {
-    auto bytes = jaltest::good_object();
+    auto bytes = jal::test::good_object();
     bytes.resize(64 + 8 * 3 + 4);
     auto path = write("short.jko", bytes);
     Result r = run("--force " + path.string());
@@ -95,7 +95,7 @@ TEST_F(ObjdumpTest, TruncatedObjectWithForceDumpsWhatIsThere)
 
 TEST_F(ObjdumpTest, JsonParsesAndHasHeaderArgsAndInstructions)
 {
-    auto path = write("good.jko", jaltest::good_object());
+    auto path = write("good.jko", jal::test::good_object());
     Result r = run("--json " + path.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
@@ -114,7 +114,7 @@ TEST_F(ObjdumpTest, JsonParsesAndHasHeaderArgsAndInstructions)
 
 TEST_F(ObjdumpTest, JsonOfAMalformedObjectWithForceCarriesTheError)
 {
-    auto bytes = jaltest::good_object();
+    auto bytes = jal::test::good_object();
     bytes[36] = 1; // flags
     auto path = write("flags.jko", bytes);
     Result r = run("--json --force " + path.string() + " 2>/dev/null");

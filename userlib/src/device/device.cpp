@@ -63,8 +63,8 @@ DeviceStatus Device::wait_ready(std::chrono::milliseconds timeout)
 		util::Deadline deadline(timeout);
 		for (;;) {
 			uint32_t bits = impl_->backend().read32(JAL_BAR_REGS, JAL_REG_STATUS);
-			bool settled = (bits & (JAL_STATUS_READY | JAL_STATUS_FAILED)) &&
-				       !(bits & (JAL_STATUS_BOOTING | JAL_STATUS_RESETTING));
+			bool settled = (bits & (JAL_REG_STATUS_READY | JAL_REG_STATUS_FAILED)) &&
+				       !(bits & (JAL_REG_STATUS_BOOTING | JAL_REG_STATUS_RESETTING));
 			if (settled || deadline.expired())
 				return impl_->read_status();
 			std::this_thread::sleep_for(std::chrono::milliseconds(deadline.poll_ms(std::chrono::milliseconds(20))));

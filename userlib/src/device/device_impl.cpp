@@ -11,13 +11,13 @@ namespace jal {
 namespace {
 DeviceState state_from_bits(uint32_t bits)
 {
-	if (bits & JAL_STATUS_FAILED)
+	if (bits & JAL_REG_STATUS_FAILED)
 		return DeviceState::failed;
-	if (bits & JAL_STATUS_RESETTING)
+	if (bits & JAL_REG_STATUS_RESETTING)
 		return DeviceState::resetting;
-	if (bits & JAL_STATUS_BOOTING)
+	if (bits & JAL_REG_STATUS_BOOTING)
 		return DeviceState::booting;
-	if (bits & JAL_STATUS_READY)
+	if (bits & JAL_REG_STATUS_READY)
 		return DeviceState::ready;
 	return DeviceState::unknown;
 }
@@ -42,7 +42,7 @@ DeviceStatus Device::Impl::read_status()
 	DeviceStatus s;
 	s.raw = reg(JAL_REG_STATUS);
 	s.state = state_from_bits(s.raw);
-	s.degraded = s.raw & JAL_STATUS_DEGRADED;
+	s.degraded = s.raw & JAL_REG_STATUS_DEGRADED;
 	s.fault = static_cast<jal_status>(reg(JAL_REG_FAULT));
 	uint32_t boot = reg(JAL_REG_BOOT_STATUS);
 	s.boot_step = boot >> 16;

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace jalemu::isa::rates {
+namespace jal::emu::exec::rates {
 
 inline constexpr double kNominalMhz = JAL_CLOCK_MAX_MHZ;  // 2000 MHz
 
@@ -67,4 +67,4 @@ inline constexpr double kPjPerRemoteByte = 12.0 + 8.0;  // plus the NoC crossing
 inline constexpr double kPjPerNetByte = 6.0;
 inline constexpr double kPjPerInstruction = 20.0;    // scalar core
 
-}  // namespace jalemu::isa::rates
+}  // namespace jal::emu::exec::rates

@@ -1,10 +1,10 @@
-#include "isa/timing.hpp"
+#include "emu/tile_exec/timing.hpp"
 
-#include "isa/timing_rates.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
 
 #include <algorithm>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 using namespace rates;
 
@@ -201,4 +201,4 @@ void SliceTiming::resume_at(double t) { t_ = std::max(t_, t); }
 
 double SliceTiming::end() const { return std::max(t_, last_end_); }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

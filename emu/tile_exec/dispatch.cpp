@@ -1,6 +1,6 @@
-#include "isa/dispatch.hpp"
+#include "emu/tile_exec/dispatch.hpp"
 
-#include "isa/timing_rates.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
 #include "jal/hw/status.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <map>
 #include <mutex>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 namespace {
 
@@ -236,4 +236,4 @@ DispatchResult run_dispatch(const DispatchSetup& setup, SliceBank& bank, WorkerP
     return r;
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 // A half-open byte range of L1 [lo, hi): what the timing model tracks hazards on.
 struct L1Range {
@@ -37,4 +37,4 @@ std::uint64_t row_bytes(std::uint32_t dt, std::uint64_t cols);
 std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t cols, std::uint32_t imm,
                         std::uint32_t l1_limit, Tile& out, std::uint64_t& bad_addr);
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 class WorkerPool {
 public:
@@ -36,4 +36,4 @@ private:
     std::vector<std::thread> threads_;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -15,7 +15,7 @@
 #include <memory>
 #include <mutex>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 class SliceBank {
 public:
@@ -37,4 +37,4 @@ private:
     std::array<std::unique_ptr<std::byte[]>, JAL_NUM_SLICES> l1_;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -9,9 +9,9 @@
 // modelled time (ties: the lowest slice index).
 #pragma once
 
-#include "isa/executor.hpp"
-#include "isa/slice_bank.hpp"
-#include "isa/worker_pool.hpp"
+#include "emu/tile_exec/executor.hpp"
+#include "emu/tile_exec/slice_bank.hpp"
+#include "emu/tile_exec/worker_pool.hpp"
 #include "jal/hw/queue.h"
 
 #include <atomic>
@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 struct DispatchSlice {
     std::uint32_t logical, physical;
@@ -52,4 +52,4 @@ struct DispatchResult {
 // program on `pool`, releases them. Never throws for anything the program does.
 DispatchResult run_dispatch(const DispatchSetup& setup, SliceBank& bank, WorkerPool& pool);
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

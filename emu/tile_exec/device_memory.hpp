@@ -4,15 +4,15 @@
 // each byte reported for the timing model.
 #pragma once
 
-#include "chip/mmu.hpp"
+#include "emu/chip/mmu.hpp"
 
 #include <cstdint>
 
-namespace jalemu {
+namespace jal::emu {
 class HbmMemory;
 }
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 // Bytes moved, split by where they live relative to the accessing slice.
 struct Traffic {
@@ -48,4 +48,4 @@ private:
     std::uint32_t ctx_;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

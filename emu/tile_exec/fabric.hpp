@@ -3,13 +3,13 @@
 // also the scheduler; the executor only calls it.
 #pragma once
 
-#include "isa/slice_state.hpp"
+#include "emu/tile_exec/slice_state.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 // A tile in flight on the collective network: its shape and packed rows (no data in
 // timing-only mode), and when it arrives (modelled).
@@ -35,4 +35,4 @@ public:
     virtual std::uint32_t slices() const = 0;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

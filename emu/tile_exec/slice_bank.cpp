@@ -1,10 +1,10 @@
-#include "isa/slice_bank.hpp"
+#include "emu/tile_exec/slice_bank.hpp"
 
 #include "jal/hw/isa.h"
 
 #include <chrono>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 bool SliceBank::claim(std::uint64_t mask, const std::atomic<bool>* abort)
 {
@@ -32,4 +32,4 @@ void SliceBank::release(std::uint64_t mask)
 
 std::byte* SliceBank::l1(std::uint32_t physical) { return l1_[physical].get(); }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -4,14 +4,14 @@
 // to the slice's timing model.
 #pragma once
 
-#include "isa/device_memory.hpp"
-#include "isa/fabric.hpp"
-#include "isa/insn.hpp"
-#include "isa/slice_state.hpp"
+#include "emu/tile_exec/device_memory.hpp"
+#include "emu/tile_exec/fabric.hpp"
+#include "emu/tile_exec/insn.hpp"
+#include "emu/tile_exec/slice_state.hpp"
 
 #include <cstdint>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 struct DispatchParams {
     const Program* program = nullptr;
@@ -43,4 +43,4 @@ private:
 // mode) and the engine op for the timing model. Returns a jal_status.
 std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op, std::uint64_t& addr);
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

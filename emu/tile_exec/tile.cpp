@@ -1,6 +1,6 @@
-#include "isa/tile.hpp"
+#include "emu/tile_exec/tile.hpp"
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 L1Range Tile::span() const
 {
@@ -57,4 +57,4 @@ std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t co
     return JAL_STATUS_OK;
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

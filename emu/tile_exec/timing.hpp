@@ -5,15 +5,15 @@
 // instruction stream whatever the host does.
 #pragma once
 
-#include "isa/device_memory.hpp"
-#include "isa/tile.hpp"
+#include "emu/tile_exec/device_memory.hpp"
+#include "emu/tile_exec/tile.hpp"
 
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 enum class Engine : std::uint8_t { dma, matrix, vector, network, count_ };
 
@@ -96,4 +96,4 @@ private:
     TimingCounters ctr_;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -2,7 +2,7 @@
 // (jal::numerics for MMA, conversions and transcendentals; plain F32 otherwise) and the
 // engine op the timing model costs. Operands are copied out of L1 before the result is
 // written, so a result tile may overlap its inputs (td = ta is the common case).
-#include "isa/executor.hpp"
+#include "emu/tile_exec/executor.hpp"
 
 #include <jal/isa/numerics.hpp>
 #include <jal/isa/tile_math.hpp>
@@ -14,7 +14,7 @@
 #include <numeric>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 namespace {
 
@@ -333,4 +333,4 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
     }
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 struct Insn {
     std::uint8_t op, a, b, c, d;
@@ -36,4 +36,4 @@ struct Program {
     }
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

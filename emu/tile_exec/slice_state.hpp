@@ -2,14 +2,14 @@
 // timing, and what the scheduler needs to know about it (blocked on what, fault).
 #pragma once
 
-#include "isa/tile.hpp"
-#include "isa/timing.hpp"
+#include "emu/tile_exec/tile.hpp"
+#include "emu/tile_exec/timing.hpp"
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 enum class SliceRunState : std::uint8_t { runnable, blocked, ended, faulted, stopped };
 enum class BlockReason : std::uint8_t { none, recv, barrier, wait };  // wait: can never be satisfied
@@ -41,4 +41,4 @@ struct SliceState {
     double fault_time = 0;
 };
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

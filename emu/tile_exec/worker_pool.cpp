@@ -1,8 +1,8 @@
-#include "isa/worker_pool.hpp"
+#include "emu/tile_exec/worker_pool.hpp"
 
 #include <algorithm>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 WorkerPool::WorkerPool(unsigned threads)
 {
@@ -50,4 +50,4 @@ WorkerPool& WorkerPool::shared()
     return pool;
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

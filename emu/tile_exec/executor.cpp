@@ -1,4 +1,4 @@
-#include "isa/executor.hpp"
+#include "emu/tile_exec/executor.hpp"
 
 #include "jal/hw/status.h"
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 namespace {
 
@@ -367,4 +367,4 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
     return JAL_STATUS_OK;
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec

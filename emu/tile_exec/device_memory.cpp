@@ -1,12 +1,12 @@
-#include "isa/device_memory.hpp"
+#include "emu/tile_exec/device_memory.hpp"
 
-#include "chip/hbm_memory.hpp"
+#include "emu/chip/hbm_memory.hpp"
 #include "jal/hw/status.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace jalemu::isa {
+namespace jal::emu::exec {
 
 namespace {
 constexpr std::uint64_t kPage = Mmu::kPage;
@@ -82,4 +82,4 @@ std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64
     return JAL_STATUS_OK;
 }
 
-}  // namespace jalemu::isa
+}  // namespace jal::emu::exec
