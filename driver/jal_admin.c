@@ -17,21 +17,26 @@ int jal_admin_init(struct jal_device *jdev)
 	struct device *dev = &jdev->pdev->dev;
 	struct jal_admin *a = &jdev->admin;
 
-	a->sq = dma_alloc_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES, &a->sq_dma, GFP_KERNEL);
+	a->sq = dma_alloc_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES,
+				   &a->sq_dma, GFP_KERNEL);
 	if (!a->sq)
 		goto err;
-	a->cq = dma_alloc_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES, &a->cq_dma, GFP_KERNEL);
+	a->cq = dma_alloc_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES,
+				   &a->cq_dma, GFP_KERNEL);
 	if (!a->cq)
 		goto err_free_sq;
-	a->data = dma_alloc_coherent(dev, JAL_ADMIN_DATA_MAX, &a->data_dma, GFP_KERNEL);
+	a->data = dma_alloc_coherent(dev, JAL_ADMIN_DATA_MAX, &a->data_dma,
+				     GFP_KERNEL);
 	if (!a->data)
 		goto err_free_cq;
 	return 0;
 
 err_free_cq:
-	dma_free_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES, a->cq, a->cq_dma);
+	dma_free_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES, a->cq,
+			  a->cq_dma);
 err_free_sq:
-	dma_free_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES, a->sq, a->sq_dma);
+	dma_free_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES, a->sq,
+			  a->sq_dma);
 err:
 	return -ENOMEM;
 }
@@ -42,19 +47,24 @@ void jal_admin_fini(struct jal_device *jdev)
 	struct jal_admin *a = &jdev->admin;
 
 	dma_free_coherent(dev, JAL_ADMIN_DATA_MAX, a->data, a->data_dma);
-	dma_free_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES, a->cq, a->cq_dma);
-	dma_free_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES, a->sq, a->sq_dma);
+	dma_free_coherent(dev, sizeof(*a->cq) * JAL_ADMIN_ENTRIES, a->cq,
+			  a->cq_dma);
+	dma_free_coherent(dev, sizeof(*a->sq) * JAL_ADMIN_ENTRIES, a->sq,
+			  a->sq_dma);
 }
 
-static int jal_admin_poll_status(struct jal_device *jdev, u32 mask, u32 want, u32 *status)
+static int jal_admin_poll_status(struct jal_device *jdev, u32 mask, u32 want,
+				 u32 *status)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
+	unsigned long deadline =
+		jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
 
 	for (;;) {
 		*status = jal_rd(jdev, JAL_REG_ADMIN_STATUS);
 		if (*status == U32_MAX)
 			return -ENODEV;
-		if ((*status & mask) == want || (*status & JAL_ADMIN_STATUS_ERROR))
+		if ((*status & mask) == want ||
+		    (*status & JAL_ADMIN_STATUS_ERROR))
 			return 0;
 		if (time_after(jiffies, deadline))
 			return -ETIMEDOUT;
@@ -87,21 +97,25 @@ int jal_admin_enable(struct jal_device *jdev)
 	memset(a->cq, 0, sizeof(*a->cq) * JAL_ADMIN_ENTRIES);
 	a->sq_tail = 0;
 	a->cq_head = 0;
-	a->phase = JAL_ADMIN_CQE_PHASE; /* the device writes phase 1 on its first pass */
+	a->phase =
+		JAL_ADMIN_CQE_PHASE; /* the device writes phase 1 on its first pass */
 	jal_wr(jdev, JAL_REG_ADMIN_SQ_BASE_LO, lower_32_bits(a->sq_dma));
 	jal_wr(jdev, JAL_REG_ADMIN_SQ_BASE_HI, upper_32_bits(a->sq_dma));
 	jal_wr(jdev, JAL_REG_ADMIN_CQ_BASE_LO, lower_32_bits(a->cq_dma));
 	jal_wr(jdev, JAL_REG_ADMIN_CQ_BASE_HI, upper_32_bits(a->cq_dma));
-	jal_wr(jdev, JAL_REG_ADMIN_QSIZE, JAL_ADMIN_ENTRIES | (JAL_ADMIN_ENTRIES << 16));
+	jal_wr(jdev, JAL_REG_ADMIN_QSIZE,
+	       JAL_ADMIN_ENTRIES | (JAL_ADMIN_ENTRIES << 16));
 	jal_wr(jdev, JAL_REG_INTR_MASK, 0);
 	jal_wr(jdev, JAL_REG_ADMIN_CTRL, JAL_ADMIN_CTRL_ENABLE);
 
-	ret = jal_admin_poll_status(jdev, JAL_ADMIN_STATUS_READY, JAL_ADMIN_STATUS_READY, &status);
+	ret = jal_admin_poll_status(jdev, JAL_ADMIN_STATUS_READY,
+				    JAL_ADMIN_STATUS_READY, &status);
 	if (!ret && (status & JAL_ADMIN_STATUS_ERROR))
 		ret = -EIO;
 	if (ret) {
-		dev_err(dev, "Failed to enable the admin queue: %d (ADMIN_STATUS 0x%x, %s)\n", ret,
-			status, jal_status_name(status >> 16));
+		dev_err(dev,
+			"Failed to enable the admin queue: %d (ADMIN_STATUS 0x%x, %s)\n",
+			ret, status, jal_status_name(status >> 16));
 		return ret;
 	}
 	a->enabled = true;
@@ -112,7 +126,8 @@ static bool jal_admin_cqe_ready(struct jal_device *jdev)
 {
 	struct jal_admin *a = &jdev->admin;
 
-	return (READ_ONCE(a->cq[a->cq_head].flags) & JAL_ADMIN_CQE_PHASE) == a->phase;
+	return (READ_ONCE(a->cq[a->cq_head].flags) & JAL_ADMIN_CQE_PHASE) ==
+	       a->phase;
 }
 
 /* Takes the next completion; false when there is none yet. */
@@ -138,8 +153,8 @@ static bool jal_admin_reap(struct jal_device *jdev, struct jal_admin_cqe *out)
  * the completion in `cqe` (whatever its status), or a negative errno when the command
  * could not be run; a timeout disables the queue, which is enabled again on next use.
  */
-int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe, void *data, u32 data_len,
-		  struct jal_admin_cqe *cqe)
+int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
+		  void *data, u32 data_len, struct jal_admin_cqe *cqe)
 {
 	struct jal_admin *a = &jdev->admin;
 	unsigned long deadline;
@@ -180,10 +195,12 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe, void *data
 		}
 		if (time_after(jiffies, deadline))
 			break;
-		wait_event_timeout(jdev->vec[JAL_MSIX_VECTOR_ADMIN].wq, jal_admin_cqe_ready(jdev),
+		wait_event_timeout(jdev->vec[JAL_MSIX_VECTOR_ADMIN].wq,
+				   jal_admin_cqe_ready(jdev),
 				   msecs_to_jiffies(JAL_ADMIN_RECHECK_MS));
 	}
-	dev_err(&jdev->pdev->dev, "Admin command 0x%02x timed out after %u ms\n", sqe->opcode,
+	dev_err(&jdev->pdev->dev,
+		"Admin command 0x%02x timed out after %u ms\n", sqe->opcode,
 		JAL_ADMIN_TIMEOUT_MS);
 	jal_admin_disable(jdev);
 	return -ETIMEDOUT;
@@ -195,7 +212,8 @@ int jal_admin_identify(struct jal_device *jdev)
 	struct jal_admin_cqe cqe;
 	int ret;
 
-	ret = jal_admin_run(jdev, &sqe, &jdev->identify, sizeof(jdev->identify), &cqe);
+	ret = jal_admin_run(jdev, &sqe, &jdev->identify, sizeof(jdev->identify),
+			    &cqe);
 	if (ret)
 		return ret;
 	return cqe.status == JAL_STATUS_OK ? 0 : -EIO;

@@ -13,12 +13,15 @@ static void jal_log_identity(struct jal_device *jdev)
 {
 	const struct jal_identify *id = &jdev->identify;
 
-	dev_info(&jdev->pdev->dev,
-		 "%.32s %.32s: firmware %u.%u.%u (%.32s), interface %u.%u, %u/%u slices, %u/%u HBM channels, /dev/jal%d\n",
-		 id->model, id->serial, id->fw_version >> 16, (id->fw_version >> 8) & 0xff,
-		 id->fw_version & 0xff, id->fw_build, JAL_HW_VERSION_GET_MAJOR(id->if_version),
-		 JAL_HW_VERSION_GET_MINOR(id->if_version), id->slices_enabled, id->slices_total,
-		 id->hbm_channels_ok, id->hbm_channels_total, jdev->minor);
+	dev_info(
+		&jdev->pdev->dev,
+		"%.32s %.32s: firmware %u.%u.%u (%.32s), interface %u.%u, %u/%u slices, %u/%u HBM channels, /dev/jal%d\n",
+		id->model, id->serial, id->fw_version >> 16,
+		(id->fw_version >> 8) & 0xff, id->fw_version & 0xff,
+		id->fw_build, JAL_HW_VERSION_GET_MAJOR(id->if_version),
+		JAL_HW_VERSION_GET_MINOR(id->if_version), id->slices_enabled,
+		id->slices_total, id->hbm_channels_ok, id->hbm_channels_total,
+		jdev->minor);
 }
 
 static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
@@ -56,7 +59,8 @@ static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		dev_err(dev, "Failed to set the DMA mask: %d\n", ret);
 		goto err_put;
 	}
-	ret = pcim_iomap_regions(pdev, BIT(JAL_BAR_REGS) | BIT(JAL_BAR_DOORBELL), DRIVER_NAME);
+	ret = pcim_iomap_regions(
+		pdev, BIT(JAL_BAR_REGS) | BIT(JAL_BAR_DOORBELL), DRIVER_NAME);
 	if (ret) {
 		dev_err(dev, "Failed to map BARs 0 and 2: %d\n", ret);
 		goto err_put;
@@ -66,7 +70,8 @@ static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 
 	ret = jal_fw_wait_ready(jdev);
 	if (ret) {
-		dev_err(dev, "Failed to complete the firmware handshake: %d\n", ret);
+		dev_err(dev, "Failed to complete the firmware handshake: %d\n",
+			ret);
 		goto err_put;
 	}
 	ret = jal_irq_init(jdev);
@@ -153,7 +158,9 @@ static void jal_reset_done(struct pci_dev *pdev)
 	if (!ret)
 		ret = jal_admin_identify(jdev);
 	if (ret)
-		dev_err(&pdev->dev, "Failed to bring the function back after reset: %d\n", ret);
+		dev_err(&pdev->dev,
+			"Failed to bring the function back after reset: %d\n",
+			ret);
 	mutex_unlock(&jdev->lock);
 }
 
@@ -163,8 +170,7 @@ static const struct pci_error_handlers jal_err_handlers = {
 };
 
 static const struct pci_device_id jal_pci_ids[] = {
-	{ PCI_DEVICE(JAL_PCI_VENDOR_ID, JAL_PCI_DEVICE_ID) },
-	{ }
+	{ PCI_DEVICE(JAL_PCI_VENDOR_ID, JAL_PCI_DEVICE_ID) }, {}
 };
 MODULE_DEVICE_TABLE(pci, jal_pci_ids);
 
@@ -183,7 +189,8 @@ static int __init jal_init(void)
 
 	ret = jal_cdev_init();
 	if (ret) {
-		pr_err("jal: Failed to register the char device region: %d\n", ret);
+		pr_err("jal: Failed to register the char device region: %d\n",
+		       ret);
 		return ret;
 	}
 	ret = pci_register_driver(&jal_pci_driver);

@@ -37,7 +37,8 @@
 #define JAL_BOOT_TIMEOUT_MS 60000
 
 /* mmap offsets: JAL_MMAP_* in the uapi header; host buffer h at HOST_BASE + h << SHIFT */
-#define JAL_MMAP_HOST_SHIFT 24 /* room for a 4 MiB buffer per handle (and more) */
+#define JAL_MMAP_HOST_SHIFT \
+	24 /* room for a 4 MiB buffer per handle (and more) */
 
 struct eventfd_ctx;
 struct jal_device;
@@ -45,7 +46,7 @@ struct jal_device;
 struct jal_vector {
 	struct jal_device *jdev;
 	unsigned int index;
-	atomic_t count;          /* interrupts since probe: sleepers wait for a change */
+	atomic_t count; /* interrupts since probe: sleepers wait for a change */
 	wait_queue_head_t wq;
 };
 
@@ -54,7 +55,7 @@ struct jal_admin {
 	struct jal_admin_cqe *cq;
 	dma_addr_t sq_dma;
 	dma_addr_t cq_dma;
-	void *data;              /* the data buffer of every command, JAL_ADMIN_DATA_MAX */
+	void *data; /* the data buffer of every command, JAL_ADMIN_DATA_MAX */
 	dma_addr_t data_dma;
 	u16 sq_tail;
 	u16 cq_head;
@@ -70,14 +71,14 @@ struct jal_device {
 	phys_addr_t doorbell_phys;
 	int minor;
 	struct cdev cdev;
-	struct device *dev;      /* the /dev/jalN class device */
+	struct device *dev; /* the /dev/jalN class device */
 	struct device *hwmon;
 
 	/* Serialises the admin queue and every file's resources. */
 	struct mutex lock;
 	struct jal_admin admin;
-	struct jal_identify identify;   /* from the last IDENTIFY */
-	bool gone;                      /* removed: every call fails with -ENODEV */
+	struct jal_identify identify; /* from the last IDENTIFY */
+	bool gone; /* removed: every call fails with -ENODEV */
 
 	struct jal_vector vec[JAL_MSIX_VECTORS];
 	/* files: changed under both jdev->lock and files_lock, read under either (the
@@ -88,12 +89,13 @@ struct jal_device {
 
 struct jal_file {
 	struct jal_device *jdev;
-	struct list_head node;                     /* in jdev->files */
-	struct address_space *mapping;             /* of the device node: doorbell revocation */
+	struct list_head node; /* in jdev->files */
+	struct address_space
+		*mapping; /* of the device node: doorbell revocation */
 	DECLARE_BITMAP(contexts, JAL_MAX_CONTEXTS);
 	DECLARE_BITMAP(queues, JAL_MAX_USER_QUEUES);
-	u8 queue_ctx[JAL_MAX_USER_QUEUES];         /* context of each owned queue */
-	struct idr host;                           /* handle -> struct jal_host_buf */
+	u8 queue_ctx[JAL_MAX_USER_QUEUES]; /* context of each owned queue */
+	struct idr host; /* handle -> struct jal_host_buf */
 	struct eventfd_ctx *irq_efd[JAL_MSIX_VECTORS];
 };
 
@@ -116,8 +118,8 @@ int jal_admin_init(struct jal_device *jdev);
 void jal_admin_fini(struct jal_device *jdev);
 int jal_admin_enable(struct jal_device *jdev);
 void jal_admin_disable(struct jal_device *jdev);
-int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe, void *data, u32 data_len,
-		  struct jal_admin_cqe *cqe);
+int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
+		  void *data, u32 data_len, struct jal_admin_cqe *cqe);
 int jal_admin_identify(struct jal_device *jdev);
 int jal_admin_telemetry(struct jal_device *jdev, struct jal_telemetry *t);
 
@@ -143,7 +145,8 @@ struct jal_host_buf;
 int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr);
 int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 		 struct jal_host_buf **out);
-int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max, u32 *count);
+int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max,
+		      u32 *count);
 int jal_host_free(struct jal_file *jf, u32 handle);
 void jal_host_free_all(struct jal_file *jf);
 bool jal_host_contains(struct jal_file *jf, u64 bus_addr, u64 len);

@@ -32,7 +32,8 @@ void jal_device_put(struct jal_device *jdev)
 
 static int jal_open(struct inode *inode, struct file *filp)
 {
-	struct jal_device *jdev = container_of(inode->i_cdev, struct jal_device, cdev);
+	struct jal_device *jdev =
+		container_of(inode->i_cdev, struct jal_device, cdev);
 	struct jal_file *jf;
 
 	jf = kzalloc(sizeof(*jf), GFP_KERNEL);
@@ -80,19 +81,22 @@ static int jal_release(struct inode *inode, struct file *filp)
 }
 
 /* The doorbell page of a queue the file owns: uncached MMIO, nothing else of BAR2. */
-static int jal_mmap_doorbell(struct jal_file *jf, u64 queue, struct vm_area_struct *vma)
+static int jal_mmap_doorbell(struct jal_file *jf, u64 queue,
+			     struct vm_area_struct *vma)
 {
 	struct jal_device *jdev = jf->jdev;
 
 	if (queue >= JAL_MAX_USER_QUEUES || !test_bit(queue, jf->queues))
 		return -EPERM;
-	if (vma->vm_end - vma->vm_start != JAL_DOORBELL_STRIDE || JAL_DOORBELL_STRIDE != PAGE_SIZE)
+	if (vma->vm_end - vma->vm_start != JAL_DOORBELL_STRIDE ||
+	    JAL_DOORBELL_STRIDE != PAGE_SIZE)
 		return -EINVAL;
-	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY;
+	vma->vm_flags |=
+		VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY;
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 	return io_remap_pfn_range(vma, vma->vm_start,
-				  (jdev->doorbell_phys >> PAGE_SHIFT) + queue, PAGE_SIZE,
-				  vma->vm_page_prot);
+				  (jdev->doorbell_phys >> PAGE_SHIFT) + queue,
+				  PAGE_SIZE, vma->vm_page_prot);
 }
 
 static int jal_mmap(struct file *filp, struct vm_area_struct *vma)
@@ -106,9 +110,14 @@ static int jal_mmap(struct file *filp, struct vm_area_struct *vma)
 	if (jdev->gone)
 		ret = -ENODEV;
 	else if (offset >= JAL_MMAP_HOST_BASE)
-		ret = jal_host_mmap(jf, (offset - JAL_MMAP_HOST_BASE) >> JAL_MMAP_HOST_SHIFT, vma);
+		ret = jal_host_mmap(jf,
+				    (offset - JAL_MMAP_HOST_BASE) >>
+					    JAL_MMAP_HOST_SHIFT,
+				    vma);
 	else if (offset >= JAL_MMAP_DOORBELL_BASE)
-		ret = jal_mmap_doorbell(jf, (offset - JAL_MMAP_DOORBELL_BASE) / JAL_DOORBELL_STRIDE,
+		ret = jal_mmap_doorbell(jf,
+					(offset - JAL_MMAP_DOORBELL_BASE) /
+						JAL_DOORBELL_STRIDE,
 					vma);
 	else
 		ret = -EINVAL;
@@ -133,11 +142,13 @@ void jal_files_forget_device_state(struct jal_device *jdev)
 	struct jal_file *jf;
 
 	/* The list only changes under jdev->lock too, so it can be walked while sleeping. */
-	list_for_each_entry(jf, &jdev->files, node) {
+	list_for_each_entry(jf, &jdev->files, node)
+	{
 		bitmap_zero(jf->contexts, JAL_MAX_CONTEXTS);
 		bitmap_zero(jf->queues, JAL_MAX_USER_QUEUES);
-		unmap_mapping_range(jf->mapping, JAL_MMAP_DOORBELL_BASE,
-				    (u64)JAL_MAX_USER_QUEUES * JAL_DOORBELL_STRIDE, 1);
+		unmap_mapping_range(
+			jf->mapping, JAL_MMAP_DOORBELL_BASE,
+			(u64)JAL_MAX_USER_QUEUES * JAL_DOORBELL_STRIDE, 1);
 	}
 }
 
@@ -155,10 +166,12 @@ int jal_cdev_add(struct jal_device *jdev)
 		dev_err(dev, "Failed to add the char device: %d\n", ret);
 		return ret;
 	}
-	jdev->dev = device_create(jal_class, dev, devt, jdev, "jal%d", jdev->minor);
+	jdev->dev =
+		device_create(jal_class, dev, devt, jdev, "jal%d", jdev->minor);
 	if (IS_ERR(jdev->dev)) {
 		ret = PTR_ERR(jdev->dev);
-		dev_err(dev, "Failed to create /dev/jal%d: %d\n", jdev->minor, ret);
+		dev_err(dev, "Failed to create /dev/jal%d: %d\n", jdev->minor,
+			ret);
 		goto err_cdev_del;
 	}
 	return 0;

@@ -24,12 +24,14 @@ static const char *jal_fw_state(u32 status)
 int jal_fw_wait_ready(struct jal_device *jdev)
 {
 	struct device *dev = &jdev->pdev->dev;
-	unsigned long deadline = jiffies + msecs_to_jiffies(JAL_BOOT_TIMEOUT_MS);
+	unsigned long deadline =
+		jiffies + msecs_to_jiffies(JAL_BOOT_TIMEOUT_MS);
 	u32 id, status, version;
 
 	id = jal_rd(jdev, JAL_REG_ID);
 	if (id != JAL_ID_MAGIC) {
-		dev_err(dev, "BAR0 ID is 0x%08x, not 0x%08x: not a Jalapeño register file\n",
+		dev_err(dev,
+			"BAR0 ID is 0x%08x, not 0x%08x: not a Jalapeño register file\n",
 			id, JAL_ID_MAGIC);
 		return -ENODEV;
 	}
@@ -41,12 +43,15 @@ int jal_fw_wait_ready(struct jal_device *jdev)
 			return -ENODEV; /* the device went away */
 		if (status & JAL_REG_STATUS_FAILED)
 			break;
-		if (!(status & (JAL_REG_STATUS_RESETTING | JAL_REG_STATUS_BOOTING)) &&
+		if (!(status &
+		      (JAL_REG_STATUS_RESETTING | JAL_REG_STATUS_BOOTING)) &&
 		    (status & JAL_REG_STATUS_READY))
 			break;
 		if (time_after(jiffies, deadline)) {
-			dev_err(dev, "Firmware did not boot: STATUS 0x%x (%s), POST code 0x%x\n",
-				status, jal_fw_state(status), jal_rd(jdev, JAL_REG_POST_CODE));
+			dev_err(dev,
+				"Firmware did not boot: STATUS 0x%x (%s), POST code 0x%x\n",
+				status, jal_fw_state(status),
+				jal_rd(jdev, JAL_REG_POST_CODE));
 			return -ETIMEDOUT;
 		}
 		msleep(10);
@@ -54,16 +59,21 @@ int jal_fw_wait_ready(struct jal_device *jdev)
 
 	version = jal_rd(jdev, JAL_REG_VERSION);
 	if (JAL_HW_VERSION_GET_MAJOR(version) != JAL_HW_VERSION_MAJOR) {
-		dev_err(dev, "Firmware implements interface %u.%u, this driver %u.%u\n",
-			JAL_HW_VERSION_GET_MAJOR(version), JAL_HW_VERSION_GET_MINOR(version),
-			JAL_HW_VERSION_MAJOR, JAL_HW_VERSION_MINOR);
+		dev_err(dev,
+			"Firmware implements interface %u.%u, this driver %u.%u\n",
+			JAL_HW_VERSION_GET_MAJOR(version),
+			JAL_HW_VERSION_GET_MINOR(version), JAL_HW_VERSION_MAJOR,
+			JAL_HW_VERSION_MINOR);
 		return -EPROTO;
 	}
 	if (status & JAL_REG_STATUS_FAILED)
 		/* A failed chip still serves its admin queue: its logs say why. */
-		dev_notice(dev, "Chip failed its boot: fault %u (%s), boot status 0x%x\n",
-			   jal_rd(jdev, JAL_REG_FAULT), jal_status_name(jal_rd(jdev, JAL_REG_FAULT)),
-			   jal_rd(jdev, JAL_REG_BOOT_STATUS));
+		dev_notice(
+			dev,
+			"Chip failed its boot: fault %u (%s), boot status 0x%x\n",
+			jal_rd(jdev, JAL_REG_FAULT),
+			jal_status_name(jal_rd(jdev, JAL_REG_FAULT)),
+			jal_rd(jdev, JAL_REG_BOOT_STATUS));
 	return 0;
 }
 

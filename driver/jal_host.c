@@ -23,9 +23,9 @@ struct jal_host_buf {
 	struct device *dev;
 	size_t size;
 	bool pinned;
-	void *cpu;               /* allocated */
+	void *cpu; /* allocated */
 	dma_addr_t dma;
-	struct page **pages;     /* pinned */
+	struct page **pages; /* pinned */
 	unsigned long npages;
 	struct sg_table sgt;
 };
@@ -51,7 +51,8 @@ static void jal_host_put(struct jal_host_buf *buf)
 	kref_put(&buf->ref, jal_host_release);
 }
 
-static int jal_host_insert(struct jal_file *jf, struct jal_host_buf *buf, u32 *handle)
+static int jal_host_insert(struct jal_file *jf, struct jal_host_buf *buf,
+			   u32 *handle)
 {
 	int id = idr_alloc(&jf->host, buf, 1, 0, GFP_KERNEL);
 
@@ -101,9 +102,11 @@ int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 	struct jal_host_buf *buf;
 	int pinned, ret;
 
-	if (!bytes || bytes > JAL_HOST_PIN_MAX || !PAGE_ALIGNED(user_ptr) || !PAGE_ALIGNED(bytes))
+	if (!bytes || bytes > JAL_HOST_PIN_MAX || !PAGE_ALIGNED(user_ptr) ||
+	    !PAGE_ALIGNED(bytes))
 		return -EINVAL;
-	if (user_ptr + bytes < user_ptr || !access_ok(u64_to_user_ptr(user_ptr), bytes))
+	if (user_ptr + bytes < user_ptr ||
+	    !access_ok(u64_to_user_ptr(user_ptr), bytes))
 		return -EFAULT;
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
@@ -112,19 +115,22 @@ int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 	buf->pinned = true;
 	buf->size = bytes;
 	buf->npages = bytes >> PAGE_SHIFT;
-	buf->pages = kvmalloc_array(buf->npages, sizeof(*buf->pages), GFP_KERNEL);
+	buf->pages =
+		kvmalloc_array(buf->npages, sizeof(*buf->pages), GFP_KERNEL);
 	if (!buf->pages) {
 		ret = -ENOMEM;
 		goto err_free_buf;
 	}
-	pinned = pin_user_pages_fast(user_ptr, buf->npages, FOLL_WRITE | FOLL_LONGTERM, buf->pages);
+	pinned = pin_user_pages_fast(user_ptr, buf->npages,
+				     FOLL_WRITE | FOLL_LONGTERM, buf->pages);
 	if (pinned != buf->npages) {
 		ret = pinned < 0 ? pinned : -EFAULT;
 		if (pinned > 0)
 			unpin_user_pages(buf->pages, pinned);
 		goto err_free_pages;
 	}
-	ret = sg_alloc_table_from_pages(&buf->sgt, buf->pages, buf->npages, 0, bytes, GFP_KERNEL);
+	ret = sg_alloc_table_from_pages(&buf->sgt, buf->pages, buf->npages, 0,
+					bytes, GFP_KERNEL);
 	if (ret)
 		goto err_unpin;
 	ret = dma_map_sgtable(dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
@@ -151,13 +157,15 @@ err_free_buf:
 	return ret;
 }
 
-int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max, u32 *count)
+int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max,
+		      u32 *count)
 {
 	struct scatterlist *sg;
 	unsigned int i;
 
 	*count = buf->sgt.nents;
-	for_each_sgtable_dma_sg(&buf->sgt, sg, i) {
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+	{
 		u64 seg[2] = { sg_dma_address(sg), sg_dma_len(sg) };
 
 		if (i >= max)
@@ -183,8 +191,7 @@ void jal_host_free_all(struct jal_file *jf)
 	struct jal_host_buf *buf;
 	int id;
 
-	idr_for_each_entry(&jf->host, buf, id)
-		jal_host_put(buf);
+	idr_for_each_entry(&jf->host, buf, id) jal_host_put(buf);
 	idr_destroy(&jf->host);
 }
 
@@ -194,8 +201,10 @@ static bool jal_host_buf_contains(struct jal_host_buf *buf, u64 bus, u64 len)
 	unsigned int i;
 
 	if (!buf->pinned)
-		return bus >= buf->dma && len <= buf->size && bus - buf->dma <= buf->size - len;
-	for_each_sgtable_dma_sg(&buf->sgt, sg, i) {
+		return bus >= buf->dma && len <= buf->size &&
+		       bus - buf->dma <= buf->size - len;
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+	{
 		u64 start = sg_dma_address(sg), n = sg_dma_len(sg);
 
 		if (bus >= start && len <= n && bus - start <= n - len)
@@ -212,9 +221,9 @@ bool jal_host_contains(struct jal_file *jf, u64 bus, u64 len)
 
 	if (!len || bus + len < bus)
 		return false;
-	idr_for_each_entry(&jf->host, buf, id)
-		if (jal_host_buf_contains(buf, bus, len))
-			return true;
+	idr_for_each_entry(
+		&jf->host, buf,
+		id) if (jal_host_buf_contains(buf, bus, len)) return true;
 	return false;
 }
 

@@ -11,14 +11,15 @@ enum { JAL_TEMP_JUNCTION, JAL_TEMP_HBM };
 
 static const char *const jal_temp_labels[] = { "junction", "hbm" };
 
-static umode_t jal_hwmon_is_visible(const void *data, enum hwmon_sensor_types type, u32 attr,
+static umode_t jal_hwmon_is_visible(const void *data,
+				    enum hwmon_sensor_types type, u32 attr,
 				    int channel)
 {
 	return 0444;
 }
 
-static int jal_hwmon_read(struct device *dev, enum hwmon_sensor_types type, u32 attr,
-			  int channel, long *val)
+static int jal_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
+			  u32 attr, int channel, long *val)
 {
 	struct jal_device *jdev = dev_get_drvdata(dev);
 	struct jal_telemetry t;
@@ -32,15 +33,22 @@ static int jal_hwmon_read(struct device *dev, enum hwmon_sensor_types type, u32 
 
 	if (type == hwmon_power) {
 		switch (attr) {
-		case hwmon_power_input: *val = (long)t.power_mw * 1000; return 0;
-		case hwmon_power_average: *val = (long)t.power_avg_mw * 1000; return 0;
-		case hwmon_power_cap: *val = (long)t.power_limit_mw * 1000; return 0;
+		case hwmon_power_input:
+			*val = (long)t.power_mw * 1000;
+			return 0;
+		case hwmon_power_average:
+			*val = (long)t.power_avg_mw * 1000;
+			return 0;
+		case hwmon_power_cap:
+			*val = (long)t.power_limit_mw * 1000;
+			return 0;
 		}
 		return -EOPNOTSUPP;
 	}
 	switch (attr) {
 	case hwmon_temp_input:
-		*val = channel == JAL_TEMP_JUNCTION ? t.temp_junction_mc : t.temp_hbm_mc;
+		*val = channel == JAL_TEMP_JUNCTION ? t.temp_junction_mc :
+						      t.temp_hbm_mc;
 		return 0;
 	case hwmon_temp_crit:
 		*val = t.temp_limit_mc;
@@ -49,7 +57,8 @@ static int jal_hwmon_read(struct device *dev, enum hwmon_sensor_types type, u32 
 	return -EOPNOTSUPP;
 }
 
-static int jal_hwmon_read_string(struct device *dev, enum hwmon_sensor_types type, u32 attr,
+static int jal_hwmon_read_string(struct device *dev,
+				 enum hwmon_sensor_types type, u32 attr,
 				 int channel, const char **str)
 {
 	if (type != hwmon_temp || attr != hwmon_temp_label)
@@ -59,7 +68,8 @@ static int jal_hwmon_read_string(struct device *dev, enum hwmon_sensor_types typ
 }
 
 static const struct hwmon_channel_info *jal_hwmon_info[] = {
-	HWMON_CHANNEL_INFO(power, HWMON_P_INPUT | HWMON_P_AVERAGE | HWMON_P_CAP),
+	HWMON_CHANNEL_INFO(power,
+			   HWMON_P_INPUT | HWMON_P_AVERAGE | HWMON_P_CAP),
 	HWMON_CHANNEL_INFO(temp, HWMON_T_INPUT | HWMON_T_CRIT | HWMON_T_LABEL,
 			   HWMON_T_INPUT | HWMON_T_LABEL),
 	NULL
@@ -80,7 +90,8 @@ int jal_hwmon_init(struct jal_device *jdev)
 {
 	struct device *dev = &jdev->pdev->dev;
 
-	jdev->hwmon = hwmon_device_register_with_info(dev, DRIVER_NAME, jdev, &jal_hwmon_chip, NULL);
+	jdev->hwmon = hwmon_device_register_with_info(dev, DRIVER_NAME, jdev,
+						      &jal_hwmon_chip, NULL);
 	if (IS_ERR(jdev->hwmon)) {
 		int ret = PTR_ERR(jdev->hwmon);
 

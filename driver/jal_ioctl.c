@@ -51,8 +51,8 @@ static bool jal_nonzero(const void *p, size_t n)
 }
 
 /* Runs a command with no data; its status goes to *status. */
-static int jal_run_simple(struct jal_device *jdev, u8 opcode, const u32 *cdw, unsigned int n,
-			  u32 *result, u32 *status)
+static int jal_run_simple(struct jal_device *jdev, u8 opcode, const u32 *cdw,
+			  unsigned int n, u32 *result, u32 *status)
 {
 	struct jal_admin_sqe sqe = { .opcode = opcode };
 	struct jal_admin_cqe cqe;
@@ -72,7 +72,9 @@ static long jal_ioctl_info(struct jal_file *jf, struct jal_ioctl_info *a)
 {
 	struct jal_device *jdev = jf->jdev;
 
-	if (a->flags || jal_nonzero(&a->id, sizeof(*a) - offsetof(struct jal_ioctl_info, id)))
+	if (a->flags ||
+	    jal_nonzero(&a->id,
+			sizeof(*a) - offsetof(struct jal_ioctl_info, id)))
 		return -EINVAL;
 	a->id = jal_rd(jdev, JAL_REG_ID);
 	a->if_version = jal_rd(jdev, JAL_REG_VERSION);
@@ -85,7 +87,8 @@ static long jal_ioctl_info(struct jal_file *jf, struct jal_ioctl_info *a)
 	a->fault = jal_rd(jdev, JAL_REG_FAULT);
 	a->msix_vectors = JAL_MSIX_VECTORS;
 	a->bar_size[JAL_BAR_REGS] = pci_resource_len(jdev->pdev, JAL_BAR_REGS);
-	a->bar_size[JAL_BAR_DOORBELL] = pci_resource_len(jdev->pdev, JAL_BAR_DOORBELL);
+	a->bar_size[JAL_BAR_DOORBELL] =
+		pci_resource_len(jdev->pdev, JAL_BAR_DOORBELL);
 	a->bar_size[JAL_BAR_MSIX] = pci_resource_len(jdev->pdev, JAL_BAR_MSIX);
 	return 0;
 }
@@ -108,11 +111,13 @@ static long jal_ioctl_admin(struct jal_file *jf, struct jal_ioctl_admin *a)
 	void *data = NULL;
 	long ret;
 
-	if (a->flags || a->result || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->result || a->status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (a->data_len > JAL_ADMIN_DATA_MAX || (a->data_len && !a->data_ptr))
 		return -EINVAL;
-	if (a->data_len && !access_ok(u64_to_user_ptr(a->data_ptr), a->data_len))
+	if (a->data_len &&
+	    !access_ok(u64_to_user_ptr(a->data_ptr), a->data_len))
 		return -EFAULT;
 	switch (a->opcode) {
 	case JAL_ADMIN_IDENTIFY:
@@ -148,19 +153,23 @@ static long jal_ioctl_admin(struct jal_file *jf, struct jal_ioctl_admin *a)
 	}
 	memcpy(sqe.cdw, a->cdw, sizeof(sqe.cdw));
 	ret = jal_admin_run(jdev, &sqe, data, a->data_len, &cqe);
-	if (!ret && a->data_len && copy_to_user(u64_to_user_ptr(a->data_ptr), data, a->data_len))
+	if (!ret && a->data_len &&
+	    copy_to_user(u64_to_user_ptr(a->data_ptr), data, a->data_len))
 		ret = -EFAULT;
 	if (!ret) {
 		a->result = cqe.result;
 		a->status = cqe.status;
-		if (a->opcode == JAL_ADMIN_IDENTIFY && cqe.status == JAL_STATUS_OK)
-			memcpy(&jdev->identify, data, min_t(u32, a->data_len, sizeof(jdev->identify)));
+		if (a->opcode == JAL_ADMIN_IDENTIFY &&
+		    cqe.status == JAL_STATUS_OK)
+			memcpy(&jdev->identify, data,
+			       min_t(u32, a->data_len, sizeof(jdev->identify)));
 	}
 	kvfree(data);
 	return ret;
 }
 
-static long jal_ioctl_identify(struct jal_file *jf, struct jal_ioctl_identify *a)
+static long jal_ioctl_identify(struct jal_file *jf,
+			       struct jal_ioctl_identify *a)
 {
 	struct jal_device *jdev = jf->jdev;
 	struct jal_admin_sqe sqe = { .opcode = JAL_ADMIN_IDENTIFY };
@@ -168,7 +177,8 @@ static long jal_ioctl_identify(struct jal_file *jf, struct jal_ioctl_identify *a
 	struct jal_identify *id;
 	long ret;
 
-	if (a->flags || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (a->data_len > PAGE_SIZE)
 		return -EINVAL;
@@ -204,7 +214,8 @@ static long jal_ioctl_reset(struct jal_file *jf, struct jal_ioctl_reset *a)
 	return ret;
 }
 
-static long jal_ioctl_ctx_create(struct jal_file *jf, struct jal_ioctl_context *a)
+static long jal_ioctl_ctx_create(struct jal_file *jf,
+				 struct jal_ioctl_context *a)
 {
 	u32 id;
 	long ret;
@@ -212,11 +223,13 @@ static long jal_ioctl_ctx_create(struct jal_file *jf, struct jal_ioctl_context *
 	if (a->flags || a->context || a->leaked || a->status ||
 	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_CONTEXT, NULL, 0, &id, &a->status);
+	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_CONTEXT, NULL, 0, &id,
+			     &a->status);
 	if (ret || a->status != JAL_STATUS_OK)
 		return ret;
 	if (id >= JAL_MAX_CONTEXTS) {
-		dev_err(&jf->jdev->pdev->dev, "Firmware returned context id %u\n", id);
+		dev_err(&jf->jdev->pdev->dev,
+			"Firmware returned context id %u\n", id);
 		return -EIO;
 	}
 	set_bit(id, jf->contexts);
@@ -228,43 +241,51 @@ static long jal_ioctl_ctx_create(struct jal_file *jf, struct jal_ioctl_context *
 static void jal_forget_queue(struct jal_file *jf, u32 q)
 {
 	clear_bit(q, jf->queues);
-	unmap_mapping_range(jf->mapping, JAL_MMAP_DOORBELL_BASE + (u64)q * JAL_DOORBELL_STRIDE,
+	unmap_mapping_range(jf->mapping,
+			    JAL_MMAP_DOORBELL_BASE +
+				    (u64)q * JAL_DOORBELL_STRIDE,
 			    JAL_DOORBELL_STRIDE, 1);
 }
 
-static int jal_destroy_context(struct jal_file *jf, u32 ctx, u32 *leaked, u32 *status)
+static int jal_destroy_context(struct jal_file *jf, u32 ctx, u32 *leaked,
+			       u32 *status)
 {
 	unsigned int q;
 	int ret;
 
-	ret = jal_run_simple(jf->jdev, JAL_ADMIN_DESTROY_CONTEXT, &ctx, 1, leaked, status);
+	ret = jal_run_simple(jf->jdev, JAL_ADMIN_DESTROY_CONTEXT, &ctx, 1,
+			     leaked, status);
 	if (ret || *status != JAL_STATUS_OK)
 		return ret;
 	clear_bit(ctx, jf->contexts);
-	for_each_set_bit(q, jf->queues, JAL_MAX_USER_QUEUES)
-		if (jf->queue_ctx[q] == ctx)
-			jal_forget_queue(jf, q);
+	for_each_set_bit(q, jf->queues,
+			 JAL_MAX_USER_QUEUES) if (jf->queue_ctx[q] == ctx)
+		jal_forget_queue(jf, q);
 	return 0;
 }
 
-static long jal_ioctl_ctx_destroy(struct jal_file *jf, struct jal_ioctl_context *a)
+static long jal_ioctl_ctx_destroy(struct jal_file *jf,
+				  struct jal_ioctl_context *a)
 {
-	if (a->flags || a->leaked || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->leaked || a->status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (!jal_owns_context(jf, a->context))
 		return -EPERM;
 	return jal_destroy_context(jf, a->context, &a->leaked, &a->status);
 }
 
-static long jal_ioctl_mem_alloc(struct jal_file *jf, struct jal_ioctl_mem_alloc *a)
+static long jal_ioctl_mem_alloc(struct jal_file *jf,
+				struct jal_ioctl_mem_alloc *a)
 {
 	struct jal_admin_sqe sqe = { .opcode = JAL_ADMIN_ALLOC_MEMORY };
 	struct jal_mem_alloc_reply reply;
 	struct jal_admin_cqe cqe;
 	long ret;
 
-	if (a->flags || a->status || a->va || a->rounded_size || a->reply_slice_mask ||
-	    a->reply_placement || a->page_size || a->pages || a->replicas ||
+	if (a->flags || a->status || a->va || a->rounded_size ||
+	    a->reply_slice_mask || a->reply_placement || a->page_size ||
+	    a->pages || a->replicas ||
 	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (!jal_owns_context(jf, a->context))
@@ -292,32 +313,37 @@ static long jal_ioctl_mem_alloc(struct jal_file *jf, struct jal_ioctl_mem_alloc 
 	return 0;
 }
 
-static long jal_ioctl_mem_free(struct jal_file *jf, struct jal_ioctl_mem_free *a)
+static long jal_ioctl_mem_free(struct jal_file *jf,
+			       struct jal_ioctl_mem_free *a)
 {
 	u32 cdw[3];
 
-	if (a->flags || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (!jal_owns_context(jf, a->context))
 		return -EPERM;
 	cdw[0] = a->context;
 	cdw[1] = lower_32_bits(a->va);
 	cdw[2] = upper_32_bits(a->va);
-	return jal_run_simple(jf->jdev, JAL_ADMIN_FREE_MEMORY, cdw, 3, NULL, &a->status);
+	return jal_run_simple(jf->jdev, JAL_ADMIN_FREE_MEMORY, cdw, 3, NULL,
+			      &a->status);
 }
 
-static long jal_ioctl_queue_create(struct jal_file *jf, struct jal_ioctl_queue_create *a)
+static long jal_ioctl_queue_create(struct jal_file *jf,
+				   struct jal_ioctl_queue_create *a)
 {
 	u32 cdw[7], id;
 	long ret;
 
-	if (a->flags || a->queue || a->status || a->reserved0 || a->doorbell_offset ||
-	    jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->queue || a->status || a->reserved0 ||
+	    a->doorbell_offset || jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (!jal_owns_context(jf, a->context))
 		return -EPERM;
 	/* The device reads the ring and writes the read index: both must be the file's. */
-	if (!jal_host_contains(jf, a->ring_bus, (u64)a->ring_size * JAL_PACKET_SIZE) ||
+	if (!jal_host_contains(jf, a->ring_bus,
+			       (u64)a->ring_size * JAL_PACKET_SIZE) ||
 	    !jal_host_contains(jf, a->read_index_bus, sizeof(u64)))
 		return -EINVAL;
 	cdw[0] = a->context;
@@ -327,63 +353,74 @@ static long jal_ioctl_queue_create(struct jal_file *jf, struct jal_ioctl_queue_c
 	cdw[4] = lower_32_bits(a->read_index_bus);
 	cdw[5] = upper_32_bits(a->read_index_bus);
 	cdw[6] = a->vector;
-	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_QUEUE, cdw, 7, &id, &a->status);
+	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_QUEUE, cdw, 7, &id,
+			     &a->status);
 	if (ret || a->status != JAL_STATUS_OK)
 		return ret;
 	if (id >= JAL_MAX_USER_QUEUES) {
-		dev_err(&jf->jdev->pdev->dev, "Firmware returned queue id %u\n", id);
+		dev_err(&jf->jdev->pdev->dev, "Firmware returned queue id %u\n",
+			id);
 		return -EIO;
 	}
 	set_bit(id, jf->queues);
 	jf->queue_ctx[id] = a->context;
 	a->queue = id;
-	a->doorbell_offset = JAL_MMAP_DOORBELL_BASE + (u64)id * JAL_DOORBELL_STRIDE;
+	a->doorbell_offset =
+		JAL_MMAP_DOORBELL_BASE + (u64)id * JAL_DOORBELL_STRIDE;
 	return 0;
 }
 
-static long jal_ioctl_queue_destroy(struct jal_file *jf, struct jal_ioctl_queue_destroy *a)
+static long jal_ioctl_queue_destroy(struct jal_file *jf,
+				    struct jal_ioctl_queue_destroy *a)
 {
 	long ret;
 
-	if (a->flags || a->status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	if (!jal_owns_queue(jf, a->queue))
 		return -EPERM;
-	ret = jal_run_simple(jf->jdev, JAL_ADMIN_DESTROY_QUEUE, &a->queue, 1, NULL, &a->status);
+	ret = jal_run_simple(jf->jdev, JAL_ADMIN_DESTROY_QUEUE, &a->queue, 1,
+			     NULL, &a->status);
 	if (!ret && a->status == JAL_STATUS_OK)
 		jal_forget_queue(jf, a->queue);
 	return ret;
 }
 
-static long jal_ioctl_host_alloc(struct jal_file *jf, struct jal_ioctl_host_alloc *a)
+static long jal_ioctl_host_alloc(struct jal_file *jf,
+				 struct jal_ioctl_host_alloc *a)
 {
 	long ret;
 
-	if (a->flags || a->handle || a->reserved0 || a->bus_addr || a->mmap_offset ||
-	    jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->handle || a->reserved0 || a->bus_addr ||
+	    a->mmap_offset || jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	ret = jal_host_alloc(jf, a->bytes, &a->handle, &a->bus_addr);
 	if (ret)
 		return ret;
-	a->mmap_offset = JAL_MMAP_HOST_BASE + ((u64)a->handle << JAL_MMAP_HOST_SHIFT);
+	a->mmap_offset =
+		JAL_MMAP_HOST_BASE + ((u64)a->handle << JAL_MMAP_HOST_SHIFT);
 	return 0;
 }
 
-static long jal_ioctl_host_pin(struct jal_file *jf, struct jal_ioctl_host_pin *a)
+static long jal_ioctl_host_pin(struct jal_file *jf,
+			       struct jal_ioctl_host_pin *a)
 {
 	struct jal_host_buf *buf;
 	long ret;
 
-	if (a->flags || a->nsegments || a->handle || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->nsegments || a->handle ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	if (a->max_segments && !access_ok(u64_to_user_ptr(a->segments_ptr),
-					  (u64)a->max_segments * sizeof(struct jal_host_segment)))
+	if (a->max_segments &&
+	    !access_ok(u64_to_user_ptr(a->segments_ptr),
+		       (u64)a->max_segments * sizeof(struct jal_host_segment)))
 		return -EFAULT;
 	ret = jal_host_pin(jf, a->user_ptr, a->bytes, &a->handle, &buf);
 	if (ret)
 		return ret;
-	ret = jal_host_segments(buf, u64_to_user_ptr(a->segments_ptr), a->max_segments,
-				&a->nsegments);
+	ret = jal_host_segments(buf, u64_to_user_ptr(a->segments_ptr),
+				a->max_segments, &a->nsegments);
 	if (ret) {
 		jal_host_free(jf, a->handle);
 		a->handle = 0;
@@ -391,21 +428,24 @@ static long jal_ioctl_host_pin(struct jal_file *jf, struct jal_ioctl_host_pin *a
 	return ret;
 }
 
-static long jal_ioctl_host_free(struct jal_file *jf, struct jal_ioctl_host_free *a)
+static long jal_ioctl_host_free(struct jal_file *jf,
+				struct jal_ioctl_host_free *a)
 {
 	if (a->flags || jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
 	return jal_host_free(jf, a->handle);
 }
 
-static long jal_ioctl_bind_irq(struct jal_file *jf, struct jal_ioctl_bind_irq *a)
+static long jal_ioctl_bind_irq(struct jal_file *jf,
+			       struct jal_ioctl_bind_irq *a)
 {
 	struct jal_device *jdev = jf->jdev;
 	struct eventfd_ctx *efd = NULL, *old;
 
 	if (a->flags || jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	if (a->vector < JAL_MSIX_VECTOR_QUEUE_FIRST || a->vector >= JAL_MSIX_VECTORS)
+	if (a->vector < JAL_MSIX_VECTOR_QUEUE_FIRST ||
+	    a->vector >= JAL_MSIX_VECTORS)
 		return -EINVAL;
 	if (a->eventfd != -1) {
 		efd = eventfd_ctx_fdget(a->eventfd);
@@ -422,7 +462,8 @@ static long jal_ioctl_bind_irq(struct jal_file *jf, struct jal_ioctl_bind_irq *a
 }
 
 /* Reads the signal's value; the device writes status first and value last. */
-static int jal_read_signal(struct jal_signal __user *sig, s64 *value, u32 *status)
+static int jal_read_signal(struct jal_signal __user *sig, s64 *value,
+			   u32 *status)
 {
 	if (get_user(*value, &sig->value))
 		return -EFAULT;
@@ -435,24 +476,31 @@ static int jal_read_signal(struct jal_signal __user *sig, s64 *value, u32 *statu
 static bool jal_condition_met(u32 cond, s64 value, s64 compare)
 {
 	switch (cond) {
-	case JAL_WAIT_EQ: return value == compare;
-	case JAL_WAIT_NE: return value != compare;
-	case JAL_WAIT_LT: return value < compare;
-	default: return value >= compare;
+	case JAL_WAIT_EQ:
+		return value == compare;
+	case JAL_WAIT_NE:
+		return value != compare;
+	case JAL_WAIT_LT:
+		return value < compare;
+	default:
+		return value >= compare;
 	}
 }
 
-static long jal_ioctl_wait_signal(struct jal_file *jf, struct jal_ioctl_wait_signal *a)
+static long jal_ioctl_wait_signal(struct jal_file *jf,
+				  struct jal_ioctl_wait_signal *a)
 {
 	struct jal_signal __user *sig = u64_to_user_ptr(a->signal_ptr);
 	struct jal_vector *vec;
 	long remaining;
 	int ret;
 
-	if (a->flags || a->value || a->signal_status || jal_nonzero(a->reserved, sizeof(a->reserved)))
+	if (a->flags || a->value || a->signal_status ||
+	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	if (a->vector < JAL_MSIX_VECTOR_QUEUE_FIRST || a->vector >= JAL_MSIX_VECTORS ||
-	    a->condition > JAL_WAIT_GTE || !IS_ALIGNED(a->signal_ptr, 16))
+	if (a->vector < JAL_MSIX_VECTOR_QUEUE_FIRST ||
+	    a->vector >= JAL_MSIX_VECTORS || a->condition > JAL_WAIT_GTE ||
+	    !IS_ALIGNED(a->signal_ptr, 16))
 		return -EINVAL;
 	vec = &jf->jdev->vec[a->vector];
 	remaining = nsecs_to_jiffies(a->timeout_ns);
@@ -467,8 +515,8 @@ static long jal_ioctl_wait_signal(struct jal_file *jf, struct jal_ioctl_wait_sig
 			return 0;
 		if (remaining <= 0)
 			return -ETIMEDOUT;
-		remaining = wait_event_interruptible_timeout(vec->wq, atomic_read(&vec->count) != seen,
-							     remaining);
+		remaining = wait_event_interruptible_timeout(
+			vec->wq, atomic_read(&vec->count) != seen, remaining);
 		if (remaining < 0)
 			return -EINTR;
 		if (remaining == 0)
@@ -485,12 +533,15 @@ void jal_file_release_resources(struct jal_file *jf)
 	lockdep_assert_held(&jdev->lock);
 	if (!jdev->gone) {
 		for_each_set_bit(id, jf->queues, JAL_MAX_USER_QUEUES)
-			jal_run_simple(jdev, JAL_ADMIN_DESTROY_QUEUE, (u32 *)&id, 1, NULL, &status);
-		for_each_set_bit(id, jf->contexts, JAL_MAX_CONTEXTS)
-			if (!jal_run_simple(jdev, JAL_ADMIN_DESTROY_CONTEXT, (u32 *)&id, 1, &leaked,
-					    &status) && leaked)
-				dev_dbg(&jdev->pdev->dev, "context %u: %u leaked resources freed\n",
-					id, leaked);
+			jal_run_simple(jdev, JAL_ADMIN_DESTROY_QUEUE,
+				       (u32 *)&id, 1, NULL, &status);
+		for_each_set_bit(id, jf->contexts, JAL_MAX_CONTEXTS) if (
+			!jal_run_simple(jdev, JAL_ADMIN_DESTROY_CONTEXT,
+					(u32 *)&id, 1, &leaked, &status) &&
+			leaked)
+			dev_dbg(&jdev->pdev->dev,
+				"context %u: %u leaked resources freed\n", id,
+				leaked);
 	}
 	bitmap_zero(jf->queues, JAL_MAX_USER_QUEUES);
 	bitmap_zero(jf->contexts, JAL_MAX_CONTEXTS);
@@ -521,27 +572,46 @@ struct jal_ioctl_desc {
 	unsigned int cmd;
 	jal_ioctl_fn fn;
 	size_t size;
-	bool locked;      /* runs under jdev->lock */
+	bool locked; /* runs under jdev->lock */
 };
 
-#define JAL_IOCTL_DEF(c, f, type, l) { .cmd = c, .fn = (jal_ioctl_fn)f, .size = sizeof(type), .locked = l }
+#define JAL_IOCTL_DEF(c, f, type, l)                                   \
+	{                                                              \
+		.cmd = c, .fn = (jal_ioctl_fn)f, .size = sizeof(type), \
+		.locked = l                                            \
+	}
 
 static const struct jal_ioctl_desc jal_ioctls[] = {
-	JAL_IOCTL_DEF(JAL_IOCTL_INFO, jal_ioctl_info, struct jal_ioctl_info, false),
-	JAL_IOCTL_DEF(JAL_IOCTL_ADMIN, jal_ioctl_admin, struct jal_ioctl_admin, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_RESET, jal_ioctl_reset, struct jal_ioctl_reset, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_IDENTIFY, jal_ioctl_identify, struct jal_ioctl_identify, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_CTX_CREATE, jal_ioctl_ctx_create, struct jal_ioctl_context, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_CTX_DESTROY, jal_ioctl_ctx_destroy, struct jal_ioctl_context, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_MEM_ALLOC, jal_ioctl_mem_alloc, struct jal_ioctl_mem_alloc, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_MEM_FREE, jal_ioctl_mem_free, struct jal_ioctl_mem_free, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_QUEUE_CREATE, jal_ioctl_queue_create, struct jal_ioctl_queue_create, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_QUEUE_DESTROY, jal_ioctl_queue_destroy, struct jal_ioctl_queue_destroy, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_HOST_ALLOC, jal_ioctl_host_alloc, struct jal_ioctl_host_alloc, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_HOST_PIN, jal_ioctl_host_pin, struct jal_ioctl_host_pin, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_HOST_FREE, jal_ioctl_host_free, struct jal_ioctl_host_free, true),
-	JAL_IOCTL_DEF(JAL_IOCTL_BIND_IRQ, jal_ioctl_bind_irq, struct jal_ioctl_bind_irq, false),
-	JAL_IOCTL_DEF(JAL_IOCTL_WAIT_SIGNAL, jal_ioctl_wait_signal, struct jal_ioctl_wait_signal, false),
+	JAL_IOCTL_DEF(JAL_IOCTL_INFO, jal_ioctl_info, struct jal_ioctl_info,
+		      false),
+	JAL_IOCTL_DEF(JAL_IOCTL_ADMIN, jal_ioctl_admin, struct jal_ioctl_admin,
+		      true),
+	JAL_IOCTL_DEF(JAL_IOCTL_RESET, jal_ioctl_reset, struct jal_ioctl_reset,
+		      true),
+	JAL_IOCTL_DEF(JAL_IOCTL_IDENTIFY, jal_ioctl_identify,
+		      struct jal_ioctl_identify, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_CTX_CREATE, jal_ioctl_ctx_create,
+		      struct jal_ioctl_context, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_CTX_DESTROY, jal_ioctl_ctx_destroy,
+		      struct jal_ioctl_context, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_MEM_ALLOC, jal_ioctl_mem_alloc,
+		      struct jal_ioctl_mem_alloc, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_MEM_FREE, jal_ioctl_mem_free,
+		      struct jal_ioctl_mem_free, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_QUEUE_CREATE, jal_ioctl_queue_create,
+		      struct jal_ioctl_queue_create, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_QUEUE_DESTROY, jal_ioctl_queue_destroy,
+		      struct jal_ioctl_queue_destroy, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_HOST_ALLOC, jal_ioctl_host_alloc,
+		      struct jal_ioctl_host_alloc, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_HOST_PIN, jal_ioctl_host_pin,
+		      struct jal_ioctl_host_pin, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_HOST_FREE, jal_ioctl_host_free,
+		      struct jal_ioctl_host_free, true),
+	JAL_IOCTL_DEF(JAL_IOCTL_BIND_IRQ, jal_ioctl_bind_irq,
+		      struct jal_ioctl_bind_irq, false),
+	JAL_IOCTL_DEF(JAL_IOCTL_WAIT_SIGNAL, jal_ioctl_wait_signal,
+		      struct jal_ioctl_wait_signal, false),
 };
 
 /*

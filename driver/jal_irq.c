@@ -20,9 +20,8 @@ static irqreturn_t jal_irq_handler(int irq, void *arg)
 		return IRQ_HANDLED;
 
 	spin_lock(&jdev->files_lock);
-	list_for_each_entry(jf, &jdev->files, node)
-		if (jf->irq_efd[v->index])
-			eventfd_signal(jf->irq_efd[v->index], 1);
+	list_for_each_entry(jf, &jdev->files, node) if (jf->irq_efd[v->index])
+		eventfd_signal(jf->irq_efd[v->index], 1);
 	spin_unlock(&jdev->files_lock);
 	return IRQ_HANDLED;
 }
@@ -40,16 +39,20 @@ int jal_irq_init(struct jal_device *jdev)
 		init_waitqueue_head(&jdev->vec[i].wq);
 	}
 
-	ret = pci_alloc_irq_vectors(pdev, JAL_MSIX_VECTORS, JAL_MSIX_VECTORS, PCI_IRQ_MSIX);
+	ret = pci_alloc_irq_vectors(pdev, JAL_MSIX_VECTORS, JAL_MSIX_VECTORS,
+				    PCI_IRQ_MSIX);
 	if (ret < 0) {
-		dev_err(&pdev->dev, "Failed to allocate %d MSI-X vectors: %d\n", JAL_MSIX_VECTORS, ret);
+		dev_err(&pdev->dev, "Failed to allocate %d MSI-X vectors: %d\n",
+			JAL_MSIX_VECTORS, ret);
 		return ret;
 	}
 	for (i = 0; i < JAL_MSIX_VECTORS; i++) {
-		ret = request_irq(pci_irq_vector(pdev, i), jal_irq_handler, 0, DRIVER_NAME,
-				  &jdev->vec[i]);
+		ret = request_irq(pci_irq_vector(pdev, i), jal_irq_handler, 0,
+				  DRIVER_NAME, &jdev->vec[i]);
 		if (ret) {
-			dev_err(&pdev->dev, "Failed to request MSI-X vector %u: %d\n", i, ret);
+			dev_err(&pdev->dev,
+				"Failed to request MSI-X vector %u: %d\n", i,
+				ret);
 			goto err_free_irqs;
 		}
 	}

@@ -6,16 +6,16 @@
 #include "transport/connection.hpp"
 #include "transport/unix_listener.hpp"
 
-#include <sys/socket.h>
 #include "util/log.hpp"
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
-#include <stdexcept>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <pthread.h>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <vector>
 
@@ -36,7 +36,8 @@ int main(int argc, char** argv)
         Log::open(opts.log_file);
         Log::set_level(opts.verbose ? LogLevel::debug : LogLevel::info);
         if (mkdir(opts.socket_dir.c_str(), 0700) != 0 && errno != EEXIST)
-            throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " + std::strerror(errno));
+            throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " +
+                                     std::strerror(errno));
 
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
@@ -51,8 +52,8 @@ int main(int argc, char** argv)
             consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
             consoles.back()->start();
             Chip& chip = *chips.back();
-            servers.push_back(std::make_unique<UnixListener>(base + ".sock", SOCK_SEQPACKET,
-                                                             [c = &chip](int fd) { serve_connection(*c, fd); }));
+            servers.push_back(std::make_unique<UnixListener>(
+                base + ".sock", SOCK_SEQPACKET, [c = &chip](int fd) { serve_connection(*c, fd); }));
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);

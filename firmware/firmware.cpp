@@ -45,15 +45,25 @@ std::uint32_t Firmware::step_watchdog_arm()
     return hal::read32(JAL_WDT_CTRL) & 1 ? JAL_STATUS_OK : JAL_STATUS_HW_FAILED;
 }
 
-std::uint32_t Firmware::step_power_init() { return power_.init_safe(); }
-std::uint32_t Firmware::step_slice_reset() { return slices_.release_resets(); }
-std::uint32_t Firmware::step_slice_bist() { return slices_.run_bist(); }
+std::uint32_t Firmware::step_power_init()
+{
+    return power_.init_safe();
+}
+std::uint32_t Firmware::step_slice_reset()
+{
+    return slices_.release_resets();
+}
+std::uint32_t Firmware::step_slice_bist()
+{
+    return slices_.run_bist();
+}
 
 std::uint32_t Firmware::step_harvest()
 {
     const std::uint32_t status = slices_.harvest();
     journal_.event(JAL_SRC_SLICE, JAL_SEV_INFO, host::kEvSliceHarvest, "slices harvested",
-                   {slices_.enabled_count(), util::popcount64(slices_.fused()), util::popcount64(slices_.bist_failed()),
+                   {slices_.enabled_count(), util::popcount64(slices_.fused()),
+                    util::popcount64(slices_.bist_failed()),
                     util::popcount64(slices_.bist_timeout())});
     if (status != JAL_STATUS_OK)
         journal_.event(JAL_SRC_SLICE, JAL_SEV_FATAL, host::kEvSliceTooFew, "too few good slices",
@@ -74,7 +84,8 @@ std::uint32_t Firmware::step_capacity_reconcile()
         slices_.set_channels_ok(s, static_cast<std::uint8_t>(ok));
         if (ok == 0 && ((slices_.enabled() >> s) & 1)) {
             slices_.disable_no_memory(s);
-            journal_.event(JAL_SRC_SLICE, JAL_SEV_WARN, host::kEvSliceNoMemory, "slice without memory", {s});
+            journal_.event(JAL_SRC_SLICE, JAL_SEV_WARN, host::kEvSliceNoMemory,
+                           "slice without memory", {s});
         }
     }
     const std::uint32_t status = slices_.publish();
@@ -97,7 +108,8 @@ std::uint32_t Firmware::step_ready()
     resources_.init();  // device memory, MMU and queue engines start clean
     chip_.state = JAL_CHIP_STATE_READY;
     const bool degraded = slices_.degraded() || hbm_.count(JAL_HBM_CH_FAILED) != 0;
-    hal::write32(JAL_HOSTIF_STATUS, JAL_REG_STATUS_READY | (degraded ? JAL_REG_STATUS_DEGRADED : 0u));
+    hal::write32(JAL_HOSTIF_STATUS,
+                 JAL_REG_STATUS_READY | (degraded ? JAL_REG_STATUS_DEGRADED : 0u));
     return JAL_STATUS_OK;
 }
 
@@ -115,12 +127,14 @@ boot::BootOutcome Firmware::boot()
     // The watchdog reset count lives in SYS (it survives the core resets that wipe SRAM).
     power_.set_boot_info(chip_.boot_start_us, hal::read32(JAL_SYS_WDT_RESETS));
 
-    journal_.event(JAL_SRC_BOOT, JAL_SEV_INFO, host::kEvBootStart, kFwBuild, {chip_.reset_cause, chip_.boot_count});
+    journal_.event(JAL_SRC_BOOT, JAL_SEV_INFO, host::kEvBootStart, kFwBuild,
+                   {chip_.reset_cause, chip_.boot_count});
     if (by_watchdog)
-        journal_.event(JAL_SRC_WATCHDOG, JAL_SEV_WARN, host::kEvWatchdogRecovery, "watchdog recovery",
-                       {chip_.boot_count});
+        journal_.event(JAL_SRC_WATCHDOG, JAL_SEV_WARN, host::kEvWatchdogRecovery,
+                       "watchdog recovery", {chip_.boot_count});
 
-    const boot::BootOutcome out = boot::run_boot_table<Firmware>(kBootTable, *this, post_, journal_);
+    const boot::BootOutcome out =
+        boot::run_boot_table<Firmware>(kBootTable, *this, post_, journal_);
     if (out.failed) {
         chip_.state = JAL_CHIP_STATE_FAILED;
         hal::write32(JAL_HOSTIF_FAULT, out.fault);
@@ -186,9 +200,12 @@ void Firmware::run()
     (void)boot();
     for (;;) {
         switch (poll_once()) {
-        case host::AfterAction::kResetChip: reset_chip();
-        case host::AfterAction::kHangMainLoop: hang_main_loop();
-        case host::AfterAction::kNone: break;
+        case host::AfterAction::kResetChip:
+            reset_chip();
+        case host::AfterAction::kHangMainLoop:
+            hang_main_loop();
+        case host::AfterAction::kNone:
+            break;
         }
     }
 }

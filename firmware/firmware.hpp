@@ -52,7 +52,8 @@ public:
     const host::AdminQueues& queues() const { return queues_; }
     const host::ResourceCommands& resources() const { return resources_; }
 
-    static constexpr std::uint32_t kCaps = 1u << 0 /* JAL_CAP_ADMIN_QUEUE */ | 1u << 2 /* JAL_CAP_MSIX */;
+    static constexpr std::uint32_t kCaps =
+        1u << 0 /* JAL_CAP_ADMIN_QUEUE */ | 1u << 2 /* JAL_CAP_MSIX */;
 
 private:
     // Boot steps (see kBootTable in firmware.cpp for order and POST codes).
@@ -81,7 +82,8 @@ private:
     hbm::Trainer trainer_{hbm_, journal_};
     power::PowerManager power_{slices_, journal_};
     host::ResourceCommands resources_{chip_, slices_, hbm_, journal_};
-    host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_}, &resources_};
+    host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_},
+                                  &resources_};
     host::AdminQueues queues_{commands_, journal_};
 };
 

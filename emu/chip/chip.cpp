@@ -1,8 +1,8 @@
 #include "emu/chip/chip.hpp"
 
-#include "jal/hw/mgmt.h"
 #include "emu/mgmt/native_core.hpp"
 #include "emu/util/log.hpp"
+#include "jal/hw/mgmt.h"
 
 #include <bit>
 #include <stdexcept>
@@ -14,37 +14,43 @@ constexpr std::uint64_t kModelStepNs = 250'000;  // power/thermal integration st
 const char* cause_name(std::uint32_t c)
 {
     switch (c) {
-    case JAL_RESET_CAUSE_POWER_ON: return "power-on";
-    case JAL_RESET_CAUSE_HOST: return "host reset";
-    case JAL_RESET_CAUSE_WATCHDOG: return "watchdog";
-    default: return "unknown";
+    case JAL_RESET_CAUSE_POWER_ON:
+        return "power-on";
+    case JAL_RESET_CAUSE_HOST:
+        return "host reset";
+    case JAL_RESET_CAUSE_WATCHDOG:
+        return "watchdog";
+    default:
+        return "unknown";
     }
 }
 }  // namespace
 
 Chip::Chip(const ChipConfig& config)
-    : config_(config),
-      phy_(config.seed, config.dead_lanes),
+    : config_(config), phy_(config.seed, config.dead_lanes),
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
-      host_(config.index, clock_),
-      bus_(*this),
-      cp_(host_, hbm_, mmu_, &slices_, &power_)
+      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_)
 {
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
     slices_.set_synthetic_busy(config.load_watts > 0);
     host_.on_post_code = [this](std::uint32_t code) {
-        log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code, clock_.now_us() / 1000.0);
+        log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code,
+            clock_.now_us() / 1000.0);
     };
 }
 
-Chip::~Chip() { stop(); }
+Chip::~Chip()
+{
+    stop();
+}
 
 void Chip::start()
 {
-    if (config_.firmware == FirmwareMode::image) image_ = load_firmware_image(config_.firmware_image);
+    if (config_.firmware == FirmwareMode::image)
+        image_ = load_firmware_image(config_.firmware_image);
     core_thread_ = std::thread([this] { core_main(); });
 }
 
@@ -70,16 +76,16 @@ void Chip::step_models(std::uint64_t now_ns)
 
 void Chip::apply_reset(std::uint32_t cause)
 {
-    log(LogLevel::info, "chip{}: management core reset ({}) at {:.3f} ms", index(), cause_name(cause),
-        clock_.now_us() / 1000.0);
+    log(LogLevel::info, "chip{}: management core reset ({}) at {:.3f} ms", index(),
+        cause_name(cause), clock_.now_us() / 1000.0);
     const bool chip_reset = cause != JAL_RESET_CAUSE_WATCHDOG;
     if (!chip_reset) ++watchdog_resets_;
     if (chip_reset) {
         slices_.reset();
         phy_.reset();
         power_.reset();
-        cp_.reset();  // every user queue disabled
-        mmu_.reset(); // every context's mappings gone
+        cp_.reset();   // every user queue disabled
+        mmu_.reset();  // every context's mappings gone
     }
     host_.reset(chip_reset);
     bus_.reset();
@@ -93,8 +99,10 @@ void Chip::core_main()
     for (;;) {
         ++boot_count_;
         try {
-            if (config_.firmware == FirmwareMode::image) run_firmware_image();
-            else run_firmware_native();
+            if (config_.firmware == FirmwareMode::image)
+                run_firmware_image();
+            else
+                run_firmware_native();
             log(LogLevel::error, "chip{}: firmware returned; halting the management core", index());
             return;
         } catch (const CoreReset& r) {
@@ -105,9 +113,15 @@ void Chip::core_main()
     }
 }
 
-void Chip::run_firmware_native() { NativeCore(*this).run(); }
+void Chip::run_firmware_native()
+{
+    NativeCore(*this).run();
+}
 
 // A fresh Unicorn instance per boot: RAM starts undefined and the image is reloaded.
-void Chip::run_firmware_image() { UnicornCore(*this, image_).run(); }
+void Chip::run_firmware_image()
+{
+    UnicornCore(*this, image_).run();
+}
 
 }  // namespace jal::emu

@@ -14,14 +14,18 @@ namespace jal::emu {
 HbmMemory::HbmMemory() : size_(JAL_HBM_TOTAL_BYTES)
 {
     // MAP_NORESERVE: 216 GiB of address space, no commit charge until pages are written.
-    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
-        throw std::runtime_error(std::string("cannot reserve HBM address space: ") + std::strerror(errno));
+        throw std::runtime_error(std::string("cannot reserve HBM address space: ") +
+                                 std::strerror(errno));
     base_ = static_cast<std::byte*>(p);
 }
 
-HbmMemory::~HbmMemory() { munmap(base_, size_); }
+HbmMemory::~HbmMemory()
+{
+    munmap(base_, size_);
+}
 
 std::span<std::byte> HbmMemory::range(std::uint64_t addr, std::uint64_t len)
 {

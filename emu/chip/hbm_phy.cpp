@@ -9,11 +9,15 @@
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM; }
+constexpr std::uint32_t reg(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM;
+}
 constexpr std::uint32_t kWordsPerLane = 4096;  // memtest words that touch one lane
 }  // namespace
 
-HbmPhy::HbmPhy(std::uint64_t seed, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes)
+HbmPhy::HbmPhy(std::uint64_t seed,
+               const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes)
     : seed_(seed)
 {
     for (std::uint32_t ch = 0; ch < JAL_HBM_CHANNELS; ++ch) {
@@ -83,7 +87,8 @@ bool HbmPhy::pattern_pass(std::uint32_t ch, std::uint32_t lane, bool write_test)
     if (e.contains(tap)) return true;
     // One tap past either edge the data eye is marginal: it passes about half the time.
     if (tap == e.lo - 1 || tap == e.hi + 1)
-        return seeded(seed_, {7, ch, lane, static_cast<std::uint64_t>(tap), s.tests, write_test}) & 1;
+        return seeded(seed_, {7, ch, lane, static_cast<std::uint64_t>(tap), s.tests, write_test}) &
+               1;
     return false;
 }
 
@@ -93,7 +98,8 @@ bool HbmPhy::strictly_inside(std::uint32_t ch, std::uint32_t lane) const
     if (truth_[ch].lanes[lane].dead) return false;
     const int lvl = s.wrlvl, point = truth_[ch].wrlvl_point;
     if (lvl < point || lvl > point + 3) return false;
-    return read_eye(ch, lane, s.vref).contains(s.rd[lane]) && write_eye(ch, lane, s.vref).contains(s.wr[lane]);
+    return read_eye(ch, lane, s.vref).contains(s.rd[lane]) &&
+           write_eye(ch, lane, s.vref).contains(s.wr[lane]);
 }
 
 void HbmPhy::set_result(ChannelState& s, const std::array<bool, JAL_HBM_LANES>& pass)
@@ -110,9 +116,12 @@ std::uint64_t HbmPhy::command_ns(std::uint32_t cmd)
     case JAL_HBM_CMD_WRLVL:
     case JAL_HBM_CMD_READ_TEST:
     case JAL_HBM_CMD_WRITE_TEST:
-    case JAL_HBM_CMD_RESET: return std::uint64_t{JAL_HBM_CMD_US} * 1000;
-    case JAL_HBM_CMD_MEMTEST: return std::uint64_t{JAL_HBM_MEMTEST_US} * 1000;
-    default: return 0;
+    case JAL_HBM_CMD_RESET:
+        return std::uint64_t{JAL_HBM_CMD_US} * 1000;
+    case JAL_HBM_CMD_MEMTEST:
+        return std::uint64_t{JAL_HBM_MEMTEST_US} * 1000;
+    default:
+        return 0;
     }
 }
 
@@ -134,7 +143,8 @@ void HbmPhy::run(std::uint32_t cmd)
     case JAL_HBM_CMD_READ_TEST:
     case JAL_HBM_CMD_WRITE_TEST:
         ++s.tests;
-        for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) pass[l] = pattern_pass(ch_sel_, l, cmd == JAL_HBM_CMD_WRITE_TEST);
+        for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l)
+            pass[l] = pattern_pass(ch_sel_, l, cmd == JAL_HBM_CMD_WRITE_TEST);
         set_result(s, pass);
         return;
     case JAL_HBM_CMD_MEMTEST: {
@@ -157,18 +167,30 @@ std::uint32_t HbmPhy::read(std::uint32_t offset) const
     const ChannelState& s = state_[ch_sel_];
     const std::uint32_t lane = lane_sel_ < JAL_HBM_LANES ? lane_sel_ : 0;
     switch (offset) {
-    case reg(JAL_HBM_CH_SEL): return ch_sel_;
-    case reg(JAL_HBM_LANE_SEL): return lane_sel_;
-    case reg(JAL_HBM_RD_DELAY): return s.rd[lane];
-    case reg(JAL_HBM_WR_DELAY): return s.wr[lane];
-    case reg(JAL_HBM_VREF): return s.vref;
-    case reg(JAL_HBM_WRLVL_DELAY): return s.wrlvl;
-    case reg(JAL_HBM_RESULT0): return s.result[0];
-    case reg(JAL_HBM_RESULT1): return s.result[1];
-    case reg(JAL_HBM_RESULT2): return s.result[2];
-    case reg(JAL_HBM_ERRORS): return s.errors;
-    case reg(JAL_HBM_CH_ENABLE): return s.enabled ? 1 : 0;
-    default: return 0;
+    case reg(JAL_HBM_CH_SEL):
+        return ch_sel_;
+    case reg(JAL_HBM_LANE_SEL):
+        return lane_sel_;
+    case reg(JAL_HBM_RD_DELAY):
+        return s.rd[lane];
+    case reg(JAL_HBM_WR_DELAY):
+        return s.wr[lane];
+    case reg(JAL_HBM_VREF):
+        return s.vref;
+    case reg(JAL_HBM_WRLVL_DELAY):
+        return s.wrlvl;
+    case reg(JAL_HBM_RESULT0):
+        return s.result[0];
+    case reg(JAL_HBM_RESULT1):
+        return s.result[1];
+    case reg(JAL_HBM_RESULT2):
+        return s.result[2];
+    case reg(JAL_HBM_ERRORS):
+        return s.errors;
+    case reg(JAL_HBM_CH_ENABLE):
+        return s.enabled ? 1 : 0;
+    default:
+        return 0;
     }
 }
 
@@ -178,8 +200,10 @@ std::uint64_t HbmPhy::ready_ns(std::uint32_t offset) const
     case reg(JAL_HBM_RESULT0):
     case reg(JAL_HBM_RESULT1):
     case reg(JAL_HBM_RESULT2):
-    case reg(JAL_HBM_ERRORS): return busy_until_ns_[jal_hbm_stack_of_channel(ch_sel_)];
-    default: return 0;
+    case reg(JAL_HBM_ERRORS):
+        return busy_until_ns_[jal_hbm_stack_of_channel(ch_sel_)];
+    default:
+        return 0;
     }
 }
 
@@ -191,16 +215,24 @@ void HbmPhy::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
     case reg(JAL_HBM_CH_SEL):
         if (value < JAL_HBM_CHANNELS) ch_sel_ = value;
         return;
-    case reg(JAL_HBM_LANE_SEL): lane_sel_ = value; return;
+    case reg(JAL_HBM_LANE_SEL):
+        lane_sel_ = value;
+        return;
     case reg(JAL_HBM_RD_DELAY):
     case reg(JAL_HBM_WR_DELAY): {
         auto& taps = offset == reg(JAL_HBM_RD_DELAY) ? s.rd : s.wr;
-        if (lane_sel_ == JAL_HBM_LANE_ALL) taps.fill(tap);
-        else if (lane_sel_ < JAL_HBM_LANES) taps[lane_sel_] = tap;
+        if (lane_sel_ == JAL_HBM_LANE_ALL)
+            taps.fill(tap);
+        else if (lane_sel_ < JAL_HBM_LANES)
+            taps[lane_sel_] = tap;
         return;
     }
-    case reg(JAL_HBM_VREF): s.vref = static_cast<std::uint8_t>(value % JAL_HBM_VREF_STEPS); return;
-    case reg(JAL_HBM_WRLVL_DELAY): s.wrlvl = tap; return;
+    case reg(JAL_HBM_VREF):
+        s.vref = static_cast<std::uint8_t>(value % JAL_HBM_VREF_STEPS);
+        return;
+    case reg(JAL_HBM_WRLVL_DELAY):
+        s.wrlvl = tap;
+        return;
     case reg(JAL_HBM_CMD): {
         const std::uint64_t cost = command_ns(value);
         if (!cost) return;  // unknown command: nothing happens
@@ -215,8 +247,11 @@ void HbmPhy::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
             s.remap[spare] = static_cast<std::uint8_t>(lane);
         return;
     }
-    case reg(JAL_HBM_CH_ENABLE): s.enabled = value & 1; return;
-    default: return;
+    case reg(JAL_HBM_CH_ENABLE):
+        s.enabled = value & 1;
+        return;
+    default:
+        return;
     }
 }
 

@@ -28,7 +28,8 @@ struct Eye {
 class HbmPhy {
 public:
     // dead_lanes: (channel, physical lane 0..JAL_HBM_LANES-1) pairs with no connectivity.
-    HbmPhy(std::uint64_t seed, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes);
+    HbmPhy(std::uint64_t seed,
+           const std::vector<std::pair<std::uint32_t, std::uint32_t>>& dead_lanes);
 
     // Register access at an offset inside the HBM block, at modelled time now_ns. A
     // command (CMD) queues on the selected channel's stack engine and returns at once.
@@ -51,11 +52,20 @@ public:
     // Hidden truth, for tests and the console.
     Eye read_eye(std::uint32_t ch, std::uint32_t lane, std::uint32_t vref) const;
     Eye write_eye(std::uint32_t ch, std::uint32_t lane, std::uint32_t vref) const;
-    bool lane_dead(std::uint32_t ch, std::uint32_t lane) const { return truth_[ch].lanes[lane].dead; }
+    bool lane_dead(std::uint32_t ch, std::uint32_t lane) const
+    {
+        return truth_[ch].lanes[lane].dead;
+    }
     std::uint32_t vref_opt(std::uint32_t ch) const { return truth_[ch].vref_opt; }
     std::uint32_t wrlvl_point(std::uint32_t ch) const { return truth_[ch].wrlvl_point; }
-    std::uint32_t read_delay(std::uint32_t ch, std::uint32_t lane) const { return state_[ch].rd[lane]; }
-    std::uint32_t write_delay(std::uint32_t ch, std::uint32_t lane) const { return state_[ch].wr[lane]; }
+    std::uint32_t read_delay(std::uint32_t ch, std::uint32_t lane) const
+    {
+        return state_[ch].rd[lane];
+    }
+    std::uint32_t write_delay(std::uint32_t ch, std::uint32_t lane) const
+    {
+        return state_[ch].wr[lane];
+    }
     std::uint32_t vref(std::uint32_t ch) const { return state_[ch].vref; }
     // Physical lane carrying DQ lane `dq` (a spare when remapped).
     std::uint32_t carrier(std::uint32_t ch, std::uint32_t dq) const;
@@ -74,7 +84,7 @@ private:
         std::uint8_t vref = 0, wrlvl = 0;
         std::array<std::uint8_t, JAL_HBM_SPARE_LANES> remap{0xff, 0xff, 0xff, 0xff};
         bool enabled = false;
-        std::uint32_t tests = 0;  // pattern tests run; varies the edge flicker
+        std::uint32_t tests = 0;                // pattern tests run; varies the edge flicker
         std::array<std::uint32_t, 3> result{};  // RESULT0-2 of the last command
         std::uint32_t errors = 0;               // ERRORS of the last MEMTEST
     };

@@ -1,18 +1,23 @@
 #include "emu/chip/host_interface.hpp"
 
-#include "jal/hw/status.h"
 #include "emu/util/log.hpp"
+#include "jal/hw/status.h"
 
 #include <unistd.h>
 
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t hostif(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF; }
+constexpr std::uint32_t hostif(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF;
+}
 constexpr std::uint32_t kFnBankBase = 0x100, kFnBankStride = 0x40;
 }  // namespace
 
-HostInterface::HostInterface(std::uint32_t chip_index, HostEvents& events) : chip_index_(chip_index), events_(events) {}
+HostInterface::HostInterface(std::uint32_t chip_index, HostEvents& events)
+    : chip_index_(chip_index), events_(events)
+{}
 
 HostInterface::~HostInterface()
 {
@@ -40,7 +45,8 @@ int HostInterface::attach()
         Function& f = fns_[fn];
         if (f.present) continue;
         f.present = true;
-        f.sq_lo = f.sq_hi = f.cq_lo = f.cq_hi = f.qsize = f.ctrl = f.admin_status = f.sq_tail = f.cq_head = 0;
+        f.sq_lo = f.sq_hi = f.cq_lo = f.cq_hi = f.qsize = f.ctrl = f.admin_status = f.sq_tail =
+            f.cq_head = 0;
         f.intr_mask = 0;
         ++f.attaches;
         bump_locked(fn);
@@ -74,44 +80,66 @@ std::uint32_t HostInterface::status() const
     return status_;
 }
 
-std::uint64_t HostInterface::host_read(int fn, std::uint32_t bar, std::uint32_t offset, std::uint32_t width)
+std::uint64_t HostInterface::host_read(int fn, std::uint32_t bar, std::uint32_t offset,
+                                       std::uint32_t width)
 {
     if (bar != JAL_BAR_REGS || width != 4) return 0;  // doorbell and MSI-X BARs read as zero
     std::lock_guard lock(mutex_);
     const Function& f = fns_[fn];
     switch (offset) {
-    case JAL_REG_ID: return JAL_ID_MAGIC;
-    case JAL_REG_VERSION: return version_;
-    case JAL_REG_CAP: return cap_;
-    case JAL_REG_CHIP_INDEX: return chip_index_;
-    case JAL_REG_FW_VERSION: return fw_version_;
-    case JAL_REG_STATUS: return status_;
-    case JAL_REG_BOOT_STATUS: return boot_status_;
-    case JAL_REG_POST_CODE: return post_code_;
-    case JAL_REG_FAULT: return fault_;
-    case JAL_REG_ADMIN_SQ_BASE_LO: return f.sq_lo;
-    case JAL_REG_ADMIN_SQ_BASE_HI: return f.sq_hi;
-    case JAL_REG_ADMIN_CQ_BASE_LO: return f.cq_lo;
-    case JAL_REG_ADMIN_CQ_BASE_HI: return f.cq_hi;
-    case JAL_REG_ADMIN_QSIZE: return f.qsize;
-    case JAL_REG_ADMIN_CTRL: return f.ctrl;
-    case JAL_REG_ADMIN_STATUS: return f.admin_status;
-    case JAL_REG_ADMIN_SQ_TAIL: return f.sq_tail;
-    case JAL_REG_ADMIN_CQ_HEAD: return f.cq_head;
-    case JAL_REG_INTR_MASK: return f.intr_mask;
+    case JAL_REG_ID:
+        return JAL_ID_MAGIC;
+    case JAL_REG_VERSION:
+        return version_;
+    case JAL_REG_CAP:
+        return cap_;
+    case JAL_REG_CHIP_INDEX:
+        return chip_index_;
+    case JAL_REG_FW_VERSION:
+        return fw_version_;
+    case JAL_REG_STATUS:
+        return status_;
+    case JAL_REG_BOOT_STATUS:
+        return boot_status_;
+    case JAL_REG_POST_CODE:
+        return post_code_;
+    case JAL_REG_FAULT:
+        return fault_;
+    case JAL_REG_ADMIN_SQ_BASE_LO:
+        return f.sq_lo;
+    case JAL_REG_ADMIN_SQ_BASE_HI:
+        return f.sq_hi;
+    case JAL_REG_ADMIN_CQ_BASE_LO:
+        return f.cq_lo;
+    case JAL_REG_ADMIN_CQ_BASE_HI:
+        return f.cq_hi;
+    case JAL_REG_ADMIN_QSIZE:
+        return f.qsize;
+    case JAL_REG_ADMIN_CTRL:
+        return f.ctrl;
+    case JAL_REG_ADMIN_STATUS:
+        return f.admin_status;
+    case JAL_REG_ADMIN_SQ_TAIL:
+        return f.sq_tail;
+    case JAL_REG_ADMIN_CQ_HEAD:
+        return f.cq_head;
+    case JAL_REG_INTR_MASK:
+        return f.intr_mask;
     default:
-        if (offset >= JAL_REG_SCRATCH0 && offset < JAL_REG_SCRATCH0 + 4 * JAL_REG_SCRATCH_COUNT && offset % 4 == 0)
+        if (offset >= JAL_REG_SCRATCH0 && offset < JAL_REG_SCRATCH0 + 4 * JAL_REG_SCRATCH_COUNT &&
+            offset % 4 == 0)
             return scratch_[(offset - JAL_REG_SCRATCH0) / 4];
         return 0;
     }
 }
 
-std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t offset, std::uint32_t width,
-                                        std::uint64_t value)
+std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t offset,
+                                        std::uint32_t width, std::uint64_t value)
 {
     if (width != 4 && width != 8) return JAL_STATUS_INVALID_FIELD;
     if (offset % width) return JAL_STATUS_INVALID_FIELD;
-    if (bar == JAL_BAR_DOORBELL && width == 8 && offset % JAL_DOORBELL_STRIDE == JAL_DOORBELL_WRITE_INDEX &&
+    if (bar == JAL_BAR_DOORBELL && width == 8 &&
+        offset % JAL_DOORBELL_STRIDE == JAL_DOORBELL_WRITE_INDEX &&
         offset < JAL_BAR_DOORBELL_SIZE) {
         // The MMIO doorbell (QEMU device, kernel driver): the same page the direct
         // transport maps, plus the wakeup a direct client sends itself.
@@ -119,7 +147,8 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
         return JAL_STATUS_OK;
     }
     if (bar != JAL_BAR_REGS) {
-        log(LogLevel::debug, "chip{}: fn{} write to BAR{} +{:#x} ignored", chip_index_, fn, bar, offset);
+        log(LogLevel::debug, "chip{}: fn{} write to BAR{} +{:#x} ignored", chip_index_, fn, bar,
+            offset);
         return JAL_STATUS_OK;
     }
     if (width != 4) return JAL_STATUS_INVALID_FIELD;
@@ -129,20 +158,37 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
         std::lock_guard lock(mutex_);
         Function& f = fns_[fn];
         switch (offset) {
-        case JAL_REG_ADMIN_SQ_BASE_LO: f.sq_lo = v; break;
-        case JAL_REG_ADMIN_SQ_BASE_HI: f.sq_hi = v; break;
-        case JAL_REG_ADMIN_CQ_BASE_LO: f.cq_lo = v; break;
-        case JAL_REG_ADMIN_CQ_BASE_HI: f.cq_hi = v; break;
-        case JAL_REG_ADMIN_QSIZE: f.qsize = v; break;
+        case JAL_REG_ADMIN_SQ_BASE_LO:
+            f.sq_lo = v;
+            break;
+        case JAL_REG_ADMIN_SQ_BASE_HI:
+            f.sq_hi = v;
+            break;
+        case JAL_REG_ADMIN_CQ_BASE_LO:
+            f.cq_lo = v;
+            break;
+        case JAL_REG_ADMIN_CQ_BASE_HI:
+            f.cq_hi = v;
+            break;
+        case JAL_REG_ADMIN_QSIZE:
+            f.qsize = v;
+            break;
         case JAL_REG_ADMIN_CTRL:
             f.ctrl = v;
             // Disabling resets the queue pair, doorbells included (as NVMe's CC.EN = 0).
             if (!(v & JAL_ADMIN_CTRL_ENABLE)) f.admin_status = f.sq_tail = f.cq_head = 0;
             ++f.generation;
             break;
-        case JAL_REG_ADMIN_SQ_TAIL: f.sq_tail = v; break;
-        case JAL_REG_ADMIN_CQ_HEAD: f.cq_head = v; break;
-        case JAL_REG_INTR_MASK: f.intr_mask = v; notify = false; break;
+        case JAL_REG_ADMIN_SQ_TAIL:
+            f.sq_tail = v;
+            break;
+        case JAL_REG_ADMIN_CQ_HEAD:
+            f.cq_head = v;
+            break;
+        case JAL_REG_INTR_MASK:
+            f.intr_mask = v;
+            notify = false;
+            break;
         case JAL_REG_RESET:
             notify = false;
             if (v == JAL_RESET_MAGIC) {
@@ -157,7 +203,8 @@ std::uint32_t HostInterface::host_write(int fn, std::uint32_t bar, std::uint32_t
             if (offset >= JAL_REG_SCRATCH0 && offset < JAL_REG_SCRATCH0 + 4 * JAL_REG_SCRATCH_COUNT)
                 scratch_[(offset - JAL_REG_SCRATCH0) / 4] = v;
             else
-                log(LogLevel::debug, "chip{}: fn{} write {:#x} to read-only or unknown register {:#x} ignored",
+                log(LogLevel::debug,
+                    "chip{}: fn{} write {:#x} to read-only or unknown register {:#x} ignored",
                     chip_index_, fn, v, offset);
         }
         if (notify) func_events_ |= 1u << fn;
@@ -189,7 +236,8 @@ std::shared_ptr<Doorbells> HostInterface::doorbells(int fn)
         try {
             f.doorbells = std::make_shared<Doorbells>();
         } catch (const std::exception& e) {
-            log(LogLevel::error, "chip{}: fn{}: cannot create doorbells: {}", chip_index_, fn, e.what());
+            log(LogLevel::error, "chip{}: fn{}: cannot create doorbells: {}", chip_index_, fn,
+                e.what());
             return nullptr;
         }
     }
@@ -209,36 +257,57 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
     if (offset >= kFnBankBase && offset < kFnBankBase + kFnBankStride * JAL_MGMT_MAX_FUNCS) {
         const Function& f = fns_[(offset - kFnBankBase) / kFnBankStride];
         switch ((offset - kFnBankBase) % kFnBankStride) {
-        case JAL_FN_SQ_BASE_LO: return f.sq_lo;
-        case JAL_FN_SQ_BASE_HI: return f.sq_hi;
-        case JAL_FN_CQ_BASE_LO: return f.cq_lo;
-        case JAL_FN_CQ_BASE_HI: return f.cq_hi;
-        case JAL_FN_QSIZE: return f.qsize;
-        case JAL_FN_CTRL: return f.ctrl;
-        case JAL_FN_ADMIN_STATUS: return f.admin_status;
-        case JAL_FN_SQ_TAIL: return f.sq_tail;
-        case JAL_FN_CQ_HEAD: return f.cq_head;
-        case JAL_FN_GENERATION: return f.generation;
-        case JAL_FN_ATTACHES: return f.attaches;
-        default: return 0;
+        case JAL_FN_SQ_BASE_LO:
+            return f.sq_lo;
+        case JAL_FN_SQ_BASE_HI:
+            return f.sq_hi;
+        case JAL_FN_CQ_BASE_LO:
+            return f.cq_lo;
+        case JAL_FN_CQ_BASE_HI:
+            return f.cq_hi;
+        case JAL_FN_QSIZE:
+            return f.qsize;
+        case JAL_FN_CTRL:
+            return f.ctrl;
+        case JAL_FN_ADMIN_STATUS:
+            return f.admin_status;
+        case JAL_FN_SQ_TAIL:
+            return f.sq_tail;
+        case JAL_FN_CQ_HEAD:
+            return f.cq_head;
+        case JAL_FN_GENERATION:
+            return f.generation;
+        case JAL_FN_ATTACHES:
+            return f.attaches;
+        default:
+            return 0;
         }
     }
     switch (offset) {
-    case hostif(JAL_HOSTIF_STATUS): return status_;
-    case hostif(JAL_HOSTIF_BOOT_STATUS): return boot_status_;
-    case hostif(JAL_HOSTIF_POST_CODE): return post_code_;
-    case hostif(JAL_HOSTIF_FAULT): return fault_;
-    case hostif(JAL_HOSTIF_FW_VERSION): return fw_version_;
-    case hostif(JAL_HOSTIF_VERSION): return version_;
-    case hostif(JAL_HOSTIF_CAP): return cap_;
+    case hostif(JAL_HOSTIF_STATUS):
+        return status_;
+    case hostif(JAL_HOSTIF_BOOT_STATUS):
+        return boot_status_;
+    case hostif(JAL_HOSTIF_POST_CODE):
+        return post_code_;
+    case hostif(JAL_HOSTIF_FAULT):
+        return fault_;
+    case hostif(JAL_HOSTIF_FW_VERSION):
+        return fw_version_;
+    case hostif(JAL_HOSTIF_VERSION):
+        return version_;
+    case hostif(JAL_HOSTIF_CAP):
+        return cap_;
     case hostif(JAL_HOSTIF_FUNC_PRESENT): {
         std::uint32_t m = 0;
         for (int fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn)
             if (fns_[fn].present) m |= 1u << fn;
         return m;
     }
-    case hostif(JAL_HOSTIF_FUNC_EVENTS): return func_events_;
-    default: return 0;
+    case hostif(JAL_HOSTIF_FUNC_EVENTS):
+        return func_events_;
+    default:
+        return 0;
     }
 }
 
@@ -253,26 +322,45 @@ void HostInterface::fw_write(std::uint32_t offset, std::uint32_t value)
         std::lock_guard lock(mutex_);
         if (offset >= kFnBankBase && offset < kFnBankBase + kFnBankStride * JAL_MGMT_MAX_FUNCS) {
             Function& f = fns_[(offset - kFnBankBase) / kFnBankStride];
-            if ((offset - kFnBankBase) % kFnBankStride == JAL_FN_ADMIN_STATUS && f.present) f.admin_status = value;
+            if ((offset - kFnBankBase) % kFnBankStride == JAL_FN_ADMIN_STATUS && f.present)
+                f.admin_status = value;
             return;
         }
         switch (offset) {
-        case hostif(JAL_HOSTIF_STATUS): status_ = value; break;
-        case hostif(JAL_HOSTIF_BOOT_STATUS): boot_status_ = value; break;
-        case hostif(JAL_HOSTIF_POST_CODE): post_code_ = value; post_hook = on_post_code; break;
-        case hostif(JAL_HOSTIF_FAULT): fault_ = value; break;
-        case hostif(JAL_HOSTIF_FW_VERSION): fw_version_ = value; break;
-        case hostif(JAL_HOSTIF_VERSION): version_ = value; break;
-        case hostif(JAL_HOSTIF_CAP): cap_ = value; break;
-        case hostif(JAL_HOSTIF_FUNC_EVENTS): func_events_ &= ~value; break;
-        default: break;
+        case hostif(JAL_HOSTIF_STATUS):
+            status_ = value;
+            break;
+        case hostif(JAL_HOSTIF_BOOT_STATUS):
+            boot_status_ = value;
+            break;
+        case hostif(JAL_HOSTIF_POST_CODE):
+            post_code_ = value;
+            post_hook = on_post_code;
+            break;
+        case hostif(JAL_HOSTIF_FAULT):
+            fault_ = value;
+            break;
+        case hostif(JAL_HOSTIF_FW_VERSION):
+            fw_version_ = value;
+            break;
+        case hostif(JAL_HOSTIF_VERSION):
+            version_ = value;
+            break;
+        case hostif(JAL_HOSTIF_CAP):
+            cap_ = value;
+            break;
+        case hostif(JAL_HOSTIF_FUNC_EVENTS):
+            func_events_ &= ~value;
+            break;
+        default:
+            break;
         }
     }
     if (post_hook) post_hook(value);
 }
 
-std::uint32_t HostInterface::dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
-                                 bool to_host)
+std::uint32_t HostInterface::dma(std::uint32_t fn, std::uint64_t host_addr, void* local,
+                                 std::uint32_t len, bool to_host)
 {
     if (fn >= JAL_MGMT_MAX_FUNCS) return JAL_STATUS_NO_DEVICE;
     HostMemory* mem;

@@ -23,8 +23,8 @@ namespace jal::emu {
 class HostEvents {
 public:
     virtual ~HostEvents() = default;
-    virtual void raise(std::uint32_t events) = 0;        // JAL_EV_* bits
-    virtual void request_reset(std::uint32_t cause) = 0; // JAL_RESET_CAUSE_*
+    virtual void raise(std::uint32_t events) = 0;         // JAL_EV_* bits
+    virtual void request_reset(std::uint32_t cause) = 0;  // JAL_RESET_CAUSE_*
 };
 
 class HostInterface {
@@ -55,7 +55,8 @@ public:
     std::uint32_t fw_read(std::uint32_t offset);  // offset inside the HOSTIF block
     void fw_write(std::uint32_t offset, std::uint32_t value);
     // Device-initiated copy to/from function memory; returns a jal_status.
-    std::uint32_t dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len, bool to_host);
+    std::uint32_t dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
+                      bool to_host);
     void raise_msi(std::uint32_t fn, std::uint32_t vector);
 
     // Chip or management-core reset: queues disabled, firmware-owned registers cleared.
@@ -69,7 +70,8 @@ private:
     struct Function {
         bool present = false;
         std::uint32_t sq_lo = 0, sq_hi = 0, cq_lo = 0, cq_hi = 0, qsize = 0, ctrl = 0;
-        std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0, attaches = 0;
+        std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0,
+                      attaches = 0;
         std::array<int, JAL_MSIX_VECTORS> irq_fd;
         std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
         std::shared_ptr<Doorbells> doorbells;
@@ -85,8 +87,8 @@ private:
     std::array<Function, JAL_MGMT_MAX_FUNCS> fns_;
     std::uint32_t func_events_ = 0;
     // Registers the firmware publishes.
-    std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0, post_code_ = 0,
-                  fault_ = 0;
+    std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,
+                  post_code_ = 0, fault_ = 0;
     std::array<std::uint32_t, JAL_REG_SCRATCH_COUNT> scratch_{};
 };
 

@@ -13,12 +13,19 @@ namespace jal::emu {
 
 namespace {
 constexpr std::size_t kMaxRegions = 4096;
-bool page_aligned(std::uint64_t v) { return (v & (static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) - 1)) == 0; }
+bool page_aligned(std::uint64_t v)
+{
+    return (v & (static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) - 1)) == 0;
+}
 }  // namespace
 
-HostMemory::~HostMemory() { clear(); }
+HostMemory::~HostMemory()
+{
+    clear();
+}
 
-std::uint32_t HostMemory::map(std::uint64_t bus_addr, std::uint64_t size, int fd, std::uint64_t fd_offset)
+std::uint32_t HostMemory::map(std::uint64_t bus_addr, std::uint64_t size, int fd,
+                              std::uint64_t fd_offset)
 {
     if (size == 0 || !page_aligned(bus_addr) || !page_aligned(size) || !page_aligned(fd_offset) ||
         bus_addr + size < bus_addr)
@@ -32,7 +39,8 @@ std::uint32_t HostMemory::map(std::uint64_t bus_addr, std::uint64_t size, int fd
         auto prev = std::prev(next);
         if (prev->first + prev->second.size > bus_addr) return JAL_STATUS_INVALID_FIELD;
     }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(fd_offset));
+    void* p =
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(fd_offset));
     if (p == MAP_FAILED) return JAL_STATUS_INVALID_FIELD;
     // The memfd may be shorter than claimed: touching past its end would SIGBUS, so check.
     struct stat st {};

@@ -35,7 +35,10 @@ public:
     class Pin {
     public:
         explicit Pin(const HostMemory& m) : lock_(m.mutex_), mem_(&m) {}
-        std::byte* at(std::uint64_t bus_addr, std::uint64_t len) const { return mem_->resolve(bus_addr, len); }
+        std::byte* at(std::uint64_t bus_addr, std::uint64_t len) const
+        {
+            return mem_->resolve(bus_addr, len);
+        }
         std::uint64_t generation() const { return mem_->generation_; }
 
     private:

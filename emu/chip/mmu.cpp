@@ -10,35 +10,60 @@
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_MMU; }
+constexpr std::uint32_t reg(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_MMU;
+}
 constexpr std::uint64_t kPageMask = Mmu::kPage - 1;
 }  // namespace
 
 std::uint32_t Mmu::fw_read(std::uint32_t off) const
 {
     switch (off) {
-    case reg(JAL_MMU_CTX): return r_ctx_;
-    case reg(JAL_MMU_VA_LO): return static_cast<std::uint32_t>(r_va_);
-    case reg(JAL_MMU_VA_HI): return static_cast<std::uint32_t>(r_va_ >> 32);
-    case reg(JAL_MMU_PA_LO): return static_cast<std::uint32_t>(r_pa_);
-    case reg(JAL_MMU_PA_HI): return static_cast<std::uint32_t>(r_pa_ >> 32);
-    case reg(JAL_MMU_FLAGS): return r_flags_;
-    case reg(JAL_MMU_STATUS): return r_status_;
-    default: return 0;
+    case reg(JAL_MMU_CTX):
+        return r_ctx_;
+    case reg(JAL_MMU_VA_LO):
+        return static_cast<std::uint32_t>(r_va_);
+    case reg(JAL_MMU_VA_HI):
+        return static_cast<std::uint32_t>(r_va_ >> 32);
+    case reg(JAL_MMU_PA_LO):
+        return static_cast<std::uint32_t>(r_pa_);
+    case reg(JAL_MMU_PA_HI):
+        return static_cast<std::uint32_t>(r_pa_ >> 32);
+    case reg(JAL_MMU_FLAGS):
+        return r_flags_;
+    case reg(JAL_MMU_STATUS):
+        return r_status_;
+    default:
+        return 0;
     }
 }
 
 void Mmu::fw_write(std::uint32_t off, std::uint32_t v)
 {
     auto lo = [](std::uint64_t& r, std::uint32_t x) { r = (r & ~0xffffffffull) | x; };
-    auto hi = [](std::uint64_t& r, std::uint32_t x) { r = (r & 0xffffffffull) | (std::uint64_t{x} << 32); };
+    auto hi = [](std::uint64_t& r, std::uint32_t x) {
+        r = (r & 0xffffffffull) | (std::uint64_t{x} << 32);
+    };
     switch (off) {
-    case reg(JAL_MMU_CTX): r_ctx_ = v; break;
-    case reg(JAL_MMU_VA_LO): lo(r_va_, v); break;
-    case reg(JAL_MMU_VA_HI): hi(r_va_, v); break;
-    case reg(JAL_MMU_PA_LO): lo(r_pa_, v); break;
-    case reg(JAL_MMU_PA_HI): hi(r_pa_, v); break;
-    case reg(JAL_MMU_FLAGS): r_flags_ = v; break;
+    case reg(JAL_MMU_CTX):
+        r_ctx_ = v;
+        break;
+    case reg(JAL_MMU_VA_LO):
+        lo(r_va_, v);
+        break;
+    case reg(JAL_MMU_VA_HI):
+        hi(r_va_, v);
+        break;
+    case reg(JAL_MMU_PA_LO):
+        lo(r_pa_, v);
+        break;
+    case reg(JAL_MMU_PA_HI):
+        hi(r_pa_, v);
+        break;
+    case reg(JAL_MMU_FLAGS):
+        r_flags_ = v;
+        break;
     case reg(JAL_MMU_CMD):
         switch (v) {
         case JAL_MMU_CMD_MAP:
@@ -46,18 +71,25 @@ void Mmu::fw_write(std::uint32_t off, std::uint32_t v)
                             ? std::uint32_t{JAL_STATUS_INVALID_FIELD}
                             : map(r_ctx_, r_va_, r_pa_, r_flags_ & JAL_MMU_F_ADD_REPLICA);
             break;
-        case JAL_MMU_CMD_UNMAP: r_status_ = unmap(r_ctx_, r_va_); break;
+        case JAL_MMU_CMD_UNMAP:
+            r_status_ = unmap(r_ctx_, r_va_);
+            break;
         case JAL_MMU_CMD_LOOKUP: {
             std::uint64_t pa = 0;
             r_status_ = lookup(r_ctx_, r_va_, r_flags_, pa);
             if (r_status_ == JAL_STATUS_OK) r_pa_ = pa;
             break;
         }
-        case JAL_MMU_CMD_FLUSH_CTX: r_status_ = flush(r_ctx_); break;
-        default: r_status_ = JAL_STATUS_INVALID_OPCODE; break;
+        case JAL_MMU_CMD_FLUSH_CTX:
+            r_status_ = flush(r_ctx_);
+            break;
+        default:
+            r_status_ = JAL_STATUS_INVALID_OPCODE;
+            break;
         }
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -85,7 +117,8 @@ std::uint32_t Mmu::unmap(std::uint32_t ctx, std::uint64_t va)
     return c.pages.erase(va / kPage) ? JAL_STATUS_OK : JAL_STATUS_PAGE_FAULT;
 }
 
-std::uint32_t Mmu::lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica, std::uint64_t& pa) const
+std::uint32_t Mmu::lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica,
+                          std::uint64_t& pa) const
 {
     if (!valid_ctx(ctx)) return JAL_STATUS_INVALID_FIELD;
     View v(*this, ctx);
@@ -164,8 +197,10 @@ std::uint32_t Mmu::translate(std::uint32_t ctx, std::uint64_t va, std::uint64_t 
                 break;
             }
         const std::uint64_t pa = r->pa + (a & kPageMask);
-        if (!out.empty() && out.back().pa + out.back().len == pa) out.back().len += n;
-        else out.push_back({a, pa, n});
+        if (!out.empty() && out.back().pa + out.back().len == pa)
+            out.back().len += n;
+        else
+            out.push_back({a, pa, n});
         off += n;
     }
     return JAL_STATUS_OK;

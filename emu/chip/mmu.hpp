@@ -34,7 +34,8 @@ public:
     // ---- the commands behind JAL_MMU_CMD; each returns a jal_status ----
     std::uint32_t map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, bool add_replica);
     std::uint32_t unmap(std::uint32_t ctx, std::uint64_t va);
-    std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica, std::uint64_t& pa) const;
+    std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica,
+                         std::uint64_t& pa) const;
     std::uint32_t flush(std::uint32_t ctx);
     // Chip reset: every context empty, registers cleared.
     void reset();

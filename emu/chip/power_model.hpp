@@ -7,15 +7,15 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
-#include <cstdint>
 
 namespace jal::emu {
 
 struct PowerInputs {
-    std::uint32_t slices_powered = 0; // not gated and out of reset
-    double busy_fraction = 0;         // of powered slices doing work, 0..1
+    std::uint32_t slices_powered = 0;  // not gated and out of reset
+    double busy_fraction = 0;          // of powered slices doing work, 0..1
 };
 
 class PowerModel {

@@ -8,17 +8,34 @@
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE; }
-std::uint32_t lo(std::uint64_t m) { return static_cast<std::uint32_t>(m); }
-std::uint32_t hi(std::uint64_t m) { return static_cast<std::uint32_t>(m >> 32); }
-std::uint64_t set_lo(std::uint64_t m, std::uint32_t v) { return (m & ~0xffffffffull) | v; }
-std::uint64_t set_hi(std::uint64_t m, std::uint32_t v) { return (m & 0xffffffffull) | (std::uint64_t{v} << 32); }
+constexpr std::uint32_t reg(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE;
+}
+std::uint32_t lo(std::uint64_t m)
+{
+    return static_cast<std::uint32_t>(m);
+}
+std::uint32_t hi(std::uint64_t m)
+{
+    return static_cast<std::uint32_t>(m >> 32);
+}
+std::uint64_t set_lo(std::uint64_t m, std::uint32_t v)
+{
+    return (m & ~0xffffffffull) | v;
+}
+std::uint64_t set_hi(std::uint64_t m, std::uint32_t v)
+{
+    return (m & 0xffffffffull) | (std::uint64_t{v} << 32);
+}
 }  // namespace
 
-Slices::Slices(std::uint64_t seed, std::uint64_t fused, std::uint64_t failing) : fused_(fused), failing_(failing)
+Slices::Slices(std::uint64_t seed, std::uint64_t fused, std::uint64_t failing)
+    : fused_(fused), failing_(failing)
 {
     for (std::uint32_t s = 0; s < 64; ++s)
-        bist_us_[s] = seeded_range(seed, {20, s}, JAL_SLICE_BIST_US * 3 / 4, JAL_SLICE_BIST_US * 5 / 4);
+        bist_us_[s] =
+            seeded_range(seed, {20, s}, JAL_SLICE_BIST_US * 3 / 4, JAL_SLICE_BIST_US * 5 / 4);
     reset();
 }
 
@@ -51,21 +68,36 @@ std::uint64_t Slices::done_mask(std::uint64_t now_us) const
 std::uint32_t Slices::read(std::uint32_t offset, std::uint64_t now_us) const
 {
     switch (offset) {
-    case reg(JAL_SLICE_FUSE_LO): return lo(fused_);
-    case reg(JAL_SLICE_FUSE_HI): return hi(fused_);
-    case reg(JAL_SLICE_RESET_LO): return lo(reset_released_);
-    case reg(JAL_SLICE_RESET_HI): return hi(reset_released_);
-    case reg(JAL_SLICE_BIST_DONE_LO): return lo(done_mask(now_us));
-    case reg(JAL_SLICE_BIST_DONE_HI): return hi(done_mask(now_us));
-    case reg(JAL_SLICE_BIST_PASS_LO): return lo(done_mask(now_us) & ~failing_);
-    case reg(JAL_SLICE_BIST_PASS_HI): return hi(done_mask(now_us) & ~failing_);
-    case reg(JAL_SLICE_ENABLE_LO): return lo(enabled());
-    case reg(JAL_SLICE_ENABLE_HI): return hi(enabled());
-    case reg(JAL_SLICE_GATE_LO): return lo(gate_);
-    case reg(JAL_SLICE_GATE_HI): return hi(gate_);
-    case reg(JAL_SLICE_BUSY_LO): return lo(busy());
-    case reg(JAL_SLICE_BUSY_HI): return hi(busy());
-    default: return 0;
+    case reg(JAL_SLICE_FUSE_LO):
+        return lo(fused_);
+    case reg(JAL_SLICE_FUSE_HI):
+        return hi(fused_);
+    case reg(JAL_SLICE_RESET_LO):
+        return lo(reset_released_);
+    case reg(JAL_SLICE_RESET_HI):
+        return hi(reset_released_);
+    case reg(JAL_SLICE_BIST_DONE_LO):
+        return lo(done_mask(now_us));
+    case reg(JAL_SLICE_BIST_DONE_HI):
+        return hi(done_mask(now_us));
+    case reg(JAL_SLICE_BIST_PASS_LO):
+        return lo(done_mask(now_us) & ~failing_);
+    case reg(JAL_SLICE_BIST_PASS_HI):
+        return hi(done_mask(now_us) & ~failing_);
+    case reg(JAL_SLICE_ENABLE_LO):
+        return lo(enabled());
+    case reg(JAL_SLICE_ENABLE_HI):
+        return hi(enabled());
+    case reg(JAL_SLICE_GATE_LO):
+        return lo(gate_);
+    case reg(JAL_SLICE_GATE_HI):
+        return hi(gate_);
+    case reg(JAL_SLICE_BUSY_LO):
+        return lo(busy());
+    case reg(JAL_SLICE_BUSY_HI):
+        return hi(busy());
+    default:
+        return 0;
     }
 }
 
@@ -77,15 +109,32 @@ void Slices::write(std::uint32_t offset, std::uint32_t value, std::uint64_t now_
         bist_started_ |= mask;
     };
     switch (offset) {
-    case reg(JAL_SLICE_RESET_LO): reset_released_ = set_lo(reset_released_, value); break;
-    case reg(JAL_SLICE_RESET_HI): reset_released_ = set_hi(reset_released_, value); break;
-    case reg(JAL_SLICE_BIST_START_LO): start_bist(value); break;
-    case reg(JAL_SLICE_BIST_START_HI): start_bist(std::uint64_t{value} << 32); break;
-    case reg(JAL_SLICE_ENABLE_LO): enable_ = set_lo(enabled(), value) & ~fused_; break;
-    case reg(JAL_SLICE_ENABLE_HI): enable_ = set_hi(enabled(), value) & ~fused_; break;
-    case reg(JAL_SLICE_GATE_LO): gate_ = set_lo(gate_, value); break;
-    case reg(JAL_SLICE_GATE_HI): gate_ = set_hi(gate_, value); break;
-    default: break;
+    case reg(JAL_SLICE_RESET_LO):
+        reset_released_ = set_lo(reset_released_, value);
+        break;
+    case reg(JAL_SLICE_RESET_HI):
+        reset_released_ = set_hi(reset_released_, value);
+        break;
+    case reg(JAL_SLICE_BIST_START_LO):
+        start_bist(value);
+        break;
+    case reg(JAL_SLICE_BIST_START_HI):
+        start_bist(std::uint64_t{value} << 32);
+        break;
+    case reg(JAL_SLICE_ENABLE_LO):
+        enable_ = set_lo(enabled(), value) & ~fused_;
+        break;
+    case reg(JAL_SLICE_ENABLE_HI):
+        enable_ = set_hi(enabled(), value) & ~fused_;
+        break;
+    case reg(JAL_SLICE_GATE_LO):
+        gate_ = set_lo(gate_, value);
+        break;
+    case reg(JAL_SLICE_GATE_HI):
+        gate_ = set_hi(gate_, value);
+        break;
+    default:
+        break;
     }
 }
 

@@ -23,8 +23,14 @@ public:
     // Slices running work; with a synthetic load every enabled slice is busy.
     // Slices running work: every enabled slice with a synthetic load, else the slices a
     // kernel dispatch holds (set by the command processor).
-    std::uint64_t busy() const { return synthetic_busy_ ? enabled() : dispatch_busy_.load(std::memory_order_relaxed); }
-    void set_dispatch_busy(std::uint64_t mask) { dispatch_busy_.store(mask, std::memory_order_relaxed); }
+    std::uint64_t busy() const
+    {
+        return synthetic_busy_ ? enabled() : dispatch_busy_.load(std::memory_order_relaxed);
+    }
+    void set_dispatch_busy(std::uint64_t mask)
+    {
+        dispatch_busy_.store(mask, std::memory_order_relaxed);
+    }
     void set_synthetic_busy(bool on) { synthetic_busy_ = on; }
     std::uint32_t powered_count() const;
 

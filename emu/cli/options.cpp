@@ -35,8 +35,8 @@ std::uint32_t number(std::string_view s, std::uint32_t limit, const char* what)
     if (ec != std::errc{} || p != s.data() + s.size() || s.empty())
         throw std::invalid_argument(std::string("'") + std::string(s) + "' is not a " + what);
     if (v >= limit)
-        throw std::invalid_argument(std::string(what) + " " + std::to_string(v) + " is out of range (0-" +
-                                    std::to_string(limit - 1) + ")");
+        throw std::invalid_argument(std::string(what) + " " + std::to_string(v) +
+                                    " is out of range (0-" + std::to_string(limit - 1) + ")");
     return v;
 }
 
@@ -64,7 +64,8 @@ std::uint64_t parse_slice_list(const std::string& text)
         }
         const auto a = number(item.substr(0, dash), JAL_NUM_SLICES, "slice number");
         const auto b = number(item.substr(dash + 1), JAL_NUM_SLICES, "slice number");
-        if (a > b) throw std::invalid_argument("slice range " + std::string(item) + " runs backwards");
+        if (a > b)
+            throw std::invalid_argument("slice range " + std::string(item) + " runs backwards");
         for (auto s = a; s <= b; ++s) mask |= 1ull << s;
     }
     return mask;
@@ -90,20 +91,30 @@ EmuOptions parse_options(int argc, char** argv)
     o.socket_dir = jal::default_emu_dir();  // where clients look
     std::string fuse, fail, lanes, fw = "image";
     o.chip.firmware_image = default_firmware_image();
-    CLI::App app{"jal-emu: functional emulator of Jalapeno-class inference chips.\n"
-                 "Serves each chip on DIR/jalN.sock for userlib's direct transport and the QEMU device.\n"
-                 "The socket directory defaults to $JAL_EMU_DIR, else $XDG_RUNTIME_DIR/jal-emu, else /tmp/jal-emu-UID."};
-    app.add_option("--socket-dir", o.socket_dir, "Directory for the chips' sockets (created if missing)");
+    CLI::App app{
+        "jal-emu: functional emulator of Jalapeno-class inference chips.\n"
+        "Serves each chip on DIR/jalN.sock for userlib's direct transport and the QEMU device.\n"
+        "The socket directory defaults to $JAL_EMU_DIR, else $XDG_RUNTIME_DIR/jal-emu, else "
+        "/tmp/jal-emu-UID."};
+    app.add_option("--socket-dir", o.socket_dir,
+                   "Directory for the chips' sockets (created if missing)");
     app.add_option("--chips", o.chips, "Number of chips to emulate")->check(CLI::Range(1, 8));
     app.add_option("--fuse-slices", fuse, "Slices fused off at manufacturing, e.g. 3,17,40-43");
     app.add_option("--fail-slices", fail, "Slices that fail self-test at boot");
-    app.add_option("--bad-lanes", lanes, "Dead HBM DQ lanes as CHANNEL:LANE,... (lanes 64-67 are spares)");
-    app.add_option("--seed", o.chip.seed, "Seed of the modelled silicon (PHY skews, self-test times)");
-    app.add_option("--load-watts", o.chip.load_watts, "Synthetic load: package watts at full clock")->check(CLI::Range(0.0, 5000.0));
-    app.add_option("--ambient-c", o.chip.ambient_c, "Inlet temperature in degrees Celsius")->check(CLI::Range(-40.0, 125.0));
-    app.add_option("--speed", o.chip.speed, "Modelled seconds per wall-clock second when idle (0 = unpaced)")->check(CLI::Range(0.0, 1000.0));
+    app.add_option("--bad-lanes", lanes,
+                   "Dead HBM DQ lanes as CHANNEL:LANE,... (lanes 64-67 are spares)");
+    app.add_option("--seed", o.chip.seed,
+                   "Seed of the modelled silicon (PHY skews, self-test times)");
+    app.add_option("--load-watts", o.chip.load_watts, "Synthetic load: package watts at full clock")
+        ->check(CLI::Range(0.0, 5000.0));
+    app.add_option("--ambient-c", o.chip.ambient_c, "Inlet temperature in degrees Celsius")
+        ->check(CLI::Range(-40.0, 125.0));
+    app.add_option("--speed", o.chip.speed,
+                   "Modelled seconds per wall-clock second when idle (0 = unpaced)")
+        ->check(CLI::Range(0.0, 1000.0));
     app.add_option("--fw", fw,
-                   "Firmware: image (the Cortex-M7 image on Unicorn, as flashed) or native (the same sources "
+                   "Firmware: image (the Cortex-M7 image on Unicorn, as flashed) or native (the "
+                   "same sources "
                    "built into jal-emu: faster, for debugging)")
         ->check(CLI::IsMember({"native", "image"}));
     app.add_option("--fw-image", o.chip.firmware_image, "Firmware image to run with --fw image")

@@ -52,8 +52,12 @@ json phy(Chip& chip, std::uint32_t ch)
     }
     json carriers = json::array();
     for (std::uint32_t dq = 0; dq < JAL_HBM_DQ_LANES; ++dq) carriers.push_back(p.carrier(ch, dq));
-    return {{"channel", ch},         {"enabled", p.channel_enabled(ch)}, {"vref", vref},
-            {"vref_opt", p.vref_opt(ch)}, {"wrlvl_point", p.wrlvl_point(ch)}, {"carriers", carriers},
+    return {{"channel", ch},
+            {"enabled", p.channel_enabled(ch)},
+            {"vref", vref},
+            {"vref_opt", p.vref_opt(ch)},
+            {"wrlvl_point", p.wrlvl_point(ch)},
+            {"carriers", carriers},
             {"lanes", lanes}};
 }
 
@@ -65,20 +69,33 @@ json last_dispatch(Chip& chip)
     json slices = json::array();
     static const char* states[] = {"runnable", "blocked", "ended", "faulted", "stopped"};
     for (const exec::SliceSnapshot& s : d.last_slices())
-        slices.push_back({{"logical", s.logical}, {"physical", s.physical}, {"pc", s.pc},
-                          {"state", s.state < 5 ? states[s.state] : "?"}, {"executed", s.executed},
-                          {"end_ns", s.end_ns}, {"x", s.x}, {"q", s.q}});
-    return {{"status", r.status},           {"fault_slice", r.fault_slice}, {"fault_pc", r.fault_pc},
-            {"fault_opcode", r.fault_opcode}, {"fault_address", r.fault_address}, {"modelled_ns", r.modelled_ns},
-            {"instructions", r.instructions}, {"flops", r.flops}, {"hbm_bytes", r.hbm_bytes},
-            {"energy_nj", r.energy_nj},     {"slices", slices}};
+        slices.push_back({{"logical", s.logical},
+                          {"physical", s.physical},
+                          {"pc", s.pc},
+                          {"state", s.state < 5 ? states[s.state] : "?"},
+                          {"executed", s.executed},
+                          {"end_ns", s.end_ns},
+                          {"x", s.x},
+                          {"q", s.q}});
+    return {{"status", r.status},
+            {"fault_slice", r.fault_slice},
+            {"fault_pc", r.fault_pc},
+            {"fault_opcode", r.fault_opcode},
+            {"fault_address", r.fault_address},
+            {"modelled_ns", r.modelled_ns},
+            {"instructions", r.instructions},
+            {"flops", r.flops},
+            {"hbm_bytes", r.hbm_bytes},
+            {"energy_nj", r.energy_nj},
+            {"slices", slices}};
 }
 
 json run(Chip& chip, const std::vector<std::string>& w)
 {
     const std::string& cmd = w[0];
     auto need = [&](std::size_t n) {
-        if (w.size() != n + 1) throw std::invalid_argument(cmd + " takes " + std::to_string(n) + " argument(s)");
+        if (w.size() != n + 1)
+            throw std::invalid_argument(cmd + " takes " + std::to_string(n) + " argument(s)");
     };
     if (cmd == "help") return {{"commands", kHelp}};
     if (cmd == "status") {
@@ -99,9 +116,9 @@ json run(Chip& chip, const std::vector<std::string>& w)
     if (cmd == "power") {
         need(0);
         const PowerModel& p = chip.power();
-        return {{"power_w", p.power_w()},       {"junction_c", p.junction_c()}, {"hbm_c", p.hbm_c()},
-                {"clock_mhz", p.clock_mhz()},   {"voltage_mv", p.voltage_mv()},
-                {"timing_violations", p.timing_violations()}};
+        return {{"power_w", p.power_w()},       {"junction_c", p.junction_c()},
+                {"hbm_c", p.hbm_c()},           {"clock_mhz", p.clock_mhz()},
+                {"voltage_mv", p.voltage_mv()}, {"timing_violations", p.timing_violations()}};
     }
     if (cmd == "dispatch") {
         need(0);
@@ -110,7 +127,8 @@ json run(Chip& chip, const std::vector<std::string>& w)
     if (cmd == "phy") {
         need(1);
         const auto ch = parse_u64(w[1], "channel number");
-        if (ch >= JAL_HBM_CHANNELS) throw std::invalid_argument("channel " + w[1] + " does not exist (0-191)");
+        if (ch >= JAL_HBM_CHANNELS)
+            throw std::invalid_argument("channel " + w[1] + " does not exist (0-191)");
         return phy(chip, static_cast<std::uint32_t>(ch));
     }
     if (cmd == "peek") {
@@ -131,12 +149,16 @@ json run(Chip& chip, const std::vector<std::string>& w)
         need(2);
         const auto addr = parse_u64(w[1], "device address");
         const std::string& hex = w[2];
-        if (hex.size() % 2 || hex.size() > 8192) throw std::invalid_argument("poke takes an even number of hex digits (at most 4096 bytes)");
+        if (hex.size() % 2 || hex.size() > 8192)
+            throw std::invalid_argument(
+                "poke takes an even number of hex digits (at most 4096 bytes)");
         auto bytes = chip.hbm().range(addr, hex.size() / 2);
-        if (bytes.size() != hex.size() / 2) throw std::invalid_argument("range is outside device memory");
+        if (bytes.size() != hex.size() / 2)
+            throw std::invalid_argument("range is outside device memory");
         std::vector<std::byte> data(hex.size() / 2);
         for (std::size_t i = 0; i < data.size(); ++i)
-            data[i] = static_cast<std::byte>(parse_u64("0x" + hex.substr(2 * i, 2), "hex byte string"));
+            data[i] =
+                static_cast<std::byte>(parse_u64("0x" + hex.substr(2 * i, 2), "hex byte string"));
         std::copy(data.begin(), data.end(), bytes.begin());
         return {{"address", addr}, {"written", data.size()}};
     }
@@ -152,7 +174,8 @@ std::string run_console_command(Chip& chip, const std::string& line)
     for (std::string w; in >> w;) words.push_back(w);
     json out;
     try {
-        if (words.empty()) throw std::invalid_argument(std::string("empty command; commands: ") + kHelp);
+        if (words.empty())
+            throw std::invalid_argument(std::string("empty command; commands: ") + kHelp);
         out = run(chip, words);
         out["ok"] = true;
     } catch (const std::exception& e) {

@@ -20,8 +20,7 @@ constexpr auto kCoreTimeout = std::chrono::seconds(5);
 
 ConsoleServer::ConsoleServer(Chip& chip, std::string socket_path)
     : chip_(chip), listener_(std::move(socket_path), SOCK_STREAM, [this](int fd) { serve(fd); })
-{
-}
+{}
 
 std::string ConsoleServer::execute(const std::string& line)
 {
@@ -44,10 +43,13 @@ void ConsoleServer::serve(int fd)
         for (std::size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
             std::string reply = execute(buf.substr(0, nl)) + "\n";
             buf.erase(0, nl + 1);
-            if (send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(reply.size())) return;
+            if (send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) !=
+                static_cast<ssize_t>(reply.size()))
+                return;
         }
         if (buf.size() > kMaxLine) {
-            const std::string reply = R"({"ok":false,"error":"line too long"})" "\n";
+            const std::string reply = R"({"ok":false,"error":"line too long"})"
+                                      "\n";
             send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
             return;
         }

@@ -2,9 +2,9 @@
 
 #include "emu/chip/host_interface.hpp"
 #include "emu/chip/mmu.hpp"
+#include "emu/util/log.hpp"
 #include "jal/hw/queue.h"
 #include "jal/hw/status.h"
-#include "emu/util/log.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -16,11 +16,26 @@
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t reg(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_CP; }
-std::uint32_t lo(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
-std::uint32_t hi(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
-void set_lo(std::uint64_t& r, std::uint32_t v) { r = (r & ~0xffffffffull) | v; }
-void set_hi(std::uint64_t& r, std::uint32_t v) { r = (r & 0xffffffffull) | (std::uint64_t{v} << 32); }
+constexpr std::uint32_t reg(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_CP;
+}
+std::uint32_t lo(std::uint64_t v)
+{
+    return static_cast<std::uint32_t>(v);
+}
+std::uint32_t hi(std::uint64_t v)
+{
+    return static_cast<std::uint32_t>(v >> 32);
+}
+void set_lo(std::uint64_t& r, std::uint32_t v)
+{
+    r = (r & ~0xffffffffull) | v;
+}
+void set_hi(std::uint64_t& r, std::uint32_t v)
+{
+    r = (r & 0xffffffffull) | (std::uint64_t{v} << 32);
+}
 
 // Reads the kick eventfd until told to stop; every kick wakes the function's engines.
 void waiter_main(int kickfd, int stopfd, FunctionWake* wake)
@@ -44,7 +59,8 @@ CommandProcessor::CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu
     : host_(host), dispatch_(hbm, mmu, slices, power)
 {
     const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_};
-    for (std::uint32_t q = 0; q < JAL_MAX_USER_QUEUES; ++q) engines_[q] = std::make_unique<QueueEngine>(q, env);
+    for (std::uint32_t q = 0; q < JAL_MAX_USER_QUEUES; ++q)
+        engines_[q] = std::make_unique<QueueEngine>(q, env);
 }
 
 CommandProcessor::~CommandProcessor()
@@ -61,17 +77,28 @@ std::uint32_t CommandProcessor::fw_read(std::uint32_t off)
     const QueueConfig& c = staged_[qsel_];
     const QueueEngine& e = *engines_[qsel_];
     switch (off) {
-    case reg(JAL_CP_Q_CTX): return c.ctx;
-    case reg(JAL_CP_Q_FUNC): return c.fn;
-    case reg(JAL_CP_Q_RING_LO): return lo(c.ring);
-    case reg(JAL_CP_Q_RING_HI): return hi(c.ring);
-    case reg(JAL_CP_Q_SIZE): return c.size;
-    case reg(JAL_CP_Q_RPTR_LO): return lo(c.rptr);
-    case reg(JAL_CP_Q_RPTR_HI): return hi(c.rptr);
-    case reg(JAL_CP_Q_VECTOR): return c.vector;
-    case reg(JAL_CP_Q_STATE): return e.state();
-    case reg(JAL_CP_Q_LAST_ERROR): return e.last_error();
-    case reg(JAL_CP_Q_ERRORS): return e.errors();
+    case reg(JAL_CP_Q_CTX):
+        return c.ctx;
+    case reg(JAL_CP_Q_FUNC):
+        return c.fn;
+    case reg(JAL_CP_Q_RING_LO):
+        return lo(c.ring);
+    case reg(JAL_CP_Q_RING_HI):
+        return hi(c.ring);
+    case reg(JAL_CP_Q_SIZE):
+        return c.size;
+    case reg(JAL_CP_Q_RPTR_LO):
+        return lo(c.rptr);
+    case reg(JAL_CP_Q_RPTR_HI):
+        return hi(c.rptr);
+    case reg(JAL_CP_Q_VECTOR):
+        return c.vector;
+    case reg(JAL_CP_Q_STATE):
+        return e.state();
+    case reg(JAL_CP_Q_LAST_ERROR):
+        return e.last_error();
+    case reg(JAL_CP_Q_ERRORS):
+        return e.errors();
     case reg(JAL_CP_Q_READ_LO): {
         const std::uint64_t v = e.read_index();
         hi_latch_ = hi(v);
@@ -89,8 +116,10 @@ std::uint32_t CommandProcessor::fw_read(std::uint32_t off)
     }
     case reg(JAL_CP_Q_READ_HI):
     case reg(JAL_CP_Q_WRITE_HI):
-    case reg(JAL_CP_Q_ERR_INDEX_HI): return hi_latch_;
-    default: return 0;
+    case reg(JAL_CP_Q_ERR_INDEX_HI):
+        return hi_latch_;
+    default:
+        return 0;
     }
 }
 
@@ -103,16 +132,35 @@ void CommandProcessor::fw_write(std::uint32_t off, std::uint32_t v)
     if (qsel_ >= JAL_MAX_USER_QUEUES) return;
     QueueConfig& c = staged_[qsel_];
     switch (off) {
-    case reg(JAL_CP_Q_CTX): c.ctx = v; break;
-    case reg(JAL_CP_Q_FUNC): c.fn = v; break;
-    case reg(JAL_CP_Q_RING_LO): set_lo(c.ring, v); break;
-    case reg(JAL_CP_Q_RING_HI): set_hi(c.ring, v); break;
-    case reg(JAL_CP_Q_SIZE): c.size = v; break;
-    case reg(JAL_CP_Q_RPTR_LO): set_lo(c.rptr, v); break;
-    case reg(JAL_CP_Q_RPTR_HI): set_hi(c.rptr, v); break;
-    case reg(JAL_CP_Q_VECTOR): c.vector = v; break;
-    case reg(JAL_CP_Q_CTRL): control(qsel_, v); break;
-    default: break;
+    case reg(JAL_CP_Q_CTX):
+        c.ctx = v;
+        break;
+    case reg(JAL_CP_Q_FUNC):
+        c.fn = v;
+        break;
+    case reg(JAL_CP_Q_RING_LO):
+        set_lo(c.ring, v);
+        break;
+    case reg(JAL_CP_Q_RING_HI):
+        set_hi(c.ring, v);
+        break;
+    case reg(JAL_CP_Q_SIZE):
+        c.size = v;
+        break;
+    case reg(JAL_CP_Q_RPTR_LO):
+        set_lo(c.rptr, v);
+        break;
+    case reg(JAL_CP_Q_RPTR_HI):
+        set_hi(c.rptr, v);
+        break;
+    case reg(JAL_CP_Q_VECTOR):
+        c.vector = v;
+        break;
+    case reg(JAL_CP_Q_CTRL):
+        control(qsel_, v);
+        break;
+    default:
+        break;
     }
 }
 
@@ -121,15 +169,20 @@ void CommandProcessor::control(std::uint32_t qid, std::uint32_t cmd)
     std::lock_guard lock(ctl_);
     QueueEngine& e = *engines_[qid];
     switch (cmd) {
-    case JAL_CP_CTRL_ENABLE: enable(qid, true); break;
-    case JAL_CP_CTRL_DISABLE: e.stop(); break;
+    case JAL_CP_CTRL_ENABLE:
+        enable(qid, true);
+        break;
+    case JAL_CP_CTRL_DISABLE:
+        e.stop();
+        break;
     case JAL_CP_CTRL_RESET:
         if (e.state() == JAL_QUEUE_DISABLED) break;  // nothing to reset
         e.stop();
         e.drop_unexecuted();
         enable(qid, false);
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -139,12 +192,14 @@ void CommandProcessor::enable(std::uint32_t qid, bool fresh)
     QueueEngine& e = *engines_[qid];
     const QueueConfig c = fresh ? staged_[qid] : e.config();
     e.stop();
-    const bool ok = Mmu::valid_ctx(c.ctx) && c.fn < JAL_MGMT_MAX_FUNCS && std::has_single_bit(c.size) &&
-                    c.size >= JAL_QUEUE_SIZE_MIN && c.size <= JAL_QUEUE_SIZE_MAX && c.ring % JAL_PACKET_SIZE == 0 &&
+    const bool ok = Mmu::valid_ctx(c.ctx) && c.fn < JAL_MGMT_MAX_FUNCS &&
+                    std::has_single_bit(c.size) && c.size >= JAL_QUEUE_SIZE_MIN &&
+                    c.size <= JAL_QUEUE_SIZE_MAX && c.ring % JAL_PACKET_SIZE == 0 &&
                     c.rptr % 8 == 0 && c.vector < JAL_MSIX_VECTORS;
     if (!ok) {
-        log(LogLevel::warn, "queue {}: enable with an invalid configuration (ctx {}, fn {}, size {}, ring {:#x})", qid,
-            c.ctx, c.fn, c.size, c.ring);
+        log(LogLevel::warn,
+            "queue {}: enable with an invalid configuration (ctx {}, fn {}, size {}, ring {:#x})",
+            qid, c.ctx, c.fn, c.size, c.ring);
         e.fail_config(c, JAL_STATUS_INVALID_FIELD);
         return;
     }
@@ -189,7 +244,8 @@ void CommandProcessor::function_detached(int fn)
     if (fn < 0 || fn >= JAL_MGMT_MAX_FUNCS) return;
     std::lock_guard lock(ctl_);
     for (auto& e : engines_)
-        if (e->state() != JAL_QUEUE_DISABLED && e->config().fn == static_cast<std::uint32_t>(fn)) e->stop();
+        if (e->state() != JAL_QUEUE_DISABLED && e->config().fn == static_cast<std::uint32_t>(fn))
+            e->stop();
     stop_waiter(static_cast<std::uint32_t>(fn));
 }
 

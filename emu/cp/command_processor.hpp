@@ -56,7 +56,7 @@ private:
     std::array<Waiter, JAL_MGMT_MAX_FUNCS> waiters_;
     std::array<std::unique_ptr<QueueEngine>, JAL_MAX_USER_QUEUES> engines_;
     std::array<QueueConfig, JAL_MAX_USER_QUEUES> staged_{};  // what the registers hold
-    std::uint32_t qsel_ = 0, hi_latch_ = 0;  // management-core thread only
+    std::uint32_t qsel_ = 0, hi_latch_ = 0;                  // management-core thread only
 };
 
 }  // namespace jal::emu

@@ -17,7 +17,8 @@ namespace jal::emu {
 DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power)
     : hbm_(hbm), mmu_(mmu), slices_(slices), power_(power)
 {
-    if (slices_) bank_.on_change = [s = slices_](std::uint64_t busy) { s->set_dispatch_busy(busy); };
+    if (slices_)
+        bank_.on_change = [s = slices_](std::uint64_t busy) { s->set_dispatch_busy(busy); };
 }
 
 std::vector<exec::SliceSnapshot> DispatchUnit::last_slices() const
@@ -34,15 +35,16 @@ jal_dispatch_report DispatchUnit::last_report() const
 
 // Reads the header, then the whole object (total_size bytes, at most JAL_CODE_MAX_BYTES),
 // and validates it as toolchain's jal-objdump would (isa/code/).
-std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx, exec::Program& prog,
-                                 std::uint64_t& fault_va) const
+std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx,
+                                 exec::Program& prog, std::uint64_t& fault_va) const
 {
     exec::DeviceMemory mem(hbm_, mmu_, ctx);
     exec::Traffic t;
     jal_code_object_header h{};
     std::uint32_t st = mem.read(pkt.code_object, &h, sizeof h, 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;
-    if (h.total_size < sizeof h || h.total_size > JAL_CODE_MAX_BYTES) return JAL_STATUS_INVALID_LENGTH;
+    if (h.total_size < sizeof h || h.total_size > JAL_CODE_MAX_BYTES)
+        return JAL_STATUS_INVALID_LENGTH;
     std::vector<std::uint8_t> bytes(h.total_size);
     st = mem.read(pkt.code_object, bytes.data(), bytes.size(), 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;
@@ -58,8 +60,8 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     return JAL_STATUS_OK;
 }
 
-std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ctx, const std::atomic<bool>& abort,
-                                jal_dispatch_report& report)
+std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ctx,
+                                const std::atomic<bool>& abort, jal_dispatch_report& report)
 {
     report = {};
     report.fault_slice = ~0u;
@@ -85,14 +87,17 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
 
     exec::Program prog;
     std::uint64_t fault_va = 0;
-    if (const std::uint32_t st = load(pkt, ctx, prog, fault_va); st != JAL_STATUS_OK) return fail(st, fault_va);
+    if (const std::uint32_t st = load(pkt, ctx, prog, fault_va); st != JAL_STATUS_OK)
+        return fail(st, fault_va);
 
     exec::DeviceMemory mem(hbm_, mmu_, ctx);
     exec::DispatchSetup setup;
     setup.params.program = &prog;
     setup.params.memory = &mem;
     setup.params.args = pkt.args;
-    setup.params.budget = std::uint64_t{pkt.budget_kinsn ? pkt.budget_kinsn : JAL_DISPATCH_DEFAULT_BUDGET_KINSN} * 1000;
+    setup.params.budget =
+        std::uint64_t{pkt.budget_kinsn ? pkt.budget_kinsn : JAL_DISPATCH_DEFAULT_BUDGET_KINSN} *
+        1000;
     setup.params.timing_only = pkt.header.arg & JAL_DISPATCH_F_TIMING_ONLY;
     setup.slices = std::move(order);
     setup.clock_mhz = power_ ? power_->clock_mhz() : JAL_CLOCK_MAX_MHZ;

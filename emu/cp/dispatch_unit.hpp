@@ -28,8 +28,8 @@ public:
 
     // Runs `pkt` for context `ctx`; fills `report` (status included) and returns the status.
     // `abort` set (queue disabled or reset) stops the kernel with ABORTED.
-    std::uint32_t run(const jal_packet_dispatch& pkt, std::uint32_t ctx, const std::atomic<bool>& abort,
-                      jal_dispatch_report& report);
+    std::uint32_t run(const jal_packet_dispatch& pkt, std::uint32_t ctx,
+                      const std::atomic<bool>& abort, jal_dispatch_report& report);
 
     // The last dispatch that ran: its report and per-slice state (console "dispatch").
     std::vector<exec::SliceSnapshot> last_slices() const;

@@ -4,8 +4,8 @@
 #include "emu/chip/host_interface.hpp"
 #include "emu/chip/mmu.hpp"
 #include "emu/cp/dispatch_unit.hpp"
-#include "jal/hw/status.h"
 #include "emu/util/log.hpp"
+#include "jal/hw/status.h"
 
 #include <algorithm>
 #include <cstring>
@@ -42,8 +42,14 @@ bool all_zero(const std::byte* p, std::size_t n)
 }
 
 // A jal_signal in host memory, through its host pointer.
-std::uint32_t* sig_status(std::byte* s) { return reinterpret_cast<std::uint32_t*>(s + offsetof(jal_signal, status)); }
-std::int64_t* sig_value(std::byte* s) { return reinterpret_cast<std::int64_t*>(s + offsetof(jal_signal, value)); }
+std::uint32_t* sig_status(std::byte* s)
+{
+    return reinterpret_cast<std::uint32_t*>(s + offsetof(jal_signal, status));
+}
+std::int64_t* sig_value(std::byte* s)
+{
+    return reinterpret_cast<std::int64_t*>(s + offsetof(jal_signal, value));
+}
 
 // Resolves a signal address: JAL_STATUS_OK with `out` set, INVALID_FIELD when zero or
 // misaligned, DMA_FAULT when not mapped.
@@ -58,11 +64,14 @@ std::uint32_t resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr, std
 }  // namespace
 
 QueueEngine::QueueEngine(std::uint32_t qid, const Env& env)
-    : qid_(qid), env_(env), hbm_(env.hbm.range(0, env.hbm.size()).data()), state_(JAL_QUEUE_DISABLED)
-{
-}
+    : qid_(qid), env_(env), hbm_(env.hbm.range(0, env.hbm.size()).data()),
+      state_(JAL_QUEUE_DISABLED)
+{}
 
-QueueEngine::~QueueEngine() { stop(); }
+QueueEngine::~QueueEngine()
+{
+    stop();
+}
 
 bool QueueEngine::resolve(const HostMemory::Pin& pin)
 {
@@ -72,7 +81,8 @@ bool QueueEngine::resolve(const HostMemory::Pin& pin)
     return ring_ && rptr_;
 }
 
-void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake, bool fresh)
+void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake,
+                        bool fresh)
 {
     stop();
     cfg_ = cfg;
@@ -93,7 +103,8 @@ void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, F
         if (!resolve(pin)) {
             record_error(JAL_STATUS_DMA_FAULT, read_.load());
             state_.store(JAL_QUEUE_ERROR);
-            log(LogLevel::warn, "queue {}: ring {:#x} ({} packets) or read index {:#x} not in fn{}'s memory", qid_,
+            log(LogLevel::warn,
+                "queue {}: ring {:#x} ({} packets) or read index {:#x} not in fn{}'s memory", qid_,
                 cfg_.ring, cfg_.size, cfg_.rptr, cfg_.fn);
             return;
         }
@@ -181,8 +192,9 @@ void QueueEngine::run()
             }
             if (!work) {
                 std::unique_lock lock(wake_->m);
-                wake_->cv.wait_for(lock, kSleepPoll,
-                                   [&] { return wake_->seq != seen || stop_.load(std::memory_order_relaxed); });
+                wake_->cv.wait_for(lock, kSleepPoll, [&] {
+                    return wake_->seq != seen || stop_.load(std::memory_order_relaxed);
+                });
             }
             db.set_need_wakeup(qid_, 0);
             if (work) {
@@ -257,11 +269,13 @@ void QueueEngine::run()
 
 bool QueueEngine::published(std::uint64_t index) const
 {
-    const auto* hdr = reinterpret_cast<const std::uint32_t*>(ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE);
+    const auto* hdr =
+        reinterpret_cast<const std::uint32_t*>(ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE);
     return (__atomic_load_n(hdr, __ATOMIC_ACQUIRE) & 0xff) != JAL_PACKET_INVALID;
 }
 
-QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index)
+QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* slot,
+                                       std::uint64_t index)
 {
     auto* hdr = reinterpret_cast<std::uint32_t*>(slot);
     const std::uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
@@ -282,16 +296,19 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     std::uint32_t status = JAL_STATUS_OK;
     const auto sig_addr = field<std::uint64_t>(pkt, JAL_PACKET_SIGNAL_OFFSET);
     if (sig_addr) status = resolve_signal(pin, sig_addr, signal);
-    if (status == JAL_STATUS_OK && (flags & ~JAL_PACKET_F_INTERRUPT)) status = JAL_STATUS_INVALID_FIELD;
+    if (status == JAL_STATUS_OK && (flags & ~JAL_PACKET_F_INTERRUPT))
+        status = JAL_STATUS_INVALID_FIELD;
 
     if (status == JAL_STATUS_OK) {
         switch (type) {
         case JAL_PACKET_NOP:
-            if (arg || !all_zero(pkt + 4, JAL_PACKET_SIGNAL_OFFSET - 4)) status = JAL_STATUS_INVALID_FIELD;
+            if (arg || !all_zero(pkt + 4, JAL_PACKET_SIGNAL_OFFSET - 4))
+                status = JAL_STATUS_INVALID_FIELD;
             break;
         case JAL_PACKET_COPY:
             if (!all_zero(pkt + offsetof(jal_packet_copy, reserved0), 4) ||
-                !all_zero(pkt + offsetof(jal_packet_copy, reserved), sizeof(jal_packet_copy::reserved)))
+                !all_zero(pkt + offsetof(jal_packet_copy, reserved),
+                          sizeof(jal_packet_copy::reserved)))
                 status = JAL_STATUS_INVALID_FIELD;
             else
                 status = copy(pin, arg, field<std::uint64_t>(pkt, offsetof(jal_packet_copy, src)),
@@ -307,15 +324,18 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
             }
             bool ready = true;
             for (unsigned i = 0; i < arg && status == JAL_STATUS_OK; ++i) {
-                const auto a = field<std::uint64_t>(pkt, offsetof(jal_packet_barrier_and, dep_signal) + 8 * i);
+                const auto a =
+                    field<std::uint64_t>(pkt, offsetof(jal_packet_barrier_and, dep_signal) + 8 * i);
                 if (a == 0) continue;  // an empty entry, as in AQL
                 std::byte* dep;
                 status = resolve_signal(pin, a, dep);
                 if (status != JAL_STATUS_OK) break;
                 const std::int64_t v = __atomic_load_n(sig_value(dep), __ATOMIC_ACQUIRE);
                 const std::uint32_t st = __atomic_load_n(sig_status(dep), __ATOMIC_RELAXED);
-                if (st != JAL_STATUS_OK) status = st;  // a dependency failed: so does the barrier
-                else if (v != 0) ready = false;
+                if (st != JAL_STATUS_OK)
+                    status = st;  // a dependency failed: so does the barrier
+                else if (v != 0)
+                    ready = false;
             }
             if (status == JAL_STATUS_OK && !ready) return Step::pending;
             break;
@@ -324,17 +344,22 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
             std::byte* target;
             if (arg < JAL_SIGNAL_SET || arg > JAL_SIGNAL_SUB ||
                 !all_zero(pkt + offsetof(jal_packet_signal, reserved0), 4) ||
-                !all_zero(pkt + offsetof(jal_packet_signal, reserved), sizeof(jal_packet_signal::reserved))) {
+                !all_zero(pkt + offsetof(jal_packet_signal, reserved),
+                          sizeof(jal_packet_signal::reserved))) {
                 status = JAL_STATUS_INVALID_FIELD;
                 break;
             }
-            status = resolve_signal(pin, field<std::uint64_t>(pkt, offsetof(jal_packet_signal, signal)), target);
+            status = resolve_signal(
+                pin, field<std::uint64_t>(pkt, offsetof(jal_packet_signal, signal)), target);
             if (status != JAL_STATUS_OK) break;
             const auto operand = field<std::int64_t>(pkt, offsetof(jal_packet_signal, operand));
             __atomic_store_n(sig_status(target), JAL_STATUS_OK, __ATOMIC_RELAXED);
-            if (arg == JAL_SIGNAL_SET) __atomic_store_n(sig_value(target), operand, __ATOMIC_RELEASE);
-            else if (arg == JAL_SIGNAL_ADD) __atomic_fetch_add(sig_value(target), operand, __ATOMIC_RELEASE);
-            else __atomic_fetch_sub(sig_value(target), operand, __ATOMIC_RELEASE);
+            if (arg == JAL_SIGNAL_SET)
+                __atomic_store_n(sig_value(target), operand, __ATOMIC_RELEASE);
+            else if (arg == JAL_SIGNAL_ADD)
+                __atomic_fetch_add(sig_value(target), operand, __ATOMIC_RELEASE);
+            else
+                __atomic_fetch_sub(sig_value(target), operand, __ATOMIC_RELEASE);
             env_.signals.signalled();
             break;
         }
@@ -342,14 +367,20 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
             // The report must be writable before the kernel runs (8-byte aligned, inside
             // the function's memory); the rest is checked by the dispatch unit.
             const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
-            if (report % 8) status = JAL_STATUS_INVALID_FIELD;
-            else if (report && !pin.at(report, sizeof(jal_dispatch_report))) status = JAL_STATUS_DMA_FAULT;
+            if (report % 8)
+                status = JAL_STATUS_INVALID_FIELD;
+            else if (report && !pin.at(report, sizeof(jal_dispatch_report)))
+                status = JAL_STATUS_DMA_FAULT;
             if (status != JAL_STATUS_OK) break;
             std::memcpy(dispatch_pkt_, pkt, sizeof pkt);
             return Step::dispatch;
         }
-        case JAL_PACKET_COLLECTIVE: status = JAL_STATUS_UNSUPPORTED; break;
-        default: status = JAL_STATUS_INVALID_OPCODE; break;
+        case JAL_PACKET_COLLECTIVE:
+            status = JAL_STATUS_UNSUPPORTED;
+            break;
+        default:
+            status = JAL_STATUS_INVALID_OPCODE;
+            break;
         }
     }
 
@@ -359,8 +390,8 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     return (flags & JAL_PACKET_F_INTERRUPT) ? Step::done_irq : Step::done;
 }
 
-std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src, std::uint64_t dst,
-                                std::uint64_t size)
+std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,
+                                std::uint64_t dst, std::uint64_t size)
 {
     if (dir < JAL_COPY_H2D || dir > JAL_COPY_D2D) return JAL_STATUS_INVALID_FIELD;
     if (size == 0 || size > JAL_COPY_SIZE_MAX) return JAL_STATUS_INVALID_LENGTH;
@@ -393,7 +424,8 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
         } else {
             const Mmu::Page* p = v.find(dst + off);
             if (!p) return JAL_STATUS_PAGE_FAULT;
-            for (const Mmu::Replica& r : *p) std::memmove(hbm_ + r.pa + ((dst + off) & (kPage - 1)), from, n);
+            for (const Mmu::Replica& r : *p)
+                std::memmove(hbm_ + r.pa + ((dst + off) & (kPage - 1)), from, n);
         }
         off += n;
     }
@@ -416,14 +448,16 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
             std::memcpy(r, &report, sizeof report - 8);
             std::uint64_t last;
             std::memcpy(&last, reinterpret_cast<const std::byte*>(&report) + sizeof report - 8, 8);
-            __atomic_store_n(reinterpret_cast<std::uint64_t*>(r + sizeof report - 8), last, __ATOMIC_RELEASE);
+            __atomic_store_n(reinterpret_cast<std::uint64_t*>(r + sizeof report - 8), last,
+                             __ATOMIC_RELEASE);
         }
     }
     std::byte* signal = nullptr;
     if (pkt.completion_signal) resolve_signal(pin, pkt.completion_signal, signal);
     if (signal) complete(signal, status);
     std::byte* slot = ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE;
-    __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
+    __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), std::uint32_t{JAL_PACKET_INVALID},
+                     __ATOMIC_RELEASE);
     if (status != JAL_STATUS_OK) record_error(status, index);
     __atomic_store_n(rptr_, index + 1, __ATOMIC_RELEASE);
     if (pkt.header.flags & JAL_PACKET_F_INTERRUPT) irq = true;

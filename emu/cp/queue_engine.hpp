@@ -63,7 +63,8 @@ public:
         std::unique_lock lock(m_);
         const std::uint64_t e = epoch_;
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        cv_.wait_for(lock, max, [&] { return epoch_ != e || stop.load(std::memory_order_relaxed); });
+        cv_.wait_for(lock, max,
+                     [&] { return epoch_ != e || stop.load(std::memory_order_relaxed); });
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
 
@@ -100,7 +101,8 @@ public:
     // Starts executing (ACTIVE), or leaves the queue in ERROR when its ring or read index
     // does not lie in the function's memory. `fresh`: a new queue, so the read index, the
     // doorbell and the error record start at 0.
-    void start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake, bool fresh);
+    void start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, FunctionWake& wake,
+               bool fresh);
     // A configuration the engine cannot run (bad field, absent function): ERROR with `status`.
     void fail_config(const QueueConfig& cfg, std::uint32_t status);
     // Stops after the packet in progress (a waiting barrier or header wait is abandoned,
@@ -128,8 +130,8 @@ private:
     // doorbell lands, or several producers' doorbells may land out of order).
     bool published(std::uint64_t index) const;
     Step execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index);
-    std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src, std::uint64_t dst,
-                       std::uint64_t size);
+    std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,
+                       std::uint64_t dst, std::uint64_t size);
     void record_error(std::uint32_t status, std::uint64_t index);
     void complete(std::byte* signal, std::uint32_t status);
     // Runs the DISPATCH packet execute() set aside, outside any pin of host memory (a

@@ -5,13 +5,15 @@
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t wdt(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_WDT; }
+constexpr std::uint32_t wdt(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_WDT;
+}
 }  // namespace
 
 CoreClock::CoreClock(double speed, std::function<void(std::uint64_t)> on_advance)
     : speed_(speed), on_advance_(std::move(on_advance))
-{
-}
+{}
 
 void CoreClock::check_requests()
 {
@@ -63,7 +65,8 @@ void CoreClock::wait_for_event()
     std::unique_lock lock(mutex_);
     if (speed_ > 0) reanchor_if_drifted();
     auto woken = [&] {
-        return events_.load() != 0 || shutdown_.load() || pending_reset_.load() >= 0 || !posted_.empty();
+        return events_.load() != 0 || shutdown_.load() || pending_reset_.load() >= 0 ||
+               !posted_.empty();
     };
     for (;;) {
         run_posted(lock);
@@ -71,13 +74,18 @@ void CoreClock::wait_for_event()
         if (tick_us_ == 0) {
             cv_.wait(lock, woken);
         } else if (speed_ > 0) {
-            const auto deadline = anchor_wall_ + std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double, std::nano>(
-                                                     static_cast<double>(next_tick_ns_ - anchor_virt_ns_) / speed_));
+            const auto deadline =
+                anchor_wall_ +
+                std::chrono::duration_cast<WallClock::duration>(
+                    std::chrono::duration<double, std::nano>(
+                        static_cast<double>(next_tick_ns_ - anchor_virt_ns_) / speed_));
             if (cv_.wait_until(lock, deadline, woken)) {
                 // A host event: modelled time catches up with the wall clock, short of the tick.
                 const double wall_ns =
-                    std::chrono::duration<double, std::nano>(WallClock::now() - anchor_wall_).count();
-                const auto mapped = static_cast<std::uint64_t>(static_cast<double>(anchor_virt_ns_) + wall_ns * speed_);
+                    std::chrono::duration<double, std::nano>(WallClock::now() - anchor_wall_)
+                        .count();
+                const auto mapped = static_cast<std::uint64_t>(
+                    static_cast<double>(anchor_virt_ns_) + wall_ns * speed_);
                 lock.unlock();
                 check_requests();
                 advance_to(std::min(mapped, next_tick_ns_ - 1));
@@ -132,20 +140,26 @@ void CoreClock::wdt_write(std::uint32_t offset, std::uint32_t value)
         wdt_enabled_ = value & 1;
         wdt_fed_ns_ = now_ns();
         break;
-    case wdt(JAL_WDT_TIMEOUT_MS): wdt_timeout_ms_ = value; break;
+    case wdt(JAL_WDT_TIMEOUT_MS):
+        wdt_timeout_ms_ = value;
+        break;
     case wdt(JAL_WDT_FEED):
         if (value == JAL_WDT_FEED_MAGIC) wdt_fed_ns_ = now_ns();
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 std::uint32_t CoreClock::wdt_read(std::uint32_t offset) const
 {
     switch (offset) {
-    case wdt(JAL_WDT_CTRL): return wdt_enabled_ ? 1 : 0;
-    case wdt(JAL_WDT_TIMEOUT_MS): return wdt_timeout_ms_;
-    default: return 0;
+    case wdt(JAL_WDT_CTRL):
+        return wdt_enabled_ ? 1 : 0;
+    case wdt(JAL_WDT_TIMEOUT_MS):
+        return wdt_timeout_ms_;
+    default:
+        return 0;
     }
 }
 

@@ -10,9 +10,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 

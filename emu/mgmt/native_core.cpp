@@ -23,12 +23,21 @@ void NativeCore::run()
     fw->run();
 }
 
-std::uint32_t NativeCore::read32(std::uint32_t addr) { return chip_.bus().read32(addr); }
-void NativeCore::write32(std::uint32_t addr, std::uint32_t value) { chip_.bus().write32(addr, value); }
-void NativeCore::wait_for_event() { chip_.clock().wait_for_event(); }
+std::uint32_t NativeCore::read32(std::uint32_t addr)
+{
+    return chip_.bus().read32(addr);
+}
+void NativeCore::write32(std::uint32_t addr, std::uint32_t value)
+{
+    chip_.bus().write32(addr, value);
+}
+void NativeCore::wait_for_event()
+{
+    chip_.clock().wait_for_event();
+}
 
-std::uint32_t NativeCore::dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len,
-                              bool to_host)
+std::uint32_t NativeCore::dma(std::uint32_t function, std::uint64_t host_addr, void* local,
+                              std::uint32_t len, bool to_host)
 {
     return chip_.bus().dma_direct(function, host_addr, local, len, to_host);
 }

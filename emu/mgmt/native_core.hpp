@@ -17,8 +17,8 @@ public:
     std::uint32_t read32(std::uint32_t addr) override;
     void write32(std::uint32_t addr, std::uint32_t value) override;
     void wait_for_event() override;
-    std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len,
-                      bool to_host) override;
+    std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local,
+                      std::uint32_t len, bool to_host) override;
 
 private:
     Chip& chip_;

@@ -1,16 +1,19 @@
 #include "emu/mgmt/peripheral_bus.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/util/log.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "emu/util/log.hpp"
 
 #include <array>
 
 namespace jal::emu {
 
 namespace {
-constexpr std::uint32_t off_in(std::uint32_t abs, std::uint32_t block) { return abs - JAL_MGMT_PERIPH_BASE - block; }
+constexpr std::uint32_t off_in(std::uint32_t abs, std::uint32_t block)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - block;
+}
 constexpr std::uint32_t kMaxConsoleLine = 200;
 }  // namespace
 
@@ -27,7 +30,8 @@ void PeripheralBus::reset()
 std::uint32_t PeripheralBus::read32(std::uint32_t addr)
 {
     chip_.clock().advance(JAL_MGMT_MMIO_NS);
-    if (addr < JAL_MGMT_PERIPH_BASE || addr >= JAL_MGMT_PERIPH_BASE + JAL_MGMT_PERIPH_SIZE || addr % 4) {
+    if (addr < JAL_MGMT_PERIPH_BASE || addr >= JAL_MGMT_PERIPH_BASE + JAL_MGMT_PERIPH_SIZE ||
+        addr % 4) {
         log(LogLevel::warn, "chip{}: firmware read of unmapped address {:#x}", chip_.index(), addr);
         return 0;
     }
@@ -35,44 +39,69 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
     if (rel < JAL_MGMT_WDT) return sys_read(rel);
     if (rel < JAL_MGMT_HOSTIF) return chip_.clock().wdt_read(rel - JAL_MGMT_WDT);
     switch (rel & 0xf000) {
-    case JAL_MGMT_HOSTIF: return chip_.host().fw_read(rel - JAL_MGMT_HOSTIF);
+    case JAL_MGMT_HOSTIF:
+        return chip_.host().fw_read(rel - JAL_MGMT_HOSTIF);
     case JAL_MGMT_DMA:
         return rel == off_in(JAL_DMA_STATUS, 0) ? dma_status_ : 0;
-    case JAL_MGMT_SLICE: return chip_.slices().read(rel - JAL_MGMT_SLICE, chip_.clock().now_us());
+    case JAL_MGMT_SLICE:
+        return chip_.slices().read(rel - JAL_MGMT_SLICE, chip_.clock().now_us());
     case JAL_MGMT_HBM: {
-        if (addr == JAL_HBM_TEMP_MC) return static_cast<std::uint32_t>(static_cast<int>(chip_.power().hbm_c() * 1000));
+        if (addr == JAL_HBM_TEMP_MC)
+            return static_cast<std::uint32_t>(static_cast<int>(chip_.power().hbm_c() * 1000));
         // A result read stalls the core until the channel's stack engine is done.
         const std::uint64_t ready = chip_.phy().ready_ns(rel - JAL_MGMT_HBM);
         const std::uint64_t now = chip_.clock().now_ns();
         if (ready > now) chip_.clock().advance(ready - now);
         return chip_.phy().read(rel - JAL_MGMT_HBM);
     }
-    case JAL_MGMT_POWER: chip_.step_models(chip_.clock().now_ns()); return chip_.power().read(rel - JAL_MGMT_POWER);
-    case JAL_MGMT_MMU: return chip_.mmu().fw_read(rel - JAL_MGMT_MMU);
-    case JAL_MGMT_CP: return chip_.cp().fw_read(rel - JAL_MGMT_CP);
-    default: return 0;
+    case JAL_MGMT_POWER:
+        chip_.step_models(chip_.clock().now_ns());
+        return chip_.power().read(rel - JAL_MGMT_POWER);
+    case JAL_MGMT_MMU:
+        return chip_.mmu().fw_read(rel - JAL_MGMT_MMU);
+    case JAL_MGMT_CP:
+        return chip_.cp().fw_read(rel - JAL_MGMT_CP);
+    default:
+        return 0;
     }
 }
 
 void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
 {
     chip_.clock().advance(JAL_MGMT_MMIO_NS);
-    if (addr < JAL_MGMT_PERIPH_BASE || addr >= JAL_MGMT_PERIPH_BASE + JAL_MGMT_PERIPH_SIZE || addr % 4) {
-        log(LogLevel::warn, "chip{}: firmware write {:#x} to unmapped address {:#x}", chip_.index(), value, addr);
+    if (addr < JAL_MGMT_PERIPH_BASE || addr >= JAL_MGMT_PERIPH_BASE + JAL_MGMT_PERIPH_SIZE ||
+        addr % 4) {
+        log(LogLevel::warn, "chip{}: firmware write {:#x} to unmapped address {:#x}", chip_.index(),
+            value, addr);
         return;
     }
     const std::uint32_t rel = addr - JAL_MGMT_PERIPH_BASE;
     if (rel < JAL_MGMT_WDT) return sys_write(rel, value);
     if (rel < JAL_MGMT_HOSTIF) return chip_.clock().wdt_write(rel - JAL_MGMT_WDT, value);
     switch (rel & 0xf000) {
-    case JAL_MGMT_HOSTIF: chip_.host().fw_write(rel - JAL_MGMT_HOSTIF, value); return;
-    case JAL_MGMT_DMA: dma_write(rel - JAL_MGMT_DMA, value); return;
-    case JAL_MGMT_SLICE: chip_.slices().write(rel - JAL_MGMT_SLICE, value, chip_.clock().now_us()); return;
-    case JAL_MGMT_HBM: chip_.phy().write(rel - JAL_MGMT_HBM, value, chip_.clock().now_ns()); return;
-    case JAL_MGMT_POWER: chip_.power().write(rel - JAL_MGMT_POWER, value); return;
-    case JAL_MGMT_MMU: chip_.mmu().fw_write(rel - JAL_MGMT_MMU, value); return;
-    case JAL_MGMT_CP: chip_.cp().fw_write(rel - JAL_MGMT_CP, value); return;
-    default: return;
+    case JAL_MGMT_HOSTIF:
+        chip_.host().fw_write(rel - JAL_MGMT_HOSTIF, value);
+        return;
+    case JAL_MGMT_DMA:
+        dma_write(rel - JAL_MGMT_DMA, value);
+        return;
+    case JAL_MGMT_SLICE:
+        chip_.slices().write(rel - JAL_MGMT_SLICE, value, chip_.clock().now_us());
+        return;
+    case JAL_MGMT_HBM:
+        chip_.phy().write(rel - JAL_MGMT_HBM, value, chip_.clock().now_ns());
+        return;
+    case JAL_MGMT_POWER:
+        chip_.power().write(rel - JAL_MGMT_POWER, value);
+        return;
+    case JAL_MGMT_MMU:
+        chip_.mmu().fw_write(rel - JAL_MGMT_MMU, value);
+        return;
+    case JAL_MGMT_CP:
+        chip_.cp().fw_write(rel - JAL_MGMT_CP, value);
+        return;
+    default:
+        return;
     }
 }
 
@@ -80,21 +109,31 @@ std::uint32_t PeripheralBus::sys_read(std::uint32_t off)
 {
     auto& clock = chip_.clock();
     switch (off) {
-    case off_in(JAL_SYS_ID, 0): return JAL_SYS_ID_MAGIC;
+    case off_in(JAL_SYS_ID, 0):
+        return JAL_SYS_ID_MAGIC;
     case off_in(JAL_SYS_NOW_US_LO, 0): {
         const std::uint64_t now = clock.now_us();
         now_hi_latch_ = static_cast<std::uint32_t>(now >> 32);
         return static_cast<std::uint32_t>(now);
     }
-    case off_in(JAL_SYS_NOW_US_HI, 0): return now_hi_latch_;
-    case off_in(JAL_SYS_EVENTS, 0): return clock.events();
-    case off_in(JAL_SYS_TICK_US, 0): return clock.tick_period_us();
-    case off_in(JAL_SYS_RESET_CAUSE, 0): return chip_.reset_cause();
-    case off_in(JAL_SYS_BOOT_COUNT, 0): return chip_.boot_count();
-    case off_in(JAL_SYS_CHIP_INDEX, 0): return chip_.index();
-    case off_in(JAL_SYS_FAULT_INJECT, 0): return 0;
-    case off_in(JAL_SYS_WDT_RESETS, 0): return chip_.watchdog_resets();
-    default: return 0;
+    case off_in(JAL_SYS_NOW_US_HI, 0):
+        return now_hi_latch_;
+    case off_in(JAL_SYS_EVENTS, 0):
+        return clock.events();
+    case off_in(JAL_SYS_TICK_US, 0):
+        return clock.tick_period_us();
+    case off_in(JAL_SYS_RESET_CAUSE, 0):
+        return chip_.reset_cause();
+    case off_in(JAL_SYS_BOOT_COUNT, 0):
+        return chip_.boot_count();
+    case off_in(JAL_SYS_CHIP_INDEX, 0):
+        return chip_.index();
+    case off_in(JAL_SYS_FAULT_INJECT, 0):
+        return 0;
+    case off_in(JAL_SYS_WDT_RESETS, 0):
+        return chip_.watchdog_resets();
+    default:
+        return 0;
     }
 }
 
@@ -102,24 +141,41 @@ void PeripheralBus::sys_write(std::uint32_t off, std::uint32_t value)
 {
     auto& clock = chip_.clock();
     switch (off) {
-    case off_in(JAL_SYS_EVENTS_CLEAR, 0): clock.clear_events(value); break;
-    case off_in(JAL_SYS_TICK_US, 0): clock.set_tick_period_us(value); break;
-    case off_in(JAL_SYS_CONSOLE, 0): console_byte(static_cast<char>(value & 0xff)); break;
+    case off_in(JAL_SYS_EVENTS_CLEAR, 0):
+        clock.clear_events(value);
+        break;
+    case off_in(JAL_SYS_TICK_US, 0):
+        clock.set_tick_period_us(value);
+        break;
+    case off_in(JAL_SYS_CONSOLE, 0):
+        console_byte(static_cast<char>(value & 0xff));
+        break;
     case off_in(JAL_SYS_RESET_REQ, 0):
         if (value == JAL_RESET_MAGIC) throw CoreReset{JAL_RESET_CAUSE_HOST};
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 void PeripheralBus::dma_write(std::uint32_t off, std::uint32_t value)
 {
     switch (off) {
-    case off_in(JAL_DMA_HOST_LO, JAL_MGMT_DMA): dma_host_ = (dma_host_ & ~0xffffffffull) | value; break;
-    case off_in(JAL_DMA_HOST_HI, JAL_MGMT_DMA): dma_host_ = (dma_host_ & 0xffffffffull) | (std::uint64_t{value} << 32); break;
-    case off_in(JAL_DMA_LOCAL, JAL_MGMT_DMA): dma_local_ = value; break;
-    case off_in(JAL_DMA_LEN, JAL_MGMT_DMA): dma_len_ = value; break;
-    case off_in(JAL_DMA_FUNC, JAL_MGMT_DMA): dma_fn_ = value; break;
+    case off_in(JAL_DMA_HOST_LO, JAL_MGMT_DMA):
+        dma_host_ = (dma_host_ & ~0xffffffffull) | value;
+        break;
+    case off_in(JAL_DMA_HOST_HI, JAL_MGMT_DMA):
+        dma_host_ = (dma_host_ & 0xffffffffull) | (std::uint64_t{value} << 32);
+        break;
+    case off_in(JAL_DMA_LOCAL, JAL_MGMT_DMA):
+        dma_local_ = value;
+        break;
+    case off_in(JAL_DMA_LEN, JAL_MGMT_DMA):
+        dma_len_ = value;
+        break;
+    case off_in(JAL_DMA_FUNC, JAL_MGMT_DMA):
+        dma_fn_ = value;
+        break;
     case off_in(JAL_DMA_CTRL, JAL_MGMT_DMA): {
         if (!(value & JAL_DMA_GO)) break;
         const bool to_host = value & JAL_DMA_TO_HOST;
@@ -133,16 +189,18 @@ void PeripheralBus::dma_write(std::uint32_t off, std::uint32_t value)
             break;
         }
         dma_status_ = chip_.host().dma(dma_fn_, dma_host_, buf.data(), dma_len_, to_host);
-        if (dma_status_ == JAL_STATUS_OK && !to_host && !local_memory(dma_local_, buf.data(), dma_len_, true))
+        if (dma_status_ == JAL_STATUS_OK && !to_host &&
+            !local_memory(dma_local_, buf.data(), dma_len_, true))
             dma_status_ = JAL_STATUS_OUT_OF_RANGE;
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 
-std::uint32_t PeripheralBus::dma_direct(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
-                                        bool to_host)
+std::uint32_t PeripheralBus::dma_direct(std::uint32_t fn, std::uint64_t host_addr, void* local,
+                                        std::uint32_t len, bool to_host)
 {
     chip_.clock().advance(JAL_MGMT_MMIO_NS * 6);  // the register writes it stands for
     if (len == 0 || len > JAL_DMA_LEN_MAX) return dma_status_ = JAL_STATUS_INVALID_LENGTH;
@@ -152,7 +210,8 @@ std::uint32_t PeripheralBus::dma_direct(std::uint32_t fn, std::uint64_t host_add
 void PeripheralBus::console_byte(char c)
 {
     if (c == '\n' || console_line_.size() >= kMaxConsoleLine) {
-        log(LogLevel::info, "chip{} fw {:>9.3f} ms: {}", chip_.index(), chip_.clock().now_us() / 1000.0, console_line_);
+        log(LogLevel::info, "chip{} fw {:>9.3f} ms: {}", chip_.index(),
+            chip_.clock().now_us() / 1000.0, console_line_);
         console_line_.clear();
         if (c == '\n') return;
     }

@@ -19,8 +19,8 @@ public:
     std::uint32_t read32(std::uint32_t addr);
     void write32(std::uint32_t addr, std::uint32_t value);
     // The DMA engine with a host pointer for the firmware side (native build).
-    std::uint32_t dma_direct(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
-                             bool to_host);
+    std::uint32_t dma_direct(std::uint32_t fn, std::uint64_t host_addr, void* local,
+                             std::uint32_t len, bool to_host);
 
     // How the register-programmed DMA reaches management-core memory (set by the Unicorn
     // core; absent natively, where firmware pointers are not 32-bit bus addresses).

@@ -1,8 +1,8 @@
 #include "emu/mgmt/unicorn_core.hpp"
 
 #include "emu/chip/chip.hpp"
-#include "jal/hw/mgmt.h"
 #include "emu/util/log.hpp"
+#include "jal/hw/mgmt.h"
 
 #include <unicorn/unicorn.h>
 
@@ -19,7 +19,8 @@ constexpr std::uint64_t kPsPerCycle = 1'000'000'000'000ull / JAL_MGMT_CORE_HZ;
 
 void check(uc_err err, const char* what)
 {
-    if (err != UC_ERR_OK) throw std::runtime_error(std::string("unicorn: ") + what + ": " + uc_strerror(err));
+    if (err != UC_ERR_OK)
+        throw std::runtime_error(std::string("unicorn: ") + what + ": " + uc_strerror(err));
 }
 }  // namespace
 
@@ -44,19 +45,25 @@ UnicornCore::UnicornCore(Chip& chip, const FirmwareImage& image) : chip_(chip)
 {
     check(uc_open(UC_ARCH_ARM, static_cast<uc_mode>(UC_MODE_THUMB | UC_MODE_MCLASS), &uc_), "open");
     check(uc_ctl_set_cpu_model(uc_, UC_CPU_ARM_CORTEX_M7), "select Cortex-M7");
-    check(uc_mem_map(uc_, JAL_MGMT_FLASH_BASE, JAL_MGMT_FLASH_SIZE, UC_PROT_READ | UC_PROT_EXEC), "map flash");
+    check(uc_mem_map(uc_, JAL_MGMT_FLASH_BASE, JAL_MGMT_FLASH_SIZE, UC_PROT_READ | UC_PROT_EXEC),
+          "map flash");
     check(uc_mem_map(uc_, JAL_MGMT_SRAM_BASE, JAL_MGMT_SRAM_SIZE, UC_PROT_ALL), "map SRAM");
-    check(uc_mem_write(uc_, JAL_MGMT_FLASH_BASE, image.bytes.data(), image.bytes.size()), "load image");
-    check(uc_mmio_map(uc_, JAL_MGMT_PERIPH_BASE, JAL_MGMT_PERIPH_SIZE, &UnicornCore::mmio_read, this,
-                      &UnicornCore::mmio_write, this),
+    check(uc_mem_write(uc_, JAL_MGMT_FLASH_BASE, image.bytes.data(), image.bytes.size()),
+          "load image");
+    check(uc_mmio_map(uc_, JAL_MGMT_PERIPH_BASE, JAL_MGMT_PERIPH_SIZE, &UnicornCore::mmio_read,
+                      this, &UnicornCore::mmio_write, this),
           "map peripherals");
     uc_hook hook;
-    check(uc_hook_add(uc_, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(&UnicornCore::on_block), this, 1, 0),
+    check(uc_hook_add(uc_, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(&UnicornCore::on_block),
+                      this, 1, 0),
           "block hook");
-    chip_.bus().local_memory = [this](std::uint32_t addr, void* buf, std::uint32_t len, bool write) {
-        if (addr < JAL_MGMT_SRAM_BASE || addr - JAL_MGMT_SRAM_BASE + std::uint64_t{len} > JAL_MGMT_SRAM_SIZE)
+    chip_.bus().local_memory = [this](std::uint32_t addr, void* buf, std::uint32_t len,
+                                      bool write) {
+        if (addr < JAL_MGMT_SRAM_BASE ||
+            addr - JAL_MGMT_SRAM_BASE + std::uint64_t{len} > JAL_MGMT_SRAM_SIZE)
             return false;
-        return (write ? uc_mem_write(uc_, addr, buf, len) : uc_mem_read(uc_, addr, buf, len)) == UC_ERR_OK;
+        return (write ? uc_mem_write(uc_, addr, buf, len) : uc_mem_read(uc_, addr, buf, len)) ==
+               UC_ERR_OK;
     };
 }
 
@@ -87,7 +94,8 @@ std::uint64_t UnicornCore::mmio_read(uc_struct*, std::uint64_t offset, unsigned 
     try {
         core->flush_cycles();
         if (size != 4) {
-            log(LogLevel::warn, "chip{}: firmware {}-byte read at {:#x}; peripherals take 32-bit accesses",
+            log(LogLevel::warn,
+                "chip{}: firmware {}-byte read at {:#x}; peripherals take 32-bit accesses",
                 core->chip_.index(), size, JAL_MGMT_PERIPH_BASE + offset);
             return 0;
         }
@@ -98,14 +106,16 @@ std::uint64_t UnicornCore::mmio_read(uc_struct*, std::uint64_t offset, unsigned 
     }
 }
 
-void UnicornCore::mmio_write(uc_struct*, std::uint64_t offset, unsigned size, std::uint64_t value, void* self)
+void UnicornCore::mmio_write(uc_struct*, std::uint64_t offset, unsigned size, std::uint64_t value,
+                             void* self)
 {
     auto* core = static_cast<UnicornCore*>(self);
     if (core->stop_reason_) return;
     try {
         core->flush_cycles();
         if (size != 4) {
-            log(LogLevel::warn, "chip{}: firmware {}-byte write at {:#x}; peripherals take 32-bit accesses",
+            log(LogLevel::warn,
+                "chip{}: firmware {}-byte write at {:#x}; peripherals take 32-bit accesses",
                 core->chip_.index(), size, JAL_MGMT_PERIPH_BASE + offset);
             return;
         }
@@ -140,7 +150,9 @@ void UnicornCore::run()
         if (stop_reason_) std::rethrow_exception(stop_reason_);
         check(uc_reg_read(uc_, UC_ARM_REG_PC, &pc), "read PC");
         if (err != UC_ERR_OK) {
-            log(LogLevel::error, "chip{}: firmware faulted at pc {:#x}: {}; halting the core until the watchdog fires",
+            log(LogLevel::error,
+                "chip{}: firmware faulted at pc {:#x}: {}; halting the core until the watchdog "
+                "fires",
                 chip_.index(), pc, uc_strerror(err));
             for (;;) {
                 chip_.clock().wait_for_event();
@@ -150,7 +162,8 @@ void UnicornCore::run()
         std::uint16_t insn = 0;
         if (pc >= 2) uc_mem_read(uc_, pc - 2, &insn, 2);
         if (insn != kThumbWfi) {
-            log(LogLevel::error, "chip{}: firmware stopped at pc {:#x} without WFI", chip_.index(), pc);
+            log(LogLevel::error, "chip{}: firmware stopped at pc {:#x} without WFI", chip_.index(),
+                pc);
             throw CoreReset{JAL_RESET_CAUSE_WATCHDOG};
         }
         flush_cycles();

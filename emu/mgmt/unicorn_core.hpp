@@ -35,7 +35,8 @@ public:
 
 private:
     static std::uint64_t mmio_read(uc_struct* uc, std::uint64_t offset, unsigned size, void* self);
-    static void mmio_write(uc_struct* uc, std::uint64_t offset, unsigned size, std::uint64_t value, void* self);
+    static void mmio_write(uc_struct* uc, std::uint64_t offset, unsigned size, std::uint64_t value,
+                           void* self);
     static void on_block(uc_struct* uc, std::uint64_t address, std::uint32_t size, void* self);
     void flush_cycles();
     void fail(const std::exception_ptr& e);

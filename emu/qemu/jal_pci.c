@@ -62,7 +62,7 @@ typedef struct JalPciIrq {
 typedef struct JalPciRegion {
     uint64_t bus_addr;
     uint64_t size;
-    int fd;                /* the RAM backend's, owned by QEMU's memory core */
+    int fd; /* the RAM backend's, owned by QEMU's memory core */
     uint64_t fd_offset;
 } JalPciRegion;
 
@@ -77,16 +77,16 @@ struct JalPciState {
     char *socket_path;
 
     /* runtime */
-    int sock;              /* -1 once the emulator went away */
+    int sock; /* -1 once the emulator went away */
     uint64_t next_id;
     uint32_t function;
-    bool used;             /* the guest wrote to a BAR since the function was attached */
-    QemuMutex lock;        /* one request/reply pair at a time */
+    bool used; /* the guest wrote to a BAR since the function was attached */
+    QemuMutex lock; /* one request/reply pair at a time */
     MemoryListener listener;
     bool listener_registered;
     JalPciRegion regions[JAL_PCI_MAX_REGIONS];
     unsigned nregions;
-    unsigned unshared_ram;  /* RAM sections that could not be shared */
+    unsigned unshared_ram; /* RAM sections that could not be shared */
     JalPciIrq irq[JAL_MSIX_VECTORS];
 };
 
@@ -95,8 +95,9 @@ struct JalPciState {
 static void jal_pci_lost(JalPciState *s, const char *what, int err)
 {
     if (s->sock >= 0) {
-        error_report("jal-pci: %s: %s; the device is gone (reads return all ones)",
-                     what, err ? strerror(err) : "end of stream");
+        error_report(
+            "jal-pci: %s: %s; the device is gone (reads return all ones)", what,
+            err ? strerror(err) : "end of stream");
         close(s->sock);
         s->sock = -1;
     }
@@ -139,8 +140,9 @@ static int jal_pci_send(JalPciState *s, void *msg, size_t len, int fd)
 
 /* Waits for the reply to request `id`. Replies with older ids answer posted writes the
  * emulator rejected; they are skipped (docs/transport.md §6). */
-static int jal_pci_recv_reply(JalPciState *s, uint64_t id, struct jal_msg_reply *rep,
-                              void *payload, size_t payload_len)
+static int jal_pci_recv_reply(JalPciState *s, uint64_t id,
+                              struct jal_msg_reply *rep, void *payload,
+                              size_t payload_len)
 {
     uint8_t buf[JAL_PROTO_MSG_MAX];
 
@@ -159,13 +161,16 @@ static int jal_pci_recv_reply(JalPciState *s, uint64_t id, struct jal_msg_reply 
                          n == 0 ? 0 : errno);
             return -EIO;
         }
-        if ((size_t)n < sizeof(*r) || r->hdr.type != JAL_MSG_REPLY || r->hdr.size != n) {
+        if ((size_t)n < sizeof(*r) || r->hdr.type != JAL_MSG_REPLY ||
+            r->hdr.size != n) {
             jal_pci_lost(s, "malformed reply", EPROTO);
             return -EPROTO;
         }
         if (r->hdr.id < id) {
-            qemu_log_mask(LOG_GUEST_ERROR, "jal-pci: emulator rejected posted write %" PRIu64
-                          ": status %u\n", r->hdr.id, r->status);
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "jal-pci: emulator rejected posted write %" PRIu64
+                          ": status %u\n",
+                          r->hdr.id, r->status);
             continue;
         }
         if (r->hdr.id != id) {
@@ -186,8 +191,9 @@ static int jal_pci_recv_reply(JalPciState *s, uint64_t id, struct jal_msg_reply 
 
 /* Sends a request and waits for its reply. Returns the reply status (enum jal_status), or
  * a negative errno when the emulator cannot be reached. */
-static int jal_pci_call(JalPciState *s, struct jal_msg_hdr *hdr, size_t len, int fd,
-                        uint64_t *value, void *payload, size_t payload_len)
+static int jal_pci_call(JalPciState *s, struct jal_msg_hdr *hdr, size_t len,
+                        int fd, uint64_t *value, void *payload,
+                        size_t payload_len)
 {
     struct jal_msg_reply rep = { 0 };
     int ret;
@@ -219,11 +225,12 @@ static int jal_pci_connect(JalPciState *s, Error **errp)
 
     if (!s->socket_path || !*s->socket_path) {
         error_setg(errp, "jal-pci: property 'socket' is required "
-                   "(the chip's jal-emu socket, e.g. DIR/jal0.sock)");
+                         "(the chip's jal-emu socket, e.g. DIR/jal0.sock)");
         return -1;
     }
     if (strlen(s->socket_path) >= sizeof(sa.sun_path)) {
-        error_setg(errp, "jal-pci: socket path '%s' is longer than %zu characters",
+        error_setg(errp,
+                   "jal-pci: socket path '%s' is longer than %zu characters",
                    s->socket_path, sizeof(sa.sun_path) - 1);
         return -1;
     }
@@ -235,7 +242,8 @@ static int jal_pci_connect(JalPciState *s, Error **errp)
         return -1;
     }
     if (connect(s->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        error_setg_errno(errp, errno, "jal-pci: cannot connect to jal-emu at '%s' "
+        error_setg_errno(errp, errno,
+                         "jal-pci: cannot connect to jal-emu at '%s' "
                          "(is jal-emu running with that socket directory?)",
                          s->socket_path);
         close(s->sock);
@@ -249,17 +257,21 @@ static int jal_pci_connect(JalPciState *s, Error **errp)
     ret = jal_pci_call(s, &hello.hdr, sizeof(hello), -1, NULL, &hr, sizeof(hr));
     if (ret != JAL_STATUS_OK) {
         if (ret < 0) {
-            error_setg(errp, "jal-pci: HELLO to '%s' got no reply", s->socket_path);
+            error_setg(errp, "jal-pci: HELLO to '%s' got no reply",
+                       s->socket_path);
         } else {
             error_setg(errp, "jal-pci: HELLO to '%s' refused with status %d%s",
                        s->socket_path, ret,
-                       ret == JAL_STATUS_BUSY ? " (all host functions in use)" :
-                       ret == JAL_STATUS_VERSION_MISMATCH ? " (protocol version)" : "");
+                       ret == JAL_STATUS_BUSY ? " (all host functions in use)"
+                       : ret == JAL_STATUS_VERSION_MISMATCH
+                           ? " (protocol version)"
+                           : "");
         }
         goto fail;
     }
     if ((hr.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
-        error_setg(errp, "jal-pci: jal-emu speaks protocol %u.%u, this device %u.%u",
+        error_setg(errp,
+                   "jal-pci: jal-emu speaks protocol %u.%u, this device %u.%u",
                    hr.proto_version >> 16, hr.proto_version & 0xffff,
                    JAL_PROTO_VERSION_MAJOR, JAL_PROTO_VERSION_MINOR);
         goto fail;
@@ -267,10 +279,12 @@ static int jal_pci_connect(JalPciState *s, Error **errp)
     if (hr.bar_size[JAL_BAR_REGS] != JAL_BAR_REGS_SIZE ||
         hr.bar_size[JAL_BAR_DOORBELL] != JAL_BAR_DOORBELL_SIZE ||
         hr.msix_vectors != JAL_MSIX_VECTORS) {
-        error_setg(errp, "jal-pci: the chip's BARs or vectors differ from this device's "
-                   "(BAR0 0x%" PRIx64 ", BAR2 0x%" PRIx64 ", %u vectors)",
-                   hr.bar_size[JAL_BAR_REGS], hr.bar_size[JAL_BAR_DOORBELL],
-                   hr.msix_vectors);
+        error_setg(
+            errp,
+            "jal-pci: the chip's BARs or vectors differ from this device's "
+            "(BAR0 0x%" PRIx64 ", BAR2 0x%" PRIx64 ", %u vectors)",
+            hr.bar_size[JAL_BAR_REGS], hr.bar_size[JAL_BAR_DOORBELL],
+            hr.msix_vectors);
         goto fail;
     }
     s->function = hr.function;
@@ -287,7 +301,8 @@ fail:
 
 /* ---- guest RAM: one MEM_MAP per shared RAM section --------------------------------------- */
 
-static bool jal_pci_section_fd(MemoryRegionSection *section, int *fd, uint64_t *fd_offset)
+static bool jal_pci_section_fd(MemoryRegionSection *section, int *fd,
+                               uint64_t *fd_offset)
 {
     MemoryRegion *mr = section->mr;
     ram_addr_t offset;
@@ -297,7 +312,8 @@ static bool jal_pci_section_fd(MemoryRegionSection *section, int *fd, uint64_t *
         memory_region_is_rom(mr)) {
         return false;
     }
-    host = (uint8_t *)memory_region_get_ram_ptr(mr) + section->offset_within_region;
+    host = (uint8_t *)memory_region_get_ram_ptr(mr) +
+           section->offset_within_region;
     mr = memory_region_from_host(host, &offset);
     if (!mr || !mr->ram_block) {
         return false;
@@ -314,7 +330,8 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
     uint64_t page = qemu_real_host_page_size();
     int fd, ret;
 
-    if (!memory_region_is_ram(section->mr) || memory_region_is_ram_device(section->mr) ||
+    if (!memory_region_is_ram(section->mr) ||
+        memory_region_is_ram_device(section->mr) ||
         memory_region_is_rom(section->mr) || section->readonly) {
         return; /* MMIO, ROM, BARs mapped from other devices: not DMA-able memory */
     }
@@ -322,18 +339,22 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
     m.size = int128_get64(section->size);
     if (!jal_pci_section_fd(section, &fd, &m.fd_offset)) {
         s->unshared_ram++;
-        warn_report("jal-pci: guest RAM '%s' at 0x%" PRIx64 " is not a shared memory "
-                    "backend; the device cannot reach it", memory_region_name(section->mr),
-                    m.bus_addr);
+        warn_report("jal-pci: guest RAM '%s' at 0x%" PRIx64
+                    " is not a shared memory "
+                    "backend; the device cannot reach it",
+                    memory_region_name(section->mr), m.bus_addr);
         return;
     }
-    if (!QEMU_IS_ALIGNED(m.bus_addr | m.size | m.fd_offset, page) || m.size == 0) {
+    if (!QEMU_IS_ALIGNED(m.bus_addr | m.size | m.fd_offset, page) ||
+        m.size == 0) {
         warn_report("jal-pci: RAM section at 0x%" PRIx64 " size 0x%" PRIx64
-                    " is not page aligned; not shared with the device", m.bus_addr, m.size);
+                    " is not page aligned; not shared with the device",
+                    m.bus_addr, m.size);
         return;
     }
     if (s->nregions == JAL_PCI_MAX_REGIONS) {
-        warn_report("jal-pci: more than %d RAM sections; 0x%" PRIx64 " not shared",
+        warn_report("jal-pci: more than %d RAM sections; 0x%" PRIx64
+                    " not shared",
                     JAL_PCI_MAX_REGIONS, m.bus_addr);
         return;
     }
@@ -344,7 +365,8 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
                     m.bus_addr, m.size, ret);
         return;
     }
-    s->regions[s->nregions++] = (JalPciRegion){ m.bus_addr, m.size, fd, m.fd_offset };
+    s->regions[s->nregions++] =
+        (JalPciRegion){ m.bus_addr, m.size, fd, m.fd_offset };
 }
 
 static void jal_pci_region_del(MemoryListener *l, MemoryRegionSection *section)
@@ -357,7 +379,8 @@ static void jal_pci_region_del(MemoryListener *l, MemoryRegionSection *section)
     m.bus_addr = section->offset_within_address_space;
     m.size = int128_get64(section->size);
     for (i = 0; i < s->nregions; i++) {
-        if (s->regions[i].bus_addr == m.bus_addr && s->regions[i].size == m.size) {
+        if (s->regions[i].bus_addr == m.bus_addr &&
+            s->regions[i].size == m.size) {
             break;
         }
     }
@@ -371,7 +394,8 @@ static void jal_pci_region_del(MemoryListener *l, MemoryRegionSection *section)
 
 /* ---- BARs ---------------------------------------------------------------------------- */
 
-static uint64_t jal_pci_reg_read(JalPciState *s, unsigned bar, hwaddr addr, unsigned size)
+static uint64_t jal_pci_reg_read(JalPciState *s, unsigned bar, hwaddr addr,
+                                 unsigned size)
 {
     struct jal_msg_reg r = { .hdr.type = JAL_MSG_REG_READ };
     uint64_t value = 0;
@@ -383,17 +407,19 @@ static uint64_t jal_pci_reg_read(JalPciState *s, unsigned bar, hwaddr addr, unsi
     ret = jal_pci_call(s, &r.hdr, sizeof(r), -1, &value, NULL, 0);
     trace_jal_pci_reg_read(bar, addr, size, value, ret);
     if (ret < 0) {
-        return size == 8 ? UINT64_MAX : UINT32_MAX; /* like a surprise-removed device */
+        return size == 8 ? UINT64_MAX
+                         : UINT32_MAX; /* like a surprise-removed device */
     }
     if (ret != JAL_STATUS_OK) {
-        qemu_log_mask(LOG_GUEST_ERROR, "jal-pci: BAR%u read 0x%" HWADDR_PRIx "/%u: status %d\n",
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "jal-pci: BAR%u read 0x%" HWADDR_PRIx "/%u: status %d\n",
                       bar, addr, size, ret);
     }
     return value;
 }
 
-static void jal_pci_reg_write(JalPciState *s, unsigned bar, hwaddr addr, uint64_t val,
-                              unsigned size)
+static void jal_pci_reg_write(JalPciState *s, unsigned bar, hwaddr addr,
+                              uint64_t val, unsigned size)
 {
     struct jal_msg_reg r = { .hdr.type = JAL_MSG_REG_WRITE };
 
@@ -416,7 +442,8 @@ static uint64_t jal_pci_regs_read(void *opaque, hwaddr addr, unsigned size)
     return jal_pci_reg_read(opaque, JAL_BAR_REGS, addr, size);
 }
 
-static void jal_pci_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void jal_pci_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                               unsigned size)
 {
     jal_pci_reg_write(opaque, JAL_BAR_REGS, addr, val, size);
 }
@@ -436,12 +463,15 @@ static uint64_t jal_pci_doorbell_read(void *opaque, hwaddr addr, unsigned size)
     return 0; /* doorbells are write-only */
 }
 
-static void jal_pci_doorbell_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void jal_pci_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
+                                   unsigned size)
 {
     if (size != 8 || (addr % JAL_DOORBELL_STRIDE) != 0) {
-        qemu_log_mask(LOG_GUEST_ERROR, "jal-pci: doorbell write 0x%" HWADDR_PRIx
-                      "/%u ignored: a doorbell is an 8-byte write at a page start\n",
-                      addr, size);
+        qemu_log_mask(
+            LOG_GUEST_ERROR,
+            "jal-pci: doorbell write 0x%" HWADDR_PRIx
+            "/%u ignored: a doorbell is an 8-byte write at a page start\n",
+            addr, size);
         return;
     }
     jal_pci_reg_write(opaque, JAL_BAR_DOORBELL, addr, val, size);
@@ -475,8 +505,8 @@ static int jal_pci_set_irq(JalPciState *s, unsigned v)
 {
     struct jal_msg_set_irq m = { .hdr.type = JAL_MSG_SET_IRQ, .vector = v };
 
-    return jal_pci_call(s, &m.hdr, sizeof(m), event_notifier_get_fd(&s->irq[v].e),
-                        NULL, NULL, 0);
+    return jal_pci_call(s, &m.hdr, sizeof(m),
+                        event_notifier_get_fd(&s->irq[v].e), NULL, NULL, 0);
 }
 
 static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
@@ -500,7 +530,8 @@ static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
             error_setg(errp, "jal-pci: SET_IRQ vector %u failed: %d", v, ret);
             return -1;
         }
-        qemu_set_fd_handler(event_notifier_get_fd(&irq->e), jal_pci_irq_handler, NULL, irq);
+        qemu_set_fd_handler(event_notifier_get_fd(&irq->e), jal_pci_irq_handler,
+                            NULL, irq);
         msix_vector_use(PCI_DEVICE(s), v);
     }
     return 0;
@@ -541,26 +572,32 @@ static void jal_pci_reset(DeviceState *dev)
         m.bus_addr = s->regions[i].bus_addr;
         m.size = s->regions[i].size;
         m.fd_offset = s->regions[i].fd_offset;
-        ret = jal_pci_call(s, &m.hdr, sizeof(m), s->regions[i].fd, NULL, NULL, 0);
+        ret =
+            jal_pci_call(s, &m.hdr, sizeof(m), s->regions[i].fd, NULL, NULL, 0);
         trace_jal_pci_mem_map(m.bus_addr, m.size, m.fd_offset, ret);
         if (ret != JAL_STATUS_OK) {
-            warn_report("jal-pci: MEM_MAP 0x%" PRIx64 "+0x%" PRIx64 " after reset failed: %d",
+            warn_report("jal-pci: MEM_MAP 0x%" PRIx64 "+0x%" PRIx64
+                        " after reset failed: %d",
                         m.bus_addr, m.size, ret);
         }
     }
     for (i = 0; i < JAL_MSIX_VECTORS; i++) {
-        if (s->irq[i].initialised && (ret = jal_pci_set_irq(s, i)) != JAL_STATUS_OK) {
-            warn_report("jal-pci: SET_IRQ vector %u after reset failed: %d", i, ret);
+        if (s->irq[i].initialised &&
+            (ret = jal_pci_set_irq(s, i)) != JAL_STATUS_OK) {
+            warn_report("jal-pci: SET_IRQ vector %u after reset failed: %d", i,
+                        ret);
         }
     }
     trace_jal_pci_reset(s->function);
 }
 
-static void jal_pci_config_write(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+static void jal_pci_config_write(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                                 int len)
 {
     pci_default_write_config(pdev, addr, val, len);
     if (pci_is_express(pdev)) {
-        pcie_cap_flr_write_config(pdev, addr, val, len); /* an FLR calls jal_pci_reset */
+        pcie_cap_flr_write_config(pdev, addr, val,
+                                  len); /* an FLR calls jal_pci_reset */
     }
 }
 
@@ -574,7 +611,8 @@ static void jal_pci_teardown(JalPciState *s)
     }
     for (v = 0; v < JAL_MSIX_VECTORS; v++) {
         if (s->irq[v].initialised) {
-            qemu_set_fd_handler(event_notifier_get_fd(&s->irq[v].e), NULL, NULL, NULL);
+            qemu_set_fd_handler(event_notifier_get_fd(&s->irq[v].e), NULL, NULL,
+                                NULL);
             event_notifier_cleanup(&s->irq[v].e);
             s->irq[v].initialised = false;
         }
@@ -602,30 +640,34 @@ static void jal_pci_realize(PCIDevice *pdev, Error **errp)
     memory_region_init_io(&s->doorbell, OBJECT(s), &jal_pci_doorbell_ops, s,
                           "jal-doorbells", JAL_BAR_DOORBELL_SIZE);
     memory_region_init(&s->msix, OBJECT(s), "jal-msix", JAL_BAR_MSIX_SIZE);
-    pci_register_bar(pdev, JAL_BAR_REGS,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
+    pci_register_bar(
+        pdev, JAL_BAR_REGS,
+        PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
     pci_register_bar(pdev, JAL_BAR_DOORBELL,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                         PCI_BASE_ADDRESS_MEM_TYPE_64,
                      &s->doorbell);
-    if (msix_init(pdev, JAL_MSIX_VECTORS, &s->msix, JAL_BAR_MSIX, 0,
-                  &s->msix, JAL_BAR_MSIX, JAL_BAR_MSIX_SIZE / 2, 0, errp) < 0) {
+    if (msix_init(pdev, JAL_MSIX_VECTORS, &s->msix, JAL_BAR_MSIX, 0, &s->msix,
+                  JAL_BAR_MSIX, JAL_BAR_MSIX_SIZE / 2, 0, errp) < 0) {
         goto fail;
     }
-    pci_register_bar(pdev, JAL_BAR_MSIX,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
+    pci_register_bar(
+        pdev, JAL_BAR_MSIX,
+        PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
     if (pci_is_express(pdev)) {
         if (pcie_endpoint_cap_init(pdev, 0) < 0) {
             error_setg(errp, "jal-pci: no room for the PCIe capability");
             goto fail_msix;
         }
-        pcie_cap_flr_init(pdev); /* the guest can reset the function (pci_reset_function) */
+        pcie_cap_flr_init(
+            pdev); /* the guest can reset the function (pci_reset_function) */
     }
     if (jal_pci_bind_irqs(s, errp) < 0) {
         goto fail_msix;
     }
 
     /* Replays every current RAM section through region_add. */
-    s->listener = (MemoryListener) {
+    s->listener = (MemoryListener){
         .name = "jal-pci",
         .region_add = jal_pci_region_add,
         .region_del = jal_pci_region_del,
@@ -634,9 +676,12 @@ static void jal_pci_realize(PCIDevice *pdev, Error **errp)
     memory_listener_register(&s->listener, &address_space_memory);
     s->listener_registered = true;
     if (s->nregions == 0 || s->unshared_ram) {
-        error_setg(errp, "jal-pci: guest RAM must be a shared memory backend so jal-emu can "
-                   "DMA into it: -object memory-backend-memfd,id=mem,size=...,share=on "
-                   "-machine memory-backend=mem");
+        error_setg(
+            errp,
+            "jal-pci: guest RAM must be a shared memory backend so jal-emu can "
+            "DMA into it: -object "
+            "memory-backend-memfd,id=mem,size=...,share=on "
+            "-machine memory-backend=mem");
         goto fail_msix;
     }
     return;
@@ -699,7 +744,8 @@ static void jal_pci_class_init(ObjectClass *klass, void *data)
     dc->desc = "Jalapeño accelerator (served by jal-emu)";
     dc->vmsd = &jal_pci_vmstate;
     dc->reset = jal_pci_reset;
-    device_class_set_parent_realize(dc, jal_pci_dc_realize, &jal_pci_parent_dc_realize);
+    device_class_set_parent_realize(dc, jal_pci_dc_realize,
+                                    &jal_pci_parent_dc_realize);
     device_class_set_props(dc, jal_pci_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
@@ -709,11 +755,12 @@ static const TypeInfo jal_pci_info = {
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(JalPciState),
     .class_init = jal_pci_class_init,
-    .interfaces = (InterfaceInfo[]) {
-        { INTERFACE_PCIE_DEVICE },
-        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
-        { },
-    },
+    .interfaces =
+        (InterfaceInfo[]){
+            { INTERFACE_PCIE_DEVICE },
+            { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+            {},
+        },
 };
 
 static void jal_pci_register_types(void)

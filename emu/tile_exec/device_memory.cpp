@@ -10,12 +10,11 @@ namespace jal::emu::exec {
 
 namespace {
 constexpr std::uint64_t kPage = Mmu::kPage;
-}
+}  // namespace
 
 DeviceMemory::DeviceMemory(HbmMemory& hbm, const Mmu& mmu, std::uint32_t ctx)
     : hbm_(hbm.range(0, hbm.size()).data()), mmu_(mmu), ctx_(ctx)
-{
-}
+{}
 
 bool DeviceMemory::mapped(std::uint64_t va, std::uint64_t len) const
 {
@@ -26,8 +25,8 @@ bool DeviceMemory::mapped(std::uint64_t va, std::uint64_t len) const
 
 // One page run at a time under the context's shared lock, as the CP's COPY does, so an
 // UNMAP waits for the bytes in flight.
-std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice, Traffic& t,
-                                 std::uint64_t& fault_va) const
+std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len,
+                                 std::uint32_t slice, Traffic& t, std::uint64_t& fault_va) const
 {
     if (va + len < va) {
         fault_va = va;
@@ -56,8 +55,8 @@ std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len,
     return JAL_STATUS_OK;
 }
 
-std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice,
-                                  Traffic& t, std::uint64_t& fault_va)
+std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64_t len,
+                                  std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
 {
     if (va + len < va) {
         fault_va = va;

@@ -10,7 +10,7 @@
 
 namespace jal::emu {
 class HbmMemory;
-}
+}  // namespace jal::emu
 
 namespace jal::emu::exec {
 
@@ -33,12 +33,12 @@ public:
     bool mapped(std::uint64_t va, std::uint64_t len) const;
     // Copies device bytes to `dst` (dst null: only accounts traffic). Returns a jal_status;
     // PAGE_FAULT leaves `fault_va` at the first unmapped page.
-    std::uint32_t read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice, Traffic& t,
-                       std::uint64_t& fault_va) const;
+    std::uint32_t read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice,
+                       Traffic& t, std::uint64_t& fault_va) const;
     // Writes to every replica (src null: only accounts traffic). Check mapped() first:
     // a fault half way leaves the earlier pages written.
-    std::uint32_t write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice, Traffic& t,
-                        std::uint64_t& fault_va);
+    std::uint32_t write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice,
+                        Traffic& t, std::uint64_t& fault_va);
 
     std::uint32_t ctx() const { return ctx_; }
 

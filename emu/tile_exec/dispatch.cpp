@@ -23,8 +23,8 @@ public:
     {
         for (std::uint32_t i = 0; i < setup.slices.size(); ++i) {
             const DispatchSlice& d = setup.slices[i];
-            slices_.push_back(std::make_unique<SliceState>(i, d.logical, d.physical, bank.l1(d.physical),
-                                                           setup.clock_mhz));
+            slices_.push_back(std::make_unique<SliceState>(i, d.logical, d.physical,
+                                                           bank.l1(d.physical), setup.clock_mhz));
         }
         sched_.resize(slices_.size());
     }
@@ -50,7 +50,8 @@ public:
         std::lock_guard lock(m_);
         fifo_[key(from, to)].push_back(std::move(m));
         Sched& r = sched_[to];
-        if (r.waiting && slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from) wake(to);
+        if (r.waiting && slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from)
+            wake(to);
     }
 
     bool receive(std::uint32_t to, std::uint32_t from, Message& out) override
@@ -173,7 +174,8 @@ DispatchResult Run::result(std::uint32_t voltage_mv) const
     double end = 0, compute_pj = 0, hbm_pj = 0;
     for (const auto& p : slices_) {
         const SliceState& s = *p;
-        if (s.state == SliceRunState::faulted && (!first || s.fault_time < first->fault_time)) first = &s;
+        if (s.state == SliceRunState::faulted && (!first || s.fault_time < first->fault_time))
+            first = &s;
         if (s.state == SliceRunState::blocked && !stuck) stuck = &s;
         end = std::max(end, s.timing.end());
         rep.instructions += s.executed;
@@ -205,7 +207,8 @@ DispatchResult Run::result(std::uint32_t voltage_mv) const
     if (culprit) {
         rep.fault_slice = culprit->index;
         rep.fault_pc = culprit->pc;
-        rep.fault_opcode = culprit->pc < params_.program->code.size() ? params_.program->code[culprit->pc].op : 0;
+        rep.fault_opcode =
+            culprit->pc < params_.program->code.size() ? params_.program->code[culprit->pc].op : 0;
         rep.fault_address = culprit->fault_address;
     }
     rep.modelled_ns = static_cast<std::uint64_t>(rates::kDispatchOverheadNs + end);

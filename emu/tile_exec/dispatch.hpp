@@ -27,9 +27,9 @@ struct DispatchSlice {
 
 struct DispatchSetup {
     DispatchParams params;
-    std::vector<DispatchSlice> slices;   // dispatch index order
-    std::uint32_t clock_mhz = 2000;      // the slice clock DVFS set
-    std::uint32_t voltage_mv = 900;      // the core voltage (energy scales with V²)
+    std::vector<DispatchSlice> slices;         // dispatch index order
+    std::uint32_t clock_mhz = 2000;            // the slice clock DVFS set
+    std::uint32_t voltage_mv = 900;            // the core voltage (energy scales with V²)
     const std::atomic<bool>* abort = nullptr;  // set: stop now (queue disabled or reset)
 };
 
@@ -44,7 +44,7 @@ struct SliceSnapshot {
 
 struct DispatchResult {
     jal_dispatch_report report{};
-    double energy_j = 0;     // modelled dynamic energy, for the power model
+    double energy_j = 0;  // modelled dynamic energy, for the power model
     std::vector<SliceSnapshot> slices;
 };
 

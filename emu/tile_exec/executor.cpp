@@ -13,7 +13,10 @@ namespace {
 
 constexpr std::uint32_t kOk = JAL_STATUS_OK;
 
-bool valid_sem(std::int32_t q) { return q >= 0 && q < JAL_ISA_SEMAPHORES; }
+bool valid_sem(std::int32_t q)
+{
+    return q >= 0 && q < JAL_ISA_SEMAPHORES;
+}
 
 }  // namespace
 
@@ -36,7 +39,8 @@ RunResult Executor::run(SliceState& s)
             return RunResult::stopped;
         }
         if (n == kQuantum) return RunResult::yielded;
-        if (s.pc >= code.size()) return fault(s, JAL_STATUS_INVALID_FIELD, s.pc);  // ran off the end
+        if (s.pc >= code.size())
+            return fault(s, JAL_STATUS_INVALID_FIELD, s.pc);  // ran off the end
         const Insn& i = code[s.pc];
         if (!s.resuming) {
             if (s.executed >= p_.budget) return fault(s, JAL_STATUS_TIMEOUT);
@@ -53,42 +57,96 @@ RunResult Executor::run(SliceState& s)
         };
         if (i.a >= 32 && i.op < JAL_OP_TDESC) return fault(s, JAL_STATUS_INVALID_FIELD);
         switch (i.op) {
-        case JAL_OP_END: s.state = SliceRunState::ended; return RunResult::ended;
-        case JAL_OP_LI: wr(static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
-        case JAL_OP_LUI: wr((x[i.a] & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32)); break;
+        case JAL_OP_END:
+            s.state = SliceRunState::ended;
+            return RunResult::ended;
+        case JAL_OP_LI:
+            wr(static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
+            break;
+        case JAL_OP_LUI:
+            wr((x[i.a] & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32));
+            break;
         case JAL_OP_MOVSR:
             switch (i.imm) {
-            case JAL_SR_SLICE: wr(s.index); break;
-            case JAL_SR_NSLICES: wr(fabric_.slices()); break;
-            case JAL_SR_LOGICAL_SLICE: wr(s.logical); break;
-            case JAL_SR_ARGS: wr(p_.args); break;
-            case JAL_SR_CLOCK: wr(s.timing.cycles()); break;
-            case JAL_SR_TIMING_ONLY: wr(p_.timing_only ? 1 : 0); break;
-            default: st = JAL_STATUS_INVALID_FIELD; break;
+            case JAL_SR_SLICE:
+                wr(s.index);
+                break;
+            case JAL_SR_NSLICES:
+                wr(fabric_.slices());
+                break;
+            case JAL_SR_LOGICAL_SLICE:
+                wr(s.logical);
+                break;
+            case JAL_SR_ARGS:
+                wr(p_.args);
+                break;
+            case JAL_SR_CLOCK:
+                wr(s.timing.cycles());
+                break;
+            case JAL_SR_TIMING_ONLY:
+                wr(p_.timing_only ? 1 : 0);
+                break;
+            default:
+                st = JAL_STATUS_INVALID_FIELD;
+                break;
             }
             break;
-        case JAL_OP_ADD: wr(ra + rb); break;
-        case JAL_OP_SUB: wr(ra - rb); break;
-        case JAL_OP_MUL: wr(ra * rb); break;
+        case JAL_OP_ADD:
+            wr(ra + rb);
+            break;
+        case JAL_OP_SUB:
+            wr(ra - rb);
+            break;
+        case JAL_OP_MUL:
+            wr(ra * rb);
+            break;
         case JAL_OP_DIVU:
         case JAL_OP_REMU:
-            if (rb == 0) st = JAL_STATUS_INVALID_FIELD;
-            else wr(i.op == JAL_OP_DIVU ? ra / rb : ra % rb);
+            if (rb == 0)
+                st = JAL_STATUS_INVALID_FIELD;
+            else
+                wr(i.op == JAL_OP_DIVU ? ra / rb : ra % rb);
             break;
-        case JAL_OP_AND: wr(ra & rb); break;
-        case JAL_OP_OR: wr(ra | rb); break;
-        case JAL_OP_XOR: wr(ra ^ rb); break;
-        case JAL_OP_SHL: wr(ra << (rb & 63)); break;
-        case JAL_OP_SHR: wr(ra >> (rb & 63)); break;
-        case JAL_OP_SLT: wr(static_cast<std::int64_t>(ra) < static_cast<std::int64_t>(rb)); break;
-        case JAL_OP_SLTU: wr(ra < rb); break;
-        case JAL_OP_MIN: wr(static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb)))); break;
-        case JAL_OP_MAX: wr(static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb)))); break;
-        case JAL_OP_ADDI: wr(ra + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
-        case JAL_OP_MULI: wr(ra * static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))); break;
+        case JAL_OP_AND:
+            wr(ra & rb);
+            break;
+        case JAL_OP_OR:
+            wr(ra | rb);
+            break;
+        case JAL_OP_XOR:
+            wr(ra ^ rb);
+            break;
+        case JAL_OP_SHL:
+            wr(ra << (rb & 63));
+            break;
+        case JAL_OP_SHR:
+            wr(ra >> (rb & 63));
+            break;
+        case JAL_OP_SLT:
+            wr(static_cast<std::int64_t>(ra) < static_cast<std::int64_t>(rb));
+            break;
+        case JAL_OP_SLTU:
+            wr(ra < rb);
+            break;
+        case JAL_OP_MIN:
+            wr(static_cast<std::uint64_t>(
+                std::min(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb))));
+            break;
+        case JAL_OP_MAX:
+            wr(static_cast<std::uint64_t>(
+                std::max(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb))));
+            break;
+        case JAL_OP_ADDI:
+            wr(ra + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
+            break;
+        case JAL_OP_MULI:
+            wr(ra * static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
+            break;
         case JAL_OP_LD:
         case JAL_OP_ST:
-        case JAL_OP_LW: st = step_memory(s, i, addr); break;
+        case JAL_OP_LW:
+            st = step_memory(s, i, addr);
+            break;
         case JAL_OP_BEQ:
         case JAL_OP_BNE:
         case JAL_OP_BLT:
@@ -98,12 +156,24 @@ RunResult Executor::run(SliceState& s)
             const std::uint64_t l = x[i.a], r = x[i.b & 31];
             bool taken = false;
             switch (i.op) {
-            case JAL_OP_BEQ: taken = l == r; break;
-            case JAL_OP_BNE: taken = l != r; break;
-            case JAL_OP_BLT: taken = static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r); break;
-            case JAL_OP_BGE: taken = static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r); break;
-            case JAL_OP_BLTU: taken = l < r; break;
-            default: taken = true; break;
+            case JAL_OP_BEQ:
+                taken = l == r;
+                break;
+            case JAL_OP_BNE:
+                taken = l != r;
+                break;
+            case JAL_OP_BLT:
+                taken = static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r);
+                break;
+            case JAL_OP_BGE:
+                taken = static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r);
+                break;
+            case JAL_OP_BLTU:
+                taken = l < r;
+                break;
+            default:
+                taken = true;
+                break;
             }
             if (taken) {
                 const std::int64_t target = static_cast<std::int64_t>(s.pc) + i.imm;
@@ -117,8 +187,9 @@ RunResult Executor::run(SliceState& s)
             break;
         }
         case JAL_OP_TRAP:
-            return fault(s, (i.imm > 0 && i.imm < JAL_STATUS_COUNT_) ? static_cast<std::uint32_t>(i.imm)
-                                                                      : std::uint32_t{JAL_STATUS_INVALID_FIELD});
+            return fault(s, (i.imm > 0 && i.imm < JAL_STATUS_COUNT_)
+                                ? static_cast<std::uint32_t>(i.imm)
+                                : std::uint32_t{JAL_STATUS_INVALID_FIELD});
         case JAL_OP_TDESC: {
             if (i.a >= JAL_ISA_TILE_REGS) {
                 st = JAL_STATUS_INVALID_FIELD;
@@ -126,13 +197,16 @@ RunResult Executor::run(SliceState& s)
             }
             Tile t;
             st = make_tile(x[i.b & 31], x[i.c & 31], x[i.d & 31], static_cast<std::uint32_t>(i.imm),
-                           std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES), t, addr);
+                           std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES), t,
+                           addr);
             if (st == kOk) s.t[i.a] = t;
             break;
         }
         case JAL_OP_TLOAD:
         case JAL_OP_TSTORE:
-        case JAL_OP_TGATHER: st = step_tile_dma(s, i, addr); break;
+        case JAL_OP_TGATHER:
+            st = step_tile_dma(s, i, addr);
+            break;
         case JAL_OP_WAIT:
             if (!valid_sem(i.a) || i.imm < 0) {
                 st = JAL_STATUS_INVALID_FIELD;
@@ -205,7 +279,8 @@ RunResult Executor::run(SliceState& s)
             if (!p_.timing_only) {
                 m.data.resize(rb * t.rows);
                 for (std::uint32_t r = 0; r < t.rows; ++r)
-                    std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride, rb);
+                    std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride,
+                                rb);
             }
             EngineOp op;
             op.engine = Engine::network;
@@ -244,7 +319,8 @@ RunResult Executor::run(SliceState& s)
             if (!p_.timing_only && !m.data.empty()) {
                 const std::uint64_t rb = row_bytes(t.dtype, t.cols);
                 for (std::uint32_t r = 0; r < t.rows; ++r)
-                    std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb, rb);
+                    std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb,
+                                rb);
             }
             EngineOp op;
             op.engine = Engine::network;
@@ -266,7 +342,8 @@ RunResult Executor::run(SliceState& s)
             break;
         }
         default: {
-            const bool tile_op = i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);
+            const bool tile_op =
+                i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);
             if (!tile_op) return fault(s, JAL_STATUS_INVALID_OPCODE);
             EngineOp op;
             st = execute_tile_op(s, i, p_.timing_only, op, addr);
@@ -281,7 +358,8 @@ RunResult Executor::run(SliceState& s)
 
 std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t& addr)
 {
-    const std::uint64_t va = s.x[i.b & 31] + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+    const std::uint64_t va =
+        s.x[i.b & 31] + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
     const unsigned size = i.op == JAL_OP_LW ? 4 : 8;
     addr = va;
     if (va % size) return JAL_STATUS_INVALID_FIELD;
@@ -308,7 +386,8 @@ std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t&
 
 std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr)
 {
-    if (i.a >= JAL_ISA_TILE_REGS || !valid_sem(i.imm) || !s.t[i.a].valid()) return JAL_STATUS_INVALID_FIELD;
+    if (i.a >= JAL_ISA_TILE_REGS || !valid_sem(i.imm) || !s.t[i.a].valid())
+        return JAL_STATUS_INVALID_FIELD;
     const Tile& t = s.t[i.a];
     const std::uint64_t base = s.x[i.b & 31];
     const std::uint64_t rb = row_bytes(t.dtype, t.cols);
@@ -325,7 +404,8 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
             // Every row is checked before any is written: a faulting store writes nothing.
             for (std::uint32_t r = 0; r < t.rows; ++r) {
                 Traffic ignore;
-                if (p_.memory->read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) != JAL_STATUS_OK) {
+                if (p_.memory->read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) !=
+                    JAL_STATUS_OK) {
                     addr = fault_va;
                     return JAL_STATUS_PAGE_FAULT;
                 }
@@ -337,8 +417,11 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
         for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK; ++r) {
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
             const std::uint64_t va = base + r * stride;
-            if (i.op == JAL_OP_TLOAD) st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
-            else st = p_.memory->write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+            if (i.op == JAL_OP_TLOAD)
+                st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+            else
+                st =
+                    p_.memory->write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
         }
     } else {  // TGATHER
         if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;
@@ -353,7 +436,8 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
             // table's first row (its owner decides local or remote).
             std::int32_t row = 0;
             if (data) std::memcpy(&row, s.l1 + idx.addr + std::uint64_t{r} * idx.stride, 4);
-            const std::uint64_t va = base + static_cast<std::uint64_t>(static_cast<std::int64_t>(row)) * table_stride;
+            const std::uint64_t va =
+                base + static_cast<std::uint64_t>(static_cast<std::int64_t>(row)) * table_stride;
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
             st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
         }

@@ -16,8 +16,8 @@ namespace jal::emu::exec {
 struct DispatchParams {
     const Program* program = nullptr;
     DeviceMemory* memory = nullptr;
-    std::uint64_t args = 0;            // JAL_SR_ARGS
-    std::uint64_t budget = 0;          // instructions per slice
+    std::uint64_t args = 0;    // JAL_SR_ARGS
+    std::uint64_t budget = 0;  // instructions per slice
     bool timing_only = false;
 };
 
@@ -41,6 +41,7 @@ private:
 
 // The matrix and vector ops (MMA, V*): field checks, the computation (none in timing-only
 // mode) and the engine op for the timing model. Returns a jal_status.
-std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op, std::uint64_t& addr);
+std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
+                              std::uint64_t& addr);
 
 }  // namespace jal::emu::exec

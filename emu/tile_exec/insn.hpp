@@ -17,7 +17,8 @@ struct Insn {
 
 inline Insn decode(std::uint64_t w)
 {
-    return {JAL_INSN_OPCODE(w), JAL_INSN_A(w), JAL_INSN_B(w), JAL_INSN_C(w), JAL_INSN_D(w), JAL_INSN_IMM(w)};
+    return {JAL_INSN_OPCODE(w), JAL_INSN_A(w), JAL_INSN_B(w),
+            JAL_INSN_C(w),      JAL_INSN_D(w), JAL_INSN_IMM(w)};
 }
 
 // What a dispatch runs: the decoded code and the code object's resource limits.
@@ -26,7 +27,8 @@ struct Program {
     std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES;  // tiles must lie below this
     std::uint32_t args_size = 0;
 
-    static Program from_words(std::span<const std::uint64_t> words, std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES)
+    static Program from_words(std::span<const std::uint64_t> words,
+                              std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES)
     {
         Program p;
         p.code.reserve(words.size());

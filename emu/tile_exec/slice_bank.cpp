@@ -16,7 +16,8 @@ bool SliceBank::claim(std::uint64_t mask, const std::atomic<bool>* abort)
     claimed_.fetch_or(mask);
     if (on_change) on_change(claimed_.load());
     for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s)
-        if ((mask >> s & 1) && !l1_[s]) l1_[s].reset(new std::byte[JAL_SLICE_L1_BYTES]);  // untouched until used
+        if ((mask >> s & 1) && !l1_[s])
+            l1_[s].reset(new std::byte[JAL_SLICE_L1_BYTES]);  // untouched until used
     return true;
 }
 
@@ -30,6 +31,9 @@ void SliceBank::release(std::uint64_t mask)
     cv_.notify_all();
 }
 
-std::byte* SliceBank::l1(std::uint32_t physical) { return l1_[physical].get(); }
+std::byte* SliceBank::l1(std::uint32_t physical)
+{
+    return l1_[physical].get();
+}
 
 }  // namespace jal::emu::exec

@@ -12,14 +12,18 @@
 namespace jal::emu::exec {
 
 enum class SliceRunState : std::uint8_t { runnable, blocked, ended, faulted, stopped };
-enum class BlockReason : std::uint8_t { none, recv, barrier, wait };  // wait: can never be satisfied
+enum class BlockReason : std::uint8_t {
+    none,
+    recv,
+    barrier,
+    wait
+};  // wait: can never be satisfied
 
 struct SliceState {
-    SliceState(std::uint32_t index_, std::uint32_t logical_, std::uint32_t physical_, std::byte* l1_,
-               std::uint32_t clock_mhz)
+    SliceState(std::uint32_t index_, std::uint32_t logical_, std::uint32_t physical_,
+               std::byte* l1_, std::uint32_t clock_mhz)
         : index(index_), logical(logical_), physical(physical_), l1(l1_), timing(clock_mhz)
-    {
-    }
+    {}
 
     std::uint32_t index, logical, physical;  // dispatch index, logical and physical slice ids
     std::array<std::uint64_t, JAL_ISA_SCALAR_REGS> x{};
@@ -33,7 +37,7 @@ struct SliceState {
     SliceRunState state = SliceRunState::runnable;
     BlockReason block = BlockReason::none;
     std::uint32_t block_peer = 0;  // RECV: the sending slice
-    bool resuming = false;  // the instruction at pc was issued before the slice blocked
+    bool resuming = false;         // the instruction at pc was issued before the slice blocked
     std::uint64_t barrier_gen = 0;
 
     std::uint32_t status = 0;  // jal_status of a fault

@@ -9,30 +9,41 @@ L1Range Tile::span() const
     return {addr, static_cast<std::uint32_t>(end)};
 }
 
-bool dtype_known(std::uint32_t dt) { return dt >= JAL_DT_F32 && dt <= JAL_DT_I32; }
+bool dtype_known(std::uint32_t dt)
+{
+    return dt >= JAL_DT_F32 && dt <= JAL_DT_I32;
+}
 
 bool dtype_blocked(std::uint32_t dt)
 {
-    return dt == JAL_DT_MXFP8_E4M3 || dt == JAL_DT_MXFP8_E5M2 || dt == JAL_DT_MXFP4 || dt == JAL_DT_Q8_0;
+    return dt == JAL_DT_MXFP8_E4M3 || dt == JAL_DT_MXFP8_E5M2 || dt == JAL_DT_MXFP4 ||
+           dt == JAL_DT_Q8_0;
 }
 
 std::uint64_t row_bytes(std::uint32_t dt, std::uint64_t cols)
 {
     switch (dt) {
     case JAL_DT_F32:
-    case JAL_DT_I32: return cols * 4;
+    case JAL_DT_I32:
+        return cols * 4;
     case JAL_DT_BF16:
-    case JAL_DT_F16: return cols * 2;
+    case JAL_DT_F16:
+        return cols * 2;
     case JAL_DT_MXFP8_E4M3:
-    case JAL_DT_MXFP8_E5M2: return cols / JAL_MX_BLOCK * sizeof(jal_block_mxfp8);
-    case JAL_DT_MXFP4: return cols / JAL_MX_BLOCK * sizeof(jal_block_mxfp4);
-    case JAL_DT_Q8_0: return cols / JAL_MX_BLOCK * sizeof(jal_block_q8_0);
-    default: return 0;
+    case JAL_DT_MXFP8_E5M2:
+        return cols / JAL_MX_BLOCK * sizeof(jal_block_mxfp8);
+    case JAL_DT_MXFP4:
+        return cols / JAL_MX_BLOCK * sizeof(jal_block_mxfp4);
+    case JAL_DT_Q8_0:
+        return cols / JAL_MX_BLOCK * sizeof(jal_block_q8_0);
+    default:
+        return 0;
     }
 }
 
-std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t cols, std::uint32_t imm,
-                        std::uint32_t l1_limit, Tile& out, std::uint64_t& bad_addr)
+std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t cols,
+                        std::uint32_t imm, std::uint32_t l1_limit, Tile& out,
+                        std::uint64_t& bad_addr)
 {
     const std::uint32_t dt = JAL_TDESC_DTYPE(imm);
     std::uint64_t stride = JAL_TDESC_STRIDE(imm);
@@ -52,8 +63,8 @@ std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t co
         bad_addr = addr >= l1_limit ? addr : end;
         return JAL_STATUS_OUT_OF_RANGE;
     }
-    out = {static_cast<std::uint32_t>(addr), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),
-           static_cast<std::uint32_t>(stride), dt};
+    out = {static_cast<std::uint32_t>(addr), static_cast<std::uint32_t>(rows),
+           static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(stride), dt};
     return JAL_STATUS_OK;
 }
 

@@ -34,7 +34,8 @@ std::uint64_t row_bytes(std::uint32_t dt, std::uint64_t cols);
 // Builds a descriptor from TDESC's operands; OK, INVALID_FIELD (dtype, zero size, block
 // multiple, stride shorter than a row) or OUT_OF_RANGE (outside L1 or the code object's
 // l1_bytes; `bad_addr` gets the offending L1 offset).
-std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t cols, std::uint32_t imm,
-                        std::uint32_t l1_limit, Tile& out, std::uint64_t& bad_addr);
+std::uint32_t make_tile(std::uint64_t addr, std::uint64_t rows, std::uint64_t cols,
+                        std::uint32_t imm, std::uint32_t l1_limit, Tile& out,
+                        std::uint64_t& bad_addr);
 
 }  // namespace jal::emu::exec

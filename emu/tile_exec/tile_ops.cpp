@@ -31,7 +31,8 @@ std::vector<float> load(const SliceState& s, const Tile& t)
 {
     std::vector<float> v(t.elements());
     for (std::uint32_t r = 0; r < t.rows; ++r)
-        jal::numerics::dequantize_row(static_cast<jal_dtype>(t.dtype), s.l1 + t.addr + std::uint64_t{r} * t.stride,
+        jal::numerics::dequantize_row(static_cast<jal_dtype>(t.dtype),
+                                      s.l1 + t.addr + std::uint64_t{r} * t.stride,
                                       v.data() + std::uint64_t{r} * t.cols, t.cols);
     return v;
 }
@@ -40,8 +41,8 @@ template <typename T>
 void store_raw(SliceState& s, const Tile& t, const std::vector<T>& v)
 {
     for (std::uint32_t r = 0; r < t.rows; ++r)
-        std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, v.data() + std::uint64_t{r} * t.cols,
-                    std::uint64_t{t.cols} * sizeof(T));
+        std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride,
+                    v.data() + std::uint64_t{r} * t.cols, std::uint64_t{t.cols} * sizeof(T));
 }
 
 float f32_bits(std::uint32_t b)
@@ -66,17 +67,24 @@ float at_broadcast(const std::vector<float>& b, const Tile& bt, std::uint32_t r,
 int speed_rank(std::uint32_t dt)
 {
     switch (dt) {
-    case JAL_DT_MXFP4: return 3;
+    case JAL_DT_MXFP4:
+        return 3;
     case JAL_DT_MXFP8_E4M3:
     case JAL_DT_MXFP8_E5M2:
-    case JAL_DT_Q8_0: return 2;
+    case JAL_DT_Q8_0:
+        return 2;
     case JAL_DT_BF16:
-    case JAL_DT_F16: return 1;
-    default: return 0;
+    case JAL_DT_F16:
+        return 1;
+    default:
+        return 0;
     }
 }
 
-bool mma_input(std::uint32_t dt) { return dtype_known(dt) && dt != JAL_DT_I32; }
+bool mma_input(std::uint32_t dt)
+{
+    return dtype_known(dt) && dt != JAL_DT_I32;
+}
 
 jal::numerics::ConstTile const_view(const SliceState& s, const Tile& t)
 {
@@ -103,7 +111,8 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
             return v;
         };
         const jal::numerics::ConstTile va = input(*a, copy_a), vb = input(*b, copy_b);
-        const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride, JAL_DT_F32};
+        const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride,
+                                      JAL_DT_F32};
         const jal_status st = jal::numerics::mma(out, va, vb);
         if (st != JAL_STATUS_OK) return st;
     }
@@ -117,7 +126,8 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
 
 }  // namespace
 
-std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op, std::uint64_t& addr)
+std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
+                              std::uint64_t& addr)
 {
     (void)addr;
     if (i.op == JAL_OP_MMA) return mma(s, i, timing_only, op);
@@ -138,7 +148,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
     case JAL_OP_VFMA: {
         const Tile *ta = tile(s, i.b), *tb = tile(s, i.c);
         if (!ta || !tb || i.d || i.imm) return kBad;
-        if (td->dtype != JAL_DT_F32 || ta->dtype != JAL_DT_F32 || tb->dtype != JAL_DT_F32) return kBad;
+        if (td->dtype != JAL_DT_F32 || ta->dtype != JAL_DT_F32 || tb->dtype != JAL_DT_F32)
+            return kBad;
         if (!td->same_shape(*ta) || !broadcastable(*td, *tb)) return kBad;
         op.reads = {ta->span(), tb->span(), i.op == JAL_OP_VFMA ? td->span() : L1Range{}};
         op.elems = n;
@@ -151,12 +162,24 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
                 const std::uint64_t k = std::uint64_t{r} * td->cols + c;
                 const float x = a[k], y = at_broadcast(b, *tb, r, c);
                 switch (i.op) {
-                case JAL_OP_VADD: d[k] = x + y; break;
-                case JAL_OP_VSUB: d[k] = x - y; break;
-                case JAL_OP_VMUL: d[k] = x * y; break;
-                case JAL_OP_VMAX: d[k] = std::fmax(x, y); break;
-                case JAL_OP_VMIN: d[k] = std::fmin(x, y); break;
-                default: d[k] = std::fma(x, y, d[k]); break;
+                case JAL_OP_VADD:
+                    d[k] = x + y;
+                    break;
+                case JAL_OP_VSUB:
+                    d[k] = x - y;
+                    break;
+                case JAL_OP_VMUL:
+                    d[k] = x * y;
+                    break;
+                case JAL_OP_VMAX:
+                    d[k] = std::fmax(x, y);
+                    break;
+                case JAL_OP_VMIN:
+                    d[k] = std::fmin(x, y);
+                    break;
+                default:
+                    d[k] = std::fma(x, y, d[k]);
+                    break;
                 }
             }
         store_raw(s, *td, d);
@@ -174,7 +197,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         const Tile* ta = tile(s, i.b);
         if (!ta) return kBad;
         const bool imm_op = i.op == JAL_OP_VSCALE || i.op == JAL_OP_VADDS;
-        if (i.op == JAL_OP_VCLAMP ? (i.c >= 32 || i.d >= 32 || i.imm) : (i.c || i.d || (!imm_op && i.imm)))
+        if (i.op == JAL_OP_VCLAMP ? (i.c >= 32 || i.d >= 32 || i.imm)
+                                  : (i.c || i.d || (!imm_op && i.imm)))
             return kBad;
         if (td->dtype != JAL_DT_F32 || ta->dtype != JAL_DT_F32 || !td->same_shape(*ta)) return kBad;
         op.reads[0] = ta->span();
@@ -185,14 +209,30 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         std::vector<float> v = load(s, *ta);
         const float k = f32_bits(static_cast<std::uint32_t>(i.imm));
         switch (i.op) {
-        case JAL_OP_VSCALE: for (float& x : v) x *= k; break;
-        case JAL_OP_VADDS: for (float& x : v) x += k; break;
-        case JAL_OP_VEXP: jal::numerics::exp_f32(v.data(), v.data(), n); break;
-        case JAL_OP_VRSQRT: jal::numerics::rsqrt_f32(v.data(), v.data(), n); break;
-        case JAL_OP_VSILU: jal::numerics::silu_f32(v.data(), v.data(), n); break;
-        case JAL_OP_VSIGMOID: jal::numerics::sigmoid_f32(v.data(), v.data(), n); break;
-        case JAL_OP_VRECIP: jal::numerics::recip_f32(v.data(), v.data(), n); break;
-        case JAL_OP_VNEG: for (float& x : v) x = -x; break;
+        case JAL_OP_VSCALE:
+            for (float& x : v) x *= k;
+            break;
+        case JAL_OP_VADDS:
+            for (float& x : v) x += k;
+            break;
+        case JAL_OP_VEXP:
+            jal::numerics::exp_f32(v.data(), v.data(), n);
+            break;
+        case JAL_OP_VRSQRT:
+            jal::numerics::rsqrt_f32(v.data(), v.data(), n);
+            break;
+        case JAL_OP_VSILU:
+            jal::numerics::silu_f32(v.data(), v.data(), n);
+            break;
+        case JAL_OP_VSIGMOID:
+            jal::numerics::sigmoid_f32(v.data(), v.data(), n);
+            break;
+        case JAL_OP_VRECIP:
+            jal::numerics::recip_f32(v.data(), v.data(), n);
+            break;
+        case JAL_OP_VNEG:
+            for (float& x : v) x = -x;
+            break;
         default: {
             const float lo = f32_bits(static_cast<std::uint32_t>(s.x[i.c])),
                         hi = f32_bits(static_cast<std::uint32_t>(s.x[i.d]));
@@ -237,7 +277,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
             } else if (i.op == JAL_OP_VARGMAX) {
                 std::uint32_t best = 0;
                 for (std::uint32_t c = 1; c < ta->cols; ++c)
-                    if (row[c] > row[best] || (std::isnan(row[best]) && !std::isnan(row[c]))) best = c;
+                    if (row[c] > row[best] || (std::isnan(row[best]) && !std::isnan(row[c])))
+                        best = c;
                 outi[r] = static_cast<std::int32_t>(best);
             } else {
                 // Descending; NaN sorts last; ties keep the lower index first.
@@ -246,17 +287,20 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
                     if (std::isnan(row[y])) return !std::isnan(row[x]);
                     return row[x] > row[y];
                 };
-                std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](std::uint32_t x, std::uint32_t y) {
-                    return greater(x, y) || (!greater(y, x) && x < y);
-                });
+                std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                                  [&](std::uint32_t x, std::uint32_t y) {
+                                      return greater(x, y) || (!greater(y, x) && x < y);
+                                  });
                 for (std::uint32_t j = 0; j < k; ++j) {
                     outi[std::uint64_t{r} * k + j] = static_cast<std::int32_t>(idx[j]);
                     outf[std::uint64_t{r} * k + j] = row[idx[j]];
                 }
             }
         }
-        if (ints) store_raw(s, *td, outi);
-        else store_raw(s, *td, outf);
+        if (ints)
+            store_raw(s, *td, outi);
+        else
+            store_raw(s, *td, outf);
         return kOk;
     }
     case JAL_OP_VCVT: {
@@ -268,14 +312,16 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         if (!compute) return kOk;
         const std::vector<float> v = load(s, *ta);
         for (std::uint32_t r = 0; r < td->rows; ++r)
-            jal::numerics::quantize_row(static_cast<jal_dtype>(td->dtype), v.data() + std::uint64_t{r} * td->cols,
+            jal::numerics::quantize_row(static_cast<jal_dtype>(td->dtype),
+                                        v.data() + std::uint64_t{r} * td->cols,
                                         s.l1 + td->addr + std::uint64_t{r} * td->stride, td->cols,
                                         static_cast<jal_cvt_mode>(i.imm));
         return kOk;
     }
     case JAL_OP_VCOPY: {
         const Tile* ta = tile(s, i.b);
-        if (!ta || i.c || i.d || i.imm || !td->same_shape(*ta) || td->dtype != ta->dtype) return kBad;
+        if (!ta || i.c || i.d || i.imm || !td->same_shape(*ta) || td->dtype != ta->dtype)
+            return kBad;
         op.reads[0] = ta->span();
         op.elems = n;
         if (!compute) return kOk;
@@ -300,7 +346,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.elems = n;
         if (!compute) return kOk;
         std::vector<float> v = load(s, *td);
-        const auto q0 = static_cast<std::int64_t>(s.x[i.b]), k0 = static_cast<std::int64_t>(s.x[i.c]);
+        const auto q0 = static_cast<std::int64_t>(s.x[i.b]),
+                   k0 = static_cast<std::int64_t>(s.x[i.c]);
         for (std::uint32_t r = 0; r < td->rows; ++r)
             for (std::uint32_t c = 0; c < td->cols; ++c) {
                 const std::int64_t q = q0 + r, key = k0 + c;
@@ -311,7 +358,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         return kOk;
     }
     case JAL_OP_VIOTA: {
-        if (i.b >= 32 || i.c >= 32 || i.d || i.imm || (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32))
+        if (i.b >= 32 || i.c >= 32 || i.d || i.imm ||
+            (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32))
             return kBad;
         op.elems = n;
         if (!compute) return kOk;
@@ -319,7 +367,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         if (td->dtype == JAL_DT_I32) {
             std::vector<std::int32_t> v(n);
             for (std::uint64_t k = 0; k < n; ++k)
-                v[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(start + (k % td->cols) * step));
+                v[k] = static_cast<std::int32_t>(
+                    static_cast<std::uint32_t>(start + (k % td->cols) * step));
             store_raw(s, *td, v);
         } else {
             std::vector<float> v(n);
@@ -329,7 +378,8 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         }
         return kOk;
     }
-    default: return JAL_STATUS_INVALID_OPCODE;
+    default:
+        return JAL_STATUS_INVALID_OPCODE;
     }
 }
 

@@ -12,25 +12,33 @@ namespace {
 double mma_rate(std::uint32_t dt)  // FLOP per ns at the nominal clock
 {
     switch (dt) {
-    case JAL_DT_MXFP4: return kMmaMxfp4 * 1e-9;
+    case JAL_DT_MXFP4:
+        return kMmaMxfp4 * 1e-9;
     case JAL_DT_MXFP8_E4M3:
     case JAL_DT_MXFP8_E5M2:
-    case JAL_DT_Q8_0: return kMmaMxfp8 * 1e-9;
+    case JAL_DT_Q8_0:
+        return kMmaMxfp8 * 1e-9;
     case JAL_DT_BF16:
-    case JAL_DT_F16: return kMmaBf16 * 1e-9;
-    default: return kMmaF32 * 1e-9;
+    case JAL_DT_F16:
+        return kMmaBf16 * 1e-9;
+    default:
+        return kMmaF32 * 1e-9;
     }
 }
 double mma_pj(std::uint32_t dt)
 {
     switch (dt) {
-    case JAL_DT_MXFP4: return kPjPerFlopMxfp4;
+    case JAL_DT_MXFP4:
+        return kPjPerFlopMxfp4;
     case JAL_DT_MXFP8_E4M3:
     case JAL_DT_MXFP8_E5M2:
-    case JAL_DT_Q8_0: return kPjPerFlopMxfp8;
+    case JAL_DT_Q8_0:
+        return kPjPerFlopMxfp8;
     case JAL_DT_BF16:
-    case JAL_DT_F16: return kPjPerFlopBf16;
-    default: return kPjPerFlopF32;
+    case JAL_DT_F16:
+        return kPjPerFlopBf16;
+    default:
+        return kPjPerFlopF32;
     }
 }
 }  // namespace
@@ -85,7 +93,7 @@ double SliceTiming::hazard_floor(const EngineOp& op) const
 {
     double floor = 0;
     for (const Pending& p : pending_) {
-        bool hit = !op.writes.empty() && p.writes.overlaps(op.writes);  // WAW
+        bool hit = !op.writes.empty() && p.writes.overlaps(op.writes);        // WAW
         for (const L1Range& r : op.reads) hit = hit || p.writes.overlaps(r);  // RAW
         if (!op.writes.empty())
             for (const L1Range& r : p.reads) hit = hit || r.overlaps(op.writes);  // WAR
@@ -101,8 +109,9 @@ void SliceTiming::retire_and_make_room()
 {
     std::erase_if(pending_, [&](const Pending& p) { return p.end <= t_; });
     while (pending_.size() >= kOpsInFlight) {
-        auto oldest = std::min_element(pending_.begin(), pending_.end(),
-                                       [](const Pending& a, const Pending& b) { return a.end < b.end; });
+        auto oldest =
+            std::min_element(pending_.begin(), pending_.end(),
+                             [](const Pending& a, const Pending& b) { return a.end < b.end; });
         t_ = std::max(t_, oldest->end);
         std::erase_if(pending_, [&](const Pending& p) { return p.end <= t_; });
     }
@@ -128,7 +137,8 @@ double SliceTiming::engine_op(const EngineOp& op)
                op.traffic.remote / kRemoteHbmBytesPerNs;
         latency = op.traffic.remote ? kRemoteHbmLatencyNs : kLocalHbmLatencyNs;
         ctr_.hbm_bytes += op.traffic.local + op.traffic.remote;
-        ctr_.hbm_energy_pj += op.traffic.local * kPjPerHbmByte + op.traffic.remote * kPjPerRemoteByte;
+        ctr_.hbm_energy_pj +=
+            op.traffic.local * kPjPerHbmByte + op.traffic.remote * kPjPerRemoteByte;
         break;
     case Engine::matrix:
         busy = op.flops / (mma_rate(op.mma_dtype) * scale_);
@@ -150,7 +160,8 @@ double SliceTiming::engine_op(const EngineOp& op)
         ctr_.net_bytes += op.net_bytes;
         ctr_.energy_pj += op.net_bytes * kPjPerNetByte;
         break;
-    case Engine::count_: break;
+    case Engine::count_:
+        break;
     }
     free_[e] = start + busy;
     const double end = start + busy + latency;
@@ -158,7 +169,10 @@ double SliceTiming::engine_op(const EngineOp& op)
     return end;
 }
 
-double SliceTiming::arrival(double send_end) const { return send_end + kNetLatencyCycles * cycle_; }
+double SliceTiming::arrival(double send_end) const
+{
+    return send_end + kNetLatencyCycles * cycle_;
+}
 
 void SliceTiming::recv(const EngineOp& op, double arrival)
 {
@@ -170,9 +184,12 @@ void SliceTiming::recv(const EngineOp& op, double arrival)
 void SliceTiming::add_signal(int q, double when, std::uint64_t n)
 {
     auto& s = sems_[static_cast<std::size_t>(q)];
-    auto it = std::upper_bound(s.begin(), s.end(), when, [](double w, const auto& e) { return w < e.first; });
-    if (it != s.begin() && std::prev(it)->first == when) std::prev(it)->second += n;
-    else s.insert(it, {when, n});
+    auto it = std::upper_bound(s.begin(), s.end(), when,
+                               [](double w, const auto& e) { return w < e.first; });
+    if (it != s.begin() && std::prev(it)->first == when)
+        std::prev(it)->second += n;
+    else
+        s.insert(it, {when, n});
 }
 
 void SliceTiming::signal(unsigned q, std::uint64_t n)
@@ -195,10 +212,19 @@ void SliceTiming::wait(unsigned q, std::uint64_t n)
     }
 }
 
-double SliceTiming::barrier_release(double last_arrival) const { return last_arrival + kBarrierCycles * cycle_; }
+double SliceTiming::barrier_release(double last_arrival) const
+{
+    return last_arrival + kBarrierCycles * cycle_;
+}
 
-void SliceTiming::resume_at(double t) { t_ = std::max(t_, t); }
+void SliceTiming::resume_at(double t)
+{
+    t_ = std::max(t_, t);
+}
 
-double SliceTiming::end() const { return std::max(t_, last_end_); }
+double SliceTiming::end() const
+{
+    return std::max(t_, last_end_);
+}
 
 }  // namespace jal::emu::exec

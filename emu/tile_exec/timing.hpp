@@ -36,7 +36,7 @@ struct EngineOp {
 
 struct TimingCounters {
     std::uint64_t flops = 0, hbm_bytes = 0, net_bytes = 0;
-    double energy_pj = 0;   // at nominal voltage; the dispatch scales compute by V²
+    double energy_pj = 0;      // at nominal voltage; the dispatch scales compute by V²
     double hbm_energy_pj = 0;  // the part that does not scale with the core voltage
 };
 
@@ -84,9 +84,9 @@ private:
     void record(const EngineOp& op, double end);
     void add_signal(int q, double when, std::uint64_t n);
 
-    double cycle_;   // ns per cycle at this clock
-    double scale_;   // clock / nominal
-    double t_ = 0;   // scalar issue time, ns since the dispatch started
+    double cycle_;  // ns per cycle at this clock
+    double scale_;  // clock / nominal
+    double t_ = 0;  // scalar issue time, ns since the dispatch started
     std::array<double, static_cast<size_t>(Engine::count_)> free_{};
     double last_end_ = 0;
     std::vector<Pending> pending_;

@@ -22,25 +22,25 @@ inline constexpr double kMmaF32 = kMmaBf16 / 4;    // 6.6 TFLOP/s
 inline constexpr double kMmaLatencyCycles = 64;    // pipeline fill, per MMA
 
 // Vector engine (chosen): elements per cycle.
-inline constexpr double kVecElemsPerCycle = 128;       // add, mul, fma, compare, copy, fill, mask
-inline constexpr double kVecTransPerCycle = 32;        // exp, rsqrt, silu, sigmoid, recip
-inline constexpr double kVecConvertPerCycle = 64;      // VCVT (block scales need a pass)
-inline constexpr double kVecSortPerCycle = 8;          // VTOPK / VTOPKV, per input element
+inline constexpr double kVecElemsPerCycle = 128;   // add, mul, fma, compare, copy, fill, mask
+inline constexpr double kVecTransPerCycle = 32;    // exp, rsqrt, silu, sigmoid, recip
+inline constexpr double kVecConvertPerCycle = 64;  // VCVT (block scales need a pass)
+inline constexpr double kVecSortPerCycle = 8;      // VTOPK / VTOPKV, per input element
 inline constexpr double kVecLatencyCycles = 16;
 
 // DMA (chosen): local HBM is the slice's three channels, 240 GB/s; another slice's HBM is
 // reached over the NoC at lower bandwidth and higher latency. Not clock-scaled.
-inline constexpr double kLocalHbmBytesPerNs = 240.0;   // 240 GB/s
+inline constexpr double kLocalHbmBytesPerNs = 240.0;  // 240 GB/s
 inline constexpr double kLocalHbmLatencyNs = 500;
-inline constexpr double kRemoteHbmBytesPerNs = 60.0;   // 60 GB/s per slice over the NoC
+inline constexpr double kRemoteHbmBytesPerNs = 60.0;  // 60 GB/s per slice over the NoC
 inline constexpr double kRemoteHbmLatencyNs = 900;
-inline constexpr double kDmaOpCycles = 32;             // descriptor processing per op (clock-scaled)
+inline constexpr double kDmaOpCycles = 32;  // descriptor processing per op (clock-scaled)
 
 // Collective network (chosen), clock-scaled: per-slice link bandwidth at the nominal clock,
 // one-way latency, and the barrier's extra latency after the last arrival.
-inline constexpr double kNetBytesPerCycle = 32;        // 64 GB/s at 2 GHz
-inline constexpr double kNetLatencyCycles = 400;       // 200 ns at 2 GHz
-inline constexpr double kBarrierCycles = 600;          // 300 ns at 2 GHz
+inline constexpr double kNetBytesPerCycle = 32;   // 64 GB/s at 2 GHz
+inline constexpr double kNetLatencyCycles = 400;  // 200 ns at 2 GHz
+inline constexpr double kBarrierCycles = 600;     // 300 ns at 2 GHz
 
 // Scalar unit: one instruction a cycle; LD/LW hit a 4 KiB direct-mapped data cache of
 // 64-byte lines (4 cycles) or miss to HBM (its latency); stores are write-through, posted.
@@ -60,11 +60,11 @@ inline constexpr double kPjPerFlopMxfp4 = 0.02;
 inline constexpr double kPjPerFlopMxfp8 = 0.08;
 inline constexpr double kPjPerFlopBf16 = 0.16;
 inline constexpr double kPjPerFlopF32 = 0.64;
-inline constexpr double kPjPerVectorElem = 4.0;      // F32 lane op incl. register file and L1
+inline constexpr double kPjPerVectorElem = 4.0;  // F32 lane op incl. register file and L1
 inline constexpr double kPjPerTranscendental = 12.0;
-inline constexpr double kPjPerHbmByte = 12.0;        // 1.5 pJ/bit
+inline constexpr double kPjPerHbmByte = 12.0;           // 1.5 pJ/bit
 inline constexpr double kPjPerRemoteByte = 12.0 + 8.0;  // plus the NoC crossing
 inline constexpr double kPjPerNetByte = 6.0;
-inline constexpr double kPjPerInstruction = 20.0;    // scalar core
+inline constexpr double kPjPerInstruction = 20.0;  // scalar core
 
 }  // namespace jal::emu::exec::rates

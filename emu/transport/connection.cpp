@@ -1,9 +1,9 @@
 #include "emu/transport/connection.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/util/log.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/status.h"
-#include "emu/util/log.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,8 +47,10 @@ std::optional<Received> receive(int sock, std::byte* buf, std::size_t cap)
         for (std::size_t i = 0; i < count; ++i) {
             int fd;
             std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (r.fd < 0) r.fd = fd;
-            else close(fd);
+            if (r.fd < 0)
+                r.fd = fd;
+            else
+                close(fd);
         }
     }
     return r;
@@ -100,8 +102,9 @@ public:
     }
 
 private:
-    bool reply(const jal_msg_hdr& req, std::uint32_t status, std::uint64_t value = 0, const void* payload = nullptr,
-               std::size_t payload_len = 0, std::span<const int> fds = {})
+    bool reply(const jal_msg_hdr& req, std::uint32_t status, std::uint64_t value = 0,
+               const void* payload = nullptr, std::size_t payload_len = 0,
+               std::span<const int> fds = {})
     {
         alignas(8) std::array<std::byte, sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply)> out{};
         jal_msg_reply rep{};
@@ -148,8 +151,8 @@ private:
             client_ = m.client;
             fn_ = chip_.host().attach();
             if (fn_ < 0) {
-                log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use", chip_.index(), client_,
-                    JAL_MGMT_MAX_FUNCS);
+                log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use",
+                    chip_.index(), client_, JAL_MGMT_MAX_FUNCS);
                 reply(hdr, JAL_STATUS_BUSY);
                 return false;
             }
@@ -169,14 +172,17 @@ private:
         switch (hdr.type) {
         case JAL_MSG_REG_READ:
         case JAL_MSG_REG_WRITE: {
-            if (!expect(sizeof(jal_msg_reg))) return protocol_error(hdr, "bad register message size");
+            if (!expect(sizeof(jal_msg_reg)))
+                return protocol_error(hdr, "bad register message size");
             jal_msg_reg m;
             std::memcpy(&m, data, sizeof m);
             if ((m.width != 4 && m.width != 8) || m.offset % m.width || m.bar > 5)
                 return reply(hdr, JAL_STATUS_INVALID_FIELD);
             if (hdr.type == JAL_MSG_REG_READ)
-                return reply(hdr, JAL_STATUS_OK, chip_.host().host_read(fn_, m.bar, m.offset, m.width));
-            const std::uint32_t st = chip_.host().host_write(fn_, m.bar, m.offset, m.width, m.value);
+                return reply(hdr, JAL_STATUS_OK,
+                             chip_.host().host_read(fn_, m.bar, m.offset, m.width));
+            const std::uint32_t st =
+                chip_.host().host_write(fn_, m.bar, m.offset, m.width, m.value);
             if (hdr.flags & JAL_MSG_F_ACK) return reply(hdr, st);
             return true;
         }
@@ -186,7 +192,8 @@ private:
             jal_msg_mem_map m;
             std::memcpy(&m, data, sizeof m);
             if (m.flags || m.reserved) return reply(hdr, JAL_STATUS_INVALID_FIELD);
-            if (hdr.type == JAL_MSG_MEM_UNMAP) return reply(hdr, chip_.host().memory(fn_).unmap(m.bus_addr, m.size));
+            if (hdr.type == JAL_MSG_MEM_UNMAP)
+                return reply(hdr, chip_.host().memory(fn_).unmap(m.bus_addr, m.size));
             if (r.fd < 0) return reply(hdr, JAL_STATUS_INVALID_FIELD);
             // The region holds its own mapping; the descriptor is closed by the caller.
             return reply(hdr, chip_.host().memory(fn_).map(m.bus_addr, m.size, r.fd, m.fd_offset));
@@ -206,7 +213,8 @@ private:
             const std::array<int, 2> fds{db->memfd(), db->kickfd()};
             return reply(hdr, JAL_STATUS_OK, 0, nullptr, 0, fds);
         }
-        default: return protocol_error(hdr, "unknown message type");
+        default:
+            return protocol_error(hdr, "unknown message type");
         }
     }
 

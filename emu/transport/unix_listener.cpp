@@ -19,12 +19,14 @@ UnixListener::UnixListener(std::string path, int type, std::function<void(int)> 
 {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (path_.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path_);
+    if (path_.size() >= sizeof addr.sun_path)
+        throw std::runtime_error("socket path too long: " + path_);
     std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
     listen_fd_ = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     unlink(path_.c_str());  // a stale socket from an emulator that was killed
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listen_fd_, 16) != 0) {
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listen_fd_, 16) != 0) {
         const std::string why = std::strerror(errno);
         close(listen_fd_);
         throw std::runtime_error("cannot listen on " + path_ + ": " + why);

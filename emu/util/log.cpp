@@ -15,10 +15,14 @@ LogLevel min_level = LogLevel::info;
 const char* level_tag(LogLevel l)
 {
     switch (l) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warn: return "warn";
-    case LogLevel::error: return "error";
+    case LogLevel::debug:
+        return "debug";
+    case LogLevel::info:
+        return "info";
+    case LogLevel::warn:
+        return "warn";
+    case LogLevel::error:
+        return "error";
     }
     return "?";
 }
@@ -34,8 +38,14 @@ void Log::open(const std::string& path)
     log_file = f;
 }
 
-void Log::set_level(LogLevel level) { min_level = level; }
-bool Log::enabled(LogLevel level) { return level >= min_level; }
+void Log::set_level(LogLevel level)
+{
+    min_level = level;
+}
+bool Log::enabled(LogLevel level)
+{
+    return level >= min_level;
+}
 
 void Log::write(LogLevel level, std::string_view line)
 {

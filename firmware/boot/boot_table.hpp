@@ -10,9 +10,9 @@
 #include "firmware/hal/hal.hpp"
 #include "firmware/host/event_codes.hpp"
 #include "firmware/host/journal.hpp"
+#include "firmware/sys/watchdog.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "firmware/sys/watchdog.hpp"
 
 namespace jal::fw::boot {
 
@@ -25,7 +25,7 @@ struct BootStep {
 };
 
 struct BootOutcome {
-    bool failed = false;         // a fatal step failed
+    bool failed = false;                  // a fatal step failed
     std::uint32_t fault = JAL_STATUS_OK;  // its status
     std::uint32_t failed_step = 0;
     std::uint32_t nonfatal_failures = 0;
@@ -35,8 +35,8 @@ struct BootOutcome {
 // BOOT_STATUS = step << 16 | status and a POST trail entry (timestamped at the step's
 // start). A fatal failure stops the table; a non-fatal one is logged and the boot goes on.
 template <typename Ctx>
-[[nodiscard]] BootOutcome run_boot_table(std::span<const BootStep<Ctx>> steps, Ctx& ctx, PostTrail& trail,
-                                         host::Journal& journal)
+[[nodiscard]] BootOutcome run_boot_table(std::span<const BootStep<Ctx>> steps, Ctx& ctx,
+                                         PostTrail& trail, host::Journal& journal)
 {
     BootOutcome out;
     for (std::uint32_t i = 0; i < steps.size(); ++i) {
@@ -49,10 +49,12 @@ template <typename Ctx>
         // Long steps feed the watchdog themselves; feed between steps too.
         sys::watchdog_feed();
         if (status == JAL_STATUS_OK) {
-            journal.event(JAL_SRC_BOOT, JAL_SEV_INFO, host::kEvBootStep, step.name, {i, step.post_code, status});
+            journal.event(JAL_SRC_BOOT, JAL_SEV_INFO, host::kEvBootStep, step.name,
+                          {i, step.post_code, status});
             continue;
         }
-        journal.event(JAL_SRC_BOOT, step.fatal ? JAL_SEV_FATAL : JAL_SEV_ERROR, host::kEvBootStepFailed, step.name,
+        journal.event(JAL_SRC_BOOT, step.fatal ? JAL_SEV_FATAL : JAL_SEV_ERROR,
+                      host::kEvBootStepFailed, step.name,
                       {i, step.post_code, status, step.fatal ? 1u : 0u});
         if (step.fatal) {
             out.failed = true;

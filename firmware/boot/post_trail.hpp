@@ -13,9 +13,11 @@ class PostTrail {
 public:
     static constexpr std::uint32_t kEntries = 32;
 
-    void record(std::uint64_t timestamp_us, std::uint16_t post_code, std::uint16_t step, std::uint32_t status)
+    void record(std::uint64_t timestamp_us, std::uint16_t post_code, std::uint16_t step,
+                std::uint32_t status)
     {
-        if (count_ < kEntries) entries_[count_++] = jal_post_entry{timestamp_us, post_code, step, status};
+        if (count_ < kEntries)
+            entries_[count_++] = jal_post_entry{timestamp_us, post_code, step, status};
     }
     std::uint32_t count() const { return count_; }
     const jal_post_entry& at(std::uint32_t i) const { return entries_[i]; }

@@ -12,8 +12,14 @@ namespace jal::fw::hal {
 #if defined(JALFW_HAL_MMIO)
 // The Cortex-M7 image (platform/cortex-m7 defines JALFW_HAL_MMIO): inline volatile
 // accesses, so a register access is one load or store, not a call.
-inline std::uint32_t read32(std::uint32_t addr) { return *reinterpret_cast<volatile std::uint32_t*>(addr); }
-inline void write32(std::uint32_t addr, std::uint32_t value) { *reinterpret_cast<volatile std::uint32_t*>(addr) = value; }
+inline std::uint32_t read32(std::uint32_t addr)
+{
+    return *reinterpret_cast<volatile std::uint32_t*>(addr);
+}
+inline void write32(std::uint32_t addr, std::uint32_t value)
+{
+    *reinterpret_cast<volatile std::uint32_t*>(addr) = value;
+}
 #else
 std::uint32_t read32(std::uint32_t addr);
 void write32(std::uint32_t addr, std::uint32_t value);

@@ -13,15 +13,20 @@ constexpr std::uint32_t ctz64(std::uint64_t x)
 {
     const auto lo = static_cast<std::uint32_t>(x);
     return lo ? static_cast<std::uint32_t>(std::countr_zero(lo))
-              : 32 + static_cast<std::uint32_t>(std::countr_zero(static_cast<std::uint32_t>(x >> 32)));
+              : 32 + static_cast<std::uint32_t>(
+                         std::countr_zero(static_cast<std::uint32_t>(x >> 32)));
 }
 // Trailing ones; 64 for all ones.
-constexpr std::uint32_t cto64(std::uint64_t x) { return ctz64(~x); }
+constexpr std::uint32_t cto64(std::uint64_t x)
+{
+    return ctz64(~x);
+}
 
 namespace detail {
 // One step of the transpose on a pair of rows: the high j bits of each masked group of
 // `lo` trade places with the low j bits of `hi`.
-[[gnu::always_inline]] constexpr void swap_bits(std::uint32_t& lo, std::uint32_t& hi, std::uint32_t j, std::uint32_t m)
+[[gnu::always_inline]] constexpr void swap_bits(std::uint32_t& lo, std::uint32_t& hi,
+                                                std::uint32_t j, std::uint32_t m)
 {
     const std::uint32_t t = ((lo >> j) ^ hi) & m;
     hi ^= t;

@@ -13,7 +13,10 @@ namespace jal::fw::hbm {
 struct Window {
     std::uint8_t start = 0;
     std::uint8_t width = 0;  // 0: no window
-    std::uint8_t centre() const { return static_cast<std::uint8_t>(start + (width ? (width - 1) / 2 : 0)); }
+    std::uint8_t centre() const
+    {
+        return static_cast<std::uint8_t>(start + (width ? (width - 1) / 2 : 0));
+    }
     // Taps from the centre to the nearer edge of the window.
     std::uint8_t margin() const { return static_cast<std::uint8_t>(width ? (width - 1) / 2 : 0); }
 };
@@ -34,7 +37,8 @@ constexpr Window find_window(std::uint64_t pass)
     while (x) {
         const std::uint32_t start = ctz64(x);
         const std::uint32_t width = cto64(x >> start);
-        if (width > best.width) best = Window{static_cast<std::uint8_t>(start), static_cast<std::uint8_t>(width)};
+        if (width > best.width)
+            best = Window{static_cast<std::uint8_t>(start), static_cast<std::uint8_t>(width)};
         x &= x + (x & (~x + 1));
     }
     return best;

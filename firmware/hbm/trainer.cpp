@@ -5,8 +5,8 @@
 #include "firmware/hal/hal.hpp"
 #include "firmware/hbm/bitmatrix.hpp"
 #include "firmware/host/event_codes.hpp"
-#include "jal/hw/mgmt.h"
 #include "firmware/sys/watchdog.hpp"
+#include "jal/hw/mgmt.h"
 
 namespace jal::fw::hbm {
 
@@ -14,7 +14,10 @@ namespace {
 
 struct Result {
     std::uint32_t r0 = 0, r1 = 0, r2 = 0;
-    LaneSet lanes() const { return {std::uint64_t{r1} << 32 | r0, static_cast<std::uint8_t>(r2 & 0xf)}; }
+    LaneSet lanes() const
+    {
+        return {std::uint64_t{r1} << 32 | r0, static_cast<std::uint8_t>(r2 & 0xf)};
+    }
 };
 
 // The selected channel's pass bits; RESULT2 (the spares) only when asked for, which saves
@@ -28,12 +31,16 @@ struct Result {
     return r;
 }
 
-[[gnu::always_inline]] inline void command(std::uint32_t cmd) { hal::write32(JAL_HBM_CMD, cmd); }
+[[gnu::always_inline]] inline void command(std::uint32_t cmd)
+{
+    hal::write32(JAL_HBM_CMD, cmd);
+}
 
 // Turns a sweep's per-tap result words into per-lane pass masks: four 32 x 32 transposes
 // for the DQ lanes, and the few spare bits one by one.
 void rows_to_lanes(std::array<std::uint32_t, kTaps>& lo, std::array<std::uint32_t, kTaps>& hi,
-                   const std::array<std::uint8_t, kTaps>& spares, std::array<std::uint64_t, JAL_HBM_LANES>& pass)
+                   const std::array<std::uint8_t, kTaps>& spares,
+                   std::array<std::uint64_t, JAL_HBM_LANES>& pass)
 {
     transpose32(lo.data());
     transpose32(lo.data() + 32);
@@ -46,14 +53,16 @@ void rows_to_lanes(std::array<std::uint32_t, kTaps>& lo, std::array<std::uint32_
     for (std::uint32_t k = 0; k < JAL_HBM_SPARE_LANES; ++k) pass[JAL_HBM_DQ_LANES + k] = 0;
     for (std::uint32_t t = 0; t < kTaps; ++t)
         for (std::uint32_t w = spares[t]; w; w &= w - 1)
-            pass[JAL_HBM_DQ_LANES + static_cast<std::uint32_t>(std::countr_zero(w))] |= std::uint64_t{1} << t;
+            pass[JAL_HBM_DQ_LANES + static_cast<std::uint32_t>(std::countr_zero(w))] |=
+                std::uint64_t{1} << t;
 }
 
 template <typename F>
 void for_each_lane(const LaneSet& s, F&& f)
 {
     for (std::uint64_t d = s.dq; d; d &= d - 1) f(ctz64(d));
-    for (std::uint32_t d = s.spares; d; d &= d - 1) f(JAL_HBM_DQ_LANES + static_cast<std::uint32_t>(std::countr_zero(d)));
+    for (std::uint32_t d = s.spares; d; d &= d - 1)
+        f(JAL_HBM_DQ_LANES + static_cast<std::uint32_t>(std::countr_zero(d)));
 }
 
 template <typename F>
@@ -121,13 +130,15 @@ void Trainer::connect_and_repair()
         const LaneSet alive = read_result(true).lanes();
         const std::uint64_t dead_dq = ~alive.dq;
         const unsigned working_spares = alive.spares & 0xfu;
-        c.dead_lanes = static_cast<std::uint8_t>(std::popcount(dead_dq) + std::popcount(~working_spares & 0xfu));
+        c.dead_lanes = static_cast<std::uint8_t>(std::popcount(dead_dq) +
+                                                 std::popcount(~working_spares & 0xfu));
         for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) {
             LaneTrained& lt = c.lanes[l];
             if (!alive.has(l)) lt.flags |= JAL_HBM_LANE_DEAD;
             if (l >= JAL_HBM_DQ_LANES) lt.flags |= JAL_HBM_LANE_SPARE;
         }
-        if (std::popcount(dead_dq) > std::popcount(working_spares)) return drop(s, kFailTooManyDeadLanes);
+        if (std::popcount(dead_dq) > std::popcount(working_spares))
+            return drop(s, kFailTooManyDeadLanes);
         s.in_use = LaneSet{alive.dq, 0};
         std::uint32_t spare = 0;
         for (std::uint64_t d = dead_dq; d; d &= d - 1) {
@@ -149,14 +160,16 @@ void Trainer::connect_and_repair()
 void Trainer::write_level()
 {
     Mask searching = active();
-    std::array<std::uint8_t, kMaxGroup> last{};  // bit 0: result at t, bit 1: at t - 1, bit 2: at t - 2
+    std::array<std::uint8_t, kMaxGroup>
+        last{};  // bit 0: result at t, bit 1: at t - 1, bit 2: at t - 2
     for (std::uint32_t tap = 0; searching; ++tap) {
         for_each_slot(searching, [&](std::uint32_t i) {
             Slot& s = slots_[i];
             select(s.ch);
             if (tap > 0) {
                 const std::uint32_t t = tap - 1;  // the tap whose result this is
-                last[i] = static_cast<std::uint8_t>((last[i] << 1 | (hal::read32(JAL_HBM_RESULT0) & 1)) & 7);
+                last[i] = static_cast<std::uint8_t>(
+                    (last[i] << 1 | (hal::read32(JAL_HBM_RESULT0) & 1)) & 7);
                 // A confirmed rise: 1 at t - 1 and t, and 0 at t - 2 (or t - 1 was tap 0).
                 if (t >= 1 && (last[i] & 3) == 3 && (t == 1 || !(last[i] & 4))) {
                     s.c->wrlvl = static_cast<std::uint8_t>(t);
@@ -218,7 +231,9 @@ void Trainer::train_vref()
     for (const int d : {4, 2, 1}) {
         std::array<int, kMaxGroup> centre{};
         for (std::uint32_t i = 0; i < n_; ++i) centre[i] = static_cast<int>(slots_[i].best_vref);
-        auto slot_index = [&](const Slot& s) { return static_cast<std::uint32_t>(&s - slots_.data()); };
+        auto slot_index = [&](const Slot& s) {
+            return static_cast<std::uint32_t>(&s - slots_.data());
+        };
         try_step([&](const Slot& s) { return centre[slot_index(s)] - d; });
         try_step([&](const Slot& s) { return centre[slot_index(s)] + d; });
     }
@@ -267,7 +282,8 @@ void Trainer::recheck(std::uint32_t cmd, FailReason reason)
         Slot& s = slots_[i];
         select(s.ch);
         const LaneSet r = read_result(s.in_use.spares != 0).lanes();
-        if ((r.dq & s.in_use.dq) != s.in_use.dq || (r.spares & s.in_use.spares) != s.in_use.spares) drop(s, reason);
+        if ((r.dq & s.in_use.dq) != s.in_use.dq || (r.spares & s.in_use.spares) != s.in_use.spares)
+            drop(s, reason);
     });
 }
 
@@ -304,8 +320,10 @@ void Trainer::finish(Slot& s)
     const bool repaired = s.in_use.spares != 0;
     c.status = repaired ? JAL_HBM_CH_REPAIRED : JAL_HBM_CH_OK;
     if (repaired)
-        journal_.event(JAL_SRC_HBM, JAL_SEV_INFO, host::kEvHbmChannelRepaired, "hbm channel repaired",
-                       {s.ch, static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(s.in_use.spares)))});
+        journal_.event(
+            JAL_SRC_HBM, JAL_SEV_INFO, host::kEvHbmChannelRepaired, "hbm channel repaired",
+            {s.ch,
+             static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(s.in_use.spares)))});
 }
 
 void Trainer::train_group(std::span<const std::uint32_t> channels)
@@ -367,7 +385,8 @@ void Trainer::apply_stack_rule()
             c.status = JAL_HBM_CH_FAILED;
             c.fail_reason = kFailStack;
         }
-        journal_.event(JAL_SRC_HBM, JAL_SEV_ERROR, host::kEvHbmStackFailed, "hbm stack failed", {s, failed});
+        journal_.event(JAL_SRC_HBM, JAL_SEV_ERROR, host::kEvHbmStackFailed, "hbm stack failed",
+                       {s, failed});
     }
 }
 
@@ -379,15 +398,17 @@ void Trainer::train_all(std::uint64_t slice_mask)
         std::uint32_t n = 0;
         for (std::uint32_t st = 0; st < JAL_HBM_STACKS; ++st) {
             const std::uint32_t ch = st * JAL_HBM_CHANNELS_PER_STACK + k;
-            if ((slice_mask >> jal_slice_of_channel(ch)) & 1) group[n++] = ch;
-            else state_.channels[ch] = ChannelTrained{};
+            if ((slice_mask >> jal_slice_of_channel(ch)) & 1)
+                group[n++] = ch;
+            else
+                state_.channels[ch] = ChannelTrained{};
         }
         if (n) train_group(std::span<const std::uint32_t>(group.data(), n));
     }
     apply_stack_rule();
     journal_.event(JAL_SRC_HBM, JAL_SEV_INFO, host::kEvHbmTrained, "hbm trained",
-                   {state_.count(JAL_HBM_CH_OK), state_.count(JAL_HBM_CH_REPAIRED), state_.count(JAL_HBM_CH_FAILED),
-                    state_.count(JAL_HBM_CH_UNTRAINED)});
+                   {state_.count(JAL_HBM_CH_OK), state_.count(JAL_HBM_CH_REPAIRED),
+                    state_.count(JAL_HBM_CH_FAILED), state_.count(JAL_HBM_CH_UNTRAINED)});
 }
 
 }  // namespace jal::fw::hbm

@@ -29,7 +29,8 @@ struct LaneSet {
     std::uint8_t spares = 0;
     bool has(std::uint32_t lane) const
     {
-        return lane < JAL_HBM_DQ_LANES ? (dq >> lane) & 1 : (spares >> (lane - JAL_HBM_DQ_LANES)) & 1;
+        return lane < JAL_HBM_DQ_LANES ? (dq >> lane) & 1
+                                       : (spares >> (lane - JAL_HBM_DQ_LANES)) & 1;
     }
 };
 

@@ -2,11 +2,11 @@
 
 #include "firmware/host/admin_resources.hpp"
 
+#include "firmware/util/text.hpp"
+#include "firmware/version.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
-#include "firmware/util/text.hpp"
-#include "firmware/version.hpp"
 
 namespace jal::fw::host {
 
@@ -17,12 +17,18 @@ namespace {
 std::uint32_t min_data_len(std::uint8_t opcode)
 {
     switch (opcode) {
-    case JAL_ADMIN_IDENTIFY: return sizeof(jal_identify);
-    case JAL_ADMIN_GET_TELEMETRY: return sizeof(jal_telemetry);
-    case JAL_ADMIN_GET_SLICE_MAP: return sizeof(jal_slice_map);
-    case JAL_ADMIN_GET_LOG: return sizeof(jal_log_page);
-    case JAL_ADMIN_GET_HBM_REPORT: return sizeof(jal_hbm_report_header);
-    default: return ResourceCommands::min_data_len(opcode);
+    case JAL_ADMIN_IDENTIFY:
+        return sizeof(jal_identify);
+    case JAL_ADMIN_GET_TELEMETRY:
+        return sizeof(jal_telemetry);
+    case JAL_ADMIN_GET_SLICE_MAP:
+        return sizeof(jal_slice_map);
+    case JAL_ADMIN_GET_LOG:
+        return sizeof(jal_log_page);
+    case JAL_ADMIN_GET_HBM_REPORT:
+        return sizeof(jal_hbm_report_header);
+    default:
+        return ResourceCommands::min_data_len(opcode);
     }
 }
 
@@ -37,12 +43,17 @@ bool known_opcode(std::uint8_t opcode)
     case JAL_ADMIN_GET_SLICE_MAP:
     case JAL_ADMIN_GET_HBM_REPORT:
     case JAL_ADMIN_RESET:
-    case JAL_ADMIN_DEBUG_FAULT: return true;
-    default: return ResourceCommands::handles(opcode);
+    case JAL_ADMIN_DEBUG_FAULT:
+        return true;
+    default:
+        return ResourceCommands::handles(opcode);
     }
 }
 
-Completion fail(std::uint32_t status) { return Completion{0, status, AfterAction::kNone}; }
+Completion fail(std::uint32_t status)
+{
+    return Completion{0, status, AfterAction::kNone};
+}
 
 // A reply that went out whole: result = bytes written, or a DMA fault with result 0.
 Completion sent(ReplyWriter& out)
@@ -66,19 +77,27 @@ std::uint64_t AdminCommands::hbm_bytes_usable() const
 Completion AdminCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe)
 {
     if (!known_opcode(sqe.opcode)) return fail(JAL_STATUS_INVALID_OPCODE);
-    if (sqe.flags != 0 || sqe.reserved0 != 0 || sqe.reserved1 != 0) return fail(JAL_STATUS_INVALID_FIELD);
+    if (sqe.flags != 0 || sqe.reserved0 != 0 || sqe.reserved1 != 0)
+        return fail(JAL_STATUS_INVALID_FIELD);
     if (sqe.data_len > JAL_ADMIN_DATA_MAX || sqe.data_len < min_data_len(sqe.opcode))
         return fail(JAL_STATUS_INVALID_LENGTH);
 
     ReplyWriter out(fn, sqe.data_addr, sqe.data_len, staging_);
     switch (sqe.opcode) {
-    case JAL_ADMIN_IDENTIFY: return identify(out);
-    case JAL_ADMIN_GET_FEATURE: return get_feature(sqe);
-    case JAL_ADMIN_SET_FEATURE: return set_feature(sqe);
-    case JAL_ADMIN_GET_TELEMETRY: return telemetry(out);
-    case JAL_ADMIN_GET_LOG: return get_log(sqe, out);
-    case JAL_ADMIN_GET_SLICE_MAP: return slice_map(out);
-    case JAL_ADMIN_GET_HBM_REPORT: return hbm_report(sqe, out);
+    case JAL_ADMIN_IDENTIFY:
+        return identify(out);
+    case JAL_ADMIN_GET_FEATURE:
+        return get_feature(sqe);
+    case JAL_ADMIN_SET_FEATURE:
+        return set_feature(sqe);
+    case JAL_ADMIN_GET_TELEMETRY:
+        return telemetry(out);
+    case JAL_ADMIN_GET_LOG:
+        return get_log(sqe, out);
+    case JAL_ADMIN_GET_SLICE_MAP:
+        return slice_map(out);
+    case JAL_ADMIN_GET_HBM_REPORT:
+        return hbm_report(sqe, out);
     case JAL_ADMIN_RESET:
         if (sqe.cdw[0] != JAL_RESET_CHIP) return fail(JAL_STATUS_INVALID_FIELD);
         return Completion{0, JAL_STATUS_OK, AfterAction::kResetChip};
@@ -203,7 +222,8 @@ Completion AdminCommands::hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out)
     std::uint32_t count = sqe.cdw[1];
     if (count > JAL_HBM_CHANNELS - first) count = JAL_HBM_CHANNELS - first;
     const std::uint32_t fits =
-        (sqe.data_len - static_cast<std::uint32_t>(sizeof(jal_hbm_report_header))) / sizeof(jal_hbm_channel_report);
+        (sqe.data_len - static_cast<std::uint32_t>(sizeof(jal_hbm_report_header))) /
+        sizeof(jal_hbm_channel_report);
     if (count > fits) count = fits;
 
     jal_hbm_report_header hdr{};

@@ -11,9 +11,9 @@
 #include "firmware/host/chip_info.hpp"
 #include "firmware/host/event_log.hpp"
 #include "firmware/host/reply_writer.hpp"
-#include "jal/hw/admin.h"
 #include "firmware/power/power_manager.hpp"
 #include "firmware/slices/slice_manager.hpp"
+#include "jal/hw/admin.h"
 
 namespace jal::fw::host {
 
@@ -43,8 +43,7 @@ public:
     // Without `resources` the context, memory and queue commands answer UNSUPPORTED.
     explicit AdminCommands(const AdminDeps& deps, ResourceCommands* resources = nullptr)
         : d_(deps), resources_(resources)
-    {
-    }
+    {}
 
     Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe);
 

@@ -11,14 +11,20 @@
 namespace jal::fw::host {
 
 namespace {
-std::uint32_t fn_reg(std::uint32_t fn, std::uint32_t off) { return JAL_HOSTIF_FN(fn, off); }
+std::uint32_t fn_reg(std::uint32_t fn, std::uint32_t off)
+{
+    return JAL_HOSTIF_FN(fn, off);
+}
 std::uint64_t read64(std::uint32_t fn, std::uint32_t lo_off, std::uint32_t hi_off)
 {
     const std::uint32_t lo = hal::read32(fn_reg(fn, lo_off));
     const std::uint32_t hi = hal::read32(fn_reg(fn, hi_off));
     return std::uint64_t{hi} << 32 | lo;
 }
-bool size_ok(std::uint32_t n) { return n >= JAL_ADMIN_QSIZE_MIN && n <= JAL_ADMIN_QSIZE_MAX; }
+bool size_ok(std::uint32_t n)
+{
+    return n >= JAL_ADMIN_QSIZE_MIN && n <= JAL_ADMIN_QSIZE_MAX;
+}
 }  // namespace
 
 void AdminQueues::set_present(std::uint32_t present_mask)
@@ -35,7 +41,8 @@ void AdminQueues::set_error(std::uint32_t fn, Queue& q, std::uint32_t status)
 {
     q.state = State::kError;
     hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), JAL_ADMIN_STATUS_ERROR | status << 16);
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvAdminQueueError, "admin queue error", {fn, status});
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvAdminQueueError, "admin queue error",
+                   {fn, status});
 }
 
 bool AdminQueues::enable(std::uint32_t fn, Queue& q)
@@ -47,18 +54,20 @@ bool AdminQueues::enable(std::uint32_t fn, Queue& q)
     q.cq_size = qsize >> 16;
     q.sq_head = q.cq_tail = 0;
     q.phase = 1;
-    if (q.sq_base == 0 || q.sq_base % 64 || q.cq_base == 0 || q.cq_base % 16 || !size_ok(q.sq_size) ||
-        !size_ok(q.cq_size)) {
+    if (q.sq_base == 0 || q.sq_base % 64 || q.cq_base == 0 || q.cq_base % 16 ||
+        !size_ok(q.sq_size) || !size_ok(q.cq_size)) {
         set_error(fn, q, JAL_STATUS_INVALID_FIELD);
         return false;
     }
     q.state = State::kReady;
     hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), JAL_ADMIN_STATUS_READY);
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvAdminQueueEnabled, "admin queue enabled", {fn, q.sq_size, q.cq_size});
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvAdminQueueEnabled, "admin queue enabled",
+                   {fn, q.sq_size, q.cq_size});
     return true;
 }
 
-std::uint32_t AdminQueues::post(std::uint32_t fn, Queue& q, const jal_admin_sqe& sqe, const Completion& c)
+std::uint32_t AdminQueues::post(std::uint32_t fn, Queue& q, const jal_admin_sqe& sqe,
+                                const Completion& c)
 {
     jal_admin_cqe cqe{};
     cqe.result = c.result;
@@ -70,7 +79,8 @@ std::uint32_t AdminQueues::post(std::uint32_t fn, Queue& q, const jal_admin_sqe&
     const std::uint64_t at = q.cq_base + std::uint64_t{q.cq_tail} * sizeof cqe;
     constexpr std::uint32_t kBody = offsetof(jal_admin_cqe, flags);
     std::uint32_t status = hal::dma(fn, at, &cqe, kBody, true);
-    if (status == JAL_STATUS_OK) status = hal::dma(fn, at + kBody, &cqe.flags, sizeof cqe.flags, true);
+    if (status == JAL_STATUS_OK)
+        status = hal::dma(fn, at + kBody, &cqe.flags, sizeof cqe.flags, true);
     if (status != JAL_STATUS_OK) return status;
     if (++q.cq_tail == q.cq_size) {
         q.cq_tail = 0;
@@ -93,7 +103,8 @@ bool AdminQueues::service_one(std::uint32_t fn, AfterAction& after)
     const std::uint32_t ctrl = hal::read32(fn_reg(fn, JAL_FN_CTRL));
     if (!(ctrl & JAL_ADMIN_CTRL_ENABLE)) {
         q.state = State::kIdle;
-        if (hal::read32(fn_reg(fn, JAL_FN_ADMIN_STATUS)) != 0) hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), 0);
+        if (hal::read32(fn_reg(fn, JAL_FN_ADMIN_STATUS)) != 0)
+            hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), 0);
         return false;
     }
     if (q.state == State::kIdle && !enable(fn, q)) return false;
@@ -115,7 +126,8 @@ bool AdminQueues::service_one(std::uint32_t fn, AfterAction& after)
         if ((q.cq_tail + 1) % q.cq_size == cq_head) return true;
 
         jal_admin_sqe sqe;
-        const std::uint32_t fetch = hal::dma(fn, q.sq_base + std::uint64_t{q.sq_head} * sizeof sqe, &sqe, sizeof sqe, false);
+        const std::uint32_t fetch = hal::dma(fn, q.sq_base + std::uint64_t{q.sq_head} * sizeof sqe,
+                                             &sqe, sizeof sqe, false);
         if (fetch == JAL_STATUS_NO_DEVICE) {  // detached under us: drop quietly
             q = Queue{};
             return false;
@@ -127,8 +139,8 @@ bool AdminQueues::service_one(std::uint32_t fn, AfterAction& after)
         q.sq_head = (q.sq_head + 1) % q.sq_size;
         const Completion c = commands_.execute(fn, sqe);
         if (c.status != JAL_STATUS_OK)
-            journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvAdminCommandError, "admin command failed",
-                           {fn, sqe.opcode, c.status, sqe.cid});
+            journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvAdminCommandError,
+                           "admin command failed", {fn, sqe.opcode, c.status, sqe.cid});
         const std::uint32_t posted = post(fn, q, sqe, c);
         if (posted == JAL_STATUS_NO_DEVICE) {  // the function went away: drop quietly
             q = Queue{};

@@ -19,7 +19,8 @@ public:
     // cannot starve the power-management tick.
     static constexpr std::uint32_t kMaxCommandsPerWake = 16;
 
-    AdminQueues(AdminCommands& commands, Journal& journal) : commands_(commands), journal_(journal) {}
+    AdminQueues(AdminCommands& commands, Journal& journal) : commands_(commands), journal_(journal)
+    {}
 
     // JAL_EV_FUNC: the set of attached functions changed.
     void set_present(std::uint32_t present_mask);

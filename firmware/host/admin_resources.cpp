@@ -10,11 +10,23 @@ namespace jal::fw::host {
 
 namespace {
 
-Completion fail(std::uint32_t status) { return Completion{0, status, AfterAction::kNone}; }
-Completion ok(std::uint32_t result = 0) { return Completion{result, JAL_STATUS_OK, AfterAction::kNone}; }
-std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i) { return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i]; }
+Completion fail(std::uint32_t status)
+{
+    return Completion{0, status, AfterAction::kNone};
+}
+Completion ok(std::uint32_t result = 0)
+{
+    return Completion{result, JAL_STATUS_OK, AfterAction::kNone};
+}
+std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i)
+{
+    return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i];
+}
 // Counts attaches and detaches only (not admin-queue re-enables): it tells a new client apart.
-std::uint32_t generation_of(std::uint32_t fn) { return hal::read32(JAL_HOSTIF_FN(fn, JAL_FN_ATTACHES)); }
+std::uint32_t generation_of(std::uint32_t fn)
+{
+    return hal::read32(JAL_HOSTIF_FN(fn, JAL_FN_ATTACHES));
+}
 
 }  // namespace
 
@@ -27,10 +39,14 @@ void ResourceCommands::init()
 std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
 {
     switch (opcode) {
-    case JAL_ADMIN_ALLOC_MEMORY: return sizeof(jal_mem_alloc_reply);
-    case JAL_ADMIN_GET_PLACEMENT: return sizeof(jal_placement_header);
-    case JAL_ADMIN_QUEUE_STATUS: return sizeof(jal_queue_status);
-    default: return 0;
+    case JAL_ADMIN_ALLOC_MEMORY:
+        return sizeof(jal_mem_alloc_reply);
+    case JAL_ADMIN_GET_PLACEMENT:
+        return sizeof(jal_placement_header);
+    case JAL_ADMIN_QUEUE_STATUS:
+        return sizeof(jal_queue_status);
+    default:
+        return 0;
     }
 }
 
@@ -44,16 +60,24 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
     have_generation_ |= 1u << fn;
 
     switch (sqe.opcode) {
-    case JAL_ADMIN_CREATE_CONTEXT: return create_context(fn);
-    case JAL_ADMIN_DESTROY_CONTEXT: return destroy_context(fn, sqe);
-    case JAL_ADMIN_ALLOC_MEMORY: return alloc_memory(fn, sqe, out);
-    case JAL_ADMIN_FREE_MEMORY: return free_memory(fn, sqe);
-    case JAL_ADMIN_GET_PLACEMENT: return get_placement(fn, sqe, out);
-    case JAL_ADMIN_CREATE_QUEUE: return create_queue(fn, sqe);
+    case JAL_ADMIN_CREATE_CONTEXT:
+        return create_context(fn);
+    case JAL_ADMIN_DESTROY_CONTEXT:
+        return destroy_context(fn, sqe);
+    case JAL_ADMIN_ALLOC_MEMORY:
+        return alloc_memory(fn, sqe, out);
+    case JAL_ADMIN_FREE_MEMORY:
+        return free_memory(fn, sqe);
+    case JAL_ADMIN_GET_PLACEMENT:
+        return get_placement(fn, sqe, out);
+    case JAL_ADMIN_CREATE_QUEUE:
+        return create_queue(fn, sqe);
     case JAL_ADMIN_DESTROY_QUEUE:
     case JAL_ADMIN_QUEUE_STATUS:
-    case JAL_ADMIN_RESET_QUEUE: return queue_command(fn, sqe, out);
-    default: return fail(JAL_STATUS_INVALID_OPCODE);
+    case JAL_ADMIN_RESET_QUEUE:
+        return queue_command(fn, sqe, out);
+    default:
+        return fail(JAL_STATUS_INVALID_OPCODE);
     }
 }
 
@@ -66,7 +90,8 @@ Completion ResourceCommands::create_context(std::uint32_t fn)
     return ok(ctx);
 }
 
-std::uint32_t ResourceCommands::teardown(std::uint32_t ctx, std::uint32_t& allocs, std::uint32_t& queues)
+std::uint32_t ResourceCommands::teardown(std::uint32_t ctx, std::uint32_t& allocs,
+                                         std::uint32_t& queues)
 {
     // Queues first: their engines stop (finishing the packet in progress) before the memory
     // they may touch is unmapped.
@@ -82,11 +107,13 @@ Completion ResourceCommands::destroy_context(std::uint32_t fn, const jal_admin_s
     if (status != JAL_STATUS_OK) return fail(status);
     std::uint32_t allocs = 0, queues = 0;
     const std::uint32_t held = teardown(ctx, allocs, queues);
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextDestroyed, "context destroyed", {fn, ctx, allocs, queues});
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextDestroyed, "context destroyed",
+                   {fn, ctx, allocs, queues});
     return ok(held);
 }
 
-Completion ResourceCommands::alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+Completion ResourceCommands::alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe,
+                                          ReplyWriter& out)
 {
     const std::uint32_t ctx = sqe.cdw[0];
     std::uint32_t status = mem_.check_owner(fn, ctx);
@@ -116,7 +143,8 @@ Completion ResourceCommands::free_memory(std::uint32_t fn, const jal_admin_sqe& 
     return status == JAL_STATUS_OK ? ok() : fail(status);
 }
 
-Completion ResourceCommands::get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+Completion ResourceCommands::get_placement(std::uint32_t fn, const jal_admin_sqe& sqe,
+                                           ReplyWriter& out)
 {
     const std::uint32_t ctx = sqe.cdw[0];
     const std::uint32_t status = mem_.check_owner(fn, ctx);
@@ -128,8 +156,9 @@ Completion ResourceCommands::get_placement(std::uint32_t fn, const jal_admin_sqe
     if (first >= pages) return fail(JAL_STATUS_OUT_OF_RANGE);
 
     const std::uint64_t available = std::uint64_t{pages - first} * replicas;
-    const std::uint32_t fits = (sqe.data_len - static_cast<std::uint32_t>(sizeof(jal_placement_header))) /
-                               static_cast<std::uint32_t>(sizeof(jal_page_placement));
+    const std::uint32_t fits =
+        (sqe.data_len - static_cast<std::uint32_t>(sizeof(jal_placement_header))) /
+        static_cast<std::uint32_t>(sizeof(jal_page_placement));
     const auto count = static_cast<std::uint32_t>(available < fits ? available : fits);
 
     jal_placement_header hdr{};
@@ -165,8 +194,9 @@ Completion ResourceCommands::create_queue(std::uint32_t fn, const jal_admin_sqe&
     const std::uint32_t status = mem_.check_owner(fn, cfg.ctx);
     if (status != JAL_STATUS_OK) return fail(status);
     const bool pow2 = cfg.size != 0 && (cfg.size & (cfg.size - 1)) == 0;
-    if (cfg.ring == 0 || cfg.ring % JAL_PACKET_SIZE != 0 || !pow2 || cfg.size < JAL_QUEUE_SIZE_MIN ||
-        cfg.size > JAL_QUEUE_SIZE_MAX || cfg.rptr == 0 || cfg.rptr % 8 != 0 || cfg.vector >= JAL_MSIX_VECTORS)
+    if (cfg.ring == 0 || cfg.ring % JAL_PACKET_SIZE != 0 || !pow2 ||
+        cfg.size < JAL_QUEUE_SIZE_MIN || cfg.size > JAL_QUEUE_SIZE_MAX || cfg.rptr == 0 ||
+        cfg.rptr % 8 != 0 || cfg.vector >= JAL_MSIX_VECTORS)
         return fail(JAL_STATUS_INVALID_FIELD);
     std::uint32_t qid = 0;
     const std::uint32_t created = queues_.create(cfg, qid);
@@ -174,15 +204,21 @@ Completion ResourceCommands::create_queue(std::uint32_t fn, const jal_admin_sqe&
     return ok(qid);
 }
 
-Completion ResourceCommands::queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out)
+Completion ResourceCommands::queue_command(std::uint32_t fn, const jal_admin_sqe& sqe,
+                                           ReplyWriter& out)
 {
     const std::uint32_t qid = sqe.cdw[0];
     const std::uint32_t status = queues_.check_owner(fn, qid);
     if (status != JAL_STATUS_OK) return fail(status);
     switch (sqe.opcode) {
-    case JAL_ADMIN_DESTROY_QUEUE: queues_.destroy(qid); return ok();
-    case JAL_ADMIN_RESET_QUEUE: queues_.reset(qid); return ok();
-    default: break;
+    case JAL_ADMIN_DESTROY_QUEUE:
+        queues_.destroy(qid);
+        return ok();
+    case JAL_ADMIN_RESET_QUEUE:
+        queues_.reset(qid);
+        return ok();
+    default:
+        break;
     }
     jal_queue_status st{};
     if (queues_.status(qid, st))
@@ -221,7 +257,8 @@ void ResourceCommands::functions_changed(std::uint32_t present_mask)
             continue;
         }
         const std::uint32_t generation = generation_of(fn);
-        const bool new_client = !(present_ & bit) || ((have_generation_ & bit) && generation != generation_[fn]);
+        const bool new_client =
+            !(present_ & bit) || ((have_generation_ & bit) && generation != generation_[fn]);
         if (new_client) (void)release_function(fn);
         generation_[fn] = generation;
         have_generation_ |= bit;

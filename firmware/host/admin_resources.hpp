@@ -17,26 +17,28 @@
 #include "firmware/host/chip_info.hpp"
 #include "firmware/host/journal.hpp"
 #include "firmware/host/reply_writer.hpp"
-#include "jal/hw/admin.h"
-#include "jal/hw/mgmt.h"
 #include "firmware/memory/address_spaces.hpp"
 #include "firmware/queues/user_queues.hpp"
 #include "firmware/slices/slice_manager.hpp"
+#include "jal/hw/admin.h"
+#include "jal/hw/mgmt.h"
 
 namespace jal::fw::host {
 
 class ResourceCommands {
 public:
-    ResourceCommands(const ChipInfo& chip, const slices::SliceManager& slices, const hbm::HbmState& hbm,
-                     Journal& journal)
+    ResourceCommands(const ChipInfo& chip, const slices::SliceManager& slices,
+                     const hbm::HbmState& hbm, Journal& journal)
         : chip_(chip), slices_(slices), hbm_(hbm), journal_(journal)
-    {
-    }
+    {}
 
     // After the slice map and HBM capacity are final: pages, MMU and CP engines start clean.
     void init();
 
-    static bool handles(std::uint8_t opcode) { return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_RESET_QUEUE; }
+    static bool handles(std::uint8_t opcode)
+    {
+        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_RESET_QUEUE;
+    }
     // Smallest data_len of the data-carrying ones (0 for the others).
     static std::uint32_t min_data_len(std::uint8_t opcode);
     // Executes one of them for host function fn. NOT_READY unless the chip is READY.

@@ -5,7 +5,8 @@
 namespace jal::fw::host {
 
 std::uint32_t EventLog::add(std::uint64_t timestamp_us, std::uint8_t source, std::uint8_t severity,
-                            std::uint16_t code, const char* text, std::span<const std::uint32_t> args)
+                            std::uint16_t code, const char* text,
+                            std::span<const std::uint32_t> args)
 {
     const std::uint32_t seq = next_seq_++;
     jal_log_event& e = ring_[seq % kEntries];

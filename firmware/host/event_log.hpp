@@ -16,8 +16,9 @@ public:
     static constexpr std::uint32_t kEntries = 256;
 
     // Appends an event; returns its sequence number.
-    std::uint32_t add(std::uint64_t timestamp_us, std::uint8_t source, std::uint8_t severity, std::uint16_t code,
-                      const char* text, std::span<const std::uint32_t> args = {});
+    std::uint32_t add(std::uint64_t timestamp_us, std::uint8_t source, std::uint8_t severity,
+                      std::uint16_t code, const char* text,
+                      std::span<const std::uint32_t> args = {});
 
     std::uint32_t next_seq() const { return next_seq_; }
     std::uint32_t oldest_seq() const { return next_seq_ > kEntries ? next_seq_ - kEntries : 0; }

@@ -10,29 +10,41 @@ namespace {
 const char* source_name(std::uint8_t source)
 {
     switch (source) {
-    case JAL_SRC_BOOT: return "boot";
-    case JAL_SRC_SLICE: return "slice";
-    case JAL_SRC_HBM: return "hbm";
-    case JAL_SRC_POWER: return "power";
-    case JAL_SRC_ADMIN: return "admin";
-    case JAL_SRC_WATCHDOG: return "wdt";
-    default: return "fw";
+    case JAL_SRC_BOOT:
+        return "boot";
+    case JAL_SRC_SLICE:
+        return "slice";
+    case JAL_SRC_HBM:
+        return "hbm";
+    case JAL_SRC_POWER:
+        return "power";
+    case JAL_SRC_ADMIN:
+        return "admin";
+    case JAL_SRC_WATCHDOG:
+        return "wdt";
+    default:
+        return "fw";
     }
 }
 const char* severity_name(std::uint8_t severity)
 {
     switch (severity) {
-    case JAL_SEV_DEBUG: return "debug";
-    case JAL_SEV_INFO: return "info";
-    case JAL_SEV_WARN: return "warn";
-    case JAL_SEV_ERROR: return "error";
-    default: return "fatal";
+    case JAL_SEV_DEBUG:
+        return "debug";
+    case JAL_SEV_INFO:
+        return "info";
+    case JAL_SEV_WARN:
+        return "warn";
+    case JAL_SEV_ERROR:
+        return "error";
+    default:
+        return "fatal";
     }
 }
 }  // namespace
 
-void Journal::event(std::uint8_t source, std::uint8_t severity, std::uint16_t code, const char* text,
-                    std::initializer_list<std::uint32_t> args)
+void Journal::event(std::uint8_t source, std::uint8_t severity, std::uint16_t code,
+                    const char* text, std::initializer_list<std::uint32_t> args)
 {
     log_.add(hal::now_us(), source, severity, code, text, {args.begin(), args.size()});
     if (severity < JAL_SEV_INFO) return;
@@ -42,6 +54,9 @@ void Journal::event(std::uint8_t source, std::uint8_t severity, std::uint16_t co
     sys::console_line(line.c_str());
 }
 
-void Journal::console(const char* text) { sys::console_line(text); }
+void Journal::console(const char* text)
+{
+    sys::console_line(text);
+}
 
 }  // namespace jal::fw::host

@@ -10,10 +10,10 @@ namespace jal::fw::host {
 
 class ReplyWriter {
 public:
-    ReplyWriter(std::uint32_t fn, std::uint64_t addr, std::uint32_t capacity, std::span<std::uint8_t> staging)
+    ReplyWriter(std::uint32_t fn, std::uint64_t addr, std::uint32_t capacity,
+                std::span<std::uint8_t> staging)
         : fn_(fn), addr_(addr), capacity_(capacity), staging_(staging)
-    {
-    }
+    {}
 
     // Appends n bytes (truncated at capacity). Returns false once a DMA has failed.
     bool put(const void* data, std::uint32_t n);

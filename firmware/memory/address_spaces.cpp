@@ -3,15 +3,18 @@
 #include <bit>
 
 #include "firmware/host/event_codes.hpp"
+#include "firmware/memory/mmu.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
-#include "firmware/memory/mmu.hpp"
 
 namespace jal::fw::memory {
 
 namespace {
 
-std::uint64_t va_of(std::uint32_t va_page) { return JAL_VA_BASE + std::uint64_t{va_page} * JAL_PAGE_SIZE; }
+std::uint64_t va_of(std::uint32_t va_page)
+{
+    return JAL_VA_BASE + std::uint64_t{va_page} * JAL_PAGE_SIZE;
+}
 
 std::uint32_t logical_of_physical(std::uint64_t enabled, std::uint32_t phys)
 {
@@ -31,12 +34,16 @@ void AddressSpaces::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
     for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) (void)mmu::flush_ctx(ctx);
 }
 
-std::uint32_t AddressSpaces::logical_slices() const { return static_cast<std::uint32_t>(std::popcount(enabled_)); }
+std::uint32_t AddressSpaces::logical_slices() const
+{
+    return static_cast<std::uint32_t>(std::popcount(enabled_));
+}
 
 std::uint32_t AddressSpaces::live_contexts() const
 {
     std::uint32_t n = 0;
-    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) n += contexts_[ctx].owner != kNoFunction;
+    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx)
+        n += contexts_[ctx].owner != kNoFunction;
     return n;
 }
 
@@ -61,7 +68,8 @@ std::uint32_t AddressSpaces::create_context(std::uint32_t fn, std::uint32_t& ctx
 
 std::uint32_t AddressSpaces::check_owner(std::uint32_t fn, std::uint32_t ctx) const
 {
-    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
+        return JAL_STATUS_INVALID_FIELD;
     return contexts_[ctx].owner == fn ? JAL_STATUS_OK : JAL_STATUS_PERMISSION;
 }
 
@@ -82,13 +90,17 @@ std::uint32_t AddressSpaces::destroy_context(std::uint32_t ctx)
     return held;
 }
 
-std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req, jal_mem_alloc_reply& reply)
+std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
+                                   jal_mem_alloc_reply& reply)
 {
-    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
+        return JAL_STATUS_INVALID_FIELD;
     const std::uint32_t logical = logical_slices();
     const std::uint32_t n = static_cast<std::uint32_t>(std::popcount(req.slice_mask));
-    if (req.placement < JAL_PLACE_SLICE || req.placement > JAL_PLACE_REPLICATED) return JAL_STATUS_INVALID_FIELD;
-    if (n == 0 || (logical < 64 && (req.slice_mask >> logical) != 0)) return JAL_STATUS_INVALID_FIELD;
+    if (req.placement < JAL_PLACE_SLICE || req.placement > JAL_PLACE_REPLICATED)
+        return JAL_STATUS_INVALID_FIELD;
+    if (n == 0 || (logical < 64 && (req.slice_mask >> logical) != 0))
+        return JAL_STATUS_INVALID_FIELD;
     if (req.placement == JAL_PLACE_SLICE && n != 1) return JAL_STATUS_INVALID_FIELD;
     const std::uint32_t align = req.align_log2 == 0 ? kAlignMinLog2 : req.align_log2;
     if (align < kAlignMinLog2 || align > kAlignMaxLog2) return JAL_STATUS_INVALID_FIELD;
@@ -125,7 +137,8 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req, j
 
     Context& c = contexts_[ctx];
     const std::uint64_t align_pages = std::uint64_t{1} << (align - kAlignMinLog2);
-    const std::uint64_t start = (std::uint64_t{c.next_va_page} + align_pages - 1) & ~(align_pages - 1);
+    const std::uint64_t start =
+        (std::uint64_t{c.next_va_page} + align_pages - 1) & ~(align_pages - 1);
     if (start + pages + 1 > 0xffffffffull) return JAL_STATUS_NO_MEMORY;  // virtual space used up
     const auto va_page = static_cast<std::uint32_t>(start);
 
@@ -172,7 +185,8 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req, j
 
 std::uint32_t AddressSpaces::free(std::uint32_t ctx, std::uint64_t va)
 {
-    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return JAL_STATUS_INVALID_FIELD;
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
+        return JAL_STATUS_INVALID_FIELD;
     if (va < JAL_VA_BASE || (va - JAL_VA_BASE) % JAL_PAGE_SIZE) return JAL_STATUS_INVALID_FIELD;
     const std::uint64_t vp = (va - JAL_VA_BASE) / JAL_PAGE_SIZE;
     for (Allocation& a : allocs_) {
@@ -195,8 +209,8 @@ const Allocation* AddressSpaces::find(std::uint32_t ctx, std::uint64_t va) const
     return nullptr;
 }
 
-std::uint32_t AddressSpaces::placement(const Allocation& a, std::uint32_t page, std::uint32_t replica,
-                                       jal_page_placement& out) const
+std::uint32_t AddressSpaces::placement(const Allocation& a, std::uint32_t page,
+                                       std::uint32_t replica, jal_page_placement& out) const
 {
     std::uint64_t pa = 0;
     const std::uint32_t status = mmu::lookup(a.ctx, va_of(a.va_page + page), replica, pa);
@@ -204,7 +218,8 @@ std::uint32_t AddressSpaces::placement(const Allocation& a, std::uint32_t page, 
     const std::uint32_t channel = jal_hbm_channel_of(pa);
     out = jal_page_placement{};
     out.phys = pa;
-    out.slice = static_cast<std::uint8_t>(logical_of_physical(enabled_, jal_slice_of_channel(channel)));
+    out.slice =
+        static_cast<std::uint8_t>(logical_of_physical(enabled_, jal_slice_of_channel(channel)));
     out.replica = static_cast<std::uint8_t>(replica);
     out.channel_lo = static_cast<std::uint8_t>(channel);
     return JAL_STATUS_OK;
@@ -232,9 +247,11 @@ std::uint32_t AddressSpaces::release(std::uint32_t ctx, std::uint32_t va_page, s
     return freed;
 }
 
-void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx, std::uint32_t va_page)
+void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx,
+                              std::uint32_t va_page)
 {
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu command failed", {cmd, status, ctx, va_page});
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu command failed",
+                   {cmd, status, ctx, va_page});
 }
 
 }  // namespace jal::fw::memory

@@ -22,8 +22,8 @@
 #include <cstdint>
 
 #include "firmware/host/journal.hpp"
-#include "jal/hw/admin.h"
 #include "firmware/memory/page_allocator.hpp"
+#include "jal/hw/admin.h"
 
 namespace jal::fw::memory {
 
@@ -33,9 +33,9 @@ inline constexpr std::uint32_t kAlignMaxLog2 = 40;
 
 struct AllocRequest {
     std::uint64_t bytes = 0;
-    std::uint32_t placement = 0;     // enum jal_placement
-    std::uint64_t slice_mask = 0;    // logical slices
-    std::uint32_t align_log2 = 0;    // 0: a page
+    std::uint32_t placement = 0;   // enum jal_placement
+    std::uint64_t slice_mask = 0;  // logical slices
+    std::uint32_t align_log2 = 0;  // 0: a page
 };
 
 // One live allocation (8 bytes). ctx == 0 marks a free slot.
@@ -49,7 +49,8 @@ struct Allocation {
     std::uint64_t va() const { return JAL_VA_BASE + std::uint64_t{va_page} * JAL_PAGE_SIZE; }
 };
 static_assert(sizeof(Allocation) == 8);
-static_assert(kTotalPages < (1u << 17) && JAL_NUM_SLICES < (1u << 7) && JAL_MAX_CONTEXTS <= (1u << 6));
+static_assert(kTotalPages < (1u << 17) && JAL_NUM_SLICES < (1u << 7) &&
+              JAL_MAX_CONTEXTS <= (1u << 6));
 
 class AddressSpaces {
 public:
@@ -68,18 +69,22 @@ public:
     // Frees every allocation of the context (unmap, free pages), flushes it from the MMU
     // and releases the id. Returns the number of allocations it still held.
     std::uint32_t destroy_context(std::uint32_t ctx);
-    std::uint8_t owner(std::uint32_t ctx) const { return ctx > 0 && ctx < JAL_MAX_CONTEXTS ? contexts_[ctx].owner : kNoFunction; }
+    std::uint8_t owner(std::uint32_t ctx) const
+    {
+        return ctx > 0 && ctx < JAL_MAX_CONTEXTS ? contexts_[ctx].owner : kNoFunction;
+    }
 
     // Allocates and maps; fills the reply. INVALID_FIELD, NO_MEMORY, or INTERNAL when the
     // MMU refused a mapping (logged; nothing is left mapped or taken).
-    [[nodiscard]] std::uint32_t alloc(std::uint32_t ctx, const AllocRequest& req, jal_mem_alloc_reply& reply);
+    [[nodiscard]] std::uint32_t alloc(std::uint32_t ctx, const AllocRequest& req,
+                                      jal_mem_alloc_reply& reply);
     // va must be the start of one of the context's allocations (else INVALID_FIELD).
     [[nodiscard]] std::uint32_t free(std::uint32_t ctx, std::uint64_t va);
     // The allocation of the context containing va, or nullptr.
     const Allocation* find(std::uint32_t ctx, std::uint64_t va) const;
     // Where replica `replica` of page `page` of the allocation lives (MMU LOOKUP).
-    [[nodiscard]] std::uint32_t placement(const Allocation& a, std::uint32_t page, std::uint32_t replica,
-                                          jal_page_placement& out) const;
+    [[nodiscard]] std::uint32_t placement(const Allocation& a, std::uint32_t page,
+                                          std::uint32_t replica, jal_page_placement& out) const;
 
     std::uint32_t live_contexts() const;
     std::uint32_t live_allocations() const { return live_allocations_; }
@@ -100,8 +105,10 @@ private:
 
     // Unmaps pages [0, count) of a mapping at va_page and frees every replica the MMU
     // reports for them. Returns the physical pages freed.
-    std::uint32_t release(std::uint32_t ctx, std::uint32_t va_page, std::uint32_t count, std::uint32_t replicas);
-    void mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx, std::uint32_t va_page);
+    std::uint32_t release(std::uint32_t ctx, std::uint32_t va_page, std::uint32_t count,
+                          std::uint32_t replicas);
+    void mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx,
+                   std::uint32_t va_page);
 
     host::Journal& journal_;
     PageAllocator pages_;

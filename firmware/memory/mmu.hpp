@@ -10,8 +10,8 @@
 
 namespace jal::fw::memory::mmu {
 
-inline std::uint32_t command(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, std::uint32_t flags,
-                             std::uint32_t cmd)
+inline std::uint32_t command(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa,
+                             std::uint32_t flags, std::uint32_t cmd)
 {
     hal::write32(JAL_MMU_CTX, ctx);
     hal::write32(JAL_MMU_VA_LO, static_cast<std::uint32_t>(va));
@@ -30,10 +30,14 @@ inline std::uint32_t map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, 
 }
 
 // Drops va and all its replicas.
-inline std::uint32_t unmap(std::uint32_t ctx, std::uint64_t va) { return command(ctx, va, 0, 0, JAL_MMU_CMD_UNMAP); }
+inline std::uint32_t unmap(std::uint32_t ctx, std::uint64_t va)
+{
+    return command(ctx, va, 0, 0, JAL_MMU_CMD_UNMAP);
+}
 
 // The physical page of replica `replica` of va; JAL_STATUS_PAGE_FAULT when there is none.
-inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica, std::uint64_t& pa)
+inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica,
+                            std::uint64_t& pa)
 {
     const std::uint32_t status = command(ctx, va, 0, replica, JAL_MMU_CMD_LOOKUP);
     if (status != 0) return status;
@@ -44,6 +48,9 @@ inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t r
 }
 
 // Drops every mapping of the context.
-inline std::uint32_t flush_ctx(std::uint32_t ctx) { return command(ctx, 0, 0, 0, JAL_MMU_CMD_FLUSH_CTX); }
+inline std::uint32_t flush_ctx(std::uint32_t ctx)
+{
+    return command(ctx, 0, 0, 0, JAL_MMU_CMD_FLUSH_CTX);
+}
 
 }  // namespace jal::fw::memory::mmu

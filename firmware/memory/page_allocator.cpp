@@ -42,7 +42,8 @@ bool PageAllocator::release(std::uint64_t phys)
     const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
     const std::uint32_t c = channel % JAL_HBM_CHANNELS_PER_SLICE;
     if (!((usable_[slice] >> c) & 1)) return false;
-    const auto page = static_cast<std::uint32_t>(c * kPagesPerChannel + (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+    const auto page = static_cast<std::uint32_t>(c * kPagesPerChannel +
+                                                 (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
     std::uint32_t& word = free_bits_[slice][page / 32];
     if ((word >> (page % 32)) & 1) return false;  // double free
     word |= 1u << (page % 32);
@@ -55,8 +56,9 @@ bool PageAllocator::is_free(std::uint64_t phys) const
     if (phys % JAL_PAGE_SIZE || phys >= JAL_HBM_TOTAL_BYTES) return false;
     const auto channel = static_cast<std::uint32_t>(phys / JAL_HBM_CHANNEL_BYTES);
     const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
-    const auto page = static_cast<std::uint32_t>((channel % JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerChannel +
-                                                 (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+    const auto page =
+        static_cast<std::uint32_t>((channel % JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerChannel +
+                                   (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
     return (free_bits_[slice][page / 32] >> (page % 32)) & 1;
 }
 

@@ -14,7 +14,8 @@
 
 namespace jal::fw::memory {
 
-inline constexpr std::uint32_t kPagesPerChannel = static_cast<std::uint32_t>(JAL_HBM_CHANNEL_BYTES / JAL_PAGE_SIZE);
+inline constexpr std::uint32_t kPagesPerChannel =
+    static_cast<std::uint32_t>(JAL_HBM_CHANNEL_BYTES / JAL_PAGE_SIZE);
 inline constexpr std::uint32_t kPagesPerSlice = kPagesPerChannel * JAL_HBM_CHANNELS_PER_SLICE;
 inline constexpr std::uint32_t kTotalPages = kPagesPerSlice * JAL_NUM_SLICES;
 static_assert(JAL_HBM_CHANNEL_BYTES % JAL_PAGE_SIZE == 0, "a channel holds whole pages");
@@ -26,7 +27,8 @@ inline constexpr std::uint32_t kNoPage = 0xffffffffu;
 constexpr std::uint64_t page_phys(std::uint32_t slice, std::uint32_t page)
 {
     const std::uint32_t channel = slice * JAL_HBM_CHANNELS_PER_SLICE + page / kPagesPerChannel;
-    return std::uint64_t{channel} * JAL_HBM_CHANNEL_BYTES + std::uint64_t{page % kPagesPerChannel} * JAL_PAGE_SIZE;
+    return std::uint64_t{channel} * JAL_HBM_CHANNEL_BYTES +
+           std::uint64_t{page % kPagesPerChannel} * JAL_PAGE_SIZE;
 }
 
 class PageAllocator {
@@ -40,10 +42,16 @@ public:
     // a page this allocator handed out: misaligned, beyond HBM, or already free.
     bool release(std::uint64_t phys);
 
-    std::uint32_t free_pages(std::uint32_t slice) const { return slice < JAL_NUM_SLICES ? free_[slice] : 0; }
+    std::uint32_t free_pages(std::uint32_t slice) const
+    {
+        return slice < JAL_NUM_SLICES ? free_[slice] : 0;
+    }
     std::uint32_t free_pages_total() const;
     // Pages that exist (free or taken) on the slice.
-    std::uint32_t capacity(std::uint32_t slice) const { return slice < JAL_NUM_SLICES ? capacity_[slice] : 0; }
+    std::uint32_t capacity(std::uint32_t slice) const
+    {
+        return slice < JAL_NUM_SLICES ? capacity_[slice] : 0;
+    }
     bool is_free(std::uint64_t phys) const;
 
 private:

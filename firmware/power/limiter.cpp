@@ -2,7 +2,8 @@
 
 namespace jal::fw::power {
 
-std::uint32_t ProportionalLimiter::update(std::uint32_t measure, std::uint32_t limit, std::uint32_t clock_mhz)
+std::uint32_t ProportionalLimiter::update(std::uint32_t measure, std::uint32_t limit,
+                                          std::uint32_t clock_mhz)
 {
     if (clock_mhz < JAL_CLOCK_MIN_MHZ) clock_mhz = JAL_CLOCK_MIN_MHZ;
     if (measure == 0) {  // nothing drawn (or no sensor): no reason to hold the clock
@@ -21,17 +22,21 @@ std::uint32_t ProportionalLimiter::update(std::uint32_t measure, std::uint32_t l
     }
     const std::uint64_t headroom = limit - measure;
     // Predicted rise of one clock step: measure * e * step / clock.
-    const std::uint64_t one_step = (std::uint64_t{measure} * kElasticity * JAL_CLOCK_STEP_MHZ + clock_mhz - 1) / clock_mhz;
+    const std::uint64_t one_step =
+        (std::uint64_t{measure} * kElasticity * JAL_CLOCK_STEP_MHZ + clock_mhz - 1) / clock_mhz;
     if (headroom < one_step) return ceiling_;  // at the limit: hold
-    std::uint64_t raise = std::uint64_t{clock_mhz} * headroom / (std::uint64_t{measure} * kElasticity);
+    std::uint64_t raise =
+        std::uint64_t{clock_mhz} * headroom / (std::uint64_t{measure} * kElasticity);
     raise = raise / JAL_CLOCK_STEP_MHZ * JAL_CLOCK_STEP_MHZ;
     if (raise < JAL_CLOCK_STEP_MHZ) raise = JAL_CLOCK_STEP_MHZ;
-    const std::uint32_t proposed = clamp_clock(static_cast<std::int64_t>(clock_mhz) + static_cast<std::int64_t>(raise));
+    const std::uint32_t proposed =
+        clamp_clock(static_cast<std::int64_t>(clock_mhz) + static_cast<std::int64_t>(raise));
     if (proposed > ceiling_) ceiling_ = proposed;  // headroom never lowers a ceiling
     return ceiling_;
 }
 
-std::uint32_t ThermalLimiter::update(std::int32_t temp_mc, std::int32_t limit_mc, std::uint32_t clock_mhz)
+std::uint32_t ThermalLimiter::update(std::int32_t temp_mc, std::int32_t limit_mc,
+                                     std::uint32_t clock_mhz)
 {
     if (++ticks_ < kPeriodTicks) return ceiling_;
     ticks_ = 0;

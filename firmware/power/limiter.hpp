@@ -30,7 +30,9 @@ public:
     // with static power included, so 2 is on the safe side.
     static constexpr std::uint32_t kElasticity = 2;
 
-    explicit ProportionalLimiter(std::uint32_t ceiling_mhz = JAL_CLOCK_MAX_MHZ) : ceiling_(ceiling_mhz) {}
+    explicit ProportionalLimiter(std::uint32_t ceiling_mhz = JAL_CLOCK_MAX_MHZ)
+        : ceiling_(ceiling_mhz)
+    {}
 
     // measure and limit in the same unit; clock_mhz is the clock that produced measure.
     std::uint32_t update(std::uint32_t measure, std::uint32_t limit, std::uint32_t clock_mhz);

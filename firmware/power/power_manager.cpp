@@ -2,10 +2,10 @@
 
 #include "firmware/hal/hal.hpp"
 #include "firmware/host/event_codes.hpp"
-#include "jal/hw/mgmt.h"
-#include "jal/hw/status.h"
 #include "firmware/power/vf.hpp"
 #include "firmware/util/mask64.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/status.h"
 
 namespace jal::fw::power {
 
@@ -16,7 +16,8 @@ std::uint32_t PowerManager::init_safe()
     set_operating_point(cur_mhz, cur_mv, JAL_CLOCK_MIN_MHZ);
     // Trust the registers: the clock must have taken the safe value.
     if (hal::read32(JAL_PWR_CLOCK_MHZ) != JAL_CLOCK_MIN_MHZ) return JAL_STATUS_HW_FAILED;
-    if (hal::read32(JAL_PWR_VOLTAGE_MV) < jal_vf_min_mv(JAL_CLOCK_MIN_MHZ)) return JAL_STATUS_HW_FAILED;
+    if (hal::read32(JAL_PWR_VOLTAGE_MV) < jal_vf_min_mv(JAL_CLOCK_MIN_MHZ))
+        return JAL_STATUS_HW_FAILED;
     return JAL_STATUS_OK;
 }
 
@@ -70,7 +71,8 @@ void PowerManager::control()
     jal_telemetry& t = telem_;
     if (requested_limit_mw_ != limit_mw_) {
         limit_mw_ = requested_limit_mw_;
-        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvPowerLimitSet, "power limit set", {limit_mw_});
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvPowerLimitSet, "power limit set",
+                       {limit_mw_});
     }
     const std::uint32_t clock = t.clock_mhz;
     t.power_avg_mw = avg_.add(t.power_mw, limit_mw_);
@@ -87,7 +89,8 @@ void PowerManager::control()
         current_.set_ceiling(target);
         reason = JAL_LIMITER_EMERGENCY;
         ++t.emergency_events;
-        journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency", {t.power_mw, limit_mw_});
+        journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency",
+                       {t.power_mw, limit_mw_});
     } else {
         const std::uint32_t power_target = guarded(limit_mw_);
         // The average lags: when it is over the limit but the power already is not, it will
@@ -97,7 +100,8 @@ void PowerManager::control()
         const std::uint32_t ceilings[] = {
             fast_.update(t.power_mw, power_target, clock),
             avg_falling ? slow_.ceiling() : slow_.update(t.power_avg_mw, power_target, clock),
-            current_.update(t.rail_current_ma[JAL_RAIL_CORE], guarded(JAL_CORE_CURRENT_LIMIT_MA), clock),
+            current_.update(t.rail_current_ma[JAL_RAIL_CORE], guarded(JAL_CORE_CURRENT_LIMIT_MA),
+                            clock),
             thermal_.update(t.temp_junction_mc, JAL_TEMP_LIMIT_MC, clock),
         };
         static constexpr std::uint32_t kReasons[] = {JAL_LIMITER_FAST_POWER, JAL_LIMITER_SLOW_POWER,
@@ -119,10 +123,11 @@ void PowerManager::control()
     if (reason != JAL_LIMITER_NONE && limiter_ == JAL_LIMITER_NONE) {
         ++t.throttle_events;
         episode_ms_ = 0;
-        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleBegin, jal_limiter_name(reason),
-                       {reason, target, t.power_mw, limit_mw_});
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleBegin,
+                       jal_limiter_name(reason), {reason, target, t.power_mw, limit_mw_});
     } else if (reason == JAL_LIMITER_NONE && limiter_ != JAL_LIMITER_NONE) {
-        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleEnd, "throttling ended", {episode_ms_});
+        journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvThrottleEnd, "throttling ended",
+                       {episode_ms_});
     }
     if (reason != JAL_LIMITER_NONE) ++episode_ms_;
     limiter_ = reason;

@@ -7,15 +7,17 @@
 #include <cstdint>
 
 #include "firmware/host/journal.hpp"
-#include "jal/hw/telemetry.h"
 #include "firmware/power/limiter.hpp"
 #include "firmware/slices/slice_manager.hpp"
+#include "jal/hw/telemetry.h"
 
 namespace jal::fw::power {
 
 class PowerManager {
 public:
-    PowerManager(slices::SliceManager& slices, host::Journal& journal) : slices_(slices), journal_(journal) {}
+    PowerManager(slices::SliceManager& slices, host::Journal& journal)
+        : slices_(slices), journal_(journal)
+    {}
 
     // Boot: a safe operating point (minimum clock) before slices come out of reset.
     [[nodiscard]] std::uint32_t init_safe();
@@ -47,7 +49,10 @@ public:
     // die warms (slowly, over hundreds of ticks), and the band absorbs that creep before it
     // can cross the limit itself.
     static constexpr std::uint32_t kGuardDiv = 128;
-    static constexpr std::uint32_t guarded(std::uint32_t limit) { return limit - limit / kGuardDiv; }
+    static constexpr std::uint32_t guarded(std::uint32_t limit)
+    {
+        return limit - limit / kGuardDiv;
+    }
 
     // Emergency threshold: power above 5/4 of the limit drops the clock to minimum at once.
     static constexpr std::uint32_t kEmergencyNum = 5, kEmergencyDen = 4;
@@ -62,7 +67,8 @@ private:
     bool started_ = false;
     std::uint32_t limit_mw_ = JAL_POWER_TDP_MW;
     std::uint32_t requested_limit_mw_ = JAL_POWER_TDP_MW;
-    ProportionalLimiter fast_{JAL_CLOCK_MIN_MHZ}, slow_{JAL_CLOCK_MIN_MHZ}, current_{JAL_CLOCK_MIN_MHZ};
+    ProportionalLimiter fast_{JAL_CLOCK_MIN_MHZ}, slow_{JAL_CLOCK_MIN_MHZ},
+        current_{JAL_CLOCK_MIN_MHZ};
     ThermalLimiter thermal_;
     MovingAverage avg_;
     std::uint32_t limiter_ = JAL_LIMITER_NONE;

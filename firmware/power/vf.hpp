@@ -12,7 +12,9 @@ namespace jal::fw::power {
 inline std::uint32_t voltage_for(std::uint32_t mhz)
 {
     const std::uint32_t mv = jal_vf_min_mv(mhz);
-    return mv < JAL_VOLTAGE_MIN_MV ? JAL_VOLTAGE_MIN_MV : mv > JAL_VOLTAGE_MAX_MV ? JAL_VOLTAGE_MAX_MV : mv;
+    return mv < JAL_VOLTAGE_MIN_MV   ? JAL_VOLTAGE_MIN_MV
+           : mv > JAL_VOLTAGE_MAX_MV ? JAL_VOLTAGE_MAX_MV
+                                     : mv;
 }
 
 // Moves from (cur_mhz, cur_mv) to new_mhz at its V/F voltage.

@@ -20,7 +20,10 @@ struct QueueConfig {
     std::uint32_t vector = 0;
 };
 
-inline void select(std::uint32_t qid) { hal::write32(JAL_CP_QSEL, qid); }
+inline void select(std::uint32_t qid)
+{
+    hal::write32(JAL_CP_QSEL, qid);
+}
 
 inline void enable(std::uint32_t qid, const QueueConfig& q)
 {

@@ -10,7 +10,8 @@ void UserQueues::init()
 {
     q_.fill(Queue{});
     next_ = 0;
-    for (std::uint32_t qid = 0; qid < JAL_MAX_USER_QUEUES; ++qid) cp::control(qid, JAL_CP_CTRL_DISABLE);
+    for (std::uint32_t qid = 0; qid < JAL_MAX_USER_QUEUES; ++qid)
+        cp::control(qid, JAL_CP_CTRL_DISABLE);
 }
 
 std::uint32_t UserQueues::create(const cp::QueueConfig& cfg, std::uint32_t& qid)
@@ -18,7 +19,8 @@ std::uint32_t UserQueues::create(const cp::QueueConfig& cfg, std::uint32_t& qid)
     for (std::uint32_t i = 0; i < JAL_MAX_USER_QUEUES; ++i) {
         const std::uint32_t id = (next_ + i) % JAL_MAX_USER_QUEUES;
         if (q_[id].ctx != 0) continue;
-        q_[id] = Queue{static_cast<std::uint8_t>(cfg.ctx), static_cast<std::uint8_t>(cfg.fn), cfg.size, 0, JAL_QUEUE_ACTIVE};
+        q_[id] = Queue{static_cast<std::uint8_t>(cfg.ctx), static_cast<std::uint8_t>(cfg.fn),
+                       cfg.size, 0, JAL_QUEUE_ACTIVE};
         next_ = (id + 1) % JAL_MAX_USER_QUEUES;
         cp::enable(id, cfg);
         qid = id;
@@ -62,7 +64,8 @@ bool UserQueues::status(std::uint32_t qid, jal_queue_status& st)
     st.size = q_[qid].size;
     Queue& q = q_[qid];
     // The engine's counter only grows until a reset, so a change means new failures.
-    const bool news = st.errors != q.errors_seen || (st.state == JAL_QUEUE_ERROR && q.state_seen != JAL_QUEUE_ERROR);
+    const bool news = st.errors != q.errors_seen ||
+                      (st.state == JAL_QUEUE_ERROR && q.state_seen != JAL_QUEUE_ERROR);
     q.errors_seen = st.errors;
     q.state_seen = st.state;
     return news;

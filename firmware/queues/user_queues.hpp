@@ -6,9 +6,9 @@
 #include <array>
 #include <cstdint>
 
+#include "firmware/queues/cp.hpp"
 #include "jal/hw/admin.h"
 #include "jal/hw/pci.h"
-#include "firmware/queues/cp.hpp"
 
 namespace jal::fw::queues {
 
@@ -33,7 +33,10 @@ public:
     void reset(std::uint32_t qid);
 
     std::uint32_t live() const;
-    std::uint32_t context_of(std::uint32_t qid) const { return qid < JAL_MAX_USER_QUEUES ? q_[qid].ctx : 0; }
+    std::uint32_t context_of(std::uint32_t qid) const
+    {
+        return qid < JAL_MAX_USER_QUEUES ? q_[qid].ctx : 0;
+    }
 
 private:
     struct Queue {

@@ -1,10 +1,10 @@
 #include "firmware/slices/slice_manager.hpp"
 
 #include "firmware/hal/hal.hpp"
-#include "jal/hw/mgmt.h"
-#include "jal/hw/status.h"
 #include "firmware/sys/watchdog.hpp"
 #include "firmware/util/mask64.hpp"
+#include "jal/hw/mgmt.h"
+#include "jal/hw/status.h"
 
 namespace jal::fw::slices {
 
@@ -13,8 +13,7 @@ using util::popcount64;
 namespace {
 void wait_until(std::uint64_t deadline_us)
 {
-    while (hal::now_us() < deadline_us) {
-    }
+    while (hal::now_us() < deadline_us) {}
 }
 }  // namespace
 
@@ -46,7 +45,8 @@ std::uint32_t SliceManager::run_bist()
     util::write_mask64(JAL_SLICE_BIST_START_LO, JAL_SLICE_BIST_START_HI, released_);
     const std::uint64_t deadline = t0 + kBistTimeoutUs;
     for (;;) {
-        const std::uint64_t done = util::read_mask64(JAL_SLICE_BIST_DONE_LO, JAL_SLICE_BIST_DONE_HI) & released_;
+        const std::uint64_t done =
+            util::read_mask64(JAL_SLICE_BIST_DONE_LO, JAL_SLICE_BIST_DONE_HI) & released_;
         const std::uint64_t now = hal::now_us();
         // Record each slice's duration the first time it is seen done.
         for (std::uint64_t fresh = done & ~bist_done_; fresh; fresh &= fresh - 1) {
@@ -92,7 +92,10 @@ std::uint32_t SliceManager::publish()
     return enabled_count() < JAL_MIN_GOOD_SLICES ? JAL_STATUS_HW_FAILED : JAL_STATUS_OK;
 }
 
-std::uint32_t SliceManager::enabled_count() const { return popcount64(enabled_); }
+std::uint32_t SliceManager::enabled_count() const
+{
+    return popcount64(enabled_);
+}
 
 std::uint32_t SliceManager::update_gating(std::uint64_t busy)
 {

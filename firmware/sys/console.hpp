@@ -9,7 +9,8 @@ namespace jal::fw::sys {
 
 inline void console_line(const char* text)
 {
-    for (const char* p = text; *p; ++p) hal::write32(JAL_SYS_CONSOLE, static_cast<unsigned char>(*p));
+    for (const char* p = text; *p; ++p)
+        hal::write32(JAL_SYS_CONSOLE, static_cast<unsigned char>(*p));
     hal::write32(JAL_SYS_CONSOLE, '\n');
 }
 

@@ -18,6 +18,9 @@ inline void watchdog_arm(std::uint32_t timeout_ms = kWatchdogTimeoutMs)
     hal::write32(JAL_WDT_CTRL, 1);
 }
 
-inline void watchdog_feed() { hal::write32(JAL_WDT_FEED, JAL_WDT_FEED_MAGIC); }
+inline void watchdog_feed()
+{
+    hal::write32(JAL_WDT_FEED, JAL_WDT_FEED_MAGIC);
+}
 
 }  // namespace jal::fw::sys

@@ -21,6 +21,9 @@ inline void write_mask64(std::uint32_t lo_reg, std::uint32_t hi_reg, std::uint64
     hal::write32(hi_reg, static_cast<std::uint32_t>(mask >> 32));
 }
 
-inline std::uint32_t popcount64(std::uint64_t m) { return static_cast<std::uint32_t>(std::popcount(m)); }
+inline std::uint32_t popcount64(std::uint64_t m)
+{
+    return static_cast<std::uint32_t>(std::popcount(m));
+}
 
 }  // namespace jal::fw::util

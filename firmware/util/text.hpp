@@ -25,7 +25,11 @@ public:
 
     const char* c_str() const { return buf_; }
     std::size_t size() const { return len_; }
-    void clear() { len_ = 0; buf_[0] = '\0'; }
+    void clear()
+    {
+        len_ = 0;
+        buf_[0] = '\0';
+    }
 
 private:
     char buf_[kCapacity + 1] = {};

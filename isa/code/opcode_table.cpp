@@ -84,19 +84,24 @@ constexpr OpInfo kOps[] = {
 
 // Opcode -> entry, built once from kOps.
 struct Index {
-    std::array<const OpInfo *, 256> by_opcode{};
+    std::array<const OpInfo*, 256> by_opcode{};
     constexpr Index()
     {
-        for (const OpInfo &op : kOps)
-            by_opcode[op.opcode] = &op;
+        for (const OpInfo& op : kOps) by_opcode[op.opcode] = &op;
     }
 };
 constexpr Index kIndex;
 
-} // namespace
+}  // namespace
 
-const OpInfo *find_op(uint8_t opcode) { return kIndex.by_opcode[opcode]; }
+const OpInfo* find_op(uint8_t opcode)
+{
+    return kIndex.by_opcode[opcode];
+}
 
-OpTable all_ops() { return {std::begin(kOps), std::end(kOps)}; }
+OpTable all_ops()
+{
+    return {std::begin(kOps), std::end(kOps)};
+}
 
-} // namespace jal::isa::detail
+}  // namespace jal::isa::detail

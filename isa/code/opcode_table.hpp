@@ -10,56 +10,56 @@ namespace jal::isa::detail {
 
 // What a register field (a, b, c, d) names.
 enum class Reg : uint8_t {
-    none, // unused: must be zero
-    x,    // scalar register, < JAL_ISA_SCALAR_REGS
-    t,    // tile register, < JAL_ISA_TILE_REGS
-    q,    // semaphore, < JAL_ISA_SEMAPHORES
+    none,  // unused: must be zero
+    x,     // scalar register, < JAL_ISA_SCALAR_REGS
+    t,     // tile register, < JAL_ISA_TILE_REGS
+    q,     // semaphore, < JAL_ISA_SEMAPHORES
 };
 
 // What the 32-bit immediate means.
 enum class Imm : uint8_t {
-    zero,     // unused: must be zero
-    any,      // a signed integer (LI, ADDI, MULI)
-    high,     // LUI's upper word (printed in hex)
-    offset,   // a byte offset of LD/ST/LW (alignment is checked when it runs)
-    branch,   // instructions relative to this one; the object-level check bounds it
-    sreg,     // enum jal_special_reg
-    tdesc,    // JAL_TDESC_IMM(stride, dtype): dtype must be a jal_dtype
-    sem,      // a semaphore number
-    count,    // a semaphore count, >= 0
-    col,      // a tile column, >= 0
-    k,        // VTOPK's k, >= 1
-    cvt,      // enum jal_cvt_mode
-    status,   // TRAP's status: a failing enum jal_status
-    window,   // VMASK's sliding window, >= 0 (0: none)
-    f32,      // float bits (VSCALE, VADDS)
-    bits,     // raw element bits (VFILL: F32 or I32 by the tile's dtype)
+    zero,    // unused: must be zero
+    any,     // a signed integer (LI, ADDI, MULI)
+    high,    // LUI's upper word (printed in hex)
+    offset,  // a byte offset of LD/ST/LW (alignment is checked when it runs)
+    branch,  // instructions relative to this one; the object-level check bounds it
+    sreg,    // enum jal_special_reg
+    tdesc,   // JAL_TDESC_IMM(stride, dtype): dtype must be a jal_dtype
+    sem,     // a semaphore number
+    count,   // a semaphore count, >= 0
+    col,     // a tile column, >= 0
+    k,       // VTOPK's k, >= 1
+    cvt,     // enum jal_cvt_mode
+    status,  // TRAP's status: a failing enum jal_status
+    window,  // VMASK's sliding window, >= 0 (0: none)
+    f32,     // float bits (VSCALE, VADDS)
+    bits,    // raw element bits (VFILL: F32 or I32 by the tile's dtype)
 };
 
 // How the disassembler lays out the operands.
 enum class Syntax : uint8_t {
-    plain, // mnemonic a, b, c, d, imm (the fields in use)
-    mem,   // ld x1, [x2+8]
-    dma,   // tload t2, [x5], x6, q1  /  tgather t1, [x2], x3, t4, q0
-    elem,  // tread x1, t2[x3, 4]
+    plain,  // mnemonic a, b, c, d, imm (the fields in use)
+    mem,    // ld x1, [x2+8]
+    dma,    // tload t2, [x5], x6, q1  /  tgather t1, [x2], x3, t4, q0
+    elem,   // tread x1, t2[x3, 4]
 };
 
 struct OpInfo {
     uint8_t opcode;
-    const char *mnemonic;
+    const char* mnemonic;
     Reg a, b, c, d;
     Imm imm;
     Syntax syntax;
 };
 
 // The entry of `opcode`, or nullptr when the ISA has no such instruction.
-const OpInfo *find_op(uint8_t opcode);
+const OpInfo* find_op(uint8_t opcode);
 
 // Every entry, in opcode order (for tests that cover each opcode).
 struct OpTable {
-    const OpInfo *begin;
-    const OpInfo *end;
+    const OpInfo* begin;
+    const OpInfo* end;
 };
 OpTable all_ops();
 
-} // namespace jal::isa::detail
+}  // namespace jal::isa::detail

@@ -13,47 +13,53 @@ namespace {
 using detail::Imm;
 using detail::Reg;
 
-jal_status reject(std::string *error, jal_status status, std::string message)
+jal_status reject(std::string* error, jal_status status, std::string message)
 {
-    if (error)
-        *error = std::move(message);
+    if (error) *error = std::move(message);
     return status;
 }
 
 // Registers a role allows, and how the message names them.
 struct RegRange {
     unsigned limit;
-    const char *what;
+    const char* what;
 };
 RegRange range_of(Reg r)
 {
     switch (r) {
-    case Reg::x: return {JAL_ISA_SCALAR_REGS, "a scalar register (x0..x31)"};
-    case Reg::t: return {JAL_ISA_TILE_REGS, "a tile register (t0..t15)"};
-    case Reg::q: return {JAL_ISA_SEMAPHORES, "a semaphore (q0..q15)"};
-    case Reg::none: break;
+    case Reg::x:
+        return {JAL_ISA_SCALAR_REGS, "a scalar register (x0..x31)"};
+    case Reg::t:
+        return {JAL_ISA_TILE_REGS, "a tile register (t0..t15)"};
+    case Reg::q:
+        return {JAL_ISA_SEMAPHORES, "a semaphore (q0..q15)"};
+    case Reg::none:
+        break;
     }
     return {1, "unused and must be zero"};
 }
 
-jal_status check_imm(const detail::OpInfo &op, int32_t imm, std::string *error)
+jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
 {
-    auto bad = [&](const std::string &why) {
+    auto bad = [&](const std::string& why) {
         return reject(error, JAL_STATUS_INVALID_FIELD, fmt::format("{}: {}", op.mnemonic, why));
     };
     switch (op.imm) {
     case Imm::zero:
         if (imm != 0)
-            return bad(fmt::format("imm is {:#x}, unused and must be zero", static_cast<uint32_t>(imm)));
+            return bad(
+                fmt::format("imm is {:#x}, unused and must be zero", static_cast<uint32_t>(imm)));
         break;
     case Imm::sreg:
         if (imm < JAL_SR_SLICE || imm > JAL_SR_TIMING_ONLY)
-            return bad(fmt::format("special register {} is not known (0..{})", imm, int(JAL_SR_TIMING_ONLY)));
+            return bad(fmt::format("special register {} is not known (0..{})", imm,
+                                   int(JAL_SR_TIMING_ONLY)));
         break;
     case Imm::tdesc: {
         uint32_t dt = JAL_TDESC_DTYPE(imm);
         if (dt < JAL_DT_F32 || dt > JAL_DT_I32)
-            return bad(fmt::format("dtype {} is not a jal_dtype ({}..{})", dt, int(JAL_DT_F32), int(JAL_DT_I32)));
+            return bad(fmt::format("dtype {} is not a jal_dtype ({}..{})", dt, int(JAL_DT_F32),
+                                   int(JAL_DT_I32)));
         break;
     }
     case Imm::sem:
@@ -61,16 +67,13 @@ jal_status check_imm(const detail::OpInfo &op, int32_t imm, std::string *error)
             return bad(fmt::format("semaphore imm is {}, not a semaphore (q0..q15)", imm));
         break;
     case Imm::count:
-        if (imm < 0)
-            return bad(fmt::format("count {} is negative", imm));
+        if (imm < 0) return bad(fmt::format("count {} is negative", imm));
         break;
     case Imm::col:
-        if (imm < 0)
-            return bad(fmt::format("column {} is negative", imm));
+        if (imm < 0) return bad(fmt::format("column {} is negative", imm));
         break;
     case Imm::k:
-        if (imm < 1)
-            return bad(fmt::format("k is {}, must be at least 1", imm));
+        if (imm < 1) return bad(fmt::format("k is {}, must be at least 1", imm));
         break;
     case Imm::cvt:
         if (imm != JAL_CVT_OCP && imm != JAL_CVT_GGML)
@@ -78,11 +81,11 @@ jal_status check_imm(const detail::OpInfo &op, int32_t imm, std::string *error)
         break;
     case Imm::status:
         if (imm <= JAL_STATUS_OK || imm >= JAL_STATUS_COUNT_)
-            return bad(fmt::format("status {} is not a failing jal_status (1..{})", imm, int(JAL_STATUS_COUNT_) - 1));
+            return bad(fmt::format("status {} is not a failing jal_status (1..{})", imm,
+                                   int(JAL_STATUS_COUNT_) - 1));
         break;
     case Imm::window:
-        if (imm < 0)
-            return bad(fmt::format("window {} is negative", imm));
+        if (imm < 0) return bad(fmt::format("window {} is negative", imm));
         break;
     case Imm::any:
     case Imm::high:
@@ -95,24 +98,27 @@ jal_status check_imm(const detail::OpInfo &op, int32_t imm, std::string *error)
     return JAL_STATUS_OK;
 }
 
-} // namespace
+}  // namespace
 
-jal_status validate_instruction(uint64_t word, std::string *error)
+jal_status validate_instruction(uint64_t word, std::string* error)
 {
-    const detail::OpInfo *op = detail::find_op(JAL_INSN_OPCODE(word));
+    const detail::OpInfo* op = detail::find_op(JAL_INSN_OPCODE(word));
     if (!op)
-        return reject(error, JAL_STATUS_INVALID_OPCODE, fmt::format("opcode {:#04x} is not in the ISA", JAL_INSN_OPCODE(word)));
+        return reject(error, JAL_STATUS_INVALID_OPCODE,
+                      fmt::format("opcode {:#04x} is not in the ISA", JAL_INSN_OPCODE(word)));
     const Reg roles[4] = {op->a, op->b, op->c, op->d};
-    const unsigned values[4] = {JAL_INSN_A(word), JAL_INSN_B(word), JAL_INSN_C(word), JAL_INSN_D(word)};
+    const unsigned values[4] = {JAL_INSN_A(word), JAL_INSN_B(word), JAL_INSN_C(word),
+                                JAL_INSN_D(word)};
     static constexpr char kNames[4] = {'a', 'b', 'c', 'd'};
     for (int i = 0; i < 4; i++) {
         RegRange r = range_of(roles[i]);
         if (values[i] >= r.limit)
-            return reject(error, JAL_STATUS_INVALID_FIELD,
-                          fmt::format("{}: field {} is {}, {}", op->mnemonic, kNames[i], values[i],
-                                      roles[i] == Reg::none ? r.what : fmt::format("not {}", r.what)));
+            return reject(
+                error, JAL_STATUS_INVALID_FIELD,
+                fmt::format("{}: field {} is {}, {}", op->mnemonic, kNames[i], values[i],
+                            roles[i] == Reg::none ? r.what : fmt::format("not {}", r.what)));
     }
     return check_imm(*op, JAL_INSN_IMM(word), error);
 }
 
-} // namespace jal::isa
+}  // namespace jal::isa

@@ -8,7 +8,8 @@
 
 namespace jal::numerics {
 
-bool host_has_avx2() {
+bool host_has_avx2()
+{
 #if defined(__x86_64__) || defined(__i386__)
     static const bool has = [] {
         __builtin_cpu_init();
@@ -22,17 +23,21 @@ bool host_has_avx2() {
 }
 
 namespace {
-std::atomic<Isa> &selected() {
+std::atomic<Isa>& selected()
+{
     static std::atomic<Isa> isa{host_has_avx2() ? Isa::avx2 : Isa::scalar};
     return isa;
 }
 }  // namespace
 
-Isa active_isa() { return selected().load(std::memory_order_relaxed); }
+Isa active_isa()
+{
+    return selected().load(std::memory_order_relaxed);
+}
 
-void force_isa(Isa isa) {
-    if (isa == Isa::avx2 && !host_has_avx2())
-        isa = Isa::scalar;
+void force_isa(Isa isa)
+{
+    if (isa == Isa::avx2 && !host_has_avx2()) isa = Isa::scalar;
     selected().store(isa, std::memory_order_relaxed);
 }
 

@@ -9,27 +9,29 @@
 namespace jal::numerics {
 
 // Case (a) of MMA: a Q8_0, b MXFP4 or Q8_0 (per-block integer dots, scaled, added).
-void mma_blockdot_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b);
-void mma_blockdot_avx2(const Tile &acc, const ConstTile &a, const ConstTile &b);
+void mma_blockdot_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b);
+void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 // Case (b): everything decoded to F32, sequential fused multiply-add along k.
-void mma_fma_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b);
-void mma_fma_avx2(const Tile &acc, const ConstTile &a, const ConstTile &b);
+void mma_fma_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b);
+void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 
 // The vector engine's functions on n floats (x and y may alias).
-void exp_scalar(const float *x, float *y, size_t n);
-void exp_avx2(const float *x, float *y, size_t n);
-void sigmoid_scalar(const float *x, float *y, size_t n);
-void sigmoid_avx2(const float *x, float *y, size_t n);
-void silu_scalar(const float *x, float *y, size_t n);
-void silu_avx2(const float *x, float *y, size_t n);
+void exp_scalar(const float* x, float* y, size_t n);
+void exp_avx2(const float* x, float* y, size_t n);
+void sigmoid_scalar(const float* x, float* y, size_t n);
+void sigmoid_avx2(const float* x, float* y, size_t n);
+void silu_scalar(const float* x, float* y, size_t n);
+void silu_avx2(const float* x, float* y, size_t n);
 
 // Pointer to row r of a tile, and to the element-block holding column k (k a multiple of
 // the dtype's block).
-inline const unsigned char *tile_at(const ConstTile &t, size_t r, size_t k) {
-    return static_cast<const unsigned char *>(t.data) + r * t.stride + row_bytes(t.dtype, k);
+inline const unsigned char* tile_at(const ConstTile& t, size_t r, size_t k)
+{
+    return static_cast<const unsigned char*>(t.data) + r * t.stride + row_bytes(t.dtype, k);
 }
-inline unsigned char *acc_row(const Tile &t, size_t r) {
-    return static_cast<unsigned char *>(t.data) + r * t.stride;
+inline unsigned char* acc_row(const Tile& t, size_t r)
+{
+    return static_cast<unsigned char*>(t.data) + r * t.stride;
 }
 
 }  // namespace jal::numerics

@@ -13,20 +13,31 @@ namespace jal::numerics {
 
 namespace {
 
-bool allowed_a(jal_dtype dt) {
+bool allowed_a(jal_dtype dt)
+{
     switch (dt) {
-    case JAL_DT_F32: case JAL_DT_BF16: case JAL_DT_F16: case JAL_DT_MXFP8_E4M3:
-    case JAL_DT_MXFP8_E5M2: case JAL_DT_MXFP4: case JAL_DT_Q8_0:
+    case JAL_DT_F32:
+    case JAL_DT_BF16:
+    case JAL_DT_F16:
+    case JAL_DT_MXFP8_E4M3:
+    case JAL_DT_MXFP8_E5M2:
+    case JAL_DT_MXFP4:
+    case JAL_DT_Q8_0:
         return true;
     default:
         return false;
     }
 }
 
-bool allowed_b(jal_dtype dt, jal_dtype a) {
+bool allowed_b(jal_dtype dt, jal_dtype a)
+{
     switch (dt) {
-    case JAL_DT_F32: case JAL_DT_BF16: case JAL_DT_F16: case JAL_DT_MXFP8_E4M3:
-    case JAL_DT_MXFP8_E5M2: case JAL_DT_MXFP4:
+    case JAL_DT_F32:
+    case JAL_DT_BF16:
+    case JAL_DT_F16:
+    case JAL_DT_MXFP8_E4M3:
+    case JAL_DT_MXFP8_E5M2:
+    case JAL_DT_MXFP4:
         return true;
     case JAL_DT_Q8_0:
         return a == JAL_DT_Q8_0;
@@ -36,35 +47,39 @@ bool allowed_b(jal_dtype dt, jal_dtype a) {
 }
 
 // Footprint of a tile in bytes: it must fit a slice's L1.
-bool fits_l1(uint32_t rows, uint32_t stride, size_t row_len) {
-    if (rows == 0)
-        return true;
+bool fits_l1(uint32_t rows, uint32_t stride, size_t row_len)
+{
+    if (rows == 0) return true;
     return uint64_t(rows - 1) * stride + row_len <= JAL_SLICE_L1_BYTES;
 }
 
-jal_status fail(std::string *error, const char *msg) {
-    if (error)
-        *error = msg;
+jal_status fail(std::string* error, const char* msg)
+{
+    if (error) *error = msg;
     return JAL_STATUS_INVALID_FIELD;
 }
 
-size_t footprint(uint32_t rows, uint32_t stride, size_t row_len) {
+size_t footprint(uint32_t rows, uint32_t stride, size_t row_len)
+{
     return rows == 0 ? 0 : size_t(rows - 1) * stride + row_len;
 }
 
-bool overlaps(const void *p, size_t n, const void *q, size_t m) {
+bool overlaps(const void* p, size_t n, const void* q, size_t m)
+{
     auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
     return n && m && a < b + m && b < a + n;
 }
 
-bool is_blockdot(const ConstTile &a, const ConstTile &b) {
+bool is_blockdot(const ConstTile& a, const ConstTile& b)
+{
     return a.dtype == JAL_DT_Q8_0 && (b.dtype == JAL_DT_MXFP4 || b.dtype == JAL_DT_Q8_0);
 }
 
 // Every NaN an MMA produces is the canonical quiet NaN, whatever produced it.
-void canonicalize_nans(const Tile &acc) {
+void canonicalize_nans(const Tile& acc)
+{
     for (uint32_t m = 0; m < acc.rows; m++) {
-        unsigned char *row = static_cast<unsigned char *>(acc.data) + size_t(m) * acc.stride;
+        unsigned char* row = static_cast<unsigned char*>(acc.data) + size_t(m) * acc.stride;
         for (uint32_t n = 0; n < acc.cols; n++) {
             uint32_t u;
             std::memcpy(&u, row + 4 * n, 4);
@@ -76,15 +91,14 @@ void canonicalize_nans(const Tile &acc) {
     }
 }
 
-void run_mma(const Tile &acc, const ConstTile &a, const ConstTile &b);
+void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b);
 
 }  // namespace
 
-jal_status mma(const Tile &acc, const ConstTile &a, const ConstTile &b, std::string *error) {
-    if (acc.dtype != JAL_DT_F32)
-        return fail(error, "mma: the accumulator must be F32");
-    if (!allowed_a(a.dtype))
-        return fail(error, "mma: a's dtype is not a matrix input");
+jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b, std::string* error)
+{
+    if (acc.dtype != JAL_DT_F32) return fail(error, "mma: the accumulator must be F32");
+    if (!allowed_a(a.dtype)) return fail(error, "mma: a's dtype is not a matrix input");
     if (!allowed_b(b.dtype, a.dtype))
         return fail(error, "mma: b's dtype is not a matrix input with this a");
     if (acc.rows != a.rows || acc.cols != b.rows)
@@ -101,22 +115,23 @@ jal_status mma(const Tile &acc, const ConstTile &a, const ConstTile &b, std::str
     if (!fits_l1(acc.rows, acc.stride, acc_row_len) || !fits_l1(a.rows, a.stride, a_row) ||
         !fits_l1(b.rows, b.stride, b_row))
         return fail(error, "mma: a tile does not fit in L1 (4 MiB)");
-    if (acc.rows == 0 || acc.cols == 0)
-        return JAL_STATUS_OK;
-    if (!acc.data || !a.data || !b.data)
-        return fail(error, "mma: null tile data");
+    if (acc.rows == 0 || acc.cols == 0) return JAL_STATUS_OK;
+    if (!acc.data || !a.data || !b.data) return fail(error, "mma: null tile data");
     // An input that shares memory with acc is read as it was before the instruction (a
     // copy), so the result does not depend on the order in which a code path writes acc.
     const size_t acc_len = footprint(acc.rows, acc.stride, acc_row_len);
     std::vector<unsigned char> a_copy, b_copy;
     ConstTile ra = a, rb = b;
-    const size_t a_len = footprint(a.rows, a.stride, a_row), b_len = footprint(b.rows, b.stride, b_row);
+    const size_t a_len = footprint(a.rows, a.stride, a_row),
+                 b_len = footprint(b.rows, b.stride, b_row);
     if (overlaps(acc.data, acc_len, a.data, a_len)) {
-        a_copy.assign(static_cast<const unsigned char *>(a.data), static_cast<const unsigned char *>(a.data) + a_len);
+        a_copy.assign(static_cast<const unsigned char*>(a.data),
+                      static_cast<const unsigned char*>(a.data) + a_len);
         ra.data = a_copy.data();
     }
     if (overlaps(acc.data, acc_len, b.data, b_len)) {
-        b_copy.assign(static_cast<const unsigned char *>(b.data), static_cast<const unsigned char *>(b.data) + b_len);
+        b_copy.assign(static_cast<const unsigned char*>(b.data),
+                      static_cast<const unsigned char*>(b.data) + b_len);
         rb.data = b_copy.data();
     }
     run_mma(acc, ra, rb);
@@ -125,7 +140,8 @@ jal_status mma(const Tile &acc, const ConstTile &a, const ConstTile &b, std::str
 
 namespace {
 
-void run_mma(const Tile &acc, const ConstTile &a, const ConstTile &b) {
+void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b)
+{
     bool avx2 = active_isa() == Isa::avx2;
     if (is_blockdot(a, b))
         (avx2 ? mma_blockdot_avx2 : mma_blockdot_scalar)(acc, a, b);
@@ -138,16 +154,17 @@ void run_mma(const Tile &acc, const ConstTile &a, const ConstTile &b) {
 
 namespace {
 constexpr int8_t kValuesMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-}
+}  // namespace
 
-void mma_blockdot_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b) {
+void mma_blockdot_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b)
+{
     const size_t nb = a.cols / 32;
     const bool b_mxfp4 = b.dtype == JAL_DT_MXFP4;
     std::vector<float> row(acc.cols);
     for (uint32_t m = 0; m < acc.rows; m++) {
-        unsigned char *out = acc_row(acc, m);
+        unsigned char* out = acc_row(acc, m);
         std::memcpy(row.data(), out, row.size() * 4);
-        auto *xa = reinterpret_cast<const jal_block_q8_0 *>(tile_at(a, m, 0));
+        auto* xa = reinterpret_cast<const jal_block_q8_0*>(tile_at(a, m, 0));
         for (uint32_t n = 0; n < acc.cols; n++) {
             float s = row[n];
             for (size_t j = 0; j < nb; j++) {
@@ -166,8 +183,7 @@ void mma_blockdot_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b
                 } else {
                     jal_block_q8_0 qb;
                     std::memcpy(&qb, tile_at(b, n, 0) + j * sizeof qb, sizeof qb);
-                    for (int i = 0; i < 32; i++)
-                        isum += qa.qs[i] * qb.qs[i];
+                    for (int i = 0; i < 32; i++) isum += qa.qs[i] * qb.qs[i];
                     d = f16_to_f32(qb.d) * f16_to_f32(qa.d);
                 }
                 const float t = d * float(isum);
@@ -179,20 +195,20 @@ void mma_blockdot_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b
     }
 }
 
-void mma_fma_scalar(const Tile &acc, const ConstTile &a, const ConstTile &b) {
+void mma_fma_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b)
+{
     const size_t K = a.cols;
     std::vector<float> bf(size_t(b.rows) * K), af(K), row(acc.cols);
     for (uint32_t n = 0; n < b.rows; n++)
         dequantize_row(b.dtype, tile_at(b, n, 0), bf.data() + n * K, K);
     for (uint32_t m = 0; m < acc.rows; m++) {
         dequantize_row(a.dtype, tile_at(a, m, 0), af.data(), K);
-        unsigned char *out = acc_row(acc, m);
+        unsigned char* out = acc_row(acc, m);
         std::memcpy(row.data(), out, row.size() * 4);
         for (uint32_t n = 0; n < acc.cols; n++) {
-            const float *bn = bf.data() + n * K;
+            const float* bn = bf.data() + n * K;
             float s = row[n];
-            for (size_t k = 0; k < K; k++)
-                s = std::fma(af[k], bn[k], s);
+            for (size_t k = 0; k < K; k++) s = std::fma(af[k], bn[k], s);
             row[n] = s;
         }
         std::memcpy(out, row.data(), row.size() * 4);

@@ -23,12 +23,12 @@ namespace {
 // polynomial. 1 + q is also kept as an unevaluated sum yh + yl (exact), so sigmoid and silu
 // can divide without the error of a rounded exp. 2^n is applied in two exact-exponent steps
 // (s1 * s2) so that subnormal results round once.
-constexpr float kExpHi = 89.0f;       // exp(89) overflows; larger x give inf as well
-constexpr float kExpLo = -150.0f;     // exp(-150) rounds to 0, and so does x exp(x)
+constexpr float kExpHi = 89.0f;    // exp(89) overflows; larger x give inf as well
+constexpr float kExpLo = -150.0f;  // exp(-150) rounds to 0, and so does x exp(x)
 constexpr float kLog2e = 0x1.715476p+0f;
 constexpr float kRound = 0x1.8p23f;   // adding it rounds a float of magnitude < 2^22 to an integer
 constexpr float kC1 = 0x1.62e43p-1f;  // float(ln 2)
-constexpr float kC2 = -0x1.05c61p-29f; // ln 2 - C1
+constexpr float kC2 = -0x1.05c61p-29f;  // ln 2 - C1
 constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
                 kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
 
@@ -37,7 +37,8 @@ struct ExpParts {
     float s1, s2;  // 2^n = s1 * s2
 };
 
-ExpParts exp_parts(float x) {
+ExpParts exp_parts(float x)
+{
     float xc = x > kExpHi ? kExpHi : (x < kExpLo ? kExpLo : x);
     float t = std::fma(xc, kLog2e, kRound);
     int32_t n = int32_t(to_bits(t)) - int32_t(to_bits(kRound));
@@ -58,7 +59,8 @@ ExpParts exp_parts(float x) {
 }
 
 // (nh + nl) / (dh + dl), rounded once more than the quotient: one Newton correction.
-float div_pair(float nh, float nl, float dh, float dl) {
+float div_pair(float nh, float nl, float dh, float dl)
+{
     float q = nh / dh;
     float r = std::fma(-q, dh, nh);
     r = std::fma(-q, dl, r + nl);
@@ -70,7 +72,8 @@ float div_pair(float nh, float nl, float dh, float dl) {
 //   silu(x)    = x / (1 + e) for x >= 0,  (x e) / (1 + e) for x < 0;
 // e, 1 + e and x e are carried as exact pairs, the quotient is computed unscaled and 2^n
 // applied last.
-float sigmoid_silu_core(float x, bool silu) {
+float sigmoid_silu_core(float x, bool silu)
+{
     ExpParts e = exp_parts(-std::fabs(x));
     float eh = (e.yh * e.s1) * e.s2, el = (e.yl * e.s1) * e.s2;
     float dh = 1.0f + eh;
@@ -89,16 +92,19 @@ float sigmoid_silu_core(float x, bool silu) {
         nl = std::fma(xc, e.yh, -nh) + xc * e.yl;
     }
     float q = div_pair(nh, nl, dh, dl);
-    if (neg)
-        q = (q * e.s1) * e.s2;
+    if (neg) q = (q * e.s1) * e.s2;
     return q;
 }
 
-float canonical_nan() { return from_bits(kCanonicalNaN); }
+float canonical_nan()
+{
+    return from_bits(kCanonicalNaN);
+}
 
 }  // namespace
 
-void exp_scalar(const float *x, float *y, size_t n) {
+void exp_scalar(const float* x, float* y, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         ExpParts e = exp_parts(v);
@@ -106,14 +112,16 @@ void exp_scalar(const float *x, float *y, size_t n) {
     }
 }
 
-void sigmoid_scalar(const float *x, float *y, size_t n) {
+void sigmoid_scalar(const float* x, float* y, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         y[i] = std::isnan(v) ? canonical_nan() : sigmoid_silu_core(v, false);
     }
 }
 
-void silu_scalar(const float *x, float *y, size_t n) {
+void silu_scalar(const float* x, float* y, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float s = sigmoid_silu_core(v, true);
@@ -130,10 +138,12 @@ struct ExpParts8 {
     __m256 yh, yl, s1, s2;
 };
 
-JAL_AVX2 inline ExpParts8 exp_parts8(__m256 x) {
+JAL_AVX2 inline ExpParts8 exp_parts8(__m256 x)
+{
     __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
     __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(kLog2e), _mm256_set1_ps(kRound));
-    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(_mm256_set1_ps(kRound)));
+    __m256i n =
+        _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(_mm256_set1_ps(kRound)));
     __m256 nf = _mm256_sub_ps(t, _mm256_set1_ps(kRound));
     __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(kC1), xc);
     r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(kC2), r);
@@ -154,18 +164,21 @@ JAL_AVX2 inline ExpParts8 exp_parts8(__m256 x) {
             _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23))};
 }
 
-JAL_AVX2 inline __m256 scale8(__m256 v, const ExpParts8 &e) {
+JAL_AVX2 inline __m256 scale8(__m256 v, const ExpParts8& e)
+{
     return _mm256_mul_ps(_mm256_mul_ps(v, e.s1), e.s2);
 }
 
-JAL_AVX2 inline __m256 div_pair8(__m256 nh, __m256 nl, __m256 dh, __m256 dl) {
+JAL_AVX2 inline __m256 div_pair8(__m256 nh, __m256 nl, __m256 dh, __m256 dl)
+{
     __m256 q = _mm256_div_ps(nh, dh);
     __m256 r = _mm256_fnmadd_ps(q, dh, nh);
     r = _mm256_fnmadd_ps(q, dl, _mm256_add_ps(r, nl));
     return _mm256_add_ps(q, _mm256_div_ps(r, dh));
 }
 
-JAL_AVX2 inline __m256 sigmoid_silu_core8(__m256 x, bool silu) {
+JAL_AVX2 inline __m256 sigmoid_silu_core8(__m256 x, bool silu)
+{
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     __m256 ax = _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
     ExpParts8 e = exp_parts8(_mm256_sub_ps(zero, ax));
@@ -188,80 +201,104 @@ JAL_AVX2 inline __m256 sigmoid_silu_core8(__m256 x, bool silu) {
     return _mm256_blendv_ps(q, scale8(q, e), neg);
 }
 
-JAL_AVX2 inline __m256 nan_to_canonical(__m256 x, __m256 v) {
+JAL_AVX2 inline __m256 nan_to_canonical(__m256 x, __m256 v)
+{
     __m256 isnan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
     return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNaN))), isnan);
 }
 
-JAL_AVX2 void exp_avx2_impl(const float *x, float *y, size_t n) {
+JAL_AVX2 void exp_avx2_impl(const float* x, float* y, size_t n)
+{
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         ExpParts8 e = exp_parts8(v);
         _mm256_storeu_ps(y + i, nan_to_canonical(v, scale8(e.yh, e)));
     }
-    if (i < n)
-        exp_scalar(x + i, y + i, n - i);
+    if (i < n) exp_scalar(x + i, y + i, n - i);
 }
 
-JAL_AVX2 void sigmoid_avx2_impl(const float *x, float *y, size_t n) {
+JAL_AVX2 void sigmoid_avx2_impl(const float* x, float* y, size_t n)
+{
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         _mm256_storeu_ps(y + i, nan_to_canonical(v, sigmoid_silu_core8(v, false)));
     }
-    if (i < n)
-        sigmoid_scalar(x + i, y + i, n - i);
+    if (i < n) sigmoid_scalar(x + i, y + i, n - i);
 }
 
-JAL_AVX2 void silu_avx2_impl(const float *x, float *y, size_t n) {
+JAL_AVX2 void silu_avx2_impl(const float* x, float* y, size_t n)
+{
     size_t i = 0;
     const __m256 inf = _mm256_set1_ps(INFINITY);
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         __m256 s = sigmoid_silu_core8(v, true);
-        __m256 own = _mm256_or_ps(_mm256_cmp_ps(v, inf, _CMP_EQ_OQ), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
+        __m256 own = _mm256_or_ps(_mm256_cmp_ps(v, inf, _CMP_EQ_OQ),
+                                  _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
         s = _mm256_blendv_ps(s, v, own);
         _mm256_storeu_ps(y + i, nan_to_canonical(v, s));
     }
-    if (i < n)
-        silu_scalar(x + i, y + i, n - i);
+    if (i < n) silu_scalar(x + i, y + i, n - i);
 }
 
 }  // namespace
 
-void exp_avx2(const float *x, float *y, size_t n) { exp_avx2_impl(x, y, n); }
-void sigmoid_avx2(const float *x, float *y, size_t n) { sigmoid_avx2_impl(x, y, n); }
-void silu_avx2(const float *x, float *y, size_t n) { silu_avx2_impl(x, y, n); }
+void exp_avx2(const float* x, float* y, size_t n)
+{
+    exp_avx2_impl(x, y, n);
+}
+void sigmoid_avx2(const float* x, float* y, size_t n)
+{
+    sigmoid_avx2_impl(x, y, n);
+}
+void silu_avx2(const float* x, float* y, size_t n)
+{
+    silu_avx2_impl(x, y, n);
+}
 
 #else
 
-void exp_avx2(const float *x, float *y, size_t n) { exp_scalar(x, y, n); }
-void sigmoid_avx2(const float *x, float *y, size_t n) { sigmoid_scalar(x, y, n); }
-void silu_avx2(const float *x, float *y, size_t n) { silu_scalar(x, y, n); }
+void exp_avx2(const float* x, float* y, size_t n)
+{
+    exp_scalar(x, y, n);
+}
+void sigmoid_avx2(const float* x, float* y, size_t n)
+{
+    sigmoid_scalar(x, y, n);
+}
+void silu_avx2(const float* x, float* y, size_t n)
+{
+    silu_scalar(x, y, n);
+}
 
 #endif
 
-void exp_f32(const float *x, float *y, size_t n) {
+void exp_f32(const float* x, float* y, size_t n)
+{
     (active_isa() == Isa::avx2 ? exp_avx2 : exp_scalar)(x, y, n);
 }
-void sigmoid_f32(const float *x, float *y, size_t n) {
+void sigmoid_f32(const float* x, float* y, size_t n)
+{
     (active_isa() == Isa::avx2 ? sigmoid_avx2 : sigmoid_scalar)(x, y, n);
 }
-void silu_f32(const float *x, float *y, size_t n) {
+void silu_f32(const float* x, float* y, size_t n)
+{
     (active_isa() == Isa::avx2 ? silu_avx2 : silu_scalar)(x, y, n);
 }
 
 // Correctly rounded compositions: IEEE division and square root round once in every path.
-void rsqrt_f32(const float *x, float *y, size_t n) {
+void rsqrt_f32(const float* x, float* y, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         y[i] = std::isnan(v) ? canonical_nan() : 1.0f / std::sqrt(v);
-        if (std::isnan(y[i]))
-            y[i] = canonical_nan();
+        if (std::isnan(y[i])) y[i] = canonical_nan();
     }
 }
-void recip_f32(const float *x, float *y, size_t n) {
+void recip_f32(const float* x, float* y, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         y[i] = std::isnan(v) ? canonical_nan() : 1.0f / v;

@@ -12,17 +12,17 @@
 namespace jal::bench {
 
 struct KernelBenchOptions {
-	std::string emu_dir;
-	uint32_t device = 0;
-	bool quick = false;   // smaller shapes (vocab 32768, fewer tokens): a smoke run
-	bool quiet = false;   // no progress lines on stderr
-	std::string filter;   // run only kernels whose name contains this
+    std::string emu_dir;
+    uint32_t device = 0;
+    bool quick = false;  // smaller shapes (vocab 32768, fewer tokens): a smoke run
+    bool quiet = false;  // no progress lines on stderr
+    std::string filter;  // run only kernels whose name contains this
 };
 
 // Runs every case; returns {"kernels": [ {kernel, shape, slices, ...}, ... ], ...}.
-nlohmann::json run_kernel_bench(const KernelBenchOptions &options);
+nlohmann::json run_kernel_bench(const KernelBenchOptions& options);
 
 // The human table of a run_kernel_bench document.
-std::string format_kernel_table(const nlohmann::json &doc);
+std::string format_kernel_table(const nlohmann::json& doc);
 
-} // namespace jalbench
+}  // namespace jal::bench

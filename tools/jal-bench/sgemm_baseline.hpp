@@ -10,4 +10,4 @@ namespace jal::bench {
 // few repetitions lasting at least `min_seconds` together. Single-threaded.
 double sgemm_gflops(uint32_t m, uint32_t n, uint32_t k, double min_seconds = 0.3);
 
-} // namespace jalbench
+}  // namespace jal::bench

@@ -11,4 +11,4 @@ namespace jal::objdump {
 
 nlohmann::json code_object_json(std::span<const uint8_t> bytes);
 
-}
+}  // namespace jal::objdump

@@ -6,11 +6,11 @@
 
 namespace jal::run {
 
-inline constexpr const char *kDefaultPreset = "small";
+inline constexpr const char* kDefaultPreset = "small";
 inline constexpr unsigned kDefaultSeed = 1;
 
 // The cached file's path, writing it first if it is missing ($XDG_CACHE_HOME/jal, else
 // ~/.cache/jal, else the temporary directory). `log` receives one line when it writes.
 std::string default_model_path(bool quiet);
 
-} // namespace jalrun
+}  // namespace jal::run

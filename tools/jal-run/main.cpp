@@ -24,311 +24,336 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kSliceHbmBytesPerS = 240e9; // 3 HBM4 channels of 80 GB/s (ARCHITECTURE.md §12)
+constexpr double kSliceHbmBytesPerS = 240e9;  // 3 HBM4 channels of 80 GB/s (ARCHITECTURE.md §12)
 
 struct Options {
-	std::string model;
-	std::string prompt_ids, force_ids;
-	uint32_t n = 16;
-	float temp = 0, top_p = 1;
-	uint64_t seed = 0;
-	std::string numerics = "native";
-	uint32_t top = 0;
-	bool timing_only = false;
-	std::string shape = "gpt-oss-120b";
-	uint32_t concurrency = 1;
-	uint32_t prompt_len = 1024;
-	uint32_t project_out = 0;
-	uint32_t slices = 0;
-	bool json = false;
-	bool quiet = false;
-	bool profile = false;
-	std::string emu_dir;
-	unsigned device = 0;
+    std::string model;
+    std::string prompt_ids, force_ids;
+    uint32_t n = 16;
+    float temp = 0, top_p = 1;
+    uint64_t seed = 0;
+    std::string numerics = "native";
+    uint32_t top = 0;
+    bool timing_only = false;
+    std::string shape = "gpt-oss-120b";
+    uint32_t concurrency = 1;
+    uint32_t prompt_len = 1024;
+    uint32_t project_out = 0;
+    uint32_t slices = 0;
+    bool json = false;
+    bool quiet = false;
+    bool profile = false;
+    std::string emu_dir;
+    unsigned device = 0;
 };
 
-std::vector<int32_t> parse_ids(const std::string &s, const char *what)
+std::vector<int32_t> parse_ids(const std::string& s, const char* what)
 {
-	std::vector<int32_t> out;
-	std::stringstream ss(s);
-	std::string item;
-	while (std::getline(ss, item, ',')) {
-		try {
-			size_t used = 0;
-			long v = std::stol(item, &used);
-			if (used != item.size() || v < 0 || v > INT32_MAX)
-				throw std::invalid_argument(item);
-			out.push_back(static_cast<int32_t>(v));
-		} catch (const std::exception &) {
-			throw CLI::ValidationError(what, "'" + item + "' is not a token id");
-		}
-	}
-	return out;
+    std::vector<int32_t> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            size_t used = 0;
+            long v = std::stol(item, &used);
+            if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+            out.push_back(static_cast<int32_t>(v));
+        } catch (const std::exception&) {
+            throw CLI::ValidationError(what, "'" + item + "' is not a token id");
+        }
+    }
+    return out;
 }
 
-jal::model::GptOssConfig shape_config(const std::string &name)
+jal::model::GptOssConfig shape_config(const std::string& name)
 {
-	if (name == "gpt-oss-120b")
-		return jal::model::gpt_oss_120b_config();
-	if (name == "gpt-oss-20b")
-		return jal::model::gpt_oss_20b_config();
-	throw CLI::ValidationError("--shape", "unknown shape '" + name + "' (gpt-oss-120b, gpt-oss-20b)");
+    if (name == "gpt-oss-120b") return jal::model::gpt_oss_120b_config();
+    if (name == "gpt-oss-20b") return jal::model::gpt_oss_20b_config();
+    throw CLI::ValidationError("--shape",
+                               "unknown shape '" + name + "' (gpt-oss-120b, gpt-oss-20b)");
 }
 
-int run(const Options &o)
+int run(const Options& o)
 {
-	jal::model::Numerics numerics;
-	if (!jal::model::parse_numerics(o.numerics, numerics))
-		throw CLI::ValidationError("--numerics", "expected native or ggml");
-	std::vector<int32_t> prompt = o.prompt_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.prompt_ids, "--prompt-ids");
-	std::vector<int32_t> force = o.force_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.force_ids, "--force-ids");
-	const uint32_t n_out = force.empty() ? o.n : static_cast<uint32_t>(force.size());
-	if (n_out == 0)
-		throw CLI::ValidationError("--n", "at least one token");
-	const uint32_t users = std::max<uint32_t>(1, o.concurrency);
+    jal::model::Numerics numerics;
+    if (!jal::model::parse_numerics(o.numerics, numerics))
+        throw CLI::ValidationError("--numerics", "expected native or ggml");
+    std::vector<int32_t> prompt =
+        o.prompt_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.prompt_ids, "--prompt-ids");
+    std::vector<int32_t> force =
+        o.force_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.force_ids, "--force-ids");
+    const uint32_t n_out = force.empty() ? o.n : static_cast<uint32_t>(force.size());
+    if (n_out == 0) throw CLI::ValidationError("--n", "at least one token");
+    const uint32_t users = std::max<uint32_t>(1, o.concurrency);
 
-	std::string model_path = o.model;
-	if (!o.timing_only && model_path.empty())
-		model_path = jal::run::default_model_path(o.quiet || o.json);
+    std::string model_path = o.model;
+    if (!o.timing_only && model_path.empty())
+        model_path = jal::run::default_model_path(o.quiet || o.json);
 
-	jal::run::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
-	jal::runtime::Device device(o.device, emu.socket_dir());
+    jal::run::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
+    jal::runtime::Device device(o.device, emu.socket_dir());
 
-	jal::model::RuntimeOptions ro;
-	ro.numerics = numerics;
-	ro.slices = o.slices;
-	ro.timing_only = o.timing_only;
-	ro.max_sequences = users;
-	const bool chatty = !o.json && !o.quiet;
-	ro.progress = [&, last = Clock::now()](uint64_t done, uint64_t total) mutable {
-		if (!chatty || total < (64u << 20))
-			return;
-		if (done == total || Clock::now() - last > std::chrono::milliseconds(500)) {
-			last = Clock::now();
-			std::fprintf(stderr, "\rjal-run: uploading weights %5.1f %% (%.0f of %.0f MB)", 100.0 * done / total,
-				     done / 1e6, total / 1e6);
-			if (done == total)
-				std::fprintf(stderr, "\n");
-		}
-	};
-	auto t_load = Clock::now();
-	std::unique_ptr<jal::model::Runtime> rt;
-	if (o.timing_only) {
-		const uint32_t ctx = o.prompt_len + n_out + 1;
-		ro.n_ctx = ctx;
-		// Long prompts prefill in chunks of 1024 rows (activation memory stays small).
-		ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), users);
-		rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
-		if (prompt.empty())
-			prompt.assign(o.prompt_len, 0);
-	} else {
-		rt = jal::model::Runtime::open(model_path, device, ro);
-		if (prompt.empty())
-			prompt = {1, 2, 3, 4, 5, 6, 7, 8};
-	}
-	const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
-	const auto &cfg = rt->config();
-	for (int32_t t : force)
-		if (static_cast<uint32_t>(t) >= cfg.n_vocab)
-			throw CLI::ValidationError("--force-ids", fmt::format("{} is not below the vocabulary size {}", t, cfg.n_vocab));
-	if (chatty)
-		std::fprintf(stderr, "jal-run: %s: %u layers, hidden %u, %u/%u heads, %u experts top-%u, vocab %u; %u slices, "
-				     "%s numerics%s; %s\n",
-			     o.timing_only ? o.shape.c_str() : model_path.c_str(), cfg.n_layer, cfg.n_embd, cfg.n_head,
-			     cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab, rt->slices(),
-			     jal::model::numerics_name(numerics), o.timing_only ? ", timing only" : "",
-			     emu.description().c_str());
+    jal::model::RuntimeOptions ro;
+    ro.numerics = numerics;
+    ro.slices = o.slices;
+    ro.timing_only = o.timing_only;
+    ro.max_sequences = users;
+    const bool chatty = !o.json && !o.quiet;
+    ro.progress = [&, last = Clock::now()](uint64_t done, uint64_t total) mutable {
+        if (!chatty || total < (64u << 20)) return;
+        if (done == total || Clock::now() - last > std::chrono::milliseconds(500)) {
+            last = Clock::now();
+            std::fprintf(stderr, "\rjal-run: uploading weights %5.1f %% (%.0f of %.0f MB)",
+                         100.0 * done / total, done / 1e6, total / 1e6);
+            if (done == total) std::fprintf(stderr, "\n");
+        }
+    };
+    auto t_load = Clock::now();
+    std::unique_ptr<jal::model::Runtime> rt;
+    if (o.timing_only) {
+        const uint32_t ctx = o.prompt_len + n_out + 1;
+        ro.n_ctx = ctx;
+        // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
+        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), users);
+        rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
+        if (prompt.empty()) prompt.assign(o.prompt_len, 0);
+    } else {
+        rt = jal::model::Runtime::open(model_path, device, ro);
+        if (prompt.empty()) prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+    }
+    const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+    const auto& cfg = rt->config();
+    for (int32_t t : force)
+        if (static_cast<uint32_t>(t) >= cfg.n_vocab)
+            throw CLI::ValidationError(
+                "--force-ids",
+                fmt::format("{} is not below the vocabulary size {}", t, cfg.n_vocab));
+    if (chatty)
+        std::fprintf(stderr,
+                     "jal-run: %s: %u layers, hidden %u, %u/%u heads, %u experts top-%u, vocab %u; "
+                     "%u slices, "
+                     "%s numerics%s; %s\n",
+                     o.timing_only ? o.shape.c_str() : model_path.c_str(), cfg.n_layer, cfg.n_embd,
+                     cfg.n_head, cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab,
+                     rt->slices(), jal::model::numerics_name(numerics),
+                     o.timing_only ? ", timing only" : "", emu.description().c_str());
 
-	// Prefill every user's prompt (timing only: one, the others take the same length).
-	std::vector<int> seqs;
-	std::vector<std::vector<float>> logits(users);
-	std::map<std::string, jal::model::ChipTotals> prefill_kernels;
-	jal::run::RunFigures fig;
-	fig.users = users;
-	fig.out_tokens = n_out;
-	auto t0 = Clock::now();
-	for (uint32_t u = 0; u < users; u++) {
-		seqs.push_back(rt->create_sequence());
-		if (o.timing_only && u > 0) {
-			rt->assume_length(seqs.back(), static_cast<uint32_t>(prompt.size()));
-			logits[u] = logits[0];
-			continue;
-		}
-		logits[u] = rt->prefill(seqs.back(), prompt);
-		if (u == 0) {
-			fig.prefill_ns = rt->last().modelled_ns;
-			fig.prefill_energy_nj = rt->last().energy_nj;
-			prefill_kernels = rt->last_by_kernel();
-		}
-	}
-	const double prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    // Prefill every user's prompt (timing only: one, the others take the same length).
+    std::vector<int> seqs;
+    std::vector<std::vector<float>> logits(users);
+    std::map<std::string, jal::model::ChipTotals> prefill_kernels;
+    jal::run::RunFigures fig;
+    fig.users = users;
+    fig.out_tokens = n_out;
+    auto t0 = Clock::now();
+    for (uint32_t u = 0; u < users; u++) {
+        seqs.push_back(rt->create_sequence());
+        if (o.timing_only && u > 0) {
+            rt->assume_length(seqs.back(), static_cast<uint32_t>(prompt.size()));
+            logits[u] = logits[0];
+            continue;
+        }
+        logits[u] = rt->prefill(seqs.back(), prompt);
+        if (u == 0) {
+            fig.prefill_ns = rt->last().modelled_ns;
+            fig.prefill_energy_nj = rt->last().energy_nj;
+            prefill_kernels = rt->last_by_kernel();
+        }
+    }
+    const double prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
 
-	jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
-	std::vector<int32_t> tokens;
-	std::vector<std::vector<int32_t>> top_ids;
-	std::vector<std::vector<float>> top_lps;
-	std::vector<int32_t> next(users);
-	double decode_wall = 0;
-	uint64_t decode_hbm_bytes = 0;
-	for (uint32_t step = 0; step < n_out; step++) {
-		if (step > 0) {
-			std::vector<std::pair<int, int32_t>> batch;
-			for (uint32_t u = 0; u < users; u++)
-				batch.push_back({seqs[u], next[u]});
-			auto t = Clock::now();
-			logits = rt->decode(batch);
-			decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
-			fig.decode_ns += rt->last().modelled_ns;
-			fig.decode_energy_nj += rt->last().energy_nj;
-			decode_hbm_bytes += rt->last().hbm_bytes;
-		}
-		if (o.top) {
-			std::vector<int32_t> ids;
-			std::vector<float> lps;
-			for (auto [id, lp] : jal::model::top_logprobs(logits[0], o.top))
-				ids.push_back(id), lps.push_back(lp);
-			top_ids.push_back(ids);
-			top_lps.push_back(lps);
-		}
-		for (uint32_t u = 0; u < users; u++)
-			next[u] = !force.empty() ? force[step] : sampler.sample(logits[u]);
-		tokens.push_back(next[0]);
-		if (!o.json) {
-			std::printf("%d%s", next[0], step + 1 < n_out ? " " : "\n");
-			std::fflush(stdout);
-		}
-	}
+    jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<int32_t>> top_ids;
+    std::vector<std::vector<float>> top_lps;
+    std::vector<int32_t> next(users);
+    double decode_wall = 0;
+    uint64_t decode_hbm_bytes = 0;
+    for (uint32_t step = 0; step < n_out; step++) {
+        if (step > 0) {
+            std::vector<std::pair<int, int32_t>> batch;
+            for (uint32_t u = 0; u < users; u++) batch.push_back({seqs[u], next[u]});
+            auto t = Clock::now();
+            logits = rt->decode(batch);
+            decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
+            fig.decode_ns += rt->last().modelled_ns;
+            fig.decode_energy_nj += rt->last().energy_nj;
+            decode_hbm_bytes += rt->last().hbm_bytes;
+        }
+        if (o.top) {
+            std::vector<int32_t> ids;
+            std::vector<float> lps;
+            for (auto [id, lp] : jal::model::top_logprobs(logits[0], o.top))
+                ids.push_back(id), lps.push_back(lp);
+            top_ids.push_back(ids);
+            top_lps.push_back(lps);
+        }
+        for (uint32_t u = 0; u < users; u++)
+            next[u] = !force.empty() ? force[step] : sampler.sample(logits[u]);
+        tokens.push_back(next[0]);
+        if (!o.json) {
+            std::printf("%d%s", next[0], step + 1 < n_out ? " " : "\n");
+            std::fflush(stdout);
+        }
+    }
 
-	const double measured_decode_s = fig.decode_ns / 1e9;
-	if (o.timing_only && o.project_out > 1 && n_out > 1) {
-		// Project a longer generation from the measured steps: every further step costs
-		// what the measured ones did on average (the context grows by a few percent).
-		const double per_step_ns = double(fig.decode_ns) / (n_out - 1);
-		const double per_step_nj = double(fig.decode_energy_nj) / (n_out - 1);
-		fig.out_tokens = o.project_out;
-		fig.decode_ns = static_cast<uint64_t>(per_step_ns * (o.project_out - 1));
-		fig.decode_energy_nj = static_cast<uint64_t>(per_step_nj * (o.project_out - 1));
-	}
-	jal::run::Metrics m = jal::run::compute_metrics(fig);
-	const double wall_tok_s = decode_wall > 0 ? double(n_out - 1) * users / decode_wall : 0;
-	const double wall_prefill_tok_s = prefill_wall > 0 ? double(prompt.size()) * (o.timing_only ? 1 : users) / prefill_wall : 0;
-	const jal::model::ChipTotals &tot = rt->total();
-	// Decode against the memory-bandwidth roofline of the slices used (240 GB/s each,
-	// ARCHITECTURE.md §12): the least traffic a step must cause over the modelled step time.
-	const double peak_bps = kSliceHbmBytesPerS * rt->slices();
-	const uint32_t ctx_mid = static_cast<uint32_t>(prompt.size()) + n_out / 2;
-	const double min_bytes = double(rt->decode_min_bytes(users, ctx_mid));
-	const double step_s = m.tpot_ms / 1e3;
-	const double roofline_fraction = step_s > 0 ? (min_bytes / peak_bps) / step_s : 0;
-	const double decode_hbm_util = measured_decode_s > 0 ? double(decode_hbm_bytes) / measured_decode_s / peak_bps : 0;
-	if (o.json) {
-		nlohmann::json j;
-		j["model"] = o.timing_only ? o.shape : model_path;
-		j["timing_only"] = o.timing_only;
-		j["numerics"] = jal::model::numerics_name(numerics);
-		j["prompt_ids"] = o.timing_only ? nlohmann::json(prompt.size()) : nlohmann::json(prompt);
-		j["forced"] = !force.empty();
-		j["n_vocab"] = cfg.n_vocab;
-		j["concurrency"] = users;
-		j["slices"] = rt->slices();
-		j["tokens"] = tokens;
-		if (o.top) {
-			j["top_ids"] = top_ids;
-			j["top_logprobs"] = top_lps;
-		}
-		j["out_tokens"] = fig.out_tokens;
-		j["wall_tok_s"] = wall_tok_s;
-		j["wall_prefill_tok_s"] = wall_prefill_tok_s;
-		j["wall_load_s"] = load_s;
-		j["ttft_ms"] = m.ttft_ms;
-		j["tpot_ms"] = m.tpot_ms;
-		j["e2e_ms"] = m.e2e_ms;
-		j["tok_s_user"] = m.tok_s_user;
-		j["tok_s"] = m.tok_s;
-		j["avg_power_w"] = m.avg_power_w;
-		j["tok_s_per_kw"] = m.tok_s_per_kw;
-		j["static_power_w"] = jal::model::kStaticPowerW;
-		j["decode_min_bytes"] = min_bytes;
-		j["decode_roofline_ms"] = min_bytes / peak_bps * 1e3;
-		j["decode_roofline_fraction"] = roofline_fraction;
-		j["decode_hbm_util"] = decode_hbm_util;
-		if (o.profile && n_out > 1) {
-			nlohmann::json k = nlohmann::json::object();
-			for (auto &[name, t] : rt->last_by_kernel())
-				k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns}, {"hbm_bytes", t.hbm_bytes},
-					   {"flops", t.flops}, {"energy_nj", t.energy_nj}};
-			j["decode_kernels"] = k;
-		}
-		if (o.profile) {
-			nlohmann::json k = nlohmann::json::object();
-			for (auto &[name, t] : prefill_kernels)
-				k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns}, {"hbm_bytes", t.hbm_bytes},
-					   {"flops", t.flops}, {"energy_nj", t.energy_nj}};
-			j["prefill_kernels"] = k;
-		}
-		j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns}, {"energy_nj", tot.energy_nj},
-			     {"flops", tot.flops}, {"hbm_bytes", tot.hbm_bytes}, {"weight_bytes", rt->weight_bytes()},
-			     {"decode_ns", fig.decode_ns}, {"prefill_ns", fig.prefill_ns}};
-		std::cout << j.dump(2) << std::endl;
-	} else if (!o.quiet) {
-		std::printf("\n%u tokens%s; emulation: %.2f tok/s decode (wall clock, %u user%s), prefill %.1f tok/s, "
-			    "load %.2f s\n",
-			    n_out, force.empty() ? "" : " (forced)", wall_tok_s, users, users > 1 ? "s" : "",
-			    wall_prefill_tok_s, load_s);
-		std::printf("modelled chip (%u slices): TTFT %.3f ms, TPOT %.4f ms, %.1f tok/s/user, %.1f tok/s, "
-			    "%.1f W average, %.0f tok/s per kW\n",
-			    rt->slices(), m.ttft_ms, m.tpot_ms, m.tok_s_user, m.tok_s, m.avg_power_w, m.tok_s_per_kw);
-		std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f %% of it "
-			    "(HBM busy %.1f %%)\n",
-			    min_bytes / 1e6, peak_bps / 1e12, min_bytes / peak_bps * 1e3, 100 * roofline_fraction,
-			    100 * decode_hbm_util);
-		if (o.profile && n_out > 1) {
-			std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel", "count",
-				    "time us", "HBM MB", "GB/s");
-			for (auto &[name, t] : rt->last_by_kernel())
-				std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(), (unsigned long long)t.dispatches,
-					    t.modelled_ns / 1e3, t.hbm_bytes / 1e6,
-					    t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
-		}
-	}
-	rt.reset();
-	return 0;
+    const double measured_decode_s = fig.decode_ns / 1e9;
+    if (o.timing_only && o.project_out > 1 && n_out > 1) {
+        // Project a longer generation from the measured steps: every further step costs
+        // what the measured ones did on average (the context grows by a few percent).
+        const double per_step_ns = double(fig.decode_ns) / (n_out - 1);
+        const double per_step_nj = double(fig.decode_energy_nj) / (n_out - 1);
+        fig.out_tokens = o.project_out;
+        fig.decode_ns = static_cast<uint64_t>(per_step_ns * (o.project_out - 1));
+        fig.decode_energy_nj = static_cast<uint64_t>(per_step_nj * (o.project_out - 1));
+    }
+    jal::run::Metrics m = jal::run::compute_metrics(fig);
+    const double wall_tok_s = decode_wall > 0 ? double(n_out - 1) * users / decode_wall : 0;
+    const double wall_prefill_tok_s =
+        prefill_wall > 0 ? double(prompt.size()) * (o.timing_only ? 1 : users) / prefill_wall : 0;
+    const jal::model::ChipTotals& tot = rt->total();
+    // Decode against the memory-bandwidth roofline of the slices used (240 GB/s each,
+    // ARCHITECTURE.md §12): the least traffic a step must cause over the modelled step time.
+    const double peak_bps = kSliceHbmBytesPerS * rt->slices();
+    const uint32_t ctx_mid = static_cast<uint32_t>(prompt.size()) + n_out / 2;
+    const double min_bytes = double(rt->decode_min_bytes(users, ctx_mid));
+    const double step_s = m.tpot_ms / 1e3;
+    const double roofline_fraction = step_s > 0 ? (min_bytes / peak_bps) / step_s : 0;
+    const double decode_hbm_util =
+        measured_decode_s > 0 ? double(decode_hbm_bytes) / measured_decode_s / peak_bps : 0;
+    if (o.json) {
+        nlohmann::json j;
+        j["model"] = o.timing_only ? o.shape : model_path;
+        j["timing_only"] = o.timing_only;
+        j["numerics"] = jal::model::numerics_name(numerics);
+        j["prompt_ids"] = o.timing_only ? nlohmann::json(prompt.size()) : nlohmann::json(prompt);
+        j["forced"] = !force.empty();
+        j["n_vocab"] = cfg.n_vocab;
+        j["concurrency"] = users;
+        j["slices"] = rt->slices();
+        j["tokens"] = tokens;
+        if (o.top) {
+            j["top_ids"] = top_ids;
+            j["top_logprobs"] = top_lps;
+        }
+        j["out_tokens"] = fig.out_tokens;
+        j["wall_tok_s"] = wall_tok_s;
+        j["wall_prefill_tok_s"] = wall_prefill_tok_s;
+        j["wall_load_s"] = load_s;
+        j["ttft_ms"] = m.ttft_ms;
+        j["tpot_ms"] = m.tpot_ms;
+        j["e2e_ms"] = m.e2e_ms;
+        j["tok_s_user"] = m.tok_s_user;
+        j["tok_s"] = m.tok_s;
+        j["avg_power_w"] = m.avg_power_w;
+        j["tok_s_per_kw"] = m.tok_s_per_kw;
+        j["static_power_w"] = jal::model::kStaticPowerW;
+        j["decode_min_bytes"] = min_bytes;
+        j["decode_roofline_ms"] = min_bytes / peak_bps * 1e3;
+        j["decode_roofline_fraction"] = roofline_fraction;
+        j["decode_hbm_util"] = decode_hbm_util;
+        if (o.profile && n_out > 1) {
+            nlohmann::json k = nlohmann::json::object();
+            for (auto& [name, t] : rt->last_by_kernel())
+                k[name] = {{"dispatches", t.dispatches},
+                           {"modelled_ns", t.modelled_ns},
+                           {"hbm_bytes", t.hbm_bytes},
+                           {"flops", t.flops},
+                           {"energy_nj", t.energy_nj}};
+            j["decode_kernels"] = k;
+        }
+        if (o.profile) {
+            nlohmann::json k = nlohmann::json::object();
+            for (auto& [name, t] : prefill_kernels)
+                k[name] = {{"dispatches", t.dispatches},
+                           {"modelled_ns", t.modelled_ns},
+                           {"hbm_bytes", t.hbm_bytes},
+                           {"flops", t.flops},
+                           {"energy_nj", t.energy_nj}};
+            j["prefill_kernels"] = k;
+        }
+        j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns},
+                     {"energy_nj", tot.energy_nj},   {"flops", tot.flops},
+                     {"hbm_bytes", tot.hbm_bytes},   {"weight_bytes", rt->weight_bytes()},
+                     {"decode_ns", fig.decode_ns},   {"prefill_ns", fig.prefill_ns}};
+        std::cout << j.dump(2) << std::endl;
+    } else if (!o.quiet) {
+        std::printf("\n%u tokens%s; emulation: %.2f tok/s decode (wall clock, %u user%s), prefill "
+                    "%.1f tok/s, "
+                    "load %.2f s\n",
+                    n_out, force.empty() ? "" : " (forced)", wall_tok_s, users,
+                    users > 1 ? "s" : "", wall_prefill_tok_s, load_s);
+        std::printf(
+            "modelled chip (%u slices): TTFT %.3f ms, TPOT %.4f ms, %.1f tok/s/user, %.1f tok/s, "
+            "%.1f W average, %.0f tok/s per kW\n",
+            rt->slices(), m.ttft_ms, m.tpot_ms, m.tok_s_user, m.tok_s, m.avg_power_w,
+            m.tok_s_per_kw);
+        std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f "
+                    "%% of it "
+                    "(HBM busy %.1f %%)\n",
+                    min_bytes / 1e6, peak_bps / 1e12, min_bytes / peak_bps * 1e3,
+                    100 * roofline_fraction, 100 * decode_hbm_util);
+        if (o.profile && n_out > 1) {
+            std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n",
+                        "kernel", "count", "time us", "HBM MB", "GB/s");
+            for (auto& [name, t] : rt->last_by_kernel())
+                std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(),
+                            (unsigned long long)t.dispatches, t.modelled_ns / 1e3,
+                            t.hbm_bytes / 1e6,
+                            t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
+        }
+    }
+    rt.reset();
+    return 0;
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv)
+int main(int argc, char** argv)
 {
-	CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
-	Options o;
-	app.add_option("model", o.model, "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");
-	app.add_option("--prompt-ids", o.prompt_ids, "Prompt token ids, comma-separated (default 1,...,8)");
-	app.add_option("--n", o.n, "Tokens to generate (default 16)");
-	app.add_option("--temp", o.temp, "Sampling temperature (0: greedy)")->check(CLI::NonNegativeNumber);
-	app.add_option("--top-p", o.top_p, "Nucleus sampling mass (default 1)")->check(CLI::Range(0.0, 1.0));
-	app.add_option("--seed", o.seed, "Sampler seed");
-	app.add_option("--numerics", o.numerics, "native (default) or ggml (llama.cpp's CPU roundings)");
-	app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
-	app.add_option("--force-ids", o.force_ids, "Feed these ids as the continuation (teacher forcing)");
-	app.add_flag("--timing-only", o.timing_only, "No weights: project modelled figures for --shape");
-	app.add_option("--shape", o.shape, "With --timing-only: gpt-oss-120b (default) or gpt-oss-20b");
-	app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")->check(CLI::Range(1, 1024));
-	app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")->check(CLI::Range(1, 65536));
-	app.add_option("--project-out", o.project_out,
-		       "With --timing-only: report figures for this many output tokens from the measured steps");
-	app.add_option("--slices", o.slices, "Dispatch slices (default 8; every slice with --timing-only)");
-	app.add_flag("--json", o.json, "Print one JSON document");
-	app.add_flag("-q,--quiet", o.quiet, "Only the tokens");
-	app.add_flag("--profile", o.profile, "Print the last decode step's modelled time by kernel");
-	app.add_option("--emu-dir", o.emu_dir, "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
-	app.add_option("-d,--device", o.device, "Device index (default 0)");
-	CLI11_PARSE(app, argc, argv);
-	try {
-		return run(o);
-	} catch (const CLI::Error &e) {
-		return app.exit(e);
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "jal-run: %s\n", e.what());
-		return 1;
-	}
+    CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
+    Options o;
+    app.add_option("model", o.model,
+                   "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");
+    app.add_option("--prompt-ids", o.prompt_ids,
+                   "Prompt token ids, comma-separated (default 1,...,8)");
+    app.add_option("--n", o.n, "Tokens to generate (default 16)");
+    app.add_option("--temp", o.temp, "Sampling temperature (0: greedy)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--top-p", o.top_p, "Nucleus sampling mass (default 1)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--seed", o.seed, "Sampler seed");
+    app.add_option("--numerics", o.numerics,
+                   "native (default) or ggml (llama.cpp's CPU roundings)");
+    app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
+    app.add_option("--force-ids", o.force_ids,
+                   "Feed these ids as the continuation (teacher forcing)");
+    app.add_flag("--timing-only", o.timing_only,
+                 "No weights: project modelled figures for --shape");
+    app.add_option("--shape", o.shape, "With --timing-only: gpt-oss-120b (default) or gpt-oss-20b");
+    app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
+        ->check(CLI::Range(1, 65536));
+    app.add_option(
+        "--project-out", o.project_out,
+        "With --timing-only: report figures for this many output tokens from the measured steps");
+    app.add_option("--slices", o.slices,
+                   "Dispatch slices (default 8; every slice with --timing-only)");
+    app.add_flag("--json", o.json, "Print one JSON document");
+    app.add_flag("-q,--quiet", o.quiet, "Only the tokens");
+    app.add_flag("--profile", o.profile, "Print the last decode step's modelled time by kernel");
+    app.add_option(
+        "--emu-dir", o.emu_dir,
+        "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
+    app.add_option("-d,--device", o.device, "Device index (default 0)");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        return run(o);
+    } catch (const CLI::Error& e) {
+        return app.exit(e);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "jal-run: %s\n", e.what());
+        return 1;
+    }
 }

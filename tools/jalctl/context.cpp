@@ -10,39 +10,43 @@ namespace jal::ctl {
 
 jal::Device Context::open() const
 {
-	jal::OpenOptions options;
-	options.client_name = "jalctl";
-	return jal::Device::open(device, options);
+    jal::OpenOptions options;
+    options.client_name = "jalctl";
+    return jal::Device::open(device, options);
 }
 
 jal::Device Context::open_booted(bool accept_failed) const
 {
-	jal::Device dev = open();
-	auto wait = std::chrono::milliseconds(static_cast<long long>(boot_wait_s * 1000));
-	jal::DeviceStatus s = dev.wait_ready(wait);
-	if (s.state == jal::DeviceState::ready || (accept_failed && s.state == jal::DeviceState::failed))
-		return dev;
-	if (s.state == jal::DeviceState::failed)
-		throw jal::Error(JAL_STATUS_HW_FAILED,
-				 fmt::format("device {}: boot failed at step {} (fault: {}, POST code {}); "
-					     "see `jalctl log --post -d {}`",
-					     device, s.boot_step, jal_status_name(s.fault), hex(s.post_code, 4), device));
-	throw jal::Error(JAL_STATUS_NOT_READY,
-			 fmt::format("device {}: still {} after {} s (boot step {}, POST code {}); try --wait",
-				     device, jal::state_name(s.state), boot_wait_s, s.boot_step, hex(s.post_code, 4)));
+    jal::Device dev = open();
+    auto wait = std::chrono::milliseconds(static_cast<long long>(boot_wait_s * 1000));
+    jal::DeviceStatus s = dev.wait_ready(wait);
+    if (s.state == jal::DeviceState::ready ||
+        (accept_failed && s.state == jal::DeviceState::failed))
+        return dev;
+    if (s.state == jal::DeviceState::failed)
+        throw jal::Error(JAL_STATUS_HW_FAILED,
+                         fmt::format("device {}: boot failed at step {} (fault: {}, POST code {}); "
+                                     "see `jalctl log --post -d {}`",
+                                     device, s.boot_step, jal_status_name(s.fault),
+                                     hex(s.post_code, 4), device));
+    throw jal::Error(
+        JAL_STATUS_NOT_READY,
+        fmt::format("device {}: still {} after {} s (boot step {}, POST code {}); try --wait",
+                    device, jal::state_name(s.state), boot_wait_s, s.boot_step,
+                    hex(s.post_code, 4)));
 }
 
-void Context::print_json(const nlohmann::json &doc) const
+void Context::print_json(const nlohmann::json& doc) const
 {
-	std::cout << doc.dump(2) << std::endl;
+    std::cout << doc.dump(2) << std::endl;
 }
 
-void add_common_options(CLI::App &app, Context &ctx)
+void add_common_options(CLI::App& app, Context& ctx)
 {
-	app.add_option("-d,--device", ctx.device, "Device index (default 0)");
-	app.add_flag("--json", ctx.json, "Print one JSON document instead of text");
-	app.add_option("--wait", ctx.boot_wait_s, "Seconds to wait for a booting device (default 10)")
-		->check(CLI::NonNegativeNumber);
+    app.add_option("-d,--device", ctx.device, "Device index (default 0)");
+    app.add_flag("--json", ctx.json, "Print one JSON document instead of text");
+    app.add_option("--wait", ctx.boot_wait_s, "Seconds to wait for a booting device (default 10)")
+        ->check(CLI::NonNegativeNumber);
 }
 
-} // namespace jalctl
+}  // namespace jal::ctl

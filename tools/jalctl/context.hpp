@@ -14,33 +14,33 @@
 namespace jal::ctl {
 
 struct Context {
-	unsigned device = 0;
-	bool json = false;
-	double boot_wait_s = 10;   // how long to wait for a booting device
-	std::function<int()> action; // set by the chosen subcommand, run after parsing
+    unsigned device = 0;
+    bool json = false;
+    double boot_wait_s = 10;      // how long to wait for a booting device
+    std::function<int()> action;  // set by the chosen subcommand, run after parsing
 
-	jal::Device open() const;
-	// Opens the device and waits (bounded) for it to finish booting. Throws NOT_READY
-	// if it is still booting, HW_FAILED if it failed (unless `accept_failed`).
-	jal::Device open_booted(bool accept_failed = false) const;
+    jal::Device open() const;
+    // Opens the device and waits (bounded) for it to finish booting. Throws NOT_READY
+    // if it is still booting, HW_FAILED if it failed (unless `accept_failed`).
+    jal::Device open_booted(bool accept_failed = false) const;
 
-	// One JSON document on stdout.
-	void print_json(const nlohmann::json &doc) const;
+    // One JSON document on stdout.
+    void print_json(const nlohmann::json& doc) const;
 };
 
 // Adds -d/--device, --json and --wait to `app` (the tool and every subcommand, so each
 // --help lists them and they work on either side of the subcommand name).
-void add_common_options(CLI::App &app, Context &ctx);
+void add_common_options(CLI::App& app, Context& ctx);
 
 // Each subcommand registers itself here.
-void add_list_command(CLI::App &app, Context &ctx);
-void add_info_command(CLI::App &app, Context &ctx);
-void add_slices_command(CLI::App &app, Context &ctx);
-void add_hbm_command(CLI::App &app, Context &ctx);
-void add_telemetry_command(CLI::App &app, Context &ctx);
-void add_power_command(CLI::App &app, Context &ctx);
-void add_log_command(CLI::App &app, Context &ctx);
-void add_reset_command(CLI::App &app, Context &ctx);
-void add_load_command(CLI::App &app, Context &ctx);
+void add_list_command(CLI::App& app, Context& ctx);
+void add_info_command(CLI::App& app, Context& ctx);
+void add_slices_command(CLI::App& app, Context& ctx);
+void add_hbm_command(CLI::App& app, Context& ctx);
+void add_telemetry_command(CLI::App& app, Context& ctx);
+void add_power_command(CLI::App& app, Context& ctx);
+void add_log_command(CLI::App& app, Context& ctx);
+void add_reset_command(CLI::App& app, Context& ctx);
+void add_load_command(CLI::App& app, Context& ctx);
 
-} // namespace jalctl
+}  // namespace jal::ctl

@@ -12,29 +12,29 @@ namespace jal::ctl {
 using nlohmann::json;
 
 std::string hex(uint64_t value, int digits = 0);
-double milli(int64_t value); // mW -> W, mA -> A, mV -> V, m°C -> °C, rounded to 0.001
+double milli(int64_t value);  // mW -> W, mA -> A, mV -> V, m°C -> °C, rounded to 0.001
 
-json status_json(const jal::DeviceStatus &status);
-json identify_json(const jal_identify &id);
-json telemetry_json(const jal_telemetry &t);
-json slice_map_json(const jal_slice_map &map);
-json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report &report);
-json hbm_lane_json(uint32_t lane, const jal_hbm_lane_report &lane_report);
-json event_json(const jal_log_event &event);
-json post_entry_json(const jal_post_entry &entry);
+json status_json(const jal::DeviceStatus& status);
+json identify_json(const jal_identify& id);
+json telemetry_json(const jal_telemetry& t);
+json slice_map_json(const jal_slice_map& map);
+json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report& report);
+json hbm_lane_json(uint32_t lane, const jal_hbm_lane_report& lane_report);
+json event_json(const jal_log_event& event);
+json post_entry_json(const jal_post_entry& entry);
 
-const char *slice_state_name(uint8_t state);
-const char *hbm_channel_status_name(uint8_t status);
-const char *severity_name(uint8_t severity);
-const char *source_name(uint8_t source);
-const char *rail_name(uint32_t rail);
+const char* slice_state_name(uint8_t state);
+const char* hbm_channel_status_name(uint8_t status);
+const char* severity_name(uint8_t severity);
+const char* source_name(uint8_t source);
+const char* rail_name(uint32_t rail);
 // Fixed-size NUL-terminated device string, never read past its array.
-template <size_t N> std::string device_string(const char (&s)[N])
+template <size_t N>
+std::string device_string(const char (&s)[N])
 {
-	size_t n = 0;
-	while (n < N && s[n])
-		n++;
-	return std::string(s, n);
+    size_t n = 0;
+    while (n < N && s[n]) n++;
+    return std::string(s, n);
 }
 
-} // namespace jalctl
+}  // namespace jal::ctl

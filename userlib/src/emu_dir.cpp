@@ -6,25 +6,24 @@
 namespace jal {
 
 namespace {
-const char *nonempty_env(const char *name)
+const char* nonempty_env(const char* name)
 {
-	const char *value = std::getenv(name);
-	return value && *value ? value : nullptr;
+    const char* value = std::getenv(name);
+    return value && *value ? value : nullptr;
 }
-} // namespace
+}  // namespace
 
 std::string default_emu_dir()
 {
-	if (const char *dir = nonempty_env("JAL_EMU_DIR"))
-		return dir;
-	if (const char *runtime = nonempty_env("XDG_RUNTIME_DIR"))
-		return std::string(runtime) + "/jal-emu";
-	return "/tmp/jal-emu-" + std::to_string(::getuid());
+    if (const char* dir = nonempty_env("JAL_EMU_DIR")) return dir;
+    if (const char* runtime = nonempty_env("XDG_RUNTIME_DIR"))
+        return std::string(runtime) + "/jal-emu";
+    return "/tmp/jal-emu-" + std::to_string(::getuid());
 }
 
-std::string emu_socket_path(const std::string &dir, unsigned index)
+std::string emu_socket_path(const std::string& dir, unsigned index)
 {
-	return dir + "/jal" + std::to_string(index) + ".sock";
+    return dir + "/jal" + std::to_string(index) + ".sock";
 }
 
-} // namespace jal
+}  // namespace jal

@@ -2,9 +2,8 @@
 
 namespace jal {
 
-Error::Error(jal_status status, const std::string &message)
-	: std::runtime_error(message), status_(status)
-{
-}
+Error::Error(jal_status status, const std::string& message)
+    : std::runtime_error(message), status_(status)
+{}
 
-} // namespace jal
+}  // namespace jal

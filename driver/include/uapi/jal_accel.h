@@ -28,19 +28,19 @@
 /* mmap offsets: the doorbell page of queue q (4 KiB, only for the file that created the
  * queue); host buffers at the offset HOST_ALLOC returns. */
 #define JAL_MMAP_DOORBELL_BASE (1ull << 32)
-#define JAL_MMAP_DOORBELL_OFFSET(q) (JAL_MMAP_DOORBELL_BASE + (__u64)(q) * 4096)
+#define JAL_MMAP_DOORBELL_OFFSET(q) (JAL_MMAP_DOORBELL_BASE + (__u64)(q)*4096)
 #define JAL_MMAP_HOST_BASE (1ull << 40)
 
 /* Registers of the chip as the driver sees them (BAR0), plus the function's layout. */
 struct jal_ioctl_info {
 	__u32 size;
 	__u32 flags;
-	__u32 id;          /* JAL_REG_ID */
-	__u32 if_version;  /* JAL_REG_VERSION */
+	__u32 id; /* JAL_REG_ID */
+	__u32 if_version; /* JAL_REG_VERSION */
 	__u32 cap;
 	__u32 chip_index;
 	__u32 fw_version;
-	__u32 status;      /* JAL_REG_STATUS bits */
+	__u32 status; /* JAL_REG_STATUS bits */
 	__u32 boot_status;
 	__u32 post_code;
 	__u32 fault;
@@ -56,19 +56,20 @@ struct jal_ioctl_identify {
 	__u32 flags;
 	__u64 data_ptr;
 	__u32 data_len;
-	__u32 status;     /* out */
+	__u32 status; /* out */
 	__u32 reserved[4];
 };
 
 /* A chip-wide reset: the driver requests it, waits for the firmware to come back and
  * enables its admin queue again. Every context and queue of every file is lost; doorbell
  * mappings are revoked. */
-#define JAL_RESET_F_ADMIN_COMMAND (1u << 0) /* request it with the admin RESET command
+#define JAL_RESET_F_ADMIN_COMMAND \
+	(1u << 0) /* request it with the admin RESET command
 					     * instead of the RESET register */
 struct jal_ioctl_reset {
 	__u32 size;
-	__u32 flags;      /* JAL_RESET_F_* */
-	__u32 state;      /* out: JAL_REG_STATUS after the reset */
+	__u32 flags; /* JAL_RESET_F_* */
+	__u32 state; /* out: JAL_REG_STATUS after the reset */
 	__u32 reserved[5];
 };
 
@@ -78,21 +79,21 @@ struct jal_ioctl_reset {
 struct jal_ioctl_admin {
 	__u32 size;
 	__u32 flags;
-	__u32 opcode;     /* enum jal_admin_opcode */
-	__u32 data_len;   /* bytes at data_ptr the device may fill, at most 1 MiB */
-	__u64 data_ptr;   /* user pointer, or 0 with data_len 0 */
+	__u32 opcode; /* enum jal_admin_opcode */
+	__u32 data_len; /* bytes at data_ptr the device may fill, at most 1 MiB */
+	__u64 data_ptr; /* user pointer, or 0 with data_len 0 */
 	__u32 cdw[10];
-	__u32 result;     /* out: completion result */
-	__u32 status;     /* out: completion status */
+	__u32 result; /* out: completion result */
+	__u32 status; /* out: completion status */
 	__u32 reserved[4];
 };
 
 struct jal_ioctl_context {
 	__u32 size;
 	__u32 flags;
-	__u32 context;    /* out for CREATE, in for DESTROY */
-	__u32 leaked;     /* out of DESTROY: allocations and queues it still held */
-	__u32 status;     /* out */
+	__u32 context; /* out for CREATE, in for DESTROY */
+	__u32 leaked; /* out of DESTROY: allocations and queues it still held */
+	__u32 status; /* out */
 	__u32 reserved[3];
 };
 
@@ -100,18 +101,18 @@ struct jal_ioctl_mem_alloc {
 	__u32 size;
 	__u32 flags;
 	__u32 context;
-	__u32 placement;  /* enum jal_placement */
+	__u32 placement; /* enum jal_placement */
 	__u64 bytes;
 	__u64 slice_mask; /* logical slices */
 	__u32 align_log2; /* 0: the device page */
-	__u32 status;     /* out */
-	__u64 va;         /* out */
-	__u64 rounded_size;   /* out */
+	__u32 status; /* out */
+	__u64 va; /* out */
+	__u64 rounded_size; /* out */
 	__u64 reply_slice_mask; /* out */
 	__u32 reply_placement; /* out */
-	__u32 page_size;  /* out */
-	__u32 pages;      /* out */
-	__u32 replicas;   /* out */
+	__u32 page_size; /* out */
+	__u32 pages; /* out */
+	__u32 replicas; /* out */
 	__u32 reserved[4];
 };
 
@@ -119,7 +120,7 @@ struct jal_ioctl_mem_free {
 	__u32 size;
 	__u32 flags;
 	__u32 context;
-	__u32 status;     /* out */
+	__u32 status; /* out */
 	__u64 va;
 	__u32 reserved[4];
 };
@@ -130,10 +131,10 @@ struct jal_ioctl_mem_free {
 struct jal_ioctl_host_alloc {
 	__u32 size;
 	__u32 flags;
-	__u64 bytes;       /* rounded up to pages; at most 4 MiB */
-	__u32 handle;      /* out */
+	__u64 bytes; /* rounded up to pages; at most 4 MiB */
+	__u32 handle; /* out */
 	__u32 reserved0;
-	__u64 bus_addr;    /* out: where the device sees it */
+	__u64 bus_addr; /* out: where the device sees it */
 	__u64 mmap_offset; /* out */
 	__u32 reserved[4];
 };
@@ -146,12 +147,12 @@ struct jal_host_segment {
 struct jal_ioctl_host_pin {
 	__u32 size;
 	__u32 flags;
-	__u64 user_ptr;     /* page aligned */
-	__u64 bytes;        /* page multiple, at most 1 GiB */
+	__u64 user_ptr; /* page aligned */
+	__u64 bytes; /* page multiple, at most 1 GiB */
 	__u64 segments_ptr; /* user array of struct jal_host_segment */
 	__u32 max_segments;
-	__u32 nsegments;    /* out: DMA segments of the pinned range */
-	__u32 handle;       /* out */
+	__u32 nsegments; /* out: DMA segments of the pinned range */
+	__u32 handle; /* out */
 	__u32 reserved[5];
 };
 
@@ -168,12 +169,12 @@ struct jal_ioctl_queue_create {
 	__u32 size;
 	__u32 flags;
 	__u32 context;
-	__u32 ring_size;    /* packets, a power of two */
+	__u32 ring_size; /* packets, a power of two */
 	__u64 ring_bus;
 	__u64 read_index_bus;
-	__u32 vector;       /* MSI-X vector 1..15 */
-	__u32 queue;        /* out */
-	__u32 status;       /* out */
+	__u32 vector; /* MSI-X vector 1..15 */
+	__u32 queue; /* out */
+	__u32 status; /* out */
 	__u32 reserved0;
 	__u64 doorbell_offset; /* out */
 	__u32 reserved[4];
@@ -183,7 +184,7 @@ struct jal_ioctl_queue_destroy {
 	__u32 size;
 	__u32 flags;
 	__u32 queue;
-	__u32 status;       /* out */
+	__u32 status; /* out */
 	__u32 reserved[4];
 };
 
@@ -208,30 +209,42 @@ enum jal_wait_condition {
 struct jal_ioctl_wait_signal {
 	__u32 size;
 	__u32 flags;
-	__u64 signal_ptr;   /* 16-byte aligned struct jal_signal */
+	__u64 signal_ptr; /* 16-byte aligned struct jal_signal */
 	__s64 compare;
 	__u64 timeout_ns;
-	__u32 vector;       /* 1..15 */
-	__u32 condition;    /* enum jal_wait_condition */
-	__s64 value;        /* out: the value that satisfied it */
-	__u32 signal_status;/* out: the signal's status word */
+	__u32 vector; /* 1..15 */
+	__u32 condition; /* enum jal_wait_condition */
+	__s64 value; /* out: the value that satisfied it */
+	__u32 signal_status; /* out: the signal's status word */
 	__u32 reserved[3];
 };
 
-#define JAL_IOCTL_INFO          _IOWR(JAL_IOCTL_BASE, 0x00, struct jal_ioctl_info)
-#define JAL_IOCTL_ADMIN         _IOWR(JAL_IOCTL_BASE, 0x01, struct jal_ioctl_admin)
-#define JAL_IOCTL_RESET         _IOWR(JAL_IOCTL_BASE, 0x02, struct jal_ioctl_reset)
-#define JAL_IOCTL_IDENTIFY      _IOWR(JAL_IOCTL_BASE, 0x03, struct jal_ioctl_identify)
-#define JAL_IOCTL_CTX_CREATE    _IOWR(JAL_IOCTL_BASE, 0x10, struct jal_ioctl_context)
-#define JAL_IOCTL_CTX_DESTROY   _IOWR(JAL_IOCTL_BASE, 0x11, struct jal_ioctl_context)
-#define JAL_IOCTL_MEM_ALLOC     _IOWR(JAL_IOCTL_BASE, 0x12, struct jal_ioctl_mem_alloc)
-#define JAL_IOCTL_MEM_FREE      _IOWR(JAL_IOCTL_BASE, 0x13, struct jal_ioctl_mem_free)
-#define JAL_IOCTL_QUEUE_CREATE  _IOWR(JAL_IOCTL_BASE, 0x15, struct jal_ioctl_queue_create)
-#define JAL_IOCTL_QUEUE_DESTROY _IOWR(JAL_IOCTL_BASE, 0x16, struct jal_ioctl_queue_destroy)
-#define JAL_IOCTL_HOST_ALLOC    _IOWR(JAL_IOCTL_BASE, 0x20, struct jal_ioctl_host_alloc)
-#define JAL_IOCTL_HOST_PIN      _IOWR(JAL_IOCTL_BASE, 0x21, struct jal_ioctl_host_pin)
-#define JAL_IOCTL_HOST_FREE     _IOWR(JAL_IOCTL_BASE, 0x22, struct jal_ioctl_host_free)
-#define JAL_IOCTL_BIND_IRQ      _IOWR(JAL_IOCTL_BASE, 0x30, struct jal_ioctl_bind_irq)
-#define JAL_IOCTL_WAIT_SIGNAL   _IOWR(JAL_IOCTL_BASE, 0x31, struct jal_ioctl_wait_signal)
+#define JAL_IOCTL_INFO _IOWR(JAL_IOCTL_BASE, 0x00, struct jal_ioctl_info)
+#define JAL_IOCTL_ADMIN _IOWR(JAL_IOCTL_BASE, 0x01, struct jal_ioctl_admin)
+#define JAL_IOCTL_RESET _IOWR(JAL_IOCTL_BASE, 0x02, struct jal_ioctl_reset)
+#define JAL_IOCTL_IDENTIFY \
+	_IOWR(JAL_IOCTL_BASE, 0x03, struct jal_ioctl_identify)
+#define JAL_IOCTL_CTX_CREATE \
+	_IOWR(JAL_IOCTL_BASE, 0x10, struct jal_ioctl_context)
+#define JAL_IOCTL_CTX_DESTROY \
+	_IOWR(JAL_IOCTL_BASE, 0x11, struct jal_ioctl_context)
+#define JAL_IOCTL_MEM_ALLOC \
+	_IOWR(JAL_IOCTL_BASE, 0x12, struct jal_ioctl_mem_alloc)
+#define JAL_IOCTL_MEM_FREE \
+	_IOWR(JAL_IOCTL_BASE, 0x13, struct jal_ioctl_mem_free)
+#define JAL_IOCTL_QUEUE_CREATE \
+	_IOWR(JAL_IOCTL_BASE, 0x15, struct jal_ioctl_queue_create)
+#define JAL_IOCTL_QUEUE_DESTROY \
+	_IOWR(JAL_IOCTL_BASE, 0x16, struct jal_ioctl_queue_destroy)
+#define JAL_IOCTL_HOST_ALLOC \
+	_IOWR(JAL_IOCTL_BASE, 0x20, struct jal_ioctl_host_alloc)
+#define JAL_IOCTL_HOST_PIN \
+	_IOWR(JAL_IOCTL_BASE, 0x21, struct jal_ioctl_host_pin)
+#define JAL_IOCTL_HOST_FREE \
+	_IOWR(JAL_IOCTL_BASE, 0x22, struct jal_ioctl_host_free)
+#define JAL_IOCTL_BIND_IRQ \
+	_IOWR(JAL_IOCTL_BASE, 0x30, struct jal_ioctl_bind_irq)
+#define JAL_IOCTL_WAIT_SIGNAL \
+	_IOWR(JAL_IOCTL_BASE, 0x31, struct jal_ioctl_wait_signal)
 
 #endif /* _UAPI_JAL_ACCEL_H */

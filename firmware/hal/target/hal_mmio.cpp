@@ -18,7 +18,8 @@ void wait_for_event()
     if (read32(JAL_SYS_EVENTS) == 0) __asm volatile("wfi" ::: "memory");
 }
 
-std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len, bool to_host)
+std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len,
+                  bool to_host)
 {
     write32(JAL_DMA_HOST_LO, static_cast<std::uint32_t>(host_addr));
     write32(JAL_DMA_HOST_HI, static_cast<std::uint32_t>(host_addr >> 32));

@@ -3,7 +3,7 @@
 
 namespace {
 jal::fw::Firmware firmware;
-}
+}  // namespace
 
 int main()
 {

@@ -14,9 +14,11 @@ int main();
 [[noreturn]] void jalfw_reset_handler()
 {
     std::memcpy(&_data_start, &_data_load,
-                reinterpret_cast<std::uintptr_t>(&_data_end) - reinterpret_cast<std::uintptr_t>(&_data_start));
+                reinterpret_cast<std::uintptr_t>(&_data_end) -
+                    reinterpret_cast<std::uintptr_t>(&_data_start));
     std::memset(&_bss_start, 0,
-                reinterpret_cast<std::uintptr_t>(&_bss_end) - reinterpret_cast<std::uintptr_t>(&_bss_start));
+                reinterpret_cast<std::uintptr_t>(&_bss_end) -
+                    reinterpret_cast<std::uintptr_t>(&_bss_start));
     for (auto* f = __init_array_start; f != __init_array_end; ++f) (*f)();
     main();
     for (;;) __asm volatile("wfi");
@@ -31,5 +33,8 @@ int main();
 }
 
 // The firmware never exits, and there is no heap or libc I/O behind these.
-void _exit(int) { for (;;) __asm volatile("wfi"); }
+void _exit(int)
+{
+    for (;;) __asm volatile("wfi");
+}
 }

@@ -18,7 +18,10 @@ __attribute__((section(".vectors"), used)) const Handler jalfw_vectors[16] = {
     jalfw_fault_handler,  // MemManage
     jalfw_fault_handler,  // BusFault
     jalfw_fault_handler,  // UsageFault
-    nullptr, nullptr, nullptr, nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
     jalfw_fault_handler,  // SVCall
     jalfw_fault_handler,  // DebugMonitor
     nullptr,

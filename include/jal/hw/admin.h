@@ -17,42 +17,43 @@
 #include "compat.h"
 
 enum jal_admin_opcode {
-	JAL_ADMIN_IDENTIFY = 0x01,       /* data: struct jal_identify */
-	JAL_ADMIN_GET_FEATURE = 0x02,    /* cdw[0] feature; result: value */
-	JAL_ADMIN_SET_FEATURE = 0x03,    /* cdw[0] feature, cdw[1] value; result: value in force */
-	JAL_ADMIN_GET_TELEMETRY = 0x04,  /* data: struct jal_telemetry */
-	JAL_ADMIN_GET_LOG = 0x05,        /* cdw[0] log id, cdw[1] first seq; data: page + entries */
-	JAL_ADMIN_GET_SLICE_MAP = 0x06,  /* data: struct jal_slice_map */
-	JAL_ADMIN_GET_HBM_REPORT = 0x07, /* cdw[0] first channel, cdw[1] count; data: report */
-	JAL_ADMIN_RESET = 0x08,          /* cdw[0] jal_reset_kind; completes, then resets */
-	/* Contexts, device memory and user queues (interface 1.1). Each belongs to the host
+    JAL_ADMIN_IDENTIFY = 0x01,       /* data: struct jal_identify */
+    JAL_ADMIN_GET_FEATURE = 0x02,    /* cdw[0] feature; result: value */
+    JAL_ADMIN_SET_FEATURE = 0x03,    /* cdw[0] feature, cdw[1] value; result: value in force */
+    JAL_ADMIN_GET_TELEMETRY = 0x04,  /* data: struct jal_telemetry */
+    JAL_ADMIN_GET_LOG = 0x05,        /* cdw[0] log id, cdw[1] first seq; data: page + entries */
+    JAL_ADMIN_GET_SLICE_MAP = 0x06,  /* data: struct jal_slice_map */
+    JAL_ADMIN_GET_HBM_REPORT = 0x07, /* cdw[0] first channel, cdw[1] count; data: report */
+    JAL_ADMIN_RESET = 0x08,          /* cdw[0] jal_reset_kind; completes, then resets */
+    /* Contexts, device memory and user queues (interface 1.1). Each belongs to the host
 	 * function that created it and is destroyed when that function detaches. */
-	JAL_ADMIN_CREATE_CONTEXT = 0x10, /* result: context id */
-	JAL_ADMIN_DESTROY_CONTEXT = 0x11,/* cdw[0] context; result: allocations + queues it still held */
-	JAL_ADMIN_ALLOC_MEMORY = 0x12,   /* cdw[0] context, cdw[1..2] bytes, cdw[3] jal_placement,
+    JAL_ADMIN_CREATE_CONTEXT = 0x10, /* result: context id */
+    JAL_ADMIN_DESTROY_CONTEXT =
+        0x11,                       /* cdw[0] context; result: allocations + queues it still held */
+    JAL_ADMIN_ALLOC_MEMORY = 0x12,  /* cdw[0] context, cdw[1..2] bytes, cdw[3] jal_placement,
 					  * cdw[4..5] logical slice mask, cdw[6] log2 alignment (0: page);
 					  * data: struct jal_mem_alloc_reply */
-	JAL_ADMIN_FREE_MEMORY = 0x13,    /* cdw[0] context, cdw[1..2] device virtual address */
-	JAL_ADMIN_GET_PLACEMENT = 0x14,  /* cdw[0] context, cdw[1..2] address, cdw[3] first page;
+    JAL_ADMIN_FREE_MEMORY = 0x13,   /* cdw[0] context, cdw[1..2] device virtual address */
+    JAL_ADMIN_GET_PLACEMENT = 0x14, /* cdw[0] context, cdw[1..2] address, cdw[3] first page;
 					  * data: jal_placement_header + jal_page_placement entries */
-	JAL_ADMIN_CREATE_QUEUE = 0x15,   /* cdw[0] context, cdw[1..2] ring bus address, cdw[3] size in
+    JAL_ADMIN_CREATE_QUEUE = 0x15,  /* cdw[0] context, cdw[1..2] ring bus address, cdw[3] size in
 					  * packets, cdw[4..5] read-index bus address, cdw[6] MSI-X vector;
 					  * result: queue id (its doorbell page in BAR2) */
-	JAL_ADMIN_DESTROY_QUEUE = 0x16,  /* cdw[0] queue id */
-	JAL_ADMIN_QUEUE_STATUS = 0x17,   /* cdw[0] queue id; data: struct jal_queue_status */
-	JAL_ADMIN_RESET_QUEUE = 0x18,    /* cdw[0] queue id: drop unexecuted packets, clear the error */
-	JAL_ADMIN_DEBUG_FAULT = 0x7f,    /* cdw[0] jal_debug_fault, cdw[1..] arguments */
+    JAL_ADMIN_DESTROY_QUEUE = 0x16, /* cdw[0] queue id */
+    JAL_ADMIN_QUEUE_STATUS = 0x17,  /* cdw[0] queue id; data: struct jal_queue_status */
+    JAL_ADMIN_RESET_QUEUE = 0x18,   /* cdw[0] queue id: drop unexecuted packets, clear the error */
+    JAL_ADMIN_DEBUG_FAULT = 0x7f,   /* cdw[0] jal_debug_fault, cdw[1..] arguments */
 };
 
 struct jal_admin_sqe {
-	uint8_t opcode;
-	uint8_t flags;      /* must be zero */
-	uint16_t cid;       /* command id chosen by the host, echoed in the completion */
-	uint32_t reserved0; /* must be zero */
-	uint64_t data_addr; /* host bus address of the data buffer, 0 if none */
-	uint32_t data_len;  /* bytes; at most JAL_ADMIN_DATA_MAX */
-	uint32_t reserved1; /* must be zero */
-	uint32_t cdw[10];   /* command-specific */
+    uint8_t opcode;
+    uint8_t flags;      /* must be zero */
+    uint16_t cid;       /* command id chosen by the host, echoed in the completion */
+    uint32_t reserved0; /* must be zero */
+    uint64_t data_addr; /* host bus address of the data buffer, 0 if none */
+    uint32_t data_len;  /* bytes; at most JAL_ADMIN_DATA_MAX */
+    uint32_t reserved1; /* must be zero */
+    uint32_t cdw[10];   /* command-specific */
 };
 JAL_ASSERT_SIZE(struct jal_admin_sqe, 64);
 JAL_ASSERT_OFFSET(struct jal_admin_sqe, cid, 2);
@@ -63,12 +64,12 @@ JAL_ASSERT_OFFSET(struct jal_admin_sqe, cdw, 24);
 #define JAL_ADMIN_DATA_MAX (1u << 20)
 
 struct jal_admin_cqe {
-	uint32_t result;  /* command-specific (bytes written, feature value, ...) */
-	uint32_t status;  /* enum jal_status */
-	uint16_t sq_head; /* firmware's SQ head after this command: slots up to it are free */
-	uint16_t cid;
-	uint16_t reserved;
-	uint16_t flags;   /* bit 0: phase; written last */
+    uint32_t result;  /* command-specific (bytes written, feature value, ...) */
+    uint32_t status;  /* enum jal_status */
+    uint16_t sq_head; /* firmware's SQ head after this command: slots up to it are free */
+    uint16_t cid;
+    uint16_t reserved;
+    uint16_t flags; /* bit 0: phase; written last */
 };
 JAL_ASSERT_SIZE(struct jal_admin_cqe, 16);
 JAL_ASSERT_OFFSET(struct jal_admin_cqe, status, 4);
@@ -79,110 +80,110 @@ JAL_ASSERT_OFFSET(struct jal_admin_cqe, flags, 14);
 
 /* Features (GET_FEATURE / SET_FEATURE). */
 enum jal_feature {
-	JAL_FEATURE_POWER_LIMIT = 1, /* package power limit, milliwatts; bounds in identify */
+    JAL_FEATURE_POWER_LIMIT = 1, /* package power limit, milliwatts; bounds in identify */
 };
 
 enum jal_reset_kind {
-	JAL_RESET_CHIP = 1, /* reboot firmware, retrain, lose all queues and contexts */
+    JAL_RESET_CHIP = 1, /* reboot firmware, retrain, lose all queues and contexts */
 };
 
 enum jal_debug_fault {
-	JAL_DEBUG_FAULT_HANG_MAIN_LOOP = 1, /* firmware stops feeding its watchdog */
+    JAL_DEBUG_FAULT_HANG_MAIN_LOOP = 1, /* firmware stops feeding its watchdog */
 };
 
 /* ---- Contexts and device memory ---- */
-#define JAL_MAX_CONTEXTS 64        /* (chosen) ids 1..63 */
-#define JAL_PAGE_SIZE (2u << 20)   /* (chosen) device page: 2 MiB */
-#define JAL_MAX_ALLOCATIONS 2048   /* (chosen) live allocations per chip */
-#define JAL_VA_BASE (1ull << 40)   /* device virtual addresses start here */
+#define JAL_MAX_CONTEXTS 64      /* (chosen) ids 1..63 */
+#define JAL_PAGE_SIZE (2u << 20) /* (chosen) device page: 2 MiB */
+#define JAL_MAX_ALLOCATIONS 2048 /* (chosen) live allocations per chip */
+#define JAL_VA_BASE (1ull << 40) /* device virtual addresses start here */
 
 enum jal_placement {
-	JAL_PLACE_SLICE = 1,       /* every page on the one slice of the mask */
-	JAL_PLACE_INTERLEAVED = 2, /* page i on the (i mod n)-th slice of the mask, ascending */
-	JAL_PLACE_REPLICATED = 3,  /* a full copy on every slice of the mask; a slice reads its
+    JAL_PLACE_SLICE = 1,       /* every page on the one slice of the mask */
+    JAL_PLACE_INTERLEAVED = 2, /* page i on the (i mod n)-th slice of the mask, ascending */
+    JAL_PLACE_REPLICATED = 3,  /* a full copy on every slice of the mask; a slice reads its
 				    * own copy, host and device writes update every copy */
 };
 
 struct jal_mem_alloc_reply {
-	uint64_t va;
-	uint64_t size;         /* rounded up to whole pages */
-	uint64_t slice_mask;   /* logical slices holding it */
-	uint32_t placement;    /* enum jal_placement */
-	uint32_t page_size;
-	uint32_t pages;        /* virtual pages */
-	uint32_t replicas;     /* copies of each page (1 unless replicated) */
-	uint64_t reserved[2];
+    uint64_t va;
+    uint64_t size;       /* rounded up to whole pages */
+    uint64_t slice_mask; /* logical slices holding it */
+    uint32_t placement;  /* enum jal_placement */
+    uint32_t page_size;
+    uint32_t pages;    /* virtual pages */
+    uint32_t replicas; /* copies of each page (1 unless replicated) */
+    uint64_t reserved[2];
 };
 JAL_ASSERT_SIZE(struct jal_mem_alloc_reply, 56);
 
 struct jal_placement_header {
-	uint64_t va;
-	uint32_t first_page;
-	uint32_t count;        /* entries that follow: pages x replicas, page-major */
-	uint32_t pages;        /* of the whole allocation */
-	uint32_t replicas;
-	uint64_t reserved;
+    uint64_t va;
+    uint32_t first_page;
+    uint32_t count; /* entries that follow: pages x replicas, page-major */
+    uint32_t pages; /* of the whole allocation */
+    uint32_t replicas;
+    uint64_t reserved;
 };
 JAL_ASSERT_SIZE(struct jal_placement_header, 32);
 
 struct jal_page_placement {
-	uint64_t phys;         /* device physical address of the page (see chip.h map) */
-	uint8_t slice;         /* logical slice */
-	uint8_t replica;
-	uint8_t channel_lo;    /* HBM channel of the page, low byte (channels fit 8 bits) */
-	uint8_t reserved[5];
+    uint64_t phys; /* device physical address of the page (see chip.h map) */
+    uint8_t slice; /* logical slice */
+    uint8_t replica;
+    uint8_t channel_lo; /* HBM channel of the page, low byte (channels fit 8 bits) */
+    uint8_t reserved[5];
 };
 JAL_ASSERT_SIZE(struct jal_page_placement, 16);
 
 struct jal_queue_status {
-	uint32_t queue_id;
-	uint32_t state;          /* enum jal_queue_state (queue.h) */
-	uint32_t context;
-	uint32_t size;           /* packets */
-	uint64_t read_index;     /* packets retired */
-	uint64_t write_index;    /* last doorbell value */
-	uint32_t last_error;     /* jal_status of the last failed packet, 0 if none */
-	uint32_t errors;         /* failed packets since creation or reset */
-	uint64_t last_error_index; /* packet index of the last failure */
-	uint64_t reserved[2];
+    uint32_t queue_id;
+    uint32_t state; /* enum jal_queue_state (queue.h) */
+    uint32_t context;
+    uint32_t size;             /* packets */
+    uint64_t read_index;       /* packets retired */
+    uint64_t write_index;      /* last doorbell value */
+    uint32_t last_error;       /* jal_status of the last failed packet, 0 if none */
+    uint32_t errors;           /* failed packets since creation or reset */
+    uint64_t last_error_index; /* packet index of the last failure */
+    uint64_t reserved[2];
 };
 JAL_ASSERT_SIZE(struct jal_queue_status, 64);
 
 enum jal_chip_state {
-	JAL_CHIP_STATE_BOOTING = 0,
-	JAL_CHIP_STATE_READY = 1,
-	JAL_CHIP_STATE_FAILED = 2,
+    JAL_CHIP_STATE_BOOTING = 0,
+    JAL_CHIP_STATE_READY = 1,
+    JAL_CHIP_STATE_FAILED = 2,
 };
 
 /* IDENTIFY */
 struct jal_identify {
-	uint32_t struct_size;     /* sizeof(struct jal_identify) as the firmware knows it */
-	uint32_t if_version;      /* JAL_HW_VERSION */
-	uint32_t fw_version;      /* major << 16 | minor << 8 | patch */
-	uint32_t state;           /* enum jal_chip_state */
-	char fw_build[32];        /* NUL-terminated build identifier */
-	char model[32];           /* NUL-terminated product name */
-	char serial[32];          /* NUL-terminated serial number */
-	uint32_t chip_index;
-	uint32_t boot_count;      /* boots since power-on, including resets */
-	uint32_t slices_total;
-	uint32_t slices_enabled;
-	uint64_t slices_enabled_mask; /* physical slices */
-	uint32_t hbm_stacks;
-	uint32_t hbm_channels_total;
-	uint32_t hbm_channels_ok;
-	uint32_t reserved0;
-	uint64_t hbm_bytes_total;
-	uint64_t hbm_bytes_usable;  /* capacity of trained channels behind enabled slices */
-	uint32_t power_limit_mw;
-	uint32_t power_limit_min_mw;
-	uint32_t power_limit_max_mw;
-	uint32_t tdp_mw;
-	uint32_t clock_min_mhz;
-	uint32_t clock_max_mhz;
-	uint32_t temp_limit_mc;     /* junction limit, milli-degrees Celsius */
-	uint32_t reserved1;
-	uint8_t reserved[312];      /* must be zero; grows here in minor versions */
+    uint32_t struct_size; /* sizeof(struct jal_identify) as the firmware knows it */
+    uint32_t if_version;  /* JAL_HW_VERSION */
+    uint32_t fw_version;  /* major << 16 | minor << 8 | patch */
+    uint32_t state;       /* enum jal_chip_state */
+    char fw_build[32];    /* NUL-terminated build identifier */
+    char model[32];       /* NUL-terminated product name */
+    char serial[32];      /* NUL-terminated serial number */
+    uint32_t chip_index;
+    uint32_t boot_count; /* boots since power-on, including resets */
+    uint32_t slices_total;
+    uint32_t slices_enabled;
+    uint64_t slices_enabled_mask; /* physical slices */
+    uint32_t hbm_stacks;
+    uint32_t hbm_channels_total;
+    uint32_t hbm_channels_ok;
+    uint32_t reserved0;
+    uint64_t hbm_bytes_total;
+    uint64_t hbm_bytes_usable; /* capacity of trained channels behind enabled slices */
+    uint32_t power_limit_mw;
+    uint32_t power_limit_min_mw;
+    uint32_t power_limit_max_mw;
+    uint32_t tdp_mw;
+    uint32_t clock_min_mhz;
+    uint32_t clock_max_mhz;
+    uint32_t temp_limit_mc; /* junction limit, milli-degrees Celsius */
+    uint32_t reserved1;
+    uint8_t reserved[312]; /* must be zero; grows here in minor versions */
 };
 JAL_ASSERT_SIZE(struct jal_identify, 512);
 JAL_ASSERT_OFFSET(struct jal_identify, fw_build, 16);
@@ -195,30 +196,30 @@ JAL_ASSERT_OFFSET(struct jal_identify, reserved, 200);
 /* GET_SLICE_MAP: physical slices; logical ids number enabled slices densely so harvested
  * slices vanish from the host's view. */
 enum jal_slice_state {
-	JAL_SLICE_ENABLED = 0,
-	JAL_SLICE_FUSED = 1,      /* fused off at manufacturing */
-	JAL_SLICE_FAILED_BIST = 2,/* failed self-test at boot */
-	JAL_SLICE_BIST_TIMEOUT = 3,
-	JAL_SLICE_NO_MEMORY = 4,  /* all of its HBM channels failed */
+    JAL_SLICE_ENABLED = 0,
+    JAL_SLICE_FUSED = 1,       /* fused off at manufacturing */
+    JAL_SLICE_FAILED_BIST = 2, /* failed self-test at boot */
+    JAL_SLICE_BIST_TIMEOUT = 3,
+    JAL_SLICE_NO_MEMORY = 4, /* all of its HBM channels failed */
 };
 
 struct jal_slice_info {
-	uint8_t state;         /* enum jal_slice_state */
-	uint8_t logical_id;    /* 0xff when not enabled */
-	uint8_t channels_ok;   /* trained HBM channels of the slice's three */
-	uint8_t power_gated;   /* 1 while idle and gated */
-	uint32_t bist_us;      /* self-test duration */
+    uint8_t state;       /* enum jal_slice_state */
+    uint8_t logical_id;  /* 0xff when not enabled */
+    uint8_t channels_ok; /* trained HBM channels of the slice's three */
+    uint8_t power_gated; /* 1 while idle and gated */
+    uint32_t bist_us;    /* self-test duration */
 };
 JAL_ASSERT_SIZE(struct jal_slice_info, 8);
 
 struct jal_slice_map {
-	uint32_t num_slices;   /* JAL_NUM_SLICES */
-	uint32_t num_enabled;
-	uint64_t fused_mask;
-	uint64_t failed_mask;  /* failed or timed-out self-test */
-	uint64_t enabled_mask;
-	uint8_t logical_to_physical[JAL_NUM_SLICES]; /* 0xff past num_enabled */
-	struct jal_slice_info slices[JAL_NUM_SLICES];
+    uint32_t num_slices; /* JAL_NUM_SLICES */
+    uint32_t num_enabled;
+    uint64_t fused_mask;
+    uint64_t failed_mask; /* failed or timed-out self-test */
+    uint64_t enabled_mask;
+    uint8_t logical_to_physical[JAL_NUM_SLICES]; /* 0xff past num_enabled */
+    struct jal_slice_info slices[JAL_NUM_SLICES];
 };
 JAL_ASSERT_SIZE(struct jal_slice_map, 32 + 64 + 512);
 JAL_ASSERT_OFFSET(struct jal_slice_map, logical_to_physical, 32);
@@ -226,21 +227,21 @@ JAL_ASSERT_OFFSET(struct jal_slice_map, slices, 96);
 
 /* GET_HBM_REPORT */
 enum jal_hbm_channel_status {
-	JAL_HBM_CH_UNTRAINED = 0,
-	JAL_HBM_CH_OK = 1,
-	JAL_HBM_CH_REPAIRED = 2, /* ok, with dead lanes remapped to spares */
-	JAL_HBM_CH_FAILED = 3,   /* capacity removed */
+    JAL_HBM_CH_UNTRAINED = 0,
+    JAL_HBM_CH_OK = 1,
+    JAL_HBM_CH_REPAIRED = 2, /* ok, with dead lanes remapped to spares */
+    JAL_HBM_CH_FAILED = 3,   /* capacity removed */
 };
 
 struct jal_hbm_lane_report {
-	uint8_t read_delay;   /* trained tap, 0..JAL_HBM_DELAY_TAPS-1 */
-	uint8_t read_width;   /* passing taps in the read eye */
-	uint8_t read_margin;  /* taps from the trained point to the nearer eye edge */
-	uint8_t write_delay;
-	uint8_t write_width;
-	uint8_t write_margin;
-	uint8_t flags;        /* JAL_HBM_LANE_* */
-	uint8_t reserved;
+    uint8_t read_delay;  /* trained tap, 0..JAL_HBM_DELAY_TAPS-1 */
+    uint8_t read_width;  /* passing taps in the read eye */
+    uint8_t read_margin; /* taps from the trained point to the nearer eye edge */
+    uint8_t write_delay;
+    uint8_t write_width;
+    uint8_t write_margin;
+    uint8_t flags; /* JAL_HBM_LANE_* */
+    uint8_t reserved;
 };
 JAL_ASSERT_SIZE(struct jal_hbm_lane_report, 8);
 
@@ -250,80 +251,80 @@ JAL_ASSERT_SIZE(struct jal_hbm_lane_report, 8);
 #define JAL_HBM_LANE_NOEYE (1u << 3)  /* no passing window found */
 
 struct jal_hbm_channel_report {
-	uint8_t status;        /* enum jal_hbm_channel_status */
-	uint8_t stack;
-	uint8_t vref;          /* trained Vref step, 0..JAL_HBM_VREF_STEPS-1 */
-	uint8_t dead_lanes;    /* lanes that failed connectivity */
-	uint8_t repair[JAL_HBM_SPARE_LANES]; /* DQ lane carried by spare k, 0xff if unused */
-	uint32_t memtest_errors;
-	uint32_t training_us;  /* modelled time spent training the channel */
-	uint32_t reserved[4];
-	struct jal_hbm_lane_report lanes[JAL_HBM_LANES];
+    uint8_t status; /* enum jal_hbm_channel_status */
+    uint8_t stack;
+    uint8_t vref;                        /* trained Vref step, 0..JAL_HBM_VREF_STEPS-1 */
+    uint8_t dead_lanes;                  /* lanes that failed connectivity */
+    uint8_t repair[JAL_HBM_SPARE_LANES]; /* DQ lane carried by spare k, 0xff if unused */
+    uint32_t memtest_errors;
+    uint32_t training_us; /* modelled time spent training the channel */
+    uint32_t reserved[4];
+    struct jal_hbm_lane_report lanes[JAL_HBM_LANES];
 };
 JAL_ASSERT_SIZE(struct jal_hbm_channel_report, 32 + 8 * JAL_HBM_LANES);
 
 struct jal_hbm_report_header {
-	uint32_t first_channel;
-	uint32_t count;          /* channel reports that follow */
-	uint32_t channels_ok;    /* over the whole chip (OK or REPAIRED) */
-	uint32_t channels_failed;
-	uint32_t stacks_failed_mask;
-	uint32_t reserved[3];
+    uint32_t first_channel;
+    uint32_t count;       /* channel reports that follow */
+    uint32_t channels_ok; /* over the whole chip (OK or REPAIRED) */
+    uint32_t channels_failed;
+    uint32_t stacks_failed_mask;
+    uint32_t reserved[3];
 };
 JAL_ASSERT_SIZE(struct jal_hbm_report_header, 32);
 
 /* GET_LOG */
 enum jal_log_id {
-	JAL_LOG_EVENTS = 1,     /* struct jal_log_event entries */
-	JAL_LOG_POST_TRAIL = 2, /* struct jal_post_entry entries of the last boot */
+    JAL_LOG_EVENTS = 1,     /* struct jal_log_event entries */
+    JAL_LOG_POST_TRAIL = 2, /* struct jal_post_entry entries of the last boot */
 };
 
 struct jal_log_page {
-	uint32_t log_id;
-	uint32_t entry_size;
-	uint32_t count;       /* entries in this page */
-	uint32_t first_seq;   /* sequence number of the first entry in this page */
-	uint32_t next_seq;    /* sequence number the next entry logged will take */
-	uint32_t lost;        /* entries overwritten before they could be read (ring wrapped) */
-	uint32_t reserved[2];
+    uint32_t log_id;
+    uint32_t entry_size;
+    uint32_t count;     /* entries in this page */
+    uint32_t first_seq; /* sequence number of the first entry in this page */
+    uint32_t next_seq;  /* sequence number the next entry logged will take */
+    uint32_t lost;      /* entries overwritten before they could be read (ring wrapped) */
+    uint32_t reserved[2];
 };
 JAL_ASSERT_SIZE(struct jal_log_page, 32);
 
 enum jal_log_severity {
-	JAL_SEV_DEBUG = 0,
-	JAL_SEV_INFO = 1,
-	JAL_SEV_WARN = 2,
-	JAL_SEV_ERROR = 3,
-	JAL_SEV_FATAL = 4,
+    JAL_SEV_DEBUG = 0,
+    JAL_SEV_INFO = 1,
+    JAL_SEV_WARN = 2,
+    JAL_SEV_ERROR = 3,
+    JAL_SEV_FATAL = 4,
 };
 
 enum jal_log_source {
-	JAL_SRC_BOOT = 1,
-	JAL_SRC_SLICE = 2,
-	JAL_SRC_HBM = 3,
-	JAL_SRC_POWER = 4,
-	JAL_SRC_ADMIN = 5,
-	JAL_SRC_WATCHDOG = 6,
+    JAL_SRC_BOOT = 1,
+    JAL_SRC_SLICE = 2,
+    JAL_SRC_HBM = 3,
+    JAL_SRC_POWER = 4,
+    JAL_SRC_ADMIN = 5,
+    JAL_SRC_WATCHDOG = 6,
 };
 
 struct jal_log_event {
-	uint64_t timestamp_us;  /* modelled time since power-on */
-	uint32_t seq;
-	uint16_t code;          /* source-specific event code */
-	uint8_t severity;       /* enum jal_log_severity */
-	uint8_t source;         /* enum jal_log_source */
-	uint32_t args[4];
-	char text[32];          /* NUL-terminated, human summary */
+    uint64_t timestamp_us; /* modelled time since power-on */
+    uint32_t seq;
+    uint16_t code;    /* source-specific event code */
+    uint8_t severity; /* enum jal_log_severity */
+    uint8_t source;   /* enum jal_log_source */
+    uint32_t args[4];
+    char text[32]; /* NUL-terminated, human summary */
 };
 JAL_ASSERT_SIZE(struct jal_log_event, 64);
 JAL_ASSERT_OFFSET(struct jal_log_event, args, 16);
 JAL_ASSERT_OFFSET(struct jal_log_event, text, 32);
 
 struct jal_post_entry {
-	uint64_t timestamp_us;
-	uint16_t post_code;
-	uint16_t step;          /* index in the boot table */
-	uint32_t status;        /* enum jal_status of the step */
+    uint64_t timestamp_us;
+    uint16_t post_code;
+    uint16_t step;   /* index in the boot table */
+    uint32_t status; /* enum jal_status of the step */
 };
 JAL_ASSERT_SIZE(struct jal_post_entry, 16);
 

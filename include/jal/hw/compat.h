@@ -4,12 +4,12 @@
 #define JAL_HW_COMPAT_H
 
 #if defined(__KERNEL__)
-#include <linux/types.h>
 #include <linux/build_bug.h>
+#include <linux/types.h>
 #define JAL_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 #ifdef __cplusplus
 #define JAL_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
@@ -18,8 +18,9 @@
 #endif
 
 #define JAL_ASSERT_SIZE(type, size) \
-	JAL_STATIC_ASSERT(sizeof(type) == (size), "size of " #type " is part of the ABI")
-#define JAL_ASSERT_OFFSET(type, field, off) \
-	JAL_STATIC_ASSERT(offsetof(type, field) == (off), "offset of " #type "." #field " is part of the ABI")
+    JAL_STATIC_ASSERT(sizeof(type) == (size), "size of " #type " is part of the ABI")
+#define JAL_ASSERT_OFFSET(type, field, off)           \
+    JAL_STATIC_ASSERT(offsetof(type, field) == (off), \
+                      "offset of " #type "." #field " is part of the ABI")
 
 #endif

@@ -42,127 +42,153 @@
 #define JAL_INSN_C(w) ((uint8_t)(((w) >> 38) & 0x3f))
 #define JAL_INSN_D(w) ((uint8_t)(((w) >> 32) & 0x3f))
 #define JAL_INSN_IMM(w) ((int32_t)(uint32_t)(w))
-#define JAL_INSN(op, a, b, c, d, imm)                                                     \
-	(((uint64_t)(op) << 56) | ((uint64_t)((a) & 0x3f) << 50) | ((uint64_t)((b) & 0x3f) << 44) | \
-	 ((uint64_t)((c) & 0x3f) << 38) | ((uint64_t)((d) & 0x3f) << 32) | (uint64_t)(uint32_t)(imm))
+#define JAL_INSN(op, a, b, c, d, imm)                                                       \
+    (((uint64_t)(op) << 56) | ((uint64_t)((a)&0x3f) << 50) | ((uint64_t)((b)&0x3f) << 44) | \
+     ((uint64_t)((c)&0x3f) << 38) | ((uint64_t)((d)&0x3f) << 32) | (uint64_t)(uint32_t)(imm))
 
 /* Element formats of tiles. MX formats are stored in blocks of 32 elements along a row
  * with one E8M0 scale (OCP MX v1.0); MXFP4 blocks are ggml's block_mxfp4 byte for byte,
  * so GGUF weights load without repacking. */
 enum jal_dtype {
-	JAL_DT_F32 = 1,
-	JAL_DT_BF16 = 2,
-	JAL_DT_F16 = 3,
-	JAL_DT_MXFP8_E4M3 = 4, /* struct jal_block_mxfp8 */
-	JAL_DT_MXFP8_E5M2 = 5, /* struct jal_block_mxfp8 */
-	JAL_DT_MXFP4 = 6,      /* struct jal_block_mxfp4 */
-	JAL_DT_Q8_0 = 7,       /* struct jal_block_q8_0: ggml's activation rounding */
-	JAL_DT_I32 = 8,        /* indices (top-k, argmax, gather) */
+    JAL_DT_F32 = 1,
+    JAL_DT_BF16 = 2,
+    JAL_DT_F16 = 3,
+    JAL_DT_MXFP8_E4M3 = 4, /* struct jal_block_mxfp8 */
+    JAL_DT_MXFP8_E5M2 = 5, /* struct jal_block_mxfp8 */
+    JAL_DT_MXFP4 = 6,      /* struct jal_block_mxfp4 */
+    JAL_DT_Q8_0 = 7,       /* struct jal_block_q8_0: ggml's activation rounding */
+    JAL_DT_I32 = 8,        /* indices (top-k, argmax, gather) */
 };
 
 #define JAL_MX_BLOCK 32
 
 struct jal_block_mxfp4 {
-	uint8_t e;      /* E8M0 scale: 2^(e-127); 0xff = NaN */
-	uint8_t qs[16]; /* element j in the low nibble of qs[j], element j+16 in the high */
+    uint8_t e;      /* E8M0 scale: 2^(e-127); 0xff = NaN */
+    uint8_t qs[16]; /* element j in the low nibble of qs[j], element j+16 in the high */
 };
 JAL_ASSERT_SIZE(struct jal_block_mxfp4, 17);
 
 struct jal_block_mxfp8 {
-	uint8_t e;
-	uint8_t q[32];
+    uint8_t e;
+    uint8_t q[32];
 };
 JAL_ASSERT_SIZE(struct jal_block_mxfp8, 33);
 
 struct jal_block_q8_0 {
-	uint16_t d;     /* IEEE half scale */
-	int8_t qs[32];
+    uint16_t d; /* IEEE half scale */
+    int8_t qs[32];
 };
 JAL_ASSERT_SIZE(struct jal_block_q8_0, 34);
 
 /* Special registers read by MOVSR (imm). */
 enum jal_special_reg {
-	JAL_SR_SLICE = 0,       /* this slice's index within the dispatch, 0..n-1 */
-	JAL_SR_NSLICES = 1,     /* slices in the dispatch */
-	JAL_SR_LOGICAL_SLICE = 2, /* the chip's logical slice id (for placement decisions) */
-	JAL_SR_ARGS = 3,        /* device address of the argument buffer */
-	JAL_SR_CLOCK = 4,       /* modelled cycles since the dispatch started */
-	JAL_SR_TIMING_ONLY = 5, /* 1 when the dispatch runs for time only (no data) */
+    JAL_SR_SLICE = 0,         /* this slice's index within the dispatch, 0..n-1 */
+    JAL_SR_NSLICES = 1,       /* slices in the dispatch */
+    JAL_SR_LOGICAL_SLICE = 2, /* the chip's logical slice id (for placement decisions) */
+    JAL_SR_ARGS = 3,          /* device address of the argument buffer */
+    JAL_SR_CLOCK = 4,         /* modelled cycles since the dispatch started */
+    JAL_SR_TIMING_ONLY = 5,   /* 1 when the dispatch runs for time only (no data) */
 };
 
 /* TDESC's imm: row stride in bytes (bits 31:4; 0 = packed rows) and dtype (bits 3:0). */
-#define JAL_TDESC_IMM(stride, dtype) ((int32_t)(((uint32_t)(stride) << 4) | ((uint32_t)(dtype) & 0xfu)))
+#define JAL_TDESC_IMM(stride, dtype) \
+    ((int32_t)(((uint32_t)(stride) << 4) | ((uint32_t)(dtype)&0xfu)))
 #define JAL_TDESC_STRIDE(imm) ((uint32_t)(imm) >> 4)
-#define JAL_TDESC_DTYPE(imm) ((uint32_t)(imm) & 0xfu)
+#define JAL_TDESC_DTYPE(imm) ((uint32_t)(imm)&0xfu)
 
 /* VCVT's imm: rounding of conversions to MXFP4 (docs/tile-isa.md, "Conversions"). */
 enum jal_cvt_mode {
-	JAL_CVT_OCP = 0,  /* OCP MX v1.0: shared scale, round to nearest even, saturate */
-	JAL_CVT_GGML = 1, /* ggml's quantize_row_mxfp4_ref: nearest, ties to the lower code */
+    JAL_CVT_OCP = 0,  /* OCP MX v1.0: shared scale, round to nearest even, saturate */
+    JAL_CVT_GGML = 1, /* ggml's quantize_row_mxfp4_ref: nearest, ties to the lower code */
 };
 
 /* Operand roles. "x" = scalar register, "t" = tile register, "q" = semaphore; x[r] is the
  * value of scalar register r. Unused fields must be zero. */
 enum jal_opcode {
-	/* scalar: a = rd, b = ra, c = rb; 64-bit two's complement, wrapping */
-	JAL_OP_END = 0x00,   /* the slice's program is done */
-	JAL_OP_LI = 0x01,    /* rd = sign-extended imm */
-	JAL_OP_LUI = 0x02,   /* rd = (rd & 0xffffffff) | imm << 32 */
-	JAL_OP_MOVSR = 0x03, /* rd = special register imm */
-	JAL_OP_ADD = 0x08, JAL_OP_SUB = 0x09, JAL_OP_MUL = 0x0a,
-	JAL_OP_DIVU = 0x0b, JAL_OP_REMU = 0x0c, /* unsigned; rb = 0 faults (INVALID_FIELD) */
-	JAL_OP_AND = 0x0d, JAL_OP_OR = 0x0e, JAL_OP_XOR = 0x0f,
-	JAL_OP_SHL = 0x10, JAL_OP_SHR = 0x11,   /* shift count rb & 63; SHR is logical */
-	JAL_OP_SLT = 0x12, JAL_OP_SLTU = 0x13,  /* rd = ra < rb (signed / unsigned) */
-	JAL_OP_MIN = 0x14, JAL_OP_MAX = 0x15,   /* signed */
-	JAL_OP_ADDI = 0x18,  /* rd = ra + imm */
-	JAL_OP_MULI = 0x19,  /* rd = ra * imm */
-	JAL_OP_LD = 0x1a,    /* rd = 64-bit load from device address ra + imm (8-byte aligned) */
-	JAL_OP_ST = 0x1b,    /* 64-bit store of rd to device address ra + imm (8-byte aligned) */
-	JAL_OP_LW = 0x1c,    /* rd = zero-extended 32-bit load from ra + imm (4-byte aligned) */
-	/* control: a = ra, b = rb, imm = target offset in instructions from this one */
-	JAL_OP_BEQ = 0x20, JAL_OP_BNE = 0x21, JAL_OP_BLT = 0x22, JAL_OP_BGE = 0x23, JAL_OP_BLTU = 0x24,
-	JAL_OP_JMP = 0x25,   /* unconditional; a = b = 0 */
-	JAL_OP_TRAP = 0x26,  /* fail the dispatch: status imm if it is a jal_status, else INVALID_FIELD */
-	/* tiles and DMA */
-	JAL_OP_TDESC = 0x30, /* t(a) = {L1 address x[b], rows x[c], cols x[d], JAL_TDESC_IMM(stride, dtype)} */
-	JAL_OP_TLOAD = 0x31, /* t(a) <- device memory at x[b], row stride x[c] bytes; then q(imm) += 1 */
-	JAL_OP_TSTORE = 0x32,/* t(a) -> device memory at x[b], row stride x[c] bytes; then q(imm) += 1 */
-	JAL_OP_TGATHER = 0x33,/* row i of t(a) <- row I[i] of the table at x[b] (x[c] bytes a row),
+    /* scalar: a = rd, b = ra, c = rb; 64-bit two's complement, wrapping */
+    JAL_OP_END = 0x00,   /* the slice's program is done */
+    JAL_OP_LI = 0x01,    /* rd = sign-extended imm */
+    JAL_OP_LUI = 0x02,   /* rd = (rd & 0xffffffff) | imm << 32 */
+    JAL_OP_MOVSR = 0x03, /* rd = special register imm */
+    JAL_OP_ADD = 0x08,
+    JAL_OP_SUB = 0x09,
+    JAL_OP_MUL = 0x0a,
+    JAL_OP_DIVU = 0x0b,
+    JAL_OP_REMU = 0x0c, /* unsigned; rb = 0 faults (INVALID_FIELD) */
+    JAL_OP_AND = 0x0d,
+    JAL_OP_OR = 0x0e,
+    JAL_OP_XOR = 0x0f,
+    JAL_OP_SHL = 0x10,
+    JAL_OP_SHR = 0x11, /* shift count rb & 63; SHR is logical */
+    JAL_OP_SLT = 0x12,
+    JAL_OP_SLTU = 0x13, /* rd = ra < rb (signed / unsigned) */
+    JAL_OP_MIN = 0x14,
+    JAL_OP_MAX = 0x15,  /* signed */
+    JAL_OP_ADDI = 0x18, /* rd = ra + imm */
+    JAL_OP_MULI = 0x19, /* rd = ra * imm */
+    JAL_OP_LD = 0x1a,   /* rd = 64-bit load from device address ra + imm (8-byte aligned) */
+    JAL_OP_ST = 0x1b,   /* 64-bit store of rd to device address ra + imm (8-byte aligned) */
+    JAL_OP_LW = 0x1c,   /* rd = zero-extended 32-bit load from ra + imm (4-byte aligned) */
+    /* control: a = ra, b = rb, imm = target offset in instructions from this one */
+    JAL_OP_BEQ = 0x20,
+    JAL_OP_BNE = 0x21,
+    JAL_OP_BLT = 0x22,
+    JAL_OP_BGE = 0x23,
+    JAL_OP_BLTU = 0x24,
+    JAL_OP_JMP = 0x25, /* unconditional; a = b = 0 */
+    JAL_OP_TRAP =
+        0x26, /* fail the dispatch: status imm if it is a jal_status, else INVALID_FIELD */
+    /* tiles and DMA */
+    JAL_OP_TDESC =
+        0x30, /* t(a) = {L1 address x[b], rows x[c], cols x[d], JAL_TDESC_IMM(stride, dtype)} */
+    JAL_OP_TLOAD =
+        0x31, /* t(a) <- device memory at x[b], row stride x[c] bytes; then q(imm) += 1 */
+    JAL_OP_TSTORE =
+        0x32, /* t(a) -> device memory at x[b], row stride x[c] bytes; then q(imm) += 1 */
+    JAL_OP_TGATHER = 0x33, /* row i of t(a) <- row I[i] of the table at x[b] (x[c] bytes a row),
 	                        * I = t(d) (I32, rows x 1); then q(imm) += 1 */
-	JAL_OP_WAIT = 0x34,  /* wait until q(a) >= imm, then q(a) -= imm */
-	JAL_OP_SIGNAL = 0x35,/* q(a) += imm */
-	JAL_OP_TREAD = 0x36, /* x[a] = 32-bit element (row x[c], col imm) of t(b), zero-extended */
-	JAL_OP_TWRITE = 0x37,/* element (row x[c], col imm) of t(b) (F32 or I32) = low 32 bits of x[a] */
-	/* matrix: t(a) (F32, M x N) += t(b) (M x K) x t(c)^T (t(c) holds N rows of K: weight layout) */
-	JAL_OP_MMA = 0x40,
-	/* vector, all on F32 tiles unless noted: a = td, b = ta, c = tb; tb may be the same
+    JAL_OP_WAIT = 0x34,    /* wait until q(a) >= imm, then q(a) -= imm */
+    JAL_OP_SIGNAL = 0x35,  /* q(a) += imm */
+    JAL_OP_TREAD = 0x36,   /* x[a] = 32-bit element (row x[c], col imm) of t(b), zero-extended */
+    JAL_OP_TWRITE =
+        0x37, /* element (row x[c], col imm) of t(b) (F32 or I32) = low 32 bits of x[a] */
+    /* matrix: t(a) (F32, M x N) += t(b) (M x K) x t(c)^T (t(c) holds N rows of K: weight layout) */
+    JAL_OP_MMA = 0x40,
+    /* vector, all on F32 tiles unless noted: a = td, b = ta, c = tb; tb may be the same
 	 * shape as the result, a row (1 x N, broadcast down), a column (M x 1, broadcast
 	 * across) or 1 x 1 */
-	JAL_OP_VADD = 0x50, JAL_OP_VSUB = 0x51, JAL_OP_VMUL = 0x52, JAL_OP_VMAX = 0x53, JAL_OP_VMIN = 0x54,
-	JAL_OP_VFMA = 0x55,    /* td = fma(ta, tb, td) */
-	JAL_OP_VSCALE = 0x56,  /* td = ta * f32(imm) */
-	JAL_OP_VADDS = 0x57,   /* td = ta + f32(imm) */
-	JAL_OP_VEXP = 0x58, JAL_OP_VRSQRT = 0x59, JAL_OP_VSILU = 0x5a, JAL_OP_VSIGMOID = 0x5b,
-	JAL_OP_VRECIP = 0x5c, JAL_OP_VNEG = 0x5d,
-	JAL_OP_VCLAMP = 0x5e,  /* td = min(max(ta, f32(low word of x[c])), f32(low word of x[d])) */
-	JAL_OP_VREDSUM = 0x60, /* td (M x 1) = row sums of ta, in column order */
-	JAL_OP_VREDMAX = 0x61, /* td (M x 1) = row maxima of ta */
-	JAL_OP_VARGMAX = 0x62, /* td (M x 1, I32) = index of each row's maximum (lowest on ties) */
-	JAL_OP_VTOPK = 0x63,   /* td (M x imm, I32) = indices of each row's imm largest, descending,
+    JAL_OP_VADD = 0x50,
+    JAL_OP_VSUB = 0x51,
+    JAL_OP_VMUL = 0x52,
+    JAL_OP_VMAX = 0x53,
+    JAL_OP_VMIN = 0x54,
+    JAL_OP_VFMA = 0x55,   /* td = fma(ta, tb, td) */
+    JAL_OP_VSCALE = 0x56, /* td = ta * f32(imm) */
+    JAL_OP_VADDS = 0x57,  /* td = ta + f32(imm) */
+    JAL_OP_VEXP = 0x58,
+    JAL_OP_VRSQRT = 0x59,
+    JAL_OP_VSILU = 0x5a,
+    JAL_OP_VSIGMOID = 0x5b,
+    JAL_OP_VRECIP = 0x5c,
+    JAL_OP_VNEG = 0x5d,
+    JAL_OP_VCLAMP = 0x5e,  /* td = min(max(ta, f32(low word of x[c])), f32(low word of x[d])) */
+    JAL_OP_VREDSUM = 0x60, /* td (M x 1) = row sums of ta, in column order */
+    JAL_OP_VREDMAX = 0x61, /* td (M x 1) = row maxima of ta */
+    JAL_OP_VARGMAX = 0x62, /* td (M x 1, I32) = index of each row's maximum (lowest on ties) */
+    JAL_OP_VTOPK = 0x63,   /* td (M x imm, I32) = indices of each row's imm largest, descending,
 	                        * lower index first on ties */
-	JAL_OP_VCVT = 0x64,    /* td = ta converted to td's dtype (any formats; imm = jal_cvt_mode) */
-	JAL_OP_VCOPY = 0x65,   /* td = ta (same dtype and shape) */
-	JAL_OP_VFILL = 0x66,   /* every element of td (F32 or I32) = imm's bits (F32 imm or I32) */
-	JAL_OP_VMASK = 0x67,   /* td[i][j] = -inf where key x[c]+j is not visible from query x[b]+i:
+    JAL_OP_VCVT = 0x64,    /* td = ta converted to td's dtype (any formats; imm = jal_cvt_mode) */
+    JAL_OP_VCOPY = 0x65,   /* td = ta (same dtype and shape) */
+    JAL_OP_VFILL = 0x66,   /* every element of td (F32 or I32) = imm's bits (F32 imm or I32) */
+    JAL_OP_VMASK = 0x67,   /* td[i][j] = -inf where key x[c]+j is not visible from query x[b]+i:
 	                        * key > query, or imm > 0 and query - key >= imm (sliding window) */
-	JAL_OP_VTOPKV = 0x68,  /* td (M x imm, F32) = the values VTOPK's indices select */
-	JAL_OP_VIOTA = 0x69,   /* td (F32 or I32)[i][j] = x[b] + j * x[c] (F32: converted) */
-	/* collective network: point-to-point, ordered per (sender, receiver) pair */
-	JAL_OP_SEND = 0x70,    /* send t(a) to dispatch slice x[b]; q(imm) += 1 when it has left */
-	JAL_OP_RECV = 0x71,    /* t(a) <- the next tile from dispatch slice x[b] (same shape and
+    JAL_OP_VTOPKV = 0x68,  /* td (M x imm, F32) = the values VTOPK's indices select */
+    JAL_OP_VIOTA = 0x69,   /* td (F32 or I32)[i][j] = x[b] + j * x[c] (F32: converted) */
+    /* collective network: point-to-point, ordered per (sender, receiver) pair */
+    JAL_OP_SEND = 0x70,    /* send t(a) to dispatch slice x[b]; q(imm) += 1 when it has left */
+    JAL_OP_RECV = 0x71,    /* t(a) <- the next tile from dispatch slice x[b] (same shape and
 	                        * dtype, else INVALID_FIELD); q(imm) += 1 when it has arrived */
-	JAL_OP_BARRIER = 0x72, /* every slice of the dispatch reaches it */
+    JAL_OP_BARRIER = 0x72, /* every slice of the dispatch reaches it */
 };
 
 /* Code object: a kernel as the device loads it. All fields little-endian. Layout: header,
@@ -171,35 +197,35 @@ enum jal_opcode {
 #define JAL_CODE_MAX_BYTES (1u << 20)
 
 struct jal_code_object_header {
-	uint32_t magic;
-	uint16_t isa_major;     /* JAL_ISA_VERSION_MAJOR the code targets */
-	uint16_t isa_minor;
-	uint32_t header_size;   /* sizeof(struct jal_code_object_header) */
-	uint32_t total_size;    /* all of the object, <= JAL_CODE_MAX_BYTES */
-	uint32_t code_offset;   /* from the start of the object, 8-byte aligned */
-	uint32_t code_words;    /* instructions, >= 1 */
-	uint32_t name_offset;   /* NUL-terminated kernel name, at most 63 characters */
-	uint32_t args_size;     /* bytes of the argument buffer the kernel reads, multiple of 8 */
-	uint32_t l1_bytes;      /* tile memory the kernel uses, <= JAL_SLICE_L1_BYTES */
-	uint32_t flags;         /* must be zero */
-	uint32_t code_crc32;    /* CRC-32 (IEEE) of the code words */
-	uint32_t args_table_offset; /* struct jal_code_arg[args_table_count], 4-byte aligned */
-	uint32_t args_table_count;  /* <= 64; may be 0 */
-	uint32_t reserved[3];   /* must be zero */
+    uint32_t magic;
+    uint16_t isa_major; /* JAL_ISA_VERSION_MAJOR the code targets */
+    uint16_t isa_minor;
+    uint32_t header_size;       /* sizeof(struct jal_code_object_header) */
+    uint32_t total_size;        /* all of the object, <= JAL_CODE_MAX_BYTES */
+    uint32_t code_offset;       /* from the start of the object, 8-byte aligned */
+    uint32_t code_words;        /* instructions, >= 1 */
+    uint32_t name_offset;       /* NUL-terminated kernel name, at most 63 characters */
+    uint32_t args_size;         /* bytes of the argument buffer the kernel reads, multiple of 8 */
+    uint32_t l1_bytes;          /* tile memory the kernel uses, <= JAL_SLICE_L1_BYTES */
+    uint32_t flags;             /* must be zero */
+    uint32_t code_crc32;        /* CRC-32 (IEEE) of the code words */
+    uint32_t args_table_offset; /* struct jal_code_arg[args_table_count], 4-byte aligned */
+    uint32_t args_table_count;  /* <= 64; may be 0 */
+    uint32_t reserved[3];       /* must be zero */
 };
 JAL_ASSERT_SIZE(struct jal_code_object_header, 64);
 
 /* One argument of the kernel: 8 bytes at offset in the argument buffer. */
 enum jal_code_arg_kind {
-	JAL_ARG_U64 = 1,     /* an integer (sizes, counts, positions) */
-	JAL_ARG_ADDRESS = 2, /* a device address */
-	JAL_ARG_F32 = 3,     /* a float in the low 32 bits */
+    JAL_ARG_U64 = 1,     /* an integer (sizes, counts, positions) */
+    JAL_ARG_ADDRESS = 2, /* a device address */
+    JAL_ARG_F32 = 3,     /* a float in the low 32 bits */
 };
 
 struct jal_code_arg {
-	char name[20];     /* NUL-terminated */
-	uint32_t offset;   /* multiple of 8, offset + 8 <= args_size */
-	uint32_t kind;     /* enum jal_code_arg_kind */
+    char name[20];   /* NUL-terminated */
+    uint32_t offset; /* multiple of 8, offset + 8 <= args_size */
+    uint32_t kind;   /* enum jal_code_arg_kind */
 };
 JAL_ASSERT_SIZE(struct jal_code_arg, 28);
 

@@ -14,39 +14,43 @@
 #define JAL_MGMT_FLASH_BASE 0x00000000u
 #define JAL_MGMT_FLASH_SIZE 0x00080000u /* 512 KiB image */
 #define JAL_MGMT_SRAM_BASE 0x20000000u
-#define JAL_MGMT_SRAM_SIZE 0x00040000u  /* 256 KiB */
+#define JAL_MGMT_SRAM_SIZE 0x00040000u /* 256 KiB */
 #define JAL_MGMT_PERIPH_BASE 0x40000000u
 #define JAL_MGMT_PERIPH_SIZE 0x00010000u
-#define JAL_MGMT_CORE_HZ 400000000u     /* (chosen) modelled core clock, 1 instruction/cycle */
-#define JAL_MGMT_MMIO_NS 50u            /* modelled cost of one peripheral access */
-#define JAL_MGMT_MAX_FUNCS 8            /* host functions (admin queue pairs) served */
+#define JAL_MGMT_CORE_HZ 400000000u /* (chosen) modelled core clock, 1 instruction/cycle */
+#define JAL_MGMT_MMIO_NS 50u        /* modelled cost of one peripheral access */
+#define JAL_MGMT_MAX_FUNCS 8        /* host functions (admin queue pairs) served */
 
 #define JAL_MGMT_REG(block, off) (JAL_MGMT_PERIPH_BASE + (block) + (off))
 
 /* ---- SYS: time, events, reset cause, console ---- */
 #define JAL_MGMT_SYS 0x0000u
-#define JAL_SYS_ID JAL_MGMT_REG(JAL_MGMT_SYS, 0x00)          /* RO JAL_SYS_ID_MAGIC */
-#define JAL_SYS_NOW_US_LO JAL_MGMT_REG(JAL_MGMT_SYS, 0x04)   /* RO modelled µs; reading LO latches HI */
+#define JAL_SYS_ID JAL_MGMT_REG(JAL_MGMT_SYS, 0x00) /* RO JAL_SYS_ID_MAGIC */
+#define JAL_SYS_NOW_US_LO \
+    JAL_MGMT_REG(JAL_MGMT_SYS, 0x04) /* RO modelled µs; reading LO latches HI */
 #define JAL_SYS_NOW_US_HI JAL_MGMT_REG(JAL_MGMT_SYS, 0x08)
-#define JAL_SYS_EVENTS JAL_MGMT_REG(JAL_MGMT_SYS, 0x0c)      /* RO pending JAL_EV_* */
-#define JAL_SYS_EVENTS_CLEAR JAL_MGMT_REG(JAL_MGMT_SYS, 0x10)/* W1C */
-#define JAL_SYS_TICK_US JAL_MGMT_REG(JAL_MGMT_SYS, 0x14)     /* RW tick period; reset 1000, 0 stops */
+#define JAL_SYS_EVENTS JAL_MGMT_REG(JAL_MGMT_SYS, 0x0c)       /* RO pending JAL_EV_* */
+#define JAL_SYS_EVENTS_CLEAR JAL_MGMT_REG(JAL_MGMT_SYS, 0x10) /* W1C */
+#define JAL_SYS_TICK_US JAL_MGMT_REG(JAL_MGMT_SYS, 0x14) /* RW tick period; reset 1000, 0 stops */
 #define JAL_SYS_RESET_CAUSE JAL_MGMT_REG(JAL_MGMT_SYS, 0x18) /* RO JAL_RESET_CAUSE_* of this boot */
 #define JAL_SYS_BOOT_COUNT JAL_MGMT_REG(JAL_MGMT_SYS, 0x1c)  /* RO boots since power-on, from 1 */
 #define JAL_SYS_CHIP_INDEX JAL_MGMT_REG(JAL_MGMT_SYS, 0x20)  /* RO */
-#define JAL_SYS_CONSOLE JAL_MGMT_REG(JAL_MGMT_SYS, 0x24)     /* W one byte of log text; '\n' ends a line */
-#define JAL_SYS_RESET_REQ JAL_MGMT_REG(JAL_MGMT_SYS, 0x28)   /* W JAL_RESET_MAGIC: reset the whole chip */
-#define JAL_SYS_FAULT_INJECT JAL_MGMT_REG(JAL_MGMT_SYS, 0x2c)/* RO debug faults armed by the emulator */
-#define JAL_SYS_WDT_RESETS JAL_MGMT_REG(JAL_MGMT_SYS, 0x30)  /* RO watchdog resets since power-on */
+#define JAL_SYS_CONSOLE \
+    JAL_MGMT_REG(JAL_MGMT_SYS, 0x24) /* W one byte of log text; '\n' ends a line */
+#define JAL_SYS_RESET_REQ \
+    JAL_MGMT_REG(JAL_MGMT_SYS, 0x28) /* W JAL_RESET_MAGIC: reset the whole chip */
+#define JAL_SYS_FAULT_INJECT \
+    JAL_MGMT_REG(JAL_MGMT_SYS, 0x2c) /* RO debug faults armed by the emulator */
+#define JAL_SYS_WDT_RESETS JAL_MGMT_REG(JAL_MGMT_SYS, 0x30) /* RO watchdog resets since power-on */
 
 #define JAL_SYS_ID_MAGIC 0x4d474d54u /* 'MGMT' */
 
-#define JAL_EV_TICK (1u << 0)      /* the tick period elapsed */
-#define JAL_EV_HOST (1u << 1)      /* a host function changed admin registers or rang a doorbell */
-#define JAL_EV_FUNC (1u << 2)      /* a host function attached or detached (HOSTIF_FUNC_PRESENT) */
+#define JAL_EV_TICK (1u << 0) /* the tick period elapsed */
+#define JAL_EV_HOST (1u << 1) /* a host function changed admin registers or rang a doorbell */
+#define JAL_EV_FUNC (1u << 2) /* a host function attached or detached (HOSTIF_FUNC_PRESENT) */
 
 #define JAL_RESET_CAUSE_POWER_ON 0
-#define JAL_RESET_CAUSE_HOST 1     /* JAL_REG_RESET or an admin RESET command */
+#define JAL_RESET_CAUSE_HOST 1 /* JAL_REG_RESET or an admin RESET command */
 #define JAL_RESET_CAUSE_WATCHDOG 2
 
 /* ---- WDT: watchdog; expiry resets the management core (not the host interface) ---- */
@@ -54,35 +58,40 @@
 #define JAL_WDT_CTRL JAL_MGMT_REG(JAL_MGMT_WDT, 0x00)       /* RW bit 0 enable */
 #define JAL_WDT_TIMEOUT_MS JAL_MGMT_REG(JAL_MGMT_WDT, 0x04) /* RW */
 #define JAL_WDT_FEED JAL_MGMT_REG(JAL_MGMT_WDT, 0x08)       /* W JAL_WDT_FEED_MAGIC */
-#define JAL_WDT_FEED_MAGIC 0x46454544u /* 'FEED' */
+#define JAL_WDT_FEED_MAGIC 0x46454544u                      /* 'FEED' */
 
 /* ---- HOSTIF: the host-visible register file, seen from the firmware side ---- */
 #define JAL_MGMT_HOSTIF 0x1000u
-#define JAL_HOSTIF_STATUS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x00)     /* RW -> JAL_REG_STATUS */
-#define JAL_HOSTIF_BOOT_STATUS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x04)/* RW -> JAL_REG_BOOT_STATUS */
-#define JAL_HOSTIF_POST_CODE JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x08)  /* RW -> JAL_REG_POST_CODE; logged */
-#define JAL_HOSTIF_FAULT JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x0c)      /* RW -> JAL_REG_FAULT */
+#define JAL_HOSTIF_STATUS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x00)      /* RW -> JAL_REG_STATUS */
+#define JAL_HOSTIF_BOOT_STATUS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x04) /* RW -> JAL_REG_BOOT_STATUS */
+#define JAL_HOSTIF_POST_CODE \
+    JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x08)                      /* RW -> JAL_REG_POST_CODE; logged */
+#define JAL_HOSTIF_FAULT JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x0c) /* RW -> JAL_REG_FAULT */
 #define JAL_HOSTIF_FW_VERSION JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x10) /* RW -> JAL_REG_FW_VERSION */
 #define JAL_HOSTIF_VERSION JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x14)    /* RW -> JAL_REG_VERSION */
 #define JAL_HOSTIF_CAP JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x18)        /* RW -> JAL_REG_CAP */
-#define JAL_HOSTIF_FUNC_PRESENT JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x20)/* RO bit per attached function */
-#define JAL_HOSTIF_FUNC_EVENTS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x24) /* W1C bit per function with news */
-#define JAL_HOSTIF_MSI JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x28)        /* W fn << 16 | vector */
+#define JAL_HOSTIF_FUNC_PRESENT \
+    JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x20) /* RO bit per attached function */
+#define JAL_HOSTIF_FUNC_EVENTS \
+    JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x24)                    /* W1C bit per function with news */
+#define JAL_HOSTIF_MSI JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x28) /* W fn << 16 | vector */
 /* One bank per host function: a mirror of that function's admin registers. */
-#define JAL_HOSTIF_FN(fn, off) JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x100u + (fn) * 0x40u + (off))
-#define JAL_FN_SQ_BASE_LO 0x00  /* RO host-written */
+#define JAL_HOSTIF_FN(fn, off) JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x100u + (fn)*0x40u + (off))
+#define JAL_FN_SQ_BASE_LO 0x00 /* RO host-written */
 #define JAL_FN_SQ_BASE_HI 0x04
 #define JAL_FN_CQ_BASE_LO 0x08
 #define JAL_FN_CQ_BASE_HI 0x0c
 #define JAL_FN_QSIZE 0x10
-#define JAL_FN_CTRL 0x14        /* RO JAL_ADMIN_CTRL_* as written by the host */
-#define JAL_FN_ADMIN_STATUS 0x18/* RW -> that function's JAL_REG_ADMIN_STATUS */
-#define JAL_FN_SQ_TAIL 0x1c     /* RO last doorbell value */
-#define JAL_FN_CQ_HEAD 0x20     /* RO last doorbell value */
-#define JAL_FN_GENERATION 0x24  /* RO bumps on attach, detach, every host write to ADMIN_CTRL
+#define JAL_FN_CTRL 0x14         /* RO JAL_ADMIN_CTRL_* as written by the host */
+#define JAL_FN_ADMIN_STATUS 0x18 /* RW -> that function's JAL_REG_ADMIN_STATUS */
+#define JAL_FN_SQ_TAIL 0x1c      /* RO last doorbell value */
+#define JAL_FN_CQ_HEAD 0x20      /* RO last doorbell value */
+#define JAL_FN_GENERATION \
+    0x24 /* RO bumps on attach, detach, every host write to ADMIN_CTRL
                                  * and every chip/core reset: firmware drops any queue state
                                  * it holds for an older generation */
-#define JAL_FN_ATTACHES 0x28    /* RO bumps only when a client attaches or detaches: owned
+#define JAL_FN_ATTACHES \
+    0x28 /* RO bumps only when a client attaches or detaches: owned
                                  * contexts and queues belong to one attachment */
 
 /* ---- DMA: copies between management-core memory and a host function's memory.
@@ -95,7 +104,7 @@
 #define JAL_DMA_LOCAL JAL_MGMT_REG(JAL_MGMT_DMA, 0x08)
 #define JAL_DMA_LEN JAL_MGMT_REG(JAL_MGMT_DMA, 0x0c)
 #define JAL_DMA_FUNC JAL_MGMT_REG(JAL_MGMT_DMA, 0x10)
-#define JAL_DMA_CTRL JAL_MGMT_REG(JAL_MGMT_DMA, 0x14)   /* W JAL_DMA_GO | direction */
+#define JAL_DMA_CTRL JAL_MGMT_REG(JAL_MGMT_DMA, 0x14) /* W JAL_DMA_GO | direction */
 #define JAL_DMA_STATUS JAL_MGMT_REG(JAL_MGMT_DMA, 0x18)
 #define JAL_DMA_GO (1u << 0)
 #define JAL_DMA_TO_HOST (1u << 1)
@@ -104,24 +113,24 @@
 /* ---- SLICE: reset, self-test, fuses and the published enable map. 64-bit masks are
  * LO (slices 0-31) / HI (32-63) pairs. ---- */
 #define JAL_MGMT_SLICE 0x3000u
-#define JAL_SLICE_FUSE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x00)     /* RO 1 = fused off */
+#define JAL_SLICE_FUSE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x00) /* RO 1 = fused off */
 #define JAL_SLICE_FUSE_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x04)
-#define JAL_SLICE_RESET_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x08)    /* RW 1 = out of reset */
+#define JAL_SLICE_RESET_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x08) /* RW 1 = out of reset */
 #define JAL_SLICE_RESET_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x0c)
-#define JAL_SLICE_BIST_START_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x10)/* W1S start self-test */
+#define JAL_SLICE_BIST_START_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x10) /* W1S start self-test */
 #define JAL_SLICE_BIST_START_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x14)
 #define JAL_SLICE_BIST_DONE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x18) /* RO */
 #define JAL_SLICE_BIST_DONE_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x1c)
 #define JAL_SLICE_BIST_PASS_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x20) /* RO valid when DONE */
 #define JAL_SLICE_BIST_PASS_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x24)
-#define JAL_SLICE_ENABLE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x28)   /* RW published enabled map */
+#define JAL_SLICE_ENABLE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x28) /* RW published enabled map */
 #define JAL_SLICE_ENABLE_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x2c)
-#define JAL_SLICE_GATE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x30)     /* RW 1 = power-gated */
+#define JAL_SLICE_GATE_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x30) /* RW 1 = power-gated */
 #define JAL_SLICE_GATE_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x34)
-#define JAL_SLICE_BUSY_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x38)     /* RO 1 = running work */
+#define JAL_SLICE_BUSY_LO JAL_MGMT_REG(JAL_MGMT_SLICE, 0x38) /* RO 1 = running work */
 #define JAL_SLICE_BUSY_HI JAL_MGMT_REG(JAL_MGMT_SLICE, 0x3c)
-#define JAL_SLICE_BIST_US 400u     /* modelled self-test time of a good slice */
-#define JAL_SLICE_RESET_GROUP 8u   /* (chosen) slices released from reset at once (inrush) */
+#define JAL_SLICE_BIST_US 400u   /* modelled self-test time of a good slice */
+#define JAL_SLICE_RESET_GROUP 8u /* (chosen) slices released from reset at once (inrush) */
 #define JAL_SLICE_RESET_SETTLE_US 20u
 
 /* ---- HBM: per-channel PHY training. Select a channel (and a lane for per-lane
@@ -133,22 +142,22 @@
 #define JAL_MGMT_HBM 0x4000u
 #define JAL_HBM_CH_SEL JAL_MGMT_REG(JAL_MGMT_HBM, 0x00)
 #define JAL_HBM_LANE_SEL JAL_MGMT_REG(JAL_MGMT_HBM, 0x04)
-#define JAL_HBM_RD_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x08)  /* RW selected lane's read tap */
-#define JAL_HBM_WR_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x0c)  /* RW selected lane's write tap */
-#define JAL_HBM_VREF JAL_MGMT_REG(JAL_MGMT_HBM, 0x10)      /* RW channel Vref step */
-#define JAL_HBM_WRLVL_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x14)/* RW channel DQS-to-clock tap */
-#define JAL_HBM_CMD JAL_MGMT_REG(JAL_MGMT_HBM, 0x18)       /* W JAL_HBM_CMD_* */
-#define JAL_HBM_RESULT0 JAL_MGMT_REG(JAL_MGMT_HBM, 0x1c)   /* RO pass bits lanes 0-31 */
-#define JAL_HBM_RESULT1 JAL_MGMT_REG(JAL_MGMT_HBM, 0x20)   /* lanes 32-63 */
-#define JAL_HBM_RESULT2 JAL_MGMT_REG(JAL_MGMT_HBM, 0x24)   /* lanes 64-67 */
-#define JAL_HBM_ERRORS JAL_MGMT_REG(JAL_MGMT_HBM, 0x28)    /* RO memtest error count */
+#define JAL_HBM_RD_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x08)    /* RW selected lane's read tap */
+#define JAL_HBM_WR_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x0c)    /* RW selected lane's write tap */
+#define JAL_HBM_VREF JAL_MGMT_REG(JAL_MGMT_HBM, 0x10)        /* RW channel Vref step */
+#define JAL_HBM_WRLVL_DELAY JAL_MGMT_REG(JAL_MGMT_HBM, 0x14) /* RW channel DQS-to-clock tap */
+#define JAL_HBM_CMD JAL_MGMT_REG(JAL_MGMT_HBM, 0x18)         /* W JAL_HBM_CMD_* */
+#define JAL_HBM_RESULT0 JAL_MGMT_REG(JAL_MGMT_HBM, 0x1c)     /* RO pass bits lanes 0-31 */
+#define JAL_HBM_RESULT1 JAL_MGMT_REG(JAL_MGMT_HBM, 0x20)     /* lanes 32-63 */
+#define JAL_HBM_RESULT2 JAL_MGMT_REG(JAL_MGMT_HBM, 0x24)     /* lanes 64-67 */
+#define JAL_HBM_ERRORS JAL_MGMT_REG(JAL_MGMT_HBM, 0x28)      /* RO memtest error count */
 #define JAL_HBM_REMAP JAL_MGMT_REG(JAL_MGMT_HBM, 0x2c)     /* W spare << 8 | dq lane (0xff: none) */
 #define JAL_HBM_CH_ENABLE JAL_MGMT_REG(JAL_MGMT_HBM, 0x30) /* RW 1 = channel in service */
 #define JAL_HBM_TEMP_MC JAL_MGMT_REG(JAL_MGMT_HBM, 0x34)   /* RO selected channel's stack temp */
 
 #define JAL_HBM_LANE_ALL 0xffu  /* LANE_SEL value: delay writes apply to every lane */
-#define JAL_HBM_CMD_US 2u        /* modelled cost of a CONNECT/WRLVL/READ/WRITE test */
-#define JAL_HBM_MEMTEST_US 200u  /* modelled cost of a channel memtest */
+#define JAL_HBM_CMD_US 2u       /* modelled cost of a CONNECT/WRLVL/READ/WRITE test */
+#define JAL_HBM_MEMTEST_US 200u /* modelled cost of a channel memtest */
 
 #define JAL_HBM_CMD_CONNECT 1    /* result: lanes with working connectivity */
 #define JAL_HBM_CMD_WRLVL 2      /* result bit 0: DQS sampled clock high at WRLVL_DELAY */
@@ -161,7 +170,7 @@
  * above what the core voltage supports (jal_vf_min_mv) is a timing violation the
  * emulator reports. ---- */
 #define JAL_MGMT_POWER 0x5000u
-#define JAL_PWR_POWER_MW JAL_MGMT_REG(JAL_MGMT_POWER, 0x00)     /* RO package power */
+#define JAL_PWR_POWER_MW JAL_MGMT_REG(JAL_MGMT_POWER, 0x00) /* RO package power */
 #define JAL_PWR_RAIL_CURRENT_MA(r) JAL_MGMT_REG(JAL_MGMT_POWER, 0x04 + 4 * (r))
 #define JAL_PWR_RAIL_VOLTAGE_MV(r) JAL_MGMT_REG(JAL_MGMT_POWER, 0x14 + 4 * (r))
 #define JAL_PWR_TEMP_JUNCTION_MC JAL_MGMT_REG(JAL_MGMT_POWER, 0x24)
@@ -171,7 +180,7 @@
 #define JAL_PWR_VOLTAGE_MV JAL_MGMT_REG(JAL_MGMT_POWER, 0x34)   /* RW core voltage */
 #define JAL_PWR_ENERGY_UJ_LO JAL_MGMT_REG(JAL_MGMT_POWER, 0x38) /* RO; reading LO latches HI */
 #define JAL_PWR_ENERGY_UJ_HI JAL_MGMT_REG(JAL_MGMT_POWER, 0x3c)
-#define JAL_PWR_ACTIVITY_PM JAL_MGMT_REG(JAL_MGMT_POWER, 0x40)  /* RO utilisation, per mille */
+#define JAL_PWR_ACTIVITY_PM JAL_MGMT_REG(JAL_MGMT_POWER, 0x40) /* RO utilisation, per mille */
 #define JAL_PWR_ECC_CORRECTED JAL_MGMT_REG(JAL_MGMT_POWER, 0x44)
 #define JAL_PWR_ECC_UNCORRECTED JAL_MGMT_REG(JAL_MGMT_POWER, 0x48)
 
@@ -183,9 +192,10 @@
 #define JAL_MMU_CTX JAL_MGMT_REG(JAL_MGMT_MMU, 0x00)
 #define JAL_MMU_VA_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x04)
 #define JAL_MMU_VA_HI JAL_MGMT_REG(JAL_MGMT_MMU, 0x08)
-#define JAL_MMU_PA_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x0c)  /* RW; LOOKUP writes the result here */
+#define JAL_MMU_PA_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x0c) /* RW; LOOKUP writes the result here */
 #define JAL_MMU_PA_HI JAL_MGMT_REG(JAL_MGMT_MMU, 0x10)
-#define JAL_MMU_FLAGS JAL_MGMT_REG(JAL_MGMT_MMU, 0x14)  /* JAL_MMU_F_* for MAP; replica index for LOOKUP */
+#define JAL_MMU_FLAGS \
+    JAL_MGMT_REG(JAL_MGMT_MMU, 0x14) /* JAL_MMU_F_* for MAP; replica index for LOOKUP */
 #define JAL_MMU_CMD JAL_MGMT_REG(JAL_MGMT_MMU, 0x18)
 #define JAL_MMU_STATUS JAL_MGMT_REG(JAL_MGMT_MMU, 0x1c)
 #define JAL_MMU_CMD_MAP 1       /* VA -> PA (replaces, unless ADD_REPLICA) */
@@ -200,11 +210,11 @@
 #define JAL_MGMT_CP 0x7000u
 #define JAL_CP_QSEL JAL_MGMT_REG(JAL_MGMT_CP, 0x00)
 #define JAL_CP_Q_CTX JAL_MGMT_REG(JAL_MGMT_CP, 0x04)
-#define JAL_CP_Q_FUNC JAL_MGMT_REG(JAL_MGMT_CP, 0x08)       /* host function owning the rings */
+#define JAL_CP_Q_FUNC JAL_MGMT_REG(JAL_MGMT_CP, 0x08) /* host function owning the rings */
 #define JAL_CP_Q_RING_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x0c)
 #define JAL_CP_Q_RING_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x10)
-#define JAL_CP_Q_SIZE JAL_MGMT_REG(JAL_MGMT_CP, 0x14)       /* packets, power of two */
-#define JAL_CP_Q_RPTR_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x18)    /* bus address of the read index */
+#define JAL_CP_Q_SIZE JAL_MGMT_REG(JAL_MGMT_CP, 0x14)    /* packets, power of two */
+#define JAL_CP_Q_RPTR_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x18) /* bus address of the read index */
 #define JAL_CP_Q_RPTR_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x1c)
 #define JAL_CP_Q_VECTOR JAL_MGMT_REG(JAL_MGMT_CP, 0x20)
 #define JAL_CP_Q_CTRL JAL_MGMT_REG(JAL_MGMT_CP, 0x24)       /* W JAL_CP_CTRL_* */
@@ -213,13 +223,13 @@
 #define JAL_CP_Q_ERRORS JAL_MGMT_REG(JAL_MGMT_CP, 0x30)     /* RO */
 #define JAL_CP_Q_READ_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x34)    /* RO read index; LO latches HI */
 #define JAL_CP_Q_READ_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x38)
-#define JAL_CP_Q_WRITE_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x3c)   /* RO last doorbell; LO latches HI */
+#define JAL_CP_Q_WRITE_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x3c) /* RO last doorbell; LO latches HI */
 #define JAL_CP_Q_WRITE_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x40)
-#define JAL_CP_Q_ERR_INDEX_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x44)/* RO; LO latches HI */
+#define JAL_CP_Q_ERR_INDEX_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x44) /* RO; LO latches HI */
 #define JAL_CP_Q_ERR_INDEX_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x48)
 #define JAL_CP_CTRL_ENABLE 1
-#define JAL_CP_CTRL_DISABLE 2   /* stops after the packet in progress; waits for it */
-#define JAL_CP_CTRL_RESET 3     /* disable, drop unexecuted packets, clear errors, re-enable */
+#define JAL_CP_CTRL_DISABLE 2 /* stops after the packet in progress; waits for it */
+#define JAL_CP_CTRL_RESET 3   /* disable, drop unexecuted packets, clear errors, re-enable */
 
 /* Operating limits and the V/F curve (chosen; docs/firmware.md). */
 #define JAL_CLOCK_MIN_MHZ 600u
@@ -236,12 +246,11 @@
 /* Lowest core voltage at which the compute clock meets timing. */
 static inline uint32_t jal_vf_min_mv(uint32_t mhz)
 {
-	if (mhz <= JAL_CLOCK_MIN_MHZ)
-		return JAL_VOLTAGE_MIN_MV;
-	return JAL_VOLTAGE_MIN_MV +
-	       (uint32_t)(((uint64_t)(mhz - JAL_CLOCK_MIN_MHZ) * (JAL_VOLTAGE_MAX_MV - JAL_VOLTAGE_MIN_MV) +
-			   (JAL_CLOCK_MAX_MHZ - JAL_CLOCK_MIN_MHZ) - 1) /
-			  (JAL_CLOCK_MAX_MHZ - JAL_CLOCK_MIN_MHZ));
+    if (mhz <= JAL_CLOCK_MIN_MHZ) return JAL_VOLTAGE_MIN_MV;
+    return JAL_VOLTAGE_MIN_MV + (uint32_t)(((uint64_t)(mhz - JAL_CLOCK_MIN_MHZ) *
+                                                (JAL_VOLTAGE_MAX_MV - JAL_VOLTAGE_MIN_MV) +
+                                            (JAL_CLOCK_MAX_MHZ - JAL_CLOCK_MIN_MHZ) - 1) /
+                                           (JAL_CLOCK_MAX_MHZ - JAL_CLOCK_MIN_MHZ));
 }
 
 #endif

@@ -4,10 +4,10 @@
 
 #include "compat.h"
 
-#define JAL_PCI_VENDOR_ID 0x1e8f  /* (chosen) placeholder until an assigned id exists */
+#define JAL_PCI_VENDOR_ID 0x1e8f /* (chosen) placeholder until an assigned id exists */
 #define JAL_PCI_DEVICE_ID 0x0a10
 #define JAL_PCI_REVISION 0x01
-#define JAL_PCI_CLASS 0x120000    /* processing accelerator */
+#define JAL_PCI_CLASS 0x120000 /* processing accelerator */
 
 /* BAR0: the register file (see regs.h). 64 KiB, 32-bit accesses only. */
 #define JAL_BAR_REGS 0
@@ -22,7 +22,7 @@
 #define JAL_BAR_MSIX 4
 #define JAL_BAR_MSIX_SIZE 0x4000u
 #define JAL_MSIX_VECTORS 16
-#define JAL_MSIX_VECTOR_ADMIN 0  /* admin completions and device events */
+#define JAL_MSIX_VECTOR_ADMIN 0       /* admin completions and device events */
 #define JAL_MSIX_VECTOR_QUEUE_FIRST 1 /* user-queue signals use vectors 1..15 */
 
 #endif

@@ -21,17 +21,17 @@
 #include "compat.h"
 
 #define JAL_PACKET_SIZE 64
-#define JAL_QUEUE_SIZE_MIN 16u      /* packets */
+#define JAL_QUEUE_SIZE_MIN 16u /* packets */
 #define JAL_QUEUE_SIZE_MAX 65536u
 
 enum jal_packet_type {
-	JAL_PACKET_INVALID = 0,     /* empty slot: not yet published, or already retired */
-	JAL_PACKET_NOP = 1,
-	JAL_PACKET_COPY = 2,
-	JAL_PACKET_BARRIER_AND = 3,
-	JAL_PACKET_SIGNAL = 4,
-	JAL_PACKET_DISPATCH = 5,    /* kernel dispatch (tile ISA) */
-	JAL_PACKET_COLLECTIVE = 6,  /* multi-chip collectives */
+    JAL_PACKET_INVALID = 0, /* empty slot: not yet published, or already retired */
+    JAL_PACKET_NOP = 1,
+    JAL_PACKET_COPY = 2,
+    JAL_PACKET_BARRIER_AND = 3,
+    JAL_PACKET_SIGNAL = 4,
+    JAL_PACKET_DISPATCH = 5,   /* kernel dispatch (tile ISA) */
+    JAL_PACKET_COLLECTIVE = 6, /* multi-chip collectives */
 };
 
 /* jal_packet_*.flags */
@@ -39,9 +39,9 @@ enum jal_packet_type {
 
 /* Every packet begins with this word; the producer stores it last (32-bit, release). */
 struct jal_packet_header {
-	uint8_t type;   /* enum jal_packet_type */
-	uint8_t flags;  /* JAL_PACKET_F_* */
-	uint16_t arg;   /* type-specific (copy direction, barrier count, signal op) */
+    uint8_t type;  /* enum jal_packet_type */
+    uint8_t flags; /* JAL_PACKET_F_* */
+    uint16_t arg;  /* type-specific (copy direction, barrier count, signal op) */
 };
 JAL_ASSERT_SIZE(struct jal_packet_header, 4);
 
@@ -50,28 +50,28 @@ JAL_ASSERT_SIZE(struct jal_packet_header, 4);
 #define JAL_PACKET_SIGNAL_OFFSET 56
 
 struct jal_packet_nop {
-	struct jal_packet_header header;
-	uint32_t reserved0;
-	uint64_t reserved[6];
-	uint64_t completion_signal;
+    struct jal_packet_header header;
+    uint32_t reserved0;
+    uint64_t reserved[6];
+    uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_nop, 64);
 JAL_ASSERT_OFFSET(struct jal_packet_nop, completion_signal, JAL_PACKET_SIGNAL_OFFSET);
 
 enum jal_copy_dir {
-	JAL_COPY_H2D = 1, /* src: host bus address; dst: device virtual address */
-	JAL_COPY_D2H = 2, /* src: device virtual address; dst: host bus address */
-	JAL_COPY_D2D = 3, /* both device virtual addresses */
+    JAL_COPY_H2D = 1, /* src: host bus address; dst: device virtual address */
+    JAL_COPY_D2H = 2, /* src: device virtual address; dst: host bus address */
+    JAL_COPY_D2D = 3, /* both device virtual addresses */
 };
 
 struct jal_packet_copy {
-	struct jal_packet_header header; /* arg: enum jal_copy_dir */
-	uint32_t reserved0;
-	uint64_t src;
-	uint64_t dst;
-	uint64_t size;                   /* bytes, at most JAL_COPY_SIZE_MAX */
-	uint64_t reserved[3];
-	uint64_t completion_signal;
+    struct jal_packet_header header; /* arg: enum jal_copy_dir */
+    uint32_t reserved0;
+    uint64_t src;
+    uint64_t dst;
+    uint64_t size; /* bytes, at most JAL_COPY_SIZE_MAX */
+    uint64_t reserved[3];
+    uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_copy, 64);
 JAL_ASSERT_OFFSET(struct jal_packet_copy, src, 8);
@@ -83,29 +83,29 @@ JAL_ASSERT_OFFSET(struct jal_packet_copy, completion_signal, JAL_PACKET_SIGNAL_O
  * completed with an error fails the barrier with that status. */
 #define JAL_BARRIER_DEPS_MAX 5
 struct jal_packet_barrier_and {
-	struct jal_packet_header header; /* arg: number of dep_signal entries used */
-	uint32_t reserved0;
-	uint64_t dep_signal[JAL_BARRIER_DEPS_MAX];
-	uint64_t reserved1;
-	uint64_t completion_signal;
+    struct jal_packet_header header; /* arg: number of dep_signal entries used */
+    uint32_t reserved0;
+    uint64_t dep_signal[JAL_BARRIER_DEPS_MAX];
+    uint64_t reserved1;
+    uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_barrier_and, 64);
 JAL_ASSERT_OFFSET(struct jal_packet_barrier_and, dep_signal, 8);
 
 enum jal_signal_op {
-	JAL_SIGNAL_SET = 1, /* value = operand */
-	JAL_SIGNAL_ADD = 2, /* value += operand */
-	JAL_SIGNAL_SUB = 3, /* value -= operand */
+    JAL_SIGNAL_SET = 1, /* value = operand */
+    JAL_SIGNAL_ADD = 2, /* value += operand */
+    JAL_SIGNAL_SUB = 3, /* value -= operand */
 };
 
 /* Writes one signal (arg = enum jal_signal_op), then completes its own completion signal. */
 struct jal_packet_signal {
-	struct jal_packet_header header;
-	uint32_t reserved0;
-	uint64_t signal;  /* host bus address of the target struct jal_signal */
-	int64_t operand;
-	uint64_t reserved[4];
-	uint64_t completion_signal;
+    struct jal_packet_header header;
+    uint32_t reserved0;
+    uint64_t signal; /* host bus address of the target struct jal_signal */
+    int64_t operand;
+    uint64_t reserved[4];
+    uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
 
@@ -118,14 +118,14 @@ JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
 #define JAL_DISPATCH_F_TIMING_ONLY (1u << 0) /* header.arg: run for time only, no data */
 
 struct jal_packet_dispatch {
-	struct jal_packet_header header; /* arg: JAL_DISPATCH_F_*, other bits zero */
-	uint32_t budget_kinsn;    /* per-slice instruction budget in thousands; 0: default */
-	uint64_t code_object;     /* device address of a struct jal_code_object_header */
-	uint64_t slice_mask;      /* logical slices, each usable (jalctl slices) */
-	uint64_t args;            /* device address of the argument buffer (JAL_SR_ARGS) */
-	uint64_t report;          /* 0, or host bus address of a struct jal_dispatch_report */
-	uint64_t reserved[2];
-	uint64_t completion_signal;
+    struct jal_packet_header header; /* arg: JAL_DISPATCH_F_*, other bits zero */
+    uint32_t budget_kinsn;           /* per-slice instruction budget in thousands; 0: default */
+    uint64_t code_object;            /* device address of a struct jal_code_object_header */
+    uint64_t slice_mask;             /* logical slices, each usable (jalctl slices) */
+    uint64_t args;                   /* device address of the argument buffer (JAL_SR_ARGS) */
+    uint64_t report;                 /* 0, or host bus address of a struct jal_dispatch_report */
+    uint64_t reserved[2];
+    uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_dispatch, 64);
 
@@ -133,16 +133,16 @@ JAL_ASSERT_SIZE(struct jal_packet_dispatch, 64);
 #define JAL_DISPATCH_DEFAULT_BUDGET_KINSN (256u * 1024u) /* 268 M instructions a slice */
 
 struct jal_dispatch_report {
-	uint32_t status;          /* enum jal_status of the dispatch */
-	uint32_t fault_slice;     /* dispatch slice index of the first fault, or ~0 */
-	uint32_t fault_pc;        /* its instruction index */
-	uint32_t fault_opcode;
-	uint64_t fault_address;   /* device address or L1 offset involved, if any */
-	uint64_t modelled_ns;     /* modelled time from start to the last slice's end */
-	uint64_t instructions;    /* executed, all slices */
-	uint64_t flops;           /* matrix and vector floating-point operations */
-	uint64_t hbm_bytes;       /* bytes moved between HBM and L1 (local and remote) */
-	uint64_t energy_nj;       /* modelled dynamic energy */
+    uint32_t status;      /* enum jal_status of the dispatch */
+    uint32_t fault_slice; /* dispatch slice index of the first fault, or ~0 */
+    uint32_t fault_pc;    /* its instruction index */
+    uint32_t fault_opcode;
+    uint64_t fault_address; /* device address or L1 offset involved, if any */
+    uint64_t modelled_ns;   /* modelled time from start to the last slice's end */
+    uint64_t instructions;  /* executed, all slices */
+    uint64_t flops;         /* matrix and vector floating-point operations */
+    uint64_t hbm_bytes;     /* bytes moved between HBM and L1 (local and remote) */
+    uint64_t energy_nj;     /* modelled dynamic energy */
 };
 JAL_ASSERT_SIZE(struct jal_dispatch_report, 64);
 JAL_ASSERT_OFFSET(struct jal_packet_dispatch, code_object, 8);
@@ -150,9 +150,9 @@ JAL_ASSERT_OFFSET(struct jal_packet_dispatch, code_object, 8);
 /* A 64-bit memory signal in host memory, 16-byte aligned. The device writes status first
  * and value last; waiters read value, then (acquire) status. */
 struct jal_signal {
-	uint32_t status;   /* enum jal_status of the last packet that completed it */
-	uint32_t reserved;
-	int64_t value;
+    uint32_t status; /* enum jal_status of the last packet that completed it */
+    uint32_t reserved;
+    int64_t value;
 };
 JAL_ASSERT_SIZE(struct jal_signal, 16);
 JAL_ASSERT_OFFSET(struct jal_signal, value, 8);
@@ -167,9 +167,9 @@ JAL_ASSERT_OFFSET(struct jal_signal, value, 8);
 
 /* Queue state, reported by JAL_ADMIN_QUEUE_STATUS. */
 enum jal_queue_state {
-	JAL_QUEUE_ACTIVE = 1,
-	JAL_QUEUE_ERROR = 2,   /* stopped: the ring itself is unreadable (reset to go on) */
-	JAL_QUEUE_DISABLED = 3,
+    JAL_QUEUE_ACTIVE = 1,
+    JAL_QUEUE_ERROR = 2, /* stopped: the ring itself is unreadable (reset to go on) */
+    JAL_QUEUE_DISABLED = 3,
 };
 
 #endif

@@ -7,11 +7,11 @@
 #include "compat.h"
 
 /* Identification (read-only). */
-#define JAL_REG_ID 0x0000          /* JAL_ID_MAGIC */
-#define JAL_REG_VERSION 0x0004     /* interface version implemented by firmware, JAL_HW_VERSION */
-#define JAL_REG_CAP 0x0008         /* JAL_CAP_* bits */
-#define JAL_REG_CHIP_INDEX 0x000c  /* position of the chip in its host tray, 0..7 */
-#define JAL_REG_FW_VERSION 0x0010  /* running firmware: major << 16 | minor << 8 | patch */
+#define JAL_REG_ID 0x0000         /* JAL_ID_MAGIC */
+#define JAL_REG_VERSION 0x0004    /* interface version implemented by firmware, JAL_HW_VERSION */
+#define JAL_REG_CAP 0x0008        /* JAL_CAP_* bits */
+#define JAL_REG_CHIP_INDEX 0x000c /* position of the chip in its host tray, 0..7 */
+#define JAL_REG_FW_VERSION 0x0010 /* running firmware: major << 16 | minor << 8 | patch */
 
 /* Boot and health (read-only, written by firmware). */
 #define JAL_REG_STATUS 0x0020      /* JAL_STATUS_* bits below */
@@ -19,7 +19,7 @@
 #define JAL_REG_POST_CODE 0x0028   /* last POST code written by the boot table */
 #define JAL_REG_FAULT 0x002c       /* jal_status of the fault that set JAL_REG_STATUS_FAILED */
 
-#define JAL_ID_MAGIC 0x4a414c50u   /* 'JALP' */
+#define JAL_ID_MAGIC 0x4a414c50u /* 'JALP' */
 
 #define JAL_CAP_ADMIN_QUEUE (1u << 0)
 #define JAL_CAP_USER_QUEUES (1u << 1)
@@ -34,7 +34,7 @@
 /* Chip reset: write JAL_RESET_MAGIC to request a full chip reset (firmware reboots,
  * all queues and contexts are lost, STATUS goes to BOOTING then READY or FAILED). */
 #define JAL_REG_RESET 0x0030
-#define JAL_RESET_MAGIC 0x52534554u  /* 'RSET' */
+#define JAL_RESET_MAGIC 0x52534554u /* 'RSET' */
 
 /* Admin queue pair (NVMe-style; see admin.h). Program the bases and sizes with
  * ADMIN_CTRL.ENABLE clear, then set ENABLE and poll ADMIN_STATUS for READY or ERROR.

@@ -25,12 +25,19 @@ using namespace jal::runtime;
 constexpr auto kWait = std::chrono::seconds(60);  // generous: a loaded machine is slow, never wrong
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 
-uint64_t I(uint8_t op, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned d = 0, int32_t imm = 0)
+uint64_t I(uint8_t op, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned d = 0,
+           int32_t imm = 0)
 {
     return JAL_INSN(op, a, b, c, d, imm);
 }
-uint64_t LI(unsigned rd, int32_t v) { return I(JAL_OP_LI, rd, 0, 0, 0, v); }
-uint64_t END() { return I(JAL_OP_END); }
+uint64_t LI(unsigned rd, int32_t v)
+{
+    return I(JAL_OP_LI, rd, 0, 0, 0, v);
+}
+uint64_t END()
+{
+    return I(JAL_OP_END);
+}
 
 class DispatchTest : public jal::test::EmuTest {
 protected:
@@ -85,14 +92,18 @@ protected:
         EXPECT_EQ(s.wait_zero(kWait).status, JAL_STATUS_OK);
         return {host_->data(), host_->data() + n};
     }
-    void upload(const std::vector<uint8_t>& object) { to_device(code_->va(), object.data(), object.size()); }
+    void upload(const std::vector<uint8_t>& object)
+    {
+        to_device(code_->va(), object.data(), object.size());
+    }
     void upload(const std::vector<uint64_t>& code, uint32_t args_size = 0)
     {
         upload(jal::isa::encode_code_object("test", code, args_size, JAL_SLICE_L1_BYTES, {}));
     }
 
     // Dispatches the uploaded code object; returns the completion status.
-    jal_status dispatch(uint64_t slice_mask, uint64_t args = 0, uint32_t flags = 0, uint32_t budget_kinsn = 0)
+    jal_status dispatch(uint64_t slice_mask, uint64_t args = 0, uint32_t flags = 0,
+                        uint32_t budget_kinsn = 0)
     {
         std::memset(host_->data() + kReportOff, 0xa5, sizeof(jal_dispatch_report));
         jal_dispatch_desc d{};
@@ -162,10 +173,17 @@ std::vector<uint64_t> mma_kernel()
         I(JAL_OP_LD, 4, 1, 0, 0, 16),  // out
         I(JAL_OP_LD, 5, 1, 0, 0, 24),  // ids
         I(JAL_OP_MOVSR, 6, 0, 0, 0, JAL_SR_SLICE),
-        I(JAL_OP_MULI, 7, 6, 0, 0, 128), I(JAL_OP_ADD, 2, 2, 7),  // A + slice * 128
-        I(JAL_OP_MULI, 7, 6, 0, 0, 64), I(JAL_OP_ADD, 4, 4, 7),   // out + slice * 64
-        I(JAL_OP_MULI, 7, 6, 0, 0, 8), I(JAL_OP_ADD, 5, 5, 7),    // ids + slice * 8
-        LI(10, 0), LI(11, 4), LI(12, 8), LI(13, 128), LI(14, 256),
+        I(JAL_OP_MULI, 7, 6, 0, 0, 128),
+        I(JAL_OP_ADD, 2, 2, 7),  // A + slice * 128
+        I(JAL_OP_MULI, 7, 6, 0, 0, 64),
+        I(JAL_OP_ADD, 4, 4, 7),  // out + slice * 64
+        I(JAL_OP_MULI, 7, 6, 0, 0, 8),
+        I(JAL_OP_ADD, 5, 5, 7),  // ids + slice * 8
+        LI(10, 0),
+        LI(11, 4),
+        LI(12, 8),
+        LI(13, 128),
+        LI(14, 256),
         I(JAL_OP_TDESC, 0, 10, 11, 12, JAL_TDESC_IMM(0, JAL_DT_F32)),  // A at L1 0
         I(JAL_OP_TDESC, 1, 13, 11, 12, JAL_TDESC_IMM(0, JAL_DT_F32)),  // B at L1 128
         I(JAL_OP_TDESC, 2, 14, 11, 11, JAL_TDESC_IMM(0, JAL_DT_F32)),  // acc 4 x 4 at L1 256
@@ -193,7 +211,8 @@ TEST_F(DispatchTest, KernelWritesPerSliceResults)
     for (float& v : a) v = dist(rng);
     for (float& v : b) v = dist(rng);
     const uint64_t base = data_->va();
-    const uint64_t va_a = base, va_b = base + 8192, va_out = base + 16384, va_ids = base + 32768, va_args = base + 65536;
+    const uint64_t va_a = base, va_b = base + 8192, va_out = base + 16384, va_ids = base + 32768,
+                   va_args = base + 65536;
     to_device(va_a, a.data(), a.size() * 4);
     to_device(va_b, b.data(), b.size() * 4);
     const uint64_t args[4] = {va_a, va_b, va_out, va_ids};
@@ -219,7 +238,8 @@ TEST_F(DispatchTest, KernelWritesPerSliceResults)
         for (unsigned m = 0; m < 4; ++m)
             for (unsigned nn = 0; nn < 4; ++nn) {
                 float acc = 0;  // the ISA's F32 MMA: fmaf over k in order
-                for (unsigned k = 0; k < 8; ++k) acc = std::fmaf(a[s * 32 + m * 8 + k], b[nn * 8 + k], acc);
+                for (unsigned k = 0; k < 8; ++k)
+                    acc = std::fmaf(a[s * 32 + m * 8 + k], b[nn * 8 + k], acc);
                 float got;
                 std::memcpy(&got, out.data() + s * 64 + (m * 4 + nn) * 4, 4);
                 EXPECT_EQ(got, acc) << "slice " << s << " [" << m << "][" << nn << "]";
@@ -231,7 +251,8 @@ TEST_F(DispatchTest, KernelWritesPerSliceResults)
 TEST_F(DispatchTest, MalformedCodeObjectsFailBeforeAnySliceRuns)
 {
     const uint64_t out = data_->va();
-    const std::vector<uint64_t> code = {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), LI(2, 5), I(JAL_OP_ST, 2, 1), END()};
+    const std::vector<uint64_t> code = {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), LI(2, 5),
+                                        I(JAL_OP_ST, 2, 1), END()};
     auto good = jal::isa::encode_code_object("k", code, 8, JAL_SLICE_L1_BYTES, {});
     const uint64_t marker = 0x1234;
     to_device(out, &marker, 8);
@@ -249,10 +270,12 @@ TEST_F(DispatchTest, MalformedCodeObjectsFailBeforeAnySliceRuns)
     upload(bad_crc);
     EXPECT_EQ(dispatch(1, out), JAL_STATUS_INVALID_FIELD);
 
-    upload(jal::isa::encode_code_object("k", std::vector<uint64_t>{I(0xee), END()}, 0, JAL_SLICE_L1_BYTES, {}));
+    upload(jal::isa::encode_code_object("k", std::vector<uint64_t>{I(0xee), END()}, 0,
+                                        JAL_SLICE_L1_BYTES, {}));
     EXPECT_EQ(dispatch(1, out), JAL_STATUS_INVALID_OPCODE);
 
-    upload(jal::isa::encode_code_object("k", std::vector<uint64_t>{LI(40, 1), END()}, 0, JAL_SLICE_L1_BYTES, {}));
+    upload(jal::isa::encode_code_object("k", std::vector<uint64_t>{LI(40, 1), END()}, 0,
+                                        JAL_SLICE_L1_BYTES, {}));
     EXPECT_EQ(dispatch(1, out), JAL_STATUS_INVALID_FIELD);
 
     // None of them ran: the marker is intact.
@@ -263,7 +286,8 @@ TEST_F(DispatchTest, MalformedCodeObjectsFailBeforeAnySliceRuns)
     // Bad packets: no slices, an unusable slice, unknown flags, an unmapped code object.
     upload(good);
     EXPECT_EQ(dispatch_raw(0, 0), JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(dispatch(1ull << 63, out), JAL_STATUS_INVALID_FIELD);  // one slice is fused: 63 logical ids
+    EXPECT_EQ(dispatch(1ull << 63, out),
+              JAL_STATUS_INVALID_FIELD);  // one slice is fused: 63 logical ids
     EXPECT_EQ(dispatch_raw(1, 0x80), JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(dispatch_raw(1, 0, 1), JAL_STATUS_INVALID_FIELD);
 
@@ -283,23 +307,42 @@ TEST_F(DispatchTest, FaultingKernelsFailWithTheirStatusAndTheEmulatorStaysHealth
         jal_status status;
         uint32_t fault_pc;
     };
-    const uint64_t unmapped = data_->va() + 2 * kPage + 4096;  // the guard page after the allocation
+    const uint64_t unmapped =
+        data_->va() + 2 * kPage + 4096;  // the guard page after the allocation
     const std::vector<Case> cases = {
         {"bad address",  // the argument buffer holds an unmapped address
          {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), I(JAL_OP_LD, 1, 1), I(JAL_OP_LD, 4, 1), END()},
-         1, 0, JAL_STATUS_PAGE_FAULT, 2},
+         1,
+         0,
+         JAL_STATUS_PAGE_FAULT,
+         2},
         {"tile outside L1",
          {LI(1, static_cast<int32_t>(JAL_SLICE_L1_BYTES - 64)), LI(2, 4), LI(3, 8),
           I(JAL_OP_TDESC, 0, 1, 2, 3, JAL_TDESC_IMM(0, JAL_DT_F32)), END()},
-         1, 0, JAL_STATUS_OUT_OF_RANGE, 3},
-        {"divide by zero", {LI(1, 3), I(JAL_OP_DIVU, 2, 1, 0), END()}, 0b11, 0, JAL_STATUS_INVALID_FIELD, 1},
-        {"infinite loop", {LI(1, 0), I(JAL_OP_ADDI, 1, 1, 0, 0, 1), I(JAL_OP_JMP, 0, 0, 0, 0, -1), END()}, 0b101, 1,
-         JAL_STATUS_TIMEOUT, 0},
+         1,
+         0,
+         JAL_STATUS_OUT_OF_RANGE,
+         3},
+        {"divide by zero",
+         {LI(1, 3), I(JAL_OP_DIVU, 2, 1, 0), END()},
+         0b11,
+         0,
+         JAL_STATUS_INVALID_FIELD,
+         1},
+        {"infinite loop",
+         {LI(1, 0), I(JAL_OP_ADDI, 1, 1, 0, 0, 1), I(JAL_OP_JMP, 0, 0, 0, 0, -1), END()},
+         0b101,
+         1,
+         JAL_STATUS_TIMEOUT,
+         0},
         {"deadlock",  // both slices receive from each other first
-         {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_SLICE), LI(2, 1), I(JAL_OP_XOR, 3, 1, 2), LI(4, 0), LI(5, 1), LI(6, 4),
-          I(JAL_OP_TDESC, 0, 4, 5, 6, JAL_TDESC_IMM(0, JAL_DT_F32)), I(JAL_OP_RECV, 0, 3, 0, 0, 0),
-          I(JAL_OP_SEND, 0, 3, 0, 0, 1), END()},
-         0b11, 0, JAL_STATUS_DEADLOCK, 7},
+         {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_SLICE), LI(2, 1), I(JAL_OP_XOR, 3, 1, 2), LI(4, 0),
+          LI(5, 1), LI(6, 4), I(JAL_OP_TDESC, 0, 4, 5, 6, JAL_TDESC_IMM(0, JAL_DT_F32)),
+          I(JAL_OP_RECV, 0, 3, 0, 0, 0), I(JAL_OP_SEND, 0, 3, 0, 0, 1), END()},
+         0b11,
+         0,
+         JAL_STATUS_DEADLOCK,
+         7},
     };
     const uint64_t args = data_->va();
     for (const Case& c : cases) {
@@ -342,8 +385,9 @@ TEST_F(DispatchTest, ResettingTheQueueAbortsARunningKernel)
     const uint64_t flag = data_->va() + 4096;
     const uint64_t zero = 0;
     to_device(flag, &zero, 8);
-    upload(std::vector<uint64_t>{I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), LI(2, 99), I(JAL_OP_ST, 2, 1),
-                                 I(JAL_OP_ADDI, 3, 3, 0, 0, 1), I(JAL_OP_JMP, 0, 0, 0, 0, -1), END()},
+    upload(std::vector<uint64_t>{I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), LI(2, 99),
+                                 I(JAL_OP_ST, 2, 1), I(JAL_OP_ADDI, 3, 3, 0, 0, 1),
+                                 I(JAL_OP_JMP, 0, 0, 0, 0, -1), END()},
            8);
     jal_dispatch_desc d{};
     d.code_object = code_->va();
@@ -375,7 +419,8 @@ TEST_F(DispatchTest, ResettingTheQueueAbortsARunningKernel)
 TEST_F(DispatchTest, TimingOnlyComputesTimeButLeavesMemoryUntouched)
 {
     const uint64_t base = data_->va();
-    const uint64_t va_a = base, va_b = base + 8192, va_out = base + 16384, va_ids = base + 32768, va_args = base + 65536;
+    const uint64_t va_a = base, va_b = base + 8192, va_out = base + 16384, va_ids = base + 32768,
+                   va_args = base + 65536;
     std::vector<float> a(8 * 32, 1.5f), b(32, 2.0f);
     to_device(va_a, a.data(), a.size() * 4);
     to_device(va_b, b.data(), b.size() * 4);
@@ -391,7 +436,8 @@ TEST_F(DispatchTest, TimingOnlyComputesTimeButLeavesMemoryUntouched)
     EXPECT_GT(timed.modelled_ns, 0u);
     EXPECT_EQ(from_device(va_out, pattern.size()), pattern);
     const auto ids = from_device(va_ids, 64);
-    EXPECT_EQ(std::vector<std::byte>(ids.begin(), ids.end()), std::vector<std::byte>(pattern.begin(), pattern.begin() + 64));
+    EXPECT_EQ(std::vector<std::byte>(ids.begin(), ids.end()),
+              std::vector<std::byte>(pattern.begin(), pattern.begin() + 64));
 
     // The real run takes the same modelled time and does write.
     ASSERT_EQ(dispatch(0xff, va_args), JAL_STATUS_OK);

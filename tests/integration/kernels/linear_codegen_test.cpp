@@ -21,21 +21,21 @@ namespace jl = jal::kernels::linear;
 
 namespace {
 
-std::vector<std::string> valid_args(const jk::CodeObject &co)
+std::vector<std::string> valid_args(const jk::CodeObject& co)
 {
     std::string error;
-    EXPECT_EQ(jal::isa::validate_code_object(co.bytes, &error), JAL_STATUS_OK) << co.name << ": " << error;
+    EXPECT_EQ(jal::isa::validate_code_object(co.bytes, &error), JAL_STATUS_OK)
+        << co.name << ": " << error;
     EXPECT_LE(co.l1_bytes, JAL_SLICE_L1_BYTES);
     EXPECT_FALSE(jal::isa::disassemble(co.bytes).empty());
     jal::isa::CodeObjectView view;
     EXPECT_EQ(jal::isa::parse_code_object(co.bytes, &view, &error), JAL_STATUS_OK) << error;
     std::vector<std::string> names;
-    for (const jal_code_arg &a : view.args)
-        names.emplace_back(a.name);
+    for (const jal_code_arg& a : view.args) names.emplace_back(a.name);
     return names;
 }
 
-} // namespace
+}  // namespace
 
 TEST(LinearCodegen, SliceRangeCoversEveryRowOnce)
 {
@@ -57,12 +57,12 @@ TEST(LinearCodegen, GemmEveryFormatAndNumerics)
     for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F32})
         for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
             for (uint32_t m : {1u, 4u, 130u, 512u}) {
-                jl::GemmConfig c{.m = m, .n = 2880, .k = 2880, .weight = w, .numerics = n, .bias = m != 4};
+                jl::GemmConfig c{
+                    .m = m, .n = 2880, .k = 2880, .weight = w, .numerics = n, .bias = m != 4};
                 SCOPED_TRACE(jl::gemm_name(c));
                 auto names = valid_args(jl::build_gemm(c));
                 std::vector<std::string> want{"x", "x_stride", "w_shards", "w_stride"};
-                if (c.bias)
-                    want.push_back("bias");
+                if (c.bias) want.push_back("bias");
                 want.insert(want.end(), {"y", "y_stride"});
                 EXPECT_EQ(names, want);
             }
@@ -70,11 +70,12 @@ TEST(LinearCodegen, GemmEveryFormatAndNumerics)
 
 TEST(LinearCodegen, GemmPlansFitAndPrequantizedXLoadsDirectly)
 {
-    jl::GemmConfig c{.m = 512, .n = 2880, .k = 2880, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::fast};
+    jl::GemmConfig c{
+        .m = 512, .n = 2880, .k = 2880, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::fast};
     jl::GemmPlan p = jl::plan_gemm(c);
     EXPECT_TRUE(p.convert_x);
     EXPECT_EQ(p.activation, JAL_DT_MXFP4);
-    EXPECT_EQ(p.m_chunk, 512u); // MXFP4 x of 512 rows stays resident: W is read once
+    EXPECT_EQ(p.m_chunk, 512u);  // MXFP4 x of 512 rows stays resident: W is read once
     c.x_dtype = JAL_DT_MXFP4;
     p = jl::plan_gemm(c);
     EXPECT_FALSE(p.convert_x);
@@ -84,11 +85,13 @@ TEST(LinearCodegen, GemmPlansFitAndPrequantizedXLoadsDirectly)
 
 TEST(LinearCodegen, GemmRejectsWhatCannotWork)
 {
-    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 40, .weight = JAL_DT_MXFP4}), jal::Error); // K % 32
+    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 40, .weight = JAL_DT_MXFP4}),
+                 jal::Error);  // K % 32
     EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_Q8_0}), jal::Error);
     EXPECT_THROW(jl::build_gemm({.m = 0, .n = 8, .k = 64}), jal::Error);
-    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_MXFP4, .x_dtype = JAL_DT_BF16}),
-                 jal::Error);
+    EXPECT_THROW(
+        jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_MXFP4, .x_dtype = JAL_DT_BF16}),
+        jal::Error);
 }
 
 TEST(LinearCodegen, QuantizeEmbeddingArgmaxAllReduce)
@@ -97,13 +100,15 @@ TEST(LinearCodegen, QuantizeEmbeddingArgmaxAllReduce)
         EXPECT_EQ(valid_args(jl::build_quantize({.m = 512, .k = 2880, .out = dt})),
                   (std::vector<std::string>{"x", "x_stride", "out", "out_stride"}));
     for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_MXFP4, JAL_DT_Q8_0})
-        EXPECT_EQ(valid_args(jl::build_embedding({.tokens = 512, .vocab = 201088, .dim = 2880, .table = dt})),
+        EXPECT_EQ(valid_args(jl::build_embedding(
+                      {.tokens = 512, .vocab = 201088, .dim = 2880, .table = dt})),
                   (std::vector<std::string>{"ids", "table", "table_stride", "out", "out_stride"}));
     for (uint32_t rows : {1u, 3u, 64u})
         EXPECT_EQ(valid_args(jl::build_argmax({.rows = rows, .vocab = 201088})),
                   (std::vector<std::string>{"logits", "logits_stride", "out_index", "out_value"}));
     for (uint32_t len : {1u, 2880u, 3000000u})
-        EXPECT_EQ(valid_args(jl::build_all_reduce({.length = len})), (std::vector<std::string>{"vectors"}));
+        EXPECT_EQ(valid_args(jl::build_all_reduce({.length = len})),
+                  (std::vector<std::string>{"vectors"}));
 }
 
 TEST(LinearCodegen, ExpertGemmUpAndDown)
@@ -111,11 +116,16 @@ TEST(LinearCodegen, ExpertGemmUpAndDown)
     for (uint32_t tokens : {1u, 512u})
         for (bool down : {false, true})
             for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
-                jl::ExpertGemmConfig c{.tokens = tokens, .k = 4, .experts = 32, .n = down ? 2880u : 5760u,
-                                       .kdim = 2880, .numerics = n, .input_per_pair = down};
+                jl::ExpertGemmConfig c{.tokens = tokens,
+                                       .k = 4,
+                                       .experts = 32,
+                                       .n = down ? 2880u : 5760u,
+                                       .kdim = 2880,
+                                       .numerics = n,
+                                       .input_per_pair = down};
                 SCOPED_TRACE(jl::expert_gemm_name(c));
                 EXPECT_EQ(valid_args(jl::build_expert_gemm(c)),
-                          (std::vector<std::string>{"x", "x_stride", "ids", "w_shards", "w_stride", "expert_stride",
-                                                    "bias", "y", "y_stride"}));
+                          (std::vector<std::string>{"x", "x_stride", "ids", "w_shards", "w_stride",
+                                                    "expert_stride", "bias", "y", "y_stride"}));
             }
 }

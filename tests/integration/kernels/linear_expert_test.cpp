@@ -16,23 +16,26 @@
 #include <jal/kernels/library/expert_gemm.hpp>
 
 namespace jl = jal::kernels::linear;
-using jal::test::HostMatrix;
 using jal::kernels::TensorRef;
+using jal::test::HostMatrix;
 
 namespace {
 
 class LinearExpertTest : public jal::test::LinearKernelTest {
 protected:
-    void check(const jl::ExpertGemmConfig &c, uint32_t nslices, uint64_t seed, bool timing_only = false)
+    void check(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed,
+               bool timing_only = false)
     {
         SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices) + " slices");
         const uint32_t pairs = c.tokens * c.k, xrows = c.input_per_pair ? pairs : c.tokens;
         const jal_dtype act = jl::activation_dtype(c.weight, c.numerics);
         std::vector<float> xf = jal::test::random_floats(size_t{xrows} * c.kdim, seed);
         HostMatrix x = jal::test::quantized(xf, xrows, c.kdim, JAL_DT_F32);
-        HostMatrix a = jal::test::quantized(xf, xrows, c.kdim, act, jl::activation_cvt_mode(c.numerics));
-        HostMatrix w = jal::test::quantized(jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, seed + 1, 0.5f),
-                                          c.experts * c.n, c.kdim, c.weight);
+        HostMatrix a =
+            jal::test::quantized(xf, xrows, c.kdim, act, jl::activation_cvt_mode(c.numerics));
+        HostMatrix w = jal::test::quantized(
+            jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, seed + 1, 0.5f),
+            c.experts * c.n, c.kdim, c.weight);
         std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, seed + 2);
         // k distinct experts per token.
         std::mt19937_64 rng(seed + 3);
@@ -43,18 +46,22 @@ protected:
             std::shuffle(all.begin(), all.end(), rng);
             ids.insert(ids.end(), all.begin(), all.begin() + c.k);
         }
-        uint64_t x_va = upload(x.bytes), w_va = upload(w.bytes), ids_va = upload(ids), bias_va = upload(bias);
+        uint64_t x_va = upload(x.bytes), w_va = upload(w.bytes), ids_va = upload(ids),
+                 bias_va = upload(bias);
         uint64_t table_va = upload(jl::expert_shard_table(c, w.ref(w_va), nslices));
         uint64_t y_va = output(size_t{pairs} * c.n * 4, 0x5a);
         auto words = jl::expert_gemm_args(
-            c, x.ref(x_va), {.va = ids_va, .rows = c.tokens, .cols = c.k, .row_stride = 0, .dtype = JAL_DT_I32},
-            table_va, w.ref(w_va), {.va = bias_va, .rows = c.experts, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32},
+            c, x.ref(x_va),
+            {.va = ids_va, .rows = c.tokens, .cols = c.k, .row_stride = 0, .dtype = JAL_DT_I32},
+            table_va, w.ref(w_va),
+            {.va = bias_va, .rows = c.experts, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32},
             {.va = y_va, .rows = pairs, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32});
         jal_dispatch_report r = run(jl::build_expert_gemm(c), words, slices(nslices), timing_only);
         EXPECT_EQ(r.status, JAL_STATUS_OK);
         if (timing_only) {
             EXPECT_GT(r.modelled_ns, 0u);
-            EXPECT_EQ(read(y_va, size_t{pairs} * c.n * 4), std::vector<uint8_t>(size_t{pairs} * c.n * 4, 0x5a));
+            EXPECT_EQ(read(y_va, size_t{pairs} * c.n * 4),
+                      std::vector<uint8_t>(size_t{pairs} * c.n * 4, 0x5a));
             return;
         }
         std::vector<float> y = read_f32(y_va, size_t{pairs} * c.n);
@@ -71,25 +78,31 @@ protected:
                 }
                 float got = y[size_t{p} * c.n + n];
                 if (!(std::fabs(got - ref) <= 1e-5 * mag) && bad++ < 5)
-                    ADD_FAILURE() << "pair " << p << " (expert " << e << ") column " << n << ": " << got
-                                  << ", reference " << ref;
+                    ADD_FAILURE() << "pair " << p << " (expert " << e << ") column " << n << ": "
+                                  << got << ", reference " << ref;
             }
         }
         EXPECT_EQ(bad, 0);
     }
 };
 
-} // namespace
+}  // namespace
 
 TEST_F(LinearExpertTest, UpProjectionEveryNumerics)
 {
     for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
-        check({.tokens = 5, .k = 2, .experts = 6, .n = 40, .kdim = 64, .numerics = n}, 4, 10u + static_cast<unsigned>(n));
+        check({.tokens = 5, .k = 2, .experts = 6, .n = 40, .kdim = 64, .numerics = n}, 4,
+              10u + static_cast<unsigned>(n));
 }
 
 TEST_F(LinearExpertTest, DownProjectionOneSliceAndMany)
 {
-    jl::ExpertGemmConfig c{.tokens = 3, .k = 4, .experts = 8, .n = 33, .kdim = 96, .numerics = jl::Numerics::ggml,
+    jl::ExpertGemmConfig c{.tokens = 3,
+                           .k = 4,
+                           .experts = 8,
+                           .n = 33,
+                           .kdim = 96,
+                           .numerics = jl::Numerics::ggml,
                            .input_per_pair = true};
     check(c, 1, 20);
     check(c, 5, 21);

@@ -61,21 +61,27 @@ protected:
     }
 
     // Device memory holding `bytes` (kept until the test ends).
-    uint64_t upload(const void *data, size_t bytes, jal_placement placement = JAL_PLACE_INTERLEAVED, uint64_t mask = 0xff)
+    uint64_t upload(const void* data, size_t bytes, jal_placement placement = JAL_PLACE_INTERLEAVED,
+                    uint64_t mask = 0xff)
     {
-        memories.push_back(std::make_unique<jal::runtime::Memory>(*context, std::max<size_t>(bytes, 64), placement, mask));
+        memories.push_back(std::make_unique<jal::runtime::Memory>(
+            *context, std::max<size_t>(bytes, 64), placement, mask));
         uint64_t va = memories.back()->va();
         write(va, data, bytes);
         return va;
     }
-    template <typename T> uint64_t upload(const std::vector<T> &v) { return upload(v.data(), v.size() * sizeof(T)); }
+    template <typename T>
+    uint64_t upload(const std::vector<T>& v)
+    {
+        return upload(v.data(), v.size() * sizeof(T));
+    }
     // Device memory of `bytes` filled with `fill` (so an untouched output is recognisable).
     uint64_t output(size_t bytes, uint8_t fill = 0xa5)
     {
         std::vector<uint8_t> v(bytes, fill);
         return upload(v.data(), bytes);
     }
-    void write(uint64_t va, const void *data, size_t bytes)
+    void write(uint64_t va, const void* data, size_t bytes)
     {
         jal::runtime::HostBuffer host(*device, bytes);
         std::memcpy(host.data(), data, bytes);
@@ -106,13 +112,13 @@ protected:
     }
 
     // Runs a kernel on `slice_mask` and returns its report (throws jal::Error on a fault).
-    jal_dispatch_report run(const jal::kernels::CodeObject &code, const std::vector<uint64_t> &words,
-                            uint64_t slice_mask, bool timing_only = false)
+    jal_dispatch_report run(const jal::kernels::CodeObject& code,
+                            const std::vector<uint64_t>& words, uint64_t slice_mask,
+                            bool timing_only = false)
     {
         jal::kernels::Program program(*device, *context, *queue, code);
         jal::kernels::Args args;
-        for (uint64_t w : words)
-            args.u64(w);
+        for (uint64_t w : words) args.u64(w);
         jal::kernels::DispatchOptions opts;
         opts.slice_mask = slice_mask;
         opts.timing_only = timing_only;
@@ -132,8 +138,7 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> d(-scale, scale);
     std::vector<float> v(n);
-    for (float &f : v)
-        f = d(rng);
+    for (float& f : v) f = d(rng);
     return v;
 }
 
@@ -143,7 +148,7 @@ struct HostMatrix {
     uint32_t rows = 0, cols = 0;
     size_t row_bytes = 0;
     std::vector<uint8_t> bytes;
-    std::vector<float> values; // dequantized, exactly what the device multiplies
+    std::vector<float> values;  // dequantized, exactly what the device multiplies
 
     jal::kernels::TensorRef ref(uint64_t va) const
     {
@@ -152,8 +157,8 @@ struct HostMatrix {
 };
 
 // Quantizes F32 rows to `dt` (mode for MXFP4) and decodes them back.
-inline HostMatrix quantized(const std::vector<float> &src, uint32_t rows, uint32_t cols, jal_dtype dt,
-                            jal_cvt_mode mode = JAL_CVT_OCP)
+inline HostMatrix quantized(const std::vector<float>& src, uint32_t rows, uint32_t cols,
+                            jal_dtype dt, jal_cvt_mode mode = JAL_CVT_OCP)
 {
     HostMatrix m;
     m.dtype = dt, m.rows = rows, m.cols = cols;
@@ -161,10 +166,12 @@ inline HostMatrix quantized(const std::vector<float> &src, uint32_t rows, uint32
     m.bytes.resize(m.row_bytes * rows);
     m.values.resize(size_t{rows} * cols);
     for (uint32_t r = 0; r < rows; r++) {
-        jal::numerics::quantize_row(dt, src.data() + size_t{r} * cols, m.bytes.data() + r * m.row_bytes, cols, mode);
-        jal::numerics::dequantize_row(dt, m.bytes.data() + r * m.row_bytes, m.values.data() + size_t{r} * cols, cols);
+        jal::numerics::quantize_row(dt, src.data() + size_t{r} * cols,
+                                    m.bytes.data() + r * m.row_bytes, cols, mode);
+        jal::numerics::dequantize_row(dt, m.bytes.data() + r * m.row_bytes,
+                                      m.values.data() + size_t{r} * cols, cols);
     }
     return m;
 }
 
-} // namespace jaltest
+}  // namespace jal::test

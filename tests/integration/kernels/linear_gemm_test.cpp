@@ -32,29 +32,30 @@ struct GemmCase {
 class LinearGemmTest : public jal::test::LinearKernelTest {
 protected:
     // Runs `c` and checks y against the reference; returns the dispatch report.
-    jal_dispatch_report check(const GemmCase &gc, bool per_slice_weights = false)
+    jal_dispatch_report check(const GemmCase& gc, bool per_slice_weights = false)
     {
-        const jl::GemmConfig &c = gc.config;
+        const jl::GemmConfig& c = gc.config;
         SCOPED_TRACE(jl::gemm_name(c) + " on " + std::to_string(gc.slices) + " slices");
         const jl::GemmPlan plan = jl::plan_gemm(c);
         std::vector<float> xf = jal::test::random_floats(size_t{c.m} * c.k, gc.seed);
         std::vector<float> wf = jal::test::random_floats(size_t{c.n} * c.k, gc.seed + 1, 0.5f);
         std::vector<float> bias = jal::test::random_floats(c.n, gc.seed + 2);
         HostMatrix w = jal::test::quantized(wf, c.n, c.k, c.weight);
-        HostMatrix a = jal::test::quantized(xf, c.m, c.k, plan.activation, jl::activation_cvt_mode(c.numerics));
+        HostMatrix a = jal::test::quantized(xf, c.m, c.k, plan.activation,
+                                            jl::activation_cvt_mode(c.numerics));
         HostMatrix x = c.x_dtype == JAL_DT_F32 ? jal::test::quantized(xf, c.m, c.k, JAL_DT_F32) : a;
 
         const uint64_t mask = slices(gc.slices);
         uint64_t x_va = upload(x.bytes);
         std::vector<uint64_t> table;
         uint64_t w_va = 0;
-        if (per_slice_weights) { // each slice's rows in its own allocation on that slice
+        if (per_slice_weights) {  // each slice's rows in its own allocation on that slice
             uint32_t s = 0;
             for (uint32_t bit = 0; bit < 64; bit++) {
-                if (!(mask & (1ull << bit)))
-                    continue;
+                if (!(mask & (1ull << bit))) continue;
                 jl::Range r = jl::slice_range(c.n, gc.slices, s++);
-                size_t off = r.begin * w.row_bytes, len = std::max<size_t>(r.size() * w.row_bytes, 64);
+                size_t off = r.begin * w.row_bytes,
+                       len = std::max<size_t>(r.size() * w.row_bytes, 64);
                 std::vector<uint8_t> part(len);
                 std::memcpy(part.data(), w.bytes.data() + off, r.size() * w.row_bytes);
                 table.push_back(upload(part.data(), len, JAL_PLACE_SLICE, 1ull << bit));
@@ -68,9 +69,11 @@ protected:
         uint64_t y_va = output(size_t{c.m} * c.n * 4);
         jal::kernels::TensorRef bias_ref{};
         if (c.bias)
-            bias_ref = {.va = bias_va, .rows = 1, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32};
-        auto words = jl::gemm_args(c, x.ref(x_va), table_va, w.ref(w_va), bias_ref,
-                                   {.va = y_va, .rows = c.m, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32});
+            bias_ref = {
+                .va = bias_va, .rows = 1, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32};
+        auto words = jl::gemm_args(
+            c, x.ref(x_va), table_va, w.ref(w_va), bias_ref,
+            {.va = y_va, .rows = c.m, .cols = c.n, .row_stride = 0, .dtype = JAL_DT_F32});
         jal_dispatch_report report = run(jl::build_gemm(c), words, mask);
         EXPECT_EQ(report.status, JAL_STATUS_OK);
 
@@ -80,36 +83,46 @@ protected:
             for (uint32_t n = 0; n < c.n; n++) {
                 double ref = c.bias ? bias[n] : 0.0, mag = c.bias ? std::fabs(bias[n]) : 0.0;
                 for (uint32_t k = 0; k < c.k; k++) {
-                    double p = double(a.values[size_t{m} * c.k + k]) * w.values[size_t{n} * c.k + k];
+                    double p =
+                        double(a.values[size_t{m} * c.k + k]) * w.values[size_t{n} * c.k + k];
                     ref += p;
                     mag += std::fabs(p);
                 }
                 float got = y[size_t{m} * c.n + n];
                 if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-30) && bad++ < 5)
-                    ADD_FAILURE() << "y[" << m << "][" << n << "] = " << got << ", reference " << ref
-                                  << " (tolerance " << 1e-5 * mag << ")";
+                    ADD_FAILURE() << "y[" << m << "][" << n << "] = " << got << ", reference "
+                                  << ref << " (tolerance " << 1e-5 * mag << ")";
             }
         EXPECT_EQ(bad, 0);
         return report;
     }
 };
 
-} // namespace
+}  // namespace
 
 TEST_F(LinearGemmTest, GemvEveryFormatAndNumericsOnFiveSlices)
 {
     for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F32})
         for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
-            GemmCase gc{.config = {.m = 1, .n = 77, .k = 96, .weight = w, .numerics = n, .bias = true, .tile_n = 8},
-                        .slices = 5, .seed = 100u + w * 7u + static_cast<unsigned>(n)};
+            GemmCase gc{.config = {.m = 1,
+                                   .n = 77,
+                                   .k = 96,
+                                   .weight = w,
+                                   .numerics = n,
+                                   .bias = true,
+                                   .tile_n = 8},
+                        .slices = 5,
+                        .seed = 100u + w * 7u + static_cast<unsigned>(n)};
             check(gc);
         }
 }
 
 TEST_F(LinearGemmTest, GemvOneSliceWithoutBias)
 {
-    check({.config = {.m = 1, .n = 300, .k = 320, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::ggml},
-           .slices = 1, .seed = 7});
+    check({.config =
+               {.m = 1, .n = 300, .k = 320, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::ggml},
+           .slices = 1,
+           .seed = 7});
     check({.config = {.m = 3, .n = 45, .k = 64, .weight = JAL_DT_BF16}, .slices = 1, .seed = 8});
 }
 
@@ -118,45 +131,73 @@ TEST_F(LinearGemmTest, GemmChunksOfXAndManyTiles)
     // 37 rows in chunks of 16, W in tiles of 8 rows: every loop runs past one iteration
     // and ends on a partial tile.
     for (jl::Numerics n : {jl::Numerics::fast, jl::Numerics::ggml, jl::Numerics::native})
-        check({.config = {.m = 37, .n = 50, .k = 64, .weight = JAL_DT_MXFP4, .numerics = n, .bias = true,
-                          .tile_n = 8, .max_m_chunk = 16},
-               .slices = 3, .seed = 20u + static_cast<unsigned>(n)});
+        check({.config = {.m = 37,
+                          .n = 50,
+                          .k = 64,
+                          .weight = JAL_DT_MXFP4,
+                          .numerics = n,
+                          .bias = true,
+                          .tile_n = 8,
+                          .max_m_chunk = 16},
+               .slices = 3,
+               .seed = 20u + static_cast<unsigned>(n)});
 }
 
 TEST_F(LinearGemmTest, MoreSlicesThanRows)
 {
     // 6 rows over 8 slices: the split leaves the last slices without work.
-    check({.config = {.m = 2, .n = 6, .k = 32, .weight = JAL_DT_MXFP8_E4M3, .bias = true}, .slices = 8, .seed = 30});
+    check({.config = {.m = 2, .n = 6, .k = 32, .weight = JAL_DT_MXFP8_E4M3, .bias = true},
+           .slices = 8,
+           .seed = 30});
 }
 
 TEST_F(LinearGemmTest, PrequantizedActivationsLoadAsIs)
 {
-    check({.config = {.m = 9, .n = 40, .k = 128, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::fast,
-                      .x_dtype = JAL_DT_MXFP4, .tile_n = 16},
-           .slices = 2, .seed = 40});
-    check({.config = {.m = 2, .n = 40, .k = 128, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::ggml,
+    check({.config = {.m = 9,
+                      .n = 40,
+                      .k = 128,
+                      .weight = JAL_DT_MXFP4,
+                      .numerics = jl::Numerics::fast,
+                      .x_dtype = JAL_DT_MXFP4,
+                      .tile_n = 16},
+           .slices = 2,
+           .seed = 40});
+    check({.config = {.m = 2,
+                      .n = 40,
+                      .k = 128,
+                      .weight = JAL_DT_MXFP4,
+                      .numerics = jl::Numerics::ggml,
                       .x_dtype = JAL_DT_Q8_0},
-           .slices = 2, .seed = 41});
+           .slices = 2,
+           .seed = 41});
 }
 
 TEST_F(LinearGemmTest, WeightsInEachSlicesOwnMemory)
 {
-    check({.config = {.m = 1, .n = 100, .k = 96, .weight = JAL_DT_MXFP4, .numerics = jl::Numerics::native,
-                      .bias = true, .tile_n = 16},
-           .slices = 4, .seed = 50},
+    check({.config = {.m = 1,
+                      .n = 100,
+                      .k = 96,
+                      .weight = JAL_DT_MXFP4,
+                      .numerics = jl::Numerics::native,
+                      .bias = true,
+                      .tile_n = 16},
+           .slices = 4,
+           .seed = 50},
           true);
 }
 
 TEST_F(LinearGemmTest, TimingOnlyLeavesOutputUntouched)
 {
     jl::GemmConfig c{.m = 1, .n = 64, .k = 96, .weight = JAL_DT_MXFP4, .bias = false};
-    HostMatrix w = jal::test::quantized(jal::test::random_floats(64 * 96, 60), 64, 96, JAL_DT_MXFP4);
+    HostMatrix w =
+        jal::test::quantized(jal::test::random_floats(64 * 96, 60), 64, 96, JAL_DT_MXFP4);
     std::vector<float> x = jal::test::random_floats(96, 61);
     uint64_t x_va = upload(x), w_va = upload(w.bytes);
     uint64_t table_va = upload(jl::shard_table(w.ref(w_va), 2));
     uint64_t y_va = output(64 * 4, 0x5a);
-    auto words = jl::gemm_args(c, {.va = x_va, .rows = 1, .cols = 96, .row_stride = 0, .dtype = JAL_DT_F32}, table_va,
-                               w.ref(w_va), {}, {.va = y_va, .rows = 1, .cols = 64, .row_stride = 0, .dtype = JAL_DT_F32});
+    auto words = jl::gemm_args(
+        c, {.va = x_va, .rows = 1, .cols = 96, .row_stride = 0, .dtype = JAL_DT_F32}, table_va,
+        w.ref(w_va), {}, {.va = y_va, .rows = 1, .cols = 64, .row_stride = 0, .dtype = JAL_DT_F32});
     jal_dispatch_report r = run(jl::build_gemm(c), words, slices(2), true);
     EXPECT_EQ(r.status, JAL_STATUS_OK);
     EXPECT_GT(r.modelled_ns, 0u);
@@ -166,12 +207,15 @@ TEST_F(LinearGemmTest, TimingOnlyLeavesOutputUntouched)
 TEST_F(LinearGemmTest, BadArguments)
 {
     jl::GemmConfig c{.m = 1, .n = 16, .k = 64, .weight = JAL_DT_MXFP4};
-    HostMatrix w = jal::test::quantized(jal::test::random_floats(16 * 64, 70), 16, 64, JAL_DT_MXFP4);
+    HostMatrix w =
+        jal::test::quantized(jal::test::random_floats(16 * 64, 70), 16, 64, JAL_DT_MXFP4);
     std::vector<float> x = jal::test::random_floats(64, 71);
     uint64_t x_va = upload(x), w_va = upload(w.bytes);
     uint64_t y_va = output(16 * 4);
-    jal::kernels::TensorRef xr{.va = x_va, .rows = 1, .cols = 64, .row_stride = 0, .dtype = JAL_DT_F32};
-    jal::kernels::TensorRef yr{.va = y_va, .rows = 1, .cols = 16, .row_stride = 0, .dtype = JAL_DT_F32};
+    jal::kernels::TensorRef xr{
+        .va = x_va, .rows = 1, .cols = 64, .row_stride = 0, .dtype = JAL_DT_F32};
+    jal::kernels::TensorRef yr{
+        .va = y_va, .rows = 1, .cols = 16, .row_stride = 0, .dtype = JAL_DT_F32};
     // Host side: shapes and formats that do not match the generated code.
     jal::kernels::TensorRef wrong = w.ref(w_va);
     wrong.dtype = JAL_DT_BF16;
@@ -185,10 +229,12 @@ TEST_F(LinearGemmTest, BadArguments)
     try {
         run(jl::build_gemm(c), jl::gemm_args(c, xr, table_va, w.ref(w_va), {}, yr), slices(1));
         ADD_FAILURE() << "the dispatch did not fault";
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT) << e.what();
     }
     uint64_t good_table = upload(jl::shard_table(w.ref(w_va), 1));
-    EXPECT_EQ(run(jl::build_gemm(c), jl::gemm_args(c, xr, good_table, w.ref(w_va), {}, yr), slices(1)).status,
-              JAL_STATUS_OK);
+    EXPECT_EQ(
+        run(jl::build_gemm(c), jl::gemm_args(c, xr, good_table, w.ref(w_va), {}, yr), slices(1))
+            .status,
+        JAL_STATUS_OK);
 }

@@ -26,9 +26,9 @@ class TransformerAttentionTest : public jal::test::TransformerKernelTest {
 protected:
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
-    void prefill_then_decode(const Shape &s, uint32_t n_ctx, uint32_t prefill, uint32_t decode_steps,
-                             unsigned n_slices, uint32_t q_block = 0, uint32_t k_block = 0, uint64_t seed = 40,
-                             uint32_t key_splits = 1)
+    void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
+                             uint32_t decode_steps, unsigned n_slices, uint32_t q_block = 0,
+                             uint32_t k_block = 0, uint64_t seed = 40, uint32_t key_splits = 1)
     {
         const uint32_t total = prefill + decode_steps;
         const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim;
@@ -38,32 +38,41 @@ protected:
         auto sinks = jal::test::random_uniform(s.n_head, seed + 3, -2.0, 4.0);
         const uint64_t mask = slices(n_slices);
 
-        const jk::KvCacheConfig kv_cfg{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
-        jk::KvCache cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, s.n_head_kv, key_splits));
-        const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx,
-                                     .block_rows = 16};
-        const jk::AttentionConfig att{.n_head = s.n_head, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim,
-                                      .n_ctx = n_ctx, .window = s.window, .sinks = s.sinks, .q_block = q_block,
-                                      .k_block = k_block, .key_splits = key_splits};
+        const jk::KvCacheConfig kv_cfg{
+            .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+        jk::KvCache cache(device(), context(), queue(), kv_cfg,
+                          jk::kv_head_masks(mask, s.n_head_kv, key_splits));
+        const jk::KvAppendConfig app{
+            .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx, .block_rows = 16};
+        const jk::AttentionConfig att{.n_head = s.n_head,
+                                      .n_head_kv = s.n_head_kv,
+                                      .head_dim = s.head_dim,
+                                      .n_ctx = n_ctx,
+                                      .window = s.window,
+                                      .sinks = s.sinks,
+                                      .q_block = q_block,
+                                      .k_block = k_block,
+                                      .key_splits = key_splits};
         const jk::CodeObject append_code = jk::build_kv_append(app);
         const jk::CodeObject attention_code = jk::build_attention(att);
         auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
 
         auto step = [&](uint32_t pos0, uint32_t rows) {
-            SCOPED_TRACE("positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + rows - 1));
+            SCOPED_TRACE("positions " + std::to_string(pos0) + ".." +
+                         std::to_string(pos0 + rows - 1));
             auto dk = upload(rows_of(k, pos0, rows, kvcols), rows, kvcols);
             auto dv = upload(rows_of(v, pos0, rows, kvcols), rows, kvcols);
             auto dq = upload(rows_of(q, pos0, rows, qcols), rows, qcols);
             auto dout = alloc(rows, qcols);
             run(append_code, jk::kv_append_args(app, dk.ref, dv.ref, pos0, cache.heads_va()), mask);
-            run(attention_code, jk::attention_args(att, dq.ref, dout.ref, pos0, cache.heads_va(), dsinks.ref.va),
+            run(attention_code,
+                jk::attention_args(att, dq.ref, dout.ref, pos0, cache.heads_va(), dsinks.ref.va),
                 mask);
             auto want = attention_ref(s, rows_of(q, pos0, rows, qcols), rows, pos0, k, v, sinks);
             EXPECT_TRUE(all_near(download(dout.ref), want, 2e-5, 1e-4));
         };
         step(0, prefill);
-        for (uint32_t i = 0; i < decode_steps; i++)
-            step(prefill + i, 1);
+        for (uint32_t i = 0; i < decode_steps; i++) step(prefill + i, 1);
     }
 };
 
@@ -72,22 +81,28 @@ TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
     const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
     auto k = jal::test::random_normal(size_t{rows} * g_heads * d, 41);
     auto v = jal::test::random_normal(size_t{rows} * g_heads * d, 42);
-    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
                       jk::kv_head_masks(slices(2), g_heads));
     auto dk = upload(k, rows, g_heads * d);
     auto dv = upload(v, rows, g_heads * d);
-    const jk::KvAppendConfig cfg{.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
-    run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()), slices(2));
+    const jk::KvAppendConfig cfg{
+        .n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
+    run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()),
+        slices(2));
     for (uint32_t g = 0; g < g_heads; g++) {
         std::vector<float> kc(size_t{n_ctx} * d), vt(size_t{d} * n_ctx);
         read(kc.data(), cache.k_va(g), kc.size() * 4);
         read(vt.data(), cache.vt_va(g), vt.size() * 4);
         for (uint32_t t = 0; t < rows; t++)
             for (uint32_t c = 0; c < d; c++) {
-                const float kw = k[(size_t{t} * g_heads + g) * d + c], vw = v[(size_t{t} * g_heads + g) * d + c];
-                ASSERT_EQ(std::bit_cast<uint32_t>(kc[(pos0 + t) * d + c]), std::bit_cast<uint32_t>(kw))
+                const float kw = k[(size_t{t} * g_heads + g) * d + c],
+                            vw = v[(size_t{t} * g_heads + g) * d + c];
+                ASSERT_EQ(std::bit_cast<uint32_t>(kc[(pos0 + t) * d + c]),
+                          std::bit_cast<uint32_t>(kw))
                     << "K head " << g << " token " << t << " dim " << c;
-                ASSERT_EQ(std::bit_cast<uint32_t>(vt[size_t{c} * n_ctx + pos0 + t]), std::bit_cast<uint32_t>(vw))
+                ASSERT_EQ(std::bit_cast<uint32_t>(vt[size_t{c} * n_ctx + pos0 + t]),
+                          std::bit_cast<uint32_t>(vw))
                     << "V^T head " << g << " token " << t << " dim " << c;
             }
     }
@@ -96,27 +111,31 @@ TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
 TEST_F(TransformerAttentionTest, AppendPastTheCacheTraps)
 {
     const jk::KvAppendConfig cfg{.n_head_kv = 1, .head_dim = 64, .n_ctx = 8};
-    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8}, {{1}});
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8},
+                      {{1}});
     auto dk = alloc(4, 64);
     std::vector<uint64_t> args = jk::kv_append_args(cfg, dk.ref, dk.ref, 4, cache.heads_va());
-    args[5] = 6; // pos0 6 + 4 rows > 8: the host check is bypassed, the kernel must refuse
+    args[5] = 6;  // pos0 6 + 4 rows > 8: the host check is bypassed, the kernel must refuse
     run(jk::build_kv_append(cfg), args, slices(1), JAL_STATUS_OUT_OF_RANGE);
 }
 
 TEST_F(TransformerAttentionTest, GqaEightFullCausalWithSinks)
 {
-    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true}, 64, 40, 3, 4);
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true},
+                        64, 40, 3, 4);
 }
 
 TEST_F(TransformerAttentionTest, GqaOneWindowShorterThanTheSequenceWithoutSinks)
 {
-    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 8, .sinks = false}, 64, 37, 3, 4,
+    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 8, .sinks = false},
+                        64, 37, 3, 4,
                         /*q_block=*/6, /*k_block=*/16);
 }
 
 TEST_F(TransformerAttentionTest, GqaEightWindowWithSinksDecodeAfterPrefill)
 {
-    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 16, .sinks = true}, 96, 50, 4, 8,
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 16, .sinks = true},
+                        96, 50, 4, 8,
                         /*q_block=*/5, /*k_block=*/16);
 }
 
@@ -124,9 +143,11 @@ TEST_F(TransformerAttentionTest, ChunksThatAreFullyMaskedForSomeRows)
 {
     // window 4 and chunks of 4 keys with 8 queries an item: the first chunk holds none of
     // the last rows' keys, so their running maximum starts from nothing.
-    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = false}, 32, 24, 2, 2,
+    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = false},
+                        32, 24, 2, 2,
                         /*q_block=*/8, /*k_block=*/4);
-    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = true}, 32, 24, 2, 2,
+    prefill_then_decode({.n_head = 8, .n_head_kv = 1, .head_dim = 64, .window = 4, .sinks = true},
+                        32, 24, 2, 2,
                         /*q_block=*/8, /*k_block=*/4, 60);
 }
 
@@ -135,23 +156,29 @@ TEST_F(TransformerAttentionTest, KeySplitsMergeAcrossSlicesForDecode)
     // Flash decoding: each (head, query block) item's keys cut into 4 ranges on 4 slices,
     // merged over SEND/RECV. GQA 8 with sinks (only split 0 starts from the sink), full
     // causal and with a window (most splits of a windowed decode see no key at all).
-    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true}, 96, 45, 3, 8,
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true},
+                        96, 45, 3, 8,
                         /*q_block=*/0, /*k_block=*/8, 80, /*key_splits=*/4);
-    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 12, .sinks = true}, 96, 45, 3, 8,
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 12, .sinks = true},
+                        96, 45, 3, 8,
                         /*q_block=*/7, /*k_block=*/8, 81, /*key_splits=*/4);
-    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 0, .sinks = false}, 64, 30, 2, 4,
+    prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 0, .sinks = false},
+                        64, 30, 2, 4,
                         /*q_block=*/8, /*k_block=*/16, 82, /*key_splits=*/2);
 }
 
 TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)
 {
-    const jk::AttentionConfig att{.n_head = 2, .n_head_kv = 1, .head_dim = 64, .n_ctx = 8, .key_splits = 3};
-    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8}, {{0xf}});
+    const jk::AttentionConfig att{
+        .n_head = 2, .n_head_kv = 1, .head_dim = 64, .n_ctx = 8, .key_splits = 3};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8},
+                      {{0xf}});
     auto dq = alloc(1, 128);
     jk::Program program(device(), context(), queue(), jk::build_attention(att));
     // the host call refuses 4 slices for 3 splits; the kernel itself traps
-    EXPECT_THROW(jk::attention(launcher(), program, att, dq.ref, dq.ref, 0, cache.heads_va(), 0, {.slice_mask = 0xf}),
+    EXPECT_THROW(jk::attention(launcher(), program, att, dq.ref, dq.ref, 0, cache.heads_va(), 0,
+                               {.slice_mask = 0xf}),
                  jal::Error);
-    run(jk::build_attention(att), jk::attention_args(att, dq.ref, dq.ref, 0, cache.heads_va(), 0), slices(4),
-        JAL_STATUS_INVALID_FIELD);
+    run(jk::build_attention(att), jk::attention_args(att, dq.ref, dq.ref, 0, cache.heads_va(), 0),
+        slices(4), JAL_STATUS_INVALID_FIELD);
 }

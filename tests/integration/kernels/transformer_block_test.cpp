@@ -40,8 +40,7 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
 
     // reference: every position's rotated Q and K, then attention over the whole sequence
     std::vector<int32_t> all_pos(total);
-    for (uint32_t p = 0; p < total; p++)
-        all_pos[p] = static_cast<int32_t>(p);
+    for (uint32_t p = 0; p < total; p++) all_pos[p] = static_cast<int32_t>(p);
     const auto q_rot = rope_ref(q, total, s.n_head, all_pos);
     const auto k_rot = rope_ref(k, total, s.n_head_kv, all_pos);
     const std::vector<double> v_d(v.begin(), v.end());
@@ -50,15 +49,20 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
     auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
     auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    const jk::RopeTablesRef tref{.cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    const jk::RopeTablesRef tref{
+        .cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
     auto dw = upload(w, 1, n_embd, 0, mask, JAL_PLACE_REPLICATED);
     auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
 
     const jk::RopeConfig rq{.n_head = s.n_head, .head_dim = s.head_dim};
     const jk::RopeConfig rk{.n_head = s.n_head_kv, .head_dim = s.head_dim};
     const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
-    const jk::AttentionConfig att{.n_head = s.n_head, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim,
-                                  .n_ctx = n_ctx, .window = s.window, .sinks = true};
+    const jk::AttentionConfig att{.n_head = s.n_head,
+                                  .n_head_kv = s.n_head_kv,
+                                  .head_dim = s.head_dim,
+                                  .n_ctx = n_ctx,
+                                  .window = s.window,
+                                  .sinks = true};
     const jk::ElementwiseConfig add{.op = jk::ElementwiseOp::add, .cols = n_embd};
     const jk::RmsNormConfig norm{.cols = n_embd, .eps = 1e-5f};
     jk::Program p_rq(device(), context(), queue(), jk::build_rope_neox(rq));
@@ -67,7 +71,8 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     jk::Program p_att(device(), context(), queue(), jk::build_attention(att));
     jk::Program p_add(device(), context(), queue(), jk::build_elementwise(add));
     jk::Program p_norm(device(), context(), queue(), jk::build_rms_norm(norm));
-    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx},
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx},
                       jk::kv_head_masks(mask, s.n_head_kv));
 
     auto step = [&](uint32_t pos0, uint32_t rows, bool positions_tensor) {
@@ -79,21 +84,22 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
         auto dattn = alloc(rows, qcols);
         auto dnorm = alloc(rows, n_embd);
         jal::test::DeviceTensor dpos;
-        if (positions_tensor)
-            dpos = upload_i32(rows_of(all_pos, pos0, rows, 1), rows, 1);
+        if (positions_tensor) dpos = upload_i32(rows_of(all_pos, pos0, rows, 1), rows, 1);
         const jk::TensorRef pos_ref = positions_tensor ? dpos.ref : jk::TensorRef{};
 
         jk::rope_neox(launcher(), p_rq, rq, dq.ref, pos_ref, pos0, tref, on);
         jk::rope_neox(launcher(), p_rk, rk, dk.ref, pos_ref, pos0, tref, on);
         jk::kv_append(launcher(), p_app, app, dk.ref, dv.ref, pos0, cache.heads_va(), on);
-        jk::attention(launcher(), p_att, att, dq.ref, dattn.ref, pos0, cache.heads_va(), dsinks.ref.va, on);
-        jk::elementwise(launcher(), p_add, add, dattn.ref, dx.ref, dx.ref, on); // residual, in place
+        jk::attention(launcher(), p_att, att, dq.ref, dattn.ref, pos0, cache.heads_va(),
+                      dsinks.ref.va, on);
+        jk::elementwise(launcher(), p_add, add, dattn.ref, dx.ref, dx.ref,
+                        on);  // residual, in place
         jk::rms_norm(launcher(), p_norm, norm, dx.ref, dw.ref, dnorm.ref, on);
 
-        auto attn = attention_ref(s, rows_of(q_rot, pos0, rows, qcols), rows, pos0, k_rot, v_d, sinks);
+        auto attn =
+            attention_ref(s, rows_of(q_rot, pos0, rows, qcols), rows, pos0, k_rot, v_d, sinks);
         std::vector<double> resid(attn.size()), normed(attn.size());
-        for (size_t i = 0; i < attn.size(); i++)
-            resid[i] = attn[i] + x[size_t{pos0} * n_embd + i];
+        for (size_t i = 0; i < attn.size(); i++) resid[i] = attn[i] + x[size_t{pos0} * n_embd + i];
         for (uint32_t r = 0; r < rows; r++) {
             double ss = 0;
             for (uint32_t c = 0; c < n_embd; c++)
@@ -108,7 +114,7 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     };
     step(0, prefill, true);
     for (uint32_t i = 0; i < decode; i++)
-        step(prefill + i, 1, i % 2 == 1); // decode from a start position, and from a tensor
+        step(prefill + i, 1, i % 2 == 1);  // decode from a start position, and from a tensor
 }
 
 TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
@@ -133,40 +139,49 @@ TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
     const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
     auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
     auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    const jk::RopeTablesRef tref{.cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
-    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx},
-                      jk::kv_head_masks(mask, 8));
+    const jk::RopeTablesRef tref{
+        .cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx}, jk::kv_head_masks(mask, 8));
 
-    auto report = [](const char *what, const jal_dispatch_report &r) {
+    auto report = [](const char* what, const jal_dispatch_report& r) {
         EXPECT_EQ(r.status, JAL_STATUS_OK) << what;
         std::printf("  %-34s %10.3f us modelled, %llu instructions\n", what, r.modelled_ns / 1e3,
                     static_cast<unsigned long long>(r.instructions));
     };
-    auto prog = [&](const jk::CodeObject &co) { return jk::Program(device(), context(), queue(), co); };
+    auto prog = [&](const jk::CodeObject& co) {
+        return jk::Program(device(), context(), queue(), co);
+    };
 
     const jk::RmsNormConfig norm{.cols = n_embd};
-    report("rms_norm 128 x 2880", jk::rms_norm(launcher(), prog(jk::build_rms_norm(norm)), norm, x.ref, w.ref,
-                                               x.ref, timing));
+    report("rms_norm 128 x 2880", jk::rms_norm(launcher(), prog(jk::build_rms_norm(norm)), norm,
+                                               x.ref, w.ref, x.ref, timing));
     const jk::RopeConfig rq{.n_head = 64};
-    report("rope_neox Q 128 x 64 heads", jk::rope_neox(launcher(), prog(jk::build_rope_neox(rq)), rq, q.ref, pos.ref,
-                                                      0, tref, timing));
+    report("rope_neox Q 128 x 64 heads", jk::rope_neox(launcher(), prog(jk::build_rope_neox(rq)),
+                                                       rq, q.ref, pos.ref, 0, tref, timing));
     const jk::KvAppendConfig app{.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx};
     jk::Program p_app = prog(jk::build_kv_append(app));
-    report("kv_append 128 tokens", jk::kv_append(launcher(), p_app, app, kv.ref, kv.ref, 0, cache.heads_va(), timing));
+    report("kv_append 128 tokens",
+           jk::kv_append(launcher(), p_app, app, kv.ref, kv.ref, 0, cache.heads_va(), timing));
     for (uint32_t window : {128u, 0u}) {
-        const jk::AttentionConfig att{.n_head = 64, .n_head_kv = 8, .n_ctx = n_ctx, .window = window, .sinks = true};
+        const jk::AttentionConfig att{
+            .n_head = 64, .n_head_kv = 8, .n_ctx = n_ctx, .window = window, .sinks = true};
         jk::Program p_att = prog(jk::build_attention(att));
         const std::string w_name = window ? " window 128" : " full";
         report(("attention prefill 128" + w_name).c_str(),
-               jk::attention(launcher(), p_att, att, q.ref, q.ref, 0, cache.heads_va(), sinks.ref.va, timing));
+               jk::attention(launcher(), p_att, att, q.ref, q.ref, 0, cache.heads_va(),
+                             sinks.ref.va, timing));
         jk::TensorRef q1 = q.ref, kv1 = kv.ref;
         q1.rows = kv1.rows = 1;
-        report("kv_append decode", jk::kv_append(launcher(), p_app, app, kv1, kv1, 4000, cache.heads_va(), timing));
+        report("kv_append decode",
+               jk::kv_append(launcher(), p_app, app, kv1, kv1, 4000, cache.heads_va(), timing));
         report(("attention decode at 4000" + w_name).c_str(),
-               jk::attention(launcher(), p_att, att, q1, q1, 4000, cache.heads_va(), sinks.ref.va, timing));
-        if (std::popcount(mask) % 8 == 0) { // flash decoding: 8 key splits a head, 64 items
+               jk::attention(launcher(), p_att, att, q1, q1, 4000, cache.heads_va(), sinks.ref.va,
+                             timing));
+        if (std::popcount(mask) % 8 == 0) {  // flash decoding: 8 key splits a head, 64 items
             // a cache placed for this split: head g on the 8 slices of its items
-            jk::KvCache split_cache(device(), context(), queue(), {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx},
+            jk::KvCache split_cache(device(), context(), queue(),
+                                    {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx},
                                     jk::kv_head_masks(mask, 8, 8));
             jk::AttentionConfig split = att;
             split.key_splits = 8;
@@ -176,15 +191,17 @@ TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
         }
     }
     const jk::SwigluConfig sw{.cols = n_embd};
-    report("swiglu_oai 512 x 2880", jk::swiglu_oai(launcher(), prog(jk::build_swiglu_oai(sw)), sw, ff.ref, ff.ref,
-                                                   ff.ref, timing));
+    report("swiglu_oai 512 x 2880", jk::swiglu_oai(launcher(), prog(jk::build_swiglu_oai(sw)), sw,
+                                                   ff.ref, ff.ref, ff.ref, timing));
     const jk::MoeRoutingConfig route{.n_expert = 128, .k = 4};
-    report("moe_routing 128 x 128", jk::moe_routing(launcher(), prog(jk::build_moe_routing(route)), route,
-                                                    logits.ref, ids.ref, weights.ref, timing));
+    report("moe_routing 128 x 128",
+           jk::moe_routing(launcher(), prog(jk::build_moe_routing(route)), route, logits.ref,
+                           ids.ref, weights.ref, timing));
     const jk::MoeCombineConfig comb{.cols = n_embd, .k = 4};
-    report("moe_combine 128 x 4 x 2880", jk::moe_combine(launcher(), prog(jk::build_moe_combine(comb)), comb, ff.ref,
-                                                         weights.ref, x.ref, timing));
+    report("moe_combine 128 x 4 x 2880",
+           jk::moe_combine(launcher(), prog(jk::build_moe_combine(comb)), comb, ff.ref, weights.ref,
+                           x.ref, timing));
     const jk::ElementwiseConfig add{.op = jk::ElementwiseOp::add, .cols = n_embd};
-    report("residual add 128 x 2880", jk::elementwise(launcher(), prog(jk::build_elementwise(add)), add, x.ref, x.ref,
-                                                      x.ref, timing));
+    report("residual add 128 x 2880", jk::elementwise(launcher(), prog(jk::build_elementwise(add)),
+                                                      add, x.ref, x.ref, x.ref, timing));
 }

@@ -15,32 +15,34 @@ namespace jk = jal::kernels;
 
 namespace {
 
-std::vector<std::string> arg_names(const jk::CodeObject &co)
+std::vector<std::string> arg_names(const jk::CodeObject& co)
 {
     jal::isa::CodeObjectView view;
     std::string error;
-    EXPECT_EQ(jal::isa::parse_code_object(co.bytes, &view, &error), JAL_STATUS_OK) << co.name << ": " << error;
+    EXPECT_EQ(jal::isa::parse_code_object(co.bytes, &view, &error), JAL_STATUS_OK)
+        << co.name << ": " << error;
     std::vector<std::string> names;
-    for (const jal_code_arg &a : view.args)
-        names.emplace_back(a.name);
+    for (const jal_code_arg& a : view.args) names.emplace_back(a.name);
     return names;
 }
 
-void expect_valid(const jk::CodeObject &co)
+void expect_valid(const jk::CodeObject& co)
 {
     std::string error;
-    EXPECT_EQ(jal::isa::validate_code_object(co.bytes, &error), JAL_STATUS_OK) << co.name << ": " << error;
+    EXPECT_EQ(jal::isa::validate_code_object(co.bytes, &error), JAL_STATUS_OK)
+        << co.name << ": " << error;
     EXPECT_LE(co.l1_bytes, JAL_SLICE_L1_BYTES);
     EXPECT_FALSE(jal::isa::disassemble(co.bytes).empty());
 }
 
-} // namespace
+}  // namespace
 
 TEST(TransformerCodegen, RmsNormForGptOss)
 {
     jk::CodeObject co = jk::build_rms_norm({.cols = 2880, .eps = 1e-5f});
     expect_valid(co);
-    EXPECT_EQ(arg_names(co), (std::vector<std::string>{"x", "x_stride", "weight", "out", "out_stride", "rows"}));
+    EXPECT_EQ(arg_names(co),
+              (std::vector<std::string>{"x", "x_stride", "weight", "out", "out_stride", "rows"}));
 }
 
 TEST(TransformerCodegen, SoftmaxWithAndWithoutSinks)
@@ -62,7 +64,8 @@ TEST(TransformerCodegen, SwigluElementwiseAndMoe)
 {
     expect_valid(jk::build_swiglu_oai({.cols = 2880}));
     expect_valid(jk::build_elementwise({.op = jk::ElementwiseOp::add, .cols = 2880}));
-    expect_valid(jk::build_elementwise({.op = jk::ElementwiseOp::mul, .cols = 2880, .broadcast_b = true}));
+    expect_valid(
+        jk::build_elementwise({.op = jk::ElementwiseOp::mul, .cols = 2880, .broadcast_b = true}));
     expect_valid(jk::build_moe_routing({.n_expert = 32, .k = 4}));
     expect_valid(jk::build_moe_routing({.n_expert = 128, .k = 4}));
     expect_valid(jk::build_moe_combine({.cols = 2880, .k = 4}));
@@ -74,21 +77,32 @@ TEST(TransformerCodegen, AttentionConfigurations)
     for (uint32_t kv : {64u, 8u, 1u})
         for (uint32_t window : {0u, 128u})
             for (bool sinks : {false, true}) {
-                jk::CodeObject co = jk::build_attention(
-                    {.n_head = 64, .n_head_kv = kv, .head_dim = 64, .n_ctx = 4096, .window = window, .sinks = sinks});
+                jk::CodeObject co = jk::build_attention({.n_head = 64,
+                                                         .n_head_kv = kv,
+                                                         .head_dim = 64,
+                                                         .n_ctx = 4096,
+                                                         .window = window,
+                                                         .sinks = sinks});
                 expect_valid(co);
-                EXPECT_EQ(arg_names(co), (std::vector<std::string>{"q", "q_stride", "out", "out_stride", "rows",
-                                                                   "pos0", "heads", "sinks"}));
+                EXPECT_EQ(arg_names(co),
+                          (std::vector<std::string>{"q", "q_stride", "out", "out_stride", "rows",
+                                                    "pos0", "heads", "sinks"}));
             }
     // flash decoding: 8 key splits a head
-    expect_valid(jk::build_attention(
-        {.n_head = 64, .n_head_kv = 8, .head_dim = 64, .n_ctx = 4096, .window = 128, .sinks = true, .key_splits = 8}));
+    expect_valid(jk::build_attention({.n_head = 64,
+                                      .n_head_kv = 8,
+                                      .head_dim = 64,
+                                      .n_ctx = 4096,
+                                      .window = 128,
+                                      .sinks = true,
+                                      .key_splits = 8}));
 }
 
 TEST(TransformerCodegen, BadConfigurationsAreRefused)
 {
     EXPECT_THROW(jk::build_rms_norm({.cols = 0}), jal::Error);
     EXPECT_THROW(jk::build_rope_neox({.n_head = 8, .head_dim = 63}), jal::Error);
-    EXPECT_THROW(jk::build_attention({.n_head = 12, .n_head_kv = 8, .head_dim = 64, .n_ctx = 16}), jal::Error);
+    EXPECT_THROW(jk::build_attention({.n_head = 12, .n_head_kv = 8, .head_dim = 64, .n_ctx = 16}),
+                 jal::Error);
     EXPECT_THROW(jk::build_moe_routing({.n_expert = 4, .k = 5}), jal::Error);
 }

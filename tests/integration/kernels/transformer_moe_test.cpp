@@ -23,17 +23,17 @@ struct Routing {
     std::vector<double> weights;
 };
 
-Routing routing_ref(const std::vector<float> &logits, uint32_t rows, uint32_t n_expert, uint32_t k)
+Routing routing_ref(const std::vector<float>& logits, uint32_t rows, uint32_t n_expert, uint32_t k)
 {
     Routing out;
     for (uint32_t r = 0; r < rows; r++) {
-        const float *l = logits.data() + size_t{r} * n_expert;
+        const float* l = logits.data() + size_t{r} * n_expert;
         std::vector<int32_t> order(n_expert);
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int32_t a, int32_t b) { return l[a] > l[b]; });
         double m = l[order[0]], sum = 0;
-        for (uint32_t j = 0; j < k; j++)
-            sum += std::exp(l[order[j]] - m);
+        for (uint32_t j = 0; j < k; j++) sum += std::exp(l[order[j]] - m);
         for (uint32_t j = 0; j < k; j++) {
             out.ids.push_back(order[j]);
             out.weights.push_back(std::exp(l[order[j]] - m) / sum);
@@ -42,7 +42,7 @@ Routing routing_ref(const std::vector<float> &logits, uint32_t rows, uint32_t n_
     return out;
 }
 
-} // namespace
+}  // namespace
 
 class TransformerMoeTest : public jal::test::TransformerKernelTest {};
 
@@ -67,8 +67,7 @@ TEST_F(TransformerMoeTest, RoutingWithTiedLogits)
     const uint32_t rows = 12, n_expert = 128, k = 4;
     std::vector<float> logits(size_t{rows} * n_expert);
     std::mt19937_64 rng(32);
-    for (float &v : logits)
-        v = static_cast<float>(static_cast<int>(rng() % 5)) * 0.5f - 1.0f;
+    for (float& v : logits) v = static_cast<float>(static_cast<int>(rng() % 5)) * 0.5f - 1.0f;
     std::fill(logits.begin() + 5 * n_expert, logits.begin() + 6 * n_expert, 0.75f);
     auto dl = upload(logits, rows, n_expert);
     auto dids = alloc(rows, k, JAL_DT_I32);
@@ -80,7 +79,7 @@ TEST_F(TransformerMoeTest, RoutingWithTiedLogits)
     auto w = download(dw.ref);
     EXPECT_TRUE(all_near(w, want.weights, 1e-7, 1e-5));
     for (uint32_t j = 0; j < k; j++)
-        EXPECT_FLOAT_EQ(w[5 * k + j], 0.25f); // all equal: uniform weights
+        EXPECT_FLOAT_EQ(w[5 * k + j], 0.25f);  // all equal: uniform weights
 }
 
 TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
@@ -98,7 +97,8 @@ TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
     for (uint32_t t = 0; t < rows; t++)
         for (uint32_t j = 0; j < k; j++)
             for (uint32_t c = 0; c < cols; c++) {
-                const double term = double{weights[t * k + j]} * experts[(size_t{t} * k + j) * cols + c];
+                const double term =
+                    double{weights[t * k + j]} * experts[(size_t{t} * k + j) * cols + c];
                 want[size_t{t} * cols + c] += term;
                 mag[size_t{t} * cols + c] += std::fabs(term);
             }

@@ -19,45 +19,42 @@ using jal::test::all_near;
 
 namespace {
 
-std::vector<double> rms_norm_ref(const std::vector<float> &x, const std::vector<float> &w, uint32_t rows,
-                                 uint32_t cols, double eps)
+std::vector<double> rms_norm_ref(const std::vector<float>& x, const std::vector<float>& w,
+                                 uint32_t rows, uint32_t cols, double eps)
 {
     std::vector<double> y(x.size());
     for (uint32_t r = 0; r < rows; r++) {
         double ss = 0;
-        for (uint32_t c = 0; c < cols; c++)
-            ss += double{x[r * cols + c]} * x[r * cols + c];
+        for (uint32_t c = 0; c < cols; c++) ss += double{x[r * cols + c]} * x[r * cols + c];
         const double scale = 1.0 / std::sqrt(ss / cols + eps);
-        for (uint32_t c = 0; c < cols; c++)
-            y[r * cols + c] = x[r * cols + c] * scale * w[c];
+        for (uint32_t c = 0; c < cols; c++) y[r * cols + c] = x[r * cols + c] * scale * w[c];
     }
     return y;
 }
 
 // sink_of(r) < 0: no sink for that row.
-std::vector<double> softmax_ref(const std::vector<float> &x, uint32_t rows, uint32_t cols, double scale,
-                                const std::vector<float> &sinks, uint32_t rows_per_sink)
+std::vector<double> softmax_ref(const std::vector<float>& x, uint32_t rows, uint32_t cols,
+                                double scale, const std::vector<float>& sinks,
+                                uint32_t rows_per_sink)
 {
     std::vector<double> y(x.size());
     for (uint32_t r = 0; r < rows; r++) {
         double m = -INFINITY;
-        for (uint32_t c = 0; c < cols; c++)
-            m = std::max(m, x[r * cols + c] * scale);
+        for (uint32_t c = 0; c < cols; c++) m = std::max(m, x[r * cols + c] * scale);
         double sink = -INFINITY;
         if (!sinks.empty()) {
             sink = sinks[(r / rows_per_sink) % sinks.size()];
             m = std::max(m, sink);
         }
         double sum = sinks.empty() ? 0.0 : std::exp(sink - m);
-        for (uint32_t c = 0; c < cols; c++)
-            sum += std::exp(x[r * cols + c] * scale - m);
+        for (uint32_t c = 0; c < cols; c++) sum += std::exp(x[r * cols + c] * scale - m);
         for (uint32_t c = 0; c < cols; c++)
             y[r * cols + c] = std::exp(x[r * cols + c] * scale - m) / sum;
     }
     return y;
 }
 
-} // namespace
+}  // namespace
 
 class TransformerNormTest : public jal::test::TransformerKernelTest {};
 
@@ -108,11 +105,13 @@ TEST_F(TransformerNormTest, SoftmaxWithSinksTokenMajorAndHeadMajor)
     auto dx = upload(x, rows, cols);
     auto ds = upload(sinks, 1, heads);
     const jk::SoftmaxConfig cfg{.cols = cols, .sinks = true, .block_rows = 5};
-    for (uint32_t rows_per_sink : {1u, tokens}) { // token-major (row = t*heads + h), head-major
+    for (uint32_t rows_per_sink : {1u, tokens}) {  // token-major (row = t*heads + h), head-major
         SCOPED_TRACE(rows_per_sink);
         auto dout = alloc(rows, cols);
-        run(jk::build_softmax(cfg), jk::softmax_args(cfg, dx.ref, dout.ref, ds.ref, rows_per_sink), slices(3));
-        EXPECT_TRUE(all_near(download(dout.ref), softmax_ref(x, rows, cols, 1.0, sinks, rows_per_sink), 1e-9, 2e-5));
+        run(jk::build_softmax(cfg), jk::softmax_args(cfg, dx.ref, dout.ref, ds.ref, rows_per_sink),
+            slices(3));
+        EXPECT_TRUE(all_near(download(dout.ref),
+                             softmax_ref(x, rows, cols, 1.0, sinks, rows_per_sink), 1e-9, 2e-5));
     }
 }
 
@@ -122,8 +121,7 @@ TEST_F(TransformerNormTest, SoftmaxKeepsMaskedColumnsAtZero)
     const uint32_t rows = 3, cols = 8;
     std::vector<float> x = jal::test::random_normal(rows * cols, 7);
     for (uint32_t c = 0; c < cols; c++) {
-        if (c % 3 == 0)
-            x[c] = -INFINITY;
+        if (c % 3 == 0) x[c] = -INFINITY;
         x[2 * cols + c] = -INFINITY;
     }
     const std::vector<float> sinks = {0.25f};
@@ -133,6 +131,5 @@ TEST_F(TransformerNormTest, SoftmaxKeepsMaskedColumnsAtZero)
     run(jk::build_softmax(cfg), jk::softmax_args(cfg, dx.ref, dx.ref, ds.ref, 1), slices(1));
     auto got = download(dx.ref);
     EXPECT_TRUE(all_near(got, softmax_ref(x, rows, cols, 1.0, sinks, 1), 1e-9, 2e-5));
-    for (uint32_t c = 0; c < cols; c++)
-        EXPECT_EQ(got[2 * cols + c], 0.0f);
+    for (uint32_t c = 0; c < cols; c++) EXPECT_EQ(got[2 * cols + c], 0.0f);
 }

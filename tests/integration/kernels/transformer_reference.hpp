@@ -24,12 +24,12 @@ inline double corr_dim(double beta)
 }
 
 // The rotation of one head at position p, straight from the formulas.
-inline void rope_head_ref(const float *x, double *y, int64_t p)
+inline void rope_head_ref(const float* x, double* y, int64_t p)
 {
     const double low = std::max(0.0, std::floor(corr_dim(kBetaFast)));
     const double high = std::min(kDims - 1.0, std::ceil(corr_dim(kBetaSlow)));
     const double freq_scale = 1 / kFactor;
-    const double mscale = 1 + 0.1 * std::log(kFactor); // attn_factor 1 times YaRN's magnitude
+    const double mscale = 1 + 0.1 * std::log(kFactor);  // attn_factor 1 times YaRN's magnitude
     for (int i0 = 0; i0 < kDims; i0 += 2) {
         const double theta_extrap = p * std::pow(kBase, -double(i0) / kDims);
         const double theta_interp = freq_scale * theta_extrap;
@@ -44,8 +44,8 @@ inline void rope_head_ref(const float *x, double *y, int64_t p)
     }
 }
 
-inline std::vector<double> rope_ref(const std::vector<float> &x, uint32_t rows, uint32_t heads,
-                                    const std::vector<int32_t> &pos)
+inline std::vector<double> rope_ref(const std::vector<float>& x, uint32_t rows, uint32_t heads,
+                                    const std::vector<int32_t>& pos)
 {
     std::vector<double> y(x.size());
     for (uint32_t r = 0; r < rows; r++)
@@ -62,9 +62,10 @@ struct Shape {
 };
 
 // q: rows x n_head*d at positions pos0..; k, v: every position 0..pos0+rows-1, n_head_kv*d.
-template <typename E> // float inputs, or double ones (after a reference RoPE)
-std::vector<double> attention_ref(const Shape &s, const std::vector<E> &q, uint32_t rows, uint32_t pos0,
-                                  const std::vector<E> &k, const std::vector<E> &v, const std::vector<float> &sinks)
+template <typename E>  // float inputs, or double ones (after a reference RoPE)
+std::vector<double> attention_ref(const Shape& s, const std::vector<E>& q, uint32_t rows,
+                                  uint32_t pos0, const std::vector<E>& k, const std::vector<E>& v,
+                                  const std::vector<float>& sinks)
 {
     const uint32_t d = s.head_dim, r = s.n_head / s.n_head_kv;
     const double scale = 1.0 / std::sqrt(double(d));
@@ -73,31 +74,26 @@ std::vector<double> attention_ref(const Shape &s, const std::vector<E> &q, uint3
         const uint32_t p = pos0 + t;
         for (uint32_t h = 0; h < s.n_head; h++) {
             const uint32_t g = h / r;
-            const E *qh = q.data() + (size_t{t} * s.n_head + h) * d;
+            const E* qh = q.data() + (size_t{t} * s.n_head + h) * d;
             std::vector<double> sc;
             std::vector<uint32_t> keys;
             for (uint32_t j = 0; j <= p; j++) {
-                if (s.window && p - j >= s.window)
-                    continue;
-                const E *kj = k.data() + (size_t{j} * s.n_head_kv + g) * d;
+                if (s.window && p - j >= s.window) continue;
+                const E* kj = k.data() + (size_t{j} * s.n_head_kv + g) * d;
                 double dot = 0;
-                for (uint32_t c = 0; c < d; c++)
-                    dot += double(qh[c]) * kj[c];
+                for (uint32_t c = 0; c < d; c++) dot += double(qh[c]) * kj[c];
                 sc.push_back(dot * scale);
                 keys.push_back(j);
             }
             double m = *std::max_element(sc.begin(), sc.end());
-            if (s.sinks)
-                m = std::max<double>(m, sinks[h]);
+            if (s.sinks) m = std::max<double>(m, sinks[h]);
             double sum = s.sinks ? std::exp(sinks[h] - m) : 0.0;
-            for (double x : sc)
-                sum += std::exp(x - m);
-            double *o = out.data() + (size_t{t} * s.n_head + h) * d;
+            for (double x : sc) sum += std::exp(x - m);
+            double* o = out.data() + (size_t{t} * s.n_head + h) * d;
             for (size_t i = 0; i < keys.size(); i++) {
                 const double w = std::exp(sc[i] - m) / sum;
-                const E *vj = v.data() + (size_t{keys[i]} * s.n_head_kv + g) * d;
-                for (uint32_t c = 0; c < d; c++)
-                    o[c] += w * vj[c];
+                const E* vj = v.data() + (size_t{keys[i]} * s.n_head_kv + g) * d;
+                for (uint32_t c = 0; c < d; c++) o[c] += w * vj[c];
             }
         }
     }
@@ -105,9 +101,9 @@ std::vector<double> attention_ref(const Shape &s, const std::vector<E> &q, uint3
 }
 
 template <typename E>
-std::vector<E> rows_of(const std::vector<E> &all, uint32_t first, uint32_t count, uint32_t cols)
+std::vector<E> rows_of(const std::vector<E>& all, uint32_t first, uint32_t count, uint32_t cols)
 {
     return {all.begin() + size_t{first} * cols, all.begin() + size_t{first + count} * cols};
 }
 
-} // namespace jal::test::ref
+}  // namespace jal::test::ref

@@ -42,8 +42,7 @@ TEST(TransformerRopeTables, MatchTheFormulasAndCarryMscaleInBothCosAndSin)
     // Everywhere: the table rotates a unit pair exactly as the reference does.
     for (uint32_t p : {1u, 127u, 4095u, 4999u}) {
         float x[kDims] = {};
-        for (uint32_t i = 0; i < 32; i++)
-            x[i] = 1.0f; // x0 = 1, x1 = 0: y0 = cos, y1 = sin
+        for (uint32_t i = 0; i < 32; i++) x[i] = 1.0f;  // x0 = 1, x1 = 0: y0 = cos, y1 = sin
         double y[kDims];
         rope_head_ref(x, y, p);
         for (uint32_t i = 0; i < 32; i++) {
@@ -58,8 +57,7 @@ protected:
     void SetUp() override
     {
         TransformerKernelTest::SetUp();
-        if (HasFatalFailure())
-            return;
+        if (HasFatalFailure()) return;
         tables = jk::rope_yarn_tables(jk::YarnParams{}, kPositions);
         cos_ = upload(tables.cos, kPositions, tables.half, 0, slices(4), JAL_PLACE_REPLICATED);
         sin_ = upload(tables.sin, kPositions, tables.half, 0, slices(4), JAL_PLACE_REPLICATED);
@@ -91,8 +89,7 @@ TEST_F(TransformerRopeTest, KeysFromAStartPositionInAStridedView)
     auto x = jal::test::random_normal(size_t{rows} * heads * kDims, 12, 2.0);
     auto dx = upload(x, rows, heads * kDims, 3072);
     std::vector<int32_t> pos(rows);
-    for (uint32_t r = 0; r < rows; r++)
-        pos[r] = static_cast<int32_t>(4000 + r);
+    for (uint32_t r = 0; r < rows; r++) pos[r] = static_cast<int32_t>(4000 + r);
     run(jk::build_rope_neox(cfg), jk::rope_neox_args(cfg, dx.ref, {}, 4000, ref), slices(3));
     EXPECT_TRUE(all_near(download(dx.ref), rope_ref(x, rows, heads, pos), 2e-5, 1e-6));
 }

@@ -17,7 +17,8 @@ using jal::test::all_near;
 
 namespace {
 
-std::vector<double> swiglu_ref(const std::vector<float> &g, const std::vector<float> &u, double alpha, double limit)
+std::vector<double> swiglu_ref(const std::vector<float>& g, const std::vector<float>& u,
+                               double alpha, double limit)
 {
     std::vector<double> y(g.size());
     for (size_t i = 0; i < g.size(); i++) {
@@ -28,7 +29,7 @@ std::vector<double> swiglu_ref(const std::vector<float> &g, const std::vector<fl
     return y;
 }
 
-} // namespace
+}  // namespace
 
 class TransformerSwigluTest : public jal::test::TransformerKernelTest {};
 
@@ -57,8 +58,10 @@ TEST_F(TransformerSwigluTest, FusedRowGateFirstHalfUpSecondHalfInPlace)
         u.insert(u.end(), fused.begin() + r * 2 * n_ff + n_ff, fused.begin() + (r + 1) * 2 * n_ff);
     }
     auto d = upload(fused, rows, 2 * n_ff);
-    const jk::TensorRef gate{.va = d.ref.va, .rows = rows, .cols = n_ff, .row_stride = 2 * n_ff * 4};
-    const jk::TensorRef up{.va = d.ref.va + n_ff * 4, .rows = rows, .cols = n_ff, .row_stride = 2 * n_ff * 4};
+    const jk::TensorRef gate{
+        .va = d.ref.va, .rows = rows, .cols = n_ff, .row_stride = 2 * n_ff * 4};
+    const jk::TensorRef up{
+        .va = d.ref.va + n_ff * 4, .rows = rows, .cols = n_ff, .row_stride = 2 * n_ff * 4};
     const jk::SwigluConfig cfg{.cols = n_ff, .alpha = 1.5f, .limit = 3.0f};
     run(jk::build_swiglu_oai(cfg), jk::swiglu_oai_args(cfg, gate, up, gate), slices(2));
     auto all = download(d.ref);
@@ -86,15 +89,16 @@ TEST_F(TransformerSwigluTest, ResidualAddAndBroadcastRows)
     const jk::ElementwiseConfig add{.op = jk::ElementwiseOp::add, .cols = cols, .block_rows = 8};
     run(jk::build_elementwise(add), jk::elementwise_args(add, da.ref, db.ref, dout.ref), slices(3));
     std::vector<double> want(a.size());
-    for (size_t i = 0; i < a.size(); i++)
-        want[i] = double{a[i]} + b[i];
+    for (size_t i = 0; i < a.size(); i++) want[i] = double{a[i]} + b[i];
     EXPECT_TRUE(all_near(download(dout.ref), want, 0, 1e-7));
 
     for (jk::ElementwiseOp op : {jk::ElementwiseOp::add, jk::ElementwiseOp::mul}) {
         const jk::ElementwiseConfig cfg{.op = op, .cols = cols, .broadcast_b = true};
-        run(jk::build_elementwise(cfg), jk::elementwise_args(cfg, da.ref, dbias.ref, dout.ref), slices(4));
+        run(jk::build_elementwise(cfg), jk::elementwise_args(cfg, da.ref, dbias.ref, dout.ref),
+            slices(4));
         for (size_t i = 0; i < a.size(); i++)
-            want[i] = op == jk::ElementwiseOp::add ? double{a[i]} + bias[i % cols] : double{a[i]} * bias[i % cols];
+            want[i] = op == jk::ElementwiseOp::add ? double{a[i]} + bias[i % cols]
+                                                   : double{a[i]} * bias[i % cols];
         EXPECT_TRUE(all_near(download(dout.ref), want, 0, 1e-7));
     }
 }

@@ -51,7 +51,7 @@ struct ModelDir {
     }
 };
 
-std::string model_file(const std::string &preset)
+std::string model_file(const std::string& preset)
 {
     static const ModelDir dir;
     fs::path p = dir.path / (preset + ".gguf");
@@ -63,7 +63,7 @@ std::string model_file(const std::string &preset)
     return p.string();
 }
 
-double max_abs_diff(const std::vector<float> &a, const std::vector<double> &b, double *scale)
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b, double* scale)
 {
     double d = 0, s = 1;
     for (size_t i = 0; i < b.size(); i++) {
@@ -74,7 +74,7 @@ double max_abs_diff(const std::vector<float> &a, const std::vector<double> &b, d
     return d;
 }
 
-int32_t argmax(const std::vector<double> &v)
+int32_t argmax(const std::vector<double>& v)
 {
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
@@ -99,7 +99,8 @@ protected:
         device_.reset();
         jal::test::EmuTest::TearDown();
     }
-    std::unique_ptr<jal::model::Runtime> open(const std::string &preset, Numerics n, uint32_t sequences = 2)
+    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n,
+                                              uint32_t sequences = 2)
     {
         jal::model::RuntimeOptions o;
         o.numerics = n;
@@ -110,7 +111,8 @@ protected:
         return jal::model::Runtime::open(model_file(preset), *device_, o);
     }
     // Prefill and `steps` greedy decode steps on the chip and on the reference.
-    void check_against_reference(const std::string &preset, Numerics n, uint32_t prompt_len, uint32_t steps)
+    void check_against_reference(const std::string& preset, Numerics n, uint32_t prompt_len,
+                                 uint32_t steps)
     {
         auto rt = open(preset, n);
         jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
@@ -136,17 +138,18 @@ protected:
             std::vector<double> o = other.forward(oseq, prompt);
             std::vector<float> of(o.begin(), o.end());
             double s2 = 1;
-            EXPECT_GT(max_abs_diff(of, want, &s2), kTolGgml * s2) << "the numerics modes should differ";
+            EXPECT_GT(max_abs_diff(of, want, &s2), kTolGgml * s2)
+                << "the numerics modes should differ";
         }
         for (uint32_t s = 0; s < steps; s++) {
-            const int32_t tok = argmax(want); // the reference's choice keeps both on one path
+            const int32_t tok = argmax(want);  // the reference's choice keeps both on one path
             std::vector<std::pair<int, int32_t>> batch = {{seq, tok}};
             got = rt->decode(batch)[0];
             want = ref.forward(rseq, {tok});
             d = max_abs_diff(got, want, &scale);
             EXPECT_LE(d, tol * scale) << preset << " decode step " << s;
-            std::printf("[ %s %s ] decode %u: max |logit diff| %.3g\n", preset.c_str(), jal::model::numerics_name(n),
-                        s, d);
+            std::printf("[ %s %s ] decode %u: max |logit diff| %.3g\n", preset.c_str(),
+                        jal::model::numerics_name(n), s, d);
         }
         EXPECT_EQ(rt->sequence_length(seq), prompt_len + steps);
     }
@@ -154,13 +157,25 @@ protected:
     std::unique_ptr<jal::runtime::Device> device_;
 };
 
-TEST_F(ModelRuntime, TinyMatchesReferenceNative) { check_against_reference("tiny", Numerics::native, 6, 3); }
-TEST_F(ModelRuntime, TinyMatchesReferenceGgml) { check_against_reference("tiny", Numerics::ggml, 6, 3); }
+TEST_F(ModelRuntime, TinyMatchesReferenceNative)
+{
+    check_against_reference("tiny", Numerics::native, 6, 3);
+}
+TEST_F(ModelRuntime, TinyMatchesReferenceGgml)
+{
+    check_against_reference("tiny", Numerics::ggml, 6, 3);
+}
 
 // GQA 3:1, three experts per token, a 16-token window: a 20-token prompt and decode steps
 // past it make the sliding-window and full layers differ.
-TEST_F(ModelRuntime, GqaWindowMatchesReferenceNative) { check_against_reference("gqa-window", Numerics::native, 20, 3); }
-TEST_F(ModelRuntime, GqaWindowMatchesReferenceGgml) { check_against_reference("gqa-window", Numerics::ggml, 20, 3); }
+TEST_F(ModelRuntime, GqaWindowMatchesReferenceNative)
+{
+    check_against_reference("gqa-window", Numerics::native, 20, 3);
+}
+TEST_F(ModelRuntime, GqaWindowMatchesReferenceGgml)
+{
+    check_against_reference("gqa-window", Numerics::ggml, 20, 3);
+}
 
 // Sequences joining and leaving between steps get the tokens they get alone. ("small" has
 // 2 KV heads, so on 4 slices there are two slice groups and the attention of sequences in
@@ -168,9 +183,10 @@ TEST_F(ModelRuntime, GqaWindowMatchesReferenceGgml) { check_against_reference("g
 TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
 {
     auto rt = open("small", Numerics::native, 3);
-    const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4}, {9, 8, 7}, {100, 50, 25, 12, 6}};
+    const std::vector<std::vector<int32_t>> prompts = {
+        {1, 2, 3, 4}, {9, 8, 7}, {100, 50, 25, 12, 6}};
     constexpr uint32_t kSteps = 4;
-    auto alone = [&](const std::vector<int32_t> &prompt) {
+    auto alone = [&](const std::vector<int32_t>& prompt) {
         int seq = rt->create_sequence();
         std::vector<int32_t> out = {jal::model::argmax(rt->prefill(seq, prompt))};
         for (uint32_t s = 1; s < kSteps; s++) {
@@ -181,8 +197,7 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
         return out;
     };
     std::vector<std::vector<int32_t>> want;
-    for (auto &p : prompts)
-        want.push_back(alone(p));
+    for (auto& p : prompts) want.push_back(alone(p));
 
     // Sequence 0 starts; 1 joins after one step; 2 joins after two, while 0 leaves when done.
     std::vector<int> seq(3, -1);
@@ -193,17 +208,14 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
     };
     join(0);
     for (int step = 0; step < 8; step++) {
-        if (step == 1)
-            join(1);
-        if (step == 2)
-            join(2);
+        if (step == 1) join(1);
+        if (step == 2) join(2);
         std::vector<std::pair<int, int32_t>> batch;
         std::vector<size_t> who;
         for (size_t i = 0; i < 3; i++)
             if (seq[i] >= 0 && got[i].size() < kSteps)
                 batch.push_back({seq[i], got[i].back()}), who.push_back(i);
-        if (batch.empty())
-            break;
+        if (batch.empty()) break;
         auto logits = rt->decode(batch);
         for (size_t b = 0; b < who.size(); b++) {
             got[who[b]].push_back(jal::model::argmax(logits[b]));
@@ -213,8 +225,7 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
             }
         }
     }
-    for (size_t i = 0; i < 3; i++)
-        EXPECT_EQ(got[i], want[i]) << "sequence " << i;
+    for (size_t i = 0; i < 3; i++) EXPECT_EQ(got[i], want[i]) << "sequence " << i;
 }
 
 TEST_F(ModelRuntime, SeededSamplingIsReproducible)
@@ -223,7 +234,8 @@ TEST_F(ModelRuntime, SeededSamplingIsReproducible)
     auto generate = [&](uint64_t seed) {
         jal::model::Sampler sampler({1.0f, 0.9f, seed});
         int seq = rt->create_sequence();
-        std::vector<int32_t> out = {sampler.sample(rt->prefill(seq, std::vector<int32_t>{5, 6, 7}))};
+        std::vector<int32_t> out = {
+            sampler.sample(rt->prefill(seq, std::vector<int32_t>{5, 6, 7}))};
         for (int s = 0; s < 5; s++) {
             std::vector<std::pair<int, int32_t>> b = {{seq, out.back()}};
             out.push_back(sampler.sample(rt->decode(b)[0]));
@@ -258,14 +270,16 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
     const std::string dir = emu().socket_dir();
     o.emu_dir = dir.c_str();
     jal_model_t m = nullptr;
-    ASSERT_EQ(jal_model_open(model_file("tiny").c_str(), 0, &o, &m), JAL_STATUS_OK) << jal_model_last_error();
+    ASSERT_EQ(jal_model_open(model_file("tiny").c_str(), 0, &o, &m), JAL_STATUS_OK)
+        << jal_model_last_error();
     jal_model_info_t info{};
     info.struct_size = sizeof info;
     ASSERT_EQ(jal_model_get_info(m, &info), JAL_STATUS_OK);
     std::vector<float> logits(info.n_vocab);
     int32_t seq = -1;
     ASSERT_EQ(jal_model_sequence_create(m, &seq), JAL_STATUS_OK);
-    ASSERT_EQ(jal_model_prefill(m, seq, prompt.data(), static_cast<uint32_t>(prompt.size()), logits.data()),
+    ASSERT_EQ(jal_model_prefill(m, seq, prompt.data(), static_cast<uint32_t>(prompt.size()),
+                                logits.data()),
               JAL_STATUS_OK);
     jal_sampler_t sampler = nullptr;
     ASSERT_EQ(jal_sampler_create(0.0f, 1.0f, 1, &sampler), JAL_STATUS_OK);
@@ -277,11 +291,13 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
         if (s == 0) {
             int32_t ids[3];
             float lps[3];
-            ASSERT_EQ(jal_model_top_logprobs(logits.data(), info.n_vocab, 3, ids, lps), JAL_STATUS_OK);
+            ASSERT_EQ(jal_model_top_logprobs(logits.data(), info.n_vocab, 3, ids, lps),
+                      JAL_STATUS_OK);
             EXPECT_EQ(ids[0], tok);
         }
         if (s < 3) {
-            ASSERT_EQ(jal_model_step(m, &seq, &tok, 1, logits.data()), JAL_STATUS_OK) << jal_model_last_error();
+            ASSERT_EQ(jal_model_step(m, &seq, &tok, 1, logits.data()), JAL_STATUS_OK)
+                << jal_model_last_error();
         }
     }
     EXPECT_EQ(got, want);
@@ -300,20 +316,17 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
 TEST(ModelSampler, SeedDecidesTheDraws)
 {
     std::vector<float> logits(64);
-    for (size_t i = 0; i < logits.size(); i++)
-        logits[i] = static_cast<float>(std::sin(i * 0.7));
+    for (size_t i = 0; i < logits.size(); i++) logits[i] = static_cast<float>(std::sin(i * 0.7));
     auto draws = [&](uint64_t seed, float top_p) {
         jal::model::Sampler s({1.0f, top_p, seed});
         std::vector<int32_t> out;
-        for (int i = 0; i < 32; i++)
-            out.push_back(s.sample(logits));
+        for (int i = 0; i < 32; i++) out.push_back(s.sample(logits));
         return out;
     };
     EXPECT_EQ(draws(1, 0.9f), draws(1, 0.9f));
     EXPECT_NE(draws(1, 1.0f), draws(2, 1.0f));
     // top_p 0 keeps only the most likely id: greedy.
-    for (int32_t t : draws(3, 0.0f))
-        EXPECT_EQ(t, jal::model::argmax(logits));
+    for (int32_t t : draws(3, 0.0f)) EXPECT_EQ(t, jal::model::argmax(logits));
     auto top = jal::model::top_logprobs(logits, 3);
     ASSERT_EQ(top.size(), 3u);
     EXPECT_EQ(top[0].first, jal::model::argmax(logits));
@@ -325,7 +338,8 @@ TEST(ModelSampler, SeedDecidesTheDraws)
 // device memory (activations, KV caches, weights) reads back as zeros.
 TEST_F(ModelRuntime, TimingOnlyWritesNothing)
 {
-    jal::model::GptOssConfig c = jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
+    jal::model::GptOssConfig c =
+        jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
     jal::model::RuntimeOptions o;
     o.timing_only = true;
     o.slices = 4;
@@ -341,12 +355,11 @@ TEST_F(ModelRuntime, TimingOnlyWritesNothing)
     std::vector<std::pair<int, int32_t>> batch = {{a, 1}, {b, 2}};
     auto logits = rt->decode(batch);
     EXPECT_GT(rt->last().modelled_ns, 0u);
-    for (auto &row : logits)
-        for (float v : row)
-            ASSERT_EQ(v, 0.0f);
+    for (auto& row : logits)
+        for (float v : row) ASSERT_EQ(v, 0.0f);
     std::vector<uint8_t> bytes = rt->read_back_data_for_test();
     ASSERT_GT(bytes.size(), 0u);
     EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t v) { return v == 0; }));
 }
 
-} // namespace
+}  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kE2M1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
 
-float f32_at(const std::byte *p)
+float f32_at(const std::byte* p)
 {
     float f;
     std::memcpy(&f, p, 4);
@@ -24,7 +24,7 @@ float f32_at(const std::byte *p)
 
 // ggml's quantize_row_q8_0 then dequantization: per 32 values, d = amax / 127 stored as F16,
 // q = round(x · 127 / amax).
-void round_q8_0(std::vector<double> &x)
+void round_q8_0(std::vector<double>& x)
 {
     for (size_t b = 0; b + 32 <= x.size(); b += 32) {
         float amax = 0;
@@ -38,16 +38,16 @@ void round_q8_0(std::vector<double> &x)
     }
 }
 
-} // namespace
+}  // namespace
 
-ReferenceModel::ReferenceModel(const jal::model::GgufFile &file, bool ggml_numerics)
+ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics)
     : file_(file), c_(jal::model::read_gpt_oss_config(file)), ggml_(ggml_numerics)
 {
     embd_ = load("token_embd.weight");
     out_ = load("output.weight");
     out_norm_ = vec("output_norm.weight");
     for (uint32_t il = 0; il < c_.n_layer; il++) {
-        auto n = [&](const char *s) { return "blk." + std::to_string(il) + "." + s; };
+        auto n = [&](const char* s) { return "blk." + std::to_string(il) + "." + s; };
         Layer L;
         L.attn_norm = vec(n("attn_norm.weight"));
         L.post_norm = vec(n("post_attention_norm.weight"));
@@ -72,33 +72,30 @@ ReferenceModel::ReferenceModel(const jal::model::GgufFile &file, bool ggml_numer
     }
 }
 
-std::vector<double> ReferenceModel::vec(const std::string &name) const
+std::vector<double> ReferenceModel::vec(const std::string& name) const
 {
-    const auto &t = file_.tensor(name);
-    if (t.type != TensorType::F32)
-        throw std::runtime_error(name + ": expected F32");
+    const auto& t = file_.tensor(name);
+    if (t.type != TensorType::F32) throw std::runtime_error(name + ": expected F32");
     std::vector<double> out(t.n_elements);
-    for (size_t i = 0; i < out.size(); i++)
-        out[i] = f32_at(t.data.data() + 4 * i);
+    for (size_t i = 0; i < out.size(); i++) out[i] = f32_at(t.data.data() + 4 * i);
     return out;
 }
 
-ReferenceModel::Matrix ReferenceModel::load(const std::string &name) const
+ReferenceModel::Matrix ReferenceModel::load(const std::string& name) const
 {
-    const auto &t = file_.tensor(name);
+    const auto& t = file_.tensor(name);
     Matrix m;
     m.cols = static_cast<uint32_t>(t.ne[0]);
     m.rows = static_cast<uint32_t>(t.ne[1]);
     m.experts = t.n_dims == 3 ? static_cast<uint32_t>(t.ne[2]) : 0;
     m.w.resize(t.n_elements);
     if (t.type == TensorType::F32) {
-        for (size_t i = 0; i < m.w.size(); i++)
-            m.w[i] = f32_at(t.data.data() + 4 * i);
+        for (size_t i = 0; i < m.w.size(); i++) m.w[i] = f32_at(t.data.data() + 4 * i);
     } else if (t.type == TensorType::MXFP4) {
         // ggml's block_mxfp4: {e8m0 scale, 16 bytes}; element j in the low nibble of qs[j],
         // element j + 16 in the high nibble; value = E2M1 × 2^(e − 127).
         m.mxfp4 = true;
-        const auto *p = reinterpret_cast<const uint8_t *>(t.data.data());
+        const auto* p = reinterpret_cast<const uint8_t*>(t.data.data());
         for (size_t b = 0; b < m.w.size() / 32; b++, p += 17) {
             const double scale = std::ldexp(1.0, int(p[0]) - 127);
             for (int j = 0; j < 16; j++) {
@@ -113,17 +110,16 @@ ReferenceModel::Matrix ReferenceModel::load(const std::string &name) const
     return m;
 }
 
-std::vector<double> ReferenceModel::matvec(const Matrix &m, const std::vector<double> &x_in, uint32_t expert) const
+std::vector<double> ReferenceModel::matvec(const Matrix& m, const std::vector<double>& x_in,
+                                           uint32_t expert) const
 {
     std::vector<double> x = x_in;
-    if (ggml_ && m.mxfp4)
-        round_q8_0(x);
+    if (ggml_ && m.mxfp4) round_q8_0(x);
     std::vector<double> y(m.rows);
-    const double *w = m.w.data() + size_t{expert} * m.rows * m.cols;
+    const double* w = m.w.data() + size_t{expert} * m.rows * m.cols;
     for (uint32_t r = 0; r < m.rows; r++) {
         double s = 0;
-        for (uint32_t c = 0; c < m.cols; c++)
-            s += w[size_t{r} * m.cols + c] * x[c];
+        for (uint32_t c = 0; c < m.cols; c++) s += w[size_t{r} * m.cols + c] * x[c];
         y[r] = s;
     }
     return y;
@@ -139,27 +135,24 @@ ReferenceModel::Sequence ReferenceModel::new_sequence() const
 
 namespace {
 
-std::vector<double> rms_norm(const std::vector<double> &x, const std::vector<double> &w, double eps)
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& w, double eps)
 {
     double ss = 0;
-    for (double v : x)
-        ss += v * v;
+    for (double v : x) ss += v * v;
     const double r = 1.0 / std::sqrt(ss / x.size() + eps);
     std::vector<double> y(x.size());
-    for (size_t i = 0; i < x.size(); i++)
-        y[i] = x[i] * r * w[i];
+    for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * w[i];
     return y;
 }
 
-void add(std::vector<double> &a, const std::vector<double> &b, size_t offset = 0)
+void add(std::vector<double>& a, const std::vector<double>& b, size_t offset = 0)
 {
-    for (size_t i = 0; i < a.size(); i++)
-        a[i] += b[offset + i];
+    for (size_t i = 0; i < a.size(); i++) a[i] += b[offset + i];
 }
 
-} // namespace
+}  // namespace
 
-std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int32_t> &tokens) const
+std::vector<double> ReferenceModel::forward(Sequence& seq, const std::vector<int32_t>& tokens) const
 {
     const uint32_t E = c_.n_embd, H = c_.n_head, G = c_.n_head_kv, D = c_.head_dim, half = D / 2;
     const uint32_t KVD = G * D;
@@ -168,11 +161,13 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
     const double base = c_.rope_freq_base, factor = yarn ? c_.rope_scaling_factor : 1.0;
     const double ext = yarn ? 1.0 : 0.0;
     const double n_orig = c_.rope_orig_ctx ? c_.rope_orig_ctx : c_.n_ctx_train;
-    auto cd = [&](double beta) { return D * std::log(n_orig / (2 * M_PI * beta)) / (2 * std::log(base)); };
+    auto cd = [&](double beta) {
+        return D * std::log(n_orig / (2 * M_PI * beta)) / (2 * std::log(base));
+    };
     const double corr0 = std::max(0.0, std::floor(cd(c_.yarn_beta_fast)));
     const double corr1 = std::min(double(D - 1), std::ceil(cd(c_.yarn_beta_slow)));
     const double mscale = ext != 0 ? 1.0 + 0.1 * std::log(factor) : 1.0;
-    auto rope = [&](double *h, uint32_t pos) {
+    auto rope = [&](double* h, uint32_t pos) {
         for (uint32_t i = 0; i < half; i++) {
             const double extrap = pos * std::pow(base, -2.0 * i / D);
             const double interp = extrap / factor;
@@ -192,14 +187,12 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
         const uint32_t pos = seq.len++;
         x.assign(embd_.w.begin() + size_t(tok) * E, embd_.w.begin() + size_t(tok + 1) * E);
         for (uint32_t il = 0; il < c_.n_layer; il++) {
-            const Layer &L = layers_[il];
+            const Layer& L = layers_[il];
             std::vector<double> h = rms_norm(x, L.attn_norm, c_.rms_eps);
             std::vector<double> q = matvec(L.wq, h), k = matvec(L.wk, h), v = matvec(L.wv, h);
             add(q, L.bq), add(k, L.bk), add(v, L.bv);
-            for (uint32_t hh = 0; hh < H; hh++)
-                rope(q.data() + hh * D, pos);
-            for (uint32_t g = 0; g < G; g++)
-                rope(k.data() + g * D, pos);
+            for (uint32_t hh = 0; hh < H; hh++) rope(q.data() + hh * D, pos);
+            for (uint32_t g = 0; g < G; g++) rope(k.data() + g * D, pos);
             seq.k[il].insert(seq.k[il].end(), k.begin(), k.end());
             seq.v[il].insert(seq.v[il].end(), v.begin(), v.end());
             const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
@@ -210,8 +203,7 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
                 std::vector<double> s(pos + 1, -INFINITY);
                 double m = sink;
                 for (uint32_t j = 0; j <= pos; j++) {
-                    if (window && pos - j >= window)
-                        continue;
+                    if (window && pos - j >= window) continue;
                     double dot = 0;
                     for (uint32_t d = 0; d < D; d++)
                         dot += q[hh * D + d] * seq.k[il][size_t{j} * KVD + g * D + d];
@@ -226,8 +218,7 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
                         for (uint32_t d = 0; d < D; d++)
                             attn[hh * D + d] += p * seq.v[il][size_t{j} * KVD + g * D + d];
                     }
-                for (uint32_t d = 0; d < D; d++)
-                    attn[hh * D + d] /= sum;
+                for (uint32_t d = 0; d < D; d++) attn[hh * D + d] /= sum;
             }
             std::vector<double> o = matvec(L.wo, attn);
             add(o, L.bo);
@@ -238,12 +229,12 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
             // Top-k of the raw router logits (the lower id first on ties), softmax over them.
             std::vector<uint32_t> ids(c_.n_expert);
             std::iota(ids.begin(), ids.end(), 0u);
-            std::stable_sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return r[a] > r[b]; });
+            std::stable_sort(ids.begin(), ids.end(),
+                             [&](uint32_t a, uint32_t b) { return r[a] > r[b]; });
             ids.resize(c_.n_expert_used);
             double mx = r[ids[0]], z = 0;
             std::vector<double> wts;
-            for (uint32_t e : ids)
-                wts.push_back(std::exp(r[e] - mx)), z += wts.back();
+            for (uint32_t e : ids) wts.push_back(std::exp(r[e] - mx)), z += wts.back();
             std::vector<double> moe(E, 0.0);
             const uint32_t F = c_.n_ff_exp;
             for (size_t j = 0; j < ids.size(); j++) {
@@ -266,4 +257,4 @@ std::vector<double> ReferenceModel::forward(Sequence &seq, const std::vector<int
     return matvec(out_, h);
 }
 
-} // namespace jaltest
+}  // namespace jal::test

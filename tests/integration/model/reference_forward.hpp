@@ -16,7 +16,7 @@ namespace jal::test {
 
 class ReferenceModel {
 public:
-    ReferenceModel(const jal::model::GgufFile &file, bool ggml_numerics);
+    ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics);
 
     // A sequence's state: its K and V per layer (positions × n_head_kv·head_dim).
     struct Sequence {
@@ -25,22 +25,23 @@ public:
     };
     Sequence new_sequence() const;
     // Runs `tokens` at the sequence's next positions; returns the last one's logits.
-    std::vector<double> forward(Sequence &seq, const std::vector<int32_t> &tokens) const;
+    std::vector<double> forward(Sequence& seq, const std::vector<int32_t>& tokens) const;
 
-    const jal::model::GptOssConfig &config() const { return c_; }
+    const jal::model::GptOssConfig& config() const { return c_; }
 
 private:
-    struct Matrix { // rows × cols (per expert when experts > 0), dequantized
+    struct Matrix {  // rows × cols (per expert when experts > 0), dequantized
         uint32_t rows = 0, cols = 0, experts = 0;
         bool mxfp4 = false;
         std::vector<double> w;
     };
-    Matrix load(const std::string &name) const;
-    std::vector<double> vec(const std::string &name) const;
+    Matrix load(const std::string& name) const;
+    std::vector<double> vec(const std::string& name) const;
     // y = W[expert] x (+ bias row), rounding x as llama.cpp does for the weight's type.
-    std::vector<double> matvec(const Matrix &m, const std::vector<double> &x, uint32_t expert = 0) const;
+    std::vector<double> matvec(const Matrix& m, const std::vector<double>& x,
+                               uint32_t expert = 0) const;
 
-    const jal::model::GgufFile &file_;
+    const jal::model::GgufFile& file_;
     jal::model::GptOssConfig c_;
     bool ggml_;
     struct Layer {
@@ -52,4 +53,4 @@ private:
     std::vector<double> out_norm_;
 };
 
-} // namespace jaltest
+}  // namespace jal::test

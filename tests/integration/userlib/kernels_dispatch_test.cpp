@@ -134,12 +134,10 @@ TEST_F(KernelsDispatchTest, SubmittedDispatchesRunInQueueOrder)
     Program prog(dev(), *context, *queue, b.finish());
     DispatchOptions one;
     one.slice_mask = 1;
-    for (uint64_t d = 1; d <= 9; d++)
-        launcher->submit(prog, Args().addr(out->va()).u64(d), one);
+    for (uint64_t d = 1; d <= 9; d++) launcher->submit(prog, Args().addr(out->va()).u64(d), one);
     auto reports = launcher->finish();
     ASSERT_EQ(reports.size(), 9u);
-    for (const auto &r : reports)
-        EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    for (const auto& r : reports) EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
     EXPECT_EQ(read_out(1)[0], 123456789u);
 }
 
@@ -158,12 +156,10 @@ TEST_F(KernelsDispatchTest, ManyDispatchesReuseReportSlotsAndArgumentBuffers)
     DispatchOptions one;
     one.slice_mask = 1;
     const uint64_t n = 1500;
-    for (uint64_t i = 1; i <= n; i++)
-        launcher->submit(prog, Args().addr(out->va()).u64(i), one);
+    for (uint64_t i = 1; i <= n; i++) launcher->submit(prog, Args().addr(out->va()).u64(i), one);
     auto reports = launcher->finish();
     ASSERT_EQ(reports.size(), n);
-    for (const auto &r : reports)
-        EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
+    for (const auto& r : reports) EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
     EXPECT_EQ(read_out(1)[0], n * (n + 1) / 2);
 }
 
@@ -185,7 +181,7 @@ TEST_F(KernelsDispatchTest, FaultThrowsWithTheDisassembledInstruction)
     Builder b("faulty");
     X v = b.arg("value");
     X bad = b.x();
-    b.li(bad, 0x10); // not mapped in any context
+    b.li(bad, 0x10);  // not mapped in any context
     b.st(v, bad, 8);
     Program prog(dev(), *context, *queue, b.finish());
     DispatchOptions one;
@@ -193,7 +189,7 @@ TEST_F(KernelsDispatchTest, FaultThrowsWithTheDisassembledInstruction)
     try {
         launcher->run(prog, Args().u64(42), one);
         FAIL() << "no exception";
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
         std::string m = e.what();
         EXPECT_NE(m.find("kernel faulty: page fault in slice 0 at pc 3 (opcode 0x1b st): "
@@ -203,7 +199,8 @@ TEST_F(KernelsDispatchTest, FaultThrowsWithTheDisassembledInstruction)
     }
     // The queue goes on: the next dispatch runs.
     Program ok(dev(), *context, *queue, slice_kernel());
-    EXPECT_EQ(launcher->run(ok, Args().addr(out->va()).u64(0).u64(5), one).status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(launcher->run(ok, Args().addr(out->va()).u64(0).u64(5), one).status,
+              uint32_t{JAL_STATUS_OK});
     EXPECT_EQ(read_out(1)[0], 5u + 1000);
 }
 
@@ -224,25 +221,28 @@ TEST_F(KernelsDispatchTest, TrapInOneSliceNamesThatSlice)
     try {
         launcher->run(prog, Args(), o);
         FAIL() << "no exception";
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_OUT_OF_RANGE);
         std::string m = e.what();
-        EXPECT_NE(m.find("in slice 2 at pc 3 (opcode 0x26 trap): trap 8 (out of range)"), std::string::npos) << m;
+        EXPECT_NE(m.find("in slice 2 at pc 3 (opcode 0x26 trap): trap 8 (out of range)"),
+                  std::string::npos)
+            << m;
     }
 }
 
 TEST_F(KernelsDispatchTest, CorruptCodeObjectIsRefusedBeforeAnySliceRuns)
 {
     jal::kernels::CodeObject co = slice_kernel();
-    co.bytes[64] ^= 1; // a code byte: the CRC no longer matches
+    co.bytes[64] ^= 1;  // a code byte: the CRC no longer matches
     Program prog(dev(), *context, *queue, co);
     try {
         launcher->run(prog, Args().addr(out->va()).u64(1).u64(1));
         FAIL() << "no exception";
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
-        EXPECT_NE(std::string(e.what()).find("kernel slice_values: invalid field (before any slice ran"),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find("kernel slice_values: invalid field (before any slice ran"),
+            std::string::npos)
             << e.what();
     }
     EXPECT_EQ(read_out(1)[0], 0u) << "nothing ran";
@@ -254,9 +254,10 @@ TEST_F(KernelsDispatchTest, HostSideMistakesThrowBeforeSubmitting)
     try {
         launcher->submit(prog, Args().addr(out->va()));
         FAIL() << "no exception";
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_INVALID_LENGTH);
-        EXPECT_NE(std::string(e.what()).find("8 bytes of arguments given, the kernel reads 24"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("8 bytes of arguments given, the kernel reads 24"),
+                  std::string::npos)
             << e.what();
     }
     DispatchOptions o;
@@ -265,7 +266,7 @@ TEST_F(KernelsDispatchTest, HostSideMistakesThrowBeforeSubmitting)
         try {
             launcher->submit(prog, Args().addr(out->va()).u64(0).u64(0), o);
             FAIL() << "no exception";
-        } catch (const jal::Error &e) {
+        } catch (const jal::Error& e) {
             EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
         }
     }
@@ -292,7 +293,8 @@ TEST_F(KernelsDispatchTest, CApiChecksTheDescriptor)
     bad = d;
     bad.slice_mask = 0;
     EXPECT_EQ(jal_queue_dispatch(queue->get(), &bad, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
-    EXPECT_EQ(jal_queue_dispatch(queue->get(), nullptr, nullptr), uint32_t{JAL_STATUS_INVALID_FIELD});
+    EXPECT_EQ(jal_queue_dispatch(queue->get(), nullptr, nullptr),
+              uint32_t{JAL_STATUS_INVALID_FIELD});
 
     // A well-formed one through the C API, with a report in host memory.
     jal::runtime::HostBuffer args(dev(), 4096), report(dev(), 4096);
@@ -304,7 +306,8 @@ TEST_F(KernelsDispatchTest, CApiChecksTheDescriptor)
     ASSERT_EQ(copied.wait_zero().status, JAL_STATUS_OK);
     d.args = dev_args.va();
     d.report = report.bus_addr();
-    ASSERT_EQ(jal_queue_dispatch(queue->get(), &d, done.get()), uint32_t{JAL_STATUS_OK}) << jal_last_error_message();
+    ASSERT_EQ(jal_queue_dispatch(queue->get(), &d, done.get()), uint32_t{JAL_STATUS_OK})
+        << jal_last_error_message();
     EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
     jal_dispatch_report r;
     std::memcpy(&r, report.data(), sizeof r);
@@ -313,4 +316,4 @@ TEST_F(KernelsDispatchTest, CApiChecksTheDescriptor)
     EXPECT_EQ(read_out(1)[0], 1u + 1000);
 }
 
-} // namespace
+}  // namespace

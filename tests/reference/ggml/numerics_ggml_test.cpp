@@ -22,11 +22,11 @@ using namespace jal::numerics;
 
 namespace {
 
-using DequantizeFn = void (*)(const void *, float *, int64_t);
-using QuantizeFn = void (*)(const float *, void *, int64_t);
+using DequantizeFn = void (*)(const void*, float*, int64_t);
+using QuantizeFn = void (*)(const float*, void*, int64_t);
 using Fp16ToFp32Fn = float (*)(uint16_t);
 using Fp32ToFp16Fn = uint16_t (*)(float);
-using TraitsFn = const ggml_type_traits_cpu *(*)(ggml_type);
+using TraitsFn = const ggml_type_traits_cpu* (*)(ggml_type);
 
 struct Ggml {
     void *base = nullptr, *cpu = nullptr;
@@ -39,14 +39,15 @@ struct Ggml {
     std::string error;
 
     template <typename T>
-    bool sym(void *lib, const char *name, T &out) {
+    bool sym(void* lib, const char* name, T& out)
+    {
         out = reinterpret_cast<T>(dlsym(lib, name));
-        if (!out)
-            error += std::string("missing ") + name + "; ";
+        if (!out) error += std::string("missing ") + name + "; ";
         return out != nullptr;
     }
 
-    Ggml() {
+    Ggml()
+    {
         const std::string dir = std::string(JAL_LLAMA_REF) + "/lib/";
         base = dlopen((dir + "libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
         if (!base) {
@@ -68,7 +69,7 @@ struct Ggml {
         TraitsFn traits = nullptr;
         if (sym(cpu, "ggml_cpu_init", cpu_init) && sym(cpu, "ggml_get_type_traits_cpu", traits)) {
             cpu_init();  // fills the F16 table the baseline vec_dot reads
-            const ggml_type_traits_cpu *t = traits(GGML_TYPE_MXFP4);
+            const ggml_type_traits_cpu* t = traits(GGML_TYPE_MXFP4);
             vec_dot_mxfp4_q8_0 = t->vec_dot;
             vec_dot_type = t->vec_dot_type;
         }
@@ -76,28 +77,36 @@ struct Ggml {
     bool ok() const { return error.empty(); }
 };
 
-const Ggml &ggml() {
+const Ggml& ggml()
+{
     static const Ggml g;
     return g;
 }
 
-#define REQUIRE_GGML() ASSERT_TRUE(ggml().ok()) << "cannot load ggml from " JAL_LLAMA_REF ": " << ggml().error
+#define REQUIRE_GGML() \
+    ASSERT_TRUE(ggml().ok()) << "cannot load ggml from " JAL_LLAMA_REF ": " << ggml().error
 
-uint32_t bits(float f) {
+uint32_t bits(float f)
+{
     uint32_t u;
     std::memcpy(&u, &f, 4);
     return u;
 }
-float from_bits(uint32_t u) {
+float from_bits(uint32_t u)
+{
     float f;
     std::memcpy(&f, &u, 4);
     return f;
 }
 
-bool same_float(float a, float b) { return bits(a) == bits(b) || (std::isnan(a) && std::isnan(b)); }
+bool same_float(float a, float b)
+{
+    return bits(a) == bits(b) || (std::isnan(a) && std::isnan(b));
+}
 
 // Input rows: random of many kinds, then the edge cases the brief lists.
-std::vector<std::vector<float>> input_rows(size_t n) {
+std::vector<std::vector<float>> input_rows(size_t n)
+{
     std::vector<std::vector<float>> rows;
     for (uint32_t seed = 1; seed <= 200; seed++) {
         std::mt19937 rng(seed);
@@ -105,20 +114,17 @@ std::vector<std::vector<float>> input_rows(size_t n) {
         switch (seed % 5) {
         case 0: {
             std::normal_distribution<float> d(0.0f, 1.0f);
-            for (auto &v : r)
-                v = d(rng);
+            for (auto& v : r) v = d(rng);
             break;
         }
         case 1: {  // magnitudes over 60 binades in each block
             std::uniform_real_distribution<float> e(-30.0f, 30.0f);
-            for (auto &v : r)
-                v = std::exp2(e(rng)) * (rng() & 1 ? -1.0f : 1.0f);
+            for (auto& v : r) v = std::exp2(e(rng)) * (rng() & 1 ? -1.0f : 1.0f);
             break;
         }
         case 2: {  // random bit patterns of finite floats
-            for (auto &v : r) {
-                do
-                    v = from_bits(uint32_t(rng()));
+            for (auto& v : r) {
+                do v = from_bits(uint32_t(rng()));
                 while (!std::isfinite(v));
             }
             break;
@@ -126,22 +132,20 @@ std::vector<std::vector<float>> input_rows(size_t n) {
         case 3: {  // exact multiples of E2M1 steps (ties everywhere)
             std::uniform_int_distribution<int> q(-24, 24);
             float s = std::ldexp(1.0f, int(rng() % 20) - 10);
-            for (auto &v : r)
-                v = float(q(rng)) * 0.25f * s;
+            for (auto& v : r) v = float(q(rng)) * 0.25f * s;
             break;
         }
         default: {
             std::uniform_real_distribution<float> u(-1000.0f, 1000.0f);
-            for (auto &v : r)
-                v = u(rng);
+            for (auto& v : r) v = u(rng);
         }
         }
         rows.push_back(r);
     }
     const float fmax = std::numeric_limits<float>::max();
-    const float specials[] = {0.0f, -0.0f, 1.0f, -3.0f, 1e38f, -fmax, fmax, 1e-40f, -1e-45f, 0x1p-126f, 6.0f, 0.375f};
-    for (float s : specials)
-        rows.push_back(std::vector<float>(n, s));  // all equal
+    const float specials[] = {0.0f, -0.0f,  1.0f,    -3.0f,     1e38f, -fmax,
+                              fmax, 1e-40f, -1e-45f, 0x1p-126f, 6.0f,  0.375f};
+    for (float s : specials) rows.push_back(std::vector<float>(n, s));  // all equal
     {
         std::vector<float> r(n);
         for (size_t i = 0; i < n; i++)  // mixed: huge next to tiny in every block
@@ -150,8 +154,7 @@ std::vector<std::vector<float>> input_rows(size_t n) {
     }
     {
         std::vector<float> r(n, 0.0f);  // one non-zero element per block
-        for (size_t i = 0; i < n; i += 32)
-            r[i + (i / 32) % 32] = -float(i + 1);
+        for (size_t i = 0; i < n; i += 32) r[i + (i / 32) % 32] = -float(i + 1);
         rows.push_back(r);
     }
     // amax at and just below every power of two (128 floats, two rows per binade): where
@@ -160,12 +163,10 @@ std::vector<std::vector<float>> input_rows(size_t n) {
         for (uint32_t first : {0u, 64u}) {
             std::vector<float> r(n);
             float p = k == -149 ? 0x1p-149f : std::ldexp(1.0f, k);
-            if (k == 127)
-                p = INFINITY;  // just below 2^128: FLT_MAX and the floats under it
+            if (k == 127) p = INFINITY;  // just below 2^128: FLT_MAX and the floats under it
             for (size_t b = 0; b < n / 32; b++) {
                 uint32_t below = bits(p) >= first + b ? bits(p) - uint32_t(first + b) : 0;
-                if (k == 127)
-                    below -= 1;
+                if (k == 127) below -= 1;
                 for (size_t j = 0; j < 32; j++)
                     r[b * 32 + j] = from_bits(below) * (j == 0 ? 1.0f : float(j % 5) * 0.2f);
             }
@@ -179,17 +180,19 @@ constexpr size_t kN = 64 * 32;  // 64 blocks per row
 
 }  // namespace
 
-TEST(NumericsGgml, QuantizeRowMxfp4RefEqualsCvtGgml) {
+TEST(NumericsGgml, QuantizeRowMxfp4RefEqualsCvtGgml)
+{
     REQUIRE_GGML();
     size_t rows = 0;
-    for (const auto &x : input_rows(kN)) {
+    for (const auto& x : input_rows(kN)) {
         std::vector<uint8_t> want(row_bytes(JAL_DT_MXFP4, kN)), got(want.size());
         ggml().quantize_mxfp4(x.data(), want.data(), int64_t(kN));
         quantize_row(JAL_DT_MXFP4, x.data(), got.data(), kN, JAL_CVT_GGML);
         for (size_t b = 0; b < kN / 32; b++)
             if (std::memcmp(want.data() + 17 * b, got.data() + 17 * b, 17) != 0) {
-                ADD_FAILURE() << "row " << rows << " block " << b << ": ggml e=" << int(want[17 * b]) << " ours e="
-                              << int(got[17 * b]) << " first value " << std::hexfloat << x[32 * b];
+                ADD_FAILURE() << "row " << rows << " block " << b
+                              << ": ggml e=" << int(want[17 * b]) << " ours e=" << int(got[17 * b])
+                              << " first value " << std::hexfloat << x[32 * b];
                 break;
             }
         rows++;
@@ -197,13 +200,13 @@ TEST(NumericsGgml, QuantizeRowMxfp4RefEqualsCvtGgml) {
     EXPECT_GT(rows, 700u);
 }
 
-TEST(NumericsGgml, QuantizeRowMxfp4RefWithNaNAndInf) {
+TEST(NumericsGgml, QuantizeRowMxfp4RefWithNaNAndInf)
+{
     REQUIRE_GGML();
     std::mt19937 rng(9);
     std::normal_distribution<float> d(0.0f, 3.0f);
     std::vector<float> x(kN);
-    for (auto &v : x)
-        v = d(rng);
+    for (auto& v : x) v = d(rng);
     x[5] = NAN;
     x[40] = INFINITY;
     x[70] = -INFINITY;
@@ -215,13 +218,13 @@ TEST(NumericsGgml, QuantizeRowMxfp4RefWithNaNAndInf) {
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size()));
 }
 
-TEST(NumericsGgml, DequantizeRowMxfp4) {
+TEST(NumericsGgml, DequantizeRowMxfp4)
+{
     REQUIRE_GGML();
     for (uint32_t seed = 1; seed <= 50; seed++) {
         std::mt19937 rng(seed);
         std::vector<uint8_t> q(row_bytes(JAL_DT_MXFP4, kN));
-        for (auto &b : q)
-            b = uint8_t(rng());
+        for (auto& b : q) b = uint8_t(rng());
         for (size_t b = 0; b < kN / 32; b++) {
             // every scale but 0xff, which ggml does not decode as NaN (docs/numerics.md)
             q[17 * b] = uint8_t((seed * 64 + b) % 255);
@@ -231,20 +234,21 @@ TEST(NumericsGgml, DequantizeRowMxfp4) {
         dequantize_row(JAL_DT_MXFP4, q.data(), got.data(), kN);
         for (size_t i = 0; i < kN; i++)
             if (!same_float(want[i], got[i])) {
-                ADD_FAILURE() << "seed " << seed << " element " << i << " ggml " << want[i] << " ours " << got[i];
+                ADD_FAILURE() << "seed " << seed << " element " << i << " ggml " << want[i]
+                              << " ours " << got[i];
                 break;
             }
     }
 }
 
-TEST(NumericsGgml, QuantizeRowQ8_0Ref) {
+TEST(NumericsGgml, QuantizeRowQ8_0Ref)
+{
     REQUIRE_GGML();
     auto rows = input_rows(kN);
     std::vector<float> odd(kN);  // NaN and infinities in some blocks
     std::mt19937 rng(4);
     std::normal_distribution<float> d(0.0f, 3.0f);
-    for (auto &v : odd)
-        v = d(rng);
+    for (auto& v : odd) v = d(rng);
     odd[3] = NAN;
     odd[40] = INFINITY;
     odd[99] = -INFINITY;
@@ -264,25 +268,27 @@ TEST(NumericsGgml, QuantizeRowQ8_0Ref) {
     }
 }
 
-TEST(NumericsGgml, DequantizeRowQ8_0) {
+TEST(NumericsGgml, DequantizeRowQ8_0)
+{
     REQUIRE_GGML();
     for (uint32_t seed = 1; seed <= 50; seed++) {
         std::mt19937 rng(seed);
         std::vector<uint8_t> q(row_bytes(JAL_DT_Q8_0, kN));
-        for (auto &b : q)
-            b = uint8_t(rng());
+        for (auto& b : q) b = uint8_t(rng());
         std::vector<float> want(kN), got(kN);
         ggml().dequantize_q8_0(q.data(), want.data(), int64_t(kN));
         dequantize_row(JAL_DT_Q8_0, q.data(), got.data(), kN);
         for (size_t i = 0; i < kN; i++)
             if (!same_float(want[i], got[i])) {
-                ADD_FAILURE() << "seed " << seed << " element " << i << " ggml " << want[i] << " ours " << got[i];
+                ADD_FAILURE() << "seed " << seed << " element " << i << " ggml " << want[i]
+                              << " ours " << got[i];
                 break;
             }
     }
 }
 
-TEST(NumericsGgml, F16Conversions) {
+TEST(NumericsGgml, F16Conversions)
+{
     REQUIRE_GGML();
     for (uint32_t h = 0; h < 65536; h++)
         ASSERT_TRUE(same_float(ggml().fp16_to_fp32(uint16_t(h)), f16_to_f32(uint16_t(h)))) << h;
@@ -294,7 +300,8 @@ TEST(NumericsGgml, F16Conversions) {
 }
 
 // mma with a Q8_0 and b MXFP4 (acc starting at 0) against ggml's vec_dot for every (m, n).
-TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot) {
+TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot)
+{
     REQUIRE_GGML();
     ASSERT_NE(nullptr, ggml().vec_dot_mxfp4_q8_0);
     ASSERT_EQ(GGML_TYPE_Q8_0, ggml().vec_dot_type);
@@ -305,11 +312,10 @@ TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot) {
         // activations: rows of the input kinds, rounded to Q8_0 as llama.cpp does
         std::vector<uint8_t> a(M * row_bytes(JAL_DT_Q8_0, K)), b(N * row_bytes(JAL_DT_MXFP4, K));
         for (uint32_t m = 0; m < M; m++)
-            ggml().quantize_q8_0(rows[(seed * 7 + m * 13) % rows.size()].data(), a.data() + m * row_bytes(JAL_DT_Q8_0, K),
-                                 int64_t(K));
+            ggml().quantize_q8_0(rows[(seed * 7 + m * 13) % rows.size()].data(),
+                                 a.data() + m * row_bytes(JAL_DT_Q8_0, K), int64_t(K));
         // weights: random codes with scales around 1 (seed 12: every scale but 0xff)
-        for (auto &v : b)
-            v = uint8_t(rng());
+        for (auto& v : b) v = uint8_t(rng());
         for (size_t blk = 0; blk < b.size() / 17; blk++)
             b[17 * blk] = seed == 12 ? uint8_t(blk % 255) : uint8_t(110 + rng() % 30);
         std::vector<float> acc(M * N, 0.0f);
@@ -322,11 +328,12 @@ TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot) {
             for (uint32_t m = 0; m < M; m++)
                 for (uint32_t n = 0; n < N; n++) {
                     float want = 0;
-                    ggml().vec_dot_mxfp4_q8_0(int(K), &want, 0, b.data() + n * row_bytes(JAL_DT_MXFP4, K), 0,
+                    ggml().vec_dot_mxfp4_q8_0(int(K), &want, 0,
+                                              b.data() + n * row_bytes(JAL_DT_MXFP4, K), 0,
                                               a.data() + m * row_bytes(JAL_DT_Q8_0, K), 0, 1);
                     ASSERT_TRUE(same_float(want, acc[m * N + n]))
-                        << "seed " << seed << " (" << m << "," << n << ") isa " << int(isa) << ": ggml " << want
-                        << " ours " << acc[m * N + n];
+                        << "seed " << seed << " (" << m << "," << n << ") isa " << int(isa)
+                        << ": ggml " << want << " ours " << acc[m * N + n];
                 }
         }
         force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);

@@ -31,278 +31,284 @@
 namespace {
 
 struct Options {
-	std::string model;
-	std::vector<llama_token> prompt;
-	std::vector<llama_token> force;
-	int n = 16;
-	int top = 5;
-	bool json = false;
-	bool verbose = false;
-	std::string cpu_backend;   // one libggml-cpu-*.so instead of the best-scoring one
+    std::string model;
+    std::vector<llama_token> prompt;
+    std::vector<llama_token> force;
+    int n = 16;
+    int top = 5;
+    bool json = false;
+    bool verbose = false;
+    std::string cpu_backend;  // one libggml-cpu-*.so instead of the best-scoring one
 };
 
-void usage(FILE *to)
+void usage(FILE* to)
 {
-	std::fprintf(to,
-	             "usage: jal-llama-ref MODEL.gguf --prompt-ids 1,2,3 [--n 16] [--top 5] [--force-ids a,b,c]\n"
-	             "                     [--json] [--cpu-backend libggml-cpu-x64.so] [--verbose]\n"
-	             "Runs llama.cpp (CPU, 1 thread, F32 KV cache, no flash attention, the prompt as one batch)\n"
-	             "and prints the greedy continuation (argmax of the raw logits) with each step's top-K\n"
-	             "token ids and log-probabilities. --force-ids feeds those ids as the continuation instead\n"
-	             "(teacher forcing; one step per id) while still reporting each step's top-K.\n");
+    std::fprintf(
+        to,
+        "usage: jal-llama-ref MODEL.gguf --prompt-ids 1,2,3 [--n 16] [--top 5] [--force-ids "
+        "a,b,c]\n"
+        "                     [--json] [--cpu-backend libggml-cpu-x64.so] [--verbose]\n"
+        "Runs llama.cpp (CPU, 1 thread, F32 KV cache, no flash attention, the prompt as one "
+        "batch)\n"
+        "and prints the greedy continuation (argmax of the raw logits) with each step's top-K\n"
+        "token ids and log-probabilities. --force-ids feeds those ids as the continuation instead\n"
+        "(teacher forcing; one step per id) while still reporting each step's top-K.\n");
 }
 
-bool parse_ids(const char *s, std::vector<llama_token> &out)
+bool parse_ids(const char* s, std::vector<llama_token>& out)
 {
-	std::stringstream ss(s);
-	std::string item;
-	while (std::getline(ss, item, ',')) {
-		char *end = nullptr;
-		errno = 0;
-		const long v = std::strtol(item.c_str(), &end, 10);
-		if (item.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX)
-			return false;
-		out.push_back(static_cast<llama_token>(v));
-	}
-	return !out.empty();
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        errno = 0;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX) return false;
+        out.push_back(static_cast<llama_token>(v));
+    }
+    return !out.empty();
 }
 
-bool parse_args(int argc, char **argv, Options &o)
+bool parse_args(int argc, char** argv, Options& o)
 {
-	for (int i = 1; i < argc; ++i) {
-		const std::string a = argv[i];
-		auto value = [&]() -> const char * {
-			if (i + 1 >= argc) {
-				std::fprintf(stderr, "jal-llama-ref: %s needs a value\n", a.c_str());
-				return nullptr;
-			}
-			return argv[++i];
-		};
-		const char *v = nullptr;
-		if (a == "-h" || a == "--help") {
-			usage(stdout);
-			std::exit(0);
-		} else if (a == "--prompt-ids") {
-			if (!(v = value()) || !parse_ids(v, o.prompt))
-				return std::fprintf(stderr, "jal-llama-ref: bad --prompt-ids\n"), false;
-		} else if (a == "--force-ids") {
-			if (!(v = value()) || !parse_ids(v, o.force))
-				return std::fprintf(stderr, "jal-llama-ref: bad --force-ids\n"), false;
-		} else if (a == "--n") {
-			if (!(v = value()) || (o.n = std::atoi(v)) <= 0)
-				return std::fprintf(stderr, "jal-llama-ref: bad --n\n"), false;
-		} else if (a == "--top") {
-			if (!(v = value()) || (o.top = std::atoi(v)) <= 0)
-				return std::fprintf(stderr, "jal-llama-ref: bad --top\n"), false;
-		} else if (a == "--cpu-backend") {
-			if (!(v = value()))
-				return false;
-			o.cpu_backend = v;
-		} else if (a == "--json") {
-			o.json = true;
-		} else if (a == "--verbose") {
-			o.verbose = true;
-		} else if (!a.empty() && a[0] != '-' && o.model.empty()) {
-			o.model = a;
-		} else {
-			std::fprintf(stderr, "jal-llama-ref: unknown argument %s\n", a.c_str());
-			return false;
-		}
-	}
-	if (o.model.empty() || o.prompt.empty()) {
-		usage(stderr);
-		return false;
-	}
-	if (!o.force.empty())
-		o.n = static_cast<int>(o.force.size());
-	return true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "jal-llama-ref: %s needs a value\n", a.c_str());
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        const char* v = nullptr;
+        if (a == "-h" || a == "--help") {
+            usage(stdout);
+            std::exit(0);
+        } else if (a == "--prompt-ids") {
+            if (!(v = value()) || !parse_ids(v, o.prompt))
+                return std::fprintf(stderr, "jal-llama-ref: bad --prompt-ids\n"), false;
+        } else if (a == "--force-ids") {
+            if (!(v = value()) || !parse_ids(v, o.force))
+                return std::fprintf(stderr, "jal-llama-ref: bad --force-ids\n"), false;
+        } else if (a == "--n") {
+            if (!(v = value()) || (o.n = std::atoi(v)) <= 0)
+                return std::fprintf(stderr, "jal-llama-ref: bad --n\n"), false;
+        } else if (a == "--top") {
+            if (!(v = value()) || (o.top = std::atoi(v)) <= 0)
+                return std::fprintf(stderr, "jal-llama-ref: bad --top\n"), false;
+        } else if (a == "--cpu-backend") {
+            if (!(v = value())) return false;
+            o.cpu_backend = v;
+        } else if (a == "--json") {
+            o.json = true;
+        } else if (a == "--verbose") {
+            o.verbose = true;
+        } else if (!a.empty() && a[0] != '-' && o.model.empty()) {
+            o.model = a;
+        } else {
+            std::fprintf(stderr, "jal-llama-ref: unknown argument %s\n", a.c_str());
+            return false;
+        }
+    }
+    if (o.model.empty() || o.prompt.empty()) {
+        usage(stderr);
+        return false;
+    }
+    if (!o.force.empty()) o.n = static_cast<int>(o.force.size());
+    return true;
 }
 
-void quiet_log(ggml_log_level level, const char *text, void *user)
+void quiet_log(ggml_log_level level, const char* text, void* user)
 {
-	const bool verbose = *static_cast<bool *>(user);
-	if (verbose || level >= GGML_LOG_LEVEL_ERROR)
-		std::fputs(text, stderr);
+    const bool verbose = *static_cast<bool*>(user);
+    if (verbose || level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
 // The CPU backend variant ggml chose: the libggml-cpu-*.so loaded into this process.
 std::string loaded_cpu_backend()
 {
-	std::string found;
-	dl_iterate_phdr(
-		[](dl_phdr_info *info, size_t, void *user) {
-			const char *name = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
-			if (name && std::strncmp(name + 1, "libggml-cpu", 11) == 0)
-				*static_cast<std::string *>(user) = name + 1;
-			return 0;
-		},
-		&found);
-	return found;
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* user) {
+            const char* name = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+            if (name && std::strncmp(name + 1, "libggml-cpu", 11) == 0)
+                *static_cast<std::string*>(user) = name + 1;
+            return 0;
+        },
+        &found);
+    return found;
 }
 
 struct Step {
-	llama_token argmax;
-	std::vector<llama_token> top_ids;
-	std::vector<double> top_logprobs;
+    llama_token argmax;
+    std::vector<llama_token> top_ids;
+    std::vector<double> top_logprobs;
 };
 
 // Log-softmax of the raw logits in double; the top-K by logit, lower id first on a tie.
-Step score(const float *logits, int n_vocab, int k)
+Step score(const float* logits, int n_vocab, int k)
 {
-	double max = logits[0];
-	for (int i = 1; i < n_vocab; ++i)
-		max = std::max(max, static_cast<double>(logits[i]));
-	double sum = 0;
-	for (int i = 0; i < n_vocab; ++i)
-		sum += std::exp(static_cast<double>(logits[i]) - max);
-	const double lse = max + std::log(sum);
+    double max = logits[0];
+    for (int i = 1; i < n_vocab; ++i) max = std::max(max, static_cast<double>(logits[i]));
+    double sum = 0;
+    for (int i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+    const double lse = max + std::log(sum);
 
-	std::vector<int> ids(n_vocab);
-	std::iota(ids.begin(), ids.end(), 0);
-	k = std::min(k, n_vocab);
-	std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int a, int b) {
-		return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-	});
-	Step s;
-	s.argmax = ids[0];
-	for (int i = 0; i < k; ++i) {
-		s.top_ids.push_back(ids[i]);
-		s.top_logprobs.push_back(static_cast<double>(logits[ids[i]]) - lse);
-	}
-	return s;
+    std::vector<int> ids(n_vocab);
+    std::iota(ids.begin(), ids.end(), 0);
+    k = std::min(k, n_vocab);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int a, int b) {
+        return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+    });
+    Step s;
+    s.argmax = ids[0];
+    for (int i = 0; i < k; ++i) {
+        s.top_ids.push_back(ids[i]);
+        s.top_logprobs.push_back(static_cast<double>(logits[ids[i]]) - lse);
+    }
+    return s;
 }
 
-std::string json_string(const std::string &s)
+std::string json_string(const std::string& s)
 {
-	std::string out = "\"";
-	for (char c : s) {
-		if (c == '"' || c == '\\')
-			out += '\\', out += c;
-		else if (static_cast<unsigned char>(c) < 0x20) {
-			char buf[8];
-			std::snprintf(buf, sizeof buf, "\\u%04x", c);
-			out += buf;
-		} else
-			out += c;
-	}
-	return out + "\"";
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\', out += c;
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else
+            out += c;
+    }
+    return out + "\"";
 }
 
 template <typename T>
-std::string json_array(const std::vector<T> &v)
+std::string json_array(const std::vector<T>& v)
 {
-	std::string out = "[";
-	for (size_t i = 0; i < v.size(); ++i) {
-		char buf[40];
-		if constexpr (std::is_floating_point_v<T>)
-			std::snprintf(buf, sizeof buf, "%.17g", v[i]);
-		else
-			std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v[i]));
-		out += (i ? ", " : "") + std::string(buf);
-	}
-	return out + "]";
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        char buf[40];
+        if constexpr (std::is_floating_point_v<T>)
+            std::snprintf(buf, sizeof buf, "%.17g", v[i]);
+        else
+            std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v[i]));
+        out += (i ? ", " : "") + std::string(buf);
+    }
+    return out + "]";
 }
 
 }  // namespace
 
-int main(int argc, char **argv)
+int main(int argc, char** argv)
 {
-	Options o;
-	if (!parse_args(argc, argv, o))
-		return 2;
+    Options o;
+    if (!parse_args(argc, argv, o)) return 2;
 
-	llama_log_set(quiet_log, &o.verbose);
-	// The CPU backend from the reference's own directory: ggml would otherwise also look in
-	// the executable's directory and the current one.
-	if (o.cpu_backend.empty())
-		ggml_backend_load_all_from_path(JAL_LLAMA_REF_LIB);
-	else if (!ggml_backend_load((std::string(JAL_LLAMA_REF_LIB) + "/" + o.cpu_backend).c_str()))
-		return std::fprintf(stderr, "jal-llama-ref: cannot load %s\n", o.cpu_backend.c_str()), 1;
-	ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-	if (!cpu)
-		return std::fprintf(stderr, "jal-llama-ref: no CPU backend in %s\n", JAL_LLAMA_REF_LIB), 1;
-	llama_backend_init();
+    llama_log_set(quiet_log, &o.verbose);
+    // The CPU backend from the reference's own directory: ggml would otherwise also look in
+    // the executable's directory and the current one.
+    if (o.cpu_backend.empty())
+        ggml_backend_load_all_from_path(JAL_LLAMA_REF_LIB);
+    else if (!ggml_backend_load((std::string(JAL_LLAMA_REF_LIB) + "/" + o.cpu_backend).c_str()))
+        return std::fprintf(stderr, "jal-llama-ref: cannot load %s\n", o.cpu_backend.c_str()), 1;
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!cpu)
+        return std::fprintf(stderr, "jal-llama-ref: no CPU backend in %s\n", JAL_LLAMA_REF_LIB), 1;
+    llama_backend_init();
 
-	llama_model_params mp = llama_model_default_params();
-	ggml_backend_dev_t devices[] = {cpu, nullptr};
-	mp.devices = devices;
-	mp.n_gpu_layers = 0;
-	mp.progress_callback = [](float, void *) { return true; };   // no loading dots on stderr
-	llama_model *model = llama_model_load_from_file(o.model.c_str(), mp);
-	if (!model)
-		return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not load %s\n", o.model.c_str()), 1;
-	const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
-	for (llama_token t : o.prompt)
-		if (t >= n_vocab)
-			return std::fprintf(stderr, "jal-llama-ref: prompt id %d >= vocabulary %d\n", t, n_vocab), 1;
-	for (llama_token t : o.force)
-		if (t >= n_vocab)
-			return std::fprintf(stderr, "jal-llama-ref: forced id %d >= vocabulary %d\n", t, n_vocab), 1;
+    llama_model_params mp = llama_model_default_params();
+    ggml_backend_dev_t devices[] = {cpu, nullptr};
+    mp.devices = devices;
+    mp.n_gpu_layers = 0;
+    mp.progress_callback = [](float, void*) { return true; };  // no loading dots on stderr
+    llama_model* model = llama_model_load_from_file(o.model.c_str(), mp);
+    if (!model)
+        return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not load %s\n",
+                            o.model.c_str()),
+               1;
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    for (llama_token t : o.prompt)
+        if (t >= n_vocab)
+            return std::fprintf(stderr, "jal-llama-ref: prompt id %d >= vocabulary %d\n", t,
+                                n_vocab),
+                   1;
+    for (llama_token t : o.force)
+        if (t >= n_vocab)
+            return std::fprintf(stderr, "jal-llama-ref: forced id %d >= vocabulary %d\n", t,
+                                n_vocab),
+                   1;
 
-	const uint32_t n_prompt = static_cast<uint32_t>(o.prompt.size());
-	llama_context_params cp = llama_context_default_params();
-	cp.n_ctx = (n_prompt + o.n + 255) / 256 * 256;
-	cp.n_batch = cp.n_ubatch = std::max<uint32_t>(n_prompt, 1);   // the prompt is one ubatch
-	cp.n_seq_max = 1;
-	cp.n_threads = cp.n_threads_batch = 1;
-	cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-	cp.type_k = GGML_TYPE_F32;
-	cp.type_v = GGML_TYPE_F32;
-	cp.swa_full = true;
-	cp.no_perf = true;
-	llama_context *ctx = llama_init_from_model(model, cp);
-	if (!ctx)
-		return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not create a context\n"), 1;
+    const uint32_t n_prompt = static_cast<uint32_t>(o.prompt.size());
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (n_prompt + o.n + 255) / 256 * 256;
+    cp.n_batch = cp.n_ubatch = std::max<uint32_t>(n_prompt, 1);  // the prompt is one ubatch
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.type_k = GGML_TYPE_F32;
+    cp.type_v = GGML_TYPE_F32;
+    cp.swa_full = true;
+    cp.no_perf = true;
+    llama_context* ctx = llama_init_from_model(model, cp);
+    if (!ctx)
+        return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not create a context\n"), 1;
 
-	std::vector<llama_token> tokens, argmax;
-	std::vector<std::vector<llama_token>> top_ids;
-	std::vector<std::vector<double>> top_logprobs;
-	std::vector<llama_token> prompt = o.prompt;
-	if (llama_decode(ctx, llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))) != 0)
-		return std::fprintf(stderr, "jal-llama-ref: decoding the prompt failed\n"), 1;
-	for (int step = 0; step < o.n; ++step) {
-		const Step s = score(llama_get_logits_ith(ctx, -1), n_vocab, o.top);
-		llama_token next = o.force.empty() ? s.argmax : o.force[step];
-		tokens.push_back(next);
-		argmax.push_back(s.argmax);
-		top_ids.push_back(s.top_ids);
-		top_logprobs.push_back(s.top_logprobs);
-		if (!o.json) {
-			std::printf("%d%s", next, step + 1 < o.n ? " " : "\n");
-			std::fflush(stdout);
-		}
-		if (step + 1 < o.n && llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0)
-			return std::fprintf(stderr, "jal-llama-ref: decoding step %d failed\n", step), 1;
-	}
+    std::vector<llama_token> tokens, argmax;
+    std::vector<std::vector<llama_token>> top_ids;
+    std::vector<std::vector<double>> top_logprobs;
+    std::vector<llama_token> prompt = o.prompt;
+    if (llama_decode(ctx,
+                     llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))) != 0)
+        return std::fprintf(stderr, "jal-llama-ref: decoding the prompt failed\n"), 1;
+    for (int step = 0; step < o.n; ++step) {
+        const Step s = score(llama_get_logits_ith(ctx, -1), n_vocab, o.top);
+        llama_token next = o.force.empty() ? s.argmax : o.force[step];
+        tokens.push_back(next);
+        argmax.push_back(s.argmax);
+        top_ids.push_back(s.top_ids);
+        top_logprobs.push_back(s.top_logprobs);
+        if (!o.json) {
+            std::printf("%d%s", next, step + 1 < o.n ? " " : "\n");
+            std::fflush(stdout);
+        }
+        if (step + 1 < o.n && llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0)
+            return std::fprintf(stderr, "jal-llama-ref: decoding step %d failed\n", step), 1;
+    }
 
-	if (o.json) {
-		std::string ids_json = "[", lp_json = "[";
-		for (size_t i = 0; i < top_ids.size(); ++i) {
-			ids_json += (i ? ", " : "") + json_array(top_ids[i]);
-			lp_json += (i ? ", " : "") + json_array(top_logprobs[i]);
-		}
-		ids_json += "]", lp_json += "]";
-		char desc[256];
-		std::snprintf(desc, sizeof desc, "%s", ggml_backend_dev_description(cpu));
-		std::printf("{\n"
-		            "  \"model\": %s,\n"
-		            "  \"prompt_ids\": %s,\n"
-		            "  \"forced\": %s,\n"
-		            "  \"n_vocab\": %d,\n"
-		            "  \"tokens\": %s,\n"
-		            "  \"argmax_ids\": %s,\n"
-		            "  \"top_ids\": %s,\n"
-		            "  \"top_logprobs\": %s,\n"
-		            "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": %s,"
-		            " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %u}\n"
-		            "}\n",
-		            json_string(o.model).c_str(), json_array(o.prompt).c_str(), o.force.empty() ? "false" : "true",
-		            n_vocab, json_array(tokens).c_str(), json_array(argmax).c_str(), ids_json.c_str(),
-		            lp_json.c_str(), json_string(desc).c_str(), json_string(loaded_cpu_backend()).c_str(), n_prompt);
-	}
+    if (o.json) {
+        std::string ids_json = "[", lp_json = "[";
+        for (size_t i = 0; i < top_ids.size(); ++i) {
+            ids_json += (i ? ", " : "") + json_array(top_ids[i]);
+            lp_json += (i ? ", " : "") + json_array(top_logprobs[i]);
+        }
+        ids_json += "]", lp_json += "]";
+        char desc[256];
+        std::snprintf(desc, sizeof desc, "%s", ggml_backend_dev_description(cpu));
+        std::printf(
+            "{\n"
+            "  \"model\": %s,\n"
+            "  \"prompt_ids\": %s,\n"
+            "  \"forced\": %s,\n"
+            "  \"n_vocab\": %d,\n"
+            "  \"tokens\": %s,\n"
+            "  \"argmax_ids\": %s,\n"
+            "  \"top_ids\": %s,\n"
+            "  \"top_logprobs\": %s,\n"
+            "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": "
+            "%s,"
+            " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %u}\n"
+            "}\n",
+            json_string(o.model).c_str(), json_array(o.prompt).c_str(),
+            o.force.empty() ? "false" : "true", n_vocab, json_array(tokens).c_str(),
+            json_array(argmax).c_str(), ids_json.c_str(), lp_json.c_str(),
+            json_string(desc).c_str(), json_string(loaded_cpu_backend()).c_str(), n_prompt);
+    }
 
-	llama_free(ctx);
-	llama_model_free(model);
-	llama_backend_free();
-	return 0;
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return 0;
 }

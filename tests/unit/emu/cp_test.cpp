@@ -31,14 +31,17 @@ namespace {
 using namespace std::chrono_literals;
 constexpr std::uint64_t kPage = JAL_PAGE_SIZE;
 constexpr std::uint64_t kVa = JAL_VA_BASE;
-constexpr std::uint64_t kBus = 0x7000'0000'0000ull;     // where the device sees host memory
+constexpr std::uint64_t kBus = 0x7000'0000'0000ull;  // where the device sees host memory
 constexpr std::size_t kHostBytes = 48u << 20;
 constexpr std::size_t kRingOff = 0, kRptrOff = 1u << 20, kSigOff = 2u << 20, kDataOff = 4u << 20;
 constexpr std::uint32_t kSignals = 4096;
 constexpr std::uint32_t kCtx = 1, kOtherCtx = 2;
 constexpr std::uint32_t kNoSignalYet = JAL_STATUS_OK;  // hosts start signals with status 0
 
-std::uint64_t slice_pa(std::uint32_t slice, std::uint32_t page = 0) { return slice * JAL_HBM_SLICE_BYTES + page * kPage; }
+std::uint64_t slice_pa(std::uint32_t slice, std::uint32_t page = 0)
+{
+    return slice * JAL_HBM_SLICE_BYTES + page * kPage;
+}
 
 using Packet = std::array<std::byte, JAL_PACKET_SIZE>;
 
@@ -68,21 +71,24 @@ protected:
         ASSERT_GE(fn_, 0);
         memfd_ = memfd_create("cp-test", MFD_CLOEXEC);
         ASSERT_EQ(ftruncate(memfd_, kHostBytes), 0);
-        host_ = static_cast<std::byte*>(mmap(nullptr, kHostBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0));
+        host_ = static_cast<std::byte*>(
+            mmap(nullptr, kHostBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0));
         ASSERT_NE(host_, MAP_FAILED);
         ASSERT_EQ(chip_->host().memory(fn_).map(kBus, kHostBytes, memfd_, 0), JAL_STATUS_OK);
         auto db = chip_->host().doorbells(fn_);
         ASSERT_TRUE(db);
         // A client maps the memfd it got from GET_DOORBELLS; do the same.
-        doorbells_ = static_cast<std::byte*>(
-            mmap(nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, db->memfd(), 0));
+        doorbells_ = static_cast<std::byte*>(mmap(
+            nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, db->memfd(), 0));
         ASSERT_NE(doorbells_, MAP_FAILED);
         kickfd_ = dup(db->kickfd());
         // Context 1: 8 pages on slice 4; pages 8..9 replicated on slices 7 and 12.
-        for (std::uint32_t i = 0; i < 8; ++i) ASSERT_EQ(mmu_map(kCtx, kVa + i * kPage, slice_pa(4, i)), JAL_STATUS_OK);
+        for (std::uint32_t i = 0; i < 8; ++i)
+            ASSERT_EQ(mmu_map(kCtx, kVa + i * kPage, slice_pa(4, i)), JAL_STATUS_OK);
         for (std::uint32_t i = 8; i < 10; ++i) {
             ASSERT_EQ(mmu_map(kCtx, kVa + i * kPage, slice_pa(7, i)), JAL_STATUS_OK);
-            ASSERT_EQ(mmu_map(kCtx, kVa + i * kPage, slice_pa(12, i), JAL_MMU_F_ADD_REPLICA), JAL_STATUS_OK);
+            ASSERT_EQ(mmu_map(kCtx, kVa + i * kPage, slice_pa(12, i), JAL_MMU_F_ADD_REPLICA),
+                      JAL_STATUS_OK);
         }
         // Context 2 owns memory at a VA context 1 does not map.
         ASSERT_EQ(mmu_map(kOtherCtx, kVa + 100 * kPage, slice_pa(20)), JAL_STATUS_OK);
@@ -98,9 +104,13 @@ protected:
 
     void w(std::uint32_t addr, std::uint32_t v) { chip_->bus().write32(addr, v); }
     std::uint32_t r(std::uint32_t addr) { return chip_->bus().read32(addr); }
-    std::uint64_t bus(const void* p) const { return kBus + (static_cast<const std::byte*>(p) - host_); }
+    std::uint64_t bus(const void* p) const
+    {
+        return kBus + (static_cast<const std::byte*>(p) - host_);
+    }
 
-    std::uint32_t mmu_map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, std::uint32_t flags = 0)
+    std::uint32_t mmu_map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa,
+                          std::uint32_t flags = 0)
     {
         w(JAL_MMU_CTX, ctx);
         w(JAL_MMU_VA_LO, static_cast<std::uint32_t>(va));
@@ -113,8 +123,8 @@ protected:
     }
 
     // What the firmware's CREATE_QUEUE does. Each queue gets its own ring and read index.
-    std::unique_ptr<Queue> create_queue(std::uint32_t id, std::uint32_t size = 64, std::uint32_t ctx = kCtx,
-                                        std::uint32_t vector = 1)
+    std::unique_ptr<Queue> create_queue(std::uint32_t id, std::uint32_t size = 64,
+                                        std::uint32_t ctx = kCtx, std::uint32_t vector = 1)
     {
         auto q = std::make_unique<Queue>();
         q->id = id;
@@ -126,8 +136,8 @@ protected:
         w(JAL_CP_Q_CTRL, JAL_CP_CTRL_ENABLE);
         return q;
     }
-    void program(std::uint32_t id, std::uint32_t ctx, std::uint64_t ring, std::uint32_t size, std::uint64_t rptr,
-                 std::uint32_t vector)
+    void program(std::uint32_t id, std::uint32_t ctx, std::uint64_t ring, std::uint32_t size,
+                 std::uint64_t rptr, std::uint32_t vector)
     {
         w(JAL_CP_QSEL, id);
         w(JAL_CP_Q_CTX, ctx);
@@ -158,7 +168,8 @@ protected:
 
     std::uint64_t* db_word(std::uint32_t q, std::uint32_t off)
     {
-        return reinterpret_cast<std::uint64_t*>(doorbells_ + std::size_t{q} * JAL_DOORBELL_STRIDE + off);
+        return reinterpret_cast<std::uint64_t*>(doorbells_ + std::size_t{q} * JAL_DOORBELL_STRIDE +
+                                                off);
     }
     // The host protocol of queue.h.
     void ring_doorbell(std::uint32_t q, std::uint64_t write_index)
@@ -194,7 +205,8 @@ protected:
         return s;
     }
     // Waits until the signal's value is at most `until`; returns its status.
-    std::uint32_t wait(const jal_signal* s, std::int64_t until = 0, std::chrono::milliseconds timeout = 10s)
+    std::uint32_t wait(const jal_signal* s, std::int64_t until = 0,
+                       std::chrono::milliseconds timeout = 10s)
     {
         const auto end = std::chrono::steady_clock::now() + timeout;
         while (__atomic_load_n(&s->value, __ATOMIC_ACQUIRE) > until) {
@@ -206,7 +218,10 @@ protected:
         }
         return __atomic_load_n(&s->status, __ATOMIC_RELAXED);
     }
-    bool done(const jal_signal* s) const { return __atomic_load_n(&s->value, __ATOMIC_ACQUIRE) <= 0; }
+    bool done(const jal_signal* s) const
+    {
+        return __atomic_load_n(&s->value, __ATOMIC_ACQUIRE) <= 0;
+    }
 
     Packet nop_s(const jal_signal* s, std::uint8_t flags = 0)
     {
@@ -215,7 +230,8 @@ protected:
         p.completion_signal = s ? bus(s) : 0;
         return as_packet(p);
     }
-    Packet copy(std::uint16_t dir, std::uint64_t src, std::uint64_t dst, std::uint64_t size, const jal_signal* s)
+    Packet copy(std::uint16_t dir, std::uint64_t src, std::uint64_t dst, std::uint64_t size,
+                const jal_signal* s)
     {
         jal_packet_copy p{};
         p.header = {JAL_PACKET_COPY, 0, dir};
@@ -234,7 +250,8 @@ protected:
         p.completion_signal = s ? bus(s) : 0;
         return as_packet(p);
     }
-    Packet signal_op(std::uint16_t op, const jal_signal* target, std::int64_t operand, const jal_signal* s)
+    Packet signal_op(std::uint16_t op, const jal_signal* target, std::int64_t operand,
+                     const jal_signal* s)
     {
         jal_packet_signal p{};
         p.header = {JAL_PACKET_SIGNAL, 0, op};
@@ -260,7 +277,8 @@ TEST_F(CpTest, NopCompletesAndRetires)
     EXPECT_EQ(wait(s), JAL_STATUS_OK);
     EXPECT_EQ(s->value, 0);
     // Header reset to INVALID, read index published to host memory and the registers.
-    for (auto t = std::chrono::steady_clock::now(); __atomic_load_n(q->rptr, __ATOMIC_ACQUIRE) != 1;)
+    for (auto t = std::chrono::steady_clock::now();
+         __atomic_load_n(q->rptr, __ATOMIC_ACQUIRE) != 1;)
         ASSERT_LT(std::chrono::steady_clock::now() - t, 5s);
     EXPECT_EQ(std::to_integer<int>(q->ring[0]), JAL_PACKET_INVALID);
     EXPECT_EQ(qreg64(0, JAL_CP_Q_READ_LO), 1u);
@@ -284,9 +302,10 @@ TEST_F(CpTest, CopiesRoundTripAcrossPagesAndReplicas)
     for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::byte>(rng());
     std::memset(dst, 0, n);
 
-    const std::uint64_t dev_a = kVa + kPage - 4097;       // starts near the end of page 0
-    const std::uint64_t dev_b = kVa + 8 * kPage + 777;    // replicated pages 8-9 (fits: < 2 pages - 777)
-    const std::size_t nb = 2 * kPage - 777 - 1000;        // D2D into the replicated range
+    const std::uint64_t dev_a = kVa + kPage - 4097;  // starts near the end of page 0
+    const std::uint64_t dev_b =
+        kVa + 8 * kPage + 777;                      // replicated pages 8-9 (fits: < 2 pages - 777)
+    const std::size_t nb = 2 * kPage - 777 - 1000;  // D2D into the replicated range
     ASSERT_LE(nb, n);
     jal_signal* s1 = signal(0);
     jal_signal* s2 = signal(1);
@@ -305,7 +324,8 @@ TEST_F(CpTest, CopiesRoundTripAcrossPagesAndReplicas)
         const std::byte* p8 = hbm.range(slice_pa(slice, 8) + 777, kPage - 777).data();
         const std::byte* p9 = hbm.range(slice_pa(slice, 9), nb - (kPage - 777)).data();
         EXPECT_EQ(std::memcmp(p8, src + 11, kPage - 777), 0) << "slice " << slice;
-        EXPECT_EQ(std::memcmp(p9, src + 11 + (kPage - 777), nb - (kPage - 777)), 0) << "slice " << slice;
+        EXPECT_EQ(std::memcmp(p9, src + 11 + (kPage - 777), nb - (kPage - 777)), 0)
+            << "slice " << slice;
     }
     std::memset(dst, 0, nb);
     jal_signal* s4 = signal(3);
@@ -388,42 +408,57 @@ TEST_F(CpTest, EveryErrorStatusAndTheQueueGoesOn)
     };
     std::uint32_t i = 0;
     auto sig = [&] { return signal(i++); };
-    cases.push_back({"unknown type", with(nop_s(nullptr), 0, std::uint8_t{0x55}), JAL_STATUS_INVALID_OPCODE});
+    cases.push_back(
+        {"unknown type", with(nop_s(nullptr), 0, std::uint8_t{0x55}), JAL_STATUS_INVALID_OPCODE});
     // DISPATCH runs kernels now (tests/unit/emu/isa_*, tests/integration/dispatch); an
     // empty slice mask is malformed.
-    cases.push_back({"dispatch without slices", with(nop_s(nullptr), 0, std::uint8_t{JAL_PACKET_DISPATCH}),
+    cases.push_back({"dispatch without slices",
+                     with(nop_s(nullptr), 0, std::uint8_t{JAL_PACKET_DISPATCH}),
                      JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"nop reserved", with(nop_s(nullptr), 24, std::uint64_t{1}), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"nop arg", with(nop_s(nullptr), 2, std::uint16_t{1}), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"unknown flag", with(nop_s(nullptr), 1, std::uint8_t{0x4}), JAL_STATUS_INVALID_FIELD});
+    cases.push_back(
+        {"nop reserved", with(nop_s(nullptr), 24, std::uint64_t{1}), JAL_STATUS_INVALID_FIELD});
+    cases.push_back(
+        {"nop arg", with(nop_s(nullptr), 2, std::uint16_t{1}), JAL_STATUS_INVALID_FIELD});
+    cases.push_back(
+        {"unknown flag", with(nop_s(nullptr), 1, std::uint8_t{0x4}), JAL_STATUS_INVALID_FIELD});
     cases.push_back({"copy dir", copy(7, bus(buf), kVa, 64, nullptr), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"copy reserved", with(copy(JAL_COPY_H2D, bus(buf), kVa, 64, nullptr), 40, std::uint64_t{9}),
+    cases.push_back({"copy reserved",
+                     with(copy(JAL_COPY_H2D, bus(buf), kVa, 64, nullptr), 40, std::uint64_t{9}),
                      JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"copy size 0", copy(JAL_COPY_H2D, bus(buf), kVa, 0, nullptr), JAL_STATUS_INVALID_LENGTH});
-    cases.push_back({"copy too big", copy(JAL_COPY_D2D, kVa, kVa + kPage, JAL_COPY_SIZE_MAX + 1, nullptr),
+    cases.push_back(
+        {"copy size 0", copy(JAL_COPY_H2D, bus(buf), kVa, 0, nullptr), JAL_STATUS_INVALID_LENGTH});
+    cases.push_back({"copy too big",
+                     copy(JAL_COPY_D2D, kVa, kVa + kPage, JAL_COPY_SIZE_MAX + 1, nullptr),
                      JAL_STATUS_INVALID_LENGTH});
-    cases.push_back({"host unmapped", copy(JAL_COPY_H2D, kBus + kHostBytes, kVa, 64, nullptr), JAL_STATUS_DMA_FAULT});
-    cases.push_back({"host straddles end", copy(JAL_COPY_D2H, kVa, kBus + kHostBytes - 32, 64, nullptr),
+    cases.push_back({"host unmapped", copy(JAL_COPY_H2D, kBus + kHostBytes, kVa, 64, nullptr),
+                     JAL_STATUS_DMA_FAULT});
+    cases.push_back({"host straddles end",
+                     copy(JAL_COPY_D2H, kVa, kBus + kHostBytes - 32, 64, nullptr),
                      JAL_STATUS_DMA_FAULT});
     cases.push_back({"device unmapped", copy(JAL_COPY_H2D, bus(buf), kVa + 60 * kPage, 64, nullptr),
                      JAL_STATUS_PAGE_FAULT});
-    cases.push_back({"device runs off the mapping", copy(JAL_COPY_H2D, bus(buf), kVa + 10 * kPage - 8, 64, nullptr),
+    cases.push_back({"device runs off the mapping",
+                     copy(JAL_COPY_H2D, bus(buf), kVa + 10 * kPage - 8, 64, nullptr),
                      JAL_STATUS_PAGE_FAULT});
-    cases.push_back({"other context's memory", copy(JAL_COPY_D2H, kVa + 100 * kPage, bus(buf), 64, nullptr),
+    cases.push_back({"other context's memory",
+                     copy(JAL_COPY_D2H, kVa + 100 * kPage, bus(buf), 64, nullptr),
                      JAL_STATUS_PAGE_FAULT});
     cases.push_back({"barrier count 0", with(barrier({signal(200)}, nullptr), 2, std::uint16_t{0}),
                      JAL_STATUS_INVALID_FIELD});
     cases.push_back({"barrier count 6", with(barrier({signal(201)}, nullptr), 2, std::uint16_t{6}),
                      JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"barrier dep misaligned", with(barrier({signal(202)}, nullptr), 8, kBus + kSigOff + 8),
+    cases.push_back({"barrier dep misaligned",
+                     with(barrier({signal(202)}, nullptr), 8, kBus + kSigOff + 8),
                      JAL_STATUS_INVALID_FIELD});
     cases.push_back({"barrier dep unmapped", with(barrier({signal(203)}, nullptr), 8, kBus - 16),
                      JAL_STATUS_DMA_FAULT});
     cases.push_back({"signal op", signal_op(9, signal(204), 1, nullptr), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"signal target misaligned", with(signal_op(JAL_SIGNAL_SET, signal(205), 1, nullptr), 8,
-                                                      kBus + kSigOff + 4),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"signal target unmapped", with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
+    cases.push_back(
+        {"signal target misaligned",
+         with(signal_op(JAL_SIGNAL_SET, signal(205), 1, nullptr), 8, kBus + kSigOff + 4),
+         JAL_STATUS_INVALID_FIELD});
+    cases.push_back({"signal target unmapped",
+                     with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
                      JAL_STATUS_DMA_FAULT});
 
     std::vector<jal_signal*> sigs;
@@ -434,13 +469,15 @@ TEST_F(CpTest, EveryErrorStatusAndTheQueueGoesOn)
         std::memcpy(c.p.data() + JAL_PACKET_SIGNAL_OFFSET, &a, 8);
         idx.push_back(submit(*q, c.p));
     }
-    for (std::size_t k = 0; k < cases.size(); ++k) EXPECT_EQ(wait(sigs[k]), cases[k].status) << cases[k].what;
+    for (std::size_t k = 0; k < cases.size(); ++k)
+        EXPECT_EQ(wait(sigs[k]), cases[k].status) << cases[k].what;
     // Nothing was written by the faulting copies.
     EXPECT_EQ(chip_->hbm().range(slice_pa(20), 64)[0], std::byte{0});
 
     // A completion signal the device cannot write: the error is still recorded.
-    submit(*q, with(nop_s(nullptr), JAL_PACKET_SIGNAL_OFFSET, kBus + kSigOff + 8));   // misaligned
-    const std::uint64_t last = submit(*q, with(nop_s(nullptr), JAL_PACKET_SIGNAL_OFFSET, kBus - 64));  // unmapped
+    submit(*q, with(nop_s(nullptr), JAL_PACKET_SIGNAL_OFFSET, kBus + kSigOff + 8));  // misaligned
+    const std::uint64_t last =
+        submit(*q, with(nop_s(nullptr), JAL_PACKET_SIGNAL_OFFSET, kBus - 64));  // unmapped
     jal_signal* ok = signal(300);
     submit(*q, nop_s(ok));
     EXPECT_EQ(wait(ok), JAL_STATUS_OK);  // the queue went on
@@ -519,13 +556,15 @@ TEST_F(CpTest, DoorbellSleepWakeupAndMmioDoorbellAndInterrupt)
     jal_signal* s2 = signal(1);
     submit(*q, nop_s(s2));
     EXPECT_EQ(kicks_, kicks + 1);
-    EXPECT_EQ(wait(s2, 0, 1s), JAL_STATUS_OK);  // well before the engine's fallback poll would matter
+    EXPECT_EQ(wait(s2, 0, 1s),
+              JAL_STATUS_OK);  // well before the engine's fallback poll would matter
 
     // The MMIO path (QEMU, kernel driver): BAR2 REG_WRITE stores the index and wakes.
     std::this_thread::sleep_for(20ms);
     jal_signal* s3 = signal(2);
     submit(*q, nop_s(s3), false);
-    ASSERT_EQ(chip_->host().host_write(fn_, JAL_BAR_DOORBELL, 4 * JAL_DOORBELL_STRIDE, 8, 3), JAL_STATUS_OK);
+    ASSERT_EQ(chip_->host().host_write(fn_, JAL_BAR_DOORBELL, 4 * JAL_DOORBELL_STRIDE, 8, 3),
+              JAL_STATUS_OK);
     EXPECT_EQ(wait(s3, 0, 1s), JAL_STATUS_OK);
 
     // JAL_PACKET_F_INTERRUPT raises the queue's vector.
@@ -565,7 +604,8 @@ TEST_F(CpTest, AHeaderPublishedLongAfterItsDoorbellStillRunsInOrder)
     std::memcpy(slot + 4, p.data() + 4, JAL_PACKET_SIZE - 4);  // body only, no header yet
     submit(*q, nop_s(next));                                   // rings the doorbell past it
     std::this_thread::sleep_for(1200ms);
-    EXPECT_EQ(__atomic_load_n(&next->value, __ATOMIC_ACQUIRE), 1) << "ran ahead of an unpublished packet";
+    EXPECT_EQ(__atomic_load_n(&next->value, __ATOMIC_ACQUIRE), 1)
+        << "ran ahead of an unpublished packet";
     EXPECT_EQ(qreg(7, JAL_CP_Q_ERRORS), 0u);
     std::uint32_t h;
     std::memcpy(&h, p.data(), 4);
@@ -680,8 +720,8 @@ TEST(CpProtocol, GetDoorbellsPassesTheMemfdAndKickEventfd)
     ASSERT_EQ(fstat(fds[0], &st), 0);
     EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), JAL_BAR_DOORBELL_SIZE);
     // Writing through the client's mapping is what the device's doorbells see.
-    auto* p = static_cast<std::uint64_t*>(mmap(nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                               fds[0], 0));
+    auto* p = static_cast<std::uint64_t*>(
+        mmap(nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0));
     ASSERT_NE(p, MAP_FAILED);
     p[5 * JAL_DOORBELL_STRIDE / 8] = 77;
     EXPECT_EQ(chip.host().doorbells(0)->write_index(5), 77u);

@@ -6,7 +6,10 @@
 using jal::emu::HbmPhy;
 
 namespace {
-constexpr std::uint32_t hbm(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM; }
+constexpr std::uint32_t hbm(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HBM;
+}
 
 std::uint64_t result(const HbmPhy& phy)
 {
@@ -14,7 +17,11 @@ std::uint64_t result(const HbmPhy& phy)
 }
 bool lane_passed(const HbmPhy& phy, std::uint32_t lane)
 {
-    return (phy.read(hbm(lane < 32 ? JAL_HBM_RESULT0 : lane < 64 ? JAL_HBM_RESULT1 : JAL_HBM_RESULT2)) >> (lane % 32)) & 1;
+    return (phy.read(hbm(lane < 32   ? JAL_HBM_RESULT0
+                         : lane < 64 ? JAL_HBM_RESULT1
+                                     : JAL_HBM_RESULT2)) >>
+            (lane % 32)) &
+           1;
 }
 }  // namespace
 
@@ -58,9 +65,12 @@ TEST(HbmPhy, ReadTestPassesExactlyInsideTheEyeAndFlickersAtTheEdge)
             phy.write(hbm(JAL_HBM_CMD), JAL_HBM_CMD_READ_TEST, 0);
             passes += lane_passed(phy, lane);
         }
-        if (eye.contains(tap)) EXPECT_EQ(passes, 32) << tap;
-        else if (tap == eye.lo - 1 || tap == eye.hi + 1) EXPECT_TRUE(passes > 0 && passes < 32) << tap;
-        else EXPECT_EQ(passes, 0) << tap;
+        if (eye.contains(tap))
+            EXPECT_EQ(passes, 32) << tap;
+        else if (tap == eye.lo - 1 || tap == eye.hi + 1)
+            EXPECT_TRUE(passes > 0 && passes < 32) << tap;
+        else
+            EXPECT_EQ(passes, 0) << tap;
     }
 }
 
@@ -141,7 +151,8 @@ TEST(HbmPhy, ResetClearsTrainingState)
 TEST(HbmPhy, EachStackHasOneEngineAndResultsWaitForIt)
 {
     HbmPhy phy(1, {});
-    const std::uint64_t cmd = std::uint64_t{JAL_HBM_CMD_US} * 1000, mem = std::uint64_t{JAL_HBM_MEMTEST_US} * 1000;
+    const std::uint64_t cmd = std::uint64_t{JAL_HBM_CMD_US} * 1000,
+                        mem = std::uint64_t{JAL_HBM_MEMTEST_US} * 1000;
     EXPECT_EQ(HbmPhy::command_ns(JAL_HBM_CMD_READ_TEST), cmd);
     EXPECT_EQ(HbmPhy::command_ns(JAL_HBM_CMD_MEMTEST), mem);
     EXPECT_EQ(HbmPhy::command_ns(99), 0u);

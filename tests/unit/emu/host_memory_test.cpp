@@ -59,7 +59,8 @@ TEST(HostMemory, RejectsMisalignedOverlappingAndShortRegions)
     HostMemory hm;
     EXPECT_EQ(hm.map(0x10001, 4096, m.fd, 0), JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(hm.map(0x10000, 100, m.fd, 0), JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(hm.map(0x10000, 1 << 20, m.fd, 0), JAL_STATUS_INVALID_LENGTH) << "memfd is only 16 KiB";
+    EXPECT_EQ(hm.map(0x10000, 1 << 20, m.fd, 0), JAL_STATUS_INVALID_LENGTH)
+        << "memfd is only 16 KiB";
     ASSERT_EQ(hm.map(0x10000, 8192, m.fd, 0), JAL_STATUS_OK);
     EXPECT_EQ(hm.map(0x11000, 4096, m.fd, 0), JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(hm.map(0xf000, 8192, m.fd, 0), JAL_STATUS_INVALID_FIELD);

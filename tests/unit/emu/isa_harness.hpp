@@ -25,34 +25,97 @@ constexpr std::uint64_t kPage = JAL_PAGE_SIZE;
 constexpr std::uint64_t kVa = JAL_VA_BASE;
 
 // ---- assembler helpers: one per operand shape ----
-inline std::uint64_t I(std::uint8_t op, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned d = 0, std::int32_t imm = 0)
+inline std::uint64_t I(std::uint8_t op, unsigned a = 0, unsigned b = 0, unsigned c = 0,
+                       unsigned d = 0, std::int32_t imm = 0)
 {
     return JAL_INSN(op, a, b, c, d, imm);
 }
-inline std::uint64_t LI(unsigned rd, std::int32_t v) { return I(JAL_OP_LI, rd, 0, 0, 0, v); }
-inline std::uint64_t LUI(unsigned rd, std::int32_t v) { return I(JAL_OP_LUI, rd, 0, 0, 0, v); }
-inline std::uint64_t R(std::uint8_t op, unsigned rd, unsigned ra, unsigned rb) { return I(op, rd, ra, rb); }
-inline std::uint64_t ADDI(unsigned rd, unsigned ra, std::int32_t v) { return I(JAL_OP_ADDI, rd, ra, 0, 0, v); }
-inline std::uint64_t MULI(unsigned rd, unsigned ra, std::int32_t v) { return I(JAL_OP_MULI, rd, ra, 0, 0, v); }
-inline std::uint64_t MOVSR(unsigned rd, std::int32_t sr) { return I(JAL_OP_MOVSR, rd, 0, 0, 0, sr); }
-inline std::uint64_t LD(unsigned rd, unsigned ra, std::int32_t off = 0) { return I(JAL_OP_LD, rd, ra, 0, 0, off); }
-inline std::uint64_t LW(unsigned rd, unsigned ra, std::int32_t off = 0) { return I(JAL_OP_LW, rd, ra, 0, 0, off); }
-inline std::uint64_t ST(unsigned rs, unsigned ra, std::int32_t off = 0) { return I(JAL_OP_ST, rs, ra, 0, 0, off); }
-inline std::uint64_t BR(std::uint8_t op, unsigned ra, unsigned rb, std::int32_t off) { return I(op, ra, rb, 0, 0, off); }
-inline std::uint64_t JMP(std::int32_t off) { return I(JAL_OP_JMP, 0, 0, 0, 0, off); }
-inline std::uint64_t TDESC(unsigned t, unsigned raddr, unsigned rrows, unsigned rcols, std::uint32_t stride, std::uint32_t dt)
+inline std::uint64_t LI(unsigned rd, std::int32_t v)
+{
+    return I(JAL_OP_LI, rd, 0, 0, 0, v);
+}
+inline std::uint64_t LUI(unsigned rd, std::int32_t v)
+{
+    return I(JAL_OP_LUI, rd, 0, 0, 0, v);
+}
+inline std::uint64_t R(std::uint8_t op, unsigned rd, unsigned ra, unsigned rb)
+{
+    return I(op, rd, ra, rb);
+}
+inline std::uint64_t ADDI(unsigned rd, unsigned ra, std::int32_t v)
+{
+    return I(JAL_OP_ADDI, rd, ra, 0, 0, v);
+}
+inline std::uint64_t MULI(unsigned rd, unsigned ra, std::int32_t v)
+{
+    return I(JAL_OP_MULI, rd, ra, 0, 0, v);
+}
+inline std::uint64_t MOVSR(unsigned rd, std::int32_t sr)
+{
+    return I(JAL_OP_MOVSR, rd, 0, 0, 0, sr);
+}
+inline std::uint64_t LD(unsigned rd, unsigned ra, std::int32_t off = 0)
+{
+    return I(JAL_OP_LD, rd, ra, 0, 0, off);
+}
+inline std::uint64_t LW(unsigned rd, unsigned ra, std::int32_t off = 0)
+{
+    return I(JAL_OP_LW, rd, ra, 0, 0, off);
+}
+inline std::uint64_t ST(unsigned rs, unsigned ra, std::int32_t off = 0)
+{
+    return I(JAL_OP_ST, rs, ra, 0, 0, off);
+}
+inline std::uint64_t BR(std::uint8_t op, unsigned ra, unsigned rb, std::int32_t off)
+{
+    return I(op, ra, rb, 0, 0, off);
+}
+inline std::uint64_t JMP(std::int32_t off)
+{
+    return I(JAL_OP_JMP, 0, 0, 0, 0, off);
+}
+inline std::uint64_t TDESC(unsigned t, unsigned raddr, unsigned rrows, unsigned rcols,
+                           std::uint32_t stride, std::uint32_t dt)
 {
     return I(JAL_OP_TDESC, t, raddr, rrows, rcols, JAL_TDESC_IMM(stride, dt));
 }
-inline std::uint64_t TLOAD(unsigned t, unsigned raddr, unsigned rstride, unsigned q) { return I(JAL_OP_TLOAD, t, raddr, rstride, 0, static_cast<std::int32_t>(q)); }
-inline std::uint64_t TSTORE(unsigned t, unsigned raddr, unsigned rstride, unsigned q) { return I(JAL_OP_TSTORE, t, raddr, rstride, 0, static_cast<std::int32_t>(q)); }
-inline std::uint64_t WAIT(unsigned q, std::int32_t n) { return I(JAL_OP_WAIT, q, 0, 0, 0, n); }
-inline std::uint64_t MMA(unsigned acc, unsigned a, unsigned b) { return I(JAL_OP_MMA, acc, a, b); }
-inline std::uint64_t V(std::uint8_t op, unsigned td, unsigned ta = 0, unsigned tb = 0, unsigned d = 0, std::int32_t imm = 0) { return I(op, td, ta, tb, d, imm); }
-inline std::uint64_t SEND(unsigned t, unsigned rto, unsigned q) { return I(JAL_OP_SEND, t, rto, 0, 0, static_cast<std::int32_t>(q)); }
-inline std::uint64_t RECV(unsigned t, unsigned rfrom, unsigned q) { return I(JAL_OP_RECV, t, rfrom, 0, 0, static_cast<std::int32_t>(q)); }
-inline std::uint64_t BARRIER() { return I(JAL_OP_BARRIER); }
-inline std::uint64_t END() { return I(JAL_OP_END); }
+inline std::uint64_t TLOAD(unsigned t, unsigned raddr, unsigned rstride, unsigned q)
+{
+    return I(JAL_OP_TLOAD, t, raddr, rstride, 0, static_cast<std::int32_t>(q));
+}
+inline std::uint64_t TSTORE(unsigned t, unsigned raddr, unsigned rstride, unsigned q)
+{
+    return I(JAL_OP_TSTORE, t, raddr, rstride, 0, static_cast<std::int32_t>(q));
+}
+inline std::uint64_t WAIT(unsigned q, std::int32_t n)
+{
+    return I(JAL_OP_WAIT, q, 0, 0, 0, n);
+}
+inline std::uint64_t MMA(unsigned acc, unsigned a, unsigned b)
+{
+    return I(JAL_OP_MMA, acc, a, b);
+}
+inline std::uint64_t V(std::uint8_t op, unsigned td, unsigned ta = 0, unsigned tb = 0,
+                       unsigned d = 0, std::int32_t imm = 0)
+{
+    return I(op, td, ta, tb, d, imm);
+}
+inline std::uint64_t SEND(unsigned t, unsigned rto, unsigned q)
+{
+    return I(JAL_OP_SEND, t, rto, 0, 0, static_cast<std::int32_t>(q));
+}
+inline std::uint64_t RECV(unsigned t, unsigned rfrom, unsigned q)
+{
+    return I(JAL_OP_RECV, t, rfrom, 0, 0, static_cast<std::int32_t>(q));
+}
+inline std::uint64_t BARRIER()
+{
+    return I(JAL_OP_BARRIER);
+}
+inline std::uint64_t END()
+{
+    return I(JAL_OP_END);
+}
 inline std::int32_t f32imm(float f)
 {
     std::int32_t v;
@@ -68,7 +131,8 @@ protected:
     void map(std::uint32_t first_page, std::uint32_t pages, std::uint32_t slice)
     {
         for (std::uint32_t p = 0; p < pages; ++p)
-            ASSERT_EQ(mmu_.map(kCtx, kVa + (first_page + p) * kPage, slice * JAL_HBM_SLICE_BYTES + (next_pa_[slice]++) * kPage, false),
+            ASSERT_EQ(mmu_.map(kCtx, kVa + (first_page + p) * kPage,
+                               slice * JAL_HBM_SLICE_BYTES + (next_pa_[slice]++) * kPage, false),
                       JAL_STATUS_OK);
     }
     void write(std::uint64_t va, const void* src, std::uint64_t n)
@@ -91,7 +155,10 @@ protected:
         return v;
     }
     template <typename T>
-    void write_vec(std::uint64_t va, const std::vector<T>& v) { write(va, v.data(), v.size() * sizeof(T)); }
+    void write_vec(std::uint64_t va, const std::vector<T>& v)
+    {
+        write(va, v.data(), v.size() * sizeof(T));
+    }
 
     struct Opts {
         std::uint32_t slices = 1;
@@ -115,10 +182,14 @@ protected:
         for (std::uint32_t i = 0; i < o.slices; ++i) s.slices.push_back({i, o.first_physical + i});
         s.clock_mhz = o.clock_mhz;
         s.voltage_mv = 900;
-        if (!pool_ || pool_->size() != o.threads) pool_ = std::make_unique<jal::emu::exec::WorkerPool>(o.threads);
+        if (!pool_ || pool_->size() != o.threads)
+            pool_ = std::make_unique<jal::emu::exec::WorkerPool>(o.threads);
         return jal::emu::exec::run_dispatch(s, bank_, *pool_);
     }
-    jal::emu::exec::DispatchResult run(const std::vector<std::uint64_t>& code) { return run(code, Opts{}); }
+    jal::emu::exec::DispatchResult run(const std::vector<std::uint64_t>& code)
+    {
+        return run(code, Opts{});
+    }
 
     jal::emu::HbmMemory hbm_;
     jal::emu::Mmu mmu_;

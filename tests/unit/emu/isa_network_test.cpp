@@ -16,14 +16,31 @@ protected:
 std::vector<std::uint64_t> ring_kernel()
 {
     return {
-        MOVSR(1, JAL_SR_ARGS), MOVSR(2, JAL_SR_SLICE), MOVSR(3, JAL_SR_NSLICES),
-        ADDI(4, 2, 1), R(JAL_OP_REMU, 4, 4, 3),                     // next
-        R(JAL_OP_ADD, 5, 2, 3), ADDI(5, 5, -1), R(JAL_OP_REMU, 5, 5, 3),  // previous
-        LI(10, 0), LI(11, 1), LI(12, 4), LI(13, 64),
-        TDESC(0, 10, 11, 12, 0, JAL_DT_I32), TDESC(1, 13, 11, 12, 0, JAL_DT_I32),
-        MULI(6, 2, 10), LI(7, 1), V(JAL_OP_VIOTA, 0, 6, 7),
-        SEND(0, 4, 0), RECV(1, 5, 1), WAIT(1, 1), WAIT(0, 1),
-        MULI(8, 2, 16), R(JAL_OP_ADD, 8, 8, 1), TSTORE(1, 8, 0, 2), WAIT(2, 1),
+        MOVSR(1, JAL_SR_ARGS),
+        MOVSR(2, JAL_SR_SLICE),
+        MOVSR(3, JAL_SR_NSLICES),
+        ADDI(4, 2, 1),
+        R(JAL_OP_REMU, 4, 4, 3),  // next
+        R(JAL_OP_ADD, 5, 2, 3),
+        ADDI(5, 5, -1),
+        R(JAL_OP_REMU, 5, 5, 3),  // previous
+        LI(10, 0),
+        LI(11, 1),
+        LI(12, 4),
+        LI(13, 64),
+        TDESC(0, 10, 11, 12, 0, JAL_DT_I32),
+        TDESC(1, 13, 11, 12, 0, JAL_DT_I32),
+        MULI(6, 2, 10),
+        LI(7, 1),
+        V(JAL_OP_VIOTA, 0, 6, 7),
+        SEND(0, 4, 0),
+        RECV(1, 5, 1),
+        WAIT(1, 1),
+        WAIT(0, 1),
+        MULI(8, 2, 16),
+        R(JAL_OP_ADD, 8, 8, 1),
+        TSTORE(1, 8, 0, 2),
+        WAIT(2, 1),
         END(),
     };
 }
@@ -37,8 +54,9 @@ TEST_F(IsaNetwork, SendRecvRingAmongEightSlices)
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     for (int i = 0; i < 8; ++i) {
         const int from = (i + 7) % 8;
-        EXPECT_EQ(read_vec<std::int32_t>(kVa + 16 * i, 4),
-                  (std::vector<std::int32_t>{from * 10, from * 10 + 1, from * 10 + 2, from * 10 + 3}))
+        EXPECT_EQ(
+            read_vec<std::int32_t>(kVa + 16 * i, 4),
+            (std::vector<std::int32_t>{from * 10, from * 10 + 1, from * 10 + 2, from * 10 + 3}))
             << "slice " << i;
     }
 }
@@ -49,15 +67,15 @@ TEST_F(IsaNetwork, MessagesFromOneSenderArriveInOrder)
     Opts o;
     o.slices = 2;
     o.args = kVa;
-    const auto r = run({MOVSR(1, JAL_SR_ARGS), MOVSR(2, JAL_SR_SLICE), LI(10, 0), LI(11, 1),
-                        TDESC(0, 10, 11, 11, 0, JAL_DT_I32), LI(3, 1), LI(4, 6), LI(5, 0),
-                        BR(JAL_OP_BNE, 2, 0, 6),
-                        // slice 0: for v in 1..5: fill, send to 1
-                        V(JAL_OP_VIOTA, 0, 3, 5), SEND(0, 11, 0), ADDI(3, 3, 1), BR(JAL_OP_BLT, 3, 4, -3), END(),
-                        // slice 1: receive 5, storing each at args + 4k
-                        RECV(0, 5, 0), TSTORE(0, 1, 0, 1), ADDI(1, 1, 4), ADDI(3, 3, 1), BR(JAL_OP_BLT, 3, 4, -4),
-                        END()},
-                       o);
+    const auto r = run(
+        {MOVSR(1, JAL_SR_ARGS), MOVSR(2, JAL_SR_SLICE), LI(10, 0), LI(11, 1),
+         TDESC(0, 10, 11, 11, 0, JAL_DT_I32), LI(3, 1), LI(4, 6), LI(5, 0), BR(JAL_OP_BNE, 2, 0, 6),
+         // slice 0: for v in 1..5: fill, send to 1
+         V(JAL_OP_VIOTA, 0, 3, 5), SEND(0, 11, 0), ADDI(3, 3, 1), BR(JAL_OP_BLT, 3, 4, -3), END(),
+         // slice 1: receive 5, storing each at args + 4k
+         RECV(0, 5, 0), TSTORE(0, 1, 0, 1), ADDI(1, 1, 4), ADDI(3, 3, 1), BR(JAL_OP_BLT, 3, 4, -4),
+         END()},
+        o);
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     EXPECT_EQ(read_vec<std::int32_t>(kVa, 5), (std::vector<std::int32_t>{1, 2, 3, 4, 5}));
 }
@@ -68,9 +86,9 @@ TEST_F(IsaNetwork, BarrierReleasesEverySliceAtTheSameModelledTime)
     // barrier is the same everywhere, and later than the slowest slice's arrival.
     Opts o;
     o.slices = 4;
-    const auto r = run({MOVSR(2, JAL_SR_SLICE), MULI(3, 2, 100), LI(4, 0),
-                        BR(JAL_OP_BGE, 4, 3, 3), ADDI(4, 4, 1), JMP(-2),
-                        MOVSR(5, JAL_SR_CLOCK), BARRIER(), MOVSR(6, JAL_SR_CLOCK), END()},
+    const auto r = run({MOVSR(2, JAL_SR_SLICE), MULI(3, 2, 100), LI(4, 0), BR(JAL_OP_BGE, 4, 3, 3),
+                        ADDI(4, 4, 1), JMP(-2), MOVSR(5, JAL_SR_CLOCK), BARRIER(),
+                        MOVSR(6, JAL_SR_CLOCK), END()},
                        o);
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     const std::uint64_t after = r.slices[0].x[6];
@@ -115,10 +133,11 @@ TEST_F(IsaNetwork, TheEarliestFaultInModelledTimeIsReported)
     o.slices = 2;
     for (unsigned threads : {1u, 3u}) {
         o.threads = threads;
-        const auto r = run({MOVSR(2, JAL_SR_SLICE), BR(JAL_OP_BEQ, 2, 0, 2), I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_BUSY),
-                            LI(4, 0), LI(5, 5000), ADDI(4, 4, 1), BR(JAL_OP_BLT, 4, 5, -1),
-                            I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_INTERNAL), END()},
-                           o);
+        const auto r =
+            run({MOVSR(2, JAL_SR_SLICE), BR(JAL_OP_BEQ, 2, 0, 2),
+                 I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_BUSY), LI(4, 0), LI(5, 5000), ADDI(4, 4, 1),
+                 BR(JAL_OP_BLT, 4, 5, -1), I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_INTERNAL), END()},
+                o);
         EXPECT_EQ(r.report.status, JAL_STATUS_BUSY);
         EXPECT_EQ(r.report.fault_slice, 1u);
         EXPECT_EQ(r.report.fault_pc, 2u);

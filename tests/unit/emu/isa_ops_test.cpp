@@ -40,17 +40,24 @@ TEST_F(IsaOps, GatherPicksTableRowsByIndex)
     write_vec(table, t);
     write_vec(kVa, std::vector<std::uint64_t>{table, out});
     const std::int32_t idx[4] = {7, 0, 9, 7};
-    std::vector<std::uint64_t> body = {LI(10, 0), LI(11, 4), LI(12, 1), LI(13, 256),
-                                       TDESC(0, 10, 11, 12, 0, JAL_DT_I32), TDESC(1, 13, 11, 11, 0, JAL_DT_F32)};
-    for (int i = 0; i < 4; ++i) body.insert(body.end(), {LI(14, idx[i]), LI(15, i), I(JAL_OP_TWRITE, 14, 0, 15, 0, 0)});
-    body.insert(body.end(), {LI(16, 32), I(JAL_OP_TGATHER, 1, 2, 16, 0, 0), TSTORE(1, 3, 0, 1), WAIT(0, 1), WAIT(1, 1), END()});
+    std::vector<std::uint64_t> body = {LI(10, 0),
+                                       LI(11, 4),
+                                       LI(12, 1),
+                                       LI(13, 256),
+                                       TDESC(0, 10, 11, 12, 0, JAL_DT_I32),
+                                       TDESC(1, 13, 11, 11, 0, JAL_DT_F32)};
+    for (int i = 0; i < 4; ++i)
+        body.insert(body.end(), {LI(14, idx[i]), LI(15, i), I(JAL_OP_TWRITE, 14, 0, 15, 0, 0)});
+    body.insert(body.end(), {LI(16, 32), I(JAL_OP_TGATHER, 1, 2, 16, 0, 0), TSTORE(1, 3, 0, 1),
+                             WAIT(0, 1), WAIT(1, 1), END()});
     auto c = with_args(2, {});
     c.insert(c.end(), body.begin(), body.end());
     const auto r = run(c, opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK) << r.report.fault_pc;
     const auto got = read_vec<float>(out, 16);
     for (int i = 0; i < 4; ++i)
-        for (int col = 0; col < 4; ++col) EXPECT_EQ(got[i * 4 + col], static_cast<float>(idx[i] * 10 + col));
+        for (int col = 0; col < 4; ++col)
+            EXPECT_EQ(got[i * 4 + col], static_cast<float>(idx[i] * 10 + col));
 
     // An index that lands outside every mapping is a page fault at that row's address.
     c[c.size() - 9] = LI(14, 1 << 30);  // the last index written (row 3): 2^30
@@ -71,22 +78,25 @@ TEST_F(IsaOps, ConversionsFollowTheNumericsLibrary)
     write_vec(in, x);
     write_vec(kVa, std::vector<std::uint64_t>{in, out});
     for (std::int32_t mode : {JAL_CVT_OCP, JAL_CVT_GGML})
-        for (std::uint32_t dt : {std::uint32_t{JAL_DT_BF16}, std::uint32_t{JAL_DT_MXFP4}, std::uint32_t{JAL_DT_Q8_0}}) {
+        for (std::uint32_t dt : {std::uint32_t{JAL_DT_BF16}, std::uint32_t{JAL_DT_MXFP4},
+                                 std::uint32_t{JAL_DT_Q8_0}}) {
             SCOPED_TRACE(dt);
-            const auto r = run(with_args(2, {LI(10, 0), LI(11, 2), LI(12, 64), LI(13, 1024), LI(14, 2048),
-                                             TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TDESC(1, 13, 11, 12, 0, dt),
-                                             TDESC(2, 14, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0),
-                                             V(JAL_OP_VCVT, 1, 0, 0, 0, mode), V(JAL_OP_VCVT, 2, 1, 0, 0, mode),
-                                             TSTORE(2, 3, 0, 0), WAIT(0, 2), END()}),
-                               opts());
+            const auto r = run(
+                with_args(2, {LI(10, 0), LI(11, 2), LI(12, 64), LI(13, 1024), LI(14, 2048),
+                              TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TDESC(1, 13, 11, 12, 0, dt),
+                              TDESC(2, 14, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0),
+                              V(JAL_OP_VCVT, 1, 0, 0, 0, mode), V(JAL_OP_VCVT, 2, 1, 0, 0, mode),
+                              TSTORE(2, 3, 0, 0), WAIT(0, 2), END()}),
+                opts());
             ASSERT_EQ(r.report.status, JAL_STATUS_OK);
             const auto got = read_vec<float>(out, x.size());
             for (int row = 0; row < 2; ++row) {
                 std::vector<std::byte> q(jal::numerics::row_bytes(static_cast<jal_dtype>(dt), 64));
                 std::vector<float> back(64);
-                jal::numerics::quantize_row(static_cast<jal_dtype>(dt), x.data() + row * 64, q.data(), 64,
-                                            static_cast<jal_cvt_mode>(mode));
-                jal::numerics::dequantize_row(static_cast<jal_dtype>(dt), q.data(), back.data(), 64);
+                jal::numerics::quantize_row(static_cast<jal_dtype>(dt), x.data() + row * 64,
+                                            q.data(), 64, static_cast<jal_cvt_mode>(mode));
+                jal::numerics::dequantize_row(static_cast<jal_dtype>(dt), q.data(), back.data(),
+                                              64);
                 for (int i = 0; i < 64; ++i) EXPECT_EQ(got[row * 64 + i], back[i]);
             }
         }
@@ -102,19 +112,21 @@ TEST_F(IsaOps, MmaWithMxfp4WeightsMatchesTheDequantizedProduct)
     for (float& v : w) v = d(rng);
     const std::size_t rb = jal::numerics::row_bytes(JAL_DT_MXFP4, K);
     std::vector<std::byte> wq(N * rb);
-    for (unsigned n = 0; n < N; ++n) jal::numerics::quantize_row(JAL_DT_MXFP4, w.data() + n * K, wq.data() + n * rb, K);
+    for (unsigned n = 0; n < N; ++n)
+        jal::numerics::quantize_row(JAL_DT_MXFP4, w.data() + n * K, wq.data() + n * rb, K);
     std::vector<float> wd(N * K);
-    for (unsigned n = 0; n < N; ++n) jal::numerics::dequantize_row(JAL_DT_MXFP4, wq.data() + n * rb, wd.data() + n * K, K);
+    for (unsigned n = 0; n < N; ++n)
+        jal::numerics::dequantize_row(JAL_DT_MXFP4, wq.data() + n * rb, wd.data() + n * K, K);
     const std::uint64_t va_a = kVa + 4096, va_w = kVa + 8192, out = kVa + 16384;
     write_vec(va_a, a);
     write(va_w, wq.data(), wq.size());
     write_vec(kVa, std::vector<std::uint64_t>{va_a, va_w, out});
-    const auto r = run(with_args(3, {LI(10, 0), LI(11, 4096), LI(12, 8192), LI(13, M), LI(14, N), LI(15, K),
-                                     TDESC(0, 10, 13, 15, 0, JAL_DT_F32), TDESC(1, 11, 14, 15, 0, JAL_DT_MXFP4),
-                                     TDESC(2, 12, 13, 14, 0, JAL_DT_F32), V(JAL_OP_VFILL, 2),
-                                     TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0), MMA(2, 0, 1),
-                                     TSTORE(2, 4, 0, 0), WAIT(0, 3), END()}),
-                       opts());
+    const auto r = run(
+        with_args(3, {LI(10, 0), LI(11, 4096), LI(12, 8192), LI(13, M), LI(14, N), LI(15, K),
+                      TDESC(0, 10, 13, 15, 0, JAL_DT_F32), TDESC(1, 11, 14, 15, 0, JAL_DT_MXFP4),
+                      TDESC(2, 12, 13, 14, 0, JAL_DT_F32), V(JAL_OP_VFILL, 2), TLOAD(0, 2, 0, 0),
+                      TLOAD(1, 3, 0, 0), MMA(2, 0, 1), TSTORE(2, 4, 0, 0), WAIT(0, 3), END()}),
+        opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     const auto got = read_vec<float>(out, M * N);
     for (unsigned m = 0; m < M; ++m)
@@ -145,28 +157,36 @@ TEST_F(IsaOps, ElementwiseOpsAgainstPlainLoops)
         {V(JAL_OP_VSUB, 1, 0, 0), [](float v) { return v - v; }, 0},
         {V(JAL_OP_VMAX, 1, 0, 2), [](float v) { return std::fmax(v, 0.5f); }, 0},
         {V(JAL_OP_VMIN, 1, 0, 2), [](float v) { return std::fmin(v, 0.5f); }, 0},
-        {V(JAL_OP_VCLAMP, 1, 0, 20, 21), [](float v) { return std::fmin(std::fmax(v, -1.0f), 1.0f); }, 0},
+        {V(JAL_OP_VCLAMP, 1, 0, 20, 21),
+         [](float v) { return std::fmin(std::fmax(v, -1.0f), 1.0f); }, 0},
         {V(JAL_OP_VRECIP, 1, 0), [](float v) { return 1.0f / v; }, 0},
         {V(JAL_OP_VRSQRT, 1, 0), [](float v) { return 1.0f / std::sqrt(v); }, 0},
-        {V(JAL_OP_VSIGMOID, 1, 0), [](float v) { return static_cast<float>(1 / (1 + std::exp(-double(v)))); }, 3e-7},
-        {V(JAL_OP_VSILU, 1, 0), [](float v) { return static_cast<float>(v / (1 + std::exp(-double(v)))); }, 3e-7},
+        {V(JAL_OP_VSIGMOID, 1, 0),
+         [](float v) { return static_cast<float>(1 / (1 + std::exp(-double(v)))); }, 3e-7},
+        {V(JAL_OP_VSILU, 1, 0),
+         [](float v) { return static_cast<float>(v / (1 + std::exp(-double(v)))); }, 3e-7},
     };
     for (const Op& op : ops) {
         SCOPED_TRACE(JAL_INSN_OPCODE(op.insn));
         // t0 = x (1 x 8), t1 = result, t2 = 0.5 (1 x 1, broadcast); x20/x21 = -1.0f / 1.0f.
-        const auto r = run(with_args(2, {LI(10, 0), LI(11, 1), LI(12, 8), LI(13, 64), LI(14, 128),
-                                         TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TDESC(1, 13, 11, 12, 0, JAL_DT_F32),
-                                         TDESC(2, 14, 11, 11, 0, JAL_DT_F32), V(JAL_OP_VFILL, 2, 0, 0, 0, f32imm(0.5f)),
-                                         LI(20, f32imm(-1.0f)), LI(21, f32imm(1.0f)),
-                                         TLOAD(0, 2, 0, 0), op.insn, TSTORE(1, 3, 0, 0), WAIT(0, 2), END()}),
-                           opts());
+        const auto r = run(
+            with_args(2, {LI(10, 0), LI(11, 1), LI(12, 8), LI(13, 64), LI(14, 128),
+                          TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TDESC(1, 13, 11, 12, 0, JAL_DT_F32),
+                          TDESC(2, 14, 11, 11, 0, JAL_DT_F32),
+                          V(JAL_OP_VFILL, 2, 0, 0, 0, f32imm(0.5f)), LI(20, f32imm(-1.0f)),
+                          LI(21, f32imm(1.0f)), TLOAD(0, 2, 0, 0), op.insn, TSTORE(1, 3, 0, 0),
+                          WAIT(0, 2), END()}),
+            opts());
         ASSERT_EQ(r.report.status, JAL_STATUS_OK);
         const auto got = read_vec<float>(out, 8);
         for (int i = 0; i < 8; ++i) {
             const float want = op.ref(x[i]);
-            if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << i;
-            else if (op.tol == 0) EXPECT_EQ(got[i], want) << i;
-            else EXPECT_NEAR(got[i], want, std::fabs(want) * op.tol + 1e-30) << i;
+            if (std::isnan(want))
+                EXPECT_TRUE(std::isnan(got[i])) << i;
+            else if (op.tol == 0)
+                EXPECT_EQ(got[i], want) << i;
+            else
+                EXPECT_NEAR(got[i], want, std::fabs(want) * op.tol + 1e-30) << i;
         }
     }
 }
@@ -179,15 +199,16 @@ TEST_F(IsaOps, TimingOnlyTouchesNoDataButChecksEverything)
     write_vec(kVa, std::vector<std::uint64_t>{in, out});
     Opts o = opts();
     o.timing_only = true;
-    const auto code = with_args(2, {LI(10, 0), LI(11, 1), LI(12, 8), TDESC(0, 10, 11, 12, 0, JAL_DT_F32),
-                                    TLOAD(0, 2, 0, 0), V(JAL_OP_VADDS, 0, 0, 0, 0, f32imm(1.0f)),
-                                    I(JAL_OP_TREAD, 5, 0, 0, 0, 0), ST(5, 3, 0), TSTORE(0, 3, 0, 0),
-                                    MOVSR(6, JAL_SR_TIMING_ONLY), WAIT(0, 2), END()});
+    const auto code = with_args(
+        2, {LI(10, 0), LI(11, 1), LI(12, 8), TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0),
+            V(JAL_OP_VADDS, 0, 0, 0, 0, f32imm(1.0f)), I(JAL_OP_TREAD, 5, 0, 0, 0, 0), ST(5, 3, 0),
+            TSTORE(0, 3, 0, 0), MOVSR(6, JAL_SR_TIMING_ONLY), WAIT(0, 2), END()});
     const auto r = run(code, o);
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     EXPECT_EQ(r.slices[0].x[5], 0u);  // TREAD reads 0
     EXPECT_EQ(r.slices[0].x[6], 1u);
-    EXPECT_EQ(read_vec<std::uint64_t>(out, 4), std::vector<std::uint64_t>(4, 0x5a5a5a5a5a5a5a5aull));
+    EXPECT_EQ(read_vec<std::uint64_t>(out, 4),
+              std::vector<std::uint64_t>(4, 0x5a5a5a5a5a5a5a5aull));
     // Mappings are still checked.
     write_vec(kVa, std::vector<std::uint64_t>{in, kVa + 50 * kPage});
     EXPECT_EQ(run(code, o).report.status, JAL_STATUS_PAGE_FAULT);

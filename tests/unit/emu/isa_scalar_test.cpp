@@ -11,20 +11,20 @@ class IsaScalar : public IsaTest {};
 TEST_F(IsaScalar, ArithmeticWrapsAndComparesAsDocumented)
 {
     const std::vector<std::uint64_t> code = {
-        LI(1, -1),                    // x1 = 0xffff...ff
+        LI(1, -1),  // x1 = 0xffff...ff
         LI(2, 2),
-        R(JAL_OP_ADD, 3, 1, 2),       // wraps to 1
-        R(JAL_OP_SUB, 4, 0, 2),       // -2
-        R(JAL_OP_MUL, 5, 1, 2),       // -2 (wrapping)
+        R(JAL_OP_ADD, 3, 1, 2),  // wraps to 1
+        R(JAL_OP_SUB, 4, 0, 2),  // -2
+        R(JAL_OP_MUL, 5, 1, 2),  // -2 (wrapping)
         LI(6, 7),
-        R(JAL_OP_DIVU, 7, 1, 6),      // 0xffff...ff / 7
+        R(JAL_OP_DIVU, 7, 1, 6),  // 0xffff...ff / 7
         R(JAL_OP_REMU, 8, 1, 6),
-        R(JAL_OP_SHL, 9, 6, 6),       // 7 << 7
+        R(JAL_OP_SHL, 9, 6, 6),  // 7 << 7
         LI(10, 65),
-        R(JAL_OP_SHL, 11, 6, 10),     // shift count & 63 = 1
-        R(JAL_OP_SHR, 12, 1, 6),      // logical
-        R(JAL_OP_SLT, 13, 1, 2),      // -1 < 2 signed
-        R(JAL_OP_SLTU, 14, 1, 2),     // huge < 2 unsigned: 0
+        R(JAL_OP_SHL, 11, 6, 10),  // shift count & 63 = 1
+        R(JAL_OP_SHR, 12, 1, 6),   // logical
+        R(JAL_OP_SLT, 13, 1, 2),   // -1 < 2 signed
+        R(JAL_OP_SLTU, 14, 1, 2),  // huge < 2 unsigned: 0
         R(JAL_OP_MIN, 15, 1, 2),
         R(JAL_OP_MAX, 16, 1, 2),
         LI(17, 0x12345678),
@@ -34,7 +34,7 @@ TEST_F(IsaScalar, ArithmeticWrapsAndComparesAsDocumented)
         R(JAL_OP_AND, 20, 6, 10),
         R(JAL_OP_OR, 21, 6, 10),
         R(JAL_OP_XOR, 22, 6, 10),
-        LI(0, 5),                     // x0 stays 0
+        LI(0, 5),  // x0 stays 0
         END(),
     };
     const auto r = run(code);
@@ -78,16 +78,24 @@ TEST_F(IsaScalar, LoopsAndBranches)
 {
     // x1 = sum of 1..100 with BLT; x5 counts taken BEQ/BNE/BGE/BLTU branches.
     const auto r = run({
-        LI(1, 0), LI(2, 1), LI(3, 101),
-        R(JAL_OP_ADD, 1, 1, 2),           // 3: loop
+        LI(1, 0),
+        LI(2, 1),
+        LI(3, 101),
+        R(JAL_OP_ADD, 1, 1, 2),  // 3: loop
         ADDI(2, 2, 1),
         BR(JAL_OP_BLT, 2, 3, -2),
-        LI(5, 0), LI(6, -1),
-        BR(JAL_OP_BEQ, 0, 0, 2), ADDI(5, 5, 100),   // taken: skips
-        BR(JAL_OP_BNE, 6, 0, 2), ADDI(5, 5, 100),   // taken
-        BR(JAL_OP_BGE, 6, 0, 2), ADDI(5, 5, 1),     // -1 >= 0 signed: not taken
-        BR(JAL_OP_BLTU, 0, 6, 2), ADDI(5, 5, 100),  // 0 < huge: taken
-        JMP(2), ADDI(5, 5, 100),
+        LI(5, 0),
+        LI(6, -1),
+        BR(JAL_OP_BEQ, 0, 0, 2),
+        ADDI(5, 5, 100),  // taken: skips
+        BR(JAL_OP_BNE, 6, 0, 2),
+        ADDI(5, 5, 100),  // taken
+        BR(JAL_OP_BGE, 6, 0, 2),
+        ADDI(5, 5, 1),  // -1 >= 0 signed: not taken
+        BR(JAL_OP_BLTU, 0, 6, 2),
+        ADDI(5, 5, 100),  // 0 < huge: taken
+        JMP(2),
+        ADDI(5, 5, 100),
         END(),
     });
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
@@ -108,12 +116,20 @@ TEST_F(IsaScalar, LoadsAndStoresThroughTheMmu)
     write(in, &v, 8);
     Opts o;
     o.args = args;
-    const auto r = run({
-        MOVSR(1, JAL_SR_ARGS), LD(2, 1, 0), LD(3, 1, 8),
-        LD(4, 2), LW(5, 2), LW(6, 2, 4),
-        ADDI(4, 4, 1), ST(4, 3), ST(5, 3, 8),
-        END(),
-    }, o);
+    const auto r = run(
+        {
+            MOVSR(1, JAL_SR_ARGS),
+            LD(2, 1, 0),
+            LD(3, 1, 8),
+            LD(4, 2),
+            LW(5, 2),
+            LW(6, 2, 4),
+            ADDI(4, 4, 1),
+            ST(4, 3),
+            ST(5, 3, 8),
+            END(),
+        },
+        o);
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     EXPECT_EQ(r.slices[0].x[5], 0x55667788u);
     EXPECT_EQ(r.slices[0].x[6], 0x11223344u);
@@ -164,9 +180,10 @@ TEST_F(IsaScalar, SpecialRegisters)
     o.slices = 3;
     o.first_physical = 4;
     o.args = kVa;
-    const auto r = run({MOVSR(1, JAL_SR_SLICE), MOVSR(2, JAL_SR_NSLICES), MOVSR(3, JAL_SR_LOGICAL_SLICE),
-                        MOVSR(4, JAL_SR_ARGS), MOVSR(5, JAL_SR_TIMING_ONLY), MOVSR(6, JAL_SR_CLOCK), END()},
-                       o);
+    const auto r =
+        run({MOVSR(1, JAL_SR_SLICE), MOVSR(2, JAL_SR_NSLICES), MOVSR(3, JAL_SR_LOGICAL_SLICE),
+             MOVSR(4, JAL_SR_ARGS), MOVSR(5, JAL_SR_TIMING_ONLY), MOVSR(6, JAL_SR_CLOCK), END()},
+            o);
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     for (std::uint32_t i = 0; i < 3; ++i) {
         EXPECT_EQ(r.slices[i].x[1], i);

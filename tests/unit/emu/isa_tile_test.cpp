@@ -37,10 +37,14 @@ protected:
 std::vector<std::uint64_t> prologue(unsigned nargs)
 {
     std::vector<std::uint64_t> c = {MOVSR(1, JAL_SR_ARGS)};
-    for (unsigned i = 0; i < nargs; ++i) c.push_back(LD(2 + i, 1, static_cast<std::int32_t>(8 * i)));
+    for (unsigned i = 0; i < nargs; ++i)
+        c.push_back(LD(2 + i, 1, static_cast<std::int32_t>(8 * i)));
     return c;
 }
-void append(std::vector<std::uint64_t>& c, std::initializer_list<std::uint64_t> more) { c.insert(c.end(), more); }
+void append(std::vector<std::uint64_t>& c, std::initializer_list<std::uint64_t> more)
+{
+    c.insert(c.end(), more);
+}
 
 TEST_F(IsaTile, LoadAndStoreStridedTiles)
 {
@@ -52,10 +56,8 @@ TEST_F(IsaTile, LoadAndStoreStridedTiles)
     write_vec(src, mem);
     set_args({src, dst});
     auto c = prologue(2);
-    append(c, {LI(10, 64), LI(11, 5), LI(12, 6), LI(13, 40),
-               TDESC(0, 10, 11, 12, 32, JAL_DT_F32),
-               TLOAD(0, 2, 13, 0), WAIT(0, 1),
-               TSTORE(0, 3, 0, 1), WAIT(1, 1), END()});
+    append(c, {LI(10, 64), LI(11, 5), LI(12, 6), LI(13, 40), TDESC(0, 10, 11, 12, 32, JAL_DT_F32),
+               TLOAD(0, 2, 13, 0), WAIT(0, 1), TSTORE(0, 3, 0, 1), WAIT(1, 1), END()});
     const auto r = run(c, opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     const auto got = read_vec<float>(dst, 30);
@@ -67,7 +69,8 @@ TEST_F(IsaTile, LoadAndStoreStridedTiles)
 TEST_F(IsaTile, MmaF32MatchesADoubleReference)
 {
     const unsigned M = 8, N = 16, K = 64;
-    const auto a = random_floats(M * K, 1), b = random_floats(N * K, 2), acc0 = random_floats(M * N, 3);
+    const auto a = random_floats(M * K, 1), b = random_floats(N * K, 2),
+               acc0 = random_floats(M * N, 3);
     const std::uint64_t va_a = kVa + 4096, va_b = va_a + 4 * M * K, va_c = va_b + 4 * N * K;
     write_vec(va_a, a);
     write_vec(va_b, b);
@@ -76,9 +79,8 @@ TEST_F(IsaTile, MmaF32MatchesADoubleReference)
     auto c = prologue(3);
     append(c, {LI(10, 0), LI(11, 8192), LI(12, 16384), LI(13, M), LI(14, N), LI(15, K),
                TDESC(0, 10, 13, 15, 0, JAL_DT_F32), TDESC(1, 11, 14, 15, 0, JAL_DT_F32),
-               TDESC(2, 12, 13, 14, 0, JAL_DT_F32),
-               TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0), TLOAD(2, 4, 0, 0), WAIT(0, 3),
-               MMA(2, 0, 1), TSTORE(2, 4, 0, 1), WAIT(1, 1), END()});
+               TDESC(2, 12, 13, 14, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0),
+               TLOAD(2, 4, 0, 0), WAIT(0, 3), MMA(2, 0, 1), TSTORE(2, 4, 0, 1), WAIT(1, 1), END()});
     const auto r = run(c, opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     EXPECT_EQ(r.report.flops, 2ull * M * N * K);
@@ -96,9 +98,16 @@ TEST_F(IsaTile, MmaF32MatchesADoubleReference)
 
 TEST_F(IsaTile, MmaRejectsShapesThatDoNotFit)
 {
-    auto c = std::vector<std::uint64_t>{LI(10, 0), LI(11, 8192), LI(12, 16384), LI(13, 4), LI(14, 8),
-                                        TDESC(0, 10, 13, 14, 0, JAL_DT_F32), TDESC(1, 11, 13, 13, 0, JAL_DT_F32),
-                                        TDESC(2, 12, 13, 13, 0, JAL_DT_F32), MMA(2, 0, 1), END()};
+    auto c = std::vector<std::uint64_t>{LI(10, 0),
+                                        LI(11, 8192),
+                                        LI(12, 16384),
+                                        LI(13, 4),
+                                        LI(14, 8),
+                                        TDESC(0, 10, 13, 14, 0, JAL_DT_F32),
+                                        TDESC(1, 11, 13, 13, 0, JAL_DT_F32),
+                                        TDESC(2, 12, 13, 13, 0, JAL_DT_F32),
+                                        MMA(2, 0, 1),
+                                        END()};
     const auto r = run(c);
     EXPECT_EQ(r.report.status, JAL_STATUS_INVALID_FIELD);  // K 8 against K 4
     EXPECT_EQ(r.report.fault_opcode, JAL_OP_MMA);
@@ -107,9 +116,11 @@ TEST_F(IsaTile, MmaRejectsShapesThatDoNotFit)
 TEST_F(IsaTile, VectorOpsMatchReferences)
 {
     const unsigned M = 4, N = 8;
-    const auto a = random_floats(M * N, 4), b = random_floats(M * N, 5), row = random_floats(N, 6), col = random_floats(M, 7);
+    const auto a = random_floats(M * N, 4), b = random_floats(M * N, 5), row = random_floats(N, 6),
+               col = random_floats(M, 7);
     const std::uint64_t va = kVa + 4096;
-    const std::uint64_t va_a = va, va_b = va + 1024, va_row = va + 2048, va_col = va + 3072, out = va + 8192;
+    const std::uint64_t va_a = va, va_b = va + 1024, va_row = va + 2048, va_col = va + 3072,
+                        out = va + 8192;
     write_vec(va_a, a);
     write_vec(va_b, b);
     write_vec(va_row, row);
@@ -118,23 +129,21 @@ TEST_F(IsaTile, VectorOpsMatchReferences)
     // L1: t0 a, t1 b, t2 row (1 x N), t3 col (M x 1), t4..t11 results; each result is
     // stored to out + 256 * k.
     auto c = prologue(5);
-    append(c, {LI(13, M), LI(14, N), LI(15, 1),
-               LI(10, 0), TDESC(0, 10, 13, 14, 0, JAL_DT_F32),
-               LI(10, 256), TDESC(1, 10, 13, 14, 0, JAL_DT_F32),
-               LI(10, 512), TDESC(2, 10, 15, 14, 0, JAL_DT_F32),
-               LI(10, 768), TDESC(3, 10, 13, 15, 0, JAL_DT_F32),
-               TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0), TLOAD(2, 4, 0, 0), TLOAD(3, 5, 0, 0), WAIT(0, 4)});
+    append(c, {LI(13, M), LI(14, N), LI(15, 1), LI(10, 0), TDESC(0, 10, 13, 14, 0, JAL_DT_F32),
+               LI(10, 256), TDESC(1, 10, 13, 14, 0, JAL_DT_F32), LI(10, 512),
+               TDESC(2, 10, 15, 14, 0, JAL_DT_F32), LI(10, 768),
+               TDESC(3, 10, 13, 15, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0),
+               TLOAD(2, 4, 0, 0), TLOAD(3, 5, 0, 0), WAIT(0, 4)});
     for (unsigned k = 0; k < 8; ++k) {
         const bool reduce = k >= 5;
         append(c, {LI(10, static_cast<std::int32_t>(1024 + 256 * k)),
                    reduce ? TDESC(4 + k, 10, 13, 15, 0, k == 7 ? JAL_DT_I32 : JAL_DT_F32)
                           : TDESC(4 + k, 10, 13, 14, 0, JAL_DT_F32)});
     }
-    append(c, {V(JAL_OP_VADD, 4, 0, 2),           // + row broadcast
-               V(JAL_OP_VMUL, 5, 0, 3),           // * column broadcast
+    append(c, {V(JAL_OP_VADD, 4, 0, 2),                         // + row broadcast
+               V(JAL_OP_VMUL, 5, 0, 3),                         // * column broadcast
                V(JAL_OP_VCOPY, 6, 1), V(JAL_OP_VFMA, 6, 0, 1),  // b + a*b
-               V(JAL_OP_VEXP, 7, 0),
-               V(JAL_OP_VSCALE, 8, 0, 0, 0, f32imm(0.25f)),
+               V(JAL_OP_VEXP, 7, 0), V(JAL_OP_VSCALE, 8, 0, 0, 0, f32imm(0.25f)),
                V(JAL_OP_VREDSUM, 9, 0), V(JAL_OP_VREDMAX, 10, 0), V(JAL_OP_VARGMAX, 11, 0)});
     for (unsigned k = 0; k < 8; ++k)
         append(c, {ADDI(20, 6, static_cast<std::int32_t>(256 * k)), TSTORE(4 + k, 20, 0, 1)});
@@ -142,7 +151,8 @@ TEST_F(IsaTile, VectorOpsMatchReferences)
     const auto r = run(c, opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK) << r.report.fault_pc;
     auto res = [&](unsigned k, unsigned n) { return read_vec<float>(out + 256 * k, n); };
-    const auto add = res(0, M * N), mul = res(1, M * N), fma = res(2, M * N), ex = res(3, M * N), sc = res(4, M * N);
+    const auto add = res(0, M * N), mul = res(1, M * N), fma = res(2, M * N), ex = res(3, M * N),
+               sc = res(4, M * N);
     const auto sum = res(5, M), mx = res(6, M);
     const auto am = read_vec<std::int32_t>(out + 256 * 7, M);
     for (unsigned i = 0; i < M; ++i) {
@@ -175,18 +185,39 @@ TEST_F(IsaTile, TopKMaskIotaFillAndTileElementAccess)
     // t1 = VTOPK(t0, 3) (I32), t2 = VTOPKV(t0, 3); t3 = t0 masked causally for queries
     // 1..2 against keys 0..5 with a window of 2.
     auto c = prologue(1);
-    append(c, {LI(13, 2), LI(14, 6), LI(15, 3),
-               LI(10, 0), TDESC(0, 10, 13, 14, 0, JAL_DT_F32),
-               LI(10, 256), TDESC(1, 10, 13, 15, 0, JAL_DT_I32),
-               LI(10, 512), TDESC(2, 10, 13, 15, 0, JAL_DT_F32),
-               LI(10, 768), TDESC(3, 10, 13, 14, 0, JAL_DT_F32),
-               LI(16, 0), LI(17, 3), V(JAL_OP_VIOTA, 0, 16, 17),
-               LI(18, f32imm(100.0f)), LI(19, 1), I(JAL_OP_TWRITE, 18, 0, 19, 0, 2),
+    append(c, {LI(13, 2),
+               LI(14, 6),
+               LI(15, 3),
+               LI(10, 0),
+               TDESC(0, 10, 13, 14, 0, JAL_DT_F32),
+               LI(10, 256),
+               TDESC(1, 10, 13, 15, 0, JAL_DT_I32),
+               LI(10, 512),
+               TDESC(2, 10, 13, 15, 0, JAL_DT_F32),
+               LI(10, 768),
+               TDESC(3, 10, 13, 14, 0, JAL_DT_F32),
+               LI(16, 0),
+               LI(17, 3),
+               V(JAL_OP_VIOTA, 0, 16, 17),
+               LI(18, f32imm(100.0f)),
+               LI(19, 1),
+               I(JAL_OP_TWRITE, 18, 0, 19, 0, 2),
                I(JAL_OP_TREAD, 21, 0, 19, 0, 5),  // element (1, 5) = 15.0
-               V(JAL_OP_VTOPK, 1, 0, 0, 0, 3), V(JAL_OP_VTOPKV, 2, 0, 0, 0, 3),
-               V(JAL_OP_VCOPY, 3, 0), LI(22, 1), LI(23, 0), V(JAL_OP_VMASK, 3, 22, 23, 0, 2),
-               TSTORE(0, 2, 0, 0), ADDI(2, 2, 256), TSTORE(1, 2, 0, 0), ADDI(2, 2, 256), TSTORE(2, 2, 0, 0),
-               ADDI(2, 2, 256), TSTORE(3, 2, 0, 0), WAIT(0, 4), END()});
+               V(JAL_OP_VTOPK, 1, 0, 0, 0, 3),
+               V(JAL_OP_VTOPKV, 2, 0, 0, 0, 3),
+               V(JAL_OP_VCOPY, 3, 0),
+               LI(22, 1),
+               LI(23, 0),
+               V(JAL_OP_VMASK, 3, 22, 23, 0, 2),
+               TSTORE(0, 2, 0, 0),
+               ADDI(2, 2, 256),
+               TSTORE(1, 2, 0, 0),
+               ADDI(2, 2, 256),
+               TSTORE(2, 2, 0, 0),
+               ADDI(2, 2, 256),
+               TSTORE(3, 2, 0, 0),
+               WAIT(0, 4),
+               END()});
     const auto r = run(c, opts());
     ASSERT_EQ(r.report.status, JAL_STATUS_OK) << r.report.fault_pc;
     const auto t0 = read_vec<float>(out, 12);
@@ -205,26 +236,31 @@ TEST_F(IsaTile, TopKMaskIotaFillAndTileElementAccess)
 
 TEST_F(IsaTile, TilesMustLieInsideL1AndTheCodeObjectsL1Bytes)
 {
-    const std::vector<std::uint64_t> c = {LI(10, static_cast<std::int32_t>(JAL_SLICE_L1_BYTES - 100)), LI(11, 2), LI(12, 16),
-                                          TDESC(0, 10, 11, 12, 0, JAL_DT_F32), END()};
+    const std::vector<std::uint64_t> c = {
+        LI(10, static_cast<std::int32_t>(JAL_SLICE_L1_BYTES - 100)), LI(11, 2), LI(12, 16),
+        TDESC(0, 10, 11, 12, 0, JAL_DT_F32), END()};
     const auto r = run(c);
     EXPECT_EQ(r.report.status, JAL_STATUS_OUT_OF_RANGE);
     EXPECT_EQ(r.report.fault_pc, 3u);
     // The same tile fits when it starts lower, unless the code object asks for less L1.
-    const std::vector<std::uint64_t> fits = {LI(10, 65536), LI(11, 2), LI(12, 16), TDESC(0, 10, 11, 12, 0, JAL_DT_F32), END()};
+    const std::vector<std::uint64_t> fits = {LI(10, 65536), LI(11, 2), LI(12, 16),
+                                             TDESC(0, 10, 11, 12, 0, JAL_DT_F32), END()};
     EXPECT_EQ(run(fits).report.status, JAL_STATUS_OK);
     Opts o;
     o.l1_bytes = 65536;
     EXPECT_EQ(run(fits, o).report.status, JAL_STATUS_OUT_OF_RANGE);
     // MX tiles need whole blocks of 32 columns; a stride shorter than a row is invalid.
-    EXPECT_EQ(run({LI(11, 2), LI(12, 48), TDESC(0, 0, 11, 12, 0, JAL_DT_MXFP4), END()}).report.status,
-              JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(run({LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 32, JAL_DT_F32), END()}).report.status,
-              JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(
+        run({LI(11, 2), LI(12, 48), TDESC(0, 0, 11, 12, 0, JAL_DT_MXFP4), END()}).report.status,
+        JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(
+        run({LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 32, JAL_DT_F32), END()}).report.status,
+        JAL_STATUS_INVALID_FIELD);
     // An undescribed tile register cannot be used.
     EXPECT_EQ(run({V(JAL_OP_VNEG, 3, 4), END()}).report.status, JAL_STATUS_INVALID_FIELD);
     // TREAD outside the tile.
-    EXPECT_EQ(run({LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 0, JAL_DT_F32), I(JAL_OP_TREAD, 1, 0, 11, 0, 0), END()})
+    EXPECT_EQ(run({LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 0, JAL_DT_F32),
+                   I(JAL_OP_TREAD, 1, 0, 11, 0, 0), END()})
                   .report.status,
               JAL_STATUS_OUT_OF_RANGE);
 }
@@ -234,7 +270,8 @@ TEST_F(IsaTile, TileLoadFromUnmappedMemoryIsAPageFault)
     const std::uint64_t bad = kVa + 100 * kPage;
     set_args({bad});
     auto c = prologue(1);
-    append(c, {LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0), END()});
+    append(c,
+           {LI(11, 2), LI(12, 16), TDESC(0, 0, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0), END()});
     const auto r = run(c, opts());
     EXPECT_EQ(r.report.status, JAL_STATUS_PAGE_FAULT);
     EXPECT_EQ(r.report.fault_address, bad);

@@ -11,7 +11,7 @@ namespace rates = jal::emu::exec::rates;
 
 namespace {
 
-constexpr std::uint32_t kRows = 64, kCols = 1024;             // one F32 tile: 256 KiB
+constexpr std::uint32_t kRows = 64, kCols = 1024;  // one F32 tile: 256 KiB
 constexpr std::uint64_t kTileBytes = std::uint64_t{kRows} * kCols * 4;
 constexpr std::int32_t kL1Slot = static_cast<std::int32_t>(kTileBytes);
 // The GEMM streams 64 x 4096 F32 weight tiles (1 MiB): long enough that one load's
@@ -39,32 +39,59 @@ protected:
 // Loads `loads` tiles back to back into four rotating L1 buffers, then waits for them.
 std::vector<std::uint64_t> streaming_kernel(std::int32_t loads)
 {
-    return {MOVSR(1, JAL_SR_ARGS), LD(3, 1), LI(14, kRows), LI(15, kCols),
-            LI(10, 0), TDESC(0, 10, 14, 15, 0, JAL_DT_F32), LI(10, kL1Slot), TDESC(1, 10, 14, 15, 0, JAL_DT_F32),
-            LI(10, 2 * kL1Slot), TDESC(2, 10, 14, 15, 0, JAL_DT_F32), LI(10, 3 * kL1Slot), TDESC(3, 10, 14, 15, 0, JAL_DT_F32),
-            LI(20, 0), LI(21, loads / 4),
-            TLOAD(0, 3, 0, 0), ADDI(3, 3, kL1Slot), TLOAD(1, 3, 0, 0), ADDI(3, 3, kL1Slot),
-            TLOAD(2, 3, 0, 0), ADDI(3, 3, kL1Slot), TLOAD(3, 3, 0, 0), ADDI(3, 3, kL1Slot),
-            ADDI(20, 20, 1), BR(JAL_OP_BLT, 20, 21, -9),
-            WAIT(0, loads), END()};
+    return {MOVSR(1, JAL_SR_ARGS),
+            LD(3, 1),
+            LI(14, kRows),
+            LI(15, kCols),
+            LI(10, 0),
+            TDESC(0, 10, 14, 15, 0, JAL_DT_F32),
+            LI(10, kL1Slot),
+            TDESC(1, 10, 14, 15, 0, JAL_DT_F32),
+            LI(10, 2 * kL1Slot),
+            TDESC(2, 10, 14, 15, 0, JAL_DT_F32),
+            LI(10, 3 * kL1Slot),
+            TDESC(3, 10, 14, 15, 0, JAL_DT_F32),
+            LI(20, 0),
+            LI(21, loads / 4),
+            TLOAD(0, 3, 0, 0),
+            ADDI(3, 3, kL1Slot),
+            TLOAD(1, 3, 0, 0),
+            ADDI(3, 3, kL1Slot),
+            TLOAD(2, 3, 0, 0),
+            ADDI(3, 3, kL1Slot),
+            TLOAD(3, 3, 0, 0),
+            ADDI(3, 3, kL1Slot),
+            ADDI(20, 20, 1),
+            BR(JAL_OP_BLT, 20, 21, -9),
+            WAIT(0, loads),
+            END()};
 }
 
 // Streams weight tiles B (64 x 1024) and accumulates acc (64 x 64) += A x B^T; `double_buffer`
 // alternates two B registers so the next load overlaps this MMA.
 std::vector<std::uint64_t> gemm_kernel(std::int32_t tiles, bool double_buffer)
 {
-    std::vector<std::uint64_t> c = {
-        MOVSR(1, JAL_SR_ARGS), LD(3, 1), LI(14, 64), LI(15, kK), LI(16, 64),
-        LI(10, 0), TDESC(0, 10, 14, 15, 0, JAL_DT_F32),             // A
-        LI(10, kGemmSlot), TDESC(1, 10, 16, 15, 0, JAL_DT_F32),     // B0
-        LI(10, 2 * kGemmSlot), TDESC(2, 10, 16, 15, 0, JAL_DT_F32), // B1
-        LI(10, 3 * kGemmSlot), TDESC(3, 10, 14, 16, 0, JAL_DT_F32), // acc
-        TLOAD(0, 3, 0, 0), ADDI(3, 3, kGemmSlot), LI(20, 0)};
+    std::vector<std::uint64_t> c = {MOVSR(1, JAL_SR_ARGS),
+                                    LD(3, 1),
+                                    LI(14, 64),
+                                    LI(15, kK),
+                                    LI(16, 64),
+                                    LI(10, 0),
+                                    TDESC(0, 10, 14, 15, 0, JAL_DT_F32),  // A
+                                    LI(10, kGemmSlot),
+                                    TDESC(1, 10, 16, 15, 0, JAL_DT_F32),  // B0
+                                    LI(10, 2 * kGemmSlot),
+                                    TDESC(2, 10, 16, 15, 0, JAL_DT_F32),  // B1
+                                    LI(10, 3 * kGemmSlot),
+                                    TDESC(3, 10, 14, 16, 0, JAL_DT_F32),  // acc
+                                    TLOAD(0, 3, 0, 0),
+                                    ADDI(3, 3, kGemmSlot),
+                                    LI(20, 0)};
     if (double_buffer) {
-        c.insert(c.end(), {TLOAD(1, 3, 0, 0), ADDI(3, 3, kGemmSlot), LI(21, tiles / 2),
-                           TLOAD(2, 3, 0, 0), ADDI(3, 3, kGemmSlot), MMA(3, 0, 1),
-                           TLOAD(1, 3, 0, 0), ADDI(3, 3, kGemmSlot), MMA(3, 0, 2),
-                           ADDI(20, 20, 1), BR(JAL_OP_BLT, 20, 21, -7)});
+        c.insert(c.end(),
+                 {TLOAD(1, 3, 0, 0), ADDI(3, 3, kGemmSlot), LI(21, tiles / 2), TLOAD(2, 3, 0, 0),
+                  ADDI(3, 3, kGemmSlot), MMA(3, 0, 1), TLOAD(1, 3, 0, 0), ADDI(3, 3, kGemmSlot),
+                  MMA(3, 0, 2), ADDI(20, 20, 1), BR(JAL_OP_BLT, 20, 21, -7)});
     } else {
         c.insert(c.end(), {LI(21, tiles), TLOAD(1, 3, 0, 0), ADDI(3, 3, kGemmSlot), MMA(3, 0, 1),
                            ADDI(20, 20, 1), BR(JAL_OP_BLT, 20, 21, -4)});
@@ -73,7 +100,8 @@ std::vector<std::uint64_t> gemm_kernel(std::int32_t tiles, bool double_buffer)
     return c;
 }
 
-constexpr double load_ns(double bytes_per_ns, std::uint64_t bytes = kTileBytes, double clock_mhz = 2000)
+constexpr double load_ns(double bytes_per_ns, std::uint64_t bytes = kTileBytes,
+                         double clock_mhz = 2000)
 {
     return rates::kDmaOpCycles * 1000.0 / clock_mhz + bytes / bytes_per_ns;
 }
@@ -81,7 +109,8 @@ constexpr double load_ns(double bytes_per_ns, std::uint64_t bytes = kTileBytes, 
 // accumulates into the same tile, so it waits for it).
 constexpr double mma_ns(double clock_mhz = 2000)
 {
-    return 2.0 * 64 * 64 * kK / (rates::kMmaF32 * 1e-9 * clock_mhz / 2000) + rates::kMmaLatencyCycles * 1000.0 / clock_mhz;
+    return 2.0 * 64 * 64 * kK / (rates::kMmaF32 * 1e-9 * clock_mhz / 2000) +
+           rates::kMmaLatencyCycles * 1000.0 / clock_mhz;
 }
 // The prologue: the argument's LD misses the scalar cache once.
 constexpr double kArgLoadNs = rates::kLocalHbmLatencyNs;
@@ -95,13 +124,15 @@ TEST_F(IsaTiming, StreamingLoadsReachNearlyLocalHbmBandwidth)
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     const double bytes = double(loads) * kTileBytes;
     // The DMA engine is busy back to back; the last load adds its latency.
-    const double expect = kArgLoadNs + loads * load_ns(rates::kLocalHbmBytesPerNs) + rates::kLocalHbmLatencyNs;
+    const double expect =
+        kArgLoadNs + loads * load_ns(rates::kLocalHbmBytesPerNs) + rates::kLocalHbmLatencyNs;
     EXPECT_NEAR(end_ns(r), expect, 20);
     const double gbps = bytes / end_ns(r);
     EXPECT_GT(gbps, 0.95 * rates::kLocalHbmBytesPerNs);
     EXPECT_LE(gbps, rates::kLocalHbmBytesPerNs);
     EXPECT_EQ(r.report.hbm_bytes, bytes + 64);  // plus the argument's cache line
-    EXPECT_EQ(r.report.modelled_ns, static_cast<std::uint64_t>(end_ns(r) + rates::kDispatchOverheadNs));
+    EXPECT_EQ(r.report.modelled_ns,
+              static_cast<std::uint64_t>(end_ns(r) + rates::kDispatchOverheadNs));
 }
 
 TEST_F(IsaTiming, RemoteHbmIsSlowerThanLocal)
@@ -112,7 +143,8 @@ TEST_F(IsaTiming, RemoteHbmIsSlowerThanLocal)
     const std::int32_t loads = 32;
     const auto remote = run(streaming_kernel(loads), opts());
     ASSERT_EQ(remote.report.status, JAL_STATUS_OK);
-    const double expect = kArgLoadNs + loads * load_ns(rates::kRemoteHbmBytesPerNs) + rates::kRemoteHbmLatencyNs;
+    const double expect =
+        kArgLoadNs + loads * load_ns(rates::kRemoteHbmBytesPerNs) + rates::kRemoteHbmLatencyNs;
     EXPECT_NEAR(end_ns(remote), expect, 20);
     const double gbps = double(loads) * kTileBytes / end_ns(remote);
     EXPECT_GT(gbps, 0.95 * rates::kRemoteHbmBytesPerNs);
@@ -138,7 +170,8 @@ TEST_F(IsaTiming, DoubleBufferingOverlapsLoadsWithMma)
     ASSERT_EQ(db.report.status, JAL_STATUS_OK);
     ASSERT_EQ(serial.report.status, JAL_STATUS_OK);
     EXPECT_EQ(db.report.flops, serial.report.flops);
-    const double load = load_ns(rates::kLocalHbmBytesPerNs, kWeightBytes), lat = rates::kLocalHbmLatencyNs;
+    const double load = load_ns(rates::kLocalHbmBytesPerNs, kWeightBytes),
+                 lat = rates::kLocalHbmLatencyNs;
     const double mma = mma_ns();
     // Overlapped: the slower engine's total, plus getting going (argument, A and the first
     // B); serial: every load's time and latency, then its MMA.
@@ -159,14 +192,16 @@ TEST_F(IsaTiming, LowerClockSlowsComputeButNotHbm)
     ASSERT_EQ(slow.report.status, JAL_STATUS_OK);
     // MMA-bound: the MMAs take twice as long at half the clock; the loads that start the
     // kernel do not.
-    EXPECT_NEAR(end_ns(slow) - end_ns(fast), tiles * (mma_ns(1000) - mma_ns(2000)), 0.02 * end_ns(fast));
+    EXPECT_NEAR(end_ns(slow) - end_ns(fast), tiles * (mma_ns(1000) - mma_ns(2000)),
+                0.02 * end_ns(fast));
     const double ratio = end_ns(slow) / end_ns(fast);
     EXPECT_GT(ratio, 1.85);
     EXPECT_LE(ratio, 2.0);
     // HBM has its own clock: a streaming kernel only pays the DMA engine's op overhead.
     const auto sfast = run(streaming_kernel(16), opts(2000));
     const auto sslow = run(streaming_kernel(16), opts(1000));
-    EXPECT_NEAR(end_ns(sslow) - end_ns(sfast), 16 * rates::kDmaOpCycles * (1.0 - 0.5) + 64 * 0.5, 40);
+    EXPECT_NEAR(end_ns(sslow) - end_ns(sfast), 16 * rates::kDmaOpCycles * (1.0 - 0.5) + 64 * 0.5,
+                40);
     EXPECT_LT(end_ns(sslow), 1.05 * end_ns(sfast));
 }
 

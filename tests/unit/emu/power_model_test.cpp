@@ -7,8 +7,14 @@ using jal::emu::PowerInputs;
 using jal::emu::PowerModel;
 
 namespace {
-constexpr std::uint32_t pw(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_POWER; }
-PowerInputs all_busy() { return {64, 1.0}; }
+constexpr std::uint32_t pw(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_POWER;
+}
+PowerInputs all_busy()
+{
+    return {64, 1.0};
+}
 void set_clock(PowerModel& m, std::uint32_t mhz)
 {
     m.write(pw(JAL_PWR_VOLTAGE_MV), jal_vf_min_mv(mhz));
@@ -54,7 +60,8 @@ TEST(PowerModel, RailCurrentsFollowPowerOverVoltage)
     m.step(0.00025, all_busy());
     double total_w = 0;
     for (std::uint32_t r = 0; r < JAL_RAIL_COUNT; ++r)
-        total_w += m.read(pw(JAL_PWR_RAIL_CURRENT_MA(r))) / 1000.0 * m.read(pw(JAL_PWR_RAIL_VOLTAGE_MV(r))) / 1000.0;
+        total_w += m.read(pw(JAL_PWR_RAIL_CURRENT_MA(r))) / 1000.0 *
+                   m.read(pw(JAL_PWR_RAIL_VOLTAGE_MV(r))) / 1000.0;
     EXPECT_NEAR(total_w, m.power_w(), 1.0);
     EXPECT_EQ(m.read(pw(JAL_PWR_RAIL_VOLTAGE_MV(JAL_RAIL_CORE))), jal_vf_min_mv(1500));
 }
@@ -73,6 +80,7 @@ TEST(PowerModel, EnergyIntegratesPower)
 {
     PowerModel m(0, 25);
     for (int i = 0; i < 4000; ++i) m.step(0.00025, {64, 0});
-    const double uj = m.read(pw(JAL_PWR_ENERGY_UJ_LO)) + double(m.read(pw(JAL_PWR_ENERGY_UJ_HI))) * 4294967296.0;
+    const double uj =
+        m.read(pw(JAL_PWR_ENERGY_UJ_LO)) + double(m.read(pw(JAL_PWR_ENERGY_UJ_HI))) * 4294967296.0;
     EXPECT_NEAR(uj / 1e6, m.power_w(), m.power_w() * 0.05);  // joules over 1 s ≈ watts
 }

@@ -1,10 +1,10 @@
 // The emulator's side of the transport protocol, over a socketpair, against a chip whose
 // management core is not running (register and memory traffic need no firmware).
 #include "emu/chip/chip.hpp"
+#include "emu/transport/connection.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
-#include "emu/transport/connection.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
@@ -85,8 +85,9 @@ protected:
         return hr;
     }
 
-    jal_msg_reply reg(std::uint16_t type, std::uint32_t offset, std::uint64_t value = 0, std::uint16_t flags = 0,
-                      std::uint32_t width = 4, std::uint32_t bar = JAL_BAR_REGS)
+    jal_msg_reply reg(std::uint16_t type, std::uint32_t offset, std::uint64_t value = 0,
+                      std::uint16_t flags = 0, std::uint32_t width = 4,
+                      std::uint32_t bar = JAL_BAR_REGS)
     {
         jal_msg_reg m{};
         m.hdr = {type, flags, sizeof m, ++id_};
@@ -127,12 +128,16 @@ TEST_F(ProtocolTest, RegistersReadAndWrite)
     EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_CHIP_INDEX).value, 2u);
     reg(JAL_MSG_REG_WRITE, JAL_REG_SCRATCH0 + 4, 0xdeadbeef);  // posted
     EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_SCRATCH0 + 4).value, 0xdeadbeefu);
-    EXPECT_EQ(reg(JAL_MSG_REG_WRITE, JAL_REG_ADMIN_SQ_BASE_LO, 0x4000, JAL_MSG_F_ACK).status, JAL_STATUS_OK);
+    EXPECT_EQ(reg(JAL_MSG_REG_WRITE, JAL_REG_ADMIN_SQ_BASE_LO, 0x4000, JAL_MSG_F_ACK).status,
+              JAL_STATUS_OK);
     EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ADMIN_SQ_BASE_LO).value, 0x4000u);
     EXPECT_EQ(reg(JAL_MSG_REG_READ, 0x7ff0).value, 0u) << "unassigned offsets read as zero";
-    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID + 2).status, JAL_STATUS_INVALID_FIELD) << "misaligned";
-    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID, 0, 0, 3).status, JAL_STATUS_INVALID_FIELD) << "bad width";
-    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID, 0, 0, 4, 9).status, JAL_STATUS_INVALID_FIELD) << "bad BAR";
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID + 2).status, JAL_STATUS_INVALID_FIELD)
+        << "misaligned";
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID, 0, 0, 3).status, JAL_STATUS_INVALID_FIELD)
+        << "bad width";
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_ID, 0, 0, 4, 9).status, JAL_STATUS_INVALID_FIELD)
+        << "bad BAR";
 }
 
 TEST_F(ProtocolTest, MalformedMessagesGetProtocolErrorsAndTheConnectionSurvives)
@@ -200,7 +205,8 @@ TEST_F(ProtocolTest, SharedMemoryIsWhereTheDeviceDmas)
     char buf[16] = {};
     EXPECT_EQ(chip_->host().dma(hr.function, 0x7000000 + 100, buf, 10, false), JAL_STATUS_OK);
     EXPECT_STREQ(buf, "from host");
-    EXPECT_EQ(chip_->host().dma(hr.function, 0x7000000 + 8190, buf, 10, true), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(chip_->host().dma(hr.function, 0x7000000 + 8190, buf, 10, true),
+              JAL_STATUS_DMA_FAULT);
 
     m.hdr.id = 21;
     send_raw(&m, sizeof m);  // no descriptor
@@ -209,7 +215,8 @@ TEST_F(ProtocolTest, SharedMemoryIsWhereTheDeviceDmas)
     m.hdr = {JAL_MSG_MEM_UNMAP, 0, sizeof m, 22};
     send_raw(&m, sizeof m);
     EXPECT_EQ(recv_reply().status, JAL_STATUS_OK);
-    EXPECT_EQ(chip_->host().dma(hr.function, 0x7000000 + 100, buf, 10, false), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(chip_->host().dma(hr.function, 0x7000000 + 100, buf, 10, false),
+              JAL_STATUS_DMA_FAULT);
     munmap(p, 8192);
     close(mfd);
 }
@@ -241,9 +248,17 @@ TEST_F(ProtocolTest, InterruptsArriveOnTheBoundEventfd)
 TEST_F(ProtocolTest, DisconnectDetachesTheFunction)
 {
     const auto hr = hello();
-    EXPECT_EQ(chip_->host().fw_read(JAL_HOSTIF_FUNC_PRESENT - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF) >> hr.function & 1, 1u);
+    EXPECT_EQ(
+        chip_->host().fw_read(JAL_HOSTIF_FUNC_PRESENT - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF) >>
+                hr.function &
+            1,
+        1u);
     shutdown(client_, SHUT_RDWR);
     server_.join();
     server_ = std::thread([] {});
-    EXPECT_EQ(chip_->host().fw_read(JAL_HOSTIF_FUNC_PRESENT - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF) >> hr.function & 1, 0u);
+    EXPECT_EQ(
+        chip_->host().fw_read(JAL_HOSTIF_FUNC_PRESENT - JAL_MGMT_PERIPH_BASE - JAL_MGMT_HOSTIF) >>
+                hr.function &
+            1,
+        0u);
 }

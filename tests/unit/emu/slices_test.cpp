@@ -6,7 +6,10 @@
 using jal::emu::Slices;
 
 namespace {
-constexpr std::uint32_t sl(std::uint32_t abs) { return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE; }
+constexpr std::uint32_t sl(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_SLICE;
+}
 std::uint64_t mask(const Slices& s, std::uint32_t lo_reg, std::uint32_t hi_reg, std::uint64_t now)
 {
     return s.read(sl(lo_reg), now) | (std::uint64_t{s.read(sl(hi_reg), now)} << 32);

@@ -168,7 +168,8 @@ TEST_F(AdminTest, EachMalformedCommandGetsItsStatusAndTheNextStillWorks)
     EXPECT_EQ(run(sqe(JAL_ADMIN_GET_TELEMETRY, 255)).status, JAL_STATUS_INVALID_LENGTH);
     EXPECT_EQ(run(sqe(JAL_ADMIN_GET_SLICE_MAP, 607)).status, JAL_STATUS_INVALID_LENGTH);
     EXPECT_EQ(run(sqe(JAL_ADMIN_GET_LOG, 31)).status, JAL_STATUS_INVALID_LENGTH);
-    EXPECT_EQ(run(sqe(JAL_ADMIN_IDENTIFY, JAL_ADMIN_DATA_MAX + 1)).status, JAL_STATUS_INVALID_LENGTH);
+    EXPECT_EQ(run(sqe(JAL_ADMIN_IDENTIFY, JAL_ADMIN_DATA_MAX + 1)).status,
+              JAL_STATUS_INVALID_LENGTH);
     const auto fault = run(sqe(JAL_ADMIN_IDENTIFY, 512, 0xdead0000));
     EXPECT_EQ(fault.status, JAL_STATUS_DMA_FAULT);
     EXPECT_EQ(fault.result, 0u);
@@ -332,7 +333,8 @@ TEST_F(AdminTest, ResetCompletesFirstThenAsksForTheReset)
 TEST_F(AdminTest, LogPagesReportCountsSequencesAndLoss)
 {
     enable();
-    for (std::uint32_t i = 0; i < host::EventLog::kEntries + 10; ++i) log.add(i, JAL_SRC_BOOT, JAL_SEV_INFO, 1, "x", {});
+    for (std::uint32_t i = 0; i < host::EventLog::kEntries + 10; ++i)
+        log.add(i, JAL_SRC_BOOT, JAL_SEV_INFO, 1, "x", {});
     const std::uint32_t next = log.next_seq();
     auto s = sqe(JAL_ADMIN_GET_LOG, 32 + 64 * 3);
     s.cdw[0] = JAL_LOG_EVENTS;
@@ -366,14 +368,16 @@ TEST_F(AdminTest, LogPagesReportCountsSequencesAndLoss)
 TEST_F(AdminTest, LargeLogReplyIsStreamedInChunks)
 {
     enable();
-    for (std::uint32_t i = 0; i < host::EventLog::kEntries; ++i) log.add(i, JAL_SRC_BOOT, JAL_SEV_INFO, 1, "y", {});
+    for (std::uint32_t i = 0; i < host::EventLog::kEntries; ++i)
+        log.add(i, JAL_SRC_BOOT, JAL_SEV_INFO, 1, "y", {});
     auto s = sqe(JAL_ADMIN_GET_LOG, 64 * 1024);
     s.cdw[0] = JAL_LOG_EVENTS;
     s.cdw[1] = log.oldest_seq();
     const auto c = run(s);
     EXPECT_EQ(c.result, 32u + 64 * host::EventLog::kEntries);
     jal_log_event last;
-    std::memcpy(&last, bus.host_ptr(0, kData + 32 + 64 * (host::EventLog::kEntries - 1)), sizeof last);
+    std::memcpy(&last, bus.host_ptr(0, kData + 32 + 64 * (host::EventLog::kEntries - 1)),
+                sizeof last);
     EXPECT_EQ(last.seq, log.oldest_seq() + host::EventLog::kEntries - 1);
 }
 

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "firmware/boot/boot_table.hpp"
 #include "fake_bus.hpp"
+#include "firmware/boot/boot_table.hpp"
 #include "jal/hw/status.h"
 
 namespace {
@@ -17,10 +17,26 @@ struct Ctx {
 
 using Step = jal::fw::boot::BootStep<Ctx>;
 const Step kSteps[] = {
-    {0x11, "one", true, [](Ctx& c) -> std::uint32_t { c.ran.push_back(1); return JAL_STATUS_OK; }},
-    {0x22, "two", false, [](Ctx& c) { c.ran.push_back(2); return c.status_of_2; }},
-    {0x33, "three", true, [](Ctx& c) { c.ran.push_back(3); return c.status_of_3; }},
-    {0x44, "four", true, [](Ctx& c) -> std::uint32_t { c.ran.push_back(4); return JAL_STATUS_OK; }},
+    {0x11, "one", true,
+     [](Ctx& c) -> std::uint32_t {
+         c.ran.push_back(1);
+         return JAL_STATUS_OK;
+     }},
+    {0x22, "two", false,
+     [](Ctx& c) {
+         c.ran.push_back(2);
+         return c.status_of_2;
+     }},
+    {0x33, "three", true,
+     [](Ctx& c) {
+         c.ran.push_back(3);
+         return c.status_of_3;
+     }},
+    {0x44, "four", true,
+     [](Ctx& c) -> std::uint32_t {
+         c.ran.push_back(4);
+         return JAL_STATUS_OK;
+     }},
 };
 
 struct BootTableTest : ::testing::Test {
@@ -29,7 +45,10 @@ struct BootTableTest : ::testing::Test {
     jal::fw::host::Journal journal{log};
     jal::fw::boot::PostTrail trail;
     Ctx ctx;
-    jal::fw::boot::BootOutcome run() { return jal::fw::boot::run_boot_table<Ctx>(kSteps, ctx, trail, journal); }
+    jal::fw::boot::BootOutcome run()
+    {
+        return jal::fw::boot::run_boot_table<Ctx>(kSteps, ctx, trail, journal);
+    }
 };
 
 TEST_F(BootTableTest, RunsEveryStepInOrderWritingPostCodesAndBootStatus)
@@ -37,8 +56,10 @@ TEST_F(BootTableTest, RunsEveryStepInOrderWritingPostCodesAndBootStatus)
     const auto out = run();
     EXPECT_FALSE(out.failed);
     EXPECT_EQ(ctx.ran, (std::vector<int>{1, 2, 3, 4}));
-    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_POST_CODE), (std::vector<std::uint32_t>{0x11, 0x22, 0x33, 0x44}));
-    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_BOOT_STATUS), (std::vector<std::uint32_t>{0 << 16, 1 << 16, 2 << 16, 3 << 16}));
+    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_POST_CODE),
+              (std::vector<std::uint32_t>{0x11, 0x22, 0x33, 0x44}));
+    EXPECT_EQ(bus.writes_to(JAL_HOSTIF_BOOT_STATUS),
+              (std::vector<std::uint32_t>{0 << 16, 1 << 16, 2 << 16, 3 << 16}));
     ASSERT_EQ(trail.count(), 4u);
     EXPECT_EQ(trail.at(2).post_code, 0x33);
     EXPECT_EQ(trail.at(2).step, 2);

@@ -26,7 +26,10 @@ TEST(EyeTest, FindsASimpleWindowAndCentresOnIt)
     EXPECT_EQ(w.margin(), 5);
 }
 
-TEST(EyeTest, NothingPassingMeansNoWindow) { EXPECT_EQ(find_window(0).width, 0); }
+TEST(EyeTest, NothingPassingMeansNoWindow)
+{
+    EXPECT_EQ(find_window(0).width, 0);
+}
 
 TEST(EyeTest, ALonePassIsNotAWindow)
 {
@@ -114,7 +117,8 @@ TEST(EyeTest, BitTrickSearchAgreesWithTheTapByTapDefinition)
         if (i % 3 == 1) m &= next_random(rng);
         if (i % 3 == 2) {
             const std::uint32_t lo = next_random(rng) % 64, len = next_random(rng) % 30;
-            m = (m & next_random(rng) & next_random(rng)) | taps(static_cast<int>(lo), static_cast<int>(std::min(63u, lo + len)));
+            m = (m & next_random(rng) & next_random(rng)) |
+                taps(static_cast<int>(lo), static_cast<int>(std::min(63u, lo + len)));
         }
         const auto got = find_window(m), want = reference_window(m);
         ASSERT_EQ(got.width, want.width) << std::hex << m;
@@ -133,14 +137,15 @@ TEST(BitMatrixTest, TransposeMovesBitRowColToColRow)
         std::copy(std::begin(a), std::end(a), std::begin(b));
         jal::fw::hbm::transpose32(b);
         for (std::uint32_t r = 0; r < 32; ++r)
-            for (std::uint32_t c = 0; c < 32; ++c) ASSERT_EQ((b[c] >> r) & 1, (a[r] >> c) & 1) << r << "," << c;
+            for (std::uint32_t c = 0; c < 32; ++c)
+                ASSERT_EQ((b[c] >> r) & 1, (a[r] >> c) & 1) << r << "," << c;
     }
 }
 
 TEST(BitMatrixTest, CountsOn64BitWords)
 {
-    using jal::fw::hbm::ctz64;
     using jal::fw::hbm::cto64;
+    using jal::fw::hbm::ctz64;
     EXPECT_EQ(ctz64(1), 0u);
     EXPECT_EQ(ctz64(1ull << 40), 40u);
     EXPECT_EQ(ctz64(0), 64u);

@@ -78,7 +78,7 @@ struct FakeSlices {
 // P = idle + dynamic * load * (f / fmax) * (V / Vmax)^2, recomputed on every read.
 struct FakePower {
     double idle_w = 125, full_load_w = 900;  // full_load_w at max clock and voltage
-    double load = 1.0;                        // fraction of full activity
+    double load = 1.0;                       // fraction of full activity
     std::uint32_t clock_mhz = 1000, voltage_mv = 0;
     std::int32_t temp_mc = 50000;
     std::uint32_t timing_violations = 0;
@@ -101,8 +101,8 @@ public:
     std::uint32_t read32(std::uint32_t addr) override;
     void write32(std::uint32_t addr, std::uint32_t value) override;
     void wait_for_event() override;
-    std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len,
-                      bool to_host) override;
+    std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local,
+                      std::uint32_t len, bool to_host) override;
 
     // Plain register storage for everything not modelled below.
     std::map<std::uint32_t, std::uint32_t> regs;
@@ -111,7 +111,8 @@ public:
     std::uint64_t now_ns = 0;
     std::uint32_t events = 0;
     std::uint32_t waits = 0;
-    std::uint32_t reset_cause = JAL_RESET_CAUSE_POWER_ON, boot_count = 1, chip_index = 3, wdt_resets = 0;
+    std::uint32_t reset_cause = JAL_RESET_CAUSE_POWER_ON, boot_count = 1, chip_index = 3,
+                  wdt_resets = 0;
 
     FakeSlices slices;
     FakePhy phy;
@@ -137,8 +138,12 @@ public:
     // Host side helpers.
     void attach(std::uint32_t fn);
     void detach(std::uint32_t fn);
-    void host_write(std::uint32_t fn, std::uint32_t fn_off, std::uint32_t value);  // bank register + news
-    void* host_ptr(std::uint32_t fn, std::uint64_t addr) { return &fns[fn].mem[addr - fns[fn].mem_base]; }
+    void host_write(std::uint32_t fn, std::uint32_t fn_off,
+                    std::uint32_t value);  // bank register + news
+    void* host_ptr(std::uint32_t fn, std::uint64_t addr)
+    {
+        return &fns[fn].mem[addr - fns[fn].mem_base];
+    }
 
 private:
     std::uint32_t now_hi_latch_ = 0;

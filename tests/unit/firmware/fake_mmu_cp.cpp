@@ -15,28 +15,58 @@ bool in_block(std::uint32_t addr, std::uint32_t block)
 bool FakeMmu::read(std::uint32_t addr, std::uint32_t& v) const
 {
     switch (addr) {
-    case JAL_MMU_CTX: v = ctx; return true;
-    case JAL_MMU_VA_LO: v = va_lo; return true;
-    case JAL_MMU_VA_HI: v = va_hi; return true;
-    case JAL_MMU_PA_LO: v = pa_lo; return true;
-    case JAL_MMU_PA_HI: v = pa_hi; return true;
-    case JAL_MMU_FLAGS: v = flags; return true;
-    case JAL_MMU_STATUS: v = status; return true;
-    default: v = 0; return true;
+    case JAL_MMU_CTX:
+        v = ctx;
+        return true;
+    case JAL_MMU_VA_LO:
+        v = va_lo;
+        return true;
+    case JAL_MMU_VA_HI:
+        v = va_hi;
+        return true;
+    case JAL_MMU_PA_LO:
+        v = pa_lo;
+        return true;
+    case JAL_MMU_PA_HI:
+        v = pa_hi;
+        return true;
+    case JAL_MMU_FLAGS:
+        v = flags;
+        return true;
+    case JAL_MMU_STATUS:
+        v = status;
+        return true;
+    default:
+        v = 0;
+        return true;
     }
 }
 
 void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
 {
     switch (addr) {
-    case JAL_MMU_CTX: ctx = v; return;
-    case JAL_MMU_VA_LO: va_lo = v; return;
-    case JAL_MMU_VA_HI: va_hi = v; return;
-    case JAL_MMU_PA_LO: pa_lo = v; return;
-    case JAL_MMU_PA_HI: pa_hi = v; return;
-    case JAL_MMU_FLAGS: flags = v; return;
-    case JAL_MMU_CMD: break;
-    default: return;
+    case JAL_MMU_CTX:
+        ctx = v;
+        return;
+    case JAL_MMU_VA_LO:
+        va_lo = v;
+        return;
+    case JAL_MMU_VA_HI:
+        va_hi = v;
+        return;
+    case JAL_MMU_PA_LO:
+        pa_lo = v;
+        return;
+    case JAL_MMU_PA_HI:
+        pa_hi = v;
+        return;
+    case JAL_MMU_FLAGS:
+        flags = v;
+        return;
+    case JAL_MMU_CMD:
+        break;
+    default:
+        return;
     }
     const std::uint64_t va = std::uint64_t{va_hi} << 32 | va_lo;
     const std::uint64_t pa = std::uint64_t{pa_hi} << 32 | pa_lo;
@@ -44,7 +74,8 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
     status = JAL_STATUS_OK;
     switch (v) {
     case JAL_MMU_CMD_MAP:
-        if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || va % JAL_PAGE_SIZE || pa % JAL_PAGE_SIZE || pa >= JAL_HBM_TOTAL_BYTES) {
+        if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || va % JAL_PAGE_SIZE || pa % JAL_PAGE_SIZE ||
+            pa >= JAL_HBM_TOTAL_BYTES) {
             status = JAL_STATUS_INVALID_FIELD;
             return;
         }
@@ -83,9 +114,12 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
     }
     case JAL_MMU_CMD_FLUSH_CTX:
         flushes.push_back(ctx);
-        for (auto it = maps.begin(); it != maps.end();) it = it->first.first == ctx ? maps.erase(it) : std::next(it);
+        for (auto it = maps.begin(); it != maps.end();)
+            it = it->first.first == ctx ? maps.erase(it) : std::next(it);
         return;
-    default: status = JAL_STATUS_INVALID_OPCODE; return;
+    default:
+        status = JAL_STATUS_INVALID_OPCODE;
+        return;
     }
 }
 
@@ -114,24 +148,56 @@ bool FakeCp::read(std::uint32_t addr, std::uint32_t& v)
         return static_cast<std::uint32_t>(x);
     };
     switch (addr) {
-    case JAL_CP_Q_CTX: v = s.ctx; break;
-    case JAL_CP_Q_FUNC: v = s.func; break;
-    case JAL_CP_Q_RING_LO: v = s.ring_lo; break;
-    case JAL_CP_Q_RING_HI: v = s.ring_hi; break;
-    case JAL_CP_Q_SIZE: v = s.size; break;
-    case JAL_CP_Q_RPTR_LO: v = s.rptr_lo; break;
-    case JAL_CP_Q_RPTR_HI: v = s.rptr_hi; break;
-    case JAL_CP_Q_VECTOR: v = s.vector; break;
-    case JAL_CP_Q_STATE: v = s.state; break;
-    case JAL_CP_Q_LAST_ERROR: v = s.last_error; break;
-    case JAL_CP_Q_ERRORS: v = s.errors; break;
-    case JAL_CP_Q_READ_LO: v = lo(s.read_index); break;
-    case JAL_CP_Q_WRITE_LO: v = lo(s.write_index); break;
-    case JAL_CP_Q_ERR_INDEX_LO: v = lo(s.err_index); break;
+    case JAL_CP_Q_CTX:
+        v = s.ctx;
+        break;
+    case JAL_CP_Q_FUNC:
+        v = s.func;
+        break;
+    case JAL_CP_Q_RING_LO:
+        v = s.ring_lo;
+        break;
+    case JAL_CP_Q_RING_HI:
+        v = s.ring_hi;
+        break;
+    case JAL_CP_Q_SIZE:
+        v = s.size;
+        break;
+    case JAL_CP_Q_RPTR_LO:
+        v = s.rptr_lo;
+        break;
+    case JAL_CP_Q_RPTR_HI:
+        v = s.rptr_hi;
+        break;
+    case JAL_CP_Q_VECTOR:
+        v = s.vector;
+        break;
+    case JAL_CP_Q_STATE:
+        v = s.state;
+        break;
+    case JAL_CP_Q_LAST_ERROR:
+        v = s.last_error;
+        break;
+    case JAL_CP_Q_ERRORS:
+        v = s.errors;
+        break;
+    case JAL_CP_Q_READ_LO:
+        v = lo(s.read_index);
+        break;
+    case JAL_CP_Q_WRITE_LO:
+        v = lo(s.write_index);
+        break;
+    case JAL_CP_Q_ERR_INDEX_LO:
+        v = lo(s.err_index);
+        break;
     case JAL_CP_Q_READ_HI:
     case JAL_CP_Q_WRITE_HI:
-    case JAL_CP_Q_ERR_INDEX_HI: v = latch_hi; break;
-    default: v = 0; break;
+    case JAL_CP_Q_ERR_INDEX_HI:
+        v = latch_hi;
+        break;
+    default:
+        v = 0;
+        break;
     }
     return true;
 }
@@ -145,14 +211,30 @@ void FakeCp::write(std::uint32_t addr, std::uint32_t v)
     if (qsel >= JAL_MAX_USER_QUEUES) return;
     FakeCpQueue& s = q[qsel];
     switch (addr) {
-    case JAL_CP_Q_CTX: s.ctx = v; return;
-    case JAL_CP_Q_FUNC: s.func = v; return;
-    case JAL_CP_Q_RING_LO: s.ring_lo = v; return;
-    case JAL_CP_Q_RING_HI: s.ring_hi = v; return;
-    case JAL_CP_Q_SIZE: s.size = v; return;
-    case JAL_CP_Q_RPTR_LO: s.rptr_lo = v; return;
-    case JAL_CP_Q_RPTR_HI: s.rptr_hi = v; return;
-    case JAL_CP_Q_VECTOR: s.vector = v; return;
+    case JAL_CP_Q_CTX:
+        s.ctx = v;
+        return;
+    case JAL_CP_Q_FUNC:
+        s.func = v;
+        return;
+    case JAL_CP_Q_RING_LO:
+        s.ring_lo = v;
+        return;
+    case JAL_CP_Q_RING_HI:
+        s.ring_hi = v;
+        return;
+    case JAL_CP_Q_SIZE:
+        s.size = v;
+        return;
+    case JAL_CP_Q_RPTR_LO:
+        s.rptr_lo = v;
+        return;
+    case JAL_CP_Q_RPTR_HI:
+        s.rptr_hi = v;
+        return;
+    case JAL_CP_Q_VECTOR:
+        s.vector = v;
+        return;
     case JAL_CP_Q_CTRL:
         s.ctrl.push_back(v);
         if (v == JAL_CP_CTRL_ENABLE) s.state = JAL_QUEUE_ACTIVE;
@@ -164,7 +246,8 @@ void FakeCp::write(std::uint32_t addr, std::uint32_t v)
             s.read_index = s.write_index;
         }
         return;
-    default: return;
+    default:
+        return;
     }
 }
 

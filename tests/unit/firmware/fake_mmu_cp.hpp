@@ -24,7 +24,8 @@
 namespace fake {
 
 struct FakeMmu {
-    std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint64_t>> maps;  // (ctx, va page)
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint64_t>>
+        maps;  // (ctx, va page)
     std::uint32_t ctx = 0, va_lo = 0, va_hi = 0, pa_lo = 0, pa_hi = 0, flags = 0, status = 0;
     std::uint32_t maps_done = 0, unmaps = 0, lookups = 0;
     std::vector<std::uint32_t> flushes;  // contexts flushed, in order
@@ -38,7 +39,8 @@ struct FakeMmu {
 };
 
 struct FakeCpQueue {
-    std::uint32_t ctx = 0, func = 0, ring_lo = 0, ring_hi = 0, size = 0, rptr_lo = 0, rptr_hi = 0, vector = 0;
+    std::uint32_t ctx = 0, func = 0, ring_lo = 0, ring_hi = 0, size = 0, rptr_lo = 0, rptr_hi = 0,
+                  vector = 0;
     std::uint32_t state = JAL_QUEUE_DISABLED, last_error = 0, errors = 0;
     std::uint64_t read_index = 0, write_index = 0, err_index = 0;
     std::vector<std::uint32_t> ctrl;  // CTRL writes, in order

@@ -6,10 +6,10 @@
 
 #include "fake_bus.hpp"
 #include "firmware/firmware.hpp"
+#include "firmware/version.hpp"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
-#include "firmware/version.hpp"
 
 using namespace jal::fw;
 
@@ -68,7 +68,8 @@ TEST_F(FirmwareTest, HarvestedSlicesAndFailedChannelsBootDegraded)
     EXPECT_EQ(bus.reg(JAL_HOSTIF_STATUS), JAL_REG_STATUS_READY | JAL_REG_STATUS_DEGRADED);
     EXPECT_EQ(fw->slices().enabled(), ~((1ull << 63) | (1ull << 4)));
     EXPECT_EQ(bus.slices.enable, fw->slices().enabled());
-    EXPECT_EQ(fw->hbm().channels[189].status, JAL_HBM_CH_UNTRAINED) << "fused slice's channels are not trained";
+    EXPECT_EQ(fw->hbm().channels[189].status, JAL_HBM_CH_UNTRAINED)
+        << "fused slice's channels are not trained";
     EXPECT_TRUE(has_event(host::kEvSliceNoMemory));
 }
 

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "fake_bus.hpp"
-#include "jal/hw/status.h"
 #include "firmware/slices/slice_manager.hpp"
+#include "jal/hw/status.h"
 
 using jal::fw::slices::SliceManager;
 
@@ -36,7 +36,8 @@ TEST_F(HarvestTest, ResetsAreReleasedCumulativelyInGroupsWithSettleTime)
     std::uint32_t lo = 0;
     bus.write_hook = [&](std::uint32_t addr, std::uint32_t v) {
         if (addr == JAL_SLICE_RESET_LO) lo = v;
-        if (addr == JAL_SLICE_RESET_HI) releases.emplace_back(bus.now_us(), std::uint64_t{v} << 32 | lo);
+        if (addr == JAL_SLICE_RESET_HI)
+            releases.emplace_back(bus.now_us(), std::uint64_t{v} << 32 | lo);
     };
     ASSERT_EQ(slices.release_resets(), JAL_STATUS_OK);
     ASSERT_EQ(releases.size(), 8u);  // 63 slices in groups of 8

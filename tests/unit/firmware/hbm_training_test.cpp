@@ -62,7 +62,9 @@ TEST_F(HbmTrainingTest, ManyChannelsTrainWithEdgeFlicker)
         trainer.train_channel(ch);
         EXPECT_EQ(state.channels[ch].status, JAL_HBM_CH_OK) << "channel " << ch;
         // The Vref search ends on a step with the widest eyes: the optimum or a neighbour.
-        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - bus.phy.truth[ch].vref_opt), 1) << ch;
+        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - bus.phy.truth[ch].vref_opt),
+                  1)
+            << ch;
         expect_trained_inside(ch);
     }
 }
@@ -77,7 +79,8 @@ TEST_F(HbmTrainingTest, VrefSearchFindsTheOptimumAnywhereInTheRange)
         bus.phy.truth[ch].vref_opt = opt;
         trainer.train_channel(ch);
         EXPECT_EQ(state.channels[ch].status, JAL_HBM_CH_OK) << "optimum " << opt;
-        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - opt), 1) << "optimum " << opt;
+        EXPECT_LE(std::abs(static_cast<int>(state.channels[ch].vref) - opt), 1)
+            << "optimum " << opt;
         expect_trained_inside(ch);
         ++ch;
     }
@@ -124,8 +127,8 @@ TEST_F(HbmTrainingTest, ChannelsOfOneStackShareItsEngine)
 TEST_F(HbmTrainingTest, AFailingChannelDropsOutWithoutDisturbingItsGroup)
 {
     for (std::uint32_t l = 0; l < 5; ++l) bus.phy.truth[36].lanes[l].dead = true;  // beyond spares
-    bus.phy.truth[68].lanes[9].dead = true;                                          // repairable
-    bus.phy.truth[100].lanes[20].rd_h = -20;                                         // no read eye
+    bus.phy.truth[68].lanes[9].dead = true;                                        // repairable
+    bus.phy.truth[100].lanes[20].rd_h = -20;                                       // no read eye
     const std::uint32_t group[] = {4, 36, 68, 100, 132, 164};
     trainer.train_group(group);
     EXPECT_EQ(state.channels[4].status, JAL_HBM_CH_OK);

@@ -46,11 +46,14 @@ TEST(LimiterTest, ThermalActsEveryPeriodWithHysteresis)
 {
     ThermalLimiter t;
     std::uint32_t c = 0;
-    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i) c = t.update(95000, 90000, 2000);
+    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i)
+        c = t.update(95000, 90000, 2000);
     EXPECT_EQ(c, 2000u - 3 * JAL_CLOCK_STEP_MHZ);  // 1 + 5/2 steps
-    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i) c = t.update(88000, 90000, 1925);
+    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i)
+        c = t.update(88000, 90000, 1925);
     EXPECT_EQ(c, 1925u) << "inside the hysteresis band: hold";
-    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i) c = t.update(80000, 90000, 1925);
+    for (std::uint32_t i = 0; i < ThermalLimiter::kPeriodTicks; ++i)
+        c = t.update(80000, 90000, 1925);
     EXPECT_EQ(c, 1950u);
 }
 
@@ -188,7 +191,7 @@ TEST_F(PowerTest, LowerPowerLimitTakesEffectAtTheNextTick)
 
 TEST_F(PowerTest, CurrentLimiterHoldsTheCoreRail)
 {
-    bus.power.full_load_w = 690;  // under the power limit...
+    bus.power.full_load_w = 690;    // under the power limit...
     bus.power.current_scale = 1.5;  // ...but over the current limit at full clock
     start_at(JAL_CLOCK_MAX_MHZ);
     tick(100);

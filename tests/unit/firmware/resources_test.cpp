@@ -14,11 +14,11 @@
 #include "firmware/host/admin_commands.hpp"
 #include "firmware/host/admin_resources.hpp"
 #include "firmware/host/event_codes.hpp"
+#include "firmware/memory/page_allocator.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/queue.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
-#include "firmware/memory/page_allocator.hpp"
 
 using namespace jal::fw;
 using memory::kPagesPerChannel;
@@ -62,7 +62,8 @@ struct ResourcesTest : ::testing::Test {
         res.functions_changed(bus.read32(JAL_HOSTIF_FUNC_PRESENT));
     }
 
-    static jal_admin_sqe sqe(std::uint8_t opcode, std::initializer_list<std::uint32_t> cdw = {}, std::uint32_t len = 0)
+    static jal_admin_sqe sqe(std::uint8_t opcode, std::initializer_list<std::uint32_t> cdw = {},
+                             std::uint32_t len = 0)
     {
         jal_admin_sqe s{};
         s.opcode = opcode;
@@ -72,7 +73,10 @@ struct ResourcesTest : ::testing::Test {
         for (auto v : cdw) s.cdw[i++] = v;
         return s;
     }
-    host::Completion run(std::uint32_t fn, const jal_admin_sqe& s) { return commands.execute(fn, s); }
+    host::Completion run(std::uint32_t fn, const jal_admin_sqe& s)
+    {
+        return commands.execute(fn, s);
+    }
 
     std::uint32_t create_context(std::uint32_t fn = 0)
     {
@@ -80,16 +84,19 @@ struct ResourcesTest : ::testing::Test {
         EXPECT_EQ(c.status, JAL_STATUS_OK);
         return c.result;
     }
-    host::Completion alloc(std::uint32_t fn, std::uint32_t ctx, std::uint64_t bytes, std::uint32_t placement,
-                           std::uint64_t mask, std::uint32_t align = 0, std::uint32_t len = sizeof(jal_mem_alloc_reply))
+    host::Completion alloc(std::uint32_t fn, std::uint32_t ctx, std::uint64_t bytes,
+                           std::uint32_t placement, std::uint64_t mask, std::uint32_t align = 0,
+                           std::uint32_t len = sizeof(jal_mem_alloc_reply))
     {
         return run(fn, sqe(JAL_ADMIN_ALLOC_MEMORY,
-                           {ctx, static_cast<std::uint32_t>(bytes), static_cast<std::uint32_t>(bytes >> 32), placement,
-                            static_cast<std::uint32_t>(mask), static_cast<std::uint32_t>(mask >> 32), align},
+                           {ctx, static_cast<std::uint32_t>(bytes),
+                            static_cast<std::uint32_t>(bytes >> 32), placement,
+                            static_cast<std::uint32_t>(mask),
+                            static_cast<std::uint32_t>(mask >> 32), align},
                            len));
     }
-    jal_mem_alloc_reply alloc_ok(std::uint32_t ctx, std::uint64_t bytes, std::uint32_t placement, std::uint64_t mask,
-                                 std::uint32_t align = 0, std::uint32_t fn = 0)
+    jal_mem_alloc_reply alloc_ok(std::uint32_t ctx, std::uint64_t bytes, std::uint32_t placement,
+                                 std::uint64_t mask, std::uint32_t align = 0, std::uint32_t fn = 0)
     {
         const auto c = alloc(fn, ctx, bytes, placement, mask, align);
         EXPECT_EQ(c.status, JAL_STATUS_OK);
@@ -105,24 +112,33 @@ struct ResourcesTest : ::testing::Test {
     }
     host::Completion free_mem(std::uint32_t fn, std::uint32_t ctx, std::uint64_t va)
     {
-        return run(fn, sqe(JAL_ADMIN_FREE_MEMORY, {ctx, static_cast<std::uint32_t>(va), static_cast<std::uint32_t>(va >> 32)}));
+        return run(fn, sqe(JAL_ADMIN_FREE_MEMORY, {ctx, static_cast<std::uint32_t>(va),
+                                                   static_cast<std::uint32_t>(va >> 32)}));
     }
-    host::Completion placement(std::uint32_t fn, std::uint32_t ctx, std::uint64_t va, std::uint32_t first,
-                               std::uint32_t len)
+    host::Completion placement(std::uint32_t fn, std::uint32_t ctx, std::uint64_t va,
+                               std::uint32_t first, std::uint32_t len)
     {
         return run(fn, sqe(JAL_ADMIN_GET_PLACEMENT,
-                           {ctx, static_cast<std::uint32_t>(va), static_cast<std::uint32_t>(va >> 32), first}, len));
+                           {ctx, static_cast<std::uint32_t>(va),
+                            static_cast<std::uint32_t>(va >> 32), first},
+                           len));
     }
     host::Completion create_queue(std::uint32_t fn, std::uint32_t ctx, std::uint64_t ring = kRing,
-                                  std::uint32_t size = 256, std::uint64_t rptr = kRptr, std::uint32_t vector = 1)
+                                  std::uint32_t size = 256, std::uint64_t rptr = kRptr,
+                                  std::uint32_t vector = 1)
     {
-        return run(fn, sqe(JAL_ADMIN_CREATE_QUEUE,
-                           {ctx, static_cast<std::uint32_t>(ring), static_cast<std::uint32_t>(ring >> 32), size,
-                            static_cast<std::uint32_t>(rptr), static_cast<std::uint32_t>(rptr >> 32), vector}));
+        return run(fn,
+                   sqe(JAL_ADMIN_CREATE_QUEUE, {ctx, static_cast<std::uint32_t>(ring),
+                                                static_cast<std::uint32_t>(ring >> 32), size,
+                                                static_cast<std::uint32_t>(rptr),
+                                                static_cast<std::uint32_t>(rptr >> 32), vector}));
     }
     std::uint32_t free_pages() const { return res.memory().pages().free_pages_total(); }
     // Physical slice of a device physical address.
-    static std::uint32_t phys_slice(std::uint64_t pa) { return jal_slice_of_channel(jal_hbm_channel_of(pa)); }
+    static std::uint32_t phys_slice(std::uint64_t pa)
+    {
+        return jal_slice_of_channel(jal_hbm_channel_of(pa));
+    }
     bool has_event(std::uint16_t code) const
     {
         for (std::uint32_t s = log.oldest_seq(); s < log.next_seq(); ++s)
@@ -175,7 +191,8 @@ TEST_F(ResourcesTest, DestroyContextValidatesAndReportsWhatItStillHeld)
 {
     start();
     for (std::uint32_t bad : {0u, 5u, 64u, 0xffffffffu})
-        EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {bad})).status, JAL_STATUS_INVALID_FIELD) << bad;
+        EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {bad})).status, JAL_STATUS_INVALID_FIELD)
+            << bad;
     const auto ctx = create_context();
     const auto before = free_pages();
     alloc_ok(ctx, 3 * kPage, JAL_PLACE_SLICE, 1);
@@ -271,7 +288,8 @@ TEST_F(ResourcesTest, InterleavedPageIGoesToTheIthSliceOfTheMaskInOrder)
     const auto h = reply<jal_placement_header>();
     EXPECT_EQ(h.first_page, 4u);
     EXPECT_EQ(h.count, 3u);
-    for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(reply<jal_page_placement>(0, 32 + 16 * i).slice, order[(4 + i) % 3]);
+    for (std::uint32_t i = 0; i < 3; ++i)
+        EXPECT_EQ(reply<jal_page_placement>(0, 32 + 16 * i).slice, order[(4 + i) % 3]);
 }
 
 TEST_F(ResourcesTest, ReplicatedPagesHaveACopyOnEverySlice)
@@ -285,12 +303,14 @@ TEST_F(ResourcesTest, ReplicatedPagesHaveACopyOnEverySlice)
         if (addr == JAL_MMU_FLAGS) flags = v;
         if (addr == JAL_MMU_CMD && v == JAL_MMU_CMD_MAP) flags_at_map.push_back(flags);
     };
-    const auto r = alloc_ok(ctx, 2 * kPage, JAL_PLACE_REPLICATED, 1ull << 0 | 1ull << 2 | 1ull << 63);
+    const auto r =
+        alloc_ok(ctx, 2 * kPage, JAL_PLACE_REPLICATED, 1ull << 0 | 1ull << 2 | 1ull << 63);
     EXPECT_EQ(r.replicas, 3u);
     EXPECT_EQ(r.pages, 2u);
     EXPECT_EQ(free_pages(), memory::kTotalPages - 6);
-    EXPECT_EQ(flags_at_map, (std::vector<std::uint32_t>{0, JAL_MMU_F_ADD_REPLICA, JAL_MMU_F_ADD_REPLICA, 0,
-                                                        JAL_MMU_F_ADD_REPLICA, JAL_MMU_F_ADD_REPLICA}));
+    EXPECT_EQ(flags_at_map,
+              (std::vector<std::uint32_t>{0, JAL_MMU_F_ADD_REPLICA, JAL_MMU_F_ADD_REPLICA, 0,
+                                          JAL_MMU_F_ADD_REPLICA, JAL_MMU_F_ADD_REPLICA}));
     for (std::uint32_t i = 0; i < 2; ++i) {
         const auto* reps = dev.mmu.replicas(ctx, r.va + i * kPage);
         ASSERT_NE(reps, nullptr);
@@ -330,7 +350,8 @@ TEST_F(ResourcesTest, AlignmentIsHonouredAndAddressesDoNotOverlap)
     EXPECT_EQ(d.va % (1ull << 40), 0u);
     EXPECT_GT(d.va, c.va);
     for (std::uint32_t bad : {1u, 20u, 41u, 64u})
-        EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1, bad).status, JAL_STATUS_INVALID_FIELD) << bad;
+        EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1, bad).status, JAL_STATUS_INVALID_FIELD)
+            << bad;
     // Each context has its own address space.
     const auto other = create_context();
     EXPECT_EQ(alloc_ok(other, kPage, JAL_PLACE_SLICE, 1).va, JAL_VA_BASE);
@@ -355,8 +376,10 @@ TEST_F(ResourcesTest, ExhaustedSliceIsNoMemoryAndLeavesNothingBehind)
     EXPECT_EQ(free_pages(), free_before);
     EXPECT_EQ(dev.mmu.maps.size(), maps_before);
     // Bigger than the whole chip, or absurd sizes.
-    EXPECT_EQ(alloc(0, ctx, std::uint64_t{memory::kTotalPages + 1} * kPage, JAL_PLACE_INTERLEAVED, ~0ull).status,
-              JAL_STATUS_NO_MEMORY);
+    EXPECT_EQ(
+        alloc(0, ctx, std::uint64_t{memory::kTotalPages + 1} * kPage, JAL_PLACE_INTERLEAVED, ~0ull)
+            .status,
+        JAL_STATUS_NO_MEMORY);
     EXPECT_EQ(alloc(0, ctx, ~0ull, JAL_PLACE_INTERLEAVED, ~0ull).status, JAL_STATUS_NO_MEMORY);
     EXPECT_EQ(free_pages(), free_before);
     // Freeing makes the slice usable again.
@@ -370,7 +393,8 @@ TEST_F(ResourcesTest, AllocationTableFullIsNoMemory)
     start();
     const auto ctx = create_context();
     for (std::uint32_t i = 0; i < JAL_MAX_ALLOCATIONS; ++i)
-        ASSERT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1ull << (i % 64)).status, JAL_STATUS_OK) << i;
+        ASSERT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1ull << (i % 64)).status, JAL_STATUS_OK)
+            << i;
     EXPECT_EQ(res.memory().live_allocations(), JAL_MAX_ALLOCATIONS);
     const auto free_before = free_pages();
     EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_NO_MEMORY);
@@ -395,7 +419,8 @@ TEST_F(ResourcesTest, HarvestedSlicesVanishFromTheLogicalNumbering)
     EXPECT_EQ(reply<jal_page_placement>(0, 48).slice, 9u);
     // Only logical slices 0..61 exist.
     EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1ull << 62).status, JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_INTERLEAVED, 0b1 | 1ull << 63).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_INTERLEAVED, 0b1 | 1ull << 63).status,
+              JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1ull << 61).status, JAL_STATUS_OK);
     EXPECT_EQ(res.memory().pages().capacity(2), 0u);
     EXPECT_EQ(res.memory().pages().capacity(10), 0u);
@@ -404,18 +429,20 @@ TEST_F(ResourcesTest, HarvestedSlicesVanishFromTheLogicalNumbering)
 
 TEST_F(ResourcesTest, FailedChannelsGiveNoPages)
 {
-    hbm.channels[1].status = JAL_HBM_CH_FAILED;        // slice 0, middle channel
-    hbm.channels[5].status = JAL_HBM_CH_UNTRAINED;     // slice 1, last channel
-    hbm.channels[6].status = JAL_HBM_CH_REPAIRED;      // slice 2: still in service
+    hbm.channels[1].status = JAL_HBM_CH_FAILED;     // slice 0, middle channel
+    hbm.channels[5].status = JAL_HBM_CH_UNTRAINED;  // slice 1, last channel
+    hbm.channels[6].status = JAL_HBM_CH_REPAIRED;   // slice 2: still in service
     start();
     EXPECT_EQ(res.memory().pages().capacity(0), 2 * kPagesPerChannel);
     EXPECT_EQ(res.memory().pages().capacity(1), 2 * kPagesPerChannel);
     EXPECT_EQ(res.memory().pages().capacity(2), kPagesPerSlice);
     const auto ctx = create_context();
-    EXPECT_EQ(alloc(0, ctx, (2 * kPagesPerChannel + 1) * kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_NO_MEMORY);
+    EXPECT_EQ(alloc(0, ctx, (2 * kPagesPerChannel + 1) * kPage, JAL_PLACE_SLICE, 1).status,
+              JAL_STATUS_NO_MEMORY);
     const auto r = alloc_ok(ctx, 2 * kPagesPerChannel * kPage, JAL_PLACE_SLICE, 1);
     std::set<std::uint32_t> channels;
-    for (std::uint32_t i = 0; i < r.pages; ++i) channels.insert(jal_hbm_channel_of((*dev.mmu.replicas(ctx, r.va + i * kPage))[0]));
+    for (std::uint32_t i = 0; i < r.pages; ++i)
+        channels.insert(jal_hbm_channel_of((*dev.mmu.replicas(ctx, r.va + i * kPage))[0]));
     EXPECT_EQ(channels, (std::set<std::uint32_t>{0, 2}));
 }
 
@@ -461,7 +488,8 @@ TEST_F(ResourcesTest, UndeliverableAllocReplyFreesTheAllocation)
 {
     start();
     const auto ctx = create_context();
-    auto s = sqe(JAL_ADMIN_ALLOC_MEMORY, {ctx, static_cast<std::uint32_t>(kPage), 0, JAL_PLACE_SLICE, 1, 0, 0}, 64);
+    auto s = sqe(JAL_ADMIN_ALLOC_MEMORY,
+                 {ctx, static_cast<std::uint32_t>(kPage), 0, JAL_PLACE_SLICE, 1, 0, 0}, 64);
     s.data_addr = 0x10;  // not mapped
     EXPECT_EQ(run(0, s).status, JAL_STATUS_DMA_FAULT);
     EXPECT_EQ(free_pages(), memory::kTotalPages);
@@ -479,7 +507,8 @@ TEST_F(ResourcesTest, AllocMemoryValidation)
     EXPECT_EQ(alloc(0, ctx, kPage, JAL_PLACE_SLICE, 1, 0, sizeof(jal_mem_alloc_reply) - 1).status,
               JAL_STATUS_INVALID_LENGTH);
     EXPECT_EQ(alloc(0, 0, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(alloc(0, 63, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_INVALID_FIELD);  // not created
+    EXPECT_EQ(alloc(0, 63, kPage, JAL_PLACE_SLICE, 1).status,
+              JAL_STATUS_INVALID_FIELD);  // not created
     EXPECT_EQ(alloc(0, 64, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(alloc(0, theirs, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_PERMISSION);
     EXPECT_EQ(alloc(0, ctx, 0, JAL_PLACE_SLICE, 1).status, JAL_STATUS_INVALID_FIELD);
@@ -542,8 +571,9 @@ TEST_F(ResourcesTest, CreateQueueProgramsTheEngine)
     bus.writes.clear();
     const auto qid2 = create_queue(1, ctx).result;
     for (auto& [a, v] : bus.writes) order.push_back(a);
-    EXPECT_EQ(order, (std::vector<std::uint32_t>{JAL_CP_QSEL, JAL_CP_Q_CTX, JAL_CP_Q_FUNC, JAL_CP_Q_RING_LO,
-                                                 JAL_CP_Q_RING_HI, JAL_CP_Q_SIZE, JAL_CP_Q_RPTR_LO, JAL_CP_Q_RPTR_HI,
+    EXPECT_EQ(order, (std::vector<std::uint32_t>{JAL_CP_QSEL, JAL_CP_Q_CTX, JAL_CP_Q_FUNC,
+                                                 JAL_CP_Q_RING_LO, JAL_CP_Q_RING_HI, JAL_CP_Q_SIZE,
+                                                 JAL_CP_Q_RPTR_LO, JAL_CP_Q_RPTR_HI,
                                                  JAL_CP_Q_VECTOR, JAL_CP_Q_CTRL}));
     EXPECT_EQ(bus.writes.front().second, qid2);
     EXPECT_NE(qid2, qid);
@@ -564,7 +594,8 @@ TEST_F(ResourcesTest, CreateQueueValidation)
         EXPECT_EQ(create_queue(0, ctx, kRing, size).status, JAL_STATUS_INVALID_FIELD) << size;
     EXPECT_EQ(create_queue(0, ctx, kRing, 256, 0).status, JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(create_queue(0, ctx, kRing, 256, kRptr + 4).status, JAL_STATUS_INVALID_FIELD);
-    EXPECT_EQ(create_queue(0, ctx, kRing, 256, kRptr, JAL_MSIX_VECTORS).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(create_queue(0, ctx, kRing, 256, kRptr, JAL_MSIX_VECTORS).status,
+              JAL_STATUS_INVALID_FIELD);
     EXPECT_EQ(res.queues().live(), 0u);
     EXPECT_EQ(create_queue(0, ctx, kRing, JAL_QUEUE_SIZE_MIN).status, JAL_STATUS_OK);
     EXPECT_EQ(create_queue(0, ctx, kRing, JAL_QUEUE_SIZE_MAX, kRptr, 0).status, JAL_STATUS_OK);
@@ -600,7 +631,8 @@ TEST_F(ResourcesTest, QueueStatusResetAndDestroy)
     // The errors are logged once, not at every status read.
     const auto logged = [&] {
         std::uint32_t n = 0;
-        for (std::uint32_t s = log.oldest_seq(); s < log.next_seq(); ++s) n += log.at(s).code == host::kEvUserQueueError;
+        for (std::uint32_t s = log.oldest_seq(); s < log.next_seq(); ++s)
+            n += log.at(s).code == host::kEvUserQueueError;
         return n;
     };
     EXPECT_EQ(logged(), 1u);
@@ -615,7 +647,8 @@ TEST_F(ResourcesTest, QueueStatusResetAndDestroy)
     EXPECT_EQ(status(1, qid).status, JAL_STATUS_PERMISSION);
     EXPECT_EQ(run(1, sqe(JAL_ADMIN_RESET_QUEUE, {qid})).status, JAL_STATUS_PERMISSION);
     EXPECT_EQ(run(1, sqe(JAL_ADMIN_DESTROY_QUEUE, {qid})).status, JAL_STATUS_PERMISSION);
-    for (std::uint32_t bad : {qid + 1, static_cast<std::uint32_t>(JAL_MAX_USER_QUEUES), 0xffffffffu}) {
+    for (std::uint32_t bad :
+         {qid + 1, static_cast<std::uint32_t>(JAL_MAX_USER_QUEUES), 0xffffffffu}) {
         EXPECT_EQ(status(0, bad).status, JAL_STATUS_INVALID_FIELD);
         EXPECT_EQ(run(0, sqe(JAL_ADMIN_RESET_QUEUE, {bad})).status, JAL_STATUS_INVALID_FIELD);
         EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_QUEUE, {bad})).status, JAL_STATUS_INVALID_FIELD);
@@ -753,10 +786,12 @@ TEST(ResourcesFirmwareTest, SuperloopCleansUpAfterADetachedFunction)
     ASSERT_EQ(created.status, JAL_STATUS_OK);
     const std::uint32_t ctx = created.result;
     const auto allocated = submit(ResourcesTest::sqe(
-        JAL_ADMIN_ALLOC_MEMORY, {ctx, static_cast<std::uint32_t>(3 * kPage), 0, JAL_PLACE_INTERLEAVED, 0b111, 0, 0}, 64));
+        JAL_ADMIN_ALLOC_MEMORY,
+        {ctx, static_cast<std::uint32_t>(3 * kPage), 0, JAL_PLACE_INTERLEAVED, 0b111, 0, 0}, 64));
     ASSERT_EQ(allocated.status, JAL_STATUS_OK);
-    const auto queue = submit(ResourcesTest::sqe(
-        JAL_ADMIN_CREATE_QUEUE, {ctx, static_cast<std::uint32_t>(kRing), 0, 64, static_cast<std::uint32_t>(kRptr), 0, 2}));
+    const auto queue = submit(
+        ResourcesTest::sqe(JAL_ADMIN_CREATE_QUEUE, {ctx, static_cast<std::uint32_t>(kRing), 0, 64,
+                                                    static_cast<std::uint32_t>(kRptr), 0, 2}));
     ASSERT_EQ(queue.status, JAL_STATUS_OK);
     EXPECT_EQ(fw->resources().memory().pages().free_pages_total(), memory::kTotalPages - 3);
     EXPECT_EQ(dev.cp.q[queue.result].func, fn);

@@ -11,7 +11,19 @@
 #include "jal/hw/telemetry.h"
 #include "jal/hw/version.h"
 
-size_t jal_c_sizeof_identify(void) { return sizeof(struct jal_identify); }
-size_t jal_c_sizeof_telemetry(void) { return sizeof(struct jal_telemetry); }
-size_t jal_c_sizeof_hbm_channel_report(void) { return sizeof(struct jal_hbm_channel_report); }
-size_t jal_c_offsetof_cqe_flags(void) { return offsetof(struct jal_admin_cqe, flags); }
+size_t jal_c_sizeof_identify(void)
+{
+    return sizeof(struct jal_identify);
+}
+size_t jal_c_sizeof_telemetry(void)
+{
+    return sizeof(struct jal_telemetry);
+}
+size_t jal_c_sizeof_hbm_channel_report(void)
+{
+    return sizeof(struct jal_hbm_channel_report);
+}
+size_t jal_c_offsetof_cqe_flags(void)
+{
+    return offsetof(struct jal_admin_cqe, flags);
+}

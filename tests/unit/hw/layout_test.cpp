@@ -76,7 +76,8 @@ TEST(HwQueue, PacketsShareHeaderAndSignalPlacement)
     // The header is the first word (stored last by the producer) and the completion
     // signal the last 8 bytes (so the device can read it without knowing the type).
     EXPECT_EQ(offsetof(jal_packet_copy, header), 0u);
-    EXPECT_EQ(offsetof(jal_packet_barrier_and, completion_signal), size_t{JAL_PACKET_SIGNAL_OFFSET});
+    EXPECT_EQ(offsetof(jal_packet_barrier_and, completion_signal),
+              size_t{JAL_PACKET_SIGNAL_OFFSET});
     EXPECT_EQ(offsetof(jal_packet_signal, completion_signal), size_t{JAL_PACKET_SIGNAL_OFFSET});
     EXPECT_EQ(sizeof(jal_packet_nop), size_t{JAL_PACKET_SIZE});
     // The signal's value is in its last 8 bytes, which device DMA writes last.

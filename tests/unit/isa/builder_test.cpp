@@ -18,7 +18,7 @@ using jal::kernels::CodeObject;
 using jal::kernels::Label;
 using jal::kernels::X;
 
-std::vector<uint64_t> code_of(const CodeObject &co)
+std::vector<uint64_t> code_of(const CodeObject& co)
 {
     jal::isa::CodeObjectView v;
     std::string error;
@@ -26,7 +26,7 @@ std::vector<uint64_t> code_of(const CodeObject &co)
     return v.code;
 }
 
-std::vector<std::string> listing(const CodeObject &co)
+std::vector<std::string> listing(const CodeObject& co)
 {
     std::vector<std::string> out;
     auto code = code_of(co);
@@ -36,23 +36,25 @@ std::vector<std::string> listing(const CodeObject &co)
 }
 
 // What LI/LUI leave in a register (isa.h), to check li() without an emulator.
-int64_t run_constant(const std::vector<uint64_t> &code)
+int64_t run_constant(const std::vector<uint64_t>& code)
 {
     uint64_t r = 0;
     for (uint64_t w : code) {
         if (JAL_INSN_OPCODE(w) == JAL_OP_LI)
             r = static_cast<uint64_t>(static_cast<int64_t>(JAL_INSN_IMM(w)));
         else if (JAL_INSN_OPCODE(w) == JAL_OP_LUI)
-            r = (r & 0xffffffffu) | (static_cast<uint64_t>(static_cast<uint32_t>(JAL_INSN_IMM(w))) << 32);
+            r = (r & 0xffffffffu) |
+                (static_cast<uint64_t>(static_cast<uint32_t>(JAL_INSN_IMM(w))) << 32);
     }
     return static_cast<int64_t>(r);
 }
 
-template <typename F> std::string error_of(F &&f)
+template <typename F>
+std::string error_of(F&& f)
 {
     try {
         f();
-    } catch (const jal::Error &e) {
+    } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
         return e.what();
     }
@@ -62,14 +64,25 @@ template <typename F> std::string error_of(F &&f)
 
 TEST(Builder, LiLoadsAny64BitConstant)
 {
-    const int64_t values[] = {0, 1, -1, 5, -5, INT32_MAX, INT32_MIN, int64_t{INT32_MAX} + 1, 0xffffffffll,
-                              0x123456789abcdef0ll, INT64_MIN, INT64_MAX, -0x100000000ll};
+    const int64_t values[] = {0,
+                              1,
+                              -1,
+                              5,
+                              -5,
+                              INT32_MAX,
+                              INT32_MIN,
+                              int64_t{INT32_MAX} + 1,
+                              0xffffffffll,
+                              0x123456789abcdef0ll,
+                              INT64_MIN,
+                              INT64_MAX,
+                              -0x100000000ll};
     for (int64_t v : values) {
         Builder b("li");
         X r = b.x();
         b.li(r, v);
         auto code = code_of(b.finish());
-        code.pop_back(); // END
+        code.pop_back();  // END
         const bool fits = v >= INT32_MIN && v <= INT32_MAX;
         EXPECT_EQ(code.size(), fits ? 1u : 2u) << v;
         EXPECT_EQ(run_constant(code), v);
@@ -89,7 +102,8 @@ TEST(Builder, LabelsResolveForwardAndBackward)
     b.bind(done);
     b.end();
     auto lines = listing(b.finish());
-    std::vector<std::string> want = {"li x2, 3", "bge x1, x2, @4", "addi x1, x1, 1", "jmp @1", "end"};
+    std::vector<std::string> want = {"li x2, 3", "bge x1, x2, @4", "addi x1, x1, 1", "jmp @1",
+                                     "end"};
     EXPECT_EQ(lines, want);
 }
 
@@ -125,8 +139,8 @@ TEST(Builder, ForRangeComparesAtTheTopAndFreesItsCounter)
     EXPECT_EQ(seen.r, 4);
     EXPECT_EQ(b.x().r, 4) << "the loop's counter is free again";
     auto lines = listing(b.finish());
-    std::vector<std::string> want = {"addi x4, x1, 0", "bge x4, x2, @5", "st x4, [x3]", "addi x4, x4, 2", "jmp @1",
-                                     "end"};
+    std::vector<std::string> want = {"addi x4, x1, 0", "bge x4, x2, @5", "st x4, [x3]",
+                                     "addi x4, x4, 2", "jmp @1",         "end"};
     EXPECT_EQ(lines, want);
 }
 
@@ -148,19 +162,16 @@ TEST(Builder, ForRangeCountingDownLeavesAtTheEnd)
 TEST(Builder, RegisterExhaustionThrowsNamingTheKernel)
 {
     Builder b("greedy");
-    for (int i = 1; i < JAL_ISA_SCALAR_REGS; i++)
-        EXPECT_EQ(b.x().r, i);
+    for (int i = 1; i < JAL_ISA_SCALAR_REGS; i++) EXPECT_EQ(b.x().r, i);
     std::string e = error_of([&] { b.x(); });
     EXPECT_NE(e.find("kernel greedy"), std::string::npos) << e;
     EXPECT_NE(e.find("out of scalar registers"), std::string::npos) << e;
     b.free(X{7});
     EXPECT_EQ(b.x().r, 7);
 
-    for (int i = 0; i < JAL_ISA_TILE_REGS; i++)
-        b.t();
+    for (int i = 0; i < JAL_ISA_TILE_REGS; i++) b.t();
     EXPECT_NE(error_of([&] { b.t(); }).find("out of tile registers"), std::string::npos);
-    for (int i = 0; i < JAL_ISA_SEMAPHORES; i++)
-        b.q();
+    for (int i = 0; i < JAL_ISA_SEMAPHORES; i++) b.q();
     EXPECT_NE(error_of([&] { b.q(); }).find("out of semaphores"), std::string::npos);
 }
 
@@ -178,11 +189,12 @@ TEST(Builder, L1AllocatorAlignsResetsAndRecordsTheHighWaterMark)
     Builder b("l1");
     EXPECT_EQ(b.l1_alloc(100), 0u);
     EXPECT_EQ(b.l1_alloc(10), 128u);
-    uint32_t mark = b.l1_alloc(1000); // 192..1192
+    uint32_t mark = b.l1_alloc(1000);  // 192..1192
     EXPECT_EQ(mark, 192u);
     b.l1_reset(mark);
     EXPECT_EQ(b.l1_alloc(64), 192u);
-    EXPECT_NE(error_of([&] { b.l1_alloc(JAL_SLICE_L1_BYTES); }).find("l1_alloc(4194304)"), std::string::npos);
+    EXPECT_NE(error_of([&] { b.l1_alloc(JAL_SLICE_L1_BYTES); }).find("l1_alloc(4194304)"),
+              std::string::npos);
     EXPECT_NE(error_of([&] { b.l1_reset(100000); }).find("l1_reset"), std::string::npos);
     b.l1_reset(0);
     EXPECT_EQ(b.l1_alloc(JAL_SLICE_L1_BYTES), 0u) << "all of L1 fits once freed";
@@ -200,12 +212,14 @@ TEST(Builder, ArgumentsAreLoadedFromTheArgumentBufferInOrder)
     b.st(n, out, 0);
     b.st(scale, out, 8);
     EXPECT_NE(error_of([&] { b.arg("n"); }).find("declared twice"), std::string::npos);
-    EXPECT_NE(error_of([&] { b.arg("a_name_longer_than_19"); }).find("must be 1..19 characters"), std::string::npos);
+    EXPECT_NE(error_of([&] { b.arg("a_name_longer_than_19"); }).find("must be 1..19 characters"),
+              std::string::npos);
     CodeObject co = b.finish();
     EXPECT_EQ(co.args_size, 24u);
     EXPECT_EQ(co.name, "args");
-    std::vector<std::string> want = {"movsr x1, args", "ld x2, [x1]", "ld x3, [x1+8]", "ld x4, [x1+16]",
-                                     "st x2, [x3]", "st x4, [x3+8]", "end"};
+    std::vector<std::string> want = {
+        "movsr x1, args", "ld x2, [x1]", "ld x3, [x1+8]", "ld x4, [x1+16]", "st x2, [x3]",
+        "st x4, [x3+8]",  "end"};
     EXPECT_EQ(listing(co), want);
     jal::isa::CodeObjectView v;
     ASSERT_EQ(jal::isa::parse_code_object(co.bytes, &v, nullptr), JAL_STATUS_OK);
@@ -223,7 +237,9 @@ TEST(Builder, BadOperandsThrowAtTheLineThatWroteThem)
     EXPECT_NE(e.find("kernel operands: instruction 1: add: field a is 40"), std::string::npos) << e;
     EXPECT_NE(error_of([&] { b.vtopk({1}, {2}, 0); }).find("k 0"), std::string::npos);
     EXPECT_NE(error_of([&] { b.trap(JAL_STATUS_OK); }).find("trap: status 0"), std::string::npos);
-    EXPECT_NE(error_of([&] { b.tdesc({1}, X{2}, X{3}, X{4}, static_cast<jal_dtype>(0)); }).find("dtype 0"),
+    EXPECT_NE(error_of([&] {
+                  b.tdesc({1}, X{2}, X{3}, X{4}, static_cast<jal_dtype>(0));
+              }).find("dtype 0"),
               std::string::npos);
     EXPECT_NE(error_of([] { Builder bad(std::string(64, 'n')); }).find("must be 1..63 characters"),
               std::string::npos);
@@ -264,7 +280,8 @@ TEST(Builder, EveryMethodsOutputPassesTheValidator)
     b.movsr(c, JAL_SR_CLOCK);
     b.add(a, a, c), b.sub(a, a, c), b.mul(a, a, c), b.divu(a, a, all), b.remu(a, a, all);
     b.and_(a, a, c), b.or_(a, a, c), b.xor_(a, a, c), b.shl(a, a, c), b.shr(a, a, c);
-    b.slt(a, a, c), b.sltu(a, a, c), b.min(a, a, c), b.max(a, a, c), b.addi(a, a, -3), b.muli(a, a, 7);
+    b.slt(a, a, c), b.sltu(a, a, c), b.min(a, a, c), b.max(a, a, c), b.addi(a, a, -3),
+        b.muli(a, a, 7);
     b.mov(c, a);
     b.ld(a, src, 8), b.lw(a, src, 4), b.st(a, src, 16);
     Label skip = b.label();
@@ -282,11 +299,14 @@ TEST(Builder, EveryMethodsOutputPassesTheValidator)
     b.wait(q0, 3), b.signal(q0);
     b.tread(a, t0, me, 1), b.twrite(a, t0, me, 2);
     b.mma(t2, t0, t1);
-    b.vadd(t2, t0, t1), b.vsub(t2, t0, t1), b.vmul(t2, t0, t1), b.vmax(t2, t0, t1), b.vmin(t2, t0, t1);
+    b.vadd(t2, t0, t1), b.vsub(t2, t0, t1), b.vmul(t2, t0, t1), b.vmax(t2, t0, t1),
+        b.vmin(t2, t0, t1);
     b.vfma(t2, t0, t1), b.vscale(t2, t0, 0.5f), b.vadds(t2, t0, 1.0f);
-    b.vexp(t2, t0), b.vrsqrt(t2, t0), b.vsilu(t2, t0), b.vsigmoid(t2, t0), b.vrecip(t2, t0), b.vneg(t2, t0);
+    b.vexp(t2, t0), b.vrsqrt(t2, t0), b.vsilu(t2, t0), b.vsigmoid(t2, t0), b.vrecip(t2, t0),
+        b.vneg(t2, t0);
     b.vclamp(t2, t0, s, s);
-    b.vredsum(t2, t0), b.vredmax(t2, t0), b.vargmax(idx, t0), b.vtopk(idx, t0, 4), b.vtopkv(t2, t0, 4);
+    b.vredsum(t2, t0), b.vredmax(t2, t0), b.vargmax(idx, t0), b.vtopk(idx, t0, 4),
+        b.vtopkv(t2, t0, 4);
     b.vcvt(t1, t0, JAL_CVT_GGML), b.vcopy(t2, t0), b.vfill(t2, -0.0f), b.vfill_i32(idx, 7);
     b.vmask(t2, me, all, 128), b.viota(t2, me, all);
     b.for_range(jal::kernels::zero, all, 1, [&](X peer) {
@@ -304,4 +324,4 @@ TEST(Builder, EveryMethodsOutputPassesTheValidator)
     EXPECT_EQ(co.args_size, 24u);
 }
 
-} // namespace
+}  // namespace

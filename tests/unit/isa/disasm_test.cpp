@@ -15,11 +15,14 @@ namespace {
 
 using jal::isa::disassemble_instruction;
 
-int32_t f(float v) { return std::bit_cast<int32_t>(v); }
+int32_t f(float v)
+{
+    return std::bit_cast<int32_t>(v);
+}
 
 struct Golden {
     uint64_t word;
-    const char *text;
+    const char* text;
 };
 
 // Every instruction at pc 10 (branch targets print as absolute indices).
@@ -55,7 +58,8 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, -4), "jmp @6"},
     {JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_PAGE_FAULT), "trap 19 (page fault)"},
     {JAL_INSN(JAL_OP_TDESC, 1, 2, 3, 4, JAL_TDESC_IMM(0, JAL_DT_F32)), "tdesc t1, x2, x3, x4, f32"},
-    {JAL_INSN(JAL_OP_TDESC, 15, 2, 3, 4, JAL_TDESC_IMM(4096, JAL_DT_MXFP4)), "tdesc t15, x2, x3, x4, mxfp4, stride 4096"},
+    {JAL_INSN(JAL_OP_TDESC, 15, 2, 3, 4, JAL_TDESC_IMM(4096, JAL_DT_MXFP4)),
+     "tdesc t15, x2, x3, x4, mxfp4, stride 4096"},
     {JAL_INSN(JAL_OP_TLOAD, 2, 5, 6, 0, 1), "tload t2, [x5], x6, q1"},
     {JAL_INSN(JAL_OP_TSTORE, 2, 5, 6, 0, 15), "tstore t2, [x5], x6, q15"},
     {JAL_INSN(JAL_OP_TGATHER, 1, 2, 3, 4, 0), "tgather t1, [x2], x3, t4, q0"},
@@ -97,14 +101,16 @@ const Golden kGolden[] = {
 TEST(Disassembler, GoldenLineForEveryOpcode)
 {
     std::map<uint8_t, int> covered;
-    for (const Golden &g : kGolden) {
+    for (const Golden& g : kGolden) {
         EXPECT_EQ(disassemble_instruction(g.word, 10), g.text);
         std::string error;
-        EXPECT_EQ(jal::isa::validate_instruction(g.word, &error), JAL_STATUS_OK) << g.text << ": " << error;
+        EXPECT_EQ(jal::isa::validate_instruction(g.word, &error), JAL_STATUS_OK)
+            << g.text << ": " << error;
         covered[JAL_INSN_OPCODE(g.word)]++;
     }
     for (uint8_t op : jal::isa::known_opcodes())
-        EXPECT_TRUE(covered.count(op)) << "no golden line for opcode " << int(op) << " (" << jal::isa::opcode_name(op) << ")";
+        EXPECT_TRUE(covered.count(op))
+            << "no golden line for opcode " << int(op) << " (" << jal::isa::opcode_name(op) << ")";
     EXPECT_EQ(covered.size(), jal::isa::known_opcodes().size());
 }
 
@@ -136,10 +142,10 @@ TEST(Disassembler, ObjectListingHasHeaderArgsAndEveryInstruction)
 TEST(Disassembler, MalformedObjectListingStartsWithTheValidatorsMessage)
 {
     auto bytes = jal::test::good_object();
-    bytes[40] ^= 1; // the CRC
+    bytes[40] ^= 1;  // the CRC
     std::string text = jal::isa::disassemble(bytes);
     EXPECT_EQ(text.rfind("; invalid code object (invalid field): code_crc32", 0), 0u) << text;
     EXPECT_NE(text.find("bge x4, x2, @8"), std::string::npos) << text;
 }
 
-} // namespace
+}  // namespace

@@ -11,7 +11,7 @@
 
 namespace {
 
-uint64_t slot(const jal::kernels::Args &a, size_t i)
+uint64_t slot(const jal::kernels::Args& a, size_t i)
 {
     uint64_t v;
     std::memcpy(&v, a.bytes().data() + i * 8, 8);
@@ -25,7 +25,8 @@ TEST(Args, EightByteSlotsInOrder)
     ASSERT_EQ(a.size(), 32u);
     EXPECT_EQ(slot(a, 0), 0x1122334455667788ull);
     EXPECT_EQ(slot(a, 1), 0x200000000ull);
-    EXPECT_EQ(slot(a, 2), uint64_t{std::bit_cast<uint32_t>(-2.5f)}) << "f32 in the low word, high word zero";
+    EXPECT_EQ(slot(a, 2), uint64_t{std::bit_cast<uint32_t>(-2.5f)})
+        << "f32 in the low word, high word zero";
     EXPECT_EQ(slot(a, 3), 0u);
     EXPECT_EQ(a.bytes()[0], 0x88) << "little-endian";
     EXPECT_TRUE(jal::kernels::Args().bytes().empty());
@@ -45,7 +46,8 @@ TEST(DispatchFailureMessage, NamesKernelSlicePcOpcodeAndInstruction)
     r.fault_opcode = JAL_OP_TLOAD;
     r.fault_address = 0xdead000;
     EXPECT_EQ(jal::kernels::dispatch_failure_message("gemv", code, r),
-              "kernel gemv: page fault in slice 5 at pc 1 (opcode 0x31 tload): tload t2, [x5], x6, q1 (address 0xdead000)");
+              "kernel gemv: page fault in slice 5 at pc 1 (opcode 0x31 tload): tload t2, [x5], x6, "
+              "q1 (address 0xdead000)");
 }
 
 TEST(DispatchFailureMessage, RefusedBeforeAnySliceRan)
@@ -54,7 +56,8 @@ TEST(DispatchFailureMessage, RefusedBeforeAnySliceRan)
     r.status = JAL_STATUS_INVALID_FIELD;
     r.fault_slice = ~0u;
     EXPECT_EQ(jal::kernels::dispatch_failure_message("k", {}, r),
-              "kernel k: invalid field (before any slice ran: the code object or the dispatch was refused)");
+              "kernel k: invalid field (before any slice ran: the code object or the dispatch was "
+              "refused)");
 }
 
 TEST(DispatchFailureMessage, PcOutsideTheCodeStillNamesTheOpcode)
@@ -68,4 +71,4 @@ TEST(DispatchFailureMessage, PcOutsideTheCodeStillNamesTheOpcode)
               "kernel k: invalid opcode in slice 0 at pc 9 (opcode 0xee unknown)");
 }
 
-} // namespace
+}  // namespace

@@ -25,15 +25,15 @@ inline jal_code_arg make_arg(std::string_view name, uint32_t offset, uint32_t ki
 inline std::vector<uint64_t> good_code()
 {
     return {
-        JAL_INSN(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS), // 0
-        JAL_INSN(JAL_OP_LD, 2, 1, 0, 0, 0),              // 1: n
-        JAL_INSN(JAL_OP_LD, 3, 1, 0, 0, 8),              // 2: out
-        JAL_INSN(JAL_OP_LI, 4, 0, 0, 0, 0),              // 3: i = 0
-        JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 4),             // 4: i >= n -> 8
-        JAL_INSN(JAL_OP_ST, 4, 3, 0, 0, 0),              // 5
-        JAL_INSN(JAL_OP_ADDI, 4, 4, 0, 0, 1),            // 6
-        JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, -3),            // 7 -> 4
-        JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0),             // 8
+        JAL_INSN(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS),  // 0
+        JAL_INSN(JAL_OP_LD, 2, 1, 0, 0, 0),               // 1: n
+        JAL_INSN(JAL_OP_LD, 3, 1, 0, 0, 8),               // 2: out
+        JAL_INSN(JAL_OP_LI, 4, 0, 0, 0, 0),               // 3: i = 0
+        JAL_INSN(JAL_OP_BGE, 4, 2, 0, 0, 4),              // 4: i >= n -> 8
+        JAL_INSN(JAL_OP_ST, 4, 3, 0, 0, 0),               // 5
+        JAL_INSN(JAL_OP_ADDI, 4, 4, 0, 0, 1),             // 6
+        JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, -3),             // 7 -> 4
+        JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0),              // 8
     };
 }
 
@@ -49,7 +49,7 @@ inline std::vector<uint8_t> good_object()
     return jal::isa::encode_code_object("count_up", code, 16, 4096, args);
 }
 
-inline jal_code_object_header header_of(const std::vector<uint8_t> &bytes)
+inline jal_code_object_header header_of(const std::vector<uint8_t>& bytes)
 {
     jal_code_object_header h;
     std::memcpy(&h, bytes.data(), sizeof h);
@@ -57,7 +57,7 @@ inline jal_code_object_header header_of(const std::vector<uint8_t> &bytes)
 }
 
 // Replaces instruction `pc` and fixes the CRC, so only the instruction is wrong.
-inline void rewrite_word(std::vector<uint8_t> &bytes, uint32_t pc, uint64_t word)
+inline void rewrite_word(std::vector<uint8_t>& bytes, uint32_t pc, uint64_t word)
 {
     jal_code_object_header h = header_of(bytes);
     std::memcpy(bytes.data() + h.code_offset + pc * 8, &word, 8);
@@ -65,4 +65,4 @@ inline void rewrite_word(std::vector<uint8_t> &bytes, uint32_t pc, uint64_t word
     std::memcpy(bytes.data(), &h, sizeof h);
 }
 
-} // namespace jaltest
+}  // namespace jal::test

@@ -10,14 +10,15 @@
 namespace {
 
 struct Case {
-    const char *what;
+    const char* what;
     uint64_t word;
     jal_status status;
-    const char *message;
+    const char* message;
 };
 
 const Case kBad[] = {
-    {"unknown opcode", uint64_t{0x07} << 56, JAL_STATUS_INVALID_OPCODE, "opcode 0x07 is not in the ISA"},
+    {"unknown opcode", uint64_t{0x07} << 56, JAL_STATUS_INVALID_OPCODE,
+     "opcode 0x07 is not in the ISA"},
     {"scalar register 32", JAL_INSN(JAL_OP_ADD, 1, 32, 3, 0, 0), JAL_STATUS_INVALID_FIELD,
      "add: field b is 32, not a scalar register (x0..x31)"},
     {"tile register 16", JAL_INSN(JAL_OP_MMA, 0, 1, 16, 0, 0), JAL_STATUS_INVALID_FIELD,
@@ -28,21 +29,26 @@ const Case kBad[] = {
      "tload: semaphore imm is 16"},
     {"unused field d", JAL_INSN(JAL_OP_ADD, 1, 2, 3, 4, 0), JAL_STATUS_INVALID_FIELD,
      "add: field d is 4, unused and must be zero"},
-    {"unused imm", JAL_INSN(JAL_OP_VEXP, 1, 2, 0, 0, 5), JAL_STATUS_INVALID_FIELD, "vexp: imm is 0x5, unused"},
-    {"jmp with a register", JAL_INSN(JAL_OP_JMP, 1, 0, 0, 0, 1), JAL_STATUS_INVALID_FIELD, "jmp: field a is 1"},
-    {"tdesc dtype 0", JAL_INSN(JAL_OP_TDESC, 1, 2, 3, 4, JAL_TDESC_IMM(64, 0)), JAL_STATUS_INVALID_FIELD,
-     "tdesc: dtype 0 is not a jal_dtype"},
-    {"tdesc dtype 9", JAL_INSN(JAL_OP_TDESC, 1, 2, 3, 4, JAL_TDESC_IMM(0, 9)), JAL_STATUS_INVALID_FIELD,
-     "dtype 9"},
+    {"unused imm", JAL_INSN(JAL_OP_VEXP, 1, 2, 0, 0, 5), JAL_STATUS_INVALID_FIELD,
+     "vexp: imm is 0x5, unused"},
+    {"jmp with a register", JAL_INSN(JAL_OP_JMP, 1, 0, 0, 0, 1), JAL_STATUS_INVALID_FIELD,
+     "jmp: field a is 1"},
+    {"tdesc dtype 0", JAL_INSN(JAL_OP_TDESC, 1, 2, 3, 4, JAL_TDESC_IMM(64, 0)),
+     JAL_STATUS_INVALID_FIELD, "tdesc: dtype 0 is not a jal_dtype"},
+    {"tdesc dtype 9", JAL_INSN(JAL_OP_TDESC, 1, 2, 3, 4, JAL_TDESC_IMM(0, 9)),
+     JAL_STATUS_INVALID_FIELD, "dtype 9"},
     {"vcvt mode 2", JAL_INSN(JAL_OP_VCVT, 1, 2, 0, 0, 2), JAL_STATUS_INVALID_FIELD,
      "vcvt: conversion mode 2 is not a jal_cvt_mode"},
     {"vtopk k 0", JAL_INSN(JAL_OP_VTOPK, 1, 2, 0, 0, 0), JAL_STATUS_INVALID_FIELD, "vtopk: k is 0"},
-    {"vtopkv k -1", JAL_INSN(JAL_OP_VTOPKV, 1, 2, 0, 0, -1), JAL_STATUS_INVALID_FIELD, "vtopkv: k is -1"},
+    {"vtopkv k -1", JAL_INSN(JAL_OP_VTOPKV, 1, 2, 0, 0, -1), JAL_STATUS_INVALID_FIELD,
+     "vtopkv: k is -1"},
     {"movsr unknown", JAL_INSN(JAL_OP_MOVSR, 1, 0, 0, 0, 6), JAL_STATUS_INVALID_FIELD,
      "movsr: special register 6 is not known"},
     {"trap ok", JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, 0), JAL_STATUS_INVALID_FIELD, "trap: status 0"},
-    {"trap unknown status", JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, 999), JAL_STATUS_INVALID_FIELD, "trap: status 999"},
-    {"wait negative", JAL_INSN(JAL_OP_WAIT, 1, 0, 0, 0, -1), JAL_STATUS_INVALID_FIELD, "wait: count -1"},
+    {"trap unknown status", JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, 999), JAL_STATUS_INVALID_FIELD,
+     "trap: status 999"},
+    {"wait negative", JAL_INSN(JAL_OP_WAIT, 1, 0, 0, 0, -1), JAL_STATUS_INVALID_FIELD,
+     "wait: count -1"},
     {"tread negative column", JAL_INSN(JAL_OP_TREAD, 1, 2, 3, 0, -1), JAL_STATUS_INVALID_FIELD,
      "tread: column -1"},
     {"vmask negative window", JAL_INSN(JAL_OP_VMASK, 1, 2, 3, 0, -4), JAL_STATUS_INVALID_FIELD,
@@ -53,7 +59,7 @@ class BadInstruction : public testing::TestWithParam<Case> {};
 
 TEST_P(BadInstruction, IsRejectedWithItsField)
 {
-    const Case &c = GetParam();
+    const Case& c = GetParam();
     std::string error;
     EXPECT_EQ(jal::isa::validate_instruction(c.word, &error), c.status) << c.what;
     EXPECT_NE(error.find(c.message), std::string::npos) << c.what << ": \"" << error << "\"";
@@ -61,9 +67,9 @@ TEST_P(BadInstruction, IsRejectedWithItsField)
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BadInstruction, testing::ValuesIn(kBad),
-                         [](const testing::TestParamInfo<Case> &info) {
+                         [](const testing::TestParamInfo<Case>& info) {
                              std::string n;
-                             for (const char *p = info.param.what; *p; p++)
+                             for (const char* p = info.param.what; *p; p++)
                                  n += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
                              return n;
                          });
@@ -79,14 +85,15 @@ TEST(InstructionValidator, AcceptsTheEdgesOfEachRange)
         JAL_INSN(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_TIMING_ONLY),
         JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_COUNT_ - 1),
         JAL_INSN(JAL_OP_LI, 1, 0, 0, 0, INT32_MIN),
-        JAL_INSN(JAL_OP_BEQ, 0, 0, 0, 0, INT32_MIN), // bounded only at object level
+        JAL_INSN(JAL_OP_BEQ, 0, 0, 0, 0, INT32_MIN),  // bounded only at object level
         JAL_INSN(JAL_OP_VTOPK, 0, 0, 0, 0, 1),
         JAL_INSN(JAL_OP_VCVT, 0, 0, 0, 0, JAL_CVT_GGML),
     };
     for (uint64_t w : good) {
         std::string error;
-        EXPECT_EQ(jal::isa::validate_instruction(w, &error), JAL_STATUS_OK) << std::hex << w << ": " << error;
+        EXPECT_EQ(jal::isa::validate_instruction(w, &error), JAL_STATUS_OK)
+            << std::hex << w << ": " << error;
     }
 }
 
-} // namespace
+}  // namespace

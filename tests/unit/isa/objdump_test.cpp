@@ -16,20 +16,18 @@ namespace {
 
 struct Result {
     int exit_code = -1;
-    std::string out; // stdout and stderr
+    std::string out;  // stdout and stderr
 };
 
-Result run(const std::string &args)
+Result run(const std::string& args)
 {
     Result r;
     std::string cmd = std::string(JAL_OBJDUMP) + " " + args + " 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    if (!p)
-        return r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
     char buf[4096];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        r.out.append(buf, n);
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
     int status = pclose(p);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
@@ -37,11 +35,12 @@ Result run(const std::string &args)
 
 class ObjdumpTest : public testing::Test {
 protected:
-    std::filesystem::path write(const std::string &name, const std::vector<uint8_t> &bytes)
+    std::filesystem::path write(const std::string& name, const std::vector<uint8_t>& bytes)
     {
         auto path = dir_ / name;
-        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()),
-                                                    static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
         return path;
     }
     void SetUp() override
@@ -72,9 +71,12 @@ TEST_F(ObjdumpTest, MalformedObjectPrintsTheValidatorsErrorAndExits1)
     auto path = write("bad.jko", bytes);
     Result r = run(path.string());
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.out.find("instruction 4 (0x2310200000000032): branch target 54 is outside the code"), std::string::npos)
+    EXPECT_NE(
+        r.out.find("instruction 4 (0x2310200000000032): branch target 54 is outside the code"),
+        std::string::npos)
         << r.out;
-    EXPECT_EQ(r.out.find("kernel count_up"), std::string::npos) << "no dump without --force: " << r.out;
+    EXPECT_EQ(r.out.find("kernel count_up"), std::string::npos)
+        << "no dump without --force: " << r.out;
 
     Result forced = run("--force " + path.string());
     EXPECT_EQ(forced.exit_code, 1);
@@ -115,7 +117,7 @@ TEST_F(ObjdumpTest, JsonParsesAndHasHeaderArgsAndInstructions)
 TEST_F(ObjdumpTest, JsonOfAMalformedObjectWithForceCarriesTheError)
 {
     auto bytes = jal::test::good_object();
-    bytes[36] = 1; // flags
+    bytes[36] = 1;  // flags
     auto path = write("flags.jko", bytes);
     Result r = run("--json --force " + path.string() + " 2>/dev/null");
     EXPECT_EQ(r.exit_code, 1);
@@ -134,4 +136,4 @@ TEST_F(ObjdumpTest, HelpAndMissingFile)
     EXPECT_NE(missing.out.find("cannot open"), std::string::npos) << missing.out;
 }
 
-} // namespace
+}  // namespace

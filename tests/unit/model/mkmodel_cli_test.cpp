@@ -14,66 +14,66 @@
 namespace {
 
 struct Output {
-	int status;
-	std::string text;
+    int status;
+    std::string text;
 };
 
-Output mkmodel(const std::string &args)
+Output mkmodel(const std::string& args)
 {
-	Output o{-1, {}};
-	FILE *p = popen((std::string(JAL_MKMODEL) + " " + args + " 2>&1").c_str(), "r");
-	if (!p)
-		return o;
-	char buf[4096];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-		o.text.append(buf, n);
-	const int st = pclose(p);
-	o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	return o;
+    Output o{-1, {}};
+    FILE* p = popen((std::string(JAL_MKMODEL) + " " + args + " 2>&1").c_str(), "r");
+    if (!p) return o;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.text.append(buf, n);
+    const int st = pclose(p);
+    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return o;
 }
 
 std::string temp_model()
 {
-	return ::testing::TempDir() + "mkmodel_cli_" + std::to_string(getpid()) + ".gguf";
+    return ::testing::TempDir() + "mkmodel_cli_" + std::to_string(getpid()) + ".gguf";
 }
 
 TEST(MkmodelCli, PresetWithOverridesAndJsonSummary)
 {
-	const std::string path = temp_model();
-	const Output o = mkmodel(path + " --preset small --seed 9 --layers 2 --vocab 300 --sliding-window 32 --json");
-	ASSERT_EQ(o.status, 0) << o.text;
-	const auto j = nlohmann::json::parse(o.text);
-	EXPECT_EQ(j["preset"], "small");
-	EXPECT_EQ(j["seed"], 9);
-	EXPECT_EQ(j["shape"]["layers"], 2);
-	EXPECT_EQ(j["shape"]["kv_heads"], 2);
-	EXPECT_EQ(j["shape"]["vocab"], 300);
-	EXPECT_EQ(j["shape"]["sliding_window"], 32);
-	EXPECT_EQ(j["tensors"], 3 + 19 * 2);
-	EXPECT_EQ(j["bytes"].get<uint64_t>(), std::filesystem::file_size(path));
+    const std::string path = temp_model();
+    const Output o = mkmodel(
+        path + " --preset small --seed 9 --layers 2 --vocab 300 --sliding-window 32 --json");
+    ASSERT_EQ(o.status, 0) << o.text;
+    const auto j = nlohmann::json::parse(o.text);
+    EXPECT_EQ(j["preset"], "small");
+    EXPECT_EQ(j["seed"], 9);
+    EXPECT_EQ(j["shape"]["layers"], 2);
+    EXPECT_EQ(j["shape"]["kv_heads"], 2);
+    EXPECT_EQ(j["shape"]["vocab"], 300);
+    EXPECT_EQ(j["shape"]["sliding_window"], 32);
+    EXPECT_EQ(j["tensors"], 3 + 19 * 2);
+    EXPECT_EQ(j["bytes"].get<uint64_t>(), std::filesystem::file_size(path));
 
-	const auto f = jal::model::GgufFile::open(path);
-	const auto c = jal::model::read_gpt_oss_config(f);
-	EXPECT_EQ(c.n_layer, 2u);
-	EXPECT_EQ(c.n_vocab, 300u);
-	EXPECT_EQ(c.sliding_window, 32u);
-	std::filesystem::remove(path);
+    const auto f = jal::model::GgufFile::open(path);
+    const auto c = jal::model::read_gpt_oss_config(f);
+    EXPECT_EQ(c.n_layer, 2u);
+    EXPECT_EQ(c.n_vocab, 300u);
+    EXPECT_EQ(c.sliding_window, 32u);
+    std::filesystem::remove(path);
 }
 
 TEST(MkmodelCli, RefusesBadShapesAndPresets)
 {
-	const std::string path = temp_model();
-	Output o = mkmodel(path + " --seed 1 --heads 4 --kv-heads 3");
-	EXPECT_EQ(o.status, 1);
-	EXPECT_NE(o.text.find("--kv-heads 3: expected a divisor of --heads 4"), std::string::npos) << o.text;
-	o = mkmodel(path + " --seed 1 --preset enormous");
-	EXPECT_EQ(o.status, 2);
-	EXPECT_NE(o.text.find("unknown preset 'enormous'"), std::string::npos) << o.text;
-	o = mkmodel(path);   // --seed is required
-	EXPECT_NE(o.status, 0);
-	EXPECT_FALSE(std::filesystem::exists(path));
-	EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+    const std::string path = temp_model();
+    Output o = mkmodel(path + " --seed 1 --heads 4 --kv-heads 3");
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.text.find("--kv-heads 3: expected a divisor of --heads 4"), std::string::npos)
+        << o.text;
+    o = mkmodel(path + " --seed 1 --preset enormous");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("unknown preset 'enormous'"), std::string::npos) << o.text;
+    o = mkmodel(path);  // --seed is required
+    EXPECT_NE(o.status, 0);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 }  // namespace

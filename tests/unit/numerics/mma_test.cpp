@@ -26,13 +26,14 @@ struct Matrix {
 };
 
 // Random finite data of any matrix dtype; stride has 12 bytes of padding after each row.
-Matrix random_matrix(jal_dtype dt, uint32_t rows, uint32_t cols, std::mt19937 &rng) {
+Matrix random_matrix(jal_dtype dt, uint32_t rows, uint32_t cols, std::mt19937& rng)
+{
     Matrix m{dt, rows, cols, uint32_t(row_bytes(dt, cols) + 12), {}};
     m.bytes.assign(size_t(m.stride) * rows, 0xa5);
     std::uniform_real_distribution<float> val(-4.0f, 4.0f);
     std::uniform_int_distribution<int> scale(118, 134), q8(-127, 127);
     for (uint32_t r = 0; r < rows; r++) {
-        uint8_t *p = m.bytes.data() + size_t(r) * m.stride;
+        uint8_t* p = m.bytes.data() + size_t(r) * m.stride;
         for (uint32_t k = 0; k < cols; k++) {
             size_t b = k / 32, j = k % 32;
             switch (dt) {
@@ -49,20 +50,17 @@ Matrix random_matrix(jal_dtype dt, uint32_t rows, uint32_t cols, std::mt19937 &r
             }
             case JAL_DT_MXFP8_E4M3:
             case JAL_DT_MXFP8_E5M2: {
-                uint8_t *blk = p + b * 33;
-                if (j == 0)
-                    blk[0] = uint8_t(scale(rng));
+                uint8_t* blk = p + b * 33;
+                if (j == 0) blk[0] = uint8_t(scale(rng));
                 uint8_t c;
-                do
-                    c = uint8_t(rng());
+                do c = uint8_t(rng());
                 while (dt == JAL_DT_MXFP8_E4M3 ? (c & 0x7f) == 0x7f : ((c >> 2) & 0x1f) == 31);
                 blk[1 + j] = c;
                 break;
             }
             case JAL_DT_MXFP4: {
-                uint8_t *blk = p + b * 17;
-                if (j == 0)
-                    blk[0] = uint8_t(scale(rng));
+                uint8_t* blk = p + b * 17;
+                if (j == 0) blk[0] = uint8_t(scale(rng));
                 uint8_t c = uint8_t(rng() & 0xf);
                 if (j < 16)
                     blk[1 + j] = c;
@@ -71,9 +69,10 @@ Matrix random_matrix(jal_dtype dt, uint32_t rows, uint32_t cols, std::mt19937 &r
                 break;
             }
             case JAL_DT_Q8_0: {
-                uint8_t *blk = p + b * 34;
+                uint8_t* blk = p + b * 34;
                 if (j == 0) {
-                    uint16_t d = f32_to_f16(std::ldexp(1.0f + float(rng() % 1000) / 1000.0f, -int(rng() % 8) - 3));
+                    uint16_t d = f32_to_f16(
+                        std::ldexp(1.0f + float(rng() % 1000) / 1000.0f, -int(rng() % 8) - 3));
                     std::memcpy(blk, &d, 2);
                 }
                 blk[2 + j] = uint8_t(int8_t(q8(rng)));
@@ -87,24 +86,25 @@ Matrix random_matrix(jal_dtype dt, uint32_t rows, uint32_t cols, std::mt19937 &r
     return m;
 }
 
-std::vector<float> random_acc(uint32_t M, uint32_t N, std::mt19937 &rng) {
+std::vector<float> random_acc(uint32_t M, uint32_t N, std::mt19937& rng)
+{
     std::uniform_real_distribution<float> val(-8.0f, 8.0f);
     std::vector<float> acc(size_t(M) * N);
-    for (auto &v : acc)
-        v = val(rng);
+    for (auto& v : acc) v = val(rng);
     return acc;
 }
 
-std::vector<double> decode(const Matrix &m, uint32_t r) {
+std::vector<double> decode(const Matrix& m, uint32_t r)
+{
     auto v = ref_decode_row(m.dtype, m.bytes.data() + size_t(r) * m.stride, m.cols);
     if (m.dtype == JAL_DT_MXFP4)
-        for (double &x : v)
-            x += 0.0;  // E2M1 -0 decodes to +0 (docs/numerics.md)
+        for (double& x : v) x += 0.0;  // E2M1 -0 decodes to +0 (docs/numerics.md)
     return v;
 }
 
 // The semantics, written plainly.
-std::vector<float> reference_loop(const std::vector<float> &acc0, const Matrix &a, const Matrix &b) {
+std::vector<float> reference_loop(const std::vector<float>& acc0, const Matrix& a, const Matrix& b)
+{
     const uint32_t M = a.rows, N = b.rows, K = a.cols;
     std::vector<float> acc = acc0;
     if (a.dtype == JAL_DT_Q8_0 && (b.dtype == JAL_DT_MXFP4 || b.dtype == JAL_DT_Q8_0)) {
@@ -113,24 +113,23 @@ std::vector<float> reference_loop(const std::vector<float> &acc0, const Matrix &
             for (uint32_t n = 0; n < N; n++) {
                 float s = acc[size_t(m) * N + n];
                 for (uint32_t j = 0; j < K / 32; j++) {
-                    const uint8_t *ab = a.bytes.data() + size_t(m) * a.stride + j * 34;
+                    const uint8_t* ab = a.bytes.data() + size_t(m) * a.stride + j * 34;
                     uint16_t ad;
                     std::memcpy(&ad, ab, 2);
                     int isum = 0;
                     float d;
                     if (b.dtype == JAL_DT_MXFP4) {
-                        const uint8_t *bb = b.bytes.data() + size_t(n) * b.stride + j * 17;
+                        const uint8_t* bb = b.bytes.data() + size_t(n) * b.stride + j * 17;
                         for (int i = 0; i < 32; i++) {
                             uint8_t code = i < 16 ? bb[1 + i] & 0xf : bb[1 + i - 16] >> 4;
                             isum += int8_t(ab[2 + i]) * kv[code];
                         }
                         d = float(ref_e8m0(bb[0]) / 2) * float(ref_f16(ad));
                     } else {
-                        const uint8_t *bb = b.bytes.data() + size_t(n) * b.stride + j * 34;
+                        const uint8_t* bb = b.bytes.data() + size_t(n) * b.stride + j * 34;
                         uint16_t bd;
                         std::memcpy(&bd, bb, 2);
-                        for (int i = 0; i < 32; i++)
-                            isum += int8_t(ab[2 + i]) * int8_t(bb[2 + i]);
+                        for (int i = 0; i < 32; i++) isum += int8_t(ab[2 + i]) * int8_t(bb[2 + i]);
                         d = float(ref_f16(bd)) * float(ref_f16(ad));
                     }
                     float t = d * float(isum);
@@ -141,21 +140,21 @@ std::vector<float> reference_loop(const std::vector<float> &acc0, const Matrix &
         return acc;
     }
     std::vector<std::vector<double>> bd(N);
-    for (uint32_t n = 0; n < N; n++)
-        bd[n] = decode(b, n);
+    for (uint32_t n = 0; n < N; n++) bd[n] = decode(b, n);
     for (uint32_t m = 0; m < M; m++) {
         auto ad = decode(a, m);
         for (uint32_t n = 0; n < N; n++) {
             float s = acc[size_t(m) * N + n];
-            for (uint32_t k = 0; k < K; k++)
-                s = std::fma(float(ad[k]), float(bd[n][k]), s);
+            for (uint32_t k = 0; k < K; k++) s = std::fma(float(ad[k]), float(bd[n][k]), s);
             acc[size_t(m) * N + n] = s;
         }
     }
     return acc;
 }
 
-std::vector<float> run_mma(Isa isa, const std::vector<float> &acc0, const Matrix &a, const Matrix &b) {
+std::vector<float> run_mma(Isa isa, const std::vector<float>& acc0, const Matrix& a,
+                           const Matrix& b)
+{
     const uint32_t M = a.rows, N = b.rows;
     // acc with a padded row stride, to check that the padding is left alone
     const uint32_t stride = N * 4 + 20;
@@ -176,7 +175,9 @@ std::vector<float> run_mma(Isa isa, const std::vector<float> &acc0, const Matrix
     return out;
 }
 
-void expect_bits_equal(const std::vector<float> &want, const std::vector<float> &got, const std::string &what) {
+void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got,
+                       const std::string& what)
+{
     ASSERT_EQ(want.size(), got.size());
     for (size_t i = 0; i < want.size(); i++)
         if (bits_of(want[i]) != bits_of(got[i])) {
@@ -188,12 +189,12 @@ void expect_bits_equal(const std::vector<float> &want, const std::vector<float> 
 // |got - exact| <= (K + 2) * 2^-24 * (|acc0| + sum |a b|): every rounding of the
 // sequential fma chain (or of the per-block scale, product and sum) is at most half an ulp
 // of a partial sum bounded by that total.
-void expect_near_exact(const std::vector<float> &acc0, const Matrix &a, const Matrix &b,
-                       const std::vector<float> &got, const std::string &what) {
+void expect_near_exact(const std::vector<float>& acc0, const Matrix& a, const Matrix& b,
+                       const std::vector<float>& got, const std::string& what)
+{
     const uint32_t M = a.rows, N = b.rows, K = a.cols;
     std::vector<std::vector<double>> bd(N);
-    for (uint32_t n = 0; n < N; n++)
-        bd[n] = decode(b, n);
+    for (uint32_t n = 0; n < N; n++) bd[n] = decode(b, n);
     for (uint32_t m = 0; m < M; m++) {
         auto ad = decode(a, m);
         for (uint32_t n = 0; n < N; n++) {
@@ -204,33 +205,45 @@ void expect_near_exact(const std::vector<float> &acc0, const Matrix &a, const Ma
             }
             double tol = (K + 2) * 0x1p-24 * mag;
             if (std::fabs(got[size_t(m) * N + n] - exact) > tol) {
-                ADD_FAILURE() << what << ": (" << m << "," << n << ") got " << got[size_t(m) * N + n]
-                              << " exact " << exact << " tolerance " << tol;
+                ADD_FAILURE() << what << ": (" << m << "," << n << ") got "
+                              << got[size_t(m) * N + n] << " exact " << exact << " tolerance "
+                              << tol;
                 return;
             }
         }
     }
 }
 
-std::string name(jal_dtype dt) {
+std::string name(jal_dtype dt)
+{
     switch (dt) {
-    case JAL_DT_F32: return "F32";
-    case JAL_DT_BF16: return "BF16";
-    case JAL_DT_F16: return "F16";
-    case JAL_DT_MXFP8_E4M3: return "MXFP8_E4M3";
-    case JAL_DT_MXFP8_E5M2: return "MXFP8_E5M2";
-    case JAL_DT_MXFP4: return "MXFP4";
-    case JAL_DT_Q8_0: return "Q8_0";
-    default: return "?";
+    case JAL_DT_F32:
+        return "F32";
+    case JAL_DT_BF16:
+        return "BF16";
+    case JAL_DT_F16:
+        return "F16";
+    case JAL_DT_MXFP8_E4M3:
+        return "MXFP8_E4M3";
+    case JAL_DT_MXFP8_E5M2:
+        return "MXFP8_E5M2";
+    case JAL_DT_MXFP4:
+        return "MXFP4";
+    case JAL_DT_Q8_0:
+        return "Q8_0";
+    default:
+        return "?";
     }
 }
 
-void check_combination(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uint32_t K, uint32_t seed) {
+void check_combination(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uint32_t K,
+                       uint32_t seed)
+{
     std::mt19937 rng(seed);
     Matrix a = random_matrix(adt, M, K, rng), b = random_matrix(bdt, N, K, rng);
     auto acc0 = random_acc(M, N, rng);
-    std::string what = name(adt) + " x " + name(bdt) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                       " K=" + std::to_string(K);
+    std::string what = name(adt) + " x " + name(bdt) + " M=" + std::to_string(M) +
+                       " N=" + std::to_string(N) + " K=" + std::to_string(K);
     auto want = reference_loop(acc0, a, b);
     auto scalar = run_mma(Isa::scalar, acc0, a, b);
     expect_bits_equal(want, scalar, what + " (scalar vs the semantics)");
@@ -241,23 +254,25 @@ void check_combination(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uin
     }
 }
 
-const jal_dtype kA[] = {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16, JAL_DT_MXFP8_E4M3, JAL_DT_MXFP8_E5M2, JAL_DT_MXFP4, JAL_DT_Q8_0};
-const jal_dtype kB[] = {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16, JAL_DT_MXFP8_E4M3, JAL_DT_MXFP8_E5M2, JAL_DT_MXFP4};
+const jal_dtype kA[] = {JAL_DT_F32,        JAL_DT_BF16,  JAL_DT_F16, JAL_DT_MXFP8_E4M3,
+                        JAL_DT_MXFP8_E5M2, JAL_DT_MXFP4, JAL_DT_Q8_0};
+const jal_dtype kB[] = {JAL_DT_F32,        JAL_DT_BF16,       JAL_DT_F16,
+                        JAL_DT_MXFP8_E4M3, JAL_DT_MXFP8_E5M2, JAL_DT_MXFP4};
 
 }  // namespace
 
-TEST(NumericsMma, EveryDtypeCombinationSmallShapes) {
+TEST(NumericsMma, EveryDtypeCombinationSmallShapes)
+{
     const uint32_t shapes[][3] = {{1, 1, 32}, {3, 5, 64}, {7, 70, 96}, {13, 9, 320}};
     uint32_t seed = 1;
     for (jal_dtype a : kA)
         for (jal_dtype b : kB)
-            for (auto &s : shapes)
-                check_combination(a, b, s[0], s[1], s[2], seed++);
-    for (auto &s : shapes)
-        check_combination(JAL_DT_Q8_0, JAL_DT_Q8_0, s[0], s[1], s[2], seed++);
+            for (auto& s : shapes) check_combination(a, b, s[0], s[1], s[2], seed++);
+    for (auto& s : shapes) check_combination(JAL_DT_Q8_0, JAL_DT_Q8_0, s[0], s[1], s[2], seed++);
 }
 
-TEST(NumericsMma, PanelAndBlockEdges) {
+TEST(NumericsMma, PanelAndBlockEdges)
+{
     // K across several 256-wide panels with a remainder, N across 64-wide panels with a
     // remainder, M across the 6-row blocks with every remainder
     for (uint32_t M : {1u, 2u, 3u, 4u, 5u, 6u, 8u, 11u})
@@ -268,24 +283,27 @@ TEST(NumericsMma, PanelAndBlockEdges) {
     check_combination(JAL_DT_MXFP8_E4M3, JAL_DT_MXFP8_E5M2, 7, 66, 288, 203);
 }
 
-TEST(NumericsMma, DecodeGemvShape) {
+TEST(NumericsMma, DecodeGemvShape)
+{
     check_combination(JAL_DT_F32, JAL_DT_MXFP4, 1, 96, 2880, 300);
     check_combination(JAL_DT_Q8_0, JAL_DT_MXFP4, 1, 96, 2880, 301);
 }
 
-TEST(NumericsMma, UnblockedFormatsTakeAnyK) {
+TEST(NumericsMma, UnblockedFormatsTakeAnyK)
+{
     for (uint32_t K : {1u, 5u, 7u, 37u, 300u})
         for (jal_dtype a : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16})
             for (jal_dtype b : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16})
                 check_combination(a, b, 3, 19, K, 400 + K);
 }
 
-TEST(NumericsMma, NaNResultsAreCanonical) {
+TEST(NumericsMma, NaNResultsAreCanonical)
+{
     std::mt19937 rng(5);
     Matrix a = random_matrix(JAL_DT_F32, 2, 64, rng), b = random_matrix(JAL_DT_MXFP4, 9, 64, rng);
     float snan = float_of(0xffa00001u);
     std::memcpy(a.bytes.data() + 4 * 3, &snan, 4);  // row 0 gets a NaN
-    b.bytes[size_t(4) * b.stride + 17] = 0xff;       // row 4's second block has a NaN scale
+    b.bytes[size_t(4) * b.stride + 17] = 0xff;      // row 4's second block has a NaN scale
     auto acc0 = random_acc(2, 9, rng);
     for (Isa isa : {Isa::scalar, Isa::avx2}) {
         auto out = run_mma(isa, acc0, a, b);
@@ -301,7 +319,8 @@ TEST(NumericsMma, NaNResultsAreCanonical) {
     }
 }
 
-TEST(NumericsMma, RejectsTilesThatDoNotFit) {
+TEST(NumericsMma, RejectsTilesThatDoNotFit)
+{
     std::vector<float> acc(64 * 64, 1.0f);
     std::vector<uint8_t> a(1 << 16), b(1 << 16);
     auto A = [&](jal_dtype dt, uint32_t rows, uint32_t cols, uint32_t stride = 0) {
@@ -312,12 +331,13 @@ TEST(NumericsMma, RejectsTilesThatDoNotFit) {
     };
     Tile acc4{acc.data(), 4, 4, 16, JAL_DT_F32};
     struct Case {
-        const char *what;
+        const char* what;
         Tile acc;
         ConstTile a, b;
     };
     const Case cases[] = {
-        {"acc not F32", Tile{acc.data(), 4, 4, 16, JAL_DT_BF16}, A(JAL_DT_F32, 4, 32), B(JAL_DT_F32, 4, 32)},
+        {"acc not F32", Tile{acc.data(), 4, 4, 16, JAL_DT_BF16}, A(JAL_DT_F32, 4, 32),
+         B(JAL_DT_F32, 4, 32)},
         {"K differs", acc4, A(JAL_DT_F32, 4, 32), B(JAL_DT_F32, 4, 64)},
         {"M differs", acc4, A(JAL_DT_F32, 3, 32), B(JAL_DT_F32, 4, 32)},
         {"N differs", acc4, A(JAL_DT_F32, 4, 32), B(JAL_DT_F32, 5, 32)},
@@ -326,28 +346,30 @@ TEST(NumericsMma, RejectsTilesThatDoNotFit) {
         {"a I32", acc4, A(JAL_DT_I32, 4, 32), B(JAL_DT_F32, 4, 32)},
         {"b I32", acc4, A(JAL_DT_F32, 4, 32), B(JAL_DT_I32, 4, 32)},
         {"stride shorter than a row", acc4, A(JAL_DT_F32, 4, 32, 64), B(JAL_DT_F32, 4, 32)},
-        {"larger than L1", Tile{acc.data(), 2, 4, 4u << 20, JAL_DT_F32}, A(JAL_DT_F32, 2, 32), B(JAL_DT_F32, 4, 32)},
+        {"larger than L1", Tile{acc.data(), 2, 4, 4u << 20, JAL_DT_F32}, A(JAL_DT_F32, 2, 32),
+         B(JAL_DT_F32, 4, 32)},
         {"K zero", acc4, A(JAL_DT_F32, 4, 0), B(JAL_DT_F32, 4, 0)},
     };
-    for (const Case &c : cases) {
+    for (const Case& c : cases) {
         std::vector<float> before = acc;
         std::string err;
         EXPECT_EQ(JAL_STATUS_INVALID_FIELD, mma(c.acc, c.a, c.b, &err)) << c.what;
         EXPECT_FALSE(err.empty()) << c.what;
-        EXPECT_EQ(0, std::memcmp(before.data(), acc.data(), acc.size() * 4)) << c.what << ": acc changed";
+        EXPECT_EQ(0, std::memcmp(before.data(), acc.data(), acc.size() * 4))
+            << c.what << ": acc changed";
     }
     EXPECT_EQ(JAL_STATUS_OK, mma(acc4, A(JAL_DT_F32, 4, 32), B(JAL_DT_F32, 4, 32)));
 }
 
-TEST(NumericsMma, InputSharingMemoryWithAccIsReadBeforeTheWrite) {
+TEST(NumericsMma, InputSharingMemoryWithAccIsReadBeforeTheWrite)
+{
     // acc occupies a's rows 1.. (the same L1 bytes): a is read as it was before the MMA
     std::mt19937 rng(8);
     const uint32_t M = 7, N = 16, K = 64;
     Matrix b = random_matrix(JAL_DT_MXFP4, N, K, rng);
     std::vector<float> mem(size_t(M + 1) * K);
     std::uniform_real_distribution<float> val(-2.0f, 2.0f);
-    for (auto &v : mem)
-        v = val(rng);
+    for (auto& v : mem) v = val(rng);
     Matrix a{JAL_DT_F32, M, K, K * 4, {}};
     a.bytes.resize(size_t(M) * K * 4);
     std::memcpy(a.bytes.data(), mem.data(), a.bytes.size());

@@ -19,22 +19,21 @@ namespace {
 
 // Every 1021st float bit pattern (about 4 million values, all binades and signs), plus
 // 2^-8 steps through the range where the functions are neither 0, 1, x nor overflow.
-std::vector<float> sweep() {
+std::vector<float> sweep()
+{
     std::vector<float> x;
     for (uint64_t u = 0; u < (1ull << 32); u += 1021) {
         float f = float_of(uint32_t(u));
-        if (!std::isnan(f))
-            x.push_back(f);
+        if (!std::isnan(f)) x.push_back(f);
     }
-    for (float f = -120.0f; f <= 100.0f; f += 0.00390625f)
-        x.push_back(f);
+    for (float f = -120.0f; f <= 100.0f; f += 0.00390625f) x.push_back(f);
     return x;
 }
 
-double ulp_of(double v) {
+double ulp_of(double v)
+{
     v = std::fabs(v);
-    if (v < 0x1p-126)
-        return 0x1p-149;
+    if (v < 0x1p-126) return 0x1p-149;
     int e;
     std::frexp(v, &e);
     return std::ldexp(1.0, e - 24);
@@ -42,21 +41,25 @@ double ulp_of(double v) {
 
 // Error of got against the exact value, in ulps of the exact value; results beyond the
 // largest float count as exact when they are infinite.
-double ulp_error(float got, double exact) {
+double ulp_error(float got, double exact)
+{
     const double max_float = 0x1.fffffep127;
     if (std::fabs(exact) > max_float * (1 + 0x1p-25)) {
         return std::isinf(got) && (got > 0) == (exact > 0) ? 0.0 : 1e9;
     }
-    if (std::isnan(got) || std::isinf(got))
-        return 1e9;
+    if (std::isnan(got) || std::isinf(got)) return 1e9;
     return std::fabs(double(got) - exact) / ulp_of(exact);
 }
 
-double exact_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+double exact_sigmoid(double x)
+{
+    return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+}
 
-using Fn = void (*)(const float *, float *, size_t);
+using Fn = void (*)(const float*, float*, size_t);
 
-void check_bound(const char *what, Fn fn, const std::function<double(double)> &exact) {
+void check_bound(const char* what, Fn fn, const std::function<double(double)>& exact)
+{
     static const std::vector<float> x = sweep();
     for (Isa isa : {Isa::scalar, Isa::avx2}) {
         force_isa(isa);
@@ -71,20 +74,22 @@ void check_bound(const char *what, Fn fn, const std::function<double(double)> &e
                 worst_x = x[i];
             }
         }
-        EXPECT_LE(worst, 2.0) << what << " worst at x = " << worst_x << " (" << std::hexfloat << worst_x << ")";
-        testing::Test::RecordProperty(std::string(what) + (isa == Isa::scalar ? "_scalar" : "_avx2") + "_max_ulp",
-                       std::to_string(worst));
+        EXPECT_LE(worst, 2.0) << what << " worst at x = " << worst_x << " (" << std::hexfloat
+                              << worst_x << ")";
+        testing::Test::RecordProperty(std::string(what) +
+                                          (isa == Isa::scalar ? "_scalar" : "_avx2") + "_max_ulp",
+                                      std::to_string(worst));
     }
     force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
 }
 
-void check_paths_identical(const char *what, Fn fn) {
-    if (!host_has_avx2())
-        GTEST_SKIP() << "no AVX2 on this host: only the scalar path exists";
+void check_paths_identical(const char* what, Fn fn)
+{
+    if (!host_has_avx2()) GTEST_SKIP() << "no AVX2 on this host: only the scalar path exists";
     std::vector<float> x;
     for (uint64_t u = 0; u < (1ull << 32); u += 4093)
         x.push_back(float_of(uint32_t(u)));  // NaNs included
-    for (size_t n : {1, 7, 9, 15}) {  // tails that the vector loop leaves to scalar code
+    for (size_t n : {1, 7, 9, 15}) {         // tails that the vector loop leaves to scalar code
         x.insert(x.end(), x.begin(), x.begin() + n);
         std::vector<float> s(x.size()), v(x.size());
         force_isa(Isa::scalar);
@@ -93,15 +98,16 @@ void check_paths_identical(const char *what, Fn fn) {
         fn(x.data(), v.data(), x.size());
         for (size_t i = 0; i < x.size(); i++)
             if (bits_of(s[i]) != bits_of(v[i])) {
-                ADD_FAILURE() << what << " differs at x = " << std::hexfloat << x[i] << ": scalar " << s[i]
-                              << " avx2 " << v[i];
+                ADD_FAILURE() << what << " differs at x = " << std::hexfloat << x[i] << ": scalar "
+                              << s[i] << " avx2 " << v[i];
                 break;
             }
     }
     force_isa(Isa::avx2);
 }
 
-float one(Fn fn, float x) {
+float one(Fn fn, float x)
+{
     float y;
     fn(&x, &y, 1);
     return y;
@@ -109,19 +115,24 @@ float one(Fn fn, float x) {
 
 }  // namespace
 
-TEST(NumericsVectorMath, ExpWithinTwoUlp) {
+TEST(NumericsVectorMath, ExpWithinTwoUlp)
+{
     check_bound("exp", exp_f32, [](double x) { return std::exp(x); });
 }
 
-TEST(NumericsVectorMath, SigmoidWithinTwoUlp) {
+TEST(NumericsVectorMath, SigmoidWithinTwoUlp)
+{
     check_bound("sigmoid", sigmoid_f32, exact_sigmoid);
 }
 
-TEST(NumericsVectorMath, SiluWithinTwoUlp) {
-    check_bound("silu", silu_f32, [](double x) { return std::isinf(x) ? (x > 0 ? x : -0.0) : x * exact_sigmoid(x); });
+TEST(NumericsVectorMath, SiluWithinTwoUlp)
+{
+    check_bound("silu", silu_f32,
+                [](double x) { return std::isinf(x) ? (x > 0 ? x : -0.0) : x * exact_sigmoid(x); });
 }
 
-TEST(NumericsVectorMath, ScalarAndAvx2Identical) {
+TEST(NumericsVectorMath, ScalarAndAvx2Identical)
+{
     check_paths_identical("exp", exp_f32);
     check_paths_identical("sigmoid", sigmoid_f32);
     check_paths_identical("silu", silu_f32);
@@ -129,7 +140,8 @@ TEST(NumericsVectorMath, ScalarAndAvx2Identical) {
     check_paths_identical("recip", recip_f32);
 }
 
-TEST(NumericsVectorMath, SpecialValues) {
+TEST(NumericsVectorMath, SpecialValues)
+{
     for (Isa isa : {Isa::scalar, Isa::avx2}) {
         force_isa(isa);
         EXPECT_EQ(1.0f, one(exp_f32, 0.0f));
@@ -157,10 +169,10 @@ TEST(NumericsVectorMath, SpecialValues) {
     force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
 }
 
-TEST(NumericsVectorMath, RsqrtAndRecipCorrectlyRounded) {
+TEST(NumericsVectorMath, RsqrtAndRecipCorrectlyRounded)
+{
     std::vector<float> x;
-    for (uint64_t u = 0; u < 0x7f800000ull; u += 4099)
-        x.push_back(float_of(uint32_t(u)));
+    for (uint64_t u = 0; u < 0x7f800000ull; u += 4099) x.push_back(float_of(uint32_t(u)));
     std::vector<float> r(x.size()), q(x.size());
     rsqrt_f32(x.data(), r.data(), x.size());
     recip_f32(x.data(), q.data(), x.size());
@@ -170,7 +182,6 @@ TEST(NumericsVectorMath, RsqrtAndRecipCorrectlyRounded) {
         EXPECT_EQ(bits_of(float(1.0 / double(s))), bits_of(r[i])) << x[i];
         EXPECT_LE(ulp_error(r[i], 1.0 / std::sqrt(double(x[i]))), 1.5) << x[i];
         EXPECT_EQ(bits_of(float(1.0 / double(x[i]))), bits_of(q[i])) << x[i];
-        if (HasFailure())
-            break;
+        if (HasFailure()) break;
     }
 }

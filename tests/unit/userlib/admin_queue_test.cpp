@@ -20,171 +20,170 @@ using jal::testing::FakeBackend;
 
 jal_admin_sqe command(uint32_t tag, uint8_t opcode = JAL_ADMIN_GET_FEATURE)
 {
-	jal_admin_sqe sqe{};
-	sqe.opcode = opcode;
-	sqe.cdw[0] = tag;
-	return sqe;
+    jal_admin_sqe sqe{};
+    sqe.opcode = opcode;
+    sqe.cdw[0] = tag;
+    return sqe;
 }
 
-AdminQueueConfig entries(uint16_t n) { return AdminQueueConfig{n, 200ms}; }
+AdminQueueConfig entries(uint16_t n)
+{
+    return AdminQueueConfig{n, 200ms};
+}
 
 TEST(AdminQueue, EnableProgramsRingsAndWaitsForReady)
 {
-	FakeBackend dev;
-	AdminQueue queue(dev, entries(8));
-	EXPECT_EQ(dev.read32(0, JAL_REG_ADMIN_QSIZE), 8u | 8u << 16);
-	EXPECT_NE(dev.read32(0, JAL_REG_ADMIN_SQ_BASE_LO), 0u);
-	EXPECT_EQ(dev.read32(0, JAL_REG_ADMIN_CTRL), JAL_ADMIN_CTRL_ENABLE);
+    FakeBackend dev;
+    AdminQueue queue(dev, entries(8));
+    EXPECT_EQ(dev.read32(0, JAL_REG_ADMIN_QSIZE), 8u | 8u << 16);
+    EXPECT_NE(dev.read32(0, JAL_REG_ADMIN_SQ_BASE_LO), 0u);
+    EXPECT_EQ(dev.read32(0, JAL_REG_ADMIN_CTRL), JAL_ADMIN_CTRL_ENABLE);
 }
 
 TEST(AdminQueue, EnableErrorReportsTheDeviceStatus)
 {
-	FakeBackend dev;
-	dev.refuse_enable = JAL_STATUS_INVALID_FIELD;
-	try {
-		AdminQueue queue(dev, entries(8));
-		FAIL() << "enable should have failed";
-	} catch (const jal::Error &e) {
-		EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
-		EXPECT_NE(std::string(e.what()).find("invalid field"), std::string::npos) << e.what();
-	}
+    FakeBackend dev;
+    dev.refuse_enable = JAL_STATUS_INVALID_FIELD;
+    try {
+        AdminQueue queue(dev, entries(8));
+        FAIL() << "enable should have failed";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
+        EXPECT_NE(std::string(e.what()).find("invalid field"), std::string::npos) << e.what();
+    }
 }
 
 TEST(AdminQueue, EnableThatNeverBecomesReadyTimesOut)
 {
-	FakeBackend dev;
-	dev.never_ready = true;
-	try {
-		AdminQueue queue(dev, entries(8));
-		FAIL() << "enable should have timed out";
-	} catch (const jal::Error &e) {
-		EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
-	}
+    FakeBackend dev;
+    dev.never_ready = true;
+    try {
+        AdminQueue queue(dev, entries(8));
+        FAIL() << "enable should have timed out";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
+    }
 }
 
 TEST(AdminQueue, ManyCommandsThroughASmallRingWrapThePhase)
 {
-	FakeBackend dev;
-	AdminQueue queue(dev, entries(4));
-	for (uint32_t i = 0; i < 100; i++) {
-		auto done = queue.execute(command(i), 1s);
-		EXPECT_EQ(done.status, JAL_STATUS_OK);
-		EXPECT_EQ(done.result, i);
-	}
-	EXPECT_EQ(dev.cq_head_doorbell(), 100u % 4);
-	EXPECT_FALSE(dev.cq_overflowed());
-	EXPECT_EQ(queue.in_flight(), 0u);
+    FakeBackend dev;
+    AdminQueue queue(dev, entries(4));
+    for (uint32_t i = 0; i < 100; i++) {
+        auto done = queue.execute(command(i), 1s);
+        EXPECT_EQ(done.status, JAL_STATUS_OK);
+        EXPECT_EQ(done.result, i);
+    }
+    EXPECT_EQ(dev.cq_head_doorbell(), 100u % 4);
+    EXPECT_FALSE(dev.cq_overflowed());
+    EXPECT_EQ(queue.in_flight(), 0u);
 }
 
 TEST(AdminQueue, ErrorCompletionsAreReturnedWithTheirStatus)
 {
-	FakeBackend dev;
-	dev.handler = [](const jal_admin_sqe &) {
-		jal_admin_cqe cqe{};
-		cqe.status = JAL_STATUS_INVALID_OPCODE;
-		return cqe;
-	};
-	AdminQueue queue(dev, entries(4));
-	EXPECT_EQ(queue.execute(command(1, 0x55), 1s).status, JAL_STATUS_INVALID_OPCODE);
+    FakeBackend dev;
+    dev.handler = [](const jal_admin_sqe&) {
+        jal_admin_cqe cqe{};
+        cqe.status = JAL_STATUS_INVALID_OPCODE;
+        return cqe;
+    };
+    AdminQueue queue(dev, entries(4));
+    EXPECT_EQ(queue.execute(command(1, 0x55), 1s).status, JAL_STATUS_INVALID_OPCODE);
 }
 
 TEST(AdminQueue, FullRingRefusesWithoutErrorAndCidsAreDistinct)
 {
-	FakeBackend dev;
-	dev.auto_complete = false;
-	AdminQueue queue(dev, entries(8));
-	std::set<uint16_t> cids;
-	std::map<uint16_t, uint32_t> tag_of;
-	for (uint32_t i = 0;; i++) {
-		auto cid = queue.try_submit(command(i));
-		if (!cid)
-			break;
-		EXPECT_TRUE(cids.insert(*cid).second) << "cid " << *cid << " handed out twice";
-		tag_of[*cid] = i;
-	}
-	EXPECT_EQ(cids.size(), 7u);
-	EXPECT_EQ(queue.in_flight(), 7u);
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(8));
+    std::set<uint16_t> cids;
+    std::map<uint16_t, uint32_t> tag_of;
+    for (uint32_t i = 0;; i++) {
+        auto cid = queue.try_submit(command(i));
+        if (!cid) break;
+        EXPECT_TRUE(cids.insert(*cid).second) << "cid " << *cid << " handed out twice";
+        tag_of[*cid] = i;
+    }
+    EXPECT_EQ(cids.size(), 7u);
+    EXPECT_EQ(queue.in_flight(), 7u);
 
-	dev.complete_pending();
-	EXPECT_FALSE(dev.cq_overflowed());
-	// Waited for in an order different from completion order.
-	for (auto it = tag_of.rbegin(); it != tag_of.rend(); ++it)
-		EXPECT_EQ(queue.wait(it->first, jal::util::Deadline(1s)).result, it->second);
-	EXPECT_TRUE(queue.try_submit(command(99)).has_value());
+    dev.complete_pending();
+    EXPECT_FALSE(dev.cq_overflowed());
+    // Waited for in an order different from completion order.
+    for (auto it = tag_of.rbegin(); it != tag_of.rend(); ++it)
+        EXPECT_EQ(queue.wait(it->first, jal::util::Deadline(1s)).result, it->second);
+    EXPECT_TRUE(queue.try_submit(command(99)).has_value());
 }
 
 TEST(AdminQueue, SubmitWaitsForRoomThenGivesUp)
 {
-	FakeBackend dev;
-	dev.auto_complete = false;
-	AdminQueue queue(dev, entries(2));
-	queue.submit(command(0), jal::util::Deadline(100ms));
-	try {
-		queue.submit(command(1), jal::util::Deadline(100ms));
-		FAIL() << "a full ring should refuse";
-	} catch (const jal::Error &e) {
-		EXPECT_EQ(e.status(), JAL_STATUS_BUSY);
-	}
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(2));
+    queue.submit(command(0), jal::util::Deadline(100ms));
+    try {
+        queue.submit(command(1), jal::util::Deadline(100ms));
+        FAIL() << "a full ring should refuse";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_BUSY);
+    }
 }
 
 TEST(AdminQueue, TimeoutNamesTheCommandAndALateCompletionIsDiscarded)
 {
-	FakeBackend dev;
-	dev.auto_complete = false;
-	AdminQueue queue(dev, entries(4));
-	try {
-		queue.execute(command(1, JAL_ADMIN_IDENTIFY), 100ms);
-		FAIL() << "expected a timeout";
-	} catch (const jal::Error &e) {
-		EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
-		EXPECT_STREQ(e.what(), "admin command IDENTIFY timed out after 100 ms");
-	}
-	dev.complete_pending(); // the late answer
-	dev.auto_complete = true;
-	auto done = queue.execute(command(2), 1s);
-	EXPECT_EQ(done.result, 2u);
-	EXPECT_EQ(queue.in_flight(), 0u);
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(4));
+    try {
+        queue.execute(command(1, JAL_ADMIN_IDENTIFY), 100ms);
+        FAIL() << "expected a timeout";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
+        EXPECT_STREQ(e.what(), "admin command IDENTIFY timed out after 100 ms");
+    }
+    dev.complete_pending();  // the late answer
+    dev.auto_complete = true;
+    auto done = queue.execute(command(2), 1s);
+    EXPECT_EQ(done.result, 2u);
+    EXPECT_EQ(queue.in_flight(), 0u);
 }
 
 TEST(AdminQueue, WaitingForAnUnknownCidIsAnError)
 {
-	FakeBackend dev;
-	AdminQueue queue(dev, entries(4));
-	EXPECT_THROW(queue.wait(1234, jal::util::Deadline(10ms)), jal::Error);
+    FakeBackend dev;
+    AdminQueue queue(dev, entries(4));
+    EXPECT_THROW(queue.wait(1234, jal::util::Deadline(10ms)), jal::Error);
 }
 
 TEST(AdminQueue, ConcurrentCallersEachGetTheirOwnCompletion)
 {
-	FakeBackend dev;
-	AdminQueue queue(dev, entries(4));
-	std::vector<std::thread> threads;
-	std::atomic<int> wrong{0};
-	for (uint32_t t = 0; t < 4; t++)
-		threads.emplace_back([&, t] {
-			for (uint32_t i = 0; i < 200; i++) {
-				uint32_t tag = t << 16 | i;
-				if (queue.execute(command(tag), 5s).result != tag)
-					wrong++;
-			}
-		});
-	for (auto &th : threads)
-		th.join();
-	EXPECT_EQ(wrong.load(), 0);
-	EXPECT_FALSE(dev.cq_overflowed());
+    FakeBackend dev;
+    AdminQueue queue(dev, entries(4));
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (uint32_t t = 0; t < 4; t++)
+        threads.emplace_back([&, t] {
+            for (uint32_t i = 0; i < 200; i++) {
+                uint32_t tag = t << 16 | i;
+                if (queue.execute(command(tag), 5s).result != tag) wrong++;
+            }
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_FALSE(dev.cq_overflowed());
 }
 
 TEST(AdminQueue, CompletionFromAnotherThreadWakesTheWaiter)
 {
-	FakeBackend dev;
-	dev.auto_complete = false;
-	AdminQueue queue(dev, entries(4));
-	std::thread device([&] {
-		while (dev.pending() == 0)
-			std::this_thread::sleep_for(1ms);
-		dev.complete_pending();
-	});
-	EXPECT_EQ(queue.execute(command(42), 5s).result, 42u);
-	device.join();
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(4));
+    std::thread device([&] {
+        while (dev.pending() == 0) std::this_thread::sleep_for(1ms);
+        dev.complete_pending();
+    });
+    EXPECT_EQ(queue.execute(command(42), 5s).result, 42u);
+    device.join();
 }
 
-} // namespace
+}  // namespace

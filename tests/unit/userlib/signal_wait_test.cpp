@@ -19,155 +19,151 @@ using namespace jal::rt;
 
 class SignalWait : public ::testing::Test {
 protected:
-	void SetUp() override
-	{
-		hub.ensure_bound();
-		slot = pool.allocate();
-		store_signal(slot.host, 1);
-	}
-	// What the device does when a packet completes: status, value, then the interrupt.
-	void complete(int64_t value, jal_status status, uint32_t vector = 3)
-	{
-		store_signal(slot.host, value, status);
-		backend.raise_irq(vector);
-	}
-	WaitOptions zero(WaitMode mode, std::chrono::nanoseconds timeout = 10s)
-	{
-		WaitOptions o;
-		o.mode = mode;
-		o.timeout = timeout;
-		return o;
-	}
+    void SetUp() override
+    {
+        hub.ensure_bound();
+        slot = pool.allocate();
+        store_signal(slot.host, 1);
+    }
+    // What the device does when a packet completes: status, value, then the interrupt.
+    void complete(int64_t value, jal_status status, uint32_t vector = 3)
+    {
+        store_signal(slot.host, value, status);
+        backend.raise_irq(vector);
+    }
+    WaitOptions zero(WaitMode mode, std::chrono::nanoseconds timeout = 10s)
+    {
+        WaitOptions o;
+        o.mode = mode;
+        o.timeout = timeout;
+        return o;
+    }
 
-	jal::testing::FakeBackend backend;
-	SignalPool pool{backend};
-	IrqHub hub{backend};
-	SignalPool::Slot slot;
+    jal::testing::FakeBackend backend;
+    SignalPool pool{backend};
+    IrqHub hub{backend};
+    SignalPool::Slot slot;
 };
 
 TEST_F(SignalWait, PoolHandsOutDistinctAlignedSlotsWithBusAddresses)
 {
-	auto other = pool.allocate();
-	EXPECT_NE(other.host, slot.host);
-	EXPECT_NE(other.bus_addr, slot.bus_addr);
-	EXPECT_EQ(other.bus_addr % 16, 0u);
-	EXPECT_EQ(pool.in_use(), 2u);
-	pool.release(other);
-	EXPECT_EQ(pool.in_use(), 1u);
-	// Enough to need a second chunk.
-	std::vector<SignalPool::Slot> many;
-	for (int i = 0; i < 5000; i++)
-		many.push_back(pool.allocate());
-	for (auto &s : many)
-		pool.release(s);
+    auto other = pool.allocate();
+    EXPECT_NE(other.host, slot.host);
+    EXPECT_NE(other.bus_addr, slot.bus_addr);
+    EXPECT_EQ(other.bus_addr % 16, 0u);
+    EXPECT_EQ(pool.in_use(), 2u);
+    pool.release(other);
+    EXPECT_EQ(pool.in_use(), 1u);
+    // Enough to need a second chunk.
+    std::vector<SignalPool::Slot> many;
+    for (int i = 0; i < 5000; i++) many.push_back(pool.allocate());
+    for (auto& s : many) pool.release(s);
 }
 
 TEST_F(SignalWait, ConditionsCompareAsDocumented)
 {
-	EXPECT_TRUE(condition_holds(SignalCondition::eq, 0, 0));
-	EXPECT_TRUE(condition_holds(SignalCondition::ne, 1, 0));
-	EXPECT_TRUE(condition_holds(SignalCondition::lt, -1, 0));
-	EXPECT_FALSE(condition_holds(SignalCondition::lt, 0, 0));
-	EXPECT_TRUE(condition_holds(SignalCondition::gte, 5, 5));
-	EXPECT_FALSE(condition_holds(SignalCondition::gte, 4, 5));
+    EXPECT_TRUE(condition_holds(SignalCondition::eq, 0, 0));
+    EXPECT_TRUE(condition_holds(SignalCondition::ne, 1, 0));
+    EXPECT_TRUE(condition_holds(SignalCondition::lt, -1, 0));
+    EXPECT_FALSE(condition_holds(SignalCondition::lt, 0, 0));
+    EXPECT_TRUE(condition_holds(SignalCondition::gte, 5, 5));
+    EXPECT_FALSE(condition_holds(SignalCondition::gte, 4, 5));
 }
 
 TEST_F(SignalWait, AlreadySatisfiedReturnsAtOnceInEveryMode)
 {
-	store_signal(slot.host, 0, JAL_STATUS_PAGE_FAULT);
-	for (auto mode : {WaitMode::poll, WaitMode::interrupt, WaitMode::hybrid}) {
-		auto r = wait_signal(slot.host, zero(mode), &hub);
-		EXPECT_TRUE(r.satisfied);
-		EXPECT_EQ(r.value, 0);
-		EXPECT_EQ(r.status, JAL_STATUS_PAGE_FAULT);
-	}
+    store_signal(slot.host, 0, JAL_STATUS_PAGE_FAULT);
+    for (auto mode : {WaitMode::poll, WaitMode::interrupt, WaitMode::hybrid}) {
+        auto r = wait_signal(slot.host, zero(mode), &hub);
+        EXPECT_TRUE(r.satisfied);
+        EXPECT_EQ(r.value, 0);
+        EXPECT_EQ(r.status, JAL_STATUS_PAGE_FAULT);
+    }
 }
 
 TEST_F(SignalWait, TimesOutInEveryMode)
 {
-	for (auto mode : {WaitMode::poll, WaitMode::interrupt, WaitMode::hybrid}) {
-		auto r = wait_signal(slot.host, zero(mode, 5ms), &hub);
-		EXPECT_FALSE(r.satisfied);
-		EXPECT_EQ(r.value, 1);
-	}
+    for (auto mode : {WaitMode::poll, WaitMode::interrupt, WaitMode::hybrid}) {
+        auto r = wait_signal(slot.host, zero(mode, 5ms), &hub);
+        EXPECT_FALSE(r.satisfied);
+        EXPECT_EQ(r.value, 1);
+    }
 }
 
 TEST_F(SignalWait, PollSeesACompletionFromAnotherThread)
 {
-	std::thread device([&] {
-		std::this_thread::sleep_for(2ms);
-		store_signal(slot.host, 0, JAL_STATUS_OK);
-	});
-	auto r = wait_signal(slot.host, zero(WaitMode::poll), &hub);
-	device.join();
-	EXPECT_TRUE(r.satisfied);
-	EXPECT_EQ(r.status, JAL_STATUS_OK);
+    std::thread device([&] {
+        std::this_thread::sleep_for(2ms);
+        store_signal(slot.host, 0, JAL_STATUS_OK);
+    });
+    auto r = wait_signal(slot.host, zero(WaitMode::poll), &hub);
+    device.join();
+    EXPECT_TRUE(r.satisfied);
+    EXPECT_EQ(r.status, JAL_STATUS_OK);
 }
 
 TEST_F(SignalWait, InterruptWakesASleepingWaiterWithThePacketStatus)
 {
-	std::thread device([&] {
-		std::this_thread::sleep_for(5ms);
-		complete(0, JAL_STATUS_DMA_FAULT);
-	});
-	auto r = wait_signal(slot.host, zero(WaitMode::interrupt), &hub);
-	device.join();
-	EXPECT_TRUE(r.satisfied);
-	EXPECT_EQ(r.status, JAL_STATUS_DMA_FAULT);
-	EXPECT_GE(hub.interrupts(), 1u);
+    std::thread device([&] {
+        std::this_thread::sleep_for(5ms);
+        complete(0, JAL_STATUS_DMA_FAULT);
+    });
+    auto r = wait_signal(slot.host, zero(WaitMode::interrupt), &hub);
+    device.join();
+    EXPECT_TRUE(r.satisfied);
+    EXPECT_EQ(r.status, JAL_STATUS_DMA_FAULT);
+    EXPECT_GE(hub.interrupts(), 1u);
 }
 
 TEST_F(SignalWait, OneInterruptWakesEveryWaiter)
 {
-	constexpr int kWaiters = 4;
-	std::vector<std::thread> waiters;
-	std::atomic<int> woke{0};
-	for (int i = 0; i < kWaiters; i++)
-		waiters.emplace_back([&] {
-			if (wait_signal(slot.host, zero(WaitMode::interrupt), &hub).satisfied)
-				woke++;
-		});
-	std::this_thread::sleep_for(5ms);
-	complete(0, JAL_STATUS_OK, JAL_MSIX_VECTORS - 1);
-	for (auto &t : waiters)
-		t.join();
-	EXPECT_EQ(woke, kWaiters);
+    constexpr int kWaiters = 4;
+    std::vector<std::thread> waiters;
+    std::atomic<int> woke{0};
+    for (int i = 0; i < kWaiters; i++)
+        waiters.emplace_back([&] {
+            if (wait_signal(slot.host, zero(WaitMode::interrupt), &hub).satisfied) woke++;
+        });
+    std::this_thread::sleep_for(5ms);
+    complete(0, JAL_STATUS_OK, JAL_MSIX_VECTORS - 1);
+    for (auto& t : waiters) t.join();
+    EXPECT_EQ(woke, kWaiters);
 }
 
 TEST_F(SignalWait, HybridSleepsAfterSpinning)
 {
-	WaitOptions o = zero(WaitMode::hybrid);
-	o.spin = 100us;
-	std::thread device([&] {
-		std::this_thread::sleep_for(5ms);
-		complete(0, JAL_STATUS_OK);
-	});
-	auto r = wait_signal(slot.host, o, &hub);
-	device.join();
-	EXPECT_TRUE(r.satisfied);
-	EXPECT_GE(hub.interrupts(), 1u);
+    WaitOptions o = zero(WaitMode::hybrid);
+    o.spin = 100us;
+    std::thread device([&] {
+        std::this_thread::sleep_for(5ms);
+        complete(0, JAL_STATUS_OK);
+    });
+    auto r = wait_signal(slot.host, o, &hub);
+    device.join();
+    EXPECT_TRUE(r.satisfied);
+    EXPECT_GE(hub.interrupts(), 1u);
 }
 
 TEST_F(SignalWait, WaitsForOtherConditionsAndValues)
 {
-	WaitOptions o = zero(WaitMode::interrupt);
-	o.condition = SignalCondition::lt;
-	o.compare = -5;
-	std::thread device([&] {
-		for (int v = 0; v >= -6; v--) {
-			std::this_thread::sleep_for(1ms);
-			complete(v, JAL_STATUS_OK);
-		}
-	});
-	auto r = wait_signal(slot.host, o, &hub);
-	device.join();
-	EXPECT_TRUE(r.satisfied);
-	EXPECT_LT(r.value, -5);
+    WaitOptions o = zero(WaitMode::interrupt);
+    o.condition = SignalCondition::lt;
+    o.compare = -5;
+    std::thread device([&] {
+        for (int v = 0; v >= -6; v--) {
+            std::this_thread::sleep_for(1ms);
+            complete(v, JAL_STATUS_OK);
+        }
+    });
+    auto r = wait_signal(slot.host, o, &hub);
+    device.join();
+    EXPECT_TRUE(r.satisfied);
+    EXPECT_LT(r.value, -5);
 }
 
 TEST_F(SignalWait, InterruptModeWithoutADeviceIsRefused)
 {
-	EXPECT_THROW(wait_signal(slot.host, zero(WaitMode::interrupt), nullptr), jal::Error);
+    EXPECT_THROW(wait_signal(slot.host, zero(WaitMode::interrupt), nullptr), jal::Error);
 }
 
-} // namespace
+}  // namespace

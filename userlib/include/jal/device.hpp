@@ -20,71 +20,71 @@
 namespace jal {
 
 struct OpenOptions {
-	std::string emu_dir;                          // empty: default_emu_dir()
-	std::chrono::milliseconds reply_timeout{5000}; // transport round trips
-	std::chrono::milliseconds admin_timeout{5000}; // admin commands, and enabling the queue
-	std::string client_name = "libjal";           // shown in the emulator's log
+    std::string emu_dir;                            // empty: default_emu_dir()
+    std::chrono::milliseconds reply_timeout{5000};  // transport round trips
+    std::chrono::milliseconds admin_timeout{5000};  // admin commands, and enabling the queue
+    std::string client_name = "libjal";             // shown in the emulator's log
 };
 
 class Device {
 public:
-	// Devices present, by index: the jal<N>.sock sockets in `emu_dir` (empty: the default).
-	static std::vector<DeviceEntry> enumerate(const std::string &emu_dir = {});
+    // Devices present, by index: the jal<N>.sock sockets in `emu_dir` (empty: the default).
+    static std::vector<DeviceEntry> enumerate(const std::string& emu_dir = {});
 
-	// Connects to device `index`. Does not wait for it to boot. Throws NO_DEVICE with a hint
-	// when nothing is there.
-	static Device open(unsigned index, const OpenOptions &options = {});
+    // Connects to device `index`. Does not wait for it to boot. Throws NO_DEVICE with a hint
+    // when nothing is there.
+    static Device open(unsigned index, const OpenOptions& options = {});
 
-	Device(Device &&) noexcept;
-	Device &operator=(Device &&) noexcept;
-	~Device();
+    Device(Device&&) noexcept;
+    Device& operator=(Device&&) noexcept;
+    ~Device();
 
-	unsigned index() const;
-	std::string location() const; // socket path (or device node)
-	uint32_t host_function() const;
+    unsigned index() const;
+    std::string location() const;  // socket path (or device node)
+    uint32_t host_function() const;
 
-	// Boot and health registers; usable in any state.
-	DeviceStatus status();
-	// Polls until READY or FAILED or `timeout`; returns the last status (whose state may
-	// still be booting: check it).
-	DeviceStatus wait_ready(std::chrono::milliseconds timeout);
+    // Boot and health registers; usable in any state.
+    DeviceStatus status();
+    // Polls until READY or FAILED or `timeout`; returns the last status (whose state may
+    // still be booting: check it).
+    DeviceStatus wait_ready(std::chrono::milliseconds timeout);
 
-	// Admin commands. They need a device that has finished booting (READY, or FAILED if its
-	// firmware still serves the admin queue): NOT_READY while booting.
-	jal_identify identify();
-	jal_telemetry telemetry();
-	jal_slice_map slice_map();
-	HbmReport hbm_report(uint32_t first_channel, uint32_t count);
-	uint32_t power_limit_mw();
-	// Returns the limit in force, which the device may have clamped.
-	uint32_t set_power_limit_mw(uint32_t milliwatts);
-	// Events with sequence numbers from `first_seq` on (older ones may have been lost).
-	EventLog event_log(uint32_t first_seq = 0);
-	PostTrail post_trail();
+    // Admin commands. They need a device that has finished booting (READY, or FAILED if its
+    // firmware still serves the admin queue): NOT_READY while booting.
+    jal_identify identify();
+    jal_telemetry telemetry();
+    jal_slice_map slice_map();
+    HbmReport hbm_report(uint32_t first_channel, uint32_t count);
+    uint32_t power_limit_mw();
+    // Returns the limit in force, which the device may have clamped.
+    uint32_t set_power_limit_mw(uint32_t milliwatts);
+    // Events with sequence numbers from `first_seq` on (older ones may have been lost).
+    EventLog event_log(uint32_t first_seq = 0);
+    PostTrail post_trail();
 
-	// Resets the chip and waits (bounded) for it to boot again. `progress` is called at each
-	// state change and about once a second. The outcome says truthfully whether the reset
-	// took effect and whether the device came back; it does not throw for a device that
-	// stayed down.
-	ResetOutcome reset(ResetMethod method, std::chrono::milliseconds timeout,
-			   const std::function<void(const ResetProgress &)> &progress = {});
+    // Resets the chip and waits (bounded) for it to boot again. `progress` is called at each
+    // state change and about once a second. The outcome says truthfully whether the reset
+    // took effect and whether the device came back; it does not throw for a device that
+    // stayed down.
+    ResetOutcome reset(ResetMethod method, std::chrono::milliseconds timeout,
+                       const std::function<void(const ResetProgress&)>& progress = {});
 
-	// Raw admin access, for tests and bring-up tools. When `buffer_bytes` > 0 a zeroed
-	// host buffer of that size is shared and its bus address put in sqe.data_addr
-	// (data_len is left as given); otherwise sqe goes to the device as is. The cid is
-	// assigned here. Error completions are returned, not thrown.
-	RawAdminResult admin_execute_raw(const jal_admin_sqe &sqe, size_t buffer_bytes = 0);
-	// Submits without waiting; returns the cid to pass to admin_wait_raw.
-	uint16_t admin_submit_raw(const jal_admin_sqe &sqe, size_t buffer_bytes = 0);
-	RawAdminResult admin_wait_raw(uint16_t cid);
+    // Raw admin access, for tests and bring-up tools. When `buffer_bytes` > 0 a zeroed
+    // host buffer of that size is shared and its bus address put in sqe.data_addr
+    // (data_len is left as given); otherwise sqe goes to the device as is. The cid is
+    // assigned here. Error completions are returned, not thrown.
+    RawAdminResult admin_execute_raw(const jal_admin_sqe& sqe, size_t buffer_bytes = 0);
+    // Submits without waiting; returns the cid to pass to admin_wait_raw.
+    uint16_t admin_submit_raw(const jal_admin_sqe& sqe, size_t buffer_bytes = 0);
+    RawAdminResult admin_wait_raw(uint16_t cid);
 
-	class Impl;
-	// libjal's own layers above the device (contexts, queues) reach its state here.
-	Impl &impl() { return *impl_; }
+    class Impl;
+    // libjal's own layers above the device (contexts, queues) reach its state here.
+    Impl& impl() { return *impl_; }
 
 private:
-	explicit Device(std::unique_ptr<Impl> impl);
-	std::unique_ptr<Impl> impl_;
+    explicit Device(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
 };
 
-} // namespace jal
+}  // namespace jal

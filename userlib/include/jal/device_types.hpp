@@ -15,80 +15,80 @@
 namespace jal {
 
 enum class DeviceState {
-	booting,   // firmware is running its boot table
-	ready,     // booted; the admin queue can be used
-	failed,    // boot failed or a fatal error; see DeviceStatus::fault
-	resetting, // a reset was requested and has not started booting yet
-	unknown,   // no state bit set (should not happen)
+    booting,    // firmware is running its boot table
+    ready,      // booted; the admin queue can be used
+    failed,     // boot failed or a fatal error; see DeviceStatus::fault
+    resetting,  // a reset was requested and has not started booting yet
+    unknown,    // no state bit set (should not happen)
 };
 
 // "booting", "ready", "failed", "resetting", "unknown".
-const char *state_name(DeviceState state);
+const char* state_name(DeviceState state);
 
 // The boot and health registers, read without the admin queue (works while booting).
 struct DeviceStatus {
-	uint32_t raw = 0;            // JAL_REG_STATUS
-	DeviceState state = DeviceState::unknown;
-	bool degraded = false;       // ready with harvested slices or failed channels
-	jal_status fault = JAL_STATUS_OK; // JAL_REG_FAULT, meaningful when failed
-	uint32_t boot_step = 0;      // last finished step of the boot table
-	jal_status boot_step_status = JAL_STATUS_OK;
-	uint32_t post_code = 0;
-	uint32_t fw_version = 0;     // major << 16 | minor << 8 | patch
-	uint32_t if_version = 0;     // JAL_REG_VERSION
+    uint32_t raw = 0;  // JAL_REG_STATUS
+    DeviceState state = DeviceState::unknown;
+    bool degraded = false;             // ready with harvested slices or failed channels
+    jal_status fault = JAL_STATUS_OK;  // JAL_REG_FAULT, meaningful when failed
+    uint32_t boot_step = 0;            // last finished step of the boot table
+    jal_status boot_step_status = JAL_STATUS_OK;
+    uint32_t post_code = 0;
+    uint32_t fw_version = 0;  // major << 16 | minor << 8 | patch
+    uint32_t if_version = 0;  // JAL_REG_VERSION
 };
 
 // "1.2.3" from major << 16 | minor << 8 | patch.
 std::string format_fw_version(uint32_t fw_version);
 
 struct DeviceEntry {
-	unsigned index = 0;
-	std::string socket_path;
+    unsigned index = 0;
+    std::string socket_path;
 };
 
 struct HbmReport {
-	jal_hbm_report_header header{};
-	std::vector<jal_hbm_channel_report> channels; // header.first_channel onwards
+    jal_hbm_report_header header{};
+    std::vector<jal_hbm_channel_report> channels;  // header.first_channel onwards
 };
 
 struct EventLog {
-	std::vector<jal_log_event> events; // oldest first
-	uint32_t next_seq = 0;             // pass as first_seq to read only newer events
-	uint32_t lost = 0;                 // overwritten before they could be read
+    std::vector<jal_log_event> events;  // oldest first
+    uint32_t next_seq = 0;              // pass as first_seq to read only newer events
+    uint32_t lost = 0;                  // overwritten before they could be read
 };
 
 struct PostTrail {
-	std::vector<jal_post_entry> entries; // the last boot, in order
-	uint32_t lost = 0;
+    std::vector<jal_post_entry> entries;  // the last boot, in order
+    uint32_t lost = 0;
 };
 
 enum class ResetMethod {
-	reset_register, // write JAL_RESET_MAGIC to JAL_REG_RESET
-	admin_command,  // JAL_ADMIN_RESET (completes, then resets)
+    reset_register,  // write JAL_RESET_MAGIC to JAL_REG_RESET
+    admin_command,   // JAL_ADMIN_RESET (completes, then resets)
 };
 
 struct ResetProgress {
-	DeviceStatus status;
-	std::chrono::milliseconds elapsed{0};
+    DeviceStatus status;
+    std::chrono::milliseconds elapsed{0};
 };
 
 struct ResetOutcome {
-	bool reset_observed = false; // the device was seen leaving READY (or its boot count grew)
-	bool came_back = false;      // ...and then reached READY within the timeout
-	DeviceStatus status;         // the last status read
-	std::chrono::milliseconds elapsed{0};
+    bool reset_observed = false;  // the device was seen leaving READY (or its boot count grew)
+    bool came_back = false;       // ...and then reached READY within the timeout
+    DeviceStatus status;          // the last status read
+    std::chrono::milliseconds elapsed{0};
 };
 
 // One admin completion as the device reported it.
 struct AdminCompletion {
-	uint16_t cid = 0;
-	jal_status status = JAL_STATUS_OK;
-	uint32_t result = 0;
+    uint16_t cid = 0;
+    jal_status status = JAL_STATUS_OK;
+    uint32_t result = 0;
 };
 
 struct RawAdminResult {
-	AdminCompletion completion;
-	std::vector<std::byte> data; // the command's data buffer after completion
+    AdminCompletion completion;
+    std::vector<std::byte> data;  // the command's data buffer after completion
 };
 
-} // namespace jal
+}  // namespace jal

@@ -11,6 +11,6 @@ namespace jal {
 std::string default_emu_dir();
 
 // DIR/jal<index>.sock: the socket of chip `index` served by the emulator in DIR.
-std::string emu_socket_path(const std::string &dir, unsigned index);
+std::string emu_socket_path(const std::string& dir, unsigned index);
 
-} // namespace jal
+}  // namespace jal

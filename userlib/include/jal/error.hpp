@@ -11,13 +11,13 @@ namespace jal {
 
 class Error : public std::runtime_error {
 public:
-	Error(jal_status status, const std::string &message);
+    Error(jal_status status, const std::string& message);
 
-	jal_status status() const noexcept { return status_; }
-	const char *status_name() const noexcept { return jal_status_name(status_); }
+    jal_status status() const noexcept { return status_; }
+    const char* status_name() const noexcept { return jal_status_name(status_); }
 
 private:
-	jal_status status_;
+    jal_status status_;
 };
 
-} // namespace jal
+}  // namespace jal

@@ -40,58 +40,59 @@ extern "C" {
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
-typedef struct jal_device_s *jal_device_t;
-typedef struct jal_context_s *jal_context_t;
-typedef struct jal_mem_s *jal_mem_t;
-typedef struct jal_host_buffer_s *jal_host_buffer_t;
-typedef struct jal_queue_s *jal_queue_t;
-typedef struct jal_signal_s *jal_signal_t;
+typedef struct jal_device_s* jal_device_t;
+typedef struct jal_context_s* jal_context_t;
+typedef struct jal_mem_s* jal_mem_t;
+typedef struct jal_host_buffer_s* jal_host_buffer_t;
+typedef struct jal_queue_s* jal_queue_t;
+typedef struct jal_signal_s* jal_signal_t;
 
 /* ---- Errors and logging ---- */
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next
  * failing call on the thread. */
-JAL_API const char *jal_last_error_message(void);
+JAL_API const char* jal_last_error_message(void);
 /* "ok", "page fault", ... for any status. */
-JAL_API const char *jal_status_string(jal_status_t status);
+JAL_API const char* jal_status_string(jal_status_t status);
 /* (major << 16) | minor of this library's API. */
 JAL_API uint32_t jal_api_version(void);
 
 enum jal_log_level { JAL_LOG_INFO = 0, JAL_LOG_WARN = 1, JAL_LOG_ERROR = 2 };
-typedef void (*jal_log_fn)(int level, const char *message, void *user);
+typedef void (*jal_log_fn)(int level, const char* message, void* user);
 /* Where diagnostics such as leak reports go; NULL restores the default (stderr). */
-JAL_API jal_status_t jal_set_log_handler(jal_log_fn fn, void *user);
+JAL_API jal_status_t jal_set_log_handler(jal_log_fn fn, void* user);
 
 /* ---- Devices ---- */
 
 /* Device indices present (the jalN.sock sockets of the emulator directory; emu_dir NULL:
  * the default, $JAL_EMU_DIR). Writes up to `capacity` indices, sets *count to the total. */
-JAL_API jal_status_t jal_device_enumerate(const char *emu_dir, uint32_t *indices, uint32_t capacity,
-					  uint32_t *count);
+JAL_API jal_status_t jal_device_enumerate(const char* emu_dir, uint32_t* indices, uint32_t capacity,
+                                          uint32_t* count);
 
 typedef struct jal_open_options {
-	uint32_t struct_size;
-	uint32_t ready_timeout_ms;  /* wait this long for the chip to boot (0: 30 s) */
-	const char *emu_dir;        /* NULL: the default */
-	const char *client_name;    /* NULL: "libjal" */
-	uint32_t admin_timeout_ms;  /* per admin command (0: 5 s) */
-	uint32_t reserved;
+    uint32_t struct_size;
+    uint32_t ready_timeout_ms; /* wait this long for the chip to boot (0: 30 s) */
+    const char* emu_dir;       /* NULL: the default */
+    const char* client_name;   /* NULL: "libjal" */
+    uint32_t admin_timeout_ms; /* per admin command (0: 5 s) */
+    uint32_t reserved;
 } jal_open_options_t;
 
 /* Opens device `index` and waits until it has booted. options may be NULL. */
-JAL_API jal_status_t jal_device_open(uint32_t index, const jal_open_options_t *options, jal_device_t *out);
+JAL_API jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options,
+                                     jal_device_t* out);
 JAL_API jal_status_t jal_device_close(jal_device_t device);
 /* IDENTIFY (struct jal_identify of jal/hw/admin.h). */
-JAL_API jal_status_t jal_device_identify(jal_device_t device, struct jal_identify *out);
+JAL_API jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out);
 
 /* ---- Contexts ---- */
 
-JAL_API jal_status_t jal_context_create(jal_device_t device, jal_context_t *out);
+JAL_API jal_status_t jal_context_create(jal_device_t device, jal_context_t* out);
 /* Destroys the context. Allocations and queues still in it are freed by the device,
  * logged one by one, and counted in *leaked (may be NULL). Their handles stay valid only
  * to be released: jal_mem_free / jal_queue_destroy then do nothing else. */
-JAL_API jal_status_t jal_context_destroy(jal_context_t context, uint32_t *leaked);
-JAL_API jal_status_t jal_context_id(jal_context_t context, uint32_t *id);
+JAL_API jal_status_t jal_context_destroy(jal_context_t context, uint32_t* leaked);
+JAL_API jal_status_t jal_context_id(jal_context_t context, uint32_t* id);
 
 /* ---- Device memory ---- */
 
@@ -101,63 +102,66 @@ JAL_API jal_status_t jal_context_id(jal_context_t context, uint32_t *id);
  * slice of the mask). slice_mask: logical slices (0..identify.slices_enabled-1).
  * alignment: bytes, a power of two, 0 for the page size. */
 JAL_API jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placement,
-				   uint64_t slice_mask, uint64_t alignment, jal_mem_t *out);
+                                   uint64_t slice_mask, uint64_t alignment, jal_mem_t* out);
 /* Frees it; the range may be handed out again. */
 JAL_API jal_status_t jal_mem_free(jal_mem_t mem);
 
 typedef struct jal_mem_info {
-	uint32_t struct_size;
-	uint32_t placement;   /* enum jal_placement */
-	uint64_t va;          /* device virtual address */
-	uint64_t size;        /* bytes, whole pages */
-	uint64_t slice_mask;  /* logical slices holding it */
-	uint32_t page_size;
-	uint32_t pages;
-	uint32_t replicas;    /* copies of each page */
-	uint32_t reserved;
+    uint32_t struct_size;
+    uint32_t placement;  /* enum jal_placement */
+    uint64_t va;         /* device virtual address */
+    uint64_t size;       /* bytes, whole pages */
+    uint64_t slice_mask; /* logical slices holding it */
+    uint32_t page_size;
+    uint32_t pages;
+    uint32_t replicas; /* copies of each page */
+    uint32_t reserved;
 } jal_mem_info_t;
-JAL_API jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t *out);
+JAL_API jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t* out);
 /* Physical placement of pages from first_page on: (pages x replicas) entries, page-major
  * (struct jal_page_placement: physical address, logical slice, replica, HBM channel).
  * Writes up to `capacity`, sets *count to the number written. */
-JAL_API jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page, struct jal_page_placement *out,
-				       uint32_t capacity, uint32_t *count);
+JAL_API jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page,
+                                       struct jal_page_placement* out, uint32_t capacity,
+                                       uint32_t* count);
 
 /* ---- Pinned host memory ---- */
 
 /* Host memory the device can DMA to, zero-filled; size is rounded up to host pages. */
-JAL_API jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_t *out);
+JAL_API jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_t* out);
 JAL_API jal_status_t jal_host_free(jal_host_buffer_t buffer);
 /* Host pointer, the bus address the device uses for it, and its size (any may be NULL). */
-JAL_API jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void **ptr, uint64_t *bus_addr,
-					  uint64_t *size);
+JAL_API jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void** ptr, uint64_t* bus_addr,
+                                          uint64_t* size);
 
 /* ---- Signals ---- */
 
-#define JAL_SIGNAL_INTERRUPT (1u << 0) /* packets completing it raise their queue's MSI-X
+#define JAL_SIGNAL_INTERRUPT \
+    (1u << 0) /* packets completing it raise their queue's MSI-X
 					* vector, so it can be waited for by sleeping */
 
-JAL_API jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags, jal_signal_t *out);
+JAL_API jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags,
+                                       jal_signal_t* out);
 /* The caller makes sure no packet still names it. */
 JAL_API jal_status_t jal_signal_destroy(jal_signal_t signal);
 /* The value, and the status of the packet that last completed it (either may be NULL). */
-JAL_API jal_status_t jal_signal_load(jal_signal_t signal, int64_t *value, uint32_t *packet_status);
+JAL_API jal_status_t jal_signal_load(jal_signal_t signal, int64_t* value, uint32_t* packet_status);
 /* Sets the value and clears the packet status. */
 JAL_API jal_status_t jal_signal_store(jal_signal_t signal, int64_t value);
 /* Bus address of the struct jal_signal (for hand-built packets). */
-JAL_API jal_status_t jal_signal_bus_addr(jal_signal_t signal, uint64_t *bus_addr);
+JAL_API jal_status_t jal_signal_bus_addr(jal_signal_t signal, uint64_t* bus_addr);
 
 enum jal_signal_condition {
-	JAL_SIGNAL_EQ = 0,
-	JAL_SIGNAL_NE = 1,
-	JAL_SIGNAL_LT = 2,
-	JAL_SIGNAL_GTE = 3,
+    JAL_SIGNAL_EQ = 0,
+    JAL_SIGNAL_NE = 1,
+    JAL_SIGNAL_LT = 2,
+    JAL_SIGNAL_GTE = 3,
 };
 
 enum jal_wait_mode {
-	JAL_WAIT_POLL = 1,      /* spin on the value: lowest latency, burns a core */
-	JAL_WAIT_INTERRUPT = 2, /* sleep on the queue's MSI-X eventfd */
-	JAL_WAIT_HYBRID = 3,    /* spin briefly (50 us), then sleep */
+    JAL_WAIT_POLL = 1,      /* spin on the value: lowest latency, burns a core */
+    JAL_WAIT_INTERRUPT = 2, /* sleep on the queue's MSI-X eventfd */
+    JAL_WAIT_HYBRID = 3,    /* spin briefly (50 us), then sleep */
 };
 
 #define JAL_TIMEOUT_INFINITE UINT64_MAX
@@ -167,19 +171,21 @@ enum jal_wait_mode {
  * that failed completes its signal all the same, with its error in *packet_status.
  * INTERRUPT and HYBRID need a signal created with JAL_SIGNAL_INTERRUPT. */
 JAL_API jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t compare,
-				     uint64_t timeout_ns, uint32_t mode, int64_t *value, uint32_t *packet_status);
+                                     uint64_t timeout_ns, uint32_t mode, int64_t* value,
+                                     uint32_t* packet_status);
 
 /* ---- Queues ---- */
 
 /* A queue of `size` packets (a power of two, 16..65536) in the context, raising MSI-X
  * `vector` (1..15; 0: the library picks) for packets whose signal wants an interrupt. */
-JAL_API jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vector, jal_queue_t *out);
+JAL_API jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vector,
+                                      jal_queue_t* out);
 JAL_API jal_status_t jal_queue_destroy(jal_queue_t queue);
 /* QUEUE_STATUS (struct jal_queue_status of jal/hw/admin.h). */
-JAL_API jal_status_t jal_queue_get_status(jal_queue_t queue, struct jal_queue_status *out);
+JAL_API jal_status_t jal_queue_get_status(jal_queue_t queue, struct jal_queue_status* out);
 /* Drops unexecuted packets and clears the queue's error. No thread may be submitting. */
 JAL_API jal_status_t jal_queue_reset(jal_queue_t queue);
-JAL_API jal_status_t jal_queue_id(jal_queue_t queue, uint32_t *id);
+JAL_API jal_status_t jal_queue_id(jal_queue_t queue, uint32_t* id);
 /* How long a submission waits for room in a full ring before it fails with TIMEOUT
  * (default: forever). After such a timeout the queue must be reset. */
 JAL_API jal_status_t jal_queue_set_submit_timeout(jal_queue_t queue, uint64_t timeout_ns);
@@ -189,16 +195,16 @@ JAL_API jal_status_t jal_queue_set_submit_timeout(jal_queue_t queue, uint64_t ti
 JAL_API jal_status_t jal_queue_nop(jal_queue_t queue, jal_signal_t completion);
 /* dir: enum jal_copy_dir. Host addresses are bus addresses (jal_host_buffer_info), device
  * addresses device virtual addresses of the queue's context. */
-JAL_API jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint64_t src, uint64_t size,
-				    jal_signal_t completion);
+JAL_API jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint64_t src,
+                                    uint64_t size, jal_signal_t completion);
 /* Waits (on the device) until every one of deps[0..count) is 0; count 1..5. */
-JAL_API jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t *deps, uint32_t count,
-					   jal_signal_t completion);
+JAL_API jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t* deps,
+                                           uint32_t count, jal_signal_t completion);
 /* Writes `target` (op: enum jal_signal_op, SET/ADD/SUB operand). */
-JAL_API jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t op, int64_t operand,
-				      jal_signal_t completion);
+JAL_API jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t op,
+                                      int64_t operand, jal_signal_t completion);
 /* A 64-byte packet as given (header word first; it is published last). */
-JAL_API jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void *packet);
+JAL_API jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet);
 
 /* A kernel dispatch (JAL_PACKET_DISPATCH, jal/hw/queue.h): every slice of slice_mask runs
  * the code object at device address code_object, reading its arguments from args. The
@@ -207,45 +213,46 @@ JAL_API jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void *packet)
  * jal_dispatch_report (fault slice, pc and opcode, modelled time, counters) at that host
  * bus address before completing the signal. */
 typedef struct jal_dispatch_desc {
-	uint32_t size;          /* sizeof(struct jal_dispatch_desc) */
-	uint32_t flags;         /* JAL_DISPATCH_F_TIMING_ONLY: run for time only, no data */
-	uint64_t code_object;   /* device address of a struct jal_code_object_header */
-	uint64_t slice_mask;    /* logical slices, each usable; not 0 */
-	uint64_t args;          /* device address of the argument buffer (JAL_SR_ARGS) */
-	uint32_t budget_kinsn;  /* per-slice instruction budget in thousands; 0: the default */
-	uint32_t reserved;      /* must be zero */
-	uint64_t report;        /* host bus address of a struct jal_dispatch_report, or 0 */
+    uint32_t size;         /* sizeof(struct jal_dispatch_desc) */
+    uint32_t flags;        /* JAL_DISPATCH_F_TIMING_ONLY: run for time only, no data */
+    uint64_t code_object;  /* device address of a struct jal_code_object_header */
+    uint64_t slice_mask;   /* logical slices, each usable; not 0 */
+    uint64_t args;         /* device address of the argument buffer (JAL_SR_ARGS) */
+    uint32_t budget_kinsn; /* per-slice instruction budget in thousands; 0: the default */
+    uint32_t reserved;     /* must be zero */
+    uint64_t report;       /* host bus address of a struct jal_dispatch_report, or 0 */
 } jal_dispatch_desc_t;
-JAL_API jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc *desc,
-					jal_signal_t completion);
+JAL_API jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
+                                        jal_signal_t completion);
 
 /* ---- Bulk host I/O ---- */
 
 /* Called as data lands on the device; return non-zero to cancel (JAL_STATUS_ABORTED). */
-typedef int (*jal_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *user);
+typedef int (*jal_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void* user);
 
 #define JAL_LOAD_NO_DIRECT (1u << 0) /* do not try O_DIRECT */
 
 typedef struct jal_load_options {
-	uint32_t struct_size;
-	uint32_t flags;        /* JAL_LOAD_* */
-	uint32_t chunk_bytes;  /* bounce buffer size (0: 4 MiB) */
-	uint32_t depth;        /* reads in flight (0: 4) */
-	jal_progress_fn progress;
-	void *user;
+    uint32_t struct_size;
+    uint32_t flags;       /* JAL_LOAD_* */
+    uint32_t chunk_bytes; /* bounce buffer size (0: 4 MiB) */
+    uint32_t depth;       /* reads in flight (0: 4) */
+    jal_progress_fn progress;
+    void* user;
 } jal_load_options_t;
 
 typedef struct jal_load_result {
-	uint32_t struct_size;
-	uint32_t used_direct_io; /* 1 if the file was read with O_DIRECT */
-	uint64_t bytes;
+    uint32_t struct_size;
+    uint32_t used_direct_io; /* 1 if the file was read with O_DIRECT */
+    uint64_t bytes;
 } jal_load_result_t;
 
 /* Reads file `path` into device memory at dst_va (at most `capacity` bytes: a larger file
  * fails with INVALID_LENGTH) through io_uring and pinned bounce buffers, each copied to
  * the device by `queue`. options and result may be NULL. */
-JAL_API jal_status_t jal_load_file(jal_queue_t queue, const char *path, uint64_t dst_va, uint64_t capacity,
-				   const jal_load_options_t *options, jal_load_result_t *result);
+JAL_API jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va,
+                                   uint64_t capacity, const jal_load_options_t* options,
+                                   jal_load_result_t* result);
 
 #ifdef __cplusplus
 }

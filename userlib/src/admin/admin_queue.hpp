@@ -23,58 +23,58 @@
 namespace jal::admin {
 
 struct Completion {
-	uint16_t cid = 0;
-	jal_status status = JAL_STATUS_OK;
-	uint32_t result = 0;
+    uint16_t cid = 0;
+    jal_status status = JAL_STATUS_OK;
+    uint32_t result = 0;
 };
 
 struct AdminQueueConfig {
-	uint16_t entries = 32;
-	std::chrono::milliseconds enable_timeout{2000};
+    uint16_t entries = 32;
+    std::chrono::milliseconds enable_timeout{2000};
 };
 
 class AdminQueue {
 public:
-	// Allocates the rings, binds the admin vector and enables the queue. Throws
-	// jal::Error: NOT_READY / the device's status when it refuses, TIMEOUT when it
-	// never answers.
-	AdminQueue(backend::Backend &backend, const AdminQueueConfig &config = {});
-	// Disables the queue and unbinds the vector; commands still in flight are dropped.
-	~AdminQueue();
-	AdminQueue(const AdminQueue &) = delete;
-	AdminQueue &operator=(const AdminQueue &) = delete;
+    // Allocates the rings, binds the admin vector and enables the queue. Throws
+    // jal::Error: NOT_READY / the device's status when it refuses, TIMEOUT when it
+    // never answers.
+    AdminQueue(backend::Backend& backend, const AdminQueueConfig& config = {});
+    // Disables the queue and unbinds the vector; commands still in flight are dropped.
+    ~AdminQueue();
+    AdminQueue(const AdminQueue&) = delete;
+    AdminQueue& operator=(const AdminQueue&) = delete;
 
-	// Submits without waiting for room: nullopt when the ring is full. The cid in `sqe`
-	// is replaced by a free one, which is returned.
-	std::optional<uint16_t> try_submit(const jal_admin_sqe &sqe);
-	// Submits, waiting for room until `deadline` (then throws BUSY).
-	uint16_t submit(const jal_admin_sqe &sqe, const util::Deadline &deadline);
-	// Waits for the completion of `cid`. On timeout throws TIMEOUT and abandons the
-	// command: its completion, if it ever comes, is discarded.
-	Completion wait(uint16_t cid, const util::Deadline &deadline);
-	// submit + wait with one time budget.
-	Completion execute(const jal_admin_sqe &sqe, std::chrono::milliseconds timeout);
+    // Submits without waiting for room: nullopt when the ring is full. The cid in `sqe`
+    // is replaced by a free one, which is returned.
+    std::optional<uint16_t> try_submit(const jal_admin_sqe& sqe);
+    // Submits, waiting for room until `deadline` (then throws BUSY).
+    uint16_t submit(const jal_admin_sqe& sqe, const util::Deadline& deadline);
+    // Waits for the completion of `cid`. On timeout throws TIMEOUT and abandons the
+    // command: its completion, if it ever comes, is discarded.
+    Completion wait(uint16_t cid, const util::Deadline& deadline);
+    // submit + wait with one time budget.
+    Completion execute(const jal_admin_sqe& sqe, std::chrono::milliseconds timeout);
 
-	unsigned in_flight() const;
-	uint16_t entries() const { return ring_.entries(); }
+    unsigned in_flight() const;
+    uint16_t entries() const { return ring_.entries(); }
 
 private:
-	void enable(std::chrono::milliseconds timeout);
-	uint16_t allocate_cid_locked();
-	uint16_t submit_locked(jal_admin_sqe sqe);
-	void reap_locked();
-	void wait_for_interrupt(const util::Deadline &deadline);
+    void enable(std::chrono::milliseconds timeout);
+    uint16_t allocate_cid_locked();
+    uint16_t submit_locked(jal_admin_sqe sqe);
+    void reap_locked();
+    void wait_for_interrupt(const util::Deadline& deadline);
 
-	backend::Backend &backend_;
-	std::unique_ptr<backend::HostMemory> sq_memory_;
-	std::unique_ptr<backend::HostMemory> cq_memory_;
-	util::UniqueFd irq_eventfd_;
-	mutable std::mutex mutex_;
-	AdminRing ring_;
-	uint16_t next_cid_ = 0;
-	std::map<uint16_t, uint8_t> outstanding_; // cid -> opcode, submitted and not yet reaped
-	std::set<uint16_t> abandoned_;            // waiters gave up on these
-	std::map<uint16_t, Completion> completed_; // reaped, waiting for their waiter
+    backend::Backend& backend_;
+    std::unique_ptr<backend::HostMemory> sq_memory_;
+    std::unique_ptr<backend::HostMemory> cq_memory_;
+    util::UniqueFd irq_eventfd_;
+    mutable std::mutex mutex_;
+    AdminRing ring_;
+    uint16_t next_cid_ = 0;
+    std::map<uint16_t, uint8_t> outstanding_;   // cid -> opcode, submitted and not yet reaped
+    std::set<uint16_t> abandoned_;              // waiters gave up on these
+    std::map<uint16_t, Completion> completed_;  // reaped, waiting for their waiter
 };
 
-} // namespace jal::admin
+}  // namespace jal::admin

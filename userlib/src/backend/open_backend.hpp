@@ -11,6 +11,6 @@ namespace jal::backend {
 
 // The kernel driver when /dev/jal<index> exists (a chip on this machine's PCI bus, or a
 // VM's), else the direct emulator transport at emu_socket_path(dir, index).
-std::unique_ptr<Backend> open_backend(unsigned index, const OpenOptions &options);
+std::unique_ptr<Backend> open_backend(unsigned index, const OpenOptions& options);
 
-} // namespace jal::backend
+}  // namespace jal::backend

@@ -16,75 +16,85 @@
 
 namespace jal {
 
-std::vector<DeviceEntry> Device::enumerate(const std::string &emu_dir)
+std::vector<DeviceEntry> Device::enumerate(const std::string& emu_dir)
 {
-	namespace fs = std::filesystem;
-	std::string dir = emu_dir.empty() ? default_emu_dir() : emu_dir;
-	std::vector<DeviceEntry> found;
-	std::error_code ec;
-	static const std::regex socket_name(R"(jal(\d{1,4})\.sock)");
-	for (const auto &entry : fs::directory_iterator(dir, ec)) {
-		std::smatch m;
-		std::string name = entry.path().filename().string();
-		if (std::regex_match(name, m, socket_name) && entry.is_socket(ec))
-			found.push_back({static_cast<unsigned>(std::stoul(m[1].str())), entry.path().string()});
-	}
-	std::sort(found.begin(), found.end(),
-		  [](const DeviceEntry &a, const DeviceEntry &b) { return a.index < b.index; });
-	return found;
+    namespace fs = std::filesystem;
+    std::string dir = emu_dir.empty() ? default_emu_dir() : emu_dir;
+    std::vector<DeviceEntry> found;
+    std::error_code ec;
+    static const std::regex socket_name(R"(jal(\d{1,4})\.sock)");
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::smatch m;
+        std::string name = entry.path().filename().string();
+        if (std::regex_match(name, m, socket_name) && entry.is_socket(ec))
+            found.push_back({static_cast<unsigned>(std::stoul(m[1].str())), entry.path().string()});
+    }
+    std::sort(found.begin(), found.end(),
+              [](const DeviceEntry& a, const DeviceEntry& b) { return a.index < b.index; });
+    return found;
 }
 
-Device Device::open(unsigned index, const OpenOptions &options)
+Device Device::open(unsigned index, const OpenOptions& options)
 {
-	try {
-		return Device(std::make_unique<Impl>(index, backend::open_backend(index, options), options));
-	} catch (const Error &e) {
-		throw Error(e.status(), "device " + std::to_string(index) + ": " + e.what());
-	}
+    try {
+        return Device(
+            std::make_unique<Impl>(index, backend::open_backend(index, options), options));
+    } catch (const Error& e) {
+        throw Error(e.status(), "device " + std::to_string(index) + ": " + e.what());
+    }
 }
 
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Device::Device(Device &&) noexcept = default;
-Device &Device::operator=(Device &&) noexcept = default;
+Device::Device(Device&&) noexcept = default;
+Device& Device::operator=(Device&&) noexcept = default;
 Device::~Device() = default;
 
-unsigned Device::index() const { return impl_->index(); }
-std::string Device::location() const { return impl_->backend().identity().location; }
-uint32_t Device::host_function() const { return impl_->backend().identity().function; }
+unsigned Device::index() const
+{
+    return impl_->index();
+}
+std::string Device::location() const
+{
+    return impl_->backend().identity().location;
+}
+uint32_t Device::host_function() const
+{
+    return impl_->backend().identity().function;
+}
 
 DeviceStatus Device::status()
 {
-	return impl_->guarded([&] { return impl_->read_status(); });
+    return impl_->guarded([&] { return impl_->read_status(); });
 }
 
 DeviceStatus Device::wait_ready(std::chrono::milliseconds timeout)
 {
-	return impl_->guarded([&] {
-		util::Deadline deadline(timeout);
-		for (;;) {
-			uint32_t bits = impl_->backend().read32(JAL_BAR_REGS, JAL_REG_STATUS);
-			bool settled = (bits & (JAL_REG_STATUS_READY | JAL_REG_STATUS_FAILED)) &&
-				       !(bits & (JAL_REG_STATUS_BOOTING | JAL_REG_STATUS_RESETTING));
-			if (settled || deadline.expired())
-				return impl_->read_status();
-			std::this_thread::sleep_for(std::chrono::milliseconds(deadline.poll_ms(std::chrono::milliseconds(20))));
-		}
-	});
+    return impl_->guarded([&] {
+        util::Deadline deadline(timeout);
+        for (;;) {
+            uint32_t bits = impl_->backend().read32(JAL_BAR_REGS, JAL_REG_STATUS);
+            bool settled = (bits & (JAL_REG_STATUS_READY | JAL_REG_STATUS_FAILED)) &&
+                           !(bits & (JAL_REG_STATUS_BOOTING | JAL_REG_STATUS_RESETTING));
+            if (settled || deadline.expired()) return impl_->read_status();
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(deadline.poll_ms(std::chrono::milliseconds(20))));
+        }
+    });
 }
 
-RawAdminResult Device::admin_execute_raw(const jal_admin_sqe &sqe, size_t buffer_bytes)
+RawAdminResult Device::admin_execute_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
 {
-	return impl_->guarded([&] { return impl_->wait_raw(impl_->submit_raw(sqe, buffer_bytes)); });
+    return impl_->guarded([&] { return impl_->wait_raw(impl_->submit_raw(sqe, buffer_bytes)); });
 }
 
-uint16_t Device::admin_submit_raw(const jal_admin_sqe &sqe, size_t buffer_bytes)
+uint16_t Device::admin_submit_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
 {
-	return impl_->guarded([&] { return impl_->submit_raw(sqe, buffer_bytes); });
+    return impl_->guarded([&] { return impl_->submit_raw(sqe, buffer_bytes); });
 }
 
 RawAdminResult Device::admin_wait_raw(uint16_t cid)
 {
-	return impl_->guarded([&] { return impl_->wait_raw(cid); });
+    return impl_->guarded([&] { return impl_->wait_raw(cid); });
 }
 
-} // namespace jal
+}  // namespace jal

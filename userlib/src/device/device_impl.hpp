@@ -18,66 +18,68 @@ namespace jal {
 
 class Device::Impl {
 public:
-	Impl(unsigned index, std::unique_ptr<backend::Backend> backend, const OpenOptions &options);
-	~Impl();
+    Impl(unsigned index, std::unique_ptr<backend::Backend> backend, const OpenOptions& options);
+    ~Impl();
 
-	unsigned index() const { return index_; }
-	backend::Backend &backend() { return *backend_; }
-	const OpenOptions &options() const { return options_; }
+    unsigned index() const { return index_; }
+    backend::Backend& backend() { return *backend_; }
+    const OpenOptions& options() const { return options_; }
 
-	// Runs `f`, prefixing any jal::Error with "device N: ". Only public entry points use
-	// it, so messages are prefixed exactly once.
-	template <typename F> auto guarded(F &&f) -> decltype(f())
-	{
-		try {
-			return f();
-		} catch (const Error &e) {
-			throw Error(e.status(), "device " + std::to_string(index_) + ": " + e.what());
-		}
-	}
+    // Runs `f`, prefixing any jal::Error with "device N: ". Only public entry points use
+    // it, so messages are prefixed exactly once.
+    template <typename F>
+    auto guarded(F&& f) -> decltype(f())
+    {
+        try {
+            return f();
+        } catch (const Error& e) {
+            throw Error(e.status(), "device " + std::to_string(index_) + ": " + e.what());
+        }
+    }
 
-	DeviceStatus read_status();
+    DeviceStatus read_status();
 
-	// The admin queue, enabled on first use (and again after a reset or a timeout).
-	// Throws NOT_READY unless the device is READY.
-	std::shared_ptr<admin::AdminQueue> admin_queue();
-	// Forget the queue: the device lost it (reset) or may have (timeout).
-	void drop_admin_queue();
+    // The admin queue, enabled on first use (and again after a reset or a timeout).
+    // Throws NOT_READY unless the device is READY.
+    std::shared_ptr<admin::AdminQueue> admin_queue();
+    // Forget the queue: the device lost it (reset) or may have (timeout).
+    void drop_admin_queue();
 
-	struct Reply {
-		admin::Completion completion;
-		std::vector<std::byte> data; // the data buffer, data_len bytes
-	};
-	// Runs an admin command with an optional data buffer of `data_len` bytes and throws
-	// "admin command X failed: <status>" for an error completion.
-	Reply run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len = 0);
+    struct Reply {
+        admin::Completion completion;
+        std::vector<std::byte> data;  // the data buffer, data_len bytes
+    };
+    // Runs an admin command with an optional data buffer of `data_len` bytes and throws
+    // "admin command X failed: <status>" for an error completion.
+    Reply run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len = 0);
 
-	// Raw commands submitted without waiting keep their buffer here until waited for.
-	struct PendingRaw {
-		std::shared_ptr<admin::AdminQueue> queue;
-		std::unique_ptr<backend::HostMemory> buffer;
-	};
-	uint16_t submit_raw(const jal_admin_sqe &sqe, size_t buffer_bytes);
-	RawAdminResult wait_raw(uint16_t cid);
+    // Raw commands submitted without waiting keep their buffer here until waited for.
+    struct PendingRaw {
+        std::shared_ptr<admin::AdminQueue> queue;
+        std::unique_ptr<backend::HostMemory> buffer;
+    };
+    uint16_t submit_raw(const jal_admin_sqe& sqe, size_t buffer_bytes);
+    RawAdminResult wait_raw(uint16_t cid);
 
 private:
-	unsigned index_;
-	OpenOptions options_;
-	std::unique_ptr<backend::Backend> backend_;
-	std::mutex admin_mutex_;
-	std::shared_ptr<admin::AdminQueue> admin_;
-	std::map<uint16_t, PendingRaw> pending_raw_;
-	// Buffers of commands that timed out: the device may still write into them.
-	std::vector<std::unique_ptr<backend::HostMemory>> orphaned_buffers_;
+    unsigned index_;
+    OpenOptions options_;
+    std::unique_ptr<backend::Backend> backend_;
+    std::mutex admin_mutex_;
+    std::shared_ptr<admin::AdminQueue> admin_;
+    std::map<uint16_t, PendingRaw> pending_raw_;
+    // Buffers of commands that timed out: the device may still write into them.
+    std::vector<std::unique_ptr<backend::HostMemory>> orphaned_buffers_;
 };
 
 // Copies a fixed-size device structure out of a reply buffer (zero-filled past its end).
-template <typename T> T copy_struct(const std::vector<std::byte> &data, size_t offset = 0)
+template <typename T>
+T copy_struct(const std::vector<std::byte>& data, size_t offset = 0)
 {
-	T out{};
-	if (offset < data.size())
-		std::memcpy(&out, data.data() + offset, std::min(sizeof out, data.size() - offset));
-	return out;
+    T out{};
+    if (offset < data.size())
+        std::memcpy(&out, data.data() + offset, std::min(sizeof out, data.size() - offset));
+    return out;
 }
 
-} // namespace jal
+}  // namespace jal

@@ -26,73 +26,73 @@ constexpr milliseconds kBootCountCheckAfter{500};
 
 milliseconds since(std::chrono::steady_clock::time_point start)
 {
-	return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
 }
 
-} // namespace
+}  // namespace
 
 ResetOutcome Device::reset(ResetMethod method, milliseconds timeout,
-			   const std::function<void(const ResetProgress &)> &progress)
+                           const std::function<void(const ResetProgress&)>& progress)
 {
-	return impl_->guarded([&] {
-		auto start = std::chrono::steady_clock::now();
-		util::Deadline deadline(timeout);
-		std::optional<uint32_t> boot_count_before;
-		if (impl_->read_status().state == DeviceState::ready) {
-			try {
-				boot_count_before = identify().boot_count;
-			} catch (const Error &) {
-				// Without it a very fast reset cannot be told from none; STATUS still can.
-			}
-		}
+    return impl_->guarded([&] {
+        auto start = std::chrono::steady_clock::now();
+        util::Deadline deadline(timeout);
+        std::optional<uint32_t> boot_count_before;
+        if (impl_->read_status().state == DeviceState::ready) {
+            try {
+                boot_count_before = identify().boot_count;
+            } catch (const Error&) {
+                // Without it a very fast reset cannot be told from none; STATUS still can.
+            }
+        }
 
-		if (method == ResetMethod::admin_command)
-			impl_->run(JAL_ADMIN_RESET, {JAL_RESET_CHIP});
-		else
-			impl_->backend().write32(JAL_BAR_REGS, JAL_REG_RESET, JAL_RESET_MAGIC);
-		// Whatever happens next, the device has forgotten our admin queue.
-		impl_->drop_admin_queue();
+        if (method == ResetMethod::admin_command)
+            impl_->run(JAL_ADMIN_RESET, {JAL_RESET_CHIP});
+        else
+            impl_->backend().write32(JAL_BAR_REGS, JAL_REG_RESET, JAL_RESET_MAGIC);
+        // Whatever happens next, the device has forgotten our admin queue.
+        impl_->drop_admin_queue();
 
-		ResetOutcome out;
-		std::optional<DeviceStatus> last_reported;
-		auto last_report_at = start;
-		auto next_boot_count_check = start + kBootCountCheckAfter;
-		for (;;) {
-			out.status = impl_->read_status();
-			out.elapsed = since(start);
-			DeviceState state = out.status.state;
-			if (state != DeviceState::ready)
-				out.reset_observed = true;
+        ResetOutcome out;
+        std::optional<DeviceStatus> last_reported;
+        auto last_report_at = start;
+        auto next_boot_count_check = start + kBootCountCheckAfter;
+        for (;;) {
+            out.status = impl_->read_status();
+            out.elapsed = since(start);
+            DeviceState state = out.status.state;
+            if (state != DeviceState::ready) out.reset_observed = true;
 
-			bool changed = !last_reported || last_reported->state != state ||
-				       last_reported->post_code != out.status.post_code;
-			if (progress && (changed || std::chrono::steady_clock::now() - last_report_at >= kProgressInterval)) {
-				progress(ResetProgress{out.status, out.elapsed});
-				last_reported = out.status;
-				last_report_at = std::chrono::steady_clock::now();
-			}
+            bool changed = !last_reported || last_reported->state != state ||
+                           last_reported->post_code != out.status.post_code;
+            if (progress && (changed || std::chrono::steady_clock::now() - last_report_at >=
+                                            kProgressInterval)) {
+                progress(ResetProgress{out.status, out.elapsed});
+                last_reported = out.status;
+                last_report_at = std::chrono::steady_clock::now();
+            }
 
-			if (out.reset_observed && (state == DeviceState::ready || state == DeviceState::failed)) {
-				out.came_back = state == DeviceState::ready;
-				return out;
-			}
-			if (!out.reset_observed && state == DeviceState::ready && boot_count_before &&
-			    std::chrono::steady_clock::now() >= next_boot_count_check) {
-				next_boot_count_check = std::chrono::steady_clock::now() + kBootCountCheckAfter;
-				try {
-					if (identify().boot_count > *boot_count_before) {
-						out.reset_observed = out.came_back = true;
-						return out;
-					}
-				} catch (const Error &) {
-					impl_->drop_admin_queue(); // went down under us; keep watching STATUS
-				}
-			}
-			if (deadline.expired())
-				return out;
-			std::this_thread::sleep_for(milliseconds(deadline.poll_ms(kPollInterval)));
-		}
-	});
+            if (out.reset_observed &&
+                (state == DeviceState::ready || state == DeviceState::failed)) {
+                out.came_back = state == DeviceState::ready;
+                return out;
+            }
+            if (!out.reset_observed && state == DeviceState::ready && boot_count_before &&
+                std::chrono::steady_clock::now() >= next_boot_count_check) {
+                next_boot_count_check = std::chrono::steady_clock::now() + kBootCountCheckAfter;
+                try {
+                    if (identify().boot_count > *boot_count_before) {
+                        out.reset_observed = out.came_back = true;
+                        return out;
+                    }
+                } catch (const Error&) {
+                    impl_->drop_admin_queue();  // went down under us; keep watching STATUS
+                }
+            }
+            if (deadline.expired()) return out;
+            std::this_thread::sleep_for(milliseconds(deadline.poll_ms(kPollInterval)));
+        }
+    });
 }
 
-} // namespace jal
+}  // namespace jal

@@ -6,16 +6,22 @@
 
 namespace jal::kernels {
 
-Args &Args::u64(uint64_t v)
+Args& Args::u64(uint64_t v)
 {
-	uint8_t slot[8];
-	std::memcpy(slot, &v, sizeof slot);
-	bytes_.insert(bytes_.end(), slot, slot + sizeof slot);
-	return *this;
+    uint8_t slot[8];
+    std::memcpy(slot, &v, sizeof slot);
+    bytes_.insert(bytes_.end(), slot, slot + sizeof slot);
+    return *this;
 }
 
-Args &Args::addr(uint64_t device_va) { return u64(device_va); }
+Args& Args::addr(uint64_t device_va)
+{
+    return u64(device_va);
+}
 
-Args &Args::f32(float v) { return u64(std::bit_cast<uint32_t>(v)); }
+Args& Args::f32(float v)
+{
+    return u64(std::bit_cast<uint32_t>(v));
+}
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

@@ -10,23 +10,24 @@
 
 namespace jal::kernels {
 
-Program::Program(const jal::runtime::Device &dev, jal::runtime::Context &ctx, jal::runtime::Queue &q,
-		 const CodeObject &co)
-	: memory_(ctx, std::max<size_t>(co.bytes.size(), 1), JAL_PLACE_SLICE, 1), name_(co.name),
-	  args_size_(co.args_size), l1_bytes_(co.l1_bytes)
+Program::Program(const jal::runtime::Device& dev, jal::runtime::Context& ctx,
+                 jal::runtime::Queue& q, const CodeObject& co)
+    : memory_(ctx, std::max<size_t>(co.bytes.size(), 1), JAL_PLACE_SLICE, 1), name_(co.name),
+      args_size_(co.args_size), l1_bytes_(co.l1_bytes)
 {
-	if (co.bytes.empty())
-		throw Error(JAL_STATUS_INVALID_LENGTH, "kernel " + co.name + ": the code object is empty");
-	code_ = isa::read_code_object_unchecked(co.bytes).code;
+    if (co.bytes.empty())
+        throw Error(JAL_STATUS_INVALID_LENGTH, "kernel " + co.name + ": the code object is empty");
+    code_ = isa::read_code_object_unchecked(co.bytes).code;
 
-	jal::runtime::HostBuffer staging(dev, co.bytes.size());
-	std::memcpy(staging.data(), co.bytes.data(), co.bytes.size());
-	jal::runtime::Signal done(dev, 1);
-	q.copy_to_device(memory_.va(), staging, 0, co.bytes.size(), &done);
-	jal::runtime::WaitResult r = done.wait_zero();
-	if (r.status != JAL_STATUS_OK)
-		throw Error(r.status, "kernel " + co.name + ": copying the code object to the device failed: " +
-					      jal_status_name(r.status));
+    jal::runtime::HostBuffer staging(dev, co.bytes.size());
+    std::memcpy(staging.data(), co.bytes.data(), co.bytes.size());
+    jal::runtime::Signal done(dev, 1);
+    q.copy_to_device(memory_.va(), staging, 0, co.bytes.size(), &done);
+    jal::runtime::WaitResult r = done.wait_zero();
+    if (r.status != JAL_STATUS_OK)
+        throw Error(r.status, "kernel " + co.name +
+                                  ": copying the code object to the device failed: " +
+                                  jal_status_name(r.status));
 }
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

@@ -13,22 +13,22 @@
 #include "runtime.hpp"
 
 struct jal_device_s {
-	std::shared_ptr<jal::rt::DeviceCore> core;
+    std::shared_ptr<jal::rt::DeviceCore> core;
 };
 struct jal_context_s {
-	std::shared_ptr<jal::rt::Context> context;
+    std::shared_ptr<jal::rt::Context> context;
 };
 struct jal_mem_s {
-	std::unique_ptr<jal::rt::Allocation> allocation;
+    std::unique_ptr<jal::rt::Allocation> allocation;
 };
 struct jal_host_buffer_s {
-	std::unique_ptr<jal::rt::HostBuffer> buffer;
+    std::unique_ptr<jal::rt::HostBuffer> buffer;
 };
 struct jal_queue_s {
-	std::unique_ptr<jal::rt::UserQueue> queue;
+    std::unique_ptr<jal::rt::UserQueue> queue;
 };
 struct jal_signal_s {
-	std::unique_ptr<jal::rt::Signal> signal;
+    std::unique_ptr<jal::rt::Signal> signal;
 };
 
 namespace {
@@ -37,431 +37,458 @@ thread_local std::string last_error;
 
 jal_status_t fail(jal_status_t status, std::string message)
 {
-	last_error = std::move(message);
-	return status;
+    last_error = std::move(message);
+    return status;
 }
 
 // Runs `f`; maps jal::Error to its status, anything else to INTERNAL / NO_MEMORY.
-template <typename F> jal_status_t call(F &&f)
+template <typename F>
+jal_status_t call(F&& f)
 {
-	try {
-		f();
-		return JAL_STATUS_OK;
-	} catch (const jal::Error &e) {
-		return fail(e.status(), e.what());
-	} catch (const std::bad_alloc &) {
-		return fail(JAL_STATUS_NO_MEMORY, "out of host memory");
-	} catch (const std::exception &e) {
-		return fail(JAL_STATUS_INTERNAL, std::string("internal error: ") + e.what());
-	}
+    try {
+        f();
+        return JAL_STATUS_OK;
+    } catch (const jal::Error& e) {
+        return fail(e.status(), e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(JAL_STATUS_NO_MEMORY, "out of host memory");
+    } catch (const std::exception& e) {
+        return fail(JAL_STATUS_INTERNAL, std::string("internal error: ") + e.what());
+    }
 }
 
-#define REQUIRE(cond, what)                                                                                    \
-	do {                                                                                                   \
-		if (!(cond))                                                                                   \
-			return fail(JAL_STATUS_INVALID_FIELD, what);                                           \
-	} while (0)
+#define REQUIRE(cond, what)                                       \
+    do {                                                          \
+        if (!(cond)) return fail(JAL_STATUS_INVALID_FIELD, what); \
+    } while (0)
 
-template <typename T> bool struct_ok(const T *p) { return p && p->struct_size >= sizeof(uint32_t); }
+template <typename T>
+bool struct_ok(const T* p)
+{
+    return p && p->struct_size >= sizeof(uint32_t);
+}
 
 // Copies `value` into a caller struct of possibly older (smaller) or newer (larger) size.
-template <typename T> void copy_out(T *out, T value)
+template <typename T>
+void copy_out(T* out, T value)
 {
-	uint32_t size = out->struct_size;
-	value.struct_size = static_cast<uint32_t>(std::min<size_t>(size, sizeof value));
-	std::memcpy(out, &value, std::min<size_t>(size, sizeof value));
+    uint32_t size = out->struct_size;
+    value.struct_size = static_cast<uint32_t>(std::min<size_t>(size, sizeof value));
+    std::memcpy(out, &value, std::min<size_t>(size, sizeof value));
 }
 
-template <typename T> T copy_in(const T *in)
+template <typename T>
+T copy_in(const T* in)
 {
-	T value{};
-	if (in)
-		std::memcpy(&value, in, std::min<size_t>(in->struct_size, sizeof value));
-	return value;
+    T value{};
+    if (in) std::memcpy(&value, in, std::min<size_t>(in->struct_size, sizeof value));
+    return value;
 }
 
-jal::rt::Signal *sig(jal_signal_t s) { return s ? s->signal.get() : nullptr; }
+jal::rt::Signal* sig(jal_signal_t s)
+{
+    return s ? s->signal.get() : nullptr;
+}
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
-const char *jal_last_error_message(void) { return last_error.c_str(); }
-
-const char *jal_status_string(jal_status_t status) { return jal_status_name(status); }
-
-uint32_t jal_api_version(void) { return (JAL_API_VERSION_MAJOR << 16) | JAL_API_VERSION_MINOR; }
-
-jal_status_t jal_set_log_handler(jal_log_fn fn, void *user)
+const char* jal_last_error_message(void)
 {
-	return call([&] {
-		if (!fn)
-			jal::rt::set_log_handler(nullptr);
-		else
-			jal::rt::set_log_handler([fn, user](int level, const std::string &m) { fn(level, m.c_str(), user); });
-	});
+    return last_error.c_str();
+}
+
+const char* jal_status_string(jal_status_t status)
+{
+    return jal_status_name(status);
+}
+
+uint32_t jal_api_version(void)
+{
+    return (JAL_API_VERSION_MAJOR << 16) | JAL_API_VERSION_MINOR;
+}
+
+jal_status_t jal_set_log_handler(jal_log_fn fn, void* user)
+{
+    return call([&] {
+        if (!fn)
+            jal::rt::set_log_handler(nullptr);
+        else
+            jal::rt::set_log_handler(
+                [fn, user](int level, const std::string& m) { fn(level, m.c_str(), user); });
+    });
 }
 
 // ---- devices ----
 
-jal_status_t jal_device_enumerate(const char *emu_dir, uint32_t *indices, uint32_t capacity, uint32_t *count)
+jal_status_t jal_device_enumerate(const char* emu_dir, uint32_t* indices, uint32_t capacity,
+                                  uint32_t* count)
 {
-	REQUIRE(count, "count is NULL");
-	REQUIRE(indices || capacity == 0, "indices is NULL");
-	return call([&] {
-		auto found = jal::Device::enumerate(emu_dir ? emu_dir : "");
-		for (size_t i = 0; i < found.size() && i < capacity; i++)
-			indices[i] = found[i].index;
-		*count = static_cast<uint32_t>(found.size());
-	});
+    REQUIRE(count, "count is NULL");
+    REQUIRE(indices || capacity == 0, "indices is NULL");
+    return call([&] {
+        auto found = jal::Device::enumerate(emu_dir ? emu_dir : "");
+        for (size_t i = 0; i < found.size() && i < capacity; i++) indices[i] = found[i].index;
+        *count = static_cast<uint32_t>(found.size());
+    });
 }
 
-jal_status_t jal_device_open(uint32_t index, const jal_open_options_t *options_in, jal_device_t *out)
+jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_in,
+                             jal_device_t* out)
 {
-	REQUIRE(out, "out is NULL");
-	REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
-	*out = nullptr;
-	return call([&] {
-		jal_open_options_t o = copy_in(options_in);
-		jal::OpenOptions options;
-		if (o.emu_dir)
-			options.emu_dir = o.emu_dir;
-		if (o.client_name)
-			options.client_name = o.client_name;
-		if (o.admin_timeout_ms)
-			options.admin_timeout = std::chrono::milliseconds(o.admin_timeout_ms);
-		auto ready_timeout = std::chrono::milliseconds(o.ready_timeout_ms ? o.ready_timeout_ms : 30000);
-		jal::Device device = jal::Device::open(index, options);
-		jal::DeviceStatus s = device.wait_ready(ready_timeout);
-		if (s.state != jal::DeviceState::ready)
-			throw jal::Error(s.state == jal::DeviceState::failed ? JAL_STATUS_HW_FAILED : JAL_STATUS_NOT_READY,
-					 "device " + std::to_string(index) + ": " + jal::state_name(s.state) +
-						 " after " + std::to_string(ready_timeout.count()) + " ms (fault: " +
-						 jal_status_name(s.fault) + ")");
-		*out = new jal_device_s{std::make_shared<jal::rt::DeviceCore>(std::move(device))};
-	});
+    REQUIRE(out, "out is NULL");
+    REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
+    *out = nullptr;
+    return call([&] {
+        jal_open_options_t o = copy_in(options_in);
+        jal::OpenOptions options;
+        if (o.emu_dir) options.emu_dir = o.emu_dir;
+        if (o.client_name) options.client_name = o.client_name;
+        if (o.admin_timeout_ms)
+            options.admin_timeout = std::chrono::milliseconds(o.admin_timeout_ms);
+        auto ready_timeout =
+            std::chrono::milliseconds(o.ready_timeout_ms ? o.ready_timeout_ms : 30000);
+        jal::Device device = jal::Device::open(index, options);
+        jal::DeviceStatus s = device.wait_ready(ready_timeout);
+        if (s.state != jal::DeviceState::ready)
+            throw jal::Error(s.state == jal::DeviceState::failed ? JAL_STATUS_HW_FAILED
+                                                                 : JAL_STATUS_NOT_READY,
+                             "device " + std::to_string(index) + ": " + jal::state_name(s.state) +
+                                 " after " + std::to_string(ready_timeout.count()) +
+                                 " ms (fault: " + jal_status_name(s.fault) + ")");
+        *out = new jal_device_s{std::make_shared<jal::rt::DeviceCore>(std::move(device))};
+    });
 }
 
 jal_status_t jal_device_close(jal_device_t device)
 {
-	delete device;
-	return JAL_STATUS_OK;
+    delete device;
+    return JAL_STATUS_OK;
 }
 
-jal_status_t jal_device_identify(jal_device_t device, struct jal_identify *out)
+jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out)
 {
-	REQUIRE(device && out, "device or out is NULL");
-	return call([&] { *out = device->core->device().identify(); });
+    REQUIRE(device && out, "device or out is NULL");
+    return call([&] { *out = device->core->device().identify(); });
 }
 
 // ---- contexts ----
 
-jal_status_t jal_context_create(jal_device_t device, jal_context_t *out)
+jal_status_t jal_context_create(jal_device_t device, jal_context_t* out)
 {
-	REQUIRE(device && out, "device or out is NULL");
-	*out = nullptr;
-	return call([&] { *out = new jal_context_s{std::make_shared<jal::rt::Context>(device->core)}; });
+    REQUIRE(device && out, "device or out is NULL");
+    *out = nullptr;
+    return call(
+        [&] { *out = new jal_context_s{std::make_shared<jal::rt::Context>(device->core)}; });
 }
 
-jal_status_t jal_context_destroy(jal_context_t context, uint32_t *leaked)
+jal_status_t jal_context_destroy(jal_context_t context, uint32_t* leaked)
 {
-	if (!context)
-		return JAL_STATUS_OK;
-	jal_status_t st = call([&] {
-		auto leaks = context->context->destroy();
-		if (leaked)
-			*leaked = leaks.allocations + leaks.queues;
-	});
-	delete context;
-	return st;
+    if (!context) return JAL_STATUS_OK;
+    jal_status_t st = call([&] {
+        auto leaks = context->context->destroy();
+        if (leaked) *leaked = leaks.allocations + leaks.queues;
+    });
+    delete context;
+    return st;
 }
 
-jal_status_t jal_context_id(jal_context_t context, uint32_t *id)
+jal_status_t jal_context_id(jal_context_t context, uint32_t* id)
 {
-	REQUIRE(context && id, "context or id is NULL");
-	*id = context->context->id();
-	return JAL_STATUS_OK;
+    REQUIRE(context && id, "context or id is NULL");
+    *id = context->context->id();
+    return JAL_STATUS_OK;
 }
 
 // ---- device memory ----
 
-jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placement, uint64_t slice_mask,
-			   uint64_t alignment, jal_mem_t *out)
+jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placement,
+                           uint64_t slice_mask, uint64_t alignment, jal_mem_t* out)
 {
-	REQUIRE(context && out, "context or out is NULL");
-	*out = nullptr;
-	return call([&] {
-		jal::rt::PlacementRequest p;
-		p.kind = placement;
-		p.slice_mask = slice_mask;
-		p.alignment = alignment;
-		*out = new jal_mem_s{std::make_unique<jal::rt::Allocation>(context->context, size, p)};
-	});
+    REQUIRE(context && out, "context or out is NULL");
+    *out = nullptr;
+    return call([&] {
+        jal::rt::PlacementRequest p;
+        p.kind = placement;
+        p.slice_mask = slice_mask;
+        p.alignment = alignment;
+        *out = new jal_mem_s{std::make_unique<jal::rt::Allocation>(context->context, size, p)};
+    });
 }
 
 jal_status_t jal_mem_free(jal_mem_t mem)
 {
-	if (!mem)
-		return JAL_STATUS_OK;
-	jal_status_t st = call([&] { mem->allocation->free(); });
-	delete mem;
-	return st;
+    if (!mem) return JAL_STATUS_OK;
+    jal_status_t st = call([&] { mem->allocation->free(); });
+    delete mem;
+    return st;
 }
 
-jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t *out)
+jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t* out)
 {
-	REQUIRE(mem && struct_ok(out), "mem is NULL or out.struct_size is not set");
-	const jal_mem_alloc_reply &r = mem->allocation->info();
-	jal_mem_info_t info{};
-	info.placement = r.placement;
-	info.va = r.va;
-	info.size = r.size;
-	info.slice_mask = r.slice_mask;
-	info.page_size = r.page_size;
-	info.pages = r.pages;
-	info.replicas = r.replicas;
-	copy_out(out, info);
-	return JAL_STATUS_OK;
+    REQUIRE(mem && struct_ok(out), "mem is NULL or out.struct_size is not set");
+    const jal_mem_alloc_reply& r = mem->allocation->info();
+    jal_mem_info_t info{};
+    info.placement = r.placement;
+    info.va = r.va;
+    info.size = r.size;
+    info.slice_mask = r.slice_mask;
+    info.page_size = r.page_size;
+    info.pages = r.pages;
+    info.replicas = r.replicas;
+    copy_out(out, info);
+    return JAL_STATUS_OK;
 }
 
-jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page, struct jal_page_placement *out, uint32_t capacity,
-			       uint32_t *count)
+jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page, struct jal_page_placement* out,
+                               uint32_t capacity, uint32_t* count)
 {
-	REQUIRE(mem && count && (out || capacity == 0), "mem, out or count is NULL");
-	return call([&] {
-		auto entries = mem->allocation->placement(first_page, capacity);
-		std::copy(entries.begin(), entries.end(), out);
-		*count = static_cast<uint32_t>(entries.size());
-	});
+    REQUIRE(mem && count && (out || capacity == 0), "mem, out or count is NULL");
+    return call([&] {
+        auto entries = mem->allocation->placement(first_page, capacity);
+        std::copy(entries.begin(), entries.end(), out);
+        *count = static_cast<uint32_t>(entries.size());
+    });
 }
 
 // ---- host memory ----
 
-jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_t *out)
+jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_t* out)
 {
-	REQUIRE(device && out, "device or out is NULL");
-	*out = nullptr;
-	return call([&] { *out = new jal_host_buffer_s{std::make_unique<jal::rt::HostBuffer>(device->core, size)}; });
+    REQUIRE(device && out, "device or out is NULL");
+    *out = nullptr;
+    return call([&] {
+        *out = new jal_host_buffer_s{std::make_unique<jal::rt::HostBuffer>(device->core, size)};
+    });
 }
 
 jal_status_t jal_host_free(jal_host_buffer_t buffer)
 {
-	return call([&] { delete buffer; });
+    return call([&] { delete buffer; });
 }
 
-jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void **ptr, uint64_t *bus_addr, uint64_t *size)
+jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void** ptr, uint64_t* bus_addr,
+                                  uint64_t* size)
 {
-	REQUIRE(buffer, "buffer is NULL");
-	if (ptr)
-		*ptr = buffer->buffer->data();
-	if (bus_addr)
-		*bus_addr = buffer->buffer->bus_addr();
-	if (size)
-		*size = buffer->buffer->size();
-	return JAL_STATUS_OK;
+    REQUIRE(buffer, "buffer is NULL");
+    if (ptr) *ptr = buffer->buffer->data();
+    if (bus_addr) *bus_addr = buffer->buffer->bus_addr();
+    if (size) *size = buffer->buffer->size();
+    return JAL_STATUS_OK;
 }
 
 // ---- signals ----
 
-jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags, jal_signal_t *out)
+jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags,
+                               jal_signal_t* out)
 {
-	REQUIRE(device && out, "device or out is NULL");
-	REQUIRE((flags & ~JAL_SIGNAL_INTERRUPT) == 0, "unknown signal flags");
-	*out = nullptr;
-	return call([&] {
-		*out = new jal_signal_s{
-			std::make_unique<jal::rt::Signal>(device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0)};
-	});
+    REQUIRE(device && out, "device or out is NULL");
+    REQUIRE((flags & ~JAL_SIGNAL_INTERRUPT) == 0, "unknown signal flags");
+    *out = nullptr;
+    return call([&] {
+        *out = new jal_signal_s{std::make_unique<jal::rt::Signal>(
+            device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0)};
+    });
 }
 
 jal_status_t jal_signal_destroy(jal_signal_t signal)
 {
-	delete signal;
-	return JAL_STATUS_OK;
+    delete signal;
+    return JAL_STATUS_OK;
 }
 
-jal_status_t jal_signal_load(jal_signal_t signal, int64_t *value, uint32_t *packet_status)
+jal_status_t jal_signal_load(jal_signal_t signal, int64_t* value, uint32_t* packet_status)
 {
-	REQUIRE(signal, "signal is NULL");
-	auto seen = signal->signal->load();
-	if (value)
-		*value = seen.value;
-	if (packet_status)
-		*packet_status = seen.status;
-	return JAL_STATUS_OK;
+    REQUIRE(signal, "signal is NULL");
+    auto seen = signal->signal->load();
+    if (value) *value = seen.value;
+    if (packet_status) *packet_status = seen.status;
+    return JAL_STATUS_OK;
 }
 
 jal_status_t jal_signal_store(jal_signal_t signal, int64_t value)
 {
-	REQUIRE(signal, "signal is NULL");
-	signal->signal->store(value);
-	return JAL_STATUS_OK;
+    REQUIRE(signal, "signal is NULL");
+    signal->signal->store(value);
+    return JAL_STATUS_OK;
 }
 
-jal_status_t jal_signal_bus_addr(jal_signal_t signal, uint64_t *bus_addr)
+jal_status_t jal_signal_bus_addr(jal_signal_t signal, uint64_t* bus_addr)
 {
-	REQUIRE(signal && bus_addr, "signal or bus_addr is NULL");
-	*bus_addr = signal->signal->bus_addr();
-	return JAL_STATUS_OK;
+    REQUIRE(signal && bus_addr, "signal or bus_addr is NULL");
+    *bus_addr = signal->signal->bus_addr();
+    return JAL_STATUS_OK;
 }
 
-jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t compare, uint64_t timeout_ns,
-			     uint32_t mode, int64_t *value, uint32_t *packet_status)
+jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t compare,
+                             uint64_t timeout_ns, uint32_t mode, int64_t* value,
+                             uint32_t* packet_status)
 {
-	REQUIRE(signal, "signal is NULL");
-	REQUIRE(condition <= JAL_SIGNAL_GTE, "unknown signal condition");
-	REQUIRE(mode >= JAL_WAIT_POLL && mode <= JAL_WAIT_HYBRID, "unknown wait mode");
-	jal::rt::SignalObservation seen;
-	jal_status_t st = call([&] {
-		jal::rt::WaitOptions o;
-		o.condition = static_cast<jal::rt::SignalCondition>(condition);
-		o.compare = compare;
-		o.mode = static_cast<jal::rt::WaitMode>(mode);
-		o.timeout = timeout_ns >= static_cast<uint64_t>(std::chrono::nanoseconds::max().count())
-				    ? std::chrono::nanoseconds::max()
-				    : std::chrono::nanoseconds(timeout_ns);
-		seen = signal->signal->wait(o);
-	});
-	if (st != JAL_STATUS_OK)
-		return st;
-	if (value)
-		*value = seen.value;
-	if (packet_status)
-		*packet_status = seen.status;
-	if (!seen.satisfied)
-		return fail(JAL_STATUS_TIMEOUT, "signal wait timed out (value " + std::to_string(seen.value) + ")");
-	return JAL_STATUS_OK;
+    REQUIRE(signal, "signal is NULL");
+    REQUIRE(condition <= JAL_SIGNAL_GTE, "unknown signal condition");
+    REQUIRE(mode >= JAL_WAIT_POLL && mode <= JAL_WAIT_HYBRID, "unknown wait mode");
+    jal::rt::SignalObservation seen;
+    jal_status_t st = call([&] {
+        jal::rt::WaitOptions o;
+        o.condition = static_cast<jal::rt::SignalCondition>(condition);
+        o.compare = compare;
+        o.mode = static_cast<jal::rt::WaitMode>(mode);
+        o.timeout = timeout_ns >= static_cast<uint64_t>(std::chrono::nanoseconds::max().count())
+                        ? std::chrono::nanoseconds::max()
+                        : std::chrono::nanoseconds(timeout_ns);
+        seen = signal->signal->wait(o);
+    });
+    if (st != JAL_STATUS_OK) return st;
+    if (value) *value = seen.value;
+    if (packet_status) *packet_status = seen.status;
+    if (!seen.satisfied)
+        return fail(JAL_STATUS_TIMEOUT,
+                    "signal wait timed out (value " + std::to_string(seen.value) + ")");
+    return JAL_STATUS_OK;
 }
 
 // ---- queues ----
 
-jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vector, jal_queue_t *out)
+jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vector,
+                              jal_queue_t* out)
 {
-	REQUIRE(context && out, "context or out is NULL");
-	*out = nullptr;
-	return call([&] { *out = new jal_queue_s{std::make_unique<jal::rt::UserQueue>(context->context, size, vector)}; });
+    REQUIRE(context && out, "context or out is NULL");
+    *out = nullptr;
+    return call([&] {
+        *out =
+            new jal_queue_s{std::make_unique<jal::rt::UserQueue>(context->context, size, vector)};
+    });
 }
 
 jal_status_t jal_queue_destroy(jal_queue_t queue)
 {
-	if (!queue)
-		return JAL_STATUS_OK;
-	jal_status_t st = call([&] { queue->queue->destroy(); });
-	delete queue;
-	return st;
+    if (!queue) return JAL_STATUS_OK;
+    jal_status_t st = call([&] { queue->queue->destroy(); });
+    delete queue;
+    return st;
 }
 
-jal_status_t jal_queue_get_status(jal_queue_t queue, struct jal_queue_status *out)
+jal_status_t jal_queue_get_status(jal_queue_t queue, struct jal_queue_status* out)
 {
-	REQUIRE(queue && out, "queue or out is NULL");
-	return call([&] { *out = queue->queue->status(); });
+    REQUIRE(queue && out, "queue or out is NULL");
+    return call([&] { *out = queue->queue->status(); });
 }
 
 jal_status_t jal_queue_reset(jal_queue_t queue)
 {
-	REQUIRE(queue, "queue is NULL");
-	return call([&] { queue->queue->reset(); });
+    REQUIRE(queue, "queue is NULL");
+    return call([&] { queue->queue->reset(); });
 }
 
-jal_status_t jal_queue_id(jal_queue_t queue, uint32_t *id)
+jal_status_t jal_queue_id(jal_queue_t queue, uint32_t* id)
 {
-	REQUIRE(queue && id, "queue or id is NULL");
-	*id = queue->queue->id();
-	return JAL_STATUS_OK;
+    REQUIRE(queue && id, "queue or id is NULL");
+    *id = queue->queue->id();
+    return JAL_STATUS_OK;
 }
 
 jal_status_t jal_queue_set_submit_timeout(jal_queue_t queue, uint64_t timeout_ns)
 {
-	REQUIRE(queue, "queue is NULL");
-	queue->queue->set_submit_timeout(timeout_ns >= static_cast<uint64_t>(std::chrono::nanoseconds::max().count())
-						 ? std::chrono::nanoseconds::max()
-						 : std::chrono::nanoseconds(timeout_ns));
-	return JAL_STATUS_OK;
+    REQUIRE(queue, "queue is NULL");
+    queue->queue->set_submit_timeout(
+        timeout_ns >= static_cast<uint64_t>(std::chrono::nanoseconds::max().count())
+            ? std::chrono::nanoseconds::max()
+            : std::chrono::nanoseconds(timeout_ns));
+    return JAL_STATUS_OK;
 }
 
 jal_status_t jal_queue_nop(jal_queue_t queue, jal_signal_t completion)
 {
-	REQUIRE(queue, "queue is NULL");
-	return call([&] { queue->queue->nop(sig(completion)); });
+    REQUIRE(queue, "queue is NULL");
+    return call([&] { queue->queue->nop(sig(completion)); });
 }
 
-jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint64_t src, uint64_t size,
-			    jal_signal_t completion)
+jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint64_t src,
+                            uint64_t size, jal_signal_t completion)
 {
-	REQUIRE(queue, "queue is NULL");
-	return call([&] { queue->queue->copy(static_cast<jal_copy_dir>(dir), dst, src, size, sig(completion)); });
+    REQUIRE(queue, "queue is NULL");
+    return call([&] {
+        queue->queue->copy(static_cast<jal_copy_dir>(dir), dst, src, size, sig(completion));
+    });
 }
 
-jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t *deps, uint32_t count, jal_signal_t completion)
+jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t* deps, uint32_t count,
+                                   jal_signal_t completion)
 {
-	REQUIRE(queue && (deps || count == 0), "queue or deps is NULL");
-	REQUIRE(count >= 1 && count <= JAL_BARRIER_DEPS_MAX, "a barrier waits for 1..5 signals");
-	return call([&] {
-		jal::rt::Signal *list[JAL_BARRIER_DEPS_MAX] = {};
-		for (uint32_t i = 0; i < count; i++)
-			list[i] = sig(deps[i]);
-		queue->queue->barrier_and(std::span(list, count), sig(completion));
-	});
+    REQUIRE(queue && (deps || count == 0), "queue or deps is NULL");
+    REQUIRE(count >= 1 && count <= JAL_BARRIER_DEPS_MAX, "a barrier waits for 1..5 signals");
+    return call([&] {
+        jal::rt::Signal* list[JAL_BARRIER_DEPS_MAX] = {};
+        for (uint32_t i = 0; i < count; i++) list[i] = sig(deps[i]);
+        queue->queue->barrier_and(std::span(list, count), sig(completion));
+    });
 }
 
 jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t op, int64_t operand,
-			      jal_signal_t completion)
+                              jal_signal_t completion)
 {
-	REQUIRE(queue && target, "queue or target is NULL");
-	return call([&] { queue->queue->signal(*target->signal, static_cast<jal_signal_op>(op), operand, sig(completion)); });
+    REQUIRE(queue && target, "queue or target is NULL");
+    return call([&] {
+        queue->queue->signal(*target->signal, static_cast<jal_signal_op>(op), operand,
+                             sig(completion));
+    });
 }
 
-jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc *desc, jal_signal_t completion)
+jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
+                                jal_signal_t completion)
 {
-	REQUIRE(queue && desc, "queue or desc is NULL");
-	REQUIRE(desc->size >= sizeof(jal_dispatch_desc), "desc->size is smaller than struct jal_dispatch_desc");
-	REQUIRE((desc->flags & ~uint32_t{JAL_DISPATCH_F_TIMING_ONLY}) == 0, "desc->flags has unknown bits");
-	REQUIRE(desc->reserved == 0, "desc->reserved must be zero");
-	REQUIRE(desc->code_object != 0, "desc->code_object is 0");
-	REQUIRE(desc->slice_mask != 0, "desc->slice_mask is empty");
-	return call([&] {
-		jal_packet_dispatch p{};
-		p.budget_kinsn = desc->budget_kinsn;
-		p.code_object = desc->code_object;
-		p.slice_mask = desc->slice_mask;
-		p.args = desc->args;
-		p.report = desc->report;
-		queue->queue->dispatch(static_cast<uint16_t>(desc->flags), p, sig(completion));
-	});
+    REQUIRE(queue && desc, "queue or desc is NULL");
+    REQUIRE(desc->size >= sizeof(jal_dispatch_desc),
+            "desc->size is smaller than struct jal_dispatch_desc");
+    REQUIRE((desc->flags & ~uint32_t{JAL_DISPATCH_F_TIMING_ONLY}) == 0,
+            "desc->flags has unknown bits");
+    REQUIRE(desc->reserved == 0, "desc->reserved must be zero");
+    REQUIRE(desc->code_object != 0, "desc->code_object is 0");
+    REQUIRE(desc->slice_mask != 0, "desc->slice_mask is empty");
+    return call([&] {
+        jal_packet_dispatch p{};
+        p.budget_kinsn = desc->budget_kinsn;
+        p.code_object = desc->code_object;
+        p.slice_mask = desc->slice_mask;
+        p.args = desc->args;
+        p.report = desc->report;
+        queue->queue->dispatch(static_cast<uint16_t>(desc->flags), p, sig(completion));
+    });
 }
 
-jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void *packet)
+jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet)
 {
-	REQUIRE(queue && packet, "queue or packet is NULL");
-	return call([&] { queue->queue->submit_raw(packet); });
+    REQUIRE(queue && packet, "queue or packet is NULL");
+    return call([&] { queue->queue->submit_raw(packet); });
 }
 
 // ---- bulk I/O ----
 
-jal_status_t jal_load_file(jal_queue_t queue, const char *path, uint64_t dst_va, uint64_t capacity,
-			   const jal_load_options_t *options_in, jal_load_result_t *result)
+jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va, uint64_t capacity,
+                           const jal_load_options_t* options_in, jal_load_result_t* result)
 {
-	REQUIRE(queue && path, "queue or path is NULL");
-	REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
-	REQUIRE(!result || struct_ok(result), "result.struct_size is not set");
-	return call([&] {
-		jal_load_options_t o = copy_in(options_in);
-		jal::rt::LoadOptions options;
-		options.try_direct = !(o.flags & JAL_LOAD_NO_DIRECT);
-		if (o.chunk_bytes)
-			options.chunk_bytes = o.chunk_bytes;
-		if (o.depth)
-			options.depth = o.depth;
-		if (o.progress)
-			options.progress = [&o](uint64_t done, uint64_t total) { return o.progress(done, total, o.user) == 0; };
-		auto r = jal::rt::load_file(*queue->queue, path, dst_va, capacity, options);
-		if (result) {
-			jal_load_result_t out{};
-			out.used_direct_io = r.direct;
-			out.bytes = r.bytes;
-			copy_out(result, out);
-		}
-	});
+    REQUIRE(queue && path, "queue or path is NULL");
+    REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
+    REQUIRE(!result || struct_ok(result), "result.struct_size is not set");
+    return call([&] {
+        jal_load_options_t o = copy_in(options_in);
+        jal::rt::LoadOptions options;
+        options.try_direct = !(o.flags & JAL_LOAD_NO_DIRECT);
+        if (o.chunk_bytes) options.chunk_bytes = o.chunk_bytes;
+        if (o.depth) options.depth = o.depth;
+        if (o.progress)
+            options.progress = [&o](uint64_t done, uint64_t total) {
+                return o.progress(done, total, o.user) == 0;
+            };
+        auto r = jal::rt::load_file(*queue->queue, path, dst_va, capacity, options);
+        if (result) {
+            jal_load_result_t out{};
+            out.used_direct_io = r.direct;
+            out.bytes = r.bytes;
+            copy_out(result, out);
+        }
+    });
 }
 
-} // extern "C"
+}  // extern "C"

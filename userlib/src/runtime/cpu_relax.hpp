@@ -6,10 +6,10 @@ namespace jal::rt {
 inline void cpu_relax()
 {
 #if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
+    __builtin_ia32_pause();
 #elif defined(__aarch64__)
-	asm volatile("yield" ::: "memory");
+    asm volatile("yield" ::: "memory");
 #endif
 }
 
-} // namespace jal::rt
+}  // namespace jal::rt

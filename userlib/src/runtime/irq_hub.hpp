@@ -25,35 +25,35 @@ namespace jal::rt {
 
 class IrqHub {
 public:
-	explicit IrqHub(backend::Backend &backend) : backend_(backend) {}
-	~IrqHub();
-	IrqHub(const IrqHub &) = delete;
-	IrqHub &operator=(const IrqHub &) = delete;
+    explicit IrqHub(backend::Backend& backend) : backend_(backend) {}
+    ~IrqHub();
+    IrqHub(const IrqHub&) = delete;
+    IrqHub& operator=(const IrqHub&) = delete;
 
-	// Creates and binds the eventfds (once; later calls return at once).
-	void ensure_bound();
+    // Creates and binds the eventfds (once; later calls return at once).
+    void ensure_bound();
 
-	uint64_t generation();
-	// Sleeps until the generation differs from `seen`, `deadline`, or `recheck` elapsed
-	// (a bound on a lost interrupt). Returns true if it moved.
-	bool wait(uint64_t seen, std::chrono::steady_clock::time_point deadline,
-		  std::chrono::milliseconds recheck = std::chrono::milliseconds(100));
+    uint64_t generation();
+    // Sleeps until the generation differs from `seen`, `deadline`, or `recheck` elapsed
+    // (a bound on a lost interrupt). Returns true if it moved.
+    bool wait(uint64_t seen, std::chrono::steady_clock::time_point deadline,
+              std::chrono::milliseconds recheck = std::chrono::milliseconds(100));
 
-	uint64_t interrupts() const { return interrupts_; }
+    uint64_t interrupts() const { return interrupts_; }
 
 private:
-	static constexpr unsigned kVectors = JAL_MSIX_VECTORS - JAL_MSIX_VECTOR_QUEUE_FIRST;
+    static constexpr unsigned kVectors = JAL_MSIX_VECTORS - JAL_MSIX_VECTOR_QUEUE_FIRST;
 
-	backend::Backend &backend_;
-	std::mutex bind_mutex_;
-	bool bound_ = false;
-	std::array<util::UniqueFd, kVectors> fds_;
+    backend::Backend& backend_;
+    std::mutex bind_mutex_;
+    bool bound_ = false;
+    std::array<util::UniqueFd, kVectors> fds_;
 
-	std::mutex mutex_;
-	std::condition_variable cv_;
-	uint64_t generation_ = 0;
-	uint64_t interrupts_ = 0;
-	bool leader_ = false;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    uint64_t generation_ = 0;
+    uint64_t interrupts_ = 0;
+    bool leader_ = false;
 };
 
-} // namespace jal::rt
+}  // namespace jal::rt

@@ -34,12 +34,12 @@ uint32_t crc32(std::span<const uint8_t> bytes);
 // range for its role, unused fields are zero, immediates with a meaning are valid.
 // Branch targets need the program, so validate_code_object checks them. `error` may be
 // null; on failure it receives a message naming the field and its value.
-jal_status validate_instruction(uint64_t word, std::string *error);
+jal_status validate_instruction(uint64_t word, std::string* error);
 
 // Checks a whole code object as the device does before a dispatch runs (every rule of
 // isa.h's struct jal_code_object_header and struct jal_code_arg, every instruction, every
 // branch target inside the code). `error` may be null.
-jal_status validate_code_object(std::span<const uint8_t> bytes, std::string *error);
+jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* error);
 
 // A code object unpacked into host-order values.
 struct CodeObjectView {
@@ -50,7 +50,8 @@ struct CodeObjectView {
 };
 
 // Validates, then unpacks. On failure `out` is left untouched and the status says why.
-jal_status parse_code_object(std::span<const uint8_t> bytes, CodeObjectView *out, std::string *error);
+jal_status parse_code_object(std::span<const uint8_t> bytes, CodeObjectView* out,
+                             std::string* error);
 
 // Unpacks whatever the header's offsets and counts make readable, without validating
 // (jal-objdump --force). Out-of-bounds sections come back empty or truncated.
@@ -59,12 +60,13 @@ CodeObjectView read_code_object_unchecked(std::span<const uint8_t> bytes);
 // Lays out header, code, argument table and name (in that order, each aligned), fills the
 // CRC and sizes, and returns the object. It does not validate: tests build malformed
 // objects with it. args[i].name must be NUL-terminated within its 20 bytes.
-std::vector<uint8_t> encode_code_object(std::string_view name, std::span<const uint64_t> code, uint32_t args_size,
-                    uint32_t l1_bytes, std::span<const jal_code_arg> args);
+std::vector<uint8_t> encode_code_object(std::string_view name, std::span<const uint64_t> code,
+                                        uint32_t args_size, uint32_t l1_bytes,
+                                        std::span<const jal_code_arg> args);
 
 // Maximum lengths (isa.h): the kernel name, an argument's name, the argument table.
 inline constexpr size_t kMaxNameLength = 63;
 inline constexpr size_t kMaxArgNameLength = sizeof(jal_code_arg::name) - 1;
 inline constexpr uint32_t kMaxArgs = 64;
 
-} // namespace jal::isa
+}  // namespace jal::isa

@@ -18,13 +18,13 @@
 namespace jal::isa {
 
 // "add", ..., or nullptr for an opcode the ISA does not have.
-const char *opcode_name(uint8_t opcode);
+const char* opcode_name(uint8_t opcode);
 // Every opcode of the ISA, ascending.
 std::vector<uint8_t> known_opcodes();
 // "f32", "bf16", ..., or nullptr.
-const char *dtype_name(uint32_t dtype);
+const char* dtype_name(uint32_t dtype);
 // "slice", "nslices", ..., or nullptr.
-const char *special_reg_name(uint32_t sr);
+const char* special_reg_name(uint32_t sr);
 
 // One instruction at instruction index `pc` (branch targets are printed as pc + imm).
 std::string disassemble_instruction(uint64_t word, uint32_t pc);
@@ -34,4 +34,4 @@ std::string disassemble_instruction(uint64_t word, uint32_t pc);
 // far as its header makes it readable, after a line with the validator's message.
 std::string disassemble(std::span<const uint8_t> code_object);
 
-} // namespace jal::isa
+}  // namespace jal::isa

@@ -16,12 +16,12 @@ namespace jal::numerics {
 // A 2-D tile in memory: row-major, stride bytes from one row to the next. For the block
 // formats (MXFP4, MXFP8, Q8_0) a row is cols/32 consecutive blocks.
 struct ConstTile {
-    const void *data;
+    const void* data;
     uint32_t rows, cols, stride;
     jal_dtype dtype;
 };
 struct Tile {
-    void *data;
+    void* data;
     uint32_t rows, cols, stride;
     jal_dtype dtype;
 };
@@ -34,15 +34,16 @@ struct Tile {
 // Allowed a: F32, BF16, F16, MXFP8_E4M3/E5M2, MXFP4, Q8_0; b: F32, BF16, F16, MXFP8_*,
 // MXFP4 (and Q8_0 with a Q8_0). Returns JAL_STATUS_INVALID_FIELD (message in *error when
 // given) for dtypes or shapes that do not fit, and changes nothing then.
-jal_status mma(const Tile &acc, const ConstTile &a, const ConstTile &b, std::string *error = nullptr);
+jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b,
+               std::string* error = nullptr);
 
 // Elementwise math on F32 arrays (x and y may be the same array). exp, silu and sigmoid
 // are within 2 ulp of the exact value (docs/numerics.md); rsqrt and recip are correctly
 // rounded compositions (1/sqrtf(x), 1/x).
-void exp_f32(const float *x, float *y, size_t n);
-void silu_f32(const float *x, float *y, size_t n);
-void sigmoid_f32(const float *x, float *y, size_t n);
-void rsqrt_f32(const float *x, float *y, size_t n);
-void recip_f32(const float *x, float *y, size_t n);
+void exp_f32(const float* x, float* y, size_t n);
+void silu_f32(const float* x, float* y, size_t n);
+void sigmoid_f32(const float* x, float* y, size_t n);
+void rsqrt_f32(const float* x, float* y, size_t n);
+void recip_f32(const float* x, float* y, size_t n);
 
 }  // namespace jal::numerics

@@ -2,5 +2,5 @@
 #pragma once
 
 namespace jal::isa {
-const char *version_string();
-}
+const char* version_string();
+}  // namespace jal::isa

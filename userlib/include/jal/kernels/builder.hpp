@@ -24,168 +24,168 @@
 
 namespace jal::kernels {
 
-struct X { // a scalar register x0..x31 (x0 reads 0)
-	uint8_t r = 0;
+struct X {  // a scalar register x0..x31 (x0 reads 0)
+    uint8_t r = 0;
 };
-struct T { // a tile register t0..t15
-	uint8_t r = 0;
+struct T {  // a tile register t0..t15
+    uint8_t r = 0;
 };
-struct Q { // a semaphore q0..q15
-	uint8_t r = 0;
+struct Q {  // a semaphore q0..q15
+    uint8_t r = 0;
 };
 struct Label {
-	uint32_t id = ~0u;
+    uint32_t id = ~0u;
 };
 
 inline constexpr X zero{0};
 
 // A finished kernel: the code object bytes (header, code, argument table, name).
 struct CodeObject {
-	std::string name;
-	std::vector<uint8_t> bytes;
-	uint32_t args_size = 0;
-	uint32_t l1_bytes = 0;
+    std::string name;
+    std::vector<uint8_t> bytes;
+    uint32_t args_size = 0;
+    uint32_t l1_bytes = 0;
 };
 
 class Builder {
 public:
-	explicit Builder(std::string name);
+    explicit Builder(std::string name);
 
-	// ---- registers (allocation is explicit; free what a loop no longer needs) ----
-	X x();            // a free scalar register (x1..x31); throws when none is left
-	T t();            // a free tile register
-	Q q();            // a free semaphore
-	void free(X r);
-	void free(T r);
-	void free(Q r);
+    // ---- registers (allocation is explicit; free what a loop no longer needs) ----
+    X x();  // a free scalar register (x1..x31); throws when none is left
+    T t();  // a free tile register
+    Q q();  // a free semaphore
+    void free(X r);
+    void free(T r);
+    void free(Q r);
 
-	// ---- arguments: 8 bytes each, in declaration order; the returned register holds
-	// the value (loaded from the argument buffer at the point of the call) ----
-	X arg(std::string_view name, jal_code_arg_kind kind = JAL_ARG_U64);
-	uint32_t args_size() const;
+    // ---- arguments: 8 bytes each, in declaration order; the returned register holds
+    // the value (loaded from the argument buffer at the point of the call) ----
+    X arg(std::string_view name, jal_code_arg_kind kind = JAL_ARG_U64);
+    uint32_t args_size() const;
 
-	// ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte
-	// aligned). l1_bytes of the code object is the high-water mark. ----
-	uint32_t l1_alloc(uint32_t bytes);
-	void l1_reset(uint32_t offset); // give back everything allocated at or after offset
+    // ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte
+    // aligned). l1_bytes of the code object is the high-water mark. ----
+    uint32_t l1_alloc(uint32_t bytes);
+    void l1_reset(uint32_t offset);  // give back everything allocated at or after offset
 
-	// ---- labels and control flow ----
-	Label label();         // a new unbound label
-	void bind(Label l);    // the next instruction is l's target
-	void beq(X a, X b, Label l);
-	void bne(X a, X b, Label l);
-	void blt(X a, X b, Label l);
-	void bge(X a, X b, Label l);
-	void bltu(X a, X b, Label l);
-	void jmp(Label l);
-	// for (i = begin; i < end; i += step) body(i): emits the compare at the top, so an
-	// empty range runs nothing. i is allocated and freed by the loop.
-	void for_range(X begin, X end, int32_t step, const std::function<void(X i)> &body);
-	void trap(jal_status status);
-	void end();
+    // ---- labels and control flow ----
+    Label label();       // a new unbound label
+    void bind(Label l);  // the next instruction is l's target
+    void beq(X a, X b, Label l);
+    void bne(X a, X b, Label l);
+    void blt(X a, X b, Label l);
+    void bge(X a, X b, Label l);
+    void bltu(X a, X b, Label l);
+    void jmp(Label l);
+    // for (i = begin; i < end; i += step) body(i): emits the compare at the top, so an
+    // empty range runs nothing. i is allocated and freed by the loop.
+    void for_range(X begin, X end, int32_t step, const std::function<void(X i)>& body);
+    void trap(jal_status status);
+    void end();
 
-	// ---- scalar ----
-	void li(X d, int64_t value);      // LI, plus LUI when value does not fit 32 bits
-	void movsr(X d, jal_special_reg sr);
-	X slice_index();                  // a new register holding JAL_SR_SLICE
-	X slice_count();                  // a new register holding JAL_SR_NSLICES
-	void add(X d, X a, X b);
-	void sub(X d, X a, X b);
-	void mul(X d, X a, X b);
-	void divu(X d, X a, X b);
-	void remu(X d, X a, X b);
-	void and_(X d, X a, X b);
-	void or_(X d, X a, X b);
-	void xor_(X d, X a, X b);
-	void shl(X d, X a, X b);
-	void shr(X d, X a, X b);
-	void slt(X d, X a, X b);
-	void sltu(X d, X a, X b);
-	void min(X d, X a, X b);
-	void max(X d, X a, X b);
-	void addi(X d, X a, int32_t imm);
-	void muli(X d, X a, int32_t imm);
-	void mov(X d, X a) { addi(d, a, 0); }
-	void ld(X d, X addr, int32_t offset = 0);
-	void lw(X d, X addr, int32_t offset = 0);
-	void st(X value, X addr, int32_t offset = 0);
+    // ---- scalar ----
+    void li(X d, int64_t value);  // LI, plus LUI when value does not fit 32 bits
+    void movsr(X d, jal_special_reg sr);
+    X slice_index();  // a new register holding JAL_SR_SLICE
+    X slice_count();  // a new register holding JAL_SR_NSLICES
+    void add(X d, X a, X b);
+    void sub(X d, X a, X b);
+    void mul(X d, X a, X b);
+    void divu(X d, X a, X b);
+    void remu(X d, X a, X b);
+    void and_(X d, X a, X b);
+    void or_(X d, X a, X b);
+    void xor_(X d, X a, X b);
+    void shl(X d, X a, X b);
+    void shr(X d, X a, X b);
+    void slt(X d, X a, X b);
+    void sltu(X d, X a, X b);
+    void min(X d, X a, X b);
+    void max(X d, X a, X b);
+    void addi(X d, X a, int32_t imm);
+    void muli(X d, X a, int32_t imm);
+    void mov(X d, X a) { addi(d, a, 0); }
+    void ld(X d, X addr, int32_t offset = 0);
+    void lw(X d, X addr, int32_t offset = 0);
+    void st(X value, X addr, int32_t offset = 0);
 
-	// ---- tiles and DMA ----
-	// stride_bytes 0: rows are packed (row bytes follow from cols and dtype)
-	void tdesc(T t, X l1_addr, X rows, X cols, jal_dtype dtype, uint32_t stride_bytes = 0);
-	void tload(T t, X addr, X row_stride, Q done);
-	void tstore(T t, X addr, X row_stride, Q done);
-	void tgather(T t, X table, X row_bytes, T indices, Q done);
-	void wait(Q q, int32_t count = 1);
-	void signal(Q q, int32_t count = 1);
-	void tread(X d, T t, X row, int32_t col);
-	void twrite(X value, T t, X row, int32_t col);
+    // ---- tiles and DMA ----
+    // stride_bytes 0: rows are packed (row bytes follow from cols and dtype)
+    void tdesc(T t, X l1_addr, X rows, X cols, jal_dtype dtype, uint32_t stride_bytes = 0);
+    void tload(T t, X addr, X row_stride, Q done);
+    void tstore(T t, X addr, X row_stride, Q done);
+    void tgather(T t, X table, X row_bytes, T indices, Q done);
+    void wait(Q q, int32_t count = 1);
+    void signal(Q q, int32_t count = 1);
+    void tread(X d, T t, X row, int32_t col);
+    void twrite(X value, T t, X row, int32_t col);
 
-	// ---- matrix and vector ----
-	void mma(T acc, T a, T b); // acc (F32 M x N) += a (M x K) x b^T (b: N rows of K)
-	void vadd(T d, T a, T b);
-	void vsub(T d, T a, T b);
-	void vmul(T d, T a, T b);
-	void vmax(T d, T a, T b);
-	void vmin(T d, T a, T b);
-	void vfma(T d, T a, T b);
-	void vscale(T d, T a, float s);
-	void vadds(T d, T a, float s);
-	void vexp(T d, T a);
-	void vrsqrt(T d, T a);
-	void vsilu(T d, T a);
-	void vsigmoid(T d, T a);
-	void vrecip(T d, T a);
-	void vneg(T d, T a);
-	void vclamp(T d, T a, X lo_f32_bits, X hi_f32_bits);
-	void vredsum(T d, T a);
-	void vredmax(T d, T a);
-	void vargmax(T d, T a);
-	void vtopk(T d, T a, uint32_t k);
-	void vtopkv(T d, T a, uint32_t k);
-	void vcvt(T d, T a, jal_cvt_mode mode = JAL_CVT_OCP);
-	void vcopy(T d, T a);
-	void vfill(T d, float value);
-	void vfill_i32(T d, int32_t value);
-	void vmask(T d, X query_pos, X key_pos, uint32_t window = 0);
-	void viota(T d, X start, X step);
+    // ---- matrix and vector ----
+    void mma(T acc, T a, T b);  // acc (F32 M x N) += a (M x K) x b^T (b: N rows of K)
+    void vadd(T d, T a, T b);
+    void vsub(T d, T a, T b);
+    void vmul(T d, T a, T b);
+    void vmax(T d, T a, T b);
+    void vmin(T d, T a, T b);
+    void vfma(T d, T a, T b);
+    void vscale(T d, T a, float s);
+    void vadds(T d, T a, float s);
+    void vexp(T d, T a);
+    void vrsqrt(T d, T a);
+    void vsilu(T d, T a);
+    void vsigmoid(T d, T a);
+    void vrecip(T d, T a);
+    void vneg(T d, T a);
+    void vclamp(T d, T a, X lo_f32_bits, X hi_f32_bits);
+    void vredsum(T d, T a);
+    void vredmax(T d, T a);
+    void vargmax(T d, T a);
+    void vtopk(T d, T a, uint32_t k);
+    void vtopkv(T d, T a, uint32_t k);
+    void vcvt(T d, T a, jal_cvt_mode mode = JAL_CVT_OCP);
+    void vcopy(T d, T a);
+    void vfill(T d, float value);
+    void vfill_i32(T d, int32_t value);
+    void vmask(T d, X query_pos, X key_pos, uint32_t window = 0);
+    void viota(T d, X start, X step);
 
-	// ---- slices ----
-	void send(T t, X peer, Q done);
-	void recv(T t, X peer, Q done);
-	void barrier();
+    // ---- slices ----
+    void send(T t, X peer, Q done);
+    void recv(T t, X peer, Q done);
+    void barrier();
 
-	// ---- output ----
-	void emit(uint64_t word); // a raw instruction (tests of the validator use this)
-	size_t size() const;      // instructions so far
-	CodeObject finish();      // checks and encodes; the builder is spent afterwards
+    // ---- output ----
+    void emit(uint64_t word);  // a raw instruction (tests of the validator use this)
+    size_t size() const;       // instructions so far
+    CodeObject finish();       // checks and encodes; the builder is spent afterwards
 
 private:
-	struct Fixup {
-		size_t at;
-		uint32_t label;
-	};
-	struct ArgEntry {
-		std::string name;
-		uint32_t offset;
-		jal_code_arg_kind kind;
-	};
-	void op(jal_opcode o, unsigned a, unsigned b, unsigned c, unsigned d, int32_t imm);
-	void branch(jal_opcode o, X a, X b, Label l);
-	[[noreturn]] void fail(const std::string &what) const;
+    struct Fixup {
+        size_t at;
+        uint32_t label;
+    };
+    struct ArgEntry {
+        std::string name;
+        uint32_t offset;
+        jal_code_arg_kind kind;
+    };
+    void op(jal_opcode o, unsigned a, unsigned b, unsigned c, unsigned d, int32_t imm);
+    void branch(jal_opcode o, X a, X b, Label l);
+    [[noreturn]] void fail(const std::string& what) const;
 
-	std::string name_;
-	std::vector<uint64_t> code_;
-	std::vector<Fixup> fixups_;
-	std::vector<int64_t> labels_; // bound instruction index, or -1
-	std::vector<ArgEntry> args_;
-	uint32_t used_x_ = 1; // bit r set: x(r) allocated; x0 is never free
-	uint16_t used_t_ = 0;
-	uint16_t used_q_ = 0;
-	X args_base_{};       // holds JAL_SR_ARGS once the first argument is read
-	uint32_t l1_top_ = 0;
-	uint32_t l1_high_ = 0;
-	bool finished_ = false;
+    std::string name_;
+    std::vector<uint64_t> code_;
+    std::vector<Fixup> fixups_;
+    std::vector<int64_t> labels_;  // bound instruction index, or -1
+    std::vector<ArgEntry> args_;
+    uint32_t used_x_ = 1;  // bit r set: x(r) allocated; x0 is never free
+    uint16_t used_t_ = 0;
+    uint16_t used_q_ = 0;
+    X args_base_{};  // holds JAL_SR_ARGS once the first argument is read
+    uint32_t l1_top_ = 0;
+    uint32_t l1_high_ = 0;
+    bool finished_ = false;
 };
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

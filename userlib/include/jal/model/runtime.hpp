@@ -38,33 +38,33 @@ namespace jal::model {
 //   ggml:   as llama.cpp's CPU backend: activations rounded to Q8_0 blocks before every
 //           MXFP4 dot product, F32 everywhere else.
 enum class Numerics { native, ggml };
-const char *numerics_name(Numerics n);
-bool parse_numerics(std::string_view s, Numerics &out);
+const char* numerics_name(Numerics n);
+bool parse_numerics(std::string_view s, Numerics& out);
 
 struct RuntimeOptions {
-	Numerics numerics = Numerics::native;
-	uint32_t slices = 0;            // dispatch slices (logical 0..n-1); 0: 8, or every slice
-	                                // with timing_only
-	uint32_t max_sequences = 4;     // KV cache slots
-	uint32_t n_ctx = 0;             // positions per slot; 0: min(context_length, 4096)
-	uint32_t max_batch_tokens = 256; // rows of one graph run (longer prompts run in chunks)
-	// Timing only: weights and caches are allocated but never written, every dispatch runs
-	// with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
-	// ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
-	bool timing_only = false;
-	// Called while weights upload: bytes done, of total.
-	std::function<void(uint64_t done, uint64_t total)> progress;
+    Numerics numerics = Numerics::native;
+    uint32_t slices = 0;              // dispatch slices (logical 0..n-1); 0: 8, or every slice
+                                      // with timing_only
+    uint32_t max_sequences = 4;       // KV cache slots
+    uint32_t n_ctx = 0;               // positions per slot; 0: min(context_length, 4096)
+    uint32_t max_batch_tokens = 256;  // rows of one graph run (longer prompts run in chunks)
+    // Timing only: weights and caches are allocated but never written, every dispatch runs
+    // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
+    // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
+    bool timing_only = false;
+    // Called while weights upload: bytes done, of total.
+    std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // What the chip did, from the dispatch reports (modelled by jal-emu's timing and power
 // models).
 struct ChipTotals {
-	uint64_t dispatches = 0;
-	uint64_t modelled_ns = 0; // sum over dispatches (one queue: they run one after another)
-	uint64_t energy_nj = 0;   // dynamic energy of the dispatches
-	uint64_t flops = 0;
-	uint64_t hbm_bytes = 0;
-	ChipTotals &operator+=(const ChipTotals &o);
+    uint64_t dispatches = 0;
+    uint64_t modelled_ns = 0;  // sum over dispatches (one queue: they run one after another)
+    uint64_t energy_nj = 0;    // dynamic energy of the dispatches
+    uint64_t flops = 0;
+    uint64_t hbm_bytes = 0;
+    ChipTotals& operator+=(const ChipTotals& o);
 };
 
 // Static (leakage, HBM refresh, I/O) power the energy figures add over modelled time:
@@ -73,53 +73,56 @@ inline constexpr double kStaticPowerW = 125.0;
 
 class Runtime {
 public:
-	// Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
-	// uploads its weights, builds the kernels.
-	static std::unique_ptr<Runtime> open(const std::string &gguf_path, const runtime::Device &device,
-					     const RuntimeOptions &options);
-	// A model of this shape without a file: weights allocated, never written. Requires
-	// options.timing_only.
-	static std::unique_ptr<Runtime> open_shape(const GptOssConfig &config, const runtime::Device &device,
-						   const RuntimeOptions &options);
-	virtual ~Runtime() = default;
+    // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
+    // uploads its weights, builds the kernels.
+    static std::unique_ptr<Runtime> open(const std::string& gguf_path,
+                                         const runtime::Device& device,
+                                         const RuntimeOptions& options);
+    // A model of this shape without a file: weights allocated, never written. Requires
+    // options.timing_only.
+    static std::unique_ptr<Runtime> open_shape(const GptOssConfig& config,
+                                               const runtime::Device& device,
+                                               const RuntimeOptions& options);
+    virtual ~Runtime() = default;
 
-	virtual const GptOssConfig &config() const = 0;
-	virtual const RuntimeOptions &options() const = 0;
-	virtual uint32_t slices() const = 0;
-	virtual uint64_t weight_bytes() const = 0; // on the chip (replicas counted once)
+    virtual const GptOssConfig& config() const = 0;
+    virtual const RuntimeOptions& options() const = 0;
+    virtual uint32_t slices() const = 0;
+    virtual uint64_t weight_bytes() const = 0;  // on the chip (replicas counted once)
 
-	// A sequence: a KV cache slot. Throws BUSY when every slot is in use.
-	virtual int create_sequence() = 0;
-	virtual void free_sequence(int seq) = 0;
-	virtual uint32_t sequence_length(int seq) const = 0; // positions in its cache
-	// Timing only: take the sequence's cache to hold `len` positions without running them
-	// (nothing is written in timing-only mode, so only the length matters), so decode steps
-	// at a long context can be projected without their prefills.
-	virtual void assume_length(int seq, uint32_t len) = 0;
+    // A sequence: a KV cache slot. Throws BUSY when every slot is in use.
+    virtual int create_sequence() = 0;
+    virtual void free_sequence(int seq) = 0;
+    virtual uint32_t sequence_length(int seq) const = 0;  // positions in its cache
+    // Timing only: take the sequence's cache to hold `len` positions without running them
+    // (nothing is written in timing-only mode, so only the length matters), so decode steps
+    // at a long context can be projected without their prefills.
+    virtual void assume_length(int seq, uint32_t len) = 0;
 
-	// Runs the tokens through the model at the sequence's next positions as one batch
-	// (chunks of max_batch_tokens) and returns the last token's logits.
-	virtual std::vector<float> prefill(int seq, std::span<const int32_t> tokens) = 0;
-	// One decode step of several sequences together: (sequence, token) pairs; returns each
-	// one's logits, in order.
-	virtual std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) = 0;
+    // Runs the tokens through the model at the sequence's next positions as one batch
+    // (chunks of max_batch_tokens) and returns the last token's logits.
+    virtual std::vector<float> prefill(int seq, std::span<const int32_t> tokens) = 0;
+    // One decode step of several sequences together: (sequence, token) pairs; returns each
+    // one's logits, in order.
+    virtual std::vector<std::vector<float>>
+    decode(std::span<const std::pair<int, int32_t>> batch) = 0;
 
-	// For tests: the bytes of the per-slice arenas (weights, KV caches) and the interleaved
-	// one (activations, embedding table), at most max_bytes of each, read back from the
-	// chip. (The replicated arena also holds the shard and KV head tables, written even in
-	// timing-only mode, so it is left out.)
-	virtual std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes = 8u << 20) = 0;
+    // For tests: the bytes of the per-slice arenas (weights, KV caches) and the interleaved
+    // one (activations, embedding table), at most max_bytes of each, read back from the
+    // chip. (The replicated arena also holds the shard and KV head tables, written even in
+    // timing-only mode, so it is left out.)
+    virtual std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes = 8u << 20) = 0;
 
-	// Chip figures of the last prefill/decode call, and since open.
-	virtual const ChipTotals &last() const = 0;
-	virtual const ChipTotals &total() const = 0;
-	// The least HBM traffic a decode step of `users` sequences, each `context` positions
-	// long, must cause: every dense weight once, the experts the step can select (at most
-	// min(n_expert, users × k) of each layer, in expectation for random routing) and each
-	// sequence's visible KV cache. Over the chip's bandwidth this is the roofline time.
-	virtual uint64_t decode_min_bytes(uint32_t users, uint32_t context) const = 0;
-	// The last call's figures by kernel (the graph node: "attn_q", "ffn_up_exps", ...).
-	virtual const std::map<std::string, ChipTotals> &last_by_kernel() const = 0;
+    // Chip figures of the last prefill/decode call, and since open.
+    virtual const ChipTotals& last() const = 0;
+    virtual const ChipTotals& total() const = 0;
+    // The least HBM traffic a decode step of `users` sequences, each `context` positions
+    // long, must cause: every dense weight once, the experts the step can select (at most
+    // min(n_expert, users × k) of each layer, in expectation for random routing) and each
+    // sequence's visible KV cache. Over the chip's bandwidth this is the roofline time.
+    virtual uint64_t decode_min_bytes(uint32_t users, uint32_t context) const = 0;
+    // The last call's figures by kernel (the graph node: "attn_q", "ffn_up_exps", ...).
+    virtual const std::map<std::string, ChipTotals>& last_by_kernel() const = 0;
 };
 
 // The GPT-OSS-120B shape (36 layers, hidden 2880, 64/8 heads of 64, 128 experts top-4,
@@ -129,18 +132,18 @@ GptOssConfig gpt_oss_20b_config();
 
 // ---- sampling ----
 struct SamplerParams {
-	float temperature = 0; // 0: greedy (argmax, the lowest id on a tie)
-	float top_p = 1.0f;
-	uint64_t seed = 0;
+    float temperature = 0;  // 0: greedy (argmax, the lowest id on a tie)
+    float top_p = 1.0f;
+    uint64_t seed = 0;
 };
 class Sampler {
 public:
-	explicit Sampler(const SamplerParams &params);
-	int32_t sample(std::span<const float> logits);
+    explicit Sampler(const SamplerParams& params);
+    int32_t sample(std::span<const float> logits);
 
 private:
-	SamplerParams p_;
-	std::mt19937_64 rng_;
+    SamplerParams p_;
+    std::mt19937_64 rng_;
 };
 
 int32_t argmax(std::span<const float> logits);
@@ -148,4 +151,4 @@ int32_t argmax(std::span<const float> logits);
 // likely first, the lower id first on ties.
 std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, uint32_t k);
 
-} // namespace jal::model
+}  // namespace jal::model

@@ -15,19 +15,19 @@
 namespace jal::model {
 
 struct SyntheticGptOssOptions {
-	uint64_t seed = 1;
-	uint32_t n_layer = 2;
-	uint32_t n_embd = 64;           // multiple of 32 (MXFP4 rows)
-	uint32_t n_head = 4;
-	uint32_t n_head_kv = 4;         // divides n_head
-	uint32_t head_dim = 16;         // even
-	uint32_t n_expert = 4;
-	uint32_t n_expert_used = 1;
-	uint32_t n_ff_exp = 64;         // multiple of 32 (MXFP4 rows of the down projection)
-	uint32_t n_vocab = 256;
-	uint32_t n_ctx = 131072;        // context_length, as GPT-OSS (YaRN factor 32 over 4096)
-	uint32_t sliding_window = 128;
-	std::string preset;             // recorded in general.name
+    uint64_t seed = 1;
+    uint32_t n_layer = 2;
+    uint32_t n_embd = 64;  // multiple of 32 (MXFP4 rows)
+    uint32_t n_head = 4;
+    uint32_t n_head_kv = 4;  // divides n_head
+    uint32_t head_dim = 16;  // even
+    uint32_t n_expert = 4;
+    uint32_t n_expert_used = 1;
+    uint32_t n_ff_exp = 64;  // multiple of 32 (MXFP4 rows of the down projection)
+    uint32_t n_vocab = 256;
+    uint32_t n_ctx = 131072;  // context_length, as GPT-OSS (YaRN factor 32 over 4096)
+    uint32_t sliding_window = 128;
+    std::string preset;  // recorded in general.name
 };
 
 // The named shapes: "tiny", "small", "gqa-window", "medium" (see docs/model.md).
@@ -36,13 +36,13 @@ std::optional<SyntheticGptOssOptions> synthetic_preset(std::string_view name);
 
 // The hyper-parameters a model written with `options` has; throws INVALID_FIELD when the
 // options cannot make a valid model (naming the option).
-GptOssConfig synthetic_config(const SyntheticGptOssOptions &options);
+GptOssConfig synthetic_config(const SyntheticGptOssOptions& options);
 
 struct SyntheticModelSummary {
-	GptOssConfig config;
-	uint64_t file_bytes = 0;
-	uint64_t parameters = 0;
-	size_t tensors = 0;
+    GptOssConfig config;
+    uint64_t file_bytes = 0;
+    uint64_t parameters = 0;
+    size_t tensors = 0;
 };
 
 // Called after each tensor part is written: bytes of tensor data so far, of all of it.
@@ -50,7 +50,8 @@ using SyntheticProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Writes the model to `path` (through a temporary file renamed at the end). The same
 // options always give the same bytes.
-SyntheticModelSummary write_synthetic_gpt_oss(const std::string &path, const SyntheticGptOssOptions &options,
-                                              const SyntheticProgress &progress = {});
+SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
+                                              const SyntheticGptOssOptions& options,
+                                              const SyntheticProgress& progress = {});
 
 }  // namespace jal::model

@@ -14,24 +14,24 @@ namespace jal::direct {
 
 class SeqpacketSocket {
 public:
-	// Throws jal::Error: NO_DEVICE when nothing listens at `path`, IO_ERROR otherwise.
-	static SeqpacketSocket connect(const std::string &path);
+    // Throws jal::Error: NO_DEVICE when nothing listens at `path`, IO_ERROR otherwise.
+    static SeqpacketSocket connect(const std::string& path);
 
-	explicit SeqpacketSocket(util::UniqueFd fd) : fd_(std::move(fd)) {}
+    explicit SeqpacketSocket(util::UniqueFd fd) : fd_(std::move(fd)) {}
 
-	// Sends one packet, with `pass_fd` attached when it is >= 0.
-	void send(std::span<const std::byte> packet, int pass_fd, std::chrono::milliseconds timeout);
+    // Sends one packet, with `pass_fd` attached when it is >= 0.
+    void send(std::span<const std::byte> packet, int pass_fd, std::chrono::milliseconds timeout);
 
-	// Receives one packet into `buffer`; returns its size. Throws TIMEOUT when nothing
-	// arrives in time and NO_DEVICE when the peer has gone.
-	// Descriptors that came with the packet are closed, or handed to `fds` when given.
-	size_t receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout,
-		       std::vector<util::UniqueFd> *fds = nullptr);
+    // Receives one packet into `buffer`; returns its size. Throws TIMEOUT when nothing
+    // arrives in time and NO_DEVICE when the peer has gone.
+    // Descriptors that came with the packet are closed, or handed to `fds` when given.
+    size_t receive(std::span<std::byte> buffer, std::chrono::milliseconds timeout,
+                   std::vector<util::UniqueFd>* fds = nullptr);
 
-	int fd() const { return fd_.get(); }
+    int fd() const { return fd_.get(); }
 
 private:
-	util::UniqueFd fd_;
+    util::UniqueFd fd_;
 };
 
-} // namespace jal::direct
+}  // namespace jal::direct

@@ -22,33 +22,33 @@ namespace jal::kmd {
 
 class KmdAdminShim {
 public:
-	KmdAdminShim(std::shared_ptr<const KmdFile> file, std::shared_ptr<BusRegistry> registry);
+    KmdAdminShim(std::shared_ptr<const KmdFile> file, std::shared_ptr<BusRegistry> registry);
 
-	// The per-function admin registers and RESET; false for any other offset.
-	bool read(uint32_t offset, uint32_t &value);
-	bool write(uint32_t offset, uint32_t value);
-	// Vector 0: where completions are announced.
-	void bind_admin_irq(int eventfd);
-	// Told when queues go away so their doorbell pages are mapped afresh.
-	void set_doorbells(std::weak_ptr<KmdDoorbells> doorbells);
+    // The per-function admin registers and RESET; false for any other offset.
+    bool read(uint32_t offset, uint32_t& value);
+    bool write(uint32_t offset, uint32_t value);
+    // Vector 0: where completions are announced.
+    void bind_admin_irq(int eventfd);
+    // Told when queues go away so their doorbell pages are mapped afresh.
+    void set_doorbells(std::weak_ptr<KmdDoorbells> doorbells);
 
 private:
-	void enable_locked();
-	void process_locked();
-	jal_admin_cqe execute(const jal_admin_sqe &sqe);
-	uint32_t run_ioctl(const jal_admin_sqe &sqe, std::byte *data, uint32_t &result);
-	void chip_reset_locked(bool admin_command, jal_status *status);
-	void forget_doorbells(int queue); // -1: all
+    void enable_locked();
+    void process_locked();
+    jal_admin_cqe execute(const jal_admin_sqe& sqe);
+    uint32_t run_ioctl(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result);
+    void chip_reset_locked(bool admin_command, jal_status* status);
+    void forget_doorbells(int queue);  // -1: all
 
-	std::shared_ptr<const KmdFile> file_;
-	std::shared_ptr<BusRegistry> registry_;
-	std::weak_ptr<KmdDoorbells> doorbells_;
-	std::mutex mutex_;
-	uint32_t sq_lo_ = 0, sq_hi_ = 0, cq_lo_ = 0, cq_hi_ = 0, qsize_ = 0, ctrl_ = 0, status_ = 0;
-	uint32_t sq_tail_ = 0, cq_head_ = 0, intr_mask_ = 0;
-	uint16_t sq_head_ = 0, cq_tail_ = 0, phase_ = 1;
-	int admin_eventfd_ = -1;
-	std::map<uint32_t, uint32_t> queue_context_; // queues created through this shim
+    std::shared_ptr<const KmdFile> file_;
+    std::shared_ptr<BusRegistry> registry_;
+    std::weak_ptr<KmdDoorbells> doorbells_;
+    std::mutex mutex_;
+    uint32_t sq_lo_ = 0, sq_hi_ = 0, cq_lo_ = 0, cq_hi_ = 0, qsize_ = 0, ctrl_ = 0, status_ = 0;
+    uint32_t sq_tail_ = 0, cq_head_ = 0, intr_mask_ = 0;
+    uint16_t sq_head_ = 0, cq_tail_ = 0, phase_ = 1;
+    int admin_eventfd_ = -1;
+    std::map<uint32_t, uint32_t> queue_context_;  // queues created through this shim
 };
 
-} // namespace jal::kmd
+}  // namespace jal::kmd

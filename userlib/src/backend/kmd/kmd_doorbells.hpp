@@ -14,20 +14,20 @@ namespace jal::kmd {
 
 class KmdDoorbells final : public backend::DoorbellMapping {
 public:
-	explicit KmdDoorbells(std::shared_ptr<const KmdFile> file) : file_(std::move(file)) {}
-	~KmdDoorbells() override;
+    explicit KmdDoorbells(std::shared_ptr<const KmdFile> file) : file_(std::move(file)) {}
+    ~KmdDoorbells() override;
 
-	std::byte *page(uint32_t queue_id) override;
-	void kick() override {}
+    std::byte* page(uint32_t queue_id) override;
+    void kick() override {}
 
-	// The driver revoked the page (queue destroyed, chip reset): map afresh next time.
-	void forget(uint32_t queue_id);
-	void forget_all();
+    // The driver revoked the page (queue destroyed, chip reset): map afresh next time.
+    void forget(uint32_t queue_id);
+    void forget_all();
 
 private:
-	std::shared_ptr<const KmdFile> file_;
-	std::mutex mutex_;
-	std::map<uint32_t, std::byte *> pages_;
+    std::shared_ptr<const KmdFile> file_;
+    std::mutex mutex_;
+    std::map<uint32_t, std::byte*> pages_;
 };
 
-} // namespace jal::kmd
+}  // namespace jal::kmd

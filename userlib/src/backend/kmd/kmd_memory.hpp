@@ -13,20 +13,21 @@ class BusRegistry;
 
 class KmdMemory final : public backend::HostMemory {
 public:
-	KmdMemory(std::shared_ptr<const KmdFile> file, std::shared_ptr<BusRegistry> registry, size_t bytes);
-	~KmdMemory() override;
+    KmdMemory(std::shared_ptr<const KmdFile> file, std::shared_ptr<BusRegistry> registry,
+              size_t bytes);
+    ~KmdMemory() override;
 
-	std::byte *data() override { return data_; }
-	size_t size() const override { return size_; }
-	uint64_t bus_addr() const override { return bus_addr_; }
+    std::byte* data() override { return data_; }
+    size_t size() const override { return size_; }
+    uint64_t bus_addr() const override { return bus_addr_; }
 
 private:
-	std::shared_ptr<const KmdFile> file_;
-	std::shared_ptr<BusRegistry> registry_;
-	uint32_t handle_ = 0;
-	std::byte *data_ = nullptr;
-	size_t size_;
-	uint64_t bus_addr_ = 0;
+    std::shared_ptr<const KmdFile> file_;
+    std::shared_ptr<BusRegistry> registry_;
+    uint32_t handle_ = 0;
+    std::byte* data_ = nullptr;
+    size_t size_;
+    uint64_t bus_addr_ = 0;
 };
 
-} // namespace jal::kmd
+}  // namespace jal::kmd

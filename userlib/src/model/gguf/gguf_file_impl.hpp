@@ -12,27 +12,27 @@
 namespace jal::model {
 
 struct GgufFile::Impl {
-	std::string name;
-	std::vector<std::byte> owned;   // from_bytes
-	void *map = nullptr;            // open(): the mapping
-	size_t map_len = 0;
-	std::span<const std::byte> bytes;
+    std::string name;
+    std::vector<std::byte> owned;  // from_bytes
+    void* map = nullptr;           // open(): the mapping
+    size_t map_len = 0;
+    std::span<const std::byte> bytes;
 
-	uint32_t version = 0;
-	uint32_t alignment = kGgufDefaultAlignment;
-	uint64_t data_offset = 0;
-	std::vector<GgufKv> kvs;
-	std::vector<GgufTensor> tensors;
-	std::unordered_map<std::string_view, size_t> kv_index;
-	std::unordered_map<std::string_view, size_t> tensor_index;
+    uint32_t version = 0;
+    uint32_t alignment = kGgufDefaultAlignment;
+    uint64_t data_offset = 0;
+    std::vector<GgufKv> kvs;
+    std::vector<GgufTensor> tensors;
+    std::unordered_map<std::string_view, size_t> kv_index;
+    std::unordered_map<std::string_view, size_t> tensor_index;
 
-	Impl() = default;
-	Impl(const Impl &) = delete;
-	Impl &operator=(const Impl &) = delete;
-	~Impl();
+    Impl() = default;
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
+    ~Impl();
 };
 
 // Validates impl.bytes and fills in everything else; throws jal::Error.
-void parse_gguf(GgufFile::Impl &impl);
+void parse_gguf(GgufFile::Impl& impl);
 
 }  // namespace jal::model

@@ -12,238 +12,255 @@ namespace jal::model {
 
 namespace {
 
-constexpr uint32_t kMaxLayers = 512;    // LLAMA_MAX_LAYERS
-constexpr uint32_t kMaxExperts = 512;   // LLAMA_MAX_EXPERTS
+constexpr uint32_t kMaxLayers = 512;   // LLAMA_MAX_LAYERS
+constexpr uint32_t kMaxExperts = 512;  // LLAMA_MAX_EXPERTS
 
 const std::vector<TensorType> kF32Only = {TensorType::F32};
 // Types the CPU backend multiplies (and get_rows reads) for the weight matrices.
 const std::vector<TensorType> kMatrixTypes = {
-	TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::MXFP4,
-	TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+    TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0, TensorType::MXFP4,
+    TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
 };
 
 std::string key(std::string_view suffix)
 {
-	return fmt::format("{}.{}", kGptOssArch, suffix);
+    return fmt::format("{}.{}", kGptOssArch, suffix);
 }
 
-[[noreturn]] void bad(const GgufFile &f, std::string_view k, const std::string &msg)
+[[noreturn]] void bad(const GgufFile& f, std::string_view k, const std::string& msg)
 {
-	const GgufKv *kv = f.find_kv(k);
-	if (kv)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("{}: key '{}' at offset {}: {}", f.name(), k, kv->offset, msg));
-	throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("{}: {}", f.name(), msg));
+    const GgufKv* kv = f.find_kv(k);
+    if (kv)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("{}: key '{}' at offset {}: {}", f.name(), k, kv->offset, msg));
+    throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("{}: {}", f.name(), msg));
 }
 
-void check_hparams(const GgufFile &f, const GptOssConfig &c)
+void check_hparams(const GgufFile& f, const GptOssConfig& c)
 {
-	if (c.n_layer == 0 || c.n_layer > kMaxLayers)
-		bad(f, key("block_count"), fmt::format("block_count {}, expected 1..{}", c.n_layer, kMaxLayers));
-	if (c.n_embd == 0)
-		bad(f, key("embedding_length"), "embedding_length 0, expected at least 1");
-	if (c.n_ctx_train == 0)
-		bad(f, key("context_length"), "context_length 0, expected at least 1");
-	if (c.n_head == 0)
-		bad(f, key("attention.head_count"), "head_count 0, expected at least 1");
-	if (c.n_head_kv == 0 || c.n_head % c.n_head_kv != 0)
-		bad(f, key("attention.head_count_kv"),
-		    fmt::format("head_count_kv {}, expected a divisor of head_count {}", c.n_head_kv, c.n_head));
-	if (c.head_dim == 0 || c.head_dim % 2 != 0)
-		bad(f, key("attention.key_length"),
-		    fmt::format("key_length {}, expected a positive even number (NEOX RoPE rotates pairs)", c.head_dim));
-	if (c.head_dim_v != c.head_dim)
-		bad(f, key("attention.value_length"),
-		    fmt::format("value_length {}, expected key_length {}", c.head_dim_v, c.head_dim));
-	if (c.n_rot != c.head_dim)
-		bad(f, key("rope.dimension_count"),
-		    fmt::format("rope.dimension_count {}, expected key_length {} (gpt-oss sizes q/k by it)", c.n_rot,
-		                c.head_dim));
-	if (c.n_expert == 0 || c.n_expert > kMaxExperts)
-		bad(f, key("expert_count"), fmt::format("expert_count {}, expected 1..{}", c.n_expert, kMaxExperts));
-	if (c.n_expert_used == 0 || c.n_expert_used > c.n_expert)
-		bad(f, key("expert_used_count"),
-		    fmt::format("expert_used_count {}, expected 1..expert_count ({})", c.n_expert_used, c.n_expert));
-	if (c.n_ff_exp == 0)
-		bad(f, key("expert_feed_forward_length"), "expert_feed_forward_length 0, expected at least 1");
-	if (c.sliding_window == 0)
-		bad(f, key("attention.sliding_window"), "sliding_window 0, expected at least 1");
-	if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
-		bad(f, key("attention.layer_norm_rms_epsilon"),
-		    fmt::format("layer_norm_rms_epsilon {}, expected in (0, 1)", c.rms_eps));
-	if (!(c.rope_freq_base > 0.0f))
-		bad(f, key("rope.freq_base"), fmt::format("rope.freq_base {}, expected > 0", c.rope_freq_base));
-	if (c.rope_scaling_type != "none" && c.rope_scaling_type != "linear" && c.rope_scaling_type != "yarn")
-		bad(f, key("rope.scaling.type"),
-		    fmt::format("rope.scaling.type '{}', expected none, linear or yarn", c.rope_scaling_type));
-	if (c.rope_scaling_factor < 0.0f)
-		bad(f, key("rope.scaling.factor"), fmt::format("rope.scaling.factor {}, expected >= 0", c.rope_scaling_factor));
+    if (c.n_layer == 0 || c.n_layer > kMaxLayers)
+        bad(f, key("block_count"),
+            fmt::format("block_count {}, expected 1..{}", c.n_layer, kMaxLayers));
+    if (c.n_embd == 0) bad(f, key("embedding_length"), "embedding_length 0, expected at least 1");
+    if (c.n_ctx_train == 0) bad(f, key("context_length"), "context_length 0, expected at least 1");
+    if (c.n_head == 0) bad(f, key("attention.head_count"), "head_count 0, expected at least 1");
+    if (c.n_head_kv == 0 || c.n_head % c.n_head_kv != 0)
+        bad(f, key("attention.head_count_kv"),
+            fmt::format("head_count_kv {}, expected a divisor of head_count {}", c.n_head_kv,
+                        c.n_head));
+    if (c.head_dim == 0 || c.head_dim % 2 != 0)
+        bad(f, key("attention.key_length"),
+            fmt::format("key_length {}, expected a positive even number (NEOX RoPE rotates pairs)",
+                        c.head_dim));
+    if (c.head_dim_v != c.head_dim)
+        bad(f, key("attention.value_length"),
+            fmt::format("value_length {}, expected key_length {}", c.head_dim_v, c.head_dim));
+    if (c.n_rot != c.head_dim)
+        bad(f, key("rope.dimension_count"),
+            fmt::format("rope.dimension_count {}, expected key_length {} (gpt-oss sizes q/k by it)",
+                        c.n_rot, c.head_dim));
+    if (c.n_expert == 0 || c.n_expert > kMaxExperts)
+        bad(f, key("expert_count"),
+            fmt::format("expert_count {}, expected 1..{}", c.n_expert, kMaxExperts));
+    if (c.n_expert_used == 0 || c.n_expert_used > c.n_expert)
+        bad(f, key("expert_used_count"),
+            fmt::format("expert_used_count {}, expected 1..expert_count ({})", c.n_expert_used,
+                        c.n_expert));
+    if (c.n_ff_exp == 0)
+        bad(f, key("expert_feed_forward_length"),
+            "expert_feed_forward_length 0, expected at least 1");
+    if (c.sliding_window == 0)
+        bad(f, key("attention.sliding_window"), "sliding_window 0, expected at least 1");
+    if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
+        bad(f, key("attention.layer_norm_rms_epsilon"),
+            fmt::format("layer_norm_rms_epsilon {}, expected in (0, 1)", c.rms_eps));
+    if (!(c.rope_freq_base > 0.0f))
+        bad(f, key("rope.freq_base"),
+            fmt::format("rope.freq_base {}, expected > 0", c.rope_freq_base));
+    if (c.rope_scaling_type != "none" && c.rope_scaling_type != "linear" &&
+        c.rope_scaling_type != "yarn")
+        bad(f, key("rope.scaling.type"),
+            fmt::format("rope.scaling.type '{}', expected none, linear or yarn",
+                        c.rope_scaling_type));
+    if (c.rope_scaling_factor < 0.0f)
+        bad(f, key("rope.scaling.factor"),
+            fmt::format("rope.scaling.factor {}, expected >= 0", c.rope_scaling_factor));
 }
 
-std::string shape_of(const std::vector<uint64_t> &ne)
+std::string shape_of(const std::vector<uint64_t>& ne)
 {
-	std::string s = "[";
-	for (size_t i = 0; i < ne.size(); ++i)
-		s += fmt::format("{}{}", i ? ", " : "", ne[i]);
-	return s + "]";
+    std::string s = "[";
+    for (size_t i = 0; i < ne.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", ne[i]);
+    return s + "]";
 }
 
-void check_tensors(const GgufFile &f, const GptOssConfig &c)
+void check_tensors(const GgufFile& f, const GptOssConfig& c)
 {
-	const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
-	std::unordered_set<std::string_view> expected;
-	for (const TensorSpec &s : specs) {
-		expected.insert(s.name);
-		const GgufTensor *t = f.find_tensor(s.name);
-		if (!t)
-			throw Error(JAL_STATUS_INVALID_FIELD,
-			            fmt::format("{}: missing tensor '{}' (expected shape {}{})", f.name(), s.name, shape_of(s.ne),
-			                        s.allowed_types.size() == 1 ? ", f32" : ""));
-		const bool same_shape = t->n_dims == s.ne.size() && std::equal(s.ne.begin(), s.ne.end(), t->ne.begin());
-		if (!same_shape)
-			throw Error(JAL_STATUS_INVALID_FIELD,
-			            fmt::format("{}: tensor '{}' at offset {}: shape {}, expected {}", f.name(), s.name,
-			                        t->info_offset, t->shape_string(), shape_of(s.ne)));
-		if (std::find(s.allowed_types.begin(), s.allowed_types.end(), t->type) == s.allowed_types.end()) {
-			std::string allowed;
-			for (TensorType ty : s.allowed_types)
-				allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", tensor_type_name(ty));
-			throw Error(JAL_STATUS_INVALID_FIELD,
-			            fmt::format("{}: tensor '{}' at offset {}: type {}, expected {}", f.name(), s.name,
-			                        t->info_offset, tensor_type_name(t->type), allowed));
-		}
-	}
-	// llama.cpp refuses files with tensors it did not create ("wrong number of tensors").
-	for (const GgufTensor &t : f.tensors())
-		if (!expected.count(t.name))
-			throw Error(JAL_STATUS_INVALID_FIELD,
-			            fmt::format("{}: tensor '{}' at offset {}: not part of the gpt-oss architecture", f.name(),
-			                        t.name, t.info_offset));
+    const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
+    std::unordered_set<std::string_view> expected;
+    for (const TensorSpec& s : specs) {
+        expected.insert(s.name);
+        const GgufTensor* t = f.find_tensor(s.name);
+        if (!t)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("{}: missing tensor '{}' (expected shape {}{})", f.name(),
+                                    s.name, shape_of(s.ne),
+                                    s.allowed_types.size() == 1 ? ", f32" : ""));
+        const bool same_shape =
+            t->n_dims == s.ne.size() && std::equal(s.ne.begin(), s.ne.end(), t->ne.begin());
+        if (!same_shape)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("{}: tensor '{}' at offset {}: shape {}, expected {}", f.name(),
+                                    s.name, t->info_offset, t->shape_string(), shape_of(s.ne)));
+        if (std::find(s.allowed_types.begin(), s.allowed_types.end(), t->type) ==
+            s.allowed_types.end()) {
+            std::string allowed;
+            for (TensorType ty : s.allowed_types)
+                allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", tensor_type_name(ty));
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("{}: tensor '{}' at offset {}: type {}, expected {}", f.name(),
+                                    s.name, t->info_offset, tensor_type_name(t->type), allowed));
+        }
+    }
+    // llama.cpp refuses files with tensors it did not create ("wrong number of tensors").
+    for (const GgufTensor& t : f.tensors())
+        if (!expected.count(t.name))
+            throw Error(
+                JAL_STATUS_INVALID_FIELD,
+                fmt::format("{}: tensor '{}' at offset {}: not part of the gpt-oss architecture",
+                            f.name(), t.name, t.info_offset));
 }
 
 }  // namespace
 
-std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig &c)
+std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig& c)
 {
-	const uint64_t e = c.n_embd, v = c.n_vocab, q = uint64_t{c.n_head} * c.head_dim,
-	               kv = uint64_t{c.n_head_kv} * c.head_dim, x = c.n_expert, ff = c.n_ff_exp;
-	std::vector<TensorSpec> s;
-	s.push_back({"token_embd.weight", {e, v}, kMatrixTypes});
-	for (uint32_t i = 0; i < c.n_layer; ++i) {
-		auto n = [i](std::string_view what) { return fmt::format("blk.{}.{}", i, what); };
-		s.push_back({n("attn_norm.weight"), {e}, kF32Only});
-		s.push_back({n("attn_q.weight"), {e, q}, kMatrixTypes});
-		s.push_back({n("attn_q.bias"), {q}, kF32Only});
-		s.push_back({n("attn_k.weight"), {e, kv}, kMatrixTypes});
-		s.push_back({n("attn_k.bias"), {kv}, kF32Only});
-		s.push_back({n("attn_v.weight"), {e, kv}, kMatrixTypes});
-		s.push_back({n("attn_v.bias"), {kv}, kF32Only});
-		s.push_back({n("attn_output.weight"), {q, e}, kMatrixTypes});
-		s.push_back({n("attn_output.bias"), {e}, kF32Only});
-		s.push_back({n("attn_sinks.weight"), {uint64_t{c.n_head}}, kF32Only});
-		s.push_back({n("post_attention_norm.weight"), {e}, kF32Only});
-		s.push_back({n("ffn_gate_inp.weight"), {e, x}, kMatrixTypes});
-		s.push_back({n("ffn_gate_inp.bias"), {x}, kF32Only});
-		s.push_back({n("ffn_gate_exps.weight"), {e, ff, x}, kMatrixTypes});
-		s.push_back({n("ffn_gate_exps.bias"), {ff, x}, kF32Only});
-		s.push_back({n("ffn_up_exps.weight"), {e, ff, x}, kMatrixTypes});
-		s.push_back({n("ffn_up_exps.bias"), {ff, x}, kF32Only});
-		s.push_back({n("ffn_down_exps.weight"), {ff, e, x}, kMatrixTypes});
-		s.push_back({n("ffn_down_exps.bias"), {e, x}, kF32Only});
-	}
-	s.push_back({"output_norm.weight", {e}, kF32Only});
-	s.push_back({"output.weight", {e, v}, kMatrixTypes});
-	return s;
+    const uint64_t e = c.n_embd, v = c.n_vocab, q = uint64_t{c.n_head} * c.head_dim,
+                   kv = uint64_t{c.n_head_kv} * c.head_dim, x = c.n_expert, ff = c.n_ff_exp;
+    std::vector<TensorSpec> s;
+    s.push_back({"token_embd.weight", {e, v}, kMatrixTypes});
+    for (uint32_t i = 0; i < c.n_layer; ++i) {
+        auto n = [i](std::string_view what) { return fmt::format("blk.{}.{}", i, what); };
+        s.push_back({n("attn_norm.weight"), {e}, kF32Only});
+        s.push_back({n("attn_q.weight"), {e, q}, kMatrixTypes});
+        s.push_back({n("attn_q.bias"), {q}, kF32Only});
+        s.push_back({n("attn_k.weight"), {e, kv}, kMatrixTypes});
+        s.push_back({n("attn_k.bias"), {kv}, kF32Only});
+        s.push_back({n("attn_v.weight"), {e, kv}, kMatrixTypes});
+        s.push_back({n("attn_v.bias"), {kv}, kF32Only});
+        s.push_back({n("attn_output.weight"), {q, e}, kMatrixTypes});
+        s.push_back({n("attn_output.bias"), {e}, kF32Only});
+        s.push_back({n("attn_sinks.weight"), {uint64_t{c.n_head}}, kF32Only});
+        s.push_back({n("post_attention_norm.weight"), {e}, kF32Only});
+        s.push_back({n("ffn_gate_inp.weight"), {e, x}, kMatrixTypes});
+        s.push_back({n("ffn_gate_inp.bias"), {x}, kF32Only});
+        s.push_back({n("ffn_gate_exps.weight"), {e, ff, x}, kMatrixTypes});
+        s.push_back({n("ffn_gate_exps.bias"), {ff, x}, kF32Only});
+        s.push_back({n("ffn_up_exps.weight"), {e, ff, x}, kMatrixTypes});
+        s.push_back({n("ffn_up_exps.bias"), {ff, x}, kF32Only});
+        s.push_back({n("ffn_down_exps.weight"), {ff, e, x}, kMatrixTypes});
+        s.push_back({n("ffn_down_exps.bias"), {e, x}, kF32Only});
+    }
+    s.push_back({"output_norm.weight", {e}, kF32Only});
+    s.push_back({"output.weight", {e, v}, kMatrixTypes});
+    return s;
 }
 
 std::optional<GptOssConfig> published_gpt_oss_config(std::string_view name)
 {
-	// openai/gpt-oss-{20b,120b} config.json: the two differ only in depth and expert count.
-	GptOssConfig c;
-	if (name == "gpt-oss-20b")
-		c.n_layer = 24, c.n_expert = 32;
-	else if (name == "gpt-oss-120b")
-		c.n_layer = 36, c.n_expert = 128;
-	else
-		return std::nullopt;
-	c.n_ctx_train = 131072;
-	c.n_embd = 2880;
-	c.n_ff = 2880;
-	c.n_head = 64;
-	c.n_head_kv = 8;
-	c.head_dim = c.head_dim_v = c.n_rot = 64;
-	c.n_expert_used = 4;
-	c.n_ff_exp = 2880;
-	c.n_vocab = 201088;
-	c.sliding_window = 128;
-	c.swa_period = 2;
-	c.rms_eps = 1e-5f;
-	c.rope_freq_base = c.rope_freq_base_swa = 150000.0f;
-	c.rope_scaling_type = "yarn";
-	c.rope_scaling_factor = 32.0f;
-	c.rope_orig_ctx = 4096;
-	c.tokenizer_model = "gpt2";
-	return c;
+    // openai/gpt-oss-{20b,120b} config.json: the two differ only in depth and expert count.
+    GptOssConfig c;
+    if (name == "gpt-oss-20b")
+        c.n_layer = 24, c.n_expert = 32;
+    else if (name == "gpt-oss-120b")
+        c.n_layer = 36, c.n_expert = 128;
+    else
+        return std::nullopt;
+    c.n_ctx_train = 131072;
+    c.n_embd = 2880;
+    c.n_ff = 2880;
+    c.n_head = 64;
+    c.n_head_kv = 8;
+    c.head_dim = c.head_dim_v = c.n_rot = 64;
+    c.n_expert_used = 4;
+    c.n_ff_exp = 2880;
+    c.n_vocab = 201088;
+    c.sliding_window = 128;
+    c.swa_period = 2;
+    c.rms_eps = 1e-5f;
+    c.rope_freq_base = c.rope_freq_base_swa = 150000.0f;
+    c.rope_scaling_type = "yarn";
+    c.rope_scaling_factor = 32.0f;
+    c.rope_orig_ctx = 4096;
+    c.tokenizer_model = "gpt2";
+    return c;
 }
 
-GptOssConfig read_gpt_oss_config(const GgufFile &f)
+GptOssConfig read_gpt_oss_config(const GgufFile& f)
 {
-	const std::string_view arch = f.get_string("general.architecture");
-	if (arch != kGptOssArch)
-		bad(f, "general.architecture", fmt::format("architecture '{}', expected '{}'", arch, kGptOssArch));
+    const std::string_view arch = f.get_string("general.architecture");
+    if (arch != kGptOssArch)
+        bad(f, "general.architecture",
+            fmt::format("architecture '{}', expected '{}'", arch, kGptOssArch));
 
-	GptOssConfig c;
-	c.n_ctx_train = f.get_u32(key("context_length"));
-	c.n_embd = f.get_u32(key("embedding_length"));
-	c.n_layer = f.get_u32(key("block_count"));
-	c.n_expert = f.get_u32(key("expert_count"));
-	c.n_expert_used = f.get_u32(key("expert_used_count"));
-	c.n_ff = f.find_u32(key("feed_forward_length")).value_or(0);
-	c.n_head = f.get_u32(key("attention.head_count"));
-	c.n_head_kv = f.find_u32(key("attention.head_count_kv")).value_or(c.n_head);
-	const uint32_t default_head_dim = c.n_head ? c.n_embd / c.n_head : 0;
-	c.head_dim = f.find_u32(key("attention.key_length")).value_or(default_head_dim);
-	c.head_dim_v = f.find_u32(key("attention.value_length")).value_or(default_head_dim);
-	c.n_rot = f.find_u32(key("rope.dimension_count")).value_or(c.head_dim);
-	c.rms_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"));
-	c.n_ff_exp = f.get_u32(key("expert_feed_forward_length"));
-	c.sliding_window = f.get_u32(key("attention.sliding_window"));
-	c.swa_period = f.find_u32(key("attention.sliding_window_pattern")).value_or(2);
-	c.rope_freq_base = f.find_f32(key("rope.freq_base")).value_or(10000.0f);
-	c.rope_freq_base_swa = f.find_f32(key("rope.freq_base_swa")).value_or(c.rope_freq_base);
-	c.rope_scaling_type = std::string(f.find_string(key("rope.scaling.type")).value_or("linear"));
-	c.rope_scaling_factor = f.find_f32(key("rope.scaling.factor")).value_or(0.0f);
-	c.rope_attn_factor = f.find_f32(key("rope.scaling.attn_factor")).value_or(1.0f);
-	c.rope_orig_ctx = f.find_u32(key("rope.scaling.original_context_length")).value_or(c.n_ctx_train);
-	c.yarn_beta_fast = f.find_f32(key("rope.scaling.yarn_beta_fast")).value_or(32.0f);
-	c.yarn_beta_slow = f.find_f32(key("rope.scaling.yarn_beta_slow")).value_or(1.0f);
-	c.expert_weights_scale = f.find_f32(key("expert_weights_scale")).value_or(0.0f);
-	c.tokenizer_model = std::string(f.get_string("tokenizer.ggml.model"));
-	check_hparams(f, c);
+    GptOssConfig c;
+    c.n_ctx_train = f.get_u32(key("context_length"));
+    c.n_embd = f.get_u32(key("embedding_length"));
+    c.n_layer = f.get_u32(key("block_count"));
+    c.n_expert = f.get_u32(key("expert_count"));
+    c.n_expert_used = f.get_u32(key("expert_used_count"));
+    c.n_ff = f.find_u32(key("feed_forward_length")).value_or(0);
+    c.n_head = f.get_u32(key("attention.head_count"));
+    c.n_head_kv = f.find_u32(key("attention.head_count_kv")).value_or(c.n_head);
+    const uint32_t default_head_dim = c.n_head ? c.n_embd / c.n_head : 0;
+    c.head_dim = f.find_u32(key("attention.key_length")).value_or(default_head_dim);
+    c.head_dim_v = f.find_u32(key("attention.value_length")).value_or(default_head_dim);
+    c.n_rot = f.find_u32(key("rope.dimension_count")).value_or(c.head_dim);
+    c.rms_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"));
+    c.n_ff_exp = f.get_u32(key("expert_feed_forward_length"));
+    c.sliding_window = f.get_u32(key("attention.sliding_window"));
+    c.swa_period = f.find_u32(key("attention.sliding_window_pattern")).value_or(2);
+    c.rope_freq_base = f.find_f32(key("rope.freq_base")).value_or(10000.0f);
+    c.rope_freq_base_swa = f.find_f32(key("rope.freq_base_swa")).value_or(c.rope_freq_base);
+    c.rope_scaling_type = std::string(f.find_string(key("rope.scaling.type")).value_or("linear"));
+    c.rope_scaling_factor = f.find_f32(key("rope.scaling.factor")).value_or(0.0f);
+    c.rope_attn_factor = f.find_f32(key("rope.scaling.attn_factor")).value_or(1.0f);
+    c.rope_orig_ctx =
+        f.find_u32(key("rope.scaling.original_context_length")).value_or(c.n_ctx_train);
+    c.yarn_beta_fast = f.find_f32(key("rope.scaling.yarn_beta_fast")).value_or(32.0f);
+    c.yarn_beta_slow = f.find_f32(key("rope.scaling.yarn_beta_slow")).value_or(1.0f);
+    c.expert_weights_scale = f.find_f32(key("expert_weights_scale")).value_or(0.0f);
+    c.tokenizer_model = std::string(f.get_string("tokenizer.ggml.model"));
+    check_hparams(f, c);
 
-	// The vocabulary size is the embedding's row count (llama.cpp takes it from the
-	// tokenizer and then requires the same shape).
-	const GgufTensor &embd = f.tensor("token_embd.weight");
-	if (embd.n_dims != 2 || embd.ne[1] > UINT32_MAX)
-		throw Error(JAL_STATUS_INVALID_FIELD,
-		            fmt::format("{}: tensor 'token_embd.weight' at offset {}: shape {}, expected [{}, n_vocab]",
-		                        f.name(), embd.info_offset, embd.shape_string(), c.n_embd));
-	c.n_vocab = static_cast<uint32_t>(embd.ne[1]);
-	if (c.tokenizer_model == "none" || c.tokenizer_model == "no_vocab") {
-		const auto n = f.find_u32(key("vocab_size"));
-		if (!n || *n != c.n_vocab)
-			bad(f, key("vocab_size"),
-			    fmt::format("tokenizer 'none' needs {} = {} (the rows of token_embd.weight), found {}",
-			                key("vocab_size"), c.n_vocab, n ? fmt::format("{}", *n) : "none"));
-	} else if (f.find_kv("tokenizer.ggml.tokens")) {
-		const uint64_t n = f.array_size("tokenizer.ggml.tokens");
-		if (n != c.n_vocab)
-			bad(f, "tokenizer.ggml.tokens",
-			    fmt::format("{} tokens, expected {} (the rows of token_embd.weight)", n, c.n_vocab));
-	} else {
-		bad(f, "tokenizer.ggml.tokens", "missing key 'tokenizer.ggml.tokens'");
-	}
-	check_tensors(f, c);
-	return c;
+    // The vocabulary size is the embedding's row count (llama.cpp takes it from the
+    // tokenizer and then requires the same shape).
+    const GgufTensor& embd = f.tensor("token_embd.weight");
+    if (embd.n_dims != 2 || embd.ne[1] > UINT32_MAX)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format(
+                "{}: tensor 'token_embd.weight' at offset {}: shape {}, expected [{}, n_vocab]",
+                f.name(), embd.info_offset, embd.shape_string(), c.n_embd));
+    c.n_vocab = static_cast<uint32_t>(embd.ne[1]);
+    if (c.tokenizer_model == "none" || c.tokenizer_model == "no_vocab") {
+        const auto n = f.find_u32(key("vocab_size"));
+        if (!n || *n != c.n_vocab)
+            bad(f, key("vocab_size"),
+                fmt::format(
+                    "tokenizer 'none' needs {} = {} (the rows of token_embd.weight), found {}",
+                    key("vocab_size"), c.n_vocab, n ? fmt::format("{}", *n) : "none"));
+    } else if (f.find_kv("tokenizer.ggml.tokens")) {
+        const uint64_t n = f.array_size("tokenizer.ggml.tokens");
+        if (n != c.n_vocab)
+            bad(f, "tokenizer.ggml.tokens",
+                fmt::format("{} tokens, expected {} (the rows of token_embd.weight)", n,
+                            c.n_vocab));
+    } else {
+        bad(f, "tokenizer.ggml.tokens", "missing key 'tokenizer.ggml.tokens'");
+    }
+    check_tensors(f, c);
+    return c;
 }
 
 }  // namespace jal::model

@@ -18,250 +18,248 @@ namespace {
 // splitmix64: tiny, fully specified, so a seed gives the same model on every host and
 // standard library (std::normal_distribution is implementation-defined).
 struct Rng {
-	uint64_t state;
-	uint64_t next()
-	{
-		uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-		return z ^ (z >> 31);
-	}
-	double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }   // (0, 1)
-	float normal()
-	{
-		// Box-Muller; one value per call keeps the stream simple.
-		const double u1 = uniform(), u2 = uniform();
-		return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-	}
+    uint64_t state;
+    uint64_t next()
+    {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
+    float normal()
+    {
+        // Box-Muller; one value per call keeps the stream simple.
+        const double u1 = uniform(), u2 = uniform();
+        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                  std::cos(6.283185307179586 * u2));
+    }
 };
 
 uint64_t tensor_seed(uint64_t seed, std::string_view name)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;   // FNV-1a of the name, mixed with the seed
-	for (char c : name)
-		h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-	return h ^ (seed * 0x9e3779b97f4a7c15ULL);
+    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name, mixed with the seed
+    for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    return h ^ (seed * 0x9e3779b97f4a7c15ULL);
 }
 
 // How each tensor is drawn: mean + std * N(0, 1). The scales keep activations near unit
 // size through the residual stream, and make attention and routing matter enough that the
 // greedy continuation depends on the context (not one token forever).
 struct Draw {
-	float mean;
-	float std;
+    float mean;
+    float std;
 };
 
 bool ends_with(std::string_view s, std::string_view suffix)
 {
-	return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-Draw draw_for(const TensorSpec &spec, const GptOssConfig &c)
+Draw draw_for(const TensorSpec& spec, const GptOssConfig& c)
 {
-	const std::string_view n = spec.name;
-	const float inv_sqrt_e = 1.0f / std::sqrt(static_cast<float>(c.n_embd));
-	if (ends_with(n, "norm.weight"))
-		return {1.0f, 0.1f};
-	if (ends_with(n, "attn_sinks.weight"))
-		return {0.0f, 1.0f};
-	if (ends_with(n, ".bias"))
-		return {0.0f, n.find("ffn_gate_inp") != std::string_view::npos ? 0.5f : 0.1f};
-	if (n == "token_embd.weight")
-		return {0.0f, 1.0f};
-	if (n == "output.weight")
-		return {0.0f, 4.0f * inv_sqrt_e};
-	if (ends_with(n, "attn_q.weight") || ends_with(n, "attn_k.weight"))
-		return {0.0f, 1.0f * inv_sqrt_e};
-	if (ends_with(n, "attn_v.weight"))
-		return {0.0f, inv_sqrt_e};
-	if (ends_with(n, "attn_output.weight"))
-		return {0.0f, 1.0f / std::sqrt(static_cast<float>(c.n_head * c.head_dim))};
-	if (ends_with(n, "ffn_gate_inp.weight"))
-		return {0.0f, 2.0f * inv_sqrt_e};
-	if (ends_with(n, "ffn_down_exps.weight"))
-		return {0.0f, 0.5f / std::sqrt(static_cast<float>(c.n_ff_exp))};
-	return {0.0f, inv_sqrt_e};   // ffn_gate_exps, ffn_up_exps
+    const std::string_view n = spec.name;
+    const float inv_sqrt_e = 1.0f / std::sqrt(static_cast<float>(c.n_embd));
+    if (ends_with(n, "norm.weight")) return {1.0f, 0.1f};
+    if (ends_with(n, "attn_sinks.weight")) return {0.0f, 1.0f};
+    if (ends_with(n, ".bias"))
+        return {0.0f, n.find("ffn_gate_inp") != std::string_view::npos ? 0.5f : 0.1f};
+    if (n == "token_embd.weight") return {0.0f, 1.0f};
+    if (n == "output.weight") return {0.0f, 4.0f * inv_sqrt_e};
+    if (ends_with(n, "attn_q.weight") || ends_with(n, "attn_k.weight"))
+        return {0.0f, 1.0f * inv_sqrt_e};
+    if (ends_with(n, "attn_v.weight")) return {0.0f, inv_sqrt_e};
+    if (ends_with(n, "attn_output.weight"))
+        return {0.0f, 1.0f / std::sqrt(static_cast<float>(c.n_head * c.head_dim))};
+    if (ends_with(n, "ffn_gate_inp.weight")) return {0.0f, 2.0f * inv_sqrt_e};
+    if (ends_with(n, "ffn_down_exps.weight"))
+        return {0.0f, 0.5f / std::sqrt(static_cast<float>(c.n_ff_exp))};
+    return {0.0f, inv_sqrt_e};  // ffn_gate_exps, ffn_up_exps
 }
 
-TensorType storage_type(const TensorSpec &spec)
+TensorType storage_type(const TensorSpec& spec)
 {
-	// MXFP4 for the experts, as the published GPT-OSS checkpoints; F32 for everything else
-	// so that those weights are exact in every implementation.
-	return spec.ne.size() == 3 ? TensorType::MXFP4 : TensorType::F32;
+    // MXFP4 for the experts, as the published GPT-OSS checkpoints; F32 for everything else
+    // so that those weights are exact in every implementation.
+    return spec.ne.size() == 3 ? TensorType::MXFP4 : TensorType::F32;
 }
 
-void require(bool ok, std::string_view option, const std::string &why)
+void require(bool ok, std::string_view option, const std::string& why)
 {
-	if (!ok)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("synthetic model: --{} {}", option, why));
+    if (!ok)
+        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("synthetic model: --{} {}", option, why));
 }
 
 }  // namespace
 
 std::vector<std::string> synthetic_preset_names()
 {
-	return {"tiny", "small", "gqa-window", "medium"};
+    return {"tiny", "small", "gqa-window", "medium"};
 }
 
 std::optional<SyntheticGptOssOptions> synthetic_preset(std::string_view name)
 {
-	SyntheticGptOssOptions o;
-	o.preset = std::string(name);
-	if (name == "tiny") {
-		// One expert per token, plain multi-head attention; the window covers any short prompt.
-		o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 4, o.head_dim = 16;
-		o.n_expert = 4, o.n_expert_used = 1, o.n_ff_exp = 64, o.n_vocab = 256, o.sliding_window = 128;
-	} else if (name == "small") {
-		// GQA 4:1, two experts per token, head_dim * heads != hidden (as GPT-OSS).
-		o.n_layer = 4, o.n_embd = 128, o.n_head = 8, o.n_head_kv = 2, o.head_dim = 32;
-		o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 96, o.n_vocab = 512, o.sliding_window = 128;
-	} else if (name == "gqa-window") {
-		// GQA 3:1, three experts per token, a 16-token window: a 64-token prompt makes the
-		// sliding-window and full-attention layers differ.
-		o.n_layer = 3, o.n_embd = 96, o.n_head = 6, o.n_head_kv = 2, o.head_dim = 16;
-		o.n_expert = 6, o.n_expert_used = 3, o.n_ff_exp = 64, o.n_vocab = 384, o.sliding_window = 16;
-	} else if (name == "medium") {
-		// Big enough for throughput figures (about 110 MB), the GPT-OSS proportions scaled down.
-		o.n_layer = 8, o.n_embd = 512, o.n_head = 16, o.n_head_kv = 4, o.head_dim = 64;
-		o.n_expert = 16, o.n_expert_used = 4, o.n_ff_exp = 512, o.n_vocab = 4096, o.sliding_window = 128;
-	} else {
-		return std::nullopt;
-	}
-	return o;
+    SyntheticGptOssOptions o;
+    o.preset = std::string(name);
+    if (name == "tiny") {
+        // One expert per token, plain multi-head attention; the window covers any short prompt.
+        o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 4, o.head_dim = 16;
+        o.n_expert = 4, o.n_expert_used = 1, o.n_ff_exp = 64, o.n_vocab = 256,
+        o.sliding_window = 128;
+    } else if (name == "small") {
+        // GQA 4:1, two experts per token, head_dim * heads != hidden (as GPT-OSS).
+        o.n_layer = 4, o.n_embd = 128, o.n_head = 8, o.n_head_kv = 2, o.head_dim = 32;
+        o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 96, o.n_vocab = 512,
+        o.sliding_window = 128;
+    } else if (name == "gqa-window") {
+        // GQA 3:1, three experts per token, a 16-token window: a 64-token prompt makes the
+        // sliding-window and full-attention layers differ.
+        o.n_layer = 3, o.n_embd = 96, o.n_head = 6, o.n_head_kv = 2, o.head_dim = 16;
+        o.n_expert = 6, o.n_expert_used = 3, o.n_ff_exp = 64, o.n_vocab = 384,
+        o.sliding_window = 16;
+    } else if (name == "medium") {
+        // Big enough for throughput figures (about 110 MB), the GPT-OSS proportions scaled down.
+        o.n_layer = 8, o.n_embd = 512, o.n_head = 16, o.n_head_kv = 4, o.head_dim = 64;
+        o.n_expert = 16, o.n_expert_used = 4, o.n_ff_exp = 512, o.n_vocab = 4096,
+        o.sliding_window = 128;
+    } else {
+        return std::nullopt;
+    }
+    return o;
 }
 
-GptOssConfig synthetic_config(const SyntheticGptOssOptions &o)
+GptOssConfig synthetic_config(const SyntheticGptOssOptions& o)
 {
-	require(o.n_layer >= 1 && o.n_layer <= 512, "layers", fmt::format("{}: expected 1..512", o.n_layer));
-	require(o.n_embd >= 32 && o.n_embd % 32 == 0, "hidden",
-	        fmt::format("{}: expected a positive multiple of 32 (MXFP4 blocks)", o.n_embd));
-	require(o.n_head >= 1, "heads", "0: expected at least 1");
-	require(o.n_head_kv >= 1 && o.n_head % o.n_head_kv == 0, "kv-heads",
-	        fmt::format("{}: expected a divisor of --heads {}", o.n_head_kv, o.n_head));
-	require(o.head_dim >= 2 && o.head_dim % 2 == 0, "head-dim", fmt::format("{}: expected a positive even number", o.head_dim));
-	require(o.n_expert >= 1 && o.n_expert <= 512, "experts", fmt::format("{}: expected 1..512", o.n_expert));
-	require(o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert, "experts-per-token",
-	        fmt::format("{}: expected 1..--experts ({})", o.n_expert_used, o.n_expert));
-	require(o.n_ff_exp >= 32 && o.n_ff_exp % 32 == 0, "expert-ffn",
-	        fmt::format("{}: expected a positive multiple of 32 (MXFP4 blocks)", o.n_ff_exp));
-	require(o.n_vocab >= 2, "vocab", fmt::format("{}: expected at least 2", o.n_vocab));
-	require(o.n_ctx >= 1, "context", "0: expected at least 1");
-	require(o.sliding_window >= 1, "sliding-window", "0: expected at least 1");
+    require(o.n_layer >= 1 && o.n_layer <= 512, "layers",
+            fmt::format("{}: expected 1..512", o.n_layer));
+    require(o.n_embd >= 32 && o.n_embd % 32 == 0, "hidden",
+            fmt::format("{}: expected a positive multiple of 32 (MXFP4 blocks)", o.n_embd));
+    require(o.n_head >= 1, "heads", "0: expected at least 1");
+    require(o.n_head_kv >= 1 && o.n_head % o.n_head_kv == 0, "kv-heads",
+            fmt::format("{}: expected a divisor of --heads {}", o.n_head_kv, o.n_head));
+    require(o.head_dim >= 2 && o.head_dim % 2 == 0, "head-dim",
+            fmt::format("{}: expected a positive even number", o.head_dim));
+    require(o.n_expert >= 1 && o.n_expert <= 512, "experts",
+            fmt::format("{}: expected 1..512", o.n_expert));
+    require(o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert, "experts-per-token",
+            fmt::format("{}: expected 1..--experts ({})", o.n_expert_used, o.n_expert));
+    require(o.n_ff_exp >= 32 && o.n_ff_exp % 32 == 0, "expert-ffn",
+            fmt::format("{}: expected a positive multiple of 32 (MXFP4 blocks)", o.n_ff_exp));
+    require(o.n_vocab >= 2, "vocab", fmt::format("{}: expected at least 2", o.n_vocab));
+    require(o.n_ctx >= 1, "context", "0: expected at least 1");
+    require(o.sliding_window >= 1, "sliding-window", "0: expected at least 1");
 
-	GptOssConfig c;
-	c.n_layer = o.n_layer;
-	c.n_ctx_train = o.n_ctx;
-	c.n_embd = o.n_embd;
-	c.n_ff = o.n_ff_exp;
-	c.n_head = o.n_head;
-	c.n_head_kv = o.n_head_kv;
-	c.head_dim = c.head_dim_v = c.n_rot = o.head_dim;
-	c.n_expert = o.n_expert;
-	c.n_expert_used = o.n_expert_used;
-	c.n_ff_exp = o.n_ff_exp;
-	c.n_vocab = o.n_vocab;
-	c.sliding_window = o.sliding_window;
-	c.swa_period = 2;
-	c.rms_eps = 1e-5f;
-	// GPT-OSS's RoPE: theta 150000, YaRN factor 32 over an original 4096-token context.
-	c.rope_freq_base = c.rope_freq_base_swa = 150000.0f;
-	c.rope_scaling_type = "yarn";
-	c.rope_scaling_factor = 32.0f;
-	c.rope_orig_ctx = 4096;
-	c.tokenizer_model = "none";
-	return c;
+    GptOssConfig c;
+    c.n_layer = o.n_layer;
+    c.n_ctx_train = o.n_ctx;
+    c.n_embd = o.n_embd;
+    c.n_ff = o.n_ff_exp;
+    c.n_head = o.n_head;
+    c.n_head_kv = o.n_head_kv;
+    c.head_dim = c.head_dim_v = c.n_rot = o.head_dim;
+    c.n_expert = o.n_expert;
+    c.n_expert_used = o.n_expert_used;
+    c.n_ff_exp = o.n_ff_exp;
+    c.n_vocab = o.n_vocab;
+    c.sliding_window = o.sliding_window;
+    c.swa_period = 2;
+    c.rms_eps = 1e-5f;
+    // GPT-OSS's RoPE: theta 150000, YaRN factor 32 over an original 4096-token context.
+    c.rope_freq_base = c.rope_freq_base_swa = 150000.0f;
+    c.rope_scaling_type = "yarn";
+    c.rope_scaling_factor = 32.0f;
+    c.rope_orig_ctx = 4096;
+    c.tokenizer_model = "none";
+    return c;
 }
 
-SyntheticModelSummary write_synthetic_gpt_oss(const std::string &path, const SyntheticGptOssOptions &o,
-                                              const SyntheticProgress &progress)
+SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
+                                              const SyntheticGptOssOptions& o,
+                                              const SyntheticProgress& progress)
 {
-	const GptOssConfig c = synthetic_config(o);
-	const std::string arch = kGptOssArch;
-	auto k = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
+    const GptOssConfig c = synthetic_config(o);
+    const std::string arch = kGptOssArch;
+    auto k = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
 
-	GgufWriter w;
-	w.set_string("general.architecture", arch);
-	w.set_string("general.name", fmt::format("jal synthetic gpt-oss{}{} seed {}", o.preset.empty() ? "" : " ",
-	                                         o.preset, o.seed));
-	w.set_u32(k("context_length"), c.n_ctx_train);
-	w.set_u32(k("embedding_length"), c.n_embd);
-	w.set_u32(k("feed_forward_length"), c.n_ff);
-	w.set_u32(k("block_count"), c.n_layer);
-	w.set_u32(k("attention.head_count"), c.n_head);
-	w.set_u32(k("attention.head_count_kv"), c.n_head_kv);
-	w.set_u32(k("attention.key_length"), c.head_dim);
-	w.set_u32(k("attention.value_length"), c.head_dim_v);
-	w.set_f32(k("attention.layer_norm_rms_epsilon"), c.rms_eps);
-	w.set_u32(k("attention.sliding_window"), c.sliding_window);
-	w.set_f32(k("rope.freq_base"), c.rope_freq_base);
-	w.set_string(k("rope.scaling.type"), c.rope_scaling_type);
-	w.set_f32(k("rope.scaling.factor"), c.rope_scaling_factor);
-	w.set_u32(k("rope.scaling.original_context_length"), c.rope_orig_ctx);
-	w.set_u32(k("expert_count"), c.n_expert);
-	w.set_u32(k("expert_used_count"), c.n_expert_used);
-	w.set_u32(k("expert_feed_forward_length"), c.n_ff_exp);
-	// No tokenizer: token ids in, token ids out. llama.cpp's "none" vocabulary takes its
-	// size from <arch>.vocab_size.
-	w.set_string("tokenizer.ggml.model", c.tokenizer_model);
-	w.set_u32(k("vocab_size"), c.n_vocab);
-	w.set_u64("jal.synthetic.seed", o.seed);
+    GgufWriter w;
+    w.set_string("general.architecture", arch);
+    w.set_string("general.name", fmt::format("jal synthetic gpt-oss{}{} seed {}",
+                                             o.preset.empty() ? "" : " ", o.preset, o.seed));
+    w.set_u32(k("context_length"), c.n_ctx_train);
+    w.set_u32(k("embedding_length"), c.n_embd);
+    w.set_u32(k("feed_forward_length"), c.n_ff);
+    w.set_u32(k("block_count"), c.n_layer);
+    w.set_u32(k("attention.head_count"), c.n_head);
+    w.set_u32(k("attention.head_count_kv"), c.n_head_kv);
+    w.set_u32(k("attention.key_length"), c.head_dim);
+    w.set_u32(k("attention.value_length"), c.head_dim_v);
+    w.set_f32(k("attention.layer_norm_rms_epsilon"), c.rms_eps);
+    w.set_u32(k("attention.sliding_window"), c.sliding_window);
+    w.set_f32(k("rope.freq_base"), c.rope_freq_base);
+    w.set_string(k("rope.scaling.type"), c.rope_scaling_type);
+    w.set_f32(k("rope.scaling.factor"), c.rope_scaling_factor);
+    w.set_u32(k("rope.scaling.original_context_length"), c.rope_orig_ctx);
+    w.set_u32(k("expert_count"), c.n_expert);
+    w.set_u32(k("expert_used_count"), c.n_expert_used);
+    w.set_u32(k("expert_feed_forward_length"), c.n_ff_exp);
+    // No tokenizer: token ids in, token ids out. llama.cpp's "none" vocabulary takes its
+    // size from <arch>.vocab_size.
+    w.set_string("tokenizer.ggml.model", c.tokenizer_model);
+    w.set_u32(k("vocab_size"), c.n_vocab);
+    w.set_u64("jal.synthetic.seed", o.seed);
 
-	SyntheticModelSummary summary;
-	summary.config = c;
-	const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
-	uint64_t total = 0;
-	for (const TensorSpec &s : specs) {
-		total += w.add_tensor(s.name, storage_type(s), s.ne);
-		uint64_t n = 1;
-		for (uint64_t d : s.ne)
-			n *= d;
-		summary.parameters += n;
-	}
-	summary.tensors = specs.size();
-	summary.file_bytes = w.file_size();
+    SyntheticModelSummary summary;
+    summary.config = c;
+    const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
+    uint64_t total = 0;
+    for (const TensorSpec& s : specs) {
+        total += w.add_tensor(s.name, storage_type(s), s.ne);
+        uint64_t n = 1;
+        for (uint64_t d : s.ne) n *= d;
+        summary.parameters += n;
+    }
+    summary.tensors = specs.size();
+    summary.file_bytes = w.file_size();
 
-	const std::string tmp = path + ".tmp";
-	std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-	if (!out)
-		throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot create", tmp));
-	try {
-		w.begin(out);
-		uint64_t done = 0;
-		std::vector<float> values;
-		std::vector<std::byte> bytes;
-		for (const TensorSpec &s : specs) {
-			Rng rng{tensor_seed(o.seed, s.name)};
-			const Draw d = draw_for(s, c);
-			const TensorType type = storage_type(s);
-			// One matrix (one expert) at a time keeps memory small for large shapes.
-			const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
-			const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
-			values.resize(part);
-			bytes.resize(tensor_bytes(type, part));
-			for (uint64_t p = 0; p < parts; ++p) {
-				for (float &v : values)
-					v = d.mean + d.std * rng.normal();
-				if (type == TensorType::MXFP4)
-					numerics::quantize_row(JAL_DT_MXFP4, values.data(), bytes.data(), part, JAL_CVT_GGML);
-				else
-					std::memcpy(bytes.data(), values.data(), bytes.size());
-				w.write_tensor_part(bytes);
-				done += bytes.size();
-				if (progress)
-					progress(done, total);
-			}
-		}
-		w.finish();
-		out.close();
-		if (!out)
-			throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: writing failed", tmp));
-		if (std::rename(tmp.c_str(), path.c_str()) != 0)
-			throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot rename to {}", tmp, path));
-	} catch (...) {
-		std::remove(tmp.c_str());
-		throw;
-	}
-	return summary;
+    const std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot create", tmp));
+    try {
+        w.begin(out);
+        uint64_t done = 0;
+        std::vector<float> values;
+        std::vector<std::byte> bytes;
+        for (const TensorSpec& s : specs) {
+            Rng rng{tensor_seed(o.seed, s.name)};
+            const Draw d = draw_for(s, c);
+            const TensorType type = storage_type(s);
+            // One matrix (one expert) at a time keeps memory small for large shapes.
+            const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
+            const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
+            values.resize(part);
+            bytes.resize(tensor_bytes(type, part));
+            for (uint64_t p = 0; p < parts; ++p) {
+                for (float& v : values) v = d.mean + d.std * rng.normal();
+                if (type == TensorType::MXFP4)
+                    numerics::quantize_row(JAL_DT_MXFP4, values.data(), bytes.data(), part,
+                                           JAL_CVT_GGML);
+                else
+                    std::memcpy(bytes.data(), values.data(), bytes.size());
+                w.write_tensor_part(bytes);
+                done += bytes.size();
+                if (progress) progress(done, total);
+            }
+        }
+        w.finish();
+        out.close();
+        if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: writing failed", tmp));
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot rename to {}", tmp, path));
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    return summary;
 }
 
 }  // namespace jal::model

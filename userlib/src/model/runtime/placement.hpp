@@ -14,33 +14,33 @@
 namespace jal::model::detail {
 
 struct Place {
-	int arena = 0;        // 0..slices-1: that slice; kReplicated; kInterleaved
-	uint64_t offset = 0;
-	uint64_t bytes = 0;
+    int arena = 0;  // 0..slices-1: that slice; kReplicated; kInterleaved
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
 };
 
 class Placement {
 public:
-	static constexpr int kReplicated = -1;
-	static constexpr int kInterleaved = -2;
+    static constexpr int kReplicated = -1;
+    static constexpr int kInterleaved = -2;
 
-	explicit Placement(uint32_t slices) : slice_sizes_(slices, 0) {}
+    explicit Placement(uint32_t slices) : slice_sizes_(slices, 0) {}
 
-	// Room for `bytes` (256-byte aligned) in an arena.
-	Place reserve(int arena, uint64_t bytes);
-	// Allocates every arena (once, after all reservations).
-	void allocate(const runtime::Context &context);
-	uint64_t va(const Place &p) const;
-	uint64_t bytes_reserved() const; // replicas counted once
-	// (va, bytes) of the per-slice arenas and the interleaved one.
-	std::vector<std::pair<uint64_t, uint64_t>> data_ranges() const;
+    // Room for `bytes` (256-byte aligned) in an arena.
+    Place reserve(int arena, uint64_t bytes);
+    // Allocates every arena (once, after all reservations).
+    void allocate(const runtime::Context& context);
+    uint64_t va(const Place& p) const;
+    uint64_t bytes_reserved() const;  // replicas counted once
+    // (va, bytes) of the per-slice arenas and the interleaved one.
+    std::vector<std::pair<uint64_t, uint64_t>> data_ranges() const;
 
 private:
-	uint64_t &size_of(int arena);
-	std::vector<uint64_t> slice_sizes_;
-	uint64_t replicated_ = 0, interleaved_ = 0;
-	std::vector<std::unique_ptr<runtime::Memory>> slice_mem_;
-	std::unique_ptr<runtime::Memory> replicated_mem_, interleaved_mem_;
+    uint64_t& size_of(int arena);
+    std::vector<uint64_t> slice_sizes_;
+    uint64_t replicated_ = 0, interleaved_ = 0;
+    std::vector<std::unique_ptr<runtime::Memory>> slice_mem_;
+    std::unique_ptr<runtime::Memory> replicated_mem_, interleaved_mem_;
 };
 
-} // namespace jal::model::detail
+}  // namespace jal::model::detail

@@ -27,868 +27,924 @@ namespace k = jal::kernels;
 using detail::Place;
 using detail::Placement;
 
-ChipTotals &ChipTotals::operator+=(const ChipTotals &o)
+ChipTotals& ChipTotals::operator+=(const ChipTotals& o)
 {
-	dispatches += o.dispatches;
-	modelled_ns += o.modelled_ns;
-	energy_nj += o.energy_nj;
-	flops += o.flops;
-	hbm_bytes += o.hbm_bytes;
-	return *this;
+    dispatches += o.dispatches;
+    modelled_ns += o.modelled_ns;
+    energy_nj += o.energy_nj;
+    flops += o.flops;
+    hbm_bytes += o.hbm_bytes;
+    return *this;
 }
 
-const char *numerics_name(Numerics n) { return n == Numerics::ggml ? "ggml" : "native"; }
-
-bool parse_numerics(std::string_view s, Numerics &out)
+const char* numerics_name(Numerics n)
 {
-	if (s == "native")
-		out = Numerics::native;
-	else if (s == "ggml")
-		out = Numerics::ggml;
-	else
-		return false;
-	return true;
+    return n == Numerics::ggml ? "ggml" : "native";
+}
+
+bool parse_numerics(std::string_view s, Numerics& out)
+{
+    if (s == "native")
+        out = Numerics::native;
+    else if (s == "ggml")
+        out = Numerics::ggml;
+    else
+        return false;
+    return true;
 }
 
 namespace {
 
 jal_dtype dtype_of(TensorType t, std::string_view name)
 {
-	switch (t) {
-	case TensorType::F32: return JAL_DT_F32;
-	case TensorType::BF16: return JAL_DT_BF16;
-	case TensorType::F16: return JAL_DT_F16;
-	case TensorType::MXFP4: return JAL_DT_MXFP4;
-	case TensorType::Q8_0: return JAL_DT_Q8_0;
-	default:
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensor '{}' is {}, which the chip's kernels "
-								  "do not take (F32, BF16, F16, MXFP4, Q8_0)",
-								  name, tensor_type_name(t)));
-	}
+    switch (t) {
+    case TensorType::F32:
+        return JAL_DT_F32;
+    case TensorType::BF16:
+        return JAL_DT_BF16;
+    case TensorType::F16:
+        return JAL_DT_F16;
+    case TensorType::MXFP4:
+        return JAL_DT_MXFP4;
+    case TensorType::Q8_0:
+        return JAL_DT_Q8_0;
+    default:
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' is {}, which the chip's kernels "
+                                "do not take (F32, BF16, F16, MXFP4, Q8_0)",
+                                name, tensor_type_name(t)));
+    }
 }
 
 uint64_t mask_of(uint32_t first, uint32_t count)
 {
-	uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
-	return m << first;
+    uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
+    return m << first;
 }
 
 // A weight matrix split by rows over the slices as the GEMM kernels split it.
 struct Matrix {
-	uint32_t n = 0, kdim = 0, experts = 0; // experts > 0: expert e's rows are e·n .. e·n+n-1
-	jal_dtype dtype = JAL_DT_F32;
-	uint64_t row_bytes = 0;
-	const std::byte *data = nullptr;       // host bytes (nullptr: timing only)
-	std::vector<Place> shards;             // per slice (bytes 0: owns nothing)
-	std::vector<uint32_t> first_row;       // per slice: first row (or expert) it owns
-	Place table;                           // the shard table (u64 per slice)
+    uint32_t n = 0, kdim = 0, experts = 0;  // experts > 0: expert e's rows are e·n .. e·n+n-1
+    jal_dtype dtype = JAL_DT_F32;
+    uint64_t row_bytes = 0;
+    const std::byte* data = nullptr;  // host bytes (nullptr: timing only)
+    std::vector<Place> shards;        // per slice (bytes 0: owns nothing)
+    std::vector<uint32_t> first_row;  // per slice: first row (or expert) it owns
+    Place table;                      // the shard table (u64 per slice)
 };
 
-struct Vec { // F32 (or any bytes) read whole by every slice
-	Place place;
-	const std::byte *data = nullptr;
-	uint64_t bytes = 0;
+struct Vec {  // F32 (or any bytes) read whole by every slice
+    Place place;
+    const std::byte* data = nullptr;
+    uint64_t bytes = 0;
 };
 
 struct Layer {
-	// q, k and v are one GEMM (their rows concatenated): one dispatch instead of three.
-	Vec attn_norm, post_norm, bqkv, bo, sinks, br, b_gate, b_up, b_down;
-	Matrix wqkv, wo, router, gate, up, down;
+    // q, k and v are one GEMM (their rows concatenated): one dispatch instead of three.
+    Vec attn_norm, post_norm, bqkv, bo, sinks, br, b_gate, b_up, b_down;
+    Matrix wqkv, wo, router, gate, up, down;
 };
 
 struct Activations {
-	Place x, h, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
+    Place x, h, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
 public:
-	RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &config, const runtime::Device &device,
-		    const RuntimeOptions &options);
+    RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
+                const runtime::Device& device, const RuntimeOptions& options);
 
-	const GptOssConfig &config() const override { return c_; }
-	const RuntimeOptions &options() const override { return o_; }
-	uint32_t slices() const override { return S_; }
-	uint64_t weight_bytes() const override { return weight_bytes_; }
-	int create_sequence() override;
-	void free_sequence(int seq) override;
-	uint32_t sequence_length(int seq) const override { return slot(seq).len; }
-	void assume_length(int seq, uint32_t len) override
-	{
-		if (!o_.timing_only || len > o_.n_ctx)
-			throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: assume_length is for timing-only runs within n_ctx");
-		slot(seq).len = len;
-	}
-	std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
-	std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
-	std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
-	{
-		const auto ranges = placement_.data_ranges();
-		size_t total = 0;
-		for (auto [addr, bytes] : ranges)
-			total += std::min(bytes, max_bytes);
-		std::vector<uint8_t> out(total);
-		size_t at = 0;
-		for (auto [addr, bytes] : ranges) {
-			const size_t n = std::min(bytes, max_bytes);
-			launch_->download(out.data() + at, addr, n);
-			at += n;
-		}
-		launch_->run();
-		return out;
-	}
-	uint64_t decode_min_bytes(uint32_t users, uint32_t context) const override
-	{
-		auto bytes = [](const Matrix &m) { return m.row_bytes * m.n * std::max<uint32_t>(m.experts, 1); };
-		// Expected distinct experts of E when `picks` draws of k each are uniform.
-		const double E = c_.n_expert, picks = double(users);
-		const double distinct = E * (1 - std::pow(1 - double(c_.n_expert_used) / E, picks));
-		double total = double(bytes(output_)) + embd_m_.row_bytes * double(users);
-		for (uint32_t il = 0; il < c_.n_layer; il++) {
-			const Layer &L = layers_[il];
-			total += double(bytes(L.wqkv) + bytes(L.wo) + bytes(L.router));
-			total += (double(bytes(L.gate) + bytes(L.up) + bytes(L.down)) / E) * distinct;
-			const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
-			const uint32_t visible = window ? std::min(window, context) : context;
-			total += double(users) * 2.0 * visible * kvdim_ * 4;
-		}
-		return static_cast<uint64_t>(total);
-	}
-	const ChipTotals &last() const override { return last_; }
-	const std::map<std::string, ChipTotals> &last_by_kernel() const override { return launch_->by_kernel(); }
-	const ChipTotals &total() const override { return total_; }
+    const GptOssConfig& config() const override { return c_; }
+    const RuntimeOptions& options() const override { return o_; }
+    uint32_t slices() const override { return S_; }
+    uint64_t weight_bytes() const override { return weight_bytes_; }
+    int create_sequence() override;
+    void free_sequence(int seq) override;
+    uint32_t sequence_length(int seq) const override { return slot(seq).len; }
+    void assume_length(int seq, uint32_t len) override
+    {
+        if (!o_.timing_only || len > o_.n_ctx)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        "model runtime: assume_length is for timing-only runs within n_ctx");
+        slot(seq).len = len;
+    }
+    std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
+    std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+    std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
+    {
+        const auto ranges = placement_.data_ranges();
+        size_t total = 0;
+        for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
+        std::vector<uint8_t> out(total);
+        size_t at = 0;
+        for (auto [addr, bytes] : ranges) {
+            const size_t n = std::min(bytes, max_bytes);
+            launch_->download(out.data() + at, addr, n);
+            at += n;
+        }
+        launch_->run();
+        return out;
+    }
+    uint64_t decode_min_bytes(uint32_t users, uint32_t context) const override
+    {
+        auto bytes = [](const Matrix& m) {
+            return m.row_bytes * m.n * std::max<uint32_t>(m.experts, 1);
+        };
+        // Expected distinct experts of E when `picks` draws of k each are uniform.
+        const double E = c_.n_expert, picks = double(users);
+        const double distinct = E * (1 - std::pow(1 - double(c_.n_expert_used) / E, picks));
+        double total = double(bytes(output_)) + embd_m_.row_bytes * double(users);
+        for (uint32_t il = 0; il < c_.n_layer; il++) {
+            const Layer& L = layers_[il];
+            total += double(bytes(L.wqkv) + bytes(L.wo) + bytes(L.router));
+            total += (double(bytes(L.gate) + bytes(L.up) + bytes(L.down)) / E) * distinct;
+            const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
+            const uint32_t visible = window ? std::min(window, context) : context;
+            total += double(users) * 2.0 * visible * kvdim_ * 4;
+        }
+        return static_cast<uint64_t>(total);
+    }
+    const ChipTotals& last() const override { return last_; }
+    const std::map<std::string, ChipTotals>& last_by_kernel() const override
+    {
+        return launch_->by_kernel();
+    }
+    const ChipTotals& total() const override { return total_; }
 
 private:
-	struct Slot {
-		bool used = false;
-		uint32_t len = 0;
-		std::vector<Place> heads; // per layer: the head table {k_va, vt_va} per KV head
-	};
-	struct Segment {
-		int seq;
-		uint32_t row0, rows, pos0;
-	};
+    struct Slot {
+        bool used = false;
+        uint32_t len = 0;
+        std::vector<Place> heads;  // per layer: the head table {k_va, vt_va} per KV head
+    };
+    struct Segment {
+        int seq;
+        uint32_t row0, rows, pos0;
+    };
 
-	const Slot &slot(int seq) const;
-	Slot &slot(int seq) { return const_cast<Slot &>(std::as_const(*this).slot(seq)); }
-	void plan_matrix(Matrix &m, const GgufTensor *t, uint32_t n, uint32_t kdim, uint32_t experts, jal_dtype dtype);
-	void plan_matrix(Matrix &m, const std::byte *data, uint64_t data_bytes, uint32_t n, uint32_t kdim, uint32_t experts,
-			 jal_dtype dtype);
-	void plan_vec(Vec &v, const GgufTensor *t, uint64_t bytes);
-	void plan_vec(Vec &v, const std::byte *data, uint64_t bytes);
-	// The named tensors' bytes one after another, kept for the upload (nullptr without a
-	// file). Throws unless they add up to `bytes`.
-	const std::byte *concat(std::initializer_list<std::string> names, uint64_t bytes);
-	std::vector<std::vector<std::byte>> owned_;
-	Matrix matrix(const char *name, uint32_t n, uint32_t kdim, uint32_t experts, jal_dtype timing_dtype);
-	void upload_weights();
-	template <typename F> void for_each_matrix(F f)
-	{
-		for (Layer &L : layers_)
-			for (Matrix *m : {&L.wqkv, &L.wo, &L.router, &L.gate, &L.up, &L.down})
-				f(*m);
-		f(output_);
-	}
-	uint32_t kv_slice(uint32_t slot, uint32_t g) const;
-	uint64_t kv_mask(uint32_t slot) const;
-	// One graph run over these segments (tokens in row order); logits of rows
-	// [out_row0, out_row0 + out_rows) come back.
-	std::vector<float> run(const std::vector<Segment> &segs, std::span<const int32_t> tokens, std::span<const int32_t> pos,
-			       uint32_t out_row0, uint32_t out_rows);
-	void gemm(const Matrix &m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec *bias, uint64_t y,
-		  uint64_t y_stride, const char *what);
-	void timing_expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
-				uint64_t y, const char *what);
-	void expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride, const Vec &bias,
-			 uint64_t y, uint64_t y_stride, const char *what);
-	uint64_t va(const Place &p) const { return placement_.va(p); }
-	// Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
-	// than there are rows: a slice without rows would only add its start-up to the dispatch.
-	uint64_t rows_mask(uint32_t rows) const { return mask_of(0, std::clamp<uint32_t>(rows, 1, S_)); }
+    const Slot& slot(int seq) const;
+    Slot& slot(int seq) { return const_cast<Slot&>(std::as_const(*this).slot(seq)); }
+    void plan_matrix(Matrix& m, const GgufTensor* t, uint32_t n, uint32_t kdim, uint32_t experts,
+                     jal_dtype dtype);
+    void plan_matrix(Matrix& m, const std::byte* data, uint64_t data_bytes, uint32_t n,
+                     uint32_t kdim, uint32_t experts, jal_dtype dtype);
+    void plan_vec(Vec& v, const GgufTensor* t, uint64_t bytes);
+    void plan_vec(Vec& v, const std::byte* data, uint64_t bytes);
+    // The named tensors' bytes one after another, kept for the upload (nullptr without a
+    // file). Throws unless they add up to `bytes`.
+    const std::byte* concat(std::initializer_list<std::string> names, uint64_t bytes);
+    std::vector<std::vector<std::byte>> owned_;
+    Matrix matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t experts,
+                  jal_dtype timing_dtype);
+    void upload_weights();
+    template <typename F>
+    void for_each_matrix(F f)
+    {
+        for (Layer& L : layers_)
+            for (Matrix* m : {&L.wqkv, &L.wo, &L.router, &L.gate, &L.up, &L.down}) f(*m);
+        f(output_);
+    }
+    uint32_t kv_slice(uint32_t slot, uint32_t g) const;
+    uint64_t kv_mask(uint32_t slot) const;
+    // One graph run over these segments (tokens in row order); logits of rows
+    // [out_row0, out_row0 + out_rows) come back.
+    std::vector<float> run(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                           std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
+    void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
+              uint64_t y, uint64_t y_stride, const char* what);
+    void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+                            uint64_t x_stride, uint64_t y, const char* what);
+    void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
+                     const Vec& bias, uint64_t y, uint64_t y_stride, const char* what);
+    uint64_t va(const Place& p) const { return placement_.va(p); }
+    // Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
+    // than there are rows: a slice without rows would only add its start-up to the dispatch.
+    uint64_t rows_mask(uint32_t rows) const
+    {
+        return mask_of(0, std::clamp<uint32_t>(rows, 1, S_));
+    }
 
-	std::optional<GgufFile> file_;
-	GptOssConfig c_;
-	RuntimeOptions o_;
-	const runtime::Device &device_;
-	runtime::Context context_;
-	uint32_t S_ = 0;
-	uint64_t all_mask_ = 0;
-	uint32_t kv_group_ = 0, kv_groups_ = 0; // slices an attention dispatch uses; groups of them
-	uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
-	Placement placement_;
-	std::unique_ptr<detail::Launcher> launch_;
-	std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_; // before context_ goes
-	Vec embd_, out_norm_, rope_cos_, rope_sin_;
-	Matrix embd_m_, output_;
-	std::vector<Layer> layers_;
-	std::vector<Slot> slots_;
-	Activations a_;
-	std::vector<float> cos_, sin_;
-	std::vector<std::pair<Place, const Vec *>> vec_uploads_;
-	uint64_t weight_bytes_ = 0;
-	ChipTotals last_, total_;
+    std::optional<GgufFile> file_;
+    GptOssConfig c_;
+    RuntimeOptions o_;
+    const runtime::Device& device_;
+    runtime::Context context_;
+    uint32_t S_ = 0;
+    uint64_t all_mask_ = 0;
+    uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
+    uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
+    Placement placement_;
+    std::unique_ptr<detail::Launcher> launch_;
+    std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;  // before context_ goes
+    Vec embd_, out_norm_, rope_cos_, rope_sin_;
+    Matrix embd_m_, output_;
+    std::vector<Layer> layers_;
+    std::vector<Slot> slots_;
+    Activations a_;
+    std::vector<float> cos_, sin_;
+    std::vector<std::pair<Place, const Vec*>> vec_uploads_;
+    uint64_t weight_bytes_ = 0;
+    ChipTotals last_, total_;
 };
 
-RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig &config, const runtime::Device &device,
-			 const RuntimeOptions &options)
-	: file_(std::move(file)), c_(config), o_(options), device_(device), context_(device), placement_(1)
+RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
+                         const runtime::Device& device, const RuntimeOptions& options)
+    : file_(std::move(file)), c_(config), o_(options), device_(device), context_(device),
+      placement_(1)
 {
-	const jal_identify id = device.identify();
-	const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
-	S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
-	if (S_ > usable || S_ > 64)
-		throw Error(JAL_STATUS_INVALID_FIELD,
-			    fmt::format("model runtime: {} slices asked for, the chip has {} usable", S_, usable));
-	all_mask_ = mask_of(0, S_);
-	placement_ = Placement(S_);
-	if (!o_.n_ctx)
-		o_.n_ctx = std::min<uint32_t>(c_.n_ctx_train ? c_.n_ctx_train : 4096, 4096);
-	T_ = std::max(o_.max_batch_tokens, o_.max_sequences);
-	qdim_ = c_.n_head * c_.head_dim;
-	kvdim_ = c_.n_head_kv * c_.head_dim;
-	// Attention of one sequence runs on kv_group_ slices, one KV head each (the kernel
-	// gives item i = KV head i % n_head_kv to slice i % n); each sequence slot uses its own
-	// group, so caches spread over the chip and every head's cache is local to its reader.
-	kv_group_ = std::min(S_, c_.n_head_kv);
-	kv_groups_ = std::max<uint32_t>(1, S_ / kv_group_);
+    const jal_identify id = device.identify();
+    const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
+    S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
+    if (S_ > usable || S_ > 64)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("model runtime: {} slices asked for, the chip has {} usable", S_, usable));
+    all_mask_ = mask_of(0, S_);
+    placement_ = Placement(S_);
+    if (!o_.n_ctx) o_.n_ctx = std::min<uint32_t>(c_.n_ctx_train ? c_.n_ctx_train : 4096, 4096);
+    T_ = std::max(o_.max_batch_tokens, o_.max_sequences);
+    qdim_ = c_.n_head * c_.head_dim;
+    kvdim_ = c_.n_head_kv * c_.head_dim;
+    // Attention of one sequence runs on kv_group_ slices, one KV head each (the kernel
+    // gives item i = KV head i % n_head_kv to slice i % n); each sequence slot uses its own
+    // group, so caches spread over the chip and every head's cache is local to its reader.
+    kv_group_ = std::min(S_, c_.n_head_kv);
+    kv_groups_ = std::max<uint32_t>(1, S_ / kv_group_);
 
-	const bool timing = o_.timing_only;
-	const jal_dtype dense_dt = JAL_DT_BF16; // the published checkpoints' non-expert format
-	auto tensor = [&](const std::string &name) -> const GgufTensor * {
-		return file_ ? &file_->tensor(name) : nullptr;
-	};
-	auto vec = [&](Vec &v, const std::string &name, uint64_t bytes) { plan_vec(v, tensor(name), bytes); };
+    const bool timing = o_.timing_only;
+    const jal_dtype dense_dt = JAL_DT_BF16;  // the published checkpoints' non-expert format
+    auto tensor = [&](const std::string& name) -> const GgufTensor* {
+        return file_ ? &file_->tensor(name) : nullptr;
+    };
+    auto vec = [&](Vec& v, const std::string& name, uint64_t bytes) {
+        plan_vec(v, tensor(name), bytes);
+    };
 
-	// token_embd: every slice reads random rows of it; interleaved (replicating a
-	// vocabulary-sized table on every slice would cost 64× its size).
-	{
-		const GgufTensor *t = tensor("token_embd.weight");
-		embd_m_.dtype = t ? dtype_of(t->type, t->name) : dense_dt;
-		embd_m_.kdim = c_.n_embd;
-		embd_m_.n = c_.n_vocab;
-		embd_m_.row_bytes = lin::packed_row_bytes(embd_m_.dtype, c_.n_embd);
-		embd_.bytes = embd_m_.row_bytes * c_.n_vocab;
-		embd_.data = t ? t->data.data() : nullptr;
-		embd_.place = placement_.reserve(Placement::kInterleaved, embd_.bytes);
-		vec_uploads_.push_back({embd_.place, &embd_});
-	}
-	const uint64_t E4 = uint64_t{c_.n_embd} * 4;
-	layers_.resize(c_.n_layer);
-	for (uint32_t il = 0; il < c_.n_layer; il++) {
-		Layer &L = layers_[il];
-		auto n = [&](const char *s) { return fmt::format("blk.{}.{}", il, s); };
-		vec(L.attn_norm, n("attn_norm.weight"), E4);
-		vec(L.post_norm, n("post_attention_norm.weight"), E4);
-		const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
-		plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes), qkv_bytes);
-		vec(L.bo, n("attn_output.bias"), E4);
-		vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
-		vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
-		vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
-		vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
-		vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
-		{
-			const std::string names[3] = {n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight")};
-			jal_dtype dt = dense_dt;
-			if (file_) {
-				dt = dtype_of(file_->tensor(names[0]).type, names[0]);
-				for (const std::string &nm : names)
-					if (dtype_of(file_->tensor(nm).type, nm) != dt)
-						throw Error(JAL_STATUS_INVALID_FIELD,
-							    fmt::format("model runtime: '{}' and '{}' differ in type; the runtime fuses them",
-									names[0], nm));
-			}
-			const uint32_t rows = qdim_ + 2 * kvdim_;
-			const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
-			plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows, c_.n_embd, 0, dt);
-		}
-		L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, dense_dt);
-		L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, dense_dt);
-		L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert, JAL_DT_MXFP4);
-		L.up = matrix(n("ffn_up_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert, JAL_DT_MXFP4);
-		L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert, JAL_DT_MXFP4);
-	}
-	vec(out_norm_, "output_norm.weight", E4);
-	output_ = matrix("output.weight", c_.n_vocab, c_.n_embd, 0, dense_dt);
+    // token_embd: every slice reads random rows of it; interleaved (replicating a
+    // vocabulary-sized table on every slice would cost 64× its size).
+    {
+        const GgufTensor* t = tensor("token_embd.weight");
+        embd_m_.dtype = t ? dtype_of(t->type, t->name) : dense_dt;
+        embd_m_.kdim = c_.n_embd;
+        embd_m_.n = c_.n_vocab;
+        embd_m_.row_bytes = lin::packed_row_bytes(embd_m_.dtype, c_.n_embd);
+        embd_.bytes = embd_m_.row_bytes * c_.n_vocab;
+        embd_.data = t ? t->data.data() : nullptr;
+        embd_.place = placement_.reserve(Placement::kInterleaved, embd_.bytes);
+        vec_uploads_.push_back({embd_.place, &embd_});
+    }
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    layers_.resize(c_.n_layer);
+    for (uint32_t il = 0; il < c_.n_layer; il++) {
+        Layer& L = layers_[il];
+        auto n = [&](const char* s) { return fmt::format("blk.{}.{}", il, s); };
+        vec(L.attn_norm, n("attn_norm.weight"), E4);
+        vec(L.post_norm, n("post_attention_norm.weight"), E4);
+        const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
+        plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes),
+                 qkv_bytes);
+        vec(L.bo, n("attn_output.bias"), E4);
+        vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
+        vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
+        vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
+        vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
+        vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
+        {
+            const std::string names[3] = {n("attn_q.weight"), n("attn_k.weight"),
+                                          n("attn_v.weight")};
+            jal_dtype dt = dense_dt;
+            if (file_) {
+                dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+                for (const std::string& nm : names)
+                    if (dtype_of(file_->tensor(nm).type, nm) != dt)
+                        throw Error(JAL_STATUS_INVALID_FIELD,
+                                    fmt::format("model runtime: '{}' and '{}' differ in type; the "
+                                                "runtime fuses them",
+                                                names[0], nm));
+            }
+            const uint32_t rows = qdim_ + 2 * kvdim_;
+            const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
+            plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows,
+                        c_.n_embd, 0, dt);
+        }
+        L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, dense_dt);
+        L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, dense_dt);
+        L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
+                        JAL_DT_MXFP4);
+        L.up = matrix(n("ffn_up_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
+                      JAL_DT_MXFP4);
+        L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert,
+                        JAL_DT_MXFP4);
+    }
+    vec(out_norm_, "output_norm.weight", E4);
+    output_ = matrix("output.weight", c_.n_vocab, c_.n_embd, 0, dense_dt);
 
-	// RoPE tables (YaRN as llama.cpp computes it), replicated: every slice gathers rows.
-	{
-		k::YarnParams y;
-		y.head_dim = c_.n_rot ? c_.n_rot : c_.head_dim;
-		y.freq_base = c_.rope_freq_base;
-		const bool yarn = c_.rope_scaling_type == "yarn" && c_.rope_scaling_factor > 0;
-		y.factor = yarn ? c_.rope_scaling_factor : 1.0;
-		y.ext_factor = yarn ? 1.0 : 0.0;
-		y.n_ctx_orig = c_.rope_orig_ctx ? c_.rope_orig_ctx : c_.n_ctx_train;
-		y.beta_fast = c_.yarn_beta_fast;
-		y.beta_slow = c_.yarn_beta_slow;
-		k::RopeTables rt = k::rope_yarn_tables(y, o_.n_ctx);
-		cos_ = std::move(rt.cos);
-		sin_ = std::move(rt.sin);
-		rope_cos_.bytes = cos_.size() * 4;
-		rope_cos_.data = reinterpret_cast<const std::byte *>(cos_.data());
-		rope_cos_.place = placement_.reserve(Placement::kReplicated, rope_cos_.bytes);
-		rope_sin_.bytes = sin_.size() * 4;
-		rope_sin_.data = reinterpret_cast<const std::byte *>(sin_.data());
-		rope_sin_.place = placement_.reserve(Placement::kReplicated, rope_sin_.bytes);
-		vec_uploads_.push_back({rope_cos_.place, &rope_cos_});
-		vec_uploads_.push_back({rope_sin_.place, &rope_sin_});
-	}
-	weight_bytes_ = placement_.bytes_reserved();
+    // RoPE tables (YaRN as llama.cpp computes it), replicated: every slice gathers rows.
+    {
+        k::YarnParams y;
+        y.head_dim = c_.n_rot ? c_.n_rot : c_.head_dim;
+        y.freq_base = c_.rope_freq_base;
+        const bool yarn = c_.rope_scaling_type == "yarn" && c_.rope_scaling_factor > 0;
+        y.factor = yarn ? c_.rope_scaling_factor : 1.0;
+        y.ext_factor = yarn ? 1.0 : 0.0;
+        y.n_ctx_orig = c_.rope_orig_ctx ? c_.rope_orig_ctx : c_.n_ctx_train;
+        y.beta_fast = c_.yarn_beta_fast;
+        y.beta_slow = c_.yarn_beta_slow;
+        k::RopeTables rt = k::rope_yarn_tables(y, o_.n_ctx);
+        cos_ = std::move(rt.cos);
+        sin_ = std::move(rt.sin);
+        rope_cos_.bytes = cos_.size() * 4;
+        rope_cos_.data = reinterpret_cast<const std::byte*>(cos_.data());
+        rope_cos_.place = placement_.reserve(Placement::kReplicated, rope_cos_.bytes);
+        rope_sin_.bytes = sin_.size() * 4;
+        rope_sin_.data = reinterpret_cast<const std::byte*>(sin_.data());
+        rope_sin_.place = placement_.reserve(Placement::kReplicated, rope_sin_.bytes);
+        vec_uploads_.push_back({rope_cos_.place, &rope_cos_});
+        vec_uploads_.push_back({rope_sin_.place, &rope_sin_});
+    }
+    weight_bytes_ = placement_.bytes_reserved();
 
-	// KV caches: slot j, layer l, KV head g on slice kv_slice(j, g) (see kv_group_).
-	const uint64_t head_bytes = 2ull * o_.n_ctx * c_.head_dim * 4;
-	slots_.resize(o_.max_sequences);
-	std::vector<std::vector<std::vector<Place>>> caches(o_.max_sequences);
-	for (uint32_t j = 0; j < o_.max_sequences; j++) {
-		caches[j].resize(c_.n_layer);
-		slots_[j].heads.resize(c_.n_layer);
-		for (uint32_t il = 0; il < c_.n_layer; il++) {
-			for (uint32_t g = 0; g < c_.n_head_kv; g++)
-				caches[j][il].push_back(placement_.reserve(static_cast<int>(kv_slice(j, g)), head_bytes));
-			slots_[j].heads[il] = placement_.reserve(Placement::kReplicated, 16ull * c_.n_head_kv);
-		}
-	}
+    // KV caches: slot j, layer l, KV head g on slice kv_slice(j, g) (see kv_group_).
+    const uint64_t head_bytes = 2ull * o_.n_ctx * c_.head_dim * 4;
+    slots_.resize(o_.max_sequences);
+    std::vector<std::vector<std::vector<Place>>> caches(o_.max_sequences);
+    for (uint32_t j = 0; j < o_.max_sequences; j++) {
+        caches[j].resize(c_.n_layer);
+        slots_[j].heads.resize(c_.n_layer);
+        for (uint32_t il = 0; il < c_.n_layer; il++) {
+            for (uint32_t g = 0; g < c_.n_head_kv; g++)
+                caches[j][il].push_back(
+                    placement_.reserve(static_cast<int>(kv_slice(j, g)), head_bytes));
+            slots_[j].heads[il] = placement_.reserve(Placement::kReplicated, 16ull * c_.n_head_kv);
+        }
+    }
 
-	// Activations for T_ rows. What a split GEMM reads whole is replicated.
-	const int R = Placement::kReplicated, I = Placement::kInterleaved;
-	const uint64_t T = T_, K = c_.n_expert_used;
-	a_.x = placement_.reserve(I, T * E4);
-	a_.h = placement_.reserve(R, T * E4);
-	a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4); // rows of q | k | v
-	a_.attn = placement_.reserve(R, T * qdim_ * 4); // read whole by every slice of attn_output
-	a_.ao = placement_.reserve(I, T * E4);
-	a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
-	a_.ids = placement_.reserve(R, T * K * 4); // every slice scans all of them for its experts
-	a_.wts = placement_.reserve(I, T * K * 4);
-	a_.up = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
-	a_.gate = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
-	// The down projection gathers only its experts' rows of the SwiGLU output, so it is
-	// interleaved: replicated, every write would go to every slice's copy.
-	a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
-	a_.eo = placement_.reserve(I, T * K * E4);
-	a_.moe = placement_.reserve(I, T * E4);
-	a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
-	a_.tokens = placement_.reserve(R, T * 4);
-	a_.pos = placement_.reserve(R, T * 4);
+    // Activations for T_ rows. What a split GEMM reads whole is replicated.
+    const int R = Placement::kReplicated, I = Placement::kInterleaved;
+    const uint64_t T = T_, K = c_.n_expert_used;
+    a_.x = placement_.reserve(I, T * E4);
+    a_.h = placement_.reserve(R, T * E4);
+    a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
+    a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
+    a_.ao = placement_.reserve(I, T * E4);
+    a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
+    a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
+    a_.wts = placement_.reserve(I, T * K * 4);
+    a_.up = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
+    a_.gate = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
+    // The down projection gathers only its experts' rows of the SwiGLU output, so it is
+    // interleaved: replicated, every write would go to every slice's copy.
+    a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
+    a_.eo = placement_.reserve(I, T * K * E4);
+    a_.moe = placement_.reserve(I, T * E4);
+    a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
+    a_.tokens = placement_.reserve(R, T * 4);
+    a_.pos = placement_.reserve(R, T * 4);
 
-	placement_.allocate(context_);
-	launch_ = std::make_unique<detail::Launcher>(device_, context_, all_mask_, timing);
-	if (kv_groups_ > 1)
-		launch_->set_lanes(kv_groups_);
+    placement_.allocate(context_);
+    launch_ = std::make_unique<detail::Launcher>(device_, context_, all_mask_, timing);
+    if (kv_groups_ > 1) launch_->set_lanes(kv_groups_);
 
-	// Small tables: the shard tables and the KV head tables (written even in timing-only
-	// mode: they are addresses, not model data, and the kernels follow them).
-	for_each_matrix([&](Matrix &m) {
-		std::vector<uint64_t> table(S_, 0);
-		for (uint32_t s = 0; s < S_; s++)
-			table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
-		launch_->upload(va(m.table), table.data(), table.size() * 8);
-	});
-	for (uint32_t j = 0; j < o_.max_sequences; j++)
-		for (uint32_t il = 0; il < c_.n_layer; il++) {
-			std::vector<uint64_t> table;
-			for (uint32_t g = 0; g < c_.n_head_kv; g++) {
-				uint64_t kva = va(caches[j][il][g]);
-				table.push_back(kva);
-				table.push_back(kva + uint64_t{o_.n_ctx} * c_.head_dim * 4);
-			}
-			launch_->upload(va(slots_[j].heads[il]), table.data(), table.size() * 8);
-		}
-	if (timing) {
-		// Timing only, the routing kernel writes nothing, so the expert GEMMs would see
-		// every pair routed to expert 0. Model uniform routing instead: token t's j-th
-		// expert is j·(E/k) + t mod (E/k), distinct within a token, spread over the
-		// slices, and every expert used equally over E/k tokens.
-		std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
-		const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
-		for (size_t i = 0; i < ids.size(); i++) {
-			const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used), j = static_cast<uint32_t>(i % c_.n_expert_used);
-			ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
-		}
-		launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
-	}
-	launch_->run();
-	if (!timing)
-		upload_weights();
+    // Small tables: the shard tables and the KV head tables (written even in timing-only
+    // mode: they are addresses, not model data, and the kernels follow them).
+    for_each_matrix([&](Matrix& m) {
+        std::vector<uint64_t> table(S_, 0);
+        for (uint32_t s = 0; s < S_; s++) table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
+        launch_->upload(va(m.table), table.data(), table.size() * 8);
+    });
+    for (uint32_t j = 0; j < o_.max_sequences; j++)
+        for (uint32_t il = 0; il < c_.n_layer; il++) {
+            std::vector<uint64_t> table;
+            for (uint32_t g = 0; g < c_.n_head_kv; g++) {
+                uint64_t kva = va(caches[j][il][g]);
+                table.push_back(kva);
+                table.push_back(kva + uint64_t{o_.n_ctx} * c_.head_dim * 4);
+            }
+            launch_->upload(va(slots_[j].heads[il]), table.data(), table.size() * 8);
+        }
+    if (timing) {
+        // Timing only, the routing kernel writes nothing, so the expert GEMMs would see
+        // every pair routed to expert 0. Model uniform routing instead: token t's j-th
+        // expert is j·(E/k) + t mod (E/k), distinct within a token, spread over the
+        // slices, and every expert used equally over E/k tokens.
+        std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
+        const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
+        for (size_t i = 0; i < ids.size(); i++) {
+            const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used),
+                           j = static_cast<uint32_t>(i % c_.n_expert_used);
+            ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
+        }
+        launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
+    }
+    launch_->run();
+    if (!timing) upload_weights();
 }
 
-const RuntimeImpl::Slot &RuntimeImpl::slot(int seq) const
+const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
 {
-	if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() || !slots_[static_cast<size_t>(seq)].used)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
-	return slots_[static_cast<size_t>(seq)];
+    if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
+        !slots_[static_cast<size_t>(seq)].used)
+        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
+    return slots_[static_cast<size_t>(seq)];
 }
 
 uint32_t RuntimeImpl::kv_slice(uint32_t j, uint32_t g) const
 {
-	return (j % kv_groups_) * kv_group_ + g % kv_group_;
+    return (j % kv_groups_) * kv_group_ + g % kv_group_;
 }
 
 uint64_t RuntimeImpl::kv_mask(uint32_t j) const
 {
-	return mask_of((j % kv_groups_) * kv_group_, kv_group_);
+    return mask_of((j % kv_groups_) * kv_group_, kv_group_);
 }
 
-const std::byte *RuntimeImpl::concat(std::initializer_list<std::string> names, uint64_t bytes)
+const std::byte* RuntimeImpl::concat(std::initializer_list<std::string> names, uint64_t bytes)
 {
-	if (!file_)
-		return nullptr;
-	std::vector<std::byte> out;
-	out.reserve(bytes);
-	for (const std::string &nm : names) {
-		const GgufTensor &t = file_->tensor(nm);
-		out.insert(out.end(), t.data.begin(), t.data.end());
-	}
-	if (out.size() != bytes)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
-								  "expected {}",
-								  *names.begin(), out.size(), bytes));
-	owned_.push_back(std::move(out));
-	return owned_.back().data();
+    if (!file_) return nullptr;
+    std::vector<std::byte> out;
+    out.reserve(bytes);
+    for (const std::string& nm : names) {
+        const GgufTensor& t = file_->tensor(nm);
+        out.insert(out.end(), t.data.begin(), t.data.end());
+    }
+    if (out.size() != bytes)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
+                                "expected {}",
+                                *names.begin(), out.size(), bytes));
+    owned_.push_back(std::move(out));
+    return owned_.back().data();
 }
 
-void RuntimeImpl::plan_vec(Vec &v, const std::byte *data, uint64_t bytes)
+void RuntimeImpl::plan_vec(Vec& v, const std::byte* data, uint64_t bytes)
 {
-	v.bytes = bytes;
-	v.data = data;
-	v.place = placement_.reserve(Placement::kReplicated, bytes);
-	vec_uploads_.push_back({v.place, &v});
+    v.bytes = bytes;
+    v.data = data;
+    v.place = placement_.reserve(Placement::kReplicated, bytes);
+    vec_uploads_.push_back({v.place, &v});
 }
 
-void RuntimeImpl::plan_vec(Vec &v, const GgufTensor *t, uint64_t bytes)
+void RuntimeImpl::plan_vec(Vec& v, const GgufTensor* t, uint64_t bytes)
 {
-	if (t && t->data.size() != bytes)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensor '{}' has {} bytes, expected {} (F32)",
-								  t->name, t->data.size(), bytes));
-	v.bytes = bytes;
-	v.data = t ? t->data.data() : nullptr;
-	v.place = placement_.reserve(Placement::kReplicated, bytes);
-	vec_uploads_.push_back({v.place, &v});
+    if (t && t->data.size() != bytes)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' has {} bytes, expected {} (F32)",
+                                t->name, t->data.size(), bytes));
+    v.bytes = bytes;
+    v.data = t ? t->data.data() : nullptr;
+    v.place = placement_.reserve(Placement::kReplicated, bytes);
+    vec_uploads_.push_back({v.place, &v});
 }
 
-Matrix RuntimeImpl::matrix(const char *name, uint32_t n, uint32_t kdim, uint32_t experts, jal_dtype timing_dtype)
+Matrix RuntimeImpl::matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t experts,
+                           jal_dtype timing_dtype)
 {
-	Matrix m;
-	const GgufTensor *t = file_ ? &file_->tensor(name) : nullptr;
-	plan_matrix(m, t, n, kdim, experts, t ? dtype_of(t->type, t->name) : timing_dtype);
-	return m;
+    Matrix m;
+    const GgufTensor* t = file_ ? &file_->tensor(name) : nullptr;
+    plan_matrix(m, t, n, kdim, experts, t ? dtype_of(t->type, t->name) : timing_dtype);
+    return m;
 }
 
-void RuntimeImpl::plan_matrix(Matrix &m, const GgufTensor *t, uint32_t n, uint32_t kdim, uint32_t experts,
-			      jal_dtype dtype)
+void RuntimeImpl::plan_matrix(Matrix& m, const GgufTensor* t, uint32_t n, uint32_t kdim,
+                              uint32_t experts, jal_dtype dtype)
 {
-	const uint64_t total = lin::packed_row_bytes(dtype, kdim) * n * std::max<uint32_t>(experts, 1);
-	if (t && t->data.size() != total)
-		throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: tensor '{}' has {} bytes, expected {}",
-								  t->name, t->data.size(), total));
-	plan_matrix(m, t ? t->data.data() : nullptr, total, n, kdim, experts, dtype);
+    const uint64_t total = lin::packed_row_bytes(dtype, kdim) * n * std::max<uint32_t>(experts, 1);
+    if (t && t->data.size() != total)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' has {} bytes, expected {}", t->name,
+                                t->data.size(), total));
+    plan_matrix(m, t ? t->data.data() : nullptr, total, n, kdim, experts, dtype);
 }
 
-void RuntimeImpl::plan_matrix(Matrix &m, const std::byte *data, uint64_t data_bytes, uint32_t n, uint32_t kdim,
-			      uint32_t experts, jal_dtype dtype)
+void RuntimeImpl::plan_matrix(Matrix& m, const std::byte* data, uint64_t data_bytes, uint32_t n,
+                              uint32_t kdim, uint32_t experts, jal_dtype dtype)
 {
-	(void)data_bytes; // checked by the callers
-	m.n = n, m.kdim = kdim, m.experts = experts, m.dtype = dtype;
-	m.row_bytes = lin::packed_row_bytes(dtype, kdim);
-	m.data = data;
-	// The kernels' split: rows (GEMM) or experts (expert GEMM) in contiguous chunks.
-	const uint32_t units = experts ? experts : n;
-	const uint64_t unit_bytes = experts ? m.row_bytes * n : m.row_bytes;
-	for (uint32_t s = 0; s < S_; s++) {
-		lin::Range r = lin::slice_range(units, S_, s);
-		m.first_row.push_back(r.begin);
-		m.shards.push_back(r.size() ? placement_.reserve(static_cast<int>(s), r.size() * unit_bytes) : Place{});
-	}
-	m.table = placement_.reserve(Placement::kReplicated, 8ull * S_);
+    (void)data_bytes;  // checked by the callers
+    m.n = n, m.kdim = kdim, m.experts = experts, m.dtype = dtype;
+    m.row_bytes = lin::packed_row_bytes(dtype, kdim);
+    m.data = data;
+    // The kernels' split: rows (GEMM) or experts (expert GEMM) in contiguous chunks.
+    const uint32_t units = experts ? experts : n;
+    const uint64_t unit_bytes = experts ? m.row_bytes * n : m.row_bytes;
+    for (uint32_t s = 0; s < S_; s++) {
+        lin::Range r = lin::slice_range(units, S_, s);
+        m.first_row.push_back(r.begin);
+        m.shards.push_back(r.size() ? placement_.reserve(static_cast<int>(s), r.size() * unit_bytes)
+                                    : Place{});
+    }
+    m.table = placement_.reserve(Placement::kReplicated, 8ull * S_);
 }
 
 void RuntimeImpl::upload_weights()
 {
-	// Every piece goes host → pinned staging buffer → H2D copy into its arena. Two halves of
-	// the staging buffer alternate, so filling one overlaps the copy of the other.
-	struct Piece {
-		uint64_t va;
-		const std::byte *src;
-		uint64_t bytes;
-	};
-	std::vector<Piece> pieces;
-	for (auto &[place, v] : vec_uploads_)
-		if (v->data)
-			pieces.push_back({va(place), v->data, v->bytes});
-	for_each_matrix([&](Matrix &m) {
-		const uint64_t unit = m.experts ? m.row_bytes * m.n : m.row_bytes;
-		for (uint32_t s = 0; s < S_; s++)
-			if (m.shards[s].bytes && m.data)
-				pieces.push_back({va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
-	});
-	uint64_t total = 0, done = 0;
-	for (const Piece &p : pieces)
-		total += p.bytes;
-	constexpr size_t kHalf = 16u << 20;
-	runtime::HostBuffer staging(device_, 2 * kHalf);
-	runtime::Signal sig[2] = {runtime::Signal(device_, 0, true), runtime::Signal(device_, 0, true)};
-	bool busy[2] = {false, false};
-	int half = 0;
-	size_t fill = 0;
-	std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> copies; // va, (offset, bytes)
-	auto wait = [&](int h) {
-		if (!busy[h])
-			return;
-		auto r = sig[h].wait_zero(std::chrono::minutes(5));
-		if (!r.satisfied || r.status != JAL_STATUS_OK)
-			throw Error(r.satisfied ? r.status : JAL_STATUS_TIMEOUT, "model runtime: uploading weights failed");
-		busy[h] = false;
-	};
-	auto flush = [&]() {
-		if (copies.empty())
-			return;
-		sig[half].store(static_cast<int64_t>(copies.size()));
-		for (auto &[dst, range] : copies)
-			launch_->queue().copy_to_device(dst, staging, range.first, range.second, &sig[half]);
-		busy[half] = true;
-		copies.clear();
-		half ^= 1;
-		wait(half);
-		fill = 0;
-		if (o_.progress)
-			o_.progress(done, total);
-	};
-	for (const Piece &p : pieces) {
-		for (uint64_t off = 0; off < p.bytes;) {
-			if (fill == kHalf)
-				flush();
-			const size_t n = std::min<uint64_t>(kHalf - fill, p.bytes - off);
-			const size_t at = static_cast<size_t>(half) * kHalf + fill;
-			std::memcpy(staging.data() + at, p.src + off, n);
-			copies.push_back({p.va + off, {at, n}});
-			fill = (fill + n + 63) & ~size_t{63};
-			fill = std::min(fill, kHalf);
-			off += n;
-			done += n;
-		}
-	}
-	flush();
-	wait(0), wait(1);
-	if (o_.progress)
-		o_.progress(total, total);
+    // Every piece goes host → pinned staging buffer → H2D copy into its arena. Two halves of
+    // the staging buffer alternate, so filling one overlaps the copy of the other.
+    struct Piece {
+        uint64_t va;
+        const std::byte* src;
+        uint64_t bytes;
+    };
+    std::vector<Piece> pieces;
+    for (auto& [place, v] : vec_uploads_)
+        if (v->data) pieces.push_back({va(place), v->data, v->bytes});
+    for_each_matrix([&](Matrix& m) {
+        const uint64_t unit = m.experts ? m.row_bytes * m.n : m.row_bytes;
+        for (uint32_t s = 0; s < S_; s++)
+            if (m.shards[s].bytes && m.data)
+                pieces.push_back(
+                    {va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
+    });
+    uint64_t total = 0, done = 0;
+    for (const Piece& p : pieces) total += p.bytes;
+    constexpr size_t kHalf = 16u << 20;
+    runtime::HostBuffer staging(device_, 2 * kHalf);
+    runtime::Signal sig[2] = {runtime::Signal(device_, 0, true), runtime::Signal(device_, 0, true)};
+    bool busy[2] = {false, false};
+    int half = 0;
+    size_t fill = 0;
+    std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> copies;  // va, (offset, bytes)
+    auto wait = [&](int h) {
+        if (!busy[h]) return;
+        auto r = sig[h].wait_zero(std::chrono::minutes(5));
+        if (!r.satisfied || r.status != JAL_STATUS_OK)
+            throw Error(r.satisfied ? r.status : JAL_STATUS_TIMEOUT,
+                        "model runtime: uploading weights failed");
+        busy[h] = false;
+    };
+    auto flush = [&]() {
+        if (copies.empty()) return;
+        sig[half].store(static_cast<int64_t>(copies.size()));
+        for (auto& [dst, range] : copies)
+            launch_->queue().copy_to_device(dst, staging, range.first, range.second, &sig[half]);
+        busy[half] = true;
+        copies.clear();
+        half ^= 1;
+        wait(half);
+        fill = 0;
+        if (o_.progress) o_.progress(done, total);
+    };
+    for (const Piece& p : pieces) {
+        for (uint64_t off = 0; off < p.bytes;) {
+            if (fill == kHalf) flush();
+            const size_t n = std::min<uint64_t>(kHalf - fill, p.bytes - off);
+            const size_t at = static_cast<size_t>(half) * kHalf + fill;
+            std::memcpy(staging.data() + at, p.src + off, n);
+            copies.push_back({p.va + off, {at, n}});
+            fill = (fill + n + 63) & ~size_t{63};
+            fill = std::min(fill, kHalf);
+            off += n;
+            done += n;
+        }
+    }
+    flush();
+    wait(0), wait(1);
+    if (o_.progress) o_.progress(total, total);
 }
 
 int RuntimeImpl::create_sequence()
 {
-	for (size_t j = 0; j < slots_.size(); j++)
-		if (!slots_[j].used) {
-			slots_[j].used = true;
-			slots_[j].len = 0;
-			return static_cast<int>(j);
-		}
-	throw Error(JAL_STATUS_BUSY,
-		    fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
+    for (size_t j = 0; j < slots_.size(); j++)
+        if (!slots_[j].used) {
+            slots_[j].used = true;
+            slots_[j].len = 0;
+            return static_cast<int>(j);
+        }
+    throw Error(JAL_STATUS_BUSY,
+                fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
 }
 
 void RuntimeImpl::free_sequence(int seq)
 {
-	slot(seq).used = false;
+    slot(seq).used = false;
 }
 
-void RuntimeImpl::gemm(const Matrix &m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec *bias, uint64_t y,
-		       uint64_t y_stride, const char *what)
+void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
+                       const Vec* bias, uint64_t y, uint64_t y_stride, const char* what)
 {
-	lin::GemmConfig g;
-	g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
-	g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-	const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{}", g.m, g.n, g.k, int(g.weight), g.bias,
-					    int(g.numerics));
-	uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
-	std::vector<uint64_t> args = {x, x_stride, va(m.table), m.row_bytes};
-	if (bias)
-		args.push_back(va(bias->place));
-	args.push_back(y);
-	args.push_back(y_stride);
-	launch_->add(code, all_mask_, std::move(args), what);
+    lin::GemmConfig g;
+    g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
+    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{}", g.m, g.n, g.k,
+                                        int(g.weight), g.bias, int(g.numerics));
+    uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
+    std::vector<uint64_t> args = {x, x_stride, va(m.table), m.row_bytes};
+    if (bias) args.push_back(va(bias->place));
+    args.push_back(y);
+    args.push_back(y_stride);
+    launch_->add(code, all_mask_, std::move(args), what);
 }
 
-void RuntimeImpl::expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
-			      const Vec &bias, uint64_t y, uint64_t y_stride, const char *what)
+void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+                              uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
+                              const char* what)
 {
-	lin::ExpertGemmConfig g;
-	g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
-	g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
-	g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-	const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{}", g.tokens, g.k, g.experts, g.n,
-					    g.kdim, int(g.weight), per_pair, int(g.numerics));
-	if (o_.timing_only) {
-		timing_expert_gemm(m, tokens, per_pair, x, x_stride, y, what);
-		return;
-	}
-	uint64_t code = launch_->kernel(key, [&] { return lin::build_expert_gemm(g); });
-	launch_->add(code, all_mask_,
-		     {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n, va(bias.place), y, y_stride},
-		     what);
+    lin::ExpertGemmConfig g;
+    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
+    g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
+    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    const std::string key =
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{}", g.tokens, g.k, g.experts, g.n, g.kdim,
+                    int(g.weight), per_pair, int(g.numerics));
+    if (o_.timing_only) {
+        timing_expert_gemm(m, tokens, per_pair, x, x_stride, y, what);
+        return;
+    }
+    uint64_t code = launch_->kernel(key, [&] { return lin::build_expert_gemm(g); });
+    launch_->add(code, all_mask_,
+                 {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n,
+                  va(bias.place), y, y_stride},
+                 what);
 }
 
-void RuntimeImpl::timing_expert_gemm(const Matrix &m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
-				     uint64_t y, const char *what)
+void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+                                     uint64_t x_stride, uint64_t y, const char* what)
 {
-	// Timing only, the expert GEMM's scalar reads of the expert ids see no data, so its
-	// time would be that of every pair routed to one expert. Instead the same traffic and
-	// work under uniform routing (the spread the ids buffer models) runs as a plain GEMM:
-	// the A = min(E, tokens·k) active experts on the slices that hold them, each of those
-	// slices streaming its active experts' rows (a per-slice shard table) against
-	// ceil(tokens·k / A) input rows.
-	const uint32_t E = m.experts, K = c_.n_expert_used;
-	const uint32_t span = std::max<uint32_t>(1, E / K);
-	std::vector<uint32_t> per_slice(S_, 0);
-	std::vector<uint64_t> first(S_, 0);
-	std::vector<bool> active(E, false);
-	for (uint32_t t = 0; t < std::min(tokens, span); t++)
-		for (uint32_t j = 0; j < K; j++)
-			active[(j * span + t % span) % E] = true;
-	uint32_t A = 0;
-	for (uint32_t e = 0; e < E; e++) {
-		if (!active[e])
-			continue;
-		A++;
-		for (uint32_t s = 0; s < S_; s++) {
-			lin::Range r = lin::slice_range(E, S_, s);
-			if (e >= r.begin && e < r.end) {
-				if (!per_slice[s]++)
-					first[s] = va(m.shards[s]) + uint64_t{e - r.begin} * m.row_bytes * m.n;
-				break;
-			}
-		}
-	}
-	uint32_t busy = 0, most = 0;
-	std::vector<uint64_t> table;
-	uint64_t mask = 0;
-	for (uint32_t s = 0; s < S_; s++)
-		if (per_slice[s]) {
-			busy++, most = std::max(most, per_slice[s]);
-			table.push_back(first[s]);
-			mask |= 1ull << s;
-		}
-	const uint32_t rows = std::max<uint32_t>(1, (tokens * K + A - 1) / A);
-	const std::string tkey = fmt::format("{}:{}", static_cast<const void *>(&m), tokens);
-	auto it = timing_tables_.find(tkey);
-	if (it == timing_tables_.end()) {
-		auto mem = std::make_unique<runtime::Memory>(context_, 8ull * 64, JAL_PLACE_REPLICATED, all_mask_, 0);
-		launch_->upload(mem->va(), table.data(), table.size() * 8);
-		it = timing_tables_.emplace(tkey, std::move(mem)).first;
-	}
-	lin::GemmConfig g;
-	g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
-	g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-	const std::string key = fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
-	uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
-	(void)per_pair;
-	// y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
-	launch_->add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4}, what);
+    // Timing only, the expert GEMM's scalar reads of the expert ids see no data, so its
+    // time would be that of every pair routed to one expert. Instead the same traffic and
+    // work under uniform routing (the spread the ids buffer models) runs as a plain GEMM:
+    // the A = min(E, tokens·k) active experts on the slices that hold them, each of those
+    // slices streaming its active experts' rows (a per-slice shard table) against
+    // ceil(tokens·k / A) input rows.
+    const uint32_t E = m.experts, K = c_.n_expert_used;
+    const uint32_t span = std::max<uint32_t>(1, E / K);
+    std::vector<uint32_t> per_slice(S_, 0);
+    std::vector<uint64_t> first(S_, 0);
+    std::vector<bool> active(E, false);
+    for (uint32_t t = 0; t < std::min(tokens, span); t++)
+        for (uint32_t j = 0; j < K; j++) active[(j * span + t % span) % E] = true;
+    uint32_t A = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        if (!active[e]) continue;
+        A++;
+        for (uint32_t s = 0; s < S_; s++) {
+            lin::Range r = lin::slice_range(E, S_, s);
+            if (e >= r.begin && e < r.end) {
+                if (!per_slice[s]++)
+                    first[s] = va(m.shards[s]) + uint64_t{e - r.begin} * m.row_bytes * m.n;
+                break;
+            }
+        }
+    }
+    uint32_t busy = 0, most = 0;
+    std::vector<uint64_t> table;
+    uint64_t mask = 0;
+    for (uint32_t s = 0; s < S_; s++)
+        if (per_slice[s]) {
+            busy++, most = std::max(most, per_slice[s]);
+            table.push_back(first[s]);
+            mask |= 1ull << s;
+        }
+    const uint32_t rows = std::max<uint32_t>(1, (tokens * K + A - 1) / A);
+    const std::string tkey = fmt::format("{}:{}", static_cast<const void*>(&m), tokens);
+    auto it = timing_tables_.find(tkey);
+    if (it == timing_tables_.end()) {
+        auto mem = std::make_unique<runtime::Memory>(context_, 8ull * 64, JAL_PLACE_REPLICATED,
+                                                     all_mask_, 0);
+        launch_->upload(mem->va(), table.data(), table.size() * 8);
+        it = timing_tables_.emplace(tkey, std::move(mem)).first;
+    }
+    lin::GemmConfig g;
+    g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
+    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
+    uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
+    (void)per_pair;
+    // y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
+    launch_->add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4},
+                 what);
 }
 
-std::vector<float> RuntimeImpl::run(const std::vector<Segment> &segs, std::span<const int32_t> tokens,
-				    std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows)
+std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
+                                    std::span<const int32_t> tokens, std::span<const int32_t> pos,
+                                    uint32_t out_row0, uint32_t out_rows)
 {
-	const uint32_t T = static_cast<uint32_t>(tokens.size());
-	const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
-	const uint64_t QKV4 = Q4 + 2 * KV4; // one row of the fused q | k | v output
-	const uint32_t K = c_.n_expert_used;
-	const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-	auto &L_ = *launch_;
-	if (!o_.timing_only) {
-		L_.upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
-		L_.upload(va(a_.pos), pos.data(), pos.size() * 4);
-	}
-	// embedding
-	{
-		lin::EmbeddingConfig e{T, c_.n_vocab, c_.n_embd, embd_m_.dtype};
-		uint64_t code = L_.kernel(fmt::format("embd t{} v{} d{} w{}", T, e.vocab, e.dim, int(e.table)),
-					  [&] { return lin::build_embedding(e); });
-		L_.add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4}, "embedding");
-	}
-	// Row blocks no larger than the rows there are: a decode step's single row is not
-	// loaded as a block of 64.
-	const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
-	const uint64_t norm_code = L_.kernel(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
-		k::RmsNormConfig r;
-		r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
-		return k::build_rms_norm(r);
-	});
-	const uint64_t add_code = L_.kernel(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
-		k::ElementwiseConfig e;
-		e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
-		return k::build_elementwise(e);
-	});
-	const uint64_t rope_q = L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
-		k::RopeConfig r;
-		r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
-		return k::build_rope_neox(r);
-	});
-	const uint64_t rope_k = L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
-		k::RopeConfig r;
-		r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
-		return k::build_rope_neox(r);
-	});
-	const uint64_t append_code = L_.kernel(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
-		k::KvAppendConfig a;
-		a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim, a.n_ctx = o_.n_ctx;
-		return k::build_kv_append(a);
-	});
-	auto attention_code = [&](uint32_t window) {
-		return L_.kernel(fmt::format("attn h{} g{} d{} c{} w{}", c_.n_head, c_.n_head_kv, c_.head_dim, o_.n_ctx, window),
-				 [&] {
-					 k::AttentionConfig a;
-					 a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
-					 a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
-					 return k::build_attention(a);
-				 });
-	};
-	const uint64_t route_code = L_.kernel(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
-		k::MoeRoutingConfig r;
-		r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
-		return k::build_moe_routing(r);
-	});
-	const uint64_t swiglu_code = L_.kernel(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
-		k::SwigluConfig w;
-		w.cols = c_.n_ff_exp, w.block_rows = brk;
-		return k::build_swiglu_oai(w);
-	});
-	const uint64_t combine_code = L_.kernel(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
-		k::MoeCombineConfig m;
-		m.cols = c_.n_embd, m.k = K, m.block_rows = br;
-		return k::build_moe_combine(m);
-	});
+    const uint32_t T = static_cast<uint32_t>(tokens.size());
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4,
+                   KV4 = uint64_t{kvdim_} * 4;
+    const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
+    const uint32_t K = c_.n_expert_used;
+    const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
+    auto& L_ = *launch_;
+    if (!o_.timing_only) {
+        L_.upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
+        L_.upload(va(a_.pos), pos.data(), pos.size() * 4);
+    }
+    // embedding
+    {
+        lin::EmbeddingConfig e{T, c_.n_vocab, c_.n_embd, embd_m_.dtype};
+        uint64_t code =
+            L_.kernel(fmt::format("embd t{} v{} d{} w{}", T, e.vocab, e.dim, int(e.table)),
+                      [&] { return lin::build_embedding(e); });
+        L_.add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4},
+               "embedding");
+    }
+    // Row blocks no larger than the rows there are: a decode step's single row is not
+    // loaded as a block of 64.
+    const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
+    const uint64_t norm_code = L_.kernel(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
+        k::RmsNormConfig r;
+        r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
+        return k::build_rms_norm(r);
+    });
+    const uint64_t add_code = L_.kernel(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
+        k::ElementwiseConfig e;
+        e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
+        return k::build_elementwise(e);
+    });
+    const uint64_t rope_q =
+        L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
+            k::RopeConfig r;
+            r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
+            return k::build_rope_neox(r);
+        });
+    const uint64_t rope_k =
+        L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
+            k::RopeConfig r;
+            r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
+            return k::build_rope_neox(r);
+        });
+    const uint64_t append_code =
+        L_.kernel(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
+            k::KvAppendConfig a;
+            a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim, a.n_ctx = o_.n_ctx;
+            return k::build_kv_append(a);
+        });
+    auto attention_code = [&](uint32_t window) {
+        return L_.kernel(fmt::format("attn h{} g{} d{} c{} w{}", c_.n_head, c_.n_head_kv,
+                                     c_.head_dim, o_.n_ctx, window),
+                         [&] {
+                             k::AttentionConfig a;
+                             a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv,
+                             a.head_dim = c_.head_dim;
+                             a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
+                             return k::build_attention(a);
+                         });
+    };
+    const uint64_t route_code =
+        L_.kernel(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
+            k::MoeRoutingConfig r;
+            r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
+            return k::build_moe_routing(r);
+        });
+    const uint64_t swiglu_code = L_.kernel(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
+        k::SwigluConfig w;
+        w.cols = c_.n_ff_exp, w.block_rows = brk;
+        return k::build_swiglu_oai(w);
+    });
+    const uint64_t combine_code =
+        L_.kernel(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
+            k::MoeCombineConfig m;
+            m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+            return k::build_moe_combine(m);
+        });
 
-	const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
-	for (uint32_t il = 0; il < c_.n_layer; il++) {
-		const Layer &Ly = layers_[il];
-		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
-		gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
-		L_.add(rope_q, rows_mask(T), {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
-		L_.add(rope_k, rows_mask(T), {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
-		const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
-		const uint64_t attn = attention_code(window);
-		// Each sequence's attention runs on its slot's slice group; with several groups and
-		// sequences the groups' dispatches go to lane queues and run side by side.
-		const bool lanes = kv_groups_ > 1 && segs.size() > 1;
-		if (lanes)
-			L_.fork();
-		for (const Segment &sg : segs) {
-			const uint32_t j = static_cast<uint32_t>(sg.seq);
-			const uint64_t heads = va(slots_[j].heads[il]);
-			const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
-			L_.add(append_code, kv_mask(j),
-			       {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads}, "kv_append", lane);
-			// A prompt has many query blocks per KV head: they run on every slice (the
-			// kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
-			// cache; the others read it remotely), a decode row on the slot's group alone.
-			const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-			L_.add(attn, wide ? all_mask_ : kv_mask(j),
-			       {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads, va(Ly.sinks.place)},
-			       window ? "attention (sliding window)" : "attention", lane);
-		}
-		if (lanes)
-			L_.join();
-		gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
-		L_.add(add_code, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
-		L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
-		gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
-		L_.add(route_code, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
-		expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
-		expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
-		L_.add(swiglu_code, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K}, "swiglu");
-		expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
-		L_.add(combine_code, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T}, "moe_combine");
-		L_.add(add_code, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
-	}
-	L_.add(norm_code, rows_mask(out_rows), {x + out_row0 * E4, E4, va(out_norm_.place), h, E4, out_rows}, "output_norm");
-	gemm(output_, out_rows, h, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
-	std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
-	if (!o_.timing_only)
-		L_.download(logits.data(), va(a_.logits), logits.size() * 4);
-	last_ += L_.run();
-	return logits;
+    const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4,
+                   at = va(a_.attn);
+    for (uint32_t il = 0; il < c_.n_layer; il++) {
+        const Layer& Ly = layers_[il];
+        L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
+        gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
+        L_.add(rope_q, rows_mask(T),
+               {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
+        L_.add(rope_k, rows_mask(T),
+               {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
+        const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
+        const uint64_t attn = attention_code(window);
+        // Each sequence's attention runs on its slot's slice group; with several groups and
+        // sequences the groups' dispatches go to lane queues and run side by side.
+        const bool lanes = kv_groups_ > 1 && segs.size() > 1;
+        if (lanes) L_.fork();
+        for (const Segment& sg : segs) {
+            const uint32_t j = static_cast<uint32_t>(sg.seq);
+            const uint64_t heads = va(slots_[j].heads[il]);
+            const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
+            L_.add(append_code, kv_mask(j),
+                   {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
+                   "kv_append", lane);
+            // A prompt has many query blocks per KV head: they run on every slice (the
+            // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
+            // cache; the others read it remotely), a decode row on the slot's group alone.
+            const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+            L_.add(attn, wide ? all_mask_ : kv_mask(j),
+                   {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
+                    va(Ly.sinks.place)},
+                   window ? "attention (sliding window)" : "attention", lane);
+        }
+        if (lanes) L_.join();
+        gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
+        L_.add(add_code, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
+        L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T},
+               "post_attention_norm");
+        gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
+        L_.add(route_code, rows_mask(T),
+               {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
+        expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
+        expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
+        L_.add(swiglu_code, rows_mask(T * K),
+               {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K}, "swiglu");
+        expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
+        L_.add(combine_code, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T},
+               "moe_combine");
+        L_.add(add_code, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
+    }
+    L_.add(norm_code, rows_mask(out_rows),
+           {x + out_row0 * E4, E4, va(out_norm_.place), h, E4, out_rows}, "output_norm");
+    gemm(output_, out_rows, h, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
+    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
+    if (!o_.timing_only) L_.download(logits.data(), va(a_.logits), logits.size() * 4);
+    last_ += L_.run();
+    return logits;
 }
 
 std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
 {
-	Slot &s = slot(seq);
-	if (tokens.empty())
-		throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
-	if (s.len + tokens.size() > o_.n_ctx)
-		throw Error(JAL_STATUS_OUT_OF_RANGE, fmt::format("model runtime: sequence {} would hold {} positions, "
-								 "its cache holds {}",
-								 seq, s.len + tokens.size(), o_.n_ctx));
-	for (int32_t t : tokens)
-		if (t < 0 || static_cast<uint32_t>(t) >= c_.n_vocab)
-			throw Error(JAL_STATUS_OUT_OF_RANGE, fmt::format("model runtime: token {} is not in the vocabulary "
-									 "(0..{})",
-									 t, c_.n_vocab - 1));
-	last_ = {};
-	launch_->by_kernel().clear();
-	std::vector<float> logits;
-	for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
-		const uint32_t n = static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
-		std::vector<int32_t> pos(n);
-		for (uint32_t i = 0; i < n; i++)
-			pos[i] = static_cast<int32_t>(s.len + i);
-		logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
-		s.len += n;
-	}
-	total_ += last_;
-	return logits;
+    Slot& s = slot(seq);
+    if (tokens.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
+    if (s.len + tokens.size() > o_.n_ctx)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: sequence {} would hold {} positions, "
+                                "its cache holds {}",
+                                seq, s.len + tokens.size(), o_.n_ctx));
+    for (int32_t t : tokens)
+        if (t < 0 || static_cast<uint32_t>(t) >= c_.n_vocab)
+            throw Error(JAL_STATUS_OUT_OF_RANGE,
+                        fmt::format("model runtime: token {} is not in the vocabulary "
+                                    "(0..{})",
+                                    t, c_.n_vocab - 1));
+    last_ = {};
+    launch_->by_kernel().clear();
+    std::vector<float> logits;
+    for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
+        const uint32_t n =
+            static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
+        std::vector<int32_t> pos(n);
+        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(s.len + i);
+        logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
+        s.len += n;
+    }
+    total_ += last_;
+    return logits;
 }
 
 std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)
 {
-	if (batch.empty())
-		return {};
-	if (batch.size() > T_)
-		throw Error(JAL_STATUS_INVALID_FIELD,
-			    fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
-	std::vector<Segment> segs;
-	std::vector<int32_t> tokens, pos;
-	for (auto [seq, tok] : batch) {
-		Slot &s = slot(seq);
-		for (const Segment &o : segs)
-			if (o.seq == seq)
-				throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: sequence {} twice in one step", seq));
-		if (s.len + 1 > o_.n_ctx)
-			throw Error(JAL_STATUS_OUT_OF_RANGE, fmt::format("model runtime: sequence {} is full ({} positions)", seq,
-									 o_.n_ctx));
-		if (tok < 0 || static_cast<uint32_t>(tok) >= c_.n_vocab)
-			throw Error(JAL_STATUS_OUT_OF_RANGE, fmt::format("model runtime: token {} is not in the vocabulary", tok));
-		segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
-		tokens.push_back(tok);
-		pos.push_back(static_cast<int32_t>(s.len));
-	}
-	last_ = {};
-	launch_->by_kernel().clear();
-	const uint32_t B = static_cast<uint32_t>(batch.size());
-	std::vector<float> logits = run(segs, tokens, pos, 0, B);
-	for (auto [seq, tok] : batch)
-		slot(seq).len++;
-	total_ += last_;
-	std::vector<std::vector<float>> out(B);
-	for (uint32_t b = 0; b < B; b++)
-		out[b].assign(logits.begin() + size_t{b} * c_.n_vocab, logits.begin() + size_t{b + 1} * c_.n_vocab);
-	return out;
+    if (batch.empty()) return {};
+    if (batch.size() > T_)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    std::vector<Segment> segs;
+    std::vector<int32_t> tokens, pos;
+    for (auto [seq, tok] : batch) {
+        Slot& s = slot(seq);
+        for (const Segment& o : segs)
+            if (o.seq == seq)
+                throw Error(JAL_STATUS_INVALID_FIELD,
+                            fmt::format("model runtime: sequence {} twice in one step", seq));
+        if (s.len + 1 > o_.n_ctx)
+            throw Error(
+                JAL_STATUS_OUT_OF_RANGE,
+                fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
+        if (tok < 0 || static_cast<uint32_t>(tok) >= c_.n_vocab)
+            throw Error(JAL_STATUS_OUT_OF_RANGE,
+                        fmt::format("model runtime: token {} is not in the vocabulary", tok));
+        segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
+        tokens.push_back(tok);
+        pos.push_back(static_cast<int32_t>(s.len));
+    }
+    last_ = {};
+    launch_->by_kernel().clear();
+    const uint32_t B = static_cast<uint32_t>(batch.size());
+    std::vector<float> logits = run(segs, tokens, pos, 0, B);
+    for (auto [seq, tok] : batch) slot(seq).len++;
+    total_ += last_;
+    std::vector<std::vector<float>> out(B);
+    for (uint32_t b = 0; b < B; b++)
+        out[b].assign(logits.begin() + size_t{b} * c_.n_vocab,
+                      logits.begin() + size_t{b + 1} * c_.n_vocab);
+    return out;
 }
 
-} // namespace
+}  // namespace
 
-std::unique_ptr<Runtime> Runtime::open(const std::string &gguf_path, const runtime::Device &device,
-				       const RuntimeOptions &options)
+std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runtime::Device& device,
+                                       const RuntimeOptions& options)
 {
-	GgufFile file = GgufFile::open(gguf_path);
-	GptOssConfig config = read_gpt_oss_config(file);
-	return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
+    GgufFile file = GgufFile::open(gguf_path);
+    GptOssConfig config = read_gpt_oss_config(file);
+    return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
 }
 
-std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig &config, const runtime::Device &device,
-					     const RuntimeOptions &options)
+std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
+                                             const runtime::Device& device,
+                                             const RuntimeOptions& options)
 {
-	if (!options.timing_only)
-		throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: a model without weights runs in timing-only mode only");
-	return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
+    if (!options.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a model without weights runs in timing-only mode only");
+    return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
 }
 
-} // namespace jal::model
+}  // namespace jal::model

@@ -19,20 +19,21 @@
 namespace jal::kernels::linear {
 
 struct ArgmaxConfig {
-	uint32_t rows = 1;
-	uint32_t vocab = 0;
+    uint32_t rows = 1;
+    uint32_t vocab = 0;
 };
 
 // Arguments: logits (address), logits_stride, out_index (address of `rows` I32),
 // out_value (address of `rows` F32).
-CodeObject build_argmax(const ArgmaxConfig &c);
-std::string argmax_name(const ArgmaxConfig &c);
+CodeObject build_argmax(const ArgmaxConfig& c);
+std::string argmax_name(const ArgmaxConfig& c);
 
 // Argument words: logits rows×vocab F32, out_index rows×1 I32, out_value rows×1 F32.
-std::vector<uint64_t> argmax_args(const ArgmaxConfig &c, const TensorRef &logits, const TensorRef &out_index,
-				  const TensorRef &out_value);
+std::vector<uint64_t> argmax_args(const ArgmaxConfig& c, const TensorRef& logits,
+                                  const TensorRef& out_index, const TensorRef& out_value);
 
-jal_dispatch_report argmax(Launcher &launcher, const Program &program, const ArgmaxConfig &c, const TensorRef &logits,
-			   const TensorRef &out_index, const TensorRef &out_value, const DispatchOptions &options = {});
+jal_dispatch_report argmax(Launcher& launcher, const Program& program, const ArgmaxConfig& c,
+                           const TensorRef& logits, const TensorRef& out_index,
+                           const TensorRef& out_value, const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

@@ -45,60 +45,63 @@
 namespace jal::kernels {
 
 struct KvAppendConfig {
-	uint32_t n_head_kv = 0;
-	uint32_t head_dim = 64;
-	uint32_t n_ctx = 0;      // positions the cache holds
-	uint32_t block_rows = 0; // tokens a slice moves at once; 0 = 128
-	uint32_t rows_per_block() const;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 64;
+    uint32_t n_ctx = 0;       // positions the cache holds
+    uint32_t block_rows = 0;  // tokens a slice moves at once; 0 = 128
+    uint32_t rows_per_block() const;
 };
 
 // Arguments, in order: k (address; rows x n_head_kv*head_dim F32), k_stride, v (address,
 // same shape), v_stride, rows, pos0 (position of the first row), heads (address of the
 // head table).
-CodeObject build_kv_append(const KvAppendConfig &config);
+CodeObject build_kv_append(const KvAppendConfig& config);
 
 // Argument words for k and v (rows x n_head_kv*head_dim F32) written at positions pos0..,
 // into the caches listed by the head table at heads_va.
-std::vector<uint64_t> kv_append_args(const KvAppendConfig &config, const TensorRef &k, const TensorRef &v,
-				     uint32_t pos0, uint64_t heads_va);
+std::vector<uint64_t> kv_append_args(const KvAppendConfig& config, const TensorRef& k,
+                                     const TensorRef& v, uint32_t pos0, uint64_t heads_va);
 
 // Runs build_kv_append(config)'s program. Throws jal::Error on a bad
 // tensor (as kv_append_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report kv_append(Launcher &launcher, const Program &program, const KvAppendConfig &config,
-		const TensorRef &k, const TensorRef &v, uint32_t pos0, uint64_t heads_va,
-		const DispatchOptions &options = {});
+jal_dispatch_report kv_append(Launcher& launcher, const Program& program,
+                              const KvAppendConfig& config, const TensorRef& k, const TensorRef& v,
+                              uint32_t pos0, uint64_t heads_va,
+                              const DispatchOptions& options = {});
 
 struct AttentionConfig {
-	uint32_t n_head = 0;
-	uint32_t n_head_kv = 0;  // divides n_head
-	uint32_t head_dim = 64;
-	uint32_t n_ctx = 0;
-	uint32_t window = 0;     // 0: full causal; else sliding window of this many positions
-	bool sinks = false;
-	float scale = 0.0f;      // 0: 1/sqrt(head_dim)
-	uint32_t q_block = 0;    // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
-	uint32_t k_block = 0;    // keys a chunk holds; 0: 256
-	uint32_t key_splits = 0; // 0 or 1: one slice an item; S > 1: flash decoding, below
-	uint32_t queries_per_item() const;
-	uint32_t keys_per_chunk() const;
-	uint32_t splits() const;
-	float softmax_scale() const;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;  // divides n_head
+    uint32_t head_dim = 64;
+    uint32_t n_ctx = 0;
+    uint32_t window = 0;  // 0: full causal; else sliding window of this many positions
+    bool sinks = false;
+    float scale = 0.0f;       // 0: 1/sqrt(head_dim)
+    uint32_t q_block = 0;     // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
+    uint32_t k_block = 0;     // keys a chunk holds; 0: 256
+    uint32_t key_splits = 0;  // 0 or 1: one slice an item; S > 1: flash decoding, below
+    uint32_t queries_per_item() const;
+    uint32_t keys_per_chunk() const;
+    uint32_t splits() const;
+    float softmax_scale() const;
 };
 
 // Arguments, in order: q (address; rows x n_head*head_dim F32, after RoPE), q_stride, out
 // (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
 // table), sinks (address of n_head F32; read only when config.sinks).
-CodeObject build_attention(const AttentionConfig &config);
+CodeObject build_attention(const AttentionConfig& config);
 
 // Argument words for q and out (rows x n_head*head_dim F32) at positions pos0.., the head
 // table at heads_va and (with config.sinks) n_head F32 sink logits at sinks_va.
-std::vector<uint64_t> attention_args(const AttentionConfig &config, const TensorRef &q, const TensorRef &out,
-				     uint32_t pos0, uint64_t heads_va, uint64_t sinks_va);
+std::vector<uint64_t> attention_args(const AttentionConfig& config, const TensorRef& q,
+                                     const TensorRef& out, uint32_t pos0, uint64_t heads_va,
+                                     uint64_t sinks_va);
 
 // Runs build_attention(config)'s program. Throws jal::Error on a bad
 // tensor (as attention_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report attention(Launcher &launcher, const Program &program, const AttentionConfig &config,
-		const TensorRef &q, const TensorRef &out, uint32_t pos0, uint64_t heads_va, uint64_t sinks_va,
-		const DispatchOptions &options = {});
+jal_dispatch_report attention(Launcher& launcher, const Program& program,
+                              const AttentionConfig& config, const TensorRef& q,
+                              const TensorRef& out, uint32_t pos0, uint64_t heads_va,
+                              uint64_t sinks_va, const DispatchOptions& options = {});
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

@@ -21,17 +21,17 @@
 namespace jal::kernels::linear {
 
 struct AllReduceConfig {
-	uint32_t length = 0; // F32 elements per vector
+    uint32_t length = 0;  // F32 elements per vector
 };
 
 // Arguments: vectors (address of the table: one u64 device address per dispatch slice).
-CodeObject build_all_reduce(const AllReduceConfig &c);
-std::string all_reduce_name(const AllReduceConfig &c);
+CodeObject build_all_reduce(const AllReduceConfig& c);
+std::string all_reduce_name(const AllReduceConfig& c);
 
 // Argument words: the device address of the table of vector addresses.
-std::vector<uint64_t> all_reduce_args(const AllReduceConfig &c, uint64_t vectors_table);
+std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors_table);
 
-jal_dispatch_report all_reduce(Launcher &launcher, const Program &program, const AllReduceConfig &c,
-			       uint64_t vectors_table, const DispatchOptions &options = {});
+jal_dispatch_report all_reduce(Launcher& launcher, const Program& program, const AllReduceConfig& c,
+                               uint64_t vectors_table, const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

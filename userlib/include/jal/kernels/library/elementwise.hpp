@@ -17,25 +17,26 @@ namespace jal::kernels {
 enum class ElementwiseOp { add, mul };
 
 struct ElementwiseConfig {
-	ElementwiseOp op = ElementwiseOp::add;
-	uint32_t cols = 0;
-	bool broadcast_b = false; // b is one row (1 x cols) applied to every row of a
-	uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
-	uint32_t rows_per_block() const;
+    ElementwiseOp op = ElementwiseOp::add;
+    uint32_t cols = 0;
+    bool broadcast_b = false;  // b is one row (1 x cols) applied to every row of a
+    uint32_t block_rows = 0;   // 0 = as many as fit (<= 64)
+    uint32_t rows_per_block() const;
 };
 
 // Arguments, in order: a (address), a_stride, b (address), b_stride (ignored when
 // broadcast), out (address; may equal a or b), out_stride, rows.
-CodeObject build_elementwise(const ElementwiseConfig &config);
+CodeObject build_elementwise(const ElementwiseConfig& config);
 
 // Argument words for a, b (a's shape, or one row when broadcast) and out (rows from a).
-std::vector<uint64_t> elementwise_args(const ElementwiseConfig &config, const TensorRef &a, const TensorRef &b,
-				       const TensorRef &out);
+std::vector<uint64_t> elementwise_args(const ElementwiseConfig& config, const TensorRef& a,
+                                       const TensorRef& b, const TensorRef& out);
 
 // Runs build_elementwise(config)'s program. Throws jal::Error on a bad
 // tensor (as elementwise_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report elementwise(Launcher &launcher, const Program &program, const ElementwiseConfig &config,
-		const TensorRef &a, const TensorRef &b, const TensorRef &out,
-		const DispatchOptions &options = {});
+jal_dispatch_report elementwise(Launcher& launcher, const Program& program,
+                                const ElementwiseConfig& config, const TensorRef& a,
+                                const TensorRef& b, const TensorRef& out,
+                                const DispatchOptions& options = {});
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

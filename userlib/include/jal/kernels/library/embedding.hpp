@@ -18,23 +18,23 @@
 namespace jal::kernels::linear {
 
 struct EmbeddingConfig {
-	uint32_t tokens = 1;
-	uint32_t vocab = 0;
-	uint32_t dim = 0; // a multiple of 32 for block formats
-	jal_dtype table = JAL_DT_F32;
+    uint32_t tokens = 1;
+    uint32_t vocab = 0;
+    uint32_t dim = 0;  // a multiple of 32 for block formats
+    jal_dtype table = JAL_DT_F32;
 };
 
 // Arguments: ids (address of `tokens` I32), table (address), table_stride (bytes between
 // rows), out (address), out_stride.
-CodeObject build_embedding(const EmbeddingConfig &c);
-std::string embedding_name(const EmbeddingConfig &c);
+CodeObject build_embedding(const EmbeddingConfig& c);
+std::string embedding_name(const EmbeddingConfig& c);
 
 // Argument words: ids (tokens×1 I32), table (vocab×dim), out (tokens×dim F32).
-std::vector<uint64_t> embedding_args(const EmbeddingConfig &c, const TensorRef &ids, const TensorRef &table,
-				     const TensorRef &out);
+std::vector<uint64_t> embedding_args(const EmbeddingConfig& c, const TensorRef& ids,
+                                     const TensorRef& table, const TensorRef& out);
 
-jal_dispatch_report embedding(Launcher &launcher, const Program &program, const EmbeddingConfig &c,
-			      const TensorRef &ids, const TensorRef &table, const TensorRef &out,
-			      const DispatchOptions &options = {});
+jal_dispatch_report embedding(Launcher& launcher, const Program& program, const EmbeddingConfig& c,
+                              const TensorRef& ids, const TensorRef& table, const TensorRef& out,
+                              const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

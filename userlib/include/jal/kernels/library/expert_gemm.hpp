@@ -23,15 +23,15 @@
 namespace jal::kernels::linear {
 
 struct ExpertGemmConfig {
-	uint32_t tokens = 1;
-	uint32_t k = 1;        // experts per token
-	uint32_t experts = 0;  // E
-	uint32_t n = 0;        // rows per expert (output width)
-	uint32_t kdim = 0;     // K
-	jal_dtype weight = JAL_DT_MXFP4;
-	Numerics numerics = Numerics::native;
-	bool bias = true;
-	bool input_per_pair = false; // x has tokens·k rows (down projection), else tokens rows
+    uint32_t tokens = 1;
+    uint32_t k = 1;        // experts per token
+    uint32_t experts = 0;  // E
+    uint32_t n = 0;        // rows per expert (output width)
+    uint32_t kdim = 0;     // K
+    jal_dtype weight = JAL_DT_MXFP4;
+    Numerics numerics = Numerics::native;
+    bool bias = true;
+    bool input_per_pair = false;  // x has tokens·k rows (down projection), else tokens rows
 };
 
 // Arguments: x (address, F32 rows), x_stride, ids (address, tokens·k I32), w_shards
@@ -39,22 +39,25 @@ struct ExpertGemmConfig {
 // one expert's first row to the next's), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
 // slice owns it): its row of y is not written.
-CodeObject build_expert_gemm(const ExpertGemmConfig &c);
-std::string expert_gemm_name(const ExpertGemmConfig &c);
-uint64_t expert_gemm_flops(const ExpertGemmConfig &c); // of the tokens·k selected rows
+CodeObject build_expert_gemm(const ExpertGemmConfig& c);
+std::string expert_gemm_name(const ExpertGemmConfig& c);
+uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens·k selected rows
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);
 // bias: E×N F32 (va 0 without); y: tokens·k × N F32.
-std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig &c, const TensorRef &x, const TensorRef &ids,
-				       uint64_t w_shards, const TensorRef &w, const TensorRef &bias, const TensorRef &y);
+std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
+                                       const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
+                                       const TensorRef& bias, const TensorRef& y);
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).
-std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig &c, const TensorRef &w, uint32_t slices);
+std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
+                                         uint32_t slices);
 
-jal_dispatch_report expert_gemm(Launcher &launcher, const Program &program, const ExpertGemmConfig &c,
-				const TensorRef &x, const TensorRef &ids, uint64_t w_shards, const TensorRef &w,
-				const TensorRef &bias, const TensorRef &y, const DispatchOptions &options = {});
+jal_dispatch_report expert_gemm(Launcher& launcher, const Program& program,
+                                const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
+                                uint64_t w_shards, const TensorRef& w, const TensorRef& bias,
+                                const TensorRef& y, const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

@@ -24,51 +24,53 @@
 namespace jal::kernels::linear {
 
 struct GemmConfig {
-	uint32_t m = 1; // rows of x and y
-	uint32_t n = 0; // rows of W, columns of y
-	uint32_t k = 0; // columns of x and W (a multiple of 32 for block formats)
-	jal_dtype weight = JAL_DT_MXFP4;
-	Numerics numerics = Numerics::native;
-	// x's format in memory: F32, or already activation_dtype(weight, numerics) (for
-	// example the output of quantize.hpp), which is then loaded as is.
-	jal_dtype x_dtype = JAL_DT_F32;
-	bool bias = false;
-	uint32_t tile_n = 0;      // rows of W per tile; 0 chooses
-	uint32_t max_m_chunk = 0; // cap on x rows resident at once (tests of the M loop); 0: L1 decides
+    uint32_t m = 1;  // rows of x and y
+    uint32_t n = 0;  // rows of W, columns of y
+    uint32_t k = 0;  // columns of x and W (a multiple of 32 for block formats)
+    jal_dtype weight = JAL_DT_MXFP4;
+    Numerics numerics = Numerics::native;
+    // x's format in memory: F32, or already activation_dtype(weight, numerics) (for
+    // example the output of quantize.hpp), which is then loaded as is.
+    jal_dtype x_dtype = JAL_DT_F32;
+    bool bias = false;
+    uint32_t tile_n = 0;  // rows of W per tile; 0 chooses
+    uint32_t max_m_chunk =
+        0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };
 
 // How a configuration uses L1 (for documentation and tests).
 struct GemmPlan {
-	jal_dtype activation = JAL_DT_F32;
-	bool convert_x = false;  // x is F32 in memory and converted on the chip
-	uint32_t tile_n = 0;     // W rows per tile
-	uint32_t m_chunk = 0;    // x rows resident in L1 at once
-	uint32_t stage_rows = 0; // F32 rows of x per conversion step
-	uint32_t l1_bytes = 0;
+    jal_dtype activation = JAL_DT_F32;
+    bool convert_x = false;   // x is F32 in memory and converted on the chip
+    uint32_t tile_n = 0;      // W rows per tile
+    uint32_t m_chunk = 0;     // x rows resident in L1 at once
+    uint32_t stage_rows = 0;  // F32 rows of x per conversion step
+    uint32_t l1_bytes = 0;
 };
-GemmPlan plan_gemm(const GemmConfig &c); // throws jal::Error (INVALID_FIELD) if it cannot fit
+GemmPlan plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cannot fit
 
 // The kernel. Arguments, in order:
 //   x (address), x_stride (bytes between rows of x),
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
 //   between rows of W), bias (address of N F32; only with config.bias),
 //   y (address), y_stride (bytes between rows of y).
-CodeObject build_gemm(const GemmConfig &c);
-std::string gemm_name(const GemmConfig &c);
+CodeObject build_gemm(const GemmConfig& c);
+std::string gemm_name(const GemmConfig& c);
 
 // Floating-point operations of one run (2·M·N·K, plus M·N for the bias).
-uint64_t gemm_flops(const GemmConfig &c);
+uint64_t gemm_flops(const GemmConfig& c);
 
 // The kernel's argument words. x: M×K (F32 or config.x_dtype); w: N×K of config.weight
 // (only its dtype, shape and stride are used: the rows are found through w_shards, a
 // device table of shard_table(w, slices) addresses); bias: 1×N F32 (va 0 without);
 // y: M×N F32. Throws jal::Error(INVALID_FIELD) on a mismatch.
-std::vector<uint64_t> gemm_args(const GemmConfig &c, const TensorRef &x, uint64_t w_shards, const TensorRef &w,
-				const TensorRef &bias, const TensorRef &y);
+std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
+                                const TensorRef& w, const TensorRef& bias, const TensorRef& y);
 
 // Runs build_gemm(c)'s program (throws jal::Error on a bad tensor or a failed dispatch).
-jal_dispatch_report gemm(Launcher &launcher, const Program &program, const GemmConfig &c, const TensorRef &x,
-			 uint64_t w_shards, const TensorRef &w, const TensorRef &bias, const TensorRef &y,
-			 const DispatchOptions &options = {});
+jal_dispatch_report gemm(Launcher& launcher, const Program& program, const GemmConfig& c,
+                         const TensorRef& x, uint64_t w_shards, const TensorRef& w,
+                         const TensorRef& bias, const TensorRef& y,
+                         const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

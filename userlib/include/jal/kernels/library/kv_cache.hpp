@@ -14,35 +14,36 @@
 namespace jal::kernels {
 
 struct KvCacheConfig {
-	uint32_t n_head_kv = 0;
-	uint32_t head_dim = 64;
-	uint32_t n_ctx = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 64;
+    uint32_t n_ctx = 0;
 };
 
 // Where attention's work split reads each head, for a dispatch on the logical slices of
 // dispatch_mask (dispatch slice i is the i-th set bit, ascending): item j runs on dispatch
 // slice j mod n and uses head (j / key_splits) mod n_head_kv. Returns one logical slice
 // mask per head: every slice that runs an item of that head.
-std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv, uint32_t key_splits = 1);
+std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv,
+                                    uint32_t key_splits = 1);
 
 class KvCache {
 public:
-	// Allocates every head's cache on head_masks[g] (one slice: JAL_PLACE_SLICE; several:
-	// JAL_PLACE_REPLICATED, so every reader is local and device writes reach every copy)
-	// and the head table, replicated on all those slices, uploaded through `queue`.
-	KvCache(const runtime::Device &device, const runtime::Context &context, runtime::Queue &queue,
-		const KvCacheConfig &config, std::span<const uint64_t> head_masks);
+    // Allocates every head's cache on head_masks[g] (one slice: JAL_PLACE_SLICE; several:
+    // JAL_PLACE_REPLICATED, so every reader is local and device writes reach every copy)
+    // and the head table, replicated on all those slices, uploaded through `queue`.
+    KvCache(const runtime::Device& device, const runtime::Context& context, runtime::Queue& queue,
+            const KvCacheConfig& config, std::span<const uint64_t> head_masks);
 
-	const KvCacheConfig &config() const { return config_; }
-	uint64_t heads_va() const { return table_->va(); }
-	uint64_t k_va(uint32_t head) const { return heads_.at(head)->va(); }
-	uint64_t vt_va(uint32_t head) const { return heads_.at(head)->va() + k_bytes(); }
-	uint64_t k_bytes() const { return uint64_t{config_.n_ctx} * config_.head_dim * 4; }
+    const KvCacheConfig& config() const { return config_; }
+    uint64_t heads_va() const { return table_->va(); }
+    uint64_t k_va(uint32_t head) const { return heads_.at(head)->va(); }
+    uint64_t vt_va(uint32_t head) const { return heads_.at(head)->va() + k_bytes(); }
+    uint64_t k_bytes() const { return uint64_t{config_.n_ctx} * config_.head_dim * 4; }
 
 private:
-	KvCacheConfig config_;
-	std::vector<std::unique_ptr<runtime::Memory>> heads_;
-	std::unique_ptr<runtime::Memory> table_;
+    KvCacheConfig config_;
+    std::vector<std::unique_ptr<runtime::Memory>> heads_;
+    std::unique_ptr<runtime::Memory> table_;
 };
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

@@ -24,13 +24,13 @@ namespace jal::kernels::linear {
 
 // How activations meet the weights in the matrix engine.
 enum class Numerics {
-	native, // activations stay F32: the matrix engine decodes the weight format exactly
-	ggml,   // as llama.cpp's CPU backend: activations rounded to Q8_0 before MXFP4 (and
-	        // BF16 before BF16) dot products; F32 and MXFP8 weights as native
-	fast,   // activations converted to the weight's own format (MXFP4×MXFP4, MXFP8×MXFP8,
-	        // BF16×BF16): the matrix engine's full rate for that format
+    native,  // activations stay F32: the matrix engine decodes the weight format exactly
+    ggml,    // as llama.cpp's CPU backend: activations rounded to Q8_0 before MXFP4 (and
+             // BF16 before BF16) dot products; F32 and MXFP8 weights as native
+    fast,    // activations converted to the weight's own format (MXFP4×MXFP4, MXFP8×MXFP8,
+             // BF16×BF16): the matrix engine's full rate for that format
 };
-const char *numerics_name(Numerics n);
+const char* numerics_name(Numerics n);
 
 // The activation format the matrix engine sees for weights `weight` under `numerics`, and
 // the rounding VCVT uses to get there.
@@ -39,9 +39,9 @@ jal_cvt_mode activation_cvt_mode(Numerics numerics);
 
 // A half-open range of rows (or columns, experts, tokens).
 struct Range {
-	uint32_t begin = 0;
-	uint32_t end = 0;
-	uint32_t size() const { return end - begin; }
+    uint32_t begin = 0;
+    uint32_t end = 0;
+    uint32_t size() const { return end - begin; }
 };
 
 // The split every kernel here uses: `total` items in contiguous chunks of
@@ -50,12 +50,12 @@ Range slice_range(uint32_t total, uint32_t slices, uint32_t slice);
 
 // Shard table of a tensor that is one allocation: entry s is the address of the first row
 // slice s owns (slice_range(t.rows, slices, s)).
-std::vector<uint64_t> shard_table(const TensorRef &t, uint32_t slices);
+std::vector<uint64_t> shard_table(const TensorRef& t, uint32_t slices);
 
 // Bytes of one packed row of `cols` elements of `dtype`.
 uint64_t packed_row_bytes(jal_dtype dtype, uint32_t cols);
 
 // Row stride of a tensor (its packed row size when row_stride is 0).
-uint64_t stride_of(const TensorRef &t);
+uint64_t stride_of(const TensorRef& t);
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

@@ -17,20 +17,22 @@
 namespace jal::kernels::linear {
 
 struct QuantizeConfig {
-	uint32_t m = 1;
-	uint32_t k = 0;                 // a multiple of 32 for block formats
-	jal_dtype out = JAL_DT_Q8_0;
-	jal_cvt_mode mode = JAL_CVT_OCP; // MXFP4 only: OCP or ggml rounding
+    uint32_t m = 1;
+    uint32_t k = 0;  // a multiple of 32 for block formats
+    jal_dtype out = JAL_DT_Q8_0;
+    jal_cvt_mode mode = JAL_CVT_OCP;  // MXFP4 only: OCP or ggml rounding
 };
 
 // Arguments: x (address), x_stride, out (address), out_stride.
-CodeObject build_quantize(const QuantizeConfig &c);
-std::string quantize_name(const QuantizeConfig &c);
+CodeObject build_quantize(const QuantizeConfig& c);
+std::string quantize_name(const QuantizeConfig& c);
 
 // Argument words: x M×K F32, out M×K of config.out.
-std::vector<uint64_t> quantize_args(const QuantizeConfig &c, const TensorRef &x, const TensorRef &out);
+std::vector<uint64_t> quantize_args(const QuantizeConfig& c, const TensorRef& x,
+                                    const TensorRef& out);
 
-jal_dispatch_report quantize(Launcher &launcher, const Program &program, const QuantizeConfig &c, const TensorRef &x,
-			     const TensorRef &out, const DispatchOptions &options = {});
+jal_dispatch_report quantize(Launcher& launcher, const Program& program, const QuantizeConfig& c,
+                             const TensorRef& x, const TensorRef& out,
+                             const DispatchOptions& options = {});
 
-} // namespace jal::kernels::linear
+}  // namespace jal::kernels::linear

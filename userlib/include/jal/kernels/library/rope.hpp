@@ -33,58 +33,59 @@
 namespace jal::kernels {
 
 struct YarnParams {
-	uint32_t head_dim = 64;     // n_rot: every dimension of the head is rotated
-	double freq_base = 150000.0;
-	double factor = 32.0;       // 1 / freq_scale; 1 disables scaling
-	uint32_t n_ctx_orig = 4096;
-	double beta_fast = 32.0;
-	double beta_slow = 1.0;
-	double ext_factor = 1.0;    // llama.cpp: 1 when the GGUF's rope scaling is YaRN
-	double attn_factor = 1.0;   // llama.cpp's yarn_attn_factor for GPT-OSS works out to 1
+    uint32_t head_dim = 64;  // n_rot: every dimension of the head is rotated
+    double freq_base = 150000.0;
+    double factor = 32.0;  // 1 / freq_scale; 1 disables scaling
+    uint32_t n_ctx_orig = 4096;
+    double beta_fast = 32.0;
+    double beta_slow = 1.0;
+    double ext_factor = 1.0;   // llama.cpp: 1 when the GGUF's rope scaling is YaRN
+    double attn_factor = 1.0;  // llama.cpp's yarn_attn_factor for GPT-OSS works out to 1
 };
 
 // ggml_rope_yarn_corr_dims: the first and last pair index of the ramp.
-void yarn_corr_dims(const YarnParams &params, double dims[2]);
+void yarn_corr_dims(const YarnParams& params, double dims[2]);
 
 // cos and sin for positions 0..n_positions-1: row p holds head_dim/2 values, pair order.
 struct RopeTables {
-	uint32_t n_positions = 0;
-	uint32_t half = 0;
-	std::vector<float> cos; // n_positions x half, mscale included
-	std::vector<float> sin;
+    uint32_t n_positions = 0;
+    uint32_t half = 0;
+    std::vector<float> cos;  // n_positions x half, mscale included
+    std::vector<float> sin;
 };
-RopeTables rope_yarn_tables(const YarnParams &params, uint32_t n_positions);
+RopeTables rope_yarn_tables(const YarnParams& params, uint32_t n_positions);
 
 struct RopeConfig {
-	uint32_t n_head = 0;
-	uint32_t head_dim = 64;  // even
-	uint32_t block_rows = 0; // tokens a slice holds in L1 at once; 0 = as many as fit (<= 64)
-	uint32_t rows_per_block() const;
+    uint32_t n_head = 0;
+    uint32_t head_dim = 64;   // even
+    uint32_t block_rows = 0;  // tokens a slice holds in L1 at once; 0 = as many as fit (<= 64)
+    uint32_t rows_per_block() const;
 };
 
 // Arguments, in order: x (address; rows x n_head*head_dim F32, rotated in place),
 // x_stride, rows, positions (address of rows I32, or 0: positions pos_start, pos_start+1,
 // ...), pos_start, cos (address of the table), sin (address of the table). Positions
 // must lie inside the tables: the kernel does not check them.
-CodeObject build_rope_neox(const RopeConfig &config);
+CodeObject build_rope_neox(const RopeConfig& config);
 
 // Where the tables are on the device (each n_positions x head_dim/2 F32, packed).
 struct RopeTablesRef {
-	uint64_t cos_va = 0;
-	uint64_t sin_va = 0;
-	uint32_t n_positions = 0;
+    uint64_t cos_va = 0;
+    uint64_t sin_va = 0;
+    uint32_t n_positions = 0;
 };
 
 // Argument words for x (rows x n_head*head_dim F32, rotated in place) and either
 // positions (I32, one a row of x; va 0 for none) or consecutive positions from pos_start
 // (checked against the tables).
-std::vector<uint64_t> rope_neox_args(const RopeConfig &config, const TensorRef &x, const TensorRef &positions,
-				     uint32_t pos_start, const RopeTablesRef &tables);
+std::vector<uint64_t> rope_neox_args(const RopeConfig& config, const TensorRef& x,
+                                     const TensorRef& positions, uint32_t pos_start,
+                                     const RopeTablesRef& tables);
 
 // Runs build_rope_neox(config)'s program: rotates x in place. Throws jal::Error on a bad
 // tensor (as rope_neox_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report rope_neox(Launcher &launcher, const Program &program, const RopeConfig &config,
-		const TensorRef &x, const TensorRef &positions, uint32_t pos_start,
-		const RopeTablesRef &tables, const DispatchOptions &options = {});
+jal_dispatch_report rope_neox(Launcher& launcher, const Program& program, const RopeConfig& config,
+                              const TensorRef& x, const TensorRef& positions, uint32_t pos_start,
+                              const RopeTablesRef& tables, const DispatchOptions& options = {});
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

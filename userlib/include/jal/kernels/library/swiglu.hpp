@@ -21,25 +21,26 @@
 namespace jal::kernels {
 
 struct SwigluConfig {
-	uint32_t cols = 0;       // n_ff
-	float alpha = 1.702f;
-	float limit = 7.0f;
-	uint32_t block_rows = 0; // 0 = as many as fit (<= 64)
-	uint32_t rows_per_block() const;
+    uint32_t cols = 0;  // n_ff
+    float alpha = 1.702f;
+    float limit = 7.0f;
+    uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
+    uint32_t rows_per_block() const;
 };
 
 // Arguments, in order: gate (address), gate_stride, up (address), up_stride, out (address;
 // may equal gate), out_stride, rows.
-CodeObject build_swiglu_oai(const SwigluConfig &config);
+CodeObject build_swiglu_oai(const SwigluConfig& config);
 
 // Argument words for gate, up and out (rows x cols F32 each; rows from gate).
-std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &config, const TensorRef &gate, const TensorRef &up,
-				      const TensorRef &out);
+std::vector<uint64_t> swiglu_oai_args(const SwigluConfig& config, const TensorRef& gate,
+                                      const TensorRef& up, const TensorRef& out);
 
 // Runs build_swiglu_oai(config)'s program. Throws jal::Error on a bad
 // tensor (as swiglu_oai_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report swiglu_oai(Launcher &launcher, const Program &program, const SwigluConfig &config,
-		const TensorRef &gate, const TensorRef &up, const TensorRef &out,
-		const DispatchOptions &options = {});
+jal_dispatch_report swiglu_oai(Launcher& launcher, const Program& program,
+                               const SwigluConfig& config, const TensorRef& gate,
+                               const TensorRef& up, const TensorRef& out,
+                               const DispatchOptions& options = {});
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

@@ -14,11 +14,11 @@
 namespace jal::kernels {
 
 struct TensorRef {
-	uint64_t va = 0;          // device virtual address of row 0
-	uint32_t rows = 0;
-	uint32_t cols = 0;        // elements (a multiple of 32 for MX and Q8_0)
-	uint64_t row_stride = 0;  // bytes between rows; 0 = packed
-	jal_dtype dtype = JAL_DT_F32;
+    uint64_t va = 0;  // device virtual address of row 0
+    uint32_t rows = 0;
+    uint32_t cols = 0;        // elements (a multiple of 32 for MX and Q8_0)
+    uint64_t row_stride = 0;  // bytes between rows; 0 = packed
+    jal_dtype dtype = JAL_DT_F32;
 };
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

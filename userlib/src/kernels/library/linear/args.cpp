@@ -14,115 +14,121 @@ namespace jal::kernels::linear {
 
 namespace {
 
-void expect(const std::string &kernel, const char *what, const TensorRef &t, uint64_t rows, uint64_t cols, jal_dtype dt)
+void expect(const std::string& kernel, const char* what, const TensorRef& t, uint64_t rows,
+            uint64_t cols, jal_dtype dt)
 {
-	if (t.va == 0 || t.rows != rows || t.cols != cols || t.dtype != dt || packed_row_bytes(dt, t.cols) == 0 ||
-	    (t.row_stride != 0 && t.row_stride < packed_row_bytes(dt, t.cols)))
-		throw Error(JAL_STATUS_INVALID_FIELD,
-			    kernel + ": " + what + " must be " + std::to_string(rows) + "x" + std::to_string(cols) +
-				    " of dtype " + std::to_string(dt) + " (got " + std::to_string(t.rows) + "x" +
-				    std::to_string(t.cols) + " of dtype " + std::to_string(t.dtype) + ")");
+    if (t.va == 0 || t.rows != rows || t.cols != cols || t.dtype != dt ||
+        packed_row_bytes(dt, t.cols) == 0 ||
+        (t.row_stride != 0 && t.row_stride < packed_row_bytes(dt, t.cols)))
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    kernel + ": " + what + " must be " + std::to_string(rows) + "x" +
+                        std::to_string(cols) + " of dtype " + std::to_string(dt) + " (got " +
+                        std::to_string(t.rows) + "x" + std::to_string(t.cols) + " of dtype " +
+                        std::to_string(t.dtype) + ")");
 }
 
-} // namespace
+}  // namespace
 
-uint64_t stride_of(const TensorRef &t) { return t.row_stride ? t.row_stride : packed_row_bytes(t.dtype, t.cols); }
-
-std::vector<uint64_t> gemm_args(const GemmConfig &c, const TensorRef &x, uint64_t w_shards, const TensorRef &w,
-				const TensorRef &bias, const TensorRef &y)
+uint64_t stride_of(const TensorRef& t)
 {
-	const std::string k = gemm_name(c);
-	expect(k, "x", x, c.m, c.k, c.x_dtype);
-	TensorRef wv = w;
-	if (wv.va == 0)
-		wv.va = 1; // only its shape matters: rows are reached through the shard table
-	expect(k, "w", wv, c.n, c.k, c.weight);
-	expect(k, "y", y, c.m, c.n, JAL_DT_F32);
-	if (w_shards == 0)
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
-	std::vector<uint64_t> a{x.va, stride_of(x), w_shards, stride_of(w)};
-	if (c.bias) {
-		expect(k, "bias", bias, 1, c.n, JAL_DT_F32);
-		a.push_back(bias.va);
-	} else if (bias.va != 0) {
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": a bias given to a kernel built without one");
-	}
-	a.insert(a.end(), {y.va, stride_of(y)});
-	return a;
+    return t.row_stride ? t.row_stride : packed_row_bytes(t.dtype, t.cols);
 }
 
-std::vector<uint64_t> quantize_args(const QuantizeConfig &c, const TensorRef &x, const TensorRef &out)
+std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
+                                const TensorRef& w, const TensorRef& bias, const TensorRef& y)
 {
-	const std::string k = quantize_name(c);
-	expect(k, "x", x, c.m, c.k, JAL_DT_F32);
-	expect(k, "out", out, c.m, c.k, c.out);
-	return {x.va, stride_of(x), out.va, stride_of(out)};
+    const std::string k = gemm_name(c);
+    expect(k, "x", x, c.m, c.k, c.x_dtype);
+    TensorRef wv = w;
+    if (wv.va == 0) wv.va = 1;  // only its shape matters: rows are reached through the shard table
+    expect(k, "w", wv, c.n, c.k, c.weight);
+    expect(k, "y", y, c.m, c.n, JAL_DT_F32);
+    if (w_shards == 0) throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
+    std::vector<uint64_t> a{x.va, stride_of(x), w_shards, stride_of(w)};
+    if (c.bias) {
+        expect(k, "bias", bias, 1, c.n, JAL_DT_F32);
+        a.push_back(bias.va);
+    } else if (bias.va != 0) {
+        throw Error(JAL_STATUS_INVALID_FIELD, k + ": a bias given to a kernel built without one");
+    }
+    a.insert(a.end(), {y.va, stride_of(y)});
+    return a;
 }
 
-std::vector<uint64_t> embedding_args(const EmbeddingConfig &c, const TensorRef &ids, const TensorRef &table,
-				     const TensorRef &out)
+std::vector<uint64_t> quantize_args(const QuantizeConfig& c, const TensorRef& x,
+                                    const TensorRef& out)
 {
-	const std::string k = embedding_name(c);
-	expect(k, "ids", ids, c.tokens, 1, JAL_DT_I32);
-	if (ids.row_stride != 0 && ids.row_stride != 4)
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
-	expect(k, "table", table, c.vocab, c.dim, c.table);
-	expect(k, "out", out, c.tokens, c.dim, JAL_DT_F32);
-	return {ids.va, table.va, stride_of(table), out.va, stride_of(out)};
+    const std::string k = quantize_name(c);
+    expect(k, "x", x, c.m, c.k, JAL_DT_F32);
+    expect(k, "out", out, c.m, c.k, c.out);
+    return {x.va, stride_of(x), out.va, stride_of(out)};
 }
 
-std::vector<uint64_t> argmax_args(const ArgmaxConfig &c, const TensorRef &logits, const TensorRef &out_index,
-				  const TensorRef &out_value)
+std::vector<uint64_t> embedding_args(const EmbeddingConfig& c, const TensorRef& ids,
+                                     const TensorRef& table, const TensorRef& out)
 {
-	const std::string k = argmax_name(c);
-	expect(k, "logits", logits, c.rows, c.vocab, JAL_DT_F32);
-	expect(k, "out_index", out_index, c.rows, 1, JAL_DT_I32);
-	expect(k, "out_value", out_value, c.rows, 1, JAL_DT_F32);
-	if ((out_index.row_stride && out_index.row_stride != 4) || (out_value.row_stride && out_value.row_stride != 4))
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": outputs must be packed");
-	return {logits.va, stride_of(logits), out_index.va, out_value.va};
+    const std::string k = embedding_name(c);
+    expect(k, "ids", ids, c.tokens, 1, JAL_DT_I32);
+    if (ids.row_stride != 0 && ids.row_stride != 4)
+        throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
+    expect(k, "table", table, c.vocab, c.dim, c.table);
+    expect(k, "out", out, c.tokens, c.dim, JAL_DT_F32);
+    return {ids.va, table.va, stride_of(table), out.va, stride_of(out)};
 }
 
-std::vector<uint64_t> all_reduce_args(const AllReduceConfig &c, uint64_t vectors_table)
+std::vector<uint64_t> argmax_args(const ArgmaxConfig& c, const TensorRef& logits,
+                                  const TensorRef& out_index, const TensorRef& out_value)
 {
-	if (vectors_table == 0)
-		throw Error(JAL_STATUS_INVALID_FIELD, all_reduce_name(c) + ": no table of vectors");
-	return {vectors_table};
+    const std::string k = argmax_name(c);
+    expect(k, "logits", logits, c.rows, c.vocab, JAL_DT_F32);
+    expect(k, "out_index", out_index, c.rows, 1, JAL_DT_I32);
+    expect(k, "out_value", out_value, c.rows, 1, JAL_DT_F32);
+    if ((out_index.row_stride && out_index.row_stride != 4) ||
+        (out_value.row_stride && out_value.row_stride != 4))
+        throw Error(JAL_STATUS_INVALID_FIELD, k + ": outputs must be packed");
+    return {logits.va, stride_of(logits), out_index.va, out_value.va};
 }
 
-std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig &c, const TensorRef &x, const TensorRef &ids,
-				       uint64_t w_shards, const TensorRef &w, const TensorRef &bias, const TensorRef &y)
+std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors_table)
 {
-	const std::string k = expert_gemm_name(c);
-	const uint64_t pairs = uint64_t{c.tokens} * c.k;
-	expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.kdim, JAL_DT_F32);
-	expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
-	if (ids.row_stride != 0 && ids.row_stride != uint64_t{c.k} * 4)
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
-	TensorRef wv = w;
-	if (wv.va == 0)
-		wv.va = 1;
-	expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
-	expect(k, "y", y, pairs, c.n, JAL_DT_F32);
-	if (w_shards == 0)
-		throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
-	std::vector<uint64_t> a{x.va, stride_of(x), ids.va, w_shards, stride_of(w), stride_of(w) * c.n};
-	if (c.bias) {
-		expect(k, "bias", bias, c.experts, c.n, JAL_DT_F32);
-		if (bias.row_stride != 0 && bias.row_stride != uint64_t{c.n} * 4)
-			throw Error(JAL_STATUS_INVALID_FIELD, k + ": bias must be packed");
-		a.push_back(bias.va);
-	}
-	a.insert(a.end(), {y.va, stride_of(y)});
-	return a;
+    if (vectors_table == 0)
+        throw Error(JAL_STATUS_INVALID_FIELD, all_reduce_name(c) + ": no table of vectors");
+    return {vectors_table};
 }
 
-std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig &c, const TensorRef &w, uint32_t slices)
+std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
+                                       const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
+                                       const TensorRef& bias, const TensorRef& y)
 {
-	std::vector<uint64_t> out(slices);
-	for (uint32_t s = 0; s < slices; s++)
-		out[s] = w.va + stride_of(w) * c.n * slice_range(c.experts, slices, s).begin;
-	return out;
+    const std::string k = expert_gemm_name(c);
+    const uint64_t pairs = uint64_t{c.tokens} * c.k;
+    expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.kdim, JAL_DT_F32);
+    expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
+    if (ids.row_stride != 0 && ids.row_stride != uint64_t{c.k} * 4)
+        throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
+    TensorRef wv = w;
+    if (wv.va == 0) wv.va = 1;
+    expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
+    expect(k, "y", y, pairs, c.n, JAL_DT_F32);
+    if (w_shards == 0) throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
+    std::vector<uint64_t> a{x.va, stride_of(x), ids.va, w_shards, stride_of(w), stride_of(w) * c.n};
+    if (c.bias) {
+        expect(k, "bias", bias, c.experts, c.n, JAL_DT_F32);
+        if (bias.row_stride != 0 && bias.row_stride != uint64_t{c.n} * 4)
+            throw Error(JAL_STATUS_INVALID_FIELD, k + ": bias must be packed");
+        a.push_back(bias.va);
+    }
+    a.insert(a.end(), {y.va, stride_of(y)});
+    return a;
 }
 
-} // namespace jal::kernels::linear
+std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
+                                         uint32_t slices)
+{
+    std::vector<uint64_t> out(slices);
+    for (uint32_t s = 0; s < slices; s++)
+        out[s] = w.va + stride_of(w) * c.n * slice_range(c.experts, slices, s).begin;
+    return out;
+}
+
+}  // namespace jal::kernels::linear

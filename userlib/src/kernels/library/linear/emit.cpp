@@ -3,107 +3,108 @@
 
 namespace jal::kernels::linear::detail {
 
-SliceShare emit_slice_range(Builder &b, uint32_t total)
+SliceShare emit_slice_range(Builder& b, uint32_t total)
 {
-	SliceShare r{b.slice_index(), b.x(), b.x()};
-	X n = b.slice_count();
-	X tot = emit_const(b, total);
-	X chunk = b.x();
-	b.add(chunk, tot, n);
-	b.addi(chunk, chunk, -1);
-	b.divu(chunk, chunk, n); // n >= 1 in any dispatch
-	b.mul(r.begin, r.slice, chunk);
-	b.min(r.begin, r.begin, tot);
-	b.sub(r.count, tot, r.begin);
-	b.min(r.count, r.count, chunk);
-	b.free(chunk);
-	b.free(tot);
-	b.free(n);
-	return r;
+    SliceShare r{b.slice_index(), b.x(), b.x()};
+    X n = b.slice_count();
+    X tot = emit_const(b, total);
+    X chunk = b.x();
+    b.add(chunk, tot, n);
+    b.addi(chunk, chunk, -1);
+    b.divu(chunk, chunk, n);  // n >= 1 in any dispatch
+    b.mul(r.begin, r.slice, chunk);
+    b.min(r.begin, r.begin, tot);
+    b.sub(r.count, tot, r.begin);
+    b.min(r.count, r.count, chunk);
+    b.free(chunk);
+    b.free(tot);
+    b.free(n);
+    return r;
 }
 
-X emit_table_entry(Builder &b, X table, X slice)
+X emit_table_entry(Builder& b, X table, X slice)
 {
-	X v = b.x();
-	b.muli(v, slice, 8);
-	b.add(v, v, table);
-	b.ld(v, v, 0);
-	return v;
+    X v = b.x();
+    b.muli(v, slice, 8);
+    b.add(v, v, table);
+    b.ld(v, v, 0);
+    return v;
 }
 
-X emit_const(Builder &b, int64_t value)
+X emit_const(Builder& b, int64_t value)
 {
-	X r = b.x();
-	b.li(r, value);
-	return r;
+    X r = b.x();
+    b.li(r, value);
+    return r;
 }
 
-void emit_wait_n(Builder &b, Q q, X count)
+void emit_wait_n(Builder& b, Q q, X count)
 {
-	b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });
+    b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });
 }
 
-void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
-			  const std::function<void(X i, int buf)> &body, const std::function<void()> &after_first)
+void emit_double_buffered(Builder& b, X n, const std::function<void(X i, int buf)>& load,
+                          const std::function<void(X i, int buf)>& body,
+                          const std::function<void()>& after_first)
 {
-	X i = emit_const(b, 0);
-	X next = b.x();
-	Label top = b.label(), out = b.label();
-	b.bge(i, n, out);
-	load(i, 0);
-	if (after_first)
-		after_first();
-	b.bind(top);
-	for (int buf = 0; buf < 2; buf++) {
-		b.bge(i, n, out);
-		Label no_prefetch = b.label();
-		b.addi(next, i, 1);
-		b.bge(next, n, no_prefetch);
-		load(next, 1 - buf);
-		b.bind(no_prefetch);
-		body(i, buf);
-		b.addi(i, i, 1);
-	}
-	b.jmp(top);
-	b.bind(out);
-	b.free(next);
-	b.free(i);
+    X i = emit_const(b, 0);
+    X next = b.x();
+    Label top = b.label(), out = b.label();
+    b.bge(i, n, out);
+    load(i, 0);
+    if (after_first) after_first();
+    b.bind(top);
+    for (int buf = 0; buf < 2; buf++) {
+        b.bge(i, n, out);
+        Label no_prefetch = b.label();
+        b.addi(next, i, 1);
+        b.bge(next, n, no_prefetch);
+        load(next, 1 - buf);
+        b.bind(no_prefetch);
+        body(i, buf);
+        b.addi(i, i, 1);
+    }
+    b.jmp(top);
+    b.bind(out);
+    b.free(next);
+    b.free(i);
 }
 
-void emit_multi_buffered(Builder &b, X n, int slots, int ahead, const std::function<void(X i, int slot)> &load,
-			 const std::function<void(X i, int slot)> &body, const std::function<void()> &after_first)
+void emit_multi_buffered(Builder& b, X n, int slots, int ahead,
+                         const std::function<void(X i, int slot)>& load,
+                         const std::function<void(X i, int slot)>& body,
+                         const std::function<void()>& after_first)
 {
-	X i = emit_const(b, 0);
-	X next = b.x();
-	Label top = b.label(), out = b.label();
-	b.bge(i, n, out);
-	load(i, 0);
-	if (after_first)
-		after_first();
-	{ // the other leading loads, each only if that tile exists
-		Label skip = b.label();
-		for (int j = 1; j < ahead; j++) {
-			b.li(next, j);
-			b.bge(next, n, skip);
-			load(next, j);
-		}
-		b.bind(skip);
-	}
-	b.bind(top);
-	for (int slot = 0; slot < slots; slot++) {
-		b.bge(i, n, out);
-		Label no_prefetch = b.label();
-		b.addi(next, i, ahead);
-		b.bge(next, n, no_prefetch);
-		load(next, (slot + ahead) % slots);
-		b.bind(no_prefetch);
-		body(i, slot);
-		b.addi(i, i, 1);
-	}
-	b.jmp(top);
-	b.bind(out);
-	b.free(next);
-	b.free(i);
+    X i = emit_const(b, 0);
+    X next = b.x();
+    Label top = b.label(), out = b.label();
+    b.bge(i, n, out);
+    load(i, 0);
+    if (after_first) after_first();
+    {  // the other leading loads, each only if that tile exists
+        Label skip = b.label();
+        for (int j = 1; j < ahead; j++) {
+            b.li(next, j);
+            b.bge(next, n, skip);
+            load(next, j);
+        }
+        b.bind(skip);
+    }
+    b.bind(top);
+    for (int slot = 0; slot < slots; slot++) {
+        b.bge(i, n, out);
+        Label no_prefetch = b.label();
+        b.addi(next, i, ahead);
+        b.bge(next, n, no_prefetch);
+        load(next, (slot + ahead) % slots);
+        b.bind(no_prefetch);
+        body(i, slot);
+        b.addi(i, i, 1);
+    }
+    b.jmp(top);
+    b.bind(out);
+    b.free(next);
+    b.free(i);
 }
 
-} // namespace jal::kernels::linear::detail
+}  // namespace jal::kernels::linear::detail

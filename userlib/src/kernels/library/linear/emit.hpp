@@ -10,45 +10,50 @@
 namespace jal::kernels::linear::detail {
 
 struct SliceShare {
-	X slice; // this slice's index in the dispatch
-	X begin; // first item it owns
-	X count; // how many (0 for a slice past the end)
+    X slice;  // this slice's index in the dispatch
+    X begin;  // first item it owns
+    X count;  // how many (0 for a slice past the end)
 };
 
 // chunk = ceil(total / slices); begin = min(slice·chunk, total); count = min(chunk, total − begin).
-SliceShare emit_slice_range(Builder &b, uint32_t total);
+SliceShare emit_slice_range(Builder& b, uint32_t total);
 
 // A new register holding the 64-bit entry `slice` of the table at address `table`.
-X emit_table_entry(Builder &b, X table, X slice);
+X emit_table_entry(Builder& b, X table, X slice);
 
 // A new register holding `value`.
-X emit_const(Builder &b, int64_t value);
+X emit_const(Builder& b, int64_t value);
 
 // Waits `count` times for one signal each on `q` (count is a runtime value).
-void emit_wait_n(Builder &b, Q q, X count);
+void emit_wait_n(Builder& b, Q q, X count);
 
 // The double-buffered loop every streaming kernel here uses, unrolled by two so each half
 // names its own buffer's registers: load(0, 0); after_first(); then for i in [0, n): if
 // i+1 < n, load(i+1, other buffer); body(i, buffer). While body(i) computes, load(i+1) is
 // in flight. after_first (optional) runs once after the first load is issued: the place to
 // wait for something loaded before the loop, so its latency overlaps the first tile's.
-void emit_double_buffered(Builder &b, X n, const std::function<void(X i, int buf)> &load,
-			  const std::function<void(X i, int buf)> &body,
-			  const std::function<void()> &after_first = {});
+void emit_double_buffered(Builder& b, X n, const std::function<void(X i, int buf)>& load,
+                          const std::function<void(X i, int buf)>& body,
+                          const std::function<void()>& after_first = {});
 
 // The same, generalized: loads run `ahead` tiles ahead of the body, and the loop is unrolled
 // `slots` times (a multiple of every buffer count the callbacks use); tile i's load and
 // body get slot i mod slots. With three W buffers (ahead 2), a store the body queues on the
 // DMA engine never delays the load the next body needs.
-void emit_multi_buffered(Builder &b, X n, int slots, int ahead, const std::function<void(X i, int slot)> &load,
-			 const std::function<void(X i, int slot)> &body, const std::function<void()> &after_first = {});
+void emit_multi_buffered(Builder& b, X n, int slots, int ahead,
+                         const std::function<void(X i, int slot)>& load,
+                         const std::function<void(X i, int slot)>& body,
+                         const std::function<void()>& after_first = {});
 
 // Largest multiple of `unit` not above `v`, at least `unit`.
 inline uint32_t round_down(uint32_t v, uint32_t unit)
 {
-	v -= v % unit;
-	return v < unit ? unit : v;
+    v -= v % unit;
+    return v < unit ? unit : v;
 }
-inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
 
-} // namespace jal::kernels::linear::detail
+}  // namespace jal::kernels::linear::detail

@@ -10,86 +10,89 @@ using namespace transformer_detail;
 
 uint32_t MoeRoutingConfig::rows_per_block() const
 {
-	return block_rows ? block_rows : rows_that_fit(4ull * (n_expert + 2 * k + 2), kL1Budget, 64);
+    return block_rows ? block_rows : rows_that_fit(4ull * (n_expert + 2 * k + 2), kL1Budget, 64);
 }
 
-CodeObject build_moe_routing(const MoeRoutingConfig &cfg)
+CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
 {
-	const std::string name = "moe_routing_e" + std::to_string(cfg.n_expert) + "_k" + std::to_string(cfg.k);
-	require(cfg.k > 0 && cfg.k <= cfg.n_expert, name, "k must be in 1..n_expert");
-	const uint32_t R = cfg.rows_per_block();
-	Builder b(name);
+    const std::string name =
+        "moe_routing_e" + std::to_string(cfg.n_expert) + "_k" + std::to_string(cfg.k);
+    require(cfg.k > 0 && cfg.k <= cfg.n_expert, name, "k must be in 1..n_expert");
+    const uint32_t R = cfg.rows_per_block();
+    Builder b(name);
 
-	X logits = b.arg("logits", JAL_ARG_ADDRESS);
-	X logits_stride = b.arg("logits_stride");
-	X ids = b.arg("ids", JAL_ARG_ADDRESS);
-	X weights = b.arg("weights", JAL_ARG_ADDRESS);
-	X rows = b.arg("rows");
+    X logits = b.arg("logits", JAL_ARG_ADDRESS);
+    X logits_stride = b.arg("logits_stride");
+    X ids = b.arg("ids", JAL_ARG_ADDRESS);
+    X weights = b.arg("weights", JAL_ARG_ADDRESS);
+    X rows = b.arg("rows");
 
-	X l1_l = constant(b, b.l1_alloc(R * cfg.n_expert * 4));
-	X l1_i = constant(b, b.l1_alloc(R * cfg.k * 4));
-	X l1_w = constant(b, b.l1_alloc(R * cfg.k * 4));
-	X l1_m = constant(b, b.l1_alloc(R * 4));
-	X l1_s = constant(b, b.l1_alloc(R * 4));
-	X n_expert = constant(b, cfg.n_expert);
-	X one = constant(b, 1);
-	X k_bytes = constant(b, cfg.k * 4);
-	T tl = b.t(), ti = b.t(), tw = b.t(), tm = b.t(), ts = b.t();
-	Q q = b.q();
+    X l1_l = constant(b, b.l1_alloc(R * cfg.n_expert * 4));
+    X l1_i = constant(b, b.l1_alloc(R * cfg.k * 4));
+    X l1_w = constant(b, b.l1_alloc(R * cfg.k * 4));
+    X l1_m = constant(b, b.l1_alloc(R * 4));
+    X l1_s = constant(b, b.l1_alloc(R * 4));
+    X n_expert = constant(b, cfg.n_expert);
+    X one = constant(b, 1);
+    X k_bytes = constant(b, cfg.k * 4);
+    T tl = b.t(), ti = b.t(), tw = b.t(), tm = b.t(), ts = b.t();
+    Q q = b.q();
 
-	RowRange range = slice_rows(b, rows);
-	for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
-		X addr = b.x();
-		X kk = constant(b, cfg.k);
-		b.tdesc(tl, l1_l, n, n_expert, JAL_DT_F32);
-		b.tdesc(ti, l1_i, n, kk, JAL_DT_I32);
-		b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
-		b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
-		b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-		b.mul(addr, row0, logits_stride);
-		b.add(addr, addr, logits);
-		b.tload(tl, addr, logits_stride, q);
-		b.wait(q);
-		b.vtopk(ti, tl, cfg.k);
-		b.vtopkv(tw, tl, cfg.k);
-		// softmax over the k selected logits only
-		b.vredmax(tm, tw);
-		b.vsub(tw, tw, tm);
-		b.vexp(tw, tw);
-		b.vredsum(ts, tw);
-		b.vrecip(ts, ts);
-		b.vmul(tw, tw, ts);
-		b.mul(addr, row0, k_bytes);
-		X waddr = b.x();
-		b.add(waddr, addr, weights);
-		b.add(addr, addr, ids);
-		b.tstore(ti, addr, k_bytes, q);
-		b.tstore(tw, waddr, k_bytes, q);
-		b.wait(q, 2);
-		b.free(waddr);
-		b.free(kk);
-		b.free(addr);
-	});
-	b.end();
-	return b.finish();
+    RowRange range = slice_rows(b, rows);
+    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+        X addr = b.x();
+        X kk = constant(b, cfg.k);
+        b.tdesc(tl, l1_l, n, n_expert, JAL_DT_F32);
+        b.tdesc(ti, l1_i, n, kk, JAL_DT_I32);
+        b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
+        b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
+        b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
+        b.mul(addr, row0, logits_stride);
+        b.add(addr, addr, logits);
+        b.tload(tl, addr, logits_stride, q);
+        b.wait(q);
+        b.vtopk(ti, tl, cfg.k);
+        b.vtopkv(tw, tl, cfg.k);
+        // softmax over the k selected logits only
+        b.vredmax(tm, tw);
+        b.vsub(tw, tw, tm);
+        b.vexp(tw, tw);
+        b.vredsum(ts, tw);
+        b.vrecip(ts, ts);
+        b.vmul(tw, tw, ts);
+        b.mul(addr, row0, k_bytes);
+        X waddr = b.x();
+        b.add(waddr, addr, weights);
+        b.add(addr, addr, ids);
+        b.tstore(ti, addr, k_bytes, q);
+        b.tstore(tw, waddr, k_bytes, q);
+        b.wait(q, 2);
+        b.free(waddr);
+        b.free(kk);
+        b.free(addr);
+    });
+    b.end();
+    return b.finish();
 }
 
-std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig &cfg, const TensorRef &logits, const TensorRef &ids,
-				       const TensorRef &weights)
+std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig& cfg, const TensorRef& logits,
+                                       const TensorRef& ids, const TensorRef& weights)
 {
-	const std::string k = "moe_routing";
-	check_tensor(logits, JAL_DT_F32, cfg.n_expert, 0, k, "logits");
-	check_tensor(ids, JAL_DT_I32, cfg.k, logits.rows, k, "ids");
-	check_tensor(weights, JAL_DT_F32, cfg.k, logits.rows, k, "weights");
-	require(stride_of(ids) == cfg.k * 4ull && stride_of(weights) == cfg.k * 4ull, k, "ids and weights must be packed");
-	return {logits.va, stride_of(logits), ids.va, weights.va, logits.rows};
+    const std::string k = "moe_routing";
+    check_tensor(logits, JAL_DT_F32, cfg.n_expert, 0, k, "logits");
+    check_tensor(ids, JAL_DT_I32, cfg.k, logits.rows, k, "ids");
+    check_tensor(weights, JAL_DT_F32, cfg.k, logits.rows, k, "weights");
+    require(stride_of(ids) == cfg.k * 4ull && stride_of(weights) == cfg.k * 4ull, k,
+            "ids and weights must be packed");
+    return {logits.va, stride_of(logits), ids.va, weights.va, logits.rows};
 }
 
-jal_dispatch_report moe_routing(Launcher &launcher, const Program &program, const MoeRoutingConfig &config,
-		const TensorRef &logits, const TensorRef &ids, const TensorRef &weights,
-		const DispatchOptions &options)
+jal_dispatch_report moe_routing(Launcher& launcher, const Program& program,
+                                const MoeRoutingConfig& config, const TensorRef& logits,
+                                const TensorRef& ids, const TensorRef& weights,
+                                const DispatchOptions& options)
 {
-	return launcher.run(program, args_of(moe_routing_args(config, logits, ids, weights)), options);
+    return launcher.run(program, args_of(moe_routing_args(config, logits, ids, weights)), options);
 }
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

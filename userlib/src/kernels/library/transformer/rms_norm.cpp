@@ -11,81 +11,83 @@ using namespace transformer_detail;
 
 uint32_t RmsNormConfig::rows_per_block() const
 {
-	// x, x^2 and the per-row scale.
-	return block_rows ? block_rows : rows_that_fit(2ull * cols * 4 + 4, kL1Budget - cols * 4ull, 64);
+    // x, x^2 and the per-row scale.
+    return block_rows ? block_rows
+                      : rows_that_fit(2ull * cols * 4 + 4, kL1Budget - cols * 4ull, 64);
 }
 
-CodeObject build_rms_norm(const RmsNormConfig &cfg)
+CodeObject build_rms_norm(const RmsNormConfig& cfg)
 {
-	const std::string name = "rms_norm_c" + std::to_string(cfg.cols);
-	require(cfg.cols > 0, name, "cols must be positive");
-	const uint32_t R = cfg.rows_per_block();
-	Builder b(name);
+    const std::string name = "rms_norm_c" + std::to_string(cfg.cols);
+    require(cfg.cols > 0, name, "cols must be positive");
+    const uint32_t R = cfg.rows_per_block();
+    Builder b(name);
 
-	X x = b.arg("x", JAL_ARG_ADDRESS);
-	X x_stride = b.arg("x_stride");
-	X w = b.arg("weight", JAL_ARG_ADDRESS);
-	X out = b.arg("out", JAL_ARG_ADDRESS);
-	X out_stride = b.arg("out_stride");
-	X rows = b.arg("rows");
+    X x = b.arg("x", JAL_ARG_ADDRESS);
+    X x_stride = b.arg("x_stride");
+    X w = b.arg("weight", JAL_ARG_ADDRESS);
+    X out = b.arg("out", JAL_ARG_ADDRESS);
+    X out_stride = b.arg("out_stride");
+    X rows = b.arg("rows");
 
-	const uint32_t row_bytes = cfg.cols * 4;
-	X l1_w = constant(b, b.l1_alloc(row_bytes));
-	X l1_x = constant(b, b.l1_alloc(R * row_bytes));
-	X l1_sq = constant(b, b.l1_alloc(R * row_bytes));
-	X l1_s = constant(b, b.l1_alloc(R * 4));
-	X one = constant(b, 1);
-	X cols = constant(b, cfg.cols);
-	X w_stride = constant(b, row_bytes);
+    const uint32_t row_bytes = cfg.cols * 4;
+    X l1_w = constant(b, b.l1_alloc(row_bytes));
+    X l1_x = constant(b, b.l1_alloc(R * row_bytes));
+    X l1_sq = constant(b, b.l1_alloc(R * row_bytes));
+    X l1_s = constant(b, b.l1_alloc(R * 4));
+    X one = constant(b, 1);
+    X cols = constant(b, cfg.cols);
+    X w_stride = constant(b, row_bytes);
 
-	T tw = b.t(), tx = b.t(), tsq = b.t(), ts = b.t();
-	Q q = b.q();
-	b.tdesc(tw, l1_w, one, cols, JAL_DT_F32);
-	b.tload(tw, w, w_stride, q);
-	b.wait(q);
+    T tw = b.t(), tx = b.t(), tsq = b.t(), ts = b.t();
+    Q q = b.q();
+    b.tdesc(tw, l1_w, one, cols, JAL_DT_F32);
+    b.tload(tw, w, w_stride, q);
+    b.wait(q);
 
-	RowRange range = slice_rows(b, rows);
-	for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
-		X addr = b.x();
-		b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
-		b.tdesc(tsq, l1_sq, n, cols, JAL_DT_F32);
-		b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-		b.mul(addr, row0, x_stride);
-		b.add(addr, addr, x);
-		b.tload(tx, addr, x_stride, q);
-		b.wait(q);
-		b.vmul(tsq, tx, tx);
-		b.vredsum(ts, tsq);
-		b.vscale(ts, ts, 1.0f / static_cast<float>(cfg.cols));
-		b.vadds(ts, ts, cfg.eps);
-		b.vrsqrt(ts, ts);
-		b.vmul(tx, tx, ts); // column broadcast: each row by its own scale
-		b.vmul(tx, tx, tw); // row broadcast: the weight down every row
-		b.mul(addr, row0, out_stride);
-		b.add(addr, addr, out);
-		b.tstore(tx, addr, out_stride, q);
-		b.wait(q);
-		b.free(addr);
-	});
-	b.end();
-	return b.finish();
+    RowRange range = slice_rows(b, rows);
+    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+        X addr = b.x();
+        b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
+        b.tdesc(tsq, l1_sq, n, cols, JAL_DT_F32);
+        b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
+        b.mul(addr, row0, x_stride);
+        b.add(addr, addr, x);
+        b.tload(tx, addr, x_stride, q);
+        b.wait(q);
+        b.vmul(tsq, tx, tx);
+        b.vredsum(ts, tsq);
+        b.vscale(ts, ts, 1.0f / static_cast<float>(cfg.cols));
+        b.vadds(ts, ts, cfg.eps);
+        b.vrsqrt(ts, ts);
+        b.vmul(tx, tx, ts);  // column broadcast: each row by its own scale
+        b.vmul(tx, tx, tw);  // row broadcast: the weight down every row
+        b.mul(addr, row0, out_stride);
+        b.add(addr, addr, out);
+        b.tstore(tx, addr, out_stride, q);
+        b.wait(q);
+        b.free(addr);
+    });
+    b.end();
+    return b.finish();
 }
 
-std::vector<uint64_t> rms_norm_args(const RmsNormConfig &cfg, const TensorRef &x, const TensorRef &weight,
-				    const TensorRef &out)
+std::vector<uint64_t> rms_norm_args(const RmsNormConfig& cfg, const TensorRef& x,
+                                    const TensorRef& weight, const TensorRef& out)
 {
-	const std::string k = "rms_norm";
-	check_tensor(x, JAL_DT_F32, cfg.cols, 0, k, "x");
-	check_tensor(weight, JAL_DT_F32, cfg.cols, 1, k, "weight");
-	check_tensor(out, JAL_DT_F32, cfg.cols, x.rows, k, "out");
-	return {x.va, stride_of(x), weight.va, out.va, stride_of(out), x.rows};
+    const std::string k = "rms_norm";
+    check_tensor(x, JAL_DT_F32, cfg.cols, 0, k, "x");
+    check_tensor(weight, JAL_DT_F32, cfg.cols, 1, k, "weight");
+    check_tensor(out, JAL_DT_F32, cfg.cols, x.rows, k, "out");
+    return {x.va, stride_of(x), weight.va, out.va, stride_of(out), x.rows};
 }
 
-jal_dispatch_report rms_norm(Launcher &launcher, const Program &program, const RmsNormConfig &config,
-		const TensorRef &x, const TensorRef &weight, const TensorRef &out,
-		const DispatchOptions &options)
+jal_dispatch_report rms_norm(Launcher& launcher, const Program& program,
+                             const RmsNormConfig& config, const TensorRef& x,
+                             const TensorRef& weight, const TensorRef& out,
+                             const DispatchOptions& options)
 {
-	return launcher.run(program, args_of(rms_norm_args(config, x, weight, out)), options);
+    return launcher.run(program, args_of(rms_norm_args(config, x, weight, out)), options);
 }
 
-} // namespace jal::kernels
+}  // namespace jal::kernels

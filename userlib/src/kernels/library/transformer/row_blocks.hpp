@@ -15,29 +15,30 @@
 namespace jal::kernels::transformer_detail {
 
 struct RowRange {
-	X begin;
-	X end;
+    X begin;
+    X end;
 };
 
 // Emits the computation of this slice's [begin, end) of `rows`; the caller frees both.
-RowRange slice_rows(Builder &b, X rows);
+RowRange slice_rows(Builder& b, X rows);
 
 // for (row0 = begin; row0 < end; row0 += block) body(row0, n = min(block, end - row0)).
 // row0 and n are allocated and freed by the loop.
-void for_blocks(Builder &b, X begin, X end, uint32_t block, const std::function<void(X row0, X n)> &body);
+void for_blocks(Builder& b, X begin, X end, uint32_t block,
+                const std::function<void(X row0, X n)>& body);
 
 // Traps with OUT_OF_RANGE unless first + count <= limit (unsigned).
-void trap_unless_within(Builder &b, X first, X count, uint32_t limit);
+void trap_unless_within(Builder& b, X first, X count, uint32_t limit);
 
 // Emits for (i = first; i < end; i += step) body(i) with a step held in a register (the
 // builder's for_range takes an immediate step). i is allocated and freed here.
-void for_strided(Builder &b, X first, X end, X step, const std::function<void(X i)> &body);
+void for_strided(Builder& b, X first, X end, X step, const std::function<void(X i)>& body);
 
 // A new register holding `value`.
-X constant(Builder &b, int64_t value);
+X constant(Builder& b, int64_t value);
 
 // d = base + index * scale (scale a byte count known when the kernel is built).
-void scaled_add(Builder &b, X d, X base, X index, int64_t scale);
+void scaled_add(Builder& b, X d, X base, X index, int64_t scale);
 
 // The most rows (at most `max_rows`, at least 1) whose `bytes_per_row` fit in `budget`.
 uint32_t rows_that_fit(uint64_t bytes_per_row, uint64_t budget, uint32_t max_rows);
@@ -46,10 +47,10 @@ uint32_t rows_that_fit(uint64_t bytes_per_row, uint64_t budget, uint32_t max_row
 int64_t f32_bits(float value);
 
 // Throws jal::Error(INVALID_FIELD) naming the kernel when `ok` is false.
-void require(bool ok, const std::string &kernel, const std::string &what);
+void require(bool ok, const std::string& kernel, const std::string& what);
 
 // L1 budget for one kernel's tiles: half of a slice's L1, leaving room for double
 // buffering later without changing block sizes.
 inline constexpr uint64_t kL1Budget = JAL_SLICE_L1_BYTES / 2;
 
-} // namespace jal::kernels::transformer_detail
+}  // namespace jal::kernels::transformer_detail

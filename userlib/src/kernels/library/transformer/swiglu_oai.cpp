@@ -12,80 +12,81 @@ using namespace transformer_detail;
 
 uint32_t SwigluConfig::rows_per_block() const
 {
-	return block_rows ? block_rows : rows_that_fit(3ull * cols * 4, kL1Budget, 64);
+    return block_rows ? block_rows : rows_that_fit(3ull * cols * 4, kL1Budget, 64);
 }
 
-CodeObject build_swiglu_oai(const SwigluConfig &cfg)
+CodeObject build_swiglu_oai(const SwigluConfig& cfg)
 {
-	const std::string name = "swiglu_oai_c" + std::to_string(cfg.cols);
-	require(cfg.cols > 0, name, "cols must be positive");
-	require(cfg.limit > 0, name, "limit must be positive");
-	const uint32_t R = cfg.rows_per_block();
-	Builder b(name);
+    const std::string name = "swiglu_oai_c" + std::to_string(cfg.cols);
+    require(cfg.cols > 0, name, "cols must be positive");
+    require(cfg.limit > 0, name, "limit must be positive");
+    const uint32_t R = cfg.rows_per_block();
+    Builder b(name);
 
-	X gate = b.arg("gate", JAL_ARG_ADDRESS);
-	X gate_stride = b.arg("gate_stride");
-	X up = b.arg("up", JAL_ARG_ADDRESS);
-	X up_stride = b.arg("up_stride");
-	X out = b.arg("out", JAL_ARG_ADDRESS);
-	X out_stride = b.arg("out_stride");
-	X rows = b.arg("rows");
+    X gate = b.arg("gate", JAL_ARG_ADDRESS);
+    X gate_stride = b.arg("gate_stride");
+    X up = b.arg("up", JAL_ARG_ADDRESS);
+    X up_stride = b.arg("up_stride");
+    X out = b.arg("out", JAL_ARG_ADDRESS);
+    X out_stride = b.arg("out_stride");
+    X rows = b.arg("rows");
 
-	X l1_g = constant(b, b.l1_alloc(R * cfg.cols * 4));
-	X l1_u = constant(b, b.l1_alloc(R * cfg.cols * 4));
-	X l1_t = constant(b, b.l1_alloc(R * cfg.cols * 4));
-	X cols = constant(b, cfg.cols);
-	X minus_inf = constant(b, f32_bits(-std::numeric_limits<float>::infinity()));
-	X minus_limit = constant(b, f32_bits(-cfg.limit));
-	X limit = constant(b, f32_bits(cfg.limit));
-	T tg = b.t(), tu = b.t(), tt = b.t();
-	Q q = b.q();
+    X l1_g = constant(b, b.l1_alloc(R * cfg.cols * 4));
+    X l1_u = constant(b, b.l1_alloc(R * cfg.cols * 4));
+    X l1_t = constant(b, b.l1_alloc(R * cfg.cols * 4));
+    X cols = constant(b, cfg.cols);
+    X minus_inf = constant(b, f32_bits(-std::numeric_limits<float>::infinity()));
+    X minus_limit = constant(b, f32_bits(-cfg.limit));
+    X limit = constant(b, f32_bits(cfg.limit));
+    T tg = b.t(), tu = b.t(), tt = b.t();
+    Q q = b.q();
 
-	RowRange range = slice_rows(b, rows);
-	for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
-		X addr = b.x();
-		b.tdesc(tg, l1_g, n, cols, JAL_DT_F32);
-		b.tdesc(tu, l1_u, n, cols, JAL_DT_F32);
-		b.tdesc(tt, l1_t, n, cols, JAL_DT_F32);
-		b.mul(addr, row0, gate_stride);
-		b.add(addr, addr, gate);
-		b.tload(tg, addr, gate_stride, q);
-		b.mul(addr, row0, up_stride);
-		b.add(addr, addr, up);
-		b.tload(tu, addr, up_stride, q);
-		b.wait(q, 2);
-		b.vclamp(tg, tg, minus_inf, limit); // min(g, limit): the gate is clamped above only
-		b.vclamp(tu, tu, minus_limit, limit);
-		b.vscale(tt, tg, cfg.alpha);
-		b.vsigmoid(tt, tt);
-		b.vmul(tg, tg, tt);
-		b.vadds(tu, tu, 1.0f);
-		b.vmul(tg, tg, tu);
-		b.mul(addr, row0, out_stride);
-		b.add(addr, addr, out);
-		b.tstore(tg, addr, out_stride, q);
-		b.wait(q);
-		b.free(addr);
-	});
-	b.end();
-	return b.finish();
+    RowRange range = slice_rows(b, rows);
+    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+        X addr = b.x();
+        b.tdesc(tg, l1_g, n, cols, JAL_DT_F32);
+        b.tdesc(tu, l1_u, n, cols, JAL_DT_F32);
+        b.tdesc(tt, l1_t, n, cols, JAL_DT_F32);
+        b.mul(addr, row0, gate_stride);
+        b.add(addr, addr, gate);
+        b.tload(tg, addr, gate_stride, q);
+        b.mul(addr, row0, up_stride);
+        b.add(addr, addr, up);
+        b.tload(tu, addr, up_stride, q);
+        b.wait(q, 2);
+        b.vclamp(tg, tg, minus_inf, limit);  // min(g, limit): the gate is clamped above only
+        b.vclamp(tu, tu, minus_limit, limit);
+        b.vscale(tt, tg, cfg.alpha);
+        b.vsigmoid(tt, tt);
+        b.vmul(tg, tg, tt);
+        b.vadds(tu, tu, 1.0f);
+        b.vmul(tg, tg, tu);
+        b.mul(addr, row0, out_stride);
+        b.add(addr, addr, out);
+        b.tstore(tg, addr, out_stride, q);
+        b.wait(q);
+        b.free(addr);
+    });
+    b.end();
+    return b.finish();
 }
 
-std::vector<uint64_t> swiglu_oai_args(const SwigluConfig &cfg, const TensorRef &gate, const TensorRef &up,
-				      const TensorRef &out)
+std::vector<uint64_t> swiglu_oai_args(const SwigluConfig& cfg, const TensorRef& gate,
+                                      const TensorRef& up, const TensorRef& out)
 {
-	const std::string k = "swiglu_oai";
-	check_tensor(gate, JAL_DT_F32, cfg.cols, 0, k, "gate");
-	check_tensor(up, JAL_DT_F32, cfg.cols, gate.rows, k, "up");
-	check_tensor(out, JAL_DT_F32, cfg.cols, gate.rows, k, "out");
-	return {gate.va, stride_of(gate), up.va, stride_of(up), out.va, stride_of(out), gate.rows};
+    const std::string k = "swiglu_oai";
+    check_tensor(gate, JAL_DT_F32, cfg.cols, 0, k, "gate");
+    check_tensor(up, JAL_DT_F32, cfg.cols, gate.rows, k, "up");
+    check_tensor(out, JAL_DT_F32, cfg.cols, gate.rows, k, "out");
+    return {gate.va, stride_of(gate), up.va, stride_of(up), out.va, stride_of(out), gate.rows};
 }
 
-jal_dispatch_report swiglu_oai(Launcher &launcher, const Program &program, const SwigluConfig &config,
-		const TensorRef &gate, const TensorRef &up, const TensorRef &out,
-		const DispatchOptions &options)
+jal_dispatch_report swiglu_oai(Launcher& launcher, const Program& program,
+                               const SwigluConfig& config, const TensorRef& gate,
+                               const TensorRef& up, const TensorRef& out,
+                               const DispatchOptions& options)
 {
-	return launcher.run(program, args_of(swiglu_oai_args(config, gate, up, out)), options);
+    return launcher.run(program, args_of(swiglu_oai_args(config, gate, up, out)), options);
 }
 
-} // namespace jal::kernels
+}  // namespace jal::kernels
