@@ -154,9 +154,7 @@ void QueueEngine::complete(std::byte* s, std::uint32_t status)
 
 void QueueEngine::run()
 {
-    Doorbells& db = *db_;
     HostMemory& mem = env_.host.memory(static_cast<int>(cfg_.fn));
-    const std::uint64_t mask = cfg_.size - 1;
     std::uint64_t read = read_.load();
     std::uint64_t target = read;
     auto last_work = Clock::now();
@@ -165,91 +163,28 @@ void QueueEngine::run()
     bool probe = false;    // check the ring for published packets the doorbell does not cover
 
     while (!stop_.load(std::memory_order_acquire)) {
-        const std::uint64_t d = db.write_index(qid_);
+        const std::uint64_t d = db_->write_index(qid_);
         last_db_.store(d, std::memory_order_relaxed);
         // Doorbells only grow; with several producers one may land out of order, so the
         // engine keeps the largest, and never looks more than a ring ahead.
         if (d > target) target = std::min(d, read + cfg_.size);
 
         if (read == target && !probe) {
-            if (Clock::now() - last_work < kDoorbellSpin) {
-                cpu_relax();
-                continue;
-            }
-            // Sleep: publish NEED_WAKEUP, fence, look once more (the host stores the
-            // doorbell, fences, then reads NEED_WAKEUP: one of the two sees the other).
-            std::uint64_t seen;
-            {
-                std::lock_guard lock(wake_->m);
-                seen = wake_->seq;
-            }
-            db.set_need_wakeup(qid_, 1);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            bool work = db.write_index(qid_) != d;
-            if (!work) {
-                HostMemory::Pin pin(mem);
-                work = pin.generation() != ring_gen_ || published(read);
-            }
-            if (!work) {
-                std::unique_lock lock(wake_->m);
-                wake_->cv.wait_for(lock, kSleepPoll, [&] {
-                    return wake_->seq != seen || stop_.load(std::memory_order_relaxed);
-                });
-            }
-            db.set_need_wakeup(qid_, 0);
-            if (work) {
-                last_work = Clock::now();
-                probe = true;  // look at the ring even if the doorbell did not move
-            }
-            // last_work stays old: a wakeup meant for another queue of the function finds
-            // nothing here and goes straight back to sleep.
+            probe = idle(mem, read, d, last_work);
             continue;
         }
-
         probe = false;
-        bool fault = false, irq = false, pending = false, dispatch = false;
-        {
-            HostMemory::Pin pin(mem);
-            if (pin.generation() != ring_gen_ && !resolve(pin)) fault = true;
-            for (unsigned n = 0; !fault && n < kBatch; ++n) {
-                if (read == target) {
-                    if (!published(read)) break;
-                    ++target;
-                }
-                const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
-                if (s == Step::pending) {
-                    pending = true;
-                    break;
-                }
-                if (s == Step::dispatch) {
-                    dispatch = true;
-                    break;
-                }
-                ++read;
-                read_.store(read, std::memory_order_release);
-                __atomic_store_n(rptr_, read, __ATOMIC_RELEASE);
-                if (s == Step::done_irq) {
-                    irq = true;  // raised once the pin is released
-                    break;
-                }
-                if (stop_.load(std::memory_order_relaxed)) break;
-            }
-        }
-        if (dispatch && !run_dispatch(mem, read, irq)) fault = true;
-        if (dispatch && !fault) {
-            ++read;
-            read_.store(read, std::memory_order_release);
-        }
-        if (fault) {
+        const Batch b = run_batch(mem, read, target);
+        if (b.fault) {
             // The ring or the read index was unmapped under the queue.
             record_error(JAL_STATUS_DMA_FAULT, read);
             state_.store(JAL_QUEUE_ERROR);
             log(LogLevel::warn, "queue {}: ring no longer mapped; queue stopped in ERROR", qid_);
             return;
         }
-        if (irq) env_.host.raise_msi(cfg_.fn, cfg_.vector);
+        if (b.irq) env_.host.raise_msi(cfg_.fn, cfg_.vector);
         const auto now = Clock::now();
-        if (!pending) {
+        if (!b.pending) {
             waiting = false;
             last_work = now;
             continue;
@@ -265,6 +200,81 @@ void QueueEngine::run()
         }
         last_work = Clock::now();
     }
+}
+
+bool QueueEngine::idle(HostMemory& mem, std::uint64_t read, std::uint64_t doorbell,
+                       Clock::time_point& last_work)
+{
+    if (Clock::now() - last_work < kDoorbellSpin) {
+        cpu_relax();
+        return false;
+    }
+    // Sleep: publish NEED_WAKEUP, fence, look once more (the host stores the doorbell,
+    // fences, then reads NEED_WAKEUP: one of the two sees the other).
+    std::uint64_t seen;
+    {
+        std::lock_guard lock(wake_->m);
+        seen = wake_->seq;
+    }
+    db_->set_need_wakeup(qid_, 1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool work = db_->write_index(qid_) != doorbell;
+    if (!work) {
+        HostMemory::Pin pin(mem);
+        work = pin.generation() != ring_gen_ || published(read);
+    }
+    if (!work) {
+        std::unique_lock lock(wake_->m);
+        wake_->cv.wait_for(lock, kSleepPoll, [&] {
+            return wake_->seq != seen || stop_.load(std::memory_order_relaxed);
+        });
+    }
+    db_->set_need_wakeup(qid_, 0);
+    // last_work stays old unless there is work: a wakeup meant for another queue of the
+    // function finds nothing here and goes straight back to sleep.
+    if (work) last_work = Clock::now();
+    return work;  // look at the ring even if the doorbell did not move
+}
+
+QueueEngine::Batch QueueEngine::run_batch(HostMemory& mem, std::uint64_t& read,
+                                          std::uint64_t& target)
+{
+    const std::uint64_t mask = cfg_.size - 1;
+    Batch b;
+    bool dispatch = false;
+    {
+        HostMemory::Pin pin(mem);
+        if (pin.generation() != ring_gen_ && !resolve(pin)) b.fault = true;
+        for (unsigned n = 0; !b.fault && n < kBatch; ++n) {
+            if (read == target) {
+                if (!published(read)) break;
+                ++target;
+            }
+            const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
+            if (s == Step::pending) {
+                b.pending = true;
+                break;
+            }
+            if (s == Step::dispatch) {
+                dispatch = true;
+                break;
+            }
+            ++read;
+            read_.store(read, std::memory_order_release);
+            __atomic_store_n(rptr_, read, __ATOMIC_RELEASE);
+            if (s == Step::done_irq) {
+                b.irq = true;  // raised once the pin is released
+                break;
+            }
+            if (stop_.load(std::memory_order_relaxed)) break;
+        }
+    }
+    if (dispatch && !run_dispatch(mem, read, b.irq)) b.fault = true;
+    if (dispatch && !b.fault) {
+        ++read;
+        read_.store(read, std::memory_order_release);
+    }
+    return b;
 }
 
 bool QueueEngine::published(std::uint64_t index) const
@@ -306,75 +316,18 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
                 status = JAL_STATUS_INVALID_FIELD;
             break;
         case JAL_PACKET_COPY:
-            if (!all_zero(pkt + offsetof(jal_packet_copy, reserved0), 4) ||
-                !all_zero(pkt + offsetof(jal_packet_copy, reserved),
-                          sizeof(jal_packet_copy::reserved)))
-                status = JAL_STATUS_INVALID_FIELD;
-            else
-                status = copy(pin, arg, field<std::uint64_t>(pkt, offsetof(jal_packet_copy, src)),
-                              field<std::uint64_t>(pkt, offsetof(jal_packet_copy, dst)),
-                              field<std::uint64_t>(pkt, offsetof(jal_packet_copy, size)));
+            status = execute_copy(pin, pkt, arg);
             break;
-        case JAL_PACKET_BARRIER_AND: {
-            if (arg == 0 || arg > JAL_BARRIER_DEPS_MAX ||
-                !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved0), 4) ||
-                !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved1), 8)) {
-                status = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
-            bool ready = true;
-            for (unsigned i = 0; i < arg && status == JAL_STATUS_OK; ++i) {
-                const auto a =
-                    field<std::uint64_t>(pkt, offsetof(jal_packet_barrier_and, dep_signal) + 8 * i);
-                if (a == 0) continue;  // an empty entry, as in AQL
-                std::byte* dep;
-                status = resolve_signal(pin, a, dep);
-                if (status != JAL_STATUS_OK) break;
-                const std::int64_t v = __atomic_load_n(sig_value(dep), __ATOMIC_ACQUIRE);
-                const std::uint32_t st = __atomic_load_n(sig_status(dep), __ATOMIC_RELAXED);
-                if (st != JAL_STATUS_OK)
-                    status = st;  // a dependency failed: so does the barrier
-                else if (v != 0)
-                    ready = false;
-            }
-            if (status == JAL_STATUS_OK && !ready) return Step::pending;
+        case JAL_PACKET_BARRIER_AND:
+            if (!barrier_ready(pin, pkt, arg, status)) return Step::pending;
             break;
-        }
-        case JAL_PACKET_SIGNAL: {
-            std::byte* target;
-            if (arg < JAL_SIGNAL_SET || arg > JAL_SIGNAL_SUB ||
-                !all_zero(pkt + offsetof(jal_packet_signal, reserved0), 4) ||
-                !all_zero(pkt + offsetof(jal_packet_signal, reserved),
-                          sizeof(jal_packet_signal::reserved))) {
-                status = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
-            status = resolve_signal(
-                pin, field<std::uint64_t>(pkt, offsetof(jal_packet_signal, signal)), target);
-            if (status != JAL_STATUS_OK) break;
-            const auto operand = field<std::int64_t>(pkt, offsetof(jal_packet_signal, operand));
-            __atomic_store_n(sig_status(target), JAL_STATUS_OK, __ATOMIC_RELAXED);
-            if (arg == JAL_SIGNAL_SET)
-                __atomic_store_n(sig_value(target), operand, __ATOMIC_RELEASE);
-            else if (arg == JAL_SIGNAL_ADD)
-                __atomic_fetch_add(sig_value(target), operand, __ATOMIC_RELEASE);
-            else
-                __atomic_fetch_sub(sig_value(target), operand, __ATOMIC_RELEASE);
-            env_.signals.signalled();
+        case JAL_PACKET_SIGNAL:
+            status = execute_signal(pin, pkt, arg);
             break;
-        }
-        case JAL_PACKET_DISPATCH: {
-            // The report must be writable before the kernel runs (8-byte aligned, inside
-            // the function's memory); the rest is checked by the dispatch unit.
-            const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
-            if (report % 8)
-                status = JAL_STATUS_INVALID_FIELD;
-            else if (report && !pin.at(report, sizeof(jal_dispatch_report)))
-                status = JAL_STATUS_DMA_FAULT;
-            if (status != JAL_STATUS_OK) break;
-            std::memcpy(dispatch_pkt_, pkt, sizeof pkt);
-            return Step::dispatch;
-        }
+        case JAL_PACKET_DISPATCH:
+            status = accept_dispatch(pin, pkt);
+            if (status == JAL_STATUS_OK) return Step::dispatch;
+            break;
         case JAL_PACKET_COLLECTIVE:
             status = JAL_STATUS_UNSUPPORTED;
             break;
@@ -388,6 +341,78 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     __atomic_store_n(hdr, std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
     if (status != JAL_STATUS_OK) record_error(status, index);
     return (flags & JAL_PACKET_F_INTERRUPT) ? Step::done_irq : Step::done;
+}
+
+std::uint32_t QueueEngine::execute_copy(const HostMemory::Pin& pin, const std::byte* pkt,
+                                        std::uint16_t dir)
+{
+    if (!all_zero(pkt + offsetof(jal_packet_copy, reserved0), 4) ||
+        !all_zero(pkt + offsetof(jal_packet_copy, reserved), sizeof(jal_packet_copy::reserved)))
+        return JAL_STATUS_INVALID_FIELD;
+    return copy(pin, dir, field<std::uint64_t>(pkt, offsetof(jal_packet_copy, src)),
+                field<std::uint64_t>(pkt, offsetof(jal_packet_copy, dst)),
+                field<std::uint64_t>(pkt, offsetof(jal_packet_copy, size)));
+}
+
+bool QueueEngine::barrier_ready(const HostMemory::Pin& pin, const std::byte* pkt,
+                                std::uint16_t deps, std::uint32_t& status)
+{
+    if (deps == 0 || deps > JAL_BARRIER_DEPS_MAX ||
+        !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved0), 4) ||
+        !all_zero(pkt + offsetof(jal_packet_barrier_and, reserved1), 8)) {
+        status = JAL_STATUS_INVALID_FIELD;
+        return true;
+    }
+    bool ready = true;
+    for (unsigned i = 0; i < deps && status == JAL_STATUS_OK; ++i) {
+        const auto a =
+            field<std::uint64_t>(pkt, offsetof(jal_packet_barrier_and, dep_signal) + 8 * i);
+        if (a == 0) continue;  // an empty entry, as in AQL
+        std::byte* dep;
+        status = resolve_signal(pin, a, dep);
+        if (status != JAL_STATUS_OK) break;
+        const std::int64_t v = __atomic_load_n(sig_value(dep), __ATOMIC_ACQUIRE);
+        const std::uint32_t st = __atomic_load_n(sig_status(dep), __ATOMIC_RELAXED);
+        if (st != JAL_STATUS_OK)
+            status = st;  // a dependency failed: so does the barrier
+        else if (v != 0)
+            ready = false;
+    }
+    return status != JAL_STATUS_OK || ready;
+}
+
+std::uint32_t QueueEngine::execute_signal(const HostMemory::Pin& pin, const std::byte* pkt,
+                                          std::uint16_t op)
+{
+    if (op < JAL_SIGNAL_SET || op > JAL_SIGNAL_SUB ||
+        !all_zero(pkt + offsetof(jal_packet_signal, reserved0), 4) ||
+        !all_zero(pkt + offsetof(jal_packet_signal, reserved), sizeof(jal_packet_signal::reserved)))
+        return JAL_STATUS_INVALID_FIELD;
+    std::byte* target;
+    const std::uint32_t status =
+        resolve_signal(pin, field<std::uint64_t>(pkt, offsetof(jal_packet_signal, signal)), target);
+    if (status != JAL_STATUS_OK) return status;
+    const auto operand = field<std::int64_t>(pkt, offsetof(jal_packet_signal, operand));
+    __atomic_store_n(sig_status(target), JAL_STATUS_OK, __ATOMIC_RELAXED);
+    if (op == JAL_SIGNAL_SET)
+        __atomic_store_n(sig_value(target), operand, __ATOMIC_RELEASE);
+    else if (op == JAL_SIGNAL_ADD)
+        __atomic_fetch_add(sig_value(target), operand, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_sub(sig_value(target), operand, __ATOMIC_RELEASE);
+    env_.signals.signalled();
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t QueueEngine::accept_dispatch(const HostMemory::Pin& pin, const std::byte* pkt)
+{
+    // The report must be writable before the kernel runs (8-byte aligned, inside the
+    // function's memory); the rest is checked by the dispatch unit.
+    const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
+    if (report % 8) return JAL_STATUS_INVALID_FIELD;
+    if (report && !pin.at(report, sizeof(jal_dispatch_report))) return JAL_STATUS_DMA_FAULT;
+    std::memcpy(dispatch_pkt_, pkt, JAL_PACKET_SIZE);
+    return JAL_STATUS_OK;
 }
 
 std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,

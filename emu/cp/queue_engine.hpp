@@ -125,11 +125,32 @@ private:
     enum class Step { done, done_irq, pending, dispatch };
 
     void run();
+    // run()'s two halves: idle() spins, then sleeps until the doorbell or the ring may hold
+    // work (true: look at the ring even if the doorbell did not move); run_batch() executes
+    // up to kBatch packets (and a DISPATCH among them) from `read`.
+    struct Batch {
+        bool fault = false;    // the ring or the read index is no longer mapped
+        bool irq = false;      // a completed packet asked for an interrupt
+        bool pending = false;  // the packet at `read` waits (barrier or unpublished header)
+    };
+    bool idle(HostMemory& mem, std::uint64_t read, std::uint64_t doorbell,
+              std::chrono::steady_clock::time_point& last_work);
+    Batch run_batch(HostMemory& mem, std::uint64_t& read, std::uint64_t& target);
     bool resolve(const HostMemory::Pin& pin);
     // The slot of `index` holds a published header (a producer may publish before its
     // doorbell lands, or several producers' doorbells may land out of order).
     bool published(std::uint64_t index) const;
     Step execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index);
+    // The packet kinds execute() handles, on the packet's copy `pkt` (header argument as
+    // given). Each returns the packet's status; barrier_ready() says whether the barrier
+    // may complete (false: its dependencies are still pending) and sets `status`.
+    std::uint32_t execute_copy(const HostMemory::Pin& pin, const std::byte* pkt, std::uint16_t dir);
+    bool barrier_ready(const HostMemory::Pin& pin, const std::byte* pkt, std::uint16_t deps,
+                       std::uint32_t& status);
+    std::uint32_t execute_signal(const HostMemory::Pin& pin, const std::byte* pkt,
+                                 std::uint16_t op);
+    // Checks a DISPATCH packet's report address and sets the packet aside for run_dispatch().
+    std::uint32_t accept_dispatch(const HostMemory::Pin& pin, const std::byte* pkt);
     std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,
                        std::uint64_t dst, std::uint64_t size);
     void record_error(std::uint32_t status, std::uint64_t index);
