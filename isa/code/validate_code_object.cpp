@@ -30,18 +30,16 @@ struct Section {
     uint64_t end;
 };
 
-}  // namespace
+// Where the sections end, once their bounds are checked.
+struct Layout {
+    uint64_t code_end = 0;
+    uint64_t args_end = 0;
+    uint64_t name_end = 0;
+};
 
-jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* error)
+// Header fields that need nothing but the header and the object's size.
+jal_status check_header(const jal_code_object_header& h, uint64_t size, std::string* error)
 {
-    const uint64_t size = bytes.size();
-    if (size < sizeof(jal_code_object_header))
-        return reject(error, JAL_STATUS_INVALID_LENGTH,
-                      fmt::format("object is {} bytes, smaller than its {}-byte header", size,
-                                  sizeof(jal_code_object_header)));
-    jal_code_object_header h;
-    std::memcpy(&h, bytes.data(), sizeof h);
-
     if (h.magic != JAL_CODE_MAGIC)
         return reject(
             error, JAL_STATUS_INVALID_FIELD,
@@ -72,6 +70,12 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
             return reject(error, JAL_STATUS_INVALID_FIELD,
                           fmt::format("reserved[{}] is {:#x}, must be zero", i, h.reserved[i]));
 
+    return JAL_STATUS_OK;
+}
+
+jal_status check_code_bounds(const jal_code_object_header& h, uint64_t size, Layout& l,
+                             std::string* error)
+{
     // Code.
     if (h.code_words < 1)
         return reject(error, JAL_STATUS_INVALID_LENGTH,
@@ -79,13 +83,19 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
     if (h.code_offset % 8 != 0)
         return reject(error, JAL_STATUS_INVALID_LENGTH,
                       fmt::format("code_offset {} is not 8-byte aligned", h.code_offset));
-    const uint64_t code_end = uint64_t{h.code_offset} + uint64_t{h.code_words} * 8;
-    if (h.code_offset < h.header_size || code_end > size)
+    l.code_end = uint64_t{h.code_offset} + uint64_t{h.code_words} * 8;
+    if (h.code_offset < h.header_size || l.code_end > size)
         return reject(error, JAL_STATUS_INVALID_LENGTH,
                       fmt::format("code (code_offset {}, code_words {}) is not inside the object's "
                                   "{} bytes after the header",
                                   h.code_offset, h.code_words, size));
 
+    return JAL_STATUS_OK;
+}
+
+jal_status check_args_bounds(const jal_code_object_header& h, uint64_t size, Layout& l,
+                             std::string* error)
+{
     // Argument table.
     if (h.args_table_count > kMaxArgs)
         return reject(
@@ -95,9 +105,9 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
         return reject(
             error, JAL_STATUS_INVALID_LENGTH,
             fmt::format("args_table_offset {} is not 4-byte aligned", h.args_table_offset));
-    const uint64_t args_end =
+    l.args_end =
         uint64_t{h.args_table_offset} + uint64_t{h.args_table_count} * sizeof(jal_code_arg);
-    if (h.args_table_count > 0 && (h.args_table_offset < h.header_size || args_end > size))
+    if (h.args_table_count > 0 && (h.args_table_offset < h.header_size || l.args_end > size))
         return reject(error, JAL_STATUS_INVALID_LENGTH,
                       fmt::format("argument table (args_table_offset {}, args_table_count {}) is "
                                   "not inside the object's {} bytes after the header",
@@ -110,6 +120,13 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
                       fmt::format("l1_bytes is {}, more than a slice's {} bytes of L1", h.l1_bytes,
                                   JAL_SLICE_L1_BYTES));
 
+    return JAL_STATUS_OK;
+}
+
+jal_status check_name(const jal_code_object_header& h, std::span<const uint8_t> bytes, Layout& l,
+                      std::string* error)
+{
+    const uint64_t size = bytes.size();
     // Name.
     if (h.name_offset < h.header_size || h.name_offset >= size)
         return reject(
@@ -127,12 +144,17 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
     if (nul == name)
         return reject(error, JAL_STATUS_INVALID_FIELD,
                       fmt::format("the name at name_offset {} is empty", h.name_offset));
-    const uint64_t name_end = h.name_offset + uint64_t(nul - name) + 1;
+    l.name_end = h.name_offset + uint64_t(nul - name) + 1;
 
+    return JAL_STATUS_OK;
+}
+
+jal_status check_overlaps(const jal_code_object_header& h, const Layout& l, std::string* error)
+{
     // Sections may not overlap (an empty argument table occupies nothing).
-    Section sections[3] = {{"code", h.code_offset, code_end},
-                           {"argument table", h.args_table_offset, args_end},
-                           {"name", h.name_offset, name_end}};
+    Section sections[3] = {{"code", h.code_offset, l.code_end},
+                           {"argument table", h.args_table_offset, l.args_end},
+                           {"name", h.name_offset, l.name_end}};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++) {
             const Section &p = sections[i], &q = sections[j];
@@ -142,14 +164,12 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
                                           p.end, q.what, q.begin, q.end));
         }
 
-    // CRC before decoding: a corrupted word is reported as corruption, not as a bad field.
-    const auto code = bytes.subspan(h.code_offset, size_t{h.code_words} * 8);
-    const uint32_t crc = crc32(code);
-    if (crc != h.code_crc32)
-        return reject(error, JAL_STATUS_INVALID_FIELD,
-                      fmt::format("code_crc32 is {:#010x} but the code's CRC-32 is {:#010x}",
-                                  h.code_crc32, crc));
+    return JAL_STATUS_OK;
+}
 
+jal_status check_args_table(const jal_code_object_header& h, std::span<const uint8_t> bytes,
+                            std::string* error)
+{
     for (uint32_t i = 0; i < h.args_table_count; i++) {
         jal_code_arg a;
         std::memcpy(&a, bytes.data() + h.args_table_offset + size_t{i} * sizeof a, sizeof a);
@@ -171,6 +191,13 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
                                       i, a.name, a.kind));
     }
 
+    return JAL_STATUS_OK;
+}
+
+// Every instruction, and every branch target inside the code.
+jal_status check_instructions(const jal_code_object_header& h, std::span<const uint8_t> code,
+                              std::string* error)
+{
     for (uint32_t pc = 0; pc < h.code_words; pc++) {
         uint64_t w;
         std::memcpy(&w, code.data() + size_t{pc} * 8, sizeof w);
@@ -189,6 +216,39 @@ jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* err
         }
     }
     return JAL_STATUS_OK;
+}
+
+}  // namespace
+
+jal_status validate_code_object(std::span<const uint8_t> bytes, std::string* error)
+{
+    const uint64_t size = bytes.size();
+    if (size < sizeof(jal_code_object_header))
+        return reject(error, JAL_STATUS_INVALID_LENGTH,
+                      fmt::format("object is {} bytes, smaller than its {}-byte header", size,
+                                  sizeof(jal_code_object_header)));
+    jal_code_object_header h;
+    std::memcpy(&h, bytes.data(), sizeof h);
+
+    Layout l;
+    jal_status st;
+    if ((st = check_header(h, size, error)) != JAL_STATUS_OK ||
+        (st = check_code_bounds(h, size, l, error)) != JAL_STATUS_OK ||
+        (st = check_args_bounds(h, size, l, error)) != JAL_STATUS_OK ||
+        (st = check_name(h, bytes, l, error)) != JAL_STATUS_OK ||
+        (st = check_overlaps(h, l, error)) != JAL_STATUS_OK)
+        return st;
+
+    // CRC before decoding: a corrupted word is reported as corruption, not as a bad field.
+    const auto code = bytes.subspan(h.code_offset, size_t{h.code_words} * 8);
+    const uint32_t crc = crc32(code);
+    if (crc != h.code_crc32)
+        return reject(error, JAL_STATUS_INVALID_FIELD,
+                      fmt::format("code_crc32 is {:#010x} but the code's CRC-32 is {:#010x}",
+                                  h.code_crc32, crc));
+
+    if ((st = check_args_table(h, bytes, error)) != JAL_STATUS_OK) return st;
+    return check_instructions(h, code, error);
 }
 
 }  // namespace jal::isa
