@@ -90,8 +90,7 @@ std::uint32_t AddressSpaces::destroy_context(std::uint32_t ctx)
     return held;
 }
 
-std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
-                                   jal_mem_alloc_reply& reply)
+std::uint32_t AddressSpaces::check_request(std::uint32_t ctx, const AllocRequest& req) const
 {
     if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
         return JAL_STATUS_INVALID_FIELD;
@@ -105,10 +104,47 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
     const std::uint32_t align = req.align_log2 == 0 ? kAlignMinLog2 : req.align_log2;
     if (align < kAlignMinLog2 || align > kAlignMaxLog2) return JAL_STATUS_INVALID_FIELD;
     if (req.bytes == 0) return JAL_STATUS_INVALID_FIELD;
+    const std::uint64_t pages = req.bytes / JAL_PAGE_SIZE + (req.bytes % JAL_PAGE_SIZE != 0);
+    if (pages > kTotalPages) return JAL_STATUS_NO_MEMORY;
+    return JAL_STATUS_OK;
+}
 
-    const std::uint64_t pages64 = req.bytes / JAL_PAGE_SIZE + (req.bytes % JAL_PAGE_SIZE != 0);
-    if (pages64 > kTotalPages) return JAL_STATUS_NO_MEMORY;
-    const auto pages = static_cast<std::uint32_t>(pages64);
+std::uint32_t AddressSpaces::map_pages(std::uint32_t ctx, const AllocRequest& req,
+                                       const std::uint8_t* phys, std::uint32_t va_page,
+                                       std::uint32_t pages, std::uint32_t replicas)
+{
+    const auto n = static_cast<std::uint32_t>(std::popcount(req.slice_mask));
+    for (std::uint32_t i = 0; i < pages; ++i) {
+        for (std::uint32_t r = 0; r < replicas; ++r) {
+            const std::uint32_t slice = req.placement == JAL_PLACE_REPLICATED    ? phys[r]
+                                        : req.placement == JAL_PLACE_INTERLEAVED ? phys[i % n]
+                                                                                 : phys[0];
+            const std::uint32_t page = pages_.take(slice);
+            std::uint32_t status = JAL_STATUS_INTERNAL;
+            std::uint64_t pa = 0;
+            if (page != kNoPage) {
+                pa = page_phys(slice, page);
+                status = mmu::map(ctx, va_of(va_page + i), pa, r > 0);
+            }
+            if (status != JAL_STATUS_OK) {
+                mmu_error(JAL_MMU_CMD_MAP, status, ctx, va_page + i);
+                if (page != kNoPage) (void)pages_.release(pa);
+                (void)release(ctx, va_page, i + 1, replicas);
+                return JAL_STATUS_INTERNAL;
+            }
+        }
+    }
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
+                                   jal_mem_alloc_reply& reply)
+{
+    if (const std::uint32_t st = check_request(ctx, req); st != JAL_STATUS_OK) return st;
+    const auto n = static_cast<std::uint32_t>(std::popcount(req.slice_mask));
+    const std::uint32_t align = req.align_log2 == 0 ? kAlignMinLog2 : req.align_log2;
+    const auto pages =
+        static_cast<std::uint32_t>(req.bytes / JAL_PAGE_SIZE + (req.bytes % JAL_PAGE_SIZE != 0));
     const std::uint32_t replicas = req.placement == JAL_PLACE_REPLICATED ? n : 1;
 
     // The mask's slices in ascending logical order, as physical ids.
@@ -141,27 +177,9 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
         (std::uint64_t{c.next_va_page} + align_pages - 1) & ~(align_pages - 1);
     if (start + pages + 1 > 0xffffffffull) return JAL_STATUS_NO_MEMORY;  // virtual space used up
     const auto va_page = static_cast<std::uint32_t>(start);
-
-    for (std::uint32_t i = 0; i < pages; ++i) {
-        for (std::uint32_t r = 0; r < replicas; ++r) {
-            const std::uint32_t slice = req.placement == JAL_PLACE_REPLICATED    ? phys[r]
-                                        : req.placement == JAL_PLACE_INTERLEAVED ? phys[i % n]
-                                                                                 : phys[0];
-            const std::uint32_t page = pages_.take(slice);
-            std::uint32_t status = JAL_STATUS_INTERNAL;
-            std::uint64_t pa = 0;
-            if (page != kNoPage) {
-                pa = page_phys(slice, page);
-                status = mmu::map(ctx, va_of(va_page + i), pa, r > 0);
-            }
-            if (status != JAL_STATUS_OK) {
-                mmu_error(JAL_MMU_CMD_MAP, status, ctx, va_page + i);
-                if (page != kNoPage) (void)pages_.release(pa);
-                (void)release(ctx, va_page, i + 1, replicas);
-                return JAL_STATUS_INTERNAL;
-            }
-        }
-    }
+    if (const std::uint32_t st = map_pages(ctx, req, phys.data(), va_page, pages, replicas);
+        st != JAL_STATUS_OK)
+        return st;
 
     slot->va_page = va_page;
     slot->pages = pages & 0x1ffff;

@@ -109,6 +109,12 @@ private:
                           std::uint32_t replicas);
     void mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx,
                    std::uint32_t va_page);
+    // alloc()'s steps: the request's fields (INVALID_FIELD, or NO_MEMORY for more pages
+    // than the chip has), and mapping `pages` pages × `replicas` at va_page on the slices
+    // `phys` (the mask's slices in logical order); on an MMU refusal nothing stays mapped.
+    std::uint32_t check_request(std::uint32_t ctx, const AllocRequest& req) const;
+    std::uint32_t map_pages(std::uint32_t ctx, const AllocRequest& req, const std::uint8_t* phys,
+                            std::uint32_t va_page, std::uint32_t pages, std::uint32_t replicas);
 
     host::Journal& journal_;
     PageAllocator pages_;
