@@ -24,6 +24,8 @@ static void jal_log_identity(struct jal_device *jdev)
 		jdev->minor);
 }
 
+/* long-function: probe is the ordered list of setup steps with their unwind labels
+ * (kernel style: one goto ladder), which reads best in one place. */
 static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 {
 	struct device *dev = &pdev->dev;

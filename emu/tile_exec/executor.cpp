@@ -29,6 +29,8 @@ RunResult Executor::fault(SliceState& s, std::uint32_t status, std::uint64_t add
     return RunResult::faulted;
 }
 
+// long-function: the interpreter's dispatch switch, one case per opcode; splitting it would
+// put a call and a state reload on every instruction of the emulator's hottest loop.
 RunResult Executor::run(SliceState& s)
 {
     const std::vector<Insn>& code = p_.program->code;

@@ -126,6 +126,7 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
 
 }  // namespace
 
+// long-function: one case per tile opcode (the tile half of the interpreter switch).
 std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
                               std::uint64_t& addr)
 {

@@ -356,6 +356,8 @@ JAL_AVX2 inline __m256i reduce8(__m256i v0, __m256i v1, __m256i v2, __m256i v3, 
                             _mm256_permute2x128_si256(g0, g1, 0x31));
 }
 
+// long-function: the MX block-dot kernel, kept whole so the compiler keeps its eight
+// accumulators in registers across the unrolled loop.
 JAL_AVX2 void mma_blockdot_run(const Tile& acc, const ConstTile& a, const ConstTile& b,
                                BlockdotBuffers& buf)
 {
