@@ -49,6 +49,12 @@ private:
         Matrix wq, wk, wv, wo, wr, wg, wu, wd;
     };
     std::vector<Layer> layers_;
+    // forward()'s steps: RoPE (YaRN) of one head in place; layer il's attention output
+    // (appending the position's K and V to the sequence); the MoE block's output.
+    void rope(double* head, uint32_t pos) const;
+    std::vector<double> attention(uint32_t il, Sequence& seq, const std::vector<double>& h,
+                                  uint32_t pos) const;
+    std::vector<double> moe(const Layer& L, const std::vector<double>& h) const;
     Matrix embd_, out_;
     std::vector<double> out_norm_;
 };
