@@ -200,47 +200,59 @@ std::string json_array(const std::vector<T>& v)
     return out + "]";
 }
 
-}  // namespace
+// What a run produced: per step the token fed next, the argmax and the top-k.
+struct Trace {
+    std::vector<llama_token> tokens, argmax;
+    std::vector<std::vector<llama_token>> top_ids;
+    std::vector<std::vector<double>> top_logprobs;
+};
 
-int main(int argc, char** argv)
+int fail(const char* what, const std::string& arg = {})
 {
-    Options o;
-    if (!parse_args(argc, argv, o)) return 2;
+    std::fprintf(stderr, "jal-llama-ref: %s%s\n", what, arg.c_str());
+    return 1;
+}
 
-    llama_log_set(quiet_log, &o.verbose);
-    // The CPU backend from the reference's own directory: ggml would otherwise also look in
-    // the executable's directory and the current one.
+// The CPU backend from the reference's own directory: ggml would otherwise also look in the
+// executable's directory and the current one.
+ggml_backend_dev_t load_cpu_backend(const Options& o)
+{
     if (o.cpu_backend.empty())
         ggml_backend_load_all_from_path(JAL_LLAMA_REF_LIB);
     else if (!ggml_backend_load((std::string(JAL_LLAMA_REF_LIB) + "/" + o.cpu_backend).c_str()))
-        return std::fprintf(stderr, "jal-llama-ref: cannot load %s\n", o.cpu_backend.c_str()), 1;
+        return fail("cannot load ", o.cpu_backend), nullptr;
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    if (!cpu)
-        return std::fprintf(stderr, "jal-llama-ref: no CPU backend in %s\n", JAL_LLAMA_REF_LIB), 1;
-    llama_backend_init();
+    if (!cpu) fail("no CPU backend in ", JAL_LLAMA_REF_LIB);
+    return cpu;
+}
 
+llama_model* load_model(const Options& o, ggml_backend_dev_t cpu)
+{
     llama_model_params mp = llama_model_default_params();
     ggml_backend_dev_t devices[] = {cpu, nullptr};
     mp.devices = devices;
     mp.n_gpu_layers = 0;
     mp.progress_callback = [](float, void*) { return true; };  // no loading dots on stderr
     llama_model* model = llama_model_load_from_file(o.model.c_str(), mp);
-    if (!model)
-        return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not load %s\n",
-                            o.model.c_str()),
-               1;
-    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
-    for (llama_token t : o.prompt)
-        if (t >= n_vocab)
-            return std::fprintf(stderr, "jal-llama-ref: prompt id %d >= vocabulary %d\n", t,
-                                n_vocab),
-                   1;
-    for (llama_token t : o.force)
-        if (t >= n_vocab)
-            return std::fprintf(stderr, "jal-llama-ref: forced id %d >= vocabulary %d\n", t,
-                                n_vocab),
-                   1;
+    if (!model) fail("llama.cpp could not load ", o.model);
+    return model;
+}
 
+bool ids_in_vocabulary(const Options& o, int n_vocab)
+{
+    for (const auto* list : {&o.prompt, &o.force})
+        for (llama_token t : *list)
+            if (t >= n_vocab) {
+                std::fprintf(stderr, "jal-llama-ref: %s id %d >= vocabulary %d\n",
+                             list == &o.prompt ? "prompt" : "forced", t, n_vocab);
+                return false;
+            }
+    return true;
+}
+
+// Deterministic settings: one thread, F32 KV, no flash attention, the prompt as one batch.
+llama_context* make_context(const Options& o, llama_model* model)
+{
     const uint32_t n_prompt = static_cast<uint32_t>(o.prompt.size());
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (n_prompt + o.n + 255) / 256 * 256;
@@ -253,59 +265,83 @@ int main(int argc, char** argv)
     cp.swa_full = true;
     cp.no_perf = true;
     llama_context* ctx = llama_init_from_model(model, cp);
-    if (!ctx)
-        return std::fprintf(stderr, "jal-llama-ref: llama.cpp could not create a context\n"), 1;
+    if (!ctx) fail("llama.cpp could not create a context");
+    return ctx;
+}
 
-    std::vector<llama_token> tokens, argmax;
-    std::vector<std::vector<llama_token>> top_ids;
-    std::vector<std::vector<double>> top_logprobs;
+bool generate(const Options& o, llama_context* ctx, int n_vocab, Trace& t)
+{
     std::vector<llama_token> prompt = o.prompt;
-    if (llama_decode(ctx,
-                     llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))) != 0)
-        return std::fprintf(stderr, "jal-llama-ref: decoding the prompt failed\n"), 1;
+    if (llama_decode(ctx, llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))))
+        return fail("decoding the prompt failed"), false;
     for (int step = 0; step < o.n; ++step) {
         const Step s = score(llama_get_logits_ith(ctx, -1), n_vocab, o.top);
         llama_token next = o.force.empty() ? s.argmax : o.force[step];
-        tokens.push_back(next);
-        argmax.push_back(s.argmax);
-        top_ids.push_back(s.top_ids);
-        top_logprobs.push_back(s.top_logprobs);
+        t.tokens.push_back(next);
+        t.argmax.push_back(s.argmax);
+        t.top_ids.push_back(s.top_ids);
+        t.top_logprobs.push_back(s.top_logprobs);
         if (!o.json) {
             std::printf("%d%s", next, step + 1 < o.n ? " " : "\n");
             std::fflush(stdout);
         }
         if (step + 1 < o.n && llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0)
-            return std::fprintf(stderr, "jal-llama-ref: decoding step %d failed\n", step), 1;
+            return fail("decoding step failed at ", std::to_string(step)), false;
     }
+    return true;
+}
 
-    if (o.json) {
-        std::string ids_json = "[", lp_json = "[";
-        for (size_t i = 0; i < top_ids.size(); ++i) {
-            ids_json += (i ? ", " : "") + json_array(top_ids[i]);
-            lp_json += (i ? ", " : "") + json_array(top_logprobs[i]);
-        }
-        ids_json += "]", lp_json += "]";
-        char desc[256];
-        std::snprintf(desc, sizeof desc, "%s", ggml_backend_dev_description(cpu));
-        std::printf(
-            "{\n"
-            "  \"model\": %s,\n"
-            "  \"prompt_ids\": %s,\n"
-            "  \"forced\": %s,\n"
-            "  \"n_vocab\": %d,\n"
-            "  \"tokens\": %s,\n"
-            "  \"argmax_ids\": %s,\n"
-            "  \"top_ids\": %s,\n"
-            "  \"top_logprobs\": %s,\n"
-            "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": "
-            "%s,"
-            " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %u}\n"
-            "}\n",
-            json_string(o.model).c_str(), json_array(o.prompt).c_str(),
-            o.force.empty() ? "false" : "true", n_vocab, json_array(tokens).c_str(),
-            json_array(argmax).c_str(), ids_json.c_str(), lp_json.c_str(),
-            json_string(desc).c_str(), json_string(loaded_cpu_backend()).c_str(), n_prompt);
+void print_json(const Options& o, const Trace& t, int n_vocab, ggml_backend_dev_t cpu)
+{
+    std::string ids_json = "[", lp_json = "[";
+    for (size_t i = 0; i < t.top_ids.size(); ++i) {
+        ids_json += (i ? ", " : "") + json_array(t.top_ids[i]);
+        lp_json += (i ? ", " : "") + json_array(t.top_logprobs[i]);
     }
+    ids_json += "]", lp_json += "]";
+    char desc[256];
+    std::snprintf(desc, sizeof desc, "%s", ggml_backend_dev_description(cpu));
+    std::printf(
+        "{\n"
+        "  \"model\": %s,\n"
+        "  \"prompt_ids\": %s,\n"
+        "  \"forced\": %s,\n"
+        "  \"n_vocab\": %d,\n"
+        "  \"tokens\": %s,\n"
+        "  \"argmax_ids\": %s,\n"
+        "  \"top_ids\": %s,\n"
+        "  \"top_logprobs\": %s,\n"
+        "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": "
+        "%s,"
+        " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %zu}\n"
+        "}\n",
+        json_string(o.model).c_str(), json_array(o.prompt).c_str(),
+        o.force.empty() ? "false" : "true", n_vocab, json_array(t.tokens).c_str(),
+        json_array(t.argmax).c_str(), ids_json.c_str(), lp_json.c_str(), json_string(desc).c_str(),
+        json_string(loaded_cpu_backend()).c_str(), o.prompt.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    if (!parse_args(argc, argv, o)) return 2;
+
+    llama_log_set(quiet_log, &o.verbose);
+    ggml_backend_dev_t cpu = load_cpu_backend(o);
+    if (!cpu) return 1;
+    llama_backend_init();
+    llama_model* model = load_model(o, cpu);
+    if (!model) return 1;
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    if (!ids_in_vocabulary(o, n_vocab)) return 1;
+    llama_context* ctx = make_context(o, model);
+    if (!ctx) return 1;
+
+    Trace t;
+    if (!generate(o, ctx, n_vocab, t)) return 1;
+    if (o.json) print_json(o, t, n_vocab, cpu);
 
     llama_free(ctx);
     llama_model_free(model);
