@@ -38,7 +38,7 @@ namespace jl = jal::kernels::linear;
 namespace jr = jal::runtime;
 using nlohmann::json;
 
-// The modelled chip (ARCHITECTURE.md §12, emu/isa/timing_rates.hpp): per slice.
+// The modelled chip (ARCHITECTURE.md §12, emu/tile_exec/timing_rates.hpp): per slice.
 constexpr double kHbmBytesPerNs = 240.0;
 constexpr double kNetBytesPerNs = 64.0;
 double peak_flops_per_ns(jal_dtype mma)
