@@ -153,6 +153,13 @@ boot::BootOutcome Firmware::boot()
     return out;
 }
 
+void Firmware::fail_chip_thermal()
+{
+    chip_.state = JAL_CHIP_STATE_FAILED;
+    hal::write32(JAL_HOSTIF_FAULT, JAL_STATUS_THERMAL_TRIP);
+    hal::write32(JAL_HOSTIF_STATUS, JAL_REG_STATUS_FAILED);
+}
+
 host::AfterAction Firmware::poll_once()
 {
     hal::wait_for_event();
@@ -173,6 +180,7 @@ host::AfterAction Firmware::poll_once()
     if (ev & JAL_EV_TICK) {
         power_.set_admin_commands(queues_.completed());
         power_.tick();
+        if (power_.tripped() && chip_.state != JAL_CHIP_STATE_FAILED) fail_chip_thermal();
     }
     const host::AfterAction after = queues_.service();
     power_.set_admin_commands(queues_.completed());

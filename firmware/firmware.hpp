@@ -69,6 +69,8 @@ private:
     std::uint32_t step_ready();
 
     [[noreturn]] void reset_chip();
+    // The power manager tripped: the chip is FAILED (fault THERMAL_TRIP) until reset.
+    void fail_chip_thermal();
     [[noreturn]] void hang_main_loop();
 
     static const std::array<boot::BootStep<Firmware>, 10> kBootTable;

@@ -24,8 +24,9 @@ enum EventCode : std::uint16_t {
     // JAL_SRC_POWER
     kEvThrottleBegin = 0x0400,  // args: limiter, clock, power, limit
     kEvThrottleEnd = 0x0401,    // args: residency ms of the episode
-    kEvEmergency = 0x0402,      // args: power, limit
+    kEvEmergency = 0x0402,      // args: power, limit, emergency ticks since the last logged one
     kEvPowerLimitSet = 0x0403,  // args: new limit
+    kEvThermalTrip = 0x0404,    // args: junction m°C, critical m°C, power mW
     // JAL_SRC_ADMIN
     kEvAdminQueueEnabled = 0x0500,  // args: fn, sq size, cq size
     kEvAdminQueueError = 0x0501,    // args: fn, status

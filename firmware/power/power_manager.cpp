@@ -79,18 +79,14 @@ void PowerManager::control()
 
     std::uint32_t target;
     std::uint32_t reason = JAL_LIMITER_NONE;
-    if (std::uint64_t{t.power_mw} * kEmergencyDen > std::uint64_t{limit_mw_} * kEmergencyNum) {
-        // Far over the limit: no time for a controller. Minimum clock now; the power
-        // limiters climb back from there.
-        // The slow limiter keeps its ceiling: its average barely moved in one tick, and
-        // resetting it would pin the clock at minimum for a whole averaging window.
+    ++emergency_log_age_;
+    if (check_trip()) {
         target = JAL_CLOCK_MIN_MHZ;
-        fast_.set_ceiling(target);
-        current_.set_ceiling(target);
+        reason = JAL_LIMITER_THERMAL;
+    } else if (std::uint64_t{t.power_mw} * kEmergencyDen >
+               std::uint64_t{limit_mw_} * kEmergencyNum) {
+        target = emergency(clock);
         reason = JAL_LIMITER_EMERGENCY;
-        ++t.emergency_events;
-        journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency",
-                       {t.power_mw, limit_mw_});
     } else {
         const std::uint32_t power_target = guarded(limit_mw_);
         // The average lags: when it is over the limit but the power already is not, it will
@@ -133,12 +129,46 @@ void PowerManager::control()
     limiter_ = reason;
 }
 
+bool PowerManager::check_trip()
+{
+    const jal_telemetry& t = telem_;
+    if (!tripped_ && t.temp_junction_mc >= JAL_TEMP_CRITICAL_MC) {
+        tripped_ = true;
+        journal_.event(JAL_SRC_POWER, JAL_SEV_FATAL, host::kEvThermalTrip, "thermal trip",
+                       {static_cast<std::uint32_t>(t.temp_junction_mc),
+                        static_cast<std::uint32_t>(JAL_TEMP_CRITICAL_MC), t.power_mw});
+    }
+    return tripped_;
+}
+
+std::uint32_t PowerManager::emergency(std::uint32_t)
+{
+    // Far over the limit: no time for a controller. Minimum clock now; the power limiters
+    // climb back from there. The slow limiter keeps its ceiling: its average barely moved in
+    // one tick, and resetting it would pin the clock at minimum for a whole averaging window.
+    jal_telemetry& t = telem_;
+    const std::uint32_t target = JAL_CLOCK_MIN_MHZ;
+    fast_.set_ceiling(target);
+    current_.set_ceiling(target);
+    ++t.emergency_events;
+    ++emergency_unlogged_;
+    if (limiter_ != JAL_LIMITER_EMERGENCY || emergency_log_age_ >= kEmergencyLogTicks) {
+        journal_.event(JAL_SRC_POWER, JAL_SEV_WARN, host::kEvEmergency, "power emergency",
+                       {t.power_mw, limit_mw_, emergency_unlogged_});
+        emergency_unlogged_ = 0;
+        emergency_log_age_ = 0;
+    }
+    return target;
+}
+
 void PowerManager::tick()
 {
     sample();
     if (started_) {
         control();
-        const std::uint64_t busy = util::read_mask64(JAL_SLICE_BUSY_LO, JAL_SLICE_BUSY_HI);
+        // A tripped die stays fully gated whatever the queues would run.
+        const std::uint64_t busy =
+            tripped_ ? 0 : util::read_mask64(JAL_SLICE_BUSY_LO, JAL_SLICE_BUSY_HI);
         telem_.slices_powered = slices_.update_gating(busy);
     } else {
         telem_.power_limit_mw = limit_mw_;

@@ -56,10 +56,21 @@ public:
 
     // Emergency threshold: power above 5/4 of the limit drops the clock to minimum at once.
     static constexpr std::uint32_t kEmergencyNum = 5, kEmergencyDen = 4;
+    // A lasting emergency is logged when it starts and then once a second (with the count of
+    // emergency ticks in between), so it cannot push the boot history out of the event log.
+    static constexpr std::uint32_t kEmergencyLogTicks = 1000;
+
+    // Thermal trip: once the junction reaches JAL_TEMP_CRITICAL_MC the compute die is shut
+    // down (every slice gated, minimum clock) until the chip is reset; the firmware fails the
+    // chip with JAL_STATUS_THERMAL_TRIP. The limiters could not hold the die, so nothing may
+    // run on it: the trip is not a limiter and does not end when the die cools.
+    bool tripped() const { return tripped_; }
 
 private:
     void sample();
     void control();
+    bool check_trip();
+    std::uint32_t emergency(std::uint32_t clock);
 
     slices::SliceManager& slices_;
     host::Journal& journal_;
@@ -73,6 +84,9 @@ private:
     MovingAverage avg_;
     std::uint32_t limiter_ = JAL_LIMITER_NONE;
     std::uint32_t episode_ms_ = 0;
+    std::uint32_t emergency_unlogged_ = 0;  // emergency ticks since the last logged one
+    std::uint32_t emergency_log_age_ = 0;   // ticks since the last logged emergency
+    bool tripped_ = false;
     std::uint64_t boot_start_us_ = 0;
 };
 

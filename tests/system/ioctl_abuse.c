@@ -165,15 +165,10 @@ static void bad_handles(int fd)
     expect("RESET with an unknown flag", fd, JAL_IOCTL_RESET, &rst, EINVAL);
 }
 
-static void bad_pointers(int fd)
+static void bad_admin_pointers(int fd)
 {
     struct jal_ioctl_admin adm;
-    struct jal_ioctl_wait_signal ws;
-    struct jal_ioctl_host_pin pin;
-    struct jal_ioctl_host_alloc ha;
-    struct jal_host_segment segs[4];
     struct jal_identify id;
-    void* page;
 
     INIT(adm);
     adm.opcode = JAL_ADMIN_IDENTIFY;
@@ -209,6 +204,11 @@ static void bad_pointers(int fd)
         idf.data_len = 1u << 16;
         expect("IDENTIFY with data_len 64 KiB", fd, JAL_IOCTL_IDENTIFY, &idf, EINVAL);
     }
+}
+
+static void bad_signal_waits(int fd)
+{
+    struct jal_ioctl_wait_signal ws;
 
     INIT(ws);
     ws.signal_ptr = 0x1000;
@@ -224,6 +224,13 @@ static void bad_pointers(int fd)
     ws.vector = 1;
     ws.condition = 9;
     expect("WAIT_SIGNAL with condition 9", fd, JAL_IOCTL_WAIT_SIGNAL, &ws, EINVAL);
+}
+
+static void bad_pins(int fd)
+{
+    struct jal_ioctl_host_pin pin;
+    struct jal_host_segment segs[4];
+    void* page;
 
     INIT(pin);
     pin.user_ptr = 0x10000;
@@ -265,6 +272,11 @@ static void bad_pointers(int fd)
         expect("HOST_FREE of it again", fd, JAL_IOCTL_HOST_FREE, &hf, EINVAL);
     }
     munmap(page, 4 * 4096);
+}
+
+static void bad_allocs_and_mappings(int fd)
+{
+    struct jal_ioctl_host_alloc ha;
 
     INIT(ha);
     expect("HOST_ALLOC of 0 bytes", fd, JAL_IOCTL_HOST_ALLOC, &ha, EINVAL);
@@ -281,6 +293,14 @@ static void bad_pointers(int fd)
     expect_true("mmap of an unknown host buffer fails",
                 mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, JAL_MMAP_HOST_BASE + (77ull << 24)) ==
                     MAP_FAILED);
+}
+
+static void bad_pointers(int fd)
+{
+    bad_admin_pointers(fd);
+    bad_signal_waits(fd);
+    bad_pins(fd);
+    bad_allocs_and_mappings(fd);
 }
 
 /* One packet through the raw ABI, completion waited for in the kernel by interrupt. */

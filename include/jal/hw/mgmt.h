@@ -241,6 +241,7 @@
 #define JAL_POWER_LIMIT_MIN_MW 150000u
 #define JAL_POWER_LIMIT_MAX_MW 700000u
 #define JAL_TEMP_LIMIT_MC 90000
+#define JAL_TEMP_CRITICAL_MC 110000 /* (chosen) thermal trip: compute powered off until reset */
 #define JAL_CORE_CURRENT_LIMIT_MA 800000u
 
 /* Lowest core voltage at which the compute clock meets timing. */

@@ -28,6 +28,7 @@ enum jal_status {
     JAL_STATUS_VERSION_MISMATCH = 18, /* interface major versions differ */
     JAL_STATUS_PAGE_FAULT = 19,       /* device virtual address not mapped in the context */
     JAL_STATUS_DEADLOCK = 20,         /* a kernel's slices wait for each other forever */
+    JAL_STATUS_THERMAL_TRIP = 21,     /* the die passed its critical temperature: compute is off */
     JAL_STATUS_COUNT_
 };
 
@@ -72,6 +73,8 @@ static inline const char* jal_status_name(uint32_t s)
         return "hardware failed";
     case JAL_STATUS_VERSION_MISMATCH:
         return "version mismatch";
+    case JAL_STATUS_THERMAL_TRIP:
+        return "thermal trip";
     case JAL_STATUS_DEADLOCK:
         return "deadlock";
     case JAL_STATUS_PAGE_FAULT:

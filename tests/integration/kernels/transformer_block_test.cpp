@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include <jal/kernels/library/transformer.hpp>
@@ -21,7 +22,49 @@ namespace jk = jal::kernels;
 using jal::test::all_near;
 using namespace jal::test::ref;
 
-class TransformerBlockTest : public jal::test::TransformerKernelTest {};
+// The residual add and RMSNorm after attention, in double precision: resid = attn + x
+// (rows of x from position pos0), normed = rms_norm(resid) * w.
+void residual_norm_ref(const std::vector<double>& attn, const std::vector<float>& x,
+                       const std::vector<float>& w, uint32_t pos0, uint32_t rows, uint32_t n_embd,
+                       std::vector<double>& resid, std::vector<double>& normed)
+{
+    resid.resize(attn.size());
+    normed.resize(attn.size());
+    for (size_t i = 0; i < attn.size(); i++) resid[i] = attn[i] + x[size_t{pos0} * n_embd + i];
+    for (uint32_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (uint32_t c = 0; c < n_embd; c++)
+            ss += resid[size_t{r} * n_embd + c] * resid[size_t{r} * n_embd + c];
+        const double scale = 1 / std::sqrt(ss / n_embd + 1e-5);
+        for (uint32_t c = 0; c < n_embd; c++)
+            normed[size_t{r} * n_embd + c] = resid[size_t{r} * n_embd + c] * scale * w[c];
+    }
+}
+
+class TransformerBlockTest : public jal::test::TransformerKernelTest {
+protected:
+    // YaRN's cos/sin tables for n_ctx positions, replicated on the mask's slices.
+    struct RopeTablesOnDevice {
+        jal::test::DeviceTensor cos, sin;
+        jk::RopeTablesRef ref;
+    };
+    RopeTablesOnDevice upload_rope_tables(uint32_t n_ctx, uint64_t mask)
+    {
+        const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
+        RopeTablesOnDevice t{upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED),
+                             upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED),
+                             {}};
+        t.ref = {.cos_va = t.cos.ref.va, .sin_va = t.sin.ref.va, .n_positions = n_ctx};
+        return t;
+    }
+    // GPT-OSS 120B's attention (64 query heads, 8 KV heads, a 4096-position cache) for
+    // modelled time only: a 128-token prefill, a decode step at position 4000 and, when the
+    // slices divide into 8 splits, flash decoding; with a 128-token window and without.
+    void gpt_oss_attention_timing(
+        uint64_t mask, const jal::test::DeviceTensor& q, const jal::test::DeviceTensor& kv,
+        const jal::test::DeviceTensor& sinks, jk::KvCache& cache,
+        const std::function<void(const char*, const jal_dispatch_report&)>& report);
+};
 
 TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
 {
@@ -46,11 +89,8 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
     const std::vector<double> v_d(v.begin(), v.end());
 
     // device: tables, weights, programs, cache
-    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
-    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    const jk::RopeTablesRef tref{
-        .cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    const RopeTablesOnDevice rope_tables = upload_rope_tables(n_ctx, mask);
+    const jk::RopeTablesRef& tref = rope_tables.ref;
     auto dw = upload(w, 1, n_embd, 0, mask, JAL_PLACE_REPLICATED);
     auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
 
@@ -98,16 +138,8 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
 
         auto attn =
             attention_ref(s, rows_of(q_rot, pos0, rows, qcols), rows, pos0, k_rot, v_d, sinks);
-        std::vector<double> resid(attn.size()), normed(attn.size());
-        for (size_t i = 0; i < attn.size(); i++) resid[i] = attn[i] + x[size_t{pos0} * n_embd + i];
-        for (uint32_t r = 0; r < rows; r++) {
-            double ss = 0;
-            for (uint32_t c = 0; c < n_embd; c++)
-                ss += resid[size_t{r} * n_embd + c] * resid[size_t{r} * n_embd + c];
-            const double scale = 1 / std::sqrt(ss / n_embd + 1e-5);
-            for (uint32_t c = 0; c < n_embd; c++)
-                normed[size_t{r} * n_embd + c] = resid[size_t{r} * n_embd + c] * scale * w[c];
-        }
+        std::vector<double> resid, normed;
+        residual_norm_ref(attn, x, w, pos0, rows, n_embd, resid, normed);
         EXPECT_TRUE(all_near(download(dattn.ref), attn, 2e-5, 1e-4));
         EXPECT_TRUE(all_near(download(dx.ref), resid, 5e-5, 2e-4));
         EXPECT_TRUE(all_near(download(dnorm.ref), normed, 5e-5, 2e-4));
@@ -117,52 +149,18 @@ TEST_F(TransformerBlockTest, RopeAttentionResidualAndNormThroughHostCalls)
         step(prefill + i, 1, i % 2 == 1);  // decode from a start position, and from a tensor
 }
 
-TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
+void TransformerBlockTest::gpt_oss_attention_timing(
+    uint64_t mask, const jal::test::DeviceTensor& q, const jal::test::DeviceTensor& kv,
+    const jal::test::DeviceTensor& sinks, jk::KvCache& cache,
+    const std::function<void(const char*, const jal_dispatch_report&)>& report)
 {
-    // GPT-OSS 120B's shapes (n_embd 2880, 64 query heads, 8 KV heads, 128 experts, top 4,
-    // a 4096-position cache), a 128-token prefill and a decode step at position 4000, run
-    // for modelled time only: every kernel must fit L1 and its registers at full size and
-    // finish without a fault. The modelled times are printed, not checked.
-    const uint64_t mask = launcher().usable_slice_mask();
     const jk::DispatchOptions timing{.slice_mask = mask, .timing_only = true};
-    const uint32_t tokens = 128, n_embd = 2880, n_ctx = 4096, qcols = 64 * 64, kvcols = 8 * 64;
-    auto x = alloc(tokens, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto w = alloc(1, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
-    auto q = alloc(tokens, qcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto kv = alloc(tokens, kvcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto ff = alloc(tokens * 4, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto logits = alloc(tokens, 128, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto ids = alloc(tokens, 4, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto weights = alloc(tokens, 4, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
-    auto sinks = alloc(1, 64, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
-    auto pos = alloc(tokens, 1, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
-    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
-    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
-    const jk::RopeTablesRef tref{
-        .cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
-    jk::KvCache cache(device(), context(), queue(),
-                      {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx}, jk::kv_head_masks(mask, 8));
-
-    auto report = [](const char* what, const jal_dispatch_report& r) {
-        EXPECT_EQ(r.status, JAL_STATUS_OK) << what;
-        std::printf("  %-34s %10.3f us modelled, %llu instructions\n", what, r.modelled_ns / 1e3,
-                    static_cast<unsigned long long>(r.instructions));
-    };
+    const uint32_t n_ctx = 4096;
     auto prog = [&](const jk::CodeObject& co) {
         return jk::Program(device(), context(), queue(), co);
     };
-
-    const jk::RmsNormConfig norm{.cols = n_embd};
-    report("rms_norm 128 x 2880", jk::rms_norm(launcher(), prog(jk::build_rms_norm(norm)), norm,
-                                               x.ref, w.ref, x.ref, timing));
-    const jk::RopeConfig rq{.n_head = 64};
-    report("rope_neox Q 128 x 64 heads", jk::rope_neox(launcher(), prog(jk::build_rope_neox(rq)),
-                                                       rq, q.ref, pos.ref, 0, tref, timing));
     const jk::KvAppendConfig app{.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx};
     jk::Program p_app = prog(jk::build_kv_append(app));
-    report("kv_append 128 tokens",
-           jk::kv_append(launcher(), p_app, app, kv.ref, kv.ref, 0, cache.heads_va(), timing));
     for (uint32_t window : {128u, 0u}) {
         const jk::AttentionConfig att{
             .n_head = 64, .n_head_kv = 8, .n_ctx = n_ctx, .window = window, .sinks = true};
@@ -190,6 +188,52 @@ TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
                                  split_cache.heads_va(), sinks.ref.va, timing));
         }
     }
+}
+
+TEST_F(TransformerBlockTest, GptOssShapesRunForTimeOnlyOnEveryUsableSlice)
+{
+    // GPT-OSS 120B's shapes (n_embd 2880, 64 query heads, 8 KV heads, 128 experts, top 4,
+    // a 4096-position cache), a 128-token prefill and a decode step at position 4000, run
+    // for modelled time only: every kernel must fit L1 and its registers at full size and
+    // finish without a fault. The modelled times are printed, not checked.
+    const uint64_t mask = launcher().usable_slice_mask();
+    const jk::DispatchOptions timing{.slice_mask = mask, .timing_only = true};
+    const uint32_t tokens = 128, n_embd = 2880, n_ctx = 4096, qcols = 64 * 64, kvcols = 8 * 64;
+    auto x = alloc(tokens, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto w = alloc(1, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
+    auto q = alloc(tokens, qcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto kv = alloc(tokens, kvcols, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto ff = alloc(tokens * 4, n_embd, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto logits = alloc(tokens, 128, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto ids = alloc(tokens, 4, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto weights = alloc(tokens, 4, JAL_DT_F32, 0, mask, JAL_PLACE_INTERLEAVED);
+    auto sinks = alloc(1, 64, JAL_DT_F32, 0, mask, JAL_PLACE_REPLICATED);
+    auto pos = alloc(tokens, 1, JAL_DT_I32, 0, mask, JAL_PLACE_INTERLEAVED);
+    const RopeTablesOnDevice rope_tables = upload_rope_tables(n_ctx, mask);
+    const jk::RopeTablesRef& tref = rope_tables.ref;
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx}, jk::kv_head_masks(mask, 8));
+
+    auto report = [](const char* what, const jal_dispatch_report& r) {
+        EXPECT_EQ(r.status, JAL_STATUS_OK) << what;
+        std::printf("  %-34s %10.3f us modelled, %llu instructions\n", what, r.modelled_ns / 1e3,
+                    static_cast<unsigned long long>(r.instructions));
+    };
+    auto prog = [&](const jk::CodeObject& co) {
+        return jk::Program(device(), context(), queue(), co);
+    };
+
+    const jk::RmsNormConfig norm{.cols = n_embd};
+    report("rms_norm 128 x 2880", jk::rms_norm(launcher(), prog(jk::build_rms_norm(norm)), norm,
+                                               x.ref, w.ref, x.ref, timing));
+    const jk::RopeConfig rq{.n_head = 64};
+    report("rope_neox Q 128 x 64 heads", jk::rope_neox(launcher(), prog(jk::build_rope_neox(rq)),
+                                                       rq, q.ref, pos.ref, 0, tref, timing));
+    const jk::KvAppendConfig app{.n_head_kv = 8, .head_dim = 64, .n_ctx = n_ctx};
+    jk::Program p_app = prog(jk::build_kv_append(app));
+    report("kv_append 128 tokens",
+           jk::kv_append(launcher(), p_app, app, kv.ref, kv.ref, 0, cache.heads_va(), timing));
+    gpt_oss_attention_timing(mask, q, kv, sinks, cache, report);
     const jk::SwigluConfig sw{.cols = n_embd};
     report("swiglu_oai 512 x 2880", jk::swiglu_oai(launcher(), prog(jk::build_swiglu_oai(sw)), sw,
                                                    ff.ref, ff.ref, ff.ref, timing));

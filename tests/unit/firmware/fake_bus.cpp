@@ -116,17 +116,6 @@ std::uint64_t FakePhy::ready_ns(std::uint32_t addr) const
 void FakePhy::write(std::uint32_t addr, std::uint32_t v, std::uint64_t now_ns)
 {
     State& s = state[ch_sel_];
-    const ChannelTruth& t = truth[ch_sel_];
-    auto set_result = [&](auto pred) {
-        s.result = {};
-        for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l)
-            if (pred(l)) s.result[l / 32] |= 1u << (l % 32);
-    };
-    auto occupy = [&](std::uint64_t us) {
-        std::uint64_t& busy = busy_until_ns[ch_sel_ / JAL_HBM_CHANNELS_PER_STACK];
-        busy = std::max(busy, now_ns) + us * 1000;
-        ++commands;
-    };
     switch (addr) {
     case JAL_HBM_CH_SEL:
         if (v < JAL_HBM_CHANNELS) ch_sel_ = v;
@@ -156,47 +145,64 @@ void FakePhy::write(std::uint32_t addr, std::uint32_t v, std::uint64_t now_ns)
         s.enabled = v & 1;
         return;
     case JAL_HBM_CMD:
-        switch (v) {
-        case JAL_HBM_CMD_CONNECT:
-            set_result([&](std::uint32_t l) { return !t.lanes[l].dead; });
-            occupy(2);
-            return;
-        case JAL_HBM_CMD_WRLVL:
-            s.result = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0};
-            occupy(2);
-            return;
-        case JAL_HBM_CMD_READ_TEST:
-        case JAL_HBM_CMD_WRITE_TEST: {
-            ++s.tests;
-            const bool w = v == JAL_HBM_CMD_WRITE_TEST;
-            set_result([&](std::uint32_t l) { return pass(ch_sel_, l, w); });
-            occupy(2);
-            return;
+        command(v, now_ns);
+        return;
+    default:
+        return;
+    }
+}
+
+void FakePhy::command(std::uint32_t v, std::uint64_t now_ns)
+{
+    State& s = state[ch_sel_];
+    const ChannelTruth& t = truth[ch_sel_];
+    auto set_result = [&](auto pred) {
+        s.result = {};
+        for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l)
+            if (pred(l)) s.result[l / 32] |= 1u << (l % 32);
+    };
+    auto occupy = [&](std::uint64_t us) {
+        std::uint64_t& busy = busy_until_ns[ch_sel_ / JAL_HBM_CHANNELS_PER_STACK];
+        busy = std::max(busy, now_ns) + us * 1000;
+        ++commands;
+    };
+    switch (v) {
+    case JAL_HBM_CMD_CONNECT:
+        set_result([&](std::uint32_t l) { return !t.lanes[l].dead; });
+        occupy(2);
+        return;
+    case JAL_HBM_CMD_WRLVL:
+        s.result = {s.wrlvl >= t.wrlvl_point ? 1u : 0u, 0, 0};
+        occupy(2);
+        return;
+    case JAL_HBM_CMD_READ_TEST:
+    case JAL_HBM_CMD_WRITE_TEST: {
+        ++s.tests;
+        const bool w = v == JAL_HBM_CMD_WRITE_TEST;
+        set_result([&](std::uint32_t l) { return pass(ch_sel_, l, w); });
+        occupy(2);
+        return;
+    }
+    case JAL_HBM_CMD_MEMTEST: {
+        std::uint32_t failing = 0;
+        for (std::uint32_t dq = 0; dq < JAL_HBM_DQ_LANES; ++dq) {
+            std::uint32_t carrier = dq;
+            for (std::uint32_t k = 0; k < 4; ++k)
+                if (s.remap[k] == dq) carrier = JAL_HBM_DQ_LANES + k;
+            const bool lvl = s.wrlvl >= t.wrlvl_point && s.wrlvl <= t.wrlvl_point + 3;
+            const Eye re = read_eye(ch_sel_, carrier, s.vref),
+                      we = write_eye(ch_sel_, carrier, s.vref);
+            if (t.lanes[carrier].dead || !lvl || !in(re, s.rd[carrier]) || !in(we, s.wr[carrier]))
+                ++failing;
         }
-        case JAL_HBM_CMD_MEMTEST: {
-            std::uint32_t failing = 0;
-            for (std::uint32_t dq = 0; dq < JAL_HBM_DQ_LANES; ++dq) {
-                std::uint32_t carrier = dq;
-                for (std::uint32_t k = 0; k < 4; ++k)
-                    if (s.remap[k] == dq) carrier = JAL_HBM_DQ_LANES + k;
-                const bool lvl = s.wrlvl >= t.wrlvl_point && s.wrlvl <= t.wrlvl_point + 3;
-                const Eye re = read_eye(ch_sel_, carrier, s.vref),
-                          we = write_eye(ch_sel_, carrier, s.vref);
-                if (t.lanes[carrier].dead || !lvl || !in(re, s.rd[carrier]) ||
-                    !in(we, s.wr[carrier]))
-                    ++failing;
-            }
-            s.errors = failing * 4096;
-            occupy(200);
-            return;
-        }
-        case JAL_HBM_CMD_RESET:
-            s = State{};
-            occupy(2);
-            return;
-        default:
-            return;
-        }
+        s.errors = failing * 4096;
+        occupy(200);
+        return;
+    }
+    case JAL_HBM_CMD_RESET:
+        s = State{};
+        occupy(2);
+        return;
     default:
         return;
     }

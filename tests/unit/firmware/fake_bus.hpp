@@ -45,6 +45,8 @@ public:
     // A command occupies its stack's engine until max(now, busy) + its cost; RESULT*/ERRORS
     // reads of the channel wait for that (ready_ns), as in the emulator.
     void write(std::uint32_t addr, std::uint32_t v, std::uint64_t now_ns);
+    // A write of v to JAL_HBM_CMD: runs the command on the selected channel.
+    void command(std::uint32_t v, std::uint64_t now_ns);
     std::uint64_t ready_ns(std::uint32_t addr) const;
     std::array<std::uint64_t, JAL_HBM_STACKS> busy_until_ns{};
     std::uint32_t commands = 0;  // commands issued
