@@ -58,7 +58,7 @@ protected:
         return v;
     }
 
-    // out[0] = out[0] * 10 + digit on slice 0.
+    // *out = *out * 10 + digit (on every slice of the dispatch).
     jal::kernels::CodeObject append_digit_kernel()
     {
         Builder b("append_digit");
@@ -140,15 +140,7 @@ TEST_F(KernelsDispatchTest, SliceMaskNumbersTheChosenSlicesInLogicalOrder)
 TEST_F(KernelsDispatchTest, SubmittedDispatchesRunInQueueOrder)
 {
     // acc = acc * 10 + digit: the final value spells the order of the dispatches.
-    Builder b("append_digit");
-    X dst = b.arg("out", JAL_ARG_ADDRESS);
-    X digit = b.arg("digit");
-    X acc = b.x();
-    b.ld(acc, dst, 0);
-    b.muli(acc, acc, 10);
-    b.add(acc, acc, digit);
-    b.st(acc, dst, 0);
-    Program prog(dev(), *context, *queue, b.finish());
+    Program prog(dev(), *context, *queue, append_digit_kernel());
     DispatchOptions one;
     one.slice_mask = 1;
     for (uint64_t d = 1; d <= 9; d++) launcher->submit(prog, Args().addr(out->va()).u64(d), one);

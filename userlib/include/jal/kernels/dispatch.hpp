@@ -20,6 +20,7 @@
 //   launcher.download(host, logits_va, bytes);
 //   jal::kernels::BatchReport r = launcher.run_batch();  // r.modelled_ns, r.dispatches[i]
 //
+// Single dispatches and batches may be mixed on one Launcher; both run in queue order.
 // Not thread-safe: one Launcher per submitting thread (several may share a queue).
 #pragma once
 
@@ -186,11 +187,12 @@ private:
     jal::runtime::Queue& queue_;
     LauncherOptions options_;
     uint64_t usable_mask_ = 0;
-    std::unique_ptr<jal::runtime::Memory> arena_;  // argument buffers, bump-allocated until drained
-    std::unique_ptr<jal::runtime::HostBuffer>
-        staging_;  // mirrors the arena: what the H2D copies read
-    std::unique_ptr<jal::runtime::HostBuffer>
-        reports_;  // one jal_dispatch_report a pending dispatch
+    // Single dispatches: argument buffers bump-allocated in arena_ until drained, staging_
+    // mirrors it (what the H2D copies read), one jal_dispatch_report a pending dispatch in
+    // reports_. Allocated by the first submit().
+    std::unique_ptr<jal::runtime::Memory> arena_;
+    std::unique_ptr<jal::runtime::HostBuffer> staging_;
+    std::unique_ptr<jal::runtime::HostBuffer> reports_;
     size_t arena_top_ = 0;
     size_t report_slots_ = 0;
     std::deque<std::unique_ptr<Pending>> pending_;
