@@ -1,5 +1,6 @@
 // Kernels end to end: builder -> code object -> Program in device memory -> Launcher ->
 // jal_queue_dispatch on a real jal-emu, results checked on the host.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -17,9 +18,11 @@
 namespace {
 
 using jal::kernels::Args;
+using jal::kernels::BatchReport;
 using jal::kernels::Builder;
 using jal::kernels::DispatchOptions;
 using jal::kernels::Launcher;
+using jal::kernels::LauncherOptions;
 using jal::kernels::Program;
 using jal::kernels::X;
 
@@ -53,6 +56,20 @@ protected:
         std::vector<uint64_t> v(words);
         std::memcpy(v.data(), host->data(), words * 8);
         return v;
+    }
+
+    // *out = *out * 10 + digit (on every slice of the dispatch).
+    jal::kernels::CodeObject append_digit_kernel()
+    {
+        Builder b("append_digit");
+        X dst = b.arg("out", JAL_ARG_ADDRESS);
+        X digit = b.arg("digit");
+        X acc = b.x();
+        b.ld(acc, dst, 0);
+        b.muli(acc, acc, 10);
+        b.add(acc, acc, digit);
+        b.st(acc, dst, 0);
+        return b.finish();
     }
 
     // Each slice stores {slice * mul + add + 1000 * nslices, logical slice} at out + 16 * slice.
@@ -123,15 +140,7 @@ TEST_F(KernelsDispatchTest, SliceMaskNumbersTheChosenSlicesInLogicalOrder)
 TEST_F(KernelsDispatchTest, SubmittedDispatchesRunInQueueOrder)
 {
     // acc = acc * 10 + digit: the final value spells the order of the dispatches.
-    Builder b("append_digit");
-    X dst = b.arg("out", JAL_ARG_ADDRESS);
-    X digit = b.arg("digit");
-    X acc = b.x();
-    b.ld(acc, dst, 0);
-    b.muli(acc, acc, 10);
-    b.add(acc, acc, digit);
-    b.st(acc, dst, 0);
-    Program prog(dev(), *context, *queue, b.finish());
+    Program prog(dev(), *context, *queue, append_digit_kernel());
     DispatchOptions one;
     one.slice_mask = 1;
     for (uint64_t d = 1; d <= 9; d++) launcher->submit(prog, Args().addr(out->va()).u64(d), one);
@@ -314,6 +323,106 @@ TEST_F(KernelsDispatchTest, CApiChecksTheDescriptor)
     EXPECT_EQ(r.status, uint32_t{JAL_STATUS_OK});
     EXPECT_GT(r.instructions, 0u);
     EXPECT_EQ(read_out(1)[0], 1u + 1000);
+}
+
+TEST_F(KernelsDispatchTest, BatchUploadsRunsInOrderAndDownloads)
+{
+    Program prog(dev(), *context, *queue, append_digit_kernel());
+    const uint64_t seed = 7;
+    launcher->upload(out->va(), &seed, sizeof seed);
+    for (uint64_t d = 1; d <= 5; d++)
+        launcher->add(prog, {out->va(), d}, {.slice_mask = 1, .label = "digit"});
+    uint64_t result = 0;
+    launcher->download(&result, out->va(), sizeof result);
+    EXPECT_EQ(result, 0u) << "nothing runs before run_batch()";
+    const BatchReport r = launcher->run_batch();
+    EXPECT_EQ(result, 712345u);
+    ASSERT_EQ(r.dispatches.size(), 5u);
+    uint64_t sum = 0;
+    for (const BatchReport::Dispatch& d : r.dispatches) {
+        EXPECT_EQ(d.label, "digit");
+        EXPECT_EQ(d.lane, -1);
+        EXPECT_EQ(d.report.status, uint32_t{JAL_STATUS_OK});
+        EXPECT_GT(d.report.modelled_ns, 0u);
+        sum += d.report.modelled_ns;
+    }
+    EXPECT_EQ(r.modelled_ns, sum) << "one queue: the dispatches' times add up";
+    // The batch is cleared: the next one starts empty.
+    EXPECT_TRUE(launcher->run_batch().dispatches.empty());
+}
+
+TEST_F(KernelsDispatchTest, LanesRunSideBySideAndARegionCountsItsSlowestLane)
+{
+    Launcher lanes(dev(), *context, *queue, LauncherOptions{.lanes = 2});
+    ASSERT_EQ(lanes.lanes(), 2u);
+    Program prog(dev(), *context, *queue, append_digit_kernel());
+    const uint64_t a = out->va(), b = out->va() + 64, c = out->va() + 128;
+    lanes.add(prog, {a, 1}, {.slice_mask = 1, .label = "before"});
+    lanes.fork();
+    lanes.add(prog, {a, 2}, {.slice_mask = 1, .label = "lane 0", .lane = 0});
+    for (uint64_t d = 1; d <= 3; d++)
+        lanes.add(prog, {b, d}, {.slice_mask = 2, .label = "lane 1", .lane = 1});
+    lanes.join();
+    lanes.add(prog, {c, 9}, {.slice_mask = 1, .label = "after"});
+    const BatchReport r = lanes.run_batch();
+    ASSERT_EQ(r.dispatches.size(), 6u);
+    uint64_t main_ns = 0, lane_ns[2] = {0, 0};
+    for (const BatchReport::Dispatch& d : r.dispatches) {
+        EXPECT_EQ(d.report.status, uint32_t{JAL_STATUS_OK}) << d.label;
+        if (d.lane >= 0)
+            lane_ns[static_cast<size_t>(d.lane)] += d.report.modelled_ns;
+        else
+            main_ns += d.report.modelled_ns;
+    }
+    EXPECT_EQ(r.dispatches[1].lane, 0);
+    EXPECT_EQ(r.dispatches[2].lane, 1);
+    EXPECT_EQ(r.modelled_ns, main_ns + std::max(lane_ns[0], lane_ns[1]));
+    auto v = read_out(17);
+    EXPECT_EQ(v[0], 12u) << "lane 0 ran after the work before fork()";
+    EXPECT_EQ(v[8], 123u) << "lane 1 in its own order";
+    EXPECT_EQ(v[16], 9u);
+}
+
+TEST_F(KernelsDispatchTest, FaultInABatchNamesKernelLabelAndDispatch)
+{
+    Builder b("faulty");
+    X v = b.arg("value");
+    X bad = b.x();
+    b.li(bad, 0x10);  // not mapped in any context
+    b.st(v, bad, 8);
+    Program faulty(dev(), *context, *queue, b.finish());
+    Program ok(dev(), *context, *queue, append_digit_kernel());
+    launcher->add(ok, {out->va(), 4}, {.slice_mask = 1, .label = "first"});
+    launcher->add(faulty, {42}, {.slice_mask = 1, .label = "store"});
+    try {
+        launcher->run_batch();
+        FAIL() << "no exception";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
+        std::string m = e.what();
+        EXPECT_NE(m.find("kernel faulty (store, dispatch 1 of the batch): page fault in slice 0 "
+                         "at pc 3 (opcode 0x1b st): st x2, [x3+8] (address 0x18)"),
+                  std::string::npos)
+            << m;
+    }
+    // The batch was dropped and the queue goes on.
+    launcher->add(ok, {out->va(), 5}, {.slice_mask = 1});
+    EXPECT_EQ(launcher->run_batch().dispatches.size(), 1u);
+    EXPECT_EQ(read_out(1)[0], 45u);
+}
+
+TEST_F(KernelsDispatchTest, BatchChecksArgumentsAndLanesWhenAdded)
+{
+    Program prog(dev(), *context, *queue, append_digit_kernel());
+    EXPECT_THROW(launcher->add(prog, {out->va()}, {.slice_mask = 1}), jal::Error);
+    try {
+        launcher->add(prog, {out->va(), 1}, {.slice_mask = 1, .lane = 0});
+        FAIL() << "no exception";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
+        EXPECT_NE(std::string(e.what()).find("lane 0 of 0"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(launcher->run_batch().dispatches.empty());
 }
 
 }  // namespace

@@ -6,6 +6,14 @@
 
 namespace jal::kernels {
 
+Args::Args(std::initializer_list<uint64_t> words) : Args(std::span(words.begin(), words.size())) {}
+
+Args::Args(std::span<const uint64_t> words)
+{
+    bytes_.reserve(words.size() * 8);
+    for (uint64_t w : words) u64(w);
+}
+
 Args& Args::u64(uint64_t v)
 {
     uint8_t slot[8];

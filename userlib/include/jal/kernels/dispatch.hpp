@@ -10,11 +10,23 @@
 // fills, and turns a failed report into a jal::Error whose message names the kernel, the
 // faulting slice, pc and opcode, and the disassembled instruction.
 //
+// Besides one dispatch at a time (run, submit/finish) the Launcher runs batches: a graph of
+// many dispatches recorded host-side and submitted together (add, upload, download, then
+// run_batch), with every argument buffer in one H2D copy and one completion for the lot.
+// A batch may use lanes: extra queues whose dispatches run side by side between fork()
+// and join(); a fork-join region's modelled time is its slowest lane's.
+//
+//   launcher.add(prog, Args{x, y, n}, {.slice_mask = m, .label = "attn_norm"});
+//   launcher.download(host, logits_va, bytes);
+//   jal::kernels::BatchReport r = launcher.run_batch();  // r.modelled_ns, r.dispatches[i]
+//
+// Single dispatches and batches may be mixed on one Launcher; both run in queue order.
 // Not thread-safe: one Launcher per submitting thread (several may share a queue).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,13 +38,21 @@
 
 namespace jal::kernels {
 
+// Where device memory the Launcher or a Program allocates lives (jal_mem_alloc's placement
+// and slice mask). The default: logical slice 0.
+struct MemoryPlace {
+    jal_placement placement = JAL_PLACE_SLICE;
+    uint64_t slice_mask = 1;
+};
+
 // A code object copied into a context's device memory, ready to dispatch.
 class Program {
 public:
-    // Copies the object to device memory on logical slice 0 through `q` and waits. The
-    // object is not validated here: the device does that on every dispatch.
+    // Copies the object to device memory at `where` through `q` and waits. The object is
+    // not validated here: the device does that on every dispatch. A program every slice of
+    // wide dispatches fetches is best interleaved over them ({JAL_PLACE_INTERLEAVED, mask}).
     Program(const jal::runtime::Device& dev, jal::runtime::Context& ctx, jal::runtime::Queue& q,
-            const CodeObject& co);
+            const CodeObject& co, const MemoryPlace& where = {});
 
     uint64_t address() const { return memory_.va(); }
     const std::string& name() const { return name_; }
@@ -52,6 +72,10 @@ private:
 // The argument buffer: 8-byte slots in the kernel's declaration order (Builder::arg).
 class Args {
 public:
+    Args() = default;
+    // One u64 slot a word.
+    Args(std::initializer_list<uint64_t> words);
+    explicit Args(std::span<const uint64_t> words);
     Args& u64(uint64_t v);
     Args& addr(uint64_t device_va);
     Args& f32(float v);  // in the slot's low 32 bits, the high ones zero
@@ -67,6 +91,33 @@ struct DispatchOptions {
     uint32_t budget_kinsn =
         0;                     // per-slice instruction budget in thousands; 0: the device's default
     bool timing_only = false;  // JAL_DISPATCH_F_TIMING_ONLY: modelled time, no data
+    // What the dispatch is for ("attn_qkv"): named next to the kernel in fault messages and
+    // kept in the batch report. Copied; may be empty.
+    std::string_view label = {};
+    // Batches only: the lane queue (0 .. lanes()-1) between fork() and join(); -1: the
+    // Launcher's queue.
+    int lane = -1;
+};
+
+struct LauncherOptions {
+    // Where argument buffers live. Arguments every slice of wide dispatches reads are best
+    // interleaved over those slices.
+    MemoryPlace args = {};
+    // Lane queues for batches (see Launcher::fork); more can be added with set_lanes().
+    uint32_t lanes = 0;
+};
+
+// What a batch did: every dispatch's report in the order added, and the modelled time.
+struct BatchReport {
+    struct Dispatch {
+        std::string label;  // DispatchOptions::label
+        int lane = -1;
+        jal_dispatch_report report{};
+    };
+    std::vector<Dispatch> dispatches;
+    // The batch's modelled time: dispatches on the Launcher's queue add up; a fork-join
+    // region counts its slowest lane (the lanes ran side by side).
+    uint64_t modelled_ns = 0;
 };
 
 // "kernel K: page fault in slice 3 at pc 12 (opcode 0x1b st): st x4, [x3+8] (address
@@ -74,11 +125,13 @@ struct DispatchOptions {
 std::string dispatch_failure_message(std::string_view kernel, std::span<const uint64_t> code,
                                      const jal_dispatch_report& report);
 
-// Runs dispatches on one queue. Owns a device arena for argument buffers and host memory
-// for reports; device, context and queue must outlive it.
+// Runs dispatches on one queue (and, for batches, on its lane queues). Owns device memory
+// for argument buffers (allocated when first needed) and host memory for reports; device,
+// context and queue must outlive it.
 class Launcher {
 public:
-    Launcher(const jal::runtime::Device& dev, jal::runtime::Context& ctx, jal::runtime::Queue& q);
+    Launcher(const jal::runtime::Device& dev, jal::runtime::Context& ctx, jal::runtime::Queue& q,
+             const LauncherOptions& o = {});
     ~Launcher();
     Launcher(const Launcher&) = delete;
     Launcher& operator=(const Launcher&) = delete;
@@ -93,24 +146,60 @@ public:
     // failure (the others are still waited for).
     std::vector<jal_dispatch_report> finish();
 
+    // Batches. Nothing reaches the device before run_batch(); the argument buffer and the
+    // options are checked (and copied) when added, as submit() does.
+    void add(const Program& p, const Args& a, const DispatchOptions& o = {});
+    // Lane work added after fork() starts once the queue's work before it is done; queue
+    // work added after join() waits for all lane work before it.
+    void fork();
+    void join();
+    // Host bytes (copied now) to the device before the batch's dispatches (small inputs).
+    void upload(uint64_t dst_va, const void* src, size_t bytes);
+    // Device bytes to `dst` after the batch's dispatches (written by run_batch()).
+    void download(void* dst, uint64_t src_va, size_t bytes);
+    // Submits the batch, waits, and clears it. Throws jal::Error with the first failed
+    // dispatch's status and dispatch_failure_message (kernel, label, dispatch index), or a
+    // failed copy's; queues left in error are reset.
+    BatchReport run_batch();
+
+    // Makes at least `n` lane queues.
+    void set_lanes(uint32_t n);
+    uint32_t lanes() const { return static_cast<uint32_t>(lanes_.size()); }
+    jal::runtime::Queue& queue() { return queue_; }
     uint64_t usable_slice_mask() const { return usable_mask_; }
 
 private:
     struct Pending;
+    struct Batch;
+    void check(const Program& p, const Args& a, const DispatchOptions& o) const;
+    void dispatch(jal::runtime::Queue& q, const Program& p, const DispatchOptions& o,
+                  uint64_t args_va, uint64_t report_bus, jal::runtime::Signal* done);
+    std::string failure_message(const Program& p, std::string_view label,
+                                const jal_dispatch_report& r) const;
     void drain();  // waits for every pending dispatch, keeps their reports
     void collect(Pending& p);
+    void prepare_batch_memory();
+    void submit_batch();
+    void fail_batch(jal_status st, const std::string& message);
 
     jal::runtime::Device const& dev_;
+    jal::runtime::Context& ctx_;
     jal::runtime::Queue& queue_;
+    LauncherOptions options_;
     uint64_t usable_mask_ = 0;
-    jal::runtime::Memory arena_;        // argument buffers, bump-allocated until drained
-    jal::runtime::HostBuffer staging_;  // mirrors the arena: what the H2D copies read
-    jal::runtime::HostBuffer reports_;  // one struct jal_dispatch_report a pending dispatch
+    // Single dispatches: argument buffers bump-allocated in arena_ until drained, staging_
+    // mirrors it (what the H2D copies read), one jal_dispatch_report a pending dispatch in
+    // reports_. Allocated by the first submit().
+    std::unique_ptr<jal::runtime::Memory> arena_;
+    std::unique_ptr<jal::runtime::HostBuffer> staging_;
+    std::unique_ptr<jal::runtime::HostBuffer> reports_;
     size_t arena_top_ = 0;
     size_t report_slots_ = 0;
     std::deque<std::unique_ptr<Pending>> pending_;
     std::vector<jal_dispatch_report> done_;
     std::unique_ptr<jal::Error> first_error_;
+    std::unique_ptr<Batch> batch_;
+    std::vector<std::unique_ptr<jal::runtime::Queue>> lanes_;
 };
 
 }  // namespace jal::kernels

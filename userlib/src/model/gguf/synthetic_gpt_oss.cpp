@@ -173,15 +173,13 @@ GptOssConfig synthetic_config(const SyntheticGptOssOptions& o)
     return c;
 }
 
-SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
-                                              const SyntheticGptOssOptions& o,
-                                              const SyntheticProgress& progress)
+namespace {
+
+// The metadata llama.cpp's gpt-oss loader reads.
+void write_metadata(GgufWriter& w, const GptOssConfig& c, const SyntheticGptOssOptions& o)
 {
-    const GptOssConfig c = synthetic_config(o);
     const std::string arch = kGptOssArch;
     auto k = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
-
-    GgufWriter w;
     w.set_string("general.architecture", arch);
     w.set_string("general.name", fmt::format("jal synthetic gpt-oss{}{} seed {}",
                                              o.preset.empty() ? "" : " ", o.preset, o.seed));
@@ -207,6 +205,48 @@ SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
     w.set_string("tokenizer.ggml.model", c.tokenizer_model);
     w.set_u32(k("vocab_size"), c.n_vocab);
     w.set_u64("jal.synthetic.seed", o.seed);
+}
+
+// Draws and writes every tensor's data (after GgufWriter::begin), reporting progress
+// against `total` bytes.
+void write_tensor_data(GgufWriter& w, const std::vector<TensorSpec>& specs, const GptOssConfig& c,
+                       uint64_t seed, uint64_t total, const SyntheticProgress& progress)
+{
+    uint64_t done = 0;
+    std::vector<float> values;
+    std::vector<std::byte> bytes;
+    for (const TensorSpec& s : specs) {
+        Rng rng{tensor_seed(seed, s.name)};
+        const Draw d = draw_for(s, c);
+        const TensorType type = storage_type(s);
+        // One matrix (one expert) at a time keeps memory small for large shapes.
+        const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
+        const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
+        values.resize(part);
+        bytes.resize(tensor_bytes(type, part));
+        for (uint64_t p = 0; p < parts; ++p) {
+            for (float& v : values) v = d.mean + d.std * rng.normal();
+            if (type == TensorType::MXFP4)
+                numerics::quantize_row(JAL_DT_MXFP4, values.data(), bytes.data(), part,
+                                       JAL_CVT_GGML);
+            else
+                std::memcpy(bytes.data(), values.data(), bytes.size());
+            w.write_tensor_part(bytes);
+            done += bytes.size();
+            if (progress) progress(done, total);
+        }
+    }
+}
+
+}  // namespace
+
+SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
+                                              const SyntheticGptOssOptions& o,
+                                              const SyntheticProgress& progress)
+{
+    const GptOssConfig c = synthetic_config(o);
+    GgufWriter w;
+    write_metadata(w, c, o);
 
     SyntheticModelSummary summary;
     summary.config = c;
@@ -221,35 +261,13 @@ SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
     summary.tensors = specs.size();
     summary.file_bytes = w.file_size();
 
+    // Written next to `path`, renamed into place when complete.
     const std::string tmp = path + ".tmp";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot create", tmp));
     try {
         w.begin(out);
-        uint64_t done = 0;
-        std::vector<float> values;
-        std::vector<std::byte> bytes;
-        for (const TensorSpec& s : specs) {
-            Rng rng{tensor_seed(o.seed, s.name)};
-            const Draw d = draw_for(s, c);
-            const TensorType type = storage_type(s);
-            // One matrix (one expert) at a time keeps memory small for large shapes.
-            const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
-            const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
-            values.resize(part);
-            bytes.resize(tensor_bytes(type, part));
-            for (uint64_t p = 0; p < parts; ++p) {
-                for (float& v : values) v = d.mean + d.std * rng.normal();
-                if (type == TensorType::MXFP4)
-                    numerics::quantize_row(JAL_DT_MXFP4, values.data(), bytes.data(), part,
-                                           JAL_CVT_GGML);
-                else
-                    std::memcpy(bytes.data(), values.data(), bytes.size());
-                w.write_tensor_part(bytes);
-                done += bytes.size();
-                if (progress) progress(done, total);
-            }
-        }
+        write_tensor_data(w, specs, c, o.seed, total, progress);
         w.finish();
         out.close();
         if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: writing failed", tmp));

@@ -1,9 +1,8 @@
 # The model runtime: weights on the chip, prefill/decode graphs, sampling, batching (target_sources(jal PRIVATE ...)).
 target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/placement.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/launcher.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/runtime.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/model_runtime.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sampler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shapes.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/c_api.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/model_c_api.cpp
 )

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/embedding.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/gemm.hpp>
@@ -17,7 +19,6 @@
 #include <jal/model/gguf.hpp>
 #include <jal/model/runtime.hpp>
 
-#include "launcher.hpp"
 #include "placement.hpp"
 
 namespace jal::model {
@@ -54,6 +55,8 @@ bool parse_numerics(std::string_view s, Numerics& out)
 }
 
 namespace {
+
+constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
 
 jal_dtype dtype_of(TensorType t, std::string_view name)
 {
@@ -142,7 +145,7 @@ public:
             launch_->download(out.data() + at, addr, n);
             at += n;
         }
-        launch_->run();
+        run_batch();
         return out;
     }
     uint64_t decode_min_bytes(uint32_t users, uint32_t context) const override
@@ -165,10 +168,7 @@ public:
         return static_cast<uint64_t>(total);
     }
     const ChipTotals& last() const override { return last_; }
-    const std::map<std::string, ChipTotals>& last_by_kernel() const override
-    {
-        return launch_->by_kernel();
-    }
+    const std::map<std::string, ChipTotals>& last_by_kernel() const override { return by_kernel_; }
     const ChipTotals& total() const override { return total_; }
 
 private:
@@ -194,6 +194,17 @@ private:
     // file). Throws unless they add up to `bytes`.
     const std::byte* concat(std::initializer_list<std::string> names, uint64_t bytes);
     std::vector<std::vector<std::byte>> owned_;
+    // Planning (the constructor): where everything goes in the placement.
+    using KvCaches = std::vector<std::vector<std::vector<Place>>>;  // [slot][layer][KV head]
+    const GgufTensor* tensor(const std::string& name) const;        // nullptr without a file
+    void plan_weights();
+    void plan_embedding();
+    void plan_layer(Layer& L, uint32_t il);
+    void plan_qkv(Layer& L, uint32_t il);
+    void plan_rope_tables();
+    KvCaches plan_kv_caches();
+    void plan_activations();
+    void upload_tables(const KvCaches& caches);
     Matrix matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t experts,
                   jal_dtype timing_dtype);
     void upload_weights();
@@ -210,6 +221,15 @@ private:
     // [out_row0, out_row0 + out_rows) come back.
     std::vector<float> run(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
+    // The graph's parts, added to the Launcher's batch by run().
+    struct GraphKernels {
+        const k::Program *norm, *add, *rope_q, *rope_k, *append, *route, *swiglu, *combine;
+    };
+    GraphKernels graph_kernels(uint32_t T);
+    const k::Program& attention_kernel(uint32_t window);
+    void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                   const GraphKernels& g);
+    void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
@@ -217,6 +237,13 @@ private:
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what);
     uint64_t va(const Place& p) const { return placement_.va(p); }
+    // Kernel `key`, built with `build` and copied to the chip the first time.
+    const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
+    // Adds a dispatch of `p` on `mask` to the Launcher's batch (lane >= 0: on that lane).
+    void add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
+             int lane = -1);
+    // Runs the batch; what the chip did goes to last_ and by_kernel_.
+    ChipTotals run_batch();
     // Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
     // than there are rows: a slice without rows would only add its start-up to the dispatch.
     uint64_t rows_mask(uint32_t rows) const
@@ -234,7 +261,10 @@ private:
     uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
     uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
     Placement placement_;
-    std::unique_ptr<detail::Launcher> launch_;
+    std::unique_ptr<runtime::Queue> queue_;
+    std::unique_ptr<k::Launcher> launch_;
+    std::map<std::string, std::unique_ptr<k::Program>> programs_;  // by key
+    std::map<std::string, ChipTotals> by_kernel_;                  // by `what`, since cleared
     std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;  // before context_ goes
     Vec embd_, out_norm_, rope_cos_, rope_sin_;
     Matrix embd_m_, output_;
@@ -271,103 +301,142 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     kv_group_ = std::min(S_, c_.n_head_kv);
     kv_groups_ = std::max<uint32_t>(1, S_ / kv_group_);
 
-    const bool timing = o_.timing_only;
-    const jal_dtype dense_dt = JAL_DT_BF16;  // the published checkpoints' non-expert format
-    auto tensor = [&](const std::string& name) -> const GgufTensor* {
-        return file_ ? &file_->tensor(name) : nullptr;
-    };
+    plan_weights();
+    const KvCaches caches = plan_kv_caches();
+    plan_activations();
+
+    placement_.allocate(context_);
+    // Large enough for a whole decode step of many sequences: the producer never waits
+    // for room while the device is still behind.
+    queue_ = std::make_unique<runtime::Queue>(context_, 16384);
+    k::LauncherOptions lo;
+    // Argument blocks are read by every slice of every dispatch: interleaved.
+    lo.args = {JAL_PLACE_INTERLEAVED, all_mask_};
+    // Sequences in different slice groups: their attention runs on lanes side by side.
+    lo.lanes = kv_groups_ > 1 ? kv_groups_ : 0;
+    launch_ = std::make_unique<k::Launcher>(device_, context_, *queue_, lo);
+
+    upload_tables(caches);
+    run_batch();
+    if (!o_.timing_only) upload_weights();
+}
+
+const GgufTensor* RuntimeImpl::tensor(const std::string& name) const
+{
+    return file_ ? &file_->tensor(name) : nullptr;
+}
+
+// The weights and the RoPE tables, in the placement's order.
+void RuntimeImpl::plan_weights()
+{
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    plan_embedding();
+    layers_.resize(c_.n_layer);
+    for (uint32_t il = 0; il < c_.n_layer; il++) plan_layer(layers_[il], il);
+    plan_vec(out_norm_, tensor("output_norm.weight"), E4);
+    output_ = matrix("output.weight", c_.n_vocab, c_.n_embd, 0, kDenseDtype);
+    plan_rope_tables();
+    weight_bytes_ = placement_.bytes_reserved();
+}
+
+// token_embd: every slice reads random rows of it; interleaved (replicating a
+// vocabulary-sized table on every slice would cost 64× its size).
+void RuntimeImpl::plan_embedding()
+{
+    const GgufTensor* t = tensor("token_embd.weight");
+    embd_m_.dtype = t ? dtype_of(t->type, t->name) : kDenseDtype;
+    embd_m_.kdim = c_.n_embd;
+    embd_m_.n = c_.n_vocab;
+    embd_m_.row_bytes = lin::packed_row_bytes(embd_m_.dtype, c_.n_embd);
+    embd_.bytes = embd_m_.row_bytes * c_.n_vocab;
+    embd_.data = t ? t->data.data() : nullptr;
+    embd_.place = placement_.reserve(Placement::kInterleaved, embd_.bytes);
+    vec_uploads_.push_back({embd_.place, &embd_});
+}
+
+void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
+{
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    auto n = [&](const char* s) { return fmt::format("blk.{}.{}", il, s); };
     auto vec = [&](Vec& v, const std::string& name, uint64_t bytes) {
         plan_vec(v, tensor(name), bytes);
     };
+    vec(L.attn_norm, n("attn_norm.weight"), E4);
+    vec(L.post_norm, n("post_attention_norm.weight"), E4);
+    const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
+    plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes),
+             qkv_bytes);
+    vec(L.bo, n("attn_output.bias"), E4);
+    vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
+    vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
+    vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
+    vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
+    vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
+    plan_qkv(L, il);
+    L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, kDenseDtype);
+    L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, kDenseDtype);
+    L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
+                    JAL_DT_MXFP4);
+    L.up =
+        matrix(n("ffn_up_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert, JAL_DT_MXFP4);
+    L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert,
+                    JAL_DT_MXFP4);
+}
 
-    // token_embd: every slice reads random rows of it; interleaved (replicating a
-    // vocabulary-sized table on every slice would cost 64× its size).
-    {
-        const GgufTensor* t = tensor("token_embd.weight");
-        embd_m_.dtype = t ? dtype_of(t->type, t->name) : dense_dt;
-        embd_m_.kdim = c_.n_embd;
-        embd_m_.n = c_.n_vocab;
-        embd_m_.row_bytes = lin::packed_row_bytes(embd_m_.dtype, c_.n_embd);
-        embd_.bytes = embd_m_.row_bytes * c_.n_vocab;
-        embd_.data = t ? t->data.data() : nullptr;
-        embd_.place = placement_.reserve(Placement::kInterleaved, embd_.bytes);
-        vec_uploads_.push_back({embd_.place, &embd_});
+// q, k and v fused into one matrix (one GEMM); they must share a type.
+void RuntimeImpl::plan_qkv(Layer& L, uint32_t il)
+{
+    const std::string names[3] = {fmt::format("blk.{}.attn_q.weight", il),
+                                  fmt::format("blk.{}.attn_k.weight", il),
+                                  fmt::format("blk.{}.attn_v.weight", il)};
+    jal_dtype dt = kDenseDtype;
+    if (file_) {
+        dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+        for (const std::string& nm : names)
+            if (dtype_of(file_->tensor(nm).type, nm) != dt)
+                throw Error(JAL_STATUS_INVALID_FIELD,
+                            fmt::format("model runtime: '{}' and '{}' differ in type; the "
+                                        "runtime fuses them",
+                                        names[0], nm));
     }
-    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
-    layers_.resize(c_.n_layer);
-    for (uint32_t il = 0; il < c_.n_layer; il++) {
-        Layer& L = layers_[il];
-        auto n = [&](const char* s) { return fmt::format("blk.{}.{}", il, s); };
-        vec(L.attn_norm, n("attn_norm.weight"), E4);
-        vec(L.post_norm, n("post_attention_norm.weight"), E4);
-        const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
-        plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes),
-                 qkv_bytes);
-        vec(L.bo, n("attn_output.bias"), E4);
-        vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
-        vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
-        vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
-        vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
-        vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
-        {
-            const std::string names[3] = {n("attn_q.weight"), n("attn_k.weight"),
-                                          n("attn_v.weight")};
-            jal_dtype dt = dense_dt;
-            if (file_) {
-                dt = dtype_of(file_->tensor(names[0]).type, names[0]);
-                for (const std::string& nm : names)
-                    if (dtype_of(file_->tensor(nm).type, nm) != dt)
-                        throw Error(JAL_STATUS_INVALID_FIELD,
-                                    fmt::format("model runtime: '{}' and '{}' differ in type; the "
-                                                "runtime fuses them",
-                                                names[0], nm));
-            }
-            const uint32_t rows = qdim_ + 2 * kvdim_;
-            const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
-            plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows,
-                        c_.n_embd, 0, dt);
-        }
-        L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, dense_dt);
-        L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, dense_dt);
-        L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
-                        JAL_DT_MXFP4);
-        L.up = matrix(n("ffn_up_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
-                      JAL_DT_MXFP4);
-        L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert,
-                        JAL_DT_MXFP4);
-    }
-    vec(out_norm_, "output_norm.weight", E4);
-    output_ = matrix("output.weight", c_.n_vocab, c_.n_embd, 0, dense_dt);
+    const uint32_t rows = qdim_ + 2 * kvdim_;
+    const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
+    plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows, c_.n_embd, 0,
+                dt);
+}
 
-    // RoPE tables (YaRN as llama.cpp computes it), replicated: every slice gathers rows.
-    {
-        k::YarnParams y;
-        y.head_dim = c_.n_rot ? c_.n_rot : c_.head_dim;
-        y.freq_base = c_.rope_freq_base;
-        const bool yarn = c_.rope_scaling_type == "yarn" && c_.rope_scaling_factor > 0;
-        y.factor = yarn ? c_.rope_scaling_factor : 1.0;
-        y.ext_factor = yarn ? 1.0 : 0.0;
-        y.n_ctx_orig = c_.rope_orig_ctx ? c_.rope_orig_ctx : c_.n_ctx_train;
-        y.beta_fast = c_.yarn_beta_fast;
-        y.beta_slow = c_.yarn_beta_slow;
-        k::RopeTables rt = k::rope_yarn_tables(y, o_.n_ctx);
-        cos_ = std::move(rt.cos);
-        sin_ = std::move(rt.sin);
-        rope_cos_.bytes = cos_.size() * 4;
-        rope_cos_.data = reinterpret_cast<const std::byte*>(cos_.data());
-        rope_cos_.place = placement_.reserve(Placement::kReplicated, rope_cos_.bytes);
-        rope_sin_.bytes = sin_.size() * 4;
-        rope_sin_.data = reinterpret_cast<const std::byte*>(sin_.data());
-        rope_sin_.place = placement_.reserve(Placement::kReplicated, rope_sin_.bytes);
-        vec_uploads_.push_back({rope_cos_.place, &rope_cos_});
-        vec_uploads_.push_back({rope_sin_.place, &rope_sin_});
-    }
-    weight_bytes_ = placement_.bytes_reserved();
+// RoPE tables (YaRN as llama.cpp computes it), replicated: every slice gathers rows.
+void RuntimeImpl::plan_rope_tables()
+{
+    k::YarnParams y;
+    y.head_dim = c_.n_rot ? c_.n_rot : c_.head_dim;
+    y.freq_base = c_.rope_freq_base;
+    const bool yarn = c_.rope_scaling_type == "yarn" && c_.rope_scaling_factor > 0;
+    y.factor = yarn ? c_.rope_scaling_factor : 1.0;
+    y.ext_factor = yarn ? 1.0 : 0.0;
+    y.n_ctx_orig = c_.rope_orig_ctx ? c_.rope_orig_ctx : c_.n_ctx_train;
+    y.beta_fast = c_.yarn_beta_fast;
+    y.beta_slow = c_.yarn_beta_slow;
+    k::RopeTables rt = k::rope_yarn_tables(y, o_.n_ctx);
+    cos_ = std::move(rt.cos);
+    sin_ = std::move(rt.sin);
+    rope_cos_.bytes = cos_.size() * 4;
+    rope_cos_.data = reinterpret_cast<const std::byte*>(cos_.data());
+    rope_cos_.place = placement_.reserve(Placement::kReplicated, rope_cos_.bytes);
+    rope_sin_.bytes = sin_.size() * 4;
+    rope_sin_.data = reinterpret_cast<const std::byte*>(sin_.data());
+    rope_sin_.place = placement_.reserve(Placement::kReplicated, rope_sin_.bytes);
+    vec_uploads_.push_back({rope_cos_.place, &rope_cos_});
+    vec_uploads_.push_back({rope_sin_.place, &rope_sin_});
+}
 
-    // KV caches: slot j, layer l, KV head g on slice kv_slice(j, g) (see kv_group_).
+// KV caches: slot j, layer l, KV head g on slice kv_slice(j, g) (see kv_group_); each slot
+// and layer also has a replicated head table the kernels follow.
+RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
+{
     const uint64_t head_bytes = 2ull * o_.n_ctx * c_.head_dim * 4;
     slots_.resize(o_.max_sequences);
-    std::vector<std::vector<std::vector<Place>>> caches(o_.max_sequences);
+    KvCaches caches(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++) {
         caches[j].resize(c_.n_layer);
         slots_[j].heads.resize(c_.n_layer);
@@ -378,8 +447,13 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
             slots_[j].heads[il] = placement_.reserve(Placement::kReplicated, 16ull * c_.n_head_kv);
         }
     }
+    return caches;
+}
 
-    // Activations for T_ rows. What a split GEMM reads whole is replicated.
+// Activations for T_ rows. What a split GEMM reads whole is replicated.
+void RuntimeImpl::plan_activations()
+{
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     const int R = Placement::kReplicated, I = Placement::kInterleaved;
     const uint64_t T = T_, K = c_.n_expert_used;
     a_.x = placement_.reserve(I, T * E4);
@@ -400,13 +474,13 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
+}
 
-    placement_.allocate(context_);
-    launch_ = std::make_unique<detail::Launcher>(device_, context_, all_mask_, timing);
-    if (kv_groups_ > 1) launch_->set_lanes(kv_groups_);
-
-    // Small tables: the shard tables and the KV head tables (written even in timing-only
-    // mode: they are addresses, not model data, and the kernels follow them).
+// Small tables onto the Launcher's batch: the shard tables and the KV head tables (written
+// even in timing-only mode: they are addresses, not model data, and the kernels follow
+// them), and timing only, the modelled expert ids.
+void RuntimeImpl::upload_tables(const KvCaches& caches)
+{
     for_each_matrix([&](Matrix& m) {
         std::vector<uint64_t> table(S_, 0);
         for (uint32_t s = 0; s < S_; s++) table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
@@ -422,22 +496,63 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
             }
             launch_->upload(va(slots_[j].heads[il]), table.data(), table.size() * 8);
         }
-    if (timing) {
-        // Timing only, the routing kernel writes nothing, so the expert GEMMs would see
-        // every pair routed to expert 0. Model uniform routing instead: token t's j-th
-        // expert is j·(E/k) + t mod (E/k), distinct within a token, spread over the
-        // slices, and every expert used equally over E/k tokens.
-        std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
-        const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
-        for (size_t i = 0; i < ids.size(); i++) {
-            const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used),
-                           j = static_cast<uint32_t>(i % c_.n_expert_used);
-            ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
-        }
-        launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
+    if (!o_.timing_only) return;
+    // Timing only, the routing kernel writes nothing, so the expert GEMMs would see every
+    // pair routed to expert 0. Model uniform routing instead: token t's j-th expert is
+    // j·(E/k) + t mod (E/k), distinct within a token, spread over the slices, and every
+    // expert used equally over E/k tokens.
+    std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
+    const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
+    for (size_t i = 0; i < ids.size(); i++) {
+        const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used),
+                       j = static_cast<uint32_t>(i % c_.n_expert_used);
+        ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
     }
-    launch_->run();
-    if (!timing) upload_weights();
+    launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
+}
+
+const k::Program& RuntimeImpl::program(const std::string& key,
+                                       const std::function<k::CodeObject()>& build)
+{
+    auto it = programs_.find(key);
+    if (it == programs_.end())
+        // Every dispatch slice fetches the program: interleaved, so no slice is the hot spot.
+        it = programs_
+                 .emplace(key, std::make_unique<k::Program>(
+                                   device_, context_, *queue_, build(),
+                                   k::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask_}))
+                 .first;
+    return *it->second;
+}
+
+void RuntimeImpl::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
+                      int lane)
+{
+    k::DispatchOptions d;
+    d.slice_mask = mask;
+    d.timing_only = o_.timing_only;
+    d.label = what;
+    d.lane = lane;
+    launch_->add(p, args, d);
+}
+
+ChipTotals RuntimeImpl::run_batch()
+{
+    const k::BatchReport r = launch_->run_batch();
+    ChipTotals totals;
+    totals.modelled_ns = r.modelled_ns;  // lanes: each region's slowest
+    for (const k::BatchReport::Dispatch& d : r.dispatches) {
+        ChipTotals one;
+        one.dispatches = 1;
+        one.modelled_ns = d.report.modelled_ns;
+        one.energy_nj = d.report.energy_nj;
+        one.flops = d.report.flops;
+        one.hbm_bytes = d.report.hbm_bytes;
+        by_kernel_[d.label] += one;
+        one.modelled_ns = 0;
+        totals += one;
+    }
+    return totals;
 }
 
 const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
@@ -575,7 +690,7 @@ void RuntimeImpl::upload_weights()
         if (copies.empty()) return;
         sig[half].store(static_cast<int64_t>(copies.size()));
         for (auto& [dst, range] : copies)
-            launch_->queue().copy_to_device(dst, staging, range.first, range.second, &sig[half]);
+            queue_->copy_to_device(dst, staging, range.first, range.second, &sig[half]);
         busy[half] = true;
         copies.clear();
         half ^= 1;
@@ -626,12 +741,12 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{}", g.m, g.n, g.k,
                                         int(g.weight), g.bias, int(g.numerics));
-    uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
+    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride, va(m.table), m.row_bytes};
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
-    launch_->add(code, all_mask_, std::move(args), what);
+    add(code, all_mask_, k::Args(args), what);
 }
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
@@ -649,11 +764,11 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         timing_expert_gemm(m, tokens, per_pair, x, x_stride, y, what);
         return;
     }
-    uint64_t code = launch_->kernel(key, [&] { return lin::build_expert_gemm(g); });
-    launch_->add(code, all_mask_,
-                 {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n,
-                  va(bias.place), y, y_stride},
-                 what);
+    const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
+    add(code, all_mask_,
+        {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n, va(bias.place), y,
+         y_stride},
+        what);
 }
 
 void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
@@ -708,11 +823,140 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     const std::string key =
         fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
-    uint64_t code = launch_->kernel(key, [&] { return lin::build_gemm(g); });
+    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     (void)per_pair;
     // y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
-    launch_->add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4},
-                 what);
+    add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4}, what);
+}
+
+// The graph's small kernels for T rows (T·k expert rows), built the first time.
+RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
+{
+    const uint32_t K = c_.n_expert_used;
+    // Row blocks no larger than the rows there are: a decode step's single row is not
+    // loaded as a block of 64.
+    const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
+    GraphKernels g;
+    g.norm = &program(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
+        k::RmsNormConfig r;
+        r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
+        return k::build_rms_norm(r);
+    });
+    g.add = &program(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
+        k::ElementwiseConfig e;
+        e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
+        return k::build_elementwise(e);
+    });
+    g.rope_q = &program(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
+        k::RopeConfig r;
+        r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
+        return k::build_rope_neox(r);
+    });
+    g.rope_k = &program(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
+        k::RopeConfig r;
+        r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
+        return k::build_rope_neox(r);
+    });
+    g.append =
+        &program(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
+            k::KvAppendConfig a;
+            a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim, a.n_ctx = o_.n_ctx;
+            return k::build_kv_append(a);
+        });
+    g.route = &program(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
+        k::MoeRoutingConfig r;
+        r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
+        return k::build_moe_routing(r);
+    });
+    g.swiglu = &program(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
+        k::SwigluConfig w;
+        w.cols = c_.n_ff_exp, w.block_rows = brk;
+        return k::build_swiglu_oai(w);
+    });
+    g.combine = &program(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
+        k::MoeCombineConfig m;
+        m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+        return k::build_moe_combine(m);
+    });
+    return g;
+}
+
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window)
+{
+    return program(fmt::format("attn h{} g{} d{} c{} w{}", c_.n_head, c_.n_head_kv, c_.head_dim,
+                               o_.n_ctx, window),
+                   [&] {
+                       k::AttentionConfig a;
+                       a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
+                       a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
+                       return k::build_attention(a);
+                   });
+}
+
+// Layer il's KV append and attention, one pair a segment.
+void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
+                                const GraphKernels& g)
+{
+    const uint64_t Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
+    const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
+    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
+    const Layer& Ly = layers_[il];
+    const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
+    const k::Program& attn = attention_kernel(window);
+    // Each sequence's attention runs on its slot's slice group; with several groups and
+    // sequences the groups' dispatches go to lane queues and run side by side.
+    const bool lanes = kv_groups_ > 1 && segs.size() > 1;
+    if (lanes) launch_->fork();
+    for (const Segment& sg : segs) {
+        const uint32_t j = static_cast<uint32_t>(sg.seq);
+        const uint64_t heads = va(slots_[j].heads[il]);
+        const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
+        add(*g.append, kv_mask(j),
+            {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
+            "kv_append", lane);
+        // A prompt has many query blocks per KV head: they run on every slice (the
+        // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
+        // cache; the others read it remotely), a decode row on the slot's group alone.
+        const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+        add(attn, wide ? all_mask_ : kv_mask(j),
+            {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
+             va(Ly.sinks.place)},
+            window ? "attention (sliding window)" : "attention", lane);
+    }
+    if (lanes) launch_->join();
+}
+
+// Layer il over T rows: attention block, then the mixture of experts.
+void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                            const GraphKernels& g)
+{
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4,
+                   KV4 = uint64_t{kvdim_} * 4;
+    const uint64_t QKV4 = Q4 + 2 * KV4;
+    const uint32_t K = c_.n_expert_used;
+    const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
+    const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, at = va(a_.attn);
+    const Layer& Ly = layers_[il];
+    add(*g.norm, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
+    gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
+    add(*g.rope_q, rows_mask(T),
+        {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
+    add(*g.rope_k, rows_mask(T),
+        {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
+    add_attention(il, segs, g);
+    gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
+    add(*g.add, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
+    add(*g.norm, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
+    gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
+    add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
+        "moe_routing");
+    expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
+    expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
+    add(*g.swiglu, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K},
+        "swiglu");
+    expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
+    add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T}, "moe_combine");
+    add(*g.add, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
 }
 
 std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
@@ -720,140 +964,28 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
                                     uint32_t out_row0, uint32_t out_rows)
 {
     const uint32_t T = static_cast<uint32_t>(tokens.size());
-    const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4,
-                   KV4 = uint64_t{kvdim_} * 4;
-    const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
-    const uint32_t K = c_.n_expert_used;
-    const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    auto& L_ = *launch_;
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     if (!o_.timing_only) {
-        L_.upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
-        L_.upload(va(a_.pos), pos.data(), pos.size() * 4);
+        launch_->upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
+        launch_->upload(va(a_.pos), pos.data(), pos.size() * 4);
     }
     // embedding
     {
         lin::EmbeddingConfig e{T, c_.n_vocab, c_.n_embd, embd_m_.dtype};
-        uint64_t code =
-            L_.kernel(fmt::format("embd t{} v{} d{} w{}", T, e.vocab, e.dim, int(e.table)),
-                      [&] { return lin::build_embedding(e); });
-        L_.add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4},
-               "embedding");
+        const k::Program& code =
+            program(fmt::format("embd t{} v{} d{} w{}", T, e.vocab, e.dim, int(e.table)),
+                    [&] { return lin::build_embedding(e); });
+        add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4},
+            "embedding");
     }
-    // Row blocks no larger than the rows there are: a decode step's single row is not
-    // loaded as a block of 64.
-    const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
-    const uint64_t norm_code = L_.kernel(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
-        k::RmsNormConfig r;
-        r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
-        return k::build_rms_norm(r);
-    });
-    const uint64_t add_code = L_.kernel(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
-        k::ElementwiseConfig e;
-        e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
-        return k::build_elementwise(e);
-    });
-    const uint64_t rope_q =
-        L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
-            k::RopeConfig r;
-            r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
-            return k::build_rope_neox(r);
-        });
-    const uint64_t rope_k =
-        L_.kernel(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
-            k::RopeConfig r;
-            r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
-            return k::build_rope_neox(r);
-        });
-    const uint64_t append_code =
-        L_.kernel(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
-            k::KvAppendConfig a;
-            a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim, a.n_ctx = o_.n_ctx;
-            return k::build_kv_append(a);
-        });
-    auto attention_code = [&](uint32_t window) {
-        return L_.kernel(fmt::format("attn h{} g{} d{} c{} w{}", c_.n_head, c_.n_head_kv,
-                                     c_.head_dim, o_.n_ctx, window),
-                         [&] {
-                             k::AttentionConfig a;
-                             a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv,
-                             a.head_dim = c_.head_dim;
-                             a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
-                             return k::build_attention(a);
-                         });
-    };
-    const uint64_t route_code =
-        L_.kernel(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
-            k::MoeRoutingConfig r;
-            r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
-            return k::build_moe_routing(r);
-        });
-    const uint64_t swiglu_code = L_.kernel(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
-        k::SwigluConfig w;
-        w.cols = c_.n_ff_exp, w.block_rows = brk;
-        return k::build_swiglu_oai(w);
-    });
-    const uint64_t combine_code =
-        L_.kernel(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
-            k::MoeCombineConfig m;
-            m.cols = c_.n_embd, m.k = K, m.block_rows = br;
-            return k::build_moe_combine(m);
-        });
-
-    const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4,
-                   at = va(a_.attn);
-    for (uint32_t il = 0; il < c_.n_layer; il++) {
-        const Layer& Ly = layers_[il];
-        L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
-        gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
-        L_.add(rope_q, rows_mask(T),
-               {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
-        L_.add(rope_k, rows_mask(T),
-               {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
-        const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
-        const uint64_t attn = attention_code(window);
-        // Each sequence's attention runs on its slot's slice group; with several groups and
-        // sequences the groups' dispatches go to lane queues and run side by side.
-        const bool lanes = kv_groups_ > 1 && segs.size() > 1;
-        if (lanes) L_.fork();
-        for (const Segment& sg : segs) {
-            const uint32_t j = static_cast<uint32_t>(sg.seq);
-            const uint64_t heads = va(slots_[j].heads[il]);
-            const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
-            L_.add(append_code, kv_mask(j),
-                   {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
-                   "kv_append", lane);
-            // A prompt has many query blocks per KV head: they run on every slice (the
-            // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
-            // cache; the others read it remotely), a decode row on the slot's group alone.
-            const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-            L_.add(attn, wide ? all_mask_ : kv_mask(j),
-                   {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
-                    va(Ly.sinks.place)},
-                   window ? "attention (sliding window)" : "attention", lane);
-        }
-        if (lanes) L_.join();
-        gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
-        L_.add(add_code, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
-        L_.add(norm_code, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T},
-               "post_attention_norm");
-        gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
-        L_.add(route_code, rows_mask(T),
-               {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
-        expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
-        expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
-        L_.add(swiglu_code, rows_mask(T * K),
-               {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K}, "swiglu");
-        expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
-        L_.add(combine_code, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T},
-               "moe_combine");
-        L_.add(add_code, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
-    }
-    L_.add(norm_code, rows_mask(out_rows),
-           {x + out_row0 * E4, E4, va(out_norm_.place), h, E4, out_rows}, "output_norm");
-    gemm(output_, out_rows, h, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
+    const GraphKernels g = graph_kernels(T);
+    for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
+    add(*g.norm, rows_mask(out_rows),
+        {va(a_.x) + out_row0 * E4, E4, va(out_norm_.place), va(a_.h), E4, out_rows}, "output_norm");
+    gemm(output_, out_rows, va(a_.h), E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
-    if (!o_.timing_only) L_.download(logits.data(), va(a_.logits), logits.size() * 4);
-    last_ += L_.run();
+    if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
+    last_ += run_batch();
     return logits;
 }
 
@@ -874,7 +1006,7 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
                                     "(0..{})",
                                     t, c_.n_vocab - 1));
     last_ = {};
-    launch_->by_kernel().clear();
+    by_kernel_.clear();
     std::vector<float> logits;
     for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
         const uint32_t n =
@@ -915,7 +1047,7 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
         pos.push_back(static_cast<int32_t>(s.len));
     }
     last_ = {};
-    launch_->by_kernel().clear();
+    by_kernel_.clear();
     const uint32_t B = static_cast<uint32_t>(batch.size());
     std::vector<float> logits = run(segs, tokens, pos, 0, B);
     for (auto [seq, tok] : batch) slot(seq).len++;
