@@ -61,10 +61,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
             b.vadd(ta, ta, tb);
         else
             b.vmul(ta, ta, tb);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(ta, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, ta, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

@@ -77,10 +77,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
                 b.vmul(to, to, twj);
             }
         }
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(to, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, to, addr, row0, out, out_stride, q);
         b.free(l1);
         b.free(addr);
     });

@@ -47,10 +47,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
         b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-        b.mul(addr, row0, logits_stride);
-        b.add(addr, addr, logits);
-        b.tload(tl, addr, logits_stride, q);
-        b.wait(q);
+        load_rows(b, tl, addr, row0, logits, logits_stride, q);
         b.vtopk(ti, tl, cfg.k);
         b.vtopkv(tw, tl, cfg.k);
         // softmax over the k selected logits only

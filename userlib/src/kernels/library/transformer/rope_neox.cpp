@@ -102,10 +102,7 @@ CodeObject build_rope_neox(const RopeConfig& cfg)
             b.free(a0);
         });
 
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tstore(tx, addr, x_stride, q);
-        b.wait(q);
+        store_rows(b, tx, addr, row0, x, x_stride, q);
         b.free(addr);
     });
     b.end();

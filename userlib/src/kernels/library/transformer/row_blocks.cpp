@@ -43,6 +43,26 @@ void for_blocks(Builder& b, X begin, X end, uint32_t block,
     b.free(step);
 }
 
+void row_address(Builder& b, X addr, X row0, X base, X stride)
+{
+    b.mul(addr, row0, stride);
+    b.add(addr, addr, base);
+}
+
+void load_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q)
+{
+    row_address(b, addr, row0, base, stride);
+    b.tload(t, addr, stride, q);
+    b.wait(q);
+}
+
+void store_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q)
+{
+    row_address(b, addr, row0, base, stride);
+    b.tstore(t, addr, stride, q);
+    b.wait(q);
+}
+
 void trap_unless_within(Builder& b, X first, X count, uint32_t limit)
 {
     X end = b.x();

@@ -27,6 +27,15 @@ RowRange slice_rows(Builder& b, X rows);
 void for_blocks(Builder& b, X begin, X end, uint32_t block,
                 const std::function<void(X row0, X n)>& body);
 
+// addr = base + row0 * stride: where a block of rows starting at row0 begins.
+void row_address(Builder& b, X addr, X row0, X base, X stride);
+
+// Loads (tile t, already described) the rows at row0 of the tensor at base and waits.
+void load_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q);
+
+// Stores tile t to the rows at row0 of the tensor at base and waits; addr is scratch.
+void store_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q);
+
 // Traps with OUT_OF_RANGE unless first + count <= limit (unsigned).
 void trap_unless_within(Builder& b, X first, X count, uint32_t limit);
 

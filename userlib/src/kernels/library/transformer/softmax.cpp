@@ -45,10 +45,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
         b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tload(tx, addr, x_stride, q);
-        b.wait(q);
+        load_rows(b, tx, addr, row0, x, x_stride, q);
         if (cfg.scale != 1.0f) b.vscale(tx, tx, cfg.scale);
         b.vredmax(tm, tx);
         if (cfg.sinks) {
@@ -80,10 +77,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
         }
         b.vrecip(ts, ts);
         b.vmul(tx, tx, ts);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(tx, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, tx, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

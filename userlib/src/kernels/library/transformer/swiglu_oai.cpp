@@ -61,10 +61,7 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
         b.vmul(tg, tg, tt);
         b.vadds(tu, tu, 1.0f);
         b.vmul(tg, tg, tu);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(tg, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, tg, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();
