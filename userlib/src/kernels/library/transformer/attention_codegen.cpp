@@ -52,17 +52,11 @@ private:
 };
 
 AttentionKernel::AttentionKernel(const AttentionConfig& cfg, const std::string& name)
-    : cfg_(cfg),
-      G(cfg.n_head_kv),
-      r(cfg.n_head / cfg.n_head_kv),
-      D(cfg.head_dim),
-      Bq(cfg.queries_per_item()),
-      Nk(cfg.keys_per_chunk()),
+    : cfg_(cfg), G(cfg.n_head_kv), r(cfg.n_head / cfg.n_head_kv), D(cfg.head_dim),
+      Bq(cfg.queries_per_item()), Nk(cfg.keys_per_chunk()),
       M(r * Bq),  // rows of the stacked matrices
-      S(cfg.splits()),
-      b(name)
-{
-}
+      S(cfg.splits()), b(name)
+{}
 
 void AttentionKernel::declare()
 {
@@ -162,8 +156,8 @@ CodeObject AttentionKernel::build()
 // + g) * S + split), its keys' caches, and the addresses of its queries and output.
 void AttentionKernel::locate(X item)
 {
-    out_base = b.x(), n = b.x(), rn = b.x(), p_first = b.x(), kend = b.x(), kc = b.x(),
-    vc = b.x(), tmp = b.x();
+    out_base = b.x(), n = b.x(), rn = b.x(), p_first = b.x(), kend = b.x(), kc = b.x(), vc = b.x(),
+    tmp = b.x();
     g = b.x();
     X t0 = b.x(), head_col = b.x();
     b.li(tmp, S);
