@@ -140,10 +140,7 @@ void ArgmaxKernel::scan(X base)
         [&](X j, int buf) {
             X cols = emit_block_size(b, j, share.count, tc_reg);
             emit_tdesc_at(b, tin[buf], l1_in[buf], m_reg, cols, JAL_DT_F32);
-            X a = b.x();
-            b.mul(a, j, tc_reg);
-            b.muli(a, a, 4);
-            b.add(a, a, base);
+            X a = emit_block_elem_addr(b, j, tc_reg, 4, base);
             b.tload(tin[buf], a, stride, qin[buf]);
             b.free(a);
             b.free(cols);

@@ -108,10 +108,7 @@ CodeObject build_embedding(const EmbeddingConfig& c)
         [&](X j, int buf) {  // the block's ids
             X rows = emit_block_size(b, j, share.count, rb_reg);
             emit_tdesc_at(b, tids[buf], l1_ids[buf], rows, one, JAL_DT_I32);
-            X a = b.x();
-            b.mul(a, j, rb_reg);
-            b.muli(a, a, 4);
-            b.add(a, a, ids);
+            X a = emit_block_elem_addr(b, j, rb_reg, 4, ids);
             b.tload(tids[buf], a, four, qids[buf]);
             b.free(a);
             b.free(rows);

@@ -37,6 +37,15 @@ X emit_block_addr(Builder& b, X j, X unit_reg, X stride, X base)
     return a;
 }
 
+X emit_block_elem_addr(Builder& b, X j, X unit_reg, int32_t element_bytes, X base)
+{
+    X a = b.x();
+    b.mul(a, j, unit_reg);
+    b.muli(a, a, element_bytes);
+    b.add(a, a, base);
+    return a;
+}
+
 void emit_counted_store(Builder& b, T t, X addr, X stride, Q q, X stores)
 {
     b.tstore(t, addr, stride, q);

@@ -22,6 +22,9 @@ X emit_block_size(Builder& b, X j, X count, X unit_reg);
 // A new register holding base + j·unit·stride: the first row of block j.
 X emit_block_addr(Builder& b, X j, X unit_reg, X stride, X base);
 
+// A new register holding base + j·unit·element_bytes: element j·unit of a packed row.
+X emit_block_elem_addr(Builder& b, X j, X unit_reg, int32_t element_bytes, X base);
+
 // Stores tile t and counts the store in `stores` (emit_finish waits for them all).
 void emit_counted_store(Builder& b, T t, X addr, X stride, Q q, X stores);
 
