@@ -223,9 +223,8 @@ CodeObject ArgmaxKernel::build()
 {
     declare();
     share = emit_slice_range(b, vocab);
-    tc_reg = emit_const(b, tc);
-    tiles = b.x();
-    emit_ceil_div(b, tiles, share.count, tc_reg, tc);
+    const Blocks tile_blocks = emit_blocks(b, share.count, tc);
+    tc_reg = tile_blocks.unit, tiles = tile_blocks.count;
     m_reg = emit_const(b, M);
     one = emit_const(b, 1);
     // A timing-only dispatch computes no data: indices read back from tiles are whatever L1

@@ -76,8 +76,7 @@ CodeObject build_embedding(const EmbeddingConfig& c)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     SliceShare share = emit_slice_range(b, c.tokens);
-    Label done = b.label();
-    b.beq(share.count, zero, done);
+    const Label done = emit_skip_if_empty(b, share.count);
     {
         X r = b.x();
         b.muli(r, share.begin, 4);
@@ -86,9 +85,8 @@ CodeObject build_embedding(const EmbeddingConfig& c)
         b.add(out, out, r);
         b.free(r);
     }
-    X rb_reg = emit_const(b, rb);
-    X blocks = b.x();
-    emit_ceil_div(b, blocks, share.count, rb_reg, rb);
+    const Blocks row_blocks = emit_blocks(b, share.count, rb);
+    const X rb_reg = row_blocks.unit, blocks = row_blocks.count;
     X dim = emit_const(b, c.dim);
     X one = emit_const(b, 1);
     X four = emit_const(b, 4);

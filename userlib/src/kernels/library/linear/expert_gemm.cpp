@@ -286,8 +286,7 @@ CodeObject ExpertGemmKernel::build()
 {
     declare();
     share = emit_slice_range(b, c.experts);
-    Label done = b.label();
-    b.beq(share.count, zero, done);
+    const Label done = emit_skip_if_empty(b, share.count);
     X w = emit_table_entry(b, w_shards, share.slice);
     b.free(w_shards);
     b.free(share.slice);

@@ -173,8 +173,7 @@ void GemmKernel::declare()
 void GemmKernel::share_columns()
 {
     share = emit_slice_range(b, c.n);
-    done = b.label();
-    b.beq(share.count, zero, done);
+    done = emit_skip_if_empty(b, share.count);
     {  // this slice's columns of y and entries of the bias
         X off = b.x();
         b.muli(off, share.begin, 4);

@@ -31,8 +31,7 @@ CodeObject build_quantize(const QuantizeConfig& c)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     SliceShare share = emit_slice_range(b, c.m);
-    Label done = b.label();
-    b.beq(share.count, zero, done);
+    const Label done = emit_skip_if_empty(b, share.count);
     {  // this slice's first row of x and of out
         X r = b.x();
         b.mul(r, share.begin, x_stride);
@@ -41,9 +40,8 @@ CodeObject build_quantize(const QuantizeConfig& c)
         b.add(out, out, r);
         b.free(r);
     }
-    X rb_reg = emit_const(b, rb);
-    X blocks = b.x();
-    emit_ceil_div(b, blocks, share.count, rb_reg, rb);
+    const Blocks row_blocks = emit_blocks(b, share.count, rb);
+    const X rb_reg = row_blocks.unit, blocks = row_blocks.count;
     X k_reg = emit_const(b, c.k);
     X stores = emit_const(b, 0);
     const uint32_t l1_in[2] = {b.l1_alloc(rb * c.k * 4), b.l1_alloc(rb * c.k * 4)};

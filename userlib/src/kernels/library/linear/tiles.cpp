@@ -19,6 +19,20 @@ void emit_ceil_div(Builder& b, X d, X count, X unit_reg, uint32_t unit)
     b.divu(d, d, unit_reg);
 }
 
+Blocks emit_blocks(Builder& b, X count, uint32_t unit)
+{
+    Blocks r{emit_const(b, unit), b.x()};
+    emit_ceil_div(b, r.count, count, r.unit, unit);
+    return r;
+}
+
+Label emit_skip_if_empty(Builder& b, X count)
+{
+    Label done = b.label();
+    b.beq(count, zero, done);
+    return done;
+}
+
 X emit_block_size(Builder& b, X j, X count, X unit_reg)
 {
     X r = b.x();

@@ -16,6 +16,17 @@ void emit_tdesc_at(Builder& b, T t, uint32_t l1, X rows, X cols, jal_dtype dt,
 // d = ceil(count / unit), unit_reg holding unit.
 void emit_ceil_div(Builder& b, X d, X count, X unit_reg, uint32_t unit);
 
+// `count` items in blocks of `unit`: a register holding unit, and one holding the number
+// of blocks, ceil(count / unit) (both new, in that order).
+struct Blocks {
+    X unit;
+    X count;
+};
+Blocks emit_blocks(Builder& b, X count, uint32_t unit);
+
+// A label a slice with nothing to do (count 0) jumps to at once; emit_finish binds it.
+Label emit_skip_if_empty(Builder& b, X count);
+
 // A new register holding min(unit, count − j·unit): the rows (or columns) of block j.
 X emit_block_size(Builder& b, X j, X count, X unit_reg);
 
