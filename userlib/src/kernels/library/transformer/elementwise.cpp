@@ -43,8 +43,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
         b.free(one);
     }
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(ta, l1_a, n, cols, JAL_DT_F32);
         b.mul(addr, row0, a_stride);

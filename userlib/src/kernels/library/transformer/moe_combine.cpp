@@ -43,8 +43,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     T tw = b.t(), twj = b.t(), to = b.t(), te = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         X l1 = b.x();
         b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);

@@ -38,8 +38,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
     T tl = b.t(), ti = b.t(), tw = b.t(), tm = b.t(), ts = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         X kk = constant(b, cfg.k);
         b.tdesc(tl, l1_l, n, n_expert, JAL_DT_F32);

@@ -45,8 +45,7 @@ CodeObject build_rms_norm(const RmsNormConfig& cfg)
     b.tload(tw, w, w_stride, q);
     b.wait(q);
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
         b.tdesc(tsq, l1_sq, n, cols, JAL_DT_F32);

@@ -124,8 +124,7 @@ CodeObject build_rope_neox(const RopeConfig& cfg)
     k.x0 = b.t(), k.x1 = b.t(), k.ta = b.t(), k.tb = b.t();
     k.q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         block_positions(b, k, row0, n, addr);
         load_block(b, k, row0, n, addr);

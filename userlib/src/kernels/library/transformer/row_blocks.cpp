@@ -43,6 +43,15 @@ void for_blocks(Builder& b, X begin, X end, uint32_t block,
     b.free(step);
 }
 
+void for_slice_blocks(Builder& b, X rows, uint32_t block,
+                      const std::function<void(X row0, X n)>& body)
+{
+    RowRange range = slice_rows(b, rows);
+    for_blocks(b, range.begin, range.end, block, body);
+    b.free(range.end);
+    b.free(range.begin);
+}
+
 void row_address(Builder& b, X addr, X row0, X base, X stride)
 {
     b.mul(addr, row0, stride);

@@ -27,6 +27,11 @@ RowRange slice_rows(Builder& b, X rows);
 void for_blocks(Builder& b, X begin, X end, uint32_t block,
                 const std::function<void(X row0, X n)>& body);
 
+// for_blocks over this slice's rows (slice_rows) of `rows`: the loop every row-wise
+// kernel runs.
+void for_slice_blocks(Builder& b, X rows, uint32_t block,
+                      const std::function<void(X row0, X n)>& body);
+
 // addr = base + row0 * stride: where a block of rows starting at row0 begins.
 void row_address(Builder& b, X addr, X row0, X base, X stride);
 

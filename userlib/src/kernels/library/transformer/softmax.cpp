@@ -39,8 +39,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
     T tx = b.t(), tm = b.t(), ts = b.t(), tk = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);

@@ -41,8 +41,7 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
     T tg = b.t(), tu = b.t(), tt = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tg, l1_g, n, cols, JAL_DT_F32);
         b.tdesc(tu, l1_u, n, cols, JAL_DT_F32);
