@@ -266,10 +266,7 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     b.free(rows);
 }
 
-// Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx) in two halves:
-// issue_x starts the first load; finish_x (after the first W tile's load is issued, so
-// both latencies overlap) waits, converts and loads the rest.
-// stage: the F32 rows of block j into ts[j % 2].
+// Loads the F32 rows of x block j (of stage_rows rows from m0) into ts[j % 2].
 void GemmKernel::stage(uint32_t m0, uint32_t mr, uint32_t j)
 {
     const uint32_t rs = p.stage_rows;
@@ -283,6 +280,9 @@ void GemmKernel::stage(uint32_t m0, uint32_t mr, uint32_t j)
     b.free(rows);
 }
 
+// Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx) in two halves:
+// issue_x starts the first load; finish_x (after the first W tile's load is issued, so
+// both latencies overlap) waits, converts and loads the rest.
 void GemmKernel::issue_x(uint32_t m0, uint32_t mr)
 {
     if (p.convert_x) {
