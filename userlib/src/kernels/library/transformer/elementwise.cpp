@@ -17,7 +17,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
 {
     const std::string name = std::string(cfg.op == ElementwiseOp::add ? "add" : "mul") +
                              (cfg.broadcast_b ? "_row_c" : "_c") + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 

@@ -19,7 +19,7 @@ uint32_t RmsNormConfig::rows_per_block() const
 CodeObject build_rms_norm(const RmsNormConfig& cfg)
 {
     const std::string name = "rms_norm_c" + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 

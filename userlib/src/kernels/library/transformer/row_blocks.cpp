@@ -134,4 +134,9 @@ void require(bool ok, const std::string& kernel, const std::string& what)
     if (!ok) throw Error(JAL_STATUS_INVALID_FIELD, kernel + ": " + what);
 }
 
+void require_cols(uint32_t cols, const std::string& kernel)
+{
+    require(cols > 0, kernel, "cols must be positive");
+}
+
 }  // namespace jal::kernels::transformer_detail

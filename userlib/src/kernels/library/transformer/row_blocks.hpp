@@ -63,6 +63,9 @@ int64_t f32_bits(float value);
 // Throws jal::Error(INVALID_FIELD) naming the kernel when `ok` is false.
 void require(bool ok, const std::string& kernel, const std::string& what);
 
+// The check every row kernel of `cols` F32 columns makes first: cols > 0 (as require).
+void require_cols(uint32_t cols, const std::string& kernel);
+
 // L1 budget for one kernel's tiles: half of a slice's L1, leaving room for double
 // buffering later without changing block sizes.
 inline constexpr uint64_t kL1Budget = JAL_SLICE_L1_BYTES / 2;

@@ -17,7 +17,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
 {
     const std::string name =
         std::string(cfg.sinks ? "softmax_sinks_c" : "softmax_c") + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 

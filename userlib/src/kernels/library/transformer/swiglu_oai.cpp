@@ -18,7 +18,7 @@ uint32_t SwigluConfig::rows_per_block() const
 CodeObject build_swiglu_oai(const SwigluConfig& cfg)
 {
     const std::string name = "swiglu_oai_c" + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     require(cfg.limit > 0, name, "limit must be positive");
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
