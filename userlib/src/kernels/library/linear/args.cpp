@@ -10,9 +10,19 @@
 
 #include <jal/error.hpp>
 
+#include "checks.hpp"
+
 namespace jal::kernels::linear {
 
 namespace {
+
+using detail::require;
+
+// Rows of t are packed: no stride given, or exactly row_bytes.
+bool packed(const TensorRef& t, uint64_t row_bytes)
+{
+    return t.row_stride == 0 || t.row_stride == row_bytes;
+}
 
 void expect(const std::string& kernel, const char* what, const TensorRef& t, uint64_t rows,
             uint64_t cols, jal_dtype dt)
@@ -43,13 +53,13 @@ std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_
     if (wv.va == 0) wv.va = 1;  // only its shape matters: rows are reached through the shard table
     expect(k, "w", wv, c.n, c.k, c.weight);
     expect(k, "y", y, c.m, c.n, JAL_DT_F32);
-    if (w_shards == 0) throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
+    require(w_shards != 0, k, "no shard table");
     std::vector<uint64_t> a{x.va, stride_of(x), w_shards, stride_of(w)};
     if (c.bias) {
         expect(k, "bias", bias, 1, c.n, JAL_DT_F32);
         a.push_back(bias.va);
-    } else if (bias.va != 0) {
-        throw Error(JAL_STATUS_INVALID_FIELD, k + ": a bias given to a kernel built without one");
+    } else {
+        require(bias.va == 0, k, "a bias given to a kernel built without one");
     }
     a.insert(a.end(), {y.va, stride_of(y)});
     return a;
@@ -69,8 +79,7 @@ std::vector<uint64_t> embedding_args(const EmbeddingConfig& c, const TensorRef& 
 {
     const std::string k = embedding_name(c);
     expect(k, "ids", ids, c.tokens, 1, JAL_DT_I32);
-    if (ids.row_stride != 0 && ids.row_stride != 4)
-        throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
+    require(packed(ids, 4), k, "ids must be packed");
     expect(k, "table", table, c.vocab, c.dim, c.table);
     expect(k, "out", out, c.tokens, c.dim, JAL_DT_F32);
     return {ids.va, table.va, stride_of(table), out.va, stride_of(out)};
@@ -83,16 +92,13 @@ std::vector<uint64_t> argmax_args(const ArgmaxConfig& c, const TensorRef& logits
     expect(k, "logits", logits, c.rows, c.vocab, JAL_DT_F32);
     expect(k, "out_index", out_index, c.rows, 1, JAL_DT_I32);
     expect(k, "out_value", out_value, c.rows, 1, JAL_DT_F32);
-    if ((out_index.row_stride && out_index.row_stride != 4) ||
-        (out_value.row_stride && out_value.row_stride != 4))
-        throw Error(JAL_STATUS_INVALID_FIELD, k + ": outputs must be packed");
+    require(packed(out_index, 4) && packed(out_value, 4), k, "outputs must be packed");
     return {logits.va, stride_of(logits), out_index.va, out_value.va};
 }
 
 std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors_table)
 {
-    if (vectors_table == 0)
-        throw Error(JAL_STATUS_INVALID_FIELD, all_reduce_name(c) + ": no table of vectors");
+    require(vectors_table != 0, all_reduce_name(c), "no table of vectors");
     return {vectors_table};
 }
 
@@ -104,18 +110,16 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
     expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.kdim, JAL_DT_F32);
     expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
-    if (ids.row_stride != 0 && ids.row_stride != uint64_t{c.k} * 4)
-        throw Error(JAL_STATUS_INVALID_FIELD, k + ": ids must be packed");
+    require(packed(ids, uint64_t{c.k} * 4), k, "ids must be packed");
     TensorRef wv = w;
     if (wv.va == 0) wv.va = 1;
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
     expect(k, "y", y, pairs, c.n, JAL_DT_F32);
-    if (w_shards == 0) throw Error(JAL_STATUS_INVALID_FIELD, k + ": no shard table");
+    require(w_shards != 0, k, "no shard table");
     std::vector<uint64_t> a{x.va, stride_of(x), ids.va, w_shards, stride_of(w), stride_of(w) * c.n};
     if (c.bias) {
         expect(k, "bias", bias, c.experts, c.n, JAL_DT_F32);
-        if (bias.row_stride != 0 && bias.row_stride != uint64_t{c.n} * 4)
-            throw Error(JAL_STATUS_INVALID_FIELD, k + ": bias must be packed");
+        require(packed(bias, uint64_t{c.n} * 4), k, "bias must be packed");
         a.push_back(bias.va);
     }
     a.insert(a.end(), {y.va, stride_of(y)});

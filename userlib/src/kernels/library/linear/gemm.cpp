@@ -8,6 +8,7 @@
 #include <jal/isa/numerics.hpp>
 
 #include "emit.hpp"
+#include "tiles.hpp"
 
 namespace jal::kernels::linear {
 
@@ -115,29 +116,65 @@ GemmPlan plan_gemm(const GemmConfig& c)
     return p;
 }
 
-CodeObject build_gemm(const GemmConfig& c)
-{
-    const GemmPlan p = plan_gemm(c);
-    const uint64_t wrow = numerics::row_bytes(c.weight, c.k);
-    const uint64_t xrow = numerics::row_bytes(p.activation, c.k);
-    const jal_cvt_mode mode = activation_cvt_mode(c.numerics);
-    const uint32_t tn = p.tile_n;
+namespace {
 
-    Builder b(gemm_name(c));
-    X x = b.arg("x", JAL_ARG_ADDRESS);
-    X x_stride = b.arg("x_stride");
-    X w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
-    X w_stride = b.arg("w_stride");
-    X bias{};
-    if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
-    X y = b.arg("y", JAL_ARG_ADDRESS);
-    X y_stride = b.arg("y_stride");
+// The generator: plan_gemm's layout, W tiles streamed through kWBuffers buffers against
+// the resident x rows (staged and converted when x is F32 in memory).
+class GemmKernel {
+public:
+    explicit GemmKernel(const GemmConfig& c);
+    CodeObject build();
 
-    SliceShare share = emit_slice_range(b, c.n);
-    Label done = b.label();
-    b.beq(share.count, zero, done);
+private:
+    void declare();
+    void share_columns();
+    void layout();
+    void load_w(X i, int buf);
+    void compute(X i, int buf, int acc, uint32_t m0, uint32_t mr);
+    void stage(uint32_t m0, uint32_t mr, uint32_t j);
+    void issue_x(uint32_t m0, uint32_t mr);
+    void finish_x(uint32_t m0, uint32_t mr);
+
+    const GemmConfig& c;
+    const GemmPlan p;
+    const uint64_t wrow, xrow;
+    const jal_cvt_mode mode;
+    const uint32_t tn;
+    Builder b;
+    X x{}, x_stride{}, w_shards{}, w_stride{}, bias{}, y{}, y_stride{};
+    SliceShare share{};
+    Label done{};
     X w{};  // this slice's first row of W: read from the shard table once x is on its way
-    {       // this slice's columns of y and entries of the bias
+    X count{}, tiles{}, tn_reg{}, w_step{}, bias_step{}, stores{}, k_reg{};
+    uint32_t l1_w[kWBuffers] = {}, l1_b[kWBuffers] = {}, l1_s[2] = {}, l1_x = 0;
+    uint32_t l1_acc[kAccBuffers] = {};
+    T tw[kWBuffers] = {}, tb[kWBuffers] = {}, tacc[kAccBuffers] = {}, tx{}, tsub{}, ts[2] = {};
+    Q qw[kWBuffers] = {}, qx{}, qst{}, qs[2] = {};
+};
+
+GemmKernel::GemmKernel(const GemmConfig& config)
+    : c(config), p(plan_gemm(config)), wrow(numerics::row_bytes(config.weight, config.k)),
+      xrow(numerics::row_bytes(p.activation, config.k)), mode(activation_cvt_mode(config.numerics)),
+      tn(p.tile_n), b(gemm_name(config))
+{}
+
+void GemmKernel::declare()
+{
+    x = b.arg("x", JAL_ARG_ADDRESS);
+    x_stride = b.arg("x_stride");
+    w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
+    w_stride = b.arg("w_stride");
+    if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
+    y = b.arg("y", JAL_ARG_ADDRESS);
+    y_stride = b.arg("y_stride");
+}
+
+// This slice's columns of y (rows of W): a slice without any skips to `done`.
+void GemmKernel::share_columns()
+{
+    share = emit_slice_range(b, c.n);
+    done = emit_skip_if_empty(b, share.count);
+    {  // this slice's columns of y and entries of the bias
         X off = b.x();
         b.muli(off, share.begin, 4);
         b.add(y, y, off);
@@ -145,152 +182,151 @@ CodeObject build_gemm(const GemmConfig& c)
         b.free(off);
     }
     b.free(share.begin);
-    X count = share.count;
-    X tiles = b.x();  // ceil(count / tn)
-    X tn_reg = emit_const(b, tn);
-    b.addi(tiles, count, static_cast<int32_t>(tn - 1));
-    b.divu(tiles, tiles, tn_reg);
-    X w_step = b.x();  // bytes from one W tile to the next
+    count = share.count;
+    tiles = b.x();  // ceil(count / tn)
+    tn_reg = emit_const(b, tn);
+    emit_ceil_div(b, tiles, count, tn_reg, tn);
+    w_step = b.x();  // bytes from one W tile to the next
     b.muli(w_step, w_stride, static_cast<int32_t>(tn));
-    X bias_step = emit_const(b, int64_t{tn} * 4);  // also the bias tiles' row stride
-    X stores = emit_const(b, 0);
+    bias_step = emit_const(b, int64_t{tn} * 4);  // also the bias tiles' row stride
+    stores = emit_const(b, 0);
+}
 
-    // L1 layout.
-    uint32_t l1_w[kWBuffers], l1_b[kWBuffers] = {};
+void GemmKernel::layout()
+{
     for (int i = 0; i < kWBuffers; i++) {
         l1_w[i] = b.l1_alloc(static_cast<uint32_t>(tn * wrow));
         if (c.bias) l1_b[i] = b.l1_alloc(tn * 4);
     }
-    uint32_t l1_s[2] = {0, 0};
     if (p.convert_x) {
         l1_s[0] = b.l1_alloc(p.stage_rows * c.k * 4);
         l1_s[1] = b.l1_alloc(p.stage_rows * c.k * 4);
     }
-    const uint32_t l1_x = b.l1_alloc(static_cast<uint32_t>(p.m_chunk * xrow));
-    uint32_t l1_acc[kAccBuffers];
+    l1_x = b.l1_alloc(static_cast<uint32_t>(p.m_chunk * xrow));
     for (uint32_t& a : l1_acc) a = b.l1_alloc(p.m_chunk * tn * 4);
 
-    T tw[kWBuffers], tb[kWBuffers] = {}, tacc[kAccBuffers] = {b.t(), b.t(), b.t()}, tx = b.t(),
-                     tsub = b.t();
-    Q qw[kWBuffers], qx = b.q(), qst = b.q();
+    for (T& t : tacc) t = b.t();
+    tx = b.t(), tsub = b.t();
+    qx = b.q(), qst = b.q();
     for (int i = 0; i < kWBuffers; i++) {
         tw[i] = b.t();
         qw[i] = b.q();
         if (c.bias) tb[i] = b.t();
     }
-    const X k_reg = emit_const(b, c.k);
-
-    // Describes tile `t` at L1 offset `l1` with `rows` (register) rows of `cols` elements.
-    auto desc = [&](T t, uint32_t l1, X rows, X cols, jal_dtype dt) {
-        X a = emit_const(b, l1);
-        b.tdesc(t, a, rows, cols, dt);
-        b.free(a);
-    };
-    // rows of W tile i: min(tn, count - i·tn), into a new register.
-    auto tile_rows = [&](X i) {
-        X r = b.x();
-        b.mul(r, i, tn_reg);
-        b.sub(r, count, r);
-        b.min(r, r, tn_reg);
-        return r;
-    };
-    // Issues the loads of W tile i (and its bias) into buffer `buf`.
-    auto load_w = [&](X i, int buf) {
-        X rows = tile_rows(i);
-        desc(tw[buf], l1_w[buf], rows, k_reg, c.weight);
-        X a = b.x();
-        b.mul(a, i, w_step);
-        b.add(a, a, w);
-        b.tload(tw[buf], a, w_stride, qw[buf]);
-        if (c.bias) {
-            X one = emit_const(b, 1);
-            desc(tb[buf], l1_b[buf], one, rows, JAL_DT_F32);
-            b.free(one);
-            b.mul(a, i, bias_step);
-            b.add(a, a, bias);
-            b.tload(tb[buf], a, bias_step, qw[buf]);
-        }
-        b.free(a);
-        b.free(rows);
-    };
-    // Multiplies the resident x rows by W tile i (W buffer `buf`, accumulator `acc`) and stores the result.
-    auto compute = [&](X i, int buf, int acc, uint32_t m0, uint32_t mr) {
-        b.wait(qw[buf], c.bias ? 2 : 1);
-        X rows = tile_rows(i);
-        X mr_reg = emit_const(b, mr);
-        desc(tacc[acc], l1_acc[acc], mr_reg, rows, JAL_DT_F32);
-        // The bias goes in before the MMA, not after: the vector work then overlaps the
-        // previous tile's MMA instead of standing between this MMA and its store.
-        b.vfill(tacc[acc], 0.0f);
-        if (c.bias) b.vadd(tacc[acc], tacc[acc], tb[buf]);
-        b.mma(tacc[acc], tx, tw[buf]);
-        X a = b.x();
-        b.mul(a, i, bias_step);  // i·tn·4: tile i's first column of y
-        b.add(a, a, y);
-        if (m0 != 0) {
-            X r = b.x();
-            b.muli(r, y_stride, static_cast<int32_t>(m0));
-            b.add(a, a, r);
-            b.free(r);
-        }
-        b.tstore(tacc[acc], a, y_stride, qst);
-        b.addi(stores, stores, 1);
-        b.free(a);
-        b.free(mr_reg);
-        b.free(rows);
-    };
-    // Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx) in two halves:
-    // issue_x starts the first load; finish_x (after the first W tile's load is issued, so
-    // both latencies overlap) waits, converts and loads the rest.
-    T ts[2] = {};
-    Q qs[2] = {};
+    k_reg = emit_const(b, c.k);
     if (p.convert_x) ts[0] = b.t(), ts[1] = b.t(), qs[0] = b.q(), qs[1] = b.q();
-    const uint32_t rs = p.stage_rows;
-    auto stage = [&](uint32_t m0, uint32_t mr, uint32_t j) {  // F32 rows of block j into ts[j % 2]
-        uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
-        X rows = emit_const(b, nr), a = b.x();
-        desc(ts[j % 2], l1_s[j % 2], rows, k_reg, JAL_DT_F32);
-        b.muli(a, x_stride, static_cast<int32_t>(m0 + r0));
-        b.add(a, a, x);
-        b.tload(ts[j % 2], a, x_stride, qs[j % 2]);
-        b.free(a);
-        b.free(rows);
-    };
-    auto issue_x = [&](uint32_t m0, uint32_t mr) {
-        if (p.convert_x) {
-            stage(m0, mr, 0);
-            return;
-        }
-        X rows = emit_const(b, mr), a = b.x();
-        desc(tx, l1_x, rows, k_reg, p.activation);
-        b.muli(a, x_stride, static_cast<int32_t>(m0));
-        b.add(a, a, x);
-        b.tload(tx, a, x_stride, qx);
-        b.free(a);
-        b.free(rows);
-    };
-    auto finish_x = [&](uint32_t m0, uint32_t mr) {
-        if (!p.convert_x) {
-            b.wait(qx, 1);
-            return;
-        }
-        // Blocks of stage_rows F32 rows through two buffers, each converted into its rows
-        // of tx while the next one loads.
-        const uint32_t blocks = static_cast<uint32_t>(ceil_div(mr, rs));
-        for (uint32_t j = 0; j < blocks; j++) {
-            if (j + 1 < blocks) stage(m0, mr, j + 1);
-            b.wait(qs[j % 2], 1);
-            uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
-            X rows = emit_const(b, nr);
-            desc(tsub, static_cast<uint32_t>(l1_x + r0 * xrow), rows, k_reg, p.activation);
-            b.free(rows);
-            b.vcvt(tsub, ts[j % 2], mode);
-        }
-        X rows = emit_const(b, mr);
-        desc(tx, l1_x, rows, k_reg, p.activation);
-        b.free(rows);
-    };
+}
 
+// Issues the loads of W tile i (and its bias) into buffer `buf`.
+void GemmKernel::load_w(X i, int buf)
+{
+    X rows = emit_block_size(b, i, count, tn_reg);
+    emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
+    X a = b.x();
+    b.mul(a, i, w_step);
+    b.add(a, a, w);
+    b.tload(tw[buf], a, w_stride, qw[buf]);
+    if (c.bias) {
+        X one = emit_const(b, 1);
+        emit_tdesc_at(b, tb[buf], l1_b[buf], one, rows, JAL_DT_F32);
+        b.free(one);
+        b.mul(a, i, bias_step);
+        b.add(a, a, bias);
+        b.tload(tb[buf], a, bias_step, qw[buf]);
+    }
+    b.free(a);
+    b.free(rows);
+}
+
+// Multiplies the resident x rows by W tile i (W buffer `buf`, accumulator `acc`) and
+// stores the result.
+void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
+{
+    b.wait(qw[buf], c.bias ? 2 : 1);
+    X rows = emit_block_size(b, i, count, tn_reg);
+    X mr_reg = emit_const(b, mr);
+    emit_tdesc_at(b, tacc[acc], l1_acc[acc], mr_reg, rows, JAL_DT_F32);
+    // The bias goes in before the MMA, not after: the vector work then overlaps the
+    // previous tile's MMA instead of standing between this MMA and its store.
+    b.vfill(tacc[acc], 0.0f);
+    if (c.bias) b.vadd(tacc[acc], tacc[acc], tb[buf]);
+    b.mma(tacc[acc], tx, tw[buf]);
+    X a = b.x();
+    b.mul(a, i, bias_step);  // i·tn·4: tile i's first column of y
+    b.add(a, a, y);
+    if (m0 != 0) {
+        X r = b.x();
+        b.muli(r, y_stride, static_cast<int32_t>(m0));
+        b.add(a, a, r);
+        b.free(r);
+    }
+    emit_counted_store(b, tacc[acc], a, y_stride, qst, stores);
+    b.free(a);
+    b.free(mr_reg);
+    b.free(rows);
+}
+
+// Loads the F32 rows of x block j (of stage_rows rows from m0) into ts[j % 2].
+void GemmKernel::stage(uint32_t m0, uint32_t mr, uint32_t j)
+{
+    const uint32_t rs = p.stage_rows;
+    uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
+    X rows = emit_const(b, nr), a = b.x();
+    emit_tdesc_at(b, ts[j % 2], l1_s[j % 2], rows, k_reg, JAL_DT_F32);
+    b.muli(a, x_stride, static_cast<int32_t>(m0 + r0));
+    b.add(a, a, x);
+    b.tload(ts[j % 2], a, x_stride, qs[j % 2]);
+    b.free(a);
+    b.free(rows);
+}
+
+// Brings x rows [m0, m0+mr) into L1 in the activation format (tile tx) in two halves:
+// issue_x starts the first load; finish_x (after the first W tile's load is issued, so
+// both latencies overlap) waits, converts and loads the rest.
+void GemmKernel::issue_x(uint32_t m0, uint32_t mr)
+{
+    if (p.convert_x) {
+        stage(m0, mr, 0);
+        return;
+    }
+    X rows = emit_const(b, mr), a = b.x();
+    emit_tdesc_at(b, tx, l1_x, rows, k_reg, p.activation);
+    b.muli(a, x_stride, static_cast<int32_t>(m0));
+    b.add(a, a, x);
+    b.tload(tx, a, x_stride, qx);
+    b.free(a);
+    b.free(rows);
+}
+
+void GemmKernel::finish_x(uint32_t m0, uint32_t mr)
+{
+    if (!p.convert_x) {
+        b.wait(qx, 1);
+        return;
+    }
+    // Blocks of stage_rows F32 rows through two buffers, each converted into its rows
+    // of tx while the next one loads.
+    const uint32_t rs = p.stage_rows;
+    const uint32_t blocks = static_cast<uint32_t>(ceil_div(mr, rs));
+    for (uint32_t j = 0; j < blocks; j++) {
+        if (j + 1 < blocks) stage(m0, mr, j + 1);
+        b.wait(qs[j % 2], 1);
+        uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
+        X rows = emit_const(b, nr);
+        emit_tdesc_at(b, tsub, static_cast<uint32_t>(l1_x + r0 * xrow), rows, k_reg, p.activation);
+        b.free(rows);
+        b.vcvt(tsub, ts[j % 2], mode);
+    }
+    X rows = emit_const(b, mr);
+    emit_tdesc_at(b, tx, l1_x, rows, k_reg, p.activation);
+    b.free(rows);
+}
+
+CodeObject GemmKernel::build()
+{
+    declare();
+    share_columns();
+    layout();
     // The first x load goes out before the shard table is read, so that read's latency
     // overlaps the load's.
     issue_x(0, std::min(p.m_chunk, c.m));
@@ -309,10 +345,14 @@ CodeObject build_gemm(const GemmConfig& c)
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
             [&] { finish_x(m0, mr); });
     }
-    emit_wait_n(b, qst, stores);  // every store of y has landed before the slice ends
-    b.bind(done);
-    b.end();
-    return b.finish();
+    return emit_finish(b, qst, stores, done);  // every store of y lands before the end
+}
+
+}  // namespace
+
+CodeObject build_gemm(const GemmConfig& c)
+{
+    return GemmKernel(c).build();
 }
 
 }  // namespace jal::kernels::linear

@@ -4,7 +4,9 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/args.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/emit.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tiles.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/quantize.cpp
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp

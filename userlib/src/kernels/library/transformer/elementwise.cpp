@@ -17,7 +17,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
 {
     const std::string name = std::string(cfg.op == ElementwiseOp::add ? "add" : "mul") +
                              (cfg.broadcast_b ? "_row_c" : "_c") + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 
@@ -43,8 +43,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
         b.free(one);
     }
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(ta, l1_a, n, cols, JAL_DT_F32);
         b.mul(addr, row0, a_stride);
@@ -61,10 +60,7 @@ CodeObject build_elementwise(const ElementwiseConfig& cfg)
             b.vadd(ta, ta, tb);
         else
             b.vmul(ta, ta, tb);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(ta, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, ta, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

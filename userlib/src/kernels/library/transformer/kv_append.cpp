@@ -15,6 +15,67 @@ uint32_t KvAppendConfig::rows_per_block() const
     return block_rows ? block_rows : 128;
 }
 
+namespace {
+
+// What the kv_append loops work with.
+struct KvAppendRegs {
+    X k, k_stride, v, v_stride, pos0, dim, key_bytes, ctx_bytes, l1;
+    T tid, tk, tv, tvt;
+    Q q;
+    uint32_t head_dim, l1_k, l1_v, l1_vt;
+};
+
+// The D x D identity at l1_id: zeros, then the diagonal as a column whose rows are D+1
+// elements apart.
+void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id)
+{
+    X one = constant(b, 1);
+    b.li(r.l1, l1_id);
+    b.tdesc(r.tid, r.l1, r.dim, r.dim, JAL_DT_F32);
+    b.vfill(r.tid, 0.0f);
+    b.tdesc(r.tk, r.l1, r.dim, one, JAL_DT_F32, (r.head_dim + 1) * 4);
+    b.vfill(r.tk, 1.0f);
+    b.free(one);
+}
+
+// Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
+// into its caches kc (keys) and vc (values, transposed).
+void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n)
+{
+    const uint32_t D = r.head_dim;
+    X addr = b.x(), pos = b.x();
+    b.li(r.l1, r.l1_k);
+    b.tdesc(r.tk, r.l1, n, r.dim, JAL_DT_F32);
+    row_address(b, addr, row0, r.k, r.k_stride);
+    b.add(addr, addr, col);
+    b.tload(r.tk, addr, r.k_stride, r.q);
+    b.li(r.l1, r.l1_v);
+    b.tdesc(r.tv, r.l1, n, r.dim, JAL_DT_F32);
+    row_address(b, addr, row0, r.v, r.v_stride);
+    b.add(addr, addr, col);
+    b.tload(r.tv, addr, r.v_stride, r.q);
+    b.wait(r.q, 2);
+
+    b.add(pos, r.pos0, row0);
+    b.muli(addr, pos, static_cast<int32_t>(D * 4));
+    b.add(addr, addr, kc);
+    b.tstore(r.tk, addr, r.key_bytes, r.q);
+
+    // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
+    b.li(r.l1, r.l1_vt);
+    b.tdesc(r.tvt, r.l1, r.dim, n, JAL_DT_F32);
+    b.vfill(r.tvt, 0.0f);
+    b.mma(r.tvt, r.tid, r.tv);
+    b.muli(addr, pos, 4);
+    b.add(addr, addr, vc);
+    b.tstore(r.tvt, addr, r.ctx_bytes, r.q);
+    b.wait(r.q, 2);
+    b.free(pos);
+    b.free(addr);
+}
+
+}  // namespace
+
 CodeObject build_kv_append(const KvAppendConfig& cfg)
 {
     const std::string name =
@@ -25,36 +86,28 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
     const uint32_t D = cfg.head_dim;
     Builder b(name);
 
-    X k = b.arg("k", JAL_ARG_ADDRESS);
-    X k_stride = b.arg("k_stride");
-    X v = b.arg("v", JAL_ARG_ADDRESS);
-    X v_stride = b.arg("v_stride");
+    KvAppendRegs r{};
+    r.head_dim = D;
+    r.k = b.arg("k", JAL_ARG_ADDRESS);
+    r.k_stride = b.arg("k_stride");
+    r.v = b.arg("v", JAL_ARG_ADDRESS);
+    r.v_stride = b.arg("v_stride");
     X rows = b.arg("rows");
-    X pos0 = b.arg("pos0");
+    r.pos0 = b.arg("pos0");
     X heads = b.arg("heads", JAL_ARG_ADDRESS);
-    trap_unless_within(b, pos0, rows, cfg.n_ctx);
+    trap_unless_within(b, r.pos0, rows, cfg.n_ctx);
 
     const uint32_t l1_id = b.l1_alloc(D * D * 4);
-    const uint32_t l1_k = b.l1_alloc(R * D * 4);
-    const uint32_t l1_v = b.l1_alloc(R * D * 4);
-    const uint32_t l1_vt = b.l1_alloc(D * R * 4);
-    X dim = constant(b, D);
-    X key_bytes = constant(b, D * 4);
-    X ctx_bytes = constant(b, cfg.n_ctx * 4ull);
-    X l1 = b.x();
-    T tid = b.t(), tk = b.t(), tv = b.t(), tvt = b.t();
-    Q q = b.q();
-
-    // The identity: zeros, then the diagonal as a column whose rows are D+1 elements apart.
-    {
-        X one = constant(b, 1);
-        b.li(l1, l1_id);
-        b.tdesc(tid, l1, dim, dim, JAL_DT_F32);
-        b.vfill(tid, 0.0f);
-        b.tdesc(tk, l1, dim, one, JAL_DT_F32, (D + 1) * 4);
-        b.vfill(tk, 1.0f);
-        b.free(one);
-    }
+    r.l1_k = b.l1_alloc(R * D * 4);
+    r.l1_v = b.l1_alloc(R * D * 4);
+    r.l1_vt = b.l1_alloc(D * R * 4);
+    r.dim = constant(b, D);
+    r.key_bytes = constant(b, D * 4);
+    r.ctx_bytes = constant(b, cfg.n_ctx * 4ull);
+    r.l1 = b.x();
+    r.tid = b.t(), r.tk = b.t(), r.tv = b.t(), r.tvt = b.t();
+    r.q = b.q();
+    emit_identity(b, r, l1_id);
 
     X g = b.slice_index();
     X ns = b.slice_count();
@@ -66,39 +119,8 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
         b.ld(vc, kc, 8);
         b.ld(kc, kc, 0);
         b.muli(col, head, static_cast<int32_t>(D * 4));  // the head's columns in k and v
-        for_blocks(b, zero, rows, R, [&](X row0, X n) {
-            X addr = b.x(), pos = b.x();
-            b.li(l1, l1_k);
-            b.tdesc(tk, l1, n, dim, JAL_DT_F32);
-            b.mul(addr, row0, k_stride);
-            b.add(addr, addr, k);
-            b.add(addr, addr, col);
-            b.tload(tk, addr, k_stride, q);
-            b.li(l1, l1_v);
-            b.tdesc(tv, l1, n, dim, JAL_DT_F32);
-            b.mul(addr, row0, v_stride);
-            b.add(addr, addr, v);
-            b.add(addr, addr, col);
-            b.tload(tv, addr, v_stride, q);
-            b.wait(q, 2);
-
-            b.add(pos, pos0, row0);
-            b.muli(addr, pos, static_cast<int32_t>(D * 4));
-            b.add(addr, addr, kc);
-            b.tstore(tk, addr, key_bytes, q);
-
-            // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
-            b.li(l1, l1_vt);
-            b.tdesc(tvt, l1, dim, n, JAL_DT_F32);
-            b.vfill(tvt, 0.0f);
-            b.mma(tvt, tid, tv);
-            b.muli(addr, pos, 4);
-            b.add(addr, addr, vc);
-            b.tstore(tvt, addr, ctx_bytes, q);
-            b.wait(q, 2);
-            b.free(pos);
-            b.free(addr);
-        });
+        for_blocks(b, zero, rows, R,
+                   [&](X row0, X n) { append_block(b, r, kc, vc, col, row0, n); });
         b.free(col);
         b.free(vc);
         b.free(kc);

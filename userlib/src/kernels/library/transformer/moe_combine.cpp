@@ -43,8 +43,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     T tw = b.t(), twj = b.t(), to = b.t(), te = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         X l1 = b.x();
         b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
@@ -77,10 +76,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
                 b.vmul(to, to, twj);
             }
         }
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(to, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, to, addr, row0, out, out_stride, q);
         b.free(l1);
         b.free(addr);
     });

@@ -38,8 +38,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
     T tl = b.t(), ti = b.t(), tw = b.t(), tm = b.t(), ts = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         X kk = constant(b, cfg.k);
         b.tdesc(tl, l1_l, n, n_expert, JAL_DT_F32);
@@ -47,10 +46,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
         b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-        b.mul(addr, row0, logits_stride);
-        b.add(addr, addr, logits);
-        b.tload(tl, addr, logits_stride, q);
-        b.wait(q);
+        load_rows(b, tl, addr, row0, logits, logits_stride, q);
         b.vtopk(ti, tl, cfg.k);
         b.vtopkv(tw, tl, cfg.k);
         // softmax over the k selected logits only

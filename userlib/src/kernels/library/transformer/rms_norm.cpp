@@ -19,7 +19,7 @@ uint32_t RmsNormConfig::rows_per_block() const
 CodeObject build_rms_norm(const RmsNormConfig& cfg)
 {
     const std::string name = "rms_norm_c" + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 
@@ -45,16 +45,12 @@ CodeObject build_rms_norm(const RmsNormConfig& cfg)
     b.tload(tw, w, w_stride, q);
     b.wait(q);
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
         b.tdesc(tsq, l1_sq, n, cols, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tload(tx, addr, x_stride, q);
-        b.wait(q);
+        load_rows(b, tx, addr, row0, x, x_stride, q);
         b.vmul(tsq, tx, tx);
         b.vredsum(ts, tsq);
         b.vscale(ts, ts, 1.0f / static_cast<float>(cfg.cols));
@@ -62,10 +58,7 @@ CodeObject build_rms_norm(const RmsNormConfig& cfg)
         b.vrsqrt(ts, ts);
         b.vmul(tx, tx, ts);  // column broadcast: each row by its own scale
         b.vmul(tx, tx, tw);  // row broadcast: the weight down every row
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(tx, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, tx, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

@@ -16,6 +16,77 @@ uint32_t RopeConfig::rows_per_block() const
     return block_rows ? block_rows : rows_that_fit(per_row, kL1Budget, 64);
 }
 
+namespace {
+
+// What the block loop of the rope kernel works with.
+struct RopeBlock {
+    X positions, pos_start, cos, sin, x, x_stride;
+    X l1_x, l1_i, l1_c, l1_s, l1_a, l1_b, one, halfr, table_row, cols, n_head;
+    T tidx_row, tidx, tc, ts, tx, x0, x1, ta, tb;
+    Q q;
+    uint32_t head_dim, half, row_bytes;
+};
+
+// The block's positions as one I32 row (loaded, or counted up from pos_start), then
+// viewed as the column of indices TGATHER takes: the same bytes.
+void block_positions(Builder& b, const RopeBlock& k, X row0, X n, X addr)
+{
+    b.tdesc(k.tidx_row, k.l1_i, k.one, n, JAL_DT_I32);
+    Label counted = b.label(), have_positions = b.label();
+    b.beq(k.positions, zero, counted);
+    b.muli(addr, row0, 4);
+    b.add(addr, addr, k.positions);
+    b.tload(k.tidx_row, addr, zero, k.q);
+    b.wait(k.q);
+    b.jmp(have_positions);
+    b.bind(counted);
+    b.add(addr, k.pos_start, row0);
+    b.viota(k.tidx_row, addr, k.one);
+    b.bind(have_positions);
+    b.tdesc(k.tidx, k.l1_i, n, k.one, JAL_DT_I32);
+}
+
+// cos and sin of the block's positions, and its rows of x; waits for all three.
+void load_block(Builder& b, const RopeBlock& k, X row0, X n, X addr)
+{
+    b.tdesc(k.tc, k.l1_c, n, k.halfr, JAL_DT_F32);
+    b.tdesc(k.ts, k.l1_s, n, k.halfr, JAL_DT_F32);
+    b.tgather(k.tc, k.cos, k.table_row, k.tidx, k.q);
+    b.tgather(k.ts, k.sin, k.table_row, k.tidx, k.q);
+    b.tdesc(k.tx, k.l1_x, n, k.cols, JAL_DT_F32);
+    row_address(b, addr, row0, k.x, k.x_stride);
+    b.tload(k.tx, addr, k.x_stride, k.q);
+    b.wait(k.q, 3);
+}
+
+// Rotates every head of the block's n tokens in place in L1.
+void rotate_heads(Builder& b, const RopeBlock& k, X n)
+{
+    b.tdesc(k.ta, k.l1_a, n, k.halfr, JAL_DT_F32);
+    b.tdesc(k.tb, k.l1_b, n, k.halfr, JAL_DT_F32);
+    b.for_range(zero, k.n_head, 1, [&](X h) {
+        // The two halves of head h in every token of the block: strided views of x.
+        X a0 = b.x();
+        X a1 = b.x();
+        b.muli(a0, h, static_cast<int32_t>(k.head_dim * 4));
+        b.add(a0, a0, k.l1_x);
+        b.addi(a1, a0, static_cast<int32_t>(k.half * 4));
+        b.tdesc(k.x0, a0, n, k.halfr, JAL_DT_F32, k.row_bytes);
+        b.tdesc(k.x1, a1, n, k.halfr, JAL_DT_F32, k.row_bytes);
+        b.vmul(k.ta, k.x0, k.tc);
+        b.vmul(k.tb, k.x1, k.ts);
+        b.vsub(k.ta, k.ta, k.tb);  // x0 cos - x1 sin
+        b.vmul(k.tb, k.x0, k.ts);
+        b.vmul(k.x1, k.x1, k.tc);
+        b.vadd(k.x1, k.tb, k.x1);  // x0 sin + x1 cos
+        b.vcopy(k.x0, k.ta);
+        b.free(a1);
+        b.free(a0);
+    });
+}
+
+}  // namespace
+
 CodeObject build_rope_neox(const RopeConfig& cfg)
 {
     const std::string name =
@@ -27,85 +98,38 @@ CodeObject build_rope_neox(const RopeConfig& cfg)
     const uint32_t row_bytes = cfg.n_head * cfg.head_dim * 4;
     Builder b(name);
 
-    X x = b.arg("x", JAL_ARG_ADDRESS);
-    X x_stride = b.arg("x_stride");
+    RopeBlock k{};
+    k.head_dim = cfg.head_dim, k.half = half, k.row_bytes = row_bytes;
+    k.x = b.arg("x", JAL_ARG_ADDRESS);
+    k.x_stride = b.arg("x_stride");
     X rows = b.arg("rows");
-    X positions = b.arg("positions", JAL_ARG_ADDRESS);
-    X pos_start = b.arg("pos_start");
-    X cos = b.arg("cos", JAL_ARG_ADDRESS);
-    X sin = b.arg("sin", JAL_ARG_ADDRESS);
+    k.positions = b.arg("positions", JAL_ARG_ADDRESS);
+    k.pos_start = b.arg("pos_start");
+    k.cos = b.arg("cos", JAL_ARG_ADDRESS);
+    k.sin = b.arg("sin", JAL_ARG_ADDRESS);
 
-    X l1_x = constant(b, b.l1_alloc(R * row_bytes));
-    X l1_i = constant(b, b.l1_alloc(R * 4));
-    X l1_c = constant(b, b.l1_alloc(R * half * 4));
-    X l1_s = constant(b, b.l1_alloc(R * half * 4));
-    X l1_a = constant(b, b.l1_alloc(R * half * 4));
-    X l1_b = constant(b, b.l1_alloc(R * half * 4));
-    X one = constant(b, 1);
-    X halfr = constant(b, half);
-    X table_row = constant(b, half * 4);
-    X cols = constant(b, cfg.n_head * cfg.head_dim);
-    X n_head = constant(b, cfg.n_head);
+    k.l1_x = constant(b, b.l1_alloc(R * row_bytes));
+    k.l1_i = constant(b, b.l1_alloc(R * 4));
+    k.l1_c = constant(b, b.l1_alloc(R * half * 4));
+    k.l1_s = constant(b, b.l1_alloc(R * half * 4));
+    k.l1_a = constant(b, b.l1_alloc(R * half * 4));
+    k.l1_b = constant(b, b.l1_alloc(R * half * 4));
+    k.one = constant(b, 1);
+    k.halfr = constant(b, half);
+    k.table_row = constant(b, half * 4);
+    k.cols = constant(b, cfg.n_head * cfg.head_dim);
+    k.n_head = constant(b, cfg.n_head);
 
-    T tidx_row = b.t(), tidx = b.t(), tc = b.t(), ts = b.t(), tx = b.t();
-    T x0 = b.t(), x1 = b.t(), ta = b.t(), tb = b.t();
-    Q q = b.q();
+    k.tidx_row = b.t(), k.tidx = b.t(), k.tc = b.t(), k.ts = b.t(), k.tx = b.t();
+    k.x0 = b.t(), k.x1 = b.t(), k.ta = b.t(), k.tb = b.t();
+    k.q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
-        // The block's positions as one I32 row (loaded, or counted up from pos_start),
-        // then viewed as the column of indices TGATHER takes: the same bytes.
-        b.tdesc(tidx_row, l1_i, one, n, JAL_DT_I32);
-        Label counted = b.label(), have_positions = b.label();
-        b.beq(positions, zero, counted);
-        b.muli(addr, row0, 4);
-        b.add(addr, addr, positions);
-        b.tload(tidx_row, addr, zero, q);
-        b.wait(q);
-        b.jmp(have_positions);
-        b.bind(counted);
-        b.add(addr, pos_start, row0);
-        b.viota(tidx_row, addr, one);
-        b.bind(have_positions);
-        b.tdesc(tidx, l1_i, n, one, JAL_DT_I32);
-
-        b.tdesc(tc, l1_c, n, halfr, JAL_DT_F32);
-        b.tdesc(ts, l1_s, n, halfr, JAL_DT_F32);
-        b.tgather(tc, cos, table_row, tidx, q);
-        b.tgather(ts, sin, table_row, tidx, q);
-        b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tload(tx, addr, x_stride, q);
-        b.wait(q, 3);
-
-        b.tdesc(ta, l1_a, n, halfr, JAL_DT_F32);
-        b.tdesc(tb, l1_b, n, halfr, JAL_DT_F32);
-        b.for_range(zero, n_head, 1, [&](X h) {
-            // The two halves of head h in every token of the block: strided views of x.
-            X a0 = b.x();
-            X a1 = b.x();
-            b.muli(a0, h, static_cast<int32_t>(cfg.head_dim * 4));
-            b.add(a0, a0, l1_x);
-            b.addi(a1, a0, static_cast<int32_t>(half * 4));
-            b.tdesc(x0, a0, n, halfr, JAL_DT_F32, row_bytes);
-            b.tdesc(x1, a1, n, halfr, JAL_DT_F32, row_bytes);
-            b.vmul(ta, x0, tc);
-            b.vmul(tb, x1, ts);
-            b.vsub(ta, ta, tb);  // x0 cos - x1 sin
-            b.vmul(tb, x0, ts);
-            b.vmul(x1, x1, tc);
-            b.vadd(x1, tb, x1);  // x0 sin + x1 cos
-            b.vcopy(x0, ta);
-            b.free(a1);
-            b.free(a0);
-        });
-
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tstore(tx, addr, x_stride, q);
-        b.wait(q);
+        block_positions(b, k, row0, n, addr);
+        load_block(b, k, row0, n, addr);
+        rotate_heads(b, k, n);
+        store_rows(b, k.tx, addr, row0, k.x, k.x_stride, k.q);
         b.free(addr);
     });
     b.end();

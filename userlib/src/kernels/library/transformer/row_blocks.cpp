@@ -43,6 +43,35 @@ void for_blocks(Builder& b, X begin, X end, uint32_t block,
     b.free(step);
 }
 
+void for_slice_blocks(Builder& b, X rows, uint32_t block,
+                      const std::function<void(X row0, X n)>& body)
+{
+    RowRange range = slice_rows(b, rows);
+    for_blocks(b, range.begin, range.end, block, body);
+    b.free(range.end);
+    b.free(range.begin);
+}
+
+void row_address(Builder& b, X addr, X row0, X base, X stride)
+{
+    b.mul(addr, row0, stride);
+    b.add(addr, addr, base);
+}
+
+void load_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q)
+{
+    row_address(b, addr, row0, base, stride);
+    b.tload(t, addr, stride, q);
+    b.wait(q);
+}
+
+void store_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q)
+{
+    row_address(b, addr, row0, base, stride);
+    b.tstore(t, addr, stride, q);
+    b.wait(q);
+}
+
 void trap_unless_within(Builder& b, X first, X count, uint32_t limit)
 {
     X end = b.x();
@@ -103,6 +132,11 @@ int64_t f32_bits(float value)
 void require(bool ok, const std::string& kernel, const std::string& what)
 {
     if (!ok) throw Error(JAL_STATUS_INVALID_FIELD, kernel + ": " + what);
+}
+
+void require_cols(uint32_t cols, const std::string& kernel)
+{
+    require(cols > 0, kernel, "cols must be positive");
 }
 
 }  // namespace jal::kernels::transformer_detail

@@ -27,6 +27,20 @@ RowRange slice_rows(Builder& b, X rows);
 void for_blocks(Builder& b, X begin, X end, uint32_t block,
                 const std::function<void(X row0, X n)>& body);
 
+// for_blocks over this slice's rows (slice_rows) of `rows`: the loop every row-wise
+// kernel runs.
+void for_slice_blocks(Builder& b, X rows, uint32_t block,
+                      const std::function<void(X row0, X n)>& body);
+
+// addr = base + row0 * stride: where a block of rows starting at row0 begins.
+void row_address(Builder& b, X addr, X row0, X base, X stride);
+
+// Loads (tile t, already described) the rows at row0 of the tensor at base and waits.
+void load_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q);
+
+// Stores tile t to the rows at row0 of the tensor at base and waits; addr is scratch.
+void store_rows(Builder& b, T t, X addr, X row0, X base, X stride, Q q);
+
 // Traps with OUT_OF_RANGE unless first + count <= limit (unsigned).
 void trap_unless_within(Builder& b, X first, X count, uint32_t limit);
 
@@ -48,6 +62,9 @@ int64_t f32_bits(float value);
 
 // Throws jal::Error(INVALID_FIELD) naming the kernel when `ok` is false.
 void require(bool ok, const std::string& kernel, const std::string& what);
+
+// The check every row kernel of `cols` F32 columns makes first: cols > 0 (as require).
+void require_cols(uint32_t cols, const std::string& kernel);
 
 // L1 budget for one kernel's tiles: half of a slice's L1, leaving room for double
 // buffering later without changing block sizes.

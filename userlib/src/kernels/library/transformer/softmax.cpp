@@ -17,7 +17,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
 {
     const std::string name =
         std::string(cfg.sinks ? "softmax_sinks_c" : "softmax_c") + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 
@@ -39,16 +39,12 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
     T tx = b.t(), tm = b.t(), ts = b.t(), tk = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tx, l1_x, n, cols, JAL_DT_F32);
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
-        b.mul(addr, row0, x_stride);
-        b.add(addr, addr, x);
-        b.tload(tx, addr, x_stride, q);
-        b.wait(q);
+        load_rows(b, tx, addr, row0, x, x_stride, q);
         if (cfg.scale != 1.0f) b.vscale(tx, tx, cfg.scale);
         b.vredmax(tm, tx);
         if (cfg.sinks) {
@@ -80,10 +76,7 @@ CodeObject build_softmax(const SoftmaxConfig& cfg)
         }
         b.vrecip(ts, ts);
         b.vmul(tx, tx, ts);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(tx, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, tx, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

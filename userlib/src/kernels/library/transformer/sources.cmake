@@ -12,6 +12,7 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/kv_append.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention_codegen.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe_routing.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe_combine.cpp
 )

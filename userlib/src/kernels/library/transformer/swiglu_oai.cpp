@@ -18,7 +18,7 @@ uint32_t SwigluConfig::rows_per_block() const
 CodeObject build_swiglu_oai(const SwigluConfig& cfg)
 {
     const std::string name = "swiglu_oai_c" + std::to_string(cfg.cols);
-    require(cfg.cols > 0, name, "cols must be positive");
+    require_cols(cfg.cols, name);
     require(cfg.limit > 0, name, "limit must be positive");
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
@@ -41,8 +41,7 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
     T tg = b.t(), tu = b.t(), tt = b.t();
     Q q = b.q();
 
-    RowRange range = slice_rows(b, rows);
-    for_blocks(b, range.begin, range.end, R, [&](X row0, X n) {
+    for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         b.tdesc(tg, l1_g, n, cols, JAL_DT_F32);
         b.tdesc(tu, l1_u, n, cols, JAL_DT_F32);
@@ -61,10 +60,7 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
         b.vmul(tg, tg, tt);
         b.vadds(tu, tu, 1.0f);
         b.vmul(tg, tg, tu);
-        b.mul(addr, row0, out_stride);
-        b.add(addr, addr, out);
-        b.tstore(tg, addr, out_stride, q);
-        b.wait(q);
+        store_rows(b, tg, addr, row0, out, out_stride, q);
         b.free(addr);
     });
     b.end();

@@ -1,0 +1,399 @@
+// attention_codegen.cpp: the flash-attention generator (attention_codegen.hpp), one method
+// a step of an item: where it is, its queries, the running state, the key chunks, the
+// merge of key splits and the output.
+#include "attention_codegen.hpp"
+
+#include <cfloat>
+
+#include "row_blocks.hpp"
+
+namespace jal::kernels::transformer_detail {
+
+namespace {
+
+class AttentionKernel {
+public:
+    AttentionKernel(const AttentionConfig& cfg, const std::string& name);
+    CodeObject build();
+
+private:
+    void declare();
+    X count_items(X n_slices);
+    void item(X item);
+    void locate(X item);
+    void move_heads(uint32_t l1_off, X base, X stride, bool store);
+    void start_state(X item);
+    X key_start(X item);
+    void chunk(X k0);
+    void merge_splits(X item, Label item_done);
+    void split_index(X sp, X item);
+    void desc(T t, uint32_t l1_off, X nrows, X ncols);
+    void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes);
+
+    const AttentionConfig& cfg_;
+    const uint32_t G, r, D, Bq, Nk, M, S;
+    Builder b;
+
+    // arguments
+    X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{};
+    // L1 layout; the partner split's state (m2, l2, o2) only with key splits
+    uint32_t l1_q = 0, l1_k = 0, l1_v = 0, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
+    uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
+    X dim{}, one{}, dim_bytes{}, rr{};
+    X l1{};    // scratch: the L1 address of the tile being described
+    X addr{};  // scratch: a device address
+    T tq{}, tk{}, tv{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{}, to2{};
+    Q sem{};
+    X n_slices{};
+    // per item: where its output goes, its n queries (rn stacked rows), the first query's
+    // position, the causal end of its keys, the head's K and V^T caches, its KV head g and
+    // tmp (first the address of its queries)
+    X out_base{}, n{}, rn{}, p_first{}, kend{}, kc{}, vc{}, tmp{}, g{};
+};
+
+AttentionKernel::AttentionKernel(const AttentionConfig& cfg, const std::string& name)
+    : cfg_(cfg), G(cfg.n_head_kv), r(cfg.n_head / cfg.n_head_kv), D(cfg.head_dim),
+      Bq(cfg.queries_per_item()), Nk(cfg.keys_per_chunk()),
+      M(r * Bq),  // rows of the stacked matrices
+      S(cfg.splits()), b(name)
+{}
+
+void AttentionKernel::declare()
+{
+    q = b.arg("q", JAL_ARG_ADDRESS);
+    q_stride = b.arg("q_stride");
+    out = b.arg("out", JAL_ARG_ADDRESS);
+    out_stride = b.arg("out_stride");
+    rows = b.arg("rows");
+    pos0 = b.arg("pos0");
+    heads = b.arg("heads", JAL_ARG_ADDRESS);
+    sinks = b.arg("sinks", JAL_ARG_ADDRESS);
+    trap_unless_within(b, pos0, rows, cfg_.n_ctx);
+
+    l1_q = b.l1_alloc(M * D * 4);
+    l1_k = b.l1_alloc(Nk * D * 4);
+    l1_v = b.l1_alloc(D * Nk * 4);
+    l1_s = b.l1_alloc(M * Nk * 4);
+    l1_o = b.l1_alloc(M * D * 4);
+    l1_m = b.l1_alloc(M * 4);
+    l1_mc = b.l1_alloc(M * 4);
+    l1_l = b.l1_alloc(M * 4);
+    l1_rs = b.l1_alloc(M * 4);
+    l1_sink = b.l1_alloc(4);
+    l1_m2 = S > 1 ? b.l1_alloc(M * 4) : 0;
+    l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
+    l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
+
+    dim = constant(b, D);
+    one = constant(b, 1);
+    dim_bytes = constant(b, D * 4);
+    rr = constant(b, r);
+    l1 = b.x();
+    addr = b.x();
+    tq = b.t(), tk = b.t(), tv = b.t(), ts = b.t(), to = b.t();
+    tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
+    tm2 = b.t(), tl2 = b.t(), to2 = b.t();
+    sem = b.q();
+}
+
+void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
+{
+    b.li(l1, l1_off);
+    b.tdesc(t, l1, nrows, ncols, JAL_DT_F32);
+}
+
+// t = rows [hh*n, (hh+1)*n) of a stacked matrix at l1_off whose rows are row_bytes long
+void AttentionKernel::desc_head(T t, uint32_t l1_off, X hh, X n_rows, X ncols, X row_bytes)
+{
+    b.mul(l1, hh, n_rows);
+    b.mul(l1, l1, row_bytes);
+    b.addi(l1, l1, static_cast<int32_t>(l1_off));
+    b.tdesc(t, l1, n_rows, ncols, JAL_DT_F32);
+}
+
+void AttentionKernel::split_index(X sp, X item)
+{
+    b.li(sp, S);
+    b.remu(sp, item, sp);
+}
+
+// The item count: query blocks x KV heads x key splits.
+X AttentionKernel::count_items(X slices)
+{
+    if (S > 1) {
+        // Every item's splits on consecutive slices of one round: split 0 only receives,
+        // the others only send, so no slice waits for one that waits for it.
+        X t = constant(b, S);
+        Label ok = b.label();
+        b.remu(t, slices, t);
+        b.beq(t, zero, ok);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(ok);
+        b.free(t);
+    }
+    X n_items = b.x();
+    X t = constant(b, Bq);
+    b.add(n_items, rows, t);
+    b.addi(n_items, n_items, -1);
+    b.divu(n_items, n_items, t);  // query blocks
+    b.muli(n_items, n_items, static_cast<int32_t>(G * S));
+    b.free(t);
+    return n_items;
+}
+
+CodeObject AttentionKernel::build()
+{
+    declare();
+    X item0 = b.slice_index();
+    n_slices = b.slice_count();
+    X n_items = count_items(n_slices);
+    for_strided(b, item0, n_items, n_slices, [&](X i) { item(i); });
+    b.end();
+    return b.finish();
+}
+
+// The item's registers: its place in the query blocks and KV heads (item = (query block * G
+// + g) * S + split), its keys' caches, and the addresses of its queries and output.
+void AttentionKernel::locate(X item)
+{
+    out_base = b.x(), n = b.x(), rn = b.x(), p_first = b.x(), kend = b.x(), kc = b.x(), vc = b.x(),
+    tmp = b.x();
+    g = b.x();
+    X t0 = b.x(), head_col = b.x();
+    b.li(tmp, S);
+    b.divu(t0, item, tmp);
+    b.li(tmp, G);
+    b.remu(g, t0, tmp);
+    b.divu(t0, t0, tmp);
+    b.muli(t0, t0, static_cast<int32_t>(Bq));
+    b.sub(n, rows, t0);
+    b.li(tmp, Bq);
+    b.min(n, n, tmp);
+    b.muli(rn, n, static_cast<int32_t>(r));
+    b.add(p_first, pos0, t0);
+    b.add(kend, p_first, n);  // one past the last query's position: the causal end
+    b.muli(kc, g, 16);
+    b.add(kc, kc, heads);
+    b.ld(vc, kc, 8);
+    b.ld(kc, kc, 0);
+    // the group's first query head as a byte offset in a row of q or out
+    b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
+    b.mul(out_base, t0, out_stride);
+    b.add(out_base, out_base, out);
+    b.add(out_base, out_base, head_col);
+    b.mul(tmp, t0, q_stride);
+    b.add(tmp, tmp, q);
+    b.add(tmp, tmp, head_col);
+    b.free(head_col);
+    b.free(t0);
+}
+
+// Each head of the group as n rows of the stacked matrix at l1_off, to or from its
+// columns of the rows at base; waits for all r transfers.
+void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store)
+{
+    b.for_range(zero, rr, 1, [&](X hh) {
+        desc_head(tsub, l1_off, hh, n, dim, dim_bytes);
+        b.muli(addr, hh, static_cast<int32_t>(D * 4));
+        b.add(addr, addr, base);
+        if (store)
+            b.tstore(tsub, addr, stride, sem);
+        else
+            b.tload(tsub, addr, stride, sem);
+    });
+    b.wait(sem, static_cast<int32_t>(r));
+}
+
+// running state: O = 0; m = sink or -FLT_MAX; l = 1 or 0
+void AttentionKernel::start_state(X item)
+{
+    desc(to, l1_o, rn, dim);
+    desc(tm, l1_m, rn, one);
+    desc(tmc, l1_mc, rn, one);
+    desc(tl, l1_l, rn, one);
+    desc(trs, l1_rs, rn, one);
+    b.vfill(to, 0.0f);
+    Label no_sink = b.label(), state_done = b.label();
+    if (cfg_.sinks) {
+        if (S > 1) {  // only split 0 starts from the sink
+            X sp = b.x();
+            split_index(sp, item);
+            b.bne(sp, zero, no_sink);
+            b.free(sp);
+        }
+        desc(tsink, l1_sink, one, one);
+        b.vfill(tm, 0.0f);
+        b.muli(tmp, g, static_cast<int32_t>(r * 4));
+        b.add(tmp, tmp, sinks);  // the group's first head's sink
+        b.for_range(zero, rr, 1, [&](X hh) {
+            X bits = b.x();
+            b.muli(addr, hh, 4);
+            b.add(addr, addr, tmp);
+            b.lw(bits, addr);
+            b.twrite(bits, tsink, zero, 0);
+            b.li(addr, 4);
+            desc_head(tsub, l1_m, hh, n, one, addr);
+            b.vadd(tsub, tsub, tsink);  // 1 x 1 broadcast
+            b.free(bits);
+        });
+        b.vfill(tl, 1.0f);
+        b.jmp(state_done);
+    }
+    b.bind(no_sink);
+    b.vfill(tm, -FLT_MAX);
+    b.vfill(tl, 0.0f);
+    b.bind(state_done);
+}
+
+// The first key the item's split reads (a new register); kend is clipped to its share.
+X AttentionKernel::key_start(X item)
+{
+    // the keys any query of the block sees: [p_first - window + 1, p_last]
+    X kstart = b.x();
+    if (cfg_.window) {
+        b.addi(kstart, p_first, 1 - static_cast<int32_t>(cfg_.window));
+        b.max(kstart, kstart, zero);
+    } else {
+        b.li(kstart, 0);
+    }
+    if (S > 1) {
+        // this split's share: [kstart + split*per, kstart + (split+1)*per) within kend
+        X per = b.x(), sp = b.x();
+        b.sub(per, kend, kstart);
+        b.addi(per, per, static_cast<int32_t>(S - 1));
+        b.li(sp, S);
+        b.divu(per, per, sp);
+        b.remu(sp, item, sp);
+        b.mul(sp, sp, per);
+        b.add(kstart, kstart, sp);
+        b.add(sp, kstart, per);
+        b.min(kend, kend, sp);
+        b.free(sp);
+        b.free(per);
+    }
+    return kstart;
+}
+
+// One chunk of keys from k0: S = Q K^T masked, then the online-softmax update of m, l, O.
+void AttentionKernel::chunk(X k0)
+{
+    X nk = b.x();
+    b.sub(nk, kend, k0);
+    b.li(tmp, Nk);
+    b.min(nk, nk, tmp);
+    desc(tk, l1_k, nk, dim);
+    b.muli(addr, k0, static_cast<int32_t>(D * 4));
+    b.add(addr, addr, kc);
+    b.tload(tk, addr, dim_bytes, sem);
+    desc(tv, l1_v, dim, nk);
+    b.muli(addr, k0, 4);
+    b.add(addr, addr, vc);
+    b.li(tmp, cfg_.n_ctx * 4ll);
+    b.tload(tv, addr, tmp, sem);
+    b.wait(sem, 2);
+
+    desc(ts, l1_s, rn, nk);
+    b.vfill(ts, 0.0f);
+    b.mma(ts, tq, tk);  // S = (scale Q) K^T
+    b.muli(tmp, nk, 4);
+    b.for_range(zero, rr, 1, [&](X hh) {
+        desc_head(tsub, l1_s, hh, n, nk, tmp);
+        b.vmask(tsub, p_first, k0, cfg_.window);
+    });
+    b.vredmax(tmc, ts);
+    b.vmax(tmc, tmc, tm);  // m'
+    b.vsub(ts, ts, tmc);
+    b.vexp(ts, ts);  // P
+    b.vsub(tm, tm, tmc);
+    b.vexp(tm, tm);  // alpha = exp(m - m')
+    b.vmul(tl, tl, tm);
+    b.vmul(to, to, tm);
+    b.vredsum(trs, ts);
+    b.vadd(tl, tl, trs);
+    b.mma(to, ts, tv);  // O += P V  (V^T is the weight-layout operand)
+    b.vcopy(tm, tmc);
+    b.free(nk);
+}
+
+// Splits 1..S-1 send their (m, l, O) to split 0's slice and go to item_done; split 0
+// merges them in split order: m' = max(m, m2), l = l e^(m-m') + l2 e^(m2-m'), same for O.
+void AttentionKernel::merge_splits(X item, Label item_done)
+{
+    X sp = b.x(), peer = b.x();
+    Label merge = b.label();
+    split_index(sp, item);
+    b.beq(sp, zero, merge);
+    b.sub(peer, item, sp);
+    b.remu(peer, peer, n_slices);
+    b.send(tm, peer, sem);
+    b.send(tl, peer, sem);
+    b.send(to, peer, sem);
+    b.wait(sem, 3);
+    b.jmp(item_done);
+    b.bind(merge);
+    desc(tm2, l1_m2, rn, one);
+    desc(tl2, l1_l2, rn, one);
+    desc(to2, l1_o2, rn, dim);
+    b.li(sp, S);
+    b.for_range(one, sp, 1, [&](X j) {
+        b.add(peer, item, j);
+        b.remu(peer, peer, n_slices);
+        b.recv(tm2, peer, sem);
+        b.recv(tl2, peer, sem);
+        b.recv(to2, peer, sem);
+        b.wait(sem, 3);
+        b.vmax(tmc, tm, tm2);
+        b.vsub(tm, tm, tmc);
+        b.vexp(tm, tm);
+        b.vsub(tm2, tm2, tmc);
+        b.vexp(tm2, tm2);
+        b.vmul(tl, tl, tm);
+        b.vmul(tl2, tl2, tm2);
+        b.vadd(tl, tl, tl2);
+        b.vmul(to, to, tm);
+        b.vmul(to2, to2, tm2);
+        b.vadd(to, to, to2);
+        b.vcopy(tm, tmc);
+    });
+    b.free(peer);
+    b.free(sp);
+}
+
+void AttentionKernel::item(X item)
+{
+    locate(item);
+    // Q: each head of the group as n rows, stacked head-major; then scaled once.
+    move_heads(l1_q, tmp, q_stride, false);
+    desc(tq, l1_q, rn, dim);
+    b.vscale(tq, tq, cfg_.softmax_scale());
+    start_state(item);
+    b.free(g);
+
+    X kstart = key_start(item);
+    b.for_range(kstart, kend, static_cast<int32_t>(Nk), [&](X k0) { chunk(k0); });
+    b.free(kstart);
+
+    Label item_done = b.label();
+    if (S > 1) merge_splits(item, item_done);
+    b.vrecip(tl, tl);
+    b.vmul(to, to, tl);
+    move_heads(l1_o, out_base, out_stride, true);
+    b.bind(item_done);
+    b.free(tmp);
+    b.free(vc);
+    b.free(kc);
+    b.free(kend);
+    b.free(p_first);
+    b.free(rn);
+    b.free(n);
+    b.free(out_base);
+}
+
+}  // namespace
+
+CodeObject emit_attention(const AttentionConfig& cfg, const std::string& name)
+{
+    return AttentionKernel(cfg, name).build();
+}
+
+}  // namespace jal::kernels::transformer_detail
