@@ -17,8 +17,8 @@
 #include <jal/model/runtime.hpp>
 
 #include "default_model.hpp"
-#include "emu_launcher.hpp"
 #include "metrics.hpp"
+#include "tools/common/emu_process.hpp"
 
 namespace {
 
@@ -90,7 +90,7 @@ int run(const Options& o)
     if (!o.timing_only && model_path.empty())
         model_path = jal::run::default_model_path(o.quiet || o.json);
 
-    jal::run::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
+    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, true, {"--fw", "native"});
     jal::runtime::Device device(o.device, emu.socket_dir());
 
     jal::model::RuntimeOptions ro;
