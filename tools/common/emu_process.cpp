@@ -156,15 +156,15 @@ void EmuProcess::wait_until_serving(const EmuProcessOptions& options)
             continue;
         }
         if (wait_exit(interval))
-            throw std::runtime_error(options.program + " exited during start-up (" +
-                                     (exit_description_->empty() ? "exit status 0"
-                                                                 : *exit_description_) +
-                                     "):\n" + output());
+            throw std::runtime_error(
+                options.program + " exited during start-up (" +
+                (exit_description_->empty() ? "exit status 0" : *exit_description_) + "):\n" +
+                output());
         if (Clock::now() > deadline)
             throw std::runtime_error(options.program + " did not accept connections on " +
                                      jal::emu_socket_path(socket_dir_, chip) + " within " +
-                                     std::to_string(options.start_timeout.count()) +
-                                     " ms:\n" + output());
+                                     std::to_string(options.start_timeout.count()) + " ms:\n" +
+                                     output());
         interval = std::min(interval * 2, 50ms);
     }
 }
@@ -224,8 +224,8 @@ std::string EmuProcess::stop(std::chrono::milliseconds grace)
         ::kill(pid_, SIGKILL);
         int status;
         ::waitpid(pid_, &status, 0);
-        exit_description_ = "did not exit within " + std::to_string(grace.count()) +
-                            " ms of SIGTERM (killed)";
+        exit_description_ =
+            "did not exit within " + std::to_string(grace.count()) + " ms of SIGTERM (killed)";
     }
     return *exit_description_;
 }
@@ -247,8 +247,11 @@ EmuLauncher::EmuLauncher(const std::string& tool, const std::string& emu_dir,
         socket_dir_ = jal::default_emu_dir();
         return;
     }
-    process_ = std::make_unique<EmuProcess>(
-        EmuProcessOptions{.program = sibling_program("jal-emu"), .args = args, .temp_prefix = tool});
+    EmuProcessOptions options;
+    options.program = sibling_program("jal-emu");
+    options.args = args;
+    options.temp_prefix = tool;
+    process_ = std::make_unique<EmuProcess>(options);
     socket_dir_ = process_->socket_dir();
 }
 

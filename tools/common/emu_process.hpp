@@ -2,8 +2,10 @@
 // sockets accept connections, and stopped again. Shared by jal-run, jal-bench and the
 // integration-test fixture (tests/integration/tools/fixture/emu_process.hpp).
 //
-//   jal::tools::EmuProcess emu({.program = jal::tools::sibling_program("jal-emu"),
-//                               .args = {"--fw", "native"}});
+//   jal::tools::EmuProcessOptions o;
+//   o.program = jal::tools::sibling_program("jal-emu");
+//   o.args = {"--fw", "native"};
+//   jal::tools::EmuProcess emu(o);
 //   jal::runtime::Device dev(0, emu.socket_dir());
 //
 // Layout of the directory (work_dir(), removed by the destructor):
@@ -24,9 +26,9 @@
 namespace jal::tools {
 
 struct EmuProcessOptions {
-    std::string program;            // path of jal-emu
-    std::vector<std::string> args;  // after --socket-dir DIR --log FILE (e.g. --chips 2)
-    unsigned chips = 1;             // start-up waits for jal0.sock .. jal<chips-1>.sock
+    std::string program;                  // path of jal-emu
+    std::vector<std::string> args;        // after --socket-dir DIR --log FILE (e.g. --chips 2)
+    unsigned chips = 1;                   // start-up waits for jal0.sock .. jal<chips-1>.sock
     std::string temp_prefix = "jal-emu";  // the directory is $TMPDIR/<temp_prefix>-XXXXXX
     std::chrono::milliseconds start_timeout{30000};
 };
