@@ -219,6 +219,7 @@ void QueueEngine::run()
                 const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
                 if (s == Step::pending) {
                     pending = true;
+                    pending_checks_.fetch_add(1, std::memory_order_release);
                     break;
                 }
                 if (s == Step::dispatch) {
