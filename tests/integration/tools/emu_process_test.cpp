@@ -112,8 +112,7 @@ TEST(EmuProcess, TheEmulatorDiesWithTheProcessThatStartedIt)
                 ::write(fds[1], dir.data(), dir.size()) != static_cast<ssize_t>(dir.size()))
                 ::_exit(2);
             ::raise(SIGKILL);
-        } catch (...) {
-        }
+        } catch (...) {}
         ::_exit(1);
     }
     ::close(fds[1]);
