@@ -6,6 +6,7 @@
 #include "transport/connection.hpp"
 #include "transport/unix_listener.hpp"
 
+#include "jal/emu/socket_dir.hpp"
 #include "util/log.hpp"
 #include <sys/socket.h>
 
@@ -47,7 +48,7 @@ int main(int argc, char** argv)
             cfg.index = i;
             chips.push_back(std::make_unique<Chip>(cfg));
             chips.back()->start();
-            const std::string base = opts.socket_dir + "/jal" + std::to_string(i);
+            const std::string base = jal::emu_socket_base(opts.socket_dir, i);
             // The console first: clients treat the data socket's appearance as "ready".
             consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
             consoles.back()->start();

@@ -2,7 +2,7 @@
 
 #include "jal/hw/chip.h"
 
-#include <jal/emu_dir.hpp>
+#include "jal/emu/socket_dir.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -253,6 +253,7 @@ QueueEngine::Batch QueueEngine::run_batch(HostMemory& mem, std::uint64_t& read,
             const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
             if (s == Step::pending) {
                 b.pending = true;
+                pending_checks_.fetch_add(1, std::memory_order_release);
                 break;
             }
             if (s == Step::dispatch) {

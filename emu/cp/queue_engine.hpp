@@ -119,6 +119,10 @@ public:
     std::uint64_t read_index() const { return read_.load(std::memory_order_acquire); }
     std::uint64_t last_doorbell() const { return last_db_.load(std::memory_order_relaxed); }
     std::uint64_t error_index() const { return err_index_.load(std::memory_order_relaxed); }
+    // How many times the engine found the packet at its read index waiting (a barrier's
+    // dependencies, or a header not yet published); never reset. Lets a test wait until a
+    // packet has been looked at rather than for a fixed time.
+    std::uint64_t pending_checks() const { return pending_checks_.load(std::memory_order_acquire); }
     const QueueConfig& config() const { return cfg_; }
 
 private:
@@ -178,7 +182,7 @@ private:
 
     std::atomic<std::uint32_t> state_;
     std::atomic<std::uint32_t> last_error_{0}, errors_{0};
-    std::atomic<std::uint64_t> read_{0}, last_db_{0}, err_index_{0};
+    std::atomic<std::uint64_t> read_{0}, last_db_{0}, err_index_{0}, pending_checks_{0};
 };
 
 }  // namespace jal::emu

@@ -8,9 +8,9 @@
 
 #include <jal/error.hpp>
 
-#include "emu_launcher.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
+#include "tools/common/emu_process.hpp"
 
 int main(int argc, char** argv)
 {
@@ -48,7 +48,7 @@ int main(int argc, char** argv)
 
     if (kernels->parsed()) {
         try {
-            jal::bench::EmuLauncher emu({"--fw", "native"});
+            jal::tools::EmuLauncher emu("jal-bench", "", false, {"--fw", "native"});
             ko.emu_dir = emu.socket_dir();
             nlohmann::json doc = jal::bench::run_kernel_bench(ko);
             doc["emulator"] = emu.description();
@@ -75,7 +75,7 @@ int main(int argc, char** argv)
         o.file_bytes = std::min<uint64_t>(o.file_bytes, 32ull << 20);
     }
     try {
-        jal::bench::EmuLauncher emu({"--fw", "native"});
+        jal::tools::EmuLauncher emu("jal-bench", "", false, {"--fw", "native"});
         o.emu_dir = emu.socket_dir();
         nlohmann::json doc = jal::bench::run_host_bench(o);
         doc["emulator"] = emu.description();

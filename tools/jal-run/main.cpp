@@ -17,8 +17,8 @@
 #include <jal/model/runtime.hpp>
 
 #include "default_model.hpp"
-#include "emu_launcher.hpp"
 #include "metrics.hpp"
+#include "tools/common/emu_process.hpp"
 
 namespace {
 
@@ -73,33 +73,44 @@ jal::model::GptOssConfig shape_config(const std::string& name)
                                "unknown shape '" + name + "' (gpt-oss-120b, gpt-oss-20b)");
 }
 
-int run(const Options& o)
-{
+// What to generate, from the command line.
+struct Request {
     jal::model::Numerics numerics;
-    if (!jal::model::parse_numerics(o.numerics, numerics))
+    std::vector<int32_t> prompt;  // empty: the default for the model (open_runtime)
+    std::vector<int32_t> force;
+    uint32_t n_out = 0;
+    uint32_t users = 1;
+    std::string model_path;  // empty with --timing-only
+};
+
+Request parse_request(const Options& o)
+{
+    Request r;
+    if (!jal::model::parse_numerics(o.numerics, r.numerics))
         throw CLI::ValidationError("--numerics", "expected native or ggml");
-    std::vector<int32_t> prompt =
-        o.prompt_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.prompt_ids, "--prompt-ids");
-    std::vector<int32_t> force =
-        o.force_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.force_ids, "--force-ids");
-    const uint32_t n_out = force.empty() ? o.n : static_cast<uint32_t>(force.size());
-    if (n_out == 0) throw CLI::ValidationError("--n", "at least one token");
-    const uint32_t users = std::max<uint32_t>(1, o.concurrency);
+    if (!o.prompt_ids.empty()) r.prompt = parse_ids(o.prompt_ids, "--prompt-ids");
+    if (!o.force_ids.empty()) r.force = parse_ids(o.force_ids, "--force-ids");
+    r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
+    if (r.n_out == 0) throw CLI::ValidationError("--n", "at least one token");
+    r.users = std::max<uint32_t>(1, o.concurrency);
+    r.model_path = o.model;
+    if (!o.timing_only && r.model_path.empty())
+        r.model_path = jal::run::default_model_path(o.quiet || o.json);
+    return r;
+}
 
-    std::string model_path = o.model;
-    if (!o.timing_only && model_path.empty())
-        model_path = jal::run::default_model_path(o.quiet || o.json);
-
-    jal::run::EmuLauncher emu(o.emu_dir, {"--fw", "native"});
-    jal::runtime::Device device(o.device, emu.socket_dir());
-
+// Opens the model (or, timing only, its shape) on the device, fills in the default prompt
+// and checks the forced tokens against the vocabulary. `load_s`: the wall time it took.
+std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
+                                                  jal::runtime::Device& device, double& load_s)
+{
     jal::model::RuntimeOptions ro;
-    ro.numerics = numerics;
+    ro.numerics = r.numerics;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
-    ro.max_sequences = users;
+    ro.max_sequences = r.users;
     const bool chatty = !o.json && !o.quiet;
-    ro.progress = [&, last = Clock::now()](uint64_t done, uint64_t total) mutable {
+    ro.progress = [chatty, last = Clock::now()](uint64_t done, uint64_t total) mutable {
         if (!chatty || total < (64u << 20)) return;
         if (done == total || Clock::now() - last > std::chrono::milliseconds(500)) {
             last = Clock::now();
@@ -111,198 +122,249 @@ int run(const Options& o)
     auto t_load = Clock::now();
     std::unique_ptr<jal::model::Runtime> rt;
     if (o.timing_only) {
-        const uint32_t ctx = o.prompt_len + n_out + 1;
+        const uint32_t ctx = o.prompt_len + r.n_out + 1;
         ro.n_ctx = ctx;
         // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
-        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), users);
+        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), r.users);
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
-        if (prompt.empty()) prompt.assign(o.prompt_len, 0);
+        if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {
-        rt = jal::model::Runtime::open(model_path, device, ro);
-        if (prompt.empty()) prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+        rt = jal::model::Runtime::open(r.model_path, device, ro);
+        if (r.prompt.empty()) r.prompt = {1, 2, 3, 4, 5, 6, 7, 8};
     }
-    const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
-    const auto& cfg = rt->config();
-    for (int32_t t : force)
-        if (static_cast<uint32_t>(t) >= cfg.n_vocab)
+    load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+    for (int32_t t : r.force)
+        if (static_cast<uint32_t>(t) >= rt->config().n_vocab)
             throw CLI::ValidationError(
                 "--force-ids",
-                fmt::format("{} is not below the vocabulary size {}", t, cfg.n_vocab));
-    if (chatty)
-        std::fprintf(stderr,
-                     "jal-run: %s: %u layers, hidden %u, %u/%u heads, %u experts top-%u, vocab %u; "
-                     "%u slices, "
-                     "%s numerics%s; %s\n",
-                     o.timing_only ? o.shape.c_str() : model_path.c_str(), cfg.n_layer, cfg.n_embd,
-                     cfg.n_head, cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab,
-                     rt->slices(), jal::model::numerics_name(numerics),
-                     o.timing_only ? ", timing only" : "", emu.description().c_str());
+                fmt::format("{} is not below the vocabulary size {}", t, rt->config().n_vocab));
+    return rt;
+}
 
-    // Prefill every user's prompt (timing only: one, the others take the same length).
+void print_banner(const Options& o, const Request& r, jal::model::Runtime& rt,
+                  const jal::tools::EmuLauncher& emu)
+{
+    const auto& cfg = rt.config();
+    std::fprintf(stderr,
+                 "jal-run: %s: %u layers, hidden %u, %u/%u heads, %u experts top-%u, vocab %u; "
+                 "%u slices, "
+                 "%s numerics%s; %s\n",
+                 o.timing_only ? o.shape.c_str() : r.model_path.c_str(), cfg.n_layer, cfg.n_embd,
+                 cfg.n_head, cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab,
+                 rt.slices(), jal::model::numerics_name(r.numerics),
+                 o.timing_only ? ", timing only" : "", emu.description().c_str());
+}
+
+// What prefill and decode produced and measured.
+struct Generation {
     std::vector<int> seqs;
-    std::vector<std::vector<float>> logits(users);
+    std::vector<std::vector<float>> logits;
     std::map<std::string, jal::model::ChipTotals> prefill_kernels;
     jal::run::RunFigures fig;
-    fig.users = users;
-    fig.out_tokens = n_out;
-    auto t0 = Clock::now();
-    for (uint32_t u = 0; u < users; u++) {
-        seqs.push_back(rt->create_sequence());
-        if (o.timing_only && u > 0) {
-            rt->assume_length(seqs.back(), static_cast<uint32_t>(prompt.size()));
-            logits[u] = logits[0];
-            continue;
-        }
-        logits[u] = rt->prefill(seqs.back(), prompt);
-        if (u == 0) {
-            fig.prefill_ns = rt->last().modelled_ns;
-            fig.prefill_energy_nj = rt->last().energy_nj;
-            prefill_kernels = rt->last_by_kernel();
-        }
-    }
-    const double prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
-
-    jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
+    double prefill_wall = 0;
     std::vector<int32_t> tokens;
     std::vector<std::vector<int32_t>> top_ids;
     std::vector<std::vector<float>> top_lps;
-    std::vector<int32_t> next(users);
     double decode_wall = 0;
     uint64_t decode_hbm_bytes = 0;
-    for (uint32_t step = 0; step < n_out; step++) {
+};
+
+// Prefills every user's prompt (timing only: one, the others take the same length).
+void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
+{
+    g.logits.resize(r.users);
+    g.fig.users = r.users;
+    g.fig.out_tokens = r.n_out;
+    auto t0 = Clock::now();
+    for (uint32_t u = 0; u < r.users; u++) {
+        g.seqs.push_back(rt.create_sequence());
+        if (o.timing_only && u > 0) {
+            rt.assume_length(g.seqs.back(), static_cast<uint32_t>(r.prompt.size()));
+            g.logits[u] = g.logits[0];
+            continue;
+        }
+        g.logits[u] = rt.prefill(g.seqs.back(), r.prompt);
+        if (u == 0) {
+            g.fig.prefill_ns = rt.last().modelled_ns;
+            g.fig.prefill_energy_nj = rt.last().energy_nj;
+            g.prefill_kernels = rt.last_by_kernel();
+        }
+    }
+    g.prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Samples (or forces) n_out tokens for every user, decoding one step at a time, and prints
+// user 0's as they come (not with --json).
+void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
+{
+    jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
+    std::vector<int32_t> next(r.users);
+    for (uint32_t step = 0; step < r.n_out; step++) {
         if (step > 0) {
             std::vector<std::pair<int, int32_t>> batch;
-            for (uint32_t u = 0; u < users; u++) batch.push_back({seqs[u], next[u]});
+            for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
             auto t = Clock::now();
-            logits = rt->decode(batch);
-            decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
-            fig.decode_ns += rt->last().modelled_ns;
-            fig.decode_energy_nj += rt->last().energy_nj;
-            decode_hbm_bytes += rt->last().hbm_bytes;
+            g.logits = rt.decode(batch);
+            g.decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
+            g.fig.decode_ns += rt.last().modelled_ns;
+            g.fig.decode_energy_nj += rt.last().energy_nj;
+            g.decode_hbm_bytes += rt.last().hbm_bytes;
         }
         if (o.top) {
             std::vector<int32_t> ids;
             std::vector<float> lps;
-            for (auto [id, lp] : jal::model::top_logprobs(logits[0], o.top))
+            for (auto [id, lp] : jal::model::top_logprobs(g.logits[0], o.top))
                 ids.push_back(id), lps.push_back(lp);
-            top_ids.push_back(ids);
-            top_lps.push_back(lps);
+            g.top_ids.push_back(ids);
+            g.top_lps.push_back(lps);
         }
-        for (uint32_t u = 0; u < users; u++)
-            next[u] = !force.empty() ? force[step] : sampler.sample(logits[u]);
-        tokens.push_back(next[0]);
+        for (uint32_t u = 0; u < r.users; u++)
+            next[u] = !r.force.empty() ? r.force[step] : sampler.sample(g.logits[u]);
+        g.tokens.push_back(next[0]);
         if (!o.json) {
-            std::printf("%d%s", next[0], step + 1 < n_out ? " " : "\n");
+            std::printf("%d%s", next[0], step + 1 < r.n_out ? " " : "\n");
             std::fflush(stdout);
         }
     }
+}
 
-    const double measured_decode_s = fig.decode_ns / 1e9;
-    if (o.timing_only && o.project_out > 1 && n_out > 1) {
+// The figures reported: wall-clock speed of the emulation, modelled chip metrics, roofline.
+struct Summary {
+    jal::run::Metrics m;
+    double wall_tok_s = 0, wall_prefill_tok_s = 0;
+    double peak_bps = 0, min_bytes = 0, roofline_fraction = 0, decode_hbm_util = 0;
+};
+
+Summary summarize(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
+{
+    Summary s;
+    const double measured_decode_s = g.fig.decode_ns / 1e9;
+    if (o.timing_only && o.project_out > 1 && r.n_out > 1) {
         // Project a longer generation from the measured steps: every further step costs
         // what the measured ones did on average (the context grows by a few percent).
-        const double per_step_ns = double(fig.decode_ns) / (n_out - 1);
-        const double per_step_nj = double(fig.decode_energy_nj) / (n_out - 1);
-        fig.out_tokens = o.project_out;
-        fig.decode_ns = static_cast<uint64_t>(per_step_ns * (o.project_out - 1));
-        fig.decode_energy_nj = static_cast<uint64_t>(per_step_nj * (o.project_out - 1));
+        const double per_step_ns = double(g.fig.decode_ns) / (r.n_out - 1);
+        const double per_step_nj = double(g.fig.decode_energy_nj) / (r.n_out - 1);
+        g.fig.out_tokens = o.project_out;
+        g.fig.decode_ns = static_cast<uint64_t>(per_step_ns * (o.project_out - 1));
+        g.fig.decode_energy_nj = static_cast<uint64_t>(per_step_nj * (o.project_out - 1));
     }
-    jal::run::Metrics m = jal::run::compute_metrics(fig);
-    const double wall_tok_s = decode_wall > 0 ? double(n_out - 1) * users / decode_wall : 0;
-    const double wall_prefill_tok_s =
-        prefill_wall > 0 ? double(prompt.size()) * (o.timing_only ? 1 : users) / prefill_wall : 0;
-    const jal::model::ChipTotals& tot = rt->total();
+    s.m = jal::run::compute_metrics(g.fig);
+    s.wall_tok_s = g.decode_wall > 0 ? double(r.n_out - 1) * r.users / g.decode_wall : 0;
+    s.wall_prefill_tok_s = g.prefill_wall > 0 ? double(r.prompt.size()) *
+                                                    (o.timing_only ? 1 : r.users) / g.prefill_wall
+                                              : 0;
     // Decode against the memory-bandwidth roofline of the slices used (240 GB/s each,
     // ARCHITECTURE.md §12): the least traffic a step must cause over the modelled step time.
-    const double peak_bps = kSliceHbmBytesPerS * rt->slices();
-    const uint32_t ctx_mid = static_cast<uint32_t>(prompt.size()) + n_out / 2;
-    const double min_bytes = double(rt->decode_min_bytes(users, ctx_mid));
-    const double step_s = m.tpot_ms / 1e3;
-    const double roofline_fraction = step_s > 0 ? (min_bytes / peak_bps) / step_s : 0;
-    const double decode_hbm_util =
-        measured_decode_s > 0 ? double(decode_hbm_bytes) / measured_decode_s / peak_bps : 0;
-    if (o.json) {
-        nlohmann::json j;
-        j["model"] = o.timing_only ? o.shape : model_path;
-        j["timing_only"] = o.timing_only;
-        j["numerics"] = jal::model::numerics_name(numerics);
-        j["prompt_ids"] = o.timing_only ? nlohmann::json(prompt.size()) : nlohmann::json(prompt);
-        j["forced"] = !force.empty();
-        j["n_vocab"] = cfg.n_vocab;
-        j["concurrency"] = users;
-        j["slices"] = rt->slices();
-        j["tokens"] = tokens;
-        if (o.top) {
-            j["top_ids"] = top_ids;
-            j["top_logprobs"] = top_lps;
-        }
-        j["out_tokens"] = fig.out_tokens;
-        j["wall_tok_s"] = wall_tok_s;
-        j["wall_prefill_tok_s"] = wall_prefill_tok_s;
-        j["wall_load_s"] = load_s;
-        j["ttft_ms"] = m.ttft_ms;
-        j["tpot_ms"] = m.tpot_ms;
-        j["e2e_ms"] = m.e2e_ms;
-        j["tok_s_user"] = m.tok_s_user;
-        j["tok_s"] = m.tok_s;
-        j["avg_power_w"] = m.avg_power_w;
-        j["tok_s_per_kw"] = m.tok_s_per_kw;
-        j["static_power_w"] = jal::model::kStaticPowerW;
-        j["decode_min_bytes"] = min_bytes;
-        j["decode_roofline_ms"] = min_bytes / peak_bps * 1e3;
-        j["decode_roofline_fraction"] = roofline_fraction;
-        j["decode_hbm_util"] = decode_hbm_util;
-        if (o.profile && n_out > 1) {
-            nlohmann::json k = nlohmann::json::object();
-            for (auto& [name, t] : rt->last_by_kernel())
-                k[name] = {{"dispatches", t.dispatches},
-                           {"modelled_ns", t.modelled_ns},
-                           {"hbm_bytes", t.hbm_bytes},
-                           {"flops", t.flops},
-                           {"energy_nj", t.energy_nj}};
-            j["decode_kernels"] = k;
-        }
-        if (o.profile) {
-            nlohmann::json k = nlohmann::json::object();
-            for (auto& [name, t] : prefill_kernels)
-                k[name] = {{"dispatches", t.dispatches},
-                           {"modelled_ns", t.modelled_ns},
-                           {"hbm_bytes", t.hbm_bytes},
-                           {"flops", t.flops},
-                           {"energy_nj", t.energy_nj}};
-            j["prefill_kernels"] = k;
-        }
-        j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns},
-                     {"energy_nj", tot.energy_nj},   {"flops", tot.flops},
-                     {"hbm_bytes", tot.hbm_bytes},   {"weight_bytes", rt->weight_bytes()},
-                     {"decode_ns", fig.decode_ns},   {"prefill_ns", fig.prefill_ns}};
-        std::cout << j.dump(2) << std::endl;
-    } else if (!o.quiet) {
-        std::printf("\n%u tokens%s; emulation: %.2f tok/s decode (wall clock, %u user%s), prefill "
-                    "%.1f tok/s, "
-                    "load %.2f s\n",
-                    n_out, force.empty() ? "" : " (forced)", wall_tok_s, users,
-                    users > 1 ? "s" : "", wall_prefill_tok_s, load_s);
-        std::printf(
-            "modelled chip (%u slices): TTFT %.3f ms, TPOT %.4f ms, %.1f tok/s/user, %.1f tok/s, "
-            "%.1f W average, %.0f tok/s per kW\n",
-            rt->slices(), m.ttft_ms, m.tpot_ms, m.tok_s_user, m.tok_s, m.avg_power_w,
-            m.tok_s_per_kw);
-        std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f "
-                    "%% of it "
-                    "(HBM busy %.1f %%)\n",
-                    min_bytes / 1e6, peak_bps / 1e12, min_bytes / peak_bps * 1e3,
-                    100 * roofline_fraction, 100 * decode_hbm_util);
-        if (o.profile && n_out > 1) {
-            std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n",
-                        "kernel", "count", "time us", "HBM MB", "GB/s");
-            for (auto& [name, t] : rt->last_by_kernel())
-                std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(),
-                            (unsigned long long)t.dispatches, t.modelled_ns / 1e3,
-                            t.hbm_bytes / 1e6,
-                            t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
-        }
+    s.peak_bps = kSliceHbmBytesPerS * rt.slices();
+    const uint32_t ctx_mid = static_cast<uint32_t>(r.prompt.size()) + r.n_out / 2;
+    s.min_bytes = double(rt.decode_min_bytes(r.users, ctx_mid));
+    const double step_s = s.m.tpot_ms / 1e3;
+    s.roofline_fraction = step_s > 0 ? (s.min_bytes / s.peak_bps) / step_s : 0;
+    s.decode_hbm_util =
+        measured_decode_s > 0 ? double(g.decode_hbm_bytes) / measured_decode_s / s.peak_bps : 0;
+    return s;
+}
+
+nlohmann::json kernels_json(const std::map<std::string, jal::model::ChipTotals>& kernels)
+{
+    nlohmann::json k = nlohmann::json::object();
+    for (auto& [name, t] : kernels)
+        k[name] = {{"dispatches", t.dispatches},
+                   {"modelled_ns", t.modelled_ns},
+                   {"hbm_bytes", t.hbm_bytes},
+                   {"flops", t.flops},
+                   {"energy_nj", t.energy_nj}};
+    return k;
+}
+
+void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, const Generation& g,
+                const Summary& s, double load_s)
+{
+    nlohmann::json j;
+    j["model"] = o.timing_only ? o.shape : r.model_path;
+    j["timing_only"] = o.timing_only;
+    j["numerics"] = jal::model::numerics_name(r.numerics);
+    j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
+    j["forced"] = !r.force.empty();
+    j["n_vocab"] = rt.config().n_vocab;
+    j["concurrency"] = r.users;
+    j["slices"] = rt.slices();
+    j["tokens"] = g.tokens;
+    if (o.top) {
+        j["top_ids"] = g.top_ids;
+        j["top_logprobs"] = g.top_lps;
     }
+    j["out_tokens"] = g.fig.out_tokens;
+    j["wall_tok_s"] = s.wall_tok_s;
+    j["wall_prefill_tok_s"] = s.wall_prefill_tok_s;
+    j["wall_load_s"] = load_s;
+    j["ttft_ms"] = s.m.ttft_ms;
+    j["tpot_ms"] = s.m.tpot_ms;
+    j["e2e_ms"] = s.m.e2e_ms;
+    j["tok_s_user"] = s.m.tok_s_user;
+    j["tok_s"] = s.m.tok_s;
+    j["avg_power_w"] = s.m.avg_power_w;
+    j["tok_s_per_kw"] = s.m.tok_s_per_kw;
+    j["static_power_w"] = jal::model::kStaticPowerW;
+    j["decode_min_bytes"] = s.min_bytes;
+    j["decode_roofline_ms"] = s.min_bytes / s.peak_bps * 1e3;
+    j["decode_roofline_fraction"] = s.roofline_fraction;
+    j["decode_hbm_util"] = s.decode_hbm_util;
+    if (o.profile && r.n_out > 1) j["decode_kernels"] = kernels_json(rt.last_by_kernel());
+    if (o.profile) j["prefill_kernels"] = kernels_json(g.prefill_kernels);
+    const jal::model::ChipTotals& tot = rt.total();
+    j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns},
+                 {"energy_nj", tot.energy_nj},   {"flops", tot.flops},
+                 {"hbm_bytes", tot.hbm_bytes},   {"weight_bytes", rt.weight_bytes()},
+                 {"decode_ns", g.fig.decode_ns}, {"prefill_ns", g.fig.prefill_ns}};
+    std::cout << j.dump(2) << std::endl;
+}
+
+void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, const Summary& s,
+                double load_s)
+{
+    std::printf("\n%u tokens%s; emulation: %.2f tok/s decode (wall clock, %u user%s), prefill "
+                "%.1f tok/s, "
+                "load %.2f s\n",
+                r.n_out, r.force.empty() ? "" : " (forced)", s.wall_tok_s, r.users,
+                r.users > 1 ? "s" : "", s.wall_prefill_tok_s, load_s);
+    std::printf(
+        "modelled chip (%u slices): TTFT %.3f ms, TPOT %.4f ms, %.1f tok/s/user, %.1f tok/s, "
+        "%.1f W average, %.0f tok/s per kW\n",
+        rt.slices(), s.m.ttft_ms, s.m.tpot_ms, s.m.tok_s_user, s.m.tok_s, s.m.avg_power_w,
+        s.m.tok_s_per_kw);
+    std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f "
+                "%% of it "
+                "(HBM busy %.1f %%)\n",
+                s.min_bytes / 1e6, s.peak_bps / 1e12, s.min_bytes / s.peak_bps * 1e3,
+                100 * s.roofline_fraction, 100 * s.decode_hbm_util);
+    if (o.profile && r.n_out > 1) {
+        std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel",
+                    "count", "time us", "HBM MB", "GB/s");
+        for (auto& [name, t] : rt.last_by_kernel())
+            std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(),
+                        (unsigned long long)t.dispatches, t.modelled_ns / 1e3, t.hbm_bytes / 1e6,
+                        t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
+    }
+}
+
+int run(const Options& o)
+{
+    Request r = parse_request(o);
+    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, true, {"--fw", "native"});
+    jal::runtime::Device device(o.device, emu.socket_dir());
+    double load_s = 0;
+    std::unique_ptr<jal::model::Runtime> rt = open_runtime(o, r, device, load_s);
+    if (!o.json && !o.quiet) print_banner(o, r, *rt, emu);
+
+    Generation g;
+    prefill(o, r, *rt, g);
+    decode(o, r, *rt, g);
+    const Summary s = summarize(o, r, *rt, g);
+    if (o.json)
+        print_json(o, r, *rt, g, s, load_s);
+    else if (!o.quiet)
+        print_text(o, r, *rt, s, load_s);
     rt.reset();
     return 0;
 }

@@ -28,7 +28,7 @@ ConsoleClient::ConsoleClient(const std::string& path, std::chrono::milliseconds 
         fd_ = -1;
         if (std::chrono::steady_clock::now() > deadline)
             throw std::runtime_error("cannot connect to " + path + ": " + std::strerror(err));
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::yield();
     }
 }
 

@@ -33,7 +33,7 @@ protected:
         while (std::chrono::steady_clock::now() < deadline) {
             s = static_cast<uint32_t>(c.reg_read(JAL_BAR_REGS, JAL_REG_ADMIN_STATUS, 4));
             if (s & bits) return s;
-            std::this_thread::sleep_for(1ms);
+            std::this_thread::yield();  // each read is a round trip to the emulator
         }
         return s;
     }

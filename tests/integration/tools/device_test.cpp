@@ -296,12 +296,14 @@ TEST_F(DeviceTest, ClientsBeyondTheHostFunctionsAreRefusedClearly)
     EXPECT_FALSE(clients.empty());
     clients.pop_back();  // a function comes free once the emulator notices the hang-up
     bool reopened = false;
-    for (int attempt = 0; attempt < 100 && !reopened; attempt++) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!reopened && std::chrono::steady_clock::now() < deadline) {
         try {
             jal::Device::open(0, emu().open_options());
             reopened = true;
-        } catch (const jal::Error&) {
-            std::this_thread::sleep_for(20ms);
+        } catch (const jal::Error& e) {
+            ASSERT_EQ(e.status(), JAL_STATUS_BUSY) << e.what();
+            std::this_thread::yield();  // each attempt is a round trip to the emulator
         }
     }
     EXPECT_TRUE(reopened);

@@ -2,6 +2,7 @@
 // for the next one: killed by SIGKILL mid-traffic, or exiting without cleaning up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <sys/wait.h>
 #include <thread>
@@ -71,17 +72,21 @@ TEST_P(ClientDeathTest, TheNextClientFindsTheDeviceClean)
     }
 
     // A new client: the dead one's slice is free again (the firmware cleans up when it
-    // notices the function went away, so give it a moment), and queues work.
+    // notices the function went away: retry until it has), and queues work.
     Device fresh(0, emu().socket_dir());
     Context ctx(fresh);
     std::unique_ptr<Memory> big;
-    for (int attempt = 0; !big; attempt++) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    auto backoff = 1ms;  // between attempts, each an admin command the firmware serves
+    while (!big) {
         try {
             big = std::make_unique<Memory>(ctx, kNearlyASlice, JAL_PLACE_SLICE, kSlice);
         } catch (const jal::Error& e) {
             ASSERT_EQ(e.status(), JAL_STATUS_NO_MEMORY) << e.what();
-            ASSERT_LT(attempt, 200) << "the dead client's memory was never freed";
-            std::this_thread::sleep_for(50ms);
+            ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+                << "the dead client's memory was never freed";
+            std::this_thread::sleep_for(backoff);
+            backoff = std::min(2 * backoff, 20ms);
         }
     }
     Queue q(ctx);

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
+#include "common/thread_state.hpp"
 #include "runtime_fixture.hpp"
 
 namespace {
@@ -145,7 +148,13 @@ TEST_F(QueueTest, ABarrierHoldsItsQueueUntilTheHostSignals)
     Signal* deps[] = {&gate};
     q.barrier_and(std::span<const Signal* const>(deps, 1));
     q.nop(&after);
-    std::this_thread::sleep_for(50ms);
+    // Until the device has taken the doorbell covering both packets (its engine looks at
+    // the barrier in the same pass).
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (q.status().write_index < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    EXPECT_EQ(q.status().write_index, 2u);
+    EXPECT_EQ(q.status().read_index, 0u) << "the barrier retired while its dependency waits";
     EXPECT_EQ(after.value(), 1) << "a packet behind an unsatisfied barrier ran";
     gate.store(0);
     EXPECT_EQ(finish(after), JAL_STATUS_OK);
@@ -189,13 +198,21 @@ TEST_F(QueueTest, AFullQueueHoldsProducersBackUntilTheDeviceCatchesUp)
     Signal* deps[] = {&gate};
     q.barrier_and(std::span<const Signal* const>(deps, 1));
     std::atomic<int> submitted{0};
+    std::atomic<pid_t> producer_tid{0};
     std::thread producer([&] {
+        producer_tid = ::gettid();
         for (int i = 0; i < 200; i++) {
             q.nop(&count);
             submitted++;
         }
     });
-    std::this_thread::sleep_for(100ms);
+    // Until the producer has submitted what fits and backs off (it spins, yields, then
+    // sleeps between looks for room).
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while ((producer_tid.load() == 0 || submitted.load() < 15) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    jal::test::wait_until_blocked(producer_tid, jal::test::kSleepCalls);
     // The ring holds 16: the barrier and 15 no-ops; the producer waits for room.
     EXPECT_EQ(submitted.load(), 15);
     EXPECT_EQ(count.value(), 200);

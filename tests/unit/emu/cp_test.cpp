@@ -222,6 +222,28 @@ protected:
     {
         return __atomic_load_n(&s->value, __ATOMIC_ACQUIRE) <= 0;
     }
+    // Polls `holds` (yielding between looks) until it is true or `timeout` passes.
+    template <class Pred>
+    bool eventually(Pred holds, std::chrono::milliseconds timeout = 10s)
+    {
+        const auto end = std::chrono::steady_clock::now() + timeout;
+        while (!holds()) {
+            if (std::chrono::steady_clock::now() > end) return false;
+            std::this_thread::yield();
+        }
+        return true;
+    }
+    // How often queue `id`'s engine has found its next packet waiting (QueueEngine).
+    std::uint64_t pending_checks(std::uint32_t id) const
+    {
+        return chip_->cp().queue(id).pending_checks();
+    }
+    // Waits until queue `id` has looked at its waiting packet `n` more times than `before`.
+    void wait_pending(std::uint32_t id, std::uint64_t before, std::uint64_t n = 1)
+    {
+        EXPECT_TRUE(eventually([&] { return pending_checks(id) >= before + n; }))
+            << "queue " << id << " never found its packet waiting";
+    }
 
     Packet nop_s(const jal_signal* s, std::uint8_t flags = 0)
     {
@@ -348,9 +370,10 @@ TEST_F(CpTest, BarrierOrdersTwoQueues)
     jal_signal* barrier_done = signal(1);
     jal_signal* downloaded = signal(2);
     // q0 waits for q1's upload, then downloads.
+    const std::uint64_t checks = pending_checks(0);
     submit(*q0, barrier({uploaded}, barrier_done));
     submit(*q0, copy(JAL_COPY_D2H, kVa + 5 * kPage, bus(dst), 4096, downloaded));
-    std::this_thread::sleep_for(30ms);
+    wait_pending(0, checks);  // the engine has looked at the barrier and waits
     EXPECT_FALSE(done(barrier_done));
     EXPECT_FALSE(done(downloaded));
     EXPECT_EQ(qreg64(0, JAL_CP_Q_READ_LO), 0u);
@@ -366,7 +389,9 @@ TEST_F(CpTest, BarrierOrdersTwoQueues)
     submit(*q0, barrier({a, b}, both));
     submit(*q1, nop_s(b));
     submit(*q1, nop_s(b));
-    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(wait(b), JAL_STATUS_OK);
+    // Two more looks: at least one whole one after b reached 0.
+    wait_pending(0, pending_checks(0), 2);
     EXPECT_FALSE(done(both));
     __atomic_store_n(&a->value, 0, __ATOMIC_RELEASE);  // the host completes it
     EXPECT_EQ(wait(both), JAL_STATUS_OK);
@@ -493,10 +518,11 @@ TEST_F(CpTest, ResetDropsUnexecutedPacketsAndDisableStopsAWaitingBarrier)
     jal_signal* never = signal(0);
     jal_signal* b = signal(1);
     jal_signal* n1 = signal(2);
+    const std::uint64_t checks = pending_checks(2);
     submit(*q, nop_s(nullptr, 0));
     submit(*q, barrier({never}, b));
     submit(*q, nop_s(n1));
-    std::this_thread::sleep_for(20ms);
+    wait_pending(2, checks);
     EXPECT_EQ(qreg64(2, JAL_CP_Q_READ_LO), 1u);  // stuck at the barrier
     // A packet with an error earlier on is cleared by the reset too.
     ctrl(2, JAL_CP_CTRL_RESET);
@@ -513,8 +539,9 @@ TEST_F(CpTest, ResetDropsUnexecutedPacketsAndDisableStopsAWaitingBarrier)
 
     // DISABLE while a barrier waits returns promptly and leaves the packet unexecuted.
     jal_signal* b2 = signal(4);
+    const std::uint64_t checks2 = pending_checks(2);
     submit(*q, barrier({never}, b2));
-    std::this_thread::sleep_for(10ms);
+    wait_pending(2, checks2);
     ctrl(2, JAL_CP_CTRL_DISABLE);
     EXPECT_EQ(qreg(2, JAL_CP_Q_STATE), JAL_QUEUE_DISABLED);
     EXPECT_EQ(qreg64(2, JAL_CP_Q_READ_LO), 4u);
@@ -548,10 +575,10 @@ TEST_F(CpTest, DoorbellSleepWakeupAndMmioDoorbellAndInterrupt)
     submit(*q, nop_s(s));
     EXPECT_EQ(wait(s), JAL_STATUS_OK);
     // Idle: the engine goes to sleep and asks to be woken.
-    for (auto t = std::chrono::steady_clock::now(); !*db_word(4, JAL_DOORBELL_NEED_WAKEUP);) {
-        ASSERT_LT(std::chrono::steady_clock::now() - t, 5s);
-        std::this_thread::sleep_for(1ms);
-    }
+    auto asleep = [&] {
+        return __atomic_load_n(db_word(4, JAL_DOORBELL_NEED_WAKEUP), __ATOMIC_ACQUIRE) != 0;
+    };
+    ASSERT_TRUE(eventually(asleep));
     const int kicks = kicks_;
     jal_signal* s2 = signal(1);
     submit(*q, nop_s(s2));
@@ -559,8 +586,9 @@ TEST_F(CpTest, DoorbellSleepWakeupAndMmioDoorbellAndInterrupt)
     EXPECT_EQ(wait(s2, 0, 1s),
               JAL_STATUS_OK);  // well before the engine's fallback poll would matter
 
-    // The MMIO path (QEMU, kernel driver): BAR2 REG_WRITE stores the index and wakes.
-    std::this_thread::sleep_for(20ms);
+    // The MMIO path (QEMU, kernel driver): BAR2 REG_WRITE stores the index and wakes (the
+    // engine asleep again first).
+    ASSERT_TRUE(eventually(asleep));
     jal_signal* s3 = signal(2);
     submit(*q, nop_s(s3), false);
     ASSERT_EQ(chip_->host().host_write(fn_, JAL_BAR_DOORBELL, 4 * JAL_DOORBELL_STRIDE, 8, 3),
@@ -603,7 +631,9 @@ TEST_F(CpTest, AHeaderPublishedLongAfterItsDoorbellStillRunsInOrder)
     const Packet p = nop_s(late);
     std::memcpy(slot + 4, p.data() + 4, JAL_PACKET_SIZE - 4);  // body only, no header yet
     submit(*q, nop_s(next));                                   // rings the doorbell past it
-    std::this_thread::sleep_for(1200ms);
+    // The engine looks at the slot again and again; wait until it has done so for as many
+    // of its longest sleeps as fit in 1.2 s (beyond the 1 s an engine once gave up after).
+    wait_pending(7, 0, std::chrono::milliseconds(1200) / jal::emu::QueueEngine::kPendingPoll);
     EXPECT_EQ(__atomic_load_n(&next->value, __ATOMIC_ACQUIRE), 1)
         << "ran ahead of an unpublished packet";
     EXPECT_EQ(qreg(7, JAL_CP_Q_ERRORS), 0u);
@@ -637,10 +667,7 @@ TEST_F(CpTest, BadConfigurationsAndUnmappedRingsStopInError)
     EXPECT_EQ(wait(s), JAL_STATUS_OK);
     ASSERT_EQ(chip_->host().memory(fn_).unmap(kBus, kHostBytes), JAL_STATUS_OK);
     submit(*q, nop_s(nullptr));
-    for (auto t = std::chrono::steady_clock::now(); qreg(9, JAL_CP_Q_STATE) != JAL_QUEUE_ERROR;) {
-        ASSERT_LT(std::chrono::steady_clock::now() - t, 5s);
-        std::this_thread::sleep_for(1ms);
-    }
+    ASSERT_TRUE(eventually([&] { return qreg(9, JAL_CP_Q_STATE) == JAL_QUEUE_ERROR; }));
     EXPECT_EQ(qreg(9, JAL_CP_Q_LAST_ERROR), JAL_STATUS_DMA_FAULT);
     // Mapped again, a reset brings it back.
     ASSERT_EQ(chip_->host().memory(fn_).map(kBus, kHostBytes, memfd_, 0), JAL_STATUS_OK);

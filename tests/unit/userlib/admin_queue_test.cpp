@@ -179,7 +179,10 @@ TEST(AdminQueue, CompletionFromAnotherThreadWakesTheWaiter)
     dev.auto_complete = false;
     AdminQueue queue(dev, entries(4));
     std::thread device([&] {
-        while (dev.pending() == 0) std::this_thread::sleep_for(1ms);
+        // Until the command is submitted (a generous bound: then execute() times out).
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (dev.pending() == 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::yield();
         dev.complete_pending();
     });
     EXPECT_EQ(queue.execute(command(42), 5s).result, 42u);

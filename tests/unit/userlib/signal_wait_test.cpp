@@ -2,12 +2,15 @@
 // the fake backend's eventfds the way the emulator raises MSI-X vectors.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <jal/error.hpp>
 #include <jal/hw/pci.h>
 
+#include "common/thread_state.hpp"
 #include "fake_backend.hpp"
 #include "runtime/irq_hub.hpp"
 #include "runtime/signal.hpp"
@@ -16,6 +19,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace jal::rt;
+
+using jal::test::kPollCalls;
+using jal::test::kPollOrFutexCalls;
+using jal::test::wait_until_blocked;
 
 class SignalWait : public ::testing::Test {
 protected:
@@ -92,10 +99,12 @@ TEST_F(SignalWait, TimesOutInEveryMode)
 
 TEST_F(SignalWait, PollSeesACompletionFromAnotherThread)
 {
+    std::atomic<bool> waiting{false};
     std::thread device([&] {
-        std::this_thread::sleep_for(2ms);
+        while (!waiting.load()) std::this_thread::yield();
         store_signal(slot.host, 0, JAL_STATUS_OK);
     });
+    waiting = true;
     auto r = wait_signal(slot.host, zero(WaitMode::poll), &hub);
     device.join();
     EXPECT_TRUE(r.satisfied);
@@ -104,8 +113,9 @@ TEST_F(SignalWait, PollSeesACompletionFromAnotherThread)
 
 TEST_F(SignalWait, InterruptWakesASleepingWaiterWithThePacketStatus)
 {
+    const pid_t waiter = ::gettid();
     std::thread device([&] {
-        std::this_thread::sleep_for(5ms);
+        wait_until_blocked(waiter, kPollCalls);
         complete(0, JAL_STATUS_DMA_FAULT);
     });
     auto r = wait_signal(slot.host, zero(WaitMode::interrupt), &hub);
@@ -119,12 +129,17 @@ TEST_F(SignalWait, OneInterruptWakesEveryWaiter)
 {
     constexpr int kWaiters = 4;
     std::vector<std::thread> waiters;
+    std::vector<std::atomic<pid_t>> tids(kWaiters);
     std::atomic<int> woke{0};
     for (int i = 0; i < kWaiters; i++)
-        waiters.emplace_back([&] {
+        waiters.emplace_back([&, i] {
+            tids[i] = ::gettid();
             if (wait_signal(slot.host, zero(WaitMode::interrupt), &hub).satisfied) woke++;
         });
-    std::this_thread::sleep_for(5ms);
+    for (auto& tid : tids) {
+        while (tid.load() == 0) std::this_thread::yield();
+        wait_until_blocked(tid, kPollOrFutexCalls);
+    }
     complete(0, JAL_STATUS_OK, JAL_MSIX_VECTORS - 1);
     for (auto& t : waiters) t.join();
     EXPECT_EQ(woke, kWaiters);
@@ -134,8 +149,9 @@ TEST_F(SignalWait, HybridSleepsAfterSpinning)
 {
     WaitOptions o = zero(WaitMode::hybrid);
     o.spin = 100us;
+    const pid_t waiter = ::gettid();
     std::thread device([&] {
-        std::this_thread::sleep_for(5ms);
+        wait_until_blocked(waiter, kPollCalls);  // spun, then went to sleep
         complete(0, JAL_STATUS_OK);
     });
     auto r = wait_signal(slot.host, o, &hub);
@@ -149,10 +165,17 @@ TEST_F(SignalWait, WaitsForOtherConditionsAndValues)
     WaitOptions o = zero(WaitMode::interrupt);
     o.condition = SignalCondition::lt;
     o.compare = -5;
+    const pid_t waiter = ::gettid();
     std::thread device([&] {
         for (int v = 0; v >= -6; v--) {
-            std::this_thread::sleep_for(1ms);
+            wait_until_blocked(waiter, kPollCalls);
+            uint64_t before = hub.generation();
             complete(v, JAL_STATUS_OK);
+            // Until the waiter took the interrupt (then it looks at v and, but for the last
+            // one, sleeps again).
+            auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (hub.generation() == before && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::yield();
         }
     });
     auto r = wait_signal(slot.host, o, &hub);

@@ -1,6 +1,7 @@
 // The device layer's one view of a chip function: register access, host memory the device
-// can DMA into, interrupts as eventfds. Implemented by the direct emulator transport today
-// and by the kernel driver later; nothing above this interface may know which it talks to.
+// can DMA into, interrupts as eventfds. Implemented by the direct emulator transport
+// (direct/: jal-emu's socket) and by the kernel-driver backend (kmd/: /dev/jalN, jal.ko);
+// nothing above this interface may know which it talks to.
 #pragma once
 
 #include <array>
@@ -12,7 +13,7 @@
 namespace jal::backend {
 
 struct BackendIdentity {
-    std::string transport;           // "direct", later "kmd"
+    std::string transport;           // "direct" or "kmd"
     std::string location;            // socket path or device node
     uint32_t interface_version = 0;  // transport protocol version of the other side
     uint32_t function = 0;           // host function this backend drives
