@@ -9,6 +9,7 @@
 #include "util/log.hpp"
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -42,6 +43,7 @@ int main(int argc, char** argv)
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
+        std::vector<std::unique_ptr<std::atomic<unsigned>>> pending;  // per chip, pre-HELLO
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
             cfg.index = i;
@@ -52,8 +54,12 @@ int main(int argc, char** argv)
             consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
             consoles.back()->start();
             Chip& chip = *chips.back();
+            auto& waiting = *pending.emplace_back(std::make_unique<std::atomic<unsigned>>(0));
             servers.push_back(std::make_unique<UnixListener>(
-                base + ".sock", SOCK_SEQPACKET, [c = &chip](int fd) { serve_connection(*c, fd); }));
+                base + ".sock", SOCK_SEQPACKET,
+                [c = &chip, &waiting, &session = opts.session](int fd) {
+                    serve_connection(*c, fd, session, waiting);
+                }));
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);

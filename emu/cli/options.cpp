@@ -119,6 +119,15 @@ EmuOptions parse_options(int argc, char** argv)
         ->check(CLI::IsMember({"native", "image"}));
     app.add_option("--fw-image", o.chip.firmware_image, "Firmware image to run with --fw image")
         ->capture_default_str();
+    double hello_timeout_s = 5.0;
+    app.add_option("--hello-timeout", hello_timeout_s,
+                   "Seconds a new connection has to send HELLO before it is closed")
+        ->check(CLI::Range(0.001, 3600.0))
+        ->capture_default_str();
+    app.add_option("--max-pending", o.session.max_pending,
+                   "Connections per chip that may wait for HELLO at once; more are closed")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
     try {
@@ -133,6 +142,7 @@ EmuOptions parse_options(int argc, char** argv)
         std::exit(2);
     }
     o.chip.firmware = fw == "image" ? FirmwareMode::image : FirmwareMode::native;
+    o.session.hello_timeout = std::chrono::milliseconds(static_cast<long>(hello_timeout_s * 1000));
     return o;
 }
 
