@@ -7,6 +7,7 @@
 #include "transport/unix_listener.hpp"
 
 #include "util/log.hpp"
+#include <jal/emu/socket_trust.hpp>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -39,6 +40,9 @@ int main(int argc, char** argv)
         if (mkdir(opts.socket_dir.c_str(), 0700) != 0 && errno != EEXIST)
             throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " +
                                      std::strerror(errno));
+        if (auto why = jal::emu::socket_dir_problem(opts.socket_dir); !why.empty())
+            throw std::runtime_error(why);
+        UnixListener::allow_peer_uids(opts.allow_uids);
 
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;

@@ -128,6 +128,10 @@ EmuOptions parse_options(int argc, char** argv)
                    "Connections per chip that may wait for HELLO at once; more are closed")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
+    app.add_option("--allow-uid", o.allow_uids,
+                   "Also serve clients running as this uid (repeatable; by default only the "
+                   "emulator's own uid and root). Their access to the socket directory is up "
+                   "to you: it must stay writable by its owner only");
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
     try {

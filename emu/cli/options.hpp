@@ -16,8 +16,9 @@ struct EmuOptions {
     std::uint32_t chips = 1;
     std::string log_file;
     bool verbose = false;
-    ChipConfig chip;        // applies to every chip; index is filled per chip
-    SessionPolicy session;  // per connection, for every chip (docs/security.md)
+    ChipConfig chip;                        // applies to every chip; index is filled per chip
+    SessionPolicy session;                  // per connection, for every chip (docs/security.md)
+    std::vector<std::uint32_t> allow_uids;  // client uids served besides our own and root
 };
 
 // Parses argv; prints help or an error and exits on bad input.

@@ -2,9 +2,12 @@
 
 #include "emu/util/log.hpp"
 
+#include <jal/emu/socket_trust.hpp>
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -14,6 +17,30 @@
 #include <stdexcept>
 
 namespace jal::emu {
+
+namespace {
+std::vector<std::uint32_t>& extra_uids()
+{
+    static std::vector<std::uint32_t> uids;
+    return uids;
+}
+}  // namespace
+
+void UnixListener::allow_peer_uids(std::vector<std::uint32_t> uids)
+{
+    extra_uids() = std::move(uids);
+}
+
+bool UnixListener::peer_allowed(int fd) const
+{
+    uid_t uid;
+    if (!socket_peer_uid(fd, uid)) return false;
+    if (trusted_peer_uid(uid)) return true;
+    for (auto allowed : extra_uids())
+        if (allowed == uid) return true;
+    log(LogLevel::warn, "{}: connection from uid {} refused (see --allow-uid)", path_, uid);
+    return false;
+}
 
 UnixListener::UnixListener(std::string path, int type, std::function<void(int)> serve,
                            std::size_t max_clients)
@@ -27,8 +54,11 @@ UnixListener::UnixListener(std::string path, int type, std::function<void(int)> 
     listen_fd_ = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     unlink(path_.c_str());  // a stale socket from an emulator that was killed
+    // Owner only, unless other uids are allowed (the directory still keeps strangers out;
+    // each peer's uid is checked on accept).
+    const mode_t mode = extra_uids().empty() ? 0600 : 0666;
     if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        listen(listen_fd_, 16) != 0) {
+        chmod(path_.c_str(), mode) != 0 || listen(listen_fd_, 16) != 0) {
         const std::string why = std::strerror(errno);
         close(listen_fd_);
         throw std::runtime_error("cannot listen on " + path_ + ": " + why);
@@ -108,6 +138,10 @@ bool UnixListener::accept_one()
         return false;
     }
     starved_ = false;
+    if (!peer_allowed(fd)) {
+        close(fd);
+        return true;
+    }
     std::lock_guard lock(mutex_);
     reap_finished_locked();
     if (stopping_ || clients_.size() >= max_clients_) {

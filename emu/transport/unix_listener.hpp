@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace jal::emu {
 
@@ -21,6 +22,9 @@ public:
     ~UnixListener();
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
+
+    // Peers besides our own uid and root that every listener serves (default none).
+    static void allow_peer_uids(std::vector<std::uint32_t> uids);
 
     void start();
     // Closes the socket, shuts every client down, joins their threads, removes the file.
@@ -37,6 +41,7 @@ private:
     // Accepts one connection; false when out of descriptors (the caller backs off).
     bool accept_one();
     void reap_finished_locked();
+    bool peer_allowed(int fd) const;
 
     std::string path_;
     std::function<void(int)> serve_;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <jal/emu/socket_trust.hpp>
 #include <jal/error.hpp>
 
 #include "../../util/deadline.hpp"
@@ -63,6 +64,24 @@ int connect_bounded(int fd, const sockaddr_un& addr, util::Deadline& deadline)
     }
 }
 
+// Nothing is sent to an emulator in a directory others could have planted it in, or run
+// by another user (docs/security.md).
+void check_trust(const std::string& path, int fd)
+{
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
+    if (auto why = emu::socket_dir_problem(dir); !why.empty())
+        throw Error(JAL_STATUS_PERMISSION, why + "; not connecting to " + path);
+    uid_t uid = 0;
+    if (!emu::socket_peer_uid(fd, uid))
+        throw Error(JAL_STATUS_IO_ERROR,
+                    "cannot tell who serves " + path + ": " + errno_text(errno));
+    if (!emu::trusted_peer_uid(uid))
+        throw Error(JAL_STATUS_PERMISSION, "the emulator at " + path + " runs as uid " +
+                                               std::to_string(uid) +
+                                               ", neither this user nor root; not using it");
+}
+
 }  // namespace
 
 SeqpacketSocket SeqpacketSocket::connect(const std::string& path, std::chrono::milliseconds timeout)
@@ -89,6 +108,7 @@ SeqpacketSocket SeqpacketSocket::connect(const std::string& path, std::chrono::m
                                             " accepts no connections (connect timed out after " +
                                             util::describe(timeout) + ")");
     if (err != 0) throw Error(JAL_STATUS_IO_ERROR, "connect to " + path + ": " + errno_text(err));
+    check_trust(path, fd.get());
     // Every later wait is bounded by poll; blocking mode is what receive() expects.
     const int flags = ::fcntl(fd.get(), F_GETFL);
     ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
