@@ -174,6 +174,39 @@ private:
         return reply(req, JAL_STATUS_PROTOCOL);
     }
 
+    // HELLO: attaches the function. Returns false when the connection must end.
+    bool hello(const jal_msg_hdr& hdr, const jal_msg_hello& m)
+    {
+        if (fn_ >= 0) return protocol_error(hdr, "second HELLO");
+        if ((m.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
+            reply(hdr, JAL_STATUS_VERSION_MISMATCH);
+            return false;
+        }
+        if (m.flags) {
+            log(LogLevel::warn, "chip{}: HELLO with reserved flags {:#x} refused", chip_.index(),
+                m.flags);
+            return reply(hdr, JAL_STATUS_INVALID_FIELD);
+        }
+        client_ = printable_client_name(m.client, sizeof m.client);
+        fn_ = chip_.host().attach();
+        if (fn_ < 0) {
+            log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use", chip_.index(),
+                client_, JAL_MGMT_MAX_FUNCS);
+            reply(hdr, JAL_STATUS_BUSY);
+            return false;
+        }
+        log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
+        jal_msg_hello_reply hr{};
+        hr.proto_version = JAL_PROTO_VERSION;
+        hr.function = static_cast<std::uint32_t>(fn_);
+        hr.chip_index = chip_.index();
+        hr.msix_vectors = JAL_MSIX_VECTORS;
+        hr.bar_size[JAL_BAR_REGS] = JAL_BAR_REGS_SIZE;
+        hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
+        hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
+        return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+    }
+
     // Returns false when the connection must end.
     bool handle(const std::byte* data, const Received& r, bool& fd_taken)
     {
@@ -191,34 +224,7 @@ private:
             if (!expect(sizeof(jal_msg_hello))) return protocol_error(hdr, "bad HELLO size");
             jal_msg_hello m;
             std::memcpy(&m, data, sizeof m);
-            if (fn_ >= 0) return protocol_error(hdr, "second HELLO");
-            if ((m.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
-                reply(hdr, JAL_STATUS_VERSION_MISMATCH);
-                return false;
-            }
-            if (m.flags) {
-                log(LogLevel::warn, "chip{}: HELLO with reserved flags {:#x} refused",
-                    chip_.index(), m.flags);
-                return reply(hdr, JAL_STATUS_INVALID_FIELD);
-            }
-            client_ = printable_client_name(m.client, sizeof m.client);
-            fn_ = chip_.host().attach();
-            if (fn_ < 0) {
-                log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use",
-                    chip_.index(), client_, JAL_MGMT_MAX_FUNCS);
-                reply(hdr, JAL_STATUS_BUSY);
-                return false;
-            }
-            log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
-            jal_msg_hello_reply hr{};
-            hr.proto_version = JAL_PROTO_VERSION;
-            hr.function = static_cast<std::uint32_t>(fn_);
-            hr.chip_index = chip_.index();
-            hr.msix_vectors = JAL_MSIX_VECTORS;
-            hr.bar_size[JAL_BAR_REGS] = JAL_BAR_REGS_SIZE;
-            hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
-            hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
-            return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+            return hello(hdr, m);
         }
         if (fn_ < 0) return protocol_error(hdr, "HELLO must come first");
 
