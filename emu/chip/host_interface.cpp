@@ -315,6 +315,8 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
     }
     case hostif(JAL_HOSTIF_FUNC_EVENTS):
         return func_events_;
+    case hostif(JAL_HOSTIF_FN_LIMITS):
+        return fn_limits_;
     default:
         return 0;
     }

@@ -60,6 +60,11 @@ public:
     std::uint32_t dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
                       bool to_host);
     void raise_msi(std::uint32_t fn, std::uint32_t vector);
+    // JAL_HOSTIF_FN_LIMITS: contexts and user queues each function may hold (0: no limit).
+    void set_function_limits(std::uint32_t contexts, std::uint32_t queues)
+    {
+        fn_limits_ = (contexts & 0xffff) | (queues & 0xffff) << 16;
+    }
 
     // Chip or management-core reset: queues disabled, firmware-owned registers cleared.
     void reset(bool chip_reset);
@@ -87,6 +92,7 @@ private:
     mutable std::mutex mutex_;
     std::array<Function, JAL_MGMT_MAX_FUNCS> fns_;
     std::uint32_t func_events_ = 0;
+    std::uint32_t fn_limits_ = 0;
     // Registers the firmware publishes.
     std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,
                   post_code_ = 0, fault_ = 0;

@@ -128,6 +128,14 @@ EmuOptions parse_options(int argc, char** argv)
                    "Connections per chip that may wait for HELLO at once; more are closed")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
+    app.add_option("--max-contexts-per-client", o.chip.max_contexts_per_fn,
+                   "Contexts one client (host function) may hold, 0 = no limit (the chip has 63)")
+        ->check(CLI::Range(0, 63))
+        ->capture_default_str();
+    app.add_option("--max-queues-per-client", o.chip.max_queues_per_fn,
+                   "User queues one client may hold, 0 = no limit (the chip has 256)")
+        ->check(CLI::Range(0, 256))
+        ->capture_default_str();
     app.add_option("--allow-uid", o.allow_uids,
                    "Also serve clients running as this uid (repeatable; by default only the "
                    "emulator's own uid and root). Their access to the socket directory is up "
