@@ -8,8 +8,10 @@
 
 #include "jal/emu/socket_dir.hpp"
 #include "util/log.hpp"
+#include <jal/emu/socket_trust.hpp>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -39,10 +41,14 @@ int main(int argc, char** argv)
         if (mkdir(opts.socket_dir.c_str(), 0700) != 0 && errno != EEXIST)
             throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " +
                                      std::strerror(errno));
+        if (auto why = jal::emu::socket_dir_problem(opts.socket_dir); !why.empty())
+            throw std::runtime_error(why);
+        UnixListener::allow_peer_uids(opts.allow_uids);
 
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
+        std::vector<std::unique_ptr<std::atomic<unsigned>>> pending;  // per chip, pre-HELLO
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
             cfg.index = i;
@@ -53,8 +59,12 @@ int main(int argc, char** argv)
             consoles.push_back(std::make_unique<ConsoleServer>(*chips.back(), base + ".console"));
             consoles.back()->start();
             Chip& chip = *chips.back();
+            auto& waiting = *pending.emplace_back(std::make_unique<std::atomic<unsigned>>(0));
             servers.push_back(std::make_unique<UnixListener>(
-                base + ".sock", SOCK_SEQPACKET, [c = &chip](int fd) { serve_connection(*c, fd); }));
+                base + ".sock", SOCK_SEQPACKET,
+                [c = &chip, &waiting, &session = opts.session](int fd) {
+                    serve_connection(*c, fd, session, waiting);
+                }));
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);

@@ -35,6 +35,7 @@ Chip::Chip(const ChipConfig& config)
 {
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
+    host_.set_function_limits(config.max_contexts_per_fn, config.max_queues_per_fn);
     slices_.set_synthetic_busy(config.load_watts > 0);
     host_.on_post_code = [this](std::uint32_t code) {
         log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code,

@@ -1,9 +1,12 @@
 #include "emu/chip/host_interface.hpp"
 
+#include "emu/chip/irq_eventfd.hpp"
 #include "emu/util/log.hpp"
 #include "jal/hw/status.h"
 
 #include <unistd.h>
+
+#include <utility>
 
 namespace jal::emu {
 
@@ -26,10 +29,7 @@ HostInterface::~HostInterface()
 
 void HostInterface::close_irqs_locked(Function& f)
 {
-    for (int& fd : f.irq_fd) {
-        if (fd >= 0) close(fd);
-        fd = -1;
-    }
+    for (auto& irq : f.irq) irq.reset();
 }
 
 void HostInterface::bump_locked(int fn)
@@ -219,10 +219,19 @@ std::uint32_t HostInterface::set_irq(int fn, std::uint32_t vector, int fd)
         if (fd >= 0) close(fd);
         return JAL_STATUS_OUT_OF_RANGE;
     }
+    std::shared_ptr<IrqEventfd> irq;
+    if (fd >= 0) {
+        if (!IrqEventfd::accept(fd)) {
+            close(fd);
+            log(LogLevel::warn, "chip{}: fn{}: SET_IRQ vector {} refused: not an eventfd",
+                chip_index_, fn, vector);
+            return JAL_STATUS_INVALID_FIELD;
+        }
+        irq = std::make_shared<IrqEventfd>(fd);
+    }
+    std::shared_ptr<IrqEventfd> old;  // closed outside the lock
     std::lock_guard lock(mutex_);
-    int& slot = fns_[fn].irq_fd[vector];
-    if (slot >= 0) close(slot);
-    slot = fd;
+    old = std::exchange(fns_[fn].irq[vector], std::move(irq));
     return JAL_STATUS_OK;
 }
 
@@ -306,6 +315,8 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
     }
     case hostif(JAL_HOSTIF_FUNC_EVENTS):
         return func_events_;
+    case hostif(JAL_HOSTIF_FN_LIMITS):
+        return fn_limits_;
     default:
         return 0;
     }
@@ -376,11 +387,15 @@ std::uint32_t HostInterface::dma(std::uint32_t fn, std::uint64_t host_addr, void
 void HostInterface::raise_msi(std::uint32_t fn, std::uint32_t vector)
 {
     if (fn >= JAL_MGMT_MAX_FUNCS || vector >= JAL_MSIX_VECTORS) return;
-    std::lock_guard lock(mutex_);
-    const Function& f = fns_[fn];
-    if (!f.present || (f.intr_mask & (1u << vector)) || f.irq_fd[vector] < 0) return;
-    const std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(f.irq_fd[vector], &one, sizeof one);
+    std::shared_ptr<IrqEventfd> irq;
+    {
+        std::lock_guard lock(mutex_);
+        const Function& f = fns_[fn];
+        if (!f.present || (f.intr_mask & (1u << vector))) return;
+        irq = f.irq[vector];
+    }
+    // Outside the lock, and bounded: a client's eventfd must not stall the chip.
+    if (irq) irq->signal();
 }
 
 void HostInterface::reset(bool chip_reset)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "emu/chip/host_memory.hpp"
+#include "emu/chip/irq_eventfd.hpp"
 #include "emu/cp/doorbells.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
@@ -41,7 +42,8 @@ public:
     std::uint32_t host_write(int fn, std::uint32_t bar, std::uint32_t offset, std::uint32_t width,
                              std::uint64_t value);
     HostMemory& memory(int fn) { return *fns_[fn].memory; }
-    // Binds MSI-X `vector` of `fn` to eventfd `fd` (ownership passes; -1 unbinds).
+    // Binds MSI-X `vector` of `fn` to eventfd `fd` (ownership passes; -1 unbinds). Any
+    // other kind of descriptor is refused (JAL_STATUS_INVALID_FIELD) and closed.
     std::uint32_t set_irq(int fn, std::uint32_t vector, int fd);
     // The function's BAR2 doorbells, created on first use; nullptr for an absent function.
     // A detach drops them, so the next client of the slot gets fresh ones.
@@ -58,6 +60,11 @@ public:
     std::uint32_t dma(std::uint32_t fn, std::uint64_t host_addr, void* local, std::uint32_t len,
                       bool to_host);
     void raise_msi(std::uint32_t fn, std::uint32_t vector);
+    // JAL_HOSTIF_FN_LIMITS: contexts and user queues each function may hold (0: no limit).
+    void set_function_limits(std::uint32_t contexts, std::uint32_t queues)
+    {
+        fn_limits_ = (contexts & 0xffff) | (queues & 0xffff) << 16;
+    }
 
     // Chip or management-core reset: queues disabled, firmware-owned registers cleared.
     void reset(bool chip_reset);
@@ -72,10 +79,9 @@ private:
         std::uint32_t sq_lo = 0, sq_hi = 0, cq_lo = 0, cq_hi = 0, qsize = 0, ctrl = 0;
         std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0,
                       attaches = 0;
-        std::array<int, JAL_MSIX_VECTORS> irq_fd;
+        std::array<std::shared_ptr<IrqEventfd>, JAL_MSIX_VECTORS> irq;
         std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
         std::shared_ptr<Doorbells> doorbells;
-        Function() { irq_fd.fill(-1); }
     };
 
     void bump_locked(int fn);  // record news for the firmware about function fn
@@ -86,6 +92,7 @@ private:
     mutable std::mutex mutex_;
     std::array<Function, JAL_MGMT_MAX_FUNCS> fns_;
     std::uint32_t func_events_ = 0;
+    std::uint32_t fn_limits_ = 0;
     // Registers the firmware publishes.
     std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,
                   post_code_ = 0, fault_ = 0;

@@ -2,6 +2,7 @@
 
 #include "jal/hw/status.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,12 @@ bool page_aligned(std::uint64_t v)
 }
 }  // namespace
 
+bool HostMemory::shrink_sealed(int fd)
+{
+    const int seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
 HostMemory::~HostMemory()
 {
     clear();
@@ -30,6 +37,7 @@ std::uint32_t HostMemory::map(std::uint64_t bus_addr, std::uint64_t size, int fd
     if (size == 0 || !page_aligned(bus_addr) || !page_aligned(size) || !page_aligned(fd_offset) ||
         bus_addr + size < bus_addr)
         return JAL_STATUS_INVALID_FIELD;
+    if (!shrink_sealed(fd)) return JAL_STATUS_PERMISSION;
     std::unique_lock lock(mutex_);
     if (regions_.size() >= kMaxRegions) return JAL_STATUS_NO_MEMORY;
     // Reject overlap with the region before and the one after.
@@ -43,6 +51,7 @@ std::uint32_t HostMemory::map(std::uint64_t bus_addr, std::uint64_t size, int fd
         mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(fd_offset));
     if (p == MAP_FAILED) return JAL_STATUS_INVALID_FIELD;
     // The memfd may be shorter than claimed: touching past its end would SIGBUS, so check.
+    // It cannot shrink later (F_SEAL_SHRINK, checked above).
     struct stat st {};
     if (fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < fd_offset + size) {
         munmap(p, size);

@@ -16,7 +16,9 @@ public:
     HostMemory(const HostMemory&) = delete;
     HostMemory& operator=(const HostMemory&) = delete;
 
-    // Maps [fd_offset, fd_offset+size) of fd at bus_addr. Returns a jal_status.
+    // Maps [fd_offset, fd_offset+size) of fd at bus_addr. Returns a jal_status:
+    // JAL_STATUS_PERMISSION when fd is not sealed against shrinking (F_SEAL_SHRINK), since
+    // the owner could otherwise truncate it under the mapping and make the emulator SIGBUS.
     std::uint32_t map(std::uint64_t bus_addr, std::uint64_t size, int fd, std::uint64_t fd_offset);
     std::uint32_t unmap(std::uint64_t bus_addr, std::uint64_t size);
     void clear();
@@ -27,6 +29,8 @@ public:
     std::uint32_t write(std::uint64_t bus_addr, const void* src, std::uint64_t len);
 
     std::size_t region_count() const;
+    // True if fd carries F_SEAL_SHRINK (a memfd created with MFD_ALLOW_SEALING and sealed).
+    static bool shrink_sealed(int fd);
 
     // Direct access for the command processor's queue engines: holds the map's shared lock
     // so no region is unmapped while the pin lives (unmap() and clear() wait for it). Host

@@ -119,6 +119,27 @@ EmuOptions parse_options(int argc, char** argv)
         ->check(CLI::IsMember({"native", "image"}));
     app.add_option("--fw-image", o.chip.firmware_image, "Firmware image to run with --fw image")
         ->capture_default_str();
+    double hello_timeout_s = 5.0;
+    app.add_option("--hello-timeout", hello_timeout_s,
+                   "Seconds a new connection has to send HELLO before it is closed")
+        ->check(CLI::Range(0.001, 3600.0))
+        ->capture_default_str();
+    app.add_option("--max-pending", o.session.max_pending,
+                   "Connections per chip that may wait for HELLO at once; more are closed")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--max-contexts-per-client", o.chip.max_contexts_per_fn,
+                   "Contexts one client (host function) may hold, 0 = no limit (the chip has 63)")
+        ->check(CLI::Range(0, 63))
+        ->capture_default_str();
+    app.add_option("--max-queues-per-client", o.chip.max_queues_per_fn,
+                   "User queues one client may hold, 0 = no limit (the chip has 256)")
+        ->check(CLI::Range(0, 256))
+        ->capture_default_str();
+    app.add_option("--allow-uid", o.allow_uids,
+                   "Also serve clients running as this uid (repeatable; by default only the "
+                   "emulator's own uid and root). Their access to the socket directory is up "
+                   "to you: it must stay writable by its owner only");
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
     try {
@@ -133,6 +154,7 @@ EmuOptions parse_options(int argc, char** argv)
         std::exit(2);
     }
     o.chip.firmware = fw == "image" ? FirmwareMode::image : FirmwareMode::native;
+    o.session.hello_timeout = std::chrono::milliseconds(static_cast<long>(hello_timeout_s * 1000));
     return o;
 }
 

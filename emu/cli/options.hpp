@@ -2,6 +2,7 @@
 #pragma once
 
 #include "emu/chip/chip_config.hpp"
+#include "emu/transport/connection.hpp"
 
 #include <cstdint>
 #include <string>
@@ -15,7 +16,9 @@ struct EmuOptions {
     std::uint32_t chips = 1;
     std::string log_file;
     bool verbose = false;
-    ChipConfig chip;  // applies to every chip; index is filled per chip
+    ChipConfig chip;                        // applies to every chip; index is filled per chip
+    SessionPolicy session;                  // per connection, for every chip (docs/security.md)
+    std::vector<std::uint32_t> allow_uids;  // client uids served besides our own and root
 };
 
 // Parses argv; prints help or an error and exits on bad input.

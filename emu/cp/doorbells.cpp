@@ -1,5 +1,6 @@
 #include "emu/cp/doorbells.hpp"
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,11 +13,14 @@ namespace jal::emu {
 
 Doorbells::Doorbells()
 {
-    memfd_ = memfd_create("jal-doorbells", MFD_CLOEXEC);
+    memfd_ = memfd_create("jal-doorbells", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd_ < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
     kickfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     void* p = MAP_FAILED;
-    if (kickfd_ >= 0 && ftruncate(memfd_, JAL_BAR_DOORBELL_SIZE) == 0)
+    // Sealed before it is handed out: a client that could truncate it would make the
+    // emulator's next doorbell store fault (SIGBUS).
+    if (kickfd_ >= 0 && ftruncate(memfd_, JAL_BAR_DOORBELL_SIZE) == 0 &&
+        fcntl(memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
         p = mmap(nullptr, JAL_BAR_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
     if (p == MAP_FAILED) {
         const int e = errno;

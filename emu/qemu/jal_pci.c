@@ -360,6 +360,16 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
     }
     ret = jal_pci_call(s, &m.hdr, sizeof(m), fd, NULL, NULL, 0);
     trace_jal_pci_mem_map(m.bus_addr, m.size, m.fd_offset, ret);
+    if (ret == JAL_STATUS_PERMISSION) {
+        /* jal-emu maps only memory sealed against shrinking (F_SEAL_SHRINK), which
+         * memory-backend-memfd does unless it is given seal=off. */
+        warn_report(
+            "jal-pci: MEM_MAP 0x%" PRIx64 "+0x%" PRIx64
+            " refused: guest RAM is not sealed (use memory-backend-memfd "
+            "without seal=off)",
+            m.bus_addr, m.size);
+        return;
+    }
     if (ret != JAL_STATUS_OK) {
         warn_report("jal-pci: MEM_MAP 0x%" PRIx64 "+0x%" PRIx64 " failed: %d",
                     m.bus_addr, m.size, ret);

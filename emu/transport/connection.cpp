@@ -5,11 +5,14 @@
 #include "jal/emu/protocol.h"
 #include "jal/hw/status.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -79,9 +82,47 @@ bool send_all(int sock, const void* data, std::size_t len, std::span<const int> 
     return n == static_cast<ssize_t>(len);
 }
 
+// Waits until sock is readable or `deadline` passes; false on timeout.
+bool await_readable(int sock, std::chrono::steady_clock::time_point deadline)
+{
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{sock, POLLIN, 0};
+        const int n = poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+        if (n > 0) return true;
+        if (n == 0 || errno != EINTR) return false;
+    }
+}
+
+// Counts a connection as pending (no HELLO yet) while it lives or until release().
+class PendingSlot {
+public:
+    PendingSlot(std::atomic<unsigned>& pending, unsigned max) : pending_(pending)
+    {
+        held_ = pending_.fetch_add(1) < max;
+        if (!held_) pending_.fetch_sub(1);
+    }
+    ~PendingSlot() { release(); }
+    bool held() const { return held_; }
+    void release()
+    {
+        if (held_) pending_.fetch_sub(1);
+        held_ = false;
+    }
+
+private:
+    std::atomic<unsigned>& pending_;
+    bool held_;
+};
+
 class Session {
 public:
-    Session(Chip& chip, int sock) : chip_(chip), sock_(sock) {}
+    // Until HELLO succeeds the connection holds `slot` and must finish by `hello_deadline`.
+    Session(Chip& chip, int sock, PendingSlot& slot,
+            std::chrono::steady_clock::time_point hello_deadline)
+        : chip_(chip), sock_(sock), slot_(slot), hello_deadline_(hello_deadline)
+    {}
     ~Session()
     {
         if (fn_ >= 0) {
@@ -93,11 +134,19 @@ public:
     void run()
     {
         alignas(8) std::array<std::byte, JAL_PROTO_MSG_MAX> buf;
-        while (auto r = receive(sock_, buf.data(), buf.size())) {
+        for (;;) {
+            if (fn_ < 0 && !await_readable(sock_, hello_deadline_)) {
+                log(LogLevel::warn, "chip{}: no HELLO in time; connection closed", chip_.index());
+                return;
+            }
+            auto r = receive(sock_, buf.data(), buf.size());
+            if (!r) return;
             const int fd = r->fd;
             bool fd_taken = false;
-            if (!handle(buf.data(), *r, fd_taken)) break;
+            const bool go_on = handle(buf.data(), *r, fd_taken);
             if (fd >= 0 && !fd_taken) close(fd);
+            if (!go_on) return;
+            if (fn_ >= 0) slot_.release();
         }
     }
 
@@ -125,6 +174,39 @@ private:
         return reply(req, JAL_STATUS_PROTOCOL);
     }
 
+    // HELLO: attaches the function. Returns false when the connection must end.
+    bool hello(const jal_msg_hdr& hdr, const jal_msg_hello& m)
+    {
+        if (fn_ >= 0) return protocol_error(hdr, "second HELLO");
+        if ((m.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
+            reply(hdr, JAL_STATUS_VERSION_MISMATCH);
+            return false;
+        }
+        if (m.flags) {
+            log(LogLevel::warn, "chip{}: HELLO with reserved flags {:#x} refused", chip_.index(),
+                m.flags);
+            return reply(hdr, JAL_STATUS_INVALID_FIELD);
+        }
+        client_ = printable_client_name(m.client, sizeof m.client);
+        fn_ = chip_.host().attach();
+        if (fn_ < 0) {
+            log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use", chip_.index(),
+                client_, JAL_MGMT_MAX_FUNCS);
+            reply(hdr, JAL_STATUS_BUSY);
+            return false;
+        }
+        log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
+        jal_msg_hello_reply hr{};
+        hr.proto_version = JAL_PROTO_VERSION;
+        hr.function = static_cast<std::uint32_t>(fn_);
+        hr.chip_index = chip_.index();
+        hr.msix_vectors = JAL_MSIX_VECTORS;
+        hr.bar_size[JAL_BAR_REGS] = JAL_BAR_REGS_SIZE;
+        hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
+        hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
+        return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+    }
+
     // Returns false when the connection must end.
     bool handle(const std::byte* data, const Received& r, bool& fd_taken)
     {
@@ -142,30 +224,7 @@ private:
             if (!expect(sizeof(jal_msg_hello))) return protocol_error(hdr, "bad HELLO size");
             jal_msg_hello m;
             std::memcpy(&m, data, sizeof m);
-            if (fn_ >= 0) return protocol_error(hdr, "second HELLO");
-            if ((m.proto_version >> 16) != JAL_PROTO_VERSION_MAJOR) {
-                reply(hdr, JAL_STATUS_VERSION_MISMATCH);
-                return false;
-            }
-            m.client[sizeof m.client - 1] = '\0';
-            client_ = m.client;
-            fn_ = chip_.host().attach();
-            if (fn_ < 0) {
-                log(LogLevel::warn, "chip{}: refusing {}: all {} host functions in use",
-                    chip_.index(), client_, JAL_MGMT_MAX_FUNCS);
-                reply(hdr, JAL_STATUS_BUSY);
-                return false;
-            }
-            log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
-            jal_msg_hello_reply hr{};
-            hr.proto_version = JAL_PROTO_VERSION;
-            hr.function = static_cast<std::uint32_t>(fn_);
-            hr.chip_index = chip_.index();
-            hr.msix_vectors = JAL_MSIX_VECTORS;
-            hr.bar_size[JAL_BAR_REGS] = JAL_BAR_REGS_SIZE;
-            hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
-            hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
-            return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+            return hello(hdr, m);
         }
         if (fn_ < 0) return protocol_error(hdr, "HELLO must come first");
 
@@ -220,15 +279,51 @@ private:
 
     Chip& chip_;
     int sock_;
+    PendingSlot& slot_;
+    std::chrono::steady_clock::time_point hello_deadline_;
     int fn_ = -1;
     std::string client_;
 };
 
 }  // namespace
 
+std::string printable_client_name(const char* name, std::size_t max_len)
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < max_len && name[i]; ++i) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+void serve_connection(Chip& chip, int fd, const SessionPolicy& policy,
+                      std::atomic<unsigned>& pending)
+{
+    {
+        PendingSlot slot(pending, policy.max_pending);
+        if (!slot.held()) {
+            log(LogLevel::warn, "chip{}: too many connections waiting for HELLO; one refused",
+                chip.index());
+        } else {
+            Session(chip, fd, slot, std::chrono::steady_clock::now() + policy.hello_timeout).run();
+        }
+    }
+    // The peer sees the end now, not when the listener gets round to closing the fd.
+    shutdown(fd, SHUT_RDWR);
+}
+
 void serve_connection(Chip& chip, int fd)
 {
-    Session(chip, fd).run();
+    std::atomic<unsigned> pending{0};
+    serve_connection(chip, fd, SessionPolicy{}, pending);
 }
 
 }  // namespace jal::emu

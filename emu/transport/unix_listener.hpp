@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace jal::emu {
 
@@ -15,10 +16,15 @@ public:
     // Binds and listens on `path` (replacing a stale socket file) with socket `type`
     // (SOCK_SEQPACKET or SOCK_STREAM). `serve` runs on its own thread per client and
     // returns when the client is done or its socket is shut down. Throws on failure.
-    UnixListener(std::string path, int type, std::function<void(int fd)> serve);
+    // At most `max_clients` connections are served at once; more are closed on arrival.
+    UnixListener(std::string path, int type, std::function<void(int fd)> serve,
+                 std::size_t max_clients = 128);
     ~UnixListener();
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
+
+    // Peers besides our own uid and root that every listener serves (default none).
+    static void allow_peer_uids(std::vector<std::uint32_t> uids);
 
     void start();
     // Closes the socket, shuts every client down, joins their threads, removes the file.
@@ -32,16 +38,22 @@ private:
         bool done = false;
     };
     void accept_loop();
+    // Accepts one connection; false when out of descriptors (the caller backs off).
+    bool accept_one();
     void reap_finished_locked();
+    bool peer_allowed(int fd) const;
 
     std::string path_;
     std::function<void(int)> serve_;
     int listen_fd_ = -1;
+    std::size_t max_clients_;
     int stop_fd_ = -1;  // eventfd that wakes the accept loop
+    int done_fd_ = -1;  // eventfd a finishing client's thread signals: reap it
     std::thread accept_thread_;
     std::mutex mutex_;
     std::list<Client> clients_;
     bool stopping_ = false;
+    bool starved_ = false;  // accept failed for lack of descriptors (logged once)
 };
 
 }  // namespace jal::emu

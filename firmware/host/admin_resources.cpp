@@ -81,8 +81,32 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
     }
 }
 
+// What one function may hold (JAL_HOSTIF_FN_LIMITS), so that one client cannot take every
+// context or queue of the chip; 0 means no limit.
+static std::uint32_t function_limit(unsigned shift)
+{
+    return hal::read32(JAL_HOSTIF_FN_LIMITS) >> shift & 0xffff;
+}
+
+std::uint32_t ResourceCommands::contexts_of(std::uint32_t fn) const
+{
+    std::uint32_t n = 0;
+    for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) n += mem_.owner(ctx) == fn;
+    return n;
+}
+
+std::uint32_t ResourceCommands::queues_of(std::uint32_t fn) const
+{
+    std::uint32_t n = 0;
+    for (std::uint32_t qid = 0; qid < JAL_MAX_USER_QUEUES; ++qid)
+        n += queues_.check_owner(fn, qid) == JAL_STATUS_OK;
+    return n;
+}
+
 Completion ResourceCommands::create_context(std::uint32_t fn)
 {
+    const std::uint32_t limit = function_limit(0);
+    if (limit && contexts_of(fn) >= limit) return fail(JAL_STATUS_BUSY);
     std::uint32_t ctx = 0;
     const std::uint32_t status = mem_.create_context(fn, ctx);
     if (status != JAL_STATUS_OK) return fail(status);
@@ -198,6 +222,8 @@ Completion ResourceCommands::create_queue(std::uint32_t fn, const jal_admin_sqe&
         cfg.size < JAL_QUEUE_SIZE_MIN || cfg.size > JAL_QUEUE_SIZE_MAX || cfg.rptr == 0 ||
         cfg.rptr % 8 != 0 || cfg.vector >= JAL_MSIX_VECTORS)
         return fail(JAL_STATUS_INVALID_FIELD);
+    const std::uint32_t limit = function_limit(16);
+    if (limit && queues_of(fn) >= limit) return fail(JAL_STATUS_BUSY);
     std::uint32_t qid = 0;
     const std::uint32_t created = queues_.create(cfg, qid);
     if (created != JAL_STATUS_OK) return fail(created);

@@ -60,6 +60,9 @@ private:
     Completion get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion create_queue(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    // Contexts and user queues fn holds (for the per-function limits).
+    std::uint32_t contexts_of(std::uint32_t fn) const;
+    std::uint32_t queues_of(std::uint32_t fn) const;
     // Destroys a context's queues then its memory; returns allocations + queues it held.
     std::uint32_t teardown(std::uint32_t ctx, std::uint32_t& allocs, std::uint32_t& queues);
 

@@ -75,6 +75,9 @@
 #define JAL_HOSTIF_FUNC_EVENTS \
     JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x24)                    /* W1C bit per function with news */
 #define JAL_HOSTIF_MSI JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x28) /* W fn << 16 | vector */
+/* RO: what one host function may hold, set by the platform (jal-emu --max-contexts-per-client,
+ * --max-queues-per-client): contexts [15:0], user queues [31:16]; 0 = no limit. */
+#define JAL_HOSTIF_FN_LIMITS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x2c)
 /* One bank per host function: a mirror of that function's admin registers. */
 #define JAL_HOSTIF_FN(fn, off) JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x100u + (fn)*0x40u + (off))
 #define JAL_FN_SQ_BASE_LO 0x00 /* RO host-written */

@@ -8,6 +8,7 @@
 #include "jal/hw/queue.h"
 #include "jal/hw/status.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -69,8 +70,9 @@ protected:
         chip_ = std::make_unique<jal::emu::Chip>(jal::emu::ChipConfig{});
         fn_ = chip_->host().attach();
         ASSERT_GE(fn_, 0);
-        memfd_ = memfd_create("cp-test", MFD_CLOEXEC);
+        memfd_ = memfd_create("cp-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         ASSERT_EQ(ftruncate(memfd_, kHostBytes), 0);
+        ASSERT_EQ(fcntl(memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
         host_ = static_cast<std::byte*>(
             mmap(nullptr, kHostBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0));
         ASSERT_NE(host_, MAP_FAILED);

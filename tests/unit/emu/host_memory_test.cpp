@@ -1,6 +1,7 @@
 #include "emu/chip/host_memory.hpp"
 #include "jal/hw/status.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,9 +15,11 @@ struct Memfd {
     int fd;
     std::byte* p;
     std::size_t size;
-    explicit Memfd(std::size_t n) : fd(memfd_create("test", MFD_CLOEXEC)), size(n)
+    explicit Memfd(std::size_t n)
+        : fd(memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING)), size(n)
     {
         EXPECT_EQ(ftruncate(fd, static_cast<off_t>(n)), 0);
+        EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
         p = static_cast<std::byte*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     }
     ~Memfd()
@@ -70,4 +73,15 @@ TEST(HostMemory, RejectsMisalignedOverlappingAndShortRegions)
     EXPECT_EQ(hm.unmap(0x10000, 8192), JAL_STATUS_OK);
     char b[4];
     EXPECT_EQ(hm.read(0x10000, b, 4), JAL_STATUS_DMA_FAULT);
+}
+
+TEST(HostMemory, RefusesMemoryItsOwnerCouldShrink)
+{
+    // An unsealed memfd could be truncated under the mapping: the next DMA would SIGBUS.
+    const int fd = memfd_create("unsealed", MFD_CLOEXEC);
+    ASSERT_EQ(ftruncate(fd, 1 << 16), 0);
+    HostMemory hm;
+    EXPECT_EQ(hm.map(0x100000, 1 << 16, fd, 0), JAL_STATUS_PERMISSION);
+    EXPECT_EQ(hm.region_count(), 0u);
+    close(fd);
 }

@@ -6,6 +6,7 @@
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -192,8 +193,9 @@ TEST_F(ProtocolTest, WrongMajorVersionIsRefused)
 TEST_F(ProtocolTest, SharedMemoryIsWhereTheDeviceDmas)
 {
     const auto hr = hello();
-    const int mfd = memfd_create("proto", MFD_CLOEXEC);
+    const int mfd = memfd_create("proto", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     ASSERT_EQ(ftruncate(mfd, 8192), 0);
+    ASSERT_EQ(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
     auto* p = static_cast<char*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
     jal_msg_mem_map m{};
     m.hdr = {JAL_MSG_MEM_MAP, 0, sizeof m, 20};

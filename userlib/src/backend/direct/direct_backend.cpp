@@ -71,8 +71,8 @@ private:
 DirectBackend::DirectBackend(const std::string& socket_path, const DirectOptions& options)
     : next_bus_addr_(kFirstBusAddr)
 {
-    connection_ = std::make_shared<DirectConnection>(SeqpacketSocket::connect(socket_path),
-                                                     options.reply_timeout);
+    connection_ = std::make_shared<DirectConnection>(
+        SeqpacketSocket::connect(socket_path, options.reply_timeout), options.reply_timeout);
     jal_msg_hello_reply hello;
     try {
         hello = connection_->hello(options.client_name);

@@ -1,6 +1,7 @@
 #include "direct_connection.hpp"
 
 #include <array>
+#include <fcntl.h>
 #include <string>
 
 #include <jal/error.hpp>
@@ -119,6 +120,11 @@ DirectConnection::Doorbells DirectConnection::get_doorbells()
         throw Error(JAL_STATUS_PROTOCOL, "GET_DOORBELLS reply carries " +
                                              std::to_string(fds.size()) +
                                              " descriptors, expected 2 (BAR2 memfd, kick eventfd)");
+    // We store into that page: one its owner could truncate would crash us (SIGBUS).
+    const int seals = ::fcntl(fds[0].get(), F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK))
+        throw Error(JAL_STATUS_PROTOCOL, "the emulator's doorbell memfd is not sealed against "
+                                         "shrinking (F_SEAL_SHRINK)");
     return Doorbells{std::move(fds[0]), std::move(fds[1])};
 }
 

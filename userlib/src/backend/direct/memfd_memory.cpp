@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include <jal/error.hpp>
@@ -12,12 +13,16 @@ MemfdMemory::MemfdMemory(std::shared_ptr<DirectConnection> connection, size_t si
                          uint64_t bus_addr)
     : connection_(std::move(connection)), size_(size), bus_addr_(bus_addr)
 {
-    memfd_.reset(::memfd_create("jal-host-memory", MFD_CLOEXEC));
+    memfd_.reset(::memfd_create("jal-host-memory", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!memfd_)
         throw Error(JAL_STATUS_NO_MEMORY, std::string("memfd_create: ") + std::strerror(errno));
     if (::ftruncate(memfd_.get(), static_cast<off_t>(size)) < 0)
         throw Error(JAL_STATUS_NO_MEMORY, "ftruncate of host memory to " + std::to_string(size) +
                                               " bytes: " + std::strerror(errno));
+    // The emulator maps only memory whose size is sealed (it could not survive a shrink).
+    if (::fcntl(memfd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+        throw Error(JAL_STATUS_NO_MEMORY,
+                    std::string("sealing host memory: ") + std::strerror(errno));
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_.get(), 0);
     if (p == MAP_FAILED)
         throw Error(JAL_STATUS_NO_MEMORY,

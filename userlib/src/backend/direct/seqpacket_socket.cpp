@@ -1,11 +1,14 @@
 #include "seqpacket_socket.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <jal/emu/socket_trust.hpp>
 #include <jal/error.hpp>
 
 #include "../../util/deadline.hpp"
@@ -38,9 +41,50 @@ bool wait_for(int fd, short events, std::chrono::milliseconds timeout)
     throw Error(JAL_STATUS_NO_DEVICE, "the emulator closed the connection");
 }
 
+// Connects without blocking: a listener whose backlog is full (it stopped accepting)
+// makes a blocking AF_UNIX connect wait forever, a non-blocking one fail with EAGAIN.
+// Returns 0 or an errno value; ETIMEDOUT when the backlog stayed full until `deadline`.
+int connect_bounded(int fd, const sockaddr_un& addr, util::Deadline& deadline)
+{
+    for (;;) {
+        if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return 0;
+        const int err = errno;
+        if (err == EINTR) continue;
+        if (err == EINPROGRESS) {
+            pollfd pfd{fd, POLLOUT, 0};
+            if (::poll(&pfd, 1, deadline.poll_ms()) <= 0) return ETIMEDOUT;
+            int so_error = 0;
+            socklen_t len = sizeof so_error;
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+            return so_error;
+        }
+        if (err != EAGAIN) return err;
+        if (deadline.expired()) return ETIMEDOUT;
+        ::poll(nullptr, 0, std::min(10, deadline.poll_ms()));  // the backlog may drain
+    }
+}
+
+// Nothing is sent to an emulator in a directory others could have planted it in, or run
+// by another user (docs/security.md).
+void check_trust(const std::string& path, int fd)
+{
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
+    if (auto why = emu::socket_dir_problem(dir); !why.empty())
+        throw Error(JAL_STATUS_PERMISSION, why + "; not connecting to " + path);
+    uid_t uid = 0;
+    if (!emu::socket_peer_uid(fd, uid))
+        throw Error(JAL_STATUS_IO_ERROR,
+                    "cannot tell who serves " + path + ": " + errno_text(errno));
+    if (!emu::trusted_peer_uid(uid))
+        throw Error(JAL_STATUS_PERMISSION, "the emulator at " + path + " runs as uid " +
+                                               std::to_string(uid) +
+                                               ", neither this user nor root; not using it");
+}
+
 }  // namespace
 
-SeqpacketSocket SeqpacketSocket::connect(const std::string& path)
+SeqpacketSocket SeqpacketSocket::connect(const std::string& path, std::chrono::milliseconds timeout)
 {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -48,23 +92,26 @@ SeqpacketSocket SeqpacketSocket::connect(const std::string& path)
         throw Error(JAL_STATUS_NO_DEVICE, "socket path too long for AF_UNIX: " + path);
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
 
-    util::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    util::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd)
         throw Error(JAL_STATUS_IO_ERROR, "socket(AF_UNIX, SOCK_SEQPACKET): " + errno_text(errno));
-    int rc;
-    do rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-    while (rc < 0 && errno == EINTR);
-    if (rc < 0) {
-        int err = errno;
-        if (err == ENOENT)
-            throw Error(JAL_STATUS_NO_DEVICE,
-                        "no emulator socket at " + path + " (is jal-emu running? set JAL_EMU_DIR)");
-        if (err == ECONNREFUSED)
-            throw Error(JAL_STATUS_NO_DEVICE,
-                        "emulator socket " + path +
-                            " refuses connections (is jal-emu still running?)");
-        throw Error(JAL_STATUS_IO_ERROR, "connect to " + path + ": " + errno_text(err));
-    }
+    util::Deadline deadline(timeout);
+    const int err = connect_bounded(fd.get(), addr, deadline);
+    if (err == ENOENT)
+        throw Error(JAL_STATUS_NO_DEVICE,
+                    "no emulator socket at " + path + " (is jal-emu running? set JAL_EMU_DIR)");
+    if (err == ECONNREFUSED)
+        throw Error(JAL_STATUS_NO_DEVICE,
+                    "emulator socket " + path + " refuses connections (is jal-emu still running?)");
+    if (err == ETIMEDOUT)
+        throw Error(JAL_STATUS_TIMEOUT, "the emulator at " + path +
+                                            " accepts no connections (connect timed out after " +
+                                            util::describe(timeout) + ")");
+    if (err != 0) throw Error(JAL_STATUS_IO_ERROR, "connect to " + path + ": " + errno_text(err));
+    check_trust(path, fd.get());
+    // Every later wait is bounded by poll; blocking mode is what receive() expects.
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
     return SeqpacketSocket(std::move(fd));
 }
 

@@ -14,8 +14,10 @@ namespace jal::direct {
 
 class SeqpacketSocket {
 public:
-    // Throws jal::Error: NO_DEVICE when nothing listens at `path`, IO_ERROR otherwise.
-    static SeqpacketSocket connect(const std::string& path);
+    // Throws jal::Error: NO_DEVICE when nothing listens at `path`, TIMEOUT when the
+    // listener does not take the connection within `timeout`, IO_ERROR otherwise.
+    static SeqpacketSocket connect(const std::string& path,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
     explicit SeqpacketSocket(util::UniqueFd fd) : fd_(std::move(fd)) {}
 
