@@ -15,7 +15,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using namespace jal::rt;
+using namespace jal::runtime::detail;
 
 class SignalWait : public ::testing::Test {
 protected:

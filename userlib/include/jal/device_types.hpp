@@ -1,4 +1,4 @@
-// Value types returned by jal::Device. Fixed-layout device data is returned as the
+// Value types returned by jal::ChipFunction. Fixed-layout device data is returned as the
 // structures of the device interface (jal/hw/*.h) rather than restated here.
 #pragma once
 

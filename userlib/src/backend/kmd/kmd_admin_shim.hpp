@@ -3,7 +3,7 @@
 // user space reaches the device through ioctls that check what each open file may do. So
 // the kmd backend presents a virtual admin queue: enabling it, ringing SQ_TAIL and reading
 // completions behave as the device's do (docs/device-interface.md §5), and each command is
-// carried out by the matching ioctl. The device layer above (jal::Device, jalctl) runs
+// carried out by the matching ioctl. The device layer above (jal::ChipFunction, jalctl) runs
 // unchanged on either backend.
 #pragma once
 
