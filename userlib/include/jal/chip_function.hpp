@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/device_types.hpp>
 #include <jal/emu_dir.hpp>
 #include <jal/error.hpp>
@@ -26,7 +27,7 @@ struct OpenOptions {
     std::string client_name = "libjal";             // shown in the emulator's log
 };
 
-class ChipFunction {
+class JAL_API ChipFunction {
 public:
     // Devices present, by index: the jal<N>.sock sockets in `emu_dir` (empty: the default).
     static std::vector<DeviceEntry> enumerate(const std::string& emu_dir = {});

@@ -16,7 +16,7 @@
 
 namespace jal {
 
-class ChipFunction::Impl {
+class JAL_HIDDEN ChipFunction::Impl {
 public:
     Impl(unsigned index, std::unique_ptr<backend::Backend> backend, const OpenOptions& options);
     ~Impl();

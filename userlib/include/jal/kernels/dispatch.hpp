@@ -21,13 +21,14 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/jal.hpp>
 #include <jal/kernels/builder.hpp>
 
 namespace jal::kernels {
 
 // A code object copied into a context's device memory, ready to dispatch.
-class Program {
+class JAL_API Program {
 public:
     // Copies the object to device memory on logical slice 0 through `q` and waits. The
     // object is not validated here: the device does that on every dispatch.
@@ -50,7 +51,7 @@ private:
 };
 
 // The argument buffer: 8-byte slots in the kernel's declaration order (Builder::arg).
-class Args {
+class JAL_API Args {
 public:
     Args& u64(uint64_t v);
     Args& addr(uint64_t device_va);
@@ -71,12 +72,13 @@ struct DispatchOptions {
 
 // "kernel K: page fault in slice 3 at pc 12 (opcode 0x1b st): st x4, [x3+8] (address
 // 0x...)": what a failed report says, with the instruction disassembled from `code`.
-std::string dispatch_failure_message(std::string_view kernel, std::span<const uint64_t> code,
-                                     const jal_dispatch_report& report);
+JAL_API std::string dispatch_failure_message(std::string_view kernel,
+                                             std::span<const uint64_t> code,
+                                             const jal_dispatch_report& report);
 
 // Runs dispatches on one queue. Owns a device arena for argument buffers and host memory
 // for reports; device, context and queue must outlive it.
-class Launcher {
+class JAL_API Launcher {
 public:
     Launcher(const jal::runtime::Device& dev, jal::runtime::Context& ctx, jal::runtime::Queue& q);
     ~Launcher();
