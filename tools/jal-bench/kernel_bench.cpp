@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 #include <jal/jal.hpp>
 #include <jal/kernels/dispatch.hpp>
@@ -555,7 +555,7 @@ json KernelBench::run_all()
         jal::OpenOptions o;
         o.emu_dir = opt_.emu_dir;
         o.client_name = "jal-bench";
-        doc["clock_mhz"] = jal::Device::open(opt_.device, o).telemetry().clock_mhz;
+        doc["clock_mhz"] = jal::ChipFunction::open(opt_.device, o).telemetry().clock_mhz;
     } catch (const std::exception&) {
         doc["clock_mhz"] = nullptr;
     }

@@ -17,7 +17,7 @@ std::string or_dash(const json& v)
     return v.is_null() ? "-" : v.dump();
 }
 
-int run_channels(Context& ctx, jal::Device& dev)
+int run_channels(Context& ctx, jal::ChipFunction& dev)
 {
     jal::HbmReport report = dev.hbm_report(0, JAL_HBM_CHANNELS);
     json channels = json::array();
@@ -59,7 +59,7 @@ int run_channels(Context& ctx, jal::Device& dev)
     return kExitOk;
 }
 
-int run_lanes(Context& ctx, jal::Device& dev, uint32_t channel)
+int run_lanes(Context& ctx, jal::ChipFunction& dev, uint32_t channel)
 {
     jal::HbmReport report = dev.hbm_report(channel, 1);
     if (report.channels.empty())
@@ -120,7 +120,7 @@ void add_hbm_command(CLI::App& app, Context& ctx)
         ->check(CLI::Range(0u, JAL_HBM_CHANNELS - 1u));
     sub->callback([&ctx, channel] {
         ctx.action = [&ctx, channel] {
-            jal::Device dev = ctx.open_booted(true);
+            jal::ChipFunction dev = ctx.open_booted(true);
             return *channel ? run_lanes(ctx, dev, **channel) : run_channels(ctx, dev);
         };
     });

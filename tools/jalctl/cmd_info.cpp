@@ -17,7 +17,7 @@ std::string gib(uint64_t bytes)
 
 int run_info(Context& ctx)
 {
-    jal::Device dev = ctx.open();
+    jal::ChipFunction dev = ctx.open();
     auto wait = std::chrono::milliseconds(static_cast<long long>(ctx.boot_wait_s * 1000));
     jal::DeviceStatus status = dev.wait_ready(wait);
     json j = status_json(status);

@@ -13,7 +13,7 @@ namespace {
 int run_list(Context& ctx)
 {
     std::string dir = jal::default_emu_dir();
-    auto entries = jal::Device::enumerate(dir);
+    auto entries = jal::ChipFunction::enumerate(dir);
     json devices = json::array();
     Table table({{"INDEX", Table::Align::right}, {"SOCKET"}, {"STATE"}, {"MODEL"}, {"SERIAL"}});
     for (const auto& entry : entries) {
@@ -22,7 +22,7 @@ int run_list(Context& ctx)
         try {
             jal::OpenOptions options;
             options.client_name = "jalctl";
-            jal::Device dev = jal::Device::open(entry.index, options);
+            jal::ChipFunction dev = jal::ChipFunction::open(entry.index, options);
             jal::DeviceStatus s = dev.status();
             state = jal::state_name(s.state);
             if (s.state == jal::DeviceState::ready) {

@@ -20,7 +20,7 @@ std::string seconds(uint64_t us)
     return fmt::format("{}.{:06}", us / 1000000, us % 1000000);
 }
 
-int run_events(Context& ctx, jal::Device& dev, uint32_t since)
+int run_events(Context& ctx, jal::ChipFunction& dev, uint32_t since)
 {
     jal::EventLog log = dev.event_log(since);
     if (ctx.json) {
@@ -45,7 +45,7 @@ int run_events(Context& ctx, jal::Device& dev, uint32_t since)
     return kExitOk;
 }
 
-int run_post(Context& ctx, jal::Device& dev)
+int run_post(Context& ctx, jal::ChipFunction& dev)
 {
     jal::PostTrail trail = dev.post_trail();
     if (ctx.json) {
@@ -79,7 +79,7 @@ void add_log_command(CLI::App& app, Context& ctx)
     sub->add_option("--since", opts->since, "Only events with this sequence number or later");
     sub->callback([&ctx, opts] {
         ctx.action = [&ctx, opts] {
-            jal::Device dev = ctx.open_booted(true);
+            jal::ChipFunction dev = ctx.open_booted(true);
             return opts->post ? run_post(ctx, dev) : run_events(ctx, dev, opts->since);
         };
     });

@@ -13,7 +13,7 @@ namespace {
 
 int run_get(Context& ctx)
 {
-    jal::Device dev = ctx.open_booted();
+    jal::ChipFunction dev = ctx.open_booted();
     jal_identify id = dev.identify();
     uint32_t limit = dev.power_limit_mw();
     if (ctx.json) {
@@ -31,7 +31,7 @@ int run_get(Context& ctx)
 
 int run_set(Context& ctx, double watts)
 {
-    jal::Device dev = ctx.open_booted();
+    jal::ChipFunction dev = ctx.open_booted();
     jal_identify id = dev.identify();
     double min_w = milli(id.power_limit_min_mw), max_w = milli(id.power_limit_max_mw);
     if (!(watts >= min_w && watts <= max_w))

@@ -16,7 +16,7 @@ struct ResetOptions {
 
 int run_reset(Context& ctx, const ResetOptions& opts)
 {
-    jal::Device dev = ctx.open();
+    jal::ChipFunction dev = ctx.open();
     // Progress goes to stderr under --json so stdout stays one document.
     std::ostream& progress_out = ctx.json ? std::cerr : std::cout;
     auto timeout = std::chrono::milliseconds(static_cast<long long>(opts.timeout_s * 1000));

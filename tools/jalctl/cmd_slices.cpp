@@ -12,7 +12,7 @@ namespace {
 
 int run_slices(Context& ctx)
 {
-    jal::Device dev = ctx.open_booted(true);
+    jal::ChipFunction dev = ctx.open_booted(true);
     jal_slice_map map = dev.slice_map();
     if (ctx.json) {
         ctx.print_json(slice_map_json(map));

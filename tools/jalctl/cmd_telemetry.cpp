@@ -61,7 +61,7 @@ void print_table(const jal_telemetry& t)
 
 int run_telemetry(Context& ctx, const TelemetryOptions& opts)
 {
-    jal::Device dev = ctx.open_booted();
+    jal::ChipFunction dev = ctx.open_booted();
     if (opts.watch_s <= 0) {
         jal_telemetry t = dev.telemetry();
         if (ctx.json)

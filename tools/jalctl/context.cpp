@@ -8,16 +8,16 @@
 
 namespace jal::ctl {
 
-jal::Device Context::open() const
+jal::ChipFunction Context::open() const
 {
     jal::OpenOptions options;
     options.client_name = "jalctl";
-    return jal::Device::open(device, options);
+    return jal::ChipFunction::open(device, options);
 }
 
-jal::Device Context::open_booted(bool accept_failed) const
+jal::ChipFunction Context::open_booted(bool accept_failed) const
 {
-    jal::Device dev = open();
+    jal::ChipFunction dev = open();
     auto wait = std::chrono::milliseconds(static_cast<long long>(boot_wait_s * 1000));
     jal::DeviceStatus s = dev.wait_ready(wait);
     if (s.state == jal::DeviceState::ready ||

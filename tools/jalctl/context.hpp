@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 namespace jal::ctl {
 
@@ -19,10 +19,10 @@ struct Context {
     double boot_wait_s = 10;      // how long to wait for a booting device
     std::function<int()> action;  // set by the chosen subcommand, run after parsing
 
-    jal::Device open() const;
+    jal::ChipFunction open() const;
     // Opens the device and waits (bounded) for it to finish booting. Throws NOT_READY
     // if it is still booting, HW_FAILED if it failed (unless `accept_failed`).
-    jal::Device open_booted(bool accept_failed = false) const;
+    jal::ChipFunction open_booted(bool accept_failed = false) const;
 
     // One JSON document on stdout.
     void print_json(const nlohmann::json& doc) const;

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 namespace jal::ctl {
 

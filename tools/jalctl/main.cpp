@@ -1,4 +1,4 @@
-// jalctl: device management for Jalapeño chips. One client of libjal's jal::Device.
+// jalctl: device management for Jalapeño chips. One client of libjal's jal::ChipFunction.
 #include <iostream>
 
 #include <CLI/CLI.hpp>

@@ -19,7 +19,7 @@
 
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/hw/admin.h>
 #include <jal/hw/chip.h>
 #include <jal/hw/mgmt.h>
@@ -53,9 +53,9 @@ constexpr double kPowerTolerance = 1.01;
 // Junction temperature tolerance under the thermal limiter, m°C.
 constexpr int32_t kThermalToleranceMc = 500;
 
-jal::Device open_ready(EmuProcess& emu, jal::OpenOptions options)
+jal::ChipFunction open_ready(EmuProcess& emu, jal::OpenOptions options)
 {
-    jal::Device dev = jal::Device::open(0, options);
+    jal::ChipFunction dev = jal::ChipFunction::open(0, options);
     const jal::DeviceStatus s = dev.wait_ready(jal::test::kBootTimeout);
     EXPECT_TRUE(s.state == jal::DeviceState::ready || s.state == jal::DeviceState::failed)
         << "device is " << jal::state_name(s.state) << "\n"
@@ -63,7 +63,7 @@ jal::Device open_ready(EmuProcess& emu, jal::OpenOptions options)
     return dev;
 }
 
-jal::Device open_ready(EmuProcess& emu)
+jal::ChipFunction open_ready(EmuProcess& emu)
 {
     return open_ready(emu, emu.open_options());
 }
@@ -101,7 +101,7 @@ constexpr uint64_t kTotalBytes = uint64_t{JAL_HBM_CHANNELS} * JAL_HBM_CHANNEL_BY
 // For every channel: the PHY (the console's truth) holds the delays the firmware reports,
 // and every lane carrying data sits inside its true read and write eye at the trained Vref.
 // Appends a fingerprint of the trained delays to `fingerprint`.
-void check_every_channel(EmuProcess& emu, jal::Device& dev, std::vector<int>& fingerprint)
+void check_every_channel(EmuProcess& emu, jal::ChipFunction& dev, std::vector<int>& fingerprint)
 {
     const jal::HbmReport report = dev.hbm_report(0, JAL_HBM_CHANNELS);
     EXPECT_EQ(report.header.channels_ok, JAL_HBM_CHANNELS);
@@ -149,7 +149,7 @@ TEST(FirmwareHbm, TrainedDelaysLieInsideThePhysTrueEyesForTwoSeeds)
         EmuOptions o;
         o.seed = seed;
         EmuProcess emu(o);
-        jal::Device dev = open_ready(emu);
+        jal::ChipFunction dev = open_ready(emu);
         fingerprints.emplace_back();
         check_every_channel(emu, dev, fingerprints.back());
         EXPECT_EQ(emu.stop(), "");
@@ -170,7 +170,7 @@ TEST(FirmwareHbm, DeadLanesWithinSparesAreRepairedBeyondSparesTheChannelFails)
     // Channel 10: 2 dead DQ lanes; channel 50: 4 (every spare); channel 100: 5 (one too many).
     o.bad_lanes = "10:3,10:40,50:1,50:20,50:33,50:63,100:0,100:1,100:2,100:3,100:4";
     EmuProcess emu(o);
-    jal::Device dev = open_ready(emu);
+    jal::ChipFunction dev = open_ready(emu);
 
     const jal::HbmReport report = dev.hbm_report(0, JAL_HBM_CHANNELS);
     ASSERT_EQ(report.channels.size(), size_t{JAL_HBM_CHANNELS});
@@ -254,7 +254,7 @@ TEST(FirmwareHbm, TooManyFailedChannelsFailTheStackAndTheProductRuleFailsTheChip
             o.bad_lanes +=
                 (o.bad_lanes.empty() ? "" : ",") + std::to_string(ch) + ":" + std::to_string(lane);
     EmuProcess emu(o);
-    jal::Device dev = open_ready(emu);
+    jal::ChipFunction dev = open_ready(emu);
     const jal::DeviceStatus s = dev.status();
     EXPECT_EQ(s.state, jal::DeviceState::failed);
     EXPECT_EQ(s.fault, JAL_STATUS_HW_FAILED);
@@ -296,7 +296,7 @@ struct Sample {
 };
 
 // Samples telemetry until its modelled timestamp reaches `until_us` (bounded in wall time).
-std::vector<Sample> sample_until(jal::Device& dev, uint64_t until_us)
+std::vector<Sample> sample_until(jal::ChipFunction& dev, uint64_t until_us)
 {
     std::vector<Sample> out;
     const auto give_up = std::chrono::steady_clock::now() + 60s;
@@ -325,7 +325,7 @@ TEST(FirmwarePower, PackagePowerIsHeldUnderTheLimitAndFollowsANewLimit)
     EmuOptions o;
     o.extra_args = {"--load-watts", "900", "--speed", "0.2"};
     EmuProcess emu(o);
-    jal::Device dev = open_ready(emu);
+    jal::ChipFunction dev = open_ready(emu);
     const jal::PostTrail trail = dev.post_trail();
     ASSERT_GT(trail.entries.size(), kStepPowerStart);
     const uint64_t start_us = trail.entries[kStepPowerStart].timestamp_us;
@@ -378,7 +378,7 @@ TEST(FirmwarePower, AHotInletMakesTheThermalLimiterWin)
     EmuOptions o;
     o.extra_args = {"--load-watts", "900", "--ambient-c", "70"};
     EmuProcess emu(o);
-    jal::Device dev = open_ready(emu);
+    jal::ChipFunction dev = open_ready(emu);
     const jal::PostTrail trail = dev.post_trail();
     ASSERT_GT(trail.entries.size(), kStepPowerStart);
     const uint64_t start_us = trail.entries[kStepPowerStart].timestamp_us;
@@ -413,7 +413,7 @@ TEST(FirmwareWatchdog, AHungMainLoopIsCaughtByTheWatchdogAndTheChipRecovers)
     EmuProcess emu;
     jal::OpenOptions options = emu.open_options();
     options.admin_timeout = 3s;
-    jal::Device dev = open_ready(emu, options);
+    jal::ChipFunction dev = open_ready(emu, options);
     const jal_identify before = dev.identify();
     EXPECT_EQ(before.boot_count, 1u);
     EXPECT_EQ(dev.telemetry().watchdog_resets, 0u);

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <fixture/emu_process.hpp>
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/hw/admin.h>
 #include <jal/hw/mgmt.h>
 #include <jal/hw/status.h>
@@ -26,9 +26,9 @@ constexpr uint16_t kEvBootDone = 0x0103;
 constexpr uint16_t kEvEmergency = 0x0402;
 constexpr uint16_t kEvThermalTrip = 0x0404;
 
-jal::Device open_booted(EmuProcess& emu)
+jal::ChipFunction open_booted(EmuProcess& emu)
 {
-    jal::Device dev = jal::Device::open(0, emu.open_options());
+    jal::ChipFunction dev = jal::ChipFunction::open(0, emu.open_options());
     const jal::DeviceStatus s = dev.wait_ready(jal::test::kBootTimeout);
     EXPECT_TRUE(s.state == jal::DeviceState::ready || s.state == jal::DeviceState::failed)
         << jal::state_name(s.state) << "\n"
@@ -37,7 +37,7 @@ jal::Device open_booted(EmuProcess& emu)
 }
 
 // Polls (a yield between reads, bounded in wall time) until `done` holds for the telemetry.
-bool telemetry_until(jal::Device& dev, const std::function<bool(const jal_telemetry&)>& done)
+bool telemetry_until(jal::ChipFunction& dev, const std::function<bool(const jal_telemetry&)>& done)
 {
     const auto give_up = std::chrono::steady_clock::now() + 120s;
     while (std::chrono::steady_clock::now() < give_up) {
@@ -60,7 +60,7 @@ TEST(ThermalTrip, ADieThatPassesItsCriticalTemperatureIsShutDownAndTheChipFails)
     EmuOptions o;
     o.extra_args = {"--load-watts", "5000", "--ambient-c", "125"};
     EmuProcess emu(o);
-    jal::Device dev = open_booted(emu);
+    jal::ChipFunction dev = open_booted(emu);
 
     const auto give_up = std::chrono::steady_clock::now() + 120s;
     jal::DeviceStatus s = dev.status();
@@ -101,7 +101,7 @@ TEST(ThermalTrip, ALastingPowerEmergencyIsLoggedOnceASecondNotEveryTick)
     EmuOptions o;
     o.extra_args = {"--load-watts", "6000", "--ambient-c", "25"};
     EmuProcess emu(o);
-    jal::Device dev = open_booted(emu);
+    jal::ChipFunction dev = open_booted(emu);
     const uint64_t start_us = dev.telemetry().timestamp_us;
     ASSERT_TRUE(telemetry_until(
         dev, [&](const jal_telemetry& t) { return t.timestamp_us >= start_us + 2'500'000; }));

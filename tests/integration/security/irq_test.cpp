@@ -122,7 +122,7 @@ int saturated_eventfd_attack(const std::string& socket_path)
 TEST_F(IrqTest, SaturatedEventfdDoesNotHangTheChip)
 {
     {
-        jal::Device booted = open_ready();
+        jal::ChipFunction booted = open_ready();
     }  // the admin queue needs the firmware
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
@@ -142,7 +142,7 @@ TEST_F(IrqTest, SaturatedEventfdDoesNotHangTheChip)
     // Every other client is still served, and SIGTERM still stops the emulator (TearDown).
     RawClient other(emu().socket_path());
     EXPECT_EQ(other.hello("after-the-attack"), JAL_STATUS_OK);
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     EXPECT_EQ(dev.identify().slices_enabled, 64u);
 }
 

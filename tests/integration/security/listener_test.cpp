@@ -3,7 +3,7 @@
 // connect gives up on a listener that accepts nothing (docs/security.md, "Connections").
 #include <gtest/gtest.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 #include <jal/hw/status.h>
 
@@ -98,7 +98,7 @@ TEST(ListenerTest, RecoversFromDescriptorExhaustion)
     ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
     {
         // Booted: no descriptor the start-up used for a while is still open.
-        jal::Device booted = jal::Device::open(0, emu->open_options());
+        jal::ChipFunction booted = jal::ChipFunction::open(0, emu->open_options());
         ASSERT_EQ(booted.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
     }
 
@@ -172,7 +172,7 @@ TEST(ListenerTest, ConnectTimesOutOnAWedgedListener)
         o.emu_dir = dir;
         o.reply_timeout = 300ms;
         try {
-            jal::Device::open(0, o);
+            jal::ChipFunction::open(0, o);
         } catch (const jal::Error& e) {
             _exit(e.status() == JAL_STATUS_TIMEOUT ? 0 : 2);
         } catch (...) {
@@ -191,7 +191,7 @@ TEST(ListenerTest, ConnectTimesOutOnAWedgedListener)
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
     }
-    EXPECT_TRUE(exited) << "jal::Device::open still blocked in connect";
+    EXPECT_TRUE(exited) << "jal::ChipFunction::open still blocked in connect";
     EXPECT_TRUE(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
     for (int fd : queued) close(fd);
     close(listener);

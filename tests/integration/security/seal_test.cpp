@@ -101,7 +101,7 @@ TEST_F(SealTest, HostMemoryMustBeSealedAgainstShrinking)
 // libjal seals the host memory it shares, so the stack keeps working end to end.
 TEST_F(SealTest, LibjalSharesSealedMemory)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     EXPECT_EQ(dev.identify().slices_enabled, 64u);
 }
 

@@ -2,7 +2,7 @@
 // another user): neither jal-emu nor libjal uses it (docs/security.md).
 #include <gtest/gtest.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 #include <jal/hw/status.h>
 
@@ -43,13 +43,13 @@ TEST(SocketDirTest, ClientRefusesADirectoryOthersCanWrite)
     jal::test::EmuProcess emu;
     ASSERT_EQ(chmod(emu.socket_dir().c_str(), 0777), 0);
     try {
-        jal::Device::open(0, emu.open_options());
+        jal::ChipFunction::open(0, emu.open_options());
         ADD_FAILURE() << "opened a device in a world-writable directory";
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_PERMISSION) << e.what();
     }
     ASSERT_EQ(chmod(emu.socket_dir().c_str(), 0700), 0);
-    EXPECT_NO_THROW(jal::Device::open(0, emu.open_options()));
+    EXPECT_NO_THROW(jal::ChipFunction::open(0, emu.open_options()));
     EXPECT_EQ(emu.stop(), "");
 }
 

@@ -1,10 +1,10 @@
 // An admin queue placed where the client has no memory, through a real jal-emu: the
 // firmware reports the error on that function's ADMIN_STATUS, and the device keeps
 // serving every other client. Uses libjal's raw transport client to program the queue
-// registers by hand (jal::Device would never set up such a queue).
+// registers by hand (jal::ChipFunction would never set up such a queue).
 #include <gtest/gtest.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/hw/pci.h>
 #include <jal/hw/regs.h>
 #include <jal/hw/status.h>
@@ -52,7 +52,7 @@ protected:
 
 TEST_F(AdminQueueAddressTest, QueueOutsideClientMemoryFailsThatFunctionOnly)
 {
-    jal::Device good = open_ready();
+    jal::ChipFunction good = open_ready();
 
     jal::direct::DirectConnection raw(jal::direct::SeqpacketSocket::connect(emu().socket_path(0)),
                                       5000ms);
@@ -74,7 +74,7 @@ TEST_F(AdminQueueAddressTest, QueueOutsideClientMemoryFailsThatFunctionOnly)
 
     // Every other client is served as before, and so is a new one.
     EXPECT_EQ(good.identify().slices_enabled, 64u);
-    jal::Device fresh = open_ready();
+    jal::ChipFunction fresh = open_ready();
     EXPECT_EQ(fresh.identify().hbm_channels_ok, 192u);
 }
 

@@ -1,4 +1,4 @@
-// libjal's jal::Device against a real jal-emu: boot, identity, harvesting, malformed
+// libjal's jal::ChipFunction against a real jal-emu: boot, identity, harvesting, malformed
 // admin commands, clients that vanish mid-command, logs, power limit, reset.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/hw/chip.h>
 
 #include "fixture/emu_process.hpp"
@@ -31,7 +31,7 @@ class DeviceTest : public EmuTest {};
 
 TEST_F(DeviceTest, BootsWithTheFullChip)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     jal::DeviceStatus s = dev.status();
     EXPECT_EQ(s.state, jal::DeviceState::ready);
     EXPECT_FALSE(s.degraded);
@@ -50,7 +50,7 @@ TEST_F(DeviceTest, BootsWithTheFullChip)
 
 TEST_F(DeviceTest, SliceMapAndHbmReportOfAFullChip)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     jal_slice_map map = dev.slice_map();
     EXPECT_EQ(map.num_slices, 64u);
     EXPECT_EQ(map.num_enabled, 64u);
@@ -80,7 +80,7 @@ class HarvestedDeviceTest : public EmuTest {
 
 TEST_F(HarvestedDeviceTest, FusedAndFailedSlicesVanishFromTheHostView)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     EXPECT_TRUE(dev.status().degraded);
     jal_identify id = dev.identify();
     EXPECT_EQ(id.slices_enabled, 61u);
@@ -102,7 +102,7 @@ TEST_F(HarvestedDeviceTest, FusedAndFailedSlicesVanishFromTheHostView)
 
 TEST_F(DeviceTest, MalformedAdminCommandsFailAndTheNextOneWorks)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     auto expect_status = [&](jal_admin_sqe sqe, size_t buffer, jal_status want, const char* what) {
         jal::RawAdminResult r = dev.admin_execute_raw(sqe, buffer);
         EXPECT_EQ(r.completion.status, want)
@@ -131,7 +131,7 @@ TEST_F(DeviceTest, MalformedAdminCommandsFailAndTheNextOneWorks)
 
 TEST_F(DeviceTest, AdminErrorsBecomeExceptionsThatNameTheCommand)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     try {
         dev.hbm_report(500, 1);
         FAIL() << "channel 500 does not exist";
@@ -151,7 +151,7 @@ TEST_F(DeviceTest, ClientsThatVanishMidCommandLeaveTheEmulatorHealthy)
         ASSERT_GE(child, 0);
         if (child == 0) {
             try {
-                jal::Device dev = jal::Device::open(0, emu().open_options());
+                jal::ChipFunction dev = jal::ChipFunction::open(0, emu().open_options());
                 dev.wait_ready(jal::test::kBootTimeout);
                 for (int i = 0; i < 8; i++)
                     dev.admin_submit_raw(sqe_of(JAL_ADMIN_GET_HBM_REPORT, 32 + 192 * 576),
@@ -166,14 +166,14 @@ TEST_F(DeviceTest, ClientsThatVanishMidCommandLeaveTheEmulatorHealthy)
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
             << "child in round " << round << " failed";
     }
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     EXPECT_EQ(dev.identify().slices_enabled, 64u);
     EXPECT_GT(dev.telemetry().admin_commands, 0u);
 }
 
 TEST_F(DeviceTest, TelemetryIsPlausible)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     jal_identify id = dev.identify();
     jal_telemetry t = dev.telemetry();
     EXPECT_GT(t.power_mw, 0u);
@@ -187,7 +187,7 @@ TEST_F(DeviceTest, TelemetryIsPlausible)
 
 TEST_F(DeviceTest, PowerLimitRoundTrips)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     jal_identify id = dev.identify();
     EXPECT_EQ(dev.power_limit_mw(), id.power_limit_mw);
     EXPECT_EQ(dev.set_power_limit_mw(400000), 400000u);
@@ -197,7 +197,7 @@ TEST_F(DeviceTest, PowerLimitRoundTrips)
 
 TEST_F(DeviceTest, EventLogPagesAndPostTrail)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     jal::EventLog log = dev.event_log();
     ASSERT_FALSE(log.events.empty());
     for (size_t i = 1; i < log.events.size(); i++)
@@ -213,7 +213,7 @@ TEST_F(DeviceTest, EventLogPagesAndPostTrail)
 
 TEST_F(DeviceTest, ResetComesBackAndIsReportedTruthfully)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     uint32_t boots = dev.identify().boot_count;
     int progress_calls = 0;
     jal::ResetOutcome out = dev.reset(jal::ResetMethod::reset_register, jal::test::kBootTimeout,
@@ -230,7 +230,7 @@ TEST_F(DeviceTest, ResetComesBackAndIsReportedTruthfully)
 
 TEST_F(DeviceTest, ConcurrentCallersShareOneDevice)
 {
-    jal::Device dev = open_ready();
+    jal::ChipFunction dev = open_ready();
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
     for (int t = 0; t < 4; t++)
@@ -250,10 +250,10 @@ TEST_F(DeviceTest, ConcurrentCallersShareOneDevice)
 
 TEST_F(DeviceTest, HungFirmwareTimesOutWithAClearErrorNeverAHang)
 {
-    jal::Device ready = open_ready();
+    jal::ChipFunction ready = open_ready();
     jal::OpenOptions options = emu().open_options();
     options.admin_timeout = 2s;
-    jal::Device dev = jal::Device::open(0, options);
+    jal::ChipFunction dev = jal::ChipFunction::open(0, options);
     jal_admin_sqe hang = sqe_of(JAL_ADMIN_DEBUG_FAULT);
     hang.cdw[0] = JAL_DEBUG_FAULT_HANG_MAIN_LOOP;
     dev.admin_submit_raw(hang);  // the firmware may hang before it completes this
@@ -283,9 +283,10 @@ TEST_F(DeviceTest, HungFirmwareTimesOutWithAClearErrorNeverAHang)
 
 TEST_F(DeviceTest, ClientsBeyondTheHostFunctionsAreRefusedClearly)
 {
-    std::vector<jal::Device> clients;
+    std::vector<jal::ChipFunction> clients;
     try {
-        for (int i = 0; i < 64; i++) clients.push_back(jal::Device::open(0, emu().open_options()));
+        for (int i = 0; i < 64; i++)
+            clients.push_back(jal::ChipFunction::open(0, emu().open_options()));
         FAIL() << "64 clients attached to one chip";
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_BUSY);
@@ -299,7 +300,7 @@ TEST_F(DeviceTest, ClientsBeyondTheHostFunctionsAreRefusedClearly)
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (!reopened && std::chrono::steady_clock::now() < deadline) {
         try {
-            jal::Device::open(0, emu().open_options());
+            jal::ChipFunction::open(0, emu().open_options());
             reopened = true;
         } catch (const jal::Error& e) {
             ASSERT_EQ(e.status(), JAL_STATUS_BUSY) << e.what();
@@ -320,10 +321,10 @@ class MultiChipTest : public EmuTest {
 
 TEST_F(MultiChipTest, EveryChipIsEnumeratedAndOpens)
 {
-    auto found = jal::Device::enumerate(emu().socket_dir());
+    auto found = jal::ChipFunction::enumerate(emu().socket_dir());
     ASSERT_EQ(found.size(), 2u);
     EXPECT_EQ(found[1].index, 1u);
-    jal::Device second = open_ready(1);
+    jal::ChipFunction second = open_ready(1);
     EXPECT_EQ(second.identify().chip_index, 1u);
 }
 

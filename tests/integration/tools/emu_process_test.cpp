@@ -14,7 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 
 #include "fixture/emu_process.hpp"
@@ -77,7 +77,7 @@ public:
     {
         EmuTest::SetUp();
         pid = emu().pid();
-        jal::Device::open(7, emu().open_options());  // no chip 7: throws
+        jal::ChipFunction::open(7, emu().open_options());  // no chip 7: throws
     }
     void TearDown() override { EmuTest::TearDown(); }
     pid_t pid = -1;

@@ -380,7 +380,7 @@ TEST_F(QueueTest, AnotherClientCannotTouchThisClientsContext)
     sqe.cdw[0] = a.id();
     sqe.cdw[1] = static_cast<uint32_t>(m.va());
     sqe.cdw[2] = static_cast<uint32_t>(m.va() >> 32);
-    jal::Device raw = jal::Device::open(0, emu().open_options());
+    jal::ChipFunction raw = jal::ChipFunction::open(0, emu().open_options());
     EXPECT_EQ(raw.admin_execute_raw(sqe).completion.status, JAL_STATUS_PERMISSION);
 }
 

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 namespace {
 
@@ -65,7 +65,7 @@ TEST(DeviceOpen, MissingSocketSaysWhatToDo)
     jal::OpenOptions options;
     options.emu_dir = "/nonexistent-jal-dir";
     try {
-        jal::Device::open(0, options);
+        jal::ChipFunction::open(0, options);
         FAIL() << "opened a device that does not exist";
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_NO_DEVICE);
@@ -86,11 +86,11 @@ TEST(DeviceOpen, StaleSocketIsRefused)
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     ::close(fd);  // bound, never listening: what a crashed emulator leaves behind
 
-    EXPECT_EQ(jal::Device::enumerate(dir.string()).size(), 1u);
+    EXPECT_EQ(jal::ChipFunction::enumerate(dir.string()).size(), 1u);
     jal::OpenOptions options;
     options.emu_dir = dir.string();
     try {
-        jal::Device::open(0, options);
+        jal::ChipFunction::open(0, options);
         FAIL();
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_NO_DEVICE);
@@ -112,11 +112,11 @@ TEST(DeviceOpen, EnumerateFindsOnlySocketsInIndexOrder)
         ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
         ::close(fd);
     }
-    auto found = jal::Device::enumerate(dir.string());
+    auto found = jal::ChipFunction::enumerate(dir.string());
     ASSERT_EQ(found.size(), 2u);
     EXPECT_EQ(found[0].index, 2u);
     EXPECT_EQ(found[1].index, 10u);
-    EXPECT_TRUE(jal::Device::enumerate("/nonexistent-jal-dir").empty());
+    EXPECT_TRUE(jal::ChipFunction::enumerate("/nonexistent-jal-dir").empty());
     std::filesystem::remove_all(dir);
 }
 

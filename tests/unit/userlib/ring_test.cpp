@@ -16,8 +16,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using jal::rt::QueueRing;
-namespace ri = jal::rt::ring_index;
+using jal::runtime::detail::QueueRing;
+namespace ri = jal::runtime::detail::ring_index;
 
 TEST(RingIndex, SizesArePowersOfTwoInRange)
 {

@@ -18,7 +18,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using namespace jal::rt;
+using namespace jal::runtime::detail;
 
 using jal::test::kPollCalls;
 using jal::test::kPollOrFutexCalls;

@@ -1,4 +1,4 @@
-// Value types returned by jal::Device. Fixed-layout device data is returned as the
+// Value types returned by jal::ChipFunction. Fixed-layout device data is returned as the
 // structures of the device interface (jal/hw/*.h) rather than restated here.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/hw/admin.h>
 #include <jal/hw/status.h>
 #include <jal/hw/telemetry.h>
@@ -23,7 +24,7 @@ enum class DeviceState {
 };
 
 // "booting", "ready", "failed", "resetting", "unknown".
-const char* state_name(DeviceState state);
+JAL_API const char* state_name(DeviceState state);
 
 // The boot and health registers, read without the admin queue (works while booting).
 struct DeviceStatus {
@@ -39,7 +40,7 @@ struct DeviceStatus {
 };
 
 // "1.2.3" from major << 16 | minor << 8 | patch.
-std::string format_fw_version(uint32_t fw_version);
+JAL_API std::string format_fw_version(uint32_t fw_version);
 
 struct DeviceEntry {
     unsigned index = 0;

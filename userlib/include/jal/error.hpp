@@ -5,11 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <jal/api.h>
 #include <jal/hw/status.h>
 
 namespace jal {
 
-class Error : public std::runtime_error {
+class JAL_API Error : public std::runtime_error {
 public:
     Error(jal_status status, const std::string& message);
 

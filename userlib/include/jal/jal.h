@@ -21,18 +21,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jal/api.h>
 #include <jal/hw/admin.h>
 #include <jal/hw/queue.h>
 #include <jal/hw/status.h>
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#define JAL_API __attribute__((visibility("default")))
-#else
-#define JAL_API
 #endif
 
 #define JAL_API_VERSION_MAJOR 1

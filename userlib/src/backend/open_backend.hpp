@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 #include "backend.hpp"
 

@@ -1,9 +1,9 @@
 // Reading the firmware's logs page by page (GET_LOG with first-seq / next-seq).
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 #include <jal/hw/admin.h>
 
-#include "device_impl.hpp"
+#include "chip_function_impl.hpp"
 
 namespace jal {
 
@@ -23,7 +23,7 @@ struct LogRead {
 };
 
 template <typename Entry>
-LogRead<Entry> read_log(Device::Impl& impl, uint32_t log_id, uint32_t first_seq)
+LogRead<Entry> read_log(ChipFunction::Impl& impl, uint32_t log_id, uint32_t first_seq)
 {
     LogRead<Entry> out;
     uint32_t seq = first_seq;
@@ -52,7 +52,7 @@ LogRead<Entry> read_log(Device::Impl& impl, uint32_t log_id, uint32_t first_seq)
 
 }  // namespace
 
-EventLog Device::event_log(uint32_t first_seq)
+EventLog ChipFunction::event_log(uint32_t first_seq)
 {
     return impl_->guarded([&] {
         auto read = read_log<jal_log_event>(*impl_, JAL_LOG_EVENTS, first_seq);
@@ -60,7 +60,7 @@ EventLog Device::event_log(uint32_t first_seq)
     });
 }
 
-PostTrail Device::post_trail()
+PostTrail ChipFunction::post_trail()
 {
     return impl_->guarded([&] {
         auto read = read_log<jal_post_entry>(*impl_, JAL_LOG_POST_TRAIL, 0);

@@ -1,16 +1,16 @@
-// jal::Device methods that are one admin command each.
-#include <jal/device.hpp>
+// jal::ChipFunction methods that are one admin command each.
+#include <jal/chip_function.hpp>
 
 #include <jal/hw/admin.h>
 
-#include "device_impl.hpp"
+#include "chip_function_impl.hpp"
 
 namespace jal {
 
 namespace {
 
 // Replies shorter than the structure would leave fields silently zero: refuse them.
-void require_bytes(const Device::Impl::Reply& reply, size_t need, const char* what)
+void require_bytes(const ChipFunction::Impl::Reply& reply, size_t need, const char* what)
 {
     if (reply.completion.result < need)
         throw Error(JAL_STATUS_PROTOCOL, std::string(what) + " reply has " +
@@ -20,7 +20,7 @@ void require_bytes(const Device::Impl::Reply& reply, size_t need, const char* wh
 
 }  // namespace
 
-jal_identify Device::identify()
+jal_identify ChipFunction::identify()
 {
     return impl_->guarded([&] {
         auto reply = impl_->run(JAL_ADMIN_IDENTIFY, {}, sizeof(jal_identify));
@@ -29,7 +29,7 @@ jal_identify Device::identify()
     });
 }
 
-jal_telemetry Device::telemetry()
+jal_telemetry ChipFunction::telemetry()
 {
     return impl_->guarded([&] {
         auto reply = impl_->run(JAL_ADMIN_GET_TELEMETRY, {}, sizeof(jal_telemetry));
@@ -38,7 +38,7 @@ jal_telemetry Device::telemetry()
     });
 }
 
-jal_slice_map Device::slice_map()
+jal_slice_map ChipFunction::slice_map()
 {
     return impl_->guarded([&] {
         auto reply = impl_->run(JAL_ADMIN_GET_SLICE_MAP, {}, sizeof(jal_slice_map));
@@ -47,7 +47,7 @@ jal_slice_map Device::slice_map()
     });
 }
 
-HbmReport Device::hbm_report(uint32_t first_channel, uint32_t count)
+HbmReport ChipFunction::hbm_report(uint32_t first_channel, uint32_t count)
 {
     return impl_->guarded([&] {
         HbmReport out;
@@ -70,14 +70,14 @@ HbmReport Device::hbm_report(uint32_t first_channel, uint32_t count)
     });
 }
 
-uint32_t Device::power_limit_mw()
+uint32_t ChipFunction::power_limit_mw()
 {
     return impl_->guarded([&] {
         return impl_->run(JAL_ADMIN_GET_FEATURE, {JAL_FEATURE_POWER_LIMIT}).completion.result;
     });
 }
 
-uint32_t Device::set_power_limit_mw(uint32_t milliwatts)
+uint32_t ChipFunction::set_power_limit_mw(uint32_t milliwatts)
 {
     return impl_->guarded([&] {
         return impl_->run(JAL_ADMIN_SET_FEATURE, {JAL_FEATURE_POWER_LIMIT, milliwatts})

@@ -1,6 +1,6 @@
 // Chip reset: request it, then watch STATUS until the chip has gone down and come back,
 // reporting what actually happened rather than what was asked for.
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 #include <optional>
 #include <thread>
@@ -10,7 +10,7 @@
 #include <jal/hw/regs.h>
 
 #include "../util/deadline.hpp"
-#include "device_impl.hpp"
+#include "chip_function_impl.hpp"
 
 namespace jal {
 
@@ -31,8 +31,8 @@ milliseconds since(std::chrono::steady_clock::time_point start)
 
 }  // namespace
 
-ResetOutcome Device::reset(ResetMethod method, milliseconds timeout,
-                           const std::function<void(const ResetProgress&)>& progress)
+ResetOutcome ChipFunction::reset(ResetMethod method, milliseconds timeout,
+                                 const std::function<void(const ResetProgress&)>& progress)
 {
     return impl_->guarded([&] {
         auto start = std::chrono::steady_clock::now();

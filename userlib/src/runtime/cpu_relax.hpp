@@ -1,7 +1,7 @@
 // The pause hint for spin loops.
 #pragma once
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 inline void cpu_relax()
 {
@@ -12,4 +12,4 @@ inline void cpu_relax()
 #endif
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -11,7 +11,7 @@
 
 #include "../util/unique_fd.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 namespace {
 
@@ -215,4 +215,4 @@ LoadResult load_file(UserQueue& queue, const std::string& path, uint64_t dst_va,
     return result;
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "runtime.hpp"
+#include "runtime_objects.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 struct LoadOptions {
     bool try_direct = true;
@@ -27,4 +27,4 @@ struct LoadResult {
 LoadResult load_file(UserQueue& queue, const std::string& path, uint64_t dst_va, uint64_t capacity,
                      const LoadOptions& options);
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -8,7 +8,7 @@
 
 #include <jal/error.hpp>
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 IrqHub::~IrqHub()
 {
@@ -79,4 +79,4 @@ bool IrqHub::wait(uint64_t seen, std::chrono::steady_clock::time_point deadline,
     return true;
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -21,7 +21,7 @@
 #include "../backend/backend.hpp"
 #include "../util/unique_fd.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 class IrqHub {
 public:
@@ -56,4 +56,4 @@ private:
     bool leader_ = false;
 };
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

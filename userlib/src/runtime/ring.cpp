@@ -8,7 +8,7 @@
 
 #include "cpu_relax.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 QueueRing::QueueRing(std::byte* ring, uint32_t size, const uint64_t* read_index,
                      std::byte* doorbell, std::function<void()> kick)
@@ -102,4 +102,4 @@ void QueueRing::fill_holes()
     ring_doorbell(write - 1);
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

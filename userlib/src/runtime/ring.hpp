@@ -21,7 +21,7 @@
 
 #include <jal/hw/queue.h>
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 // Index arithmetic, kept apart so it can be tested exhaustively.
 namespace ring_index {
@@ -96,4 +96,4 @@ private:
     alignas(64) std::atomic<uint64_t> kicks_{0};
 };
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -4,7 +4,7 @@
 
 #include "cpu_relax.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 SignalPool::Slot SignalPool::allocate()
 {
@@ -106,4 +106,4 @@ SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& o, Ir
     }
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

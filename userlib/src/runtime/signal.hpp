@@ -15,7 +15,7 @@
 #include "../backend/backend.hpp"
 #include "irq_hub.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 // Hands out 16-byte signal slots from shared host memory (64 KiB chunks).
 class SignalPool {
@@ -81,4 +81,4 @@ struct WaitOptions {
 // `irq` (the signal's device) and a signal whose completions raise an interrupt.
 SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& options, IrqHub* irq);
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/hw/isa.h>
 #include <jal/hw/status.h>
 
@@ -47,7 +48,7 @@ struct CodeObject {
     uint32_t l1_bytes = 0;
 };
 
-class Builder {
+class JAL_API Builder {
 public:
     explicit Builder(std::string name);
 

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/jal.hpp>
 #include <jal/kernels/builder.hpp>
 
@@ -46,7 +47,7 @@ struct MemoryPlace {
 };
 
 // A code object copied into a context's device memory, ready to dispatch.
-class Program {
+class JAL_API Program {
 public:
     // Copies the object to device memory at `where` through `q` and waits. The object is
     // not validated here: the device does that on every dispatch. A program every slice of
@@ -70,7 +71,7 @@ private:
 };
 
 // The argument buffer: 8-byte slots in the kernel's declaration order (Builder::arg).
-class Args {
+class JAL_API Args {
 public:
     Args() = default;
     // One u64 slot a word.
@@ -122,13 +123,14 @@ struct BatchReport {
 
 // "kernel K: page fault in slice 3 at pc 12 (opcode 0x1b st): st x4, [x3+8] (address
 // 0x...)": what a failed report says, with the instruction disassembled from `code`.
-std::string dispatch_failure_message(std::string_view kernel, std::span<const uint64_t> code,
-                                     const jal_dispatch_report& report);
+JAL_API std::string dispatch_failure_message(std::string_view kernel,
+                                             std::span<const uint64_t> code,
+                                             const jal_dispatch_report& report);
 
 // Runs dispatches on one queue (and, for batches, on its lane queues). Owns device memory
 // for argument buffers (allocated when first needed) and host memory for reports; device,
 // context and queue must outlive it.
-class Launcher {
+class JAL_API Launcher {
 public:
     Launcher(const jal::runtime::Device& dev, jal::runtime::Context& ctx, jal::runtime::Queue& q,
              const LauncherOptions& o = {});

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/error.hpp>
 
 namespace jal::model {
@@ -50,8 +51,8 @@ enum class GgufType : uint32_t {
     I64 = 11,
     F64 = 12,
 };
-const char* gguf_type_name(GgufType type) noexcept;  // "u32", "string", ...; "?" if unknown
-size_t gguf_type_size(GgufType type) noexcept;       // bytes of a scalar; 0 for STRING/ARRAY
+JAL_API const char* gguf_type_name(GgufType type) noexcept;  // "u32", "string", ...; "?" if unknown
+JAL_API size_t gguf_type_size(GgufType type) noexcept;  // bytes of a scalar; 0 for STRING/ARRAY
 
 // The tensor types (ggml.h, enum ggml_type) whose storage layout this library knows.
 enum class TensorType : uint32_t {
@@ -78,12 +79,12 @@ struct TensorTypeInfo {
     uint32_t block_bytes;     // bytes per block
 };
 // The layout of ggml type `id`, or nullptr when it is not one of the above.
-const TensorTypeInfo* find_tensor_type(uint32_t id) noexcept;
-const TensorTypeInfo& tensor_type_info(TensorType type);
-const char* tensor_type_name(TensorType type) noexcept;
+JAL_API const TensorTypeInfo* find_tensor_type(uint32_t id) noexcept;
+JAL_API const TensorTypeInfo& tensor_type_info(TensorType type);
+JAL_API const char* tensor_type_name(TensorType type) noexcept;
 // Bytes of `elements` consecutive elements; throws INVALID_LENGTH unless a whole number of
 // blocks.
-uint64_t tensor_bytes(TensorType type, uint64_t elements);
+JAL_API uint64_t tensor_bytes(TensorType type, uint64_t elements);
 
 // One key/value pair, pointing into the file.
 struct GgufKv {
@@ -97,7 +98,7 @@ struct GgufKv {
 };
 
 // One tensor description, with its data inside the file.
-struct GgufTensor {
+struct JAL_API GgufTensor {
     std::string_view name;
     TensorType type;
     uint32_t n_dims;
@@ -111,7 +112,7 @@ struct GgufTensor {
     std::string shape_string() const;  // "[2880, 201088]"
 };
 
-class GgufFile {
+class JAL_API GgufFile {
 public:
     // Maps and validates `path`. Throws jal::Error: IO_ERROR when it cannot be read,
     // INVALID_FIELD / INVALID_LENGTH when it is not a valid GGUF file.
@@ -175,7 +176,7 @@ private:
 // Builds a GGUF file. Set the pairs and declare the tensors, then begin() writes the header,
 // the pairs and the tensor descriptions; write_tensor() streams each tensor's data in the
 // order declared; finish() checks that every tensor was written and flushes.
-class GgufWriter {
+class JAL_API GgufWriter {
 public:
     explicit GgufWriter(uint32_t alignment = kGgufDefaultAlignment);
     ~GgufWriter();

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/model/gguf.hpp>
 
 namespace jal::model {
@@ -61,16 +62,16 @@ struct TensorSpec {
 
 // Every tensor llama.cpp's gpt-oss loader creates, in the order of the reference
 // conversion (token_embd, then each block, then output_norm, output).
-std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig& config);
+JAL_API std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig& config);
 
 // The published OpenAI checkpoints' hyper-parameters ("gpt-oss-20b", "gpt-oss-120b": their
 // config.json as llama.cpp's converter writes it), for projections that need the real
 // shape without the weights; std::nullopt for other names.
-std::optional<GptOssConfig> published_gpt_oss_config(std::string_view name);
+JAL_API std::optional<GptOssConfig> published_gpt_oss_config(std::string_view name);
 
 // Reads and checks the hyper-parameters (general.architecture must be "gpt-oss"), then
 // checks every required tensor's presence, type and shape. Throws jal::Error
 // (INVALID_FIELD) naming the missing or inconsistent key or tensor.
-GptOssConfig read_gpt_oss_config(const GgufFile& file);
+JAL_API GptOssConfig read_gpt_oss_config(const GgufFile& file);
 
 }  // namespace jal::model

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/jal.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
@@ -38,8 +39,8 @@ namespace jal::model {
 //   ggml:   as llama.cpp's CPU backend: activations rounded to Q8_0 blocks before every
 //           MXFP4 dot product, F32 everywhere else.
 enum class Numerics { native, ggml };
-const char* numerics_name(Numerics n);
-bool parse_numerics(std::string_view s, Numerics& out);
+JAL_API const char* numerics_name(Numerics n);
+JAL_API bool parse_numerics(std::string_view s, Numerics& out);
 
 struct RuntimeOptions {
     Numerics numerics = Numerics::native;
@@ -71,7 +72,7 @@ struct ChipTotals {
 // jal-emu's power model at nominal voltage and 25 °C (emu/chip/power_model.cpp).
 inline constexpr double kStaticPowerW = 125.0;
 
-class Runtime {
+class JAL_API Runtime {
 public:
     // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
     // uploads its weights, builds the kernels.
@@ -127,8 +128,8 @@ public:
 
 // The GPT-OSS-120B shape (36 layers, hidden 2880, 64/8 heads of 64, 128 experts top-4,
 // expert width 2880, vocab 201088, window 128) and the other named shapes jal-run knows.
-GptOssConfig gpt_oss_120b_config();
-GptOssConfig gpt_oss_20b_config();
+JAL_API GptOssConfig gpt_oss_120b_config();
+JAL_API GptOssConfig gpt_oss_20b_config();
 
 // ---- sampling ----
 struct SamplerParams {
@@ -136,7 +137,7 @@ struct SamplerParams {
     float top_p = 1.0f;
     uint64_t seed = 0;
 };
-class Sampler {
+class JAL_API Sampler {
 public:
     explicit Sampler(const SamplerParams& params);
     int32_t sample(std::span<const float> logits);
@@ -146,9 +147,10 @@ private:
     std::mt19937_64 rng_;
 };
 
-int32_t argmax(std::span<const float> logits);
+JAL_API int32_t argmax(std::span<const float> logits);
 // The k most likely ids with their log-probabilities (log-softmax of the raw logits), most
 // likely first, the lower id first on ties.
-std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, uint32_t k);
+JAL_API std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits,
+                                                            uint32_t k);
 
 }  // namespace jal::model

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/model/gpt_oss_config.hpp>
 
 namespace jal::model {
@@ -31,12 +32,12 @@ struct SyntheticGptOssOptions {
 };
 
 // The named shapes: "tiny", "small", "gqa-window", "medium" (see docs/model.md).
-std::vector<std::string> synthetic_preset_names();
-std::optional<SyntheticGptOssOptions> synthetic_preset(std::string_view name);
+JAL_API std::vector<std::string> synthetic_preset_names();
+JAL_API std::optional<SyntheticGptOssOptions> synthetic_preset(std::string_view name);
 
 // The hyper-parameters a model written with `options` has; throws INVALID_FIELD when the
 // options cannot make a valid model (naming the option).
-GptOssConfig synthetic_config(const SyntheticGptOssOptions& options);
+JAL_API GptOssConfig synthetic_config(const SyntheticGptOssOptions& options);
 
 struct SyntheticModelSummary {
     GptOssConfig config;
@@ -50,8 +51,8 @@ using SyntheticProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Writes the model to `path` (through a temporary file renamed at the end). The same
 // options always give the same bytes.
-SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
-                                              const SyntheticGptOssOptions& options,
-                                              const SyntheticProgress& progress = {});
+JAL_API SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
+                                                      const SyntheticGptOssOptions& options,
+                                                      const SyntheticProgress& progress = {});
 
 }  // namespace jal::model

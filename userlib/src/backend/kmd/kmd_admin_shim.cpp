@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <unistd.h>
 
 #include <uapi/jal_accel.h>
@@ -51,25 +52,38 @@ void KmdAdminShim::set_doorbells(std::weak_ptr<KmdDoorbells> doorbells)
     doorbells_ = std::move(doorbells);
 }
 
+// The admin registers that only hold what was written (or what the shim set); nullptr for
+// the others.
+uint32_t* KmdAdminShim::plain_register(uint32_t offset)
+{
+    switch (offset) {
+    case JAL_REG_ADMIN_SQ_BASE_LO:
+        return &sq_lo_;
+    case JAL_REG_ADMIN_SQ_BASE_HI:
+        return &sq_hi_;
+    case JAL_REG_ADMIN_CQ_BASE_LO:
+        return &cq_lo_;
+    case JAL_REG_ADMIN_CQ_BASE_HI:
+        return &cq_hi_;
+    case JAL_REG_ADMIN_QSIZE:
+        return &qsize_;
+    case JAL_REG_ADMIN_CQ_HEAD:
+        return &cq_head_;
+    case JAL_REG_INTR_MASK:
+        return &intr_mask_;
+    default:
+        return nullptr;
+    }
+}
+
 bool KmdAdminShim::read(uint32_t offset, uint32_t& value)
 {
     std::lock_guard lock(mutex_);
+    if (uint32_t* reg = plain_register(offset)) {
+        value = *reg;
+        return true;
+    }
     switch (offset) {
-    case JAL_REG_ADMIN_SQ_BASE_LO:
-        value = sq_lo_;
-        return true;
-    case JAL_REG_ADMIN_SQ_BASE_HI:
-        value = sq_hi_;
-        return true;
-    case JAL_REG_ADMIN_CQ_BASE_LO:
-        value = cq_lo_;
-        return true;
-    case JAL_REG_ADMIN_CQ_BASE_HI:
-        value = cq_hi_;
-        return true;
-    case JAL_REG_ADMIN_QSIZE:
-        value = qsize_;
-        return true;
     case JAL_REG_ADMIN_CTRL:
         value = ctrl_;
         return true;
@@ -78,12 +92,6 @@ bool KmdAdminShim::read(uint32_t offset, uint32_t& value)
         return true;
     case JAL_REG_ADMIN_SQ_TAIL:
         value = sq_tail_;
-        return true;
-    case JAL_REG_ADMIN_CQ_HEAD:
-        value = cq_head_;
-        return true;
-    case JAL_REG_INTR_MASK:
-        value = intr_mask_;
         return true;
     case JAL_REG_RESET:
         value = 0;
@@ -96,28 +104,11 @@ bool KmdAdminShim::read(uint32_t offset, uint32_t& value)
 bool KmdAdminShim::write(uint32_t offset, uint32_t value)
 {
     std::lock_guard lock(mutex_);
+    if (uint32_t* reg = plain_register(offset)) {
+        *reg = value;
+        return true;
+    }
     switch (offset) {
-    case JAL_REG_ADMIN_SQ_BASE_LO:
-        sq_lo_ = value;
-        return true;
-    case JAL_REG_ADMIN_SQ_BASE_HI:
-        sq_hi_ = value;
-        return true;
-    case JAL_REG_ADMIN_CQ_BASE_LO:
-        cq_lo_ = value;
-        return true;
-    case JAL_REG_ADMIN_CQ_BASE_HI:
-        cq_hi_ = value;
-        return true;
-    case JAL_REG_ADMIN_QSIZE:
-        qsize_ = value;
-        return true;
-    case JAL_REG_INTR_MASK:
-        intr_mask_ = value;
-        return true;
-    case JAL_REG_ADMIN_CQ_HEAD:
-        cq_head_ = value;
-        return true;
     case JAL_REG_ADMIN_CTRL:
         ctrl_ = value & JAL_ADMIN_CTRL_ENABLE;
         if (ctrl_)
@@ -221,91 +212,28 @@ jal_admin_cqe KmdAdminShim::execute(const jal_admin_sqe& sqe)
 // One admin command through the ioctl that carries it. Returns the completion status.
 uint32_t KmdAdminShim::run_ioctl(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result)
 {
-    auto fail = [](int ret) { return static_cast<uint32_t>(status_from_errno(-ret)); };
     switch (sqe.opcode) {
-    case JAL_ADMIN_CREATE_CONTEXT: {
-        jal_ioctl_context a{};
-        if (int ret = file_->ioctl(JAL_IOCTL_CTX_CREATE, a); ret < 0) return fail(ret);
-        result = a.context;
-        return a.status;
-    }
-    case JAL_ADMIN_DESTROY_CONTEXT: {
-        jal_ioctl_context a{};
-        a.context = sqe.cdw[0];
-        if (int ret = file_->ioctl(JAL_IOCTL_CTX_DESTROY, a); ret < 0) return fail(ret);
-        if (a.status == JAL_STATUS_OK) {
-            // The device destroyed the context's queues with it.
-            for (auto it = queue_context_.begin(); it != queue_context_.end();) {
-                if (it->second == sqe.cdw[0]) {
-                    forget_doorbells(static_cast<int>(it->first));
-                    it = queue_context_.erase(it);
-                } else {
-                    ++it;
-                }
-            }
-        }
-        result = a.leaked;
-        return a.status;
-    }
-    case JAL_ADMIN_ALLOC_MEMORY: {
-        jal_ioctl_mem_alloc a{};
-        a.context = sqe.cdw[0];
-        a.bytes = lohi(sqe.cdw[1], sqe.cdw[2]);
-        a.placement = sqe.cdw[3];
-        a.slice_mask = lohi(sqe.cdw[4], sqe.cdw[5]);
-        a.align_log2 = sqe.cdw[6];
-        if (int ret = file_->ioctl(JAL_IOCTL_MEM_ALLOC, a); ret < 0) return fail(ret);
-        if (a.status != JAL_STATUS_OK) return a.status;
-        jal_mem_alloc_reply reply{};
-        reply.va = a.va;
-        reply.size = a.rounded_size;
-        reply.slice_mask = a.reply_slice_mask;
-        reply.placement = a.reply_placement;
-        reply.page_size = a.page_size;
-        reply.pages = a.pages;
-        reply.replicas = a.replicas;
-        std::memcpy(data, &reply, sizeof reply);
-        result = sizeof reply;
-        return JAL_STATUS_OK;
-    }
+    case JAL_ADMIN_CREATE_CONTEXT:
+        return create_context(result);
+    case JAL_ADMIN_DESTROY_CONTEXT:
+        return destroy_context(sqe.cdw[0], result);
+    case JAL_ADMIN_ALLOC_MEMORY:
+        return alloc_memory(sqe, data, result);
     case JAL_ADMIN_FREE_MEMORY: {
         jal_ioctl_mem_free a{};
         a.context = sqe.cdw[0];
         a.va = lohi(sqe.cdw[1], sqe.cdw[2]);
-        if (int ret = file_->ioctl(JAL_IOCTL_MEM_FREE, a); ret < 0) return fail(ret);
-        return a.status;
+        return call(JAL_IOCTL_MEM_FREE, a).value_or(a.status);
     }
-    case JAL_ADMIN_CREATE_QUEUE: {
-        jal_ioctl_queue_create a{};
-        a.context = sqe.cdw[0];
-        a.ring_bus = lohi(sqe.cdw[1], sqe.cdw[2]);
-        a.ring_size = sqe.cdw[3];
-        a.read_index_bus = lohi(sqe.cdw[4], sqe.cdw[5]);
-        a.vector = sqe.cdw[6];
-        if (int ret = file_->ioctl(JAL_IOCTL_QUEUE_CREATE, a); ret < 0)
-            return ret == -EINVAL ? uint32_t{JAL_STATUS_DMA_FAULT}
-                                  : fail(ret);  // ring outside our memory
-        if (a.status == JAL_STATUS_OK) {
-            queue_context_[a.queue] = a.context;
-            result = a.queue;
-        }
-        return a.status;
-    }
-    case JAL_ADMIN_DESTROY_QUEUE: {
-        jal_ioctl_queue_destroy a{};
-        a.queue = sqe.cdw[0];
-        if (int ret = file_->ioctl(JAL_IOCTL_QUEUE_DESTROY, a); ret < 0) return fail(ret);
-        if (a.status == JAL_STATUS_OK) {
-            queue_context_.erase(a.queue);
-            forget_doorbells(static_cast<int>(a.queue));
-        }
-        return a.status;
-    }
+    case JAL_ADMIN_CREATE_QUEUE:
+        return create_queue(sqe, result);
+    case JAL_ADMIN_DESTROY_QUEUE:
+        return destroy_queue(sqe.cdw[0]);
     case JAL_ADMIN_IDENTIFY: {
         jal_ioctl_identify a{};
         a.data_ptr = reinterpret_cast<uintptr_t>(data);
         a.data_len = std::min<uint32_t>(sqe.data_len, sizeof(jal_identify));
-        if (int ret = file_->ioctl(JAL_IOCTL_IDENTIFY, a); ret < 0) return fail(ret);
+        if (auto failed = call(JAL_IOCTL_IDENTIFY, a)) return *failed;
         result = a.data_len;
         return a.status;
     }
@@ -315,18 +243,115 @@ uint32_t KmdAdminShim::run_ioctl(const jal_admin_sqe& sqe, std::byte* data, uint
         chip_reset_locked(true, &status);
         return status;
     }
-    default: {
-        jal_ioctl_admin a{};
-        a.opcode = sqe.opcode;
-        a.data_len = sqe.data_len;
-        a.data_ptr = reinterpret_cast<uintptr_t>(data);
-        std::memcpy(a.cdw, sqe.cdw, sizeof a.cdw);
-        if (int ret = file_->ioctl(JAL_IOCTL_ADMIN, a); ret < 0)
-            return ret == -EINVAL ? uint32_t{JAL_STATUS_INVALID_OPCODE} : fail(ret);
-        result = a.result;
-        return a.status;
+    default:
+        return pass_through(sqe, data, result);
     }
+}
+
+// Runs one ioctl. Returns the completion status for a failed call (EINVAL as
+// `einval_status` when that is given), nothing when the call went through and the
+// argument's own status tells the outcome.
+template <typename Arg>
+std::optional<uint32_t> KmdAdminShim::call(unsigned long request, Arg& arg,
+                                           std::optional<uint32_t> einval_status)
+{
+    int ret = file_->ioctl(request, arg);
+    if (ret >= 0) return std::nullopt;
+    if (ret == -EINVAL && einval_status) return einval_status;
+    return static_cast<uint32_t>(status_from_errno(-ret));
+}
+
+uint32_t KmdAdminShim::create_context(uint32_t& result)
+{
+    jal_ioctl_context a{};
+    if (auto failed = call(JAL_IOCTL_CTX_CREATE, a)) return *failed;
+    result = a.context;
+    return a.status;
+}
+
+uint32_t KmdAdminShim::destroy_context(uint32_t context, uint32_t& result)
+{
+    jal_ioctl_context a{};
+    a.context = context;
+    if (auto failed = call(JAL_IOCTL_CTX_DESTROY, a)) return *failed;
+    if (a.status == JAL_STATUS_OK) {
+        // The device destroyed the context's queues with it.
+        for (auto it = queue_context_.begin(); it != queue_context_.end();) {
+            if (it->second == context) {
+                forget_doorbells(static_cast<int>(it->first));
+                it = queue_context_.erase(it);
+            } else {
+                ++it;
+            }
+        }
     }
+    result = a.leaked;
+    return a.status;
+}
+
+uint32_t KmdAdminShim::alloc_memory(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result)
+{
+    jal_ioctl_mem_alloc a{};
+    a.context = sqe.cdw[0];
+    a.bytes = lohi(sqe.cdw[1], sqe.cdw[2]);
+    a.placement = sqe.cdw[3];
+    a.slice_mask = lohi(sqe.cdw[4], sqe.cdw[5]);
+    a.align_log2 = sqe.cdw[6];
+    if (auto failed = call(JAL_IOCTL_MEM_ALLOC, a)) return *failed;
+    if (a.status != JAL_STATUS_OK) return a.status;
+    jal_mem_alloc_reply reply{};
+    reply.va = a.va;
+    reply.size = a.rounded_size;
+    reply.slice_mask = a.reply_slice_mask;
+    reply.placement = a.reply_placement;
+    reply.page_size = a.page_size;
+    reply.pages = a.pages;
+    reply.replicas = a.replicas;
+    std::memcpy(data, &reply, sizeof reply);
+    result = sizeof reply;
+    return JAL_STATUS_OK;
+}
+
+uint32_t KmdAdminShim::create_queue(const jal_admin_sqe& sqe, uint32_t& result)
+{
+    jal_ioctl_queue_create a{};
+    a.context = sqe.cdw[0];
+    a.ring_bus = lohi(sqe.cdw[1], sqe.cdw[2]);
+    a.ring_size = sqe.cdw[3];
+    a.read_index_bus = lohi(sqe.cdw[4], sqe.cdw[5]);
+    a.vector = sqe.cdw[6];
+    // EINVAL: the ring lies outside our memory.
+    if (auto failed = call(JAL_IOCTL_QUEUE_CREATE, a, JAL_STATUS_DMA_FAULT)) return *failed;
+    if (a.status == JAL_STATUS_OK) {
+        queue_context_[a.queue] = a.context;
+        result = a.queue;
+    }
+    return a.status;
+}
+
+uint32_t KmdAdminShim::destroy_queue(uint32_t queue)
+{
+    jal_ioctl_queue_destroy a{};
+    a.queue = queue;
+    if (auto failed = call(JAL_IOCTL_QUEUE_DESTROY, a)) return *failed;
+    if (a.status == JAL_STATUS_OK) {
+        queue_context_.erase(a.queue);
+        forget_doorbells(static_cast<int>(a.queue));
+    }
+    return a.status;
+}
+
+// Any other command goes to the driver's generic admin ioctl (EINVAL: an opcode it refuses).
+uint32_t KmdAdminShim::pass_through(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result)
+{
+    jal_ioctl_admin a{};
+    a.opcode = sqe.opcode;
+    a.data_len = sqe.data_len;
+    a.data_ptr = reinterpret_cast<uintptr_t>(data);
+    std::memcpy(a.cdw, sqe.cdw, sizeof a.cdw);
+    if (auto failed = call(JAL_IOCTL_ADMIN, a, JAL_STATUS_INVALID_OPCODE)) return *failed;
+    result = a.result;
+    return a.status;
 }
 
 // The driver resets the chip and waits for it to come back; like the device, the reset

@@ -3,7 +3,7 @@
 // user space reaches the device through ioctls that check what each open file may do. So
 // the kmd backend presents a virtual admin queue: enabling it, ringing SQ_TAIL and reading
 // completions behave as the device's do (docs/device-interface.md §5), and each command is
-// carried out by the matching ioctl. The device layer above (jal::Device, jalctl) runs
+// carried out by the matching ioctl. The device layer above (jal::ChipFunction, jalctl) runs
 // unchanged on either backend.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <jal/hw/admin.h>
 
@@ -36,7 +37,17 @@ private:
     void enable_locked();
     void process_locked();
     jal_admin_cqe execute(const jal_admin_sqe& sqe);
+    uint32_t* plain_register(uint32_t offset);
     uint32_t run_ioctl(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result);
+    template <typename Arg>
+    std::optional<uint32_t> call(unsigned long request, Arg& arg,
+                                 std::optional<uint32_t> einval_status = std::nullopt);
+    uint32_t create_context(uint32_t& result);
+    uint32_t destroy_context(uint32_t context, uint32_t& result);
+    uint32_t alloc_memory(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result);
+    uint32_t create_queue(const jal_admin_sqe& sqe, uint32_t& result);
+    uint32_t destroy_queue(uint32_t queue);
+    uint32_t pass_through(const jal_admin_sqe& sqe, std::byte* data, uint32_t& result);
     void chip_reset_locked(bool admin_command, jal_status* status);
     void forget_doorbells(int queue);  // -1: all
 

@@ -11,7 +11,7 @@
 
 namespace jal::model {
 
-struct GgufFile::Impl {
+struct JAL_HIDDEN GgufFile::Impl {
     std::string name;
     std::vector<std::byte> owned;  // from_bytes
     void* map = nullptr;           // open(): the mapping

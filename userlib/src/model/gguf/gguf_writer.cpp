@@ -10,7 +10,7 @@
 
 namespace jal::model {
 
-struct GgufWriter::Impl {
+struct JAL_HIDDEN GgufWriter::Impl {
     uint32_t alignment;
     uint64_t n_kv = 0;
     std::vector<char> kv_bytes;  // the serialised pairs

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -25,15 +26,16 @@ struct ArgmaxConfig {
 
 // Arguments: logits (address), logits_stride, out_index (address of `rows` I32),
 // out_value (address of `rows` F32).
-CodeObject build_argmax(const ArgmaxConfig& c);
-std::string argmax_name(const ArgmaxConfig& c);
+JAL_API CodeObject build_argmax(const ArgmaxConfig& c);
+JAL_API std::string argmax_name(const ArgmaxConfig& c);
 
 // Argument words: logits rows×vocab F32, out_index rows×1 I32, out_value rows×1 F32.
-std::vector<uint64_t> argmax_args(const ArgmaxConfig& c, const TensorRef& logits,
-                                  const TensorRef& out_index, const TensorRef& out_value);
+JAL_API std::vector<uint64_t> argmax_args(const ArgmaxConfig& c, const TensorRef& logits,
+                                          const TensorRef& out_index, const TensorRef& out_value);
 
-jal_dispatch_report argmax(Launcher& launcher, const Program& program, const ArgmaxConfig& c,
-                           const TensorRef& logits, const TensorRef& out_index,
-                           const TensorRef& out_value, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report argmax(Launcher& launcher, const Program& program,
+                                   const ArgmaxConfig& c, const TensorRef& logits,
+                                   const TensorRef& out_index, const TensorRef& out_value,
+                                   const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

@@ -38,13 +38,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
-struct KvAppendConfig {
+struct JAL_API KvAppendConfig {
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 64;
     uint32_t n_ctx = 0;       // positions the cache holds
@@ -55,21 +56,21 @@ struct KvAppendConfig {
 // Arguments, in order: k (address; rows x n_head_kv*head_dim F32), k_stride, v (address,
 // same shape), v_stride, rows, pos0 (position of the first row), heads (address of the
 // head table).
-CodeObject build_kv_append(const KvAppendConfig& config);
+JAL_API CodeObject build_kv_append(const KvAppendConfig& config);
 
 // Argument words for k and v (rows x n_head_kv*head_dim F32) written at positions pos0..,
 // into the caches listed by the head table at heads_va.
-std::vector<uint64_t> kv_append_args(const KvAppendConfig& config, const TensorRef& k,
-                                     const TensorRef& v, uint32_t pos0, uint64_t heads_va);
+JAL_API std::vector<uint64_t> kv_append_args(const KvAppendConfig& config, const TensorRef& k,
+                                             const TensorRef& v, uint32_t pos0, uint64_t heads_va);
 
 // Runs build_kv_append(config)'s program. Throws jal::Error on a bad
 // tensor (as kv_append_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report kv_append(Launcher& launcher, const Program& program,
-                              const KvAppendConfig& config, const TensorRef& k, const TensorRef& v,
-                              uint32_t pos0, uint64_t heads_va,
-                              const DispatchOptions& options = {});
+JAL_API jal_dispatch_report kv_append(Launcher& launcher, const Program& program,
+                                      const KvAppendConfig& config, const TensorRef& k,
+                                      const TensorRef& v, uint32_t pos0, uint64_t heads_va,
+                                      const DispatchOptions& options = {});
 
-struct AttentionConfig {
+struct JAL_API AttentionConfig {
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;  // divides n_head
     uint32_t head_dim = 64;
@@ -89,19 +90,19 @@ struct AttentionConfig {
 // Arguments, in order: q (address; rows x n_head*head_dim F32, after RoPE), q_stride, out
 // (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
 // table), sinks (address of n_head F32; read only when config.sinks).
-CodeObject build_attention(const AttentionConfig& config);
+JAL_API CodeObject build_attention(const AttentionConfig& config);
 
 // Argument words for q and out (rows x n_head*head_dim F32) at positions pos0.., the head
 // table at heads_va and (with config.sinks) n_head F32 sink logits at sinks_va.
-std::vector<uint64_t> attention_args(const AttentionConfig& config, const TensorRef& q,
-                                     const TensorRef& out, uint32_t pos0, uint64_t heads_va,
-                                     uint64_t sinks_va);
+JAL_API std::vector<uint64_t> attention_args(const AttentionConfig& config, const TensorRef& q,
+                                             const TensorRef& out, uint32_t pos0, uint64_t heads_va,
+                                             uint64_t sinks_va);
 
 // Runs build_attention(config)'s program. Throws jal::Error on a bad
 // tensor (as attention_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report attention(Launcher& launcher, const Program& program,
-                              const AttentionConfig& config, const TensorRef& q,
-                              const TensorRef& out, uint32_t pos0, uint64_t heads_va,
-                              uint64_t sinks_va, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report attention(Launcher& launcher, const Program& program,
+                                      const AttentionConfig& config, const TensorRef& q,
+                                      const TensorRef& out, uint32_t pos0, uint64_t heads_va,
+                                      uint64_t sinks_va, const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

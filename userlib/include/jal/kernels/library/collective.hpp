@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -25,13 +26,14 @@ struct AllReduceConfig {
 };
 
 // Arguments: vectors (address of the table: one u64 device address per dispatch slice).
-CodeObject build_all_reduce(const AllReduceConfig& c);
-std::string all_reduce_name(const AllReduceConfig& c);
+JAL_API CodeObject build_all_reduce(const AllReduceConfig& c);
+JAL_API std::string all_reduce_name(const AllReduceConfig& c);
 
 // Argument words: the device address of the table of vector addresses.
-std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors_table);
+JAL_API std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors_table);
 
-jal_dispatch_report all_reduce(Launcher& launcher, const Program& program, const AllReduceConfig& c,
-                               uint64_t vectors_table, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report all_reduce(Launcher& launcher, const Program& program,
+                                       const AllReduceConfig& c, uint64_t vectors_table,
+                                       const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
@@ -16,7 +17,7 @@ namespace jal::kernels {
 
 enum class ElementwiseOp { add, mul };
 
-struct ElementwiseConfig {
+struct JAL_API ElementwiseConfig {
     ElementwiseOp op = ElementwiseOp::add;
     uint32_t cols = 0;
     bool broadcast_b = false;  // b is one row (1 x cols) applied to every row of a
@@ -26,17 +27,17 @@ struct ElementwiseConfig {
 
 // Arguments, in order: a (address), a_stride, b (address), b_stride (ignored when
 // broadcast), out (address; may equal a or b), out_stride, rows.
-CodeObject build_elementwise(const ElementwiseConfig& config);
+JAL_API CodeObject build_elementwise(const ElementwiseConfig& config);
 
 // Argument words for a, b (a's shape, or one row when broadcast) and out (rows from a).
-std::vector<uint64_t> elementwise_args(const ElementwiseConfig& config, const TensorRef& a,
-                                       const TensorRef& b, const TensorRef& out);
+JAL_API std::vector<uint64_t> elementwise_args(const ElementwiseConfig& config, const TensorRef& a,
+                                               const TensorRef& b, const TensorRef& out);
 
 // Runs build_elementwise(config)'s program. Throws jal::Error on a bad
 // tensor (as elementwise_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report elementwise(Launcher& launcher, const Program& program,
-                                const ElementwiseConfig& config, const TensorRef& a,
-                                const TensorRef& b, const TensorRef& out,
-                                const DispatchOptions& options = {});
+JAL_API jal_dispatch_report elementwise(Launcher& launcher, const Program& program,
+                                        const ElementwiseConfig& config, const TensorRef& a,
+                                        const TensorRef& b, const TensorRef& out,
+                                        const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

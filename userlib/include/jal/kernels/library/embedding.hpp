@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -26,15 +27,16 @@ struct EmbeddingConfig {
 
 // Arguments: ids (address of `tokens` I32), table (address), table_stride (bytes between
 // rows), out (address), out_stride.
-CodeObject build_embedding(const EmbeddingConfig& c);
-std::string embedding_name(const EmbeddingConfig& c);
+JAL_API CodeObject build_embedding(const EmbeddingConfig& c);
+JAL_API std::string embedding_name(const EmbeddingConfig& c);
 
 // Argument words: ids (tokens×1 I32), table (vocab×dim), out (tokens×dim F32).
-std::vector<uint64_t> embedding_args(const EmbeddingConfig& c, const TensorRef& ids,
-                                     const TensorRef& table, const TensorRef& out);
+JAL_API std::vector<uint64_t> embedding_args(const EmbeddingConfig& c, const TensorRef& ids,
+                                             const TensorRef& table, const TensorRef& out);
 
-jal_dispatch_report embedding(Launcher& launcher, const Program& program, const EmbeddingConfig& c,
-                              const TensorRef& ids, const TensorRef& table, const TensorRef& out,
-                              const DispatchOptions& options = {});
+JAL_API jal_dispatch_report embedding(Launcher& launcher, const Program& program,
+                                      const EmbeddingConfig& c, const TensorRef& ids,
+                                      const TensorRef& table, const TensorRef& out,
+                                      const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -39,25 +40,27 @@ struct ExpertGemmConfig {
 // one expert's first row to the next's), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
 // slice owns it): its row of y is not written.
-CodeObject build_expert_gemm(const ExpertGemmConfig& c);
-std::string expert_gemm_name(const ExpertGemmConfig& c);
-uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens·k selected rows
+JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
+JAL_API std::string expert_gemm_name(const ExpertGemmConfig& c);
+JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens·k selected rows
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);
 // bias: E×N F32 (va 0 without); y: tokens·k × N F32.
-std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
-                                       const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
-                                       const TensorRef& bias, const TensorRef& y);
+JAL_API std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
+                                               const TensorRef& ids, uint64_t w_shards,
+                                               const TensorRef& w, const TensorRef& bias,
+                                               const TensorRef& y);
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).
-std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
-                                         uint32_t slices);
+JAL_API std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
+                                                 uint32_t slices);
 
-jal_dispatch_report expert_gemm(Launcher& launcher, const Program& program,
-                                const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
-                                uint64_t w_shards, const TensorRef& w, const TensorRef& bias,
-                                const TensorRef& y, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report expert_gemm(Launcher& launcher, const Program& program,
+                                        const ExpertGemmConfig& c, const TensorRef& x,
+                                        const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
+                                        const TensorRef& bias, const TensorRef& y,
+                                        const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -47,30 +48,32 @@ struct GemmPlan {
     uint32_t stage_rows = 0;  // F32 rows of x per conversion step
     uint32_t l1_bytes = 0;
 };
-GemmPlan plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cannot fit
+JAL_API GemmPlan
+plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cannot fit
 
 // The kernel. Arguments, in order:
 //   x (address), x_stride (bytes between rows of x),
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
 //   between rows of W), bias (address of N F32; only with config.bias),
 //   y (address), y_stride (bytes between rows of y).
-CodeObject build_gemm(const GemmConfig& c);
-std::string gemm_name(const GemmConfig& c);
+JAL_API CodeObject build_gemm(const GemmConfig& c);
+JAL_API std::string gemm_name(const GemmConfig& c);
 
 // Floating-point operations of one run (2·M·N·K, plus M·N for the bias).
-uint64_t gemm_flops(const GemmConfig& c);
+JAL_API uint64_t gemm_flops(const GemmConfig& c);
 
 // The kernel's argument words. x: M×K (F32 or config.x_dtype); w: N×K of config.weight
 // (only its dtype, shape and stride are used: the rows are found through w_shards, a
 // device table of shard_table(w, slices) addresses); bias: 1×N F32 (va 0 without);
 // y: M×N F32. Throws jal::Error(INVALID_FIELD) on a mismatch.
-std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
-                                const TensorRef& w, const TensorRef& bias, const TensorRef& y);
+JAL_API std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
+                                        const TensorRef& w, const TensorRef& bias,
+                                        const TensorRef& y);
 
 // Runs build_gemm(c)'s program (throws jal::Error on a bad tensor or a failed dispatch).
-jal_dispatch_report gemm(Launcher& launcher, const Program& program, const GemmConfig& c,
-                         const TensorRef& x, uint64_t w_shards, const TensorRef& w,
-                         const TensorRef& bias, const TensorRef& y,
-                         const DispatchOptions& options = {});
+JAL_API jal_dispatch_report gemm(Launcher& launcher, const Program& program, const GemmConfig& c,
+                                 const TensorRef& x, uint64_t w_shards, const TensorRef& w,
+                                 const TensorRef& bias, const TensorRef& y,
+                                 const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

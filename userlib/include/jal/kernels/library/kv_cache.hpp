@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/jal.hpp>
 
 namespace jal::kernels {
@@ -23,10 +24,10 @@ struct KvCacheConfig {
 // dispatch_mask (dispatch slice i is the i-th set bit, ascending): item j runs on dispatch
 // slice j mod n and uses head (j / key_splits) mod n_head_kv. Returns one logical slice
 // mask per head: every slice that runs an item of that head.
-std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv,
-                                    uint32_t key_splits = 1);
+JAL_API std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv,
+                                            uint32_t key_splits = 1);
 
-class KvCache {
+class JAL_API KvCache {
 public:
     // Allocates every head's cache on head_masks[g] (one slice: JAL_PLACE_SLICE; several:
     // JAL_PLACE_REPLICATED, so every reader is local and device writes reach every copy)

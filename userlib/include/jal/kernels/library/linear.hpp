@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/hw/isa.h>
 #include <jal/kernels/library/tensor.hpp>
 
@@ -30,12 +31,12 @@ enum class Numerics {
     fast,    // activations converted to the weight's own format (MXFP4×MXFP4, MXFP8×MXFP8,
              // BF16×BF16): the matrix engine's full rate for that format
 };
-const char* numerics_name(Numerics n);
+JAL_API const char* numerics_name(Numerics n);
 
 // The activation format the matrix engine sees for weights `weight` under `numerics`, and
 // the rounding VCVT uses to get there.
-jal_dtype activation_dtype(jal_dtype weight, Numerics numerics);
-jal_cvt_mode activation_cvt_mode(Numerics numerics);
+JAL_API jal_dtype activation_dtype(jal_dtype weight, Numerics numerics);
+JAL_API jal_cvt_mode activation_cvt_mode(Numerics numerics);
 
 // A half-open range of rows (or columns, experts, tokens).
 struct Range {
@@ -46,16 +47,16 @@ struct Range {
 
 // The split every kernel here uses: `total` items in contiguous chunks of
 // ceil(total / slices); slice s owns [s·chunk, min((s+1)·chunk, total)) (possibly empty).
-Range slice_range(uint32_t total, uint32_t slices, uint32_t slice);
+JAL_API Range slice_range(uint32_t total, uint32_t slices, uint32_t slice);
 
 // Shard table of a tensor that is one allocation: entry s is the address of the first row
 // slice s owns (slice_range(t.rows, slices, s)).
-std::vector<uint64_t> shard_table(const TensorRef& t, uint32_t slices);
+JAL_API std::vector<uint64_t> shard_table(const TensorRef& t, uint32_t slices);
 
 // Bytes of one packed row of `cols` elements of `dtype`.
-uint64_t packed_row_bytes(jal_dtype dtype, uint32_t cols);
+JAL_API uint64_t packed_row_bytes(jal_dtype dtype, uint32_t cols);
 
 // Row stride of a tensor (its packed row size when row_stride is 0).
-uint64_t stride_of(const TensorRef& t);
+JAL_API uint64_t stride_of(const TensorRef& t);
 
 }  // namespace jal::kernels::linear

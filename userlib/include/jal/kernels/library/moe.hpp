@@ -16,13 +16,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
-struct MoeRoutingConfig {
+struct JAL_API MoeRoutingConfig {
     uint32_t n_expert = 0;    // 32 (gpt-oss-20b), 128 (120b)
     uint32_t k = 4;           // experts used per token
     uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
@@ -31,21 +32,22 @@ struct MoeRoutingConfig {
 
 // Arguments, in order: logits (address; rows x n_expert F32), logits_stride, ids (address;
 // rows x k I32, packed), weights (address; rows x k F32, packed), rows.
-CodeObject build_moe_routing(const MoeRoutingConfig& config);
+JAL_API CodeObject build_moe_routing(const MoeRoutingConfig& config);
 
 // Argument words for logits (rows x n_expert F32), ids (rows x k I32, packed) and weights
 // (rows x k F32, packed).
-std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig& config, const TensorRef& logits,
-                                       const TensorRef& ids, const TensorRef& weights);
+JAL_API std::vector<uint64_t> moe_routing_args(const MoeRoutingConfig& config,
+                                               const TensorRef& logits, const TensorRef& ids,
+                                               const TensorRef& weights);
 
 // Runs build_moe_routing(config)'s program. Throws jal::Error on a bad
 // tensor (as moe_routing_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report moe_routing(Launcher& launcher, const Program& program,
-                                const MoeRoutingConfig& config, const TensorRef& logits,
-                                const TensorRef& ids, const TensorRef& weights,
-                                const DispatchOptions& options = {});
+JAL_API jal_dispatch_report moe_routing(Launcher& launcher, const Program& program,
+                                        const MoeRoutingConfig& config, const TensorRef& logits,
+                                        const TensorRef& ids, const TensorRef& weights,
+                                        const DispatchOptions& options = {});
 
-struct MoeCombineConfig {
+struct JAL_API MoeCombineConfig {
     uint32_t cols = 0;  // n_embd
     uint32_t k = 4;
     uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
@@ -55,18 +57,19 @@ struct MoeCombineConfig {
 // Arguments, in order: experts (address; rows*k rows of cols F32, token t's j-th expert
 // at row t*k + j), expert_stride (bytes between those rows), weights (address; rows x k
 // F32, packed), out (address), out_stride, rows.
-CodeObject build_moe_combine(const MoeCombineConfig& config);
+JAL_API CodeObject build_moe_combine(const MoeCombineConfig& config);
 
 // Argument words for experts (out.rows * k rows of cols F32), weights (out.rows x k F32,
 // packed) and out (rows x cols F32).
-std::vector<uint64_t> moe_combine_args(const MoeCombineConfig& config, const TensorRef& experts,
-                                       const TensorRef& weights, const TensorRef& out);
+JAL_API std::vector<uint64_t> moe_combine_args(const MoeCombineConfig& config,
+                                               const TensorRef& experts, const TensorRef& weights,
+                                               const TensorRef& out);
 
 // Runs build_moe_combine(config)'s program. Throws jal::Error on a bad
 // tensor (as moe_combine_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report moe_combine(Launcher& launcher, const Program& program,
-                                const MoeCombineConfig& config, const TensorRef& experts,
-                                const TensorRef& weights, const TensorRef& out,
-                                const DispatchOptions& options = {});
+JAL_API jal_dispatch_report moe_combine(Launcher& launcher, const Program& program,
+                                        const MoeCombineConfig& config, const TensorRef& experts,
+                                        const TensorRef& weights, const TensorRef& out,
+                                        const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

@@ -10,13 +10,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
-struct RmsNormConfig {
+struct JAL_API RmsNormConfig {
     uint32_t cols = 0;        // elements a row (n_embd)
     float eps = 1e-5f;        // GPT-OSS: 1e-5
     uint32_t block_rows = 0;  // rows a slice holds in L1 at once; 0 = as many as fit (<= 64)
@@ -25,18 +26,18 @@ struct RmsNormConfig {
 
 // Arguments, in order: x (address), x_stride (bytes), weight (address, cols F32),
 // out (address; may equal x), out_stride (bytes), rows.
-CodeObject build_rms_norm(const RmsNormConfig& config);
+JAL_API CodeObject build_rms_norm(const RmsNormConfig& config);
 
 // The kernel's argument words for x (rows x cols F32), weight (1 x cols F32) and out (at
 // least x.rows rows); throws jal::Error(INVALID_FIELD) on a shape the kernel cannot take.
-std::vector<uint64_t> rms_norm_args(const RmsNormConfig& config, const TensorRef& x,
-                                    const TensorRef& weight, const TensorRef& out);
+JAL_API std::vector<uint64_t> rms_norm_args(const RmsNormConfig& config, const TensorRef& x,
+                                            const TensorRef& weight, const TensorRef& out);
 
 // Runs build_rms_norm(config)'s program on x, weight and out. Throws jal::Error on a bad
 // tensor (as rms_norm_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report rms_norm(Launcher& launcher, const Program& program,
-                             const RmsNormConfig& config, const TensorRef& x,
-                             const TensorRef& weight, const TensorRef& out,
-                             const DispatchOptions& options = {});
+JAL_API jal_dispatch_report rms_norm(Launcher& launcher, const Program& program,
+                                     const RmsNormConfig& config, const TensorRef& x,
+                                     const TensorRef& weight, const TensorRef& out,
+                                     const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/linear.hpp>
@@ -24,15 +25,15 @@ struct QuantizeConfig {
 };
 
 // Arguments: x (address), x_stride, out (address), out_stride.
-CodeObject build_quantize(const QuantizeConfig& c);
-std::string quantize_name(const QuantizeConfig& c);
+JAL_API CodeObject build_quantize(const QuantizeConfig& c);
+JAL_API std::string quantize_name(const QuantizeConfig& c);
 
 // Argument words: x M×K F32, out M×K of config.out.
-std::vector<uint64_t> quantize_args(const QuantizeConfig& c, const TensorRef& x,
-                                    const TensorRef& out);
+JAL_API std::vector<uint64_t> quantize_args(const QuantizeConfig& c, const TensorRef& x,
+                                            const TensorRef& out);
 
-jal_dispatch_report quantize(Launcher& launcher, const Program& program, const QuantizeConfig& c,
-                             const TensorRef& x, const TensorRef& out,
-                             const DispatchOptions& options = {});
+JAL_API jal_dispatch_report quantize(Launcher& launcher, const Program& program,
+                                     const QuantizeConfig& c, const TensorRef& x,
+                                     const TensorRef& out, const DispatchOptions& options = {});
 
 }  // namespace jal::kernels::linear

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
@@ -44,7 +45,7 @@ struct YarnParams {
 };
 
 // ggml_rope_yarn_corr_dims: the first and last pair index of the ramp.
-void yarn_corr_dims(const YarnParams& params, double dims[2]);
+JAL_API void yarn_corr_dims(const YarnParams& params, double dims[2]);
 
 // cos and sin for positions 0..n_positions-1: row p holds head_dim/2 values, pair order.
 struct RopeTables {
@@ -53,9 +54,9 @@ struct RopeTables {
     std::vector<float> cos;  // n_positions x half, mscale included
     std::vector<float> sin;
 };
-RopeTables rope_yarn_tables(const YarnParams& params, uint32_t n_positions);
+JAL_API RopeTables rope_yarn_tables(const YarnParams& params, uint32_t n_positions);
 
-struct RopeConfig {
+struct JAL_API RopeConfig {
     uint32_t n_head = 0;
     uint32_t head_dim = 64;   // even
     uint32_t block_rows = 0;  // tokens a slice holds in L1 at once; 0 = as many as fit (<= 64)
@@ -66,7 +67,7 @@ struct RopeConfig {
 // x_stride, rows, positions (address of rows I32, or 0: positions pos_start, pos_start+1,
 // ...), pos_start, cos (address of the table), sin (address of the table). Positions
 // must lie inside the tables: the kernel does not check them.
-CodeObject build_rope_neox(const RopeConfig& config);
+JAL_API CodeObject build_rope_neox(const RopeConfig& config);
 
 // Where the tables are on the device (each n_positions x head_dim/2 F32, packed).
 struct RopeTablesRef {
@@ -78,14 +79,16 @@ struct RopeTablesRef {
 // Argument words for x (rows x n_head*head_dim F32, rotated in place) and either
 // positions (I32, one a row of x; va 0 for none) or consecutive positions from pos_start
 // (checked against the tables).
-std::vector<uint64_t> rope_neox_args(const RopeConfig& config, const TensorRef& x,
-                                     const TensorRef& positions, uint32_t pos_start,
-                                     const RopeTablesRef& tables);
+JAL_API std::vector<uint64_t> rope_neox_args(const RopeConfig& config, const TensorRef& x,
+                                             const TensorRef& positions, uint32_t pos_start,
+                                             const RopeTablesRef& tables);
 
 // Runs build_rope_neox(config)'s program: rotates x in place. Throws jal::Error on a bad
 // tensor (as rope_neox_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report rope_neox(Launcher& launcher, const Program& program, const RopeConfig& config,
-                              const TensorRef& x, const TensorRef& positions, uint32_t pos_start,
-                              const RopeTablesRef& tables, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report rope_neox(Launcher& launcher, const Program& program,
+                                      const RopeConfig& config, const TensorRef& x,
+                                      const TensorRef& positions, uint32_t pos_start,
+                                      const RopeTablesRef& tables,
+                                      const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

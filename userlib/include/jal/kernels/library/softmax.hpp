@@ -15,13 +15,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
-struct SoftmaxConfig {
+struct JAL_API SoftmaxConfig {
     uint32_t cols = 0;
     float scale = 1.0f;  // applied to x before the softmax
     bool sinks = false;
@@ -31,18 +32,20 @@ struct SoftmaxConfig {
 
 // Arguments, in order: x (address), x_stride, out (address; may equal x), out_stride,
 // rows, sinks (address of F32; read only when config.sinks), rows_per_sink, n_sinks.
-CodeObject build_softmax(const SoftmaxConfig& config);
+JAL_API CodeObject build_softmax(const SoftmaxConfig& config);
 
 // Argument words for x and out (rows x cols F32) and, with config.sinks, the sink logits
 // (F32, rows * cols of them count) and the rows that share one sink.
-std::vector<uint64_t> softmax_args(const SoftmaxConfig& config, const TensorRef& x,
-                                   const TensorRef& out, const TensorRef& sinks = {},
-                                   uint32_t rows_per_sink = 1);
+JAL_API std::vector<uint64_t> softmax_args(const SoftmaxConfig& config, const TensorRef& x,
+                                           const TensorRef& out, const TensorRef& sinks = {},
+                                           uint32_t rows_per_sink = 1);
 
 // Runs build_softmax(config)'s program. Throws jal::Error on a bad
 // tensor (as softmax_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report softmax(Launcher& launcher, const Program& program, const SoftmaxConfig& config,
-                            const TensorRef& x, const TensorRef& out, const TensorRef& sinks = {},
-                            uint32_t rows_per_sink = 1, const DispatchOptions& options = {});
+JAL_API jal_dispatch_report softmax(Launcher& launcher, const Program& program,
+                                    const SoftmaxConfig& config, const TensorRef& x,
+                                    const TensorRef& out, const TensorRef& sinks = {},
+                                    uint32_t rows_per_sink = 1,
+                                    const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

@@ -14,13 +14,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
 
-struct SwigluConfig {
+struct JAL_API SwigluConfig {
     uint32_t cols = 0;  // n_ff
     float alpha = 1.702f;
     float limit = 7.0f;
@@ -30,17 +31,17 @@ struct SwigluConfig {
 
 // Arguments, in order: gate (address), gate_stride, up (address), up_stride, out (address;
 // may equal gate), out_stride, rows.
-CodeObject build_swiglu_oai(const SwigluConfig& config);
+JAL_API CodeObject build_swiglu_oai(const SwigluConfig& config);
 
 // Argument words for gate, up and out (rows x cols F32 each; rows from gate).
-std::vector<uint64_t> swiglu_oai_args(const SwigluConfig& config, const TensorRef& gate,
-                                      const TensorRef& up, const TensorRef& out);
+JAL_API std::vector<uint64_t> swiglu_oai_args(const SwigluConfig& config, const TensorRef& gate,
+                                              const TensorRef& up, const TensorRef& out);
 
 // Runs build_swiglu_oai(config)'s program. Throws jal::Error on a bad
 // tensor (as swiglu_oai_args) or a failed dispatch (Launcher::run).
-jal_dispatch_report swiglu_oai(Launcher& launcher, const Program& program,
-                               const SwigluConfig& config, const TensorRef& gate,
-                               const TensorRef& up, const TensorRef& out,
-                               const DispatchOptions& options = {});
+JAL_API jal_dispatch_report swiglu_oai(Launcher& launcher, const Program& program,
+                                       const SwigluConfig& config, const TensorRef& gate,
+                                       const TensorRef& up, const TensorRef& out,
+                                       const DispatchOptions& options = {});
 
 }  // namespace jal::kernels

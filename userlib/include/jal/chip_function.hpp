@@ -1,9 +1,9 @@
-// jal::Device: one Jalapeño chip function, as the device layer of libjal sees it.
+// jal::ChipFunction: one Jalapeño chip function, as the device layer of libjal sees it.
 //
 // Which backend carries the accesses (the jal-emu socket today, the kernel driver later)
 // is decided when the device is opened; nothing in this interface depends on it.
 // Every method throws jal::Error on failure, with a message that starts "device N: ".
-// A Device may be used from several threads at once.
+// A ChipFunction may be used from several threads at once.
 #pragma once
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <jal/api.h>
 #include <jal/device_types.hpp>
 #include <jal/emu_dir.hpp>
 #include <jal/error.hpp>
@@ -26,18 +27,18 @@ struct OpenOptions {
     std::string client_name = "libjal";             // shown in the emulator's log
 };
 
-class Device {
+class JAL_API ChipFunction {
 public:
     // Devices present, by index: the jal<N>.sock sockets in `emu_dir` (empty: the default).
     static std::vector<DeviceEntry> enumerate(const std::string& emu_dir = {});
 
     // Connects to device `index`. Does not wait for it to boot. Throws NO_DEVICE with a hint
     // when nothing is there.
-    static Device open(unsigned index, const OpenOptions& options = {});
+    static ChipFunction open(unsigned index, const OpenOptions& options = {});
 
-    Device(Device&&) noexcept;
-    Device& operator=(Device&&) noexcept;
-    ~Device();
+    ChipFunction(ChipFunction&&) noexcept;
+    ChipFunction& operator=(ChipFunction&&) noexcept;
+    ~ChipFunction();
 
     unsigned index() const;
     std::string location() const;  // socket path (or device node)
@@ -83,7 +84,7 @@ public:
     Impl& impl() { return *impl_; }
 
 private:
-    explicit Device(std::unique_ptr<Impl> impl);
+    explicit ChipFunction(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,4 @@
-// Device::Impl: the state behind a jal::Device and the helpers its methods share.
+// ChipFunction::Impl: the state behind a jal::ChipFunction and the helpers its methods share.
 #pragma once
 
 #include <cstring>
@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 #include "../admin/admin_queue.hpp"
 #include "../backend/backend.hpp"
 
 namespace jal {
 
-class Device::Impl {
+class JAL_HIDDEN ChipFunction::Impl {
 public:
     Impl(unsigned index, std::unique_ptr<backend::Backend> backend, const OpenOptions& options);
     ~Impl();

@@ -1,6 +1,6 @@
-// Opening devices and reading their state: the parts of jal::Device that need no admin
+// Opening devices and reading their state: the parts of jal::ChipFunction that need no admin
 // queue.
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,11 +12,11 @@
 
 #include "../backend/open_backend.hpp"
 #include "../util/deadline.hpp"
-#include "device_impl.hpp"
+#include "chip_function_impl.hpp"
 
 namespace jal {
 
-std::vector<DeviceEntry> Device::enumerate(const std::string& emu_dir)
+std::vector<DeviceEntry> ChipFunction::enumerate(const std::string& emu_dir)
 {
     namespace fs = std::filesystem;
     std::string dir = emu_dir.empty() ? default_emu_dir() : emu_dir;
@@ -34,40 +34,40 @@ std::vector<DeviceEntry> Device::enumerate(const std::string& emu_dir)
     return found;
 }
 
-Device Device::open(unsigned index, const OpenOptions& options)
+ChipFunction ChipFunction::open(unsigned index, const OpenOptions& options)
 {
     try {
-        return Device(
+        return ChipFunction(
             std::make_unique<Impl>(index, backend::open_backend(index, options), options));
     } catch (const Error& e) {
         throw Error(e.status(), "device " + std::to_string(index) + ": " + e.what());
     }
 }
 
-Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Device::Device(Device&&) noexcept = default;
-Device& Device::operator=(Device&&) noexcept = default;
-Device::~Device() = default;
+ChipFunction::ChipFunction(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ChipFunction::ChipFunction(ChipFunction&&) noexcept = default;
+ChipFunction& ChipFunction::operator=(ChipFunction&&) noexcept = default;
+ChipFunction::~ChipFunction() = default;
 
-unsigned Device::index() const
+unsigned ChipFunction::index() const
 {
     return impl_->index();
 }
-std::string Device::location() const
+std::string ChipFunction::location() const
 {
     return impl_->backend().identity().location;
 }
-uint32_t Device::host_function() const
+uint32_t ChipFunction::host_function() const
 {
     return impl_->backend().identity().function;
 }
 
-DeviceStatus Device::status()
+DeviceStatus ChipFunction::status()
 {
     return impl_->guarded([&] { return impl_->read_status(); });
 }
 
-DeviceStatus Device::wait_ready(std::chrono::milliseconds timeout)
+DeviceStatus ChipFunction::wait_ready(std::chrono::milliseconds timeout)
 {
     return impl_->guarded([&] {
         util::Deadline deadline(timeout);
@@ -82,17 +82,17 @@ DeviceStatus Device::wait_ready(std::chrono::milliseconds timeout)
     });
 }
 
-RawAdminResult Device::admin_execute_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
+RawAdminResult ChipFunction::admin_execute_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
 {
     return impl_->guarded([&] { return impl_->wait_raw(impl_->submit_raw(sqe, buffer_bytes)); });
 }
 
-uint16_t Device::admin_submit_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
+uint16_t ChipFunction::admin_submit_raw(const jal_admin_sqe& sqe, size_t buffer_bytes)
 {
     return impl_->guarded([&] { return impl_->submit_raw(sqe, buffer_bytes); });
 }
 
-RawAdminResult Device::admin_wait_raw(uint16_t cid)
+RawAdminResult ChipFunction::admin_wait_raw(uint16_t cid)
 {
     return impl_->guarded([&] { return impl_->wait_raw(cid); });
 }

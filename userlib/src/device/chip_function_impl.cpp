@@ -1,4 +1,4 @@
-#include "device_impl.hpp"
+#include "chip_function_impl.hpp"
 
 #include <jal/hw/pci.h>
 #include <jal/hw/regs.h>
@@ -19,12 +19,12 @@ DeviceState state_from_bits(uint32_t bits)
 }
 }  // namespace
 
-Device::Impl::Impl(unsigned index, std::unique_ptr<backend::Backend> backend,
-                   const OpenOptions& options)
+ChipFunction::Impl::Impl(unsigned index, std::unique_ptr<backend::Backend> backend,
+                         const OpenOptions& options)
     : index_(index), options_(options), backend_(std::move(backend))
 {}
 
-Device::Impl::~Impl()
+ChipFunction::Impl::~Impl()
 {
     // Buffers of abandoned raw commands and the queue go before the backend they use.
     pending_raw_.clear();
@@ -32,7 +32,7 @@ Device::Impl::~Impl()
     orphaned_buffers_.clear();
 }
 
-DeviceStatus Device::Impl::read_status()
+DeviceStatus ChipFunction::Impl::read_status()
 {
     auto reg = [&](uint32_t offset) { return backend_->read32(JAL_BAR_REGS, offset); };
     DeviceStatus s;
@@ -49,7 +49,7 @@ DeviceStatus Device::Impl::read_status()
     return s;
 }
 
-std::shared_ptr<admin::AdminQueue> Device::Impl::admin_queue()
+std::shared_ptr<admin::AdminQueue> ChipFunction::Impl::admin_queue()
 {
     std::lock_guard lock(admin_mutex_);
     if (admin_) return admin_;
@@ -78,14 +78,14 @@ std::shared_ptr<admin::AdminQueue> Device::Impl::admin_queue()
     return admin_;
 }
 
-void Device::Impl::drop_admin_queue()
+void ChipFunction::Impl::drop_admin_queue()
 {
     std::lock_guard lock(admin_mutex_);
     admin_.reset();
 }
 
-Device::Impl::Reply Device::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw,
-                                      uint32_t data_len)
+ChipFunction::Impl::Reply
+ChipFunction::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len)
 {
     auto queue = admin_queue();
     std::unique_ptr<backend::HostMemory> buffer;
@@ -121,7 +121,7 @@ Device::Impl::Reply Device::Impl::run(uint8_t opcode, std::initializer_list<uint
     return reply;
 }
 
-uint16_t Device::Impl::submit_raw(const jal_admin_sqe& sqe_in, size_t buffer_bytes)
+uint16_t ChipFunction::Impl::submit_raw(const jal_admin_sqe& sqe_in, size_t buffer_bytes)
 {
     auto queue = admin_queue();
     jal_admin_sqe sqe = sqe_in;
@@ -136,7 +136,7 @@ uint16_t Device::Impl::submit_raw(const jal_admin_sqe& sqe_in, size_t buffer_byt
     return cid;
 }
 
-RawAdminResult Device::Impl::wait_raw(uint16_t cid)
+RawAdminResult ChipFunction::Impl::wait_raw(uint16_t cid)
 {
     PendingRaw pending;
     {

@@ -6,29 +6,29 @@
 #include <new>
 #include <string>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 
 #include "file_loader.hpp"
-#include "runtime.hpp"
+#include "runtime_objects.hpp"
 
 struct jal_device_s {
-    std::shared_ptr<jal::rt::DeviceCore> core;
+    std::shared_ptr<jal::runtime::detail::DeviceCore> core;
 };
 struct jal_context_s {
-    std::shared_ptr<jal::rt::Context> context;
+    std::shared_ptr<jal::runtime::detail::Context> context;
 };
 struct jal_mem_s {
-    std::unique_ptr<jal::rt::Allocation> allocation;
+    std::unique_ptr<jal::runtime::detail::Allocation> allocation;
 };
 struct jal_host_buffer_s {
-    std::unique_ptr<jal::rt::HostBuffer> buffer;
+    std::unique_ptr<jal::runtime::detail::HostBuffer> buffer;
 };
 struct jal_queue_s {
-    std::unique_ptr<jal::rt::UserQueue> queue;
+    std::unique_ptr<jal::runtime::detail::UserQueue> queue;
 };
 struct jal_signal_s {
-    std::unique_ptr<jal::rt::Signal> signal;
+    std::unique_ptr<jal::runtime::detail::Signal> signal;
 };
 
 namespace {
@@ -85,7 +85,7 @@ T copy_in(const T* in)
     return value;
 }
 
-jal::rt::Signal* sig(jal_signal_t s)
+jal::runtime::detail::Signal* sig(jal_signal_t s)
 {
     return s ? s->signal.get() : nullptr;
 }
@@ -113,9 +113,9 @@ jal_status_t jal_set_log_handler(jal_log_fn fn, void* user)
 {
     return call([&] {
         if (!fn)
-            jal::rt::set_log_handler(nullptr);
+            jal::runtime::detail::set_log_handler(nullptr);
         else
-            jal::rt::set_log_handler(
+            jal::runtime::detail::set_log_handler(
                 [fn, user](int level, const std::string& m) { fn(level, m.c_str(), user); });
     });
 }
@@ -128,7 +128,7 @@ jal_status_t jal_device_enumerate(const char* emu_dir, uint32_t* indices, uint32
     REQUIRE(count, "count is NULL");
     REQUIRE(indices || capacity == 0, "indices is NULL");
     return call([&] {
-        auto found = jal::Device::enumerate(emu_dir ? emu_dir : "");
+        auto found = jal::ChipFunction::enumerate(emu_dir ? emu_dir : "");
         for (size_t i = 0; i < found.size() && i < capacity; i++) indices[i] = found[i].index;
         *count = static_cast<uint32_t>(found.size());
     });
@@ -149,7 +149,7 @@ jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_i
             options.admin_timeout = std::chrono::milliseconds(o.admin_timeout_ms);
         auto ready_timeout =
             std::chrono::milliseconds(o.ready_timeout_ms ? o.ready_timeout_ms : 30000);
-        jal::Device device = jal::Device::open(index, options);
+        jal::ChipFunction device = jal::ChipFunction::open(index, options);
         jal::DeviceStatus s = device.wait_ready(ready_timeout);
         if (s.state != jal::DeviceState::ready)
             throw jal::Error(s.state == jal::DeviceState::failed ? JAL_STATUS_HW_FAILED
@@ -157,7 +157,8 @@ jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_i
                              "device " + std::to_string(index) + ": " + jal::state_name(s.state) +
                                  " after " + std::to_string(ready_timeout.count()) +
                                  " ms (fault: " + jal_status_name(s.fault) + ")");
-        *out = new jal_device_s{std::make_shared<jal::rt::DeviceCore>(std::move(device))};
+        *out =
+            new jal_device_s{std::make_shared<jal::runtime::detail::DeviceCore>(std::move(device))};
     });
 }
 
@@ -179,8 +180,9 @@ jal_status_t jal_context_create(jal_device_t device, jal_context_t* out)
 {
     REQUIRE(device && out, "device or out is NULL");
     *out = nullptr;
-    return call(
-        [&] { *out = new jal_context_s{std::make_shared<jal::rt::Context>(device->core)}; });
+    return call([&] {
+        *out = new jal_context_s{std::make_shared<jal::runtime::detail::Context>(device->core)};
+    });
 }
 
 jal_status_t jal_context_destroy(jal_context_t context, uint32_t* leaked)
@@ -209,11 +211,12 @@ jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placem
     REQUIRE(context && out, "context or out is NULL");
     *out = nullptr;
     return call([&] {
-        jal::rt::PlacementRequest p;
+        jal::runtime::detail::PlacementRequest p;
         p.kind = placement;
         p.slice_mask = slice_mask;
         p.alignment = alignment;
-        *out = new jal_mem_s{std::make_unique<jal::rt::Allocation>(context->context, size, p)};
+        *out = new jal_mem_s{
+            std::make_unique<jal::runtime::detail::Allocation>(context->context, size, p)};
     });
 }
 
@@ -259,7 +262,8 @@ jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_
     REQUIRE(device && out, "device or out is NULL");
     *out = nullptr;
     return call([&] {
-        *out = new jal_host_buffer_s{std::make_unique<jal::rt::HostBuffer>(device->core, size)};
+        *out = new jal_host_buffer_s{
+            std::make_unique<jal::runtime::detail::HostBuffer>(device->core, size)};
     });
 }
 
@@ -287,7 +291,7 @@ jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t fl
     REQUIRE((flags & ~JAL_SIGNAL_INTERRUPT) == 0, "unknown signal flags");
     *out = nullptr;
     return call([&] {
-        *out = new jal_signal_s{std::make_unique<jal::rt::Signal>(
+        *out = new jal_signal_s{std::make_unique<jal::runtime::detail::Signal>(
             device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0)};
     });
 }
@@ -328,12 +332,12 @@ jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t co
     REQUIRE(signal, "signal is NULL");
     REQUIRE(condition <= JAL_SIGNAL_GTE, "unknown signal condition");
     REQUIRE(mode >= JAL_WAIT_POLL && mode <= JAL_WAIT_HYBRID, "unknown wait mode");
-    jal::rt::SignalObservation seen;
+    jal::runtime::detail::SignalObservation seen;
     jal_status_t st = call([&] {
-        jal::rt::WaitOptions o;
-        o.condition = static_cast<jal::rt::SignalCondition>(condition);
+        jal::runtime::detail::WaitOptions o;
+        o.condition = static_cast<jal::runtime::detail::SignalCondition>(condition);
         o.compare = compare;
-        o.mode = static_cast<jal::rt::WaitMode>(mode);
+        o.mode = static_cast<jal::runtime::detail::WaitMode>(mode);
         o.timeout = timeout_ns >= static_cast<uint64_t>(std::chrono::nanoseconds::max().count())
                         ? std::chrono::nanoseconds::max()
                         : std::chrono::nanoseconds(timeout_ns);
@@ -356,8 +360,8 @@ jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vec
     REQUIRE(context && out, "context or out is NULL");
     *out = nullptr;
     return call([&] {
-        *out =
-            new jal_queue_s{std::make_unique<jal::rt::UserQueue>(context->context, size, vector)};
+        *out = new jal_queue_s{
+            std::make_unique<jal::runtime::detail::UserQueue>(context->context, size, vector)};
     });
 }
 
@@ -419,7 +423,7 @@ jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t* deps, 
     REQUIRE(queue && (deps || count == 0), "queue or deps is NULL");
     REQUIRE(count >= 1 && count <= JAL_BARRIER_DEPS_MAX, "a barrier waits for 1..5 signals");
     return call([&] {
-        jal::rt::Signal* list[JAL_BARRIER_DEPS_MAX] = {};
+        jal::runtime::detail::Signal* list[JAL_BARRIER_DEPS_MAX] = {};
         for (uint32_t i = 0; i < count; i++) list[i] = sig(deps[i]);
         queue->queue->barrier_and(std::span(list, count), sig(completion));
     });
@@ -473,7 +477,7 @@ jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va,
     REQUIRE(!result || struct_ok(result), "result.struct_size is not set");
     return call([&] {
         jal_load_options_t o = copy_in(options_in);
-        jal::rt::LoadOptions options;
+        jal::runtime::detail::LoadOptions options;
         options.try_direct = !(o.flags & JAL_LOAD_NO_DIRECT);
         if (o.chunk_bytes) options.chunk_bytes = o.chunk_bytes;
         if (o.depth) options.depth = o.depth;
@@ -481,7 +485,7 @@ jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va,
             options.progress = [&o](uint64_t done, uint64_t total) {
                 return o.progress(done, total, o.user) == 0;
             };
-        auto r = jal::rt::load_file(*queue->queue, path, dst_va, capacity, options);
+        auto r = jal::runtime::detail::load_file(*queue->queue, path, dst_va, capacity, options);
         if (result) {
             jal_load_result_t out{};
             out.used_direct_io = r.direct;

@@ -1,6 +1,6 @@
 // libjal's runtime objects above the device layer: the device as the runtime uses it,
 // contexts, device memory, pinned host buffers, user queues and signals. Backend-agnostic:
-// everything device-specific goes through jal::Device's admin queue and backend::Backend.
+// everything device-specific goes through jal::ChipFunction's admin queue and backend::Backend.
 // The C API (jal.h) is a thin layer over these classes.
 #pragma once
 
@@ -15,17 +15,17 @@
 #include <string>
 #include <vector>
 
-#include <jal/device.hpp>
+#include <jal/chip_function.hpp>
 #include <jal/hw/admin.h>
 #include <jal/hw/queue.h>
 
 #include "../backend/backend.hpp"
-#include "../device/device_impl.hpp"
+#include "../device/chip_function_impl.hpp"
 #include "irq_hub.hpp"
 #include "ring.hpp"
 #include "signal.hpp"
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 // Where library diagnostics (leak reports) go; default stderr.
 void log_message(int level, const std::string& message);
@@ -34,17 +34,17 @@ void set_log_handler(LogHandler handler);
 
 class DeviceCore {
 public:
-    explicit DeviceCore(Device device);
+    explicit DeviceCore(ChipFunction device);
     ~DeviceCore();
 
-    Device& device() { return device_; }
-    Device::Impl& impl() { return device_.impl(); }
+    ChipFunction& device() { return device_; }
+    ChipFunction::Impl& impl() { return device_.impl(); }
     backend::Backend& backend() { return impl().backend(); }
     unsigned index() const { return index_; }
 
     // An admin command; throws (with the "device N: " prefix) on an error completion.
-    Device::Impl::Reply admin(uint8_t opcode, std::initializer_list<uint32_t> cdw,
-                              uint32_t data_len = 0);
+    ChipFunction::Impl::Reply admin(uint8_t opcode, std::initializer_list<uint32_t> cdw,
+                                    uint32_t data_len = 0);
     // Prefixes any jal::Error thrown by `f` with "device N: ".
     template <typename F>
     auto guarded(F&& f) -> decltype(f())
@@ -57,7 +57,7 @@ public:
     backend::DoorbellMapping& doorbells();  // mapped on first use
 
 private:
-    Device device_;
+    ChipFunction device_;
     unsigned index_;
     SignalPool signals_;
     IrqHub irq_;
@@ -213,4 +213,4 @@ private:
     std::chrono::nanoseconds submit_timeout_ = std::chrono::nanoseconds::max();
 };
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail

@@ -1,4 +1,4 @@
-#include "runtime.hpp"
+#include "runtime_objects.hpp"
 
 #include <bit>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <jal/error.hpp>
 #include <jal/hw/pci.h>
 
-namespace jal::rt {
+namespace jal::runtime::detail {
 
 // ---- logging ----
 
@@ -51,14 +51,14 @@ void set_log_handler(LogHandler handler)
 
 // ---- DeviceCore ----
 
-DeviceCore::DeviceCore(Device device)
+DeviceCore::DeviceCore(ChipFunction device)
     : device_(std::move(device)), index_(device_.index()), signals_(backend()), irq_(backend())
 {}
 
 DeviceCore::~DeviceCore() = default;
 
-Device::Impl::Reply DeviceCore::admin(uint8_t opcode, std::initializer_list<uint32_t> cdw,
-                                      uint32_t data_len)
+ChipFunction::Impl::Reply DeviceCore::admin(uint8_t opcode, std::initializer_list<uint32_t> cdw,
+                                            uint32_t data_len)
 {
     return guarded([&] { return impl().run(opcode, cdw, data_len); });
 }
@@ -390,4 +390,4 @@ void UserQueue::reset()
     ring_->fill_holes();
 }
 
-}  // namespace jal::rt
+}  // namespace jal::runtime::detail
