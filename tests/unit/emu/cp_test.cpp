@@ -290,6 +290,83 @@ protected:
     std::byte* host_ = nullptr;
     std::byte* doorbells_ = nullptr;
     std::atomic<int> kicks_{0};
+
+    // Packets the command processor must fail, each with the status it must report (the
+    // test fills in their completion signals). Uses host buffer `buf` and signals 200-206.
+    struct ErrorCase {
+        const char* what;
+        Packet p;
+        std::uint32_t status;
+    };
+    template <typename T>
+    static Packet with(Packet p, std::size_t off, T v)
+    {
+        std::memcpy(p.data() + off, &v, sizeof v);
+        return p;
+    }
+    std::vector<ErrorCase> malformed_packets(std::byte* buf)
+    {
+        std::vector<ErrorCase> cases;
+        cases.push_back({"unknown type", with(nop_s(nullptr), 0, std::uint8_t{0x55}),
+                         JAL_STATUS_INVALID_OPCODE});
+        // DISPATCH runs kernels now (tests/unit/emu/isa_*, tests/integration/dispatch); an
+        // empty slice mask is malformed.
+        cases.push_back({"dispatch without slices",
+                         with(nop_s(nullptr), 0, std::uint8_t{JAL_PACKET_DISPATCH}),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"nop reserved", with(nop_s(nullptr), 24, std::uint64_t{1}), JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"nop arg", with(nop_s(nullptr), 2, std::uint16_t{1}), JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"unknown flag", with(nop_s(nullptr), 1, std::uint8_t{0x4}), JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"copy dir", copy(7, bus(buf), kVa, 64, nullptr), JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"copy reserved",
+                         with(copy(JAL_COPY_H2D, bus(buf), kVa, 64, nullptr), 40, std::uint64_t{9}),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"copy size 0", copy(JAL_COPY_H2D, bus(buf), kVa, 0, nullptr),
+                         JAL_STATUS_INVALID_LENGTH});
+        cases.push_back({"copy too big",
+                         copy(JAL_COPY_D2D, kVa, kVa + kPage, JAL_COPY_SIZE_MAX + 1, nullptr),
+                         JAL_STATUS_INVALID_LENGTH});
+        cases.push_back({"host unmapped", copy(JAL_COPY_H2D, kBus + kHostBytes, kVa, 64, nullptr),
+                         JAL_STATUS_DMA_FAULT});
+        cases.push_back({"host straddles end",
+                         copy(JAL_COPY_D2H, kVa, kBus + kHostBytes - 32, 64, nullptr),
+                         JAL_STATUS_DMA_FAULT});
+        cases.push_back({"device unmapped",
+                         copy(JAL_COPY_H2D, bus(buf), kVa + 60 * kPage, 64, nullptr),
+                         JAL_STATUS_PAGE_FAULT});
+        cases.push_back({"device runs off the mapping",
+                         copy(JAL_COPY_H2D, bus(buf), kVa + 10 * kPage - 8, 64, nullptr),
+                         JAL_STATUS_PAGE_FAULT});
+        cases.push_back({"other context's memory",
+                         copy(JAL_COPY_D2H, kVa + 100 * kPage, bus(buf), 64, nullptr),
+                         JAL_STATUS_PAGE_FAULT});
+        cases.push_back({"barrier count 0",
+                         with(barrier({signal(200)}, nullptr), 2, std::uint16_t{0}),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"barrier count 6",
+                         with(barrier({signal(201)}, nullptr), 2, std::uint16_t{6}),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"barrier dep misaligned",
+                         with(barrier({signal(202)}, nullptr), 8, kBus + kSigOff + 8),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"barrier dep unmapped",
+                         with(barrier({signal(203)}, nullptr), 8, kBus - 16),
+                         JAL_STATUS_DMA_FAULT});
+        cases.push_back(
+            {"signal op", signal_op(9, signal(204), 1, nullptr), JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"signal target misaligned",
+             with(signal_op(JAL_SIGNAL_SET, signal(205), 1, nullptr), 8, kBus + kSigOff + 4),
+             JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"signal target unmapped",
+                         with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
+                         JAL_STATUS_DMA_FAULT});
+        return cases;
+    }
 };
 
 TEST_F(CpTest, NopCompletesAndRetires)
@@ -423,74 +500,13 @@ TEST_F(CpTest, EveryErrorStatusAndTheQueueGoesOn)
 {
     auto q = create_queue(5, 64);
     std::byte* buf = host_ + kDataOff;
-    struct Case {
-        const char* what;
-        Packet p;
-        std::uint32_t status;
-    };
-    std::vector<Case> cases;
-    auto with = [](Packet p, std::size_t off, auto v) {
-        std::memcpy(p.data() + off, &v, sizeof v);
-        return p;
-    };
+    std::vector<ErrorCase> cases = malformed_packets(buf);
     std::uint32_t i = 0;
     auto sig = [&] { return signal(i++); };
-    cases.push_back(
-        {"unknown type", with(nop_s(nullptr), 0, std::uint8_t{0x55}), JAL_STATUS_INVALID_OPCODE});
-    // DISPATCH runs kernels now (tests/unit/emu/isa_*, tests/integration/dispatch); an
-    // empty slice mask is malformed.
-    cases.push_back({"dispatch without slices",
-                     with(nop_s(nullptr), 0, std::uint8_t{JAL_PACKET_DISPATCH}),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back(
-        {"nop reserved", with(nop_s(nullptr), 24, std::uint64_t{1}), JAL_STATUS_INVALID_FIELD});
-    cases.push_back(
-        {"nop arg", with(nop_s(nullptr), 2, std::uint16_t{1}), JAL_STATUS_INVALID_FIELD});
-    cases.push_back(
-        {"unknown flag", with(nop_s(nullptr), 1, std::uint8_t{0x4}), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"copy dir", copy(7, bus(buf), kVa, 64, nullptr), JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"copy reserved",
-                     with(copy(JAL_COPY_H2D, bus(buf), kVa, 64, nullptr), 40, std::uint64_t{9}),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back(
-        {"copy size 0", copy(JAL_COPY_H2D, bus(buf), kVa, 0, nullptr), JAL_STATUS_INVALID_LENGTH});
-    cases.push_back({"copy too big",
-                     copy(JAL_COPY_D2D, kVa, kVa + kPage, JAL_COPY_SIZE_MAX + 1, nullptr),
-                     JAL_STATUS_INVALID_LENGTH});
-    cases.push_back({"host unmapped", copy(JAL_COPY_H2D, kBus + kHostBytes, kVa, 64, nullptr),
-                     JAL_STATUS_DMA_FAULT});
-    cases.push_back({"host straddles end",
-                     copy(JAL_COPY_D2H, kVa, kBus + kHostBytes - 32, 64, nullptr),
-                     JAL_STATUS_DMA_FAULT});
-    cases.push_back({"device unmapped", copy(JAL_COPY_H2D, bus(buf), kVa + 60 * kPage, 64, nullptr),
-                     JAL_STATUS_PAGE_FAULT});
-    cases.push_back({"device runs off the mapping",
-                     copy(JAL_COPY_H2D, bus(buf), kVa + 10 * kPage - 8, 64, nullptr),
-                     JAL_STATUS_PAGE_FAULT});
-    cases.push_back({"other context's memory",
-                     copy(JAL_COPY_D2H, kVa + 100 * kPage, bus(buf), 64, nullptr),
-                     JAL_STATUS_PAGE_FAULT});
-    cases.push_back({"barrier count 0", with(barrier({signal(200)}, nullptr), 2, std::uint16_t{0}),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"barrier count 6", with(barrier({signal(201)}, nullptr), 2, std::uint16_t{6}),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"barrier dep misaligned",
-                     with(barrier({signal(202)}, nullptr), 8, kBus + kSigOff + 8),
-                     JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"barrier dep unmapped", with(barrier({signal(203)}, nullptr), 8, kBus - 16),
-                     JAL_STATUS_DMA_FAULT});
-    cases.push_back({"signal op", signal_op(9, signal(204), 1, nullptr), JAL_STATUS_INVALID_FIELD});
-    cases.push_back(
-        {"signal target misaligned",
-         with(signal_op(JAL_SIGNAL_SET, signal(205), 1, nullptr), 8, kBus + kSigOff + 4),
-         JAL_STATUS_INVALID_FIELD});
-    cases.push_back({"signal target unmapped",
-                     with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
-                     JAL_STATUS_DMA_FAULT});
 
     std::vector<jal_signal*> sigs;
     std::vector<std::uint64_t> idx;
-    for (Case& c : cases) {
+    for (ErrorCase& c : cases) {
         sigs.push_back(sig());
         std::uint64_t a = bus(sigs.back());
         std::memcpy(c.p.data() + JAL_PACKET_SIGNAL_OFFSET, &a, 8);
