@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
@@ -15,6 +16,16 @@
 namespace jal::emu {
 
 namespace {
+
+// Refuses NaN and infinity; CLI::Range lets NaN through (every comparison with NaN is false).
+const CLI::Validator kFinite(
+    [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str()) return {};  // not a number at all: CLI11 reports that
+        return std::isfinite(v) ? std::string{} : "not a finite number: " + text;
+    },
+    "FINITE");
 
 std::vector<std::string_view> split(std::string_view s, char sep)
 {
@@ -106,11 +117,14 @@ EmuOptions parse_options(int argc, char** argv)
     app.add_option("--seed", o.chip.seed,
                    "Seed of the modelled silicon (PHY skews, self-test times)");
     app.add_option("--load-watts", o.chip.load_watts, "Synthetic load: package watts at full clock")
+        ->check(kFinite)
         ->check(CLI::Range(0.0, 5000.0));
     app.add_option("--ambient-c", o.chip.ambient_c, "Inlet temperature in degrees Celsius")
+        ->check(kFinite)
         ->check(CLI::Range(-40.0, 125.0));
     app.add_option("--speed", o.chip.speed,
                    "Modelled seconds per wall-clock second when idle (0 = unpaced)")
+        ->check(kFinite)
         ->check(CLI::Range(0.0, 1000.0));
     app.add_option("--fw", fw,
                    "Firmware: image (the Cortex-M7 image on Unicorn, as flashed) or native (the "

@@ -16,6 +16,8 @@
 #include <jal/jal.hpp>
 #include <jal/model/runtime.hpp>
 
+#include "tools/common/cli_checks.hpp"
+
 #include "default_model.hpp"
 #include "metrics.hpp"
 #include "tools/common/emu_process.hpp"
@@ -381,8 +383,10 @@ int main(int argc, char** argv)
                    "Prompt token ids, comma-separated (default 1,...,8)");
     app.add_option("--n", o.n, "Tokens to generate (default 16)");
     app.add_option("--temp", o.temp, "Sampling temperature (0: greedy)")
+        ->check(jal::tools::kFinite)
         ->check(CLI::NonNegativeNumber);
     app.add_option("--top-p", o.top_p, "Nucleus sampling mass (default 1)")
+        ->check(jal::tools::kFinite)
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--seed", o.seed, "Sampler seed");
     app.add_option("--numerics", o.numerics,

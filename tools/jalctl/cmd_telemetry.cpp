@@ -9,6 +9,7 @@
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
+#include "tools/common/cli_checks.hpp"
 
 namespace jal::ctl {
 
@@ -104,6 +105,7 @@ void add_telemetry_command(CLI::App& app, Context& ctx)
         "one JSON document per line).");
     add_common_options(*sub, ctx);
     sub->add_option("-w,--watch", opts->watch_s, "Repeat every SECONDS")
+        ->check(jal::tools::kFinite)
         ->check(CLI::PositiveNumber);
     sub->add_option("-n,--count", opts->count, "With --watch: stop after N samples");
     sub->callback(

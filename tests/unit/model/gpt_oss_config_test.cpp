@@ -1,5 +1,7 @@
 // GPT-OSS hyper-parameters and tensors: what llama.cpp's gpt-oss loader needs, with precise
 // errors for every missing or inconsistent key and tensor.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "gguf_test_util.hpp"
@@ -106,6 +108,33 @@ TEST(GptOssConfig, WrongKeyTypesAndValues)
     // A block count the tensors do not have: the first missing tensor is named.
     expect_error([&] { read(replaced("gpt-oss.block_count", 2)); }, JAL_STATUS_INVALID_FIELD,
                  {"missing tensor 'blk.1.attn_norm.weight' (expected shape [32], f32)"});
+    // Real-valued keys must be finite numbers: NaN and infinity are refused where they are
+    // read, not found later as NaN logits.
+    auto f32_key = [](const std::string& key, float value) {
+        GptOssEdits e;
+        e.drop_key = key;
+        e.extra_keys = [key, value](GgufWriter& w) { w.set_f32(key, value); };
+        return e;
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    expect_error([&] { read(f32_key("gpt-oss.rope.scaling.factor", nan)); },
+                 JAL_STATUS_INVALID_FIELD,
+                 {"key 'gpt-oss.rope.scaling.factor'", "expected a finite value >= 0"});
+    expect_error([&] { read(f32_key("gpt-oss.rope.scaling.factor", inf)); },
+                 JAL_STATUS_INVALID_FIELD, {"rope.scaling.factor inf"});
+    expect_error([&] { read(f32_key("gpt-oss.rope.freq_base", inf)); }, JAL_STATUS_INVALID_FIELD,
+                 {"key 'gpt-oss.rope.freq_base'", "expected a finite number"});
+    for (const char* key :
+         {"gpt-oss.rope.scaling.yarn_beta_fast", "gpt-oss.rope.scaling.yarn_beta_slow",
+          "gpt-oss.rope.scaling.attn_factor", "gpt-oss.expert_weights_scale"}) {
+        SCOPED_TRACE(key);
+        expect_error([&] { read(f32_key(key, nan)); }, JAL_STATUS_INVALID_FIELD,
+                     {"key '" + std::string(key) + "'", "nan, expected a finite number"});
+    }
+    expect_error([&] { read(f32_key("gpt-oss.attention.layer_norm_rms_epsilon", nan)); },
+                 JAL_STATUS_INVALID_FIELD, {"layer_norm_rms_epsilon nan, expected in (0, 1)"});
+
     GptOssEdits scaling;
     scaling.extra_keys = [](GgufWriter& w) { w.set_string("gpt-oss.rope.scaling.type", "ntk"); };
     expect_error([&] { read(scaling); }, JAL_STATUS_INVALID_FIELD,

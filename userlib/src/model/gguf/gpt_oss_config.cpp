@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
 namespace jal::model {
@@ -34,6 +35,23 @@ std::string key(std::string_view suffix)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     fmt::format("{}: key '{}' at offset {}: {}", f.name(), k, kv->offset, msg));
     throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("{}: {}", f.name(), msg));
+}
+
+// Every other real-valued hyper-parameter must be a number: NaN or infinity would turn
+// every activation into NaN (or hang a sampler) far from the key that caused it.
+void check_finite(const GgufFile& f, const GptOssConfig& c)
+{
+    const std::pair<const char*, float> values[] = {
+        {"rope.freq_base", c.rope_freq_base},
+        {"rope.freq_base_swa", c.rope_freq_base_swa},
+        {"rope.scaling.attn_factor", c.rope_attn_factor},
+        {"rope.scaling.yarn_beta_fast", c.yarn_beta_fast},
+        {"rope.scaling.yarn_beta_slow", c.yarn_beta_slow},
+        {"expert_weights_scale", c.expert_weights_scale},
+    };
+    for (const auto& [name, v] : values)
+        if (!std::isfinite(v))
+            bad(f, key(name), fmt::format("{} {}, expected a finite number", name, v));
 }
 
 void check_hparams(const GgufFile& f, const GptOssConfig& c)
@@ -82,9 +100,11 @@ void check_hparams(const GgufFile& f, const GptOssConfig& c)
         bad(f, key("rope.scaling.type"),
             fmt::format("rope.scaling.type '{}', expected none, linear or yarn",
                         c.rope_scaling_type));
-    if (c.rope_scaling_factor < 0.0f)
+    if (!(c.rope_scaling_factor >= 0.0f) || !std::isfinite(c.rope_scaling_factor))
         bad(f, key("rope.scaling.factor"),
-            fmt::format("rope.scaling.factor {}, expected >= 0", c.rope_scaling_factor));
+            fmt::format("rope.scaling.factor {}, expected a finite value >= 0",
+                        c.rope_scaling_factor));
+    check_finite(f, c);
 }
 
 std::string shape_of(const std::vector<uint64_t>& ne)
