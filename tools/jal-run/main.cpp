@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -30,7 +31,7 @@ constexpr double kSliceHbmBytesPerS = 240e9;  // 3 HBM4 channels of 80 GB/s (ARC
 
 struct Options {
     std::string model;
-    std::string prompt_ids, force_ids;
+    std::optional<std::string> prompt_ids, force_ids;  // given, even if empty
     uint32_t n = 16;
     float temp = 0, top_p = 1;
     uint64_t seed = 0;
@@ -64,6 +65,8 @@ std::vector<int32_t> parse_ids(const std::string& s, const char* what)
             throw CLI::ValidationError(what, "'" + item + "' is not a token id");
         }
     }
+    // Given but empty (--prompt-ids ''): an error, not a silent fall-back to the default.
+    if (out.empty()) throw CLI::ValidationError(what, "no token ids given");
     return out;
 }
 
@@ -90,8 +93,8 @@ Request parse_request(const Options& o)
     Request r;
     if (!jal::model::parse_numerics(o.numerics, r.numerics))
         throw CLI::ValidationError("--numerics", "expected native or ggml");
-    if (!o.prompt_ids.empty()) r.prompt = parse_ids(o.prompt_ids, "--prompt-ids");
-    if (!o.force_ids.empty()) r.force = parse_ids(o.force_ids, "--force-ids");
+    if (o.prompt_ids) r.prompt = parse_ids(*o.prompt_ids, "--prompt-ids");
+    if (o.force_ids) r.force = parse_ids(*o.force_ids, "--force-ids");
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
     if (r.n_out == 0) throw CLI::ValidationError("--n", "at least one token");
     r.users = std::max<uint32_t>(1, o.concurrency);
@@ -135,6 +138,14 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
         if (r.prompt.empty()) r.prompt = {1, 2, 3, 4, 5, 6, 7, 8};
     }
     load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+    // The prompt and every generated token but the last take a position of the KV cache:
+    // refuse a run that cannot fit before any work, not at the step that runs out.
+    const uint64_t positions = r.prompt.size() + r.n_out - 1;
+    if (positions > rt->options().n_ctx)
+        throw CLI::ValidationError(
+            "--n", fmt::format("a {}-token prompt and {} generated tokens need {} positions; the "
+                               "context holds {}",
+                               r.prompt.size(), r.n_out, positions, rt->options().n_ctx));
     for (int32_t t : r.force)
         if (static_cast<uint32_t>(t) >= rt->config().n_vocab)
             throw CLI::ValidationError(

@@ -37,7 +37,12 @@ std::string bar(uint64_t done, uint64_t total, double seconds)
 
 int run_load(Context& ctx, const LoadArgs& args)
 {
-    uint64_t size = std::filesystem::file_size(args.file);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(args.file, ec))
+        throw jal::Error(JAL_STATUS_INVALID_FIELD,
+                         fmt::format("{}: {}", args.file,
+                                     ec ? ec.message() : "not a regular file (load reads files)"));
+    const uint64_t size = std::filesystem::file_size(args.file);
     jal::runtime::Device dev(ctx.device, jal::default_emu_dir());
     jal::runtime::Context context(dev);
     jal::runtime::Memory mem(context, std::max<uint64_t>(size, 1), JAL_PLACE_INTERLEAVED,

@@ -1,9 +1,12 @@
 // Writer -> reader: every key/value type and every tensor type comes back as written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gguf_test_util.hpp"
@@ -175,7 +178,7 @@ TEST(GgufRoundTrip, EveryTensorTypeAndAlignment)
     }
 }
 
-TEST(GgufRoundTrip, OpenMapsAFile)
+TEST(GgufRoundTrip, OpenReadsAFile)
 {
     GgufWriter w;
     w.set_u32("x", 1);
@@ -198,6 +201,43 @@ TEST(GgufRoundTrip, OpenMapsAFile)
     }
     std::filesystem::remove(path);
     expect_error([&] { GgufFile::open(path); }, JAL_STATUS_IO_ERROR, {path, "cannot open"});
+}
+
+TEST(GgufRoundTrip, AFileTruncatedAfterOpenStillReadsWhatWasThere)
+{
+    // Another process truncating (or rewriting) the model file while it is in use must not
+    // kill the reader with SIGBUS, as an access through a mapping of the file would.
+    GgufWriter w;
+    const uint64_t ne[] = {32, 64};
+    w.add_tensor("w", TensorType::F32, ne);
+    const auto bytes = write_to_bytes(w, pattern);
+    const std::string path =
+        ::testing::TempDir() + "gguf_truncated_" + std::to_string(getpid()) + ".gguf";
+    {
+        std::ofstream out(path, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(bytes.data()),
+                  static_cast<std::streamsize>(bytes.size()));
+    }
+    const GgufFile f = GgufFile::open(path);
+    ASSERT_EQ(::truncate(path.c_str(), 16), 0);
+    const auto data = f.tensor("w").data;
+    ASSERT_EQ(data.size(), 32u * 64 * 4);
+    EXPECT_TRUE(std::equal(data.begin(), data.end(),
+                           bytes.begin() + static_cast<std::ptrdiff_t>(f.tensor("w").data_offset)))
+        << "the bytes read at open";
+    std::filesystem::remove(path);
+}
+
+TEST(GgufRoundTrip, AFifoIsRefusedWithoutBlocking)
+{
+    // open() of a FIFO with no writer would block forever; the model loader refuses it.
+    const std::string path =
+        ::testing::TempDir() + "gguf_fifo_" + std::to_string(getpid()) + ".gguf";
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+    expect_error([&] { GgufFile::open(path); }, JAL_STATUS_IO_ERROR, {path, "not a regular file"});
+    std::filesystem::remove(path);
+    expect_error([&] { GgufFile::open("/dev/null"); }, JAL_STATUS_IO_ERROR,
+                 {"/dev/null", "not a regular file"});
 }
 
 TEST(GgufRoundTrip, TypedGettersNameKeyAndTypes)

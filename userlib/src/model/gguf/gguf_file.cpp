@@ -1,4 +1,4 @@
-// GgufFile: opening (mmap) and the typed accessors over the validated descriptions.
+// GgufFile: opening (read into memory) and the typed accessors over the validated descriptions.
 #include "gguf_file_impl.hpp"
 
 #include <fmt/format.h>
@@ -6,16 +6,46 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace jal::model {
 
-GgufFile::Impl::~Impl()
+GgufFile::Impl::~Impl() = default;
+
+namespace {
+
+// The whole file, read into memory. Not mapped: a model file truncated or rewritten by
+// another process while a mapping of it is in use turns the next access into SIGBUS, which
+// would kill the runtime; a copy taken with pread() either completes or fails here, with a
+// message. The price is the file's size in host memory while the GgufFile lives, where a
+// mapping would have used the page cache.
+std::vector<std::byte> read_regular_file(int fd, const std::string& path)
 {
-    if (map) munmap(map, map_len);
+    struct stat st {};
+    if (fstat(fd, &st) != 0)
+        throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: {}", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+        throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: not a regular file", path));
+    const auto size = static_cast<size_t>(st.st_size);
+    std::vector<std::byte> bytes(size);
+    size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::pread(fd, bytes.data() + done, size - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: read failed at byte {}: {}", path,
+                                                         done, std::strerror(errno)));
+        if (n == 0)
+            throw Error(JAL_STATUS_IO_ERROR,
+                        fmt::format("{}: the file shrank while it was read ({} of {} bytes)", path,
+                                    done, size));
+        done += static_cast<size_t>(n);
+    }
+    return bytes;
 }
+
+}  // namespace
 
 GgufFile::GgufFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GgufFile::GgufFile(GgufFile&&) noexcept = default;
@@ -24,35 +54,21 @@ GgufFile::~GgufFile() = default;
 
 GgufFile GgufFile::open(const std::string& path)
 {
-    auto impl = std::make_unique<Impl>();
-    impl->name = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO (or a device) given as the model must fail below, not block open()
+    // until some writer appears. It does not change reads of a regular file.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         throw Error(JAL_STATUS_IO_ERROR,
                     fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const int e = errno;
+    std::vector<std::byte> bytes;
+    try {
+        bytes = read_regular_file(fd, path);
+    } catch (...) {
         ::close(fd);
-        throw Error(JAL_STATUS_IO_ERROR,
-                    fmt::format("{}: {}", path,
-                                S_ISREG(st.st_mode) ? std::strerror(e) : "not a regular file"));
+        throw;
     }
-    if (st.st_size > 0) {
-        void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            const int e = errno;
-            ::close(fd);
-            throw Error(JAL_STATUS_IO_ERROR,
-                        fmt::format("{}: cannot map: {}", path, std::strerror(e)));
-        }
-        impl->map = p;
-        impl->map_len = static_cast<size_t>(st.st_size);
-        impl->bytes = {static_cast<const std::byte*>(p), impl->map_len};
-    }
-    ::close(fd);  // the mapping keeps the file
-    parse_gguf(*impl);
-    return GgufFile(std::move(impl));
+    ::close(fd);
+    return from_bytes(std::move(bytes), path);
 }
 
 GgufFile GgufFile::from_bytes(std::vector<std::byte> bytes, std::string name)

@@ -1,4 +1,4 @@
-// What a GgufFile holds: the bytes (mapped or owned) and the validated descriptions that
+// What a GgufFile holds: the bytes (owned) and the validated descriptions that
 // point into them. Shared by the parser, the accessors and the file opener.
 #pragma once
 
@@ -13,9 +13,7 @@ namespace jal::model {
 
 struct JAL_HIDDEN GgufFile::Impl {
     std::string name;
-    std::vector<std::byte> owned;  // from_bytes
-    void* map = nullptr;           // open(): the mapping
-    size_t map_len = 0;
+    std::vector<std::byte> owned;  // the file's bytes (open reads them all: see read_regular_file)
     std::span<const std::byte> bytes;
 
     uint32_t version = 0;

@@ -1,7 +1,8 @@
-// Real-valued options refuse NaN and infinity with a clear message, before anything runs:
-// CLI11's range checks alone let NaN through (every comparison with NaN is false), which
-// made jal-emu model a NaN inlet, jal-run sample at a NaN temperature and
-// `jalctl telemetry -w nan` spin without pause.
+// Arguments the tools must refuse with a clear message, before any work: real-valued
+// options given NaN or infinity (CLI11's range checks alone let NaN through, which made
+// jal-emu model a NaN inlet, jal-run sample at a NaN temperature and `jalctl telemetry -w
+// nan` spin without pause), an empty id list, a generation longer than the context, and a
+// file that is not one.
 #include <string>
 #include <vector>
 
@@ -55,6 +56,42 @@ TEST(NonFiniteOptions, FiniteValuesStillPassTheCheck)
         run_command({bin_path("jal-emu"), "--load-watts", "6000"}, {}, std::chrono::seconds(30));
     EXPECT_NE(range.exit_code, 0);
     EXPECT_NE(range.err.find("not in range"), std::string::npos) << range.err;
+}
+
+TEST(BadArguments, AnEmptyIdListIsAnErrorNotTheDefault)
+{
+    for (const char* option : {"--prompt-ids", "--force-ids"}) {
+        SCOPED_TRACE(option);
+        const CommandResult r =
+            run_command({bin_path("jal-run"), option, ""}, {"JAL_EMU_DIR=/nonexistent-jal-test"},
+                        std::chrono::seconds(60));
+        EXPECT_NE(r.exit_code, 0);
+        EXPECT_NE(r.err.find("no token ids given"), std::string::npos) << r.out << r.err;
+    }
+}
+
+TEST(BadArguments, JalctlLoadRefusesWhatIsNotAFile)
+{
+    const CommandResult r =
+        run_command({bin_path("jalctl"), "load", "/dev/null"},
+                    {"JAL_EMU_DIR=/nonexistent-jal-test"}, std::chrono::seconds(30));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("/dev/null: not a regular file"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+TEST(BadArguments, AGenerationLongerThanTheContextFailsBeforeItStarts)
+{
+    jal::test::EmuOptions o;
+    o.extra_args = {"--fw", "native"};
+    jal::test::EmuProcess emu(o);
+    const CommandResult r = run_command({bin_path("jal-run"), "--n", "100000", "-q"}, {emu.env()},
+                                        std::chrono::seconds(120));
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("generated tokens need"), std::string::npos) << r.out << r.err;
+    EXPECT_NE(r.err.find("the context holds"), std::string::npos) << r.err;
+    EXPECT_EQ(emu.stop(), "");
 }
 
 }  // namespace
