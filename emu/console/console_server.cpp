@@ -19,7 +19,9 @@ constexpr auto kCoreTimeout = std::chrono::seconds(5);
 }  // namespace
 
 ConsoleServer::ConsoleServer(Chip& chip, std::string socket_path)
-    : chip_(chip), listener_(std::move(socket_path), SOCK_STREAM, [this](int fd) { serve(fd); })
+    : chip_(chip), listener_(
+                       std::move(socket_path), SOCK_STREAM, [this](int fd) { serve(fd); }, 128,
+                       UnixListener::Access::owner)
 {}
 
 std::string ConsoleServer::execute(const std::string& line)

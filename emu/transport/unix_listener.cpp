@@ -36,6 +36,10 @@ bool UnixListener::peer_allowed(int fd) const
     uid_t uid;
     if (!socket_peer_uid(fd, uid)) return false;
     if (trusted_peer_uid(uid)) return true;
+    if (access_ == Access::owner) {
+        log(LogLevel::warn, "{}: connection from uid {} refused (owner and root only)", path_, uid);
+        return false;
+    }
     for (auto allowed : extra_uids())
         if (allowed == uid) return true;
     log(LogLevel::warn, "{}: connection from uid {} refused (see --allow-uid)", path_, uid);
@@ -43,8 +47,8 @@ bool UnixListener::peer_allowed(int fd) const
 }
 
 UnixListener::UnixListener(std::string path, int type, std::function<void(int)> serve,
-                           std::size_t max_clients)
-    : path_(std::move(path)), serve_(std::move(serve)), max_clients_(max_clients)
+                           std::size_t max_clients, Access access)
+    : path_(std::move(path)), serve_(std::move(serve)), max_clients_(max_clients), access_(access)
 {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -56,7 +60,7 @@ UnixListener::UnixListener(std::string path, int type, std::function<void(int)> 
     unlink(path_.c_str());  // a stale socket from an emulator that was killed
     // Owner only, unless other uids are allowed (the directory still keeps strangers out;
     // each peer's uid is checked on accept).
-    const mode_t mode = extra_uids().empty() ? 0600 : 0666;
+    const mode_t mode = extra_uids().empty() || access_ == Access::owner ? 0600 : 0666;
     if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
         chmod(path_.c_str(), mode) != 0 || listen(listen_fd_, 16) != 0) {
         const std::string why = std::strerror(errno);

@@ -17,8 +17,11 @@ public:
     // (SOCK_SEQPACKET or SOCK_STREAM). `serve` runs on its own thread per client and
     // returns when the client is done or its socket is shut down. Throws on failure.
     // At most `max_clients` connections are served at once; more are closed on arrival.
+    // Access::owner serves only our own uid and root, whatever --allow-uid says: the
+    // bring-up console reads and writes any tenant's memory.
+    enum class Access { clients, owner };
     UnixListener(std::string path, int type, std::function<void(int fd)> serve,
-                 std::size_t max_clients = 128);
+                 std::size_t max_clients = 128, Access access = Access::clients);
     ~UnixListener();
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
@@ -47,6 +50,7 @@ private:
     std::function<void(int)> serve_;
     int listen_fd_ = -1;
     std::size_t max_clients_;
+    Access access_ = Access::clients;
     int stop_fd_ = -1;  // eventfd that wakes the accept loop
     int done_fd_ = -1;  // eventfd a finishing client's thread signals: reap it
     std::thread accept_thread_;

@@ -7,7 +7,10 @@
 #include <jal/hw/status.h>
 
 #include <filesystem>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture/emu_process.hpp"
@@ -50,6 +53,51 @@ TEST(SocketDirTest, ClientRefusesADirectoryOthersCanWrite)
     }
     ASSERT_EQ(chmod(emu.socket_dir().c_str(), 0700), 0);
     EXPECT_NO_THROW(jal::ChipFunction::open(0, emu.open_options()));
+    EXPECT_EQ(emu.stop(), "");
+}
+
+// 0: connected; else the errno of connect().
+int connect_as_stream(const std::string& path, int type)
+{
+    const int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    const int e = rc == 0 ? 0 : errno;
+    close(fd);
+    return e;
+}
+
+TEST(SocketDirTest, TheConsoleServesOnlyTheEmulatorsOwnerNotAllowedClients)
+{
+    // --allow-uid lets another user be a client (its own host function), never reach the
+    // bring-up console, whose peek and poke read and write every tenant's memory.
+    if (geteuid() != 0) GTEST_SKIP() << "acting as another user needs root";
+    jal::test::EmuOptions o;
+    o.extra_args = {"--allow-uid", "65534", "--fw", "native"};
+    jal::test::EmuProcess emu(o);
+    // The owner lets the other user reach the sockets (search permission only).
+    const fs::path sockets = emu.socket_dir();
+    ASSERT_EQ(chmod(sockets.c_str(), 0711), 0);
+    ASSERT_EQ(chmod(sockets.parent_path().c_str(), 0711), 0);
+
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+        const int data = connect_as_stream(emu.socket_path(0), SOCK_SEQPACKET);
+        const int console = connect_as_stream(sockets / "jal0.console", SOCK_STREAM);
+        // 0: as it should be; bits say what went wrong.
+        _exit((data != 0 ? 1 : 0) | (console == 0 ? 2 : 0));
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_NE(WEXITSTATUS(status), 100) << "could not become uid 65534";
+    EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "the allowed uid could not reach its data socket";
+    EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the allowed uid reached the console";
     EXPECT_EQ(emu.stop(), "");
 }
 
