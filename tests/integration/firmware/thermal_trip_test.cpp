@@ -64,7 +64,8 @@ TEST(ThermalTrip, ADieThatPassesItsCriticalTemperatureIsShutDownAndTheChipFails)
 
     const auto give_up = std::chrono::steady_clock::now() + 120s;
     jal::DeviceStatus s = dev.status();
-    while (s.fault != JAL_STATUS_THERMAL_TRIP && std::chrono::steady_clock::now() < give_up) {
+    // FAULT is written before STATUS: wait for the state, then read the fault it explains.
+    while (s.state != jal::DeviceState::failed && std::chrono::steady_clock::now() < give_up) {
         std::this_thread::yield();
         s = dev.status();
     }
