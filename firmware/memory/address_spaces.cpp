@@ -4,10 +4,24 @@
 
 #include "firmware/host/event_codes.hpp"
 #include "firmware/memory/mmu.hpp"
+#include "firmware/sys/watchdog.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 
 namespace jal::fw::memory {
+
+namespace {
+// Mapping or unmapping most of HBM is tens of thousands of MMU commands, far longer than the
+// watchdog's 50 ms. The loops make progress page by page, so they feed it every this many
+// pages (a few hundred microseconds of work), as the long boot steps do: a hang inside one
+// page still trips it.
+constexpr std::uint32_t kPagesPerFeed = 256;
+
+void progress(std::uint32_t page)
+{
+    if (page % kPagesPerFeed == kPagesPerFeed - 1) sys::watchdog_feed();
+}
+}  // namespace
 
 namespace {
 
@@ -115,6 +129,7 @@ std::uint32_t AddressSpaces::map_pages(std::uint32_t ctx, const AllocRequest& re
 {
     const auto n = static_cast<std::uint32_t>(std::popcount(req.slice_mask));
     for (std::uint32_t i = 0; i < pages; ++i) {
+        progress(i);
         for (std::uint32_t r = 0; r < replicas; ++r) {
             const std::uint32_t slice = req.placement == JAL_PLACE_REPLICATED    ? phys[r]
                                         : req.placement == JAL_PLACE_INTERLEAVED ? phys[i % n]
@@ -248,6 +263,7 @@ std::uint32_t AddressSpaces::release(std::uint32_t ctx, std::uint32_t va_page, s
 {
     std::uint32_t freed = 0, strays = 0;
     for (std::uint32_t i = 0; i < count; ++i) {
+        progress(i);
         const std::uint64_t va = va_of(va_page + i);
         for (std::uint32_t r = 0; r < replicas; ++r) {
             std::uint64_t pa = 0;

@@ -1,0 +1,55 @@
+// Allocating, freeing and reclaiming most of the chip's HBM through the firmware image: an
+// admin command that maps or unmaps tens of thousands of pages must not starve the 50 ms
+// watchdog, which would reset the chip for every tenant.
+#include <chrono>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include <fixture/emu_process.hpp>
+#include <jal/chip_function.hpp>
+#include <jal/hw/chip.h>
+#include <jal/jal.hpp>
+
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+TEST(LargeMemory, AllocatingAndFreeing128GiBDoesNotTripTheWatchdog)
+{
+    jal::test::EmuProcess emu;
+    jal::ChipFunction fn = jal::ChipFunction::open(0, emu.open_options());
+    ASSERT_EQ(fn.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
+    const uint32_t boots = fn.identify().boot_count;
+
+    jal::runtime::Device dev(0, emu.socket_dir());
+    {
+        jal::runtime::Context ctx(dev);
+        // A second tenant's context, which must survive the first one's large free.
+        jal::runtime::Context other(dev);
+        jal::runtime::Memory keep(other, 2u << 20, JAL_PLACE_SLICE, 1);
+        {
+            jal::runtime::Memory big(ctx, 128 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0});
+            EXPECT_EQ(big.size(), 128 * kGiB);
+        }  // freed here
+        // And through reclaim: a context destroyed while it still holds 100 GiB (the
+        // allocation is never freed; destroying the context takes it on the device).
+        jal_mem_t held = nullptr;
+        ASSERT_EQ(
+            jal_mem_alloc(ctx.get(), 100 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0}, 0, &held),
+            JAL_STATUS_OK);
+        EXPECT_EQ(fn.telemetry().watchdog_resets, 0u);
+        EXPECT_NO_THROW(jal::runtime::Memory(other, 2u << 20, JAL_PLACE_SLICE, 1));
+        EXPECT_EQ(ctx.destroy(), 1u) << "the context still held the allocation";
+        EXPECT_EQ(jal_mem_free(held), JAL_STATUS_OK) << "after its context: nothing to do";
+        jal::runtime::Context fresh(dev);
+        EXPECT_NO_THROW(
+            jal::runtime::Memory(fresh, 100 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0}))
+            << "the reclaimed pages are free again";
+    }
+    EXPECT_EQ(fn.telemetry().watchdog_resets, 0u) << "an admin command starved the watchdog";
+    EXPECT_EQ(fn.identify().boot_count, boots) << "the chip was reset";
+    EXPECT_EQ(emu.stop(), "");
+}
+
+}  // namespace
