@@ -21,9 +21,6 @@ void progress(std::uint32_t page)
 {
     if (page % kPagesPerFeed == kPagesPerFeed - 1) sys::watchdog_feed();
 }
-}  // namespace
-
-namespace {
 
 std::uint64_t va_of(std::uint32_t va_page)
 {

@@ -79,13 +79,13 @@ void PowerManager::control()
 
     std::uint32_t target;
     std::uint32_t reason = JAL_LIMITER_NONE;
-    ++emergency_log_age_;
+    if (emergency_log_age_ < kEmergencyLogTicks) ++emergency_log_age_;  // saturates
     if (check_trip()) {
         target = JAL_CLOCK_MIN_MHZ;
         reason = JAL_LIMITER_THERMAL;
     } else if (std::uint64_t{t.power_mw} * kEmergencyDen >
                std::uint64_t{limit_mw_} * kEmergencyNum) {
-        target = emergency(clock);
+        target = emergency();
         reason = JAL_LIMITER_EMERGENCY;
     } else {
         const std::uint32_t power_target = guarded(limit_mw_);
@@ -141,7 +141,7 @@ bool PowerManager::check_trip()
     return tripped_;
 }
 
-std::uint32_t PowerManager::emergency(std::uint32_t)
+std::uint32_t PowerManager::emergency()
 {
     // Far over the limit: no time for a controller. Minimum clock now; the power limiters
     // climb back from there. The slow limiter keeps its ceiling: its average barely moved in

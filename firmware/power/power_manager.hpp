@@ -70,7 +70,7 @@ private:
     void sample();
     void control();
     bool check_trip();
-    std::uint32_t emergency(std::uint32_t clock);
+    std::uint32_t emergency();  // minimum clock now; returns it
 
     slices::SliceManager& slices_;
     host::Journal& journal_;
