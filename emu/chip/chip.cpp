@@ -1,6 +1,7 @@
 #include "emu/chip/chip.hpp"
 
 #include "emu/mgmt/native_core.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
 #include "emu/util/log.hpp"
 #include "jal/hw/mgmt.h"
 
@@ -11,6 +12,9 @@ namespace jal::emu {
 
 namespace {
 constexpr std::uint64_t kModelStepNs = 250'000;  // power/thermal integration step
+// A scrub writes one page through the owning slice's HBM port, as a DMA fill would.
+constexpr auto kScrubNs = static_cast<std::uint64_t>(
+    exec::rates::kLocalHbmLatencyNs + JAL_PAGE_SIZE / exec::rates::kLocalHbmBytesPerNs);
 const char* cause_name(std::uint32_t c)
 {
     switch (c) {
@@ -36,6 +40,12 @@ Chip::Chip(const ChipConfig& config)
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
     host_.set_function_limits(config.max_contexts_per_fn, config.max_queues_per_fn);
+    host_.set_function_memory_limit(config.max_memory_pages_per_fn);
+    // Freed pages are zeroed before another tenant can get them (docs/security.md).
+    mmu_.on_scrub = [this](std::uint64_t pa) {
+        (void)hbm_.discard(pa, Mmu::kPage);
+        clock_.advance(kScrubNs);
+    };
     slices_.set_synthetic_busy(config.load_watts > 0);
     host_.on_post_code = [this](std::uint32_t code) {
         log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code,
@@ -87,6 +97,7 @@ void Chip::apply_reset(std::uint32_t cause)
         power_.reset();
         cp_.reset();   // every user queue disabled
         mmu_.reset();  // every context's mappings gone
+        hbm_.clear();  // and their data: the next boot's tenants start from zeroed HBM
     }
     host_.reset(chip_reset);
     bus_.reset();

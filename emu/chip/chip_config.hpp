@@ -22,8 +22,9 @@ struct ChipConfig {
     FirmwareMode firmware = FirmwareMode::native;
     std::string firmware_image;  // --fw-image, for FirmwareMode::image
     // What one host function (client) may hold: room for others (docs/security.md).
-    std::uint32_t max_contexts_per_fn = 16;  // --max-contexts-per-client, 0 = no limit
-    std::uint32_t max_queues_per_fn = 64;    // --max-queues-per-client, 0 = no limit
+    std::uint32_t max_contexts_per_fn = 16;     // --max-contexts-per-client, 0 = no limit
+    std::uint32_t max_queues_per_fn = 64;       // --max-queues-per-client, 0 = no limit
+    std::uint32_t max_memory_pages_per_fn = 0;  // --max-memory-per-client in pages, 0 = none
 };
 
 }  // namespace jal::emu

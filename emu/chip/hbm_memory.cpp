@@ -3,6 +3,7 @@
 #include "jal/hw/chip.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -31,6 +32,14 @@ std::span<std::byte> HbmMemory::range(std::uint64_t addr, std::uint64_t len)
 {
     if (addr > size_ || len > size_ - addr) return {};
     return {base_ + addr, static_cast<std::size_t>(len)};
+}
+
+bool HbmMemory::discard(std::uint64_t addr, std::uint64_t len)
+{
+    const auto host_page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    if (addr > size_ || len > size_ - addr || addr % host_page || len % host_page) return false;
+    // A private anonymous mapping refills discarded pages with zeros on the next touch.
+    return madvise(base_ + addr, len, MADV_DONTNEED) == 0;
 }
 
 }  // namespace jal::emu

@@ -317,6 +317,8 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
         return func_events_;
     case hostif(JAL_HOSTIF_FN_LIMITS):
         return fn_limits_;
+    case hostif(JAL_HOSTIF_FN_MEM_LIMIT):
+        return fn_mem_limit_;
     default:
         return 0;
     }

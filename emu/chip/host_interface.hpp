@@ -65,6 +65,8 @@ public:
     {
         fn_limits_ = (contexts & 0xffff) | (queues & 0xffff) << 16;
     }
+    // JAL_HOSTIF_FN_MEM_LIMIT: device-memory pages each function may hold (0: no limit).
+    void set_function_memory_limit(std::uint32_t pages) { fn_mem_limit_ = pages; }
 
     // Chip or management-core reset: queues disabled, firmware-owned registers cleared.
     void reset(bool chip_reset);
@@ -92,6 +94,7 @@ private:
     mutable std::mutex mutex_;
     std::array<Function, JAL_MGMT_MAX_FUNCS> fns_;
     std::uint32_t func_events_ = 0;
+    std::uint32_t fn_mem_limit_ = 0;
     std::uint32_t fn_limits_ = 0;
     // Registers the firmware publishes.
     std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,

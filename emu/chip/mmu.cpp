@@ -83,6 +83,9 @@ void Mmu::fw_write(std::uint32_t off, std::uint32_t v)
         case JAL_MMU_CMD_FLUSH_CTX:
             r_status_ = flush(r_ctx_);
             break;
+        case JAL_MMU_CMD_SCRUB:
+            r_status_ = scrub(r_pa_);
+            break;
         default:
             r_status_ = JAL_STATUS_INVALID_OPCODE;
             break;
@@ -135,6 +138,14 @@ std::uint32_t Mmu::flush(std::uint32_t ctx)
     Context& c = ctx_[ctx];
     std::unique_lock lock(c.mutex);
     c.pages.clear();
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t Mmu::scrub(std::uint64_t pa)
+{
+    if ((pa & kPageMask) || pa >= JAL_HBM_TOTAL_BYTES) return JAL_STATUS_INVALID_FIELD;
+    if (!on_scrub) return JAL_STATUS_UNSUPPORTED;
+    on_scrub(pa);
     return JAL_STATUS_OK;
 }
 

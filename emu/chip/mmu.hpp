@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +38,11 @@ public:
     std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t replica,
                          std::uint64_t& pa) const;
     std::uint32_t flush(std::uint32_t ctx);
+    // SCRUB: zeroes the physical page at pa through on_scrub (INVALID_FIELD for an address
+    // that is not a page of HBM, UNSUPPORTED without a scrubber).
+    std::uint32_t scrub(std::uint64_t pa);
+    // Zeroes one HBM page and charges its write to the management core (set by the chip).
+    std::function<void(std::uint64_t pa)> on_scrub;
     // Chip reset: every context empty, registers cleared.
     void reset();
 

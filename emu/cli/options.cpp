@@ -1,5 +1,6 @@
 #include "emu/cli/options.hpp"
 
+#include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 
 #include "jal/emu/socket_dir.hpp"
@@ -96,6 +97,27 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_lane_list(const std::
     return out;
 }
 
+namespace {
+// What one client (host function) may hold; the memory limit is in GiB until parsed.
+void add_client_limits(CLI::App& app, EmuOptions& o, double& memory_gib)
+{
+    app.add_option("--max-contexts-per-client", o.chip.max_contexts_per_fn,
+                   "Contexts one client (host function) may hold, 0 = no limit (the chip has 63)")
+        ->check(CLI::Range(0, 63))
+        ->capture_default_str();
+    app.add_option("--max-queues-per-client", o.chip.max_queues_per_fn,
+                   "User queues one client may hold, 0 = no limit (the chip has 256)")
+        ->check(CLI::Range(0, 256))
+        ->capture_default_str();
+    app.add_option("--max-memory-per-client", memory_gib,
+                   "Device memory one client may hold over all its contexts, in GiB (whole "
+                   "2 MiB pages, every replica counted), 0 = no limit (a chip has 216)")
+        ->check(kFinite)
+        ->check(CLI::Range(0.0, 216.0))
+        ->capture_default_str();
+}
+}  // namespace
+
 EmuOptions parse_options(int argc, char** argv)
 {
     EmuOptions o;
@@ -142,14 +164,8 @@ EmuOptions parse_options(int argc, char** argv)
                    "Connections per chip that may wait for HELLO at once; more are closed")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
-    app.add_option("--max-contexts-per-client", o.chip.max_contexts_per_fn,
-                   "Contexts one client (host function) may hold, 0 = no limit (the chip has 63)")
-        ->check(CLI::Range(0, 63))
-        ->capture_default_str();
-    app.add_option("--max-queues-per-client", o.chip.max_queues_per_fn,
-                   "User queues one client may hold, 0 = no limit (the chip has 256)")
-        ->check(CLI::Range(0, 256))
-        ->capture_default_str();
+    double memory_gib = 0;
+    add_client_limits(app, o, memory_gib);
     app.add_option("--allow-uid", o.allow_uids,
                    "Also serve clients running as this uid (repeatable; by default only the "
                    "emulator's own uid and root). Their access to the socket directory is up "
@@ -168,6 +184,8 @@ EmuOptions parse_options(int argc, char** argv)
         std::exit(2);
     }
     o.chip.firmware = fw == "image" ? FirmwareMode::image : FirmwareMode::native;
+    o.chip.max_memory_pages_per_fn = static_cast<std::uint32_t>(
+        std::ceil(memory_gib * static_cast<double>((std::uint64_t{1} << 30) / JAL_PAGE_SIZE)));
     o.session.hello_timeout = std::chrono::milliseconds(static_cast<long>(hello_timeout_s * 1000));
     return o;
 }

@@ -147,6 +147,11 @@ Completion ResourceCommands::alloc_memory(std::uint32_t fn, const jal_admin_sqe&
     req.placement = sqe.cdw[3];
     req.slice_mask = cdw64(sqe, 4);
     req.align_log2 = sqe.cdw[6];
+    // The platform's per-client share of device memory (0: the whole chip).
+    if (const std::uint32_t limit = hal::read32(JAL_HOSTIF_FN_MEM_LIMIT); limit != 0) {
+        const std::uint64_t held = mem_.pages_of(fn);
+        req.page_budget = held < limit ? limit - held : 0;
+    }
     jal_mem_alloc_reply reply{};
     status = mem_.alloc(ctx, req, reply);
     if (status != JAL_STATUS_OK) return fail(status);

@@ -1,5 +1,6 @@
 #include "firmware/memory/address_spaces.hpp"
 
+#include <array>
 #include <bit>
 
 #include "firmware/host/event_codes.hpp"
@@ -158,6 +159,7 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
     const auto pages =
         static_cast<std::uint32_t>(req.bytes / JAL_PAGE_SIZE + (req.bytes % JAL_PAGE_SIZE != 0));
     const std::uint32_t replicas = req.placement == JAL_PLACE_REPLICATED ? n : 1;
+    if (std::uint64_t{pages} * replicas > req.page_budget) return JAL_STATUS_NO_MEMORY;
 
     // The mask's slices in ascending logical order, as physical ids.
     std::array<std::uint8_t, JAL_NUM_SLICES> phys{};
@@ -258,24 +260,43 @@ std::uint32_t AddressSpaces::placement(const Allocation& a, std::uint32_t page,
 std::uint32_t AddressSpaces::release(std::uint32_t ctx, std::uint32_t va_page, std::uint32_t count,
                                      std::uint32_t replicas)
 {
-    std::uint32_t freed = 0, strays = 0;
+    std::uint32_t freed = 0, strays = 0, scrub_failures = 0;
+    std::array<std::uint64_t, JAL_NUM_SLICES> phys{};
     for (std::uint32_t i = 0; i < count; ++i) {
         progress(i);
         const std::uint64_t va = va_of(va_page + i);
-        for (std::uint32_t r = 0; r < replicas; ++r) {
-            std::uint64_t pa = 0;
-            if (mmu::lookup(ctx, va, r, pa) != JAL_STATUS_OK) continue;  // never mapped (rollback)
-            if (pages_.release(pa))
+        std::uint32_t n = 0;
+        for (std::uint32_t r = 0; r < replicas && r < phys.size(); ++r)
+            if (mmu::lookup(ctx, va, r, phys[n]) == JAL_STATUS_OK) ++n;  // else never mapped
+        // Unmapped before the scrub, so no access of the context can land after it; scrubbed
+        // before the page is free, so the next tenant never sees this one's data.
+        (void)mmu::unmap(ctx, va);
+        for (std::uint32_t k = 0; k < n; ++k) {
+            if (mmu::scrub(phys[k]) != JAL_STATUS_OK) {
+                ++scrub_failures;  // kept out of service rather than handed on unscrubbed
+                continue;
+            }
+            if (pages_.release(phys[k]))
                 ++freed;
             else
                 ++strays;
         }
-        (void)mmu::unmap(ctx, va);
     }
     if (strays)
         journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu: stray page on free",
                        {JAL_MMU_CMD_LOOKUP, strays, ctx, va_page});
+    if (scrub_failures)
+        journal_.event(JAL_SRC_ADMIN, JAL_SEV_ERROR, host::kEvMmuError, "mmu: scrub failed",
+                       {JAL_MMU_CMD_SCRUB, scrub_failures, ctx, va_page});
     return freed;
+}
+
+std::uint64_t AddressSpaces::pages_of(std::uint32_t fn) const
+{
+    std::uint64_t n = 0;
+    for (const Allocation& a : allocs_)
+        if (a.ctx != 0 && contexts_[a.ctx].owner == fn) n += std::uint64_t{a.pages} * a.replicas;
+    return n;
 }
 
 void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx,

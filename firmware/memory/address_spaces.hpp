@@ -36,6 +36,8 @@ struct AllocRequest {
     std::uint32_t placement = 0;   // enum jal_placement
     std::uint64_t slice_mask = 0;  // logical slices
     std::uint32_t align_log2 = 0;  // 0: a page
+    // Physical pages (every replica) the owner may still take; more is NO_MEMORY.
+    std::uint64_t page_budget = ~std::uint64_t{0};
 };
 
 // One live allocation (8 bytes). ctx == 0 marks a free slot.
@@ -87,6 +89,8 @@ public:
                                           std::uint32_t replica, jal_page_placement& out) const;
 
     std::uint32_t live_contexts() const;
+    // Physical pages (every replica) held by the contexts of host function fn.
+    std::uint64_t pages_of(std::uint32_t fn) const;
     std::uint32_t live_allocations() const { return live_allocations_; }
     std::uint32_t allocations_of(std::uint32_t ctx) const
     {

@@ -47,6 +47,12 @@ inline std::uint32_t lookup(std::uint32_t ctx, std::uint64_t va, std::uint32_t r
     return status;
 }
 
+// Zeroes the physical page at pa; the core stalls until it is written.
+inline std::uint32_t scrub(std::uint64_t pa)
+{
+    return command(0, 0, pa, 0, JAL_MMU_CMD_SCRUB);
+}
+
 // Drops every mapping of the context.
 inline std::uint32_t flush_ctx(std::uint32_t ctx)
 {

@@ -78,6 +78,10 @@
 /* RO: what one host function may hold, set by the platform (jal-emu --max-contexts-per-client,
  * --max-queues-per-client): contexts [15:0], user queues [31:16]; 0 = no limit. */
 #define JAL_HOSTIF_FN_LIMITS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x2c)
+/* RO (since 1.4): device memory one host function may hold over all its contexts, in
+ * JAL_PAGE_SIZE pages counting every replica, set by jal-emu --max-memory-per-client;
+ * 0 = no limit. */
+#define JAL_HOSTIF_FN_MEM_LIMIT JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x30)
 /* One bank per host function: a mirror of that function's admin registers. */
 #define JAL_HOSTIF_FN(fn, off) JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x100u + (fn)*0x40u + (off))
 #define JAL_FN_SQ_BASE_LO 0x00 /* RO host-written */
@@ -205,6 +209,9 @@
 #define JAL_MMU_CMD_UNMAP 2     /* VA and all its replicas */
 #define JAL_MMU_CMD_LOOKUP 3    /* PA of replica FLAGS of VA; STATUS PAGE_FAULT if unmapped */
 #define JAL_MMU_CMD_FLUSH_CTX 4 /* drop every mapping of CTX */
+/* Zero the physical page at PA (since 1.4). The core stalls until the page is written, at
+ * the owning slice's HBM bandwidth; the firmware scrubs every page it frees. */
+#define JAL_MMU_CMD_SCRUB 5
 #define JAL_MMU_F_ADD_REPLICA (1u << 0)
 
 /* ---- CP: the command processor's user-queue engines, one per queue id. Select with

@@ -15,6 +15,7 @@
 
 #include "fixture/emu_process.hpp"
 #include "fixture/run_command.hpp"
+#include "raw_client.hpp"
 
 namespace {
 
@@ -98,6 +99,43 @@ TEST(SocketDirTest, TheConsoleServesOnlyTheEmulatorsOwnerNotAllowedClients)
     ASSERT_NE(WEXITSTATUS(status), 100) << "could not become uid 65534";
     EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "the allowed uid could not reach its data socket";
     EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the allowed uid reached the console";
+    EXPECT_EQ(emu.stop(), "");
+}
+
+TEST(SocketDirTest, ADataSocketOpenedToOthersStillRefusesUidsNotAllowed)
+{
+    // The peer-credential check is the second line behind the modes: an operator who opens
+    // the socket to everyone (chmod 0666) still lets in only the owner, root and --allow-uid.
+    if (geteuid() != 0) GTEST_SKIP() << "acting as another user needs root";
+    jal::test::EmuOptions o;
+    o.extra_args = {"--fw", "native"};
+    jal::test::EmuProcess emu(o);
+    const fs::path sockets = emu.socket_dir();
+    ASSERT_EQ(chmod(sockets.c_str(), 0711), 0);
+    ASSERT_EQ(chmod(sockets.parent_path().c_str(), 0711), 0);
+    ASSERT_EQ(chmod(emu.socket_path(0).c_str(), 0666), 0);
+
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+        try {
+            jal::test::RawClient c(emu.socket_path(0));
+            const long hello = c.hello();
+            // 0: refused as it should be; 1: HELLO answered; 2: the connection stayed open.
+            _exit(hello >= 0 ? 1 : c.closed_by_peer(10s) ? 0 : 2);
+        } catch (...) {
+            _exit(3);  // could not even connect: the mode change did not take
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_NE(WEXITSTATUS(status), 100) << "could not become uid 65534";
+    ASSERT_NE(WEXITSTATUS(status), 3) << "uid 65534 could not connect to a 0666 socket";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "a uid that is not allowed was served";
+    // The owner is still served.
+    EXPECT_NO_THROW(jal::ChipFunction::open(0, emu.open_options()));
     EXPECT_EQ(emu.stop(), "");
 }
 

@@ -64,10 +64,15 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
         flags = v;
         return;
     case JAL_MMU_CMD:
-        break;
+        execute(v);
+        return;
     default:
         return;
     }
+}
+
+void FakeMmu::execute(std::uint32_t v)
+{
     const std::uint64_t va = std::uint64_t{va_hi} << 32 | va_lo;
     const std::uint64_t pa = std::uint64_t{pa_hi} << 32 | pa_lo;
     const auto key = std::make_pair(ctx, va / JAL_PAGE_SIZE);
@@ -112,6 +117,19 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
         pa_hi = static_cast<std::uint32_t>(it->second[flags] >> 32);
         return;
     }
+    case JAL_MMU_CMD_SCRUB:
+        if (pa % JAL_PAGE_SIZE || pa >= JAL_HBM_TOTAL_BYTES) {
+            status = JAL_STATUS_INVALID_FIELD;
+            return;
+        }
+        if (fail_scrub) {
+            status = JAL_STATUS_INTERNAL;
+            return;
+        }
+        scrubbed.push_back(pa);
+        for (auto& [k, reps] : maps)
+            for (std::uint64_t r : reps) scrubbed_while_mapped += r == pa;
+        return;
     case JAL_MMU_CMD_FLUSH_CTX:
         flushes.push_back(ctx);
         for (auto it = maps.begin(); it != maps.end();)

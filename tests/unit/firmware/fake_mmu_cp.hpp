@@ -6,7 +6,8 @@
 // mapping (or, with JAL_MMU_F_ADD_REPLICA, appends a replica); UNMAP drops it; LOOKUP puts
 // replica FLAGS in PA (PAGE_FAULT if absent); FLUSH_CTX drops a context. STATUS holds the
 // result; misaligned or out-of-range addresses are INVALID_FIELD. fail_map_after makes the
-// n-th following MAP fail with INTERNAL.
+// n-th following MAP fail with INTERNAL. SCRUB records the page (and whether any context
+// still mapped it then); fail_scrub makes every SCRUB fail with INTERNAL.
 // CP: one register set per queue id behind QSEL; CTRL ENABLE/DISABLE/RESET set the state
 // the way the header describes; tests poke the read-only counters directly.
 #pragma once
@@ -28,11 +29,15 @@ struct FakeMmu {
         maps;  // (ctx, va page)
     std::uint32_t ctx = 0, va_lo = 0, va_hi = 0, pa_lo = 0, pa_hi = 0, flags = 0, status = 0;
     std::uint32_t maps_done = 0, unmaps = 0, lookups = 0;
-    std::vector<std::uint32_t> flushes;  // contexts flushed, in order
-    int fail_map_after = -1;             // MAPs that still succeed before one fails; -1: never
+    std::vector<std::uint32_t> flushes;   // contexts flushed, in order
+    int fail_map_after = -1;              // MAPs that still succeed before one fails; -1: never
+    std::vector<std::uint64_t> scrubbed;  // physical pages, in order
+    std::uint32_t scrubbed_while_mapped = 0;
+    bool fail_scrub = false;
 
     bool read(std::uint32_t addr, std::uint32_t& v) const;
     void write(std::uint32_t addr, std::uint32_t v);
+    void execute(std::uint32_t cmd);  // a write of CMD
     // Mappings (virtual pages) of a context.
     std::size_t mapped_pages(std::uint32_t context) const;
     const std::vector<std::uint64_t>* replicas(std::uint32_t context, std::uint64_t va) const;

@@ -470,6 +470,56 @@ TEST_F(ResourcesTest, FreedPagesAreReused)
     EXPECT_EQ(free_mem(0, ctx, c.va).status, JAL_STATUS_OK);
 }
 
+TEST_F(ResourcesTest, FreedPagesAreScrubbedAfterUnmappingAndBeforeReuse)
+{
+    start();
+    const auto ctx = create_context();
+    const auto a = alloc_ok(ctx, 2 * kPage, JAL_PLACE_REPLICATED, 1ull << 3 | 1ull << 9);
+    std::set<std::uint64_t> held;
+    for (std::uint32_t i = 0; i < 2; ++i)
+        for (std::uint64_t pa : *dev.mmu.replicas(ctx, a.va + i * kPage)) held.insert(pa);
+    ASSERT_EQ(held.size(), 4u);
+    EXPECT_EQ(free_mem(0, ctx, a.va).status, JAL_STATUS_OK);
+    EXPECT_EQ(std::set<std::uint64_t>(dev.mmu.scrubbed.begin(), dev.mmu.scrubbed.end()), held)
+        << "every replica of every page is scrubbed";
+    EXPECT_EQ(dev.mmu.scrubbed.size(), 4u);
+    EXPECT_EQ(dev.mmu.scrubbed_while_mapped, 0u) << "scrubbed only once nothing maps it";
+    // A context destroyed while holding memory scrubs it too (a client that exits).
+    const auto b = alloc_ok(ctx, kPage, JAL_PLACE_SLICE, 1ull << 5);
+    const auto pb = (*dev.mmu.replicas(ctx, b.va))[0];
+    EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {ctx})).status, JAL_STATUS_OK);
+    ASSERT_EQ(dev.mmu.scrubbed.size(), 5u);
+    EXPECT_EQ(dev.mmu.scrubbed.back(), pb);
+    EXPECT_EQ(free_pages(), memory::kTotalPages);
+}
+
+TEST_F(ResourcesTest, APageThatCannotBeScrubbedIsNeverHandedOut)
+{
+    start();
+    const auto ctx = create_context();
+    const auto a = alloc_ok(ctx, kPage, JAL_PLACE_SLICE, 1ull << 4);
+    dev.mmu.fail_scrub = true;
+    EXPECT_EQ(free_mem(0, ctx, a.va).status, JAL_STATUS_OK);
+    EXPECT_EQ(free_pages(), memory::kTotalPages - 1) << "the page stays out of service";
+    EXPECT_TRUE(has_event(host::kEvMmuError));
+    EXPECT_EQ(last_event(host::kEvMmuError)->args[0], std::uint32_t{JAL_MMU_CMD_SCRUB});
+}
+
+TEST_F(ResourcesTest, MemoryLimitCountsEveryContextAndReplicaOfTheFunction)
+{
+    start();
+    bus.regs[JAL_HOSTIF_FN_MEM_LIMIT] = 5;  // pages per function
+    const auto a = create_context(0), b = create_context(0), other = create_context(1);
+    const auto r = alloc_ok(a, 2 * kPage, JAL_PLACE_REPLICATED, 0b11);  // 4 pages
+    EXPECT_EQ(alloc(0, b, 2 * kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_NO_MEMORY)
+        << "the limit is the function's, over all its contexts";
+    (void)alloc_ok(b, kPage, JAL_PLACE_SLICE, 1);  // the fifth
+    EXPECT_EQ(alloc(0, b, kPage, JAL_PLACE_SLICE, 1).status, JAL_STATUS_NO_MEMORY);
+    (void)alloc_ok(other, 5 * kPage, JAL_PLACE_INTERLEAVED, 0b111, 0, 1);  // its own share
+    EXPECT_EQ(free_mem(0, a, r.va).status, JAL_STATUS_OK);
+    (void)alloc_ok(a, 4 * kPage, JAL_PLACE_SLICE, 2);  // freeing gives the share back
+}
+
 TEST_F(ResourcesTest, MmuFailureMidAllocationRollsBack)
 {
     start();
