@@ -7,8 +7,10 @@
 // exactly and a = x rounded to the activation format on the host; tolerance as the GEMM
 // test's: 1e-5 · (Σ|a·w| + |bias|) for F32 accumulation over K ≤ 128.
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "linear_fixture.hpp"
@@ -23,6 +25,17 @@ namespace {
 
 class LinearExpertTest : public jal::test::LinearKernelTest {
 protected:
+    static std::vector<uint8_t> packed_rows(const jl::ExpertGemmConfig& c,
+                                            const std::vector<uint8_t>& w, uint64_t row_bytes,
+                                            uint32_t nslices)
+    {
+        auto out = jl::pack_expert_rows(
+            c, std::as_bytes(std::span<const uint8_t>(w.data(), w.size())), row_bytes, nslices);
+        std::vector<uint8_t> bytes(out.size());
+        std::memcpy(bytes.data(), out.data(), out.size());
+        return bytes;
+    }
+
     void check(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed,
                bool timing_only = false)
     {
@@ -46,9 +59,14 @@ protected:
             std::shuffle(all.begin(), all.end(), rng);
             ids.insert(ids.end(), all.begin(), all.begin() + c.k);
         }
-        uint64_t x_va = upload(x.bytes), w_va = upload(w.bytes), ids_va = upload(ids),
+        const bool by_rows = c.split == jl::ExpertSplit::rows;
+        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
+        const std::vector<uint8_t> w_dev =
+            by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes;
+        uint64_t x_va = upload(x.bytes), w_va = upload(w_dev), ids_va = upload(ids),
                  bias_va = upload(bias);
-        uint64_t table_va = upload(jl::expert_shard_table(c, w.ref(w_va), nslices));
+        uint64_t table_va = upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
+                                           : jl::expert_shard_table(c, w.ref(w_va), nslices));
         uint64_t y_va = output(size_t{pairs} * c.n * 4, 0x5a);
         auto words = jl::expert_gemm_args(
             c, x.ref(x_va),
@@ -65,6 +83,7 @@ protected:
             return;
         }
         std::vector<float> y = read_f32(y_va, size_t{pairs} * c.n);
+        last_y_ = y;
         int bad = 0;
         for (uint32_t p = 0; p < pairs; p++) {
             const uint32_t e = static_cast<uint32_t>(ids[p]), row = c.input_per_pair ? p : p / c.k;
@@ -84,6 +103,18 @@ protected:
         }
         EXPECT_EQ(bad, 0);
     }
+    // y of a checked run (bit patterns, to compare runs exactly).
+    std::vector<uint32_t> result(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed)
+    {
+        last_y_.clear();
+        check(c, nslices, seed);
+        std::vector<uint32_t> bits(last_y_.size());
+        std::memcpy(bits.data(), last_y_.data(), bits.size() * 4);
+        return bits;
+    }
+
+private:
+    std::vector<float> last_y_;
 };
 
 }  // namespace
@@ -106,6 +137,49 @@ TEST_F(LinearExpertTest, DownProjectionOneSliceAndMany)
                            .input_per_pair = true};
     check(c, 1, 20);
     check(c, 5, 21);
+}
+
+TEST_F(LinearExpertTest, SplitByRowsEveryNumericsAndShape)
+{
+    // N not a multiple of the slice count (uneven rows), more slices than some experts have
+    // pairs, several pairs on one expert, and one slice owning every row.
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+        check({.tokens = 5,
+               .k = 2,
+               .experts = 6,
+               .n = 40,
+               .kdim = 64,
+               .numerics = n,
+               .split = jl::ExpertSplit::rows},
+              7, 40u + static_cast<unsigned>(n));
+    jl::ExpertGemmConfig down{.tokens = 3,
+                              .k = 4,
+                              .experts = 8,
+                              .n = 33,
+                              .kdim = 96,
+                              .numerics = jl::Numerics::ggml,
+                              .input_per_pair = true,
+                              .split = jl::ExpertSplit::rows};
+    check(down, 1, 50);
+    check(down, 5, 51);
+    down.weight = JAL_DT_BF16;
+    check(down, 3, 52);
+    // Rows of an expert wider than a W tile (256) on one slice: the per-expert loop; split
+    // over two slices they fit and stream.
+    jl::ExpertGemmConfig wide{
+        .tokens = 2, .k = 2, .experts = 3, .n = 300, .kdim = 64, .split = jl::ExpertSplit::rows};
+    check(wide, 1, 53);
+    check(wide, 2, 54);
+}
+
+TEST_F(LinearExpertTest, BothSplitsGiveTheSameBits)
+{
+    // Each output element is one slice's dot product over all of K either way.
+    jl::ExpertGemmConfig c{.tokens = 4, .k = 2, .experts = 5, .n = 48, .kdim = 64};
+    const auto by_experts = result(c, 4, 60);
+    c.split = jl::ExpertSplit::rows;
+    EXPECT_EQ(result(c, 4, 60), by_experts);
+    EXPECT_EQ(result(c, 6, 60), by_experts);
 }
 
 TEST_F(LinearExpertTest, TimingOnlyLeavesOutputUntouched)

@@ -54,8 +54,7 @@ std::unique_ptr<Memory> all_of_slice0(const Context& ctx)
         try {
             return std::make_unique<Memory>(ctx, kSlicePages * kPage, JAL_PLACE_SLICE, kSlice0);
         } catch (const jal::Error& e) {
-            if (e.status() != JAL_STATUS_NO_MEMORY ||
-                std::chrono::steady_clock::now() > deadline)
+            if (e.status() != JAL_STATUS_NO_MEMORY || std::chrono::steady_clock::now() > deadline)
                 throw;
         }
         std::this_thread::sleep_for(backoff);  // each attempt is an admin command

@@ -5,14 +5,24 @@
 // bias is E × N F32, and x's row is t (up/gate projection: one input row per token) or
 // t·k + j (down projection: one input row per selected pair, e.g. the SwiGLU output).
 //
-// Split: slice s owns experts slice_range(E, slices, s); entry s of the shard table is the
-// address of its first expert's first row (place those experts in its local HBM). Each slice
-// scans the ids for its experts, gathers the matching x rows (TGATHER), converts them to the
-// numerics' activation format, streams the expert's W through two tile buffers into an
-// accumulator of all N columns, adds the bias and stores each row where its pair goes.
+// Two splits over the slices (ExpertSplit):
+//   experts  slice s owns experts slice_range(E, slices, s) whole; entry s of the shard table
+//            is the address of its first expert's first row (expert_shard_table). Expert
+//            parallelism: at small batch only the slices holding a selected expert work.
+//   rows     slice s owns rows slice_range(N, slices, s) of every expert, stored together:
+//            expert e's rows at e·count rows into its block (pack_expert_rows,
+//            expert_row_shard_table). Expert tensor parallelism: every slice streams its
+//            share of each selected expert, so at batch 1 the whole chip reads the weights.
+// Each slice buckets the pairs by expert (a counting sort in L1), and per expert it works
+// on gathers the pairs' x rows (TGATHER), converts them to the numerics' activation format,
+// streams its W rows of that expert through two tile buffers into an accumulator, adds the
+// bias and stores each row (or its columns of it) where its pair goes. Every output element
+// is one slice's dot product over all of K, so both splits give the same bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +32,8 @@
 #include <jal/kernels/library/linear.hpp>
 
 namespace jal::kernels::linear {
+
+enum class ExpertSplit : uint8_t { experts, rows };
 
 struct ExpertGemmConfig {
     uint32_t tokens = 1;
@@ -33,11 +45,12 @@ struct ExpertGemmConfig {
     Numerics numerics = Numerics::native;
     bool bias = true;
     bool input_per_pair = false;  // x has tokens·k rows (down projection), else tokens rows
+    ExpertSplit split = ExpertSplit::experts;
 };
 
 // Arguments: x (address, F32 rows), x_stride, ids (address, tokens·k I32), w_shards
 // (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
-// one expert's first row to the next's), bias (address; only with config.bias),
+// one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
 // slice owns it): its row of y is not written.
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
@@ -56,6 +69,16 @@ JAL_API std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const 
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).
 JAL_API std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
                                                  uint32_t slices);
+
+// Split by rows: the shard table of W packed by pack_expert_rows at w.va, and the packing
+// itself (host bytes of (E·N) rows of row_bytes, as stacked in the model file, reordered
+// into the slices' blocks one after another: slice s's block, at row E·begin_s, holds rows
+// [begin_s, end_s) of expert 0, then of expert 1, ...).
+JAL_API std::vector<uint64_t> expert_row_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
+                                                     uint32_t slices);
+JAL_API std::vector<std::byte> pack_expert_rows(const ExpertGemmConfig& c,
+                                                std::span<const std::byte> w, uint64_t row_bytes,
+                                                uint32_t slices);
 
 JAL_API jal_dispatch_report expert_gemm(Launcher& launcher, const Program& program,
                                         const ExpertGemmConfig& c, const TensorRef& x,

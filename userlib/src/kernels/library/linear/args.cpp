@@ -135,4 +135,30 @@ std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, const Tensor
     return out;
 }
 
+std::vector<uint64_t> expert_row_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
+                                             uint32_t slices)
+{
+    std::vector<uint64_t> out(slices);
+    for (uint32_t s = 0; s < slices; s++)
+        out[s] = w.va + stride_of(w) * c.experts * slice_range(c.n, slices, s).begin;
+    return out;
+}
+
+std::vector<std::byte> pack_expert_rows(const ExpertGemmConfig& c, std::span<const std::byte> w,
+                                        uint64_t row_bytes, uint32_t slices)
+{
+    require(w.size() == row_bytes * c.n * c.experts, expert_gemm_name(c),
+            "weights to pack are not E·N rows");
+    std::vector<std::byte> out(w.size());
+    std::byte* at = out.data();
+    for (uint32_t s = 0; s < slices; s++) {
+        const Range r = slice_range(c.n, slices, s);
+        for (uint32_t e = 0; e < c.experts; e++) {
+            const std::byte* src = w.data() + (uint64_t{e} * c.n + r.begin) * row_bytes;
+            at = std::copy(src, src + r.size() * row_bytes, at);
+        }
+    }
+    return out;
+}
+
 }  // namespace jal::kernels::linear

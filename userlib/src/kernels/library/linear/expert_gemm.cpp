@@ -1,9 +1,11 @@
-// Grouped expert GEMM (expert_gemm.hpp): per owned expert, the pairs that chose it are
-// gathered, multiplied by the expert's weights streamed through two buffers, and scattered
-// back to their rows of y.
+// Grouped expert GEMM (expert_gemm.hpp): the pairs are bucketed by expert once (a counting
+// sort in L1), then per expert the slice works on (its own experts, or its rows of every
+// expert) the pairs that chose it are gathered, multiplied by the expert's weights streamed
+// through two buffers, and scattered back to their rows of y.
 #include <jal/kernels/library/expert_gemm.hpp>
 
 #include <algorithm>
+#include <functional>
 
 #include <jal/isa/numerics.hpp>
 
@@ -22,10 +24,11 @@ constexpr uint32_t kWeightBudget = 1u << 20;
 
 std::string expert_gemm_name(const ExpertGemmConfig& c)
 {
-    std::string name =
-        "expert_gemm_dt" + std::to_string(c.weight) + "_" + numerics_name(c.numerics) + "_t" +
-        std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
-        "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "");
+    std::string name = "expert_gemm_dt" + std::to_string(c.weight) + "_" +
+                       numerics_name(c.numerics) + "_t" + std::to_string(c.tokens) + "k" +
+                       std::to_string(c.k) + "e" + std::to_string(c.experts) + "n" +
+                       std::to_string(c.n) + "k" + std::to_string(c.kdim) +
+                       (c.input_per_pair ? "_pp" : "") + (c.split == ExpertSplit::rows ? "_r" : "");
     return name.substr(0, 63);
 }
 
@@ -45,6 +48,11 @@ struct ExpertPlan {
     bool convert;  // x is converted to act before the MMA
     uint32_t tn;   // W rows per tile
     uint32_t mc;   // pairs per chunk
+    // Split by rows with every pair in L1 at once: the slice's rows of several experts are
+    // gathered into one W tile and streamed without a pause between experts (on slices
+    // whose rows of an expert fit one tile; the others take the per-expert loop).
+    bool streamed;
+    uint64_t streamed_extra;  // the L1 that path needs beyond the chunk buffers
 };
 
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
@@ -55,25 +63,32 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.wrow = numerics::row_bytes(c.weight, c.kdim);
     p.arow = numerics::row_bytes(p.act, c.kdim);
     require(!(c.tokens == 0 || c.k == 0 || c.experts == 0 || c.n == 0 || c.kdim == 0 ||
-              p.wrow == 0 || p.arow == 0 || p.pairs > 8192 || c.experts > 0x7fffffffu),
-            name, "bad shape or format (at most 8192 pairs)");
+              p.wrow == 0 || p.arow == 0 || p.pairs > 8192 || c.experts > 4096),
+            name, "bad shape or format (at most 8192 pairs and 4096 experts)");
     p.convert = p.act != JAL_DT_F32;
     // W tiles: tn rows of all K, two buffers.
     p.tn = static_cast<uint32_t>(
         std::min<uint64_t>(std::max<uint64_t>(1, kWeightBudget / 2 / p.wrow), 256));
     p.tn = std::min(p.tn, c.n);
-    // L1: ids, two pair lists, the W buffers, the bias row, then per pair row: x (F32), its
-    // conversion, and the accumulator of N columns.
-    const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (p.tn * p.wrow + 64) +
-                           (uint64_t{c.n} * 4 + 64) + 256;
+    // L1: ids, two pair lists, the experts' counts and starts, the W buffers, the bias row,
+    // then per pair row: x (F32), its conversion, and the accumulator of N columns.
+    const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
+                           2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256;
     const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4;
     require(fixed + per_row <= kL1, name, "does not fit in L1");
     p.mc = static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / per_row));
+    // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
+    // and the bias rows of every pair.
+    p.streamed_extra = (uint64_t{p.pairs} * 4 + 64) + (uint64_t{c.experts} * 4 + 64) +
+                       2 * (uint64_t{p.tn} * 4 + 64) + (uint64_t{p.pairs} * p.tn * 4 + 64);
+    p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
+                 fixed + p.streamed_extra + uint64_t{p.pairs} * per_row <= kL1;
     return p;
 }
 
-// The generator: per owned expert, select the pairs that chose it, then per chunk of
-// them gather x, multiply by the expert's W tiles and scatter the rows to y.
+// The generator: bucket the pairs by expert, then per expert the slice works on, per chunk
+// of the pairs that chose it, gather x, multiply by the slice's W tiles of that expert and
+// scatter the rows (or, split by rows, the slice's columns of them) to y.
 class ExpertGemmKernel {
 public:
     ExpertGemmKernel(const ExpertGemmConfig& c, const std::string& name);
@@ -83,7 +98,15 @@ private:
     void declare();
     void layout();
     void load_ids();
-    void select_pairs(X e);
+    void sort_pairs();
+    void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
+    void expert_loop(X e_begin, X e_end, X w, X e_stride);
+    void layout_streamed();
+    X active_experts();
+    void stream_rows(X w);
+    void stream_load(X j, int buf, X na, X per_tile);
+    void stream_body(X j, int buf, X na, X per_tile);
+    void stream_finish();
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
     void multiply(X rows);
@@ -92,19 +115,25 @@ private:
 
     const ExpertGemmConfig& c;
     const ExpertPlan p;
+    const bool by_rows;
     Builder b;
     X x{}, x_stride{}, ids{}, w_shards{}, w_stride{}, expert_stride{}, bias{}, y{}, y_stride{};
     SliceShare share{};
-    X w_exp{}, cnt{};  // the expert's first row of W; how many pairs chose it
-    uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_w[2] = {}, l1_bias = 0, l1_x = 0;
-    uint32_t l1_a = 0, l1_acc = 0;
-    T tids{}, tplist{}, tglist{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{}, tacc{}, tsub{};
+    X w_exp{}, first{}, cnt{};  // the expert's first row of W; its pairs' place in the lists
+    X col0{}, ncols{};          // the columns of y this slice writes
+    X nvalid{};                 // streamed: pairs whose expert is in [0, E)
+    uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
+    uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0;
+    uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
+    T telist{}, talist{}, twidx{}, tbrows{};
+    T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
+    T tacc{}, tsub{};
     Q qio{}, qw[2] = {}, qst{};
-    X one{}, four{}, kdim{}, stores{};
+    X one{}, four{}, kdim{}, experts{}, stores{};
 };
 
 ExpertGemmKernel::ExpertGemmKernel(const ExpertGemmConfig& config, const std::string& name)
-    : c(config), p(plan(config, name)), b(name)
+    : c(config), p(plan(config, name)), by_rows(config.split == ExpertSplit::rows), b(name)
 {}
 
 void ExpertGemmKernel::declare()
@@ -125,14 +154,15 @@ void ExpertGemmKernel::layout()
     const uint32_t pairs = p.pairs;
     l1_ids = b.l1_alloc(pairs * 4), l1_plist = b.l1_alloc(pairs * 4),
     l1_glist = b.l1_alloc(pairs * 4);
+    l1_count = b.l1_alloc(c.experts * 4), l1_start = b.l1_alloc(c.experts * 4);
     l1_w[0] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_w[1] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_bias = b.l1_alloc(c.n * 4);
     l1_x = b.l1_alloc(p.mc * c.kdim * 4);
     l1_a = p.convert ? b.l1_alloc(static_cast<uint32_t>(p.mc * p.arow)) : l1_x;
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
-    tids = b.t(), tplist = b.t(), tglist = b.t(), tgidx = b.t(), tx = b.t(),
-    ta = p.convert ? b.t() : tx;
+    tids = b.t(), tplist = b.t(), tglist = b.t(), tcount = b.t(), tstart = b.t(), tgidx = b.t(),
+    tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
 }
@@ -144,67 +174,112 @@ void ExpertGemmKernel::load_ids()
     emit_tdesc_at(b, tids, l1_ids, np, one, JAL_DT_I32);
     emit_tdesc_at(b, tplist, l1_plist, np, one, JAL_DT_I32);
     emit_tdesc_at(b, tglist, l1_glist, np, one, JAL_DT_I32);
+    emit_tdesc_at(b, tcount, l1_count, experts, one, JAL_DT_I32);
+    emit_tdesc_at(b, tstart, l1_start, experts, one, JAL_DT_I32);
     b.tload(tids, ids, four, qio);
     b.wait(qio, 1);
     b.free(np);
 }
 
-// The pairs that chose e: their position p (row of y) and the row of x to gather; cnt.
-void ExpertGemmKernel::select_pairs(X e)
+// body(pair, its expert id) for every pair whose id is in [0, E); the others are ignored.
+void ExpertGemmKernel::for_each_valid_pair(const std::function<void(X pr, X id)>& body)
 {
-    b.li(cnt, 0);
     X np = emit_const(b, p.pairs);
     b.for_range(zero, np, 1, [&](X pr) {
-        X id = b.x();
+        X id = b.x(), ok = b.x();
         Label skip = b.label();
         b.tread(id, tids, pr, 0);
-        b.bne(id, e, skip);
-        b.twrite(pr, tplist, cnt, 0);
-        if (c.input_per_pair) {
-            b.twrite(pr, tglist, cnt, 0);
-        } else {
-            X kk = emit_const(b, c.k);
-            b.divu(id, pr, kk);
-            b.free(kk);
-            b.twrite(id, tglist, cnt, 0);
-        }
-        b.addi(cnt, cnt, 1);
+        b.sltu(ok, id, experts);
+        b.beq(ok, zero, skip);
+        body(pr, id);
         b.bind(skip);
+        b.free(ok);
         b.free(id);
     });
     b.free(np);
 }
 
+// A counting sort of the pairs by expert: afterwards expert e's pairs are entries
+// [start[e], count[e]) of the lists (count[e] ends as the cursor past its last pair), plist
+// holding each pair's row of y and glist the row of x it reads.
+void ExpertGemmKernel::sort_pairs()
+{
+    b.vfill(tcount, 0.0f);
+    for_each_valid_pair([&](X, X id) {
+        X n = b.x();
+        b.tread(n, tcount, id, 0);
+        b.addi(n, n, 1);
+        b.twrite(n, tcount, id, 0);
+        b.free(n);
+    });
+    X run = emit_const(b, 0);
+    b.for_range(zero, experts, 1, [&](X e) {
+        X n = b.x();
+        b.tread(n, tcount, e, 0);
+        b.twrite(run, tstart, e, 0);
+        b.twrite(run, tcount, e, 0);
+        b.add(run, run, n);
+        b.free(n);
+    });
+    if (p.streamed)
+        nvalid = run;  // pairs with a valid expert: the sorted lists' length
+    else
+        b.free(run);
+    for_each_valid_pair([&](X pr, X id) {
+        X at = b.x(), row = b.x();
+        b.tread(at, tcount, id, 0);
+        b.twrite(pr, tplist, at, 0);
+        if (c.input_per_pair) {
+            b.twrite(pr, tglist, at, 0);
+        } else {
+            X kk = emit_const(b, c.k);
+            b.divu(row, pr, kk);
+            b.free(kk);
+            b.twrite(row, tglist, at, 0);
+        }
+        if (p.streamed) b.twrite(id, telist, at, 0);
+        b.addi(at, at, 1);
+        b.twrite(at, tcount, id, 0);
+        b.free(row);
+        b.free(at);
+    });
+}
+
 void ExpertGemmKernel::load_bias(X e)
 {
-    X nreg = emit_const(b, c.n);
-    emit_tdesc_at(b, tbias, l1_bias, one, nreg, JAL_DT_F32);
+    emit_tdesc_at(b, tbias, l1_bias, one, ncols, JAL_DT_F32);
     X a = b.x();
     b.muli(a, e, static_cast<int32_t>(c.n * 4));
     b.add(a, a, bias);
+    X off = b.x();
+    b.muli(off, col0, 4);
+    b.add(a, a, off);
+    b.free(off);
     b.tload(tbias, a, four, qio);
     b.wait(qio, 1);
     b.free(a);
-    b.free(nreg);
 }
 
-// rows of W tile i: min(tn, N − i·tn), into a new register.
+// rows of W tile i: min(tn, ncols − i·tn), into a new register.
 X ExpertGemmKernel::tile_rows(X i)
 {
-    X r = b.x(), t = emit_const(b, p.tn), nn = emit_const(b, c.n);
+    X r = b.x(), t = emit_const(b, p.tn);
     b.mul(r, i, t);
-    b.sub(r, nn, r);
+    b.sub(r, ncols, r);
     b.min(r, r, t);
-    b.free(nn);
     b.free(t);
     return r;
 }
 
-// The chunk's rows of the accumulator: ta times the expert's rows in tiles of tn
-// through two buffers.
+// The chunk's rows of the accumulator: ta times the slice's rows of the expert, in tiles
+// of tn through two buffers.
 void ExpertGemmKernel::multiply(X rows)
 {
-    X tiles = emit_const(b, ceil_div(c.n, p.tn));
+    X tiles = b.x(), tn = emit_const(b, p.tn);
+    b.add(tiles, ncols, tn);
+    b.addi(tiles, tiles, -1);
+    b.divu(tiles, tiles, tn);
+    b.free(tn);
     emit_double_buffered(
         b, tiles,
         [&](X i, int buf) {
@@ -232,20 +307,21 @@ void ExpertGemmKernel::multiply(X rows)
     b.free(tiles);
 }
 
-// Each row of the accumulator to its pair's row of y.
+// Each row of the accumulator to its pair's row of y (the slice's columns of it).
 void ExpertGemmKernel::scatter(X c0, X rows)
 {
     b.for_range(zero, rows, 1, [&](X r) {
         X pr = b.x(), a = b.x();
         b.add(pr, r, c0);
+        b.add(pr, pr, first);
         b.tread(pr, tplist, pr, 0);
         b.mul(pr, pr, y_stride);
         b.add(pr, pr, y);
+        b.muli(a, col0, 4);
+        b.add(pr, pr, a);
         b.muli(a, r, static_cast<int32_t>(c.n * 4));
         b.addi(a, a, static_cast<int32_t>(l1_acc));
-        X nreg = emit_const(b, c.n);
-        b.tdesc(tsub, a, one, nreg, JAL_DT_F32);
-        b.free(nreg);
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
         emit_counted_store(b, tsub, pr, y_stride, qst, stores);
         b.free(a);
         b.free(pr);
@@ -260,7 +336,8 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     b.min(rows, rows, mc_reg);
     {
         X a = b.x();
-        b.muli(a, c0, 4);
+        b.add(a, c0, first);
+        b.muli(a, a, 4);
         b.addi(a, a, static_cast<int32_t>(l1_glist));
         b.tdesc(tgidx, a, rows, one, JAL_DT_I32);
         b.free(a);
@@ -272,9 +349,7 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
         emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
         b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
     }
-    X nreg = emit_const(b, c.n);
-    emit_tdesc_at(b, tacc, l1_acc, rows, nreg, JAL_DT_F32);
-    b.free(nreg);
+    emit_tdesc_at(b, tacc, l1_acc, rows, ncols, JAL_DT_F32, c.n * 4);
     b.vfill(tacc, 0.0f);
     multiply(rows);
     if (c.bias) b.vadd(tacc, tacc, tbias);
@@ -282,33 +357,16 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     b.free(rows);
 }
 
-CodeObject ExpertGemmKernel::build()
+// Experts e in [e, e_end), w_exp (starting as w) at each one's first row of the slice's W.
+void ExpertGemmKernel::expert_loop(X e, X e_end, X w, X e_stride)
 {
-    declare();
-    share = emit_slice_range(b, c.experts);
-    const Label done = emit_skip_if_empty(b, share.count);
-    X w = emit_table_entry(b, w_shards, share.slice);
-    b.free(w_shards);
-    b.free(share.slice);
-    layout();
-    one = emit_const(b, 1);
-    four = emit_const(b, 4);
-    kdim = emit_const(b, c.kdim);
-    stores = emit_const(b, 0);
-    load_ids();
-
-    // The slice's experts e in [begin, begin + count), w_exp at each one's first row of W.
-    X e_end = b.x();
-    b.add(e_end, share.begin, share.count);
-    b.free(share.count);
-    X e = share.begin;
-    w_exp = b.x(), cnt = b.x();
+    w_exp = w, first = b.x(), cnt = b.x();
     Label next_expert = b.label(), top = b.label(), all_done = b.label();
-    b.mov(w_exp, w);
-    b.free(w);
     b.bind(top);
     b.bge(e, e_end, all_done);
-    select_pairs(e);
+    b.tread(first, tstart, e, 0);
+    b.tread(cnt, tcount, e, 0);
+    b.sub(cnt, cnt, first);
     b.beq(cnt, zero, next_expert);
     if (c.bias) load_bias(e);
     // Chunks of at most mc pairs.
@@ -317,9 +375,229 @@ CodeObject ExpertGemmKernel::build()
     b.free(mc_reg);
     b.bind(next_expert);
     b.addi(e, e, 1);
-    b.add(w_exp, w_exp, expert_stride);
+    b.add(w_exp, w_exp, e_stride);
     b.jmp(top);
     b.bind(all_done);
+}
+
+void ExpertGemmKernel::layout_streamed()
+{
+    l1_elist = b.l1_alloc(p.pairs * 4), l1_alist = b.l1_alloc(c.experts * 4);
+    l1_widx[0] = b.l1_alloc(p.tn * 4), l1_widx[1] = b.l1_alloc(p.tn * 4);
+    l1_brows = b.l1_alloc(p.pairs * p.tn * 4);
+    // Tile registers are 16: the bias row and the x-row list's tiles (used by the per-expert
+    // loop and the sort) are described anew for the bias rows and the active experts.
+    telist = b.t(), twidx = b.t(), tbrows = tbias, talist = tglist;
+    X np = emit_const(b, p.pairs);
+    emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
+    b.free(np);
+}
+
+// The experts with at least one pair, in ascending order, into talist; their count.
+X ExpertGemmKernel::active_experts()
+{
+    X na = emit_const(b, 0);
+    emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
+    b.for_range(zero, experts, 1, [&](X e) {
+        X lo = b.x(), hi = b.x();
+        Label none = b.label();
+        b.tread(lo, tstart, e, 0);
+        b.tread(hi, tcount, e, 0);
+        b.beq(lo, hi, none);
+        b.twrite(e, talist, na, 0);
+        b.addi(na, na, 1);
+        b.bind(none);
+        b.free(hi);
+        b.free(lo);
+    });
+    return na;
+}
+
+// W tile j: the slice's rows of active experts [j·per_tile, +per_tile), gathered by row
+// index (expert e's rows are e·ncols .. e·ncols+ncols-1 of the slice's block).
+void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
+{
+    X a0 = b.x(), g_end = b.x(), rows = b.x();
+    b.mul(a0, j, per_tile);
+    b.add(g_end, a0, per_tile);
+    b.min(g_end, g_end, na);
+    b.sub(rows, g_end, a0);
+    b.mul(rows, rows, ncols);
+    b.for_range(a0, g_end, 1, [&](X g) {
+        X e = b.x(), at = b.x();
+        b.tread(e, talist, g, 0);
+        b.mul(e, e, ncols);
+        b.sub(at, g, a0);
+        b.mul(at, at, ncols);
+        b.muli(at, at, 4);
+        b.addi(at, at, static_cast<int32_t>(l1_widx[buf]));
+        b.tdesc(twidx, at, one, ncols, JAL_DT_I32);
+        b.viota(twidx, e, one);
+        b.free(at);
+        b.free(e);
+    });
+    X at = emit_const(b, l1_widx[buf]);
+    b.tdesc(twidx, at, rows, one, JAL_DT_I32);
+    b.free(at);
+    emit_tdesc_at(b, tw[buf], l1_w[buf], rows, kdim, c.weight);
+    b.tgather(tw[buf], w_exp, w_stride, twidx, qw[buf]);
+    b.free(rows);
+    b.free(g_end);
+    b.free(a0);
+}
+
+// Each expert of tile j: its pairs' rows of the accumulator += their activations × its rows.
+void ExpertGemmKernel::stream_body(X j, int buf, X na, X per_tile)
+{
+    b.wait(qw[buf], 1);
+    X a0 = b.x(), g_end = b.x();
+    b.mul(a0, j, per_tile);
+    b.add(g_end, a0, per_tile);
+    b.min(g_end, g_end, na);
+    b.for_range(a0, g_end, 1, [&](X g) {
+        X e = b.x(), lo = b.x(), n = b.x(), a = b.x();
+        b.tread(e, talist, g, 0);
+        b.tread(lo, tstart, e, 0);
+        b.tread(n, tcount, e, 0);
+        b.sub(n, n, lo);
+        b.muli(a, lo, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tsub, a, n, ncols, JAL_DT_F32, p.tn * 4);
+        b.muli(a, lo, static_cast<int32_t>(p.arow));
+        b.addi(a, a, static_cast<int32_t>(l1_a));
+        b.tdesc(ta, a, n, kdim, p.act);
+        b.sub(e, g, a0);
+        b.mul(e, e, ncols);
+        b.muli(e, e, static_cast<int32_t>(p.wrow));
+        b.addi(e, e, static_cast<int32_t>(l1_w[buf]));
+        b.tdesc(tgidx, e, ncols, kdim, c.weight);
+        b.mma(tsub, ta, tgidx);
+        b.free(a);
+        b.free(n);
+        b.free(lo);
+        b.free(e);
+    });
+    b.free(g_end);
+    b.free(a0);
+}
+
+// Bias rows added, each pair's row (the slice's columns of it) stored where it goes.
+void ExpertGemmKernel::stream_finish()
+{
+    X np = nvalid;
+    emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
+    if (c.bias) {
+        b.wait(qio, 1);
+        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
+        b.vadd(tacc, tacc, tbrows);
+    }
+    b.for_range(zero, np, 1, [&](X r) {
+        X dst = b.x(), a = b.x();
+        b.tread(dst, tplist, r, 0);
+        b.mul(dst, dst, y_stride);
+        b.add(dst, dst, y);
+        b.muli(a, col0, 4);
+        b.add(dst, dst, a);
+        b.muli(a, r, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+        emit_counted_store(b, tsub, dst, y_stride, qst, stores);
+        b.free(a);
+        b.free(dst);
+    });
+}
+
+// Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
+// their bias rows gathered alongside, then the active experts' rows streamed through two
+// W buffers, as many whole experts per tile as fit (no pause between experts).
+void ExpertGemmKernel::stream_rows(X w)
+{
+    w_exp = w;
+    Label nothing = b.label();
+    b.beq(nvalid, zero, nothing);  // no pair chose a valid expert: y is not written
+    X na = active_experts();
+    X np = nvalid;
+    emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
+    emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);
+    b.tgather(tx, x, x_stride, tgidx, qio);
+    if (c.bias) {
+        // Row of pair i: expert elist[i]'s bias from column col0.
+        X base = b.x(), rb = emit_const(b, c.n * 4);
+        b.muli(base, col0, 4);
+        b.add(base, base, bias);
+        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
+        emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
+        b.tgather(tbrows, base, rb, telist, qio);
+        b.free(rb);
+        b.free(base);
+    }
+    emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
+    b.vfill(tacc, 0.0f);
+    X per_tile = b.x(), tiles = b.x(), tn = emit_const(b, p.tn);
+    b.divu(per_tile, tn, ncols);  // ≥ 1: ncols ≤ tn here
+    b.free(tn);
+    b.add(tiles, na, per_tile);
+    b.addi(tiles, tiles, -1);
+    b.divu(tiles, tiles, per_tile);
+    emit_double_buffered(
+        b, tiles, [&](X j, int buf) { stream_load(j, buf, na, per_tile); },
+        [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
+        [&] {
+            b.wait(qio, 1);  // the activations, while the first W tile loads
+            if (p.convert) {
+                emit_tdesc_at(b, ta, l1_a, np, kdim, p.act);
+                b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+            }
+        });
+    b.free(tiles);
+    b.free(per_tile);
+    b.free(na);
+    stream_finish();
+    b.bind(nothing);
+}
+
+// Split by experts, slice s takes experts slice_range(E) at full width; split by rows, it
+// takes every expert but only its rows slice_range(N) of each, which are stored together
+// (expert e's at e·count rows into the slice's block).
+CodeObject ExpertGemmKernel::build()
+{
+    declare();
+    share = emit_slice_range(b, by_rows ? c.n : c.experts);
+    const Label done = emit_skip_if_empty(b, share.count);
+    X w = emit_table_entry(b, w_shards, share.slice);
+    b.free(w_shards);
+    b.free(share.slice);
+    layout();
+    one = emit_const(b, 1);
+    four = emit_const(b, 4);
+    kdim = emit_const(b, c.kdim);
+    experts = emit_const(b, c.experts);
+    stores = emit_const(b, 0);
+    if (p.streamed) layout_streamed();
+    load_ids();
+    sort_pairs();
+    if (by_rows) col0 = share.begin, ncols = share.count;
+    Label generic = b.label();
+    if (p.streamed) {
+        // Slices whose rows of an expert fit one W tile stream; the others loop per expert.
+        X tn = emit_const(b, p.tn);
+        b.blt(tn, share.count, generic);
+        b.free(tn);
+        stream_rows(w);
+        b.jmp(done);
+    }
+    b.bind(generic);
+    X e{}, e_end{};
+    if (by_rows) {
+        e = emit_const(b, 0), e_end = experts;
+        b.mul(expert_stride, ncols, w_stride);
+    } else {
+        col0 = zero, ncols = emit_const(b, c.n);
+        e = share.begin, e_end = b.x();
+        b.add(e_end, share.begin, share.count);
+        b.free(share.count);
+    }
+    expert_loop(e, e_end, w, expert_stride);
     return emit_finish(b, qst, stores, done);
 }
 
