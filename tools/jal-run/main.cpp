@@ -36,6 +36,7 @@ struct Options {
     float temp = 0, top_p = 1;
     uint64_t seed = 0;
     std::string numerics = "native";
+    std::string expert_layout = "auto";
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -81,6 +82,7 @@ jal::model::GptOssConfig shape_config(const std::string& name)
 // What to generate, from the command line.
 struct Request {
     jal::model::Numerics numerics;
+    jal::model::ExpertLayout expert_layout = jal::model::ExpertLayout::automatic;
     std::vector<int32_t> prompt;  // empty: the default for the model (open_runtime)
     std::vector<int32_t> force;
     uint32_t n_out = 0;
@@ -93,6 +95,8 @@ Request parse_request(const Options& o)
     Request r;
     if (!jal::model::parse_numerics(o.numerics, r.numerics))
         throw CLI::ValidationError("--numerics", "expected native or ggml");
+    if (!jal::model::parse_expert_layout(o.expert_layout, r.expert_layout))
+        throw CLI::ValidationError("--expert-layout", "expected auto, experts or both");
     if (o.prompt_ids) r.prompt = parse_ids(*o.prompt_ids, "--prompt-ids");
     if (o.force_ids) r.force = parse_ids(*o.force_ids, "--force-ids");
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
@@ -111,6 +115,7 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
 {
     jal::model::RuntimeOptions ro;
     ro.numerics = r.numerics;
+    ro.expert_layout = r.expert_layout;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
     ro.max_sequences = r.users;
@@ -402,6 +407,10 @@ int main(int argc, char** argv)
     app.add_option("--seed", o.seed, "Sampler seed");
     app.add_option("--numerics", o.numerics,
                    "native (default) or ggml (llama.cpp's CPU roundings)");
+    app.add_option("--expert-layout", o.expert_layout,
+                   "Expert weights split by experts, or kept also split by rows so that small "
+                   "batches stream each selected expert from every slice: auto (both when "
+                   "HBM allows, the default), experts, both");
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");

@@ -42,6 +42,15 @@ enum class Numerics { native, ggml };
 JAL_API const char* numerics_name(Numerics n);
 JAL_API bool parse_numerics(std::string_view s, Numerics& out);
 
+// How expert weights sit on the slices (docs/model-runtime.md, "Expert split"): split by
+// experts (each slice holds whole experts: expert parallelism), or in both layouts, the
+// second split by rows (each slice holds a share of every expert: at small batch every
+// slice streams the selected experts), each expert GEMM taking the one its cost model
+// prefers. automatic: both when the copy fits in HBM beside everything else, else experts.
+enum class ExpertLayout { automatic, experts, both };
+JAL_API const char* expert_layout_name(ExpertLayout l);
+JAL_API bool parse_expert_layout(std::string_view s, ExpertLayout& out);
+
 struct RuntimeOptions {
     Numerics numerics = Numerics::native;
     uint32_t slices = 0;              // dispatch slices (logical 0..n-1); 0: 8, or every slice
@@ -49,6 +58,7 @@ struct RuntimeOptions {
     uint32_t max_sequences = 4;       // KV cache slots
     uint32_t n_ctx = 0;               // positions per slot; 0: min(context_length, 4096)
     uint32_t max_batch_tokens = 256;  // rows of one graph run (longer prompts run in chunks)
+    ExpertLayout expert_layout = ExpertLayout::automatic;
     // Timing only: weights and caches are allocated but never written, every dispatch runs
     // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/hw/chip.h>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/embedding.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
@@ -19,12 +20,16 @@
 #include <jal/model/gguf.hpp>
 #include <jal/model/runtime.hpp>
 
+#include "expert_split.hpp"
 #include "placement.hpp"
 
 namespace jal::model {
 
 namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
+using detail::busiest_slice_bytes_by_experts;
+using detail::busiest_slice_bytes_by_rows;
+using detail::ExpertGemmShape;
 using detail::Place;
 using detail::Placement;
 
@@ -49,6 +54,31 @@ bool parse_numerics(std::string_view s, Numerics& out)
         out = Numerics::native;
     else if (s == "ggml")
         out = Numerics::ggml;
+    else
+        return false;
+    return true;
+}
+
+const char* expert_layout_name(ExpertLayout l)
+{
+    switch (l) {
+    case ExpertLayout::experts:
+        return "experts";
+    case ExpertLayout::both:
+        return "both";
+    default:
+        return "auto";
+    }
+}
+
+bool parse_expert_layout(std::string_view s, ExpertLayout& out)
+{
+    if (s == "auto")
+        out = ExpertLayout::automatic;
+    else if (s == "experts")
+        out = ExpertLayout::experts;
+    else if (s == "both")
+        out = ExpertLayout::both;
     else
         return false;
     return true;
@@ -94,6 +124,10 @@ struct Matrix {
     std::vector<Place> shards;        // per slice (bytes 0: owns nothing)
     std::vector<uint32_t> first_row;  // per slice: first row (or expert) it owns
     Place table;                      // the shard table (u64 per slice)
+    // Experts only, when the runtime keeps the second layout (split by rows): per slice its
+    // rows slice_range(n) of every expert, expert after expert, and their shard table.
+    std::vector<Place> row_shards;
+    Place row_table;
 };
 
 struct Vec {  // F32 (or any bytes) read whole by every slice
@@ -204,6 +238,7 @@ private:
     void plan_rope_tables();
     KvCaches plan_kv_caches();
     void plan_activations();
+    void plan_expert_rows();
     void upload_tables(const KvCaches& caches);
     Matrix matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t experts,
                   jal_dtype timing_dtype);
@@ -232,8 +267,12 @@ private:
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what);
-    void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+    void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
                             uint64_t x_stride, uint64_t y, const char* what);
+    void timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
+                          uint64_t x_stride, uint64_t y, const char* what);
+    // The expert GEMM reads the rows layout (docs/model-runtime.md, "Expert split").
+    bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what);
     uint64_t va(const Place& p) const { return placement_.va(p); }
@@ -304,6 +343,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     plan_weights();
     const KvCaches caches = plan_kv_caches();
     plan_activations();
+    plan_expert_rows();
 
     placement_.allocate(context_);
     // Large enough for a whole decode step of many sequences: the producer never waits
@@ -451,6 +491,34 @@ RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
 }
 
 // Activations for T_ rows. What a split GEMM reads whole is replicated.
+// The second expert layout (split by rows), when asked for or, automatically, when it fits:
+// no slice may go past 90 % of its HBM with it (the rest is headroom for what the placement
+// does not count, e.g. the Launcher's argument blocks).
+void RuntimeImpl::plan_expert_rows()
+{
+    if (o_.expert_layout == ExpertLayout::experts || c_.n_expert == 0) return;
+    constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
+    auto shard_bytes = [&](const Matrix& m, uint32_t s) {
+        return uint64_t{m.experts} * lin::slice_range(m.n, S_, s).size() * m.row_bytes;
+    };
+    if (o_.expert_layout == ExpertLayout::automatic)
+        for (uint32_t s = 0; s < S_; s++) {
+            uint64_t extra = 0;
+            for (const Layer& L : layers_)
+                for (const Matrix* m : {&L.gate, &L.up, &L.down}) extra += shard_bytes(*m, s);
+            if (placement_.slice_load(s) + extra > kSliceBytes / 10 * 9) return;
+        }
+    for (Layer& L : layers_)
+        for (Matrix* m : {&L.gate, &L.up, &L.down}) {
+            for (uint32_t s = 0; s < S_; s++) {
+                const uint64_t bytes = shard_bytes(*m, s);
+                m->row_shards.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
+                                              : Place{});
+            }
+            m->row_table = placement_.reserve(Placement::kReplicated, 8ull * S_);
+        }
+}
+
 void RuntimeImpl::plan_activations()
 {
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
@@ -485,6 +553,10 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
         std::vector<uint64_t> table(S_, 0);
         for (uint32_t s = 0; s < S_; s++) table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
         launch_->upload(va(m.table), table.data(), table.size() * 8);
+        if (m.row_shards.empty()) return;
+        for (uint32_t s = 0; s < S_; s++)
+            table[s] = m.row_shards[s].bytes ? va(m.row_shards[s]) : 0;
+        launch_->upload(va(m.row_table), table.data(), table.size() * 8);
     });
     for (uint32_t j = 0; j < o_.max_sequences; j++)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
@@ -668,6 +740,14 @@ void RuntimeImpl::upload_weights()
             if (m.shards[s].bytes && m.data)
                 pieces.push_back(
                     {va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
+        // The rows layout: slice s's rows of expert e after those of expert e − 1.
+        for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
+            const lin::Range r = lin::slice_range(m.n, S_, s);
+            for (uint32_t e = 0; e < m.experts && r.size(); e++)
+                pieces.push_back({va(m.row_shards[s]) + uint64_t{e} * r.size() * m.row_bytes,
+                                  m.data + (uint64_t{e} * m.n + r.begin) * m.row_bytes,
+                                  r.size() * m.row_bytes});
+        }
     });
     uint64_t total = 0, done = 0;
     for (const Piece& p : pieces) total += p.bytes;
@@ -749,29 +829,49 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     add(code, all_mask_, k::Args(args), what);
 }
 
+bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
+{
+    if (m.row_shards.empty()) return false;
+    lin::ExpertGemmConfig g;
+    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
+    g.weight = m.dtype, g.input_per_pair = per_pair;
+    if (!lin::expert_gemm_streams(g, S_)) return false;
+    const ExpertGemmShape sh{.tokens = tokens,
+                             .k = c_.n_expert_used,
+                             .experts = m.experts,
+                             .slices = S_,
+                             .n = m.n,
+                             .kdim = m.kdim,
+                             .row_bytes = m.row_bytes,
+                             .per_pair = per_pair};
+    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
+}
+
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
                               const char* what)
 {
+    const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
     g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
     g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
     const std::string key =
-        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{}", g.tokens, g.k, g.experts, g.n, g.kdim,
-                    int(g.weight), per_pair, int(g.numerics));
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{}", g.tokens, g.k, g.experts, g.n,
+                    g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows);
     if (o_.timing_only) {
-        timing_expert_gemm(m, tokens, per_pair, x, x_stride, y, what);
+        timing_expert_gemm(m, tokens, by_rows, x, x_stride, y, what);
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
     add(code, all_mask_,
-        {x, x_stride, va(a_.ids), va(m.table), m.row_bytes, m.row_bytes * m.n, va(bias.place), y,
-         y_stride},
+        {x, x_stride, va(a_.ids), va(by_rows ? m.row_table : m.table), m.row_bytes,
+         m.row_bytes * m.n, va(bias.place), y, y_stride},
         what);
 }
 
-void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
                                      uint64_t x_stride, uint64_t y, const char* what)
 {
     // Timing only, the expert GEMM's scalar reads of the expert ids see no data, so its
@@ -788,6 +888,11 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_
     for (uint32_t t = 0; t < std::min(tokens, span); t++)
         for (uint32_t j = 0; j < K; j++) active[(j * span + t % span) % E] = true;
     uint32_t A = 0;
+    if (by_rows) {
+        for (uint32_t e = 0; e < E; e++) A += active[e];
+        timing_rows_gemm(m, tokens, A, x, x_stride, y, what);
+        return;
+    }
     for (uint32_t e = 0; e < E; e++) {
         if (!active[e]) continue;
         A++;
@@ -824,9 +929,34 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool per_
     const std::string key =
         fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
-    (void)per_pair;
     // y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
     add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4}, what);
+}
+
+// Split by rows, the kernel streams each slice's rows of the A active experts one tile after
+// another with no pause between experts: the same bytes and FLOPs as a plain GEMM in which
+// every slice streams A·(its rows) contiguous rows of its block against ceil(tokens·k / A)
+// input rows. (With N not a multiple of the slices, every slice is charged the smallest
+// share: at most one row per expert less than the real kernel on some slices.)
+void RuntimeImpl::timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
+                                   uint64_t x_stride, uint64_t y, const char* what)
+{
+    const uint32_t K = c_.n_expert_used;
+    uint32_t share = m.n, holders = 0;
+    uint64_t mask = 0;
+    for (uint32_t s = 0; s < S_; s++) {
+        const uint32_t rows = lin::slice_range(m.n, S_, s).size();
+        if (!rows) continue;
+        share = std::min(share, rows), holders++, mask |= 1ull << s;
+    }
+    lin::GemmConfig g;
+    g.m = std::max<uint32_t>(1, (tokens * K + active - 1) / active);
+    g.n = holders * active * share, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
+    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
+    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
+    add(code, mask, {x, x_stride, va(m.row_table), m.row_bytes, y, uint64_t{g.n} * 4}, what);
 }
 
 // The graph's small kernels for T rows (T·k expert rows), built the first time.

@@ -32,6 +32,11 @@ public:
     void allocate(const runtime::Context& context);
     uint64_t va(const Place& p) const;
     uint64_t bytes_reserved() const;  // replicas counted once
+    // What one slice holds: its own arena, a replica, and its share of the interleaved one.
+    uint64_t slice_load(uint32_t slice) const
+    {
+        return slice_sizes_.at(slice) + replicated_ + interleaved_ / slice_sizes_.size();
+    }
     // (va, bytes) of the per-slice arenas and the interleaved one.
     std::vector<std::pair<uint64_t, uint64_t>> data_ranges() const;
 

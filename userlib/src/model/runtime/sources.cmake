@@ -1,6 +1,7 @@
 # The model runtime: weights on the chip, prefill/decode graphs, sampling, batching (target_sources(jal PRIVATE ...)).
 target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/placement.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/expert_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_runtime.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sampler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shapes.cpp

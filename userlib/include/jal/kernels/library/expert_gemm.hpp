@@ -56,6 +56,9 @@ struct ExpertGemmConfig {
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
 JAL_API std::string expert_gemm_name(const ExpertGemmConfig& c);
 JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens·k selected rows
+// Split by rows over `slices`, every slice streams the experts' rows without a pause between
+// experts (all pairs fit in L1 and each slice's rows of an expert fit one W tile).
+JAL_API bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices);
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);

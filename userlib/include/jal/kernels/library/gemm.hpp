@@ -34,6 +34,11 @@ struct GemmConfig {
     // example the output of quantize.hpp), which is then loaded as is.
     jal_dtype x_dtype = JAL_DT_F32;
     bool bias = false;
+    // Fused RMS norm of x (F32 in memory) on its way in: each slice normalises the rows it
+    // loads (x / sqrt(mean(x²) + eps) · norm_weight, the same instructions as rms_norm.hpp)
+    // before converting them, so no normalised copy of x is written and read back.
+    bool rms_norm = false;
+    float norm_eps = 1e-5f;
     uint32_t tile_n = 0;  // rows of W per tile; 0 chooses
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
@@ -52,7 +57,8 @@ JAL_API GemmPlan
 plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cannot fit
 
 // The kernel. Arguments, in order:
-//   x (address), x_stride (bytes between rows of x),
+//   x (address), x_stride (bytes between rows of x), norm_weight (address of K F32; only
+//   with config.rms_norm),
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
 //   between rows of W), bias (address of N F32; only with config.bias),
 //   y (address), y_stride (bytes between rows of y).
@@ -68,7 +74,7 @@ JAL_API uint64_t gemm_flops(const GemmConfig& c);
 // y: M×N F32. Throws jal::Error(INVALID_FIELD) on a mismatch.
 JAL_API std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
                                         const TensorRef& w, const TensorRef& bias,
-                                        const TensorRef& y);
+                                        const TensorRef& y, const TensorRef& norm_weight = {});
 
 // Runs build_gemm(c)'s program (throws jal::Error on a bad tensor or a failed dispatch).
 JAL_API jal_dispatch_report gemm(Launcher& launcher, const Program& program, const GemmConfig& c,

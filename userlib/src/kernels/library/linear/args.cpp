@@ -45,7 +45,8 @@ uint64_t stride_of(const TensorRef& t)
 }
 
 std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_t w_shards,
-                                const TensorRef& w, const TensorRef& bias, const TensorRef& y)
+                                const TensorRef& w, const TensorRef& bias, const TensorRef& y,
+                                const TensorRef& norm_weight)
 {
     const std::string k = gemm_name(c);
     expect(k, "x", x, c.m, c.k, c.x_dtype);
@@ -54,7 +55,12 @@ std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_
     expect(k, "w", wv, c.n, c.k, c.weight);
     expect(k, "y", y, c.m, c.n, JAL_DT_F32);
     require(w_shards != 0, k, "no shard table");
-    std::vector<uint64_t> a{x.va, stride_of(x), w_shards, stride_of(w)};
+    std::vector<uint64_t> a{x.va, stride_of(x)};
+    if (c.rms_norm) {
+        expect(k, "norm_weight", norm_weight, 1, c.k, JAL_DT_F32);
+        a.push_back(norm_weight.va);
+    }
+    a.insert(a.end(), {w_shards, stride_of(w)});
     if (c.bias) {
         expect(k, "bias", bias, 1, c.n, JAL_DT_F32);
         a.push_back(bias.va);

@@ -603,6 +603,14 @@ CodeObject ExpertGemmKernel::build()
 
 }  // namespace
 
+bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices)
+{
+    ExpertGemmConfig rows = c;
+    rows.split = ExpertSplit::rows;
+    const ExpertPlan p = plan(rows, expert_gemm_name(rows));
+    return slices > 0 && p.streamed && ceil_div(c.n, slices) <= p.tn;
+}
+
 CodeObject build_expert_gemm(const ExpertGemmConfig& c)
 {
     return ExpertGemmKernel(c, expert_gemm_name(c)).build();

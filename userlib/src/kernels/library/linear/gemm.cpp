@@ -8,6 +8,7 @@
 #include <jal/isa/numerics.hpp>
 
 #include "emit.hpp"
+#include "norm_rows.hpp"
 #include "tiles.hpp"
 
 namespace jal::kernels::linear {
@@ -63,6 +64,7 @@ std::string gemm_name(const GemmConfig& c)
     std::string name = "gemm_" + std::string(w) + "_" + numerics_name(c.numerics) + "_m" +
                        std::to_string(c.m) + "n" + std::to_string(c.n) + "k" + std::to_string(c.k);
     if (c.bias) name += "_bias";
+    if (c.rms_norm) name += "_norm";
     return name.substr(0, 63);
 }
 
@@ -81,6 +83,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     p.activation = activation_dtype(c.weight, c.numerics);
     if (c.x_dtype != JAL_DT_F32 && c.x_dtype != p.activation)
         bad(c, "x must be F32 or already in the activation format");
+    if (c.rms_norm && c.x_dtype != JAL_DT_F32) bad(c, "a fused RMS norm needs x in F32");
     p.convert_x = c.x_dtype != p.activation;
     uint64_t wrow = numerics::row_bytes(c.weight, c.k);
     uint64_t xrow = numerics::row_bytes(p.activation, c.k);
@@ -99,20 +102,26 @@ GemmPlan plan_gemm(const GemmConfig& c)
     p.tile_n = static_cast<uint32_t>(tn);
 
     uint64_t used = kWBuffers * (aligned(tn * wrow) + (c.bias ? aligned(tn * 4) : 0));
+    // The fused norm: its weight, and per normalised row its squares and its scale (per
+    // staged row when x is converted, per resident row when it is not).
+    const uint64_t norm_row = c.rms_norm ? uint64_t{c.k} * 4 + 4 : 0;
+    if (c.rms_norm) used += aligned(uint64_t{c.k} * 4) + 2 * kAlign;
     if (p.convert_x) {
         uint64_t rs = std::max<uint64_t>(1, kStageBudget / 2 / (uint64_t{c.k} * 4));
         p.stage_rows = static_cast<uint32_t>(std::min<uint64_t>(rs, c.m));
-        used += 2 * aligned(uint64_t{p.stage_rows} * c.k * 4);
+        used += 2 * aligned(uint64_t{p.stage_rows} * c.k * 4) + p.stage_rows * norm_row;
     }
     // x rows resident at once: what is left after W, staging and the two accumulators.
     uint64_t left = kL1 > used + 4 * kAlign ? kL1 - used - 4 * kAlign : 0;
-    uint64_t mc = std::min<uint64_t>(c.m, left / (xrow + kAccBuffers * tn * 4));
+    uint64_t mc = std::min<uint64_t>(
+        c.m, left / (xrow + kAccBuffers * tn * 4 + (p.convert_x ? 0 : norm_row)));
     if (c.max_m_chunk) mc = std::min<uint64_t>(mc, c.max_m_chunk);
     if (mc == 0) bad(c, "x rows and accumulators do not fit in L1");
     p.m_chunk = static_cast<uint32_t>(mc);
     if (p.convert_x) p.stage_rows = std::min(p.stage_rows, p.m_chunk);
     p.l1_bytes =
-        static_cast<uint32_t>(used + aligned(mc * xrow) + kAccBuffers * aligned(mc * tn * 4));
+        static_cast<uint32_t>(used + aligned(mc * xrow) + kAccBuffers * aligned(mc * tn * 4) +
+                              (p.convert_x ? 0 : mc * norm_row));
     return p;
 }
 
@@ -134,6 +143,7 @@ private:
     void stage(uint32_t m0, uint32_t mr, uint32_t j);
     void issue_x(uint32_t m0, uint32_t mr);
     void finish_x(uint32_t m0, uint32_t mr);
+    void norm_rows(T rows_tile, uint32_t nr, bool first);
 
     const GemmConfig& c;
     const GemmPlan p;
@@ -141,7 +151,7 @@ private:
     const jal_cvt_mode mode;
     const uint32_t tn;
     Builder b;
-    X x{}, x_stride{}, w_shards{}, w_stride{}, bias{}, y{}, y_stride{};
+    X x{}, x_stride{}, norm_w{}, w_shards{}, w_stride{}, bias{}, y{}, y_stride{};
     SliceShare share{};
     Label done{};
     X w{};  // this slice's first row of W: read from the shard table once x is on its way
@@ -150,6 +160,9 @@ private:
     uint32_t l1_acc[kAccBuffers] = {};
     T tw[kWBuffers] = {}, tb[kWBuffers] = {}, tacc[kAccBuffers] = {}, tx{}, tsub{}, ts[2] = {};
     Q qw[kWBuffers] = {}, qx{}, qst{}, qs[2] = {};
+    uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
+    T tnw{}, tsq{}, tsc{};
+    Q qn{};
 };
 
 GemmKernel::GemmKernel(const GemmConfig& config)
@@ -162,6 +175,7 @@ void GemmKernel::declare()
 {
     x = b.arg("x", JAL_ARG_ADDRESS);
     x_stride = b.arg("x_stride");
+    if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
@@ -215,6 +229,32 @@ void GemmKernel::layout()
     }
     k_reg = emit_const(b, c.k);
     if (p.convert_x) ts[0] = b.t(), ts[1] = b.t(), qs[0] = b.q(), qs[1] = b.q();
+    if (c.rms_norm) {
+        const uint32_t rows = p.convert_x ? p.stage_rows : p.m_chunk;
+        l1_nw = b.l1_alloc(c.k * 4);
+        l1_sq = b.l1_alloc(rows * c.k * 4);
+        l1_sc = b.l1_alloc(rows * 4);
+        tnw = b.t(), tsq = b.t(), tsc = b.t(), qn = b.q();
+        X one = emit_const(b, 1), stride = emit_const(b, int64_t{c.k} * 4);
+        emit_tdesc_at(b, tnw, l1_nw, one, k_reg, JAL_DT_F32);
+        b.tload(tnw, norm_w, stride, qn);  // waited for before the first norm
+        b.free(stride);
+        b.free(one);
+        b.free(norm_w);
+    }
+}
+
+// The fused RMS norm of nr F32 rows in rows_tile (in place); `first`: the norm weight's
+// load is waited for here.
+void GemmKernel::norm_rows(T rows_tile, uint32_t nr, bool first)
+{
+    if (first) b.wait(qn, 1);
+    X rows = emit_const(b, nr), one = emit_const(b, 1);
+    emit_tdesc_at(b, tsq, l1_sq, rows, k_reg, JAL_DT_F32);
+    emit_tdesc_at(b, tsc, l1_sc, rows, one, JAL_DT_F32);
+    b.free(one);
+    b.free(rows);
+    emit_rms_norm_rows(b, rows_tile, tsq, tsc, tnw, c.k, c.norm_eps);
 }
 
 // Issues the loads of W tile i (and its bias) into buffer `buf`.
@@ -302,6 +342,7 @@ void GemmKernel::finish_x(uint32_t m0, uint32_t mr)
 {
     if (!p.convert_x) {
         b.wait(qx, 1);
+        if (c.rms_norm) norm_rows(tx, mr, m0 == 0);
         return;
     }
     // Blocks of stage_rows F32 rows through two buffers, each converted into its rows
@@ -312,6 +353,7 @@ void GemmKernel::finish_x(uint32_t m0, uint32_t mr)
         if (j + 1 < blocks) stage(m0, mr, j + 1);
         b.wait(qs[j % 2], 1);
         uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
+        if (c.rms_norm) norm_rows(ts[j % 2], nr, m0 == 0 && j == 0);
         X rows = emit_const(b, nr);
         emit_tdesc_at(b, tsub, static_cast<uint32_t>(l1_x + r0 * xrow), rows, k_reg, p.activation);
         b.free(rows);

@@ -2,6 +2,7 @@
 // ggml_rms_norm followed by ggml_mul with the norm weight).
 #include <jal/kernels/library/norm.hpp>
 
+#include "../linear/norm_rows.hpp"
 #include "row_blocks.hpp"
 #include "tensor_checks.hpp"
 
@@ -51,13 +52,7 @@ CodeObject build_rms_norm(const RmsNormConfig& cfg)
         b.tdesc(tsq, l1_sq, n, cols, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
         load_rows(b, tx, addr, row0, x, x_stride, q);
-        b.vmul(tsq, tx, tx);
-        b.vredsum(ts, tsq);
-        b.vscale(ts, ts, 1.0f / static_cast<float>(cfg.cols));
-        b.vadds(ts, ts, cfg.eps);
-        b.vrsqrt(ts, ts);
-        b.vmul(tx, tx, ts);  // column broadcast: each row by its own scale
-        b.vmul(tx, tx, tw);  // row broadcast: the weight down every row
+        linear::detail::emit_rms_norm_rows(b, tx, tsq, ts, tw, cfg.cols, cfg.eps);
         store_rows(b, tx, addr, row0, out, out_stride, q);
         b.free(addr);
     });

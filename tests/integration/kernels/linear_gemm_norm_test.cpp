@@ -1,0 +1,127 @@
+// The GEMM with its RMS norm fused into the activation load (GemmConfig::rms_norm) on a
+// jal-emu: bit for bit what the rms_norm kernel followed by the plain GEMM gives (the model
+// runtime's numerics do not change when it fuses), for every numerics mode, x resident and
+// x staged and converted, several chunks of x; and, where activations stay F32, against a
+// double-precision host reference of norm then product.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "linear_fixture.hpp"
+
+#include <jal/kernels/library/gemm.hpp>
+#include <jal/kernels/library/norm.hpp>
+
+namespace jl = jal::kernels::linear;
+using jal::kernels::TensorRef;
+using jal::test::HostMatrix;
+
+namespace {
+
+class LinearGemmNormTest : public jal::test::LinearKernelTest {
+protected:
+    struct Run {
+        std::vector<uint32_t> fused, unfused;  // y bits
+        std::vector<float> y;
+    };
+
+    Run both(jl::GemmConfig c, uint32_t nslices, uint64_t seed)
+    {
+        SCOPED_TRACE(jl::gemm_name(c) + " on " + std::to_string(nslices) + " slices");
+        xf = jal::test::random_floats(size_t{c.m} * c.k, seed, 3.0f);
+        normw = jal::test::random_floats(c.k, seed + 1);
+        w = jal::test::quantized(jal::test::random_floats(size_t{c.n} * c.k, seed + 2, 0.5f), c.n,
+                                 c.k, c.weight);
+        const uint64_t mask = slices(nslices);
+        const uint64_t x_va = upload(xf), nw_va = upload(normw), w_va = upload(w.bytes);
+        const uint64_t table_va = upload(jl::shard_table(w.ref(w_va), nslices));
+        const TensorRef x{.va = x_va, .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
+        const TensorRef nw{.va = nw_va, .rows = 1, .cols = c.k, .dtype = JAL_DT_F32};
+        const uint64_t bytes = size_t{c.m} * c.n * 4;
+        const TensorRef y1{.va = output(bytes), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
+        const TensorRef y2{.va = output(bytes), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
+
+        // Unfused: rms_norm into h, then the GEMM of h.
+        jal::kernels::RmsNormConfig nc;
+        nc.cols = c.k;
+        nc.eps = c.norm_eps;
+        const TensorRef h{
+            .va = output(size_t{c.m} * c.k * 4), .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
+        EXPECT_EQ(run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h),
+                      mask)
+                      .status,
+                  JAL_STATUS_OK);
+        jl::GemmConfig plain = c;
+        plain.rms_norm = false;
+        EXPECT_EQ(
+            run(jl::build_gemm(plain), jl::gemm_args(plain, h, table_va, w.ref(w_va), {}, y1), mask)
+                .status,
+            JAL_STATUS_OK);
+        // Fused.
+        c.rms_norm = true;
+        EXPECT_EQ(
+            run(jl::build_gemm(c), jl::gemm_args(c, x, table_va, w.ref(w_va), {}, y2, nw), mask)
+                .status,
+            JAL_STATUS_OK);
+        Run r;
+        r.y = read_f32(y2.va, size_t{c.m} * c.n);
+        r.fused.resize(r.y.size());
+        std::memcpy(r.fused.data(), r.y.data(), bytes);
+        const auto u = read_f32(y1.va, size_t{c.m} * c.n);
+        r.unfused.resize(u.size());
+        std::memcpy(r.unfused.data(), u.data(), bytes);
+        return r;
+    }
+
+    std::vector<float> xf, normw;
+    HostMatrix w;
+};
+
+}  // namespace
+
+TEST_F(LinearGemmNormTest, FusedIsBitForBitNormThenGemm)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+        for (jal_dtype wt : {JAL_DT_MXFP4, JAL_DT_BF16}) {
+            jl::GemmConfig c{.m = 3, .n = 40, .k = 96, .weight = wt, .numerics = n};
+            const Run r = both(c, 3, 70);
+            EXPECT_EQ(r.fused, r.unfused) << jl::gemm_name(c);
+        }
+}
+
+TEST_F(LinearGemmNormTest, ManyChunksOfXStagedOrResident)
+{
+    // Small chunks force several passes over x (and several staging blocks when converted).
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml}) {
+        jl::GemmConfig c{
+            .m = 37, .n = 24, .k = 64, .weight = JAL_DT_MXFP4, .numerics = n, .max_m_chunk = 8};
+        const Run r = both(c, 2, 80);
+        EXPECT_EQ(r.fused, r.unfused) << jl::gemm_name(c);
+    }
+}
+
+TEST_F(LinearGemmNormTest, AgreesWithADoubleReference)
+{
+    // F32 activations (native numerics, BF16 weights): y = (x / rms(x) · g) · Wᵀ in double.
+    jl::GemmConfig c{.m = 4, .n = 33, .k = 128, .weight = JAL_DT_BF16};
+    const Run r = both(c, 4, 90);
+    int bad = 0;
+    for (uint32_t m = 0; m < c.m; m++) {
+        double ss = 0;
+        for (uint32_t k = 0; k < c.k; k++) ss += double(xf[m * c.k + k]) * xf[m * c.k + k];
+        const double scale = 1.0 / std::sqrt(ss / c.k + c.norm_eps);
+        for (uint32_t n = 0; n < c.n; n++) {
+            double ref = 0, mag = 0;
+            for (uint32_t k = 0; k < c.k; k++) {
+                const double p = xf[m * c.k + k] * scale * normw[k] * w.values[n * c.k + k];
+                ref += p;
+                mag += std::fabs(p);
+            }
+            const float got = r.y[m * c.n + n];
+            if (!(std::fabs(got - ref) <= 1e-5 * mag) && bad++ < 5)
+                ADD_FAILURE() << "y[" << m << "][" << n << "] = " << got << ", reference " << ref;
+        }
+    }
+    EXPECT_EQ(bad, 0);
+}

@@ -1,0 +1,34 @@
+#include "expert_split.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace jal::model::detail {
+
+double expected_active_experts(const ExpertGemmShape& g)
+{
+    const double E = g.experts;
+    return E * (1 - std::pow(1 - double(g.k) / E, double(g.tokens)));
+}
+
+double busiest_slice_bytes_by_experts(const ExpertGemmShape& g)
+{
+    // The active experts spread over the slices holding experts; the busiest holds the
+    // ceiling of its share, and gathers the input rows of that share of the pairs.
+    const double holders = std::min(g.slices, g.experts);
+    const double active = expected_active_experts(g);
+    const double expert_bytes = double(g.row_bytes) * g.n;
+    const double pairs = double(g.tokens) * g.k;
+    return std::ceil(active / holders) * expert_bytes +
+           std::ceil(pairs / holders) * double(g.kdim) * 4;
+}
+
+double busiest_slice_bytes_by_rows(const ExpertGemmShape& g)
+{
+    // Every slice reads its ceil(N / slices) rows of each active expert and every input row.
+    const double rows = std::ceil(double(g.n) / g.slices);
+    const double inputs = g.per_pair ? double(g.tokens) * g.k : double(g.tokens);
+    return expected_active_experts(g) * rows * double(g.row_bytes) + inputs * double(g.kdim) * 4;
+}
+
+}  // namespace jal::model::detail
