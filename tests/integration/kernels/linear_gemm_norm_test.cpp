@@ -1,15 +1,18 @@
-// The GEMM with its RMS norm fused into the activation load (GemmConfig::rms_norm) on a
+// The GEMM and the expert GEMM with their RMS norm fused into the activation load
+// (GemmConfig::rms_norm, ExpertGemmConfig::rms_norm) on a
 // jal-emu: bit for bit what the rms_norm kernel followed by the plain GEMM gives (the model
 // runtime's numerics do not change when it fuses), for every numerics mode, x resident and
 // x staged and converted, several chunks of x; and, where activations stay F32, against a
 // double-precision host reference of norm then product.
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "linear_fixture.hpp"
 
+#include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/gemm.hpp>
 #include <jal/kernels/library/norm.hpp>
 
@@ -48,10 +51,10 @@ protected:
         nc.eps = c.norm_eps;
         const TensorRef h{
             .va = output(size_t{c.m} * c.k * 4), .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
-        EXPECT_EQ(run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h),
-                      mask)
-                      .status,
-                  JAL_STATUS_OK);
+        EXPECT_EQ(
+            run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h), mask)
+                .status,
+            JAL_STATUS_OK);
         jl::GemmConfig plain = c;
         plain.rms_norm = false;
         EXPECT_EQ(
@@ -124,4 +127,80 @@ TEST_F(LinearGemmNormTest, AgreesWithADoubleReference)
         }
     }
     EXPECT_EQ(bad, 0);
+}
+
+// The expert GEMM fused (norm of the gathered rows) against rms_norm then the plain expert
+// GEMM, bits compared; both splits, every numerics mode the runtime uses.
+class LinearExpertNormTest : public jal::test::LinearKernelTest {
+protected:
+    std::vector<uint32_t> run_case(jl::ExpertGemmConfig c, uint32_t nslices, bool fused)
+    {
+        const uint32_t pairs = c.tokens * c.k;
+        std::vector<float> xf = jal::test::random_floats(size_t{c.tokens} * c.kdim, 5, 3.0f);
+        std::vector<float> nwf = jal::test::random_floats(c.kdim, 6);
+        HostMatrix w = jal::test::quantized(
+            jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, 7, 0.5f), c.experts * c.n,
+            c.kdim, c.weight);
+        std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, 8);
+        std::vector<int32_t> ids;
+        for (uint32_t p = 0; p < pairs; p++)
+            ids.push_back(static_cast<int32_t>((p * 7 + 3) % c.experts));
+        const bool by_rows = c.split == jl::ExpertSplit::rows;
+        std::vector<uint8_t> wd = w.bytes;
+        if (by_rows) {
+            auto packed = jl::pack_expert_rows(
+                c, std::as_bytes(std::span<const uint8_t>(w.bytes.data(), w.bytes.size())),
+                w.bytes.size() / (size_t{c.experts} * c.n), nslices);
+            std::memcpy(wd.data(), packed.data(), wd.size());
+        }
+        const uint64_t mask = slices(nslices);
+        const uint64_t x_va = upload(xf), nw_va = upload(nwf), w_va = upload(wd),
+                       ids_va = upload(ids), bias_va = upload(bias);
+        const uint64_t table_va =
+            upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
+                           : jl::expert_shard_table(c, w.ref(w_va), nslices));
+        TensorRef x{.va = x_va, .rows = c.tokens, .cols = c.kdim, .dtype = JAL_DT_F32};
+        const TensorRef nw{.va = nw_va, .rows = 1, .cols = c.kdim, .dtype = JAL_DT_F32};
+        if (!fused) {
+            jal::kernels::RmsNormConfig nc;
+            nc.cols = c.kdim;
+            const TensorRef h{.va = output(size_t{c.tokens} * c.kdim * 4),
+                              .rows = c.tokens,
+                              .cols = c.kdim,
+                              .dtype = JAL_DT_F32};
+            EXPECT_EQ(run(jal::kernels::build_rms_norm(nc),
+                          jal::kernels::rms_norm_args(nc, x, nw, h), mask)
+                          .status,
+                      JAL_STATUS_OK);
+            x = h;
+        }
+        c.rms_norm = fused;
+        const TensorRef y{
+            .va = output(size_t{pairs} * c.n * 4), .rows = pairs, .cols = c.n, .dtype = JAL_DT_F32};
+        auto words = jl::expert_gemm_args(
+            c, x, {.va = ids_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32}, table_va,
+            w.ref(w_va), {.va = bias_va, .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32}, y,
+            nw);
+        EXPECT_EQ(run(jl::build_expert_gemm(c), words, mask).status, JAL_STATUS_OK);
+        auto yf = read_f32(y.va, size_t{pairs} * c.n);
+        std::vector<uint32_t> bits(yf.size());
+        std::memcpy(bits.data(), yf.data(), bits.size() * 4);
+        return bits;
+    }
+};
+
+TEST_F(LinearExpertNormTest, FusedIsBitForBitNormThenExpertGemm)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (jl::ExpertSplit split : {jl::ExpertSplit::experts, jl::ExpertSplit::rows}) {
+            jl::ExpertGemmConfig c{.tokens = 3,
+                                   .k = 2,
+                                   .experts = 5,
+                                   .n = 40,
+                                   .kdim = 64,
+                                   .numerics = n,
+                                   .split = split};
+            SCOPED_TRACE(jl::expert_gemm_name(c));
+            EXPECT_EQ(run_case(c, 3, true), run_case(c, 3, false));
+        }
 }

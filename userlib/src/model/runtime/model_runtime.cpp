@@ -143,7 +143,7 @@ struct Layer {
 };
 
 struct Activations {
-    Place x, h, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
+    Place x, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -258,7 +258,7 @@ private:
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
-        const k::Program *norm, *add, *rope_q, *rope_k, *append, *route, *swiglu, *combine;
+        const k::Program *add, *rope_q, *rope_k, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
     const k::Program& attention_kernel(uint32_t window);
@@ -266,15 +266,20 @@ private:
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
-              uint64_t y, uint64_t y_stride, const char* what);
+              uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
-                            uint64_t x_stride, uint64_t y, const char* what);
+                            uint64_t x_stride, uint64_t y, const char* what, const Vec* norm);
     void timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
-                          uint64_t x_stride, uint64_t y, const char* what);
+                          uint64_t x_stride, uint64_t y, const char* what, const Vec* norm);
+    // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
+    void timing_gemm(lin::GemmConfig g, uint64_t mask, uint64_t x, uint64_t x_stride,
+                     uint64_t table, uint64_t row_bytes, uint64_t y, const char* what,
+                     const Vec* norm);
     // The expert GEMM reads the rows layout (docs/model-runtime.md, "Expert split").
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
-                     const Vec& bias, uint64_t y, uint64_t y_stride, const char* what);
+                     const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
+                     const Vec* norm = nullptr);
     uint64_t va(const Place& p) const { return placement_.va(p); }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
@@ -525,7 +530,6 @@ void RuntimeImpl::plan_activations()
     const int R = Placement::kReplicated, I = Placement::kInterleaved;
     const uint64_t T = T_, K = c_.n_expert_used;
     a_.x = placement_.reserve(I, T * E4);
-    a_.h = placement_.reserve(R, T * E4);
     a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
     a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
     a_.ao = placement_.reserve(I, T * E4);
@@ -814,15 +818,19 @@ void RuntimeImpl::free_sequence(int seq)
 }
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
-                       const Vec* bias, uint64_t y, uint64_t y_stride, const char* what)
+                       const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
+                       const Vec* norm)
 {
     lin::GemmConfig g;
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{}", g.m, g.n, g.k,
-                                        int(g.weight), g.bias, int(g.numerics));
+    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
+    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{}", g.m, g.n, g.k,
+                                        int(g.weight), g.bias, int(g.numerics), g.rms_norm);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
-    std::vector<uint64_t> args = {x, x_stride, va(m.table), m.row_bytes};
+    std::vector<uint64_t> args = {x, x_stride};
+    if (norm) args.push_back(va(norm->place));
+    args.insert(args.end(), {va(m.table), m.row_bytes});
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
@@ -849,7 +857,7 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what)
+                              const char* what, const Vec* norm)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -857,22 +865,25 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
+    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
     const std::string key =
-        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{}", g.tokens, g.k, g.experts, g.n,
-                    g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows);
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{}", g.tokens, g.k, g.experts,
+                    g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm);
     if (o_.timing_only) {
-        timing_expert_gemm(m, tokens, by_rows, x, x_stride, y, what);
+        timing_expert_gemm(m, tokens, by_rows, x, x_stride, y, what, norm);
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
-    add(code, all_mask_,
-        {x, x_stride, va(a_.ids), va(by_rows ? m.row_table : m.table), m.row_bytes,
-         m.row_bytes * m.n, va(bias.place), y, y_stride},
-        what);
+    std::vector<uint64_t> args = {x, x_stride};
+    if (norm) args.push_back(va(norm->place));
+    args.insert(args.end(), {va(a_.ids), va(by_rows ? m.row_table : m.table), m.row_bytes,
+                             m.row_bytes * m.n, va(bias.place), y, y_stride});
+    add(code, all_mask_, k::Args(args), what);
 }
 
 void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
-                                     uint64_t x_stride, uint64_t y, const char* what)
+                                     uint64_t x_stride, uint64_t y, const char* what,
+                                     const Vec* norm)
 {
     // Timing only, the expert GEMM's scalar reads of the expert ids see no data, so its
     // time would be that of every pair routed to one expert. Instead the same traffic and
@@ -890,7 +901,7 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_r
     uint32_t A = 0;
     if (by_rows) {
         for (uint32_t e = 0; e < E; e++) A += active[e];
-        timing_rows_gemm(m, tokens, A, x, x_stride, y, what);
+        timing_rows_gemm(m, tokens, A, x, x_stride, y, what, norm);
         return;
     }
     for (uint32_t e = 0; e < E; e++) {
@@ -924,13 +935,25 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_r
         it = timing_tables_.emplace(tkey, std::move(mem)).first;
     }
     lin::GemmConfig g;
-    g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
-    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
-    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
+    g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype;
     // y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
-    add(code, mask, {x, x_stride, it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4}, what);
+    timing_gemm(g, mask, x, x_stride, it->second->va(), m.row_bytes, y, what, norm);
+}
+
+void RuntimeImpl::timing_gemm(lin::GemmConfig g, uint64_t mask, uint64_t x, uint64_t x_stride,
+                              uint64_t table, uint64_t row_bytes, uint64_t y, const char* what,
+                              const Vec* norm)
+{
+    g.bias = false;
+    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
+    const std::string key = fmt::format("gemm m{} n{} k{} w{} b0 n{} norm{}", g.m, g.n, g.k,
+                                        int(g.weight), int(g.numerics), g.rms_norm);
+    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
+    std::vector<uint64_t> args = {x, x_stride};
+    if (norm) args.push_back(va(norm->place));
+    args.insert(args.end(), {table, row_bytes, y, uint64_t{g.n} * 4});
+    add(code, mask, k::Args(args), what);
 }
 
 // Split by rows, the kernel streams each slice's rows of the A active experts one tile after
@@ -939,7 +962,7 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_r
 // input rows. (With N not a multiple of the slices, every slice is charged the smallest
 // share: at most one row per expert less than the real kernel on some slices.)
 void RuntimeImpl::timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
-                                   uint64_t x_stride, uint64_t y, const char* what)
+                                   uint64_t x_stride, uint64_t y, const char* what, const Vec* norm)
 {
     const uint32_t K = c_.n_expert_used;
     uint32_t share = m.n, holders = 0;
@@ -951,12 +974,8 @@ void RuntimeImpl::timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t ac
     }
     lin::GemmConfig g;
     g.m = std::max<uint32_t>(1, (tokens * K + active - 1) / active);
-    g.n = holders * active * share, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
-    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b0 n{}", g.m, g.n, g.k, int(g.weight), int(g.numerics));
-    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
-    add(code, mask, {x, x_stride, va(m.row_table), m.row_bytes, y, uint64_t{g.n} * 4}, what);
+    g.n = holders * active * share, g.k = m.kdim, g.weight = m.dtype;
+    timing_gemm(g, mask, x, x_stride, va(m.row_table), m.row_bytes, y, what, norm);
 }
 
 // The graph's small kernels for T rows (T·k expert rows), built the first time.
@@ -967,11 +986,6 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     // loaded as a block of 64.
     const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
     GraphKernels g;
-    g.norm = &program(fmt::format("rmsnorm c{} b{}", c_.n_embd, br), [&] {
-        k::RmsNormConfig r;
-        r.cols = c_.n_embd, r.eps = c_.rms_eps, r.block_rows = br;
-        return k::build_rms_norm(r);
-    });
     g.add = &program(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
         k::ElementwiseConfig e;
         e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
@@ -1065,10 +1079,11 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     const uint64_t QKV4 = Q4 + 2 * KV4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), h = va(a_.h), q = va(a_.q), kk = q + Q4, at = va(a_.attn);
+    const uint64_t x = va(a_.x), q = va(a_.q), kk = q + Q4, at = va(a_.attn);
     const Layer& Ly = layers_[il];
-    add(*g.norm, rows_mask(T), {x, E4, va(Ly.attn_norm.place), h, E4, T}, "attn_norm");
-    gemm(Ly.wqkv, T, h, E4, &Ly.bqkv, q, QKV4, "attn_qkv");
+    // The RMS norms are fused into the GEMMs that read their output (each slice normalises
+    // the residual rows it loads): no normalised copy is written to every slice and read back.
+    gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
     add(*g.rope_q, rows_mask(T),
         {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
     add(*g.rope_k, rows_mask(T),
@@ -1076,12 +1091,12 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     add_attention(il, segs, g);
     gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
     add(*g.add, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
-    add(*g.norm, rows_mask(T), {x, E4, va(Ly.post_norm.place), h, E4, T}, "post_attention_norm");
-    gemm(Ly.router, T, h, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router");
+    gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");
-    expert_gemm(Ly.gate, T, false, h, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps");
-    expert_gemm(Ly.up, T, false, h, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps");
+    expert_gemm(Ly.gate, T, false, x, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps",
+                &Ly.post_norm);
+    expert_gemm(Ly.up, T, false, x, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps", &Ly.post_norm);
     add(*g.swiglu, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K},
         "swiglu");
     expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
@@ -1110,9 +1125,8 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     }
     const GraphKernels g = graph_kernels(T);
     for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
-    add(*g.norm, rows_mask(out_rows),
-        {va(a_.x) + out_row0 * E4, E4, va(out_norm_.place), va(a_.h), E4, out_rows}, "output_norm");
-    gemm(output_, out_rows, va(a_.h), E4, nullptr, va(a_.logits), c_.n_vocab * 4ull, "output");
+    gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
+         "output", &out_norm_);
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
     if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
     last_ += run_batch();

@@ -46,9 +46,14 @@ struct ExpertGemmConfig {
     bool bias = true;
     bool input_per_pair = false;  // x has tokens·k rows (down projection), else tokens rows
     ExpertSplit split = ExpertSplit::experts;
+    // Fused RMS norm of the gathered x rows before they are converted (as GemmConfig's):
+    // the gate and up projections read the residual stream and normalise it themselves.
+    bool rms_norm = false;
+    float norm_eps = 1e-5f;
 };
 
-// Arguments: x (address, F32 rows), x_stride, ids (address, tokens·k I32), w_shards
+// Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
+// config.rms_norm), ids (address, tokens·k I32), w_shards
 // (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
 // one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
@@ -66,7 +71,8 @@ JAL_API bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices);
 JAL_API std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
                                                const TensorRef& ids, uint64_t w_shards,
                                                const TensorRef& w, const TensorRef& bias,
-                                               const TensorRef& y);
+                                               const TensorRef& y,
+                                               const TensorRef& norm_weight = {});
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).

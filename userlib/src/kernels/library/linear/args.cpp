@@ -110,7 +110,8 @@ std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors
 
 std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
                                        const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
-                                       const TensorRef& bias, const TensorRef& y)
+                                       const TensorRef& bias, const TensorRef& y,
+                                       const TensorRef& norm_weight)
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
@@ -122,7 +123,12 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
     expect(k, "y", y, pairs, c.n, JAL_DT_F32);
     require(w_shards != 0, k, "no shard table");
-    std::vector<uint64_t> a{x.va, stride_of(x), ids.va, w_shards, stride_of(w), stride_of(w) * c.n};
+    std::vector<uint64_t> a{x.va, stride_of(x)};
+    if (c.rms_norm) {
+        expect(k, "norm_weight", norm_weight, 1, c.kdim, JAL_DT_F32);
+        a.push_back(norm_weight.va);
+    }
+    a.insert(a.end(), {ids.va, w_shards, stride_of(w), stride_of(w) * c.n});
     if (c.bias) {
         expect(k, "bias", bias, c.experts, c.n, JAL_DT_F32);
         require(packed(bias, uint64_t{c.n} * 4), k, "bias must be packed");

@@ -11,6 +11,7 @@
 
 #include "checks.hpp"
 #include "emit.hpp"
+#include "norm_rows.hpp"
 #include "tiles.hpp"
 
 namespace jal::kernels::linear {
@@ -72,9 +73,12 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.tn = std::min(p.tn, c.n);
     // L1: ids, two pair lists, the experts' counts and starts, the W buffers, the bias row,
     // then per pair row: x (F32), its conversion, and the accumulator of N columns.
+    // With the fused norm: its weight, and per row its squares and scale.
     const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
-                           2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256;
-    const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4;
+                           2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
+                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0);
+    const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
+                             (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(fixed + per_row <= kL1, name, "does not fit in L1");
     p.mc = static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / per_row));
     // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
@@ -107,6 +111,7 @@ private:
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
+    void norm_rows(X rows);
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
     void multiply(X rows);
@@ -117,7 +122,8 @@ private:
     const ExpertPlan p;
     const bool by_rows;
     Builder b;
-    X x{}, x_stride{}, ids{}, w_shards{}, w_stride{}, expert_stride{}, bias{}, y{}, y_stride{};
+    X x{}, x_stride{}, norm_w{}, ids{}, w_shards{}, w_stride{}, expert_stride{}, bias{}, y{},
+        y_stride{};
     SliceShare share{};
     X w_exp{}, first{}, cnt{};  // the expert's first row of W; its pairs' place in the lists
     X col0{}, ncols{};          // the columns of y this slice writes
@@ -126,6 +132,9 @@ private:
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0;
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
+    uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
+    T tnw{};
+    Q qn{};
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
     T tacc{}, tsub{};
     Q qio{}, qw[2] = {}, qst{};
@@ -140,6 +149,7 @@ void ExpertGemmKernel::declare()
 {
     x = b.arg("x", JAL_ARG_ADDRESS);
     x_stride = b.arg("x_stride");
+    if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
     ids = b.arg("ids", JAL_ARG_ADDRESS);
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
@@ -165,6 +175,21 @@ void ExpertGemmKernel::layout()
     tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
+    if (c.rms_norm) {
+        l1_nw = b.l1_alloc(c.kdim * 4);
+        l1_sq = b.l1_alloc(p.mc * c.kdim * 4);
+        l1_sc = b.l1_alloc(p.mc * 4);
+        tnw = b.t(), qn = b.q();
+    }
+}
+
+// The fused norm of `rows` gathered F32 rows in tx, in place (the weight's load waited for
+// once before). Scratch tiles borrow tsub and tgidx, free between a gather and the MMA.
+void ExpertGemmKernel::norm_rows(X rows)
+{
+    emit_tdesc_at(b, tsub, l1_sq, rows, kdim, JAL_DT_F32);
+    emit_tdesc_at(b, tgidx, l1_sc, rows, one, JAL_DT_F32);
+    emit_rms_norm_rows(b, tx, tsub, tgidx, tnw, c.kdim, c.norm_eps);
 }
 
 // Every pair's expert id into tids (the pair lists' tiles described alongside).
@@ -345,6 +370,7 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
     b.tgather(tx, x, x_stride, tgidx, qio);
     b.wait(qio, 1);
+    if (c.rms_norm) norm_rows(rows);
     if (p.convert) {
         emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
         b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
@@ -544,6 +570,7 @@ void ExpertGemmKernel::stream_rows(X w)
         [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
         [&] {
             b.wait(qio, 1);  // the activations, while the first W tile loads
+            if (c.rms_norm) norm_rows(np);
             if (p.convert) {
                 emit_tdesc_at(b, ta, l1_a, np, kdim, p.act);
                 b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
@@ -574,8 +601,16 @@ CodeObject ExpertGemmKernel::build()
     experts = emit_const(b, c.experts);
     stores = emit_const(b, 0);
     if (p.streamed) layout_streamed();
+    if (c.rms_norm) {  // the norm weight loads while the pairs are sorted
+        X stride = emit_const(b, int64_t{c.kdim} * 4);
+        emit_tdesc_at(b, tnw, l1_nw, one, kdim, JAL_DT_F32);
+        b.tload(tnw, norm_w, stride, qn);
+        b.free(stride);
+        b.free(norm_w);
+    }
     load_ids();
     sort_pairs();
+    if (c.rms_norm) b.wait(qn, 1);
     if (by_rows) col0 = share.begin, ncols = share.count;
     Label generic = b.label();
     if (p.streamed) {
