@@ -12,6 +12,7 @@
 
 #include "linear_fixture.hpp"
 
+#include <jal/kernels/library/elementwise.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/gemm.hpp>
 #include <jal/kernels/library/norm.hpp>
@@ -203,4 +204,89 @@ TEST_F(LinearExpertNormTest, FusedIsBitForBitNormThenExpertGemm)
             SCOPED_TRACE(jl::expert_gemm_name(c));
             EXPECT_EQ(run_case(c, 3, true), run_case(c, 3, false));
         }
+}
+
+class LinearGemmAccumulateTest : public jal::test::LinearKernelTest {
+protected:
+    // y0 + x·Wᵀ + bias: accumulated in the GEMM's epilogue (fused) or a plain GEMM then the
+    // elementwise add (unfused); y's bits.
+    std::vector<uint32_t> run_case(jl::GemmConfig c, uint32_t nslices, bool fused,
+                                   std::vector<float>* y_out = nullptr)
+    {
+        xf = jal::test::random_floats(size_t{c.m} * c.k, 11);
+        y0 = jal::test::random_floats(size_t{c.m} * c.n, 12, 4.0f);
+        bias = jal::test::random_floats(c.n, 13);
+        w = jal::test::quantized(jal::test::random_floats(size_t{c.n} * c.k, 14, 0.5f), c.n, c.k,
+                                 c.weight);
+        const uint64_t mask = slices(nslices);
+        const uint64_t w_va = upload(w.bytes);
+        const uint64_t table_va = upload(jl::shard_table(w.ref(w_va), nslices));
+        const TensorRef x{.va = upload(xf), .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
+        const TensorRef b{.va = upload(bias), .rows = 1, .cols = c.n, .dtype = JAL_DT_F32};
+        const TensorRef y{.va = upload(y0), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
+        c.bias = true;
+        c.accumulate = fused;
+        if (fused) {
+            EXPECT_EQ(run(jl::build_gemm(c), jl::gemm_args(c, x, table_va, w.ref(w_va), b, y), mask)
+                          .status,
+                      JAL_STATUS_OK);
+        } else {
+            const TensorRef t{
+                .va = output(size_t{c.m} * c.n * 4), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
+            EXPECT_EQ(run(jl::build_gemm(c), jl::gemm_args(c, x, table_va, w.ref(w_va), b, t), mask)
+                          .status,
+                      JAL_STATUS_OK);
+            jal::kernels::ElementwiseConfig e;
+            e.cols = c.n;
+            EXPECT_EQ(run(jal::kernels::build_elementwise(e),
+                          jal::kernels::elementwise_args(e, y, t, y), mask)
+                          .status,
+                      JAL_STATUS_OK);
+        }
+        std::vector<float> out = read_f32(y.va, size_t{c.m} * c.n);
+        if (y_out) *y_out = out;
+        std::vector<uint32_t> bits(out.size());
+        std::memcpy(bits.data(), out.data(), bits.size() * 4);
+        return bits;
+    }
+    std::vector<float> xf, y0, bias;
+    HostMatrix w;
+};
+
+TEST_F(LinearGemmAccumulateTest, EpilogueAddIsBitForBitGemmThenAdd)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (uint32_t m : {1u, 5u}) {
+            jl::GemmConfig c{.m = m,
+                             .n = 70,
+                             .k = 64,
+                             .weight = JAL_DT_BF16,
+                             .numerics = n,
+                             .tile_n = 16,
+                             .max_m_chunk = 3};
+            SCOPED_TRACE(jl::gemm_name(c));
+            EXPECT_EQ(run_case(c, 3, true), run_case(c, 3, false));
+        }
+}
+
+TEST_F(LinearGemmAccumulateTest, AgreesWithADoubleReference)
+{
+    jl::GemmConfig c{.m = 2, .n = 45, .k = 96, .weight = JAL_DT_F32};
+    std::vector<float> y;
+    run_case(c, 4, true, &y);
+    int bad = 0;
+    for (uint32_t m = 0; m < c.m; m++)
+        for (uint32_t n = 0; n < c.n; n++) {
+            double ref = double(y0[m * c.n + n]) + bias[n];
+            double mag = std::fabs(y0[m * c.n + n]) + std::fabs(bias[n]);
+            for (uint32_t k = 0; k < c.k; k++) {
+                const double p = double(xf[m * c.k + k]) * w.values[n * c.k + k];
+                ref += p;
+                mag += std::fabs(p);
+            }
+            if (!(std::fabs(y[m * c.n + n] - ref) <= 1e-5 * mag) && bad++ < 5)
+                ADD_FAILURE() << "y[" << m << "][" << n << "] = " << y[m * c.n + n]
+                              << ", reference " << ref;
+        }
+    EXPECT_EQ(bad, 0);
 }

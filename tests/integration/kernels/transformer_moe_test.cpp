@@ -6,9 +6,11 @@
 // rule); the ids must match exactly. Tolerances: weights |err| <= 1e-7 + 1e-5 |want|;
 // combine |err| <= 1e-6 + 1e-6 sum_j |w_j e_j| per element.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
+#include <jal/kernels/library/elementwise.hpp>
 #include <jal/kernels/library/moe.hpp>
 
 #include "transformer_fixture.hpp"
@@ -105,4 +107,42 @@ TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
     auto got = download(dout.ref);
     for (size_t i = 0; i < got.size(); i++)
         ASSERT_NEAR(got[i], want[i], 1e-6 + 1e-6 * mag[i]) << "element " << i;
+}
+
+TEST_F(TransformerMoeTest, CombineWithTheResidualIsBitForBitCombineThenAdd)
+{
+    // out += Σ w·e in the combine's epilogue against the combine then the elementwise add.
+    const uint32_t rows = 5, cols = 2880, k = 4;
+    auto experts = jal::test::random_normal(size_t{rows} * k * cols, 35);
+    auto weights = jal::test::random_uniform(size_t{rows} * k, 36, 0.0, 1.0);
+    auto resid = jal::test::random_normal(size_t{rows} * cols, 37);
+    auto de = upload(experts, rows * k, cols);
+    auto dw = upload(weights, rows, k);
+    auto fused = upload(resid, rows, cols), unfused = upload(resid, rows, cols);
+    auto moe = alloc(rows, cols);
+    jk::MoeCombineConfig cfg{.cols = cols, .k = k, .block_rows = 2};
+    run(jk::build_moe_combine(cfg), jk::moe_combine_args(cfg, de.ref, dw.ref, moe.ref), slices(2));
+    const jk::ElementwiseConfig add{.cols = cols};
+    run(jk::build_elementwise(add), jk::elementwise_args(add, unfused.ref, moe.ref, unfused.ref),
+        slices(2));
+    cfg.residual = true;
+    run(jk::build_moe_combine(cfg), jk::moe_combine_args(cfg, de.ref, dw.ref, fused.ref),
+        slices(2));
+    const auto a = download(fused.ref), b = download(unfused.ref);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++)
+        ASSERT_EQ(std::bit_cast<uint32_t>(float(a[i])), std::bit_cast<uint32_t>(float(b[i])))
+            << "element " << i;
+    // And it is the residual plus the reference sum.
+    for (uint32_t t = 0; t < rows; t++)
+        for (uint32_t c = 0; c < cols; c++) {
+            double want = resid[size_t{t} * cols + c], mag = std::fabs(want);
+            for (uint32_t j = 0; j < k; j++) {
+                const double term =
+                    double{weights[t * k + j]} * experts[(size_t{t} * k + j) * cols + c];
+                want += term;
+                mag += std::fabs(term);
+            }
+            ASSERT_NEAR(a[size_t{t} * cols + c], want, 1e-6 + 1e-6 * mag);
+        }
 }

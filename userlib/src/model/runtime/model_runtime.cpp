@@ -143,7 +143,7 @@ struct Layer {
 };
 
 struct Activations {
-    Place x, q, attn, ao, rlog, ids, wts, up, gate, act, eo, moe, logits, tokens, pos;
+    Place x, q, attn, rlog, ids, wts, up, gate, act, eo, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -258,7 +258,7 @@ private:
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
-        const k::Program *add, *rope_q, *rope_k, *append, *route, *swiglu, *combine;
+        const k::Program *rope, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
     const k::Program& attention_kernel(uint32_t window);
@@ -266,7 +266,8 @@ private:
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
-              uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr);
+              uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
+              bool accumulate = false);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
                             uint64_t x_stride, uint64_t y, const char* what, const Vec* norm);
     void timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
@@ -532,7 +533,6 @@ void RuntimeImpl::plan_activations()
     a_.x = placement_.reserve(I, T * E4);
     a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
     a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
-    a_.ao = placement_.reserve(I, T * E4);
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
@@ -542,7 +542,6 @@ void RuntimeImpl::plan_activations()
     // interleaved: replicated, every write would go to every slice's copy.
     a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
     a_.eo = placement_.reserve(I, T * K * E4);
-    a_.moe = placement_.reserve(I, T * E4);
     a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
@@ -819,14 +818,15 @@ void RuntimeImpl::free_sequence(int seq)
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm)
+                       const Vec* norm, bool accumulate)
 {
     lin::GemmConfig g;
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
-    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{}", g.m, g.n, g.k,
-                                        int(g.weight), g.bias, int(g.numerics), g.rms_norm);
+    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{}", g.m, g.n, g.k, int(g.weight),
+                    g.bias, int(g.numerics), g.rms_norm, g.accumulate);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -986,19 +986,12 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     // loaded as a block of 64.
     const uint32_t br = std::clamp<uint32_t>(T, 1, 64), brk = std::clamp<uint32_t>(T * K, 1, 64);
     GraphKernels g;
-    g.add = &program(fmt::format("add c{} b{}", c_.n_embd, br), [&] {
-        k::ElementwiseConfig e;
-        e.op = k::ElementwiseOp::add, e.cols = c_.n_embd, e.block_rows = br;
-        return k::build_elementwise(e);
-    });
-    g.rope_q = &program(fmt::format("rope h{} d{} b{}", c_.n_head, c_.head_dim, br), [&] {
+    // q's heads and k's heads lie side by side in each row (q | k | v), rotated by the same
+    // tables at the same position: one dispatch rotates them all.
+    const uint32_t qk_heads = c_.n_head + c_.n_head_kv;
+    g.rope = &program(fmt::format("rope h{} d{} b{}", qk_heads, c_.head_dim, br), [&] {
         k::RopeConfig r;
-        r.n_head = c_.n_head, r.head_dim = c_.head_dim, r.block_rows = br;
-        return k::build_rope_neox(r);
-    });
-    g.rope_k = &program(fmt::format("rope h{} d{} b{}", c_.n_head_kv, c_.head_dim, br), [&] {
-        k::RopeConfig r;
-        r.n_head = c_.n_head_kv, r.head_dim = c_.head_dim, r.block_rows = br;
+        r.n_head = qk_heads, r.head_dim = c_.head_dim, r.block_rows = br;
         return k::build_rope_neox(r);
     });
     g.append =
@@ -1017,9 +1010,9 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
         w.cols = c_.n_ff_exp, w.block_rows = brk;
         return k::build_swiglu_oai(w);
     });
-    g.combine = &program(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
+    g.combine = &program(fmt::format("combine+res c{} k{} b{}", c_.n_embd, K, br), [&] {
         k::MoeCombineConfig m;
-        m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+        m.cols = c_.n_embd, m.k = K, m.block_rows = br, m.residual = true;
         return k::build_moe_combine(m);
     });
     return g;
@@ -1079,18 +1072,16 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     const uint64_t QKV4 = Q4 + 2 * KV4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), q = va(a_.q), kk = q + Q4, at = va(a_.attn);
+    const uint64_t x = va(a_.x), q = va(a_.q), at = va(a_.attn);
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
     gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
-    add(*g.rope_q, rows_mask(T),
-        {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_q");
-    add(*g.rope_k, rows_mask(T),
-        {kk, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_k");
+    add(*g.rope, rows_mask(T),
+        {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
     add_attention(il, segs, g);
-    gemm(Ly.wo, T, at, Q4, &Ly.bo, va(a_.ao), E4, "attn_output");
-    add(*g.add, rows_mask(T), {x, E4, va(a_.ao), E4, x, E4, T}, "residual");
+    // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
+    gemm(Ly.wo, T, at, Q4, &Ly.bo, x, E4, "attn_output", nullptr, true);
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");
@@ -1100,8 +1091,8 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     add(*g.swiglu, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K},
         "swiglu");
     expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
-    add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), va(a_.moe), E4, T}, "moe_combine");
-    add(*g.add, rows_mask(T), {x, E4, va(a_.moe), E4, x, E4, T}, "residual");
+    // x += Σ w·e: the residual add in the combine's epilogue.
+    add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 
 std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,

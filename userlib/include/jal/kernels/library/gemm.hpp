@@ -39,6 +39,10 @@ struct GemmConfig {
     // before converting them, so no normalised copy of x is written and read back.
     bool rms_norm = false;
     float norm_eps = 1e-5f;
+    // y += x × Wᵀ (+ bias): each tile of y is read and added before it is stored back (a
+    // residual add in the epilogue, y + (x·Wᵀ + bias) as the elementwise add would give it).
+    // Not together with rms_norm (tile registers).
+    bool accumulate = false;
     uint32_t tile_n = 0;  // rows of W per tile; 0 chooses
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides

@@ -51,6 +51,9 @@ struct JAL_API MoeCombineConfig {
     uint32_t cols = 0;  // n_embd
     uint32_t k = 4;
     uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
+    // out += the weighted sum (the residual add fused: out + sum, as the elementwise add of
+    // the two would give it), instead of out = the sum.
+    bool residual = false;
     uint32_t rows_per_block() const;
 };
 

@@ -65,6 +65,7 @@ std::string gemm_name(const GemmConfig& c)
                        std::to_string(c.m) + "n" + std::to_string(c.n) + "k" + std::to_string(c.k);
     if (c.bias) name += "_bias";
     if (c.rms_norm) name += "_norm";
+    if (c.accumulate) name += "_acc";
     return name.substr(0, 63);
 }
 
@@ -84,6 +85,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     if (c.x_dtype != JAL_DT_F32 && c.x_dtype != p.activation)
         bad(c, "x must be F32 or already in the activation format");
     if (c.rms_norm && c.x_dtype != JAL_DT_F32) bad(c, "a fused RMS norm needs x in F32");
+    if (c.rms_norm && c.accumulate) bad(c, "a fused RMS norm and accumulation together");
     p.convert_x = c.x_dtype != p.activation;
     uint64_t wrow = numerics::row_bytes(c.weight, c.k);
     uint64_t xrow = numerics::row_bytes(p.activation, c.k);
@@ -113,8 +115,10 @@ GemmPlan plan_gemm(const GemmConfig& c)
     }
     // x rows resident at once: what is left after W, staging and the two accumulators.
     uint64_t left = kL1 > used + 4 * kAlign ? kL1 - used - 4 * kAlign : 0;
+    // Accumulating: per W buffer, the tile of y it adds to.
+    const uint64_t y_row = c.accumulate ? kWBuffers * tn * 4 : 0;
     uint64_t mc = std::min<uint64_t>(
-        c.m, left / (xrow + kAccBuffers * tn * 4 + (p.convert_x ? 0 : norm_row)));
+        c.m, left / (xrow + kAccBuffers * tn * 4 + (p.convert_x ? 0 : norm_row) + y_row));
     if (c.max_m_chunk) mc = std::min<uint64_t>(mc, c.max_m_chunk);
     if (mc == 0) bad(c, "x rows and accumulators do not fit in L1");
     p.m_chunk = static_cast<uint32_t>(mc);
@@ -138,7 +142,8 @@ private:
     void declare();
     void share_columns();
     void layout();
-    void load_w(X i, int buf);
+    void load_w(X i, int buf, uint32_t m0, uint32_t mr);
+    X y_tile_address(X i, uint32_t m0);
     void compute(X i, int buf, int acc, uint32_t m0, uint32_t mr);
     void stage(uint32_t m0, uint32_t mr, uint32_t j);
     void issue_x(uint32_t m0, uint32_t mr);
@@ -163,6 +168,8 @@ private:
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
     T tnw{}, tsq{}, tsc{};
     Q qn{};
+    uint32_t l1_y[kWBuffers] = {};  // accumulating: the tiles of y added to
+    T ty[kWBuffers] = {};
 };
 
 GemmKernel::GemmKernel(const GemmConfig& config)
@@ -229,6 +236,11 @@ void GemmKernel::layout()
     }
     k_reg = emit_const(b, c.k);
     if (p.convert_x) ts[0] = b.t(), ts[1] = b.t(), qs[0] = b.q(), qs[1] = b.q();
+    if (c.accumulate)
+        for (int i = 0; i < kWBuffers; i++) {
+            l1_y[i] = b.l1_alloc(p.m_chunk * tn * 4);
+            ty[i] = b.t();
+        }
     if (c.rms_norm) {
         const uint32_t rows = p.convert_x ? p.stage_rows : p.m_chunk;
         l1_nw = b.l1_alloc(c.k * 4);
@@ -257,8 +269,24 @@ void GemmKernel::norm_rows(T rows_tile, uint32_t nr, bool first)
     emit_rms_norm_rows(b, rows_tile, tsq, tsc, tnw, c.k, c.norm_eps);
 }
 
-// Issues the loads of W tile i (and its bias) into buffer `buf`.
-void GemmKernel::load_w(X i, int buf)
+// Where tile i's block of y starts (rows from m0), in a new register.
+X GemmKernel::y_tile_address(X i, uint32_t m0)
+{
+    X a = b.x();
+    b.mul(a, i, bias_step);  // i·tn·4: tile i's first column of y
+    b.add(a, a, y);
+    if (m0 != 0) {
+        X r = b.x();
+        b.muli(r, y_stride, static_cast<int32_t>(m0));
+        b.add(a, a, r);
+        b.free(r);
+    }
+    return a;
+}
+
+// Issues the loads of W tile i (and its bias, and accumulating, its block of y) into
+// buffer `buf`.
+void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr)
 {
     X rows = emit_block_size(b, i, count, tn_reg);
     emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
@@ -275,6 +303,14 @@ void GemmKernel::load_w(X i, int buf)
         b.tload(tb[buf], a, bias_step, qw[buf]);
     }
     b.free(a);
+    if (c.accumulate) {
+        X mr_reg = emit_const(b, mr);
+        emit_tdesc_at(b, ty[buf], l1_y[buf], mr_reg, rows, JAL_DT_F32);
+        b.free(mr_reg);
+        X ya = y_tile_address(i, m0);
+        b.tload(ty[buf], ya, y_stride, qw[buf]);
+        b.free(ya);
+    }
     b.free(rows);
 }
 
@@ -282,7 +318,7 @@ void GemmKernel::load_w(X i, int buf)
 // stores the result.
 void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
 {
-    b.wait(qw[buf], c.bias ? 2 : 1);
+    b.wait(qw[buf], 1 + (c.bias ? 1 : 0) + (c.accumulate ? 1 : 0));
     X rows = emit_block_size(b, i, count, tn_reg);
     X mr_reg = emit_const(b, mr);
     emit_tdesc_at(b, tacc[acc], l1_acc[acc], mr_reg, rows, JAL_DT_F32);
@@ -291,15 +327,8 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     b.vfill(tacc[acc], 0.0f);
     if (c.bias) b.vadd(tacc[acc], tacc[acc], tb[buf]);
     b.mma(tacc[acc], tx, tw[buf]);
-    X a = b.x();
-    b.mul(a, i, bias_step);  // i·tn·4: tile i's first column of y
-    b.add(a, a, y);
-    if (m0 != 0) {
-        X r = b.x();
-        b.muli(r, y_stride, static_cast<int32_t>(m0));
-        b.add(a, a, r);
-        b.free(r);
-    }
+    if (c.accumulate) b.vadd(tacc[acc], ty[buf], tacc[acc]);  // y + (x·Wᵀ + bias)
+    X a = y_tile_address(i, m0);
     emit_counted_store(b, tacc[acc], a, y_stride, qst, stores);
     b.free(a);
     b.free(mr_reg);
@@ -383,7 +412,7 @@ CodeObject GemmKernel::build()
         // three accumulators (so clearing one never waits for the store still reading it).
         // Unrolled by 6 so every register is fixed per copy.
         emit_multi_buffered(
-            b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers); },
+            b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers, m0, mr); },
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
             [&] { finish_x(m0, mr); });
     }

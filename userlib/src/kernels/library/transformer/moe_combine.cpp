@@ -17,8 +17,8 @@ uint32_t MoeCombineConfig::rows_per_block() const
 
 CodeObject build_moe_combine(const MoeCombineConfig& cfg)
 {
-    const std::string name =
-        "moe_combine_c" + std::to_string(cfg.cols) + "_k" + std::to_string(cfg.k);
+    const std::string name = "moe_combine_c" + std::to_string(cfg.cols) + "_k" +
+                             std::to_string(cfg.k) + (cfg.residual ? "_res" : "");
     require(cfg.cols > 0 && cfg.k > 0, name, "cols and k must be positive");
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
@@ -75,6 +75,10 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
             } else {
                 b.vmul(to, to, twj);
             }
+        }
+        if (cfg.residual) {  // te is free again: the rows of out it adds to
+            load_rows(b, te, addr, row0, out, out_stride, q);
+            b.vadd(to, te, to);
         }
         store_rows(b, to, addr, row0, out, out_stride, q);
         b.free(l1);
