@@ -138,12 +138,13 @@ struct Vec {  // F32 (or any bytes) read whole by every slice
 
 struct Layer {
     // q, k and v are one GEMM (their rows concatenated): one dispatch instead of three.
-    Vec attn_norm, post_norm, bqkv, bo, sinks, br, b_gate, b_up, b_down;
-    Matrix wqkv, wo, router, gate, up, down;
+    // Likewise each expert's gate and up rows are one expert's 2·n_ff rows (gate then up).
+    Vec attn_norm, post_norm, bqkv, bo, sinks, br, b_gate_up, b_down;
+    Matrix wqkv, wo, router, gate_up, down;
 };
 
 struct Activations {
-    Place x, q, attn, rlog, ids, wts, up, gate, act, eo, logits, tokens, pos;
+    Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -194,7 +195,7 @@ public:
         for (uint32_t il = 0; il < c_.n_layer; il++) {
             const Layer& L = layers_[il];
             total += double(bytes(L.wqkv) + bytes(L.wo) + bytes(L.router));
-            total += (double(bytes(L.gate) + bytes(L.up) + bytes(L.down)) / E) * distinct;
+            total += (double(bytes(L.gate_up) + bytes(L.down)) / E) * distinct;
             const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
             const uint32_t visible = window ? std::min(window, context) : context;
             total += double(users) * 2.0 * visible * kvdim_ * 4;
@@ -235,6 +236,10 @@ private:
     void plan_embedding();
     void plan_layer(Layer& L, uint32_t il);
     void plan_qkv(Layer& L, uint32_t il);
+    void plan_gate_up(Layer& L, uint32_t il);
+    // Tensors stacked by expert (E equal parts each), merged expert by expert: expert e's
+    // part of the first, then of the second, ... (nullptr without a file).
+    const std::byte* interleave_experts(std::initializer_list<std::string> names, uint64_t bytes);
     void plan_rope_tables();
     KvCaches plan_kv_caches();
     void plan_activations();
@@ -247,7 +252,7 @@ private:
     void for_each_matrix(F f)
     {
         for (Layer& L : layers_)
-            for (Matrix* m : {&L.wqkv, &L.wo, &L.router, &L.gate, &L.up, &L.down}) f(*m);
+            for (Matrix* m : {&L.wqkv, &L.wo, &L.router, &L.gate_up, &L.down}) f(*m);
         f(output_);
     }
     uint32_t kv_slice(uint32_t slot, uint32_t g) const;
@@ -415,18 +420,38 @@ void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
     vec(L.bo, n("attn_output.bias"), E4);
     vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
     vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
-    vec(L.b_gate, n("ffn_gate_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
-    vec(L.b_up, n("ffn_up_exps.bias"), uint64_t{c_.n_expert} * c_.n_ff_exp * 4);
+    const uint64_t gate_up_bias = uint64_t{c_.n_expert} * c_.n_ff_exp * 2 * 4;
+    plan_vec(L.b_gate_up,
+             interleave_experts({n("ffn_gate_exps.bias"), n("ffn_up_exps.bias")}, gate_up_bias),
+             gate_up_bias);
     vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
     plan_qkv(L, il);
     L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, kDenseDtype);
     L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, kDenseDtype);
-    L.gate = matrix(n("ffn_gate_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert,
-                    JAL_DT_MXFP4);
-    L.up =
-        matrix(n("ffn_up_exps.weight").c_str(), c_.n_ff_exp, c_.n_embd, c_.n_expert, JAL_DT_MXFP4);
+    plan_gate_up(L, il);
     L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert,
                     JAL_DT_MXFP4);
+}
+
+// Each expert's gate and up rows as one expert of 2·n_ff rows (one expert GEMM gives both
+// halves of the SwiGLU's input); they must share a type.
+void RuntimeImpl::plan_gate_up(Layer& L, uint32_t il)
+{
+    const std::string names[2] = {fmt::format("blk.{}.ffn_gate_exps.weight", il),
+                                  fmt::format("blk.{}.ffn_up_exps.weight", il)};
+    jal_dtype dt = JAL_DT_MXFP4;
+    if (file_) {
+        dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+        if (dtype_of(file_->tensor(names[1]).type, names[1]) != dt)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("model runtime: '{}' and '{}' differ in type; the runtime "
+                                    "fuses them",
+                                    names[0], names[1]));
+    }
+    const uint32_t rows = 2 * c_.n_ff_exp;
+    const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows * c_.n_expert;
+    plan_matrix(L.gate_up, interleave_experts({names[0], names[1]}, bytes), bytes, rows, c_.n_embd,
+                c_.n_expert, dt);
 }
 
 // q, k and v fused into one matrix (one GEMM); they must share a type.
@@ -511,11 +536,11 @@ void RuntimeImpl::plan_expert_rows()
         for (uint32_t s = 0; s < S_; s++) {
             uint64_t extra = 0;
             for (const Layer& L : layers_)
-                for (const Matrix* m : {&L.gate, &L.up, &L.down}) extra += shard_bytes(*m, s);
+                for (const Matrix* m : {&L.gate_up, &L.down}) extra += shard_bytes(*m, s);
             if (placement_.slice_load(s) + extra > kSliceBytes / 10 * 9) return;
         }
     for (Layer& L : layers_)
-        for (Matrix* m : {&L.gate, &L.up, &L.down}) {
+        for (Matrix* m : {&L.gate_up, &L.down}) {
             for (uint32_t s = 0; s < S_; s++) {
                 const uint64_t bytes = shard_bytes(*m, s);
                 m->row_shards.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
@@ -536,8 +561,7 @@ void RuntimeImpl::plan_activations()
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
-    a_.up = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
-    a_.gate = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
+    a_.gate_up = placement_.reserve(I, T * K * c_.n_ff_exp * 2 * 4);  // rows of gate | up
     // The down projection gathers only its experts' rows of the SwiGLU output, so it is
     // interleaved: replicated, every write would go to every slice's copy.
     a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
@@ -657,6 +681,32 @@ const std::byte* RuntimeImpl::concat(std::initializer_list<std::string> names, u
         const GgufTensor& t = file_->tensor(nm);
         out.insert(out.end(), t.data.begin(), t.data.end());
     }
+    if (out.size() != bytes)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
+                                "expected {}",
+                                *names.begin(), out.size(), bytes));
+    owned_.push_back(std::move(out));
+    return owned_.back().data();
+}
+
+const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::string> names,
+                                                 uint64_t bytes)
+{
+    if (!file_) return nullptr;
+    const uint32_t E = c_.n_expert;
+    std::vector<std::byte> out;
+    out.reserve(bytes);
+    for (uint32_t e = 0; e < E; e++)
+        for (const std::string& nm : names) {
+            const GgufTensor& t = file_->tensor(nm);
+            const size_t part = t.data.size() / E;
+            if (part * E != t.data.size())
+                throw Error(
+                    JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: '{}' does not split into {} experts", nm, E));
+            out.insert(out.end(), t.data.begin() + e * part, t.data.begin() + (e + 1) * part);
+        }
     if (out.size() != bytes)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
@@ -1085,10 +1135,10 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");
-    expert_gemm(Ly.gate, T, false, x, E4, Ly.b_gate, va(a_.gate), F4, "ffn_gate_exps",
+    const uint64_t gu = va(a_.gate_up);
+    expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                 &Ly.post_norm);
-    expert_gemm(Ly.up, T, false, x, E4, Ly.b_up, va(a_.up), F4, "ffn_up_exps", &Ly.post_norm);
-    add(*g.swiglu, rows_mask(T * K), {va(a_.gate), F4, va(a_.up), F4, va(a_.act), F4, T * K},
+    add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
         "swiglu");
     expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
     // x += Σ w·e: the residual add in the combine's epilogue.
