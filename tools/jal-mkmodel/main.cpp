@@ -1,6 +1,7 @@
 // jal-mkmodel: writes a synthetic GPT-OSS-architecture GGUF model from a seed and a shape
 // (a preset, then any shape options on top), loadable by llama.cpp and jal-run.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <unistd.h>
@@ -49,10 +50,37 @@ nlohmann::json summary_json(const std::string& path, const jal::model::Synthetic
           {"vocab", c.n_vocab},
           {"context", c.n_ctx_train},
           {"sliding_window", c.sliding_window}}},
+        {"dense_type", jal::model::tensor_type_name(o.dense_type)},
         {"bytes", s.file_bytes},
         {"parameters", s.parameters},
         {"tensors", s.tensors},
     };
+}
+
+// Progress only when it is worth watching: big models on a terminal.
+struct Progress {
+    bool show = false;
+    int last_pct = -1;
+    void operator()(uint64_t done, uint64_t total)
+    {
+        const int pct = total ? static_cast<int>(done * 100 / total) : 100;
+        if (show && total > (64u << 20) && pct != last_pct) {
+            std::fprintf(stderr, "\rjal-mkmodel: %3d%% of %.1f MiB", pct, total / 1048576.0);
+            last_pct = pct;
+        }
+    }
+};
+
+std::string summary_text(const std::string& path, const jal::model::SyntheticGptOssOptions& o,
+                         const jal::model::SyntheticModelSummary& s)
+{
+    const auto& c = s.config;
+    return fmt::format(
+        "{}: gpt-oss {} seed {}: {} layers, hidden {}, {}/{} heads x {}, {} experts ({} per "
+        "token) x {}, vocab {}, window {}, dense {}; {} tensors, {} parameters, {} bytes\n",
+        path, o.preset, o.seed, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_expert,
+        c.n_expert_used, c.n_ff_exp, c.n_vocab, c.sliding_window,
+        jal::model::tensor_type_name(o.dense_type), s.tensors, s.parameters, s.file_bytes);
 }
 
 }  // namespace
@@ -61,9 +89,9 @@ int main(int argc, char** argv)
 {
     CLI::App app{
         "jal-mkmodel: write a synthetic GPT-OSS-architecture GGUF model (random weights from a "
-        "seed, MXFP4 experts, F32 elsewhere, no tokenizer: token ids only). Shape options override "
-        "the preset (default tiny)."};
-    std::string out_path, preset = "tiny";
+        "seed, MXFP4 experts, dense matrices F32 (or --dense-type), norms and biases F32, no "
+        "tokenizer: token ids only). Shape options override the preset (default tiny)."};
+    std::string out_path, preset = "tiny", dense_type = "f32";
     jal::model::SyntheticGptOssOptions o;
     std::optional<uint32_t> layers, hidden, heads, kv_heads, head_dim, experts, per_token,
         expert_ffn, vocab, context, window;
@@ -82,6 +110,10 @@ int main(int argc, char** argv)
     app.add_option("--vocab", vocab, "vocabulary size");
     app.add_option("--context", context, "context_length (default 131072, as GPT-OSS)");
     app.add_option("--sliding-window", window, "window of the sliding-window (even) layers");
+    app.add_option("--dense-type", dense_type,
+                   "type of the dense matrices (token_embd, output, attn_q/k/v, attn_output, "
+                   "ffn_gate_inp): f32, f16, bf16 or q8_0, rounded as ggml does")
+        ->capture_default_str();
     app.add_flag("--json", json, "print a JSON summary on stdout");
     app.add_flag("-q,--quiet", quiet, "no progress on stderr");
     CLI11_PARSE(app, argc, argv);
@@ -91,9 +123,16 @@ int main(int argc, char** argv)
         std::cerr << "jal-mkmodel: unknown preset '" << preset << "'\n" << preset_help() << '\n';
         return 2;
     }
+    const auto dense = jal::model::synthetic_dense_type(dense_type);
+    if (!dense) {
+        std::cerr << "jal-mkmodel: --dense-type " << dense_type
+                  << ": expected f32, f16, bf16 or q8_0\n";
+        return 2;
+    }
     const uint64_t seed = o.seed;
     o = *base;
     o.seed = seed;
+    o.dense_type = *dense;
     auto set = [](uint32_t& field, const std::optional<uint32_t>& v) {
         if (v) field = *v;
     };
@@ -110,29 +149,13 @@ int main(int argc, char** argv)
     set(o.sliding_window, window);
 
     try {
-        // Progress only when it is worth watching: big models on a terminal.
-        const bool show = !quiet && isatty(STDERR_FILENO);
-        int last_pct = -1;
-        auto progress = [&](uint64_t done, uint64_t total) {
-            const int pct = total ? static_cast<int>(done * 100 / total) : 100;
-            if (show && total > (64u << 20) && pct != last_pct) {
-                std::fprintf(stderr, "\rjal-mkmodel: %3d%% of %.1f MiB", pct, total / 1048576.0);
-                last_pct = pct;
-            }
-        };
-        const auto s = jal::model::write_synthetic_gpt_oss(out_path, o, progress);
-        if (last_pct >= 0) std::fputc('\n', stderr);
-        if (json) {
+        Progress progress{!quiet && isatty(STDERR_FILENO)};
+        const auto s = jal::model::write_synthetic_gpt_oss(out_path, o, std::ref(progress));
+        if (progress.last_pct >= 0) std::fputc('\n', stderr);
+        if (json)
             std::cout << summary_json(out_path, o, s).dump(2) << '\n';
-        } else {
-            const auto& c = s.config;
-            std::cout << fmt::format(
-                "{}: gpt-oss {} seed {}: {} layers, hidden {}, {}/{} heads x {}, {} experts "
-                "({} per token) x {}, vocab {}, window {}; {} tensors, {} parameters, {} bytes\n",
-                out_path, o.preset, o.seed, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim,
-                c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_vocab, c.sliding_window, s.tensors,
-                s.parameters, s.file_bytes);
-        }
+        else
+            std::cout << summary_text(out_path, o, s);
         return 0;
     } catch (const jal::Error& e) {
         std::cerr << "jal-mkmodel: " << e.what() << '\n';

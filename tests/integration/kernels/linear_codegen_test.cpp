@@ -54,7 +54,8 @@ TEST(LinearCodegen, SliceRangeCoversEveryRowOnce)
 
 TEST(LinearCodegen, GemmEveryFormatAndNumerics)
 {
-    for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F32})
+    for (jal_dtype w :
+         {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F16, JAL_DT_Q8_0, JAL_DT_F32})
         for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
             for (uint32_t m : {1u, 4u, 130u, 512u}) {
                 jl::GemmConfig c{
@@ -83,11 +84,28 @@ TEST(LinearCodegen, GemmPlansFitAndPrequantizedXLoadsDirectly)
     EXPECT_EQ(jl::activation_dtype(JAL_DT_MXFP4, jl::Numerics::ggml), JAL_DT_Q8_0);
 }
 
+// llama.cpp's vec_dot_type for F16 and Q8_0 weights in ggml numerics; the matrix engine
+// multiplies Q8_0 only by Q8_0, so Q8_0 weights take Q8_0 activations in every mode.
+TEST(LinearCodegen, ActivationFormatsOfF16AndQ8_0Weights)
+{
+    EXPECT_EQ(jl::activation_dtype(JAL_DT_F16, jl::Numerics::native), JAL_DT_F32);
+    EXPECT_EQ(jl::activation_dtype(JAL_DT_F16, jl::Numerics::ggml), JAL_DT_F16);
+    EXPECT_EQ(jl::activation_dtype(JAL_DT_F16, jl::Numerics::fast), JAL_DT_F16);
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+        EXPECT_EQ(jl::activation_dtype(JAL_DT_Q8_0, n), JAL_DT_Q8_0);
+    jl::GemmConfig c{.m = 1, .n = 8, .k = 64, .weight = JAL_DT_Q8_0, .x_dtype = JAL_DT_Q8_0};
+    EXPECT_FALSE(jl::plan_gemm(c).convert_x);  // already quantized (quantize.hpp): as is
+}
+
 TEST(LinearCodegen, GemmRejectsWhatCannotWork)
 {
     EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 40, .weight = JAL_DT_MXFP4}),
                  jal::Error);  // K % 32
-    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_Q8_0}), jal::Error);
+    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 40, .weight = JAL_DT_Q8_0}),
+                 jal::Error);  // K % 32
+    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_MXFP8_E5M2}),
+                 jal::Error);
+    EXPECT_THROW(jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_I32}), jal::Error);
     EXPECT_THROW(jl::build_gemm({.m = 0, .n = 8, .k = 64}), jal::Error);
     EXPECT_THROW(
         jl::build_gemm({.m = 1, .n = 8, .k = 64, .weight = JAL_DT_MXFP4, .x_dtype = JAL_DT_BF16}),
@@ -99,7 +117,7 @@ TEST(LinearCodegen, QuantizeEmbeddingArgmaxAllReduce)
     for (jal_dtype dt : {JAL_DT_Q8_0, JAL_DT_MXFP8_E4M3, JAL_DT_MXFP4, JAL_DT_BF16})
         EXPECT_EQ(valid_args(jl::build_quantize({.m = 512, .k = 2880, .out = dt})),
                   (std::vector<std::string>{"x", "x_stride", "out", "out_stride"}));
-    for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_MXFP4, JAL_DT_Q8_0})
+    for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16, JAL_DT_MXFP4, JAL_DT_Q8_0})
         EXPECT_EQ(valid_args(jl::build_embedding(
                       {.tokens = 512, .vocab = 201088, .dim = 2880, .table = dt})),
                   (std::vector<std::string>{"ids", "table", "table_stride", "out", "out_stride"}));
@@ -113,19 +131,23 @@ TEST(LinearCodegen, QuantizeEmbeddingArgmaxAllReduce)
 
 TEST(LinearCodegen, ExpertGemmUpAndDown)
 {
-    for (uint32_t tokens : {1u, 512u})
-        for (bool down : {false, true})
-            for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
-                jl::ExpertGemmConfig c{.tokens = tokens,
-                                       .k = 4,
-                                       .experts = 32,
-                                       .n = down ? 2880u : 5760u,
-                                       .kdim = 2880,
-                                       .numerics = n,
-                                       .input_per_pair = down};
-                SCOPED_TRACE(jl::expert_gemm_name(c));
-                EXPECT_EQ(valid_args(jl::build_expert_gemm(c)),
-                          (std::vector<std::string>{"x", "x_stride", "ids", "w_shards", "w_stride",
-                                                    "expert_stride", "bias", "y", "y_stride"}));
-            }
+    for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_F16, JAL_DT_Q8_0})
+        for (uint32_t tokens : {1u, 512u})
+            for (bool down : {false, true})
+                for (jl::Numerics n :
+                     {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
+                    jl::ExpertGemmConfig c{.tokens = tokens,
+                                           .k = 4,
+                                           .experts = 32,
+                                           .n = down ? 2880u : 5760u,
+                                           .kdim = 2880,
+                                           .weight = w,
+                                           .numerics = n,
+                                           .input_per_pair = down};
+                    SCOPED_TRACE(jl::expert_gemm_name(c));
+                    EXPECT_EQ(
+                        valid_args(jl::build_expert_gemm(c)),
+                        (std::vector<std::string>{"x", "x_stride", "ids", "w_shards", "w_stride",
+                                                  "expert_stride", "bias", "y", "y_stride"}));
+                }
 }

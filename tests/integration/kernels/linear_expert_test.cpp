@@ -126,6 +126,20 @@ TEST_F(LinearExpertTest, UpProjectionEveryNumerics)
               10u + static_cast<unsigned>(n));
 }
 
+TEST_F(LinearExpertTest, F16AndQ8_0WeightsEveryNumerics)
+{
+    for (jal_dtype w : {JAL_DT_F16, JAL_DT_Q8_0})
+        for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+            check({.tokens = 5,
+                   .k = 2,
+                   .experts = 6,
+                   .n = 40,
+                   .kdim = 64,
+                   .weight = w,
+                   .numerics = n},
+                  4, 30u + w * 3u + static_cast<unsigned>(n));
+}
+
 TEST_F(LinearExpertTest, DownProjectionOneSliceAndMany)
 {
     jl::ExpertGemmConfig c{.tokens = 3,

@@ -102,7 +102,8 @@ protected:
 
 TEST_F(LinearGemmTest, GemvEveryFormatAndNumericsOnFiveSlices)
 {
-    for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F32})
+    for (jal_dtype w :
+         {JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_BF16, JAL_DT_F16, JAL_DT_Q8_0, JAL_DT_F32})
         for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
             GemmCase gc{.config = {.m = 1,
                                    .n = 77,
@@ -130,17 +131,18 @@ TEST_F(LinearGemmTest, GemmChunksOfXAndManyTiles)
 {
     // 37 rows in chunks of 16, W in tiles of 8 rows: every loop runs past one iteration
     // and ends on a partial tile.
-    for (jl::Numerics n : {jl::Numerics::fast, jl::Numerics::ggml, jl::Numerics::native})
-        check({.config = {.m = 37,
-                          .n = 50,
-                          .k = 64,
-                          .weight = JAL_DT_MXFP4,
-                          .numerics = n,
-                          .bias = true,
-                          .tile_n = 8,
-                          .max_m_chunk = 16},
-               .slices = 3,
-               .seed = 20u + static_cast<unsigned>(n)});
+    for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_BF16, JAL_DT_F16, JAL_DT_Q8_0})
+        for (jl::Numerics n : {jl::Numerics::fast, jl::Numerics::ggml, jl::Numerics::native})
+            check({.config = {.m = 37,
+                              .n = 50,
+                              .k = 64,
+                              .weight = w,
+                              .numerics = n,
+                              .bias = true,
+                              .tile_n = 8,
+                              .max_m_chunk = 16},
+                   .slices = 3,
+                   .seed = 20u + w * 3u + static_cast<unsigned>(n)});
 }
 
 TEST_F(LinearGemmTest, MoreSlicesThanRows)

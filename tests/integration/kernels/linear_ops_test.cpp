@@ -62,7 +62,8 @@ TEST_F(LinearOpsTest, EmbeddingEveryTableFormat)
     const uint32_t vocab = 50, dim = 64, tokens = 7;
     std::vector<int32_t> ids{3, 49, 0, 3, 17, 22, 48};
     uint64_t ids_va = upload(ids);
-    for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_Q8_0}) {
+    for (jal_dtype dt :
+         {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16, JAL_DT_MXFP4, JAL_DT_MXFP8_E4M3, JAL_DT_Q8_0}) {
         SCOPED_TRACE(dt);
         HostMatrix table =
             jal::test::quantized(jal::test::random_floats(vocab * dim, 10u + dt), vocab, dim, dt);

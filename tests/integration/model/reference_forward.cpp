@@ -38,6 +38,19 @@ void round_q8_0(std::vector<double>& x)
     }
 }
 
+// llama.cpp's F32 -> F16 conversion of activations (round to nearest even).
+void round_f16(std::vector<double>& x)
+{
+    for (double& v : x) v = static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
+}
+
+double f16_at(const std::byte* p)
+{
+    _Float16 h;
+    std::memcpy(&h, p, 2);
+    return static_cast<double>(h);
+}
+
 }  // namespace
 
 ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics)
@@ -89,12 +102,20 @@ ReferenceModel::Matrix ReferenceModel::load(const std::string& name) const
     m.rows = static_cast<uint32_t>(t.ne[1]);
     m.experts = t.n_dims == 3 ? static_cast<uint32_t>(t.ne[2]) : 0;
     m.w.resize(t.n_elements);
+    m.type = t.type;
     if (t.type == TensorType::F32) {
         for (size_t i = 0; i < m.w.size(); i++) m.w[i] = f32_at(t.data.data() + 4 * i);
+    } else if (t.type == TensorType::F16) {
+        for (size_t i = 0; i < m.w.size(); i++) m.w[i] = f16_at(t.data.data() + 2 * i);
+    } else if (t.type == TensorType::Q8_0) {
+        // ggml's block_q8_0: {F16 scale d, 32 int8 q}; value = q × d.
+        const std::byte* p = t.data.data();
+        for (size_t b = 0; b < m.w.size() / 32; b++, p += 34)
+            for (int j = 0; j < 32; j++)
+                m.w[b * 32 + j] = static_cast<int8_t>(p[2 + j]) * f16_at(p);
     } else if (t.type == TensorType::MXFP4) {
         // ggml's block_mxfp4: {e8m0 scale, 16 bytes}; element j in the low nibble of qs[j],
         // element j + 16 in the high nibble; value = E2M1 × 2^(e − 127).
-        m.mxfp4 = true;
         const auto* p = reinterpret_cast<const uint8_t*>(t.data.data());
         for (size_t b = 0; b < m.w.size() / 32; b++, p += 17) {
             const double scale = std::ldexp(1.0, int(p[0]) - 127);
@@ -105,7 +126,7 @@ ReferenceModel::Matrix ReferenceModel::load(const std::string& name) const
             }
         }
     } else {
-        throw std::runtime_error(name + ": the reference reads F32 and MXFP4 only");
+        throw std::runtime_error(name + ": the reference reads F32, F16, Q8_0 and MXFP4 only");
     }
     return m;
 }
@@ -114,7 +135,8 @@ std::vector<double> ReferenceModel::matvec(const Matrix& m, const std::vector<do
                                            uint32_t expert) const
 {
     std::vector<double> x = x_in;
-    if (ggml_ && m.mxfp4) round_q8_0(x);
+    if (m.type == TensorType::Q8_0 || (ggml_ && m.type == TensorType::MXFP4)) round_q8_0(x);
+    if (ggml_ && m.type == TensorType::F16) round_f16(x);
     std::vector<double> y(m.rows);
     const double* w = m.w.data() + size_t{expert} * m.rows * m.cols;
     for (uint32_t r = 0; r < m.rows; r++) {

@@ -2,8 +2,10 @@
 // architecture (llama.cpp's models/openai-moe.cpp and ggml's operators) and independent of
 // the kernel library: the oracle the model runtime's logits are checked against.
 //
-// Numerics::ggml also reproduces llama.cpp's one rounding that matters here: activations
-// are rounded to Q8_0 blocks (F16 scale, int8 values) before every MXFP4 dot product.
+// Numerics::ggml also reproduces llama.cpp's rounding of activations to the weight's
+// vec_dot_type: Q8_0 blocks (F16 scale, int8 values) before every MXFP4 dot product, F16
+// before F16 weights. Activations meet Q8_0 weights rounded to Q8_0 in both modes (llama.cpp
+// does; so does the chip, whose matrix engine multiplies Q8_0 only by Q8_0).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,7 @@ public:
 private:
     struct Matrix {  // rows × cols (per expert when experts > 0), dequantized
         uint32_t rows = 0, cols = 0, experts = 0;
-        bool mxfp4 = false;
+        jal::model::TensorType type = jal::model::TensorType::F32;
         std::vector<double> w;
     };
     Matrix load(const std::string& name) const;

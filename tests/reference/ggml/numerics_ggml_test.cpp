@@ -1,8 +1,10 @@
 // The numerics of the tile ISA bit for bit against ggml (the independent reference,
 // docs/numerics.md "Agreement with ggml"): MXFP4 and Q8_0 rows in both directions, the
-// ggml MXFP4 rounding (JAL_CVT_GGML), F16 conversions, and the MXFP4 x Q8_0 dot product
-// through ggml_get_type_traits_cpu(GGML_TYPE_MXFP4)->vec_dot of the baseline x86-64 CPU
-// library, whose loop is the scalar one (d = e8m0_half * f16, sum += d * isum).
+// ggml MXFP4 rounding (JAL_CVT_GGML), F16 conversions, and the MXFP4 x Q8_0 and Q8_0 x Q8_0
+// dot products through ggml_get_type_traits_cpu(type)->vec_dot of the baseline x86-64 CPU
+// library, whose loops are the scalar ones (d = d_w * d_x, sum += d * isum). The F16 x F16
+// dot product (F16 weights in llama.cpp's numerics) is compared within its rounding bound:
+// ggml adds the (exact) products in another order and precision.
 #include <jal/isa/tile_math.hpp>
 
 #include <ggml-cpu.h>
@@ -34,8 +36,9 @@ struct Ggml {
     QuantizeFn quantize_mxfp4 = nullptr, quantize_q8_0 = nullptr;
     Fp16ToFp32Fn fp16_to_fp32 = nullptr;
     Fp32ToFp16Fn fp32_to_fp16 = nullptr;
-    ggml_vec_dot_t vec_dot_mxfp4_q8_0 = nullptr;
-    ggml_type vec_dot_type = GGML_TYPE_COUNT;
+    ggml_vec_dot_t vec_dot_mxfp4_q8_0 = nullptr, vec_dot_q8_0 = nullptr, vec_dot_f16 = nullptr;
+    ggml_type vec_dot_type = GGML_TYPE_COUNT, vec_dot_type_q8_0 = GGML_TYPE_COUNT,
+              vec_dot_type_f16 = GGML_TYPE_COUNT;
     std::string error;
 
     template <typename T>
@@ -72,6 +75,10 @@ struct Ggml {
             const ggml_type_traits_cpu* t = traits(GGML_TYPE_MXFP4);
             vec_dot_mxfp4_q8_0 = t->vec_dot;
             vec_dot_type = t->vec_dot_type;
+            vec_dot_q8_0 = traits(GGML_TYPE_Q8_0)->vec_dot;
+            vec_dot_type_q8_0 = traits(GGML_TYPE_Q8_0)->vec_dot_type;
+            vec_dot_f16 = traits(GGML_TYPE_F16)->vec_dot;
+            vec_dot_type_f16 = traits(GGML_TYPE_F16)->vec_dot_type;
         }
     }
     bool ok() const { return error.empty(); }
@@ -334,6 +341,123 @@ TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot)
                     ASSERT_TRUE(same_float(want, acc[m * N + n]))
                         << "seed " << seed << " (" << m << "," << n << ") isa " << int(isa)
                         << ": ggml " << want << " ours " << acc[m * N + n];
+                }
+        }
+        force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    }
+}
+
+// mma with a and b Q8_0 (acc starting at 0) against ggml's vec_dot for Q8_0 weights (b is
+// the weight, ggml's x; a the activation rounded to Q8_0, ggml's y) for every (m, n).
+TEST(NumericsGgml, Q8_0DotProductEqualsVecDot)
+{
+    REQUIRE_GGML();
+    ASSERT_NE(nullptr, ggml().vec_dot_q8_0);
+    ASSERT_EQ(GGML_TYPE_Q8_0, ggml().vec_dot_type_q8_0);
+    const uint32_t M = 5, N = 23, K = 2880;
+    const size_t row = row_bytes(JAL_DT_Q8_0, K);
+    const auto rows = input_rows(K);
+    for (uint32_t seed = 1; seed <= 12; seed++) {
+        std::mt19937 rng(seed);
+        std::vector<uint8_t> a(M * row), b(N * row);
+        for (uint32_t m = 0; m < M; m++)
+            ggml().quantize_q8_0(rows[(seed * 7 + m * 13) % rows.size()].data(), a.data() + m * row,
+                                 int64_t(K));
+        if (seed % 2) {  // weights as llama.cpp quantizes them
+            for (uint32_t n = 0; n < N; n++)
+                ggml().quantize_q8_0(rows[(seed * 5 + n * 11) % rows.size()].data(),
+                                     b.data() + n * row, int64_t(K));
+        } else {  // any int8 (-128 included) with F16 scales of 2^-14 .. 2^1
+            for (auto& v : b) v = uint8_t(rng());
+            for (size_t blk = 0; blk < b.size() / 34; blk++) {
+                const uint16_t d = uint16_t((1 + rng() % 16) << 10 | (rng() & 0x3ff));
+                std::memcpy(b.data() + 34 * blk, &d, 2);
+            }
+        }
+        for (Isa isa : {Isa::scalar, Isa::avx2}) {
+            force_isa(isa);
+            std::vector<float> acc(M * N, 0.0f);
+            ConstTile ta{a.data(), M, K, uint32_t(row), JAL_DT_Q8_0};
+            ConstTile tb{b.data(), N, K, uint32_t(row), JAL_DT_Q8_0};
+            ASSERT_EQ(JAL_STATUS_OK, mma(Tile{acc.data(), M, N, N * 4, JAL_DT_F32}, ta, tb));
+            for (uint32_t m = 0; m < M; m++)
+                for (uint32_t n = 0; n < N; n++) {
+                    float want = 0;
+                    ggml().vec_dot_q8_0(int(K), &want, 0, b.data() + n * row, 0, a.data() + m * row,
+                                        0, 1);
+                    ASSERT_TRUE(same_float(want, acc[m * N + n]))
+                        << "seed " << seed << " (" << m << "," << n << ") isa " << int(isa)
+                        << ": ggml " << want << " ours " << acc[m * N + n];
+                }
+        }
+        force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    }
+}
+
+namespace {
+
+// F16 rows: normal values of several scales, F16 subnormals, and small integers (whose
+// partial sums are all exact, so every order of addition gives the same result).
+std::vector<uint16_t> f16_row(uint32_t kind, uint32_t K, std::mt19937& rng)
+{
+    std::vector<uint16_t> r(K);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::uniform_int_distribution<int> q(-16, 16);
+    for (auto& h : r) {
+        float v = kind == 0   ? d(rng)
+                  : kind == 1 ? d(rng) * 300.0f
+                  : kind == 2 ? d(rng) * 0x1p-18f
+                              : float(q(rng));
+        h = ggml().fp32_to_fp16(v);
+    }
+    return r;
+}
+
+}  // namespace
+
+// mma with a and b F16 against ggml's F16 vec_dot (llama.cpp's F16 weights meet activations
+// rounded to F16). Every product of two F16 values is exact in F32; ggml adds them in its
+// own order and precision, the matrix engine in a chain of K F32 roundings, so the two agree
+// within (K + 2)·2^-24·Σ|a·b|, and exactly on integer rows.
+TEST(NumericsGgml, F16DotProductAgreesWithVecDot)
+{
+    REQUIRE_GGML();
+    ASSERT_NE(nullptr, ggml().vec_dot_f16);
+    ASSERT_EQ(GGML_TYPE_F16, ggml().vec_dot_type_f16);
+    const uint32_t M = 4, N = 19, K = 2880;
+    for (uint32_t kind = 0; kind < 4; kind++) {
+        std::mt19937 rng(100 + kind);
+        std::vector<uint16_t> a, b;
+        for (uint32_t m = 0; m < M; m++) {
+            auto r = f16_row(kind, K, rng);
+            a.insert(a.end(), r.begin(), r.end());
+        }
+        for (uint32_t n = 0; n < N; n++) {
+            auto r = f16_row(kind == 2 ? 0 : kind, K, rng);
+            b.insert(b.end(), r.begin(), r.end());
+        }
+        for (Isa isa : {Isa::scalar, Isa::avx2}) {
+            force_isa(isa);
+            std::vector<float> acc(M * N, 0.0f);
+            ConstTile ta{a.data(), M, K, K * 2, JAL_DT_F16};
+            ConstTile tb{b.data(), N, K, K * 2, JAL_DT_F16};
+            ASSERT_EQ(JAL_STATUS_OK, mma(Tile{acc.data(), M, N, N * 4, JAL_DT_F32}, ta, tb));
+            for (uint32_t m = 0; m < M; m++)
+                for (uint32_t n = 0; n < N; n++) {
+                    float want = 0;
+                    ggml().vec_dot_f16(int(K), &want, 0, b.data() + size_t{n} * K, 0,
+                                       a.data() + size_t{m} * K, 0, 1);
+                    double mag = 0;
+                    for (uint32_t k = 0; k < K; k++)
+                        mag += std::fabs(double(f16_to_f32(a[size_t{m} * K + k])) *
+                                         f16_to_f32(b[size_t{n} * K + k]));
+                    const float got = acc[m * N + n];
+                    if (kind == 3)
+                        ASSERT_EQ(want, got) << "(" << m << "," << n << ") isa " << int(isa);
+                    else
+                        ASSERT_LE(std::fabs(double(want) - got), (K + 2) * 0x1p-24 * mag)
+                            << "kind " << kind << " (" << m << "," << n << ") isa " << int(isa)
+                            << ": ggml " << want << " ours " << got;
                 }
         }
         force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);

@@ -60,6 +60,24 @@ TEST(MkmodelCli, PresetWithOverridesAndJsonSummary)
     std::filesystem::remove(path);
 }
 
+TEST(MkmodelCli, DenseType)
+{
+    const std::string path = temp_model();
+    Output o = mkmodel(path + " --seed 3 --dense-type q8_0 --json");
+    ASSERT_EQ(o.status, 0) << o.text;
+    EXPECT_EQ(nlohmann::json::parse(o.text)["dense_type"], "q8_0");
+    const auto f = jal::model::GgufFile::open(path);
+    EXPECT_EQ(f.tensor("output.weight").type, jal::model::TensorType::Q8_0);
+    EXPECT_EQ(f.tensor("blk.0.attn_q.weight").type, jal::model::TensorType::Q8_0);
+    EXPECT_EQ(f.tensor("blk.0.attn_q.bias").type, jal::model::TensorType::F32);
+    EXPECT_EQ(f.tensor("blk.0.ffn_up_exps.weight").type, jal::model::TensorType::MXFP4);
+    o = mkmodel(path + " --seed 3 --dense-type q4_0");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("--dense-type q4_0: expected f32, f16, bf16 or q8_0"), std::string::npos)
+        << o.text;
+    std::filesystem::remove(path);
+}
+
 TEST(MkmodelCli, RefusesBadShapesAndPresets)
 {
     const std::string path = temp_model();

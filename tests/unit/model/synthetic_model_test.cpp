@@ -1,8 +1,10 @@
 // Synthetic GPT-OSS models: presets, determinism, and that the file reads back as the
-// architecture it claims (MXFP4 experts, F32 elsewhere).
+// architecture it claims (MXFP4 experts, F32 or --dense-type elsewhere).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -58,6 +60,70 @@ TEST(SyntheticModel, RefusesImpossibleShapes)
     o = micro_options();
     o.n_expert_used = 3;
     expect_error([&] { synthetic_config(o); }, JAL_STATUS_INVALID_FIELD, {"--experts-per-token 3"});
+    o = micro_options();
+    o.dense_type = TensorType::Q8_0;
+    o.head_dim = 6;  // attn_output rows of 2 x 6 elements: not whole Q8_0 blocks
+    expect_error([&] { synthetic_config(o); }, JAL_STATUS_INVALID_FIELD,
+                 {"--dense-type", "multiple of 32"});
+    o = micro_options();
+    o.dense_type = TensorType::MXFP4;
+    expect_error([&] { synthetic_config(o); }, JAL_STATUS_INVALID_FIELD,
+                 {"--dense-type mxfp4: expected f32, f16, bf16 or q8_0"});
+    EXPECT_FALSE(synthetic_dense_type("q4_0").has_value());
+}
+
+// --dense-type: the dense matrices in that type, rounded from the same draws as the F32
+// model; everything else (experts, norms, biases, sinks) byte for byte the same.
+TEST(SyntheticModel, DenseTypesRoundTheSameDraws)
+{
+    SyntheticGptOssOptions o = micro_options();
+    o.seed = 5;
+    const std::string base = temp_path("dense_f32");
+    write_synthetic_gpt_oss(base, o);
+    const GgufFile f32 = GgufFile::open(base);
+    for (const char* name : {"f16", "bf16", "q8_0"}) {
+        SCOPED_TRACE(name);
+        o.dense_type = *synthetic_dense_type(name);
+        const std::string path = temp_path(std::string("dense_") + name);
+        write_synthetic_gpt_oss(path, o);
+        const GgufFile f = GgufFile::open(path);
+        read_gpt_oss_config(f);  // the types are ones llama.cpp takes
+        size_t dense = 0;
+        for (const GgufTensor& t : f.tensors()) {
+            const GgufTensor& ref = f32.tensor(t.name);
+            const bool is_dense = t.n_dims == 2 && t.name.ends_with(".weight");
+            if (!is_dense) {
+                EXPECT_EQ(t.type, ref.type) << t.name;
+                EXPECT_TRUE(
+                    std::equal(t.data.begin(), t.data.end(), ref.data.begin(), ref.data.end()))
+                    << t.name;
+                continue;
+            }
+            dense++;
+            EXPECT_EQ(t.type, o.dense_type) << t.name;
+            const jal_dtype dt = o.dense_type == TensorType::F16    ? JAL_DT_F16
+                                 : o.dense_type == TensorType::BF16 ? JAL_DT_BF16
+                                                                    : JAL_DT_Q8_0;
+            std::vector<float> got(t.n_elements), want(t.n_elements);
+            numerics::dequantize_row(dt, t.data.data(), got.data(), got.size());
+            std::memcpy(want.data(), ref.data.data(), want.size() * 4);
+            for (size_t b = 0; b < want.size(); b += 32) {  // error per 32-value block
+                float amax = 0;
+                for (size_t i = b; i < b + 32; i++) amax = std::max(amax, std::fabs(want[i]));
+                for (size_t i = b; i < b + 32; i++) {
+                    // Q8_0: half a step of d = amax/127, plus q·(F16(d) - d)
+                    const double tol = dt == JAL_DT_Q8_0 ? amax / 127.0 * (0.5 + 127 * 0x1p-11)
+                                       : dt == JAL_DT_F16
+                                           ? std::max(std::fabs(want[i]) * 0x1p-11, 0x1p-25)
+                                           : std::fabs(want[i]) * 0x1p-8;
+                    ASSERT_LE(std::fabs(got[i] - want[i]), tol) << t.name << " element " << i;
+                }
+            }
+        }
+        EXPECT_EQ(dense, 2 + 5 * o.n_layer);  // token_embd, output; q, k, v, o, router
+        std::filesystem::remove(path);
+    }
+    std::filesystem::remove(base);
 }
 
 TEST(SyntheticModel, SameSeedSameBytesAndReadsBack)

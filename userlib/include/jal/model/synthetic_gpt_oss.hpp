@@ -28,8 +28,15 @@ struct SyntheticGptOssOptions {
     uint32_t n_vocab = 256;
     uint32_t n_ctx = 131072;  // context_length, as GPT-OSS (YaRN factor 32 over 4096)
     uint32_t sliding_window = 128;
+    // The dense matrices (token_embd, output, attn_q/k/v, attn_output, ffn_gate_inp): F32
+    // (exact everywhere), or F16, BF16 or Q8_0 as llama.cpp's converters write them
+    // (rounded from the same F32 draws; Q8_0 needs --heads x --head-dim a multiple of 32).
+    TensorType dense_type = TensorType::F32;
     std::string preset;  // recorded in general.name
 };
+
+// The dense types the writer takes ("f32", "f16", "bf16", "q8_0"), by name.
+JAL_API std::optional<TensorType> synthetic_dense_type(std::string_view name);
 
 // The named shapes: "tiny", "small", "gqa-window", "medium" (see docs/model.md).
 JAL_API std::vector<std::string> synthetic_preset_names();

@@ -1,5 +1,6 @@
 // Synthetic GPT-OSS models: metadata as llama.cpp's gpt-oss loader reads it, weights drawn
-// from a seeded generator, expert weights quantised to MXFP4 with ggml's rounding.
+// from a seeded generator, expert weights quantised to MXFP4 with ggml's rounding (the dense
+// matrices F32, or F16, BF16 or Q8_0 on request).
 #include <jal/model/synthetic_gpt_oss.hpp>
 
 #include <jal/isa/numerics.hpp>
@@ -77,11 +78,39 @@ Draw draw_for(const TensorSpec& spec, const GptOssConfig& c)
     return {0.0f, inv_sqrt_e};  // ffn_gate_exps, ffn_up_exps
 }
 
-TensorType storage_type(const TensorSpec& spec)
+TensorType storage_type(const TensorSpec& spec, TensorType dense)
 {
-    // MXFP4 for the experts, as the published GPT-OSS checkpoints; F32 for everything else
-    // so that those weights are exact in every implementation.
-    return spec.ne.size() == 3 ? TensorType::MXFP4 : TensorType::F32;
+    // MXFP4 for the experts, as the published GPT-OSS checkpoints; the dense matrices in
+    // `dense` (F32 by default, so that those weights are exact in every implementation);
+    // norms, biases and sinks always F32 (llama.cpp requires it).
+    if (spec.ne.size() == 3) return TensorType::MXFP4;
+    if (spec.ne.size() == 2 && ends_with(spec.name, ".weight")) return dense;
+    return TensorType::F32;
+}
+
+// F32 values to a tensor type's bytes, with ggml's roundings (jal::numerics reproduces
+// them bit for bit: tests/reference/ggml).
+void encode(TensorType type, const std::vector<float>& values, std::vector<std::byte>& bytes)
+{
+    jal_dtype dt = JAL_DT_F32;
+    switch (type) {
+    case TensorType::MXFP4:
+        dt = JAL_DT_MXFP4;
+        break;
+    case TensorType::F16:
+        dt = JAL_DT_F16;
+        break;
+    case TensorType::BF16:
+        dt = JAL_DT_BF16;
+        break;
+    case TensorType::Q8_0:
+        dt = JAL_DT_Q8_0;
+        break;
+    default:
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+        return;
+    }
+    numerics::quantize_row(dt, values.data(), bytes.data(), values.size(), JAL_CVT_GGML);
 }
 
 void require(bool ok, std::string_view option, const std::string& why)
@@ -91,6 +120,15 @@ void require(bool ok, std::string_view option, const std::string& why)
 }
 
 }  // namespace
+
+std::optional<TensorType> synthetic_dense_type(std::string_view name)
+{
+    if (name == "f32") return TensorType::F32;
+    if (name == "f16") return TensorType::F16;
+    if (name == "bf16") return TensorType::BF16;
+    if (name == "q8_0") return TensorType::Q8_0;
+    return std::nullopt;
+}
 
 std::vector<std::string> synthetic_preset_names()
 {
@@ -148,6 +186,14 @@ GptOssConfig synthetic_config(const SyntheticGptOssOptions& o)
     require(o.n_vocab >= 2, "vocab", fmt::format("{}: expected at least 2", o.n_vocab));
     require(o.n_ctx >= 1, "context", "0: expected at least 1");
     require(o.sliding_window >= 1, "sliding-window", "0: expected at least 1");
+    const TensorType dt = o.dense_type;
+    require(dt == TensorType::F32 || dt == TensorType::F16 || dt == TensorType::BF16 ||
+                dt == TensorType::Q8_0,
+            "dense-type", fmt::format("{}: expected f32, f16, bf16 or q8_0", tensor_type_name(dt)));
+    require(dt != TensorType::Q8_0 || (o.n_head * o.head_dim) % 32 == 0, "dense-type",
+            fmt::format("q8_0 needs --heads x --head-dim ({}) a multiple of 32 (attn_output's rows "
+                        "are Q8_0 blocks)",
+                        o.n_head * o.head_dim));
 
     GptOssConfig c;
     c.n_layer = o.n_layer;
@@ -210,15 +256,16 @@ void write_metadata(GgufWriter& w, const GptOssConfig& c, const SyntheticGptOssO
 // Draws and writes every tensor's data (after GgufWriter::begin), reporting progress
 // against `total` bytes.
 void write_tensor_data(GgufWriter& w, const std::vector<TensorSpec>& specs, const GptOssConfig& c,
-                       uint64_t seed, uint64_t total, const SyntheticProgress& progress)
+                       const SyntheticGptOssOptions& o, uint64_t total,
+                       const SyntheticProgress& progress)
 {
     uint64_t done = 0;
     std::vector<float> values;
     std::vector<std::byte> bytes;
     for (const TensorSpec& s : specs) {
-        Rng rng{tensor_seed(seed, s.name)};
+        Rng rng{tensor_seed(o.seed, s.name)};
         const Draw d = draw_for(s, c);
-        const TensorType type = storage_type(s);
+        const TensorType type = storage_type(s, o.dense_type);
         // One matrix (one expert) at a time keeps memory small for large shapes.
         const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
         const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
@@ -226,11 +273,7 @@ void write_tensor_data(GgufWriter& w, const std::vector<TensorSpec>& specs, cons
         bytes.resize(tensor_bytes(type, part));
         for (uint64_t p = 0; p < parts; ++p) {
             for (float& v : values) v = d.mean + d.std * rng.normal();
-            if (type == TensorType::MXFP4)
-                numerics::quantize_row(JAL_DT_MXFP4, values.data(), bytes.data(), part,
-                                       JAL_CVT_GGML);
-            else
-                std::memcpy(bytes.data(), values.data(), bytes.size());
+            encode(type, values, bytes);
             w.write_tensor_part(bytes);
             done += bytes.size();
             if (progress) progress(done, total);
@@ -253,7 +296,7 @@ SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
     const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
     uint64_t total = 0;
     for (const TensorSpec& s : specs) {
-        total += w.add_tensor(s.name, storage_type(s), s.ne);
+        total += w.add_tensor(s.name, storage_type(s, o.dense_type), s.ne);
         uint64_t n = 1;
         for (uint64_t d : s.ne) n *= d;
         summary.parameters += n;
@@ -267,7 +310,7 @@ SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
     if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot create", tmp));
     try {
         w.begin(out);
-        write_tensor_data(w, specs, c, o.seed, total, progress);
+        write_tensor_data(w, specs, c, o, total, progress);
         w.finish();
         out.close();
         if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: writing failed", tmp));

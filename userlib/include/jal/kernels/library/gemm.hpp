@@ -1,5 +1,5 @@
 // gemm.hpp: y (F32, M×N) = x (M×K) × Wᵀ (+ bias), W in weight layout (N rows of K) in
-// MXFP4, MXFP8 E4M3, BF16 or F32. GEMV is the same kernel with a small M.
+// MXFP4, MXFP8 E4M3, BF16, F16, Q8_0 or F32. GEMV is the same kernel with a small M.
 //
 // Split: slice s owns the contiguous rows slice_range(N, slices, s) of W (and of the bias,
 // and those columns of y). Place each slice's rows in its local HBM and pass their first

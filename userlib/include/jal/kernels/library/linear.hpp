@@ -26,17 +26,23 @@ namespace jal::kernels::linear {
 // How activations meet the weights in the matrix engine.
 enum class Numerics {
     native,  // activations stay F32: the matrix engine decodes the weight format exactly
-    ggml,    // as llama.cpp's CPU backend: activations rounded to Q8_0 before MXFP4 (and
-             // BF16 before BF16) dot products; F32 and MXFP8 weights as native
+    ggml,    // as llama.cpp's CPU backend: activations rounded to Q8_0 before MXFP4 and Q8_0
+             // (BF16 before BF16, F16 before F16) dot products; F32 and MXFP8 weights as native
     fast,    // activations converted to the weight's own format (MXFP4×MXFP4, MXFP8×MXFP8,
-             // BF16×BF16): the matrix engine's full rate for that format
+             // BF16×BF16, F16×F16): the matrix engine's full rate for that format
 };
+// Q8_0 weights meet Q8_0 activations in every mode: the matrix engine multiplies Q8_0 only
+// by Q8_0.
 JAL_API const char* numerics_name(Numerics n);
 
 // The activation format the matrix engine sees for weights `weight` under `numerics`, and
 // the rounding VCVT uses to get there.
 JAL_API jal_dtype activation_dtype(jal_dtype weight, Numerics numerics);
 JAL_API jal_cvt_mode activation_cvt_mode(Numerics numerics);
+
+// Whether the GEMM kernel (gemm.hpp) takes weights of this format: MXFP4, MXFP8 E4M3, BF16,
+// F16, Q8_0 or F32.
+JAL_API bool weight_dtype_supported(jal_dtype weight);
 
 // A half-open range of rows (or columns, experts, tokens).
 struct Range {

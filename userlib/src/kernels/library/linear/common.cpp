@@ -23,14 +23,17 @@ const char* numerics_name(Numerics n)
 
 jal_dtype activation_dtype(jal_dtype weight, Numerics numerics)
 {
+    // The matrix engine multiplies Q8_0 only by Q8_0 (an integer block dot, docs/numerics.md),
+    // so Q8_0 weights meet activations rounded to Q8_0 in every mode, as in llama.cpp.
+    if (weight == JAL_DT_Q8_0) return JAL_DT_Q8_0;
     switch (numerics) {
     case Numerics::native:
         return JAL_DT_F32;
     case Numerics::ggml:
-        // llama.cpp's vec_dot_type: Q8_0 for MXFP4, BF16 for BF16, F32 for F32; it has no
-        // MXFP8 type, so those weights meet F32 activations (as native).
+        // llama.cpp's vec_dot_type: Q8_0 for MXFP4, BF16 for BF16, F16 for F16, F32 for F32;
+        // it has no MXFP8 type, so those weights meet F32 activations (as native).
         if (weight == JAL_DT_MXFP4) return JAL_DT_Q8_0;
-        if (weight == JAL_DT_BF16) return JAL_DT_BF16;
+        if (weight == JAL_DT_BF16 || weight == JAL_DT_F16) return weight;
         return JAL_DT_F32;
     case Numerics::fast:
         if (weight == JAL_DT_F32)
@@ -38,6 +41,21 @@ jal_dtype activation_dtype(jal_dtype weight, Numerics numerics)
         return weight;
     }
     return JAL_DT_F32;
+}
+
+bool weight_dtype_supported(jal_dtype weight)
+{
+    switch (weight) {
+    case JAL_DT_MXFP4:
+    case JAL_DT_MXFP8_E4M3:
+    case JAL_DT_BF16:
+    case JAL_DT_F16:
+    case JAL_DT_Q8_0:
+    case JAL_DT_F32:
+        return true;
+    default:
+        return false;
+    }
 }
 
 jal_cvt_mode activation_cvt_mode(Numerics numerics)

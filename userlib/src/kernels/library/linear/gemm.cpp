@@ -34,11 +34,6 @@ uint32_t aligned(uint64_t bytes)
     throw Error(JAL_STATUS_INVALID_FIELD, gemm_name(c) + ": " + why);
 }
 
-bool weight_format_ok(jal_dtype d)
-{
-    return d == JAL_DT_MXFP4 || d == JAL_DT_MXFP8_E4M3 || d == JAL_DT_BF16 || d == JAL_DT_F32;
-}
-
 }  // namespace
 
 std::string gemm_name(const GemmConfig& c)
@@ -53,6 +48,12 @@ std::string gemm_name(const GemmConfig& c)
         break;
     case JAL_DT_BF16:
         w = "bf16";
+        break;
+    case JAL_DT_F16:
+        w = "f16";
+        break;
+    case JAL_DT_Q8_0:
+        w = "q8_0";
         break;
     case JAL_DT_F32:
         w = "f32";
@@ -79,7 +80,8 @@ uint64_t gemm_flops(const GemmConfig& c)
 GemmPlan plan_gemm(const GemmConfig& c)
 {
     if (c.m == 0 || c.n == 0 || c.k == 0) bad(c, "M, N and K must be at least 1");
-    if (!weight_format_ok(c.weight)) bad(c, "weights must be MXFP4, MXFP8_E4M3, BF16 or F32");
+    if (!weight_dtype_supported(c.weight))
+        bad(c, "weights must be MXFP4, MXFP8_E4M3, BF16, F16, Q8_0 or F32");
     GemmPlan p;
     p.activation = activation_dtype(c.weight, c.numerics);
     if (c.x_dtype != JAL_DT_F32 && c.x_dtype != p.activation)
