@@ -7,11 +7,12 @@
 // every decided position (llama.cpp's top-1/top-2 log-probability margin above 0.05) the
 // top-1 ids agree, and the top-5 log-probabilities (by rank) agree within 0.05; free-running
 // greedy output equals llama.cpp's up to its first near-tie, and there is one of its top
-// two. Where llama.cpp's builds disagree with each other (other CPU variants run on the same
-// ids: llama_spread), that disagreement is added: to the margin a position needs to be
-// decided, and (its largest value) to the log-probability tolerance. With F32 dense matrices
-// it is about 1e-5, so those thresholds are the plain ones; F16 and Q8_0 activations make
-// llama.cpp's own builds differ by 0.05 to 0.9 on some of these models. In native numerics
+// two. F32 dense matrices are held to exactly these thresholds (and to the same greedy ids
+// up to and including the first near-tie). For F16 and Q8_0, whose activations make
+// llama.cpp's own builds differ by 0.05 to 0.9 on some of these models, their disagreement
+// (other CPU variants run on the same ids: llama_spread) is added to the margin a position
+// needs to be decided and (its largest value) to the log-probability tolerance, and at the
+// first near-tie our id may be either of llama.cpp's top two. In native numerics
 // the same figures are printed without a threshold.
 #include <algorithm>
 #include <cmath>
@@ -196,8 +197,13 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
                                  std::to_string(kSteps), "--top", "5", "--json"});
     const std::vector<int> greedy = llama["tokens"].get<std::vector<int>>();
     ASSERT_EQ(greedy.size(), static_cast<size_t>(kSteps));
-    const std::vector<double> spread = llama_spread(model, prompt, llama);
-    const double worst_spread = *std::max_element(spread.begin(), spread.end());
+    // F32 dense matrices keep the plain thresholds exactly (llama.cpp's builds agree there to
+    // about 1e-5): its spread widens only the F16 and Q8_0 cases.
+    const bool plain = std::string(c.dense) == "f32";
+    const std::vector<double> measured = llama_spread(model, prompt, llama);
+    const std::vector<double> spread = plain ? std::vector<double>(measured.size(), 0.0) : measured;
+    const double worst_spread = *std::max_element(measured.begin(), measured.end());
+    const double allowed_spread = *std::max_element(spread.begin(), spread.end());
     auto jal_run = [&](const char* numerics, bool forced) {
         std::vector<std::string> argv = {
             JAL_RUN_EXE, model, "--emu-dir", emu_->socket_dir(), "--prompt-ids", ids_csv(prompt),
@@ -220,7 +226,7 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
         }
     }
     if (c.checked) {
-        EXPECT_LE(g.worst_lp, kLogprobTol + worst_spread)
+        EXPECT_LE(g.worst_lp, kLogprobTol + allowed_spread)
             << c.preset << " at position " << g.worst_at << " (llama.cpp's own spread "
             << worst_spread << ")";
     }
@@ -229,8 +235,10 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
     const FreeRun f =
         free_running(llama, spread, jal_run("ggml", false)["tokens"].get<std::vector<int>>());
     if (c.checked) {
-        EXPECT_TRUE(f.ok) << c.preset << ": greedy output diverges at " << f.same
-                          << ", llama.cpp's first near-tie is at " << f.first_tie;
+        // F32: the same ids up to and including llama.cpp's first near-tie, as before.
+        const bool ok = plain ? f.same >= std::min(f.first_tie + 1, kSteps) : f.ok;
+        EXPECT_TRUE(ok) << c.preset << ": greedy output diverges at " << f.same
+                        << ", llama.cpp's first near-tie is at " << f.first_tie;
     }
 
     // Native numerics: figures only.
