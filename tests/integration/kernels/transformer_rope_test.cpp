@@ -5,6 +5,7 @@
 // Tolerances: the tables are the exact values rounded to F32 (2^-24 relative), and the
 // chip rounds each product and the sum: |err| <= 1e-5 + 1e-6 |want| for inputs of order 1.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 
@@ -99,4 +100,27 @@ TEST_F(TransformerRopeTest, StartPositionPastTheTablesIsRefused)
     const jk::RopeConfig cfg{.n_head = 8, .head_dim = kDims};
     auto dx = alloc(4, 8 * kDims);
     EXPECT_THROW(jk::rope_neox_args(cfg, dx.ref, {}, kPositions - 3, ref), jal::Error);
+}
+
+TEST_F(TransformerRopeTest, ByTokensAndByHeadsGiveTheSameBits)
+{
+    // Blocks with fewer tokens than heads rotate token by token, the others head by head:
+    // 12 rows of 4 heads in blocks of 2 (by tokens) and of 6 (by heads).
+    const uint32_t rows = 12, heads = 4;
+    auto x = jal::test::random_normal(size_t{rows} * heads * kDims, 13);
+    std::vector<int32_t> pos(rows);
+    for (uint32_t r = 0; r < rows; r++) pos[r] = static_cast<int32_t>(17 * r + 5);
+    auto dpos = upload_i32(pos, rows, 1);
+    std::vector<std::vector<float>> out;
+    for (uint32_t block : {2u, 6u}) {
+        const jk::RopeConfig cfg{.n_head = heads, .head_dim = kDims, .block_rows = block};
+        auto dx = upload(x, rows, heads * kDims);
+        run(jk::build_rope_neox(cfg), jk::rope_neox_args(cfg, dx.ref, dpos.ref, 0, ref), slices(2));
+        out.push_back(download(dx.ref));
+        EXPECT_TRUE(all_near(out.back(), rope_ref(x, rows, heads, pos), 1e-5, 1e-6));
+    }
+    ASSERT_EQ(out[0].size(), out[1].size());
+    for (size_t i = 0; i < out[0].size(); i++)
+        ASSERT_EQ(std::bit_cast<uint32_t>(out[0][i]), std::bit_cast<uint32_t>(out[1][i]))
+            << "element " << i;
 }

@@ -5,9 +5,9 @@
 
 #include "row_blocks.hpp"
 
+#include "tensor_checks.hpp"
 #include <algorithm>
 #include <vector>
-#include "tensor_checks.hpp"
 
 namespace jal::kernels {
 
