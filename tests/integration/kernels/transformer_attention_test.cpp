@@ -28,7 +28,8 @@ protected:
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
                              uint32_t decode_steps, unsigned n_slices, uint32_t q_block = 0,
-                             uint32_t k_block = 0, uint64_t seed = 40, uint32_t key_splits = 1)
+                             uint32_t k_block = 0, uint64_t seed = 40, uint32_t key_splits = 1,
+                             bool fused_append = false)
     {
         const uint32_t total = prefill + decode_steps;
         const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim;
@@ -52,7 +53,8 @@ protected:
                                       .sinks = s.sinks,
                                       .q_block = q_block,
                                       .k_block = k_block,
-                                      .key_splits = key_splits};
+                                      .key_splits = key_splits,
+                                      .append_kv = fused_append};
         const jk::CodeObject append_code = jk::build_kv_append(app);
         const jk::CodeObject attention_code = jk::build_attention(att);
         auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
@@ -60,14 +62,34 @@ protected:
         auto step = [&](uint32_t pos0, uint32_t rows) {
             SCOPED_TRACE("positions " + std::to_string(pos0) + ".." +
                          std::to_string(pos0 + rows - 1));
-            auto dk = upload(rows_of(k, pos0, rows, kvcols), rows, kvcols);
-            auto dv = upload(rows_of(v, pos0, rows, kvcols), rows, kvcols);
-            auto dq = upload(rows_of(q, pos0, rows, qcols), rows, qcols);
             auto dout = alloc(rows, qcols);
-            run(append_code, jk::kv_append_args(app, dk.ref, dv.ref, pos0, cache.heads_va()), mask);
-            run(attention_code,
-                jk::attention_args(att, dq.ref, dout.ref, pos0, cache.heads_va(), dsinks.ref.va),
-                mask);
+            if (fused_append) {  // rows of q | k | v, as the model runtime's fused projection
+                std::vector<float> qkv;
+                for (uint32_t r = 0; r < rows; r++)
+                    for (const auto* src : {&q, &k, &v}) {
+                        const uint32_t w = src == &q ? qcols : kvcols;
+                        auto row = rows_of(*src, pos0 + r, 1, w);
+                        qkv.insert(qkv.end(), row.begin(), row.end());
+                    }
+                auto dqkv = upload(qkv, rows, qcols + 2 * kvcols);
+                jal::kernels::TensorRef dq = dqkv.ref;
+                dq.cols = qcols;
+                dq.row_stride = (qcols + 2 * kvcols) * 4;
+                run(attention_code,
+                    jk::attention_args(att, dq, dout.ref, pos0, cache.heads_va(), dsinks.ref.va,
+                                       dq.va + qcols * 4ull, dq.va + (qcols + kvcols) * 4ull),
+                    mask);
+            } else {
+                auto dk = upload(rows_of(k, pos0, rows, kvcols), rows, kvcols);
+                auto dv = upload(rows_of(v, pos0, rows, kvcols), rows, kvcols);
+                auto dq = upload(rows_of(q, pos0, rows, qcols), rows, qcols);
+                run(append_code, jk::kv_append_args(app, dk.ref, dv.ref, pos0, cache.heads_va()),
+                    mask);
+                run(attention_code,
+                    jk::attention_args(att, dq.ref, dout.ref, pos0, cache.heads_va(),
+                                       dsinks.ref.va),
+                    mask);
+            }
             auto want = attention_ref(s, rows_of(q, pos0, rows, qcols), rows, pos0, k, v, sinks);
             EXPECT_TRUE(all_near(download(dout.ref), want, 2e-5, 1e-4));
         };
@@ -165,6 +187,33 @@ TEST_F(TransformerAttentionTest, KeySplitsMergeAcrossSlicesForDecode)
     prefill_then_decode({.n_head = 4, .n_head_kv = 4, .head_dim = 64, .window = 0, .sinks = false},
                         64, 30, 2, 4,
                         /*q_block=*/8, /*k_block=*/16, 82, /*key_splits=*/2);
+}
+
+TEST_F(TransformerAttentionTest, AppendFusedIntoTheAttention)
+{
+    // append_kv: each slice appends the keys and values of the heads it attends for, then
+    // attends; a prompt, then decode steps. One head a slice, two heads a slice, windowed.
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true},
+                        64, 20, 3, 2, 0, 16, 90, 1, true);
+    prefill_then_decode({.n_head = 16, .n_head_kv = 4, .head_dim = 64, .window = 0, .sinks = true},
+                        64, 40, 2, 2, 0, 16, 91, 1, true);
+    prefill_then_decode({.n_head = 8, .n_head_kv = 4, .head_dim = 64, .window = 12, .sinks = false},
+                        64, 33, 3, 4, 5, 8, 92, 1, true);
+}
+
+TEST_F(TransformerAttentionTest, AppendFusedNeedsASliceCountDividingTheKvHeads)
+{
+    const jk::AttentionConfig att{
+        .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ctx = 8, .append_kv = true};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 2, .head_dim = 64, .n_ctx = 8},
+                      jk::kv_head_masks(slices(3), 2, 1));
+    auto dq = alloc(1, 4 * 64 + 2 * 2 * 64);
+    jal::kernels::TensorRef q = dq.ref;
+    q.cols = 4 * 64;
+    auto out = alloc(1, 4 * 64);
+    run(jk::build_attention(att),
+        jk::attention_args(att, q, out.ref, 0, cache.heads_va(), 0, q.va + 1024, q.va + 1536),
+        slices(3), JAL_STATUS_INVALID_FIELD);
 }
 
 TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)

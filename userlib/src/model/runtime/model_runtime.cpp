@@ -266,7 +266,7 @@ private:
         const k::Program *rope, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
-    const k::Program& attention_kernel(uint32_t window);
+    const k::Program& attention_kernel(uint32_t window, bool append_kv);
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
@@ -1068,14 +1068,15 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     return g;
 }
 
-const k::Program& RuntimeImpl::attention_kernel(uint32_t window)
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{}", c_.n_head, c_.n_head_kv, c_.head_dim,
-                               o_.n_ctx, window),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{}", c_.n_head, c_.n_head_kv,
+                               c_.head_dim, o_.n_ctx, window, append_kv),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
+                       a.append_kv = append_kv;
                        return k::build_attention(a);
                    });
 }
@@ -1089,7 +1090,6 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
     const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
     const Layer& Ly = layers_[il];
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
-    const k::Program& attn = attention_kernel(window);
     // Each sequence's attention runs on its slot's slice group; with several groups and
     // sequences the groups' dispatches go to lane queues and run side by side.
     const bool lanes = kv_groups_ > 1 && segs.size() > 1;
@@ -1098,16 +1098,22 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         const uint32_t j = static_cast<uint32_t>(sg.seq);
         const uint64_t heads = va(slots_[j].heads[il]);
         const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
-        add(*g.append, kv_mask(j),
-            {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
-            "kv_append", lane);
         // A prompt has many query blocks per KV head: they run on every slice (the
         // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
         // cache; the others read it remotely), a decode row on the slot's group alone.
         const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-        add(attn, wide ? all_mask_ : kv_mask(j),
-            {q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
-             va(Ly.sinks.place)},
+        // On the slot's group every item of a head runs on the slice that holds its cache:
+        // the attention appends the new keys and values itself (one dispatch, not two).
+        const bool fused = !wide && c_.n_head_kv % kv_group_ == 0;
+        if (!fused)
+            add(*g.append, kv_mask(j),
+                {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
+                "kv_append", lane);
+        std::vector<uint64_t> args = {
+            q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
+            va(Ly.sinks.place)};
+        if (fused) args.insert(args.end(), {kk + sg.row0 * QKV4, v + sg.row0 * QKV4});
+        add(attention_kernel(window, fused), wide ? all_mask_ : kv_mask(j), k::Args(args),
             window ? "attention (sliding window)" : "attention", lane);
     }
     if (lanes) launch_->join();

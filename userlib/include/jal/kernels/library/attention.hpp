@@ -81,6 +81,11 @@ struct JAL_API AttentionConfig {
     uint32_t q_block = 0;     // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
     uint32_t k_block = 0;     // keys a chunk holds; 0: 256
     uint32_t key_splits = 0;  // 0 or 1: one slice an item; S > 1: flash decoding, below
+    // Append the rows' keys and values to the caches first (kv_append's code), each KV head
+    // by the slice that then reads it: one dispatch instead of two. Needs one key split and
+    // a slice count dividing n_head_kv (else the kernel traps INVALID_FIELD), so that every
+    // item of a head runs on the slice that appended it.
+    bool append_kv = false;
     uint32_t queries_per_item() const;
     uint32_t keys_per_chunk() const;
     uint32_t splits() const;
@@ -89,14 +94,18 @@ struct JAL_API AttentionConfig {
 
 // Arguments, in order: q (address; rows x n_head*head_dim F32, after RoPE), q_stride, out
 // (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
-// table), sinks (address of n_head F32; read only when config.sinks).
+// table), sinks (address of n_head F32; read only when config.sinks); with append_kv also
+// k and v (addresses of the rows' keys and values, n_head_kv*head_dim F32 each, q_stride
+// apart, as in a fused q | k | v row).
 JAL_API CodeObject build_attention(const AttentionConfig& config);
 
 // Argument words for q and out (rows x n_head*head_dim F32) at positions pos0.., the head
-// table at heads_va and (with config.sinks) n_head F32 sink logits at sinks_va.
+// table at heads_va, (with config.sinks) n_head F32 sink logits at sinks_va and (with
+// config.append_kv) the rows' keys at k_va and values at v_va, q's stride apart.
 JAL_API std::vector<uint64_t> attention_args(const AttentionConfig& config, const TensorRef& q,
                                              const TensorRef& out, uint32_t pos0, uint64_t heads_va,
-                                             uint64_t sinks_va);
+                                             uint64_t sinks_va, uint64_t k_va = 0,
+                                             uint64_t v_va = 0);
 
 // Runs build_attention(config)'s program. Throws jal::Error on a bad
 // tensor (as attention_args) or a failed dispatch (Launcher::run).

@@ -50,17 +50,18 @@ CodeObject build_attention(const AttentionConfig& cfg)
     const std::string name = "attention_h" + std::to_string(cfg.n_head) + "_g" +
                              std::to_string(cfg.n_head_kv) + "_d" + std::to_string(cfg.head_dim) +
                              (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
-                             (cfg.sinks ? "_sinks" : "");
+                             (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
     require(cfg.splits() <= 64, name, "at most 64 key splits");
+    require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
     return emit_attention(cfg, name);
 }
 
 std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef& q,
                                      const TensorRef& out, uint32_t pos0, uint64_t heads_va,
-                                     uint64_t sinks_va)
+                                     uint64_t sinks_va, uint64_t k_va, uint64_t v_va)
 {
     const std::string k = "attention";
     check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
@@ -68,8 +69,13 @@ std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef
     require(heads_va != 0, k, "no head table");
     require(!cfg.sinks || sinks_va != 0, k, "the kernel was built with sinks but none were given");
     require(uint64_t{pos0} + q.rows <= cfg.n_ctx, k, "positions run past the cache");
-    return {q.va,   stride_of(q), out.va,   stride_of(out),
-            q.rows, pos0,         heads_va, cfg.sinks ? sinks_va : 0};
+    std::vector<uint64_t> a{q.va,   stride_of(q), out.va,   stride_of(out),
+                            q.rows, pos0,         heads_va, cfg.sinks ? sinks_va : 0};
+    if (cfg.append_kv) {
+        require(k_va != 0 && v_va != 0, k, "append_kv needs the rows' keys and values");
+        a.insert(a.end(), {k_va, v_va});
+    }
+    return a;
 }
 
 jal_dispatch_report attention(Launcher& launcher, const Program& program,

@@ -5,6 +5,7 @@
 
 #include <cfloat>
 
+#include "kv_append_emit.hpp"
 #include "row_blocks.hpp"
 
 namespace jal::kernels::transformer_detail {
@@ -18,6 +19,7 @@ public:
 
 private:
     void declare();
+    void append_kv();
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
@@ -35,10 +37,11 @@ private:
     Builder b;
 
     // arguments
-    X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{};
+    X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
     uint32_t l1_q = 0, l1_k = 0, l1_v = 0, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
     uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
+    uint32_t l1_app = 0;  // append_kv: k, v and Vᵀ blocks of 32 rows and the identity
     X dim{}, one{}, dim_bytes{}, rr{};
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
@@ -68,7 +71,13 @@ void AttentionKernel::declare()
     pos0 = b.arg("pos0");
     heads = b.arg("heads", JAL_ARG_ADDRESS);
     sinks = b.arg("sinks", JAL_ARG_ADDRESS);
+    if (cfg_.append_kv) {
+        k_rows = b.arg("k", JAL_ARG_ADDRESS);
+        v_rows = b.arg("v", JAL_ARG_ADDRESS);
+    }
     trap_unless_within(b, pos0, rows, cfg_.n_ctx);
+    l1_app = cfg_.append_kv ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4) : 0;
+    if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
     l1_k = b.l1_alloc(Nk * D * 4);
@@ -139,6 +148,52 @@ X AttentionKernel::count_items(X slices)
     b.muli(n_items, n_items, static_cast<int32_t>(G * S));
     b.free(t);
     return n_items;
+}
+
+// The rows' keys and values into the caches of the KV heads this slice attends for (heads
+// g ≡ slice mod n), with kv_append's code, before any of its items reads them. It runs
+// before the attention's L1 and registers are laid out (its tiles are the attention's,
+// described anew later) and frees everything it takes.
+void AttentionKernel::append_kv()
+{
+    X ns = b.slice_count(), gg = constant(b, G);
+    {  // every item of a head must run where its keys were appended
+        X rem = b.x();
+        Label ok = b.label();
+        b.remu(rem, gg, ns);
+        b.beq(rem, zero, ok);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(ok);
+        b.free(rem);
+    }
+    constexpr uint32_t kRows = 32;  // rows appended per block
+    KvAppendRegs a{};
+    a.head_dim = D;
+    a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
+    a.dim = constant(b, D), a.key_bytes = constant(b, D * 4);
+    a.ctx_bytes = constant(b, cfg_.n_ctx * 4ll);
+    a.l1 = b.x();
+    a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
+    a.q = b.q();
+    a.l1_k = l1_app, a.l1_v = l1_app + kRows * D * 4, a.l1_vt = l1_app + 2 * kRows * D * 4;
+    emit_identity(b, a, l1_app + 3 * kRows * D * 4);
+    X s0 = b.slice_index();
+    for_strided(b, s0, gg, ns, [&](X head) {
+        X kca = b.x(), vca = b.x(), col = b.x();
+        b.muli(kca, head, 16);
+        b.add(kca, kca, heads);
+        b.ld(vca, kca, 8);
+        b.ld(kca, kca, 0);
+        b.muli(col, head, static_cast<int32_t>(D * 4));
+        for_blocks(b, zero, rows, kRows,
+                   [&](X row0, X nr) { append_block(b, a, kca, vca, col, row0, nr); });
+        b.free(col);
+        b.free(vca);
+        b.free(kca);
+    });
+    for (X x : {s0, a.l1, a.ctx_bytes, a.key_bytes, a.dim, gg, ns, k_rows, v_rows}) b.free(x);
+    for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
+    b.free(a.q);
 }
 
 CodeObject AttentionKernel::build()

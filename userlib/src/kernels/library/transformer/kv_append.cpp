@@ -3,6 +3,7 @@
 // identity (exact: every other term is a zero product).
 #include <jal/kernels/library/attention.hpp>
 
+#include "kv_append_emit.hpp"
 #include "row_blocks.hpp"
 #include "tensor_checks.hpp"
 
@@ -14,67 +15,6 @@ uint32_t KvAppendConfig::rows_per_block() const
 {
     return block_rows ? block_rows : 128;
 }
-
-namespace {
-
-// What the kv_append loops work with.
-struct KvAppendRegs {
-    X k, k_stride, v, v_stride, pos0, dim, key_bytes, ctx_bytes, l1;
-    T tid, tk, tv, tvt;
-    Q q;
-    uint32_t head_dim, l1_k, l1_v, l1_vt;
-};
-
-// The D x D identity at l1_id: zeros, then the diagonal as a column whose rows are D+1
-// elements apart.
-void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id)
-{
-    X one = constant(b, 1);
-    b.li(r.l1, l1_id);
-    b.tdesc(r.tid, r.l1, r.dim, r.dim, JAL_DT_F32);
-    b.vfill(r.tid, 0.0f);
-    b.tdesc(r.tk, r.l1, r.dim, one, JAL_DT_F32, (r.head_dim + 1) * 4);
-    b.vfill(r.tk, 1.0f);
-    b.free(one);
-}
-
-// Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
-// into its caches kc (keys) and vc (values, transposed).
-void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n)
-{
-    const uint32_t D = r.head_dim;
-    X addr = b.x(), pos = b.x();
-    b.li(r.l1, r.l1_k);
-    b.tdesc(r.tk, r.l1, n, r.dim, JAL_DT_F32);
-    row_address(b, addr, row0, r.k, r.k_stride);
-    b.add(addr, addr, col);
-    b.tload(r.tk, addr, r.k_stride, r.q);
-    b.li(r.l1, r.l1_v);
-    b.tdesc(r.tv, r.l1, n, r.dim, JAL_DT_F32);
-    row_address(b, addr, row0, r.v, r.v_stride);
-    b.add(addr, addr, col);
-    b.tload(r.tv, addr, r.v_stride, r.q);
-    b.wait(r.q, 2);
-
-    b.add(pos, r.pos0, row0);
-    b.muli(addr, pos, static_cast<int32_t>(D * 4));
-    b.add(addr, addr, kc);
-    b.tstore(r.tk, addr, r.key_bytes, r.q);
-
-    // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
-    b.li(r.l1, r.l1_vt);
-    b.tdesc(r.tvt, r.l1, r.dim, n, JAL_DT_F32);
-    b.vfill(r.tvt, 0.0f);
-    b.mma(r.tvt, r.tid, r.tv);
-    b.muli(addr, pos, 4);
-    b.add(addr, addr, vc);
-    b.tstore(r.tvt, addr, r.ctx_bytes, r.q);
-    b.wait(r.q, 2);
-    b.free(pos);
-    b.free(addr);
-}
-
-}  // namespace
 
 CodeObject build_kv_append(const KvAppendConfig& cfg)
 {

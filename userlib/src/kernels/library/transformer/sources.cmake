@@ -10,6 +10,7 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/swiglu_oai.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elementwise.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_append.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/kv_append_emit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention_codegen.cpp

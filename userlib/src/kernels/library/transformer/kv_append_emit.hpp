@@ -1,0 +1,27 @@
+// kv_append_emit.hpp: the instruction sequences of kv_append (attention.hpp has the cache
+// layout), shared with the attention kernel that appends a decode step's keys and values
+// itself before it reads them (AttentionConfig::append_kv).
+#pragma once
+
+#include <cstdint>
+
+#include <jal/kernels/builder.hpp>
+
+namespace jal::kernels::transformer_detail {
+
+// What the kv_append loops work with.
+struct KvAppendRegs {
+    X k, k_stride, v, v_stride, pos0, dim, key_bytes, ctx_bytes, l1;
+    T tid, tk, tv, tvt;
+    Q q;
+    uint32_t head_dim, l1_k, l1_v, l1_vt;
+};
+
+// The D x D identity at l1_id (V is stored transposed through a product with it).
+void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
+
+// Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
+// into its caches kc (keys) and vc (values, transposed); waits for the stores.
+void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n);
+
+}  // namespace jal::kernels::transformer_detail
