@@ -155,6 +155,21 @@ FreeRun free_running(const json& llama, const std::vector<double>& spread,
     return f;
 }
 
+// Writes the case's synthetic model (seed 11) and returns its prompt ids (empty if the
+// preset is unknown).
+std::vector<int> write_model(const Case& c, const std::string& path)
+{
+    auto opts = jal::model::synthetic_preset(c.preset);
+    if (!opts) return {};
+    opts->seed = 11;
+    opts->dense_type = *jal::model::synthetic_dense_type(c.dense);
+    auto summary = jal::model::write_synthetic_gpt_oss(path, *opts);
+    std::vector<int> prompt;
+    for (int i = 0; i < c.prompt_len; i++)
+        prompt.push_back(static_cast<int>((i * 131 + 7) % summary.config.n_vocab));
+    return prompt;
+}
+
 class ModelReference : public ::testing::TestWithParam<Case> {
 protected:
     static void SetUpTestSuite()
@@ -184,14 +199,8 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
     const fs::path dir = model_dir();
     fs::create_directories(dir);
     const std::string model = (dir / (std::string(c.preset) + "-" + c.dense + ".gguf")).string();
-    auto opts = jal::model::synthetic_preset(c.preset);
-    ASSERT_TRUE(opts);
-    opts->seed = 11;
-    opts->dense_type = *jal::model::synthetic_dense_type(c.dense);
-    auto summary = jal::model::write_synthetic_gpt_oss(model, *opts);
-    std::vector<int> prompt;
-    for (int i = 0; i < c.prompt_len; i++)
-        prompt.push_back(static_cast<int>((i * 131 + 7) % summary.config.n_vocab));
+    const std::vector<int> prompt = write_model(c, model);
+    ASSERT_EQ(prompt.size(), static_cast<size_t>(c.prompt_len));
 
     const json llama = run_json({JAL_LLAMA_REF_EXE, model, "--prompt-ids", ids_csv(prompt), "--n",
                                  std::to_string(kSteps), "--top", "5", "--json"});
