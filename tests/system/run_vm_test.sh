@@ -6,7 +6,7 @@
 # guest's /init (guest_init.sh) reports, plus that `jalctl info` in the guest prints what
 # it prints in direct mode. Prints the guest console on failure.
 #
-#   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH
+#   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH --dma PATH
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,6 +17,7 @@ while [ $# -gt 0 ]; do
     --jalctl) jalctl=$2 ;;
     --copy) copy=$2 ;;
     --ioctl) ioctl=$2 ;;
+    --dma) dma=$2 ;;
     *) echo "run_vm_test: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -43,7 +44,7 @@ echo "$qemu ($(elapsed "$t") s)"
 echo "== guest"
 t=$(now)
 mapfile -t guest < <("$repo/scripts/build-guest.sh" --init "$here/guest_init.sh" \
-  --program "$jalctl" --program "$copy" --program "$ioctl")
+  --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma")
 [ ${#guest[@]} -eq 2 ] || { echo "FAIL: scripts/build-guest.sh printed no kernel and initramfs"; exit 1; }
 echo "${guest[0]} ${guest[1]} ($(elapsed "$t") s)"
 
@@ -83,7 +84,7 @@ if [ $qemu_rc -ne 0 ]; then
   failed=1
 fi
 # Every step must report PASS; a step that never reported is a failure too.
-for step in insmod jalctl-info sysfs copy msix hwmon ioctl reset flr rmmod dmesg; do
+for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation reset flr rmmod dmesg; do
   line=$(grep -m1 "^JAL-TEST $step: " "$work/console.txt" || true)
   if [ -z "$line" ]; then
     echo "JAL-TEST $step: FAIL (never reported)"
@@ -115,7 +116,8 @@ if [ $failed -ne 0 ]; then
   echo "FAIL: system test (guest ${guest_s} s, total $(elapsed "$t_start") s)"
   exit 1
 fi
-sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^hwmon /p; /^sysfs /p' "$work/console.txt"
+sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^JAL-OUT dma-isolation BEGIN$/,/^JAL-OUT dma-isolation END$/p
+  /^hwmon /p; /^sysfs /p' "$work/console.txt"
 grep -E '^(ok|FAIL) ' "$work/console.txt" | tail -3
 grep -E 'attached|detached' "$work/emu.log" # the FLR shows as a detach and a fresh attach
 echo "PASS: system test (guest boot to power-off ${guest_s} s, total $(elapsed "$t_start") s)"
