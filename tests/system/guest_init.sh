@@ -121,6 +121,9 @@ fi
 # 7b. DMA isolation: copy packets that name memory the driver did not map for the device
 #     (an unpinned page, a page never pinned, the kernel's code) fail with a DMA fault and
 #     move no byte; the process's own buffers still work
+group=$(readlink -f "$dev/iommu_group" 2>/dev/null)
+echo "iommu: group ${group##*/} type $(cat "$group/type" 2>/dev/null || echo none)," \
+	"$(ls /sys/class/iommu 2>/dev/null | tr '\n' ' ')"
 if run dma-isolation jal-system-dma /dev/jal0; then
 	pass dma-isolation
 else
