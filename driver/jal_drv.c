@@ -61,6 +61,15 @@ static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		dev_err(dev, "Failed to set the DMA mask: %d\n", ret);
 		goto err_put;
 	}
+	/*
+	 * A copy packet names one bus range: behind an IOMMU, a pinned range is
+	 * then one bus-contiguous segment (the PCI default cuts it at 64 KiB).
+	 */
+	ret = dma_set_max_seg_size(dev, UINT_MAX);
+	if (ret) {
+		dev_err(dev, "Failed to set the DMA segment size: %d\n", ret);
+		goto err_put;
+	}
 	ret = pcim_iomap_regions(
 		pdev, BIT(JAL_BAR_REGS) | BIT(JAL_BAR_DOORBELL), DRIVER_NAME);
 	if (ret) {

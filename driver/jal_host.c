@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host memory the device reaches by DMA, owned by one open file:
- *  - allocated: physically contiguous coherent memory the process maps with mmap (the
- *    queue rings, signals and copy buffers of userlib: a copy packet names one contiguous
- *    bus range, and without an IOMMU only contiguous memory gives one);
+ *  - allocated: coherent memory the process maps with mmap (the queue rings, signals and
+ *    copy buffers of userlib: a copy packet names one contiguous bus range, which this
+ *    is: physically contiguous without an IOMMU, IOVA-contiguous behind one);
  *  - pinned: a range of the process's own memory, pinned with pin_user_pages and mapped
- *    for DMA; the caller learns its DMA segments.
- * A buffer lives until it is freed and no mapping of it remains.
+ *    for DMA; the caller learns its DMA segments (one, behind an IOMMU).
+ * Everything goes through the DMA API, so behind an IOMMU the device holds IOVAs and
+ * reaches only these buffers (of every file, one IOMMU domain per function) and the
+ * driver's admin queue; a buffer's mapping goes away with the buffer, which lives until it
+ * is freed and no mapping of it remains, and the device then faults on its old addresses.
  */
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>

@@ -1,11 +1,18 @@
 // One host function's memory as the device sees it: regions the client shared (memfds
 // mapped here) at bus addresses it chose. DMA copies walk these regions; an address
 // outside them is a DMA fault, never a crash.
+//
+// Regions in the first kWindowBytes of bus addresses are mapped at their bus address in
+// one reserved window of this process's address space, so regions that follow each other
+// on the bus also follow each other in memory and one DMA may run across them, as across
+// the pages of an IOMMU mapping (the QEMU device behind a vIOMMU shares guest memory one
+// IOMMU page at a time). Regions above the window are mapped anywhere and stand alone.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <shared_mutex>
+#include <vector>
 
 namespace jal::emu {
 
@@ -29,6 +36,8 @@ public:
     std::uint32_t write(std::uint64_t bus_addr, const void* src, std::uint64_t len);
 
     std::size_t region_count() const;
+    static constexpr std::uint64_t kWindowBytes = 1ull << 36;  // 64 GiB of bus addresses
+    static constexpr std::size_t kMaxRegions = 65536;
     // True if fd carries F_SEAL_SHRINK (a memfd created with MFD_ALLOW_SEALING and sealed).
     static bool shrink_sealed(int fd);
 
@@ -54,13 +63,26 @@ private:
     struct Region {
         std::uint64_t size;
         std::byte* ptr;
+        bool in_window;
     };
-    // The host pointer for [bus_addr, bus_addr+len) if it lies inside one region.
+    // The host pointer for [bus_addr, bus_addr+len) if it lies inside one region, or
+    // inside regions that follow each other without a gap both on the bus and in memory.
     std::byte* resolve(std::uint64_t bus_addr, std::uint64_t len) const;
+    // mmap of the file range for a new region: in the window when it fits there.
+    std::uint32_t place(std::uint64_t bus_addr, std::uint64_t size, int fd, std::uint64_t fd_offset,
+                        Region& out);
+    void release(const Region& r, std::uint64_t bus_addr);
+    bool reserve_window();
+    void drop_window();
 
     mutable std::shared_mutex mutex_;
     std::map<std::uint64_t, Region> regions_;  // by bus address
     std::uint64_t generation_ = 0;             // bumped when a region goes away
+    std::byte* window_ = nullptr;              // PROT_NONE reservation, made on first use
+    bool window_failed_ = false;               // could not reserve: map regions anywhere
+    // Parts of the window lost when restoring the reservation failed (never mapped
+    // again, never unmapped by us: something else may live there now).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> holes_;
 };
 
 }  // namespace jal::emu

@@ -3,15 +3,25 @@
  *
  * The device is one client of the jal-emu transport (docs/transport.md in the jal
  * repository): it connects to the chip's socket, says HELLO (which attaches one host
- * function), forwards guest BAR0/BAR2 accesses as REG_READ/REG_WRITE, shares guest RAM
- * with MEM_MAP so the emulator DMAs by guest-physical address without a round trip through
- * QEMU, and binds each MSI-X vector to an eventfd with SET_IRQ; a signalled eventfd becomes
- * msix_notify(). QEMU keeps config space and the MSI-X table; everything else is jal-emu.
+ * function), forwards guest BAR0/BAR2 accesses as REG_READ/REG_WRITE, shares guest memory
+ * with MEM_MAP so the emulator DMAs into it without a round trip through QEMU, and binds
+ * each MSI-X vector to an eventfd with SET_IRQ; a signalled eventfd becomes msix_notify().
+ * QEMU keeps config space and the MSI-X table; everything else is jal-emu.
+ *
+ * What the emulator may reach is what the device reaches through its own DMA address space
+ * (pci_device_iommu_address_space), which a listener mirrors with MEM_MAP/MEM_UNMAP:
+ *  - without a vIOMMU, or while the guest has DMA remapping off: every RAM section, at its
+ *    guest-physical address;
+ *  - behind a vIOMMU with remapping on: exactly the IOMMU's current mappings, at their
+ *    IOVAs, followed with an IOMMU notifier (MAP and UNMAP events, like vfio and vhost).
+ *    An address the guest has not mapped for the device is then a DMA fault in the
+ *    emulator. intel-iommu reports MAP events only with caching-mode=on (the guest then
+ *    invalidates on every map); realize fails without it.
  *
  * Requirements: guest RAM is a shared memory backend with a file descriptor
  *   -object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem
- * and no vIOMMU (bus address = guest-physical address).
- *
+ * and, for isolation, a vIOMMU created before the device:
+ *   -device intel-iommu,intremap=off,caching-mode=on
  *   -device jal-pci,socket=/run/user/1000/jal-emu/jal0.sock
  *
  * Built into Debian's QEMU 7.2 by scripts/build-qemu.sh, which copies this file to
@@ -35,6 +45,7 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "sysemu/sysemu.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "trace.h"
@@ -49,7 +60,7 @@
 #define TYPE_JAL_PCI "jal-pci"
 OBJECT_DECLARE_SIMPLE_TYPE(JalPciState, JAL_PCI)
 
-#define JAL_PCI_MAX_REGIONS 64
+#define JAL_PCI_MAX_REGIONS 64 /* RAM sections */
 #define JAL_PCI_REPLY_TIMEOUT_S 10
 
 typedef struct JalPciIrq {
@@ -82,11 +93,21 @@ struct JalPciState {
     uint32_t function;
     bool used; /* the guest wrote to a BAR since the function was attached */
     QemuMutex lock; /* one request/reply pair at a time */
+    /* the device's view of memory: a vIOMMU's, or system memory */
+    AddressSpace *dma_as;
     MemoryListener listener;
     bool listener_registered;
     JalPciRegion regions[JAL_PCI_MAX_REGIONS];
     unsigned nregions;
     unsigned unshared_ram; /* RAM sections that could not be shared */
+    /* behind a vIOMMU: one notifier for the IOMMU region while any section of it is in
+     * dma_as, and the mappings shared with the emulator (JalPciIova, by IOVA) */
+    IOMMUNotifier iommu_n;
+    MemoryRegion *iommu_mr;
+    unsigned iommu_sections;
+    hwaddr iommu_offset;
+    GTree *iova;
+    Notifier machine_done;
     JalPciIrq irq[JAL_MSIX_VECTORS];
 };
 
@@ -299,6 +320,255 @@ fail:
     return -1;
 }
 
+/* ---- behind a vIOMMU: one MEM_MAP per IOMMU mapping ---------------------------------- */
+
+/* A mapping the emulator holds: [iova, last] of the device's bus is guest RAM at gpa. */
+typedef struct JalPciIova {
+    uint64_t iova;
+    uint64_t last; /* inclusive */
+    uint64_t gpa;
+} JalPciIova;
+
+/* Entries never overlap, so overlapping ranges compare equal: a lookup with a range
+ * finds a mapping inside it (as QEMU's own IOVATree does). */
+static gint jal_pci_iova_cmp(gconstpointer a, gconstpointer b, gpointer unused)
+{
+    const JalPciIova *x = a, *y = b;
+
+    if (x->last < y->iova) {
+        return -1;
+    }
+    if (y->last < x->iova) {
+        return 1;
+    }
+    return 0;
+}
+
+/* The memory file behind [gpa, gpa + size) of guest RAM, if it is one shared RAM block. */
+static bool jal_pci_gpa_fd(uint64_t gpa, uint64_t size, int *fd,
+                           uint64_t *fd_offset)
+{
+    MemoryRegion *mr;
+    hwaddr xlat, len = size;
+    ram_addr_t offset;
+    void *host;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(&address_space_memory, gpa, &xlat, &len, true,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (len < size || !memory_region_is_ram(mr) ||
+        memory_region_is_ram_device(mr) || memory_region_is_rom(mr) ||
+        mr->readonly) {
+        return false;
+    }
+    host = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
+    mr = memory_region_from_host(host, &offset);
+    if (!mr || !mr->ram_block) {
+        return false;
+    }
+    *fd = memory_region_get_fd(mr);
+    *fd_offset = offset;
+    return *fd >= 0 && qemu_ram_is_shared(mr->ram_block);
+}
+
+static int jal_pci_send_map(JalPciState *s, uint16_t type, uint64_t bus_addr,
+                            uint64_t size, int fd, uint64_t fd_offset)
+{
+    struct jal_msg_mem_map m = { .hdr.type = type };
+
+    m.bus_addr = bus_addr;
+    m.size = size;
+    m.fd_offset = fd_offset;
+    return jal_pci_call(s, &m.hdr, sizeof(m), fd, NULL, NULL, 0);
+}
+
+/* Shares one IOMMU mapping with the emulator and remembers it. */
+static void jal_pci_iova_map(JalPciState *s, uint64_t iova, uint64_t size,
+                             uint64_t gpa)
+{
+    JalPciIova *e;
+    uint64_t fd_offset;
+    int fd, ret;
+
+    if (!jal_pci_gpa_fd(gpa, size, &fd, &fd_offset)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "jal-pci: IOMMU mapping 0x%" PRIx64 "+0x%" PRIx64
+                      " -> 0x%" PRIx64 " is not shared guest RAM; the device "
+                      "cannot reach it\n",
+                      iova, size, gpa);
+        return;
+    }
+    ret = jal_pci_send_map(s, JAL_MSG_MEM_MAP, iova, size, fd, fd_offset);
+    trace_jal_pci_iommu_map(iova, size, gpa, ret);
+    if (ret != JAL_STATUS_OK) {
+        if (ret > 0) {
+            warn_report("jal-pci: MEM_MAP of IOMMU mapping 0x%" PRIx64
+                        "+0x%" PRIx64 " failed: %d; the device cannot reach it",
+                        iova, size, ret);
+        }
+        return;
+    }
+    e = g_new(JalPciIova, 1);
+    *e = (JalPciIova){ .iova = iova, .last = iova + size - 1, .gpa = gpa };
+    g_tree_insert(s->iova, e, e);
+}
+
+/* Takes every mapping in [first, last] away from the emulator; the parts of a mapping
+ * outside the range stay mapped. */
+static void jal_pci_iova_unmap(JalPciState *s, uint64_t first, uint64_t last)
+{
+    JalPciIova range = { .iova = first, .last = last };
+    JalPciIova *e;
+
+    while ((e = g_tree_lookup(s->iova, &range))) {
+        JalPciIova old = *e;
+        int ret;
+
+        g_tree_remove(s->iova, e); /* frees e */
+        ret = jal_pci_send_map(s, JAL_MSG_MEM_UNMAP, old.iova,
+                               old.last - old.iova + 1, -1, 0);
+        trace_jal_pci_iommu_unmap(old.iova, old.last - old.iova + 1, ret);
+        if (old.iova < first) {
+            jal_pci_iova_map(s, old.iova, first - old.iova, old.gpa);
+        }
+        if (old.last > last) {
+            jal_pci_iova_map(s, last + 1, old.last - last,
+                             old.gpa + (last + 1 - old.iova));
+        }
+    }
+}
+
+static void jal_pci_iommu_notify(IOMMUNotifier *n, IOMMUTLBEntry *iotlb)
+{
+    JalPciState *s = container_of(n, JalPciState, iommu_n);
+    uint64_t iova = iotlb->iova + s->iommu_offset;
+
+    if (iotlb->target_as != &address_space_memory) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "jal-pci: IOMMU mapping at 0x%" PRIx64
+                      " leads to another address space; ignored\n",
+                      iova);
+        return;
+    }
+    /* A changed translation replaces the old one. Access rights are not carried: the
+     * emulator maps every page read-write (the driver maps everything bidirectional). */
+    jal_pci_iova_unmap(s, iova, iova + iotlb->addr_mask);
+    if ((iotlb->perm & IOMMU_RW) != IOMMU_NONE) {
+        jal_pci_iova_map(s, iova, iotlb->addr_mask + 1, iotlb->translated_addr);
+    }
+}
+
+static void jal_pci_iommu_notifier_init(JalPciState *s, MemoryRegion *mr)
+{
+    int idx = memory_region_iommu_attrs_to_index(IOMMU_MEMORY_REGION(mr),
+                                                 MEMTXATTRS_UNSPECIFIED);
+
+    /* The whole region: the interrupt window splits it into sections, and an event
+     * must not cross a notifier's bounds. */
+    iommu_notifier_init(&s->iommu_n, jal_pci_iommu_notify,
+                        IOMMU_NOTIFIER_IOTLB_EVENTS, 0, HWADDR_MAX, idx);
+}
+
+/* A section of an IOMMU region appeared in the device's address space (the guest turned
+ * DMA remapping on): follow the region's mappings, starting with the current ones. */
+static void jal_pci_iommu_add(JalPciState *s, MemoryRegionSection *section)
+{
+    Error *err = NULL;
+
+    if (s->iommu_mr) {
+        if (section->mr != s->iommu_mr) {
+            warn_report("jal-pci: a second IOMMU region in the device's "
+                        "address space is not followed");
+            return;
+        }
+        s->iommu_sections++;
+        return;
+    }
+    jal_pci_iommu_notifier_init(s, section->mr);
+    s->iommu_offset =
+        section->offset_within_address_space - section->offset_within_region;
+    if (memory_region_register_iommu_notifier(section->mr, &s->iommu_n, &err)) {
+        error_reportf_err(err, "jal-pci: cannot follow the vIOMMU's mappings; "
+                               "the device reaches no guest memory: ");
+        return;
+    }
+    s->iommu_mr = section->mr;
+    s->iommu_sections = 1;
+    trace_jal_pci_iommu(memory_region_name(section->mr), 1);
+    memory_region_iommu_replay(IOMMU_MEMORY_REGION(section->mr), &s->iommu_n);
+}
+
+static void jal_pci_iommu_del(JalPciState *s, MemoryRegionSection *section)
+{
+    if (section->mr != s->iommu_mr || --s->iommu_sections) {
+        return;
+    }
+    memory_region_unregister_iommu_notifier(section->mr, &s->iommu_n);
+    s->iommu_mr = NULL;
+    trace_jal_pci_iommu(memory_region_name(section->mr), 0);
+    jal_pci_iova_unmap(s, 0, UINT64_MAX);
+}
+
+static MemoryRegion *jal_pci_find_iommu(MemoryRegion *mr)
+{
+    MemoryRegion *sub, *found;
+
+    if (memory_region_is_iommu(mr)) {
+        return mr;
+    }
+    for (sub = QTAILQ_FIRST(&mr->subregions); sub;
+         sub = QTAILQ_NEXT(sub, subregions_link)) {
+        found = jal_pci_find_iommu(sub);
+        if (found) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
+/* Behind a vIOMMU the device needs its MAP events (intel-iommu sends them only with
+ * caching-mode=on); ask now, while the guest has not yet turned remapping on. */
+static int jal_pci_check_iommu(JalPciState *s, Error **errp)
+{
+    MemoryRegion *mr;
+    Error *err = NULL;
+
+    if (s->dma_as == &address_space_memory) {
+        return 0; /* no vIOMMU */
+    }
+    mr = jal_pci_find_iommu(s->dma_as->root);
+    if (!mr) {
+        return 0;
+    }
+    jal_pci_iommu_notifier_init(s, mr);
+    if (memory_region_register_iommu_notifier(mr, &s->iommu_n, &err)) {
+        error_propagate_prepend(
+            errp, err,
+            "jal-pci: the vIOMMU cannot report its mappings to the device "
+            "(intel-iommu needs caching-mode=on): ");
+        return -1;
+    }
+    memory_region_unregister_iommu_notifier(mr, &s->iommu_n);
+    return 0;
+}
+
+/* Shares every mapping again (a new function after a reset). */
+static gboolean jal_pci_iova_replay(gpointer key, gpointer value,
+                                    gpointer opaque)
+{
+    JalPciState *s = opaque;
+    JalPciIova *e = value;
+    uint64_t fd_offset;
+    int fd, ret = -1;
+
+    if (jal_pci_gpa_fd(e->gpa, e->last - e->iova + 1, &fd, &fd_offset)) {
+        ret = jal_pci_send_map(s, JAL_MSG_MEM_MAP, e->iova,
+                               e->last - e->iova + 1, fd, fd_offset);
+    }
+    trace_jal_pci_iommu_map(e->iova, e->last - e->iova + 1, e->gpa, ret);
+    return FALSE;
+}
+
 /* ---- guest RAM: one MEM_MAP per shared RAM section --------------------------------------- */
 
 static bool jal_pci_section_fd(MemoryRegionSection *section, int *fd,
@@ -330,6 +600,10 @@ static void jal_pci_region_add(MemoryListener *l, MemoryRegionSection *section)
     uint64_t page = qemu_real_host_page_size();
     int fd, ret;
 
+    if (memory_region_is_iommu(section->mr)) {
+        jal_pci_iommu_add(s, section);
+        return;
+    }
     if (!memory_region_is_ram(section->mr) ||
         memory_region_is_ram_device(section->mr) ||
         memory_region_is_rom(section->mr) || section->readonly) {
@@ -386,6 +660,10 @@ static void jal_pci_region_del(MemoryListener *l, MemoryRegionSection *section)
     unsigned i;
     int ret;
 
+    if (memory_region_is_iommu(section->mr)) {
+        jal_pci_iommu_del(s, section);
+        return;
+    }
     m.bus_addr = section->offset_within_address_space;
     m.size = int128_get64(section->size);
     for (i = 0; i < s->nregions; i++) {
@@ -553,9 +831,9 @@ static int jal_pci_bind_irqs(JalPciState *s, Error **errp)
  * Device reset (machine reset, guest reboot, FLR): the function is detached from the chip
  * and a fresh one attached, as a reset function would come back on real hardware. The
  * emulator's firmware then reclaims what the old function owned (contexts, memory,
- * queues) and the new one starts with its admin queue disabled. Guest RAM and the MSI-X
- * eventfds are given to the new function again. A function the guest never wrote to is
- * kept (the reset at machine start needs no new function).
+ * queues) and the new one starts with its admin queue disabled. Guest memory (RAM sections
+ * or IOMMU mappings) and the MSI-X eventfds are given to the new function again. A function
+ * the guest never wrote to is kept (the reset at machine start needs no new function).
  */
 static void jal_pci_reset(DeviceState *dev)
 {
@@ -591,6 +869,7 @@ static void jal_pci_reset(DeviceState *dev)
                         m.bus_addr, m.size, ret);
         }
     }
+    g_tree_foreach(s->iova, jal_pci_iova_replay, s);
     for (i = 0; i < JAL_MSIX_VECTORS; i++) {
         if (s->irq[i].initialised &&
             (ret = jal_pci_set_irq(s, i)) != JAL_STATUS_OK) {
@@ -616,8 +895,13 @@ static void jal_pci_teardown(JalPciState *s)
     unsigned v;
 
     if (s->listener_registered) {
+        /* region_del for each section */
         memory_listener_unregister(&s->listener);
         s->listener_registered = false;
+    }
+    if (s->iova) {
+        g_tree_destroy(s->iova);
+        s->iova = NULL;
     }
     for (v = 0; v < JAL_MSIX_VECTORS; v++) {
         if (s->irq[v].initialised) {
@@ -633,14 +917,39 @@ static void jal_pci_teardown(JalPciState *s)
     }
 }
 
+/* A vIOMMU created after the device would not be in its path: refuse to run so. */
+static void jal_pci_machine_done(Notifier *n, void *unused)
+{
+    JalPciState *s = container_of(n, JalPciState, machine_done);
+
+    if (pci_device_iommu_address_space(PCI_DEVICE(s)) != s->dma_as) {
+        error_report("jal-pci: a vIOMMU was created after the device, so the "
+                     "device would bypass it; put -device intel-iommu before "
+                     "-device jal-pci");
+        exit(1);
+    }
+    if (s->dma_as == &address_space_memory) {
+        warn_report("jal-pci: no vIOMMU: the device (and whoever in the guest "
+                    "can submit its packets) reaches all guest memory; "
+                    "-device intel-iommu,intremap=off,caching-mode=on before "
+                    "it confines it to what the guest maps for it");
+    }
+}
+
 static void jal_pci_realize(PCIDevice *pdev, Error **errp)
 {
     JalPciState *s = JAL_PCI(pdev);
 
     s->sock = -1;
     qemu_mutex_init(&s->lock);
+    s->iova = g_tree_new_full(jal_pci_iova_cmp, NULL, g_free, NULL);
+    /* intel-iommu must be created before the device for this to be its address space */
+    s->dma_as = pci_device_iommu_address_space(pdev);
+    if (jal_pci_check_iommu(s, errp) < 0) {
+        goto fail;
+    }
     if (jal_pci_connect(s, errp) < 0) {
-        return;
+        goto fail;
     }
 
     pdev->config[PCI_INTERRUPT_PIN] = 0; /* MSI-X only */
@@ -676,16 +985,16 @@ static void jal_pci_realize(PCIDevice *pdev, Error **errp)
         goto fail_msix;
     }
 
-    /* Replays every current RAM section through region_add. */
+    /* Replays every current section (RAM, or an enabled IOMMU) through region_add. */
     s->listener = (MemoryListener){
         .name = "jal-pci",
         .region_add = jal_pci_region_add,
         .region_del = jal_pci_region_del,
         .priority = 10,
     };
-    memory_listener_register(&s->listener, &address_space_memory);
+    memory_listener_register(&s->listener, s->dma_as);
     s->listener_registered = true;
-    if (s->nregions == 0 || s->unshared_ram) {
+    if ((s->nregions == 0 && !s->iommu_mr) || s->unshared_ram) {
         error_setg(
             errp,
             "jal-pci: guest RAM must be a shared memory backend so jal-emu can "
@@ -694,6 +1003,8 @@ static void jal_pci_realize(PCIDevice *pdev, Error **errp)
             "-machine memory-backend=mem");
         goto fail_msix;
     }
+    s->machine_done.notify = jal_pci_machine_done;
+    qemu_add_machine_init_done_notifier(&s->machine_done);
     return;
 
 fail_msix:
@@ -723,6 +1034,7 @@ static void jal_pci_exit(PCIDevice *pdev)
 {
     JalPciState *s = JAL_PCI(pdev);
 
+    qemu_remove_machine_init_done_notifier(&s->machine_done);
     jal_pci_teardown(s);
     msix_uninit(pdev, &s->msix, &s->msix);
     qemu_mutex_destroy(&s->lock);

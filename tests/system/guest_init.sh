@@ -118,6 +118,18 @@ else
 	fail ioctl "jal-system-ioctl reported failed checks"
 fi
 
+# 7b. DMA isolation: copy packets that name memory the driver did not map for the device
+#     (an unpinned page, a page never pinned, the kernel's code) fail with a DMA fault and
+#     move no byte; the process's own buffers still work
+group=$(readlink -f "$dev/iommu_group" 2>/dev/null)
+echo "iommu: group ${group##*/} type $(cat "$group/type" 2>/dev/null || echo none)," \
+	"$(ls /sys/class/iommu 2>/dev/null | tr '\n' ' ')"
+if run dma-isolation jal-system-dma /dev/jal0; then
+	pass dma-isolation
+else
+	fail dma-isolation "a copy packet reached memory the driver never mapped for the device"
+fi
+
 # 8. chip reset through the driver (RESET ioctl): jalctl sees it go down and come back
 if run jalctl-reset jalctl reset && run jalctl-info-after-reset jalctl info &&
 	grep -q '^Boot count: *2' /tmp/out; then

@@ -125,9 +125,11 @@ struct jal_ioctl_mem_free {
 	__u32 reserved[4];
 };
 
-/* Host memory the device can reach: HOST_ALLOC gives physically contiguous DMA memory
- * (map it with mmap at mmap_offset); HOST_PIN pins a range of the caller's memory and
- * reports its DMA segments. Both are released with HOST_FREE or on close. */
+/* Host memory the device can reach: HOST_ALLOC gives DMA memory that is contiguous on the
+ * device's bus (map it with mmap at mmap_offset); HOST_PIN pins a range of the caller's
+ * memory and reports its DMA segments (one behind an IOMMU). Both are released with
+ * HOST_FREE or on close; behind an IOMMU the device can no longer reach them then. Bus
+ * addresses are IOVAs behind an IOMMU, guest- or host-physical addresses without one. */
 struct jal_ioctl_host_alloc {
 	__u32 size;
 	__u32 flags;

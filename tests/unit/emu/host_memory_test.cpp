@@ -6,7 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 using jal::emu::HostMemory;
 
@@ -84,4 +86,84 @@ TEST(HostMemory, RefusesMemoryItsOwnerCouldShrink)
     EXPECT_EQ(hm.map(0x100000, 1 << 16, fd, 0), JAL_STATUS_PERMISSION);
     EXPECT_EQ(hm.region_count(), 0u);
     close(fd);
+}
+
+// Behind a vIOMMU the QEMU device shares guest memory one IOMMU page at a time, each its
+// own region: pages that follow each other on the bus must form one range for a DMA,
+// wherever they lie in the file.
+TEST(HostMemory, RegionsThatFollowOnTheBusFormOneRange)
+{
+    Memfd m(4 * 4096);
+    HostMemory hm;
+    ASSERT_EQ(hm.map(0x200000, 4096, m.fd, 3 * 4096), JAL_STATUS_OK);
+    ASSERT_EQ(hm.map(0x201000, 4096, m.fd, 0), JAL_STATUS_OK);
+    ASSERT_EQ(hm.map(0x202000, 4096, m.fd, 2 * 4096), JAL_STATUS_OK);
+    std::vector<unsigned char> data(8192);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7 + 1);
+    ASSERT_EQ(hm.write(0x200800, data.data(), data.size()), JAL_STATUS_OK);
+    EXPECT_EQ(std::memcmp(m.p + 3 * 4096 + 0x800, data.data(), 0x800), 0);
+    EXPECT_EQ(std::memcmp(m.p, data.data() + 0x800, 4096), 0);
+    EXPECT_EQ(std::memcmp(m.p + 2 * 4096, data.data() + 0x1800, 0x800), 0);
+    std::vector<unsigned char> back(data.size());
+    ASSERT_EQ(hm.read(0x200800, back.data(), back.size()), JAL_STATUS_OK);
+    EXPECT_EQ(back, data);
+    EXPECT_NE(HostMemory::Pin(hm).at(0x200000, 3 * 4096), nullptr);
+
+    // A gap on the bus ends the range; so does a region going away.
+    ASSERT_EQ(hm.map(0x204000, 4096, m.fd, 4096), JAL_STATUS_OK);
+    EXPECT_EQ(hm.read(0x202800, back.data(), 0x1000), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(HostMemory::Pin(hm).at(0x202000, 3 * 4096), nullptr);
+    ASSERT_EQ(hm.unmap(0x201000, 4096), JAL_STATUS_OK);
+    EXPECT_EQ(hm.read(0x200800, back.data(), back.size()), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(hm.read(0x201000, back.data(), 1), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(hm.read(0x200000, back.data(), 4096), JAL_STATUS_OK) << "its neighbours stay";
+    EXPECT_EQ(hm.read(0x202000, back.data(), 4096), JAL_STATUS_OK);
+    ASSERT_EQ(hm.map(0x201000, 4096, m.fd, 0), JAL_STATUS_OK) << "and it can come back";
+    EXPECT_EQ(hm.read(0x200800, back.data(), back.size()), JAL_STATUS_OK);
+    EXPECT_EQ(back, data);
+}
+
+TEST(HostMemory, ThousandsOfPageRegions)
+{
+    constexpr std::size_t kPages = 2048;
+    Memfd m(kPages * 4096);
+    HostMemory hm;
+    const std::uint64_t base = 0xfff00000ull - kPages * 4096;  // where an IOMMU allocates
+    for (std::size_t i = 0; i < kPages; ++i)
+        ASSERT_EQ(hm.map(base + i * 4096, 4096, m.fd, (kPages - 1 - i) * 4096), JAL_STATUS_OK) << i;
+    EXPECT_EQ(hm.region_count(), kPages);
+    std::vector<std::uint32_t> words(kPages * 1024);
+    for (std::size_t i = 0; i < words.size(); ++i) words[i] = static_cast<std::uint32_t>(i);
+    ASSERT_EQ(hm.write(base, words.data(), words.size() * 4), JAL_STATUS_OK);
+    for (std::size_t page = 0; page < kPages; page += 511) {
+        std::uint32_t w;
+        std::memcpy(&w, m.p + (kPages - 1 - page) * 4096 + 8, 4);
+        EXPECT_EQ(w, page * 1024 + 2) << "bus page " << page;
+    }
+    for (std::size_t i = 0; i < kPages; ++i)
+        ASSERT_EQ(hm.unmap(base + i * 4096, 4096), JAL_STATUS_OK);
+    EXPECT_EQ(hm.region_count(), 0u);
+    EXPECT_EQ(hm.read(base, words.data(), 4), JAL_STATUS_DMA_FAULT);
+}
+
+TEST(HostMemory, RegionsAboveTheWindowWorkOnTheirOwn)
+{
+    Memfd m(4 * 4096);
+    HostMemory hm;
+    const std::uint64_t high = HostMemory::kWindowBytes + 0x10000;
+    ASSERT_EQ(hm.map(high, 8192, m.fd, 0), JAL_STATUS_OK);
+    ASSERT_EQ(hm.map(HostMemory::kWindowBytes - 4096, 8192, m.fd, 8192), JAL_STATUS_OK)
+        << "straddles the window's end";
+    const char msg[] = "far away";
+    ASSERT_EQ(hm.write(high + 4000, msg, sizeof msg), JAL_STATUS_OK);
+    EXPECT_EQ(std::memcmp(m.p + 4000, msg, sizeof msg), 0);
+    ASSERT_EQ(hm.write(HostMemory::kWindowBytes - 4, msg, sizeof msg), JAL_STATUS_OK);
+    EXPECT_EQ(std::memcmp(m.p + 8192 + 4092, msg, sizeof msg), 0);
+    EXPECT_EQ(hm.unmap(high, 8192), JAL_STATUS_OK);
+    char b;
+    EXPECT_EQ(hm.read(high, &b, 1), JAL_STATUS_DMA_FAULT);
+    hm.clear();
+    EXPECT_EQ(hm.region_count(), 0u);
+    ASSERT_EQ(hm.map(0x1000, 4096, m.fd, 0), JAL_STATUS_OK) << "usable after clear()";
+    EXPECT_EQ(hm.write(0x1000, msg, sizeof msg), JAL_STATUS_OK);
 }
