@@ -106,7 +106,6 @@ private:
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);
     void layout_streamed();
-    X active_experts();
     void stream_rows(X w);
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
@@ -128,6 +127,7 @@ private:
     X w_exp{}, first{}, cnt{};  // the expert's first row of W; its pairs' place in the lists
     X col0{}, ncols{};          // the columns of y this slice writes
     X nvalid{};                 // streamed: pairs whose expert is in [0, E)
+    X nactive{};                // streamed: experts with pairs (talist)
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0;
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
@@ -238,14 +238,30 @@ void ExpertGemmKernel::sort_pairs()
         b.free(n);
     });
     X run = emit_const(b, 0);
+    if (p.streamed) {  // the same pass lists the experts with pairs (talist borrows tglist)
+        nactive = emit_const(b, 0);
+        emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
+    }
     b.for_range(zero, experts, 1, [&](X e) {
         X n = b.x();
         b.tread(n, tcount, e, 0);
         b.twrite(run, tstart, e, 0);
         b.twrite(run, tcount, e, 0);
         b.add(run, run, n);
+        if (p.streamed) {
+            Label none = b.label();
+            b.beq(n, zero, none);
+            b.twrite(e, talist, nactive, 0);
+            b.addi(nactive, nactive, 1);
+            b.bind(none);
+        }
         b.free(n);
     });
+    if (p.streamed) {
+        X np = emit_const(b, p.pairs);
+        emit_tdesc_at(b, tglist, l1_glist, np, one, JAL_DT_I32);
+        b.free(np);
+    }
     if (p.streamed)
         nvalid = run;  // pairs with a valid expert: the sorted lists' length
     else
@@ -419,26 +435,6 @@ void ExpertGemmKernel::layout_streamed()
     b.free(np);
 }
 
-// The experts with at least one pair, in ascending order, into talist; their count.
-X ExpertGemmKernel::active_experts()
-{
-    X na = emit_const(b, 0);
-    emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
-    b.for_range(zero, experts, 1, [&](X e) {
-        X lo = b.x(), hi = b.x();
-        Label none = b.label();
-        b.tread(lo, tstart, e, 0);
-        b.tread(hi, tcount, e, 0);
-        b.beq(lo, hi, none);
-        b.twrite(e, talist, na, 0);
-        b.addi(na, na, 1);
-        b.bind(none);
-        b.free(hi);
-        b.free(lo);
-    });
-    return na;
-}
-
 // W tile j: the slice's rows of active experts [j·per_tile, +per_tile), gathered by row
 // index (expert e's rows are e·ncols .. e·ncols+ncols-1 of the slice's block).
 void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
@@ -541,7 +537,8 @@ void ExpertGemmKernel::stream_rows(X w)
     w_exp = w;
     Label nothing = b.label();
     b.beq(nvalid, zero, nothing);  // no pair chose a valid expert: y is not written
-    X na = active_experts();
+    X na = nactive;  // listed in talist by the sort (described again: it borrows tglist)
+    emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
     X np = nvalid;
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
     emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);

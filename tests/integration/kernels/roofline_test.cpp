@@ -1,0 +1,139 @@
+// No kernel is modelled faster than the chip can go: for every dispatch, the modelled time is
+// at least its HBM bytes at the bandwidth of the slices it ran on and its FLOPs at their
+// highest matrix rate. The bounds come from the published chip (ARCHITECTURE.md §12:
+// 15.36 TB/s of HBM and 13.4 PFLOP/s of MXFP4 over 64 slices), not from the emulator's
+// timing constants, so a modelling error that made any kernel too cheap fails here.
+// Shapes are GPT-OSS-120B's decode and prefill, run timing-only (no data is written).
+#include <bit>
+#include <string>
+#include <vector>
+
+#include "linear_fixture.hpp"
+
+#include <jal/kernels/library/attention.hpp>
+#include <jal/kernels/library/expert_gemm.hpp>
+#include <jal/kernels/library/gemm.hpp>
+#include <jal/kernels/library/kv_cache.hpp>
+#include <jal/kernels/library/moe.hpp>
+#include <jal/kernels/library/norm.hpp>
+#include <jal/kernels/library/rope.hpp>
+
+namespace jk = jal::kernels;
+namespace jl = jal::kernels::linear;
+using jk::TensorRef;
+
+namespace {
+
+constexpr double kSliceBytesPerNs = 15.36e12 / 64 / 1e9;  // 240 GB/s a slice
+constexpr double kSliceFlopsPerNs = 13.4e15 / 64 / 1e9;   // MXFP4, the fastest format
+constexpr uint32_t kSlices = 8;
+constexpr uint32_t kEmbd = 2880, kHeads = 64, kKvHeads = 8;
+constexpr uint32_t kDim = 64;
+
+class RooflineTest : public jal::test::LinearKernelTest {
+protected:
+    // Device memory that is never written (timing-only runs read nothing).
+    uint64_t space(uint64_t bytes, jal_placement placement = JAL_PLACE_INTERLEAVED)
+    {
+        memories.push_back(std::make_unique<jal::runtime::Memory>(
+            *context, std::max<uint64_t>(bytes, 64), placement, slices(kSlices)));
+        return memories.back()->va();
+    }
+    TensorRef f32(uint32_t rows, uint32_t cols)
+    {
+        return {.va = space(uint64_t{rows} * cols * 4), .rows = rows, .cols = cols,
+                .dtype = JAL_DT_F32};
+    }
+    // Runs the kernel on kSlices slices (timing-only unless `data`) and checks it against both
+    // roofs.
+    void check(const std::string& what, const jk::CodeObject& code,
+               const std::vector<uint64_t>& args, bool data = false)
+    {
+        SCOPED_TRACE(what);
+        const jal_dispatch_report r = run(code, args, slices(kSlices), !data);
+        ASSERT_EQ(r.status, JAL_STATUS_OK);
+        const double bytes_ns = double(r.hbm_bytes) / (kSlices * kSliceBytesPerNs);
+        const double flops_ns = double(r.flops) / (kSlices * kSliceFlopsPerNs);
+        EXPECT_GT(r.hbm_bytes, 0u) << "a kernel that moves nothing measures nothing";
+        EXPECT_GE(double(r.modelled_ns), bytes_ns)
+            << what << ": " << r.hbm_bytes << " bytes in " << r.modelled_ns << " ns";
+        EXPECT_GE(double(r.modelled_ns), flops_ns)
+            << what << ": " << r.flops << " FLOPs in " << r.modelled_ns << " ns";
+        std::printf("[ roofline ] %-34s %9.2f us  bytes bound %8.2f us  flops bound %8.2f us\n",
+                    what.c_str(), r.modelled_ns / 1e3, bytes_ns / 1e3, flops_ns / 1e3);
+    }
+};
+
+TEST_F(RooflineTest, GemmsPlainFusedAndAccumulating)
+{
+    for (uint32_t m : {1u, 256u})
+        for (int variant = 0; variant < 3; variant++) {
+            jl::GemmConfig c{.m = m, .n = kEmbd, .k = kEmbd, .weight = JAL_DT_MXFP4, .bias = true};
+            c.rms_norm = variant == 1;
+            c.accumulate = variant == 2;
+            const uint64_t row = jl::packed_row_bytes(c.weight, c.k);
+            const uint64_t w_va = space(row * c.n);
+            const TensorRef w{.va = w_va, .rows = c.n, .cols = c.k, .row_stride = row,
+                              .dtype = c.weight};
+            const uint64_t table = upload(jl::shard_table(w, kSlices));
+            const TensorRef bias = f32(1, c.n), norm = f32(1, c.k);
+            check(jl::gemm_name(c), jl::build_gemm(c),
+                  jl::gemm_args(c, f32(m, c.k), table, w, bias, f32(m, c.n), norm));
+        }
+}
+
+TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
+{
+    // With data: which experts a pair chose decides what is read, and timing-only runs read
+    // no ids. Weights are device memory never written (zeros): every byte is still read.
+    const uint32_t experts = 8;
+    for (uint32_t tokens : {1u, 16u})
+        for (jl::ExpertSplit split : {jl::ExpertSplit::experts, jl::ExpertSplit::rows}) {
+            jl::ExpertGemmConfig c{.tokens = tokens, .k = 4, .experts = experts, .n = 720,
+                                   .kdim = kEmbd, .split = split, .rms_norm = true};
+            const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
+            const TensorRef w{.va = space(row * c.n * c.experts), .rows = c.n * c.experts,
+                              .cols = c.kdim, .row_stride = row, .dtype = c.weight};
+            const uint64_t table =
+                upload(split == jl::ExpertSplit::rows ? jl::expert_row_shard_table(c, w, kSlices)
+                                                      : jl::expert_shard_table(c, w, kSlices));
+            std::vector<int32_t> chosen;
+            for (uint32_t p = 0; p < tokens * 4; p++)
+                chosen.push_back(static_cast<int32_t>((p * 3 + p / 4) % experts));
+            const TensorRef ids{.va = upload(chosen), .rows = tokens, .cols = 4,
+                                .dtype = JAL_DT_I32};
+            check(jl::expert_gemm_name(c), jl::build_expert_gemm(c),
+                  jl::expert_gemm_args(c, f32(tokens, c.kdim), ids, table, w,
+                                       f32(c.experts, c.n), f32(tokens * 4, c.n), f32(1, c.kdim)),
+                  true);
+        }
+}
+
+TEST_F(RooflineTest, AttentionWithAndWithoutTheAppendAndTheRowKernels)
+{
+    const uint32_t n_ctx = 1024, qkv = (kHeads + 2 * kKvHeads) * kDim;
+    const jk::KvCacheConfig kv{.n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx};
+    jk::KvCache cache(*device, *context, *queue, kv,
+                      jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
+    const TensorRef q_rows = f32(1, qkv), out = f32(1, kHeads * kDim), sinks = f32(1, kHeads);
+    TensorRef q = q_rows;
+    q.cols = kHeads * kDim;
+    q.row_stride = qkv * 4ull;
+    for (bool append : {false, true}) {
+        const jk::AttentionConfig a{.n_head = kHeads, .n_head_kv = kKvHeads, .head_dim = kDim,
+                                    .n_ctx = n_ctx, .sinks = true, .append_kv = append};
+        check(std::string("attention decode at 1000") + (append ? " + append" : ""),
+              jk::build_attention(a),
+              jk::attention_args(a, q, out, 1000, cache.heads_va(), sinks.va,
+                                 q.va + kHeads * kDim * 4ull,
+                                 q.va + (kHeads + kKvHeads) * kDim * 4ull));
+    }
+    const jk::RmsNormConfig nc{.cols = kEmbd};
+    check("rms_norm 256 rows", jk::build_rms_norm(nc),
+          jk::rms_norm_args(nc, f32(256, kEmbd), f32(1, kEmbd), f32(256, kEmbd)));
+    jk::MoeCombineConfig mc{.cols = kEmbd, .k = 4, .residual = true};
+    check("moe_combine + residual 16 rows", jk::build_moe_combine(mc),
+          jk::moe_combine_args(mc, f32(64, kEmbd), f32(16, 4), f32(16, kEmbd)));
+}
+
+}  // namespace
