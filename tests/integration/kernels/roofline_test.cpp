@@ -41,7 +41,9 @@ protected:
     }
     TensorRef f32(uint32_t rows, uint32_t cols)
     {
-        return {.va = space(uint64_t{rows} * cols * 4), .rows = rows, .cols = cols,
+        return {.va = space(uint64_t{rows} * cols * 4),
+                .rows = rows,
+                .cols = cols,
                 .dtype = JAL_DT_F32};
     }
     // Runs the kernel on kSlices slices (timing-only unless `data`) and checks it against both
@@ -73,8 +75,8 @@ TEST_F(RooflineTest, GemmsPlainFusedAndAccumulating)
             c.accumulate = variant == 2;
             const uint64_t row = jl::packed_row_bytes(c.weight, c.k);
             const uint64_t w_va = space(row * c.n);
-            const TensorRef w{.va = w_va, .rows = c.n, .cols = c.k, .row_stride = row,
-                              .dtype = c.weight};
+            const TensorRef w{
+                .va = w_va, .rows = c.n, .cols = c.k, .row_stride = row, .dtype = c.weight};
             const uint64_t table = upload(jl::shard_table(w, kSlices));
             const TensorRef bias = f32(1, c.n), norm = f32(1, c.k);
             check(jl::gemm_name(c), jl::build_gemm(c),
@@ -89,22 +91,30 @@ TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
     const uint32_t experts = 8;
     for (uint32_t tokens : {1u, 16u})
         for (jl::ExpertSplit split : {jl::ExpertSplit::experts, jl::ExpertSplit::rows}) {
-            jl::ExpertGemmConfig c{.tokens = tokens, .k = 4, .experts = experts, .n = 720,
-                                   .kdim = kEmbd, .split = split, .rms_norm = true};
+            jl::ExpertGemmConfig c{.tokens = tokens,
+                                   .k = 4,
+                                   .experts = experts,
+                                   .n = 720,
+                                   .kdim = kEmbd,
+                                   .split = split,
+                                   .rms_norm = true};
             const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
-            const TensorRef w{.va = space(row * c.n * c.experts), .rows = c.n * c.experts,
-                              .cols = c.kdim, .row_stride = row, .dtype = c.weight};
+            const TensorRef w{.va = space(row * c.n * c.experts),
+                              .rows = c.n * c.experts,
+                              .cols = c.kdim,
+                              .row_stride = row,
+                              .dtype = c.weight};
             const uint64_t table =
                 upload(split == jl::ExpertSplit::rows ? jl::expert_row_shard_table(c, w, kSlices)
                                                       : jl::expert_shard_table(c, w, kSlices));
             std::vector<int32_t> chosen;
             for (uint32_t p = 0; p < tokens * 4; p++)
                 chosen.push_back(static_cast<int32_t>((p * 3 + p / 4) % experts));
-            const TensorRef ids{.va = upload(chosen), .rows = tokens, .cols = 4,
-                                .dtype = JAL_DT_I32};
+            const TensorRef ids{
+                .va = upload(chosen), .rows = tokens, .cols = 4, .dtype = JAL_DT_I32};
             check(jl::expert_gemm_name(c), jl::build_expert_gemm(c),
-                  jl::expert_gemm_args(c, f32(tokens, c.kdim), ids, table, w,
-                                       f32(c.experts, c.n), f32(tokens * 4, c.n), f32(1, c.kdim)),
+                  jl::expert_gemm_args(c, f32(tokens, c.kdim), ids, table, w, f32(c.experts, c.n),
+                                       f32(tokens * 4, c.n), f32(1, c.kdim)),
                   true);
         }
 }
@@ -120,8 +130,12 @@ TEST_F(RooflineTest, AttentionWithAndWithoutTheAppendAndTheRowKernels)
     q.cols = kHeads * kDim;
     q.row_stride = qkv * 4ull;
     for (bool append : {false, true}) {
-        const jk::AttentionConfig a{.n_head = kHeads, .n_head_kv = kKvHeads, .head_dim = kDim,
-                                    .n_ctx = n_ctx, .sinks = true, .append_kv = append};
+        const jk::AttentionConfig a{.n_head = kHeads,
+                                    .n_head_kv = kKvHeads,
+                                    .head_dim = kDim,
+                                    .n_ctx = n_ctx,
+                                    .sinks = true,
+                                    .append_kv = append};
         check(std::string("attention decode at 1000") + (append ? " + append" : ""),
               jk::build_attention(a),
               jk::attention_args(a, q, out, 1000, cache.heads_va(), sinks.va,

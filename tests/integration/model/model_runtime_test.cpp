@@ -441,4 +441,50 @@ TEST_F(ModelRuntime, TimingOnlyWritesNothing)
     EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t v) { return v == 0; }));
 }
 
+// A whole decode step is never modelled faster than the chip: its bytes at 240 GB/s a slice
+// and its FLOPs at the MXFP4 peak of the slices it runs on (the published chip facts,
+// ARCHITECTURE.md §12, not the emulator's constants). Fused and unfused layouts, one and
+// several sequences, timing-only and with data.
+TEST_F(ModelRuntime, AStepIsNeverFasterThanTheRoofline)
+{
+    constexpr double kSliceBytesPerNs = 15.36e12 / 64 / 1e9, kSliceFlopsPerNs = 13.4e15 / 64 / 1e9;
+    auto check = [&](jal::model::Runtime& rt, const char* what) {
+        SCOPED_TRACE(what);
+        const jal::model::ChipTotals& t = rt.last();
+        ASSERT_GT(t.hbm_bytes, 0u);
+        EXPECT_GE(double(t.modelled_ns), t.hbm_bytes / (rt.slices() * kSliceBytesPerNs));
+        EXPECT_GE(double(t.modelled_ns), t.flops / (rt.slices() * kSliceFlopsPerNs));
+    };
+    for (jal::model::ExpertLayout layout :
+         {jal::model::ExpertLayout::experts, jal::model::ExpertLayout::both}) {
+        jal::model::RuntimeOptions o;
+        o.slices = 8;
+        o.max_sequences = 3;
+        o.expert_layout = layout;
+        o.n_ctx = 64;
+        auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+        int a = rt->create_sequence(), b = rt->create_sequence();
+        rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+        check(*rt, "prefill");
+        rt->prefill(b, std::vector<int32_t>{7, 8});
+        std::vector<std::pair<int, int32_t>> one = {{a, 9}}, two = {{a, 10}, {b, 11}};
+        rt->decode(one);
+        check(*rt, "decode, one sequence");
+        rt->decode(two);
+        check(*rt, "decode, two sequences");
+    }
+    jal::model::RuntimeOptions o;
+    o.timing_only = true;
+    o.slices = 8;
+    o.n_ctx = 64;
+    auto rt = jal::model::Runtime::open_shape(
+        jal::model::synthetic_config(*jal::model::synthetic_preset("small")), *device_, o);
+    int a = rt->create_sequence();
+    rt->prefill(a, std::vector<int32_t>(20, 3));
+    check(*rt, "timing-only prefill");
+    std::vector<std::pair<int, int32_t>> one = {{a, 1}};
+    rt->decode(one);
+    check(*rt, "timing-only decode");
+}
+
 }  // namespace
