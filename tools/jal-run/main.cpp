@@ -132,8 +132,9 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
     auto t_load = Clock::now();
     std::unique_ptr<jal::model::Runtime> rt;
     if (o.timing_only) {
-        const uint32_t ctx = o.prompt_len + r.n_out + 1;
-        ro.n_ctx = ctx;
+        // Room for the projected generation too (--project-out): a concurrency whose caches
+        // cannot hold prompt + every output token is refused, not projected.
+        ro.n_ctx = o.prompt_len + std::max(r.n_out, o.project_out) + 1;
         // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
         ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), r.users);
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
