@@ -1,16 +1,67 @@
 // jal-bench: benchmarks of the Jalapeño stack that print figures. `jal-bench host` measures
 // the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
-// library's linear kernels; each prints a table, or one JSON document with --json. It
-// starts its own jal-emu (native firmware) unless JAL_EMU_DIR names a running one.
+// library's linear kernels, `jal-bench dispatch` the emulator's wall-clock cost of one
+// dispatch; each prints a table, or one JSON document with --json. It starts its own jal-emu
+// (native firmware) unless JAL_EMU_DIR names a running one.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include <jal/error.hpp>
 
+#include "dispatch_bench.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
 #include "tools/common/emu_process.hpp"
+
+namespace {
+
+// Runs `bench(socket_dir)` on a jal-emu (started unless JAL_EMU_DIR names one) and prints
+// its document: `json_of(doc)` with --json, else `table(doc)`. Returns the exit status.
+template <class Bench, class JsonOf, class Table>
+int run_bench(bool json, Bench bench, JsonOf json_of, Table table)
+{
+    try {
+        jal::tools::EmuLauncher emu("jal-bench", "", false, {"--fw", "native"});
+        nlohmann::json doc = bench(emu.socket_dir());
+        doc["emulator"] = emu.description();
+        if (json)
+            std::cout << json_of(doc).dump(2) << '\n';
+        else
+            std::cout << table(doc);
+        return 0;
+    } catch (const jal::Error& e) {
+        std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "jal-bench: " << e.what() << '\n';
+        return 1;
+    }
+}
+
+const nlohmann::json& whole(const nlohmann::json& doc)
+{
+    return doc;
+}
+
+CLI::App* add_dispatch_command(CLI::App& app, jal::bench::DispatchBenchOptions& o, bool& json,
+                               bool& quick)
+{
+    auto* c = app.add_subcommand("dispatch",
+                                 "Wall-clock cost of one dispatch of an empty program on 1 and on "
+                                 "every slice, batched and one at a time, against a NOP packet");
+    c->add_flag("--json", json, "Print one JSON document instead of the table");
+    c->add_option("-d,--device", o.device, "Device index");
+    c->add_option("--batch", o.batch, "Dispatches a batch (default 256)")
+        ->check(CLI::Range(1, 16384));
+    c->add_option("--repeats", o.repeats, "Repeats; the median counts (default 5)")
+        ->check(CLI::Range(1, 1000));
+    c->add_flag("--quick", quick, "32 dispatches, 2 repeats (a smoke run)");
+    c->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+    return c;
+}
+
+}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -44,26 +95,29 @@ int main(int argc, char** argv)
     kernels->add_flag("--quick", ko.quick,
                       "Smaller shapes (vocab 32768, fewer tokens): a smoke run");
     kernels->add_flag("-q,--quiet", ko.quiet, "No progress lines on stderr");
+    jal::bench::DispatchBenchOptions dop;
+    bool djson = false, dquick = false;
+    CLI::App* dispatch = add_dispatch_command(app, dop, djson, dquick);
     CLI11_PARSE(app, argc, argv);
 
-    if (kernels->parsed()) {
-        try {
-            jal::tools::EmuLauncher emu("jal-bench", "", false, {"--fw", "native"});
-            ko.emu_dir = emu.socket_dir();
-            nlohmann::json doc = jal::bench::run_kernel_bench(ko);
-            doc["emulator"] = emu.description();
-            if (kjson)
-                std::cout << doc["kernels"].dump(2) << '\n';
-            else
-                std::cout << jal::bench::format_kernel_table(doc);
-            return 0;
-        } catch (const jal::Error& e) {
-            std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";
-            return 1;
-        } catch (const std::exception& e) {
-            std::cerr << "jal-bench: " << e.what() << '\n';
-            return 1;
-        }
+    if (kernels->parsed())
+        return run_bench(
+            kjson,
+            [&](const std::string& dir) {
+                ko.emu_dir = dir;
+                return jal::bench::run_kernel_bench(ko);
+            },
+            [](const nlohmann::json& doc) { return doc["kernels"]; },
+            jal::bench::format_kernel_table);
+    if (dispatch->parsed()) {
+        if (dquick) dop.batch = 32, dop.repeats = 2, dop.nops = 2000;
+        return run_bench(
+            djson,
+            [&](const std::string& dir) {
+                dop.emu_dir = dir;
+                return jal::bench::run_dispatch_bench(dop);
+            },
+            whole, jal::bench::format_dispatch_table);
     }
 
     o.file_bytes = file_mib << 20;
@@ -74,21 +128,11 @@ int main(int argc, char** argv)
         o.max_copy_bytes = std::min<uint64_t>(o.max_copy_bytes, 64ull << 20);
         o.file_bytes = std::min<uint64_t>(o.file_bytes, 32ull << 20);
     }
-    try {
-        jal::tools::EmuLauncher emu("jal-bench", "", false, {"--fw", "native"});
-        o.emu_dir = emu.socket_dir();
-        nlohmann::json doc = jal::bench::run_host_bench(o);
-        doc["emulator"] = emu.description();
-        if (json)
-            std::cout << doc.dump(2) << '\n';
-        else
-            std::cout << jal::bench::format_host_table(doc);
-        return 0;
-    } catch (const jal::Error& e) {
-        std::cerr << "jal-bench: " << e.what() << " (" << e.status_name() << ")\n";
-        return 1;
-    } catch (const std::exception& e) {
-        std::cerr << "jal-bench: " << e.what() << '\n';
-        return 1;
-    }
+    return run_bench(
+        json,
+        [&](const std::string& dir) {
+            o.emu_dir = dir;
+            return jal::bench::run_host_bench(o);
+        },
+        whole, jal::bench::format_host_table);
 }

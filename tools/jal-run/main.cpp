@@ -132,8 +132,9 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
     auto t_load = Clock::now();
     std::unique_ptr<jal::model::Runtime> rt;
     if (o.timing_only) {
-        const uint32_t ctx = o.prompt_len + r.n_out + 1;
-        ro.n_ctx = ctx;
+        // Room for the projected generation too (--project-out): a concurrency whose caches
+        // cannot hold prompt + every output token is refused, not projected.
+        ro.n_ctx = o.prompt_len + std::max(r.n_out, o.project_out) + 1;
         // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
         ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), r.users);
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
@@ -185,6 +186,8 @@ struct Generation {
     std::vector<std::vector<float>> top_lps;
     double decode_wall = 0;
     uint64_t decode_hbm_bytes = 0;
+    uint64_t prefill_dispatches = 0;  // one user's prompt
+    uint64_t decode_dispatches = 0;   // every measured decode step
 };
 
 // Prefills every user's prompt (timing only: one, the others take the same length).
@@ -192,6 +195,7 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
 {
     g.logits.resize(r.users);
     g.fig.users = r.users;
+    g.fig.prompt_tokens = static_cast<uint32_t>(r.prompt.size());
     g.fig.out_tokens = r.n_out;
     auto t0 = Clock::now();
     for (uint32_t u = 0; u < r.users; u++) {
@@ -205,6 +209,7 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
         if (u == 0) {
             g.fig.prefill_ns = rt.last().modelled_ns;
             g.fig.prefill_energy_nj = rt.last().energy_nj;
+            g.prefill_dispatches = rt.last().dispatches;
             g.prefill_kernels = rt.last_by_kernel();
         }
     }
@@ -227,6 +232,7 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
             g.fig.decode_ns += rt.last().modelled_ns;
             g.fig.decode_energy_nj += rt.last().energy_nj;
             g.decode_hbm_bytes += rt.last().hbm_bytes;
+            g.decode_dispatches += rt.last().dispatches;
         }
         if (o.top) {
             std::vector<int32_t> ids;
@@ -251,6 +257,7 @@ struct Summary {
     jal::run::Metrics m;
     double wall_tok_s = 0, wall_prefill_tok_s = 0;
     double peak_bps = 0, min_bytes = 0, roofline_fraction = 0, decode_hbm_util = 0;
+    double dispatches_per_step = 0;  // average over the measured decode steps
 };
 
 Summary summarize(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
@@ -280,6 +287,7 @@ Summary summarize(const Options& o, const Request& r, jal::model::Runtime& rt, G
     s.roofline_fraction = step_s > 0 ? (s.min_bytes / s.peak_bps) / step_s : 0;
     s.decode_hbm_util =
         measured_decode_s > 0 ? double(g.decode_hbm_bytes) / measured_decode_s / s.peak_bps : 0;
+    s.dispatches_per_step = r.n_out > 1 ? double(g.decode_dispatches) / (r.n_out - 1) : 0;
     return s;
 }
 
@@ -293,6 +301,35 @@ nlohmann::json kernels_json(const std::map<std::string, jal::model::ChipTotals>&
                    {"flops", t.flops},
                    {"energy_nj", t.energy_nj}};
     return k;
+}
+
+// The modelled chip's InferenceX figures (docs/performance.md, "InferenceX methodology").
+void inferencex_json(nlohmann::json& j, const Generation& g, const Summary& s)
+{
+    j["prompt_tokens"] = g.fig.prompt_tokens;
+    j["out_tokens"] = g.fig.out_tokens;
+    j["ttft_ms"] = s.m.ttft_ms;
+    j["tpot_ms"] = s.m.tpot_ms;
+    j["e2e_ms"] = s.m.e2e_ms;
+    j["e2e_s"] = s.m.e2e_s;
+    j["tok_s_user"] = s.m.tok_s_user;
+    j["serve_s"] = s.m.serve_s;
+    j["tok_s"] = s.m.tok_s;
+    j["output_tok_s"] = s.m.output_tok_s;
+    j["mixed_tok_s"] = s.m.mixed_tok_s;
+    j["avg_power_w"] = s.m.avg_power_w;
+    j["tok_s_per_kw"] = s.m.tok_s_per_kw;
+    j["rated_power_w"] = jal::run::kRatedPowerKw * 1000;
+    j["mixed_tok_s_per_kw_rated"] = s.m.mixed_tok_s_per_kw_rated;
+    j["mixed_tok_s_per_kw_modelled"] = s.m.mixed_tok_s_per_kw_modelled;
+    j["static_power_w"] = jal::model::kStaticPowerW;
+    j["decode_min_bytes"] = s.min_bytes;
+    j["decode_roofline_tb_s"] = s.peak_bps / 1e12;
+    j["decode_roofline_ms"] = s.min_bytes / s.peak_bps * 1e3;
+    j["decode_roofline_fraction"] = s.roofline_fraction;
+    j["decode_hbm_util"] = s.decode_hbm_util;
+    j["dispatches_per_step"] = s.dispatches_per_step;
+    j["prefill_dispatches"] = g.prefill_dispatches;
 }
 
 void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, const Generation& g,
@@ -312,22 +349,10 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
         j["top_ids"] = g.top_ids;
         j["top_logprobs"] = g.top_lps;
     }
-    j["out_tokens"] = g.fig.out_tokens;
     j["wall_tok_s"] = s.wall_tok_s;
     j["wall_prefill_tok_s"] = s.wall_prefill_tok_s;
     j["wall_load_s"] = load_s;
-    j["ttft_ms"] = s.m.ttft_ms;
-    j["tpot_ms"] = s.m.tpot_ms;
-    j["e2e_ms"] = s.m.e2e_ms;
-    j["tok_s_user"] = s.m.tok_s_user;
-    j["tok_s"] = s.m.tok_s;
-    j["avg_power_w"] = s.m.avg_power_w;
-    j["tok_s_per_kw"] = s.m.tok_s_per_kw;
-    j["static_power_w"] = jal::model::kStaticPowerW;
-    j["decode_min_bytes"] = s.min_bytes;
-    j["decode_roofline_ms"] = s.min_bytes / s.peak_bps * 1e3;
-    j["decode_roofline_fraction"] = s.roofline_fraction;
-    j["decode_hbm_util"] = s.decode_hbm_util;
+    inferencex_json(j, g, s);
     if (o.profile && r.n_out > 1) j["decode_kernels"] = kernels_json(rt.last_by_kernel());
     if (o.profile) j["prefill_kernels"] = kernels_json(g.prefill_kernels);
     const jal::model::ChipTotals& tot = rt.total();
@@ -338,8 +363,8 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     std::cout << j.dump(2) << std::endl;
 }
 
-void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, const Summary& s,
-                double load_s)
+void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, const Generation& g,
+                const Summary& s, double load_s)
 {
     std::printf("\n%u tokens%s; emulation: %.2f tok/s decode (wall clock, %u user%s), prefill "
                 "%.1f tok/s, "
@@ -351,11 +376,18 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
         "%.1f W average, %.0f tok/s per kW\n",
         rt.slices(), s.m.ttft_ms, s.m.tpot_ms, s.m.tok_s_user, s.m.tok_s, s.m.avg_power_w,
         s.m.tok_s_per_kw);
-    std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; modelled TPOT is %.1f "
-                "%% of it "
-                "(HBM busy %.1f %%)\n",
+    std::printf("decode roofline: %.1f MB a step at %.2f TB/s = %.4f ms; %.1f %% of the modelled "
+                "TPOT (HBM busy %.1f %%)\n",
                 s.min_bytes / 1e6, s.peak_bps / 1e12, s.min_bytes / s.peak_bps * 1e3,
                 100 * s.roofline_fraction, 100 * s.decode_hbm_util);
+    std::printf("InferenceX (%u in, %u out, concurrency %u): E2E %.3f s; %u request%s served in "
+                "%.3f s: %.0f output, %.0f mixed tok/s\n",
+                g.fig.prompt_tokens, g.fig.out_tokens, r.users, s.m.e2e_s, r.users,
+                r.users > 1 ? "s" : "", s.m.serve_s, s.m.output_tok_s, s.m.mixed_tok_s);
+    std::printf("mixed tok/s per kW: %.0f rated (%.0f W), %.0f modelled (%.1f W); %.0f dispatches "
+                "a decode step\n",
+                s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000,
+                s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step);
     if (o.profile && r.n_out > 1) {
         std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel",
                     "count", "time us", "HBM MB", "GB/s");
@@ -382,7 +414,7 @@ int run(const Options& o)
     if (o.json)
         print_json(o, r, *rt, g, s, load_s);
     else if (!o.quiet)
-        print_text(o, r, *rt, s, load_s);
+        print_text(o, r, *rt, g, s, load_s);
     rt.reset();
     return 0;
 }

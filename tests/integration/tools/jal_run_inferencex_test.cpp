@@ -1,0 +1,136 @@
+// jal-run --timing-only reports the InferenceX figures (docs/performance.md, "InferenceX
+// methodology") in its JSON and its summary, consistent with each other. A short run of
+// the GPT-OSS-120B shape (16-token prompt, 3 measured tokens projected to 32, two users)
+// on a private jal-emu: a few seconds. No timings are asserted, only relations between
+// the reported figures.
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fixture/emu_process.hpp>
+#include <fixture/run_command.hpp>
+
+namespace {
+
+using jal::test::bin_path;
+using jal::test::CommandResult;
+using jal::test::run_command;
+using nlohmann::json;
+
+constexpr unsigned kPrompt = 16, kOut = 32, kUsers = 2, kMeasured = 3;
+
+class JalRunInferenceX : public ::testing::Test {
+protected:
+    static void SetUpTestSuite()
+    {
+        jal::test::EmuOptions eo;
+        eo.extra_args = {"--fw", "native"};
+        emu_ = new jal::test::EmuProcess(eo);
+    }
+    static void TearDownTestSuite()
+    {
+        EXPECT_EQ(emu_->stop(), "");
+        delete emu_;
+        emu_ = nullptr;
+    }
+    static CommandResult run(std::vector<std::string> extra)
+    {
+        std::vector<std::string> argv = {bin_path("jal-run"),
+                                         "--timing-only",
+                                         "--prompt-len",
+                                         std::to_string(kPrompt),
+                                         "--n",
+                                         std::to_string(kMeasured),
+                                         "--project-out",
+                                         std::to_string(kOut),
+                                         "--concurrency",
+                                         std::to_string(kUsers)};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return run_command(argv, {emu_->env()}, std::chrono::seconds(240));
+    }
+    static jal::test::EmuProcess* emu_;
+};
+jal::test::EmuProcess* JalRunInferenceX::emu_ = nullptr;
+
+// |a − b| within `rel` of |b| (the JSON carries doubles; the figures are derived from
+// integer nanoseconds and nanojoules, so only rounding separates them).
+void expect_near_rel(double a, double b, const char* what, double rel = 1e-9)
+{
+    EXPECT_NEAR(a, b, rel * std::abs(b) + 1e-12) << what;
+}
+
+TEST_F(JalRunInferenceX, JsonFieldsArePresentAndConsistent)
+{
+    const CommandResult r = run({"--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json j = json::parse(r.out);
+    std::istringstream fields(
+        "ttft_ms tpot_ms e2e_ms e2e_s tok_s_user serve_s tok_s output_tok_s mixed_tok_s "
+        "avg_power_w tok_s_per_kw rated_power_w mixed_tok_s_per_kw_rated "
+        "mixed_tok_s_per_kw_modelled decode_min_bytes decode_roofline_tb_s decode_roofline_ms "
+        "decode_roofline_fraction dispatches_per_step prefill_dispatches prompt_tokens "
+        "out_tokens");
+    for (std::string key; fields >> key;)
+        ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << "\n" << r.out;
+
+    EXPECT_EQ(j["prompt_tokens"], kPrompt);
+    EXPECT_EQ(j["out_tokens"], kOut);
+    EXPECT_EQ(j["concurrency"], kUsers);
+    const double ttft = j["ttft_ms"], tpot = j["tpot_ms"], C = kUsers;
+    ASSERT_GT(ttft, 0);
+    ASSERT_GT(tpot, 0);
+    expect_near_rel(j["e2e_s"], (ttft + (kOut - 1) * tpot) / 1e3, "e2e_s = TTFT + (out-1) TPOT");
+    expect_near_rel(j["e2e_s"], j["e2e_ms"].get<double>() / 1e3, "e2e_s = e2e_ms / 1000");
+    expect_near_rel(j["tok_s_user"], 1000 / tpot, "tok_s_user = 1000 / TPOT");
+    const double serve = j["serve_s"];
+    expect_near_rel(serve, (C * ttft + (kOut - 1) * tpot) / 1e3, "serve_s");
+    expect_near_rel(j["output_tok_s"], C * kOut / serve, "output_tok_s");
+    expect_near_rel(j["tok_s"], j["output_tok_s"], "tok_s = output_tok_s");
+    const double mixed = j["mixed_tok_s"];
+    expect_near_rel(mixed, C * (kPrompt + kOut) / serve, "mixed_tok_s");
+    EXPECT_EQ(j["rated_power_w"], 700.0);
+    expect_near_rel(j["mixed_tok_s_per_kw_rated"], mixed / 0.7, "per kW rated");
+    const double kw = j["avg_power_w"].get<double>() / 1e3;
+    EXPECT_GT(kw, j["static_power_w"].get<double>() / 1e3);
+    expect_near_rel(j["mixed_tok_s_per_kw_modelled"], mixed / kw, "per kW modelled");
+    expect_near_rel(j["tok_s_per_kw"], j["output_tok_s"].get<double>() / kw, "tok_s_per_kw");
+}
+
+TEST_F(JalRunInferenceX, RooflineAndDispatchesAreConsistent)
+{
+    const CommandResult r = run({"--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json j = json::parse(r.out);
+    // Every slice of the chip: 64 × 240 GB/s.
+    EXPECT_EQ(j["slices"], 64);
+    expect_near_rel(j["decode_roofline_tb_s"], 15.36, "chip bandwidth");
+    const double roofline_ms = j["decode_min_bytes"].get<double>() / 15.36e12 * 1e3;
+    expect_near_rel(j["decode_roofline_ms"], roofline_ms, "roofline time");
+    expect_near_rel(j["decode_roofline_fraction"], roofline_ms / j["tpot_ms"].get<double>(),
+                    "roofline fraction = roofline time / TPOT");
+    EXPECT_GT(j["decode_roofline_fraction"].get<double>(), 0);
+    EXPECT_LE(j["decode_roofline_fraction"].get<double>(), 1);
+    // Timing only, one prompt is prefilled (the other user assumes its length), then the
+    // measured decode steps: the chip's dispatch count is exactly theirs.
+    const double per_step = j["dispatches_per_step"];
+    EXPECT_GE(per_step, 1);
+    EXPECT_EQ(j["chip"]["dispatches"].get<double>(),
+              j["prefill_dispatches"].get<double>() + (kMeasured - 1) * per_step);
+}
+
+TEST_F(JalRunInferenceX, SummaryShowsTheFigures)
+{
+    const CommandResult r = run({});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char* text :
+         {"InferenceX (16 in, 32 out, concurrency 2): E2E ", "2 requests served in",
+          "mixed tok/s per kW: ", " rated (700 W), ", " modelled (", "dispatches a decode step",
+          "decode roofline: ", "at 15.36 TB/s"})
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+}
+
+}  // namespace
