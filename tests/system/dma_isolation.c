@@ -30,23 +30,16 @@
 #include <jal/hw/status.h>
 #include <uapi/jal_accel.h>
 
+#include "system_checks.h"
+
 #define PAGE 4096u
 #define RING_PACKETS 16u
 #define CHUNK 256u /* bytes each probe copies */
 
-static int failures;
-
 static void check(int cond, const char* what)
 {
-    printf("%s %s\n", cond ? "ok  " : "FAIL", what);
-    if (!cond) failures++;
+    expect_true(what, cond);
 }
-
-#define INIT(s)                     \
-    do {                            \
-        memset(&(s), 0, sizeof(s)); \
-        (s).size = sizeof(s);       \
-    } while (0)
 
 /* One queue of this process, its ring and signal in a HOST_ALLOC buffer, plus a page of
  * that buffer as the legitimate host side of copies and a device allocation. */

@@ -19,7 +19,7 @@
 #include <jal/hw/queue.h>
 #include <uapi/jal_accel.h>
 
-static int failures;
+#include "system_checks.h"
 
 /* Runs an ioctl and compares the outcome with `want` (0 or an errno). */
 static void expect(const char* what, int fd, unsigned long cmd, void* arg, int want)
@@ -35,18 +35,6 @@ static void expect(const char* what, int fd, unsigned long cmd, void* arg, int w
         failures++;
     }
 }
-
-static void expect_true(const char* what, int cond)
-{
-    printf("%s %s\n", cond ? "ok  " : "FAIL", what);
-    if (!cond) failures++;
-}
-
-#define INIT(s)                     \
-    do {                            \
-        memset(&(s), 0, sizeof(s)); \
-        (s).size = sizeof(s);       \
-    } while (0)
 
 static void bad_headers(int fd)
 {

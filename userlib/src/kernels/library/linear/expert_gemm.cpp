@@ -116,6 +116,7 @@ private:
     void multiply(X rows);
     X tile_rows(X i);
     void scatter(X c0, X rows);
+    void store_row(X slot, X acc_row, uint32_t acc_stride);
 
     const ExpertGemmConfig& c;
     const ExpertPlan p;
@@ -348,24 +349,33 @@ void ExpertGemmKernel::multiply(X rows)
     b.free(tiles);
 }
 
+// Row acc_row of the accumulator (rows acc_stride bytes apart) to the row of y of the pair
+// at position `slot` of the sorted lists (the slice's columns of it).
+void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
+{
+    X dst = b.x(), a = b.x();
+    b.tread(dst, tplist, slot, 0);
+    b.mul(dst, dst, y_stride);
+    b.add(dst, dst, y);
+    b.muli(a, col0, 4);
+    b.add(dst, dst, a);
+    b.muli(a, acc_row, static_cast<int32_t>(acc_stride));
+    b.addi(a, a, static_cast<int32_t>(l1_acc));
+    b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+    emit_counted_store(b, tsub, dst, y_stride, qst, stores);
+    b.free(a);
+    b.free(dst);
+}
+
 // Each row of the accumulator to its pair's row of y (the slice's columns of it).
 void ExpertGemmKernel::scatter(X c0, X rows)
 {
     b.for_range(zero, rows, 1, [&](X r) {
-        X pr = b.x(), a = b.x();
-        b.add(pr, r, c0);
-        b.add(pr, pr, first);
-        b.tread(pr, tplist, pr, 0);
-        b.mul(pr, pr, y_stride);
-        b.add(pr, pr, y);
-        b.muli(a, col0, 4);
-        b.add(pr, pr, a);
-        b.muli(a, r, static_cast<int32_t>(c.n * 4));
-        b.addi(a, a, static_cast<int32_t>(l1_acc));
-        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
-        emit_counted_store(b, tsub, pr, y_stride, qst, stores);
-        b.free(a);
-        b.free(pr);
+        X slot = b.x();
+        b.add(slot, r, c0);
+        b.add(slot, slot, first);
+        store_row(slot, r, c.n * 4);
+        b.free(slot);
     });
 }
 
@@ -513,20 +523,7 @@ void ExpertGemmKernel::stream_finish()
         emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
         b.vadd(tacc, tacc, tbrows);
     }
-    b.for_range(zero, np, 1, [&](X r) {
-        X dst = b.x(), a = b.x();
-        b.tread(dst, tplist, r, 0);
-        b.mul(dst, dst, y_stride);
-        b.add(dst, dst, y);
-        b.muli(a, col0, 4);
-        b.add(dst, dst, a);
-        b.muli(a, r, static_cast<int32_t>(p.tn * 4));
-        b.addi(a, a, static_cast<int32_t>(l1_acc));
-        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
-        emit_counted_store(b, tsub, dst, y_stride, qst, stores);
-        b.free(a);
-        b.free(dst);
-    });
+    b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
