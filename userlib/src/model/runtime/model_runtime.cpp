@@ -290,9 +290,8 @@ private:
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
     // Adds a dispatch of `p` on `mask` to the Launcher's batch (lane >= 0: on that lane).
-    // with_data: run it with data even in timing-only mode (see expert_gemm).
     void add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
-             int lane = -1, bool with_data = false);
+             int lane = -1);
     // Runs the batch; what the chip did goes to last_ and by_kernel_.
     ChipTotals run_batch();
     // Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
@@ -626,11 +625,11 @@ const k::Program& RuntimeImpl::program(const std::string& key,
 }
 
 void RuntimeImpl::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
-                      int lane, bool with_data)
+                      int lane)
 {
     k::DispatchOptions d;
     d.slice_mask = mask;
-    d.timing_only = o_.timing_only && !with_data;
+    d.timing_only = o_.timing_only;
     d.label = what;
     d.lane = lane;
     launch_->add(p, args, d);
@@ -921,9 +920,9 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{}", g.tokens, g.k, g.experts,
                     g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm);
     // Timing only, a kernel's reads of the expert ids see nothing, so split by experts it
-    // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows it runs
-    // for real instead: the modelled ids are in memory and every other input is allocated
-    // (zeros), so the chip is charged exactly what this program does with them.
+    // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows the kernel
+    // itself spreads the pairs evenly over the experts uniform routing makes active, and is
+    // charged what a real run with those ids costs (linear_expert_timing_test).
     if (o_.timing_only && !by_rows) {
         timing_expert_gemm(m, tokens, by_rows, x, x_stride, y, what, norm);
         return;
@@ -933,7 +932,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     if (norm) args.push_back(va(norm->place));
     args.insert(args.end(), {va(a_.ids), va(by_rows ? m.row_table : m.table), m.row_bytes,
                              m.row_bytes * m.n, va(bias.place), y, y_stride});
-    add(code, all_mask_, k::Args(args), what, -1, /*with_data=*/by_rows);
+    add(code, all_mask_, k::Args(args), what);
 }
 
 void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,

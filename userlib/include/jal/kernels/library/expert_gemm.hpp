@@ -64,6 +64,11 @@ JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens
 // Split by rows over `slices`, every slice streams the experts' rows without a pause between
 // experts (all pairs fit in L1 and each slice's rows of an expert fit one W tile).
 JAL_API bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices);
+// The experts uniform routing makes active (token t's j-th expert (j·⌊E/k⌋ + t mod ⌊E/k⌋)
+// mod E, the model runtime's timing-only ids). Split by rows and streaming, a timing-only
+// dispatch is charged for the pairs spread evenly over this many experts: its ids read as
+// zeros there.
+JAL_API uint32_t uniform_active(const ExpertGemmConfig& c);
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 #include <jal/isa/numerics.hpp>
 
@@ -110,6 +111,7 @@ private:
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
+    void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
@@ -445,6 +447,20 @@ void ExpertGemmKernel::layout_streamed()
     b.free(np);
 }
 
+// Pairs [lo, lo + n) of an even split of all pairs over na experts, for expert g: the first
+// pairs % na experts get one more. t0 and t1 are scratch (the loop is short of registers).
+void ExpertGemmKernel::even_share(X g, X na, X lo, X n, X t0, X t1)
+{
+    b.li(n, p.pairs);
+    b.divu(t0, n, na);  // base
+    b.remu(t1, n, na);  // extra
+    b.mul(lo, g, t0);
+    b.min(n, g, t1);
+    b.add(lo, lo, n);  // + min(g, extra)
+    b.sltu(n, g, t1);
+    b.add(n, n, t0);  // base + (g < extra)
+}
+
 // W tile j: the slice's rows of active experts [j·per_tile, +per_tile), gathered by row
 // index (expert e's rows are e·ncols .. e·ncols+ncols-1 of the slice's block).
 void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
@@ -492,6 +508,13 @@ void ExpertGemmKernel::stream_body(X j, int buf, X na, X per_tile)
         b.tread(lo, tstart, e, 0);
         b.tread(n, tcount, e, 0);
         b.sub(n, n, lo);
+        {  // timing only: active expert g has the g-th even share of the pairs
+            Label real = b.label();
+            b.movsr(a, JAL_SR_TIMING_ONLY);
+            b.beq(a, zero, real);
+            even_share(g, na, lo, n, e, a);
+            b.bind(real);
+        }
         b.muli(a, lo, static_cast<int32_t>(p.tn * 4));
         b.addi(a, a, static_cast<int32_t>(l1_acc));
         b.tdesc(tsub, a, n, ncols, JAL_DT_F32, p.tn * 4);
@@ -532,6 +555,20 @@ void ExpertGemmKernel::stream_finish()
 void ExpertGemmKernel::stream_rows(X w)
 {
     w_exp = w;
+    {
+        // Timing only, the ids read as zeros (no tile is filled), so the sort would put every
+        // pair on one expert. The dispatch is charged instead for the pairs spread evenly
+        // over the experts uniform routing makes active (uniform_active()): the same
+        // instructions, tiles and transfers as a real run with those ids.
+        Label real = b.label();
+        X timing = b.x();
+        b.movsr(timing, JAL_SR_TIMING_ONLY);
+        b.beq(timing, zero, real);
+        b.li(nvalid, p.pairs);
+        b.li(nactive, uniform_active(c));
+        b.bind(real);
+        b.free(timing);
+    }
     Label nothing = b.label();
     b.beq(nvalid, zero, nothing);  // no pair chose a valid expert: y is not written
     X na = nactive;  // listed in talist by the sort (described again: it borrows tglist)
@@ -631,6 +668,15 @@ CodeObject ExpertGemmKernel::build()
 }
 
 }  // namespace
+
+uint32_t uniform_active(const ExpertGemmConfig& c)
+{
+    const uint32_t span = std::max<uint32_t>(1, c.experts / c.k);
+    std::vector<bool> on(c.experts, false);
+    for (uint32_t t = 0; t < std::min(c.tokens, span); t++)
+        for (uint32_t j = 0; j < c.k; j++) on[(j * span + t % span) % c.experts] = true;
+    return static_cast<uint32_t>(std::count(on.begin(), on.end(), true));
+}
 
 bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices)
 {
