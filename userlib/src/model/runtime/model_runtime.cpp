@@ -240,6 +240,8 @@ private:
     // Tensors stacked by expert (E equal parts each), merged expert by expert: expert e's
     // part of the first, then of the second, ... (nullptr without a file).
     const std::byte* interleave_experts(std::initializer_list<std::string> names, uint64_t bytes);
+    // Keeps merged tensor bytes for the upload; throws unless they are `bytes` long.
+    const std::byte* keep(std::vector<std::byte>&& out, const std::string& first, uint64_t bytes);
     void plan_rope_tables();
     KvCaches plan_kv_caches();
     void plan_activations();
@@ -672,6 +674,18 @@ uint64_t RuntimeImpl::kv_mask(uint32_t j) const
     return mask_of((j % kv_groups_) * kv_group_, kv_group_);
 }
 
+const std::byte* RuntimeImpl::keep(std::vector<std::byte>&& out, const std::string& first,
+                                   uint64_t bytes)
+{
+    if (out.size() != bytes)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
+                                "expected {}",
+                                first, out.size(), bytes));
+    owned_.push_back(std::move(out));
+    return owned_.back().data();
+}
+
 const std::byte* RuntimeImpl::concat(std::initializer_list<std::string> names, uint64_t bytes)
 {
     if (!file_) return nullptr;
@@ -681,13 +695,7 @@ const std::byte* RuntimeImpl::concat(std::initializer_list<std::string> names, u
         const GgufTensor& t = file_->tensor(nm);
         out.insert(out.end(), t.data.begin(), t.data.end());
     }
-    if (out.size() != bytes)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
-                                "expected {}",
-                                *names.begin(), out.size(), bytes));
-    owned_.push_back(std::move(out));
-    return owned_.back().data();
+    return keep(std::move(out), *names.begin(), bytes);
 }
 
 const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::string> names,
@@ -707,13 +715,7 @@ const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::stri
                     fmt::format("model runtime: '{}' does not split into {} experts", nm, E));
             out.insert(out.end(), t.data.begin() + e * part, t.data.begin() + (e + 1) * part);
         }
-    if (out.size() != bytes)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: tensors from '{}' on have {} bytes together, "
-                                "expected {}",
-                                *names.begin(), out.size(), bytes));
-    owned_.push_back(std::move(out));
-    return owned_.back().data();
+    return keep(std::move(out), *names.begin(), bytes);
 }
 
 void RuntimeImpl::plan_vec(Vec& v, const std::byte* data, uint64_t bytes)
