@@ -1,5 +1,7 @@
 #include "raw_client.hpp"
 
+#include "common/send_with_fd.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -32,21 +34,7 @@ RawClient::~RawClient()
 
 bool RawClient::send(const void* data, std::size_t len, int pass_fd)
 {
-    iovec iov{const_cast<void*>(data), len};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (pass_fd >= 0) {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
-    }
-    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+    return send_with_fd(fd_, data, len, pass_fd);
 }
 
 std::optional<RawReply> RawClient::receive(std::chrono::milliseconds timeout)

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/send_with_fd.hpp"
+
 namespace {
 
 class ProtocolTest : public ::testing::Test {
@@ -42,21 +44,7 @@ protected:
 
     void send_raw(const void* p, std::size_t n, int fd = -1)
     {
-        iovec iov{const_cast<void*>(p), n};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        if (fd >= 0) {
-            msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
-            cmsghdr* c = CMSG_FIRSTHDR(&msg);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        }
-        ASSERT_EQ(sendmsg(client_, &msg, 0), static_cast<ssize_t>(n));
+        ASSERT_TRUE(jal::test::send_with_fd(client_, p, n, fd));
     }
 
     jal_msg_reply recv_reply(void* payload = nullptr, std::size_t payload_len = 0)

@@ -188,9 +188,9 @@ public:
         auto bytes = [](const Matrix& m) {
             return m.row_bytes * m.n * std::max<uint32_t>(m.experts, 1);
         };
-        // Expected distinct experts of E when `picks` draws of k each are uniform.
-        const double E = c_.n_expert, picks = double(users);
-        const double distinct = E * (1 - std::pow(1 - double(c_.n_expert_used) / E, picks));
+        const double E = c_.n_expert;
+        const double distinct = detail::expected_active_experts(
+            {.tokens = users, .k = c_.n_expert_used, .experts = c_.n_expert});
         double total = double(bytes(output_)) + embd_m_.row_bytes * double(users);
         for (uint32_t il = 0; il < c_.n_layer; il++) {
             const Layer& L = layers_[il];
@@ -275,10 +275,8 @@ private:
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
               bool accumulate = false);
-    void timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
-                            uint64_t x_stride, uint64_t y, const char* what, const Vec* norm);
-    void timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
-                          uint64_t x_stride, uint64_t y, const char* what, const Vec* norm);
+    void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
+                            uint64_t y, const char* what, const Vec* norm);
     // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
     void timing_gemm(lin::GemmConfig g, uint64_t mask, uint64_t x, uint64_t x_stride,
                      uint64_t table, uint64_t row_bytes, uint64_t y, const char* what,
@@ -599,15 +597,12 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
         }
     if (!o_.timing_only) return;
     // Timing only, the routing kernel writes nothing, so the expert GEMMs would see every
-    // pair routed to expert 0. Model uniform routing instead: token t's j-th expert is
-    // j·(E/k) + t mod (E/k), distinct within a token, spread over the slices, and every
-    // expert used equally over E/k tokens.
+    // pair routed to expert 0. Model uniform routing instead (lin::uniform_expert).
     std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
-    const uint32_t span = std::max<uint32_t>(1, c_.n_expert / c_.n_expert_used);
     for (size_t i = 0; i < ids.size(); i++) {
         const uint32_t t = static_cast<uint32_t>(i / c_.n_expert_used),
                        j = static_cast<uint32_t>(i % c_.n_expert_used);
-        ids[i] = static_cast<int32_t>((j * span + t % span) % c_.n_expert);
+        ids[i] = static_cast<int32_t>(lin::uniform_expert(c_.n_expert, c_.n_expert_used, t, j));
     }
     launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
 }
@@ -926,7 +921,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     // itself spreads the pairs evenly over the experts uniform routing makes active, and is
     // charged what a real run with those ids costs (linear_expert_timing_test).
     if (o_.timing_only && !by_rows) {
-        timing_expert_gemm(m, tokens, by_rows, x, x_stride, y, what, norm);
+        timing_expert_gemm(m, tokens, x, x_stride, y, what, norm);
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
@@ -937,7 +932,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     add(code, all_mask_, k::Args(args), what);
 }
 
-void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_rows, uint64_t x,
+void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x,
                                      uint64_t x_stride, uint64_t y, const char* what,
                                      const Vec* norm)
 {
@@ -953,13 +948,8 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, bool by_r
     std::vector<uint64_t> first(S_, 0);
     std::vector<bool> active(E, false);
     for (uint32_t t = 0; t < std::min(tokens, span); t++)
-        for (uint32_t j = 0; j < K; j++) active[(j * span + t % span) % E] = true;
+        for (uint32_t j = 0; j < K; j++) active[lin::uniform_expert(E, K, t, j)] = true;
     uint32_t A = 0;
-    if (by_rows) {
-        for (uint32_t e = 0; e < E; e++) A += active[e];
-        timing_rows_gemm(m, tokens, A, x, x_stride, y, what, norm);
-        return;
-    }
     for (uint32_t e = 0; e < E; e++) {
         if (!active[e]) continue;
         A++;
@@ -1010,28 +1000,6 @@ void RuntimeImpl::timing_gemm(lin::GemmConfig g, uint64_t mask, uint64_t x, uint
     if (norm) args.push_back(va(norm->place));
     args.insert(args.end(), {table, row_bytes, y, uint64_t{g.n} * 4});
     add(code, mask, k::Args(args), what);
-}
-
-// Split by rows, the kernel streams each slice's rows of the A active experts one tile after
-// another with no pause between experts: the same bytes and FLOPs as a plain GEMM in which
-// every slice streams A·(its rows) contiguous rows of its block against ceil(tokens·k / A)
-// input rows. (With N not a multiple of the slices, every slice is charged the smallest
-// share: at most one row per expert less than the real kernel on some slices.)
-void RuntimeImpl::timing_rows_gemm(const Matrix& m, uint32_t tokens, uint32_t active, uint64_t x,
-                                   uint64_t x_stride, uint64_t y, const char* what, const Vec* norm)
-{
-    const uint32_t K = c_.n_expert_used;
-    uint32_t share = m.n, holders = 0;
-    uint64_t mask = 0;
-    for (uint32_t s = 0; s < S_; s++) {
-        const uint32_t rows = lin::slice_range(m.n, S_, s).size();
-        if (!rows) continue;
-        share = std::min(share, rows), holders++, mask |= 1ull << s;
-    }
-    lin::GemmConfig g;
-    g.m = std::max<uint32_t>(1, (tokens * K + active - 1) / active);
-    g.n = holders * active * share, g.k = m.kdim, g.weight = m.dtype;
-    timing_gemm(g, mask, x, x_stride, va(m.row_table), m.row_bytes, y, what, norm);
 }
 
 // The graph's small kernels for T rows (T·k expert rows), built the first time.

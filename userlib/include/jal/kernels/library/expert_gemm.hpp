@@ -64,10 +64,13 @@ JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens
 // Split by rows over `slices`, every slice streams the experts' rows without a pause between
 // experts (all pairs fit in L1 and each slice's rows of an expert fit one W tile).
 JAL_API bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices);
-// The experts uniform routing makes active (token t's j-th expert (j·⌊E/k⌋ + t mod ⌊E/k⌋)
-// mod E, the model runtime's timing-only ids). Split by rows and streaming, a timing-only
-// dispatch is charged for the pairs spread evenly over this many experts: its ids read as
-// zeros there.
+// Uniform routing, the model of expert choice timing-only runs use (the model runtime's
+// modelled ids): token t's j-th of k experts is (j·⌊E/k⌋ + t mod ⌊E/k⌋) mod E, distinct
+// within a token and every expert used equally over ⌊E/k⌋ tokens.
+JAL_API uint32_t uniform_expert(uint32_t experts, uint32_t k, uint32_t t, uint32_t j);
+// The experts uniform routing makes active for c's tokens. Split by rows and streaming, a
+// timing-only dispatch is charged for the pairs spread evenly over this many experts: its
+// ids read as zeros there.
 JAL_API uint32_t uniform_active(const ExpertGemmConfig& c);
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K

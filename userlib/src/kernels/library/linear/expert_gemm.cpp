@@ -307,10 +307,8 @@ void ExpertGemmKernel::load_bias(X e)
 // rows of W tile i: min(tn, ncols − i·tn), into a new register.
 X ExpertGemmKernel::tile_rows(X i)
 {
-    X r = b.x(), t = emit_const(b, p.tn);
-    b.mul(r, i, t);
-    b.sub(r, ncols, r);
-    b.min(r, r, t);
+    X t = emit_const(b, p.tn);
+    X r = emit_block_size(b, i, ncols, t);
     b.free(t);
     return r;
 }
@@ -320,9 +318,7 @@ X ExpertGemmKernel::tile_rows(X i)
 void ExpertGemmKernel::multiply(X rows)
 {
     X tiles = b.x(), tn = emit_const(b, p.tn);
-    b.add(tiles, ncols, tn);
-    b.addi(tiles, tiles, -1);
-    b.divu(tiles, tiles, tn);
+    emit_ceil_div(b, tiles, ncols, tn, p.tn);
     b.free(tn);
     emit_double_buffered(
         b, tiles,
@@ -669,12 +665,19 @@ CodeObject ExpertGemmKernel::build()
 
 }  // namespace
 
+uint32_t uniform_expert(uint32_t experts, uint32_t k, uint32_t t, uint32_t j)
+{
+    const uint32_t span = std::max<uint32_t>(1, experts / k);
+    return (j * span + t % span) % experts;
+}
+
 uint32_t uniform_active(const ExpertGemmConfig& c)
 {
-    const uint32_t span = std::max<uint32_t>(1, c.experts / c.k);
     std::vector<bool> on(c.experts, false);
+    // Tokens repeat their choices every ⌊E/k⌋ tokens.
+    const uint32_t span = std::max<uint32_t>(1, c.experts / c.k);
     for (uint32_t t = 0; t < std::min(c.tokens, span); t++)
-        for (uint32_t j = 0; j < c.k; j++) on[(j * span + t % span) % c.experts] = true;
+        for (uint32_t j = 0; j < c.k; j++) on[uniform_expert(c.experts, c.k, t, j)] = true;
     return static_cast<uint32_t>(std::count(on.begin(), on.end(), true));
 }
 
