@@ -4,6 +4,7 @@
 #include "jal/hw/status.h"
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -64,27 +65,35 @@ public:
         return true;
     }
 
+    // A barrier joins the slices of the slice's current stage (all of them outside stages):
+    // each such group of slices has its own generation count.
     bool barrier(SliceState& s, double& release) override
     {
         std::lock_guard lock(m_);
+        Barrier& b = barriers_[s.stage_mask];
         if (s.block == BlockReason::barrier) {  // resumed: has the barrier it joined opened?
-            if (s.barrier_gen < gen_) {
+            if (s.barrier_gen < b.gen) {
                 s.block = BlockReason::none;
-                release = release_;
+                release = b.release;
                 return true;
             }
             return false;
         }
-        s.barrier_gen = gen_;
-        max_arrival_ = std::max(max_arrival_, s.timing.now());
-        if (++arrived_ < slices_.size()) return false;
-        ++gen_;
-        release_ = s.timing.barrier_release(max_arrival_);
-        release = release_;
-        arrived_ = 0;
-        max_arrival_ = 0;
+        s.barrier_gen = b.gen;
+        s.barrier_group = s.stage_mask;
+        b.max_arrival = std::max(b.max_arrival, s.timing.now());
+        const std::size_t members =
+            s.stage_mask ? static_cast<std::size_t>(std::popcount(s.stage_mask)) : slices_.size();
+        if (++b.arrived < members) return false;
+        ++b.gen;
+        b.release = s.timing.barrier_release(b.max_arrival);
+        release = b.release;
+        b.arrived = 0;
+        b.max_arrival = 0;
         for (std::uint32_t i = 0; i < slices_.size(); ++i)
-            if (sched_[i].waiting && slices_[i]->block == BlockReason::barrier) wake(i);
+            if (sched_[i].waiting && slices_[i]->block == BlockReason::barrier &&
+                slices_[i]->barrier_group == s.stage_mask)
+                wake(i);
         return true;
     }
 
@@ -99,6 +108,11 @@ public:
 private:
     struct Sched {
         bool waiting = false;  // blocked, not posted
+    };
+    struct Barrier {
+        std::uint64_t gen = 0;
+        std::uint32_t arrived = 0;
+        double max_arrival = 0, release = 0;
     };
     static std::uint32_t key(std::uint32_t from, std::uint32_t to) { return from << 8 | to; }
 
@@ -129,7 +143,8 @@ private:
                 // The condition may have cleared between the executor's look and now.
                 const bool ready =
                     (s.block == BlockReason::recv && !fifo_[key(s.block_peer, i)].empty()) ||
-                    (s.block == BlockReason::barrier && s.barrier_gen < gen_);
+                    (s.block == BlockReason::barrier &&
+                     s.barrier_gen < barriers_[s.barrier_group].gen);
                 if (ready) {
                     s.state = SliceRunState::runnable;
                     continue;
@@ -156,9 +171,7 @@ private:
     std::vector<Sched> sched_;
     std::uint32_t active_ = 0;  // slices posted or running
     std::map<std::uint32_t, std::deque<Message>> fifo_;
-    std::uint64_t gen_ = 0;
-    std::uint32_t arrived_ = 0;
-    double max_arrival_ = 0, release_ = 0;
+    std::map<std::uint64_t, Barrier> barriers_;  // by the stage's slice mask (0: all)
     std::atomic<double> stop_time_{kNever};
 };
 

@@ -3,6 +3,7 @@
 #include "jal/hw/status.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -18,7 +19,42 @@ bool valid_sem(std::int32_t q)
     return q >= 0 && q < JAL_ISA_SEMAPHORES;
 }
 
+// A SEND/RECV peer named by the program (a rank in the current stage, or a dispatch
+// index) as a dispatch index; false when there is no such slice.
+bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
+{
+    if (!s.stage_mask) {
+        index = peer;
+        return peer < slices;
+    }
+    if (peer >= s.stage_size) return false;
+    std::uint64_t m = s.stage_mask;
+    for (std::uint64_t k = 0; k < peer; ++k) m &= m - 1;  // drop the lowest `peer` members
+    index = static_cast<std::uint64_t>(std::countr_zero(m));
+    return true;
+}
+
 }  // namespace
+
+std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
+{
+    const std::uint32_t n = fabric_.slices();
+    const std::uint64_t all = n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+    const std::uint64_t mask = s.x[i.a & 31] & all;
+    s.timing.drain_and_clear_semaphores();
+    s.q.fill(0);
+    if (mask >> s.index & 1) {
+        s.stage_mask = mask == all ? 0 : mask;
+        s.stage_rank =
+            static_cast<std::uint32_t>(std::popcount(mask & ((std::uint64_t{1} << s.index) - 1)));
+        s.stage_size = static_cast<std::uint32_t>(std::popcount(mask));
+        s.stage_args = s.x[i.b & 31];
+        return s.pc + 1;
+    }
+    s.stage_mask = 0;
+    s.stage_args = 0;
+    return s.pc + static_cast<std::int64_t>(i.imm);
+}
 
 RunResult Executor::fault(SliceState& s, std::uint32_t status, std::uint64_t address)
 {
@@ -71,16 +107,16 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_MOVSR:
             switch (i.imm) {
             case JAL_SR_SLICE:
-                wr(s.index);
+                wr(s.stage_mask ? s.stage_rank : s.index);
                 break;
             case JAL_SR_NSLICES:
-                wr(fabric_.slices());
+                wr(s.stage_mask ? s.stage_size : fabric_.slices());
                 break;
             case JAL_SR_LOGICAL_SLICE:
                 wr(s.logical);
                 break;
             case JAL_SR_ARGS:
-                wr(p_.args);
+                wr(p_.args + s.stage_args);
                 break;
             case JAL_SR_CLOCK:
                 wr(s.timing.cycles());
@@ -265,14 +301,14 @@ RunResult Executor::run(SliceState& s)
             break;
         }
         case JAL_OP_SEND: {
-            const std::uint64_t to = x[i.b & 31];
+            std::uint64_t to = 0;
             if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || !valid_sem(i.imm)) {
                 st = JAL_STATUS_INVALID_FIELD;
                 break;
             }
-            if (to >= fabric_.slices()) {
+            if (!peer_index(s, x[i.b & 31], fabric_.slices(), to)) {
                 st = JAL_STATUS_OUT_OF_RANGE;
-                addr = to;
+                addr = x[i.b & 31];
                 break;
             }
             const Tile& t = s.t[i.a];
@@ -295,14 +331,14 @@ RunResult Executor::run(SliceState& s)
             break;
         }
         case JAL_OP_RECV: {
-            const std::uint64_t from = x[i.b & 31];
+            std::uint64_t from = 0;
             if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || !valid_sem(i.imm)) {
                 st = JAL_STATUS_INVALID_FIELD;
                 break;
             }
-            if (from >= fabric_.slices()) {
+            if (!peer_index(s, x[i.b & 31], fabric_.slices(), from)) {
                 st = JAL_STATUS_OUT_OF_RANGE;
-                addr = from;
+                addr = x[i.b & 31];
                 break;
             }
             Message m;
@@ -343,6 +379,9 @@ RunResult Executor::run(SliceState& s)
             s.timing.resume_at(release);
             break;
         }
+        case JAL_OP_STAGE:
+            next = enter_stage(s, i);
+            break;
         default: {
             const bool tile_op =
                 i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);

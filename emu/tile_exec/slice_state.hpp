@@ -39,6 +39,13 @@ struct SliceState {
     std::uint32_t block_peer = 0;  // RECV: the sending slice
     bool resuming = false;         // the instruction at pc was issued before the slice blocked
     std::uint64_t barrier_gen = 0;
+    std::uint64_t barrier_group = 0;  // the slices of the barrier it waits at (0: all)
+
+    // The current stage (STAGE): its dispatch slices (0: the whole dispatch), this slice's
+    // rank among them and their count, and the offset added to the argument address.
+    std::uint64_t stage_mask = 0;
+    std::uint32_t stage_rank = 0, stage_size = 0;
+    std::uint64_t stage_args = 0;
 
     std::uint32_t status = 0;  // jal_status of a fault
     std::uint64_t fault_address = 0;

@@ -222,6 +222,12 @@ void SliceTiming::resume_at(double t)
     t_ = std::max(t_, t);
 }
 
+void SliceTiming::drain_and_clear_semaphores()
+{
+    t_ = end();
+    for (auto& q : sems_) q.clear();
+}
+
 double SliceTiming::end() const
 {
     return std::max(t_, last_end_);

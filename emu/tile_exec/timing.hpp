@@ -68,6 +68,8 @@ public:
     // BARRIER: the slice arrives at now(); every slice leaves at release().
     double barrier_release(double last_arrival) const;
     void resume_at(double t);
+    // STAGE: the scalar unit waits for every engine op to complete; no signal is pending.
+    void drain_and_clear_semaphores();
 
     // When the slice's last op completes (END).
     double end() const;

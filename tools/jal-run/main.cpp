@@ -37,6 +37,7 @@ struct Options {
     uint64_t seed = 0;
     std::string numerics = "native";
     std::string expert_layout = "auto";
+    bool unstaged = false;
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -116,6 +117,7 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
     jal::model::RuntimeOptions ro;
     ro.numerics = r.numerics;
     ro.expert_layout = r.expert_layout;
+    ro.staged = !o.unstaged;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
     ro.max_sequences = r.users;
@@ -443,6 +445,9 @@ int main(int argc, char** argv)
                    "Expert weights split by experts, or kept also split by rows so that small "
                    "batches stream each selected expert from every slice: auto (both when "
                    "HBM allows, the default), experts, both");
+    app.add_flag("--unstaged", o.unstaged,
+                 "One dispatch a kernel instead of one staged dispatch a layer (what --profile "
+                 "needs to attribute time to kernels)");
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");

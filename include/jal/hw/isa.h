@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 1
+#define JAL_ISA_VERSION_MINOR 2
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -188,7 +188,15 @@ enum jal_opcode {
     JAL_OP_SEND = 0x70,    /* send t(a) to dispatch slice x[b]; q(imm) += 1 when it has left */
     JAL_OP_RECV = 0x71,    /* t(a) <- the next tile from dispatch slice x[b] (same shape and
 	                        * dtype, else INVALID_FIELD); q(imm) += 1 when it has arrived */
-    JAL_OP_BARRIER = 0x72, /* every slice of the dispatch reaches it */
+    JAL_OP_BARRIER = 0x72, /* every slice of the dispatch (or of the current stage) reaches it */
+    /* Stages (ISA 1.2): several kernels in one dispatch, one after another, each on its own
+     * slices with its own arguments (docs/tile-isa.md, "Stages"). STAGE waits until every
+     * engine op of the slice has completed and clears q0..q15; then, if dispatch slice
+     * `index` is in x[a] (bit i: dispatch slice i), the slice enters the stage: SR_SLICE and
+     * SR_NSLICES number the stage's slices, SR_ARGS is the argument buffer + x[b], SEND and
+     * RECV name stage slices and BARRIER joins the stage's slices. Otherwise the slice is back
+     * in the whole dispatch (SR_ARGS the argument buffer itself) and branches to imm. */
+    JAL_OP_STAGE = 0x73,
 };
 
 /* Code object: a kernel as the device loads it. All fields little-endian. Layout: header,

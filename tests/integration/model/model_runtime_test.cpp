@@ -307,6 +307,45 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
     for (size_t i = 0; i < 3; i++) EXPECT_EQ(got[i], want[i]) << "sequence " << i;
 }
 
+// A layer as one staged dispatch computes exactly what one dispatch a kernel computes:
+// the same logits bit for bit, prefill and decode, one sequence and two (on 4 slices
+// "small" has two slice groups, so two sequences' attention runs as lanes inside the
+// staged layer), in both numerics.
+TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t dispatches[2] = {0, 0};
+        for (int staged = 0; staged < 2; staged++) {
+            jal::model::RuntimeOptions o;
+            o.numerics = n;
+            o.max_sequences = 2;
+            o.n_ctx = 64;
+            o.max_batch_tokens = 32;
+            o.slices = 4;
+            o.staged = staged == 1;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[staged].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
+            logits[staged].push_back(rt->prefill(b, std::vector<int32_t>{9, 8, 7}));
+            std::vector<std::pair<int, int32_t>> one = {{a, 6}}, two = {{a, 7}, {b, 6}};
+            logits[staged].push_back(rt->decode(one)[0]);
+            for (std::vector<float>& l : rt->decode(two)) logits[staged].push_back(std::move(l));
+            dispatches[staged] = rt->last().dispatches;
+        }
+        ASSERT_EQ(logits[0].size(), logits[1].size());
+        for (size_t i = 0; i < logits[0].size(); i++) {
+            ASSERT_EQ(logits[0][i].size(), logits[1][i].size());
+            EXPECT_EQ(std::memcmp(logits[0][i].data(), logits[1][i].data(),
+                                  logits[0][i].size() * sizeof(float)),
+                      0)
+                << "logits " << i;
+        }
+        EXPECT_LT(dispatches[1], dispatches[0]) << "a staged decode step is fewer dispatches";
+    }
+}
+
 TEST_F(ModelRuntime, SeededSamplingIsReproducible)
 {
     auto rt = open("tiny", Numerics::native, 1);

@@ -11,6 +11,8 @@
 // its packets in order; fork and join order the lanes against it).
 #include <jal/kernels/dispatch.hpp>
 
+#include "launcher_batch.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -71,49 +73,6 @@ struct Launcher::Pending {
     std::string label;
     size_t report_slot;
     std::unique_ptr<jal::runtime::Signal> done;
-};
-
-struct Launcher::Batch {
-    enum class Kind { dispatch, fork, join };
-    struct Item {
-        Kind kind = Kind::dispatch;
-        const Program* program = nullptr;
-        DispatchOptions options;  // options.label cleared: `label` keeps it
-        std::string label;
-        size_t args_offset = 0;
-        size_t args_size = 0;
-    };
-    struct Transfer {
-        uint64_t va;
-        void* host_dst;  // download: where the bytes go
-        size_t staging_offset;
-        size_t bytes;
-    };
-    std::vector<Item> items;
-    std::vector<uint8_t> args;  // the argument buffers, each 64-byte aligned
-    std::vector<Transfer> uploads, downloads;
-    std::vector<uint8_t> upload_bytes;
-    size_t download_bytes = 0;
-    // Layout of `staging`: args | uploads | downloads.
-    size_t up_base = 0, down_base = 0;
-
-    std::unique_ptr<jal::runtime::HostBuffer> staging;
-    std::unique_ptr<jal::runtime::Memory> args_mem;     // the device copy of `args`
-    std::unique_ptr<jal::runtime::HostBuffer> reports;  // one slot an item
-    std::unique_ptr<jal::runtime::Signal> done;
-    std::vector<std::unique_ptr<jal::runtime::Signal>> pool;  // fork/join signals
-
-    void clear()
-    {
-        items.clear(), args.clear(), uploads.clear(), downloads.clear();
-        upload_bytes.clear(), download_bytes = 0;
-    }
-    jal::runtime::Signal& pool_signal(const jal::runtime::Device& dev, size_t i)
-    {
-        while (pool.size() <= i)
-            pool.push_back(std::make_unique<jal::runtime::Signal>(dev, 0, false));
-        return *pool[i];
-    }
 };
 
 Launcher::Launcher(const jal::runtime::Device& dev, jal::runtime::Context& ctx,
@@ -284,6 +243,15 @@ void Launcher::join()
     batch_->items.push_back(std::move(item));
 }
 
+void Launcher::cut(std::string_view label)
+{
+    if (!options_.stages) return;
+    Batch::Item item;
+    item.kind = Batch::Kind::cut;
+    item.label = label;
+    batch_->items.push_back(std::move(item));
+}
+
 void Launcher::upload(uint64_t dst_va, const void* src, size_t bytes)
 {
     Batch& b = *batch_;
@@ -344,6 +312,7 @@ void Launcher::submit_batch()
     size_t next_signal = 0;
     for (size_t i = 0; i < b.items.size(); i++) {
         const Batch::Item& it = b.items[i];
+        if (it.kind == Batch::Kind::cut) continue;
         if (it.kind == Batch::Kind::fork) {
             // The queue's work so far, then every lane may start.
             jal::runtime::Signal& f = b.pool_signal(dev_, next_signal++);
@@ -387,6 +356,7 @@ void Launcher::fail_batch(jal_status st, const std::string& message)
 
 BatchReport Launcher::run_batch()
 {
+    if (options_.stages) stage_batch();
     prepare_batch_memory();
     submit_batch();
     Batch& b = *batch_;
@@ -398,6 +368,7 @@ BatchReport Launcher::run_batch()
     std::vector<uint64_t> lane_ns(lanes_.size(), 0);
     for (size_t i = 0; i < b.items.size(); i++) {
         const Batch::Item& it = b.items[i];
+        if (it.kind == Batch::Kind::cut) continue;
         if (it.kind == Batch::Kind::fork) {
             std::fill(lane_ns.begin(), lane_ns.end(), 0);
             continue;

@@ -26,7 +26,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -106,6 +108,11 @@ struct LauncherOptions {
     MemoryPlace args = {};
     // Lane queues for batches (see Launcher::fork); more can be added with set_lanes().
     uint32_t lanes = 0;
+    // Batches: link the dispatches between cuts (Launcher::cut) into one staged program
+    // each (stages.hpp), a fork-join region's lanes side by side inside it. One dispatch
+    // (and one report, labelled by the cut) instead of many; linked programs are built once
+    // for each sequence of kernels, slices and argument sizes, and reused.
+    bool stages = false;
 };
 
 // What a batch did: every dispatch's report in the order added, and the modelled time.
@@ -126,6 +133,10 @@ struct BatchReport {
 JAL_API std::string dispatch_failure_message(std::string_view kernel,
                                              std::span<const uint64_t> code,
                                              const jal_dispatch_report& report);
+
+namespace detail {
+struct LauncherBatch;  // launcher_batch.hpp
+}  // namespace detail
 
 // Runs dispatches on one queue (and, for batches, on its lane queues). Owns device memory
 // for argument buffers (allocated when first needed) and host memory for reports; device,
@@ -155,6 +166,9 @@ public:
     // work added after join() waits for all lane work before it.
     void fork();
     void join();
+    // With LauncherOptions::stages: ends the current staged program; `label` names it in
+    // the report (empty: its first and last dispatches' labels). Without: nothing.
+    void cut(std::string_view label = {});
     // Host bytes (copied now) to the device before the batch's dispatches (small inputs).
     void upload(uint64_t dst_va, const void* src, size_t bytes);
     // Device bytes to `dst` after the batch's dispatches (written by run_batch()).
@@ -172,7 +186,7 @@ public:
 
 private:
     struct Pending;
-    struct Batch;
+    using Batch = detail::LauncherBatch;
     void check(const Program& p, const Args& a, const DispatchOptions& o) const;
     void dispatch(jal::runtime::Queue& q, const Program& p, const DispatchOptions& o,
                   uint64_t args_va, uint64_t report_bus, jal::runtime::Signal* done);
@@ -182,6 +196,9 @@ private:
     void collect(Pending& p);
     void prepare_batch_memory();
     void submit_batch();
+    void stage_batch();  // launcher_stages.cpp
+    const Program& staged_program(const std::vector<uint64_t>& key,
+                                  const std::function<CodeObject()>& link);
     void fail_batch(jal_status st, const std::string& message);
 
     jal::runtime::Device const& dev_;
@@ -202,6 +219,7 @@ private:
     std::unique_ptr<jal::Error> first_error_;
     std::unique_ptr<Batch> batch_;
     std::vector<std::unique_ptr<jal::runtime::Queue>> lanes_;
+    std::map<std::vector<uint64_t>, std::unique_ptr<Program>> staged_;  // by stage_batch's key
 };
 
 }  // namespace jal::kernels

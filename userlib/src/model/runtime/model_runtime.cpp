@@ -365,6 +365,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     lo.args = {JAL_PLACE_INTERLEAVED, all_mask_};
     // Sequences in different slice groups: their attention runs on lanes side by side.
     lo.lanes = kv_groups_ > 1 ? kv_groups_ : 0;
+    lo.stages = o_.staged;
     launch_ = std::make_unique<k::Launcher>(device_, context_, *queue_, lo);
 
     upload_tables(caches);
@@ -1145,7 +1146,11 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
             "embedding");
     }
     const GraphKernels g = graph_kernels(T);
-    for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
+    for (uint32_t il = 0; il < c_.n_layer; il++) {
+        // Each layer one staged dispatch (when o_.staged): the first joins the embedding.
+        add_layer(il, T, segs, g);
+        launch_->cut(c_.layer_uses_swa(il) ? "layer (sliding window)" : "layer");
+    }
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
          "output", &out_norm_);
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);

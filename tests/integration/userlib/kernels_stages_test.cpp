@@ -1,0 +1,224 @@
+// Staged batches end to end (stages.hpp): the Launcher links a batch's kernels into one
+// program on a real jal-emu; every kernel sees what a dispatch of its own would show it
+// (its slices numbered from 0, its arguments), runs after the one before it has finished
+// writing, and a fork-join region's lanes run inside the same program.
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <jal/error.hpp>
+#include <jal/jal.hpp>
+#include <jal/kernels/builder.hpp>
+#include <jal/kernels/dispatch.hpp>
+#include <jal/kernels/stages.hpp>
+
+#include "runtime_fixture.hpp"
+
+namespace {
+
+using jal::kernels::BatchReport;
+using jal::kernels::Builder;
+using jal::kernels::Launcher;
+using jal::kernels::LauncherOptions;
+using jal::kernels::Program;
+using jal::kernels::X;
+
+class KernelsStagesTest : public jal::test::RuntimeTest {
+protected:
+    void SetUp() override
+    {
+        RuntimeTest::SetUp();
+        context = std::make_unique<jal::runtime::Context>(dev());
+        queue = std::make_unique<jal::runtime::Queue>(*context, 64);
+        staged = std::make_unique<Launcher>(dev(), *context, *queue,
+                                            LauncherOptions{.lanes = 2, .stages = true});
+        out = std::make_unique<jal::runtime::Memory>(*context, 4096, JAL_PLACE_SLICE, 1);
+        host = std::make_unique<jal::runtime::HostBuffer>(dev(), 4096);
+        digit = std::make_unique<Program>(dev(), *context, *queue, append_digit_kernel());
+        values = std::make_unique<Program>(dev(), *context, *queue, slice_kernel());
+    }
+    void TearDown() override
+    {
+        values.reset();
+        digit.reset();
+        host.reset();
+        out.reset();
+        staged.reset();
+        queue.reset();
+        context.reset();
+        RuntimeTest::TearDown();
+    }
+
+    std::vector<uint64_t> read_out(size_t words)
+    {
+        jal::runtime::Signal done(dev(), 1);
+        queue->copy_to_host(*host, 0, out->va(), words * 8, &done);
+        EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
+        std::vector<uint64_t> v(words);
+        std::memcpy(v.data(), host->data(), words * 8);
+        return v;
+    }
+    void clear_out()
+    {
+        std::memset(host->data(), 0, 4096);
+        jal::runtime::Signal done(dev(), 1);
+        queue->copy_to_device(out->va(), *host, 0, 4096, &done);
+        ASSERT_EQ(done.wait_zero().status, JAL_STATUS_OK);
+    }
+
+    // *out = *out * 10 + digit: each stage reads what the one before it stored.
+    static jal::kernels::CodeObject append_digit_kernel()
+    {
+        Builder b("append_digit");
+        X dst = b.arg("out", JAL_ARG_ADDRESS);
+        X d = b.arg("digit");
+        X acc = b.x();
+        b.ld(acc, dst, 0);
+        b.muli(acc, acc, 10);
+        b.add(acc, acc, d);
+        b.st(acc, dst, 0);
+        return b.finish();
+    }
+
+    // Each slice stores {slice * 100 + nslices, logical slice} at out + 16 * slice + base.
+    static jal::kernels::CodeObject slice_kernel()
+    {
+        Builder b("slice_values");
+        X dst = b.arg("out", JAL_ARG_ADDRESS);
+        X me = b.slice_index(), n = b.slice_count();
+        X v = b.x(), t = b.x();
+        b.muli(v, me, 100);
+        b.add(v, v, n);
+        b.muli(t, me, 16);
+        b.add(t, dst, t);
+        b.st(v, t, 0);
+        b.movsr(v, JAL_SR_LOGICAL_SLICE);
+        b.st(v, t, 8);
+        b.end();
+        return b.finish();
+    }
+
+    // The batch every test runs: a chain of digits on slice 1, the slice kernel on slices
+    // 1 and 3, two lanes (digits on slice 1, digits on slice 2), then a digit after.
+    void add_batch(Launcher& l)
+    {
+        const uint64_t a = out->va(), b = out->va() + 64, c = out->va() + 128;
+        for (uint64_t d = 1; d <= 4; d++) l.add(*digit, {a, d}, {.slice_mask = 2, .label = "chain"});
+        l.add(*values, {out->va() + 256}, {.slice_mask = 0b1010, .label = "values"});
+        l.fork();
+        l.add(*digit, {a, 5}, {.slice_mask = 2, .label = "lane 0", .lane = 0});
+        for (uint64_t d = 6; d <= 8; d++)
+            l.add(*digit, {b, d}, {.slice_mask = 4, .label = "lane 1", .lane = 1});
+        l.join();
+        l.add(*digit, {c, 9}, {.slice_mask = 1, .label = "after"});
+        l.cut("whole batch");
+    }
+    void expect_batch_results()
+    {
+        const auto v = read_out(40);
+        EXPECT_EQ(v[0], 12345u) << "the chain in order, then lane 0";
+        EXPECT_EQ(v[8], 678u) << "lane 1 in its own order";
+        EXPECT_EQ(v[16], 9u);
+        // The slice kernel saw two slices numbered 0 and 1: logical slices 1 and 3.
+        EXPECT_EQ(v[32], 0u * 100 + 2);
+        EXPECT_EQ(v[33], 1u);
+        EXPECT_EQ(v[34], 1u * 100 + 2);
+        EXPECT_EQ(v[35], 3u);
+    }
+
+    std::unique_ptr<jal::runtime::Context> context;
+    std::unique_ptr<jal::runtime::Queue> queue;
+    std::unique_ptr<Launcher> staged;
+    std::unique_ptr<jal::runtime::Memory> out;
+    std::unique_ptr<jal::runtime::HostBuffer> host;
+    std::unique_ptr<Program> digit, values;
+};
+
+TEST_F(KernelsStagesTest, AStagedBatchComputesWhatSeparateDispatchesDoInOneDispatch)
+{
+    Launcher plain(dev(), *context, *queue, LauncherOptions{.lanes = 2});
+    add_batch(plain);
+    const BatchReport unstaged = plain.run_batch();
+    EXPECT_EQ(unstaged.dispatches.size(), 10u) << "cut() does nothing without stages";
+    expect_batch_results();
+
+    clear_out();
+    add_batch(*staged);
+    const BatchReport r = staged->run_batch();
+    ASSERT_EQ(r.dispatches.size(), 1u);
+    EXPECT_EQ(r.dispatches[0].label, "whole batch");
+    EXPECT_EQ(r.dispatches[0].report.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(r.modelled_ns, r.dispatches[0].report.modelled_ns);
+    expect_batch_results();
+}
+
+TEST_F(KernelsStagesTest, TheLinkedProgramIsReusedWithNewArguments)
+{
+    for (int round = 0; round < 3; round++) {
+        clear_out();
+        add_batch(*staged);
+        ASSERT_EQ(staged->run_batch().dispatches.size(), 1u);
+        expect_batch_results();
+    }
+}
+
+TEST_F(KernelsStagesTest, CutsSplitTheBatchAndASingleDispatchStaysAsItIs)
+{
+    const uint64_t a = out->va();
+    staged->add(*digit, {a, 1}, {.slice_mask = 2, .label = "one"});
+    staged->cut("first");
+    staged->add(*digit, {a, 2}, {.slice_mask = 2, .label = "two"});
+    staged->add(*digit, {a, 3}, {.slice_mask = 2, .label = "three"});
+    const BatchReport r = staged->run_batch();
+    ASSERT_EQ(r.dispatches.size(), 2u);
+    EXPECT_EQ(r.dispatches[0].label, "one") << "a group of one dispatch is not linked";
+    EXPECT_EQ(r.dispatches[1].label, "two … three");
+    EXPECT_EQ(read_out(1)[0], 123u);
+}
+
+TEST_F(KernelsStagesTest, AFaultInAStageFailsTheBatchAndTheQueueGoesOn)
+{
+    Builder b("faulty");
+    X v = b.arg("value");
+    X bad = b.x();
+    b.li(bad, 0x10);  // not mapped in any context
+    b.st(v, bad, 8);
+    Program faulty(dev(), *context, *queue, b.finish());
+    staged->add(*digit, {out->va(), 4}, {.slice_mask = 2, .label = "first"});
+    staged->add(faulty, {42}, {.slice_mask = 2, .label = "store"});
+    try {
+        staged->run_batch();
+        FAIL() << "no exception";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
+        EXPECT_NE(std::string(e.what()).find("st x2, [x3+8] (address 0x18)"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(read_out(1)[0], 4u) << "the stage before the fault ran";
+    staged->add(*digit, {out->va(), 5}, {.slice_mask = 2});
+    staged->add(*digit, {out->va(), 6}, {.slice_mask = 2});
+    EXPECT_EQ(staged->run_batch().dispatches.size(), 1u);
+    EXPECT_EQ(read_out(1)[0], 456u);
+}
+
+TEST(LinkStages, RefusesWhatCannotBeLinked)
+{
+    const uint64_t end = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
+    jal::kernels::Stage s{std::span<const uint64_t>(&end, 1), 0, 1, 0};
+    EXPECT_THROW(jal::kernels::link_stages("none", {}, 0), jal::Error);
+    jal::kernels::Stage no_slices = s;
+    no_slices.slices = 0;
+    const jal::kernels::StageSection a{{{no_slices}}};
+    EXPECT_THROW(jal::kernels::link_stages("no slices", std::span(&a, 1), 8), jal::Error);
+    jal::kernels::Stage misaligned = s;
+    misaligned.args_offset = 4;
+    const jal::kernels::StageSection b{{{misaligned}}};
+    EXPECT_THROW(jal::kernels::link_stages("misaligned", std::span(&b, 1), 8), jal::Error);
+    const jal::kernels::StageSection ok{{{s}, {s}}};
+    EXPECT_NO_THROW(jal::kernels::link_stages("two lanes", std::span(&ok, 1), 8));
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// link_stages: kernels joined into one staged program (stages.hpp).
+//
+// Layout of a stage: its slices in x1, its argument offset in x2, STAGE (slices outside
+// it branch to the stage's end), x1..x31 cleared so the kernel starts from the registers
+// a dispatch of its own would give it, the kernel's code with every END turned into a
+// jump to the stage's end, and at the end a barrier over the slices that must all be done
+// before what follows reads their results: the whole dispatch between sections, a lane's
+// slices between the stages of a lane. STAGE itself waits for the slice's stores, so a
+// barrier's release means every store before it has landed.
+#include <jal/kernels/stages.hpp>
+
+#include <jal/isa/code_object.hpp>
+#include <jal/jal.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jal::kernels {
+namespace {
+
+constexpr unsigned kMaskReg = 1, kArgsReg = 2;
+constexpr uint64_t kEverySlice = ~uint64_t{0};
+
+class StageEmitter {
+public:
+    void stage(const Stage& s, uint64_t outer, bool last)
+    {
+        if (s.slices == 0) fail("a stage without slices");
+        if (s.args_offset % 8) fail(fmt::format("argument offset {} is not 8-aligned", s.args_offset));
+        l1_bytes_ = std::max(l1_bytes_, s.l1_bytes);
+        load_mask(s.slices);
+        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, static_cast<int32_t>(s.args_offset)));
+        const size_t enter = code_.size();
+        code_.push_back(0);  // STAGE, its target patched below
+        for (unsigned r = 1; r < JAL_ISA_SCALAR_REGS; r++)
+            code_.push_back(JAL_INSN(JAL_OP_LI, r, 0, 0, 0, 0));
+        const size_t begin = code_.size();
+        code_.insert(code_.end(), s.code.begin(), s.code.end());
+        const size_t end = code_.size();
+        for (size_t i = begin; i < end; i++)
+            if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
+                code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
+        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0,
+                                static_cast<int32_t>(end - enter));
+        if (!last) join(outer);
+    }
+
+    // A lane's section: slices outside every stage of the lane skip it.
+    void lane(const StageLane& lane)
+    {
+        uint64_t slices = 0;
+        for (const Stage& s : lane) slices |= s.slices;
+        load_mask(slices);
+        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, 0));
+        const size_t enter = code_.size();
+        code_.push_back(0);
+        for (const Stage& s : lane) stage(s, slices, false);
+        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0,
+                                static_cast<int32_t>(code_.size() - enter));
+    }
+
+    // Back to `slices` (every slice of it waits for its own stores), then their barrier.
+    void join(uint64_t slices)
+    {
+        load_mask(slices);
+        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, 0));
+        code_.push_back(JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0, 1));
+        code_.push_back(JAL_INSN(JAL_OP_BARRIER, 0, 0, 0, 0, 0));
+    }
+
+    CodeObject finish(const std::string& name, uint32_t args_size)
+    {
+        code_.push_back(JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0));
+        const size_t bytes = sizeof(jal_code_object_header) + code_.size() * 8 + name.size() + 8;
+        if (bytes > JAL_CODE_MAX_BYTES)
+            fail(fmt::format("{} instructions: over the {} bytes of a code object", code_.size(),
+                             JAL_CODE_MAX_BYTES));
+        CodeObject out;
+        out.name = name;
+        out.args_size = args_size;
+        out.l1_bytes = l1_bytes_;
+        out.bytes = isa::encode_code_object(name, code_, args_size, l1_bytes_, {});
+        return out;
+    }
+
+    [[noreturn]] static void fail(const std::string& what)
+    {
+        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("link_stages: {}", what));
+    }
+
+private:
+    void load_mask(uint64_t mask)
+    {
+        code_.push_back(JAL_INSN(JAL_OP_LI, kMaskReg, 0, 0, 0, static_cast<int32_t>(mask)));
+        code_.push_back(JAL_INSN(JAL_OP_LUI, kMaskReg, 0, 0, 0, static_cast<int32_t>(mask >> 32)));
+    }
+
+    std::vector<uint64_t> code_;
+    uint32_t l1_bytes_ = 0;
+};
+
+}  // namespace
+
+CodeObject link_stages(const std::string& name, std::span<const StageSection> sections,
+                       uint32_t args_size)
+{
+    StageEmitter e;
+    if (sections.empty()) StageEmitter::fail("no stages");
+    for (size_t k = 0; k < sections.size(); k++) {
+        const StageSection& sec = sections[k];
+        const bool last_section = k + 1 == sections.size();
+        if (sec.lanes.empty() || std::any_of(sec.lanes.begin(), sec.lanes.end(),
+                                             [](const StageLane& l) { return l.empty(); }))
+            StageEmitter::fail(fmt::format("section {} has an empty lane", k));
+        if (sec.lanes.size() == 1) {
+            const StageLane& stages = sec.lanes.front();
+            for (size_t i = 0; i < stages.size(); i++)
+                e.stage(stages[i], kEverySlice, last_section && i + 1 == stages.size());
+            continue;
+        }
+        for (const StageLane& lane : sec.lanes) e.lane(lane);
+        if (!last_section) e.join(kEverySlice);
+    }
+    return e.finish(name, args_size);
+}
+
+}  // namespace jal::kernels
