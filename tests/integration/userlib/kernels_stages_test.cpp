@@ -106,7 +106,8 @@ protected:
     void add_batch(Launcher& l)
     {
         const uint64_t a = out->va(), b = out->va() + 64, c = out->va() + 128;
-        for (uint64_t d = 1; d <= 4; d++) l.add(*digit, {a, d}, {.slice_mask = 2, .label = "chain"});
+        for (uint64_t d = 1; d <= 4; d++)
+            l.add(*digit, {a, d}, {.slice_mask = 2, .label = "chain"});
         l.add(*values, {out->va() + 256}, {.slice_mask = 0b1010, .label = "values"});
         l.fork();
         l.add(*digit, {a, 5}, {.slice_mask = 2, .label = "lane 0", .lane = 0});

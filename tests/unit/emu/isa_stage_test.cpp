@@ -44,15 +44,22 @@ TEST_F(IsaStage, MembersAreNumberedInTheStageAndReadTheirArguments)
         R(JAL_OP_ADD, 5, 5, 6),         ST(3, 5, 0),    ST(6, 5, 8)};
     // The out pointer is relative to SR_ARGS, which differs inside the stage: members
     // subtract the offset back (x6 - 64).
-    const auto member = std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE), MULI(3, 3, 100),
-                                                   MOVSR(4, JAL_SR_NSLICES), R(JAL_OP_ADD, 3, 3, 4),
-                                                   MOVSR(5, JAL_SR_LOGICAL_SLICE), MULI(5, 5, 16),
-                                                   ADDI(5, 5, 1024 - 64), MOVSR(6, JAL_SR_ARGS),
-                                                   R(JAL_OP_ADD, 5, 5, 6), ST(3, 5, 0),
-                                                   ST(6, 5, 8), END()};
-    const auto outside =
-        std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE), ADDI(3, 3, 1000)} + store + std::vector<std::uint64_t>{END()};
-    const auto code = enter(mask, 64, static_cast<std::int32_t>(member.size()) + 1) + member + outside;
+    const auto member = std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE),
+                                                   MULI(3, 3, 100),
+                                                   MOVSR(4, JAL_SR_NSLICES),
+                                                   R(JAL_OP_ADD, 3, 3, 4),
+                                                   MOVSR(5, JAL_SR_LOGICAL_SLICE),
+                                                   MULI(5, 5, 16),
+                                                   ADDI(5, 5, 1024 - 64),
+                                                   MOVSR(6, JAL_SR_ARGS),
+                                                   R(JAL_OP_ADD, 5, 5, 6),
+                                                   ST(3, 5, 0),
+                                                   ST(6, 5, 8),
+                                                   END()};
+    const auto outside = std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE), ADDI(3, 3, 1000)} +
+                         store + std::vector<std::uint64_t>{END()};
+    const auto code =
+        enter(mask, 64, static_cast<std::int32_t>(member.size()) + 1) + member + outside;
     const auto r = run(code, slices(8));
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     std::uint32_t rank = 0;
@@ -82,22 +89,21 @@ TEST_F(IsaStage, SendAndRecvNameStageRanks)
 {
     // Stage on dispatch slices 2 and 5: rank 0 (slice 2) sends 1 x 4 I32 {7, 8, 9, 10} to
     // rank 1 (slice 5), which stores it at out.
-    const auto body = std::vector<std::uint64_t>{
-        MOVSR(3, JAL_SR_SLICE),
-        LI(10, 0),
-        LI(11, 1),
-        LI(12, 4),
-        TDESC(0, 10, 11, 12, 0, JAL_DT_I32),
-        LI(13, 7),
-        V(JAL_OP_VIOTA, 0, 13, 11),
-        BR(JAL_OP_BNE, 3, 0, 3),
-        SEND(0, 11, 0),  // to rank 1
-        END(),
-        RECV(0, 0, 1),  // from rank 0 (x0)
-        MOVSR(4, JAL_SR_ARGS),
-        TSTORE(0, 4, 0, 2),
-        WAIT(2, 1),
-        END()};
+    const auto body = std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE),
+                                                 LI(10, 0),
+                                                 LI(11, 1),
+                                                 LI(12, 4),
+                                                 TDESC(0, 10, 11, 12, 0, JAL_DT_I32),
+                                                 LI(13, 7),
+                                                 V(JAL_OP_VIOTA, 0, 13, 11),
+                                                 BR(JAL_OP_BNE, 3, 0, 3),
+                                                 SEND(0, 11, 0),  // to rank 1
+                                                 END(),
+                                                 RECV(0, 0, 1),  // from rank 0 (x0)
+                                                 MOVSR(4, JAL_SR_ARGS),
+                                                 TSTORE(0, 4, 0, 2),
+                                                 WAIT(2, 1),
+                                                 END()};
     const auto code = enter(0b100100, 0, static_cast<std::int32_t>(body.size()) + 1) + body +
                       std::vector<std::uint64_t>{END()};
     const auto r = run(code, slices(6));
@@ -109,11 +115,15 @@ TEST_F(IsaStage, EnteringAStageWaitsForTheSlicesStores)
 {
     // A 64 KiB store takes its HBM latency and transfer time; the clock read after STAGE
     // (but not the one read right after issuing the store) is past its completion.
-    const auto store = std::vector<std::uint64_t>{
-        LI(10, 0), LI(11, 64), LI(12, 256), TDESC(0, 10, 11, 12, 0, JAL_DT_F32),
-        MOVSR(4, JAL_SR_ARGS), TSTORE(0, 4, 0, 0), MOVSR(20, JAL_SR_CLOCK)};
-    const auto code = store + enter(1, 0, 1) +
-                      std::vector<std::uint64_t>{MOVSR(21, JAL_SR_CLOCK), END()};
+    const auto store = std::vector<std::uint64_t>{LI(10, 0),
+                                                  LI(11, 64),
+                                                  LI(12, 256),
+                                                  TDESC(0, 10, 11, 12, 0, JAL_DT_F32),
+                                                  MOVSR(4, JAL_SR_ARGS),
+                                                  TSTORE(0, 4, 0, 0),
+                                                  MOVSR(20, JAL_SR_CLOCK)};
+    const auto code =
+        store + enter(1, 0, 1) + std::vector<std::uint64_t>{MOVSR(21, JAL_SR_CLOCK), END()};
     const auto r = run(code, slices(1));
     ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     // 2 cycles a ns at 2 GHz: latency 500 ns plus 65 536 bytes at 240 bytes a ns.
@@ -128,8 +138,8 @@ TEST_F(IsaStage, EnteringAStageClearsTheSemaphores)
     const auto before = std::vector<std::uint64_t>{I(JAL_OP_SIGNAL, 3, 0, 0, 0, 2)};
     const auto ok = run(before + std::vector<std::uint64_t>{WAIT(3, 1), END()}, slices(1));
     EXPECT_EQ(ok.report.status, JAL_STATUS_OK);
-    const auto r = run(before + enter(1, 0, 3) + std::vector<std::uint64_t>{WAIT(3, 1), END(), END()},
-                       slices(1));
+    const auto r = run(
+        before + enter(1, 0, 3) + std::vector<std::uint64_t>{WAIT(3, 1), END(), END()}, slices(1));
     EXPECT_NE(r.report.status, JAL_STATUS_OK);
     EXPECT_EQ(r.slices[0].q[3], 0u);
 }
@@ -137,10 +147,9 @@ TEST_F(IsaStage, EnteringAStageClearsTheSemaphores)
 TEST_F(IsaStage, ANonMemberBranchesToItsTarget)
 {
     // Slice 1 is not in the stage {0}: it skips the TRAP inside it.
-    const auto code = enter(1, 0, 3) +
-                      std::vector<std::uint64_t>{
-                          MOVSR(3, JAL_SR_SLICE), I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_BUSY),
-                          END()};
+    const auto code = enter(1, 0, 3) + std::vector<std::uint64_t>{
+                                           MOVSR(3, JAL_SR_SLICE),
+                                           I(JAL_OP_TRAP, 0, 0, 0, 0, JAL_STATUS_BUSY), END()};
     // Slice 0 enters and traps; slice 1 ends. Nothing else faults.
     const auto r = run(code, slices(2));
     EXPECT_EQ(r.report.status, JAL_STATUS_BUSY);

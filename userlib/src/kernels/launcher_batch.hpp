@@ -20,7 +20,7 @@ struct LauncherBatch {
         Kind kind = Kind::dispatch;
         const Program* program = nullptr;
         DispatchOptions options;  // options.label cleared: `label` keeps it
-        std::string label;  // of a cut: the staged program it ends
+        std::string label;        // of a cut: the staged program it ends
         size_t args_offset = 0;
         size_t args_size = 0;
     };

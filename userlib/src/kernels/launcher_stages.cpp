@@ -47,7 +47,8 @@ public:
     Stager(const std::vector<Item>& items, uint64_t usable) : items_(items), usable_(usable) {}
 
     // Calls `emit(group)` for every group in order.
-    template <class Emit> void run(Emit&& emit)
+    template <class Emit>
+    void run(Emit&& emit)
     {
         Group g;
         for (size_t i = 0; i < items_.size();) {
@@ -180,9 +181,8 @@ void Launcher::stage_batch()
             std::erase_if(sec.lanes, [](const StageLane& l) { return l.empty(); });
         std::erase_if(sections, [](const StageSection& s) { return s.lanes.empty(); });
         const size_t args_size = last->args_offset + last->args_size - first->args_offset;
-        std::string label = g.label.empty()
-                                ? fmt::format("{} … {}", first->label, last->label)
-                                : g.label;
+        std::string label =
+            g.label.empty() ? fmt::format("{} … {}", first->label, last->label) : g.label;
         Item staged;
         staged.program = &staged_program(key, [&] {
             return link_stages(fmt::format("staged {}", g.dispatches), sections,

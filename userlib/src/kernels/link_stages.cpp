@@ -27,10 +27,12 @@ public:
     void stage(const Stage& s, uint64_t outer, bool last)
     {
         if (s.slices == 0) fail("a stage without slices");
-        if (s.args_offset % 8) fail(fmt::format("argument offset {} is not 8-aligned", s.args_offset));
+        if (s.args_offset % 8)
+            fail(fmt::format("argument offset {} is not 8-aligned", s.args_offset));
         l1_bytes_ = std::max(l1_bytes_, s.l1_bytes);
         load_mask(s.slices);
-        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, static_cast<int32_t>(s.args_offset)));
+        code_.push_back(
+            JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, static_cast<int32_t>(s.args_offset)));
         const size_t enter = code_.size();
         code_.push_back(0);  // STAGE, its target patched below
         for (unsigned r = 1; r < JAL_ISA_SCALAR_REGS; r++)
@@ -41,8 +43,8 @@ public:
         for (size_t i = begin; i < end; i++)
             if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
                 code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
-        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0,
-                                static_cast<int32_t>(end - enter));
+        code_[enter] =
+            JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0, static_cast<int32_t>(end - enter));
         if (!last) join(outer);
     }
 

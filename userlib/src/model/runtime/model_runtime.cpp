@@ -362,7 +362,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     queue_ = std::make_unique<runtime::Queue>(context_, 16384);
     k::LauncherOptions lo;
     // Argument blocks are read by every slice of every dispatch: interleaved.
-    lo.args = {JAL_PLACE_INTERLEAVED, all_mask_};
+    lo.args = {JAL_PLACE_REPLICATED, all_mask_};
     // Sequences in different slice groups: their attention runs on lanes side by side.
     lo.lanes = kv_groups_ > 1 ? kv_groups_ : 0;
     lo.stages = o_.staged;

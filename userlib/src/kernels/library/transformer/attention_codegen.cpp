@@ -26,7 +26,10 @@ private:
     void move_heads(uint32_t l1_off, X base, X stride, bool store);
     void start_state(X item);
     X key_start(X item);
-    void chunk(X k0);
+    X chunk_keys(X k0);
+    void load_chunk(X k0, int buf);
+    void compute_chunk(X k0, int buf);
+    void chunks(X kstart);
     void merge_splits(X item, Label item_done);
     void split_index(X sp, X item);
     void desc(T t, uint32_t l1_off, X nrows, X ncols);
@@ -39,14 +42,16 @@ private:
     // arguments
     X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
-    uint32_t l1_q = 0, l1_k = 0, l1_v = 0, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
+    uint32_t l1_q = 0, l1_k[2] = {}, l1_v[2] = {}, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0,
+             l1_l = 0;
     uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
     uint32_t l1_app = 0;  // append_kv: k, v and Vᵀ blocks of 32 rows and the identity
     X dim{}, one{}, dim_bytes{}, rr{};
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
-    T tq{}, tk{}, tv{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{}, to2{};
-    Q sem{};
+    T tq{}, tk[2]{}, tv[2]{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{},
+        to2{};
+    Q sem{}, ksem[2]{};  // sem: queries, output, merges; ksem: a key chunk buffer's loads
     X n_slices{};
     // per item: where its output goes, its n queries (rn stacked rows), the first query's
     // position, the causal end of its keys, the head's K and V^T caches, its KV head g and
@@ -80,8 +85,11 @@ void AttentionKernel::declare()
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
-    l1_k = b.l1_alloc(Nk * D * 4);
-    l1_v = b.l1_alloc(D * Nk * 4);
+    // Two buffers of keys and values: the next chunk loads while this one is computed.
+    for (int i = 0; i < 2; i++) {
+        l1_k[i] = b.l1_alloc(Nk * D * 4);
+        l1_v[i] = b.l1_alloc(D * Nk * 4);
+    }
     l1_s = b.l1_alloc(M * Nk * 4);
     l1_o = b.l1_alloc(M * D * 4);
     l1_m = b.l1_alloc(M * 4);
@@ -99,10 +107,10 @@ void AttentionKernel::declare()
     rr = constant(b, r);
     l1 = b.x();
     addr = b.x();
-    tq = b.t(), tk = b.t(), tv = b.t(), ts = b.t(), to = b.t();
+    tq = b.t(), tk[0] = b.t(), tv[0] = b.t(), tk[1] = b.t(), tv[1] = b.t(), ts = b.t(), to = b.t();
     tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
     tm2 = b.t(), tl2 = b.t(), to2 = b.t();
-    sem = b.q();
+    sem = b.q(), ksem[0] = b.q(), ksem[1] = b.q();
 }
 
 void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
@@ -329,27 +337,78 @@ X AttentionKernel::key_start(X item)
     return kstart;
 }
 
-// One chunk of keys from k0: S = Q K^T masked, then the online-softmax update of m, l, O.
-void AttentionKernel::chunk(X k0)
+// The keys of the chunk from k0 (a new register): min(Nk, kend - k0).
+X AttentionKernel::chunk_keys(X k0)
 {
     X nk = b.x();
     b.sub(nk, kend, k0);
     b.li(tmp, Nk);
     b.min(nk, nk, tmp);
-    desc(tk, l1_k, nk, dim);
+    return nk;
+}
+
+// Issues the loads of the chunk from k0 into buffer `buf`.
+void AttentionKernel::load_chunk(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    desc(tk[buf], l1_k[buf], nk, dim);
     b.muli(addr, k0, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);
-    b.tload(tk, addr, dim_bytes, sem);
-    desc(tv, l1_v, dim, nk);
+    b.tload(tk[buf], addr, dim_bytes, ksem[buf]);
+    desc(tv[buf], l1_v[buf], dim, nk);
     b.muli(addr, k0, 4);
     b.add(addr, addr, vc);
     b.li(tmp, cfg_.n_ctx * 4ll);
-    b.tload(tv, addr, tmp, sem);
-    b.wait(sem, 2);
+    b.tload(tv[buf], addr, tmp, ksem[buf]);
+    b.free(nk);
+}
+
+// The chunks from kstart to kend, two buffers deep: chunk i + 1 loads while chunk i is
+// computed (unrolled by two, so each copy names its buffers). Same chunks, same order of
+// arithmetic as one buffer: only the time changes.
+void AttentionKernel::chunks(X kstart)
+{
+    Label none = b.label();
+    b.bge(kstart, kend, none);
+    load_chunk(kstart, 0);
+    // kstart itself steps through the chunk pairs (no loop register to spare); k1 steps
+    // to the chunk after it and back.
+    X k1 = b.x();
+    const auto nk = static_cast<int32_t>(Nk);
+    Label top = b.label(), last = b.label(), next = b.label(), no_third = b.label();
+    const X k0 = kstart;
+    b.bind(top);
+    b.addi(k1, k0, nk);
+    b.bge(k1, kend, last);
+    load_chunk(k1, 1);
+    compute_chunk(k0, 0);
+    b.addi(k1, k1, nk);
+    b.bge(k1, kend, no_third);
+    load_chunk(k1, 0);
+    b.bind(no_third);
+    b.addi(k1, k1, -nk);
+    compute_chunk(k1, 1);
+    b.addi(k0, k0, 2 * nk);
+    b.blt(k0, kend, top);
+    b.jmp(next);
+    b.bind(last);
+    compute_chunk(k0, 0);
+    b.bind(next);
+    b.free(k1);
+    b.bind(none);
+}
+
+// One chunk of keys from k0 in buffer `buf`: S = Q K^T masked, then the online-softmax
+// update of m, l, O.
+void AttentionKernel::compute_chunk(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    const T tk_ = tk[buf], tv_ = tv[buf];
+    b.wait(ksem[buf], 2);
 
     desc(ts, l1_s, rn, nk);
     b.vfill(ts, 0.0f);
-    b.mma(ts, tq, tk);  // S = (scale Q) K^T
+    b.mma(ts, tq, tk_);  // S = (scale Q) K^T
     b.muli(tmp, nk, 4);
     b.for_range(zero, rr, 1, [&](X hh) {
         desc_head(tsub, l1_s, hh, n, nk, tmp);
@@ -365,7 +424,7 @@ void AttentionKernel::chunk(X k0)
     b.vmul(to, to, tm);
     b.vredsum(trs, ts);
     b.vadd(tl, tl, trs);
-    b.mma(to, ts, tv);  // O += P V  (V^T is the weight-layout operand)
+    b.mma(to, ts, tv_);  // O += P V  (V^T is the weight-layout operand)
     b.vcopy(tm, tmc);
     b.free(nk);
 }
@@ -425,7 +484,7 @@ void AttentionKernel::item(X item)
     b.free(g);
 
     X kstart = key_start(item);
-    b.for_range(kstart, kend, static_cast<int32_t>(Nk), [&](X k0) { chunk(k0); });
+    chunks(kstart);
     b.free(kstart);
 
     Label item_done = b.label();
