@@ -65,12 +65,11 @@ public:
         return true;
     }
 
-    // A barrier joins the slices of the slice's current stage (all of them outside stages):
-    // each such group of slices has its own generation count.
-    bool barrier(SliceState& s, double& release) override
+    // Each group of slices (a stage's, or 0: the whole dispatch) has its own generation.
+    bool barrier(SliceState& s, std::uint64_t group, double& release) override
     {
         std::lock_guard lock(m_);
-        Barrier& b = barriers_[s.stage_mask];
+        Barrier& b = barriers_[s.block == BlockReason::barrier ? s.barrier_group : group];
         if (s.block == BlockReason::barrier) {  // resumed: has the barrier it joined opened?
             if (s.barrier_gen < b.gen) {
                 s.block = BlockReason::none;
@@ -80,10 +79,10 @@ public:
             return false;
         }
         s.barrier_gen = b.gen;
-        s.barrier_group = s.stage_mask;
+        s.barrier_group = group;
         b.max_arrival = std::max(b.max_arrival, s.timing.now());
         const std::size_t members =
-            s.stage_mask ? static_cast<std::size_t>(std::popcount(s.stage_mask)) : slices_.size();
+            group ? static_cast<std::size_t>(std::popcount(group)) : slices_.size();
         if (++b.arrived < members) return false;
         ++b.gen;
         b.release = s.timing.barrier_release(b.max_arrival);
@@ -92,7 +91,7 @@ public:
         b.max_arrival = 0;
         for (std::uint32_t i = 0; i < slices_.size(); ++i)
             if (sched_[i].waiting && slices_[i]->block == BlockReason::barrier &&
-                slices_[i]->barrier_group == s.stage_mask)
+                slices_[i]->barrier_group == group)
                 wake(i);
         return true;
     }

@@ -43,6 +43,7 @@ std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
     const std::uint64_t mask = s.x[i.a & 31] & all;
     s.timing.drain_and_clear_semaphores();
     s.q.fill(0);
+    s.owes_barrier = i.c == 1;
     if (mask >> s.index & 1) {
         s.stage_mask = mask == all ? 0 : mask;
         s.stage_rank =
@@ -54,6 +55,27 @@ std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
     s.stage_mask = 0;
     s.stage_args = 0;
     return s.pc + static_cast<std::int64_t>(i.imm);
+}
+
+bool Executor::join_barrier(SliceState& s, std::uint64_t group)
+{
+    double release = 0;
+    if (!fabric_.barrier(s, group, release)) {
+        s.state = SliceRunState::blocked;
+        s.block = BlockReason::barrier;
+        s.resuming = true;
+        return false;
+    }
+    s.timing.resume_at(release);
+    return true;
+}
+
+bool Executor::settle(SliceState& s)
+{
+    if (!s.owes_barrier) return true;
+    if (!join_barrier(s, 0)) return false;
+    s.owes_barrier = false;
+    return true;
 }
 
 RunResult Executor::fault(SliceState& s, std::uint32_t status, std::uint64_t address)
@@ -96,6 +118,7 @@ RunResult Executor::run(SliceState& s)
         if (i.a >= 32 && i.op < JAL_OP_TDESC) return fault(s, JAL_STATUS_INVALID_FIELD);
         switch (i.op) {
         case JAL_OP_END:
+            if (!settle(s)) return RunResult::blocked;
             s.state = SliceRunState::ended;
             return RunResult::ended;
         case JAL_OP_LI:
@@ -368,19 +391,15 @@ RunResult Executor::run(SliceState& s)
             s.q[i.imm] += 1;
             break;
         }
-        case JAL_OP_BARRIER: {
-            double release = 0;
-            if (!fabric_.barrier(s, release)) {
-                s.state = SliceRunState::blocked;
-                s.block = BlockReason::barrier;
-                s.resuming = true;
-                return RunResult::blocked;
-            }
-            s.timing.resume_at(release);
+        case JAL_OP_BARRIER:
+            if (!join_barrier(s, s.stage_mask)) return RunResult::blocked;
             break;
-        }
         case JAL_OP_STAGE:
+            if (!settle(s)) return RunResult::blocked;
             next = enter_stage(s, i);
+            break;
+        case JAL_OP_ACQUIRE:
+            if (!settle(s)) return RunResult::blocked;
             break;
         default: {
             const bool tile_op =

@@ -36,6 +36,10 @@ private:
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
     // STAGE: returns the next pc.
     std::uint64_t enter_stage(SliceState& s, const Insn& i);
+    // Joins the barrier of `group` (0: the whole dispatch); false: blocked, come back.
+    bool join_barrier(SliceState& s, std::uint64_t group);
+    // Pays an ordered STAGE's barrier if it is still due; false: blocked.
+    bool settle(SliceState& s);
 
     const DispatchParams& p_;
     SliceFabric& fabric_;

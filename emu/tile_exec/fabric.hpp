@@ -26,9 +26,10 @@ public:
     virtual void send(std::uint32_t from, std::uint32_t to, Message&& m) = 0;
     // Pops the next message of the FIFO from `from` to `to`; false if it is empty.
     virtual bool receive(std::uint32_t to, std::uint32_t from, Message& out) = 0;
-    // Arrives at (or, resumed, checks) the current barrier: true when every slice has
-    // arrived, with the modelled time the slices leave it.
-    virtual bool barrier(SliceState& s, double& release) = 0;
+    // Arrives at (or, resumed, checks) the current barrier of the dispatch slices in
+    // `group` (0: all of them): true when every one has arrived, with the modelled time
+    // they leave it.
+    virtual bool barrier(SliceState& s, std::uint64_t group, double& release) = 0;
     // The slice must stop: the dispatch was aborted, or another slice faulted at an
     // earlier modelled time than `now` (so no later fault can be the first).
     virtual bool should_stop(double now) const = 0;

@@ -46,6 +46,7 @@ struct SliceState {
     std::uint64_t stage_mask = 0;
     std::uint32_t stage_rank = 0, stage_size = 0;
     std::uint64_t stage_args = 0;
+    bool owes_barrier = false;  // an ordered STAGE: a barrier of the whole dispatch is due
 
     std::uint32_t status = 0;  // jal_status of a fault
     std::uint64_t fault_address = 0;

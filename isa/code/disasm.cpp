@@ -25,6 +25,8 @@ std::string reg(Reg role, unsigned n)
         return fmt::format("t{}", n);
     case Reg::q:
         return fmt::format("q{}", n);
+    case Reg::flag:
+        return n ? "ordered" : "unordered";
     case Reg::none:
         break;
     }

@@ -14,6 +14,7 @@ enum class Reg : uint8_t {
     x,     // scalar register, < JAL_ISA_SCALAR_REGS
     t,     // tile register, < JAL_ISA_TILE_REGS
     q,     // semaphore, < JAL_ISA_SEMAPHORES
+    flag,  // a constant 0 or 1 (STAGE's "ordered")
 };
 
 // What the 32-bit immediate means.

@@ -33,6 +33,8 @@ RegRange range_of(Reg r)
         return {JAL_ISA_TILE_REGS, "a tile register (t0..t15)"};
     case Reg::q:
         return {JAL_ISA_SEMAPHORES, "a semaphore (q0..q15)"};
+    case Reg::flag:
+        return {2, "a flag (0 or 1)"};
     case Reg::none:
         break;
     }

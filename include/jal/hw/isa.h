@@ -190,13 +190,22 @@ enum jal_opcode {
 	                        * dtype, else INVALID_FIELD); q(imm) += 1 when it has arrived */
     JAL_OP_BARRIER = 0x72, /* every slice of the dispatch (or of the current stage) reaches it */
     /* Stages (ISA 1.2): several kernels in one dispatch, one after another, each on its own
-     * slices with its own arguments (docs/tile-isa.md, "Stages"). STAGE waits until every
-     * engine op of the slice has completed and clears q0..q15; then, if dispatch slice
-     * `index` is in x[a] (bit i: dispatch slice i), the slice enters the stage: SR_SLICE and
-     * SR_NSLICES number the stage's slices, SR_ARGS is the argument buffer + x[b], SEND and
-     * RECV name stage slices and BARRIER joins the stage's slices. Otherwise the slice is back
-     * in the whole dispatch (SR_ARGS the argument buffer itself) and branches to imm. */
+     * slices with its own arguments (docs/tile-isa.md, "Stages"). STAGE first settles the
+     * slice's debt (below), waits until every engine op of the slice has completed and
+     * clears q0..q15; then, if dispatch slice `index` is in x[a] (bit i: dispatch slice i),
+     * the slice enters the stage: SR_SLICE and SR_NSLICES number the stage's slices, SR_ARGS
+     * is the argument buffer + x[b], SEND and RECV name stage slices and BARRIER joins the
+     * stage's slices. Otherwise the slice is back in the whole dispatch (SR_ARGS the argument
+     * buffer itself) and branches to imm. Field c = 1 ("ordered"): the stage runs after the
+     * one before it, so every slice of the dispatch (in the stage or not) now owes one
+     * barrier of the whole dispatch, which it pays at its first ACQUIRE, or else at the next
+     * STAGE or END. */
     JAL_OP_STAGE = 0x73,
+    /* Where a kernel starts reading what earlier work wrote: what comes before it (argument
+     * and weight loads) may run while the previous stage is still finishing. Pays the
+     * slice's barrier debt (STAGE); without one (any dispatch of a single kernel) it does
+     * nothing. */
+    JAL_OP_ACQUIRE = 0x74,
 };
 
 /* Code object: a kernel as the device loads it. All fields little-endian. Layout: header,

@@ -11,11 +11,13 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "linear_fixture.hpp"
 
 #include <jal/kernels/library/expert_gemm.hpp>
+#include <jal/kernels/library/swiglu.hpp>
 
 namespace jl = jal::kernels::linear;
 using jal::kernels::TensorRef;
@@ -199,4 +201,74 @@ TEST_F(LinearExpertTest, BothSplitsGiveTheSameBits)
 TEST_F(LinearExpertTest, TimingOnlyLeavesOutputUntouched)
 {
     check({.tokens = 2, .k = 2, .experts = 4, .n = 32, .kdim = 64}, 2, 30, true);
+}
+
+// The down projection with the SwiGLU fused into its activation load gives the bits of the
+// swiglu_oai kernel followed by the plain expert GEMM: the same instructions on the same
+// values. Gate and up values cross the limit (7) on both sides. Split by rows streaming
+// and not (N wider than a W tile on one slice), and split by experts.
+TEST_F(LinearExpertTest, FusedSwigluGivesTheBitsOfTheSwigluKernelThenTheGemm)
+{
+    for (const auto& [split, n, nslices] :
+         {std::tuple{jl::ExpertSplit::rows, 33u, 5u}, std::tuple{jl::ExpertSplit::rows, 300u, 1u},
+          std::tuple{jl::ExpertSplit::experts, 33u, 3u}}) {
+        jl::ExpertGemmConfig c{.tokens = 2,
+                               .k = 4,
+                               .experts = 8,
+                               .n = n,
+                               .kdim = 96,
+                               .input_per_pair = true,
+                               .split = split};
+        SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices) + " slices");
+        const uint32_t pairs = c.tokens * c.k, K = c.kdim;
+        std::vector<float> gu = jal::test::random_floats(size_t{pairs} * 2 * K, 70, 12.0f);
+        HostMatrix w =
+            jal::test::quantized(jal::test::random_floats(size_t{c.experts} * c.n * K, 71, 0.5f),
+                                 c.experts * c.n, K, c.weight);
+        std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, 72);
+        std::vector<int32_t> ids;
+        for (uint32_t p = 0; p < pairs; p++)
+            ids.push_back(static_cast<int32_t>((p * 3) % c.experts));
+        const bool by_rows = split == jl::ExpertSplit::rows;
+        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
+        const uint64_t w_va =
+            upload(by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes);
+        const uint64_t gu_va = upload(gu), ids_va = upload(ids), bias_va = upload(bias);
+        const uint64_t table_va =
+            upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
+                           : jl::expert_shard_table(c, w.ref(w_va), nslices));
+        const uint64_t act_va = output(size_t{pairs} * K * 4);
+        const TensorRef ids_ref{.va = ids_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
+        const TensorRef bias_ref{
+            .va = bias_va, .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
+        auto gemm = [&](const jl::ExpertGemmConfig& cfg, const TensorRef& x) {
+            const uint64_t y_va = output(size_t{pairs} * c.n * 4);
+            const TensorRef y{.va = y_va, .rows = pairs, .cols = c.n, .dtype = JAL_DT_F32};
+            EXPECT_EQ(run(jl::build_expert_gemm(cfg),
+                          jl::expert_gemm_args(cfg, x, ids_ref, table_va, w.ref(w_va), bias_ref, y),
+                          slices(nslices))
+                          .status,
+                      JAL_STATUS_OK);
+            return read(y_va, size_t{pairs} * c.n * 4);
+        };
+        // Separate: the SwiGLU kernel writes act, the GEMM reads it.
+        jal::kernels::SwigluConfig sw;
+        sw.cols = K;
+        const TensorRef gate{
+            .va = gu_va, .rows = pairs, .cols = K, .row_stride = 2 * K * 4, .dtype = JAL_DT_F32};
+        TensorRef up = gate;
+        up.va += K * 4;
+        const TensorRef act{.va = act_va, .rows = pairs, .cols = K, .dtype = JAL_DT_F32};
+        ASSERT_EQ(run(jal::kernels::build_swiglu_oai(sw),
+                      jal::kernels::swiglu_oai_args(sw, gate, up, act), slices(1))
+                      .status,
+                  JAL_STATUS_OK);
+        const std::vector<uint8_t> separate = gemm(c, act);
+        // Fused: the GEMM reads gate | up.
+        jl::ExpertGemmConfig fused = c;
+        fused.swiglu = true;
+        const std::vector<uint8_t> got =
+            gemm(fused, {.va = gu_va, .rows = pairs, .cols = 2 * K, .dtype = JAL_DT_F32});
+        EXPECT_EQ(got, separate);
+    }
 }

@@ -20,10 +20,11 @@ protected:
 };
 
 // x1 = mask (LI + LUI), x2 = argument offset, STAGE to `skip` instructions on.
-std::vector<std::uint64_t> enter(std::uint64_t mask, std::int32_t args_offset, std::int32_t skip)
+std::vector<std::uint64_t> enter(std::uint64_t mask, std::int32_t args_offset, std::int32_t skip,
+                                 bool ordered = false)
 {
     return {LI(1, static_cast<std::int32_t>(mask)), LUI(1, static_cast<std::int32_t>(mask >> 32)),
-            LI(2, args_offset), I(JAL_OP_STAGE, 1, 2, 0, 0, skip)};
+            LI(2, args_offset), I(JAL_OP_STAGE, 1, 2, ordered ? 1 : 0, 0, skip)};
 }
 
 std::vector<std::uint64_t> operator+(std::vector<std::uint64_t> a,
@@ -155,6 +156,54 @@ TEST_F(IsaStage, ANonMemberBranchesToItsTarget)
     EXPECT_EQ(r.report.status, JAL_STATUS_BUSY);
     EXPECT_EQ(r.report.fault_slice, 0u);
     EXPECT_EQ(r.slices[1].state, static_cast<std::uint32_t>(jal::emu::exec::SliceRunState::ended));
+}
+
+// Stage 0 (slice 0) spends 4 000 cycles, then stores 42; stage 1 (slice 1) reads it after
+// ACQUIRE. `ordered`: stage 1 is an ordered stage.
+std::vector<std::uint64_t> producer_consumer(bool ordered)
+{
+    const std::vector<std::uint64_t> produce = {
+        LI(3, 0),  LI(4, 2000),           ADDI(3, 3, 1), BR(JAL_OP_BLT, 3, 4, -1),
+        LI(5, 42), MOVSR(6, JAL_SR_ARGS), ST(5, 6, 0)};
+    const std::vector<std::uint64_t> consume = {MOVSR(6, JAL_SR_ARGS), I(JAL_OP_ACQUIRE),
+                                                MOVSR(8, JAL_SR_CLOCK)};
+    const std::vector<std::uint64_t> read =
+        ordered ? std::vector<std::uint64_t>{LD(7, 6, 0), ST(7, 6, 8)}
+                : std::vector<std::uint64_t>{};
+    const auto s1 = consume + read;
+    return enter(1, 0, static_cast<std::int32_t>(produce.size()) + 1) + produce +
+           enter(2, 0, static_cast<std::int32_t>(s1.size()) + 1, ordered) + s1 +
+           std::vector<std::uint64_t>{END()};
+}
+
+TEST_F(IsaStage, AnOrderedStageWaitsAtAcquireForTheStageBefore)
+{
+    const auto r = run(producer_consumer(true), slices(2));
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    EXPECT_EQ(r.slices[1].x[7], 42u) << "read after the store of the stage before";
+    EXPECT_EQ(read_vec<std::uint64_t>(kVa + 8, 1)[0], 42u);
+    EXPECT_GE(r.slices[1].x[8], 4000u) << "slice 1 left ACQUIRE after slice 0's loop";
+}
+
+TEST_F(IsaStage, AcquireWithoutAnOrderedStageDoesNotWait)
+{
+    const auto r = run(producer_consumer(false), slices(2));
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    EXPECT_LT(r.slices[1].x[8], 1000u);
+    // Outside any stage ACQUIRE does nothing either.
+    EXPECT_EQ(run({I(JAL_OP_ACQUIRE), END()}, slices(3)).report.status, JAL_STATUS_OK);
+}
+
+TEST_F(IsaStage, ASliceThatNeverAcquiresPaysAtItsNextStageOrEnd)
+{
+    // Ordered stage on slice 0 only; its kernel ends before ACQUIRE. Slice 1 is not in it.
+    // Both owe the barrier; they pay at END and nothing deadlocks.
+    const auto code = enter(1, 0, 2, true) + std::vector<std::uint64_t>{END(), END()};
+    EXPECT_EQ(run(code, slices(2)).report.status, JAL_STATUS_OK);
+    // Two ordered stages in a row, neither acquiring: each slice pays twice, in order.
+    const auto two =
+        enter(1, 0, 1, true) + enter(2, 0, 1, true) + std::vector<std::uint64_t>{END()};
+    EXPECT_EQ(run(two, slices(2)).report.status, JAL_STATUS_OK);
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_SEND, 1, 2, 0, 0, 3), "send t1, x2, q3"},
     {JAL_INSN(JAL_OP_RECV, 1, 2, 0, 0, 3), "recv t1, x2, q3"},
     {JAL_INSN(JAL_OP_BARRIER, 0, 0, 0, 0, 0), "barrier"},
-    {JAL_INSN(JAL_OP_STAGE, 1, 2, 0, 0, 3), "stage x1, x2, @13"},
+    {JAL_INSN(JAL_OP_STAGE, 1, 2, 1, 0, 3), "stage x1, x2, ordered, @13"},
+    {JAL_INSN(JAL_OP_ACQUIRE, 0, 0, 0, 0, 0), "acquire"},
 };
 
 TEST(Disassembler, GoldenLineForEveryOpcode)

@@ -504,6 +504,10 @@ void Builder::barrier()
 {
     op(JAL_OP_BARRIER, 0, 0, 0, 0, 0);
 }
+void Builder::acquire()
+{
+    op(JAL_OP_ACQUIRE, 0, 0, 0, 0, 0);
+}
 
 // ---- output ----
 

@@ -1,12 +1,15 @@
 // link_stages: kernels joined into one staged program (stages.hpp).
 //
-// Layout of a stage: its slices in x1, its argument offset in x2, STAGE (slices outside
-// it branch to the stage's end), x1..x31 cleared so the kernel starts from the registers
-// a dispatch of its own would give it, the kernel's code with every END turned into a
-// jump to the stage's end, and at the end a barrier over the slices that must all be done
-// before what follows reads their results: the whole dispatch between sections, a lane's
-// slices between the stages of a lane. STAGE itself waits for the slice's stores, so a
-// barrier's release means every store before it has landed.
+// A stage: its slices in x1, its argument offset in x2, STAGE (slices outside it branch
+// to the stage's end), x1..x31 cleared so the kernel starts from the registers a dispatch
+// of its own would give it, the kernel's code with every END turned into a jump to the
+// stage's end. Consecutive stages are ordered by STAGE's "ordered" flag: every slice owes
+// a barrier of the whole dispatch and pays it at the kernel's ACQUIRE (so what comes
+// before, argument and weight loads, overlaps the previous stage's end), or at its next
+// STAGE or END. A kernel without ACQUIRE gets one before its first instruction. STAGE waits
+// for the slice's stores, so a barrier paid after it means every earlier store has landed.
+// Lanes of a section run side by side: their stages are joined by barriers of the lane's
+// slices, and the whole dispatch meets after the section.
 #include <jal/kernels/stages.hpp>
 
 #include <jal/isa/code_object.hpp>
@@ -24,7 +27,8 @@ constexpr uint64_t kEverySlice = ~uint64_t{0};
 
 class StageEmitter {
 public:
-    void stage(const Stage& s, uint64_t outer, bool last)
+    // A stage; `ordered`: after the work before it (else the slices were just joined).
+    void stage(const Stage& s, bool ordered)
     {
         if (s.slices == 0) fail("a stage without slices");
         if (s.args_offset % 8)
@@ -37,19 +41,24 @@ public:
         code_.push_back(0);  // STAGE, its target patched below
         for (unsigned r = 1; r < JAL_ISA_SCALAR_REGS; r++)
             code_.push_back(JAL_INSN(JAL_OP_LI, r, 0, 0, 0, 0));
+        const bool acquires = std::any_of(s.code.begin(), s.code.end(), [](uint64_t w) {
+            return JAL_INSN_OPCODE(w) == JAL_OP_ACQUIRE;
+        });
+        if (!acquires) code_.push_back(JAL_INSN(JAL_OP_ACQUIRE, 0, 0, 0, 0, 0));
         const size_t begin = code_.size();
         code_.insert(code_.end(), s.code.begin(), s.code.end());
         const size_t end = code_.size();
         for (size_t i = begin; i < end; i++)
             if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
                 code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
-        code_[enter] =
-            JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0, static_cast<int32_t>(end - enter));
-        if (!last) join(outer);
+        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, ordered ? 1 : 0, 0,
+                                static_cast<int32_t>(end - enter));
     }
 
-    // A lane's section: slices outside every stage of the lane skip it.
-    void lane(const StageLane& lane)
+    // A lane of a section: slices outside every stage of the lane skip it; inside, each
+    // stage waits for the lane's slices to finish the one before. The first lane of a
+    // section carries the order after the previous stage.
+    void lane(const StageLane& lane, bool ordered)
     {
         uint64_t slices = 0;
         for (const Stage& s : lane) slices |= s.slices;
@@ -57,8 +66,11 @@ public:
         code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, 0));
         const size_t enter = code_.size();
         code_.push_back(0);
-        for (const Stage& s : lane) stage(s, slices, false);
-        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0,
+        for (size_t i = 0; i < lane.size(); i++) {
+            stage(lane[i], false);
+            if (i + 1 < lane.size()) join(slices);
+        }
+        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, ordered ? 1 : 0, 0,
                                 static_cast<int32_t>(code_.size() - enter));
     }
 
@@ -109,20 +121,22 @@ CodeObject link_stages(const std::string& name, std::span<const StageSection> se
 {
     StageEmitter e;
     if (sections.empty()) StageEmitter::fail("no stages");
+    bool ordered = false;  // the first stage follows nothing
     for (size_t k = 0; k < sections.size(); k++) {
         const StageSection& sec = sections[k];
-        const bool last_section = k + 1 == sections.size();
         if (sec.lanes.empty() || std::any_of(sec.lanes.begin(), sec.lanes.end(),
                                              [](const StageLane& l) { return l.empty(); }))
             StageEmitter::fail(fmt::format("section {} has an empty lane", k));
         if (sec.lanes.size() == 1) {
-            const StageLane& stages = sec.lanes.front();
-            for (size_t i = 0; i < stages.size(); i++)
-                e.stage(stages[i], kEverySlice, last_section && i + 1 == stages.size());
+            for (const Stage& s : sec.lanes.front()) {
+                e.stage(s, ordered);
+                ordered = true;
+            }
             continue;
         }
-        for (const StageLane& lane : sec.lanes) e.lane(lane);
-        if (!last_section) e.join(kEverySlice);
+        for (size_t l = 0; l < sec.lanes.size(); l++) e.lane(sec.lanes[l], ordered && l == 0);
+        e.join(kEverySlice);
+        ordered = false;
     }
     return e.finish(name, args_size);
 }

@@ -155,6 +155,10 @@ public:
     void send(T t, X peer, Q done);
     void recv(T t, X peer, Q done);
     void barrier();
+    // Everything before it reads only what no earlier kernel writes (arguments, weights,
+    // tables): in a staged program (stages.hpp) it may run while the stage before is still
+    // finishing, and the stage waits for that one here. A no-op in a dispatch of its own.
+    void acquire();
 
     // ---- output ----
     void emit(uint64_t word);  // a raw instruction (tests of the validator use this)

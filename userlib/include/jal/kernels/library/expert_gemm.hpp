@@ -50,6 +50,13 @@ struct ExpertGemmConfig {
     // the gate and up projections read the residual stream and normalise it themselves.
     bool rms_norm = false;
     float norm_eps = 1e-5f;
+    // Fused SwiGLU (swiglu.hpp, the same instructions) of the gathered rows, for the down
+    // projection: each row of x is gate | up (2·kdim F32) and the GEMM multiplies
+    // swiglu(gate, up). Needs input_per_pair, not with rms_norm. Every slice computes it for
+    // every pair it gathers, so it pays only for few pairs (a separate kernel computes each
+    // row once).
+    bool swiglu = false;
+    float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with

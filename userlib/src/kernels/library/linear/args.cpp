@@ -115,7 +115,9 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
-    expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.kdim, JAL_DT_F32);
+    // With the fused SwiGLU a row of x is gate | up.
+    expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.swiglu ? 2 * c.kdim : c.kdim,
+           JAL_DT_F32);
     expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
     require(packed(ids, uint64_t{c.k} * 4), k, "ids must be packed");
     TensorRef wv = w;

@@ -75,6 +75,7 @@ CodeObject build_embedding(const EmbeddingConfig& c)
     X table_stride = b.arg("table_stride");
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
     SliceShare share = emit_slice_range(b, c.tokens);
     const Label done = emit_skip_if_empty(b, share.count);
     {

@@ -13,6 +13,7 @@
 #include "checks.hpp"
 #include "emit.hpp"
 #include "norm_rows.hpp"
+#include "swiglu_rows.hpp"
 #include "tiles.hpp"
 
 namespace jal::kernels::linear {
@@ -26,11 +27,11 @@ constexpr uint32_t kWeightBudget = 1u << 20;
 
 std::string expert_gemm_name(const ExpertGemmConfig& c)
 {
-    std::string name = "expert_gemm_dt" + std::to_string(c.weight) + "_" +
-                       numerics_name(c.numerics) + "_t" + std::to_string(c.tokens) + "k" +
-                       std::to_string(c.k) + "e" + std::to_string(c.experts) + "n" +
-                       std::to_string(c.n) + "k" + std::to_string(c.kdim) +
-                       (c.input_per_pair ? "_pp" : "") + (c.split == ExpertSplit::rows ? "_r" : "");
+    std::string name =
+        "expert_gemm_dt" + std::to_string(c.weight) + "_" + numerics_name(c.numerics) + "_t" +
+        std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
+        "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "") +
+        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_sw" : "");
     return name.substr(0, 63);
 }
 
@@ -80,14 +81,19 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
                            (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0);
     const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
-    require(fixed + per_row <= kL1, name, "does not fit in L1");
-    p.mc = static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / per_row));
+    require(!c.swiglu || (c.input_per_pair && !c.rms_norm), name,
+            "the fused SwiGLU needs input_per_pair and no fused norm");
+    // The fused SwiGLU gathers gate | up rows (twice x's width) and needs F32 scratch.
+    const uint64_t swiglu_row = c.swiglu ? 3 * uint64_t{c.kdim} * 4 : 0;
+    require(fixed + per_row + swiglu_row <= kL1, name, "does not fit in L1");
+    p.mc =
+        static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / (per_row + swiglu_row)));
     // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
     // and the bias rows of every pair.
     p.streamed_extra = (uint64_t{p.pairs} * 4 + 64) + (uint64_t{c.experts} * 4 + 64) +
                        2 * (uint64_t{p.tn} * 4 + 64) + (uint64_t{p.pairs} * p.tn * 4 + 64);
     p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
-                 fixed + p.streamed_extra + uint64_t{p.pairs} * per_row <= kL1;
+                 fixed + p.streamed_extra + uint64_t{p.pairs} * (per_row + swiglu_row) <= kL1;
     return p;
 }
 
@@ -113,6 +119,8 @@ private:
     void stream_finish();
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
+    void gather_x(X rows);
+    void prepare_x(X rows);
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
     void multiply(X rows);
@@ -132,7 +140,7 @@ private:
     X nvalid{};                 // streamed: pairs whose expert is in [0, E)
     X nactive{};                // streamed: experts with pairs (talist)
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
-    uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0;
+    uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_gu = 0, l1_sw = 0;
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
@@ -160,6 +168,7 @@ void ExpertGemmKernel::declare()
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
     y = b.arg("y", JAL_ARG_ADDRESS);
     y_stride = b.arg("y_stride");
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
 }
 
 void ExpertGemmKernel::layout()
@@ -174,6 +183,8 @@ void ExpertGemmKernel::layout()
     l1_x = b.l1_alloc(p.mc * c.kdim * 4);
     l1_a = p.convert ? b.l1_alloc(static_cast<uint32_t>(p.mc * p.arow)) : l1_x;
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
+    l1_gu = c.swiglu ? b.l1_alloc(p.mc * c.kdim * 8) : 0;
+    l1_sw = c.swiglu ? b.l1_alloc(p.mc * c.kdim * 4) : 0;
     tids = b.t(), tplist = b.t(), tglist = b.t(), tcount = b.t(), tstart = b.t(), tgidx = b.t(),
     tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
@@ -193,6 +204,34 @@ void ExpertGemmKernel::norm_rows(X rows)
     emit_tdesc_at(b, tsub, l1_sq, rows, kdim, JAL_DT_F32);
     emit_tdesc_at(b, tgidx, l1_sc, rows, one, JAL_DT_F32);
     emit_rms_norm_rows(b, tx, tsub, tgidx, tnw, c.kdim, c.norm_eps);
+}
+
+// Gathers `rows` rows of x (the pairs tgidx lists) into L1: into tx, or with the fused
+// SwiGLU their gate | up rows into the gather buffer.
+void ExpertGemmKernel::gather_x(X rows)
+{
+    X cols = emit_const(b, c.swiglu ? 2 * c.kdim : c.kdim);
+    emit_tdesc_at(b, tx, c.swiglu ? l1_gu : l1_x, rows, cols, JAL_DT_F32);
+    b.free(cols);
+    b.tgather(tx, x, x_stride, tgidx, qio);
+}
+
+// After the gather has landed: the fused norm, or the SwiGLU of the gate and up halves
+// into tx (rows × K F32, packed like a plain gather), ready to convert. The halves and the
+// scratch borrow tgidx and tsub (free between a gather and the MMA).
+void ExpertGemmKernel::prepare_x(X rows)
+{
+    if (c.rms_norm) norm_rows(rows);
+    if (!c.swiglu) return;
+    const uint32_t stride = 2 * c.kdim * 4;
+    emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
+    emit_tdesc_at(b, tgidx, l1_gu, rows, kdim, JAL_DT_F32, stride);
+    b.vcopy(tx, tgidx);  // the gate half
+    emit_tdesc_at(b, tsub, l1_gu + c.kdim * 4, rows, kdim, JAL_DT_F32, stride);
+    emit_tdesc_at(b, tgidx, l1_sw, rows, kdim, JAL_DT_F32);
+    const SwigluBounds r = emit_swiglu_bounds(b, c.swiglu_limit);
+    emit_swiglu_rows(b, tx, tsub, tgidx, r, c.swiglu_alpha);
+    free_swiglu_bounds(b, r);
 }
 
 // Every pair's expert id into tids (the pair lists' tiles described alongside).
@@ -391,10 +430,9 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
         b.tdesc(tgidx, a, rows, one, JAL_DT_I32);
         b.free(a);
     }
-    emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
-    b.tgather(tx, x, x_stride, tgidx, qio);
+    gather_x(rows);
     b.wait(qio, 1);
-    if (c.rms_norm) norm_rows(rows);
+    prepare_x(rows);
     if (p.convert) {
         emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
         b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
@@ -571,8 +609,7 @@ void ExpertGemmKernel::stream_rows(X w)
     emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
     X np = nvalid;
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
-    emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);
-    b.tgather(tx, x, x_stride, tgidx, qio);
+    gather_x(np);
     if (c.bias) {
         // Row of pair i: expert elist[i]'s bias from column col0.
         X base = b.x(), rb = emit_const(b, c.n * 4);
@@ -597,7 +634,7 @@ void ExpertGemmKernel::stream_rows(X w)
         [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
         [&] {
             b.wait(qio, 1);  // the activations, while the first W tile loads
-            if (c.rms_norm) norm_rows(np);
+            prepare_x(np);
             if (p.convert) {
                 emit_tdesc_at(b, ta, l1_a, np, kdim, p.act);
                 b.vcvt(ta, tx, activation_cvt_mode(c.numerics));

@@ -400,8 +400,12 @@ CodeObject GemmKernel::build()
     declare();
     share_columns();
     layout();
-    // The first x load goes out before the shard table is read, so that read's latency
-    // overlaps the load's.
+    // Only the arguments (and the norm weight) come before ACQUIRE: in a staged program
+    // they load while the stage before finishes. (Loading the first W tile there too does
+    // not pay: the slice that finishes the stage before last is the one that waits, and its
+    // x load would queue behind the tile; docs/performance.md.) The first x load goes out
+    // before the shard table is read, so that read's latency overlaps the load's.
+    b.acquire();
     issue_x(0, std::min(p.m_chunk, c.m));
     w = emit_table_entry(b, w_shards, share.slice);
     b.free(w_shards);

@@ -80,6 +80,7 @@ void AttentionKernel::declare()
         k_rows = b.arg("k", JAL_ARG_ADDRESS);
         v_rows = b.arg("v", JAL_ARG_ADDRESS);
     }
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
     trap_unless_within(b, pos0, rows, cfg_.n_ctx);
     l1_app = cfg_.append_kv ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4) : 0;
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken

@@ -43,6 +43,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     X rows = b.arg("rows");
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     const uint32_t l1_w_off = b.l1_alloc(R * cfg.k * 4);
     X l1_w = constant(b, l1_w_off);

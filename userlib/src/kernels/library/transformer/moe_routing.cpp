@@ -26,6 +26,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
     X ids = b.arg("ids", JAL_ARG_ADDRESS);
     X weights = b.arg("weights", JAL_ARG_ADDRESS);
     X rows = b.arg("rows");
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     X l1_l = constant(b, b.l1_alloc(R * cfg.n_expert * 4));
     X l1_i = constant(b, b.l1_alloc(R * cfg.k * 4));

@@ -142,6 +142,7 @@ CodeObject build_rope_neox(const RopeConfig& cfg)
     k.pos_start = b.arg("pos_start");
     k.cos = b.arg("cos", JAL_ARG_ADDRESS);
     k.sin = b.arg("sin", JAL_ARG_ADDRESS);
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     k.l1_x = constant(b, b.l1_alloc(R * row_bytes));
     k.l1_i = constant(b, b.l1_alloc(R * 4));

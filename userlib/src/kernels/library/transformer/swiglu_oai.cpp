@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "../linear/swiglu_rows.hpp"
 #include "row_blocks.hpp"
 #include "tensor_checks.hpp"
 
@@ -30,14 +31,13 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     X rows = b.arg("rows");
+    b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     X l1_g = constant(b, b.l1_alloc(R * cfg.cols * 4));
     X l1_u = constant(b, b.l1_alloc(R * cfg.cols * 4));
     X l1_t = constant(b, b.l1_alloc(R * cfg.cols * 4));
     X cols = constant(b, cfg.cols);
-    X minus_inf = constant(b, f32_bits(-std::numeric_limits<float>::infinity()));
-    X minus_limit = constant(b, f32_bits(-cfg.limit));
-    X limit = constant(b, f32_bits(cfg.limit));
+    const linear::detail::SwigluBounds bounds = linear::detail::emit_swiglu_bounds(b, cfg.limit);
     T tg = b.t(), tu = b.t(), tt = b.t();
     Q q = b.q();
 
@@ -53,13 +53,7 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
         b.add(addr, addr, up);
         b.tload(tu, addr, up_stride, q);
         b.wait(q, 2);
-        b.vclamp(tg, tg, minus_inf, limit);  // min(g, limit): the gate is clamped above only
-        b.vclamp(tu, tu, minus_limit, limit);
-        b.vscale(tt, tg, cfg.alpha);
-        b.vsigmoid(tt, tt);
-        b.vmul(tg, tg, tt);
-        b.vadds(tu, tu, 1.0f);
-        b.vmul(tg, tg, tu);
+        linear::detail::emit_swiglu_rows(b, tg, tu, tt, bounds, cfg.alpha);
         store_rows(b, tg, addr, row0, out, out_stride, q);
         b.free(addr);
     });
