@@ -17,6 +17,7 @@
 #include "linear_fixture.hpp"
 
 #include <jal/kernels/library/expert_gemm.hpp>
+#include <jal/kernels/library/moe.hpp>
 #include <jal/kernels/library/swiglu.hpp>
 
 namespace jl = jal::kernels::linear;
@@ -270,5 +271,73 @@ TEST_F(LinearExpertTest, FusedSwigluGivesTheBitsOfTheSwigluKernelThenTheGemm)
         const std::vector<uint8_t> got =
             gemm(fused, {.va = gu_va, .rows = pairs, .cols = 2 * K, .dtype = JAL_DT_F32});
         EXPECT_EQ(got, separate);
+    }
+}
+
+// The gate|up projection with the routing fused in gives the ids, weights and outputs of
+// the moe_routing kernel followed by the plain expert GEMM. Logits with ties (the lowest
+// index wins). Split by rows streaming and not, and split by experts.
+TEST_F(LinearExpertTest, FusedRoutingGivesTheBitsOfTheRoutingKernelThenTheGemm)
+{
+    for (const auto& [split, n, nslices] :
+         {std::tuple{jl::ExpertSplit::rows, 40u, 7u}, std::tuple{jl::ExpertSplit::rows, 300u, 1u},
+          std::tuple{jl::ExpertSplit::experts, 40u, 3u}}) {
+        jl::ExpertGemmConfig c{
+            .tokens = 2, .k = 4, .experts = 16, .n = n, .kdim = 64, .split = split};
+        SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices) + " slices");
+        const uint32_t pairs = c.tokens * c.k;
+        std::vector<float> logits =
+            jal::test::random_floats(size_t{c.tokens} * c.experts, 80, 3.0f);
+        logits[5] = logits[9];  // a tie
+        HostMatrix x = jal::test::quantized(jal::test::random_floats(size_t{c.tokens} * c.kdim, 81),
+                                            c.tokens, c.kdim, JAL_DT_F32);
+        HostMatrix w = jal::test::quantized(
+            jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, 82, 0.5f), c.experts * c.n,
+            c.kdim, c.weight);
+        std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, 83);
+        const bool by_rows = split == jl::ExpertSplit::rows;
+        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
+        const uint64_t w_va =
+            upload(by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes);
+        const uint64_t x_va = upload(x.bytes), logits_va = upload(logits), bias_va = upload(bias);
+        const uint64_t table_va =
+            upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
+                           : jl::expert_shard_table(c, w.ref(w_va), nslices));
+        const TensorRef logits_ref{
+            .va = logits_va, .rows = c.tokens, .cols = c.experts, .dtype = JAL_DT_F32};
+        const TensorRef bias_ref{
+            .va = bias_va, .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
+        struct Out {
+            std::vector<uint8_t> ids, weights, y;
+        };
+        auto gemm = [&](const jl::ExpertGemmConfig& cfg, bool route_first) {
+            const uint64_t ids_va = output(size_t{pairs} * 4), wts_va = output(size_t{pairs} * 4),
+                           y_va = output(size_t{pairs} * c.n * 4);
+            const TensorRef ids{.va = ids_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
+            const TensorRef wts{.va = wts_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_F32};
+            if (route_first) {
+                jal::kernels::MoeRoutingConfig rc{.n_expert = c.experts, .k = c.k};
+                EXPECT_EQ(run(jal::kernels::build_moe_routing(rc),
+                              jal::kernels::moe_routing_args(rc, logits_ref, ids, wts), slices(1))
+                              .status,
+                          JAL_STATUS_OK);
+            }
+            const TensorRef y{.va = y_va, .rows = pairs, .cols = c.n, .dtype = JAL_DT_F32};
+            EXPECT_EQ(run(jl::build_expert_gemm(cfg),
+                          jl::expert_gemm_args(cfg, x.ref(x_va), ids, table_va, w.ref(w_va),
+                                               bias_ref, y, {}, logits_ref, wts),
+                          slices(nslices))
+                          .status,
+                      JAL_STATUS_OK);
+            return Out{read(ids_va, pairs * 4), read(wts_va, pairs * 4),
+                       read(y_va, size_t{pairs} * c.n * 4)};
+        };
+        const Out separate = gemm(c, true);
+        jl::ExpertGemmConfig fused = c;
+        fused.route = true;
+        const Out got = gemm(fused, false);
+        EXPECT_EQ(got.ids, separate.ids);
+        EXPECT_EQ(got.weights, separate.weights);
+        EXPECT_EQ(got.y, separate.y);
     }
 }

@@ -109,10 +109,11 @@ jal_dtype dtype_of(TensorType t, std::string_view name)
     }
 }
 
-// Up to this many (token, expert) pairs the down projection applies the SwiGLU to the rows
-// it gathers (every slice all of them: about 0.1 µs of vector work a pair) rather than a
-// separate kernel computing each row once behind its own stage (about 4 µs).
-constexpr uint32_t kFusedSwigluPairs = 8;
+// Up to this many (token, expert) pairs the expert GEMMs split by rows take over the kernels
+// around them: the gate|up GEMM routes the tokens, the down GEMM applies the SwiGLU to the
+// rows it gathers. Every slice then does that work for every pair (about 0.1 µs of vector
+// work a pair), rather than a kernel doing each once behind a stage of its own (3–4 µs).
+constexpr uint32_t kFewPairs = 8;
 
 uint64_t mask_of(uint32_t first, uint32_t count)
 {
@@ -290,7 +291,7 @@ private:
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
-                     const Vec* norm = nullptr, bool swiglu = false);
+                     const Vec* norm = nullptr, bool swiglu = false, bool route = false);
     uint64_t va(const Place& p) const { return placement_.va(p); }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
@@ -910,7 +911,7 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm, bool swiglu)
+                              const char* what, const Vec* norm, bool swiglu, bool route)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -921,9 +922,10 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
     const k::SwigluConfig sw;  // the constants the separate kernel uses
     g.swiglu = swiglu, g.swiglu_alpha = sw.alpha, g.swiglu_limit = sw.limit;
-    const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} sw{}",
-                                        g.tokens, g.k, g.experts, g.n, g.kdim, int(g.weight),
-                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu);
+    g.route = route;
+    const std::string key = fmt::format(
+        "egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} sw{} rt{}", g.tokens, g.k, g.experts, g.n,
+        g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu, g.route);
     // Timing only, a kernel's reads of the expert ids see nothing, so split by experts it
     // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows the kernel
     // itself spreads the pairs evenly over the experts uniform routing makes active, and is
@@ -935,8 +937,10 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
-    args.insert(args.end(), {va(a_.ids), va(by_rows ? m.row_table : m.table), m.row_bytes,
-                             m.row_bytes * m.n, va(bias.place), y, y_stride});
+    args.push_back(va(a_.ids));
+    if (route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
+    args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
+                             va(bias.place), y, y_stride});
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -1121,14 +1125,19 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
     gemm(Ly.wo, T, at, Q4, &Ly.bo, x, E4, "attn_output", nullptr, true);
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
-    add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
-        "moe_routing");
+    // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
+    // (one stage fewer); more: the routing kernel, each token once.
     const uint64_t gu = va(a_.gate_up);
+    const bool few = T * K <= kFewPairs;
+    const bool route = few && split_by_rows(Ly.gate_up, T, false);
+    if (!route)
+        add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
+            "moe_routing");
     expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
-                &Ly.post_norm);
+                &Ly.post_norm, false, route);
     // Few pairs, split by rows: every slice gathers every pair's gate | up row and applies
     // the SwiGLU itself (one stage fewer); more pairs: each row once, in its own kernel.
-    if (T * K <= kFusedSwigluPairs && split_by_rows(Ly.down, T, true)) {
+    if (few && split_by_rows(Ly.down, T, true)) {
         expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                     nullptr, true);
     } else {

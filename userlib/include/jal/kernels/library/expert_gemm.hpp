@@ -57,10 +57,18 @@ struct ExpertGemmConfig {
     // row once).
     bool swiglu = false;
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
+    // Fused routing (moe.hpp's moe_routing, the same instructions), for the gate|up
+    // projection: every slice reads the tokens' router logits (tokens × experts F32), takes
+    // the top k and their softmax weights itself, and slice 0 writes ids and weights for the
+    // kernels after it. Not with input_per_pair. Every slice routes every token, so it pays
+    // only for few tokens.
+    bool route = false;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
-// config.rms_norm), ids (address, tokens·k I32), w_shards
+// config.rms_norm), ids (address, tokens·k I32; with config.route written, not read),
+// logits, logits_stride, weights (only with config.route: the router logits in, tokens·k
+// F32 weights out), w_shards
 // (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
 // one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
@@ -83,11 +91,11 @@ JAL_API uint32_t uniform_active(const ExpertGemmConfig& c);
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);
 // bias: E×N F32 (va 0 without); y: tokens·k × N F32.
-JAL_API std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
-                                               const TensorRef& ids, uint64_t w_shards,
-                                               const TensorRef& w, const TensorRef& bias,
-                                               const TensorRef& y,
-                                               const TensorRef& norm_weight = {});
+JAL_API std::vector<uint64_t>
+expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
+                 uint64_t w_shards, const TensorRef& w, const TensorRef& bias, const TensorRef& y,
+                 const TensorRef& norm_weight = {}, const TensorRef& logits = {},
+                 const TensorRef& weights = {});
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).

@@ -111,7 +111,8 @@ std::vector<uint64_t> all_reduce_args(const AllReduceConfig& c, uint64_t vectors
 std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
                                        const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
                                        const TensorRef& bias, const TensorRef& y,
-                                       const TensorRef& norm_weight)
+                                       const TensorRef& norm_weight, const TensorRef& logits,
+                                       const TensorRef& weights)
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
@@ -130,7 +131,14 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
         expect(k, "norm_weight", norm_weight, 1, c.kdim, JAL_DT_F32);
         a.push_back(norm_weight.va);
     }
-    a.insert(a.end(), {ids.va, w_shards, stride_of(w), stride_of(w) * c.n});
+    a.push_back(ids.va);
+    if (c.route) {  // logits in, weights out
+        expect(k, "logits", logits, c.tokens, c.experts, JAL_DT_F32);
+        expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
+        require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
+        a.insert(a.end(), {logits.va, stride_of(logits), weights.va});
+    }
+    a.insert(a.end(), {w_shards, stride_of(w), stride_of(w) * c.n});
     if (c.bias) {
         expect(k, "bias", bias, c.experts, c.n, JAL_DT_F32);
         require(packed(bias, uint64_t{c.n} * 4), k, "bias must be packed");

@@ -13,6 +13,7 @@
 #include "checks.hpp"
 #include "emit.hpp"
 #include "norm_rows.hpp"
+#include "routing_rows.hpp"
 #include "swiglu_rows.hpp"
 #include "tiles.hpp"
 
@@ -31,7 +32,8 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         "expert_gemm_dt" + std::to_string(c.weight) + "_" + numerics_name(c.numerics) + "_t" +
         std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
         "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "") +
-        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_sw" : "");
+        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_sw" : "") +
+        (c.route ? "_rt" : "");
     return name.substr(0, 63);
 }
 
@@ -76,13 +78,16 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     // L1: ids, two pair lists, the experts' counts and starts, the W buffers, the bias row,
     // then per pair row: x (F32), its conversion, and the accumulator of N columns.
     // With the fused norm: its weight, and per row its squares and scale.
+    // With the fused routing: the logits, the weights and two scratch columns.
+    const uint64_t route = c.route ? uint64_t{c.tokens} * (c.experts + c.k + 2) * 4 + 3 * 64 : 0;
     const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
                            2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
-                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0);
+                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) + route;
     const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(!c.swiglu || (c.input_per_pair && !c.rms_norm), name,
             "the fused SwiGLU needs input_per_pair and no fused norm");
+    require(!c.route || !c.input_per_pair, name, "the fused routing needs one x row a token");
     // The fused SwiGLU gathers gate | up rows (twice x's width) and needs F32 scratch.
     const uint64_t swiglu_row = c.swiglu ? 3 * uint64_t{c.kdim} * 4 : 0;
     require(fixed + per_row + swiglu_row <= kL1, name, "does not fit in L1");
@@ -109,6 +114,7 @@ private:
     void declare();
     void layout();
     void load_ids();
+    void route_ids();
     void sort_pairs();
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);
@@ -134,6 +140,7 @@ private:
     Builder b;
     X x{}, x_stride{}, norm_w{}, ids{}, w_shards{}, w_stride{}, expert_stride{}, bias{}, y{},
         y_stride{};
+    X logits{}, logits_stride{}, weights{};  // the fused routing's
     SliceShare share{};
     X w_exp{}, first{}, cnt{};  // the expert's first row of W; its pairs' place in the lists
     X col0{}, ncols{};          // the columns of y this slice writes
@@ -141,6 +148,7 @@ private:
     X nactive{};                // streamed: experts with pairs (talist)
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_gu = 0, l1_sw = 0;
+    uint32_t l1_logits = 0, l1_rw = 0, l1_rs = 0;                        // the fused routing's
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
@@ -162,6 +170,11 @@ void ExpertGemmKernel::declare()
     x_stride = b.arg("x_stride");
     if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
     ids = b.arg("ids", JAL_ARG_ADDRESS);
+    if (c.route) {
+        logits = b.arg("logits", JAL_ARG_ADDRESS);
+        logits_stride = b.arg("logits_stride");
+        weights = b.arg("weights", JAL_ARG_ADDRESS);
+    }
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
     expert_stride = b.arg("expert_stride");
@@ -185,6 +198,11 @@ void ExpertGemmKernel::layout()
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
     l1_gu = c.swiglu ? b.l1_alloc(p.mc * c.kdim * 8) : 0;
     l1_sw = c.swiglu ? b.l1_alloc(p.mc * c.kdim * 4) : 0;
+    if (c.route) {
+        l1_logits = b.l1_alloc(c.tokens * c.experts * 4);
+        l1_rw = b.l1_alloc(c.tokens * c.k * 4);
+        l1_rs = b.l1_alloc(c.tokens * 2 * 4);
+    }
     tids = b.t(), tplist = b.t(), tglist = b.t(), tcount = b.t(), tstart = b.t(), tgidx = b.t(),
     tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
@@ -243,9 +261,40 @@ void ExpertGemmKernel::load_ids()
     emit_tdesc_at(b, tglist, l1_glist, np, one, JAL_DT_I32);
     emit_tdesc_at(b, tcount, l1_count, experts, one, JAL_DT_I32);
     emit_tdesc_at(b, tstart, l1_start, experts, one, JAL_DT_I32);
+    b.free(np);
+    if (c.route) {
+        route_ids();
+        return;
+    }
     b.tload(tids, ids, four, qio);
     b.wait(qio, 1);
-    b.free(np);
+}
+
+// The fused routing: the tokens' logits in, the top k ids into tids' memory (tokens × k is
+// pair order) and their weights; slice 0 stores both for the kernels after this one.
+// Scratch tiles borrow tx, tacc, tsub and tbias (free until the first gather; the weights'
+// L1 is the routing's own, so their store may still be reading it then).
+void ExpertGemmKernel::route_ids()
+{
+    X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k);
+    emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
+    b.tload(tx, logits, logits_stride, qio);
+    b.free(logits_stride);
+    b.free(logits);
+    emit_tdesc_at(b, tgidx, l1_ids, rows, kk, JAL_DT_I32);
+    emit_tdesc_at(b, tacc, l1_rw, rows, kk, JAL_DT_F32);
+    emit_tdesc_at(b, tsub, l1_rs, rows, one, JAL_DT_F32);
+    emit_tdesc_at(b, tbias, l1_rs + c.tokens * 4, rows, one, JAL_DT_F32);
+    b.wait(qio, 1);
+    emit_topk_softmax(b, tx, tgidx, tacc, tsub, tbias, c.k);
+    Label others = b.label();
+    X me = b.slice_index(), k_bytes = emit_const(b, c.k * 4);
+    b.bne(me, zero, others);
+    // Counted with y's stores: waited for at the end, not here.
+    emit_counted_store(b, tgidx, ids, k_bytes, qst, stores);
+    emit_counted_store(b, tacc, weights, k_bytes, qst, stores);
+    b.bind(others);
+    for (X r : {k_bytes, me, kk, rows, weights}) b.free(r);
 }
 
 // body(pair, its expert id) for every pair whose id is in [0, E); the others are ignored.

@@ -1,6 +1,7 @@
 // moe_routing.cpp: top-k experts and their softmax weights per token (moe.hpp).
 #include <jal/kernels/library/moe.hpp>
 
+#include "../linear/routing_rows.hpp"
 #include "row_blocks.hpp"
 #include "tensor_checks.hpp"
 
@@ -48,15 +49,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
         b.tdesc(tm, l1_m, n, one, JAL_DT_F32);
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
         load_rows(b, tl, addr, row0, logits, logits_stride, q);
-        b.vtopk(ti, tl, cfg.k);
-        b.vtopkv(tw, tl, cfg.k);
-        // softmax over the k selected logits only
-        b.vredmax(tm, tw);
-        b.vsub(tw, tw, tm);
-        b.vexp(tw, tw);
-        b.vredsum(ts, tw);
-        b.vrecip(ts, ts);
-        b.vmul(tw, tw, ts);
+        linear::detail::emit_topk_softmax(b, tl, ti, tw, tm, ts, cfg.k);
         b.mul(addr, row0, k_bytes);
         X waddr = b.x();
         b.add(waddr, addr, weights);
