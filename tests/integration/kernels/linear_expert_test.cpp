@@ -341,3 +341,80 @@ TEST_F(LinearExpertTest, FusedRoutingGivesTheBitsOfTheRoutingKernelThenTheGemm)
         EXPECT_EQ(got.y, separate.y);
     }
 }
+
+// The down projection with the combine and its residual fused in leaves in `out` the bits
+// of the plain expert GEMM followed by moe_combine (residual): x + ((w0·e0 + w1·e1) + ...).
+// Several tokens, an uneven column split; a slice that cannot stream traps.
+TEST_F(LinearExpertTest, FusedCombineGivesTheBitsOfTheGemmThenTheCombine)
+{
+    jl::ExpertGemmConfig c{.tokens = 2,
+                           .k = 4,
+                           .experts = 8,
+                           .n = 33,
+                           .kdim = 64,
+                           .input_per_pair = true,
+                           .split = jl::ExpertSplit::rows};
+    const uint32_t pairs = c.tokens * c.k, nslices = 5;
+    HostMatrix a = jal::test::quantized(jal::test::random_floats(size_t{pairs} * c.kdim, 90), pairs,
+                                        c.kdim, JAL_DT_F32);
+    HostMatrix w =
+        jal::test::quantized(jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, 91, 0.5f),
+                             c.experts * c.n, c.kdim, c.weight);
+    std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, 92);
+    std::vector<float> wts = jal::test::random_floats(pairs, 93);
+    const std::vector<float> x0 = jal::test::random_floats(size_t{c.tokens} * c.n, 94);
+    std::vector<int32_t> ids = {3, 0, 7, 5, 5, 1, 2, 6};
+    const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
+    const uint64_t w_va = upload(packed_rows(c, w.bytes, row_bytes, nslices));
+    const uint64_t a_va = upload(a.bytes), ids_va = upload(ids), bias_va = upload(bias),
+                   wts_va = upload(wts);
+    const uint64_t table_va = upload(jl::expert_row_shard_table(c, w.ref(w_va), nslices));
+    const TensorRef ids_ref{.va = ids_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
+    const TensorRef bias_ref{.va = bias_va, .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
+    const TensorRef wts_ref{.va = wts_va, .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_F32};
+    const uint64_t y_va = output(size_t{pairs} * c.n * 4);
+    const TensorRef y{.va = y_va, .rows = pairs, .cols = c.n, .dtype = JAL_DT_F32};
+    auto x_out = [&] {
+        const uint64_t va = upload(x0);
+        return TensorRef{.va = va, .rows = c.tokens, .cols = c.n, .dtype = JAL_DT_F32};
+    };
+    // Separate: the GEMM writes y, the combine adds it into x.
+    const TensorRef xs = x_out();
+    ASSERT_EQ(run(jl::build_expert_gemm(c),
+                  jl::expert_gemm_args(c, a.ref(a_va), ids_ref, table_va, w.ref(w_va), bias_ref, y),
+                  slices(nslices))
+                  .status,
+              JAL_STATUS_OK);
+    jal::kernels::MoeCombineConfig mc{.cols = c.n, .k = c.k, .residual = true};
+    ASSERT_EQ(run(jal::kernels::build_moe_combine(mc),
+                  jal::kernels::moe_combine_args(mc, y, wts_ref, xs), slices(1))
+                  .status,
+              JAL_STATUS_OK);
+    // Fused.
+    jl::ExpertGemmConfig fused = c;
+    fused.combine = true;
+    const TensorRef xf = x_out();
+    const auto words = jl::expert_gemm_args(fused, a.ref(a_va), ids_ref, table_va, w.ref(w_va),
+                                            bias_ref, y, {}, {}, wts_ref, xf);
+    ASSERT_EQ(run(jl::build_expert_gemm(fused), words, slices(nslices)).status, JAL_STATUS_OK);
+    EXPECT_EQ(read(xf.va, size_t{c.tokens} * c.n * 4), read(xs.va, size_t{c.tokens} * c.n * 4));
+    EXPECT_NE(read(xf.va, size_t{c.tokens} * c.n * 4),
+              std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(x0.data()),
+                                   reinterpret_cast<const uint8_t*>(x0.data() + x0.size())))
+        << "out was added to";
+    // Rows of an expert wider than a W tile on one slice: no streaming, so it traps (after
+    // the sort, before any W is read).
+    jl::ExpertGemmConfig wide = fused;
+    wide.n = 300;
+    try {
+        run(jl::build_expert_gemm(wide),
+            jl::expert_gemm_args(wide, a.ref(a_va), ids_ref, table_va, w.ref(w_va),
+                                 {.va = bias_va, .rows = c.experts, .cols = 300},
+                                 {.va = y_va, .rows = pairs, .cols = 300}, {}, {}, wts_ref,
+                                 {.va = xf.va, .rows = c.tokens, .cols = 300}),
+            slices(1));
+        ADD_FAILURE() << "no trap";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD) << e.what();
+    }
+}

@@ -291,7 +291,8 @@ private:
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
-                     const Vec* norm = nullptr, bool swiglu = false, bool route = false);
+                     const Vec* norm = nullptr, bool swiglu = false, bool route = false,
+                     bool combine = false);
     uint64_t va(const Place& p) const { return placement_.va(p); }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
@@ -911,7 +912,8 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm, bool swiglu, bool route)
+                              const char* what, const Vec* norm, bool swiglu, bool route,
+                              bool combine)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -922,10 +924,11 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
     const k::SwigluConfig sw;  // the constants the separate kernel uses
     g.swiglu = swiglu, g.swiglu_alpha = sw.alpha, g.swiglu_limit = sw.limit;
-    g.route = route;
-    const std::string key = fmt::format(
-        "egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} sw{} rt{}", g.tokens, g.k, g.experts, g.n,
-        g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu, g.route);
+    g.route = route, g.combine = combine;
+    const std::string key =
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} sw{} rt{} cb{}", g.tokens,
+                    g.k, g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
+                    g.rms_norm, g.swiglu, g.route, g.combine);
     // Timing only, a kernel's reads of the expert ids see nothing, so split by experts it
     // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows the kernel
     // itself spreads the pairs evenly over the experts uniform routing makes active, and is
@@ -941,6 +944,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     if (route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
                              va(bias.place), y, y_stride});
+    if (combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -1137,14 +1141,16 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
                 &Ly.post_norm, false, route);
     // Few pairs, split by rows: every slice gathers every pair's gate | up row and applies
     // the SwiGLU itself (one stage fewer); more pairs: each row once, in its own kernel.
+    // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
+    // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
     if (few && split_by_rows(Ly.down, T, true)) {
         expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
-                    nullptr, true);
-    } else {
-        add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
-            "swiglu");
-        expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
+                    nullptr, true, false, true);
+        return;
     }
+    add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
+        "swiglu");
+    expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
     // x += Σ w·e: the residual add in the combine's epilogue.
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }

@@ -63,6 +63,11 @@ struct ExpertGemmConfig {
     // kernels after it. Not with input_per_pair. Every slice routes every token, so it pays
     // only for few tokens.
     bool route = false;
+    // Fused MoE combine with the residual (moe.hpp's moe_combine, the same instructions), for
+    // the down projection split by rows when every slice streams (expert_gemm_streams): each
+    // slice adds Σ_j w_j · y[t·k + j] of its columns to the tokens' rows of `out` instead of
+    // storing y. Needs input_per_pair; a slice that cannot stream traps INVALID_FIELD.
+    bool combine = false;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
@@ -71,8 +76,9 @@ struct ExpertGemmConfig {
 // F32 weights out), w_shards
 // (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
 // one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
-// y (address, tokens·k rows of N F32), y_stride. An id outside [0, E) is ignored (no
-// slice owns it): its row of y is not written.
+// y (address, tokens·k rows of N F32), y_stride, then with config.combine: out (address,
+// tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32). An id outside
+// [0, E) is ignored (no slice owns it): its row of y is not written.
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
 JAL_API std::string expert_gemm_name(const ExpertGemmConfig& c);
 JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens·k selected rows
@@ -95,7 +101,7 @@ JAL_API std::vector<uint64_t>
 expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
                  uint64_t w_shards, const TensorRef& w, const TensorRef& bias, const TensorRef& y,
                  const TensorRef& norm_weight = {}, const TensorRef& logits = {},
-                 const TensorRef& weights = {});
+                 const TensorRef& weights = {}, const TensorRef& out = {});
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).

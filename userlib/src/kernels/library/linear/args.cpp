@@ -112,7 +112,7 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
                                        const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
                                        const TensorRef& bias, const TensorRef& y,
                                        const TensorRef& norm_weight, const TensorRef& logits,
-                                       const TensorRef& weights)
+                                       const TensorRef& weights, const TensorRef& out)
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
@@ -145,6 +145,12 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
         a.push_back(bias.va);
     }
     a.insert(a.end(), {y.va, stride_of(y)});
+    if (c.combine) {  // out += Σ weights · y, per token
+        expect(k, "out", out, c.tokens, c.n, JAL_DT_F32);
+        expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
+        require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
+        a.insert(a.end(), {out.va, stride_of(out), weights.va});
+    }
     return a;
 }
 

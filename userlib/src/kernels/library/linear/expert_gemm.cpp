@@ -33,7 +33,7 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
         "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "") +
         (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_sw" : "") +
-        (c.route ? "_rt" : "");
+        (c.route ? "_rt" : "") + (c.combine ? "_cb" : "");
     return name.substr(0, 63);
 }
 
@@ -88,6 +88,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     require(!c.swiglu || (c.input_per_pair && !c.rms_norm), name,
             "the fused SwiGLU needs input_per_pair and no fused norm");
     require(!c.route || !c.input_per_pair, name, "the fused routing needs one x row a token");
+    require(!c.combine || (c.input_per_pair && c.split == ExpertSplit::rows), name,
+            "the fused combine needs input_per_pair and the split by rows");
     // The fused SwiGLU gathers gate | up rows (twice x's width) and needs F32 scratch.
     const uint64_t swiglu_row = c.swiglu ? 3 * uint64_t{c.kdim} * 4 : 0;
     require(fixed + per_row + swiglu_row <= kL1, name, "does not fit in L1");
@@ -95,8 +97,12 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
         static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / (per_row + swiglu_row)));
     // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
     // and the bias rows of every pair.
-    p.streamed_extra = (uint64_t{p.pairs} * 4 + 64) + (uint64_t{c.experts} * 4 + 64) +
-                       2 * (uint64_t{p.tn} * 4 + 64) + (uint64_t{p.pairs} * p.tn * 4 + 64);
+    // With the fused combine: the rows in pair order, the weights, the out rows and the sum.
+    p.streamed_extra =
+        (uint64_t{p.pairs} * 4 + 64) + (uint64_t{c.experts} * 4 + 64) +
+        2 * (uint64_t{p.tn} * 4 + 64) + (uint64_t{p.pairs} * p.tn * 4 + 64) +
+        (c.combine ? uint64_t{p.pairs} * (p.tn + 1) * 4 + 2 * uint64_t{c.tokens} * p.tn * 4 + 4 * 64
+                   : 0);
     p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
                  fixed + p.streamed_extra + uint64_t{p.pairs} * (per_row + swiglu_row) <= kL1;
     return p;
@@ -123,6 +129,7 @@ private:
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
+    void combine_rows(X np);
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
     void gather_x(X rows);
@@ -140,7 +147,8 @@ private:
     Builder b;
     X x{}, x_stride{}, norm_w{}, ids{}, w_shards{}, w_stride{}, expert_stride{}, bias{}, y{},
         y_stride{};
-    X logits{}, logits_stride{}, weights{};  // the fused routing's
+    X logits{}, logits_stride{}, weights{};  // the fused routing's (weights: and combine's)
+    X out{}, out_stride{};                   // the fused combine's
     SliceShare share{};
     X w_exp{}, first{}, cnt{};  // the expert's first row of W; its pairs' place in the lists
     X col0{}, ncols{};          // the columns of y this slice writes
@@ -149,6 +157,7 @@ private:
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_gu = 0, l1_sw = 0;
     uint32_t l1_logits = 0, l1_rw = 0, l1_rs = 0;                        // the fused routing's
+    uint32_t l1_po = 0, l1_cw = 0, l1_cx = 0, l1_cto = 0;                // the fused combine's
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
@@ -181,6 +190,8 @@ void ExpertGemmKernel::declare()
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
     y = b.arg("y", JAL_ARG_ADDRESS);
     y_stride = b.arg("y_stride");
+    // The fused combine's arguments (out, out_stride, weights) come last and are read where
+    // they are used (combine_rows): the kernel is short of registers.
     b.acquire();  // the arguments load while a staged program's previous stage finishes
 }
 
@@ -522,6 +533,12 @@ void ExpertGemmKernel::layout_streamed()
     l1_elist = b.l1_alloc(p.pairs * 4), l1_alist = b.l1_alloc(c.experts * 4);
     l1_widx[0] = b.l1_alloc(p.tn * 4), l1_widx[1] = b.l1_alloc(p.tn * 4);
     l1_brows = b.l1_alloc(p.pairs * p.tn * 4);
+    if (c.combine) {
+        l1_po = b.l1_alloc(p.pairs * p.tn * 4);
+        l1_cw = b.l1_alloc(p.pairs * 4);
+        l1_cx = b.l1_alloc(c.tokens * p.tn * 4);
+        l1_cto = b.l1_alloc(c.tokens * p.tn * 4);
+    }
     // Tile registers are 16: the bias row and the x-row list's tiles (used by the per-expert
     // loop and the sort) are described anew for the bias rows and the active experts.
     telist = b.t(), twidx = b.t(), tbrows = tbias, talist = tglist;
@@ -629,7 +646,58 @@ void ExpertGemmKernel::stream_finish()
         emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
         b.vadd(tacc, tacc, tbrows);
     }
+    if (c.combine) {
+        combine_rows(np);
+        return;
+    }
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
+}
+
+// The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then
+// for the slice's columns out[t] = out[t] + ((w0·y[t·k] + w1·y[t·k+1]) + ...), moe_combine's
+// instructions and order; y is never stored. Tiles borrow the W buffers (done), tx and tgidx.
+void ExpertGemmKernel::combine_rows(X np)
+{
+    out = b.arg("out", JAL_ARG_ADDRESS);
+    out_stride = b.arg("out_stride");
+    weights = b.arg("weights", JAL_ARG_ADDRESS);
+    X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
+    emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
+    b.tload(tw[0], weights, k_bytes, qio);
+    X xa = b.x();
+    b.muli(xa, col0, 4);
+    b.add(xa, xa, out);
+    emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
+    b.tload(tw[1], xa, out_stride, qio);
+    b.for_range(zero, np, 1, [&](X r) {
+        X pr = b.x(), a = b.x();
+        b.tread(pr, tplist, r, 0);
+        b.muli(a, pr, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_po));
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+        b.muli(a, r, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tgidx, a, one, ncols, JAL_DT_F32);
+        b.vcopy(tsub, tgidx);
+        b.free(a);
+        b.free(pr);
+    });
+    b.wait(qio, 2);
+    emit_tdesc_at(b, tx, l1_cto, rows, ncols, JAL_DT_F32, p.tn * 4);
+    for (uint32_t j = 0; j < c.k; j++) {
+        // expert j of every token (rows t·k + j) and its weight (column j), strided views
+        emit_tdesc_at(b, tsub, l1_po + j * p.tn * 4, rows, ncols, JAL_DT_F32, c.k * p.tn * 4);
+        emit_tdesc_at(b, tgidx, l1_cw + j * 4, rows, one, JAL_DT_F32, c.k * 4);
+        if (j) {
+            b.vmul(tsub, tsub, tgidx);
+            b.vadd(tx, tx, tsub);
+        } else {
+            b.vmul(tx, tsub, tgidx);
+        }
+    }
+    b.vadd(tx, tw[1], tx);
+    emit_counted_store(b, tx, xa, out_stride, qst, stores);
+    for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
@@ -735,6 +803,7 @@ CodeObject ExpertGemmKernel::build()
         b.jmp(done);
     }
     b.bind(generic);
+    if (c.combine) b.trap(JAL_STATUS_INVALID_FIELD);  // a slice that does not stream
     X e{}, e_end{};
     if (by_rows) {
         e = emit_const(b, 0), e_end = experts;
