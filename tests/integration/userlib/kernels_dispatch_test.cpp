@@ -13,7 +13,7 @@
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 
-#include "runtime_fixture.hpp"
+#include "kernels_fixture.hpp"
 
 namespace {
 
@@ -26,50 +26,17 @@ using jal::kernels::LauncherOptions;
 using jal::kernels::Program;
 using jal::kernels::X;
 
-class KernelsDispatchTest : public jal::test::RuntimeTest {
+class KernelsDispatchTest : public jal::test::KernelsTest {
 protected:
     void SetUp() override
     {
-        RuntimeTest::SetUp();
-        context = std::make_unique<jal::runtime::Context>(dev());
-        queue = std::make_unique<jal::runtime::Queue>(*context, 64);
+        KernelsTest::SetUp();
         launcher = std::make_unique<Launcher>(dev(), *context, *queue);
-        out = std::make_unique<jal::runtime::Memory>(*context, 4096, JAL_PLACE_SLICE, 1);
-        host = std::make_unique<jal::runtime::HostBuffer>(dev(), 4096);
     }
     void TearDown() override
     {
-        host.reset();
-        out.reset();
         launcher.reset();
-        queue.reset();
-        context.reset();
-        RuntimeTest::TearDown();
-    }
-
-    // The first `words` 64-bit words of `out`, copied back to the host.
-    std::vector<uint64_t> read_out(size_t words)
-    {
-        jal::runtime::Signal done(dev(), 1);
-        queue->copy_to_host(*host, 0, out->va(), words * 8, &done);
-        EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
-        std::vector<uint64_t> v(words);
-        std::memcpy(v.data(), host->data(), words * 8);
-        return v;
-    }
-
-    // *out = *out * 10 + digit (on every slice of the dispatch).
-    jal::kernels::CodeObject append_digit_kernel()
-    {
-        Builder b("append_digit");
-        X dst = b.arg("out", JAL_ARG_ADDRESS);
-        X digit = b.arg("digit");
-        X acc = b.x();
-        b.ld(acc, dst, 0);
-        b.muli(acc, acc, 10);
-        b.add(acc, acc, digit);
-        b.st(acc, dst, 0);
-        return b.finish();
+        KernelsTest::TearDown();
     }
 
     // Each slice stores {slice * mul + add + 1000 * nslices, logical slice} at out + 16 * slice.
@@ -94,11 +61,7 @@ protected:
         return b.finish();
     }
 
-    std::unique_ptr<jal::runtime::Context> context;
-    std::unique_ptr<jal::runtime::Queue> queue;
     std::unique_ptr<Launcher> launcher;
-    std::unique_ptr<jal::runtime::Memory> out;
-    std::unique_ptr<jal::runtime::HostBuffer> host;
 };
 
 TEST_F(KernelsDispatchTest, EverySliceComputesFromItsIndexAndArguments)

@@ -15,7 +15,7 @@
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/stages.hpp>
 
-#include "runtime_fixture.hpp"
+#include "kernels_fixture.hpp"
 
 namespace {
 
@@ -26,17 +26,13 @@ using jal::kernels::LauncherOptions;
 using jal::kernels::Program;
 using jal::kernels::X;
 
-class KernelsStagesTest : public jal::test::RuntimeTest {
+class KernelsStagesTest : public jal::test::KernelsTest {
 protected:
     void SetUp() override
     {
-        RuntimeTest::SetUp();
-        context = std::make_unique<jal::runtime::Context>(dev());
-        queue = std::make_unique<jal::runtime::Queue>(*context, 64);
+        KernelsTest::SetUp();
         staged = std::make_unique<Launcher>(dev(), *context, *queue,
                                             LauncherOptions{.lanes = 2, .stages = true});
-        out = std::make_unique<jal::runtime::Memory>(*context, 4096, JAL_PLACE_SLICE, 1);
-        host = std::make_unique<jal::runtime::HostBuffer>(dev(), 4096);
         digit = std::make_unique<Program>(dev(), *context, *queue, append_digit_kernel());
         values = std::make_unique<Program>(dev(), *context, *queue, slice_kernel());
     }
@@ -44,43 +40,16 @@ protected:
     {
         values.reset();
         digit.reset();
-        host.reset();
-        out.reset();
         staged.reset();
-        queue.reset();
-        context.reset();
-        RuntimeTest::TearDown();
+        KernelsTest::TearDown();
     }
 
-    std::vector<uint64_t> read_out(size_t words)
-    {
-        jal::runtime::Signal done(dev(), 1);
-        queue->copy_to_host(*host, 0, out->va(), words * 8, &done);
-        EXPECT_EQ(done.wait_zero().status, JAL_STATUS_OK);
-        std::vector<uint64_t> v(words);
-        std::memcpy(v.data(), host->data(), words * 8);
-        return v;
-    }
     void clear_out()
     {
         std::memset(host->data(), 0, 4096);
         jal::runtime::Signal done(dev(), 1);
         queue->copy_to_device(out->va(), *host, 0, 4096, &done);
         ASSERT_EQ(done.wait_zero().status, JAL_STATUS_OK);
-    }
-
-    // *out = *out * 10 + digit: each stage reads what the one before it stored.
-    static jal::kernels::CodeObject append_digit_kernel()
-    {
-        Builder b("append_digit");
-        X dst = b.arg("out", JAL_ARG_ADDRESS);
-        X d = b.arg("digit");
-        X acc = b.x();
-        b.ld(acc, dst, 0);
-        b.muli(acc, acc, 10);
-        b.add(acc, acc, d);
-        b.st(acc, dst, 0);
-        return b.finish();
     }
 
     // Each slice stores {slice * 100 + nslices, logical slice} at out + 16 * slice + base.
@@ -130,11 +99,7 @@ protected:
         EXPECT_EQ(v[35], 3u);
     }
 
-    std::unique_ptr<jal::runtime::Context> context;
-    std::unique_ptr<jal::runtime::Queue> queue;
     std::unique_ptr<Launcher> staged;
-    std::unique_ptr<jal::runtime::Memory> out;
-    std::unique_ptr<jal::runtime::HostBuffer> host;
     std::unique_ptr<Program> digit, values;
 };
 
