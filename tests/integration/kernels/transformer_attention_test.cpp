@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <span>
 
 #include <jal/kernels/library/attention.hpp>
 #include <jal/kernels/library/kv_cache.hpp>
@@ -230,4 +232,65 @@ TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)
                  jal::Error);
     run(jk::build_attention(att), jk::attention_args(att, dq.ref, dq.ref, 0, cache.heads_va(), 0),
         slices(4), JAL_STATUS_INVALID_FIELD);
+}
+
+// The attention with RoPE fused in (it rotates its queries and, before appending them, its
+// keys) gives the bits of the rope kernel over q | k followed by the attention: a prompt,
+// then decode steps; the keys it appended are rotated alike (the later steps read them).
+TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThenAttention)
+{
+    const uint32_t H = 16, G = 2, D = 64, n_ctx = 64, prefill = 20, steps = 3;
+    const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
+    const uint64_t mask = slices(2);
+    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
+    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    const jk::RopeTablesRef tref{
+        .cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx};
+    auto sinks = jal::test::random_uniform(H, 97, -2.0, 4.0);
+    auto dsinks = upload(sinks, 1, H, 0, mask, JAL_PLACE_REPLICATED);
+    const auto qkv = jal::test::random_normal(size_t{prefill + steps} * width, 98, 1.5);
+    const jk::KvCacheConfig kv_cfg{.n_head_kv = G, .head_dim = D, .n_ctx = n_ctx};
+    jk::KvCache separate_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
+    jk::KvCache fused_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
+    jk::AttentionConfig att{.n_head = H,
+                            .n_head_kv = G,
+                            .head_dim = D,
+                            .n_ctx = n_ctx,
+                            .sinks = true,
+                            .append_kv = true};
+    jk::AttentionConfig fused_att = att;
+    fused_att.rope = true;
+    const jk::RopeConfig rope{.n_head = H + G, .head_dim = D};
+    const jk::CodeObject rope_code = jk::build_rope_neox(rope);
+    auto step = [&](uint32_t pos0, uint32_t rows) {
+        SCOPED_TRACE("positions from " + std::to_string(pos0));
+        const std::span<const float> in(qkv.data() + size_t{pos0} * width, size_t{rows} * width);
+        auto attend = [&](const jk::AttentionConfig& cfg, const jk::KvCache& cache,
+                          bool rotate_first) {
+            auto d = upload(in, rows, width);
+            jal::kernels::TensorRef q = d.ref;
+            q.cols = qcols;
+            if (rotate_first) {  // q and k rotated in place, as the unfused graph does
+                jal::kernels::TensorRef qk = d.ref;
+                qk.cols = qcols + kvcols;
+                qk.row_stride = width * 4ull;
+                run(rope_code, jk::rope_neox_args(rope, qk, {}, pos0, tref), mask);
+            }
+            q.row_stride = width * 4ull;
+            auto out = alloc(rows, qcols);
+            run(jk::build_attention(cfg),
+                jk::attention_args(cfg, q, out.ref, pos0, cache.heads_va(), dsinks.ref.va,
+                                   q.va + qcols * 4ull, q.va + (qcols + kvcols) * 4ull,
+                                   rotate_first ? jk::RopeTablesRef{} : tref),
+                mask);
+            return download(out.ref);
+        };
+        const std::vector<float> want = attend(att, separate_cache, true);
+        const std::vector<float> got = attend(fused_att, fused_cache, false);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+    };
+    step(0, prefill);
+    for (uint32_t i = 0; i < steps; i++) step(prefill + i, 1);
 }

@@ -121,6 +121,17 @@ X Builder::arg(std::string_view name, jal_code_arg_kind kind)
     return r;
 }
 
+X Builder::arg_again(std::string_view name)
+{
+    for (const ArgEntry& a : args_)
+        if (a.name == name) {
+            X r = x();
+            ld(r, args_base_, static_cast<int32_t>(a.offset));
+            return r;
+        }
+    fail(fmt::format("argument {} is not declared", name));
+}
+
 uint32_t Builder::args_size() const
 {
     return static_cast<uint32_t>(args_.size() * 8);

@@ -63,6 +63,9 @@ public:
     // ---- arguments: 8 bytes each, in declaration order; the returned register holds
     // the value (loaded from the argument buffer at the point of the call) ----
     X arg(std::string_view name, jal_code_arg_kind kind = JAL_ARG_U64);
+    // A declared argument read again into a new register, for kernels that cannot hold it
+    // in a register from the start.
+    X arg_again(std::string_view name);
     uint32_t args_size() const;
 
     // ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte

@@ -274,10 +274,12 @@ private:
         const k::Program *rope, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
-    const k::Program& attention_kernel(uint32_t window, bool append_kv);
+    const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope);
+    bool attention_appends(const Segment& sg, size_t segments) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
-    void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
+    void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g,
+                       bool rope);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
               bool accumulate = false);
@@ -1058,22 +1060,32 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     return g;
 }
 
-const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv)
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{}", c_.n_head, c_.n_head_kv,
-                               c_.head_dim, o_.n_ctx, window, append_kv),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{}", c_.n_head, c_.n_head_kv,
+                               c_.head_dim, o_.n_ctx, window, append_kv, rope),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
-                       a.append_kv = append_kv;
+                       a.append_kv = append_kv, a.rope = rope;
                        return k::build_attention(a);
                    });
 }
 
+// A segment's attention appends its keys and values itself (on the slot's group, where
+// every item of a head runs on the slice holding its cache), or (a prompt spread over every
+// slice) a kv_append dispatch does.
+bool RuntimeImpl::attention_appends(const Segment& sg, size_t segments) const
+{
+    const bool lanes = kv_groups_ > 1 && segments > 1;
+    const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+    return !wide && c_.n_head_kv % kv_group_ == 0;
+}
+
 // Layer il's KV append and attention, one pair a segment.
 void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
-                                const GraphKernels& g)
+                                const GraphKernels& g, bool rope)
 {
     const uint64_t Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
     const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
@@ -1091,10 +1103,8 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         // A prompt has many query blocks per KV head: they run on every slice (the
         // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
         // cache; the others read it remotely), a decode row on the slot's group alone.
-        const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-        // On the slot's group every item of a head runs on the slice that holds its cache:
-        // the attention appends the new keys and values itself (one dispatch, not two).
-        const bool fused = !wide && c_.n_head_kv % kv_group_ == 0;
+        const bool fused = attention_appends(sg, segs.size());
+        const bool wide = !fused && sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
         if (!fused)
             add(*g.append, kv_mask(j),
                 {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
@@ -1103,7 +1113,8 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
             q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
             va(Ly.sinks.place)};
         if (fused) args.insert(args.end(), {kk + sg.row0 * QKV4, v + sg.row0 * QKV4});
-        add(attention_kernel(window, fused), wide ? all_mask_ : kv_mask(j), k::Args(args),
+        if (rope) args.insert(args.end(), {va(rope_cos_.place), va(rope_sin_.place)});
+        add(attention_kernel(window, fused, rope), wide ? all_mask_ : kv_mask(j), k::Args(args),
             window ? "attention (sliding window)" : "attention", lane);
     }
     if (lanes) launch_->join();
@@ -1123,9 +1134,19 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
     gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
-    add(*g.rope, rows_mask(T),
-        {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
-    add_attention(il, segs, g);
+    // Where every segment's attention appends its own keys and no slice group attends for
+    // more than one sequence, the attention rotates q and k itself (one stage fewer);
+    // otherwise q's and k's heads of every row rotate together in one RoPE dispatch (with
+    // several sequences a group, their attentions run one after another and each would pay
+    // the rotation's latency again).
+    const bool rope_in_attention =
+        segs.size() <= kv_groups_ && std::all_of(segs.begin(), segs.end(), [&](const Segment& sg) {
+            return attention_appends(sg, segs.size());
+        });
+    if (!rope_in_attention)
+        add(*g.rope, rows_mask(T),
+            {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
+    add_attention(il, segs, g, rope_in_attention);
     // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
     gemm(Ly.wo, T, at, Q4, &Ly.bo, x, E4, "attn_output", nullptr, true);
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);

@@ -41,6 +41,7 @@
 #include <jal/api.h>
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
+#include <jal/kernels/library/rope.hpp>
 #include <jal/kernels/library/tensor.hpp>
 
 namespace jal::kernels {
@@ -86,6 +87,10 @@ struct JAL_API AttentionConfig {
     // a slice count dividing n_head_kv (else the kernel traps INVALID_FIELD), so that every
     // item of a head runs on the slice that appended it.
     bool append_kv = false;
+    // q and k arrive before RoPE: the kernel rotates them itself (rope.hpp's NEOX rotation,
+    // the same instructions, from the cos and sin tables by position), the queries as it
+    // loads them and the keys before it appends them. Needs append_kv.
+    bool rope = false;
     uint32_t queries_per_item() const;
     uint32_t keys_per_chunk() const;
     uint32_t splits() const;
@@ -96,7 +101,8 @@ struct JAL_API AttentionConfig {
 // (address; rows x n_head*head_dim F32), out_stride, rows, pos0, heads (address of the head
 // table), sinks (address of n_head F32; read only when config.sinks); with append_kv also
 // k and v (addresses of the rows' keys and values, n_head_kv*head_dim F32 each, q_stride
-// apart, as in a fused q | k | v row).
+// apart, as in a fused q | k | v row); with rope also cos and sin (addresses of the tables:
+// a row of head_dim/2 F32 a position, rope.hpp).
 JAL_API CodeObject build_attention(const AttentionConfig& config);
 
 // Argument words for q and out (rows x n_head*head_dim F32) at positions pos0.., the head
@@ -105,7 +111,7 @@ JAL_API CodeObject build_attention(const AttentionConfig& config);
 JAL_API std::vector<uint64_t> attention_args(const AttentionConfig& config, const TensorRef& q,
                                              const TensorRef& out, uint32_t pos0, uint64_t heads_va,
                                              uint64_t sinks_va, uint64_t k_va = 0,
-                                             uint64_t v_va = 0);
+                                             uint64_t v_va = 0, const RopeTablesRef& tables = {});
 
 // Runs build_attention(config)'s program. Throws jal::Error on a bad
 // tensor (as attention_args) or a failed dispatch (Launcher::run).

@@ -47,21 +47,28 @@ float AttentionConfig::softmax_scale() const
 
 CodeObject build_attention(const AttentionConfig& cfg)
 {
-    const std::string name = "attention_h" + std::to_string(cfg.n_head) + "_g" +
-                             std::to_string(cfg.n_head_kv) + "_d" + std::to_string(cfg.head_dim) +
-                             (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
-                             (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "");
+    const std::string name =
+        "attention_h" + std::to_string(cfg.n_head) + "_g" + std::to_string(cfg.n_head_kv) + "_d" +
+        std::to_string(cfg.head_dim) + (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
+        (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
     require(cfg.splits() <= 64, name, "at most 64 key splits");
     require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
+    require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
+    // The queries' rotation borrows the key and value buffers (two of each, laid out one
+    // after another): the positions, cos, sin and two temporaries of an item's queries.
+    require(!cfg.rope || uint64_t{cfg.queries_per_item()} * (4 + 4ull * 2 * cfg.head_dim) + 64 <=
+                             4ull * cfg.keys_per_chunk() * cfg.head_dim * 4,
+            name, "the queries' rotation does not fit the key buffers");
     return emit_attention(cfg, name);
 }
 
 std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef& q,
                                      const TensorRef& out, uint32_t pos0, uint64_t heads_va,
-                                     uint64_t sinks_va, uint64_t k_va, uint64_t v_va)
+                                     uint64_t sinks_va, uint64_t k_va, uint64_t v_va,
+                                     const RopeTablesRef& tables)
 {
     const std::string k = "attention";
     check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
@@ -74,6 +81,12 @@ std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef
     if (cfg.append_kv) {
         require(k_va != 0 && v_va != 0, k, "append_kv needs the rows' keys and values");
         a.insert(a.end(), {k_va, v_va});
+    }
+    if (cfg.rope) {
+        require(tables.cos_va && tables.sin_va, k, "rope needs the cos and sin tables");
+        require(uint64_t{pos0} + q.rows <= tables.n_positions, k,
+                "positions run past the rope tables");
+        a.insert(a.end(), {tables.cos_va, tables.sin_va});
     }
     return a;
 }

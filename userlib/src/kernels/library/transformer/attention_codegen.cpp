@@ -6,6 +6,7 @@
 #include <cfloat>
 
 #include "kv_append_emit.hpp"
+#include "rope_rotate.hpp"
 #include "row_blocks.hpp"
 
 namespace jal::kernels::transformer_detail {
@@ -20,6 +21,7 @@ public:
 private:
     void declare();
     void append_kv();
+    void rotate_queries();
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
@@ -80,9 +82,18 @@ void AttentionKernel::declare()
         k_rows = b.arg("k", JAL_ARG_ADDRESS);
         v_rows = b.arg("v", JAL_ARG_ADDRESS);
     }
+    if (cfg_.rope) {  // read again where used (arg_again): the kernel is short of registers
+        b.free(b.arg("cos", JAL_ARG_ADDRESS));
+        b.free(b.arg("sin", JAL_ARG_ADDRESS));
+    }
     b.acquire();  // the arguments load while a staged program's previous stage finishes
     trap_unless_within(b, pos0, rows, cfg_.n_ctx);
-    l1_app = cfg_.append_kv ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4) : 0;
+    // append_kv: k, v and Vᵀ blocks of 32 rows, the identity, and with rope the blocks'
+    // positions, cos and sin rows and two temporaries (half a head each).
+    l1_app =
+        cfg_.append_kv
+            ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4 + (cfg_.rope ? 32 * 4 + 4 * 32 * D / 2 * 4 : 0))
+            : 0;
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
@@ -186,6 +197,19 @@ void AttentionKernel::append_kv()
     a.q = b.q();
     a.l1_k = l1_app, a.l1_v = l1_app + kRows * D * 4, a.l1_vt = l1_app + 2 * kRows * D * 4;
     emit_identity(b, a, l1_app + 3 * kRows * D * 4);
+    KvAppendRope rope{};
+    if (cfg_.rope) {
+        uint32_t at = l1_app + 3 * kRows * D * 4 + D * D * 4;
+        const uint32_t half_block = kRows * D / 2 * 4;
+        rope.l1_idx = at, at += kRows * 4;
+        rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
+        rope.l1_b = at + 3 * half_block;
+        rope.table_row = constant(b, D / 2 * 4), rope.half = constant(b, D / 2);
+        rope.one = constant(b, 1);
+        rope.tidx = b.t(), rope.tc = b.t(), rope.ts = b.t(), rope.x0 = b.t(), rope.x1 = b.t();
+        rope.ta = b.t(), rope.tb = b.t();
+        a.rope = &rope;
+    }
     X s0 = b.slice_index();
     for_strided(b, s0, gg, ns, [&](X head) {
         X kca = b.x(), vca = b.x(), col = b.x();
@@ -202,7 +226,38 @@ void AttentionKernel::append_kv()
     });
     for (X x : {s0, a.l1, a.ctx_bytes, a.key_bytes, a.dim, gg, ns, k_rows, v_rows}) b.free(x);
     for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
+    if (cfg_.rope) {
+        for (X x : {rope.table_row, rope.half, rope.one}) b.free(x);
+        for (T t : {rope.tidx, rope.tc, rope.ts, rope.x0, rope.x1, rope.ta, rope.tb}) b.free(t);
+    }
     b.free(a.q);
+}
+
+// The queries' RoPE (cfg_.rope): the tables' rows for positions p_first.. (n of them), and
+// each head's n rows of the stacked queries rotated by them. Borrows the key and value
+// buffers (consecutive in L1) and tiles the chunks describe anew later (those buffers' tiles,
+// ts, to, tm).
+void AttentionKernel::rotate_queries()
+{
+    KvAppendRope rp{};
+    const uint32_t idx_bytes = (Bq * 4 + 63) / 64 * 64, half_rows = Bq * D / 2 * 4;
+    rp.l1_idx = l1_k[0], rp.l1_c = l1_k[0] + idx_bytes, rp.l1_s = rp.l1_c + half_rows;
+    rp.l1_a = rp.l1_s + half_rows, rp.l1_b = rp.l1_a + half_rows;
+    rp.tidx = tk[0], rp.tc = tv[0], rp.ts = tk[1], rp.x0 = tv[1], rp.x1 = ts, rp.ta = to,
+    rp.tb = tm;
+    rp.table_row = constant(b, D / 2 * 4), rp.half = constant(b, D / 2), rp.one = one;
+    gather_rope_rows(b, rp, p_first, n, l1, sem);
+    b.free(rp.table_row);
+    b.for_range(zero, rr, 1, [&](X hh) {  // head hh: rows hh·n.. of the stacked queries
+        b.mul(l1, hh, n);
+        b.muli(l1, l1, static_cast<int32_t>(D * 4));
+        b.addi(l1, l1, static_cast<int32_t>(l1_q));
+        b.tdesc(rp.x0, l1, n, rp.half, JAL_DT_F32, D * 4);
+        b.addi(l1, l1, static_cast<int32_t>(D / 2 * 4));
+        b.tdesc(rp.x1, l1, n, rp.half, JAL_DT_F32, D * 4);
+        emit_rope_pair(b, rp.x0, rp.x1, rp.tc, rp.ts, rp.ta, rp.tb);
+    });
+    b.free(rp.half);
 }
 
 CodeObject AttentionKernel::build()
@@ -479,6 +534,7 @@ void AttentionKernel::item(X item)
     locate(item);
     // Q: each head of the group as n rows, stacked head-major; then scaled once.
     move_heads(l1_q, tmp, q_stride, false);
+    if (cfg_.rope) rotate_queries();
     desc(tq, l1_q, rn, dim);
     b.vscale(tq, tq, cfg_.softmax_scale());
     start_state(item);

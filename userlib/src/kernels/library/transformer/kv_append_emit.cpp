@@ -1,6 +1,9 @@
 // kv_append_emit.cpp: kv_append's instruction sequences (kv_append_emit.hpp).
 #include "kv_append_emit.hpp"
 
+#include <utility>
+
+#include "rope_rotate.hpp"
 #include "row_blocks.hpp"
 
 namespace jal::kernels::transformer_detail {
@@ -16,6 +19,31 @@ void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id)
     b.tdesc(r.tk, r.l1, r.dim, one, JAL_DT_F32, (r.head_dim + 1) * 4);
     b.vfill(r.tk, 1.0f);
     b.free(one);
+}
+
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q)
+{
+    const X one = r.one;
+    // The positions as one I32 row counted up from pos, then viewed as the column of
+    // indices TGATHER takes: the same bytes (as the rope kernel does).
+    b.li(l1, r.l1_idx);
+    b.tdesc(r.tidx, l1, one, n, JAL_DT_I32);
+    b.viota(r.tidx, pos, one);
+    b.tdesc(r.tidx, l1, n, one, JAL_DT_I32);
+    b.li(l1, r.l1_c);
+    b.tdesc(r.tc, l1, n, r.half, JAL_DT_F32);
+    b.li(l1, r.l1_s);
+    b.tdesc(r.ts, l1, n, r.half, JAL_DT_F32);
+    for (const auto& [t, name] : {std::pair{r.tc, "cos"}, std::pair{r.ts, "sin"}}) {
+        X table = b.arg_again(name);
+        b.tgather(t, table, r.table_row, r.tidx, q);
+        b.free(table);
+    }
+    b.li(l1, r.l1_a);
+    b.tdesc(r.ta, l1, n, r.half, JAL_DT_F32);
+    b.li(l1, r.l1_b);
+    b.tdesc(r.tb, l1, n, r.half, JAL_DT_F32);
+    b.wait(q, 2);
 }
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
@@ -37,6 +65,15 @@ void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, 
     b.wait(r.q, 2);
 
     b.add(pos, r.pos0, row0);
+    if (r.rope) {  // the keys' two halves, rotated by their positions' rows of the tables
+        const KvAppendRope& rp = *r.rope;
+        gather_rope_rows(b, rp, pos, n, r.l1, r.q);
+        b.li(r.l1, r.l1_k);
+        b.tdesc(rp.x0, r.l1, n, rp.half, JAL_DT_F32, D * 4);
+        b.li(r.l1, r.l1_k + D / 2 * 4);
+        b.tdesc(rp.x1, r.l1, n, rp.half, JAL_DT_F32, D * 4);
+        emit_rope_pair(b, rp.x0, rp.x1, rp.tc, rp.ts, rp.ta, rp.tb);
+    }
     b.muli(addr, pos, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);
     b.tstore(r.tk, addr, r.key_bytes, r.q);

@@ -9,19 +9,35 @@
 
 namespace jal::kernels::transformer_detail {
 
+// The keys' RoPE before they are appended (AttentionConfig::rope): constants, and tiles and
+// L1 for a block's positions, cos and sin rows and two temporaries. The tables' addresses
+// are the kernel's arguments "cos" and "sin", read where they are used.
+struct KvAppendRope {
+    X table_row, half, one;
+    T tidx, tc, ts, x0, x1, ta, tb;
+    uint32_t l1_idx, l1_c, l1_s, l1_a, l1_b;
+};
+
 // What the kv_append loops work with.
 struct KvAppendRegs {
     X k, k_stride, v, v_stride, pos0, dim, key_bytes, ctx_bytes, l1;
     T tid, tk, tv, tvt;
     Q q;
     uint32_t head_dim, l1_k, l1_v, l1_vt;
+    const KvAppendRope* rope = nullptr;
 };
+
+// Rows from the cos and sin tables for `n` consecutive positions from `pos` into tc and ts
+// (tidx holds the positions; ta and tb described n × half too); waits for both. `l1` is a
+// scratch register.
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q);
 
 // The D x D identity at l1_id (V is stored transposed through a product with it).
 void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
-// into its caches kc (keys) and vc (values, transposed); waits for the stores.
+// into its caches kc (keys, rotated first with r.rope) and vc (values, transposed); waits
+// for the stores.
 void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n);
 
 }  // namespace jal::kernels::transformer_detail

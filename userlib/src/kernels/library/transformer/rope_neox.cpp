@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "rope_rotate.hpp"
 #include "row_blocks.hpp"
 #include "tensor_checks.hpp"
 
@@ -64,13 +65,7 @@ void load_block(Builder& b, const RopeBlock& k, X row0, X n, X addr)
 // x0, x1 (the halves of heads) ← (x0 cos − x1 sin, x0 sin + x1 cos), with ta, tb.
 void rotate_pair(Builder& b, const RopeBlock& k)
 {
-    b.vmul(k.ta, k.x0, k.tc);
-    b.vmul(k.tb, k.x1, k.ts);
-    b.vsub(k.ta, k.ta, k.tb);  // x0 cos - x1 sin
-    b.vmul(k.tb, k.x0, k.ts);
-    b.vmul(k.x1, k.x1, k.tc);
-    b.vadd(k.x1, k.tb, k.x1);  // x0 sin + x1 cos
-    b.vcopy(k.x0, k.ta);
+    emit_rope_pair(b, k.x0, k.x1, k.tc, k.ts, k.ta, k.tb);
 }
 
 // Rotates every head of the block's n tokens in place in L1.
