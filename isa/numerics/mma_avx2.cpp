@@ -311,6 +311,18 @@ struct FmaBuffers {
     std::vector<float> c;      // MR x PW
 };
 
+// Scratch kept per host thread and only ever grown: an MMA that allocated and freed its
+// 64 KiB buffers each time made glibc trim its arena on every free (madvise, a TLB
+// shootdown across the process's threads, and zero-filled page faults on the next use).
+// The buffers' contents never carry from one call to the next: every use writes before it
+// reads.
+template <class T>
+T* grown(std::vector<T>& v, size_t n)
+{
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
 JAL_AVX2 void mma_fma_run(const Tile& acc, const ConstTile& a, const ConstTile& b, FmaBuffers& buf)
 {
     const uint32_t M = acc.rows, N = acc.cols, K = a.cols;
@@ -470,45 +482,50 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
     if (b.dtype == JAL_DT_MXFP4 && acc.rows <= 4) {
         const size_t K = a.cols;
-        std::vector<float> af(size_t(acc.rows) * K);
+        thread_local std::vector<float> af_buf;
+        thread_local std::vector<unsigned char> zero_buf;
+        float* af = grown(af_buf, size_t(acc.rows) * K);
         for (uint32_t m = 0; m < acc.rows; m++)
-            dequantize_row(a.dtype, tile_at(a, m, 0), af.data() + size_t(m) * K, K);
-        std::vector<unsigned char> zero_row(row_bytes(JAL_DT_MXFP4, K), 0);
+            dequantize_row(a.dtype, tile_at(a, m, 0), af + size_t(m) * K, K);
+        // Zeroed once: only ever read (the stand-in for rows past the tile's end).
+        const size_t zr = row_bytes(JAL_DT_MXFP4, K);
+        if (zero_buf.size() < zr) zero_buf.assign(zr, 0);
+        const unsigned char* zero_row = zero_buf.data();
         switch (acc.rows) {
         case 1:
-            direct_mxfp4_run<1, 4>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<1, 4>(acc, b, af, zero_row);
             break;
         case 2:
-            direct_mxfp4_run<2, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<2, 2>(acc, b, af, zero_row);
             break;
         case 3:
-            direct_mxfp4_run<3, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<3, 2>(acc, b, af, zero_row);
             break;
         default:
-            direct_mxfp4_run<4, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<4, 2>(acc, b, af, zero_row);
             break;
         }
         return;
     }
-    FmaBuffers buf;
-    buf.a.resize(size_t(acc.rows) * KC);
-    buf.rows.resize(size_t(PW) * KC);
-    buf.panel.resize(size_t(KC) * PW);
-    buf.c.resize(size_t(MR) * PW);
+    thread_local FmaBuffers buf;
+    grown(buf.a, size_t(acc.rows) * KC);
+    grown(buf.rows, size_t(PW) * KC);
+    grown(buf.panel, size_t(KC) * PW);
+    grown(buf.c, size_t(MR) * PW);
     mma_fma_run(acc, a, b, buf);
 }
 
 void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
     const size_t nb = a.cols / 32;
-    BlockdotBuffers buf;
+    thread_local BlockdotBuffers buf;
     if (b.dtype == JAL_DT_MXFP4)
-        buf.bq.resize(nb * 8 * 32);
+        grown(buf.bq, nb * 8 * 32);
     else
-        buf.bq16.resize(nb * 8 * 32);
-    buf.bscale.resize(nb * 8);
-    buf.ascale.resize(size_t(acc.rows) * nb);
-    buf.asum.resize(size_t(acc.rows) * nb);
+        grown(buf.bq16, nb * 8 * 32);
+    grown(buf.bscale, nb * 8);
+    grown(buf.ascale, size_t(acc.rows) * nb);
+    grown(buf.asum, size_t(acc.rows) * nb);
     mma_blockdot_run(acc, a, b, buf);
 }
 
