@@ -1,0 +1,165 @@
+// MMA with few rows of a (decode's GEMVs) and an F32, BF16 or F16 b, with AVX2: the same
+// bits as mma.cpp's scalar code. mma_avx2.cpp's panel path decodes b into rows, transposes
+// them into a K-major panel in memory and then reads the panel once per block of a's rows:
+// with one to four rows of a, the decode and the transpose through memory cost more than
+// the multiply-adds. Here eight rows of b are loaded straight from the tile, eight k at a
+// time, transposed in registers, and fused into the eight outputs' accumulators k by k:
+// every output still sees fma(a[m][k], b[n][k], acc) for k = 0, 1, ... in order.
+#include <jal/isa/tile_math.hpp>
+
+#include "avx2.hpp"
+#include "kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+
+namespace jal::numerics {
+
+namespace {
+
+// b[n][k .. k+8) of one row, as floats (exact for every one of the three formats).
+template <jal_dtype DT>
+JAL_AVX2 inline __m256 load8(const unsigned char* row, size_t k)
+{
+    if constexpr (DT == JAL_DT_F32) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * k));
+    } else if constexpr (DT == JAL_DT_BF16) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    } else {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    }
+}
+
+// b[n][k] alone, decoded as mma_avx2.cpp's panel path decodes a row's tail.
+template <jal_dtype DT>
+inline float load1(const unsigned char* row, size_t k)
+{
+    if constexpr (DT == JAL_DT_F32) {
+        float f;
+        std::memcpy(&f, row + 4 * k, 4);
+        return f;
+    } else {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * k, 2);
+        return DT == JAL_DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+}
+
+// c[m][s * 8 + r] (MM rows of S * 8) += a[m][.] x rows[s * 8 + r][.] over K, k in order.
+// a is MM rows of K floats.
+template <jal_dtype DT, int MM, int S>
+JAL_AVX2 void gemv_strips(const float* a, size_t K, const unsigned char* const* rows, float* c)
+{
+    __m256 acc[MM][S];
+    for (int m = 0; m < MM; m++)
+        for (int s = 0; s < S; s++) acc[m][s] = _mm256_loadu_ps(c + (m * S + s) * 8);
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        for (int s = 0; s < S; s++) {
+            const unsigned char* const* rp = rows + s * 8;
+            __m256 v[8];
+            for (int r = 0; r < 8; r++) v[r] = load8<DT>(rp[r], k);
+            transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);  // v[i]: k + i
+            for (int m = 0; m < MM; m++)
+                for (int i = 0; i < 8; i++)
+                    acc[m][s] =
+                        _mm256_fmadd_ps(_mm256_broadcast_ss(a + m * K + k + i), v[i], acc[m][s]);
+        }
+    }
+    for (; k < K; k++) {
+        for (int s = 0; s < S; s++) {
+            const unsigned char* const* rp = rows + s * 8;
+            const __m256 v =
+                _mm256_setr_ps(load1<DT>(rp[0], k), load1<DT>(rp[1], k), load1<DT>(rp[2], k),
+                               load1<DT>(rp[3], k), load1<DT>(rp[4], k), load1<DT>(rp[5], k),
+                               load1<DT>(rp[6], k), load1<DT>(rp[7], k));
+            for (int m = 0; m < MM; m++)
+                acc[m][s] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + m * K + k), v, acc[m][s]);
+        }
+    }
+    for (int m = 0; m < MM; m++)
+        for (int s = 0; s < S; s++) _mm256_storeu_ps(c + (m * S + s) * 8, acc[m][s]);
+}
+
+// Every output column, S * 8 rows of b at a time (rows past the tile's end read
+// zero_row, and their results are dropped).
+template <jal_dtype DT, int MM, int S>
+JAL_AVX2 void gemv_run(const Tile& acc, const ConstTile& b, const float* a,
+                       const unsigned char* zero_row)
+{
+    const uint32_t N = acc.cols;
+    const size_t K = b.cols;
+    constexpr int W = 8 * S;
+    for (uint32_t n0 = 0; n0 < N; n0 += W) {
+        const int nw = int(std::min<uint32_t>(W, N - n0));
+        const unsigned char* rows[W];
+        for (int r = 0; r < W; r++) rows[r] = r < nw ? tile_at(b, n0 + r, 0) : zero_row;
+        float c[MM * W] = {};
+        for (int m = 0; m < MM; m++)
+            std::memcpy(c + m * W, acc_row(acc, m) + size_t(n0) * 4, size_t(nw) * 4);
+        gemv_strips<DT, MM, S>(a, K, rows, c);
+        for (int m = 0; m < MM; m++)
+            std::memcpy(acc_row(acc, m) + size_t(n0) * 4, c + m * W, size_t(nw) * 4);
+    }
+}
+
+// The row count picks the strip width: enough independent accumulators to hide the fma
+// latency, few enough to stay in the sixteen registers beside the eight of b.
+template <jal_dtype DT>
+void gemv_rows(const Tile& acc, const ConstTile& b, const float* a, const unsigned char* zero_row)
+{
+    switch (acc.rows) {
+    case 1:
+        gemv_run<DT, 1, 4>(acc, b, a, zero_row);
+        break;
+    case 2:
+        gemv_run<DT, 2, 2>(acc, b, a, zero_row);
+        break;
+    case 3:
+        gemv_run<DT, 3, 1>(acc, b, a, zero_row);
+        break;
+    default:
+        gemv_run<DT, 4, 1>(acc, b, a, zero_row);
+        break;
+    }
+}
+
+}  // namespace
+
+bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
+{
+    if (acc.rows == 0 || acc.rows > 4) return false;
+    if (b.dtype != JAL_DT_F32 && b.dtype != JAL_DT_BF16 && b.dtype != JAL_DT_F16) return false;
+    const size_t K = a.cols;
+    // Per host thread and only grown (an allocation per MMA made glibc trim its arena).
+    thread_local std::vector<float> af_buf;
+    thread_local std::vector<unsigned char> zero_buf;
+    if (af_buf.size() < size_t(acc.rows) * K) af_buf.resize(size_t(acc.rows) * K);
+    for (uint32_t m = 0; m < acc.rows; m++)
+        dequantize_row(a.dtype, tile_at(a, m, 0), af_buf.data() + size_t(m) * K, K);
+    if (zero_buf.size() < K * 4) zero_buf.assign(K * 4, 0);  // only ever read
+    if (b.dtype == JAL_DT_F32)
+        gemv_rows<JAL_DT_F32>(acc, b, af_buf.data(), zero_buf.data());
+    else if (b.dtype == JAL_DT_BF16)
+        gemv_rows<JAL_DT_BF16>(acc, b, af_buf.data(), zero_buf.data());
+    else
+        gemv_rows<JAL_DT_F16>(acc, b, af_buf.data(), zero_buf.data());
+    return true;
+}
+
+}  // namespace jal::numerics
+
+#else  // not x86-64: mma_avx2.cpp falls back to the scalar code
+
+namespace jal::numerics {
+bool mma_fma_gemv_avx2(const Tile&, const ConstTile&, const ConstTile&)
+{
+    return false;
+}
+}  // namespace jal::numerics
+
+#endif
