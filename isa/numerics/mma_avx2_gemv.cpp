@@ -73,10 +73,9 @@ JAL_AVX2 void gemv_strips(const float* a, size_t K, const unsigned char* const* 
     for (; k < K; k++) {
         for (int s = 0; s < S; s++) {
             const unsigned char* const* rp = rows + s * 8;
-            const __m256 v =
-                _mm256_setr_ps(load1<DT>(rp[0], k), load1<DT>(rp[1], k), load1<DT>(rp[2], k),
-                               load1<DT>(rp[3], k), load1<DT>(rp[4], k), load1<DT>(rp[5], k),
-                               load1<DT>(rp[6], k), load1<DT>(rp[7], k));
+            const __m256 v = _mm256_setr_ps(
+                load1<DT>(rp[0], k), load1<DT>(rp[1], k), load1<DT>(rp[2], k), load1<DT>(rp[3], k),
+                load1<DT>(rp[4], k), load1<DT>(rp[5], k), load1<DT>(rp[6], k), load1<DT>(rp[7], k));
             for (int m = 0; m < MM; m++)
                 acc[m][s] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + m * K + k), v, acc[m][s]);
         }
