@@ -36,10 +36,24 @@ public:
         for (std::uint32_t i = 0; i < slices_.size(); ++i) post(i);
     }
 
+    // The calling thread runs ready slices too, until every slice has stopped: a one-slice
+    // dispatch then never wakes a pool thread, and the caller's wakeup is not on its path.
     void wait()
     {
         std::unique_lock lock(m_);
-        done_cv_.wait(lock, [&] { return active_ == 0; });
+        while (active_ != 0) {
+            if (ready_.empty()) {
+                caller_waiting_ = true;
+                done_cv_.wait(lock);
+                caller_waiting_ = false;
+                continue;
+            }
+            const std::uint32_t i = ready_.front();
+            ready_.pop_front();
+            lock.unlock();
+            task(i);
+            lock.lock();
+        }
     }
 
     DispatchResult result(std::uint32_t voltage_mv) const;
@@ -102,10 +116,38 @@ private:
     };
     static std::uint32_t key(std::uint32_t from, std::uint32_t to) { return from << 8 | to; }
 
-    // Under m_.
+    // Under m_. Slice i joins the ready queue (the back: a slice that yielded lets the others
+    // go first). The caller runs ready slices itself; pool threads help when more slices are
+    // ready than the caller (if idle) and the helpers already there will take, up to one
+    // thread a host CPU with the caller.
     void post(std::uint32_t i)
     {
-        pool_.post([self = shared_from_this(), i] { self->task(i); });
+        ready_.push_back(i);
+        if (caller_waiting_) done_cv_.notify_one();
+        const std::uint32_t max_helpers = std::max(1u, pool_.size() - 1);
+        if (helpers_ < max_helpers && helpers_ + (caller_waiting_ ? 1 : 0) < ready_.size()) {
+            ++helpers_;
+            pool_.post([self = shared_from_this()] { self->help(); });
+        }
+    }
+
+    // A pool thread: runs one ready slice, then goes to the back of the pool's queue if more
+    // are ready (so concurrent dispatches share the pool), else stops helping.
+    void help()
+    {
+        std::unique_lock lock(m_);
+        if (!ready_.empty()) {
+            const std::uint32_t i = ready_.front();
+            ready_.pop_front();
+            lock.unlock();
+            task(i);
+            lock.lock();
+        }
+        if (ready_.empty()) {
+            --helpers_;
+            return;
+        }
+        pool_.post([self = shared_from_this()] { self->help(); });
     }
     void wake(std::uint32_t i)
     {
@@ -154,7 +196,10 @@ private:
     mutable std::mutex m_;
     std::condition_variable done_cv_;
     std::vector<Sched> sched_;
-    std::uint32_t active_ = 0;  // slices posted or running
+    std::uint32_t active_ = 0;         // slices posted or running
+    std::deque<std::uint32_t> ready_;  // posted, not yet running
+    std::uint32_t helpers_ = 0;        // pool tasks posted or running for this dispatch
+    bool caller_waiting_ = false;      // the thread in wait() is asleep on done_cv_
     std::map<std::uint32_t, std::deque<Message>> fifo_;
     std::uint64_t gen_ = 0;
     std::uint32_t arrived_ = 0;
