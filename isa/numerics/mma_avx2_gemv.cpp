@@ -20,13 +20,11 @@ namespace jal::numerics {
 
 namespace {
 
-// b[n][k .. k+8) of one row, as floats (exact for every one of the three formats).
+// b[n][k .. k+8) of one BF16 or F16 row, as floats (exact).
 template <jal_dtype DT>
 JAL_AVX2 inline __m256 load8(const unsigned char* row, size_t k)
 {
-    if constexpr (DT == JAL_DT_F32) {
-        return _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * k));
-    } else if constexpr (DT == JAL_DT_BF16) {
+    if constexpr (DT == JAL_DT_BF16) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     } else {
@@ -49,6 +47,27 @@ inline float load1(const unsigned char* row, size_t k)
     }
 }
 
+// Columns k .. k+8 of eight F32 rows: v[i] lane r = rows[r][k + i]. Rows r and r + 4 are
+// loaded into the two halves of one register, so only in-lane 4 x 4 transposes remain
+// (16 shuffles instead of transpose8's 24, which all compete for one execution port).
+JAL_AVX2 inline void columns8_f32(const unsigned char* const* rp, size_t k, __m256* v)
+{
+    for (int h = 0; h < 2; h++) {
+        const size_t off = 4 * (k + 4 * size_t(h));
+        __m256 t[4];
+        for (int r = 0; r < 4; r++)
+            t[r] = _mm256_insertf128_ps(
+                _mm256_castps128_ps256(_mm_loadu_ps(reinterpret_cast<const float*>(rp[r] + off))),
+                _mm_loadu_ps(reinterpret_cast<const float*>(rp[r + 4] + off)), 1);
+        const __m256 a0 = _mm256_unpacklo_ps(t[0], t[1]), a1 = _mm256_unpackhi_ps(t[0], t[1]);
+        const __m256 a2 = _mm256_unpacklo_ps(t[2], t[3]), a3 = _mm256_unpackhi_ps(t[2], t[3]);
+        v[4 * h + 0] = _mm256_shuffle_ps(a0, a2, 0x44);
+        v[4 * h + 1] = _mm256_shuffle_ps(a0, a2, 0xee);
+        v[4 * h + 2] = _mm256_shuffle_ps(a1, a3, 0x44);
+        v[4 * h + 3] = _mm256_shuffle_ps(a1, a3, 0xee);
+    }
+}
+
 // c[m][s * 8 + r] (MM rows of S * 8) += a[m][.] x rows[s * 8 + r][.] over K, k in order.
 // a is MM rows of K floats.
 template <jal_dtype DT, int MM, int S>
@@ -61,9 +80,13 @@ JAL_AVX2 void gemv_strips(const float* a, size_t K, const unsigned char* const* 
     for (; k + 8 <= K; k += 8) {
         for (int s = 0; s < S; s++) {
             const unsigned char* const* rp = rows + s * 8;
-            __m256 v[8];
-            for (int r = 0; r < 8; r++) v[r] = load8<DT>(rp[r], k);
-            transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);  // v[i]: k + i
+            __m256 v[8];  // v[i]: column k + i
+            if constexpr (DT == JAL_DT_F32) {
+                columns8_f32(rp, k, v);
+            } else {
+                for (int r = 0; r < 8; r++) v[r] = load8<DT>(rp[r], k);
+                transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+            }
             for (int m = 0; m < MM; m++)
                 for (int i = 0; i < 8; i++)
                     acc[m][s] =
