@@ -27,8 +27,8 @@ std::shared_ptr<const exec::Program> ProgramCache::get(std::span<const std::uint
     jal::isa::CodeObjectView view;
     status = jal::isa::parse_code_object(bytes, &view, nullptr);
     if (status != JAL_STATUS_OK) return nullptr;
-    auto prog = std::make_shared<exec::Program>(
-        exec::Program::from_words(view.code, view.header.l1_bytes));
+    auto prog =
+        std::make_shared<exec::Program>(exec::Program::from_words(view.code, view.header.l1_bytes));
     prog->args_size = view.header.args_size;
     if (bytes.size() > kMaxObjectBytes) return prog;
     std::lock_guard lock(m_);
