@@ -131,23 +131,27 @@ private:
         }
     }
 
-    // A pool thread: runs one ready slice, then goes to the back of the pool's queue if more
-    // are ready (so concurrent dispatches share the pool), else stops helping.
+    // A pool thread: runs ready slices until none is left, going to the back of the pool's
+    // queue between two if other tasks wait there (so concurrent dispatches share the pool;
+    // re-posting with nothing waiting would only hand the task to another, sleeping thread).
     void help()
     {
         std::unique_lock lock(m_);
-        if (!ready_.empty()) {
+        for (;;) {
+            if (ready_.empty()) {
+                --helpers_;
+                return;
+            }
             const std::uint32_t i = ready_.front();
             ready_.pop_front();
             lock.unlock();
             task(i);
             lock.lock();
+            if (!ready_.empty() && pool_.queued() != 0) {
+                pool_.post([self = shared_from_this()] { self->help(); });
+                return;
+            }
         }
-        if (ready_.empty()) {
-            --helpers_;
-            return;
-        }
-        pool_.post([self = shared_from_this()] { self->help(); });
     }
     void wake(std::uint32_t i)
     {
