@@ -45,7 +45,11 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     if (st != JAL_STATUS_OK) return st;
     if (h.total_size < sizeof h || h.total_size > JAL_CODE_MAX_BYTES)
         return JAL_STATUS_INVALID_LENGTH;
-    thread_local std::vector<std::uint8_t> bytes;  // the engine's, reused
+    // Reused by the engine's thread for kernels of usual size; a rare large object (up to
+    // 1 MiB) gets its own buffer rather than staying with the thread.
+    thread_local std::vector<std::uint8_t> small;
+    std::vector<std::uint8_t> large;
+    std::vector<std::uint8_t>& bytes = h.total_size <= 64 * 1024 ? small : large;
     bytes.resize(h.total_size);
     st = mem.read(pkt.code_object, bytes.data(), bytes.size(), 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;

@@ -16,6 +16,7 @@
 #include "avx2.hpp"
 #include "bits.hpp"
 #include "kernels.hpp"
+#include "scratch.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -289,18 +290,6 @@ struct FmaBuffers {
     std::vector<float> c;      // MR x PW
 };
 
-// Scratch kept per host thread and only ever grown: an MMA that allocated and freed its
-// 64 KiB buffers each time made glibc trim its arena on every free (madvise, a TLB
-// shootdown across the process's threads, and zero-filled page faults on the next use).
-// The buffers' contents never carry from one call to the next: every use writes before it
-// reads.
-template <class T>
-T* grown(std::vector<T>& v, size_t n)
-{
-    if (v.size() < n) v.resize(n);
-    return v.data();
-}
-
 JAL_AVX2 void mma_fma_run(const Tile& acc, const ConstTile& a, const ConstTile& b, FmaBuffers& buf)
 {
     const uint32_t M = acc.rows, N = acc.cols, K = a.cols;
@@ -483,6 +472,8 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
             direct_mxfp4_run<4, 2>(acc, b, af, zero_row);
             break;
         }
+        trimmed(af_buf);
+        trimmed(zero_buf);
         return;
     }
     if (mma_fma_gemv_avx2(acc, a, b)) return;
@@ -492,6 +483,7 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
     grown(buf.panel, size_t(KC) * PW);
     grown(buf.c, size_t(MR) * PW);
     mma_fma_run(acc, a, b, buf);
+    trimmed(buf.a);  // M x KC: the only one that grows with the tile
 }
 
 void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
@@ -506,6 +498,11 @@ void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
     grown(buf.ascale, size_t(acc.rows) * nb);
     grown(buf.asum, size_t(acc.rows) * nb);
     mma_blockdot_run(acc, a, b, buf);
+    trimmed(buf.bq);
+    trimmed(buf.bq16);
+    trimmed(buf.bscale);
+    trimmed(buf.ascale);
+    trimmed(buf.asum);
 }
 
 }  // namespace jal::numerics

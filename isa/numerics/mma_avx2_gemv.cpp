@@ -9,6 +9,7 @@
 
 #include "avx2.hpp"
 #include "kernels.hpp"
+#include "scratch.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -157,19 +158,20 @@ bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
     if (acc.rows == 0 || acc.rows > 4) return false;
     if (b.dtype != JAL_DT_F32 && b.dtype != JAL_DT_BF16 && b.dtype != JAL_DT_F16) return false;
     const size_t K = a.cols;
-    // Per host thread and only grown (an allocation per MMA made glibc trim its arena).
-    thread_local std::vector<float> af_buf;
+    thread_local std::vector<float> af_buf;  // scratch.hpp: why per thread
     thread_local std::vector<unsigned char> zero_buf;
-    if (af_buf.size() < size_t(acc.rows) * K) af_buf.resize(size_t(acc.rows) * K);
+    float* af = grown(af_buf, size_t(acc.rows) * K);
     for (uint32_t m = 0; m < acc.rows; m++)
-        dequantize_row(a.dtype, tile_at(a, m, 0), af_buf.data() + size_t(m) * K, K);
+        dequantize_row(a.dtype, tile_at(a, m, 0), af + size_t(m) * K, K);
     if (zero_buf.size() < K * 4) zero_buf.assign(K * 4, 0);  // only ever read
     if (b.dtype == JAL_DT_F32)
-        gemv_rows<JAL_DT_F32>(acc, b, af_buf.data(), zero_buf.data());
+        gemv_rows<JAL_DT_F32>(acc, b, af, zero_buf.data());
     else if (b.dtype == JAL_DT_BF16)
-        gemv_rows<JAL_DT_BF16>(acc, b, af_buf.data(), zero_buf.data());
+        gemv_rows<JAL_DT_BF16>(acc, b, af, zero_buf.data());
     else
-        gemv_rows<JAL_DT_F16>(acc, b, af_buf.data(), zero_buf.data());
+        gemv_rows<JAL_DT_F16>(acc, b, af, zero_buf.data());
+    trimmed(af_buf);
+    trimmed(zero_buf);
     return true;
 }
 
