@@ -50,9 +50,7 @@ public:
             }
             const std::uint32_t i = ready_.front();
             ready_.pop_front();
-            lock.unlock();
-            task(i);
-            lock.lock();
+            task(i, lock);
         }
     }
 
@@ -144,9 +142,7 @@ private:
             }
             const std::uint32_t i = ready_.front();
             ready_.pop_front();
-            lock.unlock();
-            task(i);
-            lock.lock();
+            task(i, lock);
             if (!ready_.empty() && pool_.queued() != 0) {
                 pool_.post([self = shared_from_this()] { self->help(); });
                 return;
@@ -161,12 +157,16 @@ private:
         post(i);
     }
 
-    void task(std::uint32_t i)
+    // Runs slice i until it ends, faults, yields or blocks. `lock` (on m_) is held on entry
+    // and exit and released while the slice runs: the next slice is taken in the same
+    // critical section as this one's bookkeeping, one lock a slice instead of two.
+    void task(std::uint32_t i, std::unique_lock<std::mutex>& lock)
     {
         SliceState& s = *slices_[i];
         for (;;) {
+            lock.unlock();
             const RunResult r = exec_.run(s);
-            std::unique_lock lock(m_);
+            lock.lock();
             if (r == RunResult::yielded) {
                 post(i);  // to the back of the pool's queue: other slices get their turn
                 return;
