@@ -168,7 +168,7 @@ private:
             const RunResult r = exec_.run(s);
             lock.lock();
             if (r == RunResult::yielded) {
-                post(i);  // to the back of the pool's queue: other slices get their turn
+                post(i);  // to the back of the ready queue: other slices get their turn
                 return;
             }
             if (r == RunResult::blocked) {
