@@ -53,7 +53,7 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     bytes.resize(h.total_size);
     st = mem.read(pkt.code_object, bytes.data(), bytes.size(), 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;
-    prog = programs_.get(bytes, st);
+    prog = programs_.get(ctx, bytes, st);
     if (st != JAL_STATUS_OK) return st;
     if (prog->args_size && !mem.mapped(pkt.args, prog->args_size)) {
         fault_va = pkt.args;

@@ -9,11 +9,11 @@
 
 namespace jal::emu {
 
-std::shared_ptr<const exec::Program> ProgramCache::get(std::span<const std::uint8_t> bytes,
-                                                       std::uint32_t& status)
+std::shared_ptr<const exec::Program>
+ProgramCache::get(std::uint32_t ctx, std::span<const std::uint8_t> bytes, std::uint32_t& status)
 {
     auto same = [&](const Entry& e) {
-        return e.bytes.size() == bytes.size() &&
+        return e.ctx == ctx && e.bytes.size() == bytes.size() &&
                std::memcmp(e.bytes.data(), bytes.data(), bytes.size()) == 0;
     };
     {
@@ -32,7 +32,7 @@ std::shared_ptr<const exec::Program> ProgramCache::get(std::span<const std::uint
     prog->args_size = view.header.args_size;
     if (bytes.size() > kMaxObjectBytes) return prog;
     std::lock_guard lock(m_);
-    Entry e{{bytes.begin(), bytes.end()}, prog};
+    Entry e{ctx, {bytes.begin(), bytes.end()}, prog};
     if (entries_.size() < kEntries) {
         entries_.push_back(std::move(e));
     } else {

@@ -3,6 +3,8 @@
 // decoding it each time cost the dispatch unit as much as a short kernel's run. The object
 // is still read from device memory on every dispatch, and only an object equal byte for
 // byte to one seen before reuses its program, so what runs is always what memory holds.
+// Entries are kept per MMU context: one tenant's dispatches never find another's kernels
+// (which would show, in wall-clock time only, that another tenant ran the same code).
 #pragma once
 
 #include "emu/tile_exec/insn.hpp"
@@ -18,14 +20,15 @@ namespace jal::emu {
 
 class ProgramCache {
 public:
-    // The program of the code object `bytes`: decoded before from the same bytes, else
-    // parsed and decoded now. A code object that does not parse gives nullptr and its
+    // The program of the code object `bytes` read in context `ctx`: decoded before from the
+    // same bytes in that context, else parsed and decoded now. A code object that does not parse gives nullptr and its
     // jal_status in `status` (it is not kept); nor is one over kMaxObjectBytes.
-    std::shared_ptr<const exec::Program> get(std::span<const std::uint8_t> bytes,
+    std::shared_ptr<const exec::Program> get(std::uint32_t ctx, std::span<const std::uint8_t> bytes,
                                              std::uint32_t& status);
 
 private:
     struct Entry {
+        std::uint32_t ctx;
         std::vector<std::uint8_t> bytes;
         std::shared_ptr<const exec::Program> program;
     };
