@@ -3,7 +3,7 @@
 // with the physical slice that owns it (slice = channel / 3). The firmware programs it
 // through the MMU block of jal/hw/mgmt.h (management-core thread); the command processor's
 // queue engines translate concurrently (one shared lock per context, taken once per page
-// run, never per byte).
+// run of a COPY or per tile DMA of a kernel, never per byte).
 #pragma once
 
 #include "jal/hw/admin.h"
@@ -48,7 +48,8 @@ public:
 
     // ---- translation (queue engines) ----
     // A read view of one context: holds its shared lock until destroyed. Keep it for one
-    // page run (a memcpy of at most a page), so MAP/UNMAP wait for accesses in flight.
+    // page run (a memcpy of at most a page) or one tile DMA (at most a slice's L1), so
+    // MAP/UNMAP wait for accesses in flight.
     class View {
     public:
         View(const Mmu& mmu, std::uint32_t ctx);

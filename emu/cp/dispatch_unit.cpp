@@ -6,8 +6,6 @@
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 
-#include <jal/isa/code_object.hpp>
-
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -34,9 +32,11 @@ jal_dispatch_report DispatchUnit::last_report() const
 }
 
 // Reads the header, then the whole object (total_size bytes, at most JAL_CODE_MAX_BYTES),
-// and validates it as toolchain's jal-objdump would (isa/code/).
+// and validates it as toolchain's jal-objdump would (isa/code/), unless the same bytes were
+// validated before (ProgramCache).
 std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t ctx,
-                                 exec::Program& prog, std::uint64_t& fault_va) const
+                                 std::shared_ptr<const exec::Program>& prog,
+                                 std::uint64_t& fault_va)
 {
     exec::DeviceMemory mem(hbm_, mmu_, ctx);
     exec::Traffic t;
@@ -45,15 +45,17 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     if (st != JAL_STATUS_OK) return st;
     if (h.total_size < sizeof h || h.total_size > JAL_CODE_MAX_BYTES)
         return JAL_STATUS_INVALID_LENGTH;
-    std::vector<std::uint8_t> bytes(h.total_size);
+    // Reused by the engine's thread for kernels of usual size; a rare large object (up to
+    // 1 MiB) gets its own buffer rather than staying with the thread.
+    thread_local std::vector<std::uint8_t> small;
+    std::vector<std::uint8_t> large;
+    std::vector<std::uint8_t>& bytes = h.total_size <= 64 * 1024 ? small : large;
+    bytes.resize(h.total_size);
     st = mem.read(pkt.code_object, bytes.data(), bytes.size(), 0, t, fault_va);
     if (st != JAL_STATUS_OK) return st;
-    jal::isa::CodeObjectView view;
-    st = jal::isa::parse_code_object(bytes, &view, nullptr);
+    prog = programs_.get(ctx, bytes, st);
     if (st != JAL_STATUS_OK) return st;
-    prog = exec::Program::from_words(view.code, view.header.l1_bytes);
-    prog.args_size = view.header.args_size;
-    if (prog.args_size && !mem.mapped(pkt.args, prog.args_size)) {
+    if (prog->args_size && !mem.mapped(pkt.args, prog->args_size)) {
         fault_va = pkt.args;
         return JAL_STATUS_PAGE_FAULT;
     }
@@ -85,14 +87,14 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     if (pkt.slice_mask == 0 || (logical < 64 && (pkt.slice_mask >> logical)))
         return fail(JAL_STATUS_INVALID_FIELD);
 
-    exec::Program prog;
+    std::shared_ptr<const exec::Program> prog;
     std::uint64_t fault_va = 0;
     if (const std::uint32_t st = load(pkt, ctx, prog, fault_va); st != JAL_STATUS_OK)
         return fail(st, fault_va);
 
     exec::DeviceMemory mem(hbm_, mmu_, ctx);
     exec::DispatchSetup setup;
-    setup.params.program = &prog;
+    setup.params.program = prog.get();
     setup.params.memory = &mem;
     setup.params.args = pkt.args;
     setup.params.budget =

@@ -5,6 +5,7 @@
 // thread, so a long dispatch holds up only its own queue (docs/emulator.md).
 #pragma once
 
+#include "emu/cp/program_cache.hpp"
 #include "emu/tile_exec/dispatch.hpp"
 #include "emu/tile_exec/slice_bank.hpp"
 #include "jal/hw/queue.h"
@@ -36,14 +37,15 @@ public:
     jal_dispatch_report last_report() const;
 
 private:
-    std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx, exec::Program& prog,
-                       std::uint64_t& fault_va) const;
+    std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx,
+                       std::shared_ptr<const exec::Program>& prog, std::uint64_t& fault_va);
 
     HbmMemory& hbm_;
     const Mmu& mmu_;
     Slices* slices_;
     PowerModel* power_;
     exec::SliceBank bank_;
+    ProgramCache programs_;
     mutable std::mutex last_m_;
     std::vector<exec::SliceSnapshot> last_;
     jal_dispatch_report last_report_{};

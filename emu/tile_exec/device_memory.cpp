@@ -23,10 +23,33 @@ bool DeviceMemory::mapped(std::uint64_t va, std::uint64_t len) const
     return v.mapped(va, len);
 }
 
-// One page run at a time under the context's shared lock, as the CP's COPY does, so an
-// UNMAP waits for the bytes in flight.
 std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len,
                                  std::uint32_t slice, Traffic& t, std::uint64_t& fault_va) const
+{
+    return Access(*this).read(va, dst, len, slice, t, fault_va);
+}
+
+std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64_t len,
+                                  std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
+{
+    return Access(*this).write(va, src, len, slice, t, fault_va);
+}
+
+DeviceMemory::Access::Access(const DeviceMemory& m) : hbm_(m.hbm_), view_(m.mmu_, m.ctx_) {}
+
+const Mmu::Page* DeviceMemory::Access::find(std::uint64_t va)
+{
+    const std::uint64_t vpn = va / kPage;
+    if (vpn != last_vpn_) {
+        last_page_ = view_.find(va);
+        last_vpn_ = vpn;
+    }
+    return last_page_;
+}
+
+// Page run by page run: each run goes to (or comes from) one physical page.
+std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint64_t len,
+                                         std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
 {
     if (va + len < va) {
         fault_va = va;
@@ -36,8 +59,7 @@ std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len,
     for (std::uint64_t off = 0; off < len;) {
         const std::uint64_t a = va + off;
         const std::uint64_t n = std::min(len - off, kPage - (a & (kPage - 1)));
-        Mmu::View v(mmu_, ctx_);
-        const Mmu::Page* p = v.find(a);
+        const Mmu::Page* p = find(a);
         if (!p) {
             fault_va = a;
             return JAL_STATUS_PAGE_FAULT;
@@ -55,8 +77,8 @@ std::uint32_t DeviceMemory::read(std::uint64_t va, void* dst, std::uint64_t len,
     return JAL_STATUS_OK;
 }
 
-std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64_t len,
-                                  std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
+std::uint32_t DeviceMemory::Access::write(std::uint64_t va, const void* src, std::uint64_t len,
+                                          std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
 {
     if (va + len < va) {
         fault_va = va;
@@ -66,8 +88,7 @@ std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64
     for (std::uint64_t off = 0; off < len;) {
         const std::uint64_t a = va + off;
         const std::uint64_t n = std::min(len - off, kPage - (a & (kPage - 1)));
-        Mmu::View v(mmu_, ctx_);
-        const Mmu::Page* p = v.find(a);
+        const Mmu::Page* p = find(a);
         if (!p) {
             fault_va = a;
             return JAL_STATUS_PAGE_FAULT;

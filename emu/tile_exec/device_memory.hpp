@@ -27,6 +27,8 @@ struct Traffic {
 
 class DeviceMemory {
 public:
+    class Access;
+
     DeviceMemory(HbmMemory& hbm, const Mmu& mmu, std::uint32_t ctx);
 
     // [va, va+len) is mapped throughout (else the caller reports PAGE_FAULT at va).
@@ -43,9 +45,41 @@ public:
     std::uint32_t ctx() const { return ctx_; }
 
 private:
+    friend class Access;
     std::byte* hbm_;
     const Mmu& mmu_;
     std::uint32_t ctx_;
+};
+
+// One operation's accesses (a tile DMA: all its rows, or one scalar load or store): the
+// context's page table is held, through one shared lock, from construction to destruction,
+// instead of being locked again for every row and page. What that keeps: an UNMAP (and the
+// SCRUB the firmware issues after it) waits until the operation is done, so no byte of a
+// page is read or written after the page is unmapped; and a TSTORE's check that every row
+// is mapped and its writes see the same page table. Keep one only for the length of one
+// operation (at most a slice's L1 of bytes), and never take a second in the same thread
+// while holding one (a waiting UNMAP could then block the second lock for good).
+class DeviceMemory::Access {
+public:
+    explicit Access(const DeviceMemory& m);
+    Access(const Access&) = delete;
+    Access& operator=(const Access&) = delete;
+
+    // As DeviceMemory::read and write.
+    std::uint32_t read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice,
+                       Traffic& t, std::uint64_t& fault_va);
+    std::uint32_t write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice,
+                        Traffic& t, std::uint64_t& fault_va);
+
+private:
+    // The replicas of the page holding va, or nullptr: the rows of a tile mostly fall in the
+    // page of the row before, so the last page found is remembered.
+    const Mmu::Page* find(std::uint64_t va);
+
+    std::byte* hbm_;
+    Mmu::View view_;
+    std::uint64_t last_vpn_ = ~0ull;
+    const Mmu::Page* last_page_ = nullptr;
 };
 
 }  // namespace jal::emu::exec

@@ -37,10 +37,22 @@ public:
         for (std::uint32_t i = 0; i < slices_.size(); ++i) post(i);
     }
 
+    // The calling thread runs ready slices too, until every slice has stopped: a one-slice
+    // dispatch then never wakes a pool thread, and the caller's wakeup is not on its path.
     void wait()
     {
         std::unique_lock lock(m_);
-        done_cv_.wait(lock, [&] { return active_ == 0; });
+        while (active_ != 0) {
+            if (ready_.empty()) {
+                caller_waiting_ = true;
+                done_cv_.wait(lock);
+                caller_waiting_ = false;
+                continue;
+            }
+            const std::uint32_t i = ready_.front();
+            ready_.pop_front();
+            task(i, lock);
+        }
     }
 
     DispatchResult result(std::uint32_t voltage_mv) const;
@@ -115,10 +127,40 @@ private:
     };
     static std::uint32_t key(std::uint32_t from, std::uint32_t to) { return from << 8 | to; }
 
-    // Under m_.
+    // Under m_. Slice i joins the ready queue (the back: a slice that yielded lets the others
+    // go first). The caller runs ready slices itself; pool threads help when more slices are
+    // ready than the caller (if idle) and the helpers already there will take, up to one
+    // thread a host CPU with the caller.
     void post(std::uint32_t i)
     {
-        pool_.post([self = shared_from_this(), i] { self->task(i); });
+        ready_.push_back(i);
+        if (caller_waiting_) done_cv_.notify_one();
+        const std::uint32_t max_helpers = std::max(1u, pool_.size() - 1);
+        if (helpers_ < max_helpers && helpers_ + (caller_waiting_ ? 1 : 0) < ready_.size()) {
+            ++helpers_;
+            pool_.post([self = shared_from_this()] { self->help(); });
+        }
+    }
+
+    // A pool thread: runs ready slices until none is left, going to the back of the pool's
+    // queue between two if other tasks wait there (so concurrent dispatches share the pool;
+    // re-posting with nothing waiting would only hand the task to another, sleeping thread).
+    void help()
+    {
+        std::unique_lock lock(m_);
+        for (;;) {
+            if (ready_.empty()) {
+                --helpers_;
+                return;
+            }
+            const std::uint32_t i = ready_.front();
+            ready_.pop_front();
+            task(i, lock);
+            if (!ready_.empty() && pool_.queued() != 0) {
+                pool_.post([self = shared_from_this()] { self->help(); });
+                return;
+            }
+        }
     }
     void wake(std::uint32_t i)
     {
@@ -128,14 +170,18 @@ private:
         post(i);
     }
 
-    void task(std::uint32_t i)
+    // Runs slice i until it ends, faults, yields or blocks. `lock` (on m_) is held on entry
+    // and exit and released while the slice runs: the next slice is taken in the same
+    // critical section as this one's bookkeeping, one lock a slice instead of two.
+    void task(std::uint32_t i, std::unique_lock<std::mutex>& lock)
     {
         SliceState& s = *slices_[i];
         for (;;) {
+            lock.unlock();
             const RunResult r = exec_.run(s);
-            std::unique_lock lock(m_);
+            lock.lock();
             if (r == RunResult::yielded) {
-                post(i);  // to the back of the pool's queue: other slices get their turn
+                post(i);  // to the back of the ready queue: other slices get their turn
                 return;
             }
             if (r == RunResult::blocked) {
@@ -168,7 +214,10 @@ private:
     mutable std::mutex m_;
     std::condition_variable done_cv_;
     std::vector<Sched> sched_;
-    std::uint32_t active_ = 0;  // slices posted or running
+    std::uint32_t active_ = 0;         // slices posted or running
+    std::deque<std::uint32_t> ready_;  // posted, not yet running
+    std::uint32_t helpers_ = 0;        // pool tasks posted or running for this dispatch
+    bool caller_waiting_ = false;      // the thread in wait() is asleep on done_cv_
     std::map<std::uint32_t, std::deque<Message>> fifo_;
     std::map<std::uint64_t, Barrier> barriers_;  // by the stage's slice mask (0: all)
     std::atomic<double> stop_time_{kNever};

@@ -1,6 +1,7 @@
-// Runs one dispatch: every slice of it as a cooperative task on the worker pool, the
-// collective network's FIFOs and the barrier between them, deadlock detection, the stop
-// rule after a fault, and the report (docs/tile-isa.md, "Scheduling").
+// Runs one dispatch: every slice of it as a cooperative task on the calling thread and,
+// while more are ready, the worker pool's threads; the collective network's FIFOs and the
+// barrier between them, deadlock detection, the stop rule after a fault, and the report
+// (docs/tile-isa.md, "Scheduling").
 //
 // Determinism: slices share nothing but point-to-point FIFOs and barriers (a Kahn
 // network), so each slice computes the same values and the same modelled times whatever

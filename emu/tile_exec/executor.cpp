@@ -457,6 +457,7 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
     op.semaphore = i.imm;
     std::uint64_t fault_va = 0;
     std::uint32_t st = JAL_STATUS_OK;
+    DeviceMemory::Access mem(*p_.memory);  // the page table, held for the whole op
 
     if (i.op == JAL_OP_TLOAD || i.op == JAL_OP_TSTORE) {
         const std::uint64_t stride = s.x[i.c & 31] ? s.x[i.c & 31] : rb;
@@ -464,7 +465,7 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
             // Every row is checked before any is written: a faulting store writes nothing.
             for (std::uint32_t r = 0; r < t.rows; ++r) {
                 Traffic ignore;
-                if (p_.memory->read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) !=
+                if (mem.read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) !=
                     JAL_STATUS_OK) {
                     addr = fault_va;
                     return JAL_STATUS_PAGE_FAULT;
@@ -478,10 +479,9 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
             const std::uint64_t va = base + r * stride;
             if (i.op == JAL_OP_TLOAD)
-                st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+                st = mem.read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
             else
-                st =
-                    p_.memory->write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+                st = mem.write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
         }
     } else {  // TGATHER
         if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;
@@ -499,7 +499,7 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
             const std::uint64_t va =
                 base + static_cast<std::uint64_t>(static_cast<std::int64_t>(row)) * table_stride;
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
-            st = p_.memory->read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+            st = mem.read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
         }
     }
     if (st != JAL_STATUS_OK) {

@@ -58,9 +58,48 @@ bool broadcastable(const Tile& res, const Tile& b)
     return (b.rows == res.rows || b.rows == 1) && (b.cols == res.cols || b.cols == 1);
 }
 
-float at_broadcast(const std::vector<float>& b, const Tile& bt, std::uint32_t r, std::uint32_t c)
+// d[k] = f(a[k], b at k's row and column, d[k]) over the result td; b is broadcast from a
+// row, a column or one element.
+template <typename F>
+void binary(const Tile& td, const Tile& tb, const std::vector<float>& a,
+            const std::vector<float>& b, std::vector<float>& d, F f)
 {
-    return b[std::uint64_t{bt.rows == 1 ? 0 : r} * bt.cols + (bt.cols == 1 ? 0 : c)];
+    for (std::uint32_t r = 0; r < td.rows; ++r) {
+        const std::uint64_t row = std::uint64_t{r} * td.cols;
+        const float* br = b.data() + std::uint64_t{tb.rows == 1 ? 0 : r} * tb.cols;
+        if (tb.cols == 1)
+            for (std::uint32_t c = 0; c < td.cols; ++c)
+                d[row + c] = f(a[row + c], br[0], d[row + c]);
+        else
+            for (std::uint32_t c = 0; c < td.cols; ++c)
+                d[row + c] = f(a[row + c], br[c], d[row + c]);
+    }
+}
+
+// The two-input vector ops, the opcode resolved once a tile rather than once an element.
+void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, const std::vector<float>& a,
+                 const std::vector<float>& b, std::vector<float>& d)
+{
+    switch (op) {
+    case JAL_OP_VADD:
+        binary(td, tb, a, b, d, [](float x, float y, float) { return x + y; });
+        break;
+    case JAL_OP_VSUB:
+        binary(td, tb, a, b, d, [](float x, float y, float) { return x - y; });
+        break;
+    case JAL_OP_VMUL:
+        binary(td, tb, a, b, d, [](float x, float y, float) { return x * y; });
+        break;
+    case JAL_OP_VMAX:
+        binary(td, tb, a, b, d, [](float x, float y, float) { return std::fmax(x, y); });
+        break;
+    case JAL_OP_VMIN:
+        binary(td, tb, a, b, d, [](float x, float y, float) { return std::fmin(x, y); });
+        break;
+    default:  // VFMA
+        binary(td, tb, a, b, d, [](float x, float y, float z) { return std::fma(x, y, z); });
+        break;
+    }
 }
 
 // Slower input format first: F32 < BF16/F16 < MXFP8/Q8_0 < MXFP4.
@@ -158,31 +197,7 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         if (!compute) return kOk;
         const std::vector<float> a = load(s, *ta), b = load(s, *tb);
         std::vector<float> d = i.op == JAL_OP_VFMA ? load(s, *td) : std::vector<float>(n);
-        for (std::uint32_t r = 0; r < td->rows; ++r)
-            for (std::uint32_t c = 0; c < td->cols; ++c) {
-                const std::uint64_t k = std::uint64_t{r} * td->cols + c;
-                const float x = a[k], y = at_broadcast(b, *tb, r, c);
-                switch (i.op) {
-                case JAL_OP_VADD:
-                    d[k] = x + y;
-                    break;
-                case JAL_OP_VSUB:
-                    d[k] = x - y;
-                    break;
-                case JAL_OP_VMUL:
-                    d[k] = x * y;
-                    break;
-                case JAL_OP_VMAX:
-                    d[k] = std::fmax(x, y);
-                    break;
-                case JAL_OP_VMIN:
-                    d[k] = std::fmin(x, y);
-                    break;
-                default:
-                    d[k] = std::fma(x, y, d[k]);
-                    break;
-                }
-            }
+        elementwise(i.op, *td, *tb, a, b, d);
         store_raw(s, *td, d);
         return kOk;
     }

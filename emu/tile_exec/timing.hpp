@@ -6,11 +6,11 @@
 #pragma once
 
 #include "emu/tile_exec/device_memory.hpp"
+#include "emu/tile_exec/signal_queue.hpp"
 #include "emu/tile_exec/tile.hpp"
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 namespace jal::emu::exec {
@@ -93,7 +93,7 @@ private:
     double last_end_ = 0;
     std::vector<Pending> pending_;
     // Per semaphore: signals not yet consumed, (completion time, count), sorted by time.
-    std::array<std::deque<std::pair<double, std::uint64_t>>, JAL_ISA_SEMAPHORES> sems_;
+    std::array<SignalQueue, JAL_ISA_SEMAPHORES> sems_;
     std::array<std::uint64_t, 64> cache_tags_{};  // line address + 1; 0 = empty
     TimingCounters ctr_;
 };

@@ -25,6 +25,7 @@ void WorkerPool::post(std::function<void()> task)
     {
         std::lock_guard lock(m_);
         tasks_.push_back(std::move(task));
+        queued_.store(tasks_.size(), std::memory_order_relaxed);
     }
     cv_.notify_one();
 }
@@ -39,6 +40,7 @@ void WorkerPool::main()
             if (tasks_.empty()) return;  // stopping, and nothing left
             task = std::move(tasks_.front());
             tasks_.pop_front();
+            queued_.store(tasks_.size(), std::memory_order_relaxed);
         }
         task();
     }

@@ -4,6 +4,7 @@
 // dispatches; tests make their own with a chosen size.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -23,6 +24,9 @@ public:
 
     void post(std::function<void()> task);
     unsigned size() const { return static_cast<unsigned>(threads_.size()); }
+    // Tasks posted and not yet started (a hint: it may change at once). A task that could
+    // go on either way keeps its thread while nothing else waits for one.
+    std::size_t queued() const { return queued_.load(std::memory_order_relaxed); }
 
     static WorkerPool& shared();
 
@@ -32,6 +36,7 @@ private:
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::function<void()>> tasks_;
+    std::atomic<std::size_t> queued_{0};  // tasks_.size(), readable without m_
     bool stop_ = false;
     std::vector<std::thread> threads_;
 };

@@ -14,6 +14,9 @@ void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 // Case (b): everything decoded to F32, sequential fused multiply-add along k.
 void mma_fma_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b);
 void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
+// Case (b) with one to four rows of a and an F32, BF16 or F16 b (mma_avx2_gemv.cpp);
+// false, having done nothing, for any other shape or format.
+bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 
 // The vector engine's functions on n floats (x and y may alias).
 void exp_scalar(const float* x, float* y, size_t n);

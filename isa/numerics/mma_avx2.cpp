@@ -13,16 +13,16 @@
 // acc + t) in block order, eight outputs per vector.
 #include <jal/isa/tile_math.hpp>
 
+#include "avx2.hpp"
 #include "bits.hpp"
 #include "kernels.hpp"
+#include "scratch.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#define JAL_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace jal::numerics {
 
@@ -118,27 +118,6 @@ JAL_AVX2 void decode_b_rows(const ConstTile& b, uint32_t n0, int nr, uint32_t k0
         }
     }
     for (int r = nr; r < PW; r++) std::memset(rows + size_t(r) * KC, 0, KC * sizeof(float));
-}
-
-JAL_AVX2 inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4,
-                                __m256& r5, __m256& r6, __m256& r7)
-{
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
-    r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
-    r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
-    r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
-    r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
 // rows[PW][KC] -> panel[KC][PW] for k < kc (rounded up to 8; the rest is never read).
@@ -470,46 +449,60 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
     if (b.dtype == JAL_DT_MXFP4 && acc.rows <= 4) {
         const size_t K = a.cols;
-        std::vector<float> af(size_t(acc.rows) * K);
+        thread_local std::vector<float> af_buf;
+        thread_local std::vector<unsigned char> zero_buf;
+        float* af = grown(af_buf, size_t(acc.rows) * K);
         for (uint32_t m = 0; m < acc.rows; m++)
-            dequantize_row(a.dtype, tile_at(a, m, 0), af.data() + size_t(m) * K, K);
-        std::vector<unsigned char> zero_row(row_bytes(JAL_DT_MXFP4, K), 0);
+            dequantize_row(a.dtype, tile_at(a, m, 0), af + size_t(m) * K, K);
+        // Zeroed once: only ever read (the stand-in for rows past the tile's end).
+        const size_t zr = row_bytes(JAL_DT_MXFP4, K);
+        if (zero_buf.size() < zr) zero_buf.assign(zr, 0);
+        const unsigned char* zero_row = zero_buf.data();
         switch (acc.rows) {
         case 1:
-            direct_mxfp4_run<1, 4>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<1, 4>(acc, b, af, zero_row);
             break;
         case 2:
-            direct_mxfp4_run<2, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<2, 2>(acc, b, af, zero_row);
             break;
         case 3:
-            direct_mxfp4_run<3, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<3, 2>(acc, b, af, zero_row);
             break;
         default:
-            direct_mxfp4_run<4, 2>(acc, b, af.data(), zero_row.data());
+            direct_mxfp4_run<4, 2>(acc, b, af, zero_row);
             break;
         }
+        trimmed(af_buf);
+        trimmed(zero_buf);
         return;
     }
-    FmaBuffers buf;
-    buf.a.resize(size_t(acc.rows) * KC);
-    buf.rows.resize(size_t(PW) * KC);
-    buf.panel.resize(size_t(KC) * PW);
-    buf.c.resize(size_t(MR) * PW);
+    if (mma_fma_gemv_avx2(acc, a, b)) return;
+    thread_local FmaBuffers buf;
+    grown(buf.a, size_t(acc.rows) * KC);
+    grown(buf.rows, size_t(PW) * KC);
+    grown(buf.panel, size_t(KC) * PW);
+    grown(buf.c, size_t(MR) * PW);
     mma_fma_run(acc, a, b, buf);
+    trimmed(buf.a);  // M x KC: the only one that grows with the tile
 }
 
 void mma_blockdot_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
     const size_t nb = a.cols / 32;
-    BlockdotBuffers buf;
+    thread_local BlockdotBuffers buf;
     if (b.dtype == JAL_DT_MXFP4)
-        buf.bq.resize(nb * 8 * 32);
+        grown(buf.bq, nb * 8 * 32);
     else
-        buf.bq16.resize(nb * 8 * 32);
-    buf.bscale.resize(nb * 8);
-    buf.ascale.resize(size_t(acc.rows) * nb);
-    buf.asum.resize(size_t(acc.rows) * nb);
+        grown(buf.bq16, nb * 8 * 32);
+    grown(buf.bscale, nb * 8);
+    grown(buf.ascale, size_t(acc.rows) * nb);
+    grown(buf.asum, size_t(acc.rows) * nb);
     mma_blockdot_run(acc, a, b, buf);
+    trimmed(buf.bq);
+    trimmed(buf.bq16);
+    trimmed(buf.bscale);
+    trimmed(buf.ascale);
+    trimmed(buf.asum);
 }
 
 }  // namespace jal::numerics

@@ -289,6 +289,21 @@ TEST(NumericsMma, DecodeGemvShape)
     check_combination(JAL_DT_Q8_0, JAL_DT_MXFP4, 1, 96, 2880, 301);
 }
 
+TEST(NumericsMma, FewRowsOfUnblockedBAnyNAndK)
+{
+    // One to four rows of a against an F32, BF16 or F16 b: the AVX2 GEMV path, with strips
+    // of 8 and 32 rows of b cut short and k tails past the 8-wide steps
+    uint32_t seed = 500;
+    for (uint32_t M : {1u, 2u, 3u, 4u})
+        for (jal_dtype b : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16}) {
+            for (uint32_t N : {1u, 9u, 37u, 70u})
+                for (uint32_t K : {1u, 7u, 8u, 13u, 264u})
+                    check_combination(JAL_DT_F32, b, M, N, K, seed++);
+            check_combination(JAL_DT_MXFP8_E4M3, b, M, 33, 64, seed++);
+            check_combination(JAL_DT_BF16, b, M, 41, 72, seed++);
+        }
+}
+
 TEST(NumericsMma, UnblockedFormatsTakeAnyK)
 {
     for (uint32_t K : {1u, 5u, 7u, 37u, 300u})
