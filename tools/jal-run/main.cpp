@@ -21,6 +21,7 @@
 
 #include "default_model.hpp"
 #include "metrics.hpp"
+#include "profile.hpp"
 #include "tools/common/emu_process.hpp"
 
 namespace {
@@ -388,14 +389,12 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                 "a decode step\n",
                 s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000,
                 s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step);
-    if (o.profile && r.n_out > 1) {
-        std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel",
-                    "count", "time us", "HBM MB", "GB/s");
-        for (auto& [name, t] : rt.last_by_kernel())
-            std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(),
-                        (unsigned long long)t.dispatches, t.modelled_ns / 1e3, t.hbm_bytes / 1e6,
-                        t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
-    }
+    if (o.profile)
+        jal::run::print_profile(stdout,
+                                "prefill of one prompt by kernel (modelled):", g.prefill_kernels);
+    if (o.profile && r.n_out > 1)
+        jal::run::print_profile(stdout,
+                                "last decode step by kernel (modelled):", rt.last_by_kernel());
 }
 
 int run(const Options& o)
@@ -460,7 +459,8 @@ int main(int argc, char** argv)
                    "Dispatch slices (default 8; every slice with --timing-only)");
     app.add_flag("--json", o.json, "Print one JSON document");
     app.add_flag("-q,--quiet", o.quiet, "Only the tokens");
-    app.add_flag("--profile", o.profile, "Print the last decode step's modelled time by kernel");
+    app.add_flag("--profile", o.profile,
+                 "Print the prefill's and the last decode step's modelled time by kernel");
     app.add_option(
         "--emu-dir", o.emu_dir,
         "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
