@@ -21,6 +21,7 @@
 #include <jal/model/runtime.hpp>
 
 #include "expert_split.hpp"
+#include "gemm_split.hpp"
 #include "placement.hpp"
 
 namespace jal::model {
@@ -871,9 +872,12 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
+    // x is F32 in memory; each slice's shard is ⌈N/S⌉ rows.
+    g.row_groups =
+        detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4, (m.n + S_ - 1) / S_ * m.row_bytes);
     const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{}", g.m, g.n, g.k, int(g.weight),
-                    g.bias, int(g.numerics), g.rms_norm, g.accumulate);
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{}", g.m, g.n, g.k, int(g.weight),
+                    g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
