@@ -145,7 +145,7 @@ struct Layer {
 };
 
 struct Activations {
-    Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    Place x, q, attn, attn_rows, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -288,6 +288,16 @@ private:
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
                      const Vec* norm = nullptr);
     uint64_t va(const Place& p) const { return placement_.va(p); }
+    uint32_t row_groups(const Matrix& m, uint32_t rows) const
+    {
+        return detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4,
+                                       (m.n + S_ - 1) / S_ * m.row_bytes);
+    }
+    // Where layer il's attention writes its T rows (the output projection's x).
+    uint64_t attn_out(uint32_t il, uint32_t T) const
+    {
+        return va(row_groups(layers_[il].wo, T) > 1 ? a_.attn_rows : a_.attn);
+    }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
     // Adds a dispatch of `p` on `mask` to the Launcher's batch (lane >= 0: on that lane).
@@ -559,6 +569,9 @@ void RuntimeImpl::plan_activations()
     a_.x = placement_.reserve(I, T * E4);
     a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
     a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
+    // The same, when the output projection runs in row groups (a prompt): each slice reads
+    // only its group's rows, and a replicated write would cost a copy per slice.
+    a_.attn_rows = placement_.reserve(I, T * qdim_ * 4);
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
@@ -873,8 +886,7 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
     // x is F32 in memory; each slice's shard is ⌈N/S⌉ rows.
-    g.row_groups =
-        detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4, (m.n + S_ - 1) / S_ * m.row_bytes);
+    g.row_groups = row_groups(m, rows);
     const std::string key =
         fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{}", g.m, g.n, g.k, int(g.weight),
                     g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups);
@@ -1065,7 +1077,8 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
 {
     const uint64_t Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
     const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
-    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
+    const uint32_t T = segs.back().row0 + segs.back().rows;
+    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = attn_out(il, T);
     const Layer& Ly = layers_[il];
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
     // Each sequence's attention runs on its slot's slice group; with several groups and
@@ -1106,7 +1119,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     const uint64_t QKV4 = Q4 + 2 * KV4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), q = va(a_.q), at = va(a_.attn);
+    const uint64_t x = va(a_.x), q = va(a_.q), at = attn_out(il, T);
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
