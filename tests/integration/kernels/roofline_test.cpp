@@ -84,6 +84,59 @@ TEST_F(RooflineTest, GemmsPlainFusedAndAccumulating)
         }
 }
 
+TEST_F(RooflineTest, GemmsInRowGroups)
+{
+    // A prompt's GEMMs: rows split over 2, 4 and 8 groups of the 8 slices, norm fused and
+    // epilogue add, in every numerics (ggml's BF16 activations run at the BF16 rate).
+    for (uint32_t groups : {2u, 4u, 8u})
+        for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
+            jl::GemmConfig c{.m = 512,
+                             .n = 1024,
+                             .k = kEmbd,
+                             .weight = JAL_DT_BF16,
+                             .numerics = n,
+                             .bias = true,
+                             .rms_norm = groups != 4,
+                             .accumulate = groups == 4,
+                             .row_groups = groups};
+            const uint64_t row = jl::packed_row_bytes(c.weight, c.k);
+            const TensorRef w{.va = space(row * c.n),
+                              .rows = c.n,
+                              .cols = c.k,
+                              .row_stride = row,
+                              .dtype = c.weight};
+            const uint64_t table = upload(jl::shard_table(w, kSlices));
+            check(
+                jl::gemm_name(c) + " groups " + std::to_string(groups), jl::build_gemm(c),
+                jl::gemm_args(c, f32(c.m, c.k), table, w, f32(1, c.n), f32(c.m, c.n), f32(1, c.k)));
+        }
+}
+
+TEST_F(RooflineTest, PromptAttentionInLargeQueryBlocks)
+{
+    // A prompt's attention as the runtime runs it: 64 queries an item, full and windowed.
+    const uint32_t n_ctx = 1024, rows = 512, qkv = (kHeads + 2 * kKvHeads) * kDim;
+    const jk::KvCacheConfig kv{.n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx};
+    jk::KvCache cache(*device, *context, *queue, kv,
+                      jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
+    TensorRef q = f32(rows, qkv);
+    q.cols = kHeads * kDim;
+    q.row_stride = qkv * 4ull;
+    const TensorRef out = f32(rows, kHeads * kDim), sinks = f32(1, kHeads);
+    for (uint32_t window : {0u, 128u}) {
+        const jk::AttentionConfig a{.n_head = kHeads,
+                                    .n_head_kv = kKvHeads,
+                                    .head_dim = kDim,
+                                    .n_ctx = n_ctx,
+                                    .window = window,
+                                    .sinks = true,
+                                    .q_block = 64};
+        check("attention prompt 512 at 256, window " + std::to_string(window),
+              jk::build_attention(a),
+              jk::attention_args(a, q, out, 256, cache.heads_va(), sinks.va));
+    }
+}
+
 TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
 {
     // With data: which experts a pair chose decides what is read, and timing-only runs read

@@ -88,6 +88,8 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 namespace {
 
 constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
+// Query tokens an item of a prompt's attention holds (docs/model-runtime.md, "Prefill").
+constexpr uint32_t kPromptQueryBlock = 64;
 
 jal_dtype dtype_of(TensorType t, std::string_view name)
 {
@@ -269,7 +271,8 @@ private:
         const k::Program *rope, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
-    const k::Program& attention_kernel(uint32_t window, bool append_kv);
+    // q_block 0: the kernel's default (128 stacked query rows an item).
+    const k::Program& attention_kernel(uint32_t window, bool append_kv, uint32_t q_block = 0);
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
@@ -1058,15 +1061,16 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     return g;
 }
 
-const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv)
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, uint32_t q_block)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{}", c_.n_head, c_.n_head_kv,
-                               c_.head_dim, o_.n_ctx, window, append_kv),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} q{}", c_.n_head, c_.n_head_kv,
+                               c_.head_dim, o_.n_ctx, window, append_kv, q_block),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
                        a.append_kv = append_kv;
+                       a.q_block = q_block;
                        return k::build_attention(a);
                    });
 }
@@ -1104,7 +1108,10 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
             q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
             va(Ly.sinks.place)};
         if (fused) args.insert(args.end(), {kk + sg.row0 * QKV4, v + sg.row0 * QKV4});
-        add(attention_kernel(window, fused), wide ? all_mask_ : kv_mask(j), k::Args(args),
+        // A prompt's items hold kPromptQueryBlock queries: every key and value an item loads
+        // then serves that many query rows of each head.
+        const uint32_t q_block = wide ? kPromptQueryBlock : 0;
+        add(attention_kernel(window, fused, q_block), wide ? all_mask_ : kv_mask(j), k::Args(args),
             window ? "attention (sliding window)" : "attention", lane);
     }
     if (lanes) launch_->join();
