@@ -291,15 +291,12 @@ private:
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
                      const Vec* norm = nullptr);
     uint64_t va(const Place& p) const { return placement_.va(p); }
-    uint32_t row_groups(const Matrix& m, uint32_t rows) const
-    {
-        return detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4,
-                                       (m.n + S_ - 1) / S_ * m.row_bytes);
-    }
+    uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false,
+                        bool accumulate = false) const;
     // Where layer il's attention writes its T rows (the output projection's x).
     uint64_t attn_out(uint32_t il, uint32_t T) const
     {
-        return va(row_groups(layers_[il].wo, T) > 1 ? a_.attn_rows : a_.attn);
+        return va(row_groups(layers_[il].wo, T, false, true) > 1 ? a_.attn_rows : a_.attn);
     }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
@@ -880,6 +877,20 @@ void RuntimeImpl::free_sequence(int seq)
     slot(seq).used = false;
 }
 
+uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool accumulate) const
+{
+    auto m_chunk = [&](uint32_t groups) {
+        lin::GemmConfig g;
+        g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = true;
+        g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+        g.rms_norm = norm, g.accumulate = accumulate, g.row_groups = groups;
+        return lin::plan_gemm(g).m_chunk;
+    };
+    // x is F32 in memory; each slice's shard is ⌈N/S⌉ rows.
+    return detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4,
+                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk);
+}
+
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
                        const Vec* norm, bool accumulate)
@@ -888,8 +899,7 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
-    // x is F32 in memory; each slice's shard is ⌈N/S⌉ rows.
-    g.row_groups = row_groups(m, rows);
+    g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate);
     const std::string key =
         fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{}", g.m, g.n, g.k, int(g.weight),
                     g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups);
