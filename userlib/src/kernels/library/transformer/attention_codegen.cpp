@@ -26,7 +26,12 @@ private:
     void move_heads(uint32_t l1_off, X base, X stride, bool store);
     void start_state(X item);
     X key_start(X item);
-    void chunk(X k0);
+    void keys(X k0);  // k0 starts at the first key and is changed
+    X chunk_keys(X k0);
+    void load_kv(X k0, int buf);
+    void scores(X k0, int buf);
+    void update(X k0, int buf);
+    void mask_if_needed(X k0, X nk, int buf);
     void merge_splits(X item, Label item_done);
     void split_index(X sp, X item);
     void desc(T t, uint32_t l1_off, X nrows, X ncols);
@@ -39,7 +44,11 @@ private:
     // arguments
     X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
-    uint32_t l1_q = 0, l1_k = 0, l1_v = 0, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
+    // Key chunks go through kBufs buffers of K, Vᵀ and scores, so chunk c+1's loads and its
+    // Q·Kᵀ run while chunk c's softmax does (keys()).
+    static constexpr int kBufs = 3;
+    uint32_t l1_k[kBufs] = {}, l1_v[kBufs] = {}, l1_s[kBufs] = {};
+    uint32_t l1_q = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
     uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
     uint32_t l1_app = 0;  // append_kv: k, v and Vᵀ blocks of 32 rows and the identity
     X dim{}, one{}, dim_bytes{}, rr{};
@@ -80,9 +89,11 @@ void AttentionKernel::declare()
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
-    l1_k = b.l1_alloc(Nk * D * 4);
-    l1_v = b.l1_alloc(D * Nk * 4);
-    l1_s = b.l1_alloc(M * Nk * 4);
+    for (int i = 0; i < kBufs; i++) {
+        l1_k[i] = b.l1_alloc(Nk * D * 4);
+        l1_v[i] = b.l1_alloc(D * Nk * 4);
+        l1_s[i] = b.l1_alloc(M * Nk * 4);
+    }
     l1_o = b.l1_alloc(M * D * 4);
     l1_m = b.l1_alloc(M * 4);
     l1_mc = b.l1_alloc(M * 4);
@@ -329,32 +340,77 @@ X AttentionKernel::key_start(X item)
     return kstart;
 }
 
-// One chunk of keys from k0: S = Q K^T masked, then the online-softmax update of m, l, O.
-void AttentionKernel::chunk(X k0)
+// Keys in chunk k0: min(kend − k0, Nk), in a new register.
+X AttentionKernel::chunk_keys(X k0)
 {
     X nk = b.x();
     b.sub(nk, kend, k0);
     b.li(tmp, Nk);
     b.min(nk, nk, tmp);
-    desc(tk, l1_k, nk, dim);
+    return nk;
+}
+
+// Issues the loads of chunk k0's keys and Vᵀ columns into buffer buf (two signals on sem).
+void AttentionKernel::load_kv(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    desc(tk, l1_k[buf], nk, dim);
     b.muli(addr, k0, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);
     b.tload(tk, addr, dim_bytes, sem);
-    desc(tv, l1_v, dim, nk);
+    desc(tv, l1_v[buf], dim, nk);
     b.muli(addr, k0, 4);
     b.add(addr, addr, vc);
     b.li(tmp, cfg_.n_ctx * 4ll);
     b.tload(tv, addr, tmp, sem);
-    b.wait(sem, 2);
+    b.free(nk);
+}
 
-    desc(ts, l1_s, rn, nk);
-    b.vfill(ts, 0.0f);
-    b.mma(ts, tq, tk);  // S = (scale Q) K^T
+// Waits for chunk k0's loads (the two earliest pending on sem), then S = (scale Q) Kᵀ into
+// buffer buf, which was cleared before.
+void AttentionKernel::scores(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    b.wait(sem, 2);
+    desc(tk, l1_k[buf], nk, dim);
+    desc(ts, l1_s[buf], rn, nk);
+    b.mma(ts, tq, tk);
+    b.free(nk);
+}
+
+// VMASK only where some key of the chunk is invisible to some query of the item: a key past
+// the first query's position, or (with a window) one the last query no longer sees.
+void AttentionKernel::mask_if_needed(X k0, X nk, int buf)
+{
+    Label mask = b.label(), skip = b.label();
+    const X t = addr;  // scratch (registers are short here)
+    b.add(t, k0, nk);
+    b.addi(t, t, -1);
+    b.blt(p_first, t, mask);  // the last key is after the first query
+    if (cfg_.window) {
+        // the last query (p_first + n − 1) a window or more past the first key k0
+        b.add(t, p_first, n);
+        b.addi(t, t, -static_cast<int32_t>(cfg_.window));
+        b.blt(k0, t, mask);
+    }
+    b.jmp(skip);
+    b.bind(mask);
     b.muli(tmp, nk, 4);
     b.for_range(zero, rr, 1, [&](X hh) {
-        desc_head(tsub, l1_s, hh, n, nk, tmp);
+        desc_head(tsub, l1_s[buf], hh, n, nk, tmp);
         b.vmask(tsub, p_first, k0, cfg_.window);
     });
+    b.bind(skip);
+}
+
+// The online-softmax update of m, l and O by chunk k0's scores in buffer buf: P = exp(S −
+// m'), l = l·α + Σ P, O = O·α + P V with α = exp(m − m'). The O·α comes last so that the
+// other vector work overlaps the previous chunk's P V.
+void AttentionKernel::update(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    mask_if_needed(k0, nk, buf);
+    desc(ts, l1_s[buf], rn, nk);
     b.vredmax(tmc, ts);
     b.vmax(tmc, tmc, tm);  // m'
     b.vsub(ts, ts, tmc);
@@ -362,12 +418,69 @@ void AttentionKernel::chunk(X k0)
     b.vsub(tm, tm, tmc);
     b.vexp(tm, tm);  // alpha = exp(m - m')
     b.vmul(tl, tl, tm);
-    b.vmul(to, to, tm);
     b.vredsum(trs, ts);
     b.vadd(tl, tl, trs);
-    b.mma(to, ts, tv);  // O += P V  (V^T is the weight-layout operand)
-    b.vcopy(tm, tmc);
+    b.vmul(to, to, tm);
     b.free(nk);
+}
+
+// The key chunks from kstart to kend, software-pipelined over kBufs buffers: while chunk
+// c's softmax runs on the vector engine, chunk c+1's Q·Kᵀ runs on the matrix engine and
+// chunk c+2's keys and values load. Each chunk's arithmetic is the unpipelined loop's.
+void AttentionKernel::keys(X k0)
+{
+    X kn = b.x();
+    Label top = b.label(), out = b.label();
+    b.bge(k0, kend, out);
+    load_kv(k0, 0);
+    {
+        Label one = b.label();
+        b.addi(kn, k0, static_cast<int32_t>(Nk));
+        b.bge(kn, kend, one);
+        load_kv(kn, 1);
+        b.bind(one);
+    }
+    b.li(l1, l1_s[0]);  // the first chunk's scores cleared (the loop clears the others)
+    b.li(tmp, Nk);
+    b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
+    b.vfill(ts, 0.0f);
+    scores(k0, 0);
+    b.bind(top);
+    for (int slot = 0; slot < kBufs; slot++) {
+        const int next = (slot + 1) % kBufs, after = (slot + 2) % kBufs;
+        Label no_next = b.label(), no_after = b.label();
+        b.bge(k0, kend, out);
+        b.addi(kn, k0, static_cast<int32_t>(Nk));
+        {  // clear the next chunk's scores before this chunk's vector work
+            Label skip = b.label();
+            b.bge(kn, kend, skip);
+            b.li(l1, l1_s[next]);
+            b.li(tmp, Nk);
+            b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
+            b.vfill(ts, 0.0f);
+            b.bind(skip);
+        }
+        update(k0, slot);
+        b.bge(kn, kend, no_next);
+        scores(kn, next);
+        b.bind(no_next);
+        {  // O += P V (Vᵀ is the weight-layout operand), then m = m'
+            X nk = chunk_keys(k0);
+            desc(ts, l1_s[slot], rn, nk);
+            desc(tv, l1_v[slot], dim, nk);
+            b.mma(to, ts, tv);
+            b.free(nk);
+        }
+        b.vcopy(tm, tmc);
+        b.addi(k0, kn, static_cast<int32_t>(Nk));  // the chunk after next
+        b.bge(k0, kend, no_after);
+        load_kv(k0, after);
+        b.bind(no_after);
+        b.addi(k0, kn, 0);
+    }
+    b.jmp(top);
+    b.bind(out);
+    b.free(kn);
 }
 
 // Splits 1..S-1 send their (m, l, O) to split 0's slice and go to item_done; split 0
@@ -425,7 +538,7 @@ void AttentionKernel::item(X item)
     b.free(g);
 
     X kstart = key_start(item);
-    b.for_range(kstart, kend, static_cast<int32_t>(Nk), [&](X k0) { chunk(k0); });
+    keys(kstart);
     b.free(kstart);
 
     Label item_done = b.label();
