@@ -136,8 +136,9 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
         // Room for the projected generation too (--project-out): a concurrency whose caches
         // cannot hold prompt + every output token is refused, not projected.
         ro.n_ctx = o.prompt_len + std::max(r.n_out, o.project_out) + 1;
-        // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
-        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), r.users);
+        // Long prompts prefill in chunks of 2048 rows: the most the expert GEMM takes (8192
+        // pairs), so each expert's weights serve as many rows as they can.
+        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 2048u), r.users);
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
         if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {

@@ -222,6 +222,17 @@ TEST_F(LinearExpertNormTest, FusedIsBitForBitNormThenExpertGemm)
         }
 }
 
+TEST_F(LinearExpertNormTest, FusedNormInStagedBlocks)
+{
+    // Enough pairs an expert for several staging blocks: still bit for bit norm then GEMM.
+    for (jl::Numerics n : {jl::Numerics::ggml, jl::Numerics::fast}) {
+        jl::ExpertGemmConfig c{
+            .tokens = 40, .k = 2, .experts = 3, .n = 40, .kdim = 64, .numerics = n};
+        SCOPED_TRACE(jl::expert_gemm_name(c));
+        EXPECT_EQ(run_case(c, 2, true), run_case(c, 2, false));
+    }
+}
+
 class LinearGemmAccumulateTest : public jal::test::LinearKernelTest {
 protected:
     // y0 + x·Wᵀ + bias: accumulated in the GEMM's epilogue (fused) or a plain GEMM then the

@@ -945,11 +945,12 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     const std::string key =
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{}", g.tokens, g.k, g.experts,
                     g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm);
-    // Timing only, a kernel's reads of the expert ids see nothing, so split by experts it
-    // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows the kernel
-    // itself spreads the pairs evenly over the experts uniform routing makes active, and is
-    // charged what a real run with those ids costs (linear_expert_timing_test).
-    if (o_.timing_only && !by_rows) {
+    // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
+    // experts when uniform routing makes every expert active (a prompt), the kernel itself
+    // spreads the pairs evenly over the active experts and is charged what a real run with
+    // those ids costs (linear_expert_timing_test); otherwise split by experts runs as a
+    // plain GEMM of the same traffic (timing_expert_gemm).
+    if (o_.timing_only && !by_rows && lin::uniform_active(g) < g.experts) {
         timing_expert_gemm(m, tokens, x, x_stride, y, what, norm);
         return;
     }

@@ -22,6 +22,8 @@ using namespace detail;
 namespace {
 constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kWeightBudget = 1u << 20;
+// Staged gathers (split by experts, converted activations): F32 rows per staging block.
+constexpr uint32_t kStageRows = 8;
 }  // namespace
 
 std::string expert_gemm_name(const ExpertGemmConfig& c)
@@ -55,6 +57,11 @@ struct ExpertPlan {
     // whose rows of an expert fit one tile; the others take the per-expert loop).
     bool streamed;
     uint64_t streamed_extra;  // the L1 that path needs beyond the chunk buffers
+    // Split by experts with converted activations: a chunk's F32 rows are gathered, normed
+    // and converted kStageRows at a time through two staging buffers, so only the converted
+    // rows and the accumulator stay in L1 per pair (more pairs a chunk: each expert's
+    // weights stream once for more rows).
+    bool staged;
 };
 
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
@@ -82,6 +89,15 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(fixed + per_row <= kL1, name, "does not fit in L1");
     p.mc = static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / per_row));
+    p.staged = c.split == ExpertSplit::experts && p.convert;
+    if (p.staged) {
+        const uint64_t stage = 2 * (uint64_t{kStageRows} * c.kdim * 4 + 64) +
+                               (c.rms_norm ? kStageRows * (uint64_t{c.kdim} * 4 + 4) : 0);
+        const uint64_t staged_row = p.arow + uint64_t{c.n} * 4;
+        require(fixed + stage + staged_row <= kL1, name, "does not fit in L1");
+        p.mc =
+            static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed - stage) / staged_row));
+    }
     // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
     // and the bias rows of every pair.
     p.streamed_extra = (uint64_t{p.pairs} * 4 + 64) + (uint64_t{c.experts} * 4 + 64) +
@@ -115,6 +131,8 @@ private:
     void norm_rows(X rows);
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
+    void gather_staged(X c0, X rows);
+    void stage_block(X c0, X rows, X j, int buf);
     void multiply(X rows);
     X tile_rows(X i);
     void scatter(X c0, X rows);
@@ -171,7 +189,9 @@ void ExpertGemmKernel::layout()
     l1_w[0] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_w[1] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_bias = b.l1_alloc(c.n * 4);
-    l1_x = b.l1_alloc(p.mc * c.kdim * 4);
+    // Staged: two staging buffers of kStageRows F32 rows (l1_x, then the second).
+    const uint32_t x_rows = p.staged ? 2 * kStageRows : p.mc;
+    l1_x = b.l1_alloc(x_rows * c.kdim * 4);
     l1_a = p.convert ? b.l1_alloc(static_cast<uint32_t>(p.mc * p.arow)) : l1_x;
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
     tids = b.t(), tplist = b.t(), tglist = b.t(), tcount = b.t(), tstart = b.t(), tgidx = b.t(),
@@ -180,8 +200,9 @@ void ExpertGemmKernel::layout()
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
     if (c.rms_norm) {
         l1_nw = b.l1_alloc(c.kdim * 4);
-        l1_sq = b.l1_alloc(p.mc * c.kdim * 4);
-        l1_sc = b.l1_alloc(p.mc * 4);
+        const uint32_t norm_rows = p.staged ? kStageRows : p.mc;
+        l1_sq = b.l1_alloc(norm_rows * c.kdim * 4);
+        l1_sc = b.l1_alloc(norm_rows * 4);
         tnw = b.t(), qn = b.q();
     }
 }
@@ -377,6 +398,59 @@ void ExpertGemmKernel::scatter(X c0, X rows)
     });
 }
 
+// Gathers block j (kStageRows rows from row j·kStageRows of the chunk at c0, fewer at the
+// end) of the chunk's F32 rows into staging buffer buf (signal on qw[buf]: the W buffers'
+// semaphores, idle until the chunk's multiply).
+void ExpertGemmKernel::stage_block(X c0, X rows, X j, int buf)
+{
+    X r0 = b.x(), nb = b.x(), a = b.x();
+    b.muli(r0, j, kStageRows);
+    b.sub(nb, rows, r0);
+    b.li(a, kStageRows);
+    b.min(nb, nb, a);
+    b.add(a, c0, first);
+    b.add(a, a, r0);
+    b.muli(a, a, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_glist));
+    b.tdesc(tgidx, a, nb, one, JAL_DT_I32);
+    emit_tdesc_at(b, tx, l1_x + buf * kStageRows * c.kdim * 4, nb, kdim, JAL_DT_F32);
+    b.tgather(tx, x, x_stride, tgidx, qw[buf]);
+    b.free(a);
+    b.free(nb);
+    b.free(r0);
+}
+
+// The chunk's rows into ta: gathered kStageRows at a time through two staging buffers
+// (the next block's gather in flight while this one is normed and converted), each block
+// converted into its rows of ta. Row by row the arithmetic of the unstaged path.
+void ExpertGemmKernel::gather_staged(X c0, X rows)
+{
+    X blocks = b.x(), t = emit_const(b, kStageRows);
+    emit_ceil_div(b, blocks, rows, t, kStageRows);
+    b.free(t);
+    emit_double_buffered(
+        b, blocks, [&](X j, int buf) { stage_block(c0, rows, j, buf); },
+        [&](X j, int buf) {
+            b.wait(qw[buf], 1);
+            X r0 = b.x(), nb = b.x(), a = b.x();
+            b.muli(r0, j, kStageRows);
+            b.sub(nb, rows, r0);
+            b.li(a, kStageRows);
+            b.min(nb, nb, a);
+            emit_tdesc_at(b, tx, l1_x + buf * kStageRows * c.kdim * 4, nb, kdim, JAL_DT_F32);
+            if (c.rms_norm) norm_rows(nb);
+            b.muli(a, r0, static_cast<int32_t>(p.arow));
+            b.addi(a, a, static_cast<int32_t>(l1_a));
+            b.tdesc(ta, a, nb, kdim, p.act);
+            b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+            b.free(a);
+            b.free(nb);
+            b.free(r0);
+        });
+    b.free(blocks);
+    emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
+}
+
 // Pairs [c0, c0 + min(mc, cnt − c0)) of the expert: gather, convert, multiply, scatter.
 void ExpertGemmKernel::chunk(X c0, X mc_reg)
 {
@@ -391,13 +465,17 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
         b.tdesc(tgidx, a, rows, one, JAL_DT_I32);
         b.free(a);
     }
-    emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
-    b.tgather(tx, x, x_stride, tgidx, qio);
-    b.wait(qio, 1);
-    if (c.rms_norm) norm_rows(rows);
-    if (p.convert) {
-        emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
-        b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+    if (p.staged) {
+        gather_staged(c0, rows);
+    } else {
+        emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
+        b.tgather(tx, x, x_stride, tgidx, qio);
+        b.wait(qio, 1);
+        if (c.rms_norm) norm_rows(rows);
+        if (p.convert) {
+            emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
+            b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+        }
     }
     emit_tdesc_at(b, tacc, l1_acc, rows, ncols, JAL_DT_F32, c.n * 4);
     b.vfill(tacc, 0.0f);
@@ -417,6 +495,20 @@ void ExpertGemmKernel::expert_loop(X e, X e_end, X w, X e_stride)
     b.tread(first, tstart, e, 0);
     b.tread(cnt, tcount, e, 0);
     b.sub(cnt, cnt, first);
+    if (!by_rows && uniform_active(c) == c.experts) {
+        // Timing only, the ids read as zeros and so do the counts: when uniform routing
+        // makes every expert active (a prompt), expert e takes the e-th even share of the
+        // pairs, as a real run with those ids does (linear_expert_timing_test). With fewer
+        // active experts the runtime charges a stand-in instead (docs/model-runtime.md).
+        Label real = b.label();
+        X t0 = b.x(), t1 = b.x();
+        b.movsr(t0, JAL_SR_TIMING_ONLY);
+        b.beq(t0, zero, real);
+        even_share(e, experts, first, cnt, t0, t1);
+        b.bind(real);
+        b.free(t1);
+        b.free(t0);
+    }
     b.beq(cnt, zero, next_expert);
     if (c.bias) load_bias(e);
     // Chunks of at most mc pairs.
