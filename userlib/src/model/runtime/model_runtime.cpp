@@ -289,7 +289,11 @@ private:
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
-                     const Vec* norm = nullptr);
+                     const Vec* norm = nullptr, bool swiglu = false);
+    // The gate|up expert GEMM applies the SwiGLU in its epilogue: split by experts (each
+    // slice has a pair's gate and up columns) and not charged through the timing-only
+    // stand-in (expert_gemm).
+    bool swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const;
     uint64_t va(const Place& p) const { return placement_.va(p); }
     uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false,
                         bool accumulate = false) const;
@@ -931,9 +935,17 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
     return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
 }
 
+bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
+{
+    if (split_by_rows(m, tokens, false)) return false;
+    lin::ExpertGemmConfig g;
+    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts;
+    return !o_.timing_only || lin::uniform_active(g) == g.experts;
+}
+
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm)
+                              const char* what, const Vec* norm, bool swiglu)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -942,9 +954,11 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
-    const std::string key =
-        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{}", g.tokens, g.k, g.experts,
-                    g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows, g.rms_norm);
+    const k::SwigluConfig glu;  // GPT-OSS's α and limit, as the separate kernel's
+    g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
+    const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}",
+                                        g.tokens, g.k, g.experts, g.n, g.kdim, int(g.weight),
+                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1151,10 +1165,15 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");
     const uint64_t gu = va(a_.gate_up);
-    expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
-                &Ly.post_norm);
-    add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
-        "swiglu");
+    if (swiglu_in_gate_up(Ly.gate_up, T)) {  // a prompt: the SwiGLU in the epilogue
+        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), F4, "ffn_gate_up_exps",
+                    &Ly.post_norm, true);
+    } else {
+        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
+                    &Ly.post_norm);
+        add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
+            "swiglu");
+    }
     expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
     // x += Σ w·e: the residual add in the combine's epilogue.
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");

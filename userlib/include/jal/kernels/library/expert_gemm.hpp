@@ -50,6 +50,13 @@ struct ExpertGemmConfig {
     // the gate and up projections read the residual stream and normalise it themselves.
     bool rms_norm = false;
     float norm_eps = 1e-5f;
+    // GPT-OSS's SwiGLU in the epilogue (split by experts only; N even): each pair's row of
+    // N = gate | up columns becomes N/2 columns min(g,limit)·σ(α·min(g,limit))·(clamp(u,
+    // ±limit)+1), the instruction sequence of swiglu_oai, so y has N/2 columns and the
+    // separate SwiGLU dispatch (and y's other half) is not needed. Bit for bit the two.
+    bool swiglu = false;
+    float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
+    uint32_t out_cols() const { return swiglu ? n / 2 : n; }
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
@@ -75,7 +82,7 @@ JAL_API uint32_t uniform_active(const ExpertGemmConfig& c);
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);
-// bias: E×N F32 (va 0 without); y: tokens·k × N F32.
+// bias: E×N F32 (va 0 without); y: tokens·k × out_cols() F32.
 JAL_API std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x,
                                                const TensorRef& ids, uint64_t w_shards,
                                                const TensorRef& w, const TensorRef& bias,

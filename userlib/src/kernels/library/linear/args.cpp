@@ -121,7 +121,7 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     TensorRef wv = w;
     if (wv.va == 0) wv.va = 1;
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
-    expect(k, "y", y, pairs, c.n, JAL_DT_F32);
+    expect(k, "y", y, pairs, c.out_cols(), JAL_DT_F32);
     require(w_shards != 0, k, "no shard table");
     std::vector<uint64_t> a{x.va, stride_of(x)};
     if (c.rms_norm) {

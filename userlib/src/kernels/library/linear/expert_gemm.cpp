@@ -5,7 +5,9 @@
 #include <jal/kernels/library/expert_gemm.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include <jal/isa/numerics.hpp>
@@ -20,6 +22,13 @@ namespace jal::kernels::linear {
 using namespace detail;
 
 namespace {
+// The bits of an F32 as the low word of an integer (VCLAMP bounds).
+int64_t f32_bits_of(float v)
+{
+    uint32_t u = 0;
+    std::memcpy(&u, &v, 4);
+    return u;
+}
 constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kWeightBudget = 1u << 20;
 // Staged gathers (split by experts, converted activations): F32 rows per staging block.
@@ -28,11 +37,11 @@ constexpr uint32_t kStageRows = 8;
 
 std::string expert_gemm_name(const ExpertGemmConfig& c)
 {
-    std::string name = "expert_gemm_dt" + std::to_string(c.weight) + "_" +
-                       numerics_name(c.numerics) + "_t" + std::to_string(c.tokens) + "k" +
-                       std::to_string(c.k) + "e" + std::to_string(c.experts) + "n" +
-                       std::to_string(c.n) + "k" + std::to_string(c.kdim) +
-                       (c.input_per_pair ? "_pp" : "") + (c.split == ExpertSplit::rows ? "_r" : "");
+    std::string name =
+        "expert_gemm_dt" + std::to_string(c.weight) + "_" + numerics_name(c.numerics) + "_t" +
+        std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
+        "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "") +
+        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_glu" : "");
     return name.substr(0, 63);
 }
 
@@ -74,6 +83,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     require(!(c.tokens == 0 || c.k == 0 || c.experts == 0 || c.n == 0 || c.kdim == 0 ||
               p.wrow == 0 || p.arow == 0 || p.pairs > 8192 || c.experts > 4096),
             name, "bad shape or format (at most 8192 pairs and 4096 experts)");
+    require(!c.swiglu || (c.split == ExpertSplit::experts && c.n % 2 == 0), name,
+            "the SwiGLU epilogue needs the split by experts and an even N");
     p.convert = p.act != JAL_DT_F32;
     // W tiles: tn rows of all K, two buffers.
     p.tn = static_cast<uint32_t>(
@@ -84,7 +95,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     // With the fused norm: its weight, and per row its squares and scale.
     const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
                            2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
-                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0);
+                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
+                           (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0);
     const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(fixed + per_row <= kL1, name, "does not fit in L1");
@@ -132,6 +144,7 @@ private:
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
     void gather_staged(X c0, X rows);
+    void swiglu_rows(X rows);
     void stage_block(X c0, X rows, X j, int buf);
     void multiply(X rows);
     X tile_rows(X i);
@@ -154,6 +167,7 @@ private:
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
+    uint32_t l1_glu = 0;                       // the SwiGLU's σ, kStageRows rows
     T tnw{};
     Q qn{};
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
@@ -198,6 +212,7 @@ void ExpertGemmKernel::layout()
     tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
+    if (c.swiglu) l1_glu = b.l1_alloc(kStageRows * (c.n / 2) * 4);
     if (c.rms_norm) {
         l1_nw = b.l1_alloc(c.kdim * 4);
         const uint32_t norm_rows = p.staged ? kStageRows : p.mc;
@@ -380,7 +395,13 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
     b.add(dst, dst, a);
     b.muli(a, acc_row, static_cast<int32_t>(acc_stride));
     b.addi(a, a, static_cast<int32_t>(l1_acc));
-    b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+    if (c.swiglu) {  // the gate half now holds the output
+        X half = emit_const(b, c.n / 2);
+        b.tdesc(tsub, a, one, half, JAL_DT_F32);
+        b.free(half);
+    } else {
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+    }
     emit_counted_store(b, tsub, dst, y_stride, qst, stores);
     b.free(a);
     b.free(dst);
@@ -451,6 +472,41 @@ void ExpertGemmKernel::gather_staged(X c0, X rows)
     emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
 }
 
+// The SwiGLU of the accumulator's rows in place, kStageRows at a time: gate (columns
+// [0, N/2)) becomes the output, up (the rest) and a small σ buffer are scratch; the
+// instructions (and so the bits) of swiglu_oai. Tiles free after the multiply are borrowed.
+void ExpertGemmKernel::swiglu_rows(X rows)
+{
+    const uint32_t F = c.n / 2;
+    const T tg = tsub, tu = tx, tt = tbias;  // (ta may be tx)
+    b.for_range(zero, rows, static_cast<int32_t>(kStageRows), [&](X r0) {
+        X nb = b.x(), a = b.x(), half = emit_const(b, F);
+        b.sub(nb, rows, r0);
+        b.li(a, kStageRows);
+        b.min(nb, nb, a);
+        b.muli(a, r0, static_cast<int32_t>(c.n * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tg, a, nb, half, JAL_DT_F32, c.n * 4);
+        b.addi(a, a, static_cast<int32_t>(F * 4));
+        b.tdesc(tu, a, nb, half, JAL_DT_F32, c.n * 4);
+        emit_tdesc_at(b, tt, l1_glu, nb, half, JAL_DT_F32);
+        // the VCLAMP bounds, in the registers the descriptions no longer need
+        b.li(nb, f32_bits_of(-std::numeric_limits<float>::infinity()));
+        b.li(a, f32_bits_of(c.swiglu_limit));
+        b.vclamp(tg, tg, nb, a);  // min(g, limit): the gate is clamped above only
+        b.li(nb, f32_bits_of(-c.swiglu_limit));
+        b.vclamp(tu, tu, nb, a);
+        b.vscale(tt, tg, c.swiglu_alpha);
+        b.vsigmoid(tt, tt);
+        b.vmul(tg, tg, tt);
+        b.vadds(tu, tu, 1.0f);
+        b.vmul(tg, tg, tu);
+        b.free(half);
+        b.free(a);
+        b.free(nb);
+    });
+}
+
 // Pairs [c0, c0 + min(mc, cnt − c0)) of the expert: gather, convert, multiply, scatter.
 void ExpertGemmKernel::chunk(X c0, X mc_reg)
 {
@@ -481,6 +537,7 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     b.vfill(tacc, 0.0f);
     multiply(rows);
     if (c.bias) b.vadd(tacc, tacc, tbias);
+    if (c.swiglu) swiglu_rows(rows);
     scatter(c0, rows);
     b.free(rows);
 }
