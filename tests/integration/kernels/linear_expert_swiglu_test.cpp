@@ -25,8 +25,9 @@ protected:
     {
         const uint32_t pairs = c.tokens * c.k, F = c.n / 2;
         xf = jal::test::random_floats(size_t{c.tokens} * c.kdim, 5, 2.0f);
-        w = jal::test::quantized(jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, 7, 1.5f),
-                                 c.experts * c.n, c.kdim, c.weight);
+        w = jal::test::quantized(
+            jal::test::random_floats(size_t{c.experts} * c.n * c.kdim, 7, 1.5f), c.experts * c.n,
+            c.kdim, c.weight);
         bias = jal::test::random_floats(size_t{c.experts} * c.n, 8, 4.0f);
         ids.clear();
         for (uint32_t p = 0; p < pairs; p++)
@@ -35,10 +36,8 @@ protected:
         const uint64_t w_va = upload(w.bytes);
         const uint64_t table_va = upload(jl::expert_shard_table(c, w.ref(w_va), nslices));
         const TensorRef x{.va = upload(xf), .rows = c.tokens, .cols = c.kdim, .dtype = JAL_DT_F32};
-        const TensorRef tids{
-            .va = upload(ids), .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
-        const TensorRef tb{
-            .va = upload(bias), .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
+        const TensorRef tids{.va = upload(ids), .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
+        const TensorRef tb{.va = upload(bias), .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
         const TensorRef y{
             .va = output(size_t{pairs} * F * 4), .rows = pairs, .cols = F, .dtype = JAL_DT_F32};
         c.swiglu = fused;

@@ -24,6 +24,11 @@ constexpr int kWBuffers = 3;                   // W loads run two tiles ahead of
 constexpr int kAccBuffers = 3;                 // a tile's store may still be reading one
 constexpr uint32_t kWeightBudget = 3u << 19;   // all W buffers together, at most (1.5 MiB)
 constexpr uint32_t kStageBudget = 768u << 10;  // both F32 staging buffers of x, at most
+// In row groups (a prompt) L1 goes to x rather than W: every shard streams once per chunk of
+// rows, so the more rows a chunk holds the fewer times W is read; W tiles of 32 rows and
+// staging blocks of a quarter of the size still keep the engines overlapped.
+constexpr uint32_t kGroupTileRows = 32;
+constexpr uint32_t kGroupStageBudget = 192u << 10;
 
 uint32_t aligned(uint64_t bytes)
 {
@@ -101,7 +106,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     uint64_t tn = c.tile_n;
     if (tn == 0) {
         tn = kWeightBudget / kWBuffers / wrow;
-        tn = std::min<uint64_t>(tn, c.m <= 16 ? 1024 : 128);
+        tn = std::min<uint64_t>(tn, c.m <= 16 ? 1024 : c.row_groups > 1 ? kGroupTileRows : 128);
         if (tn >= 16) tn -= tn % 16;
     }
     tn = std::max<uint64_t>(1, std::min<uint64_t>(tn, c.n));
@@ -115,7 +120,8 @@ GemmPlan plan_gemm(const GemmConfig& c)
     const uint64_t norm_row = c.rms_norm ? uint64_t{c.k} * 4 + 4 : 0;
     if (c.rms_norm) used += aligned(uint64_t{c.k} * 4) + 2 * kAlign;
     if (p.convert_x) {
-        uint64_t rs = std::max<uint64_t>(1, kStageBudget / 2 / (uint64_t{c.k} * 4));
+        const uint64_t budget = c.row_groups > 1 ? kGroupStageBudget : kStageBudget;
+        uint64_t rs = std::max<uint64_t>(1, budget / 2 / (uint64_t{c.k} * 4));
         p.stage_rows = static_cast<uint32_t>(std::min<uint64_t>(rs, group_m));
         used += 2 * aligned(uint64_t{p.stage_rows} * c.k * 4) + p.stage_rows * norm_row;
     }
