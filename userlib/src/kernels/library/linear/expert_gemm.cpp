@@ -71,6 +71,9 @@ struct ExpertPlan {
     // rows and the accumulator stay in L1 per pair (more pairs a chunk: each expert's
     // weights stream once for more rows).
     bool staged;
+    // Split by experts: each slice lists only its own experts' pairs, each with one VTOPK over
+    // all pairs (sort_own_pairs) instead of the scalar counting sort of every pair.
+    bool vsort;
 };
 
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
@@ -92,11 +95,15 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.tn = std::min(p.tn, c.n);
     // L1: ids, two pair lists, the experts' counts and starts, the W buffers, the bias row,
     // then per pair row: x (F32), its conversion, and the accumulator of N columns.
-    // With the fused norm: its weight, and per row its squares and scale.
-    const uint64_t fixed = 3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
-                           2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
-                           (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
-                           (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0);
+    // With the fused norm: its weight, and per row its squares and scale. Sorted with vector
+    // operations: the ids as F32, the keys, VTOPK's indices, the experts' numbers.
+    p.vsort = c.split == ExpertSplit::experts && c.k <= 32;
+    const uint64_t fixed =
+        (p.vsort ? 3 * (uint64_t{p.pairs} * 4 + 64) + uint64_t{c.experts} * 4 + 4 * 64 : 0) +
+        3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
+        2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
+        (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
+        (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0);
     const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(fixed + per_row <= kL1, name, "does not fit in L1");
@@ -132,6 +139,8 @@ private:
     void layout();
     void load_ids();
     void sort_pairs();
+    void sort_own_pairs(X e_lo, X e_hi);
+    void list_own_pairs(X e, X run, X np);
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);
     void layout_streamed();
@@ -168,6 +177,7 @@ private:
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
     uint32_t l1_glu = 0;                       // the SwiGLU's σ, kStageRows rows
+    uint32_t l1_vids = 0, l1_vkey = 0, l1_vidx = 0, l1_viota = 0, l1_vone = 0, l1_vsum = 0;
     T tnw{};
     Q qn{};
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
@@ -213,6 +223,11 @@ void ExpertGemmKernel::layout()
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
     if (c.swiglu) l1_glu = b.l1_alloc(kStageRows * (c.n / 2) * 4);
+    if (p.vsort) {
+        l1_vids = b.l1_alloc(pairs * 4), l1_vkey = b.l1_alloc(pairs * 4);
+        l1_vidx = b.l1_alloc(pairs * 4), l1_viota = b.l1_alloc(c.experts * 4);
+        l1_vone = b.l1_alloc(4), l1_vsum = b.l1_alloc(8);
+    }
     if (c.rms_norm) {
         l1_nw = b.l1_alloc(c.kdim * 4);
         const uint32_t norm_rows = p.staged ? kStageRows : p.mc;
@@ -323,6 +338,88 @@ void ExpertGemmKernel::sort_pairs()
         b.free(row);
         b.free(at);
     });
+}
+
+// Split by experts, the slice's own experts [e_lo, e_hi) only: each expert's pairs (in pair
+// order, as the counting sort leaves them) from one VTOPK over all pairs of the key
+// −min(|id − e|, 1), 0 for its pairs and −1 for the others (ties: the lower index first).
+// Tiles not in use before the chunks are borrowed.
+void ExpertGemmKernel::sort_own_pairs(X e_lo, X e_hi)
+{
+    X np = emit_const(b, p.pairs), run = emit_const(b, 0);
+    emit_tdesc_at(b, tw[1], l1_ids, one, np, JAL_DT_I32);  // the ids as one row
+    emit_tdesc_at(b, tx, l1_vids, one, np, JAL_DT_F32);
+    b.vcvt(tx, tw[1]);
+    emit_tdesc_at(b, tacc, l1_viota, one, experts, JAL_DT_F32);
+    b.viota(tacc, zero, one);  // expert numbers as F32
+    emit_tdesc_at(b, tbias, l1_vone, one, one, JAL_DT_F32);
+    b.vfill(tbias, 1.0f);
+    b.for_range(e_lo, e_hi, 1, [&](X e) { list_own_pairs(e, run, np); });
+    b.free(run);
+    b.free(np);
+}
+
+// Expert e's pairs at entries [run, run + count) of the lists; run advances past them.
+void ExpertGemmKernel::list_own_pairs(X e, X run, X np)
+{
+    X a = b.x(), cnt = b.x();
+    b.muli(a, e, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_viota));
+    b.tdesc(tsub, a, one, one, JAL_DT_F32);  // e
+    emit_tdesc_at(b, tw[0], l1_vkey, one, np, JAL_DT_F32);
+    emit_tdesc_at(b, tw[1], l1_vidx, one, np, JAL_DT_F32);
+    b.vsub(tw[0], tx, tsub);
+    b.vneg(tw[1], tw[0]);
+    b.vmax(tw[0], tw[0], tw[1]);
+    b.vmin(tw[0], tw[0], tbias);  // 0 for e's pairs, 1 for the others
+    emit_tdesc_at(b, tsub, l1_vsum, one, one, JAL_DT_F32);
+    b.vredsum(tsub, tw[0]);
+    emit_tdesc_at(b, tgidx, l1_vsum + 4, one, one, JAL_DT_I32);
+    b.vcvt(tgidx, tsub);
+    b.tread(cnt, tgidx, zero, 0);
+    b.sub(cnt, np, cnt);  // pairs − the others
+    if (uniform_active(c) == c.experts) {
+        // Timing only, the even share the expert loop charges (its count reads as zero):
+        // the same sizes of vector work as a real run with uniform ids.
+        Label real = b.label();
+        b.movsr(a, JAL_SR_TIMING_ONLY);
+        b.beq(a, zero, real);
+        b.li(cnt, p.pairs / c.experts);
+        b.li(a, p.pairs % c.experts);
+        b.sltu(a, e, a);
+        b.add(cnt, cnt, a);
+        b.bind(real);
+    }
+    b.vneg(tw[0], tw[0]);
+    emit_tdesc_at(b, tw[1], l1_vidx, one, np, JAL_DT_I32);
+    b.vtopk(tw[1], tw[0], p.pairs);
+    b.twrite(run, tstart, e, 0);
+    b.sub(a, np, run);  // timing only the count reads as every pair: the lists' room
+    b.min(cnt, cnt, a);
+    Label none = b.label();
+    b.beq(cnt, zero, none);
+    emit_tdesc_at(b, tw[1], l1_vidx, one, cnt, JAL_DT_I32);
+    b.muli(a, run, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_plist));
+    b.tdesc(tsub, a, one, cnt, JAL_DT_I32);
+    b.vcopy(tsub, tw[1]);
+    b.muli(a, run, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_glist));
+    b.tdesc(tgidx, a, one, cnt, JAL_DT_I32);
+    if (c.input_per_pair) {
+        b.vcopy(tgidx, tw[1]);
+    } else {  // the pair's token: round((pair − (k−1)/2) / k), never a tie, exact for k ≤ 32
+        emit_tdesc_at(b, tw[0], l1_vkey, one, cnt, JAL_DT_F32);
+        b.vcvt(tw[0], tw[1]);
+        b.vadds(tw[0], tw[0], -0.5f * static_cast<float>(c.k - 1));
+        b.vscale(tw[0], tw[0], 1.0f / static_cast<float>(c.k));
+        b.vcvt(tgidx, tw[0]);
+    }
+    b.bind(none);
+    b.add(run, run, cnt);
+    b.twrite(run, tcount, e, 0);  // the end of e's entries, as the counting sort leaves it
+    b.free(cnt);
+    b.free(a);
 }
 
 void ExpertGemmKernel::load_bias(X e)
@@ -785,7 +882,14 @@ CodeObject ExpertGemmKernel::build()
         b.free(norm_w);
     }
     load_ids();
-    sort_pairs();
+    if (p.vsort) {
+        X e_hi = b.x();
+        b.add(e_hi, share.begin, share.count);
+        sort_own_pairs(share.begin, e_hi);
+        b.free(e_hi);
+    } else {
+        sort_pairs();
+    }
     if (c.rms_norm) b.wait(qn, 1);
     if (by_rows) col0 = share.begin, ncols = share.count;
     Label generic = b.label();
