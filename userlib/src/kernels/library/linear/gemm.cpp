@@ -153,7 +153,7 @@ public:
 private:
     CodeObject build_grouped();
     void group_rows();
-    void group_columns(X sub, uint32_t m0, uint32_t mr);
+    void group_tile(X i, const std::function<void(X j)>& body);
     X chunk_rows(uint32_t mr);
     void guarded(uint32_t r0, const std::function<void()>& body);
     void declare();
@@ -192,6 +192,7 @@ private:
     // from the group's first row and column 0.
     const bool grouped;
     X group_m{}, chunk_m{}, first_shard{}, n_slices{}, y_base{}, bias_base{};
+    X shard_rows{}, tiles_per_shard{}, group_tiles{};
 };
 
 GemmKernel::GemmKernel(const GemmConfig& config)
@@ -524,24 +525,27 @@ void GemmKernel::group_rows()
     y_base = y, bias_base = bias;
 }
 
-// Shard first_shard + sub of W against the resident chunk: its columns of y.
-void GemmKernel::group_columns(X sub, uint32_t m0, uint32_t mr)
+// Tile i of the column group's tiles (tiles_per_shard a shard, shard after shard): sets
+// count, w, y and the bias to its shard's, then body(its tile index in the shard). A tile
+// past its shard's rows (the last shards may be short or empty) is skipped.
+void GemmKernel::group_tile(X i, const std::function<void(X j)>& body)
 {
-    X sh = b.x(), chunk = b.x(), tot = emit_const(b, c.n), begin = b.x();
-    b.add(sh, first_shard, sub);
-    // slice_range(N, n, sh), as the one-group split gives shard sh
-    b.add(chunk, tot, n_slices);
-    b.addi(chunk, chunk, -1);
-    b.divu(chunk, chunk, n_slices);
-    b.mul(begin, sh, chunk);
-    b.min(begin, begin, tot);
-    count = b.x();
-    b.sub(count, tot, begin);
-    b.min(count, count, chunk);
-    b.free(tot);
-    b.free(chunk);
-    Label empty = b.label();
-    b.beq(count, zero, empty);
+    X sh = b.x(), j = b.x(), begin = b.x();
+    Label skip = b.label();
+    b.divu(sh, i, tiles_per_shard);
+    b.mul(j, sh, tiles_per_shard);
+    b.sub(j, i, j);
+    b.add(sh, sh, first_shard);
+    count = b.x();  // slice_range(N, n, sh), as the one-group split gives shard sh
+    b.li(count, c.n);
+    b.mul(begin, sh, shard_rows);
+    b.min(begin, begin, count);
+    b.sub(count, count, begin);
+    b.min(count, count, shard_rows);
+    w = b.x();
+    b.mul(w, j, tn_reg);
+    b.bge(w, count, skip);
+    b.free(w);
     w = emit_table_entry(b, w_shards, sh);
     b.free(sh);
     b.muli(begin, begin, 4);
@@ -552,17 +556,13 @@ void GemmKernel::group_columns(X sub, uint32_t m0, uint32_t mr)
         b.add(bias, bias_base, begin);
     }
     b.free(begin);
-    tiles = b.x();
-    emit_ceil_div(b, tiles, count, tn_reg, tn);
-    emit_multi_buffered(
-        b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers, m0, mr); },
-        [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); });
-    b.free(tiles);
+    body(j);
     if (c.bias) b.free(bias);
     b.free(y);
+    b.bind(skip);
     b.free(w);
-    b.bind(empty);
     b.free(count);
+    b.free(j);
 }
 
 // Row groups: per chunk of the group's rows, x once, then every shard of the column group
@@ -576,6 +576,18 @@ CodeObject GemmKernel::build_grouped()
     b.muli(w_step, w_stride, static_cast<int32_t>(tn));
     bias_step = emit_const(b, int64_t{tn} * 4);
     stores = emit_const(b, 0);
+    {  // shard rows ⌈N/n⌉, tiles a shard ⌈that/tn⌉, tiles of the column group a·that
+        X t = emit_const(b, c.n);
+        shard_rows = b.x();
+        b.add(shard_rows, t, n_slices);
+        b.addi(shard_rows, shard_rows, -1);
+        b.divu(shard_rows, shard_rows, n_slices);
+        b.free(t);
+        tiles_per_shard = b.x();
+        emit_ceil_div(b, tiles_per_shard, shard_rows, tn_reg, tn);
+        group_tiles = b.x();
+        b.muli(group_tiles, tiles_per_shard, static_cast<int32_t>(c.row_groups));
+    }
     layout();
     chunk_m = b.x();
     const uint32_t gm = static_cast<uint32_t>(ceil_div(c.m, c.row_groups));
@@ -592,9 +604,17 @@ CodeObject GemmKernel::build_grouped()
         }
         issue_x(m0, mr);
         finish_x(m0, mr);
-        X a = emit_const(b, c.row_groups);
-        b.for_range(zero, a, 1, [&](X sub) { group_columns(sub, m0, mr); });
-        b.free(a);
+        // Every tile of the column group's shards in one stream, so the loads run ahead
+        // across shards without a pause at each shard's start.
+        emit_multi_buffered(
+            b, group_tiles, 6, kWBuffers - 1,
+            [&](X i, int slot) {
+                group_tile(i, [&](X j) { load_w(j, slot % kWBuffers, m0, mr); });
+            },
+            [&](X i, int slot) {
+                group_tile(i,
+                           [&](X j) { compute(j, slot % kWBuffers, slot % kAccBuffers, m0, mr); });
+            });
         b.bind(past);
     }
     return emit_finish(b, qst, stores, done);
