@@ -24,6 +24,8 @@ using namespace jal::test::ref;
 
 class TransformerAttentionTest : public jal::test::TransformerKernelTest {
 protected:
+    // kv_append on n slices: every head's K rows and Vᵀ columns bit-exact.
+    void check_append(uint32_t n);
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
@@ -100,18 +102,28 @@ protected:
 
 TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
 {
+    // On 2 slices (heads strided over them) and on 7 (two slices a head, each appending a
+    // share of the rows; the seventh idle).
+    for (uint32_t n : {2u, 7u}) {
+        SCOPED_TRACE(std::to_string(n) + " slices");
+        check_append(n);
+    }
+}
+
+void TransformerAttentionTest::check_append(uint32_t n)
+{
     const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
     auto k = jal::test::random_normal(size_t{rows} * g_heads * d, 41);
     auto v = jal::test::random_normal(size_t{rows} * g_heads * d, 42);
     jk::KvCache cache(device(), context(), queue(),
                       {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
-                      jk::kv_head_masks(slices(2), g_heads));
+                      jk::kv_head_masks(slices(n), g_heads));
     auto dk = upload(k, rows, g_heads * d);
     auto dv = upload(v, rows, g_heads * d);
     const jk::KvAppendConfig cfg{
         .n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
     run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()),
-        slices(2));
+        slices(n));
     for (uint32_t g = 0; g < g_heads; g++) {
         std::vector<float> kc(size_t{n_ctx} * d), vt(size_t{d} * n_ctx);
         read(kc.data(), cache.k_va(g), kc.size() * 4);

@@ -1125,8 +1125,9 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         // On the slot's group every item of a head runs on the slice that holds its cache:
         // the attention appends the new keys and values itself (one dispatch, not two).
         const bool fused = !wide && c_.n_head_kv % kv_group_ == 0;
+        // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)
-            add(*g.append, kv_mask(j),
+            add(*g.append, wide ? all_mask_ : kv_mask(j),
                 {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
                 "kv_append", lane);
         std::vector<uint64_t> args = {
