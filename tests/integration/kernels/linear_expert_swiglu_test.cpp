@@ -1,7 +1,8 @@
 // The expert GEMM with GPT-OSS's SwiGLU in its epilogue (ExpertGemmConfig::swiglu) on a
 // jal-emu: bit for bit the expert GEMM of gate | up rows followed by the swiglu_oai kernel
 // (the model runtime's numerics do not change when it fuses), and against a double-precision
-// host reference of x·Wᵀ + bias then the clamped SwiGLU.
+// host reference of x·Wᵀ + bias then the clamped SwiGLU; and the hand-over of the SwiGLU
+// rows already in the down projection's activation format (y_dtype, x_dtype).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "linear_fixture.hpp"
 
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/swiglu.hpp>
 
@@ -131,6 +133,73 @@ TEST_F(LinearExpertSwigluTest, AgreesWithADoubleReference)
     }
     EXPECT_EQ(bad, 0);
     EXPECT_GT(clamped, 0) << "no value reached the clamp";
+}
+
+TEST_F(LinearExpertSwigluTest, HandsOverRowsInTheActivationFormat)
+{
+    // ggml numerics, MXFP4 experts: gate|up with the SwiGLU stores its rows as Q8_0 (what the
+    // down projection would round them to) and down gathers them as they are. The Q8_0 rows
+    // are the host's rounding of the F32 ones, and down's output is bit for bit the F32
+    // hand-over's.
+    const jl::Numerics n = jl::Numerics::ggml;
+    jl::ExpertGemmConfig up{
+        .tokens = 40, .k = 2, .experts = 3, .n = 64, .kdim = 64, .numerics = n, .swiglu = true};
+    const uint32_t pairs = up.tokens * up.k, F = up.n / 2;
+    const jal_dtype act = jl::activation_dtype(up.weight, n);
+    ASSERT_EQ(act, JAL_DT_Q8_0);
+    xf = jal::test::random_floats(size_t{up.tokens} * up.kdim, 15, 2.0f);
+    w = jal::test::quantized(jal::test::random_floats(size_t{up.experts} * up.n * up.kdim, 16),
+                             up.experts * up.n, up.kdim, up.weight);
+    HostMatrix wd = jal::test::quantized(jal::test::random_floats(size_t{up.experts} * F * F, 17),
+                                         up.experts * F, F, up.weight);
+    bias = jal::test::random_floats(size_t{up.experts} * up.n, 18);
+    ids.clear();
+    for (uint32_t p = 0; p < pairs; p++) ids.push_back(static_cast<int32_t>((p * 5 + 1) % 3));
+    const uint64_t mask = slices(2);
+    const uint64_t w_va = upload(w.bytes), wd_va = upload(wd.bytes);
+    const uint64_t up_table = upload(jl::expert_shard_table(up, w.ref(w_va), 2));
+    jl::ExpertGemmConfig down{.tokens = up.tokens,
+                              .k = up.k,
+                              .experts = up.experts,
+                              .n = F,
+                              .kdim = F,
+                              .numerics = n,
+                              .bias = false,
+                              .input_per_pair = true};
+    const uint64_t down_table = upload(jl::expert_shard_table(down, wd.ref(wd_va), 2));
+    const TensorRef x{.va = upload(xf), .rows = up.tokens, .cols = up.kdim, .dtype = JAL_DT_F32};
+    const TensorRef tids{.va = upload(ids), .rows = up.tokens, .cols = up.k, .dtype = JAL_DT_I32};
+    const TensorRef tb{.va = upload(bias), .rows = up.experts, .cols = up.n, .dtype = JAL_DT_F32};
+    std::vector<float> out[2];
+    std::vector<uint8_t> handed;
+    std::vector<float> act_f32;
+    for (int q = 0; q < 2; q++) {  // 0: F32 rows between the two, 1: Q8_0 rows
+        jl::ExpertGemmConfig u = up, d = down;
+        u.y_dtype = d.x_dtype = q ? act : JAL_DT_F32;
+        const uint64_t row = jal::numerics::row_bytes(u.y_dtype, F);
+        const TensorRef mid{
+            .va = output(pairs * row), .rows = pairs, .cols = F, .dtype = u.y_dtype};
+        const TensorRef y{
+            .va = output(size_t{pairs} * F * 4), .rows = pairs, .cols = F, .dtype = JAL_DT_F32};
+        EXPECT_EQ(run(jl::build_expert_gemm(u),
+                      jl::expert_gemm_args(u, x, tids, up_table, w.ref(w_va), tb, mid), mask)
+                      .status,
+                  JAL_STATUS_OK);
+        EXPECT_EQ(run(jl::build_expert_gemm(d),
+                      jl::expert_gemm_args(d, mid, tids, down_table, wd.ref(wd_va), {}, y), mask)
+                      .status,
+                  JAL_STATUS_OK);
+        out[q] = read_f32(y.va, size_t{pairs} * F);
+        if (q == 0) act_f32 = read_f32(mid.va, size_t{pairs} * F);
+        if (q == 1) handed = read(mid.va, pairs * row);
+    }
+    EXPECT_EQ(bits_of(out[0]), bits_of(out[1]));
+    std::vector<uint8_t> want(handed.size());
+    const uint64_t row = jal::numerics::row_bytes(act, F);
+    for (uint32_t p = 0; p < pairs; p++)
+        jal::numerics::quantize_row(act, act_f32.data() + size_t{p} * F, want.data() + p * row, F,
+                                    jl::activation_cvt_mode(n));
+    EXPECT_EQ(handed, want);
 }
 
 TEST_F(LinearExpertSwigluTest, OnlyWithTheSplitByExperts)

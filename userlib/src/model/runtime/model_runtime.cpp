@@ -289,11 +289,16 @@ private:
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
-                     const Vec* norm = nullptr, bool swiglu = false);
+                     const Vec* norm = nullptr, bool swiglu = false, jal_dtype x_dtype = JAL_DT_F32,
+                     jal_dtype y_dtype = JAL_DT_F32);
     // The gate|up expert GEMM applies the SwiGLU in its epilogue: split by experts (each
     // slice has a pair's gate and up columns) and not charged through the timing-only
     // stand-in (expert_gemm).
     bool swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const;
+    // With the SwiGLU in gate|up's epilogue and down split by experts too, the rows go from
+    // one to the other already in down's activation format (Q8_0 in ggml numerics for MXFP4
+    // experts; F32: as they are).
+    jal_dtype act_handover(const Layer& L, uint32_t tokens) const;
     uint64_t va(const Place& p) const { return placement_.va(p); }
     uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false,
                         bool accumulate = false) const;
@@ -943,9 +948,18 @@ bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
     return !o_.timing_only || lin::uniform_active(g) == g.experts;
 }
 
+jal_dtype RuntimeImpl::act_handover(const Layer& L, uint32_t tokens) const
+{
+    if (!swiglu_in_gate_up(L.gate_up, tokens) || split_by_rows(L.down, tokens, true))
+        return JAL_DT_F32;
+    return lin::activation_dtype(
+        L.down.dtype, o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native);
+}
+
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm, bool swiglu)
+                              const char* what, const Vec* norm, bool swiglu, jal_dtype x_dtype,
+                              jal_dtype y_dtype)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -956,9 +970,11 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
     const k::SwigluConfig glu;  // GPT-OSS's α and limit, as the separate kernel's
     g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
+    g.x_dtype = x_dtype, g.y_dtype = y_dtype;
     const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}",
                                         g.tokens, g.k, g.experts, g.n, g.kdim, int(g.weight),
-                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu);
+                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu) +
+                            fmt::format(" x{} y{}", int(g.x_dtype), int(g.y_dtype));
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1166,16 +1182,19 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");
     const uint64_t gu = va(a_.gate_up);
+    const jal_dtype act = act_handover(Ly, T);
+    const uint64_t act_row = lin::packed_row_bytes(act, c_.n_ff_exp);
     if (swiglu_in_gate_up(Ly.gate_up, T)) {  // a prompt: the SwiGLU in the epilogue
-        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), F4, "ffn_gate_up_exps",
-                    &Ly.post_norm, true);
+        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
+                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act);
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                     &Ly.post_norm);
         add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
             "swiglu");
     }
-    expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
+    expert_gemm(Ly.down, T, true, va(a_.act), act_row, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
+                nullptr, false, act);
     // x += Σ w·e: the residual add in the combine's epilogue.
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }

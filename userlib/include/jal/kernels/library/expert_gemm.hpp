@@ -57,6 +57,13 @@ struct ExpertGemmConfig {
     bool swiglu = false;
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
     uint32_t out_cols() const { return swiglu ? n / 2 : n; }
+    // Split by experts only: x already in the activation format (activation_dtype(weight,
+    // numerics)), gathered as is (no norm then), and y stored converted to y_dtype (VCVT in
+    // the numerics' mode) instead of F32. An expert GEMM whose output another one reads
+    // (gate|up's SwiGLU rows into down) can so hand over the rows the reader would convert
+    // anyway: the same bits, a quarter of the bytes for Q8_0.
+    jal_dtype x_dtype = JAL_DT_F32;
+    jal_dtype y_dtype = JAL_DT_F32;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with

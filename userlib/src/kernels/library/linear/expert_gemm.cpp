@@ -41,7 +41,9 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         "expert_gemm_dt" + std::to_string(c.weight) + "_" + numerics_name(c.numerics) + "_t" +
         std::to_string(c.tokens) + "k" + std::to_string(c.k) + "e" + std::to_string(c.experts) +
         "n" + std::to_string(c.n) + "k" + std::to_string(c.kdim) + (c.input_per_pair ? "_pp" : "") +
-        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_glu" : "");
+        (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_glu" : "") +
+        (c.x_dtype != JAL_DT_F32 ? "_xa" : "") +
+        (c.y_dtype != JAL_DT_F32 ? "_y" + std::to_string(c.y_dtype) : "");
     return name.substr(0, 63);
 }
 
@@ -74,6 +76,8 @@ struct ExpertPlan {
     // Split by experts: each slice lists only its own experts' pairs, each with one VTOPK over
     // all pairs (sort_own_pairs) instead of the scalar counting sort of every pair.
     bool vsort;
+    uint64_t xrow;  // a row of x as it is gathered
+    uint64_t yrow;  // a converted row of y (0: y is stored F32 from the accumulator)
 };
 
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
@@ -88,7 +92,14 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
             name, "bad shape or format (at most 8192 pairs and 4096 experts)");
     require(!c.swiglu || (c.split == ExpertSplit::experts && c.n % 2 == 0), name,
             "the SwiGLU epilogue needs the split by experts and an even N");
-    p.convert = p.act != JAL_DT_F32;
+    require((c.x_dtype == JAL_DT_F32 || (c.x_dtype == p.act && !c.rms_norm)) &&
+                (c.split == ExpertSplit::experts ||
+                 (c.x_dtype == JAL_DT_F32 && c.y_dtype == JAL_DT_F32)),
+            name, "x in the activation format (no norm) or y converted need the split by experts");
+    p.convert = p.act != JAL_DT_F32 && c.x_dtype == JAL_DT_F32;
+    p.xrow = numerics::row_bytes(c.x_dtype, c.kdim);
+    p.yrow = c.y_dtype == JAL_DT_F32 ? 0 : numerics::row_bytes(c.y_dtype, c.out_cols());
+    require(c.y_dtype == JAL_DT_F32 || p.yrow != 0, name, "y's format needs whole blocks");
     // W tiles: tn rows of all K, two buffers.
     p.tn = static_cast<uint32_t>(
         std::min<uint64_t>(std::max<uint64_t>(1, kWeightBudget / 2 / p.wrow), 256));
@@ -104,7 +115,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
         2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
         (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
         (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0);
-    const uint64_t per_row = uint64_t{c.kdim} * 4 + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 +
+    const uint64_t per_row = p.xrow + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 + p.yrow +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0);
     require(fixed + per_row <= kL1, name, "does not fit in L1");
     p.mc = static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed) / per_row));
@@ -112,7 +123,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     if (p.staged) {
         const uint64_t stage = 2 * (uint64_t{kStageRows} * c.kdim * 4 + 64) +
                                (c.rms_norm ? kStageRows * (uint64_t{c.kdim} * 4 + 4) : 0);
-        const uint64_t staged_row = p.arow + uint64_t{c.n} * 4;
+        const uint64_t staged_row = p.arow + uint64_t{c.n} * 4 + p.yrow;
         require(fixed + stage + staged_row <= kL1, name, "does not fit in L1");
         p.mc =
             static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed - stage) / staged_row));
@@ -172,7 +183,7 @@ private:
     X nvalid{};                 // streamed: pairs whose expert is in [0, E)
     X nactive{};                // streamed: experts with pairs (talist)
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
-    uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0;
+    uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_y = 0;
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;  // the fused norm's weight and scratch
@@ -215,7 +226,8 @@ void ExpertGemmKernel::layout()
     l1_bias = b.l1_alloc(c.n * 4);
     // Staged: two staging buffers of kStageRows F32 rows (l1_x, then the second).
     const uint32_t x_rows = p.staged ? 2 * kStageRows : p.mc;
-    l1_x = b.l1_alloc(x_rows * c.kdim * 4);
+    l1_x = b.l1_alloc(static_cast<uint32_t>(x_rows * p.xrow));
+    if (p.yrow) l1_y = b.l1_alloc(static_cast<uint32_t>(p.mc * p.yrow));
     l1_a = p.convert ? b.l1_alloc(static_cast<uint32_t>(p.mc * p.arow)) : l1_x;
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
     tids = b.t(), tplist = b.t(), tglist = b.t(), tcount = b.t(), tstart = b.t(), tgidx = b.t(),
@@ -492,7 +504,13 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
     b.add(dst, dst, a);
     b.muli(a, acc_row, static_cast<int32_t>(acc_stride));
     b.addi(a, a, static_cast<int32_t>(l1_acc));
-    if (c.swiglu) {  // the gate half now holds the output
+    if (p.yrow) {  // the converted row
+        b.muli(a, acc_row, static_cast<int32_t>(p.yrow));
+        b.addi(a, a, static_cast<int32_t>(l1_y));
+        X cols = emit_const(b, c.out_cols());
+        b.tdesc(tsub, a, one, cols, c.y_dtype);
+        b.free(cols);
+    } else if (c.swiglu) {  // the gate half now holds the output
         X half = emit_const(b, c.n / 2);
         b.tdesc(tsub, a, one, half, JAL_DT_F32);
         b.free(half);
@@ -621,7 +639,7 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     if (p.staged) {
         gather_staged(c0, rows);
     } else {
-        emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
+        emit_tdesc_at(b, tx, l1_x, rows, kdim, c.x_dtype);
         b.tgather(tx, x, x_stride, tgidx, qio);
         b.wait(qio, 1);
         if (c.rms_norm) norm_rows(rows);
@@ -635,6 +653,13 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     multiply(rows);
     if (c.bias) b.vadd(tacc, tacc, tbias);
     if (c.swiglu) swiglu_rows(rows);
+    if (p.yrow) {  // the rows converted at once (the accumulator's rows are c.n apart)
+        X cols = emit_const(b, c.out_cols());
+        emit_tdesc_at(b, tsub, l1_acc, rows, cols, JAL_DT_F32, c.n * 4);
+        emit_tdesc_at(b, tx, l1_y, rows, cols, c.y_dtype);
+        b.vcvt(tx, tsub, activation_cvt_mode(c.numerics));
+        b.free(cols);
+    }
     scatter(c0, rows);
     b.free(rows);
 }
