@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/attention.hpp>
 #include <jal/kernels/library/kv_cache.hpp>
 #include <jal/kernels/library/transformer.hpp>
@@ -139,6 +140,55 @@ void TransformerAttentionTest::check_append(uint32_t n)
                           std::bit_cast<uint32_t>(vw))
                     << "V^T head " << g << " token " << t << " dim " << c;
             }
+    }
+}
+
+TEST_F(TransformerAttentionTest, ConvertedOutputIsTheF32OutputRounded)
+{
+    // The output written as BF16 (OCP rounding) and as Q8_0 (ggml's): bit for bit the F32
+    // output (checked against the reference by the other tests) rounded on the host.
+    const Shape s{.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true};
+    const uint32_t n_ctx = 64, rows = 40, qcols = s.n_head * s.head_dim,
+                   kvcols = s.n_head_kv * s.head_dim;
+    auto q = jal::test::random_normal(size_t{rows} * qcols, 60, 1.5);
+    auto k = jal::test::random_normal(size_t{rows} * kvcols, 61, 1.5);
+    auto v = jal::test::random_normal(size_t{rows} * kvcols, 62);
+    auto sinks = jal::test::random_uniform(s.n_head, 63, -2.0, 4.0);
+    const uint64_t mask = slices(2);
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx},
+                      jk::kv_head_masks(mask, s.n_head_kv));
+    const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+    auto dk = upload(k, rows, kvcols), dv = upload(v, rows, kvcols), dq = upload(q, rows, qcols);
+    auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
+    run(jk::build_kv_append(app), jk::kv_append_args(app, dk.ref, dv.ref, 0, cache.heads_va()),
+        mask);
+    jk::AttentionConfig att{.n_head = s.n_head,
+                            .n_head_kv = s.n_head_kv,
+                            .head_dim = s.head_dim,
+                            .n_ctx = n_ctx,
+                            .sinks = true,
+                            .q_block = 8};
+    auto f32 = alloc(rows, qcols);
+    run(jk::build_attention(att),
+        jk::attention_args(att, dq.ref, f32.ref, 0, cache.heads_va(), dsinks.ref.va), mask);
+    const std::vector<float> out = download(f32.ref);
+    for (auto [dt, mode] :
+         {std::pair{JAL_DT_BF16, JAL_CVT_OCP}, std::pair{JAL_DT_Q8_0, JAL_CVT_GGML}}) {
+        SCOPED_TRACE("dtype " + std::to_string(dt));
+        att.out_dtype = dt, att.out_cvt = mode;
+        const size_t row = jal::numerics::row_bytes(dt, qcols);
+        auto conv = alloc(rows, qcols);  // F32-sized: room enough
+        jal::kernels::TensorRef ref = conv.ref;
+        ref.dtype = dt, ref.row_stride = row;
+        run(jk::build_attention(att),
+            jk::attention_args(att, dq.ref, ref, 0, cache.heads_va(), dsinks.ref.va), mask);
+        std::vector<uint8_t> got(rows * row), want(rows * row);
+        read(got.data(), ref.va, got.size());
+        for (uint32_t r = 0; r < rows; r++)
+            jal::numerics::quantize_row(dt, out.data() + size_t{r} * qcols, want.data() + r * row,
+                                        qcols, mode);
+        EXPECT_EQ(got, want);
     }
 }
 

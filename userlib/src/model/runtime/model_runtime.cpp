@@ -272,13 +272,14 @@ private:
     };
     GraphKernels graph_kernels(uint32_t T);
     // q_block 0: the kernel's default (128 stacked query rows an item).
-    const k::Program& attention_kernel(uint32_t window, bool append_kv, uint32_t q_block = 0);
+    const k::Program& attention_kernel(uint32_t window, bool append_kv, uint32_t q_block = 0,
+                                       jal_dtype out = JAL_DT_F32);
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
-              bool accumulate = false);
+              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
                             uint64_t y, const char* what, const Vec* norm);
     // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
@@ -300,12 +301,27 @@ private:
     // experts; F32: as they are).
     jal_dtype act_handover(const Layer& L, uint32_t tokens) const;
     uint64_t va(const Place& p) const { return placement_.va(p); }
-    uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false,
-                        bool accumulate = false) const;
-    // Where layer il's attention writes its T rows (the output projection's x).
+    uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false, bool accumulate = false,
+                        jal_dtype x_dtype = JAL_DT_F32) const;
+    lin::Numerics numerics() const
+    {
+        return o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    }
+    // Where layer il's attention writes its T rows (the output projection's x), and in
+    // which format: a prompt's (in row groups) interleaved and already in the projection's
+    // activation format (BF16 rows in ggml numerics, as the GEMM would round them).
+    bool attn_rows(uint32_t il, uint32_t T) const
+    {
+        return row_groups(layers_[il].wo, T, false, true) > 1;
+    }
     uint64_t attn_out(uint32_t il, uint32_t T) const
     {
-        return va(row_groups(layers_[il].wo, T, false, true) > 1 ? a_.attn_rows : a_.attn);
+        return va(attn_rows(il, T) ? a_.attn_rows : a_.attn);
+    }
+    jal_dtype attn_dtype(uint32_t il, uint32_t T) const
+    {
+        return attn_rows(il, T) ? lin::activation_dtype(layers_[il].wo.dtype, numerics())
+                                : JAL_DT_F32;
     }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
@@ -886,32 +902,35 @@ void RuntimeImpl::free_sequence(int seq)
     slot(seq).used = false;
 }
 
-uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool accumulate) const
+uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool accumulate,
+                                 jal_dtype x_dtype) const
 {
     auto m_chunk = [&](uint32_t groups) {
         lin::GemmConfig g;
         g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = true;
         g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
         g.rms_norm = norm, g.accumulate = accumulate, g.row_groups = groups;
+        g.x_dtype = x_dtype;
         return lin::plan_gemm(g).m_chunk;
     };
-    // x is F32 in memory; each slice's shard is ⌈N/S⌉ rows.
-    return detail::gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4,
+    // Each slice's shard is ⌈N/S⌉ rows.
+    return detail::gemm_row_groups(rows, S_, lin::packed_row_bytes(x_dtype, m.kdim),
                                    (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk);
 }
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm, bool accumulate)
+                       const Vec* norm, bool accumulate, jal_dtype x_dtype)
 {
     lin::GemmConfig g;
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
-    g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate);
-    const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{}", g.m, g.n, g.k, int(g.weight),
-                    g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups);
+    g.x_dtype = x_dtype;
+    g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
+    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{}", g.m,
+                                        g.n, g.k, int(g.weight), g.bias, int(g.numerics),
+                                        g.rms_norm, g.accumulate, g.row_groups, int(x_dtype));
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -1102,16 +1121,18 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     return g;
 }
 
-const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, uint32_t q_block)
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, uint32_t q_block,
+                                                jal_dtype out)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} q{}", c_.n_head, c_.n_head_kv,
-                               c_.head_dim, o_.n_ctx, window, append_kv, q_block),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} q{} o{}", c_.n_head, c_.n_head_kv,
+                               c_.head_dim, o_.n_ctx, window, append_kv, q_block, int(out)),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
                        a.append_kv = append_kv;
                        a.q_block = q_block;
+                       a.out_dtype = out, a.out_cvt = lin::activation_cvt_mode(numerics());
                        return k::build_attention(a);
                    });
 }
@@ -1124,6 +1145,8 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
     const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
     const uint32_t T = segs.back().row0 + segs.back().rows;
     const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = attn_out(il, T);
+    const jal_dtype out = attn_dtype(il, T);
+    const uint64_t O = lin::packed_row_bytes(out, qdim_);  // a row of the output
     const Layer& Ly = layers_[il];
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
     // Each sequence's attention runs on its slot's slice group; with several groups and
@@ -1147,14 +1170,14 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
                 {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
                 "kv_append", lane);
         std::vector<uint64_t> args = {
-            q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
+            q + sg.row0 * QKV4, QKV4, at + sg.row0 * O, O, sg.rows, sg.pos0, heads,
             va(Ly.sinks.place)};
         if (fused) args.insert(args.end(), {kk + sg.row0 * QKV4, v + sg.row0 * QKV4});
         // A prompt's items hold kPromptQueryBlock queries: every key and value an item loads
         // then serves that many query rows of each head.
         const uint32_t q_block = wide ? kPromptQueryBlock : 0;
-        add(attention_kernel(window, fused, q_block), wide ? all_mask_ : kv_mask(j), k::Args(args),
-            window ? "attention (sliding window)" : "attention", lane);
+        add(attention_kernel(window, fused, q_block, out), wide ? all_mask_ : kv_mask(j),
+            k::Args(args), window ? "attention (sliding window)" : "attention", lane);
     }
     if (lanes) launch_->join();
 }
@@ -1177,7 +1200,9 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
         {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
     add_attention(il, segs, g);
     // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
-    gemm(Ly.wo, T, at, Q4, &Ly.bo, x, E4, "attn_output", nullptr, true);
+    const jal_dtype at_dt = attn_dtype(il, T);
+    gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), &Ly.bo, x, E4, "attn_output", nullptr,
+         true, at_dt);
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
         "moe_routing");

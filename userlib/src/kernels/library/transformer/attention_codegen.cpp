@@ -5,6 +5,8 @@
 
 #include <cfloat>
 
+#include <jal/isa/numerics.hpp>
+
 #include "kv_append_emit.hpp"
 #include "row_blocks.hpp"
 
@@ -23,7 +25,9 @@ private:
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
-    void move_heads(uint32_t l1_off, X base, X stride, bool store);
+    void move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt = JAL_DT_F32,
+                    uint32_t row_bytes = 0);
+    void store_converted();
     void start_state(X item);
     X key_start(X item);
     void keys(X k0);  // k0 starts at the first key and is changed
@@ -35,10 +39,13 @@ private:
     void merge_splits(X item, Label item_done);
     void split_index(X sp, X item);
     void desc(T t, uint32_t l1_off, X nrows, X ncols);
-    void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes);
+    void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes,
+                   jal_dtype dt = JAL_DT_F32);
 
     const AttentionConfig& cfg_;
     const uint32_t G, r, D, Bq, Nk, M, S;
+    const uint32_t orow;  // bytes of one head's row of the output (D·4 when F32)
+    uint32_t l1_ob = 0;   // the converted output (when not F32)
     Builder b;
 
     // arguments
@@ -67,7 +74,8 @@ AttentionKernel::AttentionKernel(const AttentionConfig& cfg, const std::string& 
     : cfg_(cfg), G(cfg.n_head_kv), r(cfg.n_head / cfg.n_head_kv), D(cfg.head_dim),
       Bq(cfg.queries_per_item()), Nk(cfg.keys_per_chunk()),
       M(r * Bq),  // rows of the stacked matrices
-      S(cfg.splits()), b(name)
+      S(cfg.splits()),
+      orow(static_cast<uint32_t>(numerics::row_bytes(cfg.out_dtype, cfg.head_dim))), b(name)
 {}
 
 void AttentionKernel::declare()
@@ -103,6 +111,7 @@ void AttentionKernel::declare()
     l1_m2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
+    l1_ob = orow != D * 4 ? b.l1_alloc(M * orow) : 0;
 
     dim = constant(b, D);
     one = constant(b, 1);
@@ -123,12 +132,13 @@ void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
 }
 
 // t = rows [hh*n, (hh+1)*n) of a stacked matrix at l1_off whose rows are row_bytes long
-void AttentionKernel::desc_head(T t, uint32_t l1_off, X hh, X n_rows, X ncols, X row_bytes)
+void AttentionKernel::desc_head(T t, uint32_t l1_off, X hh, X n_rows, X ncols, X row_bytes,
+                                jal_dtype dt)
 {
     b.mul(l1, hh, n_rows);
     b.mul(l1, l1, row_bytes);
     b.addi(l1, l1, static_cast<int32_t>(l1_off));
-    b.tdesc(t, l1, n_rows, ncols, JAL_DT_F32);
+    b.tdesc(t, l1, n_rows, ncols, dt);
 }
 
 void AttentionKernel::split_index(X sp, X item)
@@ -243,10 +253,14 @@ void AttentionKernel::locate(X item)
     b.ld(vc, kc, 8);
     b.ld(kc, kc, 0);
     // the group's first query head as a byte offset in a row of q or out
-    b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
+    if (orow != D * 4)
+        b.muli(head_col, g, static_cast<int32_t>(r * orow));  // converted out
+    else
+        b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
     b.mul(out_base, t0, out_stride);
     b.add(out_base, out_base, out);
     b.add(out_base, out_base, head_col);
+    if (orow != D * 4) b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
     b.mul(tmp, t0, q_stride);
     b.add(tmp, tmp, q);
     b.add(tmp, tmp, head_col);
@@ -256,11 +270,15 @@ void AttentionKernel::locate(X item)
 
 // Each head of the group as n rows of the stacked matrix at l1_off, to or from its
 // columns of the rows at base; waits for all r transfers.
-void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store)
+// dt, row_bytes: a converted output's format and the bytes of one head's row in it (tmp
+// holds them while the heads move).
+void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt,
+                                 uint32_t row_bytes)
 {
+    if (row_bytes) b.li(tmp, row_bytes);
     b.for_range(zero, rr, 1, [&](X hh) {
-        desc_head(tsub, l1_off, hh, n, dim, dim_bytes);
-        b.muli(addr, hh, static_cast<int32_t>(D * 4));
+        desc_head(tsub, l1_off, hh, n, dim, row_bytes ? tmp : dim_bytes, dt);
+        b.muli(addr, hh, static_cast<int32_t>(row_bytes ? row_bytes : D * 4));
         b.add(addr, addr, base);
         if (store)
             b.tstore(tsub, addr, stride, sem);
@@ -527,6 +545,16 @@ void AttentionKernel::merge_splits(X item, Label item_done)
     b.free(sp);
 }
 
+// The normalised O converted to the output's format (tk, free now, describes it), then
+// stored head by head.
+void AttentionKernel::store_converted()
+{
+    b.li(l1, l1_ob);
+    b.tdesc(tk, l1, rn, dim, cfg_.out_dtype);
+    b.vcvt(tk, to, cfg_.out_cvt);
+    move_heads(l1_ob, out_base, out_stride, true, cfg_.out_dtype, orow);
+}
+
 void AttentionKernel::item(X item)
 {
     locate(item);
@@ -545,7 +573,10 @@ void AttentionKernel::item(X item)
     if (S > 1) merge_splits(item, item_done);
     b.vrecip(tl, tl);
     b.vmul(to, to, tl);
-    move_heads(l1_o, out_base, out_stride, true);
+    if (orow != D * 4)
+        store_converted();
+    else
+        move_heads(l1_o, out_base, out_stride, true);
     b.bind(item_done);
     b.free(tmp);
     b.free(vc);
