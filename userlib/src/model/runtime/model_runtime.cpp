@@ -320,8 +320,10 @@ private:
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
-        return attn_rows(il, T) ? lin::activation_dtype(layers_[il].wo.dtype, numerics())
-                                : JAL_DT_F32;
+        const jal_dtype act = lin::activation_dtype(layers_[il].wo.dtype, numerics());
+        // A head's row must be whole blocks of a blocked format (Q8_0 needs 32 | head_dim).
+        const bool fits = lin::packed_row_bytes(act, c_.head_dim) != 0;
+        return attn_rows(il, T) && fits ? act : JAL_DT_F32;
     }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
