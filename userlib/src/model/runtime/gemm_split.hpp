@@ -1,5 +1,5 @@
 // How many row groups a dense GEMM runs in (GemmConfig::row_groups, docs/model-runtime.md,
-// "Prefill"): in one group every slice reads all M rows of x and its own shard of W; in a
+// "The graph"): in one group every slice reads all M rows of x and its own shard of W; in a
 // groups it reads M/a rows and a shards, the shards once per chunk of rows L1 holds. The
 // runtime takes the a (a power of two dividing the slice count, at most M) for which a
 // slice reads the fewest bytes: one group for a decode step's few rows, several for a

@@ -88,7 +88,7 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 namespace {
 
 constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
-// Query tokens an item of a prompt's attention holds (docs/model-runtime.md, "Prefill").
+// Query tokens an item of a prompt's attention holds (docs/model-runtime.md, "The graph").
 constexpr uint32_t kPromptQueryBlock = 64;
 
 jal_dtype dtype_of(TensorType t, std::string_view name)
