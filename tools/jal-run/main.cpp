@@ -21,6 +21,7 @@
 
 #include "default_model.hpp"
 #include "metrics.hpp"
+#include "profile.hpp"
 #include "tools/common/emu_process.hpp"
 
 namespace {
@@ -137,8 +138,9 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
         // Room for the projected generation too (--project-out): a concurrency whose caches
         // cannot hold prompt + every output token is refused, not projected.
         ro.n_ctx = o.prompt_len + std::max(r.n_out, o.project_out) + 1;
-        // Long prompts prefill in chunks of 1024 rows (activation memory stays small).
-        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 1024u), r.users);
+        // Long prompts prefill in chunks of 2048 rows: the most the expert GEMM takes (8192
+        // pairs), so each expert's weights serve as many rows as they can.
+        ro.max_batch_tokens = std::max(std::min(o.prompt_len, 2048u), r.users);
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
         if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {
@@ -390,14 +392,12 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                 "a decode step\n",
                 s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000,
                 s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step);
-    if (o.profile && r.n_out > 1) {
-        std::printf("last decode step by kernel (modelled):\n%-28s %6s %12s %12s %10s\n", "kernel",
-                    "count", "time us", "HBM MB", "GB/s");
-        for (auto& [name, t] : rt.last_by_kernel())
-            std::printf("%-28s %6llu %12.2f %12.3f %10.1f\n", name.c_str(),
-                        (unsigned long long)t.dispatches, t.modelled_ns / 1e3, t.hbm_bytes / 1e6,
-                        t.modelled_ns ? double(t.hbm_bytes) / t.modelled_ns : 0.0);
-    }
+    if (o.profile)
+        jal::run::print_profile(stdout,
+                                "prefill of one prompt by kernel (modelled):", g.prefill_kernels);
+    if (o.profile && r.n_out > 1)
+        jal::run::print_profile(stdout,
+                                "last decode step by kernel (modelled):", rt.last_by_kernel());
 }
 
 int run(const Options& o)
@@ -465,7 +465,8 @@ int main(int argc, char** argv)
                    "Dispatch slices (default 8; every slice with --timing-only)");
     app.add_flag("--json", o.json, "Print one JSON document");
     app.add_flag("-q,--quiet", o.quiet, "Only the tokens");
-    app.add_flag("--profile", o.profile, "Print the last decode step's modelled time by kernel");
+    app.add_flag("--profile", o.profile,
+                 "Print the prefill's and the last decode step's modelled time by kernel");
     app.add_option(
         "--emu-dir", o.emu_dir,
         "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");

@@ -129,6 +129,22 @@ TEST_F(LinearExpertTest, UpProjectionEveryNumerics)
               10u + static_cast<unsigned>(n));
 }
 
+TEST_F(LinearExpertTest, ManyPairsAnExpertGatheredInStagedBlocks)
+{
+    // About 27 pairs an expert: split by experts with converted activations, a chunk's rows
+    // are gathered and converted 8 at a time (the last block short); up and down.
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+        for (bool per_pair : {false, true})
+            check({.tokens = 40,
+                   .k = 2,
+                   .experts = 3,
+                   .n = 40,
+                   .kdim = 64,
+                   .numerics = n,
+                   .input_per_pair = per_pair},
+                  2, 90u + static_cast<unsigned>(n) + (per_pair ? 5u : 0u));
+}
+
 TEST_F(LinearExpertTest, F16AndQ8_0WeightsEveryNumerics)
 {
     for (jal_dtype w : {JAL_DT_F16, JAL_DT_Q8_0})
@@ -267,7 +283,7 @@ TEST_F(LinearExpertTest, FusedSwigluGivesTheBitsOfTheSwigluKernelThenTheGemm)
         const std::vector<uint8_t> separate = gemm(c, act);
         // Fused: the GEMM reads gate | up.
         jl::ExpertGemmConfig fused = c;
-        fused.swiglu = true;
+        fused.swiglu_input = true;
         const std::vector<uint8_t> got =
             gemm(fused, {.va = gu_va, .rows = pairs, .cols = 2 * K, .dtype = JAL_DT_F32});
         EXPECT_EQ(got, separate);

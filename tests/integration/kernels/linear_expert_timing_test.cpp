@@ -1,6 +1,7 @@
-// A timing-only dispatch of the expert GEMM split by rows is charged what a real run with the
-// model runtime's uniform ids costs (its ids read as zeros there, so the kernel spreads the
-// pairs evenly over uniform_active() experts): same bytes, same modelled time to 1 %.
+// A timing-only dispatch of the expert GEMM split by rows, or split by experts with every
+// expert active, is charged what a real run with the model runtime's uniform ids costs (its
+// ids read as zeros there, so the kernel spreads the pairs evenly over uniform_active()
+// experts): same bytes, same modelled time to 1 %.
 // GPT-OSS-120B's gate|up and down shapes on 64 slices, each slice's rows in its own HBM.
 #include "linear_fixture.hpp"
 #include <jal/kernels/library/expert_gemm.hpp>
@@ -11,8 +12,11 @@ TEST_F(ExpertTimingTest, SplitByRowsTimingOnlyCostsWhatARealRunDoes)
 {
     const uint32_t S = 64, E = 128, K = 2880;
     for (uint32_t N : {5760u, 2880u})
-        for (uint32_t tokens : {1u, 4u, 16u})
-            for (auto split : {jl::ExpertSplit::rows}) {
+        for (uint32_t tokens : {1u, 4u, 16u, 64u})
+            for (auto split : {jl::ExpertSplit::rows, jl::ExpertSplit::experts}) {
+                // Split by experts the kernel spreads the pairs itself only when every expert
+                // is active (64 tokens); split by rows it streams only small batches.
+                if ((split == jl::ExpertSplit::experts) != (tokens == 64)) continue;
                 jl::ExpertGemmConfig c{.tokens = tokens,
                                        .k = 4,
                                        .experts = E,
@@ -21,7 +25,7 @@ TEST_F(ExpertTimingTest, SplitByRowsTimingOnlyCostsWhatARealRunDoes)
                                        .input_per_pair = N == 2880,
                                        .split = split,
                                        .rms_norm = N == 5760};
-                ASSERT_TRUE(jl::expert_gemm_streams(c, S));
+                if (split == jl::ExpertSplit::rows) ASSERT_TRUE(jl::expert_gemm_streams(c, S));
                 const uint64_t row = jl::packed_row_bytes(c.weight, K);
                 std::vector<uint64_t> tab(S);
                 uint64_t usable = slices(S);

@@ -105,6 +105,22 @@ TEST_F(LinearGemmNormTest, ManyChunksOfXStagedOrResident)
     }
 }
 
+TEST_F(LinearGemmNormTest, RowGroupsGiveTheSameBits)
+{
+    // The fused norm in row groups (4 slices in 2 and 4 groups, chunks of 3): bit for bit
+    // the unfused pair and the single-group GEMM.
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (uint32_t groups : {2u, 4u}) {
+            jl::GemmConfig one{
+                .m = 21, .n = 24, .k = 64, .weight = JAL_DT_BF16, .numerics = n, .max_m_chunk = 3};
+            jl::GemmConfig c = one;
+            c.row_groups = groups;
+            const Run r = both(c, 4, 90), r1 = both(one, 4, 90);
+            EXPECT_EQ(r.fused, r.unfused) << jl::gemm_name(c);
+            EXPECT_EQ(r.fused, r1.fused) << jl::gemm_name(c);
+        }
+}
+
 TEST_F(LinearGemmNormTest, AgreesWithADoubleReference)
 {
     // F32 activations (native numerics, BF16 weights): y = (x / rms(x) · g) · Wᵀ in double.
@@ -206,6 +222,17 @@ TEST_F(LinearExpertNormTest, FusedIsBitForBitNormThenExpertGemm)
         }
 }
 
+TEST_F(LinearExpertNormTest, FusedNormInStagedBlocks)
+{
+    // Enough pairs an expert for several staging blocks: still bit for bit norm then GEMM.
+    for (jl::Numerics n : {jl::Numerics::ggml, jl::Numerics::fast}) {
+        jl::ExpertGemmConfig c{
+            .tokens = 40, .k = 2, .experts = 3, .n = 40, .kdim = 64, .numerics = n};
+        SCOPED_TRACE(jl::expert_gemm_name(c));
+        EXPECT_EQ(run_case(c, 2, true), run_case(c, 2, false));
+    }
+}
+
 class LinearGemmAccumulateTest : public jal::test::LinearKernelTest {
 protected:
     // y0 + x·Wᵀ + bias: accumulated in the GEMM's epilogue (fused) or a plain GEMM then the
@@ -267,6 +294,24 @@ TEST_F(LinearGemmAccumulateTest, EpilogueAddIsBitForBitGemmThenAdd)
             SCOPED_TRACE(jl::gemm_name(c));
             EXPECT_EQ(run_case(c, 3, true), run_case(c, 3, false));
         }
+}
+
+TEST_F(LinearGemmAccumulateTest, RowGroupsGiveTheSameBits)
+{
+    for (uint32_t groups : {2u, 3u}) {
+        jl::GemmConfig c{.m = 7,
+                         .n = 70,
+                         .k = 64,
+                         .weight = JAL_DT_BF16,
+                         .tile_n = 16,
+                         .row_groups = groups,
+                         .max_m_chunk = 3};
+        SCOPED_TRACE(jl::gemm_name(c));
+        const auto fused = run_case(c, 6, true);
+        EXPECT_EQ(fused, run_case(c, 6, false));
+        c.row_groups = 1;
+        EXPECT_EQ(fused, run_case(c, 6, true));
+    }
 }
 
 TEST_F(LinearGemmAccumulateTest, AgreesWithADoubleReference)

@@ -145,6 +145,46 @@ TEST_F(LinearGemmTest, GemmChunksOfXAndManyTiles)
                    .seed = 20u + w * 3u + static_cast<unsigned>(n)});
 }
 
+TEST_F(LinearGemmTest, RowGroupsSplitRowsAndColumns)
+{
+    // 6 slices in 2, 3 or 6 row groups: each slice takes its group's rows (19, 13 or 7 of
+    // 37, in chunks of 4, the last chunk short) and its column group's shards; 5 rows in 6
+    // groups leave a group without rows. Staged (converted) and resident x both.
+    for (uint32_t groups : {2u, 3u, 6u})
+        for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_BF16})
+            for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+                for (uint32_t m : {37u, 5u})
+                    check({.config = {.m = m,
+                                      .n = 50,
+                                      .k = 64,
+                                      .weight = w,
+                                      .numerics = n,
+                                      .bias = true,
+                                      .tile_n = 8,
+                                      .row_groups = groups,
+                                      .max_m_chunk = 4},
+                           .slices = 6,
+                           .seed = 40u + groups + w * 3u + static_cast<unsigned>(n)});
+}
+
+TEST_F(LinearGemmTest, RowGroupsMustDivideTheSlices)
+{
+    const jl::GemmConfig c{.m = 8, .n = 16, .k = 32, .weight = JAL_DT_BF16, .row_groups = 4};
+    HostMatrix x = jal::test::quantized(jal::test::random_floats(8 * 32, 3), 8, 32, JAL_DT_F32);
+    HostMatrix w = jal::test::quantized(jal::test::random_floats(16 * 32, 4), 16, 32, c.weight);
+    const uint64_t x_va = upload(x.bytes), w_va = upload(w.bytes);
+    const uint64_t table_va = upload(jl::shard_table(w.ref(w_va), 6));
+    const uint64_t y_va = output(8 * 16 * 4);
+    auto words = jl::gemm_args(c, x.ref(x_va), table_va, w.ref(w_va), {},
+                               {.va = y_va, .rows = 8, .cols = 16, .dtype = JAL_DT_F32});
+    try {
+        run(jl::build_gemm(c), words, slices(6));
+        ADD_FAILURE() << "4 row groups on 6 slices ran";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD) << e.what();
+    }
+}
+
 TEST_F(LinearGemmTest, MoreSlicesThanRows)
 {
     // 6 rows over 8 slices: the split leaves the last slices without work.

@@ -84,6 +84,78 @@ TEST_F(RooflineTest, GemmsPlainFusedAndAccumulating)
         }
 }
 
+TEST_F(RooflineTest, GemmsInRowGroups)
+{
+    // A prompt's GEMMs: rows split over 2, 4 and 8 groups of the 8 slices, norm fused and
+    // epilogue add, in every numerics (ggml's BF16 activations run at the BF16 rate).
+    for (uint32_t groups : {2u, 4u, 8u})
+        for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast}) {
+            jl::GemmConfig c{.m = 512,
+                             .n = 1024,
+                             .k = kEmbd,
+                             .weight = JAL_DT_BF16,
+                             .numerics = n,
+                             .bias = true,
+                             .rms_norm = groups != 4,
+                             .accumulate = groups == 4,
+                             .row_groups = groups};
+            const uint64_t row = jl::packed_row_bytes(c.weight, c.k);
+            const TensorRef w{.va = space(row * c.n),
+                              .rows = c.n,
+                              .cols = c.k,
+                              .row_stride = row,
+                              .dtype = c.weight};
+            const uint64_t table = upload(jl::shard_table(w, kSlices));
+            check(
+                jl::gemm_name(c) + " groups " + std::to_string(groups), jl::build_gemm(c),
+                jl::gemm_args(c, f32(c.m, c.k), table, w, f32(1, c.n), f32(c.m, c.n), f32(1, c.k)));
+        }
+}
+
+TEST_F(RooflineTest, PromptAttentionInLargeQueryBlocks)
+{
+    // A prompt's attention as the runtime runs it: 64 queries an item, full and windowed.
+    const uint32_t n_ctx = 1024, rows = 512, qkv = (kHeads + 2 * kKvHeads) * kDim;
+    const jk::KvCacheConfig kv{.n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx};
+    jk::KvCache cache(*device, *context, *queue, kv,
+                      jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
+    TensorRef q = f32(rows, qkv);
+    q.cols = kHeads * kDim;
+    q.row_stride = qkv * 4ull;
+    const TensorRef out = f32(rows, kHeads * kDim), sinks = f32(1, kHeads);
+    for (uint32_t window : {0u, 128u}) {
+        const jk::AttentionConfig a{.n_head = kHeads,
+                                    .n_head_kv = kKvHeads,
+                                    .head_dim = kDim,
+                                    .n_ctx = n_ctx,
+                                    .window = window,
+                                    .sinks = true,
+                                    .q_block = 64};
+        check("attention prompt 512 at 256, window " + std::to_string(window),
+              jk::build_attention(a),
+              jk::attention_args(a, q, out, 256, cache.heads_va(), sinks.va));
+    }
+    const jk::AttentionConfig a16{.n_head = kHeads,
+                                  .n_head_kv = kKvHeads,
+                                  .head_dim = kDim,
+                                  .n_ctx = n_ctx,
+                                  .sinks = true,
+                                  .q_block = 64,
+                                  .out_dtype = JAL_DT_BF16};
+    TensorRef out16 = out;
+    out16.dtype = JAL_DT_BF16;
+    out16.row_stride = kHeads * kDim * 2ull;
+    check("attention prompt 512 at 256, BF16 out", jk::build_attention(a16),
+          jk::attention_args(a16, q, out16, 256, cache.heads_va(), sinks.va));
+    // The prompt's append on all 8 slices with 2 heads: 4 slices a head.
+    const jk::KvCacheConfig kv2{.n_head_kv = 2, .head_dim = kDim, .n_ctx = n_ctx};
+    jk::KvCache cache2(*device, *context, *queue, kv2, jk::kv_head_masks(slices(kSlices), 2, 1));
+    const jk::KvAppendConfig app{.n_head_kv = 2, .head_dim = kDim, .n_ctx = n_ctx};
+    const TensorRef kv_rows = f32(rows, 2 * kDim);
+    check("kv_append 512 rows, 2 heads on 8 slices", jk::build_kv_append(app),
+          jk::kv_append_args(app, kv_rows, kv_rows, 256, cache2.heads_va()));
+}
+
 TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
 {
     // With data: which experts a pair chose decides what is read, and timing-only runs read
@@ -117,6 +189,48 @@ TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
                                        f32(tokens * 4, c.n), f32(1, c.kdim)),
                   true);
         }
+}
+
+TEST_F(RooflineTest, PromptExpertGemmsWithTheSwigluAndTheHandOver)
+{
+    // A prompt's gate|up (SwiGLU in the epilogue, rows stored as Q8_0) and down (Q8_0 rows
+    // gathered as they are), ggml numerics, with data: 64 tokens over 8 experts.
+    const uint32_t experts = 8, tokens = 64, F = 768;  // whole Q8_0 blocks
+    std::vector<int32_t> chosen;
+    for (uint32_t p = 0; p < tokens * 4; p++)
+        chosen.push_back(static_cast<int32_t>((p * 3 + p / 4) % experts));
+    const TensorRef ids{.va = upload(chosen), .rows = tokens, .cols = 4, .dtype = JAL_DT_I32};
+    const uint64_t q8 = jl::packed_row_bytes(JAL_DT_Q8_0, F);
+    const TensorRef mid{.va = space(q8 * tokens * 4),
+                        .rows = tokens * 4,
+                        .cols = F,
+                        .row_stride = q8,
+                        .dtype = JAL_DT_Q8_0};
+    for (bool up : {true, false}) {
+        jl::ExpertGemmConfig c{.tokens = tokens,
+                               .k = 4,
+                               .experts = experts,
+                               .n = up ? 2 * F : kEmbd,
+                               .kdim = up ? kEmbd : F,
+                               .numerics = jl::Numerics::ggml,
+                               .input_per_pair = !up,
+                               .rms_norm = up,
+                               .swiglu = up,
+                               .x_dtype = up ? JAL_DT_F32 : JAL_DT_Q8_0,
+                               .y_dtype = up ? JAL_DT_Q8_0 : JAL_DT_F32};
+        const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
+        const TensorRef w{.va = space(row * c.n * c.experts),
+                          .rows = c.n * c.experts,
+                          .cols = c.kdim,
+                          .row_stride = row,
+                          .dtype = c.weight};
+        const uint64_t table = upload(jl::expert_shard_table(c, w, kSlices));
+        check(jl::expert_gemm_name(c), jl::build_expert_gemm(c),
+              jl::expert_gemm_args(c, up ? f32(tokens, kEmbd) : mid, ids, table, w,
+                                   f32(c.experts, c.n), up ? mid : f32(tokens * 4, kEmbd),
+                                   f32(1, c.kdim)),
+              true);
+    }
 }
 
 TEST_F(RooflineTest, AttentionWithAndWithoutTheAppendAndTheRowKernels)

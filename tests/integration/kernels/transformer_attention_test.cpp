@@ -12,6 +12,7 @@
 #include <cstring>
 #include <span>
 
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/attention.hpp>
 #include <jal/kernels/library/kv_cache.hpp>
 #include <jal/kernels/library/transformer.hpp>
@@ -26,6 +27,8 @@ using namespace jal::test::ref;
 
 class TransformerAttentionTest : public jal::test::TransformerKernelTest {
 protected:
+    // kv_append on n slices: every head's K rows and Vᵀ columns bit-exact.
+    void check_append(uint32_t n);
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
@@ -102,18 +105,28 @@ protected:
 
 TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
 {
+    // On 2 slices (heads strided over them) and on 7 (two slices a head, each appending a
+    // share of the rows; the seventh idle).
+    for (uint32_t n : {2u, 7u}) {
+        SCOPED_TRACE(std::to_string(n) + " slices");
+        check_append(n);
+    }
+}
+
+void TransformerAttentionTest::check_append(uint32_t n)
+{
     const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
     auto k = jal::test::random_normal(size_t{rows} * g_heads * d, 41);
     auto v = jal::test::random_normal(size_t{rows} * g_heads * d, 42);
     jk::KvCache cache(device(), context(), queue(),
                       {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
-                      jk::kv_head_masks(slices(2), g_heads));
+                      jk::kv_head_masks(slices(n), g_heads));
     auto dk = upload(k, rows, g_heads * d);
     auto dv = upload(v, rows, g_heads * d);
     const jk::KvAppendConfig cfg{
         .n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
     run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()),
-        slices(2));
+        slices(n));
     for (uint32_t g = 0; g < g_heads; g++) {
         std::vector<float> kc(size_t{n_ctx} * d), vt(size_t{d} * n_ctx);
         read(kc.data(), cache.k_va(g), kc.size() * 4);
@@ -129,6 +142,55 @@ TEST_F(TransformerAttentionTest, AppendWritesKeysAndTransposedValues)
                           std::bit_cast<uint32_t>(vw))
                     << "V^T head " << g << " token " << t << " dim " << c;
             }
+    }
+}
+
+TEST_F(TransformerAttentionTest, ConvertedOutputIsTheF32OutputRounded)
+{
+    // The output written as BF16 (OCP rounding) and as Q8_0 (ggml's): bit for bit the F32
+    // output (checked against the reference by the other tests) rounded on the host.
+    const Shape s{.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true};
+    const uint32_t n_ctx = 64, rows = 40, qcols = s.n_head * s.head_dim,
+                   kvcols = s.n_head_kv * s.head_dim;
+    auto q = jal::test::random_normal(size_t{rows} * qcols, 60, 1.5);
+    auto k = jal::test::random_normal(size_t{rows} * kvcols, 61, 1.5);
+    auto v = jal::test::random_normal(size_t{rows} * kvcols, 62);
+    auto sinks = jal::test::random_uniform(s.n_head, 63, -2.0, 4.0);
+    const uint64_t mask = slices(2);
+    jk::KvCache cache(device(), context(), queue(),
+                      {.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx},
+                      jk::kv_head_masks(mask, s.n_head_kv));
+    const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+    auto dk = upload(k, rows, kvcols), dv = upload(v, rows, kvcols), dq = upload(q, rows, qcols);
+    auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
+    run(jk::build_kv_append(app), jk::kv_append_args(app, dk.ref, dv.ref, 0, cache.heads_va()),
+        mask);
+    jk::AttentionConfig att{.n_head = s.n_head,
+                            .n_head_kv = s.n_head_kv,
+                            .head_dim = s.head_dim,
+                            .n_ctx = n_ctx,
+                            .sinks = true,
+                            .q_block = 8};
+    auto f32 = alloc(rows, qcols);
+    run(jk::build_attention(att),
+        jk::attention_args(att, dq.ref, f32.ref, 0, cache.heads_va(), dsinks.ref.va), mask);
+    const std::vector<float> out = download(f32.ref);
+    for (auto [dt, mode] :
+         {std::pair{JAL_DT_BF16, JAL_CVT_OCP}, std::pair{JAL_DT_Q8_0, JAL_CVT_GGML}}) {
+        SCOPED_TRACE("dtype " + std::to_string(dt));
+        att.out_dtype = dt, att.out_cvt = mode;
+        const size_t row = jal::numerics::row_bytes(dt, qcols);
+        auto conv = alloc(rows, qcols);  // F32-sized: room enough
+        jal::kernels::TensorRef ref = conv.ref;
+        ref.dtype = dt, ref.row_stride = row;
+        run(jk::build_attention(att),
+            jk::attention_args(att, dq.ref, ref, 0, cache.heads_va(), dsinks.ref.va), mask);
+        std::vector<uint8_t> got(rows * row), want(rows * row);
+        read(got.data(), ref.va, got.size());
+        for (uint32_t r = 0; r < rows; r++)
+            jal::numerics::quantize_row(dt, out.data() + size_t{r} * qcols, want.data() + r * row,
+                                        qcols, mode);
+        EXPECT_EQ(got, want);
     }
 }
 

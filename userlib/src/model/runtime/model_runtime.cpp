@@ -21,6 +21,7 @@
 #include <jal/model/runtime.hpp>
 
 #include "expert_split.hpp"
+#include "gemm_split.hpp"
 #include "placement.hpp"
 
 namespace jal::model {
@@ -87,6 +88,8 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 namespace {
 
 constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
+// Query tokens an item of a prompt's attention holds (docs/model-runtime.md, "The graph").
+constexpr uint32_t kPromptQueryBlock = 64;
 
 jal_dtype dtype_of(TensorType t, std::string_view name)
 {
@@ -114,6 +117,13 @@ jal_dtype dtype_of(TensorType t, std::string_view name)
 // rows it gathers. Every slice then does that work for every pair (about 0.1 µs of vector
 // work a pair), rather than a kernel doing each once behind a stage of its own (3–4 µs).
 constexpr uint32_t kFewPairs = 8;
+
+// What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
+struct ExpertFusions {
+    bool swiglu_input = false;  // down: x rows are gate | up, the SwiGLU applied on the way in
+    bool route = false;         // gate|up: routes the tokens itself
+    bool combine = false;       // down: adds Σ w·e into the residual itself
+};
 
 uint64_t mask_of(uint32_t first, uint32_t count)
 {
@@ -150,7 +160,7 @@ struct Layer {
 };
 
 struct Activations {
-    Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    Place x, q, attn, attn_rows, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -274,7 +284,9 @@ private:
         const k::Program *rope, *append, *route, *swiglu, *combine;
     };
     GraphKernels graph_kernels(uint32_t T);
-    const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope);
+    // q_block 0: the kernel's default (128 stacked query rows an item).
+    const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope,
+                                       uint32_t q_block = 0, jal_dtype out = JAL_DT_F32);
     bool attention_appends(const Segment& sg, size_t segments) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
@@ -282,7 +294,7 @@ private:
                        bool rope);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
-              bool accumulate = false);
+              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
                             uint64_t y, const char* what, const Vec* norm);
     // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
@@ -293,9 +305,41 @@ private:
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
-                     const Vec* norm = nullptr, bool swiglu = false, bool route = false,
-                     bool combine = false);
+                     const Vec* norm = nullptr, bool swiglu = false, jal_dtype x_dtype = JAL_DT_F32,
+                     jal_dtype y_dtype = JAL_DT_F32, const ExpertFusions& fused = {});
+    // The gate|up expert GEMM applies the SwiGLU in its epilogue: split by experts (each
+    // slice has a pair's gate and up columns) and not charged through the timing-only
+    // stand-in (expert_gemm).
+    bool swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const;
+    // With the SwiGLU in gate|up's epilogue and down split by experts too, the rows go from
+    // one to the other already in down's activation format (Q8_0 in ggml numerics for MXFP4
+    // experts; F32: as they are).
+    jal_dtype act_handover(const Layer& L, uint32_t tokens) const;
     uint64_t va(const Place& p) const { return placement_.va(p); }
+    uint32_t row_groups(const Matrix& m, uint32_t rows, bool norm = false, bool accumulate = false,
+                        jal_dtype x_dtype = JAL_DT_F32) const;
+    lin::Numerics numerics() const
+    {
+        return o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+    }
+    // Where layer il's attention writes its T rows (the output projection's x), and in
+    // which format: a prompt's (in row groups) interleaved and already in the projection's
+    // activation format (BF16 rows in ggml numerics, as the GEMM would round them).
+    bool attn_rows(uint32_t il, uint32_t T) const
+    {
+        return row_groups(layers_[il].wo, T, false, true) > 1;
+    }
+    uint64_t attn_out(uint32_t il, uint32_t T) const
+    {
+        return va(attn_rows(il, T) ? a_.attn_rows : a_.attn);
+    }
+    jal_dtype attn_dtype(uint32_t il, uint32_t T) const
+    {
+        const jal_dtype act = lin::activation_dtype(layers_[il].wo.dtype, numerics());
+        // A head's row must be whole blocks of a blocked format (Q8_0 needs 32 | head_dim).
+        const bool fits = lin::packed_row_bytes(act, c_.head_dim) != 0;
+        return attn_rows(il, T) && fits ? act : JAL_DT_F32;
+    }
     // Kernel `key`, built with `build` and copied to the chip the first time.
     const k::Program& program(const std::string& key, const std::function<k::CodeObject()>& build);
     // Adds a dispatch of `p` on `mask` to the Launcher's batch (lane >= 0: on that lane).
@@ -568,6 +612,9 @@ void RuntimeImpl::plan_activations()
     a_.x = placement_.reserve(I, T * E4);
     a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
     a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
+    // The same, when the output projection runs in row groups (a prompt): each slice reads
+    // only its group's rows, and a replicated write would cost a copy per slice.
+    a_.attn_rows = placement_.reserve(I, T * qdim_ * 4);
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
@@ -873,17 +920,35 @@ void RuntimeImpl::free_sequence(int seq)
     slot(seq).used = false;
 }
 
+uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool accumulate,
+                                 jal_dtype x_dtype) const
+{
+    auto m_chunk = [&](uint32_t groups) {
+        lin::GemmConfig g;
+        g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = true;
+        g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
+        g.rms_norm = norm, g.accumulate = accumulate, g.row_groups = groups;
+        g.x_dtype = x_dtype;
+        return lin::plan_gemm(g).m_chunk;
+    };
+    // Each slice's shard is ⌈N/S⌉ rows.
+    return detail::gemm_row_groups(rows, S_, lin::packed_row_bytes(x_dtype, m.kdim),
+                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk);
+}
+
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm, bool accumulate)
+                       const Vec* norm, bool accumulate, jal_dtype x_dtype)
 {
     lin::GemmConfig g;
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
-    const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{}", g.m, g.n, g.k, int(g.weight),
-                    g.bias, int(g.numerics), g.rms_norm, g.accumulate);
+    g.x_dtype = x_dtype;
+    g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
+    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{}", g.m,
+                                        g.n, g.k, int(g.weight), g.bias, int(g.numerics),
+                                        g.rms_norm, g.accumulate, g.row_groups, int(x_dtype));
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -912,10 +977,26 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
     return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
 }
 
+bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
+{
+    if (split_by_rows(m, tokens, false)) return false;
+    lin::ExpertGemmConfig g;
+    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts;
+    return !o_.timing_only || lin::uniform_active(g) == g.experts;
+}
+
+jal_dtype RuntimeImpl::act_handover(const Layer& L, uint32_t tokens) const
+{
+    if (!swiglu_in_gate_up(L.gate_up, tokens) || split_by_rows(L.down, tokens, true))
+        return JAL_DT_F32;
+    return lin::activation_dtype(
+        L.down.dtype, o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native);
+}
+
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
                               uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm, bool swiglu, bool route,
-                              bool combine)
+                              const char* what, const Vec* norm, bool swiglu, jal_dtype x_dtype,
+                              jal_dtype y_dtype, const ExpertFusions& fused)
 {
     const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
@@ -924,18 +1005,21 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
-    const k::SwigluConfig sw;  // the constants the separate kernel uses
-    g.swiglu = swiglu, g.swiglu_alpha = sw.alpha, g.swiglu_limit = sw.limit;
-    g.route = route, g.combine = combine;
-    const std::string key =
-        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} sw{} rt{} cb{}", g.tokens,
-                    g.k, g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
-                    g.rms_norm, g.swiglu, g.route, g.combine);
-    // Timing only, a kernel's reads of the expert ids see nothing, so split by experts it
-    // runs as a plain GEMM of the same traffic (timing_expert_gemm). Split by rows the kernel
-    // itself spreads the pairs evenly over the experts uniform routing makes active, and is
-    // charged what a real run with those ids costs (linear_expert_timing_test).
-    if (o_.timing_only && !by_rows) {
+    const k::SwigluConfig glu;  // GPT-OSS's α and limit, as the separate kernel's
+    g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
+    g.x_dtype = x_dtype, g.y_dtype = y_dtype;
+    g.swiglu_input = fused.swiglu_input, g.route = fused.route, g.combine = fused.combine;
+    const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}",
+                                        g.tokens, g.k, g.experts, g.n, g.kdim, int(g.weight),
+                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu) +
+                            fmt::format(" x{} y{} si{} rt{} cb{}", int(g.x_dtype), int(g.y_dtype),
+                                        g.swiglu_input, g.route, g.combine);
+    // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
+    // experts when uniform routing makes every expert active (a prompt), the kernel itself
+    // spreads the pairs evenly over the active experts and is charged what a real run with
+    // those ids costs (linear_expert_timing_test); otherwise split by experts runs as a
+    // plain GEMM of the same traffic (timing_expert_gemm).
+    if (o_.timing_only && !by_rows && lin::uniform_active(g) < g.experts) {
         timing_expert_gemm(m, tokens, x, x_stride, y, what, norm);
         return;
     }
@@ -943,10 +1027,10 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
     args.push_back(va(a_.ids));
-    if (route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
+    if (fused.route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
                              va(bias.place), y, y_stride});
-    if (combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
+    if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -1060,15 +1144,19 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
     return g;
 }
 
-const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope)
+const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope,
+                                                uint32_t q_block, jal_dtype out)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{}", c_.n_head, c_.n_head_kv,
-                               c_.head_dim, o_.n_ctx, window, append_kv, rope),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{}", c_.n_head,
+                               c_.n_head_kv, c_.head_dim, o_.n_ctx, window, append_kv, rope,
+                               q_block, int(out)),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
                        a.append_kv = append_kv, a.rope = rope;
+                       a.q_block = q_block;
+                       a.out_dtype = out, a.out_cvt = lin::activation_cvt_mode(numerics());
                        return k::build_attention(a);
                    });
 }
@@ -1089,7 +1177,10 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
 {
     const uint64_t Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
     const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
-    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
+    const uint32_t T = segs.back().row0 + segs.back().rows;
+    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = attn_out(il, T);
+    const jal_dtype out = attn_dtype(il, T);
+    const uint64_t O = lin::packed_row_bytes(out, qdim_);  // a row of the output
     const Layer& Ly = layers_[il];
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
     // Each sequence's attention runs on its slot's slice group; with several groups and
@@ -1103,19 +1194,25 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         // A prompt has many query blocks per KV head: they run on every slice (the
         // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
         // cache; the others read it remotely), a decode row on the slot's group alone.
+        const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+        // On the slot's group every item of a head runs on the slice that holds its cache:
+        // the attention appends the new keys and values itself (one dispatch, not two).
         const bool fused = attention_appends(sg, segs.size());
-        const bool wide = !fused && sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+        // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)
-            add(*g.append, kv_mask(j),
+            add(*g.append, wide ? all_mask_ : kv_mask(j),
                 {kk + sg.row0 * QKV4, QKV4, v + sg.row0 * QKV4, QKV4, sg.rows, sg.pos0, heads},
                 "kv_append", lane);
         std::vector<uint64_t> args = {
-            q + sg.row0 * QKV4, QKV4, at + sg.row0 * Q4, Q4, sg.rows, sg.pos0, heads,
+            q + sg.row0 * QKV4, QKV4, at + sg.row0 * O, O, sg.rows, sg.pos0, heads,
             va(Ly.sinks.place)};
         if (fused) args.insert(args.end(), {kk + sg.row0 * QKV4, v + sg.row0 * QKV4});
         if (rope) args.insert(args.end(), {va(rope_cos_.place), va(rope_sin_.place)});
-        add(attention_kernel(window, fused, rope), wide ? all_mask_ : kv_mask(j), k::Args(args),
-            window ? "attention (sliding window)" : "attention", lane);
+        // A prompt's items hold kPromptQueryBlock queries: every key and value an item loads
+        // then serves that many query rows of each head.
+        const uint32_t q_block = wide ? kPromptQueryBlock : 0;
+        add(attention_kernel(window, fused, rope, q_block, out), wide ? all_mask_ : kv_mask(j),
+            k::Args(args), window ? "attention (sliding window)" : "attention", lane);
     }
     if (lanes) launch_->join();
 }
@@ -1129,7 +1226,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     const uint64_t QKV4 = Q4 + 2 * KV4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), q = va(a_.q), at = va(a_.attn);
+    const uint64_t x = va(a_.x), q = va(a_.q), at = attn_out(il, T);
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
@@ -1148,7 +1245,9 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
             {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
     add_attention(il, segs, g, rope_in_attention);
     // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
-    gemm(Ly.wo, T, at, Q4, &Ly.bo, x, E4, "attn_output", nullptr, true);
+    const jal_dtype at_dt = attn_dtype(il, T);
+    gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), &Ly.bo, x, E4, "attn_output", nullptr,
+         true, at_dt);
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
@@ -1158,20 +1257,27 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     if (!route)
         add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
             "moe_routing");
-    expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
-                &Ly.post_norm, false, route);
-    // Few pairs, split by rows: every slice gathers every pair's gate | up row and applies
-    // the SwiGLU itself (one stage fewer); more pairs: each row once, in its own kernel.
-    // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
-    // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
-    if (few && split_by_rows(Ly.down, T, true)) {
-        expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
-                    nullptr, true, false, true);
-        return;
+    const jal_dtype act = act_handover(Ly, T);
+    const uint64_t act_row = lin::packed_row_bytes(act, c_.n_ff_exp);
+    if (swiglu_in_gate_up(Ly.gate_up, T)) {  // a prompt: the SwiGLU in the epilogue
+        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
+                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act);
+    } else {
+        expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
+                    &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
+        // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
+        // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
+        if (few && split_by_rows(Ly.down, T, true)) {
+            expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
+                        nullptr, false, JAL_DT_F32, JAL_DT_F32,
+                        {.swiglu_input = true, .combine = true});
+            return;
+        }
+        add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
+            "swiglu");
     }
-    add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
-        "swiglu");
-    expert_gemm(Ly.down, T, true, va(a_.act), F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps");
+    expert_gemm(Ly.down, T, true, va(a_.act), act_row, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
+                nullptr, false, act);
     // x += Σ w·e: the residual add in the combine's epilogue.
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }

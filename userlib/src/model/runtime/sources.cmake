@@ -2,6 +2,7 @@
 target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/placement.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_split.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_runtime.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sampler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shapes.cpp

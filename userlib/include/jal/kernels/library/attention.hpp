@@ -91,6 +91,12 @@ struct JAL_API AttentionConfig {
     // the same instructions, from the cos and sin tables by position), the queries as it
     // loads them and the keys before it appends them. Needs append_kv.
     bool rope = false;
+    // The output's format (rows of n_head·head_dim): F32, or the format the next GEMM's
+    // activations take (e.g. BF16 before a BF16 projection in ggml numerics), converted
+    // with VCVT in out_cvt mode, as the GEMM would convert F32 rows itself: the same bits,
+    // fewer bytes stored and read.
+    jal_dtype out_dtype = JAL_DT_F32;
+    jal_cvt_mode out_cvt = JAL_CVT_OCP;
     uint32_t queries_per_item() const;
     uint32_t keys_per_chunk() const;
     uint32_t splits() const;

@@ -50,13 +50,26 @@ struct ExpertGemmConfig {
     // the gate and up projections read the residual stream and normalise it themselves.
     bool rms_norm = false;
     float norm_eps = 1e-5f;
-    // Fused SwiGLU (swiglu.hpp, the same instructions) of the gathered rows, for the down
-    // projection: each row of x is gate | up (2·kdim F32) and the GEMM multiplies
-    // swiglu(gate, up). Needs input_per_pair, not with rms_norm. Every slice computes it for
-    // every pair it gathers, so it pays only for few pairs (a separate kernel computes each
-    // row once).
+    // GPT-OSS's SwiGLU in the epilogue (split by experts only; N even): each pair's row of
+    // N = gate | up columns becomes N/2 columns min(g,limit)·σ(α·min(g,limit))·(clamp(u,
+    // ±limit)+1), the instruction sequence of swiglu_oai, so y has N/2 columns and the
+    // separate SwiGLU dispatch (and y's other half) is not needed. Bit for bit the two.
     bool swiglu = false;
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
+    uint32_t out_cols() const { return swiglu ? n / 2 : n; }
+    // Split by experts only: x already in the activation format (activation_dtype(weight,
+    // numerics)), gathered as is (no norm then), and y stored converted to y_dtype (VCVT in
+    // the numerics' mode) instead of F32. An expert GEMM whose output another one reads
+    // (gate|up's SwiGLU rows into down) can so hand over the rows the reader would convert
+    // anyway: the same bits, a quarter of the bytes for Q8_0.
+    jal_dtype x_dtype = JAL_DT_F32;
+    jal_dtype y_dtype = JAL_DT_F32;
+    // Fused SwiGLU of the gathered rows (swiglu.hpp, the same instructions), for the down
+    // projection split by rows: each row of x is gate | up (2·kdim F32) and the GEMM
+    // multiplies swiglu(gate, up) (the constants are swiglu_alpha and swiglu_limit). Needs
+    // input_per_pair, not with rms_norm. Every slice computes it for every pair it gathers,
+    // so it pays only for few pairs (a separate kernel computes each row once).
+    bool swiglu_input = false;
     // Fused routing (moe.hpp's moe_routing, the same instructions), for the gate|up
     // projection: every slice reads the tokens' router logits (tokens × experts F32), takes
     // the top k and their softmax weights itself, and slice 0 writes ids and weights for the
@@ -96,7 +109,7 @@ JAL_API uint32_t uniform_active(const ExpertGemmConfig& c);
 
 // Argument words. x: tokens (or tokens·k) × K F32; ids: tokens×k I32 (packed); w: (E·N)×K
 // of config.weight, reached through w_shards (shard tables of experts: expert_shard_table);
-// bias: E×N F32 (va 0 without); y: tokens·k × N F32.
+// bias: E×N F32 (va 0 without); y: tokens·k × out_cols() F32.
 JAL_API std::vector<uint64_t>
 expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
                  uint64_t w_shards, const TensorRef& w, const TensorRef& bias, const TensorRef& y,

@@ -44,6 +44,14 @@ struct GemmConfig {
     // Not together with rms_norm (tile registers).
     bool accumulate = false;
     uint32_t tile_n = 0;  // rows of W per tile; 0 chooses
+    // Row groups (a large M, e.g. a prefill): the dispatch's n slices form `row_groups`
+    // groups (it must divide n; the kernel traps INVALID_FIELD otherwise). Slice s takes the
+    // rows slice_range(M, row_groups, s mod row_groups) of x and y, and the columns of the
+    // row_groups shards s − s mod row_groups … + row_groups − 1 of the shard table (one of
+    // them its own): every slice then reads 1/row_groups of x and row_groups shards of W
+    // instead of all of x and one shard. Every element of y is still one slice's dot
+    // product over all of K in K order: the same bits as row_groups = 1.
+    uint32_t row_groups = 1;
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };

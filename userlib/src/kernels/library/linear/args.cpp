@@ -116,15 +116,15 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
-    // With the fused SwiGLU a row of x is gate | up.
-    expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.swiglu ? 2 * c.kdim : c.kdim,
-           JAL_DT_F32);
+    // With the fused SwiGLU of the input a row of x is gate | up.
+    expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.swiglu_input ? 2 * c.kdim : c.kdim,
+           c.x_dtype);
     expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
     require(packed(ids, uint64_t{c.k} * 4), k, "ids must be packed");
     TensorRef wv = w;
     if (wv.va == 0) wv.va = 1;
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
-    expect(k, "y", y, pairs, c.n, JAL_DT_F32);
+    expect(k, "y", y, pairs, c.out_cols(), c.y_dtype);
     require(w_shards != 0, k, "no shard table");
     std::vector<uint64_t> a{x.va, stride_of(x)};
     if (c.rms_norm) {

@@ -3,6 +3,7 @@
 #include <jal/kernels/library/gemm.hpp>
 
 #include <algorithm>
+#include <functional>
 
 #include <jal/error.hpp>
 #include <jal/isa/numerics.hpp>
@@ -23,6 +24,11 @@ constexpr int kWBuffers = 3;                   // W loads run two tiles ahead of
 constexpr int kAccBuffers = 3;                 // a tile's store may still be reading one
 constexpr uint32_t kWeightBudget = 3u << 19;   // all W buffers together, at most (1.5 MiB)
 constexpr uint32_t kStageBudget = 768u << 10;  // both F32 staging buffers of x, at most
+// In row groups (a prompt) L1 goes to x rather than W: every shard streams once per chunk of
+// rows, so the more rows a chunk holds the fewer times W is read; W tiles of 32 rows and
+// staging blocks of a quarter of the size still keep the engines overlapped.
+constexpr uint32_t kGroupTileRows = 32;
+constexpr uint32_t kGroupStageBudget = 192u << 10;
 
 uint32_t aligned(uint64_t bytes)
 {
@@ -88,6 +94,9 @@ GemmPlan plan_gemm(const GemmConfig& c)
         bad(c, "x must be F32 or already in the activation format");
     if (c.rms_norm && c.x_dtype != JAL_DT_F32) bad(c, "a fused RMS norm needs x in F32");
     if (c.rms_norm && c.accumulate) bad(c, "a fused RMS norm and accumulation together");
+    if (c.row_groups == 0 || c.row_groups > 64) bad(c, "row groups must be 1..64");
+    // The rows one slice takes: all of M, or its row group's.
+    const uint64_t group_m = ceil_div(c.m, c.row_groups);
     p.convert_x = c.x_dtype != p.activation;
     uint64_t wrow = numerics::row_bytes(c.weight, c.k);
     uint64_t xrow = numerics::row_bytes(p.activation, c.k);
@@ -97,7 +106,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     uint64_t tn = c.tile_n;
     if (tn == 0) {
         tn = kWeightBudget / kWBuffers / wrow;
-        tn = std::min<uint64_t>(tn, c.m <= 16 ? 1024 : 128);
+        tn = std::min<uint64_t>(tn, c.m <= 16 ? 1024 : c.row_groups > 1 ? kGroupTileRows : 128);
         if (tn >= 16) tn -= tn % 16;
     }
     tn = std::max<uint64_t>(1, std::min<uint64_t>(tn, c.n));
@@ -111,8 +120,9 @@ GemmPlan plan_gemm(const GemmConfig& c)
     const uint64_t norm_row = c.rms_norm ? uint64_t{c.k} * 4 + 4 : 0;
     if (c.rms_norm) used += aligned(uint64_t{c.k} * 4) + 2 * kAlign;
     if (p.convert_x) {
-        uint64_t rs = std::max<uint64_t>(1, kStageBudget / 2 / (uint64_t{c.k} * 4));
-        p.stage_rows = static_cast<uint32_t>(std::min<uint64_t>(rs, c.m));
+        const uint64_t budget = c.row_groups > 1 ? kGroupStageBudget : kStageBudget;
+        uint64_t rs = std::max<uint64_t>(1, budget / 2 / (uint64_t{c.k} * 4));
+        p.stage_rows = static_cast<uint32_t>(std::min<uint64_t>(rs, group_m));
         used += 2 * aligned(uint64_t{p.stage_rows} * c.k * 4) + p.stage_rows * norm_row;
     }
     // x rows resident at once: what is left after W, staging and the two accumulators.
@@ -120,7 +130,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     // Accumulating: per W buffer, the tile of y it adds to.
     const uint64_t y_row = c.accumulate ? kWBuffers * tn * 4 : 0;
     uint64_t mc = std::min<uint64_t>(
-        c.m, left / (xrow + kAccBuffers * tn * 4 + (p.convert_x ? 0 : norm_row) + y_row));
+        group_m, left / (xrow + kAccBuffers * tn * 4 + (p.convert_x ? 0 : norm_row) + y_row));
     if (c.max_m_chunk) mc = std::min<uint64_t>(mc, c.max_m_chunk);
     if (mc == 0) bad(c, "x rows and accumulators do not fit in L1");
     p.m_chunk = static_cast<uint32_t>(mc);
@@ -141,6 +151,11 @@ public:
     CodeObject build();
 
 private:
+    CodeObject build_grouped();
+    void group_rows();
+    void group_tile(X i, const std::function<void(X j)>& body);
+    X chunk_rows(uint32_t mr);
+    void guarded(uint32_t r0, const std::function<void()>& body);
     void declare();
     void share_columns();
     void layout();
@@ -150,7 +165,7 @@ private:
     void stage(uint32_t m0, uint32_t mr, uint32_t j);
     void issue_x(uint32_t m0, uint32_t mr);
     void finish_x(uint32_t m0, uint32_t mr);
-    void norm_rows(T rows_tile, uint32_t nr, bool first);
+    void norm_rows(T rows_tile, X rows);
 
     const GemmConfig& c;
     const GemmPlan p;
@@ -172,13 +187,44 @@ private:
     Q qn{};
     uint32_t l1_y[kWBuffers] = {};  // accumulating: the tiles of y added to
     T ty[kWBuffers] = {};
+    // Row groups only: the group's rows, the rows of the current chunk (runtime values), the
+    // first shard of the slice's column group, the dispatch's slice count, y and the bias
+    // from the group's first row and column 0.
+    const bool grouped;
+    X group_m{}, chunk_m{}, first_shard{}, n_slices{}, y_base{}, bias_base{};
+    X shard_rows{}, tiles_per_shard{}, group_tiles{};
 };
 
 GemmKernel::GemmKernel(const GemmConfig& config)
     : c(config), p(plan_gemm(config)), wrow(numerics::row_bytes(config.weight, config.k)),
       xrow(numerics::row_bytes(p.activation, config.k)), mode(activation_cvt_mode(config.numerics)),
-      tn(p.tile_n), b(gemm_name(config))
+      tn(p.tile_n), b(gemm_name(config)), grouped(config.row_groups > 1)
 {}
+
+// Rows of the current chunk of x: a constant, or with row groups the runtime count.
+X GemmKernel::chunk_rows(uint32_t mr)
+{
+    if (!grouped) return emit_const(b, mr);
+    X r = b.x();
+    b.addi(r, chunk_m, 0);
+    return r;
+}
+
+// body() only when the chunk has row r0 (with row groups a chunk may be short of its
+// static size; row 0 it always has).
+void GemmKernel::guarded(uint32_t r0, const std::function<void()>& body)
+{
+    if (!grouped || r0 == 0) {
+        body();
+        return;
+    }
+    Label skip = b.label();
+    X t = emit_const(b, r0);
+    b.bge(t, chunk_m, skip);
+    b.free(t);
+    body();
+    b.bind(skip);
+}
 
 void GemmKernel::declare()
 {
@@ -258,16 +304,14 @@ void GemmKernel::layout()
     }
 }
 
-// The fused RMS norm of nr F32 rows in rows_tile (in place); `first`: the norm weight's
-// load is waited for here.
-void GemmKernel::norm_rows(T rows_tile, uint32_t nr, bool first)
+// The fused RMS norm of `rows` F32 rows in rows_tile (in place); the caller has waited for
+// the norm weight's load.
+void GemmKernel::norm_rows(T rows_tile, X rows)
 {
-    if (first) b.wait(qn, 1);
-    X rows = emit_const(b, nr), one = emit_const(b, 1);
+    X one = emit_const(b, 1);
     emit_tdesc_at(b, tsq, l1_sq, rows, k_reg, JAL_DT_F32);
     emit_tdesc_at(b, tsc, l1_sc, rows, one, JAL_DT_F32);
     b.free(one);
-    b.free(rows);
     emit_rms_norm_rows(b, rows_tile, tsq, tsc, tnw, c.k, c.norm_eps);
 }
 
@@ -306,7 +350,7 @@ void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr)
     }
     b.free(a);
     if (c.accumulate) {
-        X mr_reg = emit_const(b, mr);
+        X mr_reg = chunk_rows(mr);
         emit_tdesc_at(b, ty[buf], l1_y[buf], mr_reg, rows, JAL_DT_F32);
         b.free(mr_reg);
         X ya = y_tile_address(i, m0);
@@ -322,7 +366,7 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
 {
     b.wait(qw[buf], 1 + (c.bias ? 1 : 0) + (c.accumulate ? 1 : 0));
     X rows = emit_block_size(b, i, count, tn_reg);
-    X mr_reg = emit_const(b, mr);
+    X mr_reg = chunk_rows(mr);
     emit_tdesc_at(b, tacc[acc], l1_acc[acc], mr_reg, rows, JAL_DT_F32);
     // The bias goes in before the MMA, not after: the vector work then overlaps the
     // previous tile's MMA instead of standing between this MMA and its store.
@@ -343,6 +387,11 @@ void GemmKernel::stage(uint32_t m0, uint32_t mr, uint32_t j)
     const uint32_t rs = p.stage_rows;
     uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
     X rows = emit_const(b, nr), a = b.x();
+    if (grouped) {  // min(rs, chunk_m − r0): this block's rows of the group's chunk
+        b.li(a, r0);
+        b.sub(a, chunk_m, a);
+        b.min(rows, rows, a);
+    }
     emit_tdesc_at(b, ts[j % 2], l1_s[j % 2], rows, k_reg, JAL_DT_F32);
     b.muli(a, x_stride, static_cast<int32_t>(m0 + r0));
     b.add(a, a, x);
@@ -360,7 +409,7 @@ void GemmKernel::issue_x(uint32_t m0, uint32_t mr)
         stage(m0, mr, 0);
         return;
     }
-    X rows = emit_const(b, mr), a = b.x();
+    X rows = chunk_rows(mr), a = b.x();
     emit_tdesc_at(b, tx, l1_x, rows, k_reg, p.activation);
     b.muli(a, x_stride, static_cast<int32_t>(m0));
     b.add(a, a, x);
@@ -373,7 +422,12 @@ void GemmKernel::finish_x(uint32_t m0, uint32_t mr)
 {
     if (!p.convert_x) {
         b.wait(qx, 1);
-        if (c.rms_norm) norm_rows(tx, mr, m0 == 0);
+        if (c.rms_norm) {
+            if (m0 == 0) b.wait(qn, 1);
+            X rows = chunk_rows(mr);
+            norm_rows(tx, rows);
+            b.free(rows);
+        }
         return;
     }
     // Blocks of stage_rows F32 rows through two buffers, each converted into its rows
@@ -381,22 +435,33 @@ void GemmKernel::finish_x(uint32_t m0, uint32_t mr)
     const uint32_t rs = p.stage_rows;
     const uint32_t blocks = static_cast<uint32_t>(ceil_div(mr, rs));
     for (uint32_t j = 0; j < blocks; j++) {
-        if (j + 1 < blocks) stage(m0, mr, j + 1);
-        b.wait(qs[j % 2], 1);
-        uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
-        if (c.rms_norm) norm_rows(ts[j % 2], nr, m0 == 0 && j == 0);
-        X rows = emit_const(b, nr);
-        emit_tdesc_at(b, tsub, static_cast<uint32_t>(l1_x + r0 * xrow), rows, k_reg, p.activation);
-        b.free(rows);
-        b.vcvt(tsub, ts[j % 2], mode);
+        if (j + 1 < blocks) guarded((j + 1) * rs, [&] { stage(m0, mr, j + 1); });
+        const uint32_t r0 = j * rs, nr = std::min(rs, mr - r0);
+        guarded(r0, [&] {
+            b.wait(qs[j % 2], 1);
+            if (c.rms_norm && m0 == 0 && j == 0) b.wait(qn, 1);
+            X rows = emit_const(b, nr);
+            if (grouped) {  // min(nr, chunk_m − r0)
+                X t = emit_const(b, r0);
+                b.sub(t, chunk_m, t);
+                b.min(rows, rows, t);
+                b.free(t);
+            }
+            if (c.rms_norm) norm_rows(ts[j % 2], rows);
+            emit_tdesc_at(b, tsub, static_cast<uint32_t>(l1_x + r0 * xrow), rows, k_reg,
+                          p.activation);
+            b.free(rows);
+            b.vcvt(tsub, ts[j % 2], mode);
+        });
     }
-    X rows = emit_const(b, mr);
+    X rows = chunk_rows(mr);
     emit_tdesc_at(b, tx, l1_x, rows, k_reg, p.activation);
     b.free(rows);
 }
 
 CodeObject GemmKernel::build()
 {
+    if (grouped) return build_grouped();
     declare();
     share_columns();
     layout();
@@ -423,6 +488,140 @@ CodeObject GemmKernel::build()
             [&] { finish_x(m0, mr); });
     }
     return emit_finish(b, qst, stores, done);  // every store of y lands before the end
+}
+
+// Row groups: this slice's group i = s mod a takes rows [i·⌈M/a⌉, …) of x and y; the
+// slice's first shard (s − i) and the slice count stay for the column loop.
+void GemmKernel::group_rows()
+{
+    const uint32_t a = c.row_groups;
+    const uint64_t gm = ceil_div(c.m, a);
+    X s = b.slice_index(), t = emit_const(b, a), i = b.x();
+    n_slices = b.slice_count();
+    {  // a must divide the slice count: a column group is a whole number of shards
+        Label ok = b.label();
+        b.remu(i, n_slices, t);
+        b.beq(i, zero, ok);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(ok);
+    }
+    b.remu(i, s, t);
+    b.sub(s, s, i);
+    first_shard = s;
+    X row0 = b.x();
+    b.muli(row0, i, static_cast<int32_t>(gm));
+    b.li(t, c.m);
+    b.min(row0, row0, t);
+    group_m = b.x();
+    b.sub(group_m, t, row0);
+    b.li(t, static_cast<int64_t>(gm));
+    b.min(group_m, group_m, t);
+    b.free(i);
+    b.free(t);
+    done = emit_skip_if_empty(b, group_m);
+    X off = b.x();  // x and y from the group's first row
+    b.mul(off, row0, y_stride);
+    b.add(y, y, off);
+    b.mul(off, row0, x_stride);
+    b.add(x, x, off);
+    b.free(off);
+    b.free(row0);
+    y_base = y, bias_base = bias;
+}
+
+// Tile i of the column group's tiles (tiles_per_shard a shard, shard after shard): sets
+// count, w, y and the bias to its shard's, then body(its tile index in the shard). A tile
+// past its shard's rows (the last shards may be short or empty) is skipped.
+void GemmKernel::group_tile(X i, const std::function<void(X j)>& body)
+{
+    X sh = b.x(), j = b.x(), begin = b.x();
+    Label skip = b.label();
+    b.divu(sh, i, tiles_per_shard);
+    b.mul(j, sh, tiles_per_shard);
+    b.sub(j, i, j);
+    b.add(sh, sh, first_shard);
+    count = b.x();  // slice_range(N, n, sh), as the one-group split gives shard sh
+    b.li(count, c.n);
+    b.mul(begin, sh, shard_rows);
+    b.min(begin, begin, count);
+    b.sub(count, count, begin);
+    b.min(count, count, shard_rows);
+    w = b.x();
+    b.mul(w, j, tn_reg);
+    b.bge(w, count, skip);
+    b.free(w);
+    w = emit_table_entry(b, w_shards, sh);
+    b.free(sh);
+    b.muli(begin, begin, 4);
+    y = b.x();
+    b.add(y, y_base, begin);
+    if (c.bias) {
+        bias = b.x();
+        b.add(bias, bias_base, begin);
+    }
+    b.free(begin);
+    body(j);
+    if (c.bias) b.free(bias);
+    b.free(y);
+    b.bind(skip);
+    b.free(w);
+    b.free(count);
+    b.free(j);
+}
+
+// Row groups: per chunk of the group's rows, x once, then every shard of the column group
+// streams against it.
+CodeObject GemmKernel::build_grouped()
+{
+    declare();
+    group_rows();
+    tn_reg = emit_const(b, tn);
+    w_step = b.x();
+    b.muli(w_step, w_stride, static_cast<int32_t>(tn));
+    bias_step = emit_const(b, int64_t{tn} * 4);
+    stores = emit_const(b, 0);
+    {  // shard rows ⌈N/n⌉, tiles a shard ⌈that/tn⌉, tiles of the column group a·that
+        X t = emit_const(b, c.n);
+        shard_rows = b.x();
+        b.add(shard_rows, t, n_slices);
+        b.addi(shard_rows, shard_rows, -1);
+        b.divu(shard_rows, shard_rows, n_slices);
+        b.free(t);
+        tiles_per_shard = b.x();
+        emit_ceil_div(b, tiles_per_shard, shard_rows, tn_reg, tn);
+        group_tiles = b.x();
+        b.muli(group_tiles, tiles_per_shard, static_cast<int32_t>(c.row_groups));
+    }
+    layout();
+    chunk_m = b.x();
+    const uint32_t gm = static_cast<uint32_t>(ceil_div(c.m, c.row_groups));
+    for (uint32_t m0 = 0; m0 < gm; m0 += p.m_chunk) {
+        const uint32_t mr = std::min(p.m_chunk, gm - m0);
+        Label past = b.label();
+        b.li(chunk_m, m0);
+        b.sub(chunk_m, group_m, chunk_m);  // rows of the group from m0 (signed)
+        b.bge(zero, chunk_m, past);
+        {
+            X t = emit_const(b, p.m_chunk);
+            b.min(chunk_m, chunk_m, t);
+            b.free(t);
+        }
+        issue_x(m0, mr);
+        finish_x(m0, mr);
+        // Every tile of the column group's shards in one stream, so the loads run ahead
+        // across shards without a pause at each shard's start.
+        emit_multi_buffered(
+            b, group_tiles, 6, kWBuffers - 1,
+            [&](X i, int slot) {
+                group_tile(i, [&](X j) { load_w(j, slot % kWBuffers, m0, mr); });
+            },
+            [&](X i, int slot) {
+                group_tile(i,
+                           [&](X j) { compute(j, slot % kWBuffers, slot % kAccBuffers, m0, mr); });
+            });
+        b.bind(past);
+    }
+    return emit_finish(b, qst, stores, done);
 }
 
 }  // namespace

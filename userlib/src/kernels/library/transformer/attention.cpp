@@ -9,6 +9,7 @@
 // O = O*alpha + P V. The running state starts at m = sink, l = 1 (the sink's own term),
 // or m = -FLT_MAX, l = 0 without sinks: a finite start keeps a fully masked chunk from
 // producing exp(-inf - -inf).
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/attention.hpp>
 
 #include <algorithm>
@@ -50,7 +51,8 @@ CodeObject build_attention(const AttentionConfig& cfg)
     const std::string name =
         "attention_h" + std::to_string(cfg.n_head) + "_g" + std::to_string(cfg.n_head_kv) + "_d" +
         std::to_string(cfg.head_dim) + (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
-        (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "");
+        (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "") +
+        (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
@@ -62,6 +64,8 @@ CodeObject build_attention(const AttentionConfig& cfg)
     require(!cfg.rope || uint64_t{cfg.queries_per_item()} * (4 + 4ull * 2 * cfg.head_dim) + 64 <=
                              4ull * cfg.keys_per_chunk() * cfg.head_dim * 4,
             name, "the queries' rotation does not fit the key buffers");
+    require(numerics::row_bytes(cfg.out_dtype, cfg.head_dim) != 0, name,
+            "the output's format needs whole blocks in a head");
     return emit_attention(cfg, name);
 }
 
@@ -72,7 +76,7 @@ std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef
 {
     const std::string k = "attention";
     check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
-    check_tensor(out, JAL_DT_F32, cfg.n_head * cfg.head_dim, q.rows, k, "out");
+    check_tensor(out, cfg.out_dtype, cfg.n_head * cfg.head_dim, q.rows, k, "out");
     require(heads_va != 0, k, "no head table");
     require(!cfg.sinks || sinks_va != 0, k, "the kernel was built with sinks but none were given");
     require(uint64_t{pos0} + q.rows <= cfg.n_ctx, k, "positions run past the cache");

@@ -5,6 +5,8 @@
 
 #include <cfloat>
 
+#include <jal/isa/numerics.hpp>
+
 #include "kv_append_emit.hpp"
 #include "rope_rotate.hpp"
 #include "row_blocks.hpp"
@@ -25,35 +27,44 @@ private:
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
-    void move_heads(uint32_t l1_off, X base, X stride, bool store);
+    void move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt = JAL_DT_F32,
+                    uint32_t row_bytes = 0);
+    void store_converted();
     void start_state(X item);
     X key_start(X item);
+    void keys(X k0);  // k0 starts at the first key and is changed
     X chunk_keys(X k0);
-    void load_chunk(X k0, int buf);
-    void compute_chunk(X k0, int buf);
-    void chunks(X kstart);
+    void load_kv(X k0, int buf);
+    void scores(X k0, int buf);
+    void update(X k0, int buf);
+    void mask_if_needed(X k0, X nk, int buf);
     void merge_splits(X item, Label item_done);
     void split_index(X sp, X item);
     void desc(T t, uint32_t l1_off, X nrows, X ncols);
-    void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes);
+    void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes,
+                   jal_dtype dt = JAL_DT_F32);
 
     const AttentionConfig& cfg_;
     const uint32_t G, r, D, Bq, Nk, M, S;
+    const uint32_t orow;  // bytes of one head's row of the output (D·4 when F32)
+    uint32_t l1_ob = 0;   // the converted output (when not F32)
     Builder b;
 
     // arguments
     X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
-    uint32_t l1_q = 0, l1_k[2] = {}, l1_v[2] = {}, l1_s = 0, l1_o = 0, l1_m = 0, l1_mc = 0,
-             l1_l = 0;
+    // Key chunks go through kBufs buffers of K, Vᵀ and scores, so chunk c+1's loads and its
+    // Q·Kᵀ run while chunk c's softmax does (keys()).
+    static constexpr int kBufs = 3;
+    uint32_t l1_k[kBufs] = {}, l1_v[kBufs] = {}, l1_s[kBufs] = {};
+    uint32_t l1_q = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
     uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
     uint32_t l1_app = 0;  // append_kv: k, v and Vᵀ blocks of 32 rows and the identity
     X dim{}, one{}, dim_bytes{}, rr{};
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
-    T tq{}, tk[2]{}, tv[2]{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{},
-        to2{};
-    Q sem{}, ksem[2]{};  // sem: queries, output, merges; ksem: a key chunk buffer's loads
+    T tq{}, tk{}, tv{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{}, to2{};
+    Q sem{};
     X n_slices{};
     // per item: where its output goes, its n queries (rn stacked rows), the first query's
     // position, the causal end of its keys, the head's K and V^T caches, its KV head g and
@@ -65,7 +76,8 @@ AttentionKernel::AttentionKernel(const AttentionConfig& cfg, const std::string& 
     : cfg_(cfg), G(cfg.n_head_kv), r(cfg.n_head / cfg.n_head_kv), D(cfg.head_dim),
       Bq(cfg.queries_per_item()), Nk(cfg.keys_per_chunk()),
       M(r * Bq),  // rows of the stacked matrices
-      S(cfg.splits()), b(name)
+      S(cfg.splits()),
+      orow(static_cast<uint32_t>(numerics::row_bytes(cfg.out_dtype, cfg.head_dim))), b(name)
 {}
 
 void AttentionKernel::declare()
@@ -97,12 +109,11 @@ void AttentionKernel::declare()
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
-    // Two buffers of keys and values: the next chunk loads while this one is computed.
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < kBufs; i++) {
         l1_k[i] = b.l1_alloc(Nk * D * 4);
         l1_v[i] = b.l1_alloc(D * Nk * 4);
+        l1_s[i] = b.l1_alloc(M * Nk * 4);
     }
-    l1_s = b.l1_alloc(M * Nk * 4);
     l1_o = b.l1_alloc(M * D * 4);
     l1_m = b.l1_alloc(M * 4);
     l1_mc = b.l1_alloc(M * 4);
@@ -112,6 +123,7 @@ void AttentionKernel::declare()
     l1_m2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
+    l1_ob = orow != D * 4 ? b.l1_alloc(M * orow) : 0;
 
     dim = constant(b, D);
     one = constant(b, 1);
@@ -119,10 +131,10 @@ void AttentionKernel::declare()
     rr = constant(b, r);
     l1 = b.x();
     addr = b.x();
-    tq = b.t(), tk[0] = b.t(), tv[0] = b.t(), tk[1] = b.t(), tv[1] = b.t(), ts = b.t(), to = b.t();
+    tq = b.t(), tk = b.t(), tv = b.t(), ts = b.t(), to = b.t();
     tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
     tm2 = b.t(), tl2 = b.t(), to2 = b.t();
-    sem = b.q(), ksem[0] = b.q(), ksem[1] = b.q();
+    sem = b.q();
 }
 
 void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
@@ -132,12 +144,13 @@ void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
 }
 
 // t = rows [hh*n, (hh+1)*n) of a stacked matrix at l1_off whose rows are row_bytes long
-void AttentionKernel::desc_head(T t, uint32_t l1_off, X hh, X n_rows, X ncols, X row_bytes)
+void AttentionKernel::desc_head(T t, uint32_t l1_off, X hh, X n_rows, X ncols, X row_bytes,
+                                jal_dtype dt)
 {
     b.mul(l1, hh, n_rows);
     b.mul(l1, l1, row_bytes);
     b.addi(l1, l1, static_cast<int32_t>(l1_off));
-    b.tdesc(t, l1, n_rows, ncols, JAL_DT_F32);
+    b.tdesc(t, l1, n_rows, ncols, dt);
 }
 
 void AttentionKernel::split_index(X sp, X item)
@@ -234,17 +247,16 @@ void AttentionKernel::append_kv()
 }
 
 // The queries' RoPE (cfg_.rope): the tables' rows for positions p_first.. (n of them), and
-// each head's n rows of the stacked queries rotated by them. Borrows the key and value
-// buffers (consecutive in L1) and tiles the chunks describe anew later (those buffers' tiles,
-// ts, to, tm).
+// each head's n rows of the stacked queries rotated by them. Borrows the key, value and
+// score buffers (consecutive in L1) and tiles the item describes anew later (tk, tv, ts,
+// and the running state's to, tm, tmc, tl).
 void AttentionKernel::rotate_queries()
 {
     KvAppendRope rp{};
     const uint32_t idx_bytes = (Bq * 4 + 63) / 64 * 64, half_rows = Bq * D / 2 * 4;
     rp.l1_idx = l1_k[0], rp.l1_c = l1_k[0] + idx_bytes, rp.l1_s = rp.l1_c + half_rows;
     rp.l1_a = rp.l1_s + half_rows, rp.l1_b = rp.l1_a + half_rows;
-    rp.tidx = tk[0], rp.tc = tv[0], rp.ts = tk[1], rp.x0 = tv[1], rp.x1 = ts, rp.ta = to,
-    rp.tb = tm;
+    rp.tidx = tk, rp.tc = tv, rp.ts = ts, rp.x0 = to, rp.x1 = tm, rp.ta = tmc, rp.tb = tl;
     rp.table_row = constant(b, D / 2 * 4), rp.half = constant(b, D / 2), rp.one = one;
     gather_rope_rows(b, rp, p_first, n, l1, sem);
     b.free(rp.table_row);
@@ -296,10 +308,14 @@ void AttentionKernel::locate(X item)
     b.ld(vc, kc, 8);
     b.ld(kc, kc, 0);
     // the group's first query head as a byte offset in a row of q or out
-    b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
+    if (orow != D * 4)
+        b.muli(head_col, g, static_cast<int32_t>(r * orow));  // converted out
+    else
+        b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
     b.mul(out_base, t0, out_stride);
     b.add(out_base, out_base, out);
     b.add(out_base, out_base, head_col);
+    if (orow != D * 4) b.muli(head_col, g, static_cast<int32_t>(r * D * 4));
     b.mul(tmp, t0, q_stride);
     b.add(tmp, tmp, q);
     b.add(tmp, tmp, head_col);
@@ -309,11 +325,15 @@ void AttentionKernel::locate(X item)
 
 // Each head of the group as n rows of the stacked matrix at l1_off, to or from its
 // columns of the rows at base; waits for all r transfers.
-void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store)
+// dt, row_bytes: a converted output's format and the bytes of one head's row in it (tmp
+// holds them while the heads move).
+void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt,
+                                 uint32_t row_bytes)
 {
+    if (row_bytes) b.li(tmp, row_bytes);
     b.for_range(zero, rr, 1, [&](X hh) {
-        desc_head(tsub, l1_off, hh, n, dim, dim_bytes);
-        b.muli(addr, hh, static_cast<int32_t>(D * 4));
+        desc_head(tsub, l1_off, hh, n, dim, row_bytes ? tmp : dim_bytes, dt);
+        b.muli(addr, hh, static_cast<int32_t>(row_bytes ? row_bytes : D * 4));
         b.add(addr, addr, base);
         if (store)
             b.tstore(tsub, addr, stride, sem);
@@ -393,7 +413,7 @@ X AttentionKernel::key_start(X item)
     return kstart;
 }
 
-// The keys of the chunk from k0 (a new register): min(Nk, kend - k0).
+// Keys in chunk k0: min(kend − k0, Nk), in a new register.
 X AttentionKernel::chunk_keys(X k0)
 {
     X nk = b.x();
@@ -403,73 +423,67 @@ X AttentionKernel::chunk_keys(X k0)
     return nk;
 }
 
-// Issues the loads of the chunk from k0 into buffer `buf`.
-void AttentionKernel::load_chunk(X k0, int buf)
+// Issues the loads of chunk k0's keys and Vᵀ columns into buffer buf (two signals on sem).
+void AttentionKernel::load_kv(X k0, int buf)
 {
     X nk = chunk_keys(k0);
-    desc(tk[buf], l1_k[buf], nk, dim);
+    desc(tk, l1_k[buf], nk, dim);
     b.muli(addr, k0, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);
-    b.tload(tk[buf], addr, dim_bytes, ksem[buf]);
-    desc(tv[buf], l1_v[buf], dim, nk);
+    b.tload(tk, addr, dim_bytes, sem);
+    desc(tv, l1_v[buf], dim, nk);
     b.muli(addr, k0, 4);
     b.add(addr, addr, vc);
     b.li(tmp, cfg_.n_ctx * 4ll);
-    b.tload(tv[buf], addr, tmp, ksem[buf]);
+    b.tload(tv, addr, tmp, sem);
     b.free(nk);
 }
 
-// The chunks from kstart to kend, two buffers deep: chunk i + 1 loads while chunk i is
-// computed (unrolled by two, so each copy names its buffers). Same chunks, same order of
-// arithmetic as one buffer: only the time changes.
-void AttentionKernel::chunks(X kstart)
-{
-    Label none = b.label();
-    b.bge(kstart, kend, none);
-    load_chunk(kstart, 0);
-    // kstart itself steps through the chunk pairs (no loop register to spare); k1 steps
-    // to the chunk after it and back.
-    X k1 = b.x();
-    const auto nk = static_cast<int32_t>(Nk);
-    Label top = b.label(), last = b.label(), next = b.label(), no_third = b.label();
-    const X k0 = kstart;
-    b.bind(top);
-    b.addi(k1, k0, nk);
-    b.bge(k1, kend, last);
-    load_chunk(k1, 1);
-    compute_chunk(k0, 0);
-    b.addi(k1, k1, nk);
-    b.bge(k1, kend, no_third);
-    load_chunk(k1, 0);
-    b.bind(no_third);
-    b.addi(k1, k1, -nk);
-    compute_chunk(k1, 1);
-    b.addi(k0, k0, 2 * nk);
-    b.blt(k0, kend, top);
-    b.jmp(next);
-    b.bind(last);
-    compute_chunk(k0, 0);
-    b.bind(next);
-    b.free(k1);
-    b.bind(none);
-}
-
-// One chunk of keys from k0 in buffer `buf`: S = Q K^T masked, then the online-softmax
-// update of m, l, O.
-void AttentionKernel::compute_chunk(X k0, int buf)
+// Waits for chunk k0's loads (the two earliest pending on sem), then S = (scale Q) Kᵀ into
+// buffer buf, which was cleared before.
+void AttentionKernel::scores(X k0, int buf)
 {
     X nk = chunk_keys(k0);
-    const T tk_ = tk[buf], tv_ = tv[buf];
-    b.wait(ksem[buf], 2);
+    b.wait(sem, 2);
+    desc(tk, l1_k[buf], nk, dim);
+    desc(ts, l1_s[buf], rn, nk);
+    b.mma(ts, tq, tk);
+    b.free(nk);
+}
 
-    desc(ts, l1_s, rn, nk);
-    b.vfill(ts, 0.0f);
-    b.mma(ts, tq, tk_);  // S = (scale Q) K^T
+// VMASK only where some key of the chunk is invisible to some query of the item: a key past
+// the first query's position, or (with a window) one the last query no longer sees.
+void AttentionKernel::mask_if_needed(X k0, X nk, int buf)
+{
+    Label mask = b.label(), skip = b.label();
+    const X t = addr;  // scratch (registers are short here)
+    b.add(t, k0, nk);
+    b.addi(t, t, -1);
+    b.blt(p_first, t, mask);  // the last key is after the first query
+    if (cfg_.window) {
+        // the last query (p_first + n − 1) a window or more past the first key k0
+        b.add(t, p_first, n);
+        b.addi(t, t, -static_cast<int32_t>(cfg_.window));
+        b.blt(k0, t, mask);
+    }
+    b.jmp(skip);
+    b.bind(mask);
     b.muli(tmp, nk, 4);
     b.for_range(zero, rr, 1, [&](X hh) {
-        desc_head(tsub, l1_s, hh, n, nk, tmp);
+        desc_head(tsub, l1_s[buf], hh, n, nk, tmp);
         b.vmask(tsub, p_first, k0, cfg_.window);
     });
+    b.bind(skip);
+}
+
+// The online-softmax update of m, l and O by chunk k0's scores in buffer buf: P = exp(S −
+// m'), l = l·α + Σ P, O = O·α + P V with α = exp(m − m'). The O·α comes last so that the
+// other vector work overlaps the previous chunk's P V.
+void AttentionKernel::update(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    mask_if_needed(k0, nk, buf);
+    desc(ts, l1_s[buf], rn, nk);
     b.vredmax(tmc, ts);
     b.vmax(tmc, tmc, tm);  // m'
     b.vsub(ts, ts, tmc);
@@ -477,12 +491,69 @@ void AttentionKernel::compute_chunk(X k0, int buf)
     b.vsub(tm, tm, tmc);
     b.vexp(tm, tm);  // alpha = exp(m - m')
     b.vmul(tl, tl, tm);
-    b.vmul(to, to, tm);
     b.vredsum(trs, ts);
     b.vadd(tl, tl, trs);
-    b.mma(to, ts, tv_);  // O += P V  (V^T is the weight-layout operand)
-    b.vcopy(tm, tmc);
+    b.vmul(to, to, tm);
     b.free(nk);
+}
+
+// The key chunks from kstart to kend, software-pipelined over kBufs buffers: while chunk
+// c's softmax runs on the vector engine, chunk c+1's Q·Kᵀ runs on the matrix engine and
+// chunk c+2's keys and values load. Each chunk's arithmetic is the unpipelined loop's.
+void AttentionKernel::keys(X k0)
+{
+    X kn = b.x();
+    Label top = b.label(), out = b.label();
+    b.bge(k0, kend, out);
+    load_kv(k0, 0);
+    {
+        Label one = b.label();
+        b.addi(kn, k0, static_cast<int32_t>(Nk));
+        b.bge(kn, kend, one);
+        load_kv(kn, 1);
+        b.bind(one);
+    }
+    b.li(l1, l1_s[0]);  // the first chunk's scores cleared (the loop clears the others)
+    b.li(tmp, Nk);
+    b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
+    b.vfill(ts, 0.0f);
+    scores(k0, 0);
+    b.bind(top);
+    for (int slot = 0; slot < kBufs; slot++) {
+        const int next = (slot + 1) % kBufs, after = (slot + 2) % kBufs;
+        Label no_next = b.label(), no_after = b.label();
+        b.bge(k0, kend, out);
+        b.addi(kn, k0, static_cast<int32_t>(Nk));
+        {  // clear the next chunk's scores before this chunk's vector work
+            Label skip = b.label();
+            b.bge(kn, kend, skip);
+            b.li(l1, l1_s[next]);
+            b.li(tmp, Nk);
+            b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
+            b.vfill(ts, 0.0f);
+            b.bind(skip);
+        }
+        update(k0, slot);
+        b.bge(kn, kend, no_next);
+        scores(kn, next);
+        b.bind(no_next);
+        {  // O += P V (Vᵀ is the weight-layout operand), then m = m'
+            X nk = chunk_keys(k0);
+            desc(ts, l1_s[slot], rn, nk);
+            desc(tv, l1_v[slot], dim, nk);
+            b.mma(to, ts, tv);
+            b.free(nk);
+        }
+        b.vcopy(tm, tmc);
+        b.addi(k0, kn, static_cast<int32_t>(Nk));  // the chunk after next
+        b.bge(k0, kend, no_after);
+        load_kv(k0, after);
+        b.bind(no_after);
+        b.addi(k0, kn, 0);
+    }
+    b.jmp(top);
+    b.bind(out);
+    b.free(kn);
 }
 
 // Splits 1..S-1 send their (m, l, O) to split 0's slice and go to item_done; split 0
@@ -529,6 +600,16 @@ void AttentionKernel::merge_splits(X item, Label item_done)
     b.free(sp);
 }
 
+// The normalised O converted to the output's format (tk, free now, describes it), then
+// stored head by head.
+void AttentionKernel::store_converted()
+{
+    b.li(l1, l1_ob);
+    b.tdesc(tk, l1, rn, dim, cfg_.out_dtype);
+    b.vcvt(tk, to, cfg_.out_cvt);
+    move_heads(l1_ob, out_base, out_stride, true, cfg_.out_dtype, orow);
+}
+
 void AttentionKernel::item(X item)
 {
     locate(item);
@@ -541,14 +622,17 @@ void AttentionKernel::item(X item)
     b.free(g);
 
     X kstart = key_start(item);
-    chunks(kstart);
+    keys(kstart);
     b.free(kstart);
 
     Label item_done = b.label();
     if (S > 1) merge_splits(item, item_done);
     b.vrecip(tl, tl);
     b.vmul(to, to, tl);
-    move_heads(l1_o, out_base, out_stride, true);
+    if (orow != D * 4)
+        store_converted();
+    else
+        move_heads(l1_o, out_base, out_stride, true);
     b.bind(item_done);
     b.free(tmp);
     b.free(vc);

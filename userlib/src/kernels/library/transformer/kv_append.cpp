@@ -52,19 +52,45 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
     X g = b.slice_index();
     X ns = b.slice_count();
     X n_heads = constant(b, cfg.n_head_kv);
-    for_strided(b, g, n_heads, ns, [&](X head) {
+    // Rows [first, last) of head `head` into its cache.
+    auto append_rows = [&](X head, X first, X last) {
         X kc = b.x(), vc = b.x(), col = b.x();
         b.muli(kc, head, 16);
         b.add(kc, kc, heads);
         b.ld(vc, kc, 8);
         b.ld(kc, kc, 0);
         b.muli(col, head, static_cast<int32_t>(D * 4));  // the head's columns in k and v
-        for_blocks(b, zero, rows, R,
+        for_blocks(b, first, last, R,
                    [&](X row0, X n) { append_block(b, r, kc, vc, col, row0, n); });
         b.free(col);
         b.free(vc);
         b.free(kc);
-    });
+    };
+    Label few = b.label(), done = b.label();
+    b.blt(ns, n_heads, few);
+    {
+        // At least as many slices as heads (a prompt on the whole chip): ⌊n/G⌋ slices a
+        // head, each appending a share of the rows, instead of G slices appending all of
+        // them while the rest wait.
+        X parts = b.x(), part = b.x(), first = b.x(), last = b.x();
+        b.divu(parts, ns, n_heads);
+        b.divu(part, g, n_heads);
+        b.bge(part, parts, done);  // past the last whole round of heads
+        b.remu(g, g, n_heads);
+        b.add(last, rows, parts);  // share ⌈rows/parts⌉, as slice_range splits
+        b.addi(last, last, -1);
+        b.divu(last, last, parts);
+        b.mul(first, part, last);
+        b.min(first, first, rows);
+        b.add(last, first, last);
+        b.min(last, last, rows);
+        append_rows(g, first, last);
+        for (X x : {last, first, part, parts}) b.free(x);
+        b.jmp(done);
+    }
+    b.bind(few);
+    for_strided(b, g, n_heads, ns, [&](X head) { append_rows(head, zero, rows); });
+    b.bind(done);
     b.end();
     return b.finish();
 }

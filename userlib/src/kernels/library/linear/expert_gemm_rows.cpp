@@ -1,0 +1,245 @@
+// The expert GEMM split by rows with every pair in L1 (expert_gemm_kernel.hpp): all pairs'
+// activations gathered once, the slice's rows of the active experts streamed through two W
+// buffers without a pause between experts.
+#include "expert_gemm_kernel.hpp"
+#include "tiles.hpp"
+
+namespace jal::kernels::linear::detail {
+
+void ExpertGemmKernel::layout_streamed()
+{
+    l1_elist = b.l1_alloc(p.pairs * 4), l1_alist = b.l1_alloc(c.experts * 4);
+    l1_widx[0] = b.l1_alloc(p.tn * 4), l1_widx[1] = b.l1_alloc(p.tn * 4);
+    l1_brows = b.l1_alloc(p.pairs * p.tn * 4);
+    if (c.combine) {
+        l1_po = b.l1_alloc(p.pairs * p.tn * 4);
+        l1_cw = b.l1_alloc(p.pairs * 4);
+        l1_cx = b.l1_alloc(c.tokens * p.tn * 4);
+        l1_cto = b.l1_alloc(c.tokens * p.tn * 4);
+    }
+    // Tile registers are 16: the bias row and the x-row list's tiles (used by the per-expert
+    // loop and the sort) are described anew for the bias rows and the active experts.
+    telist = b.t(), twidx = b.t(), tbrows = tbias, talist = tglist;
+    X np = emit_const(b, p.pairs);
+    emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
+    b.free(np);
+}
+
+// Pairs [lo, lo + n) of an even split of all pairs over na experts, for expert g: the first
+// pairs % na experts get one more. t0 and t1 are scratch (the loop is short of registers).
+void ExpertGemmKernel::even_share(X g, X na, X lo, X n, X t0, X t1)
+{
+    b.li(n, p.pairs);
+    b.divu(t0, n, na);  // base
+    b.remu(t1, n, na);  // extra
+    b.mul(lo, g, t0);
+    b.min(n, g, t1);
+    b.add(lo, lo, n);  // + min(g, extra)
+    b.sltu(n, g, t1);
+    b.add(n, n, t0);  // base + (g < extra)
+}
+
+// W tile j: the slice's rows of active experts [j·per_tile, +per_tile), gathered by row
+// index (expert e's rows are e·ncols .. e·ncols+ncols-1 of the slice's block).
+void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
+{
+    X a0 = b.x(), g_end = b.x(), rows = b.x();
+    b.mul(a0, j, per_tile);
+    b.add(g_end, a0, per_tile);
+    b.min(g_end, g_end, na);
+    b.sub(rows, g_end, a0);
+    b.mul(rows, rows, ncols);
+    b.for_range(a0, g_end, 1, [&](X g) {
+        X e = b.x(), at = b.x();
+        b.tread(e, talist, g, 0);
+        b.mul(e, e, ncols);
+        b.sub(at, g, a0);
+        b.mul(at, at, ncols);
+        b.muli(at, at, 4);
+        b.addi(at, at, static_cast<int32_t>(l1_widx[buf]));
+        b.tdesc(twidx, at, one, ncols, JAL_DT_I32);
+        b.viota(twidx, e, one);
+        b.free(at);
+        b.free(e);
+    });
+    X at = emit_const(b, l1_widx[buf]);
+    b.tdesc(twidx, at, rows, one, JAL_DT_I32);
+    b.free(at);
+    emit_tdesc_at(b, tw[buf], l1_w[buf], rows, kdim, c.weight);
+    b.tgather(tw[buf], w_exp, w_stride, twidx, qw[buf]);
+    b.free(rows);
+    b.free(g_end);
+    b.free(a0);
+}
+
+// Each expert of tile j: its pairs' rows of the accumulator += their activations × its rows.
+void ExpertGemmKernel::stream_body(X j, int buf, X na, X per_tile)
+{
+    b.wait(qw[buf], 1);
+    X a0 = b.x(), g_end = b.x();
+    b.mul(a0, j, per_tile);
+    b.add(g_end, a0, per_tile);
+    b.min(g_end, g_end, na);
+    b.for_range(a0, g_end, 1, [&](X g) {
+        X e = b.x(), lo = b.x(), n = b.x(), a = b.x();
+        b.tread(e, talist, g, 0);
+        b.tread(lo, tstart, e, 0);
+        b.tread(n, tcount, e, 0);
+        b.sub(n, n, lo);
+        {  // timing only: active expert g has the g-th even share of the pairs
+            Label real = b.label();
+            b.movsr(a, JAL_SR_TIMING_ONLY);
+            b.beq(a, zero, real);
+            even_share(g, na, lo, n, e, a);
+            b.bind(real);
+        }
+        b.muli(a, lo, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tsub, a, n, ncols, JAL_DT_F32, p.tn * 4);
+        b.muli(a, lo, static_cast<int32_t>(p.arow));
+        b.addi(a, a, static_cast<int32_t>(l1_a));
+        b.tdesc(ta, a, n, kdim, p.act);
+        b.sub(e, g, a0);
+        b.mul(e, e, ncols);
+        b.muli(e, e, static_cast<int32_t>(p.wrow));
+        b.addi(e, e, static_cast<int32_t>(l1_w[buf]));
+        b.tdesc(tgidx, e, ncols, kdim, c.weight);
+        b.mma(tsub, ta, tgidx);
+        b.free(a);
+        b.free(n);
+        b.free(lo);
+        b.free(e);
+    });
+    b.free(g_end);
+    b.free(a0);
+}
+
+// Bias rows added, each pair's row (the slice's columns of it) stored where it goes.
+void ExpertGemmKernel::stream_finish()
+{
+    X np = nvalid;
+    emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
+    if (c.bias) {
+        b.wait(qio, 1);
+        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
+        b.vadd(tacc, tacc, tbrows);
+    }
+    if (c.combine) {
+        combine_rows(np);
+        return;
+    }
+    b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
+}
+
+// The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then
+// for the slice's columns out[t] = out[t] + ((w0·y[t·k] + w1·y[t·k+1]) + ...), moe_combine's
+// instructions and order; y is never stored. Tiles borrow the W buffers (done), tx and tgidx.
+void ExpertGemmKernel::combine_rows(X np)
+{
+    out = b.arg("out", JAL_ARG_ADDRESS);
+    out_stride = b.arg("out_stride");
+    weights = b.arg("weights", JAL_ARG_ADDRESS);
+    X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
+    emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
+    b.tload(tw[0], weights, k_bytes, qio);
+    X xa = b.x();
+    b.muli(xa, col0, 4);
+    b.add(xa, xa, out);
+    emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
+    b.tload(tw[1], xa, out_stride, qio);
+    b.for_range(zero, np, 1, [&](X r) {
+        X pr = b.x(), a = b.x();
+        b.tread(pr, tplist, r, 0);
+        b.muli(a, pr, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_po));
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+        b.muli(a, r, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tgidx, a, one, ncols, JAL_DT_F32);
+        b.vcopy(tsub, tgidx);
+        b.free(a);
+        b.free(pr);
+    });
+    b.wait(qio, 2);
+    emit_tdesc_at(b, tx, l1_cto, rows, ncols, JAL_DT_F32, p.tn * 4);
+    for (uint32_t j = 0; j < c.k; j++) {
+        // expert j of every token (rows t·k + j) and its weight (column j), strided views
+        emit_tdesc_at(b, tsub, l1_po + j * p.tn * 4, rows, ncols, JAL_DT_F32, c.k * p.tn * 4);
+        emit_tdesc_at(b, tgidx, l1_cw + j * 4, rows, one, JAL_DT_F32, c.k * 4);
+        if (j) {
+            b.vmul(tsub, tsub, tgidx);
+            b.vadd(tx, tx, tsub);
+        } else {
+            b.vmul(tx, tsub, tgidx);
+        }
+    }
+    b.vadd(tx, tw[1], tx);
+    emit_counted_store(b, tx, xa, out_stride, qst, stores);
+    for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
+}
+
+// Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
+// their bias rows gathered alongside, then the active experts' rows streamed through two
+// W buffers, as many whole experts per tile as fit (no pause between experts).
+void ExpertGemmKernel::stream_rows(X w)
+{
+    w_exp = w;
+    {
+        // Timing only, the ids read as zeros (no tile is filled), so the sort would put every
+        // pair on one expert. The dispatch is charged instead for the pairs spread evenly
+        // over the experts uniform routing makes active (uniform_active()): the same
+        // instructions, tiles and transfers as a real run with those ids.
+        Label real = b.label();
+        X timing = b.x();
+        b.movsr(timing, JAL_SR_TIMING_ONLY);
+        b.beq(timing, zero, real);
+        b.li(nvalid, p.pairs);
+        b.li(nactive, uniform_active(c));
+        b.bind(real);
+        b.free(timing);
+    }
+    Label nothing = b.label();
+    b.beq(nvalid, zero, nothing);  // no pair chose a valid expert: y is not written
+    X na = nactive;  // listed in talist by the sort (described again: it borrows tglist)
+    emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
+    X np = nvalid;
+    emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
+    gather_x(np);
+    if (c.bias) {
+        // Row of pair i: expert elist[i]'s bias from column col0.
+        X base = b.x(), rb = emit_const(b, c.n * 4);
+        b.muli(base, col0, 4);
+        b.add(base, base, bias);
+        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
+        emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
+        b.tgather(tbrows, base, rb, telist, qio);
+        b.free(rb);
+        b.free(base);
+    }
+    emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
+    b.vfill(tacc, 0.0f);
+    X per_tile = b.x(), tiles = b.x(), tn = emit_const(b, p.tn);
+    b.divu(per_tile, tn, ncols);  // ≥ 1: ncols ≤ tn here
+    b.free(tn);
+    b.add(tiles, na, per_tile);
+    b.addi(tiles, tiles, -1);
+    b.divu(tiles, tiles, per_tile);
+    emit_double_buffered(
+        b, tiles, [&](X j, int buf) { stream_load(j, buf, na, per_tile); },
+        [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
+        [&] {
+            b.wait(qio, 1);  // the activations, while the first W tile loads
+            prepare_x(np);
+            if (p.convert) {
+                emit_tdesc_at(b, ta, l1_a, np, kdim, p.act);
+                b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+            }
+        });
+    b.free(tiles);
+    b.free(per_tile);
+    b.free(na);
+    stream_finish();
+    b.bind(nothing);
+}
+
+}  // namespace jal::kernels::linear::detail
