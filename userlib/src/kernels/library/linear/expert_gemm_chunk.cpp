@@ -192,20 +192,12 @@ void ExpertGemmKernel::swiglu_rows(X rows)
         b.addi(a, a, static_cast<int32_t>(F * 4));
         b.tdesc(tu, a, nb, half, JAL_DT_F32, c.n * 4);
         emit_tdesc_at(b, tt, l1_glu, nb, half, JAL_DT_F32);
-        // the VCLAMP bounds, in the registers the descriptions no longer need
-        b.li(nb, f32_bits_of(-std::numeric_limits<float>::infinity()));
-        b.li(a, f32_bits_of(c.swiglu_limit));
-        b.vclamp(tg, tg, nb, a);  // min(g, limit): the gate is clamped above only
-        b.li(nb, f32_bits_of(-c.swiglu_limit));
-        b.vclamp(tu, tu, nb, a);
-        b.vscale(tt, tg, c.swiglu_alpha);
-        b.vsigmoid(tt, tt);
-        b.vmul(tg, tg, tt);
-        b.vadds(tu, tu, 1.0f);
-        b.vmul(tg, tg, tu);
         b.free(half);
         b.free(a);
         b.free(nb);
+        const SwigluBounds bounds = emit_swiglu_bounds(b, c.swiglu_limit);
+        emit_swiglu_rows(b, tg, tu, tt, bounds, c.swiglu_alpha);
+        free_swiglu_bounds(b, bounds);
     });
 }
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <string>
 
@@ -16,13 +15,6 @@
 
 namespace jal::kernels::linear::detail {
 
-// The bits of an F32 as the low word of an integer (VCLAMP bounds).
-inline int64_t f32_bits_of(float v)
-{
-    uint32_t u = 0;
-    std::memcpy(&u, &v, 4);
-    return u;
-}
 constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kWeightBudget = 1u << 20;
 // Staged gathers (split by experts, converted activations): F32 rows per staging block.
