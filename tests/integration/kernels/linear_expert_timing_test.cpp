@@ -25,7 +25,9 @@ TEST_F(ExpertTimingTest, SplitByRowsTimingOnlyCostsWhatARealRunDoes)
                                        .input_per_pair = N == 2880,
                                        .split = split,
                                        .rms_norm = N == 5760};
-                if (split == jl::ExpertSplit::rows) ASSERT_TRUE(jl::expert_gemm_streams(c, S));
+                if (split == jl::ExpertSplit::rows) {
+                    ASSERT_TRUE(jl::expert_gemm_streams(c, S));
+                }
                 const uint64_t row = jl::packed_row_bytes(c.weight, K);
                 std::vector<uint64_t> tab(S);
                 uint64_t usable = slices(S);
