@@ -30,15 +30,16 @@ ProgramCache::get(std::uint32_t ctx, std::span<const std::uint8_t> bytes, std::u
     auto prog =
         std::make_shared<exec::Program>(exec::Program::from_words(view.code, view.header.l1_bytes));
     prog->args_size = view.header.args_size;
-    if (bytes.size() > kMaxObjectBytes) return prog;
     std::lock_guard lock(m_);
-    Entry e{ctx, {bytes.begin(), bytes.end()}, prog};
-    if (entries_.size() < kEntries) {
-        entries_.push_back(std::move(e));
-    } else {
-        entries_[next_] = std::move(e);
-        next_ = (next_ + 1) % kEntries;
+    // Round robin over the entries until both limits leave room for this one.
+    while (!entries_.empty() &&
+           (entries_.size() >= kEntries || bytes_ + bytes.size() > kMaxBytes)) {
+        next_ %= entries_.size();
+        bytes_ -= entries_[next_].bytes.size();
+        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(next_));
     }
+    bytes_ += bytes.size();
+    entries_.push_back({ctx, {bytes.begin(), bytes.end()}, prog});
     return prog;
 }
 

@@ -22,7 +22,7 @@ class ProgramCache {
 public:
     // The program of the code object `bytes` read in context `ctx`: decoded before from the
     // same bytes in that context, else parsed and decoded now. A code object that does not parse gives nullptr and its
-    // jal_status in `status` (it is not kept); nor is one over kMaxObjectBytes.
+    // jal_status in `status` (it is not kept).
     std::shared_ptr<const exec::Program> get(std::uint32_t ctx, std::span<const std::uint8_t> bytes,
                                              std::uint32_t& status);
 
@@ -32,14 +32,16 @@ private:
         std::vector<std::uint8_t> bytes;
         std::shared_ptr<const exec::Program> program;
     };
-    // At most 64 x 64 KiB of objects (and their decoded code) are kept: kernels are a few
-    // KiB, and a code object may be 1 MiB.
+    // At most 64 objects and 16 MiB of them (their decoded code about 1.5 times that): a
+    // kernel is a few KiB, a staged program of a model's layer (stages.hpp) tens to
+    // hundreds of KiB, a code object at most 1 MiB.
     static constexpr std::size_t kEntries = 64;
-    static constexpr std::size_t kMaxObjectBytes = 64 * 1024;
+    static constexpr std::size_t kMaxBytes = 16u << 20;
 
     std::mutex m_;  // queue engines dispatch concurrently
     std::vector<Entry> entries_;
-    std::size_t next_ = 0;  // once full, the entry replaced next (round robin)
+    std::size_t bytes_ = 0;  // of every entry's object
+    std::size_t next_ = 0;   // the entry replaced next when full (round robin)
 };
 
 }  // namespace jal::emu

@@ -75,3 +75,21 @@ TEST(ProgramCache, KeepsWorkingPastItsCapacity)
         EXPECT_EQ(cache.get(1, object(i), st), p);
     }
 }
+
+TEST(ProgramCache, KeepsLargeObjectsWithinItsByteBudget)
+{
+    // Objects of 512 KiB (a staged layer program can be hundreds of KiB): each hits after
+    // its first decode, and 200 of them (100 MiB) do not break the cache.
+    std::vector<std::uint64_t> code(64 * 1024, JAL_INSN(JAL_OP_LI, 1, 0, 0, 0, 0));
+    code.back() = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
+    jal::emu::ProgramCache cache;
+    std::uint32_t st = 0;
+    for (std::int32_t i = 0; i < 200; ++i) {
+        code[0] = JAL_INSN(JAL_OP_LI, 1, 0, 0, 0, i);
+        const auto bytes = jal::isa::encode_code_object("big", code, 0, JAL_SLICE_L1_BYTES, {});
+        const auto p = cache.get(1, bytes, st);
+        ASSERT_TRUE(p);
+        EXPECT_EQ(p->code[0].imm, i);
+        EXPECT_EQ(cache.get(1, bytes, st), p) << "kept: the same program again";
+    }
+}
