@@ -27,7 +27,7 @@ bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, s
         index = peer;
         return peer < slices;
     }
-    if (peer >= s.stage_size) return false;
+    if (peer >= static_cast<std::uint64_t>(std::popcount(s.stage_mask))) return false;
     std::uint64_t m = s.stage_mask;
     for (std::uint64_t k = 0; k < peer; ++k) m &= m - 1;  // drop the lowest `peer` members
     index = static_cast<std::uint64_t>(std::countr_zero(m));
@@ -46,9 +46,6 @@ std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
     s.owes_barrier = i.c == 1;
     if (mask >> s.index & 1) {
         s.stage_mask = mask == all ? 0 : mask;
-        s.stage_rank =
-            static_cast<std::uint32_t>(std::popcount(mask & ((std::uint64_t{1} << s.index) - 1)));
-        s.stage_size = static_cast<std::uint32_t>(std::popcount(mask));
         s.stage_args = s.x[i.b & 31];
         return s.pc + 1;
     }
@@ -130,10 +127,11 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_MOVSR:
             switch (i.imm) {
             case JAL_SR_SLICE:
-                wr(s.stage_mask ? s.stage_rank : s.index);
+                wr(s.stage_mask ? s.stage_rank() : s.index);
                 break;
             case JAL_SR_NSLICES:
-                wr(s.stage_mask ? s.stage_size : fabric_.slices());
+                wr(s.stage_mask ? static_cast<std::uint32_t>(std::popcount(s.stage_mask))
+                                : fabric_.slices());
                 break;
             case JAL_SR_LOGICAL_SLICE:
                 wr(s.logical);

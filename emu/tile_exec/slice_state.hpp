@@ -6,6 +6,7 @@
 #include "emu/tile_exec/timing.hpp"
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,11 +42,15 @@ struct SliceState {
     std::uint64_t barrier_gen = 0;
     std::uint64_t barrier_group = 0;  // the slices of the barrier it waits at (0: all)
 
-    // The current stage (STAGE): its dispatch slices (0: the whole dispatch), this slice's
-    // rank among them and their count, and the offset added to the argument address.
+    // The current stage (STAGE): its dispatch slices (0: the whole dispatch) and the offset
+    // added to the argument address. Inside it the slice's rank is the members below it.
     std::uint64_t stage_mask = 0;
-    std::uint32_t stage_rank = 0, stage_size = 0;
     std::uint64_t stage_args = 0;
+    std::uint32_t stage_rank() const
+    {
+        return static_cast<std::uint32_t>(
+            std::popcount(stage_mask & ((std::uint64_t{1} << index) - 1)));
+    }
     bool owes_barrier = false;  // an ordered STAGE: a barrier of the whole dispatch is due
 
     std::uint32_t status = 0;  // jal_status of a fault

@@ -1,6 +1,7 @@
 // `jal-bench dispatch` (dispatch_bench.hpp). Wall clock around whole batches (or runs of
 // single dispatches) divided by their dispatch count; the median of several repeats.
 #include "dispatch_bench.hpp"
+#include "usable_slices.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -47,14 +48,13 @@ public:
           launcher_(dev_, ctx_, queue_)
     {
         const uint64_t usable = launcher_.usable_slice_mask();
-        for (uint32_t s = 0; s < 64; s++)
-            if (usable & (1ull << s)) usable_.push_back(s);
+        usable_ = UsableSlices(usable);
         // Fetched by every slice of the widest dispatch: interleaved over all of them.
         program_ = std::make_unique<jk::Program>(dev_, ctx_, queue_, empty_program(),
                                                  jk::MemoryPlace{JAL_PLACE_INTERLEAVED, usable});
     }
 
-    uint32_t usable_slices() const { return static_cast<uint32_t>(usable_.size()); }
+    uint32_t usable_slices() const { return static_cast<uint32_t>(usable_.count()); }
 
     void note(const std::string& s) const
     {
@@ -112,22 +112,14 @@ public:
     }
 
 private:
-    uint64_t mask(uint32_t n) const
-    {
-        if (n > usable_.size())
-            throw jal::Error(JAL_STATUS_INVALID_FIELD,
-                             fmt::format("{} slices wanted, {} usable", n, usable_.size()));
-        uint64_t m = 0;
-        for (uint32_t i = 0; i < n; i++) m |= 1ull << usable_[i];
-        return m;
-    }
+    uint64_t mask(uint32_t n) const { return usable_.first(n); }
 
     const DispatchBenchOptions& o_;
     jr::Device dev_;
     jr::Context ctx_;
     jr::Queue queue_;
     jk::Launcher launcher_;
-    std::vector<uint32_t> usable_;
+    UsableSlices usable_;
     std::unique_ptr<jk::Program> program_;
 };
 

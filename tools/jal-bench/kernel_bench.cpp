@@ -29,6 +29,7 @@
 #include <jal/kernels/library/quantize.hpp>
 
 #include "sgemm_baseline.hpp"
+#include "usable_slices.hpp"
 
 namespace jal::bench {
 namespace {
@@ -157,9 +158,7 @@ public:
         : opt_(o), dev_(o.device, o.emu_dir), ctx_(dev_), queue_(ctx_, 256),
           launcher_(dev_, ctx_, queue_)
     {
-        uint64_t m = launcher_.usable_slice_mask();
-        for (uint32_t s = 0; s < 64; s++)
-            if (m & (1ull << s)) usable_.push_back(s);
+        usable_ = UsableSlices(launcher_.usable_slice_mask());
     }
 
     json run_all();
@@ -173,15 +172,7 @@ private:
     {
         return opt_.filter.empty() || kernel.find(opt_.filter) != std::string::npos;
     }
-    uint64_t mask(uint32_t n) const
-    {
-        if (n > usable_.size())
-            throw jal::Error(JAL_STATUS_INVALID_FIELD,
-                             fmt::format("{} slices wanted, {} usable", n, usable_.size()));
-        uint64_t m = 0;
-        for (uint32_t i = 0; i < n; i++) m |= 1ull << usable_[i];
-        return m;
-    }
+    uint64_t mask(uint32_t n) const { return usable_.first(n); }
     uint64_t alloc(uint64_t bytes, jal_placement placement, uint64_t slice_mask)
     {
         mem_.push_back(std::make_unique<jr::Memory>(ctx_, std::max<uint64_t>(bytes, 64), placement,
@@ -304,7 +295,7 @@ private:
     jr::Context ctx_;
     jr::Queue queue_;
     jk::Launcher launcher_;
-    std::vector<uint32_t> usable_;
+    UsableSlices usable_;
     std::vector<std::unique_ptr<jr::Memory>> mem_;
     std::vector<json> rows_;
     std::map<std::tuple<uint32_t, uint32_t, uint32_t>, double> sgemm_;
@@ -350,7 +341,7 @@ void KernelBench::gemm_prefill(uint32_t m, uint32_t n, uint32_t k, uint32_t slic
     const uint64_t sm = mask(slices);
     // Activations: F32, quantized once (on up to 8 slices) into a buffer replicated on the
     // GEMM's slices, so each slice reads them locally.
-    uint32_t qs = std::min<uint32_t>(8, static_cast<uint32_t>(usable_.size()));
+    uint32_t qs = std::min<uint32_t>(8, static_cast<uint32_t>(usable_.count()));
     jl::QuantizeConfig qc{.m = m, .k = k, .out = act, .mode = jl::activation_cvt_mode(numerics)};
     uint64_t xf = upload(random_tensor(JAL_DT_F32, m, k, 3), JAL_PLACE_INTERLEAVED, mask(qs));
     uint64_t xq = alloc(uint64_t{m} * jl::packed_row_bytes(act, k), JAL_PLACE_REPLICATED, sm);
@@ -523,7 +514,7 @@ json KernelBench::run_all()
     const bool q = opt_.quick;
     const uint32_t hidden = 2880, width = 2880, vocab = q ? 32768 : 201088, experts = 32;
     const uint32_t tokens = q ? 128 : 512, moe_tokens = q ? 32 : 128;
-    const uint32_t all = static_cast<uint32_t>(std::min<size_t>(usable_.size(), 64));
+    const uint32_t all = static_cast<uint32_t>(std::min<size_t>(usable_.count(), 64));
     // Decode: one token. Hidden-size GEMVs on one slice (their 4.4 MB of MXFP4 spread over
     // more slices would leave each less time than the dispatch's fixed costs) and on 8; the
     // output projection (vocab rows) over every slice.
@@ -559,7 +550,7 @@ json KernelBench::run_all()
     } catch (const std::exception&) {
         doc["clock_mhz"] = nullptr;
     }
-    doc["usable_slices"] = usable_.size();
+    doc["usable_slices"] = usable_.count();
     doc["quick"] = q;
     return doc;
 }

@@ -15,18 +15,36 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-TEST(LargeMemory, AllocatingAndFreeing128GiBDoesNotTripTheWatchdog)
-{
-    jal::test::EmuProcess emu;
-    jal::ChipFunction fn = jal::ChipFunction::open(0, emu.open_options());
-    ASSERT_EQ(fn.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
-    const uint32_t boots = fn.identify().boot_count;
-
-    jal::runtime::Device dev(0, emu.socket_dir());
+// A booted chip, its boot count, and the checks every test ends with: no watchdog reset, no
+// chip reset, a clean emulator exit.
+class LargeMemory : public ::testing::Test {
+protected:
+    LargeMemory() : fn(jal::ChipFunction::open(0, emu.open_options())) {}
+    void SetUp() override
     {
-        jal::runtime::Context ctx(dev);
+        ASSERT_EQ(fn.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
+        boots = fn.identify().boot_count;
+        dev.emplace(0, emu.socket_dir());
+    }
+    void expect_no_reset()
+    {
+        EXPECT_EQ(fn.telemetry().watchdog_resets, 0u) << "an admin command starved the watchdog";
+        EXPECT_EQ(fn.identify().boot_count, boots) << "the chip was reset";
+        EXPECT_EQ(emu.stop(), "");
+    }
+
+    jal::test::EmuProcess emu;
+    jal::ChipFunction fn;
+    uint32_t boots = 0;
+    std::optional<jal::runtime::Device> dev;
+};
+
+TEST_F(LargeMemory, AllocatingAndFreeing128GiBDoesNotTripTheWatchdog)
+{
+    {
+        jal::runtime::Context ctx(*dev);
         // A second tenant's context, which must survive the first one's large free.
-        jal::runtime::Context other(dev);
+        jal::runtime::Context other(*dev);
         jal::runtime::Memory keep(other, 2u << 20, JAL_PLACE_SLICE, 1);
         {
             jal::runtime::Memory big(ctx, 128 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0});
@@ -42,28 +60,21 @@ TEST(LargeMemory, AllocatingAndFreeing128GiBDoesNotTripTheWatchdog)
         EXPECT_NO_THROW(jal::runtime::Memory(other, 2u << 20, JAL_PLACE_SLICE, 1));
         EXPECT_EQ(ctx.destroy(), 1u) << "the context still held the allocation";
         EXPECT_EQ(jal_mem_free(held), JAL_STATUS_OK) << "after its context: nothing to do";
-        jal::runtime::Context fresh(dev);
+        jal::runtime::Context fresh(*dev);
         EXPECT_NO_THROW(
             jal::runtime::Memory(fresh, 100 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0}))
             << "the reclaimed pages are free again";
     }
-    EXPECT_EQ(fn.telemetry().watchdog_resets, 0u) << "an admin command starved the watchdog";
-    EXPECT_EQ(fn.identify().boot_count, boots) << "the chip was reset";
-    EXPECT_EQ(emu.stop(), "");
+    expect_no_reset();
 }
 
-TEST(LargeMemory, FreeingAReplicatedAllocationDoesNotTripTheWatchdog)
+TEST_F(LargeMemory, FreeingAReplicatedAllocationDoesNotTripTheWatchdog)
 {
     // 96 pages replicated on all 64 slices are 6,144 physical pages: freeing them scrubs each
     // (9.2 µs), 57 ms of firmware work in one admin command. Fed per virtual page, the
     // watchdog reset the chip, the free timed out and every later command of the tenant
     // failed.
-    jal::test::EmuProcess emu;
-    jal::ChipFunction fn = jal::ChipFunction::open(0, emu.open_options());
-    ASSERT_EQ(fn.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
-    const uint32_t boots = fn.identify().boot_count;
-    jal::runtime::Device dev(0, emu.socket_dir());
-    jal::runtime::Context ctx(dev);
+    jal::runtime::Context ctx(*dev);
     {
         jal::runtime::Memory wide(ctx, 96 * (2u << 20), JAL_PLACE_REPLICATED, ~uint64_t{0});
         EXPECT_EQ(wide.info().replicas, 64u);
@@ -71,9 +82,7 @@ TEST(LargeMemory, FreeingAReplicatedAllocationDoesNotTripTheWatchdog)
     }
     EXPECT_NO_THROW(jal::runtime::Memory(ctx, 2u << 20, JAL_PLACE_SLICE, 1))
         << "the context is still known to the firmware";
-    EXPECT_EQ(fn.telemetry().watchdog_resets, 0u) << "an admin command starved the watchdog";
-    EXPECT_EQ(fn.identify().boot_count, boots) << "the chip was reset";
-    EXPECT_EQ(emu.stop(), "");
+    expect_no_reset();
 }
 
 }  // namespace

@@ -39,6 +39,16 @@ protected:
             *context, std::max<uint64_t>(bytes, 64), placement, slices(kSlices)));
         return memories.back()->va();
     }
+    // Every expert's weights, stacked (never written).
+    TensorRef expert_weights(const jl::ExpertGemmConfig& c)
+    {
+        const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
+        return {.va = space(row * c.n * c.experts),
+                .rows = c.n * c.experts,
+                .cols = c.kdim,
+                .row_stride = row,
+                .dtype = c.weight};
+    }
     TensorRef f32(uint32_t rows, uint32_t cols)
     {
         return {.va = space(uint64_t{rows} * cols * 4),
@@ -170,12 +180,7 @@ TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
                                    .kdim = kEmbd,
                                    .split = split,
                                    .rms_norm = true};
-            const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
-            const TensorRef w{.va = space(row * c.n * c.experts),
-                              .rows = c.n * c.experts,
-                              .cols = c.kdim,
-                              .row_stride = row,
-                              .dtype = c.weight};
+            const TensorRef w = expert_weights(c);
             const uint64_t table =
                 upload(split == jl::ExpertSplit::rows ? jl::expert_row_shard_table(c, w, kSlices)
                                                       : jl::expert_shard_table(c, w, kSlices));
@@ -218,12 +223,7 @@ TEST_F(RooflineTest, PromptExpertGemmsWithTheSwigluAndTheHandOver)
                                .swiglu = up,
                                .x_dtype = up ? JAL_DT_F32 : JAL_DT_Q8_0,
                                .y_dtype = up ? JAL_DT_Q8_0 : JAL_DT_F32};
-        const uint64_t row = jl::packed_row_bytes(c.weight, c.kdim);
-        const TensorRef w{.va = space(row * c.n * c.experts),
-                          .rows = c.n * c.experts,
-                          .cols = c.kdim,
-                          .row_stride = row,
-                          .dtype = c.weight};
+        const TensorRef w = expert_weights(c);
         const uint64_t table = upload(jl::expert_shard_table(c, w, kSlices));
         check(jl::expert_gemm_name(c), jl::build_expert_gemm(c),
               jl::expert_gemm_args(c, up ? f32(tokens, kEmbd) : mid, ids, table, w,

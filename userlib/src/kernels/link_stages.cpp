@@ -34,11 +34,7 @@ public:
         if (s.args_offset % 8)
             fail(fmt::format("argument offset {} is not 8-aligned", s.args_offset));
         l1_bytes_ = std::max(l1_bytes_, s.l1_bytes);
-        load_mask(s.slices);
-        code_.push_back(
-            JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, static_cast<int32_t>(s.args_offset)));
-        const size_t enter = code_.size();
-        code_.push_back(0);  // STAGE, its target patched below
+        const size_t enter = open_stage(s.slices, s.args_offset);
         for (unsigned r = 1; r < JAL_ISA_SCALAR_REGS; r++)
             code_.push_back(JAL_INSN(JAL_OP_LI, r, 0, 0, 0, 0));
         const bool acquires = std::any_of(s.code.begin(), s.code.end(), [](uint64_t w) {
@@ -51,8 +47,7 @@ public:
         for (size_t i = begin; i < end; i++)
             if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
                 code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
-        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, ordered ? 1 : 0, 0,
-                                static_cast<int32_t>(end - enter));
+        close_stage(enter, ordered);
     }
 
     // A lane of a section: slices outside every stage of the lane skip it; inside, each
@@ -62,24 +57,18 @@ public:
     {
         uint64_t slices = 0;
         for (const Stage& s : lane) slices |= s.slices;
-        load_mask(slices);
-        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, 0));
-        const size_t enter = code_.size();
-        code_.push_back(0);
+        const size_t enter = open_stage(slices, 0);
         for (size_t i = 0; i < lane.size(); i++) {
             stage(lane[i], false);
             if (i + 1 < lane.size()) join(slices);
         }
-        code_[enter] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, ordered ? 1 : 0, 0,
-                                static_cast<int32_t>(code_.size() - enter));
+        close_stage(enter, ordered);
     }
 
     // Back to `slices` (every slice of it waits for its own stores), then their barrier.
     void join(uint64_t slices)
     {
-        load_mask(slices);
-        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, 0));
-        code_.push_back(JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, 0, 0, 1));
+        close_stage(open_stage(slices, 0), false);  // every slice in it falls through
         code_.push_back(JAL_INSN(JAL_OP_BARRIER, 0, 0, 0, 0, 0));
     }
 
@@ -104,6 +93,21 @@ public:
     }
 
 private:
+    // x1 = the slices, x2 = the argument offset, then a STAGE whose flag and target
+    // close_stage fills in (slices outside it go to what is emitted after close_stage).
+    size_t open_stage(uint64_t slices, uint32_t args_offset)
+    {
+        load_mask(slices);
+        code_.push_back(JAL_INSN(JAL_OP_LI, kArgsReg, 0, 0, 0, static_cast<int32_t>(args_offset)));
+        code_.push_back(0);
+        return code_.size() - 1;
+    }
+    void close_stage(size_t at, bool ordered)
+    {
+        code_[at] = JAL_INSN(JAL_OP_STAGE, kMaskReg, kArgsReg, ordered ? 1 : 0, 0,
+                             static_cast<int32_t>(code_.size() - at));
+    }
+
     void load_mask(uint64_t mask)
     {
         code_.push_back(JAL_INSN(JAL_OP_LI, kMaskReg, 0, 0, 0, static_cast<int32_t>(mask)));

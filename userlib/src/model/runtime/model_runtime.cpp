@@ -287,6 +287,7 @@ private:
     // q_block 0: the kernel's default (128 stacked query rows an item).
     const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope,
                                        uint32_t q_block = 0, jal_dtype out = JAL_DT_F32);
+    bool attention_wide(const Segment& sg, size_t segments) const;
     bool attention_appends(const Segment& sg, size_t segments) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
@@ -1161,14 +1162,21 @@ const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv,
                    });
 }
 
+// A prompt has many query blocks per KV head: they run on every slice (the kernel keeps
+// head g on slices ≡ g mod n_head_kv, one of which holds its cache; the others read it
+// remotely), a decode row on the slot's group alone (as do all segments in lanes).
+bool RuntimeImpl::attention_wide(const Segment& sg, size_t segments) const
+{
+    const bool lanes = kv_groups_ > 1 && segments > 1;
+    return sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+}
+
 // A segment's attention appends its keys and values itself (on the slot's group, where
 // every item of a head runs on the slice holding its cache), or (a prompt spread over every
 // slice) a kv_append dispatch does.
 bool RuntimeImpl::attention_appends(const Segment& sg, size_t segments) const
 {
-    const bool lanes = kv_groups_ > 1 && segments > 1;
-    const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-    return !wide && c_.n_head_kv % kv_group_ == 0;
+    return !attention_wide(sg, segments) && c_.n_head_kv % kv_group_ == 0;
 }
 
 // Layer il's KV append and attention, one pair a segment.
@@ -1191,12 +1199,7 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         const uint32_t j = static_cast<uint32_t>(sg.seq);
         const uint64_t heads = va(slots_[j].heads[il]);
         const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
-        // A prompt has many query blocks per KV head: they run on every slice (the
-        // kernel keeps head g on slices ≡ g mod n_head_kv, one of which holds its
-        // cache; the others read it remotely), a decode row on the slot's group alone.
-        const bool wide = sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
-        // On the slot's group every item of a head runs on the slice that holds its cache:
-        // the attention appends the new keys and values itself (one dispatch, not two).
+        const bool wide = attention_wide(sg, segs.size());
         const bool fused = attention_appends(sg, segs.size());
         // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)

@@ -8,7 +8,6 @@
 #include <jal/isa/numerics.hpp>
 
 #include "kv_append_emit.hpp"
-#include "rope_rotate.hpp"
 #include "row_blocks.hpp"
 
 namespace jal::kernels::transformer_detail {
@@ -34,6 +33,8 @@ private:
     X key_start(X item);
     void keys(X k0);           // k0 starts at the first key and is changed
     void keys_two_deep(X k0);  // likewise
+    void accumulate_pv(X k0, int buf);
+    void clear_scores(int buf);
     X chunk_keys(X k0);
     void load_kv(X k0, int buf);
     void scores(X k0, int buf);
@@ -265,10 +266,7 @@ void AttentionKernel::rotate_queries()
         b.mul(l1, hh, n);
         b.muli(l1, l1, static_cast<int32_t>(D * 4));
         b.addi(l1, l1, static_cast<int32_t>(l1_q));
-        b.tdesc(rp.x0, l1, n, rp.half, JAL_DT_F32, D * 4);
-        b.addi(l1, l1, static_cast<int32_t>(D / 2 * 4));
-        b.tdesc(rp.x1, l1, n, rp.half, JAL_DT_F32, D * 4);
-        emit_rope_pair(b, rp.x0, rp.x1, rp.tc, rp.ts, rp.ta, rp.tb);
+        rotate_head_rows(b, rp, l1, n, D, D * 4);
     });
     b.free(rp.half);
 }
@@ -498,6 +496,26 @@ void AttentionKernel::update(X k0, int buf)
     b.free(nk);
 }
 
+// Buffer buf's scores (all Nk columns) set to zero for the next Q·Kᵀ.
+void AttentionKernel::clear_scores(int buf)
+{
+    b.li(l1, l1_s[buf]);
+    b.li(tmp, Nk);
+    b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
+    b.vfill(ts, 0.0f);
+}
+
+// O += P V for chunk k0 in buffer buf (Vᵀ is the weight-layout operand), then m = m'.
+void AttentionKernel::accumulate_pv(X k0, int buf)
+{
+    X nk = chunk_keys(k0);
+    desc(ts, l1_s[buf], rn, nk);
+    desc(tv, l1_v[buf], dim, nk);
+    b.mma(to, ts, tv);
+    b.free(nk);
+    b.vcopy(tm, tmc);
+}
+
 // The key chunks from kstart to kend, software-pipelined over kBufs buffers: while chunk
 // c's softmax runs on the vector engine, chunk c+1's Q·Kᵀ runs on the matrix engine and
 // chunk c+2's keys and values load. Each chunk's arithmetic is the unpipelined loop's.
@@ -514,10 +532,7 @@ void AttentionKernel::keys(X k0)
         load_kv(kn, 1);
         b.bind(one);
     }
-    b.li(l1, l1_s[0]);  // the first chunk's scores cleared (the loop clears the others)
-    b.li(tmp, Nk);
-    b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
-    b.vfill(ts, 0.0f);
+    clear_scores(0);  // the first chunk's (the loop clears the others)
     scores(k0, 0);
     b.bind(top);
     for (int slot = 0; slot < kBufs; slot++) {
@@ -528,24 +543,14 @@ void AttentionKernel::keys(X k0)
         {  // clear the next chunk's scores before this chunk's vector work
             Label skip = b.label();
             b.bge(kn, kend, skip);
-            b.li(l1, l1_s[next]);
-            b.li(tmp, Nk);
-            b.tdesc(ts, l1, rn, tmp, JAL_DT_F32);
-            b.vfill(ts, 0.0f);
+            clear_scores(next);
             b.bind(skip);
         }
         update(k0, slot);
         b.bge(kn, kend, no_next);
         scores(kn, next);
         b.bind(no_next);
-        {  // O += P V (Vᵀ is the weight-layout operand), then m = m'
-            X nk = chunk_keys(k0);
-            desc(ts, l1_s[slot], rn, nk);
-            desc(tv, l1_v[slot], dim, nk);
-            b.mma(to, ts, tv);
-            b.free(nk);
-        }
-        b.vcopy(tm, tmc);
+        accumulate_pv(k0, slot);
         b.addi(k0, kn, static_cast<int32_t>(Nk));  // the chunk after next
         b.bge(k0, kend, no_after);
         load_kv(k0, after);
@@ -582,12 +587,7 @@ void AttentionKernel::keys_two_deep(X k0)
         b.free(nk);
         scores(k0, slot);  // waits for chunk k0's loads: the earliest pending on sem
         update(k0, slot);
-        nk = chunk_keys(k0);
-        desc(ts, l1_s[slot], rn, nk);
-        desc(tv, l1_v[slot], dim, nk);
-        b.mma(to, ts, tv);  // O += P V
-        b.free(nk);
-        b.vcopy(tm, tmc);
+        accumulate_pv(k0, slot);
         b.addi(k0, kn, 0);
     }
     b.jmp(top);

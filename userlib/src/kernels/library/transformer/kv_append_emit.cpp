@@ -46,6 +46,15 @@ void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q)
     b.wait(q, 2);
 }
 
+void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t head_dim,
+                      uint32_t row_bytes)
+{
+    b.tdesc(r.x0, l1, n, r.half, JAL_DT_F32, row_bytes);
+    b.addi(l1, l1, static_cast<int32_t>(head_dim / 2 * 4));
+    b.tdesc(r.x1, l1, n, r.half, JAL_DT_F32, row_bytes);
+    emit_rope_pair(b, r.x0, r.x1, r.tc, r.ts, r.ta, r.tb);
+}
+
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
 // into its caches kc (keys) and vc (values, transposed).
 void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n)
@@ -69,10 +78,7 @@ void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, 
         const KvAppendRope& rp = *r.rope;
         gather_rope_rows(b, rp, pos, n, r.l1, r.q);
         b.li(r.l1, r.l1_k);
-        b.tdesc(rp.x0, r.l1, n, rp.half, JAL_DT_F32, D * 4);
-        b.li(r.l1, r.l1_k + D / 2 * 4);
-        b.tdesc(rp.x1, r.l1, n, rp.half, JAL_DT_F32, D * 4);
-        emit_rope_pair(b, rp.x0, rp.x1, rp.tc, rp.ts, rp.ta, rp.tb);
+        rotate_head_rows(b, rp, r.l1, n, D, D * 4);
     }
     b.muli(addr, pos, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);

@@ -32,6 +32,11 @@ struct KvAppendRegs {
 // scratch register.
 void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q);
 
+// n rows of one head (head_dim F32, row_bytes apart) at the L1 address in `l1` (changed)
+// rotated by the rows gather_rope_rows loaded.
+void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t head_dim,
+                      uint32_t row_bytes);
+
 // The D x D identity at l1_id (V is stored transposed through a product with it).
 void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
 

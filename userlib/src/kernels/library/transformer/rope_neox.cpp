@@ -62,12 +62,6 @@ void load_block(Builder& b, const RopeBlock& k, X row0, X n, X addr)
     b.wait(k.q, 3);
 }
 
-// x0, x1 (the halves of heads) ← (x0 cos − x1 sin, x0 sin + x1 cos), with ta, tb.
-void rotate_pair(Builder& b, const RopeBlock& k)
-{
-    emit_rope_pair(b, k.x0, k.x1, k.tc, k.ts, k.ta, k.tb);
-}
-
 // Rotates every head of the block's n tokens in place in L1.
 void rotate_heads(Builder& b, const RopeBlock& k, X n)
 {
@@ -82,7 +76,7 @@ void rotate_heads(Builder& b, const RopeBlock& k, X n)
         b.addi(a1, a0, static_cast<int32_t>(k.half * 4));
         b.tdesc(k.x0, a0, n, k.halfr, JAL_DT_F32, k.row_bytes);
         b.tdesc(k.x1, a1, n, k.halfr, JAL_DT_F32, k.row_bytes);
-        rotate_pair(b, k);
+        emit_rope_pair(b, k.x0, k.x1, k.tc, k.ts, k.ta, k.tb);
         b.free(a1);
         b.free(a0);
     });
@@ -108,7 +102,7 @@ void rotate_tokens(Builder& b, const RopeBlock& k, X n)
         b.tdesc(k.ts, a1, k.one, k.halfr, JAL_DT_F32);
         b.tdesc(k.ta, k.l1_a, k.n_head, k.halfr, JAL_DT_F32);
         b.tdesc(k.tb, k.l1_b, k.n_head, k.halfr, JAL_DT_F32);
-        rotate_pair(b, k);
+        emit_rope_pair(b, k.x0, k.x1, k.tc, k.ts, k.ta, k.tb);
         b.free(c);
         b.free(a1);
         b.free(a0);
