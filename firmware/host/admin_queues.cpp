@@ -45,11 +45,19 @@ void AdminQueues::set_error(std::uint32_t fn, Queue& q, std::uint32_t status)
                    {fn, status});
 }
 
-bool AdminQueues::enable(std::uint32_t fn, Queue& q)
+AdminQueues::Enabled AdminQueues::enable(std::uint32_t fn, Queue& q)
 {
     q.sq_base = read64(fn, JAL_FN_SQ_BASE_LO, JAL_FN_SQ_BASE_HI);
     q.cq_base = read64(fn, JAL_FN_CQ_BASE_LO, JAL_FN_CQ_BASE_HI);
     const std::uint32_t qsize = hal::read32(fn_reg(fn, JAL_FN_QSIZE));
+    // The host may have rewritten CTRL since the generation was read (a seqlock's check):
+    // a queue enabled under the old generation would be restarted from slot 0 at the next
+    // wake, after the host had already consumed completions, and the rings would never meet
+    // again. Published READY only for registers read whole.
+    if (hal::read32(fn_reg(fn, JAL_FN_GENERATION)) != q.generation) {
+        q = Queue{};
+        return Enabled::kRaced;
+    }
     q.sq_size = qsize & 0xffff;
     q.cq_size = qsize >> 16;
     q.sq_head = q.cq_tail = 0;
@@ -57,13 +65,13 @@ bool AdminQueues::enable(std::uint32_t fn, Queue& q)
     if (q.sq_base == 0 || q.sq_base % 64 || q.cq_base == 0 || q.cq_base % 16 ||
         !size_ok(q.sq_size) || !size_ok(q.cq_size)) {
         set_error(fn, q, JAL_STATUS_INVALID_FIELD);
-        return false;
+        return Enabled::kRefused;
     }
     q.state = State::kReady;
     hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), JAL_ADMIN_STATUS_READY);
     journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvAdminQueueEnabled, "admin queue enabled",
                    {fn, q.sq_size, q.cq_size});
-    return true;
+    return Enabled::kYes;
 }
 
 std::uint32_t AdminQueues::post(std::uint32_t fn, Queue& q, const jal_admin_sqe& sqe,
@@ -107,7 +115,11 @@ bool AdminQueues::service_one(std::uint32_t fn, AfterAction& after)
             hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), 0);
         return false;
     }
-    if (q.state == State::kIdle && !enable(fn, q)) return false;
+    if (q.state == State::kIdle) {
+        const Enabled enabled = enable(fn, q);
+        if (enabled == Enabled::kRaced) return true;  // look again at the next wake
+        if (enabled == Enabled::kRefused) return false;
+    }
     if (q.state != State::kReady) return false;
 
     for (std::uint32_t n = 0; n < kMaxCommandsPerWake; ++n) {

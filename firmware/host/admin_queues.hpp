@@ -47,7 +47,8 @@ private:
 
     // Returns true when the function still has work (more commands, CQ full).
     bool service_one(std::uint32_t fn, AfterAction& after);
-    bool enable(std::uint32_t fn, Queue& q);
+    enum class Enabled : std::uint8_t { kYes, kRefused, kRaced };
+    Enabled enable(std::uint32_t fn, Queue& q);
     void set_error(std::uint32_t fn, Queue& q, std::uint32_t status);
     // Posts one completion; returns the DMA's jal_status.
     std::uint32_t post(std::uint32_t fn, Queue& q, const jal_admin_sqe& sqe, const Completion& c);

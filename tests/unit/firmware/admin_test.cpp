@@ -264,6 +264,59 @@ TEST_F(AdminTest, CommandsPerWakeAreBounded)
     EXPECT_EQ(queues.completed(), 40u);
 }
 
+TEST_F(AdminTest, AnEnableThatRacesTheFirmwaresReadsIsNotServedTwice)
+{
+    // The host re-enables (CTRL = 0, registers, CTRL = ENABLE) while the firmware is between
+    // reading the generation and reading CTRL, and submits as soon as it sees READY. The
+    // firmware must not serve that command under the stale generation and then restart the
+    // queue from slot 0 (which left its completion ring one entry behind the host's forever).
+    bus.host_write(0, JAL_FN_CTRL, 0);
+    (void)pump();
+    bus.host_write(0, JAL_FN_SQ_BASE_LO, static_cast<std::uint32_t>(kSq));
+    bus.host_write(0, JAL_FN_CQ_BASE_LO, static_cast<std::uint32_t>(kCq));
+    bus.host_write(0, JAL_FN_QSIZE, sq_size | cq_size << 16);
+    bool enabled_in_between = false, submitted = false;
+    const std::uint32_t gen_reg = JAL_HOSTIF_FN(0, JAL_FN_GENERATION);
+    const std::uint32_t tail_reg = JAL_HOSTIF_FN(0, JAL_FN_SQ_TAIL);
+    bus.read_hook = [&](std::uint32_t addr, std::uint32_t& value) {
+        if (addr == gen_reg && !enabled_in_between) {
+            enabled_in_between = true;
+            value = bus.reg(gen_reg);
+            bus.host_write(0, JAL_FN_CTRL, JAL_ADMIN_CTRL_ENABLE);
+            return true;
+        }
+        if (addr == tail_reg && !submitted && admin_status() == JAL_ADMIN_STATUS_READY) {
+            submitted = true;
+            put(sqe(JAL_ADMIN_IDENTIFY, 512));
+            ring();
+        }
+        return false;
+    };
+    (void)pump();
+    bus.read_hook = nullptr;
+    for (int i = 0; i < 3 && admin_status() != JAL_ADMIN_STATUS_READY; ++i) (void)pump();
+    ASSERT_EQ(admin_status(), JAL_ADMIN_STATUS_READY);
+    if (!submitted) {
+        put(sqe(JAL_ADMIN_IDENTIFY, 512));
+        ring();
+    }
+    for (int i = 0; i < 3 && queues.completed() == 0; ++i) (void)pump();
+    jal_admin_cqe c;
+    ASSERT_TRUE(take(c)) << "the first command completes";
+    EXPECT_EQ(c.status, JAL_STATUS_OK);
+    // Every later command completes too, each once, in the slot the host expects.
+    for (int i = 0; i < 3; ++i) {
+        auto s = sqe(JAL_ADMIN_GET_FEATURE);
+        s.cdw[0] = JAL_FEATURE_POWER_LIMIT;
+        put(s);
+        ring();
+        (void)pump();
+        ASSERT_TRUE(take(c)) << "command " << i + 1 << " after the racing enable";
+        EXPECT_EQ(c.cid, s.cid);
+    }
+    EXPECT_EQ(queues.completed(), 4u) << "no command served twice";
+}
+
 TEST_F(AdminTest, TailBeyondQueueSizeIsAnError)
 {
     enable();
