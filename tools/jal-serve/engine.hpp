@@ -1,0 +1,88 @@
+// Continuous batching (docs/serving.md, "Batching and cancellation"): one thread owns the
+// model runtime. Requests wait in a queue; each step the engine prefills the requests it
+// admits into free sequence slots, then runs one decode over every running sequence
+// together. A sequence that finishes or whose client went away is freed at once, so its
+// slot serves the next request in the same step.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <jal/model/runtime.hpp>
+
+#include "job.hpp"
+#include "serve_metrics.hpp"
+
+namespace jal::serve {
+
+struct EngineLimits {
+    uint32_t max_running = 8;     // sequence slots decoded together (RuntimeOptions::max_sequences)
+    uint32_t max_in_flight = 64;  // waiting + running; submit() refuses more (HTTP 429)
+};
+
+class Engine {
+public:
+    Engine(std::unique_ptr<jal::model::Runtime> runtime, EngineLimits limits, Metrics& metrics);
+    // abort("the server is shutting down") and join().
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const jal::model::GptOssConfig& config() const { return config_; }
+    uint32_t n_ctx() const { return n_ctx_; }
+
+    enum class Admission { accepted, busy, stopping };
+    Admission submit(std::shared_ptr<Job> job);
+    // Refuses new requests; the thread ends once every accepted one has finished.
+    void drain();
+    // Ends every accepted request now with an error carrying `reason`, and drains.
+    void abort(const std::string& reason);
+    void join();
+
+private:
+    struct Running {
+        std::shared_ptr<Job> job;
+        int seq = -1;
+        jal::model::Sampler sampler;
+        int32_t next = 0;  // sampled, not yet run through the model
+        uint32_t generated = 0;
+        Clock::time_point last_token;
+    };
+
+    void run();
+    // Waits for work; false when drained and there is nothing left.
+    bool wait_for_work();
+    void admit();
+    void start(std::shared_ptr<Job> job);
+    void step();
+    // Hands the sampled token of `r` to its job; true if the request is complete.
+    bool deliver(Running& r, const std::vector<float>& logits);
+    void retire(Running& r, FinishReason reason, const std::string& error = {});
+    void fail_all(const std::string& error);
+    void publish_load();
+
+    std::unique_ptr<jal::model::Runtime> rt_;
+    const jal::model::GptOssConfig config_;
+    const uint32_t n_ctx_;
+    const EngineLimits limits_;
+    Metrics& metrics_;
+
+    std::mutex mutex_;  // guards waiting_, draining_, abort_reason_
+    std::condition_variable wake_;
+    std::deque<std::shared_ptr<Job>> waiting_;
+    bool draining_ = false;
+    std::optional<std::string> abort_reason_;
+    uint32_t running_count_ = 0;  // read by submit() under mutex_, written by the thread
+
+    std::vector<Running> running_;  // the engine thread's only
+    std::thread thread_;
+};
+
+}  // namespace jal::serve
