@@ -137,10 +137,7 @@ void Engine::start(std::shared_ptr<Job> job)
     metrics_.count_tokens(job->params().prompt.size(), 0);
     metrics_.observe_ttft(seconds_since(job->submitted()));
     running_.push_back(std::move(r));
-    {
-        std::lock_guard lock(mutex_);
-        running_count_ = static_cast<uint32_t>(running_.size());
-    }
+    publish_load();  // before the first token is out: a client may look at once
     if (deliver(running_.back(), logits)) running_.pop_back();
 }
 

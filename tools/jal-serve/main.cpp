@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -76,6 +77,11 @@ void handle_signals(boost::asio::signal_set& signals, HttpServer& server, Engine
 
 int run(const Options& o)
 {
+    // Declared first, so that they go last: until the signal set is destroyed, a signal
+    // during the teardown is caught (and ignored), not fatal. It is created once the model
+    // is loaded: a signal during the upload ends the program at once.
+    boost::asio::io_context io;
+    std::optional<boost::asio::signal_set> signals;
     const std::string path = o.model.empty() ? jal::run::default_model_path(false) : o.model;
     jal::tools::EmuLauncher emu("jal-serve", o.emu_dir, true, {"--fw", "native"});
     jal::runtime::Device device(o.device, emu.socket_dir());
@@ -87,13 +93,12 @@ int run(const Options& o)
     const auto& cfg = rt->config();
 
     Metrics metrics;
-    boost::asio::io_context io;
     Engine engine(std::move(rt), {o.max_sequences, o.max_concurrency}, metrics);
     ServeContext ctx{engine, metrics, *codec, model, o.max_concurrency};
     HttpServer server(io, ctx);
     const uint16_t port = server.listen(o.host, o.port);
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    handle_signals(signals, server, engine);
+    signals.emplace(io, SIGINT, SIGTERM);
+    handle_signals(*signals, server, engine);
     server.start();
     std::fprintf(stderr,
                  "jal-serve: model '%s' (%s: %u layers, vocab %u, %s), context %u, %u sequences "
