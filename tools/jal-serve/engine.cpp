@@ -171,14 +171,14 @@ bool Engine::deliver(Running& r, const std::vector<float>& logits)
     r.last_token = Clock::now();
     r.generated++;
     metrics_.count_tokens(0, 1);
-    if (std::find(p.stop_ids.begin(), p.stop_ids.end(), r.next) != p.stop_ids.end()) {
-        r.job->publish({}, FinishReason::stop, {}, true);
-        retire(r, FinishReason::none);
-        return true;
-    }
-    const bool last = r.generated >= p.max_tokens;
-    r.job->publish({r.next}, last ? FinishReason::length : FinishReason::none);
+    const bool stop = std::find(p.stop_ids.begin(), p.stop_ids.end(), r.next) != p.stop_ids.end();
+    const bool last = stop || r.generated >= p.max_tokens;
+    // Freed before the client hears that it is done: a finished reply holds no slot.
     if (last) retire(r, FinishReason::none);
+    if (stop)
+        r.job->publish({}, FinishReason::stop, {}, true);
+    else
+        r.job->publish({r.next}, last ? FinishReason::length : FinishReason::none);
     return last;
 }
 

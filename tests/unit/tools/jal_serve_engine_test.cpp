@@ -1,0 +1,244 @@
+// jal-serve's continuous-batching engine (tools/jal-serve/engine.hpp) over a fake model
+// runtime whose next token is always the last one plus 1: admission, batching, stop ids,
+// cancellation, the concurrency limit, draining and aborting.
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "engine.hpp"
+
+namespace {
+
+using namespace jal::serve;
+using jal::model::ChipTotals;
+
+constexpr uint32_t kVocab = 32;
+
+class FakeRuntime : public jal::model::Runtime {
+public:
+    explicit FakeRuntime(uint32_t slots) : slots_(slots)
+    {
+        config_.n_vocab = kVocab;
+        options_.n_ctx = 64;
+        options_.max_sequences = slots;
+    }
+    const jal::model::GptOssConfig& config() const override { return config_; }
+    const jal::model::RuntimeOptions& options() const override { return options_; }
+    uint32_t slices() const override { return 1; }
+    uint64_t weight_bytes() const override { return 0; }
+    int create_sequence() override
+    {
+        std::lock_guard lock(mutex_);
+        for (int s = 0; s < static_cast<int>(slots_); s++)
+            if (live_.insert(s).second) return s;
+        throw std::runtime_error("no free slot");
+    }
+    void free_sequence(int seq) override
+    {
+        std::lock_guard lock(mutex_);
+        live_.erase(seq);
+    }
+    uint32_t sequence_length(int) const override { return 0; }
+    void assume_length(int, uint32_t) override {}
+    std::vector<float> prefill(int, std::span<const int32_t> tokens) override
+    {
+        return next_after(tokens.back());
+    }
+    std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
+    {
+        if (before_decode) before_decode();
+        std::vector<std::vector<float>> out;
+        for (auto [seq, token] : b) out.push_back(next_after(token));
+        std::lock_guard lock(mutex_);
+        largest_batch_ = std::max(largest_batch_, b.size());
+        return out;
+    }
+    std::vector<uint8_t> read_back_data_for_test(uint64_t) override { return {}; }
+    const ChipTotals& last() const override { return totals_; }
+    const ChipTotals& total() const override { return totals_; }
+    uint64_t decode_min_bytes(uint32_t, uint32_t) const override { return 0; }
+    const std::map<std::string, ChipTotals>& last_by_kernel() const override { return kernels_; }
+
+    size_t live() const
+    {
+        std::lock_guard lock(mutex_);
+        return live_.size();
+    }
+    size_t largest_batch() const
+    {
+        std::lock_guard lock(mutex_);
+        return largest_batch_;
+    }
+    std::function<void()> before_decode;  // runs on the engine thread
+
+private:
+    static std::vector<float> next_after(int32_t token)
+    {
+        std::vector<float> logits(kVocab, 0.0f);
+        logits[(token + 1) % kVocab] = 1.0f;
+        return logits;
+    }
+    uint32_t slots_;
+    jal::model::GptOssConfig config_;
+    jal::model::RuntimeOptions options_;
+    ChipTotals totals_;
+    std::map<std::string, ChipTotals> kernels_;
+    mutable std::mutex mutex_;
+    std::set<int> live_;
+    size_t largest_batch_ = 0;
+};
+
+// A job whose updates are collected as they come; wait() blocks until it has finished.
+struct Watched {
+    std::shared_ptr<Job> job;
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<int32_t> tokens;
+    Job::Update last;
+
+    explicit Watched(GenerationParams p) : job(std::make_shared<Job>(std::move(p)))
+    {
+        job->set_notify([this] {
+            std::lock_guard lock(mutex);
+            Job::Update u = job->take();
+            tokens.insert(tokens.end(), u.tokens.begin(), u.tokens.end());
+            last = u;
+            cv.notify_all();
+        });
+    }
+    bool wait()
+    {
+        std::unique_lock lock(mutex);
+        return cv.wait_for(lock, std::chrono::seconds(60),
+                           [&] { return last.finish != FinishReason::none; });
+    }
+};
+
+GenerationParams params(std::vector<int32_t> prompt, uint32_t max_tokens)
+{
+    GenerationParams p;
+    p.prompt = std::move(prompt);
+    p.max_tokens = max_tokens;
+    p.sampling.temperature = 0;
+    return p;
+}
+
+struct JalServeEngine : ::testing::Test {
+    Metrics metrics;
+    FakeRuntime* rt = nullptr;
+    std::unique_ptr<Engine> engine;
+    void start(uint32_t slots, uint32_t in_flight)
+    {
+        auto owned = std::make_unique<FakeRuntime>(slots);
+        rt = owned.get();
+        engine =
+            std::make_unique<Engine>(std::move(owned), EngineLimits{slots, in_flight}, metrics);
+    }
+};
+
+TEST_F(JalServeEngine, GeneratesUpToMaxTokens)
+{
+    start(2, 8);
+    Watched w(params({5}, 4));
+    ASSERT_EQ(engine->submit(w.job), Engine::Admission::accepted);
+    ASSERT_TRUE(w.wait());
+    EXPECT_EQ(w.tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+    EXPECT_EQ(w.last.finish, FinishReason::length);
+    EXPECT_EQ(w.last.completion_tokens, 4u);
+}
+
+TEST_F(JalServeEngine, StopIdEndsTheReplyUndelivered)
+{
+    start(2, 8);
+    GenerationParams p = params({5}, 10);
+    p.stop_ids = {8};
+    Watched w(p);
+    engine->submit(w.job);
+    ASSERT_TRUE(w.wait());
+    EXPECT_EQ(w.tokens, (std::vector<int32_t>{6, 7}));
+    EXPECT_EQ(w.last.finish, FinishReason::stop);
+    EXPECT_EQ(w.last.completion_tokens, 3u);  // the stop id counts
+}
+
+TEST_F(JalServeEngine, MoreRequestsThanSlotsAreBatchedAndQueued)
+{
+    start(2, 8);
+    std::vector<std::unique_ptr<Watched>> ws;
+    for (int32_t i = 0; i < 5; i++) {
+        ws.push_back(std::make_unique<Watched>(params({i}, 6)));
+        ASSERT_EQ(engine->submit(ws.back()->job), Engine::Admission::accepted);
+    }
+    for (int32_t i = 0; i < 5; i++) {
+        ASSERT_TRUE(ws[i]->wait());
+        EXPECT_EQ(ws[i]->tokens, (std::vector<int32_t>{i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}));
+    }
+    EXPECT_EQ(rt->largest_batch(), 2u);  // two slots, decoded together
+    EXPECT_EQ(rt->live(), 0u);
+}
+
+TEST_F(JalServeEngine, CancelledRequestIsFreed)
+{
+    start(2, 8);
+    Watched w(params({0}, 30));
+    int decodes = 0;
+    rt->before_decode = [&] {
+        if (++decodes == 2) w.job->cancel();
+    };
+    engine->submit(w.job);
+    ASSERT_TRUE(w.wait());
+    EXPECT_EQ(w.last.finish, FinishReason::cancelled);
+    EXPECT_EQ(w.tokens, (std::vector<int32_t>{1, 2, 3}));  // prefill's and two decodes'
+    EXPECT_EQ(rt->live(), 0u);
+    EXPECT_NE(metrics.render().find("jal_serve_requests_cancelled_total 1\n"), std::string::npos);
+
+    Watched queued(params({0}, 3));
+    queued.job->cancel();  // before it was ever admitted
+    engine->submit(queued.job);
+    ASSERT_TRUE(queued.wait());
+    EXPECT_EQ(queued.last.finish, FinishReason::cancelled);
+    EXPECT_TRUE(queued.tokens.empty());
+}
+
+TEST_F(JalServeEngine, LimitDrainAndAbort)
+{
+    start(1, 1);
+    std::mutex m;
+    std::condition_variable cv;
+    bool release = false;
+    rt->before_decode = [&] {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return release; });
+    };
+    Watched first(params({0}, 3));
+    ASSERT_EQ(engine->submit(first.job), Engine::Admission::accepted);
+    Watched second(params({0}, 3));
+    EXPECT_EQ(engine->submit(second.job), Engine::Admission::busy);
+    engine->drain();
+    EXPECT_EQ(engine->submit(second.job), Engine::Admission::stopping);
+    {
+        std::lock_guard lock(m);
+        release = true;
+    }
+    cv.notify_all();
+    ASSERT_TRUE(first.wait());  // drained: the request in flight still completes
+    EXPECT_EQ(first.last.finish, FinishReason::length);
+    engine->join();
+}
+
+TEST_F(JalServeEngine, AbortFailsTheRequestsInFlight)
+{
+    start(1, 4);
+    Watched w(params({0}, 30));
+    rt->before_decode = [&] { engine->abort("going down"); };
+    engine->submit(w.job);
+    ASSERT_TRUE(w.wait());
+    EXPECT_EQ(w.last.finish, FinishReason::error);
+    EXPECT_EQ(w.last.error, "going down");
+    engine->join();
+    EXPECT_EQ(rt->live(), 0u);
+}
+
+}  // namespace
