@@ -8,6 +8,8 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev libfabric-dev libboost-dev libopenblas-dev
+  # jal-serve's integration test drives the server with curl
+  curl
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs
