@@ -1,9 +1,13 @@
 #include "completion_exchange.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <sys/socket.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -41,11 +45,27 @@ public:
         }
     }
     Job& job() { return *job_; }
+    std::shared_ptr<Job> shared_job() { return job_; }
 
 private:
     std::shared_ptr<Job> job_;
     std::shared_ptr<net::steady_timer> timer_;
 };
+
+// While a whole (not streamed) reply is generated nothing is written, so a write error
+// cannot tell that the client has gone: watch the connection, and cancel the generation
+// if the client closes it. Ends at the first readable event, or when `done` is set and the
+// socket's operations are cancelled (it then touches nothing but its arguments' copies).
+net::awaitable<void> watch_for_hangup(tcp::socket& socket, std::shared_ptr<Job> job,
+                                      std::shared_ptr<bool> done)
+{
+    beast::error_code ec;
+    co_await socket.async_wait(tcp::socket::wait_read, net::redirect_error(net::use_awaitable, ec));
+    if (ec || *done) co_return;
+    char c;
+    const ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) job->cancel();
+}
 
 ReplyHeader reply_header(ServeContext& ctx, bool chat)
 {
@@ -71,7 +91,8 @@ const char* client_finish(const Job::Update& u, const ReplyDelta& delta)
 
 ApiError generation_failed(const Job::Update& u)
 {
-    return ApiError(u.finish == FinishReason::error ? 500 : 503,
+    // 499 (as nginx counts it): the client closed the connection; nobody reads this reply.
+    return ApiError(u.finish == FinishReason::error ? 500 : 499,
                     u.error.empty() ? "the generation was cancelled" : u.error, {}, "server_error");
 }
 
@@ -83,6 +104,9 @@ net::awaitable<Outcome> send_error(tcp::socket& socket, const HttpRequest& req, 
 net::awaitable<Outcome> reply_whole(tcp::socket& socket, const HttpRequest& req, Exchange& exchange,
                                     ReplyText& text, const ReplyHeader& h, uint32_t prompt_tokens)
 {
+    auto done = std::make_shared<bool>(false);
+    net::co_spawn(socket.get_executor(), watch_for_hangup(socket, exchange.shared_job(), done),
+                  net::detached);
     ReplyDelta all;
     for (;;) {
         Job::Update u = co_await exchange.next();
@@ -90,6 +114,9 @@ net::awaitable<Outcome> reply_whole(tcp::socket& socket, const HttpRequest& req,
         if (d.stopped) exchange.job().cancel();  // nothing after a stop string is shown
         append(all, d);
         if (u.finish == FinishReason::none && !d.stopped) continue;
+        *done = true;
+        beast::error_code ec;
+        socket.cancel(ec);  // ends the watcher
         if (u.finish == FinishReason::error || u.finish == FinishReason::cancelled)
             co_return co_await send_error(socket, req, generation_failed(u));
         append(all, text.finish());

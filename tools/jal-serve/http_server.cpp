@@ -5,6 +5,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include "api_error.hpp"
 
@@ -74,6 +75,25 @@ net::awaitable<void> HttpServer::accept_loop()
     }
 }
 
+// The next request's header, then (after a 100 Continue if the client waits for one) its
+// body. False when the connection closed or sent something else than HTTP.
+static net::awaitable<bool> read_request(tcp::socket& socket, beast::flat_buffer& buffer,
+                                         http::request_parser<http::string_body>& parser)
+{
+    beast::error_code ec;
+    auto token = net::redirect_error(net::use_awaitable, ec);
+    co_await http::async_read_header(socket, buffer, parser, token);
+    if (ec) co_return false;
+    // curl asks before sending a body over 1 KiB and otherwise waits a second for this.
+    if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
+        co_await http::async_write(socket, go_on, token);
+        if (ec) co_return false;
+    }
+    co_await http::async_read(socket, buffer, parser, token);
+    co_return !ec;
+}
+
 // One connection: requests one after another (HTTP/1.1 keep-alive) until the client
 // closes, a response ends the connection, or the server stops.
 net::awaitable<void> HttpServer::session(tcp::socket socket)
@@ -82,12 +102,10 @@ net::awaitable<void> HttpServer::session(tcp::socket socket)
     while (!stopping_) {
         http::request_parser<http::string_body> parser;
         parser.body_limit(kBodyLimit);
-        beast::error_code ec;
         idle_.insert(&socket);
-        co_await http::async_read(socket, buffer, parser,
-                                  net::redirect_error(net::use_awaitable, ec));
+        const bool read = co_await read_request(socket, buffer, parser);
         idle_.erase(&socket);
-        if (ec) break;  // closed, cancelled by shutdown, or not HTTP
+        if (!read) break;  // closed, cancelled by shutdown, or not HTTP
         HttpRequest req = parser.release();
         std::string endpoint;
         Outcome out;

@@ -332,6 +332,27 @@ TEST_F(JalServe, DisconnectMidStreamFreesTheSequence)
     EXPECT_EQ(post(url("/v1/completions"), greedy_request(false)).status, 200u);
 }
 
+// A whole (not streamed) reply is cancelled too when its client closes the connection.
+TEST_F(JalServe, DisconnectBeforeAWholeReplyFreesTheSequence)
+{
+    const double cancelled =
+        metric(curl(url("/metrics")).body, "jal_serve_requests_cancelled_total");
+    ASSERT_GE(cancelled, 0);
+    {
+        RawConnection c(server_->port());
+        c.post("/v1/completions", R"({"prompt": [1, 2, 3], "max_tokens": 4000})");
+        ASSERT_TRUE(wait_for([&] {
+            return metric(curl(url("/metrics")).body, "jal_serve_running_sequences") == 1;
+        }));
+    }
+    std::string text;
+    EXPECT_TRUE(wait_for([&] {
+        text = curl(url("/metrics")).body;
+        return metric(text, "jal_serve_running_sequences") == 0 &&
+               metric(text, "jal_serve_requests_cancelled_total") == cancelled + 1;
+    })) << text;
+}
+
 // --max-concurrency 1: while one request runs, another gets 429; once it is gone, 200.
 TEST_F(JalServe, OverTheConcurrencyLimitIs429)
 {

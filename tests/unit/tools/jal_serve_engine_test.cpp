@@ -166,11 +166,26 @@ TEST_F(JalServeEngine, StopIdEndsTheReplyUndelivered)
 TEST_F(JalServeEngine, MoreRequestsThanSlotsAreBatchedAndQueued)
 {
     start(2, 8);
+    // The first decode waits until every request is queued, so the engine cannot finish
+    // one request before the next arrives.
+    std::mutex m;
+    std::condition_variable cv;
+    bool all_queued = false;
+    rt->before_decode = [&] {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return all_queued; });
+    };
     std::vector<std::unique_ptr<Watched>> ws;
     for (int32_t i = 0; i < 5; i++) {
         ws.push_back(std::make_unique<Watched>(params({i}, 6)));
-        ASSERT_EQ(engine->submit(ws.back()->job), Engine::Admission::accepted);
+        // EXPECT, not ASSERT: returning here would leave the engine waiting at the gate.
+        EXPECT_EQ(engine->submit(ws.back()->job), Engine::Admission::accepted);
     }
+    {
+        std::lock_guard lock(m);
+        all_queued = true;
+    }
+    cv.notify_all();
     for (int32_t i = 0; i < 5; i++) {
         ASSERT_TRUE(ws[i]->wait());
         EXPECT_EQ(ws[i]->tokens, (std::vector<int32_t>{i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}));
