@@ -376,10 +376,12 @@ TEST_F(JalServe, OverTheConcurrencyLimitIs429)
     EXPECT_EQ(one->stop(SIGTERM), "") << one->output();
 }
 
-// SIGTERM while a reply streams: the reply completes, then the server exits with status 0.
+// SIGTERM while a reply streams and another connection idles: the reply completes, the idle
+// connection is closed, and the server exits with status 0.
 TEST_F(JalServe, SigtermFinishesTheRequestInFlight)
 {
     std::unique_ptr<ServeProcess> s(start_server({}));
+    RawConnection idle(s->port());
     RawConnection c(s->port());
     c.post("/v1/completions",
            R"({"prompt": [1, 2, 3], "max_tokens": 300, "temperature": 0, "stream": true})");
@@ -387,6 +389,7 @@ TEST_F(JalServe, SigtermFinishesTheRequestInFlight)
     ::kill(s->pid(), SIGTERM);
     ASSERT_TRUE(c.read_until("data: [DONE]\n\n\r\n0\r\n\r\n")) << c.received();
     EXPECT_NE(c.received().find("\"finish_reason\":\"length\""), std::string::npos);
+    EXPECT_FALSE(idle.read_until("HTTP/"));    // closed without a word
     EXPECT_EQ(s->stop(0), "") << s->output();  // it exits by itself
     EXPECT_NE(s->output().find("jal-serve: stopped"), std::string::npos) << s->output();
     // New connections are refused once it has stopped listening.
