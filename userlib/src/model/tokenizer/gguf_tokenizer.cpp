@@ -80,8 +80,8 @@ ByteLevelBpe::ByteLevelBpe(const GgufFile& gguf) : pre_(gguf.get_string("tokeniz
         bytes_[id] = std::move(*b);
     }
     std::vector<bool> excluded(tokens.size());
-    for (size_t id = 0; id < tokens.size(); ++id) excluded[id] = types[id] == kTypeControl ||
-                                                                 types[id] == kTypeUnused;
+    for (size_t id = 0; id < tokens.size(); ++id)
+        excluded[id] = types[id] == kTypeControl || types[id] == kTypeUnused;
     ranks_ = std::make_unique<BpeRanks>(bytes_, excluded);
 }
 

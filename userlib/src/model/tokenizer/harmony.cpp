@@ -15,9 +15,9 @@ int32_t special_id(const Tokenizer& t, std::string_view literal)
 {
     const auto id = t.special(literal);
     if (!id)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("the vocabulary has no {} token (not a harmony vocabulary)",
-                                literal));
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("the vocabulary has no {} token (not a harmony vocabulary)", literal));
     return *id;
 }
 

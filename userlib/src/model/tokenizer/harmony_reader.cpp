@@ -20,8 +20,7 @@ std::string channel_of(std::string_view header)
 }  // namespace
 
 HarmonyReader::HarmonyReader(const Tokenizer& tokenizer) : tokenizer_(tokenizer), text_(tokenizer)
-{
-}
+{}
 
 HarmonyReader::Piece HarmonyReader::push(int32_t id)
 {

@@ -84,9 +84,9 @@ std::string o200k_harmony_special(int32_t id)
 {
     // openai/harmony's o200k_harmony (the same as gpt-oss's tokenizer_config.json).
     static const std::unordered_map<int32_t, std::string_view> named = {
-        {199998, "<|startoftext|>"}, {199999, "<|endoftext|>"},  {200002, "<|return|>"},
-        {200003, "<|constrain|>"},   {200005, "<|channel|>"},    {200006, "<|start|>"},
-        {200007, "<|end|>"},         {200008, "<|message|>"},    {200012, "<|call|>"},
+        {199998, "<|startoftext|>"}, {199999, "<|endoftext|>"}, {200002, "<|return|>"},
+        {200003, "<|constrain|>"},   {200005, "<|channel|>"},   {200006, "<|start|>"},
+        {200007, "<|end|>"},         {200008, "<|message|>"},   {200012, "<|call|>"},
         {200018, "<|endofprompt|>"},
     };
     const auto it = named.find(id);

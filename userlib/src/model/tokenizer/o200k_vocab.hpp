@@ -9,7 +9,7 @@
 
 namespace jal::model {
 class GgufWriter;
-}
+}  // namespace jal::model
 
 namespace jal::model::tokenizer {
 

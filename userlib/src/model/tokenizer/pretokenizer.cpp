@@ -39,23 +39,35 @@ const char* Pretokenizer::o200k_pattern()
     return kO200k;
 }
 
-Pretokenizer::Pretokenizer(std::string_view pre_name) : impl_(std::make_unique<Impl>())
+namespace {
+
+std::string pattern_of(std::string_view pre_name)
 {
     if (pre_name != "gpt-4o")
         throw Error(JAL_STATUS_INVALID_FIELD,
                     fmt::format("tokenizer.ggml.pre: '{}' is not implemented (only 'gpt-4o', "
                                 "tiktoken's o200k)",
                                 pre_name));
+    return kO200k;
+}
+
+}  // namespace
+
+Pretokenizer::Pretokenizer(std::string_view pre_name) : Pretokenizer(Pattern{pattern_of(pre_name)})
+{}
+
+Pretokenizer::Pretokenizer(const Pattern& pattern) : impl_(std::make_unique<Impl>())
+{
     int err = 0;
     PCRE2_SIZE err_offset = 0;
-    impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kO200k), PCRE2_ZERO_TERMINATED,
-                                PCRE2_UTF | PCRE2_UCP, &err, &err_offset, nullptr);
+    impl_->code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.text.c_str()), PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_UCP, &err, &err_offset, nullptr);
     if (!impl_->code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        throw Error(JAL_STATUS_INTERNAL,
-                    fmt::format("pre-tokenizer pattern: {} at {}", reinterpret_cast<char*>(msg),
-                                err_offset));
+        throw Error(JAL_STATUS_INTERNAL, fmt::format("pre-tokenizer pattern: {} at {}",
+                                                     reinterpret_cast<char*>(msg), err_offset));
     }
     // Without JIT (an unsupported CPU) pcre2_match still works, only slower.
     pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);
@@ -71,8 +83,8 @@ std::vector<std::string_view> Pretokenizer::split(std::string_view text) const
     size_t pos = 0;
     while (pos < text.size()) {
         // The text was validated once by the caller; no check per match.
-        const int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK,
-                                   md, nullptr);
+        const int rc =
+            pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
         if (rc < 0) break;  // cannot happen: every character starts some alternative
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
         if (ov[1] <= pos) break;

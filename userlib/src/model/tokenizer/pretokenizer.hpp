@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +13,11 @@ class Pretokenizer {
 public:
     // The pattern of a tokenizer.ggml.pre name; throws INVALID_FIELD for unknown names.
     explicit Pretokenizer(std::string_view pre_name);
+    // Any PCRE2 pattern (UTF, Unicode properties); the reference tests use llama.cpp's.
+    struct Pattern {
+        std::string text;
+    };
+    explicit Pretokenizer(const Pattern& pattern);
     ~Pretokenizer();
     Pretokenizer(const Pretokenizer&) = delete;
     Pretokenizer& operator=(const Pretokenizer&) = delete;

@@ -9,8 +9,9 @@ void SpecialTokens::add(std::string literal, int32_t id)
     if (literal.empty() || !ids_.emplace(literal, id).second) return;
     auto& bucket = by_first_[static_cast<unsigned char>(literal[0])];
     bucket.push_back(std::move(literal));
-    std::stable_sort(bucket.begin(), bucket.end(),
-                     [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    std::stable_sort(bucket.begin(), bucket.end(), [](const std::string& a, const std::string& b) {
+        return a.size() > b.size();
+    });
 }
 
 std::optional<int32_t> SpecialTokens::find(std::string_view literal) const
