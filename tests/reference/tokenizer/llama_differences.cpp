@@ -80,8 +80,7 @@ struct LlamaDifferences::Impl {
 
 LlamaDifferences::LlamaDifferences(const model::Tokenizer& tokenizer)
     : impl_(std::make_unique<Impl>(tokenizer))
-{
-}
+{}
 
 LlamaDifferences::~LlamaDifferences() = default;
 

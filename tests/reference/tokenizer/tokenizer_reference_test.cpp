@@ -28,7 +28,8 @@ using Ids = std::vector<int32_t>;
 // as separate processes, in parallel).
 fs::path scratch(const std::string& name)
 {
-    return fs::path(testing::TempDir()) / ("jal_tokenizer_" + std::to_string(getpid()) + "_" + name);
+    return fs::path(testing::TempDir()) /
+           ("jal_tokenizer_" + std::to_string(getpid()) + "_" + name);
 }
 
 // Runs `program arg` with `input` (JSON) on stdin and parses its stdout as JSON.
@@ -82,6 +83,19 @@ TEST_F(TokenizerReference, CorpusIsLargeAndVaried)
 {
     EXPECT_GE(corpus_.size(), 2000u);
     EXPECT_EQ(tokenizer_->vocab_size(), 201088u);
+}
+
+// The vocabulary keys as in ggml-org's gpt-oss GGUF files (converted from gpt-oss's
+// tokenizer.json): every split of each token into two tokens is a merge.
+TEST_F(TokenizerReference, VocabularyKeysAreThoseOfTheConvertedGptOss)
+{
+    EXPECT_EQ(gguf_->array_size("tokenizer.ggml.merges"), 446189u);
+    EXPECT_EQ(gguf_->get_string("tokenizer.ggml.pre"), "gpt-4o");
+    EXPECT_EQ(gguf_->get_u32("tokenizer.ggml.bos_token_id"), 199998u);
+    EXPECT_EQ(gguf_->get_u32("tokenizer.ggml.eos_token_id"), 200002u);
+    EXPECT_EQ(gguf_->get_u32("tokenizer.ggml.padding_token_id"), 199999u);
+    EXPECT_EQ(tokenizer_->special("<|start|>"), 200006);
+    EXPECT_EQ(tokenizer_->special("<|reserved_200013|>"), 200013);
 }
 
 TEST_F(TokenizerReference, TiktokenAgreesOnEveryString)
