@@ -46,11 +46,10 @@ TEST_F(HarmonyTest, RendersTheSystemDeveloperAndUserMessages)
 TEST_F(HarmonyTest, LeavesOutTheDateWhenNotGiven)
 {
     const auto text = t().decode(harmony_prompt(t(), std::vector<ChatMessage>{}));
-    EXPECT_EQ(text,
-              "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
-              "OpenAI.\nKnowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: "
-              "analysis, commentary, final. Channel must be included for every "
-              "message.<|end|><|start|>assistant");
+    EXPECT_EQ(text, "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+                    "OpenAI.\nKnowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: "
+                    "analysis, commentary, final. Channel must be included for every "
+                    "message.<|end|><|start|>assistant");
 }
 
 TEST_F(HarmonyTest, DropsEarlierReasoningOnceAFinalAnswerFollows)

@@ -36,9 +36,24 @@ TEST_F(TokenizerTest, MergesTheLowestRankedPairFirst)
     EXPECT_TRUE(t().encode("").empty());
 }
 
+TEST_F(TokenizerTest, LongPiecesMergeLikeShortOnes)
+{
+    // One piece of 100,000 letters (BPE keeps its candidates in a heap, so this is fast).
+    std::string text;
+    for (int i = 0; i < 20000; ++i) text += "hello";
+    const Ids ids = t().encode(text);
+    EXPECT_EQ(ids, Ids(20000, v.id("hello")));
+    EXPECT_EQ(t().encode(text + "l"), [&] {
+        Ids e(20000, v.id("hello"));
+        e.push_back('l');
+        return e;
+    }());
+}
+
 TEST_F(TokenizerTest, DecodesToTheExactBytes)
 {
-    for (const std::string s : {"hello world", "abc\n\n  x", "Grüße, 世界 👍🏽", "\t\r\n"}) {
+    for (const std::string s :
+         {"hello world", "abc\n\n  x", "Grüße, 世界 👍🏽", "\t\r\n"}) {
         EXPECT_EQ(t().decode(t().encode(s)), s) << s;
     }
     EXPECT_EQ(t().token_bytes(v.id("hell")), "hell");
@@ -82,7 +97,7 @@ TEST_F(TokenizerTest, TextStreamNeverSplitsACharacter)
     EXPECT_EQ(s.push(0x91), "");
     EXPECT_EQ(s.push(0x8D), "\xF0\x9F\x91\x8D");
     EXPECT_EQ(s.push(0xE2), "");
-    EXPECT_EQ(s.finish(), "\xEF\xBF\xBD");  // an incomplete tail
+    EXPECT_EQ(s.finish(), "\xEF\xBF\xBD");    // an incomplete tail
     EXPECT_EQ(s.push(0x80), "\xEF\xBF\xBD");  // never a valid start: at once
     EXPECT_EQ(s.push(v.special("<|end|>")), "<|end|>");
     EXPECT_EQ(s.finish(), "");

@@ -9,17 +9,17 @@ namespace jal::model::test {
 
 namespace {
 
-const std::vector<std::string> kSpecials = {"<|start|>",   "<|end|>",  "<|message|>",
-                                            "<|channel|>", "<|return|>", "<|call|>",
-                                            "<|constrain|>"};
+const std::vector<std::string> kSpecials = {"<|start|>",  "<|end|>",  "<|message|>",  "<|channel|>",
+                                            "<|return|>", "<|call|>", "<|constrain|>"};
 
 }  // namespace
 
 const std::vector<std::string>& small_vocab_merged()
 {
     static const std::vector<std::string> merged = {
-        "he", "ll", "hell", "hello", " w", "or", " wor", " world", "bc", "ab", "123", "12",
-        "  ", "\n\n", "er", "us", "user", "as", "ass", "ist", "ant", "assist", "assistant",
+        "he",   "ll", "hell", "hello", " w",  "or",     " wor",      " world",
+        "bc",   "ab", "123",  "12",    "  ",  "\n\n",   "er",        "us",
+        "user", "as", "ass",  "ist",   "ant", "assist", "assistant",
     };
     return merged;
 }
