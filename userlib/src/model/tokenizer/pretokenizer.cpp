@@ -85,10 +85,16 @@ std::vector<std::string_view> Pretokenizer::split(std::string_view text) const
         // The text was validated once by the caller; no check per match.
         const int rc =
             pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
-        if (rc < 0) break;  // cannot happen: every character starts some alternative
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-        if (ov[1] <= pos) break;
-        pieces.push_back(text.substr(ov[0], ov[1] - ov[0]));
+        // Every character starts some alternative of the patterns used, so anything else
+        // (no match, an empty one, a JIT stack limit) is a fault, never text to drop.
+        if (rc < 0 || ov[0] != pos || ov[1] <= pos) {
+            pcre2_match_data_free(md);
+            throw Error(
+                JAL_STATUS_INTERNAL,
+                fmt::format("pre-tokenizer: no piece at byte {} (PCRE2 result {})", pos, rc));
+        }
+        pieces.push_back(text.substr(pos, ov[1] - pos));
         pos = ov[1];
     }
     pcre2_match_data_free(md);
