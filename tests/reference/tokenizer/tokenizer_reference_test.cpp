@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <jal/model/gguf.hpp>
+#include <jal/model/harmony.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 #include <jal/model/tokenizer.hpp>
 
@@ -96,6 +97,27 @@ TEST_F(TokenizerReference, VocabularyKeysAreThoseOfTheConvertedGptOss)
     EXPECT_EQ(gguf_->get_u32("tokenizer.ggml.padding_token_id"), 199999u);
     EXPECT_EQ(tokenizer_->special("<|start|>"), 200006);
     EXPECT_EQ(tokenizer_->special("<|reserved_200013|>"), 200013);
+}
+
+// llama.cpp loads the whole model (not only its vocabulary) and continues a harmony prompt.
+TEST_F(TokenizerReference, LlamaCppRunsTheModel)
+{
+    const std::vector<jal::model::ChatMessage> chat = {{"user", "Hello", ""}};
+    const Ids prompt = jal::model::harmony_prompt(*tokenizer_, chat);
+    std::string ids;
+    for (int32_t id : prompt) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const std::string cmd = std::string("'") + JAL_LLAMA_REF_EXE + "' '" + model_ +
+                            "' --prompt-ids " + ids + " --n 2 --json";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ASSERT_EQ(pclose(p), 0) << cmd;
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["n_vocab"], 201088);
+    EXPECT_EQ(j["prompt_ids"].get<Ids>(), prompt);
+    EXPECT_EQ(j["tokens"].size(), 2u);
 }
 
 TEST_F(TokenizerReference, TiktokenAgreesOnEveryString)
