@@ -18,8 +18,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-# The llama.cpp reference (scripts/fetch-llama-ref.sh) comes from the npm registry. Any
-# node with npm will do; Debian's packages only when there is none.
+# The llama.cpp and tiktoken references (scripts/fetch-llama-ref.sh, fetch-tiktoken.sh)
+# come from the npm registry. Any node with npm will do; Debian's packages only when there
+# is none.
 command -v npm >/dev/null || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
