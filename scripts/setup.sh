@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ccache clang-format sparse
-  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev libfabric-dev libboost-dev libopenblas-dev
   # jal-serve's integration test drives the server with curl
@@ -20,8 +20,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-# The llama.cpp reference (scripts/fetch-llama-ref.sh) comes from the npm registry. Any
-# node with npm will do; Debian's packages only when there is none.
+# The llama.cpp and tiktoken references (scripts/fetch-llama-ref.sh, fetch-tiktoken.sh)
+# come from the npm registry. Any node with npm will do; Debian's packages only when there
+# is none.
 command -v npm >/dev/null || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -1,5 +1,6 @@
 // jal-mkmodel: writes a synthetic GPT-OSS-architecture GGUF model from a seed and a shape
 // (a preset, then any shape options on top), loadable by llama.cpp and jal-run.
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -12,6 +13,8 @@
 
 #include <jal/error.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
+
+#include "tools/common/o200k_ranks.hpp"
 
 namespace {
 
@@ -51,10 +54,27 @@ nlohmann::json summary_json(const std::string& path, const jal::model::Synthetic
           {"context", c.n_ctx_train},
           {"sliding_window", c.sliding_window}}},
         {"dense_type", jal::model::tensor_type_name(o.dense_type)},
+        {"tokenizer", c.tokenizer_model},
         {"bytes", s.file_bytes},
         {"parameters", s.parameters},
         {"tensors", s.tensors},
     };
+}
+
+// --vocab: a size (token ids only, no tokenizer) or "o200k" (GPT-OSS's vocabulary from the
+// ranks embedded in this program). False when it is neither.
+bool apply_vocab(const std::string& v, jal::model::SyntheticGptOssOptions& o)
+{
+    if (v == "o200k") {
+        o.vocab = jal::model::SyntheticVocab::o200k;
+        o.o200k_ranks = jal::tools::o200k_ranks();
+        return true;
+    }
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc{} || end != v.data() + v.size()) return false;
+    o.n_vocab = n;
+    return true;
 }
 
 // Progress only when it is worth watching: big models on a terminal.
@@ -90,11 +110,12 @@ int main(int argc, char** argv)
     CLI::App app{
         "jal-mkmodel: write a synthetic GPT-OSS-architecture GGUF model (random weights from a "
         "seed, MXFP4 experts, dense matrices F32 (or --dense-type), norms and biases F32, no "
-        "tokenizer: token ids only). Shape options override the preset (default tiny)."};
+        "tokenizer unless --vocab o200k). Shape options override the preset (default tiny)."};
     std::string out_path, preset = "tiny", dense_type = "f32";
     jal::model::SyntheticGptOssOptions o;
     std::optional<uint32_t> layers, hidden, heads, kv_heads, head_dim, experts, per_token,
-        expert_ffn, vocab, context, window;
+        expert_ffn, context, window;
+    std::optional<std::string> vocab;
     bool json = false, quiet = false;
     app.add_option("OUT", out_path, "the GGUF file to write")->required();
     app.add_option("--seed", o.seed, "seed of the random weights")->required();
@@ -107,7 +128,9 @@ int main(int argc, char** argv)
     app.add_option("--experts", experts, "experts per layer");
     app.add_option("--experts-per-token", per_token, "experts each token is routed to");
     app.add_option("--expert-ffn", expert_ffn, "expert feed-forward width (a multiple of 32)");
-    app.add_option("--vocab", vocab, "vocabulary size");
+    app.add_option("--vocab", vocab,
+                   "vocabulary: a size (token ids only, no tokenizer) or o200k (GPT-OSS's "
+                   "o200k_harmony with its tokenizer, 201088 tokens)");
     app.add_option("--context", context, "context_length (default 131072, as GPT-OSS)");
     app.add_option("--sliding-window", window, "window of the sliding-window (even) layers");
     app.add_option("--dense-type", dense_type,
@@ -133,6 +156,10 @@ int main(int argc, char** argv)
     o = *base;
     o.seed = seed;
     o.dense_type = *dense;
+    if (vocab && !apply_vocab(*vocab, o)) {
+        std::cerr << "jal-mkmodel: --vocab " << *vocab << ": expected a size or o200k\n";
+        return 2;
+    }
     auto set = [](uint32_t& field, const std::optional<uint32_t>& v) {
         if (v) field = *v;
     };
@@ -144,7 +171,6 @@ int main(int argc, char** argv)
     set(o.n_expert, experts);
     set(o.n_expert_used, per_token);
     set(o.n_ff_exp, expert_ffn);
-    set(o.n_vocab, vocab);
     set(o.n_ctx, context);
     set(o.sliding_window, window);
 

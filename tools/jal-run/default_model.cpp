@@ -8,6 +8,8 @@
 
 #include <jal/model/synthetic_gpt_oss.hpp>
 
+#include "tools/common/o200k_ranks.hpp"
+
 namespace jal::run {
 
 namespace fs = std::filesystem;
@@ -22,12 +24,19 @@ std::string default_model_path(bool quiet)
     else
         dir = fs::temp_directory_path() / "jal";
     fs::create_directories(dir);
+    // GPT-OSS's real vocabulary, from the ranks embedded in jal-run, so that text goes in
+    // and comes out; a build without them (no JAL_TIKTOKEN_REF) falls back to token ids.
+    const std::string_view ranks = jal::tools::o200k_ranks();
     // The name carries everything that decides the bytes, so a changed default is a new file.
-    const fs::path path =
-        dir / fmt::format("jal-run-default-{}-seed{}.gguf", kDefaultPreset, kDefaultSeed);
+    const fs::path path = dir / fmt::format("jal-run-default-{}{}-seed{}.gguf", kDefaultPreset,
+                                            ranks.empty() ? "" : "-o200k", kDefaultSeed);
     if (fs::exists(path)) return path.string();
     auto options = jal::model::synthetic_preset(kDefaultPreset);
     options->seed = kDefaultSeed;
+    if (!ranks.empty()) {
+        options->vocab = jal::model::SyntheticVocab::o200k;
+        options->o200k_ranks = ranks;
+    }
     // The writer goes through a temporary file renamed at the end, so a concurrent or
     // interrupted run never leaves half a model here.
     auto summary = jal::model::write_synthetic_gpt_oss(path.string(), *options);

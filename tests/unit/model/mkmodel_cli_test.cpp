@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <jal/model/gpt_oss_config.hpp>
+#include <jal/model/tokenizer.hpp>
 
 namespace {
 
@@ -92,6 +93,33 @@ TEST(MkmodelCli, RefusesBadShapesAndPresets)
     EXPECT_NE(o.status, 0);
     EXPECT_FALSE(std::filesystem::exists(path));
     EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(MkmodelCli, Vocabularies)
+{
+    const std::string path = temp_model();
+    Output o = mkmodel(path + " --seed 1 --vocab words");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("--vocab words: expected a size or o200k"), std::string::npos) << o.text;
+    // The smallest shape, so that the 201,088-row matrices stay small.
+    o = mkmodel(path + " --seed 1 --layers 1 --hidden 32 --heads 1 --kv-heads 1 --head-dim 2 "
+                       "--experts 1 --expert-ffn 32 --vocab o200k --json");
+#if JAL_MKMODEL_HAS_O200K
+    ASSERT_EQ(o.status, 0) << o.text;
+    const auto j = nlohmann::json::parse(o.text);
+    EXPECT_EQ(j["tokenizer"], "gpt2");
+    EXPECT_EQ(j["shape"]["vocab"], 201088);
+    const auto f = jal::model::GgufFile::open(path);
+    EXPECT_EQ(jal::model::read_gpt_oss_config(f).n_vocab, 201088u);
+    const auto t = jal::model::Tokenizer::from_gguf(f);
+    EXPECT_EQ(t->encode("Hello world"), (std::vector<int32_t>{13225, 2375}));
+    EXPECT_EQ(t->special("<|start|>"), 200006);
+    std::filesystem::remove(path);
+#else
+    // A build without scripts/fetch-tiktoken.sh's ranks says where to get them.
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.text.find("fetch-tiktoken"), std::string::npos) << o.text;
+#endif
 }
 
 }  // namespace

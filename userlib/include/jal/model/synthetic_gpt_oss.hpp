@@ -15,6 +15,12 @@
 
 namespace jal::model {
 
+// The vocabulary a synthetic model carries.
+enum class SyntheticVocab {
+    none,   // tokenizer.ggml.model "none": token ids in, token ids out (n_vocab as set)
+    o200k,  // GPT-OSS's o200k_harmony, as llama.cpp's converter writes it (n_vocab 201088)
+};
+
 struct SyntheticGptOssOptions {
     uint64_t seed = 1;
     uint32_t n_layer = 2;
@@ -33,7 +39,15 @@ struct SyntheticGptOssOptions {
     // (rounded from the same F32 draws; Q8_0 needs --heads x --head-dim a multiple of 32).
     TensorType dense_type = TensorType::F32;
     std::string preset;  // recorded in general.name
+    SyntheticVocab vocab = SyntheticVocab::none;
+    // With SyntheticVocab::o200k: the text of tiktoken's o200k_base ranks file (base64 token,
+    // space, rank per line; scripts/fetch-tiktoken.sh), not owned. jal-mkmodel and jal-run
+    // carry it embedded (docs/decisions.md).
+    std::string_view o200k_ranks;
 };
+
+// "none" or "o200k", by name.
+JAL_API std::optional<SyntheticVocab> synthetic_vocab(std::string_view name);
 
 // The dense types the writer takes ("f32", "f16", "bf16", "q8_0"), by name.
 JAL_API std::optional<TensorType> synthetic_dense_type(std::string_view name);

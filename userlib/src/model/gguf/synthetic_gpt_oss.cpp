@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "../tokenizer/o200k_vocab.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -130,6 +132,13 @@ std::optional<TensorType> synthetic_dense_type(std::string_view name)
     return std::nullopt;
 }
 
+std::optional<SyntheticVocab> synthetic_vocab(std::string_view name)
+{
+    if (name == "none") return SyntheticVocab::none;
+    if (name == "o200k") return SyntheticVocab::o200k;
+    return std::nullopt;
+}
+
 std::vector<std::string> synthetic_preset_names()
 {
     return {"tiny", "small", "gqa-window", "medium"};
@@ -216,6 +225,13 @@ GptOssConfig synthetic_config(const SyntheticGptOssOptions& o)
     c.rope_scaling_factor = 32.0f;
     c.rope_orig_ctx = 4096;
     c.tokenizer_model = "none";
+    if (o.vocab == SyntheticVocab::o200k) {
+        require(!o.o200k_ranks.empty(), "vocab",
+                "o200k: no o200k_base ranks (this build has none embedded; see "
+                "scripts/fetch-tiktoken.sh)");
+        c.n_vocab = tokenizer::kO200kHarmonyVocab;
+        c.tokenizer_model = "gpt2";
+    }
     return c;
 }
 
@@ -246,10 +262,14 @@ void write_metadata(GgufWriter& w, const GptOssConfig& c, const SyntheticGptOssO
     w.set_u32(k("expert_count"), c.n_expert);
     w.set_u32(k("expert_used_count"), c.n_expert_used);
     w.set_u32(k("expert_feed_forward_length"), c.n_ff_exp);
-    // No tokenizer: token ids in, token ids out. llama.cpp's "none" vocabulary takes its
-    // size from <arch>.vocab_size.
-    w.set_string("tokenizer.ggml.model", c.tokenizer_model);
-    w.set_u32(k("vocab_size"), c.n_vocab);
+    if (o.vocab == SyntheticVocab::o200k) {
+        tokenizer::write_o200k_vocab(w, o.o200k_ranks);
+    } else {
+        // No tokenizer: token ids in, token ids out. llama.cpp's "none" vocabulary takes its
+        // size from <arch>.vocab_size.
+        w.set_string("tokenizer.ggml.model", c.tokenizer_model);
+        w.set_u32(k("vocab_size"), c.n_vocab);
+    }
     w.set_u64("jal.synthetic.seed", o.seed);
 }
 
