@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job (the README's first command): sets up, builds, starts an emulated chip,
-# waits for it to boot, prints `jalctl info`, then generates tokens with `jal-run` from its
-# embedded default model (a small synthetic GPT-OSS-architecture GGUF it writes and caches)
-# on the chip's slices: GGUF -> weights placed in HBM -> kernel dispatches -> tokens, with
-# the modelled TTFT, TPOT and power. Extra arguments go to jal-run (e.g. --n 32 --json).
+# waits for it to boot, prints `jalctl info`, then generates text with `jal-run` from its
+# embedded default model (a small synthetic GPT-OSS-architecture GGUF with GPT-OSS's real
+# vocabulary and random weights, which it writes and caches) on the chip's slices: text ->
+# token ids -> weights placed in HBM -> kernel dispatches -> tokens -> text, with the
+# modelled TTFT, TPOT and power. Extra arguments go to jal-run (e.g. --n 32 --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

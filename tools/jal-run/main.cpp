@@ -22,6 +22,7 @@
 #include "default_model.hpp"
 #include "metrics.hpp"
 #include "profile.hpp"
+#include "text_prompt.hpp"
 #include "tools/common/emu_process.hpp"
 
 namespace {
@@ -33,6 +34,11 @@ constexpr double kSliceHbmBytesPerS = 240e9;  // 3 HBM4 channels of 80 GB/s (ARC
 struct Options {
     std::string model;
     std::optional<std::string> prompt_ids, force_ids;  // given, even if empty
+    std::optional<std::string> prompt;                 // text
+    bool chat = false;
+    std::string system;
+    bool tokenize_only = false;
+    bool ids = false;
     uint32_t n = 16;
     float temp = 0, top_p = 1;
     uint64_t seed = 0;
@@ -89,8 +95,37 @@ struct Request {
     std::vector<int32_t> force;
     uint32_t n_out = 0;
     uint32_t users = 1;
-    std::string model_path;  // empty with --timing-only
+    std::string model_path;                            // empty with --timing-only
+    std::unique_ptr<jal::model::Tokenizer> tokenizer;  // when the model has a vocabulary
 };
+
+// A text prompt (--prompt, --chat, or the default when the model has a vocabulary) as ids.
+void text_prompt(const Options& o, Request& r)
+{
+    const bool wants_text = o.prompt || o.chat || o.tokenize_only;
+    if (o.timing_only) {
+        if (wants_text)
+            throw CLI::ValidationError("--prompt", "text needs a model's vocabulary, not "
+                                                   "--timing-only (give --prompt-len)");
+        return;
+    }
+    r.tokenizer = jal::run::open_tokenizer(r.model_path);
+    if (!r.tokenizer) {
+        if (wants_text)
+            throw CLI::ValidationError(
+                o.prompt ? "--prompt" : (o.chat ? "--chat" : "--tokenize-only"),
+                r.model_path + " has no vocabulary (tokenizer.ggml.model \"none\"): give the "
+                               "prompt as --prompt-ids");
+        return;
+    }
+    if (o.prompt_ids) {
+        if (o.tokenize_only)
+            throw CLI::ValidationError("--tokenize-only", "takes --prompt, not --prompt-ids");
+        return;
+    }
+    r.prompt = jal::run::text_prompt_ids(
+        *r.tokenizer, o.prompt.value_or(jal::run::kDefaultTextPrompt), o.chat, o.system);
+}
 
 Request parse_request(const Options& o)
 {
@@ -107,6 +142,7 @@ Request parse_request(const Options& o)
     r.model_path = o.model;
     if (!o.timing_only && r.model_path.empty())
         r.model_path = jal::run::default_model_path(o.quiet || o.json);
+    text_prompt(o, r);
     return r;
 }
 
@@ -186,6 +222,7 @@ struct Generation {
     jal::run::RunFigures fig;
     double prefill_wall = 0;
     std::vector<int32_t> tokens;
+    std::optional<std::string> text;  // the tokens as text, when the model has a vocabulary
     std::vector<std::vector<int32_t>> top_ids;
     std::vector<std::vector<float>> top_lps;
     double decode_wall = 0;
@@ -226,6 +263,8 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
 {
     jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
     std::vector<int32_t> next(r.users);
+    std::optional<jal::run::TextPrinter> text;
+    if (r.tokenizer) text.emplace(*r.tokenizer, !o.json && !o.ids);
     for (uint32_t step = 0; step < r.n_out; step++) {
         if (step > 0) {
             std::vector<std::pair<int, int32_t>> batch;
@@ -249,10 +288,15 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
         for (uint32_t u = 0; u < r.users; u++)
             next[u] = !r.force.empty() ? r.force[step] : sampler.sample(g.logits[u]);
         g.tokens.push_back(next[0]);
-        if (!o.json) {
+        if (text) text->push(next[0]);
+        if (!o.json && (!text || o.ids)) {
             std::printf("%d%s", next[0], step + 1 < r.n_out ? " " : "\n");
             std::fflush(stdout);
         }
+    }
+    if (text) {
+        text->finish();
+        g.text = text->text();
     }
 }
 
@@ -349,6 +393,10 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     j["concurrency"] = r.users;
     j["slices"] = rt.slices();
     j["tokens"] = g.tokens;
+    if (g.text) j["text"] = *g.text;
+    if (o.prompt || (r.tokenizer && !o.prompt_ids))
+        j["prompt_text"] = o.prompt.value_or(jal::run::kDefaultTextPrompt);
+    if (o.chat) j["chat"] = true;
     if (o.top) {
         j["top_ids"] = g.top_ids;
         j["top_logprobs"] = g.top_lps;
@@ -400,9 +448,28 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                                 "last decode step by kernel (modelled):", rt.last_by_kernel());
 }
 
+// --tokenize-only: the prompt's ids, without a chip.
+void print_prompt_ids(const Options& o, const Request& r)
+{
+    if (o.json) {
+        nlohmann::json j;
+        j["model"] = r.model_path;
+        j["prompt_ids"] = r.prompt;
+        j["chat"] = o.chat;
+        std::cout << j.dump(2) << std::endl;
+        return;
+    }
+    for (size_t i = 0; i < r.prompt.size(); ++i)
+        std::printf("%d%s", r.prompt[i], i + 1 < r.prompt.size() ? "," : "\n");
+}
+
 int run(const Options& o)
 {
     Request r = parse_request(o);
+    if (o.tokenize_only) {
+        print_prompt_ids(o, r);
+        return 0;
+    }
     jal::tools::EmuLauncher emu("jal-run", o.emu_dir, true, {"--fw", "native"});
     jal::runtime::Device device(o.device, emu.socket_dir());
     double load_s = 0;
@@ -429,8 +496,23 @@ int main(int argc, char** argv)
     Options o;
     app.add_option("model", o.model,
                    "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");
-    app.add_option("--prompt-ids", o.prompt_ids,
-                   "Prompt token ids, comma-separated (default 1,...,8)");
+    auto* prompt_ids = app.add_option("--prompt-ids", o.prompt_ids,
+                                      "Prompt token ids, comma-separated (default: a short text "
+                                      "when the model has a vocabulary, else 1,...,8)");
+    app.add_option("--prompt", o.prompt,
+                   "Prompt text, through the model's tokenizer (special-token literals such as "
+                   "<|start|> stay text); the output is printed as text as it comes")
+        ->excludes(prompt_ids);
+    auto* chat = app.add_flag("--chat", o.chat,
+                              "Wrap the prompt in the harmony chat format (system, user; the "
+                              "reply starts after <|start|>assistant) and print the reply with "
+                              "its harmony structure")
+                     ->excludes(prompt_ids);
+    app.add_option("--system", o.system, "With --chat: a system message (instructions)")
+        ->needs(chat);
+    app.add_flag("--tokenize-only", o.tokenize_only,
+                 "Print the prompt's token ids (with --json: {\"prompt_ids\": [...]}) and exit");
+    app.add_flag("--ids", o.ids, "Print generated token ids, not text");
     app.add_option("--n", o.n, "Tokens to generate (default 16)");
     app.add_option("--temp", o.temp, "Sampling temperature (0: greedy)")
         ->check(jal::tools::kFinite)

@@ -4,10 +4,8 @@
 
 namespace jal::serve {
 
-#ifdef JAL_SERVE_TEXT
 // text_codec_harmony.cpp: nullptr when the file has no vocabulary.
 std::unique_ptr<TextCodec> open_harmony_codec(const std::string& gguf_path);
-#endif
 
 namespace {
 
@@ -49,11 +47,9 @@ std::unique_ptr<TextCodec> make_id_only_codec()
     return std::make_unique<IdOnlyCodec>();
 }
 
-std::unique_ptr<TextCodec> open_text_codec([[maybe_unused]] const std::string& gguf_path)
+std::unique_ptr<TextCodec> open_text_codec(const std::string& gguf_path)
 {
-#ifdef JAL_SERVE_TEXT
     if (auto codec = open_harmony_codec(gguf_path)) return codec;
-#endif
     return make_id_only_codec();
 }
 

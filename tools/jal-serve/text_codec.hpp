@@ -49,9 +49,8 @@ public:
 // The codec without a vocabulary: decoders give empty text, nothing else may be called.
 std::unique_ptr<TextCodec> make_id_only_codec();
 
-// The codec for the model file: its tokenizer and the harmony chat format when the build
-// has them (JAL_SERVE_TEXT, tools/jal-serve/CMakeLists.txt) and the file has a vocabulary,
-// else the id-only codec.
+// The codec for the model file: its tokenizer and the harmony chat format when the file
+// has a vocabulary, else the id-only codec.
 std::unique_ptr<TextCodec> open_text_codec(const std::string& gguf_path);
 
 }  // namespace jal::serve

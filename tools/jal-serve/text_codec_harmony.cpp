@@ -1,6 +1,5 @@
 // The text codec over the library's tokenizer and harmony chat format
-// (jal/model/tokenizer.hpp, jal/model/harmony.hpp). Compiled only with JAL_SERVE_TEXT=ON
-// (tools/jal-serve/CMakeLists.txt), once libjal implements those headers.
+// (jal/model/tokenizer.hpp, jal/model/harmony.hpp).
 #include <memory>
 
 #include <jal/model/gguf.hpp>
@@ -44,8 +43,7 @@ private:
 
 class HarmonyCodec : public TextCodec {
 public:
-    HarmonyCodec(jal::model::GgufFile gguf, std::unique_ptr<Tokenizer> tokenizer)
-        : gguf_(std::move(gguf)), tokenizer_(std::move(tokenizer))
+    explicit HarmonyCodec(std::unique_ptr<Tokenizer> tokenizer) : tokenizer_(std::move(tokenizer))
     {}
     bool has_vocabulary() const override { return true; }
     std::vector<int32_t> encode(std::string_view text) const override
@@ -79,7 +77,6 @@ public:
     }
 
 private:
-    jal::model::GgufFile gguf_;  // kept open for as long as the tokenizer might refer to it
     std::unique_ptr<Tokenizer> tokenizer_;
 };
 
@@ -87,10 +84,10 @@ private:
 
 std::unique_ptr<TextCodec> open_harmony_codec(const std::string& gguf_path)
 {
-    jal::model::GgufFile gguf = jal::model::GgufFile::open(gguf_path);
+    // The tokenizer owns copies of what it needs; the file's bytes go when this returns.
+    const jal::model::GgufFile gguf = jal::model::GgufFile::open(gguf_path);
     if (!Tokenizer::has_vocabulary(gguf)) return nullptr;
-    auto tokenizer = Tokenizer::from_gguf(gguf);
-    return std::make_unique<HarmonyCodec>(std::move(gguf), std::move(tokenizer));
+    return std::make_unique<HarmonyCodec>(Tokenizer::from_gguf(gguf));
 }
 
 }  // namespace jal::serve

@@ -20,92 +20,29 @@
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
 
+#include "serve_http.hpp"
 #include "serve_process.hpp"
 
 namespace {
 
 using jal::test::bin_path;
 using jal::test::CommandResult;
+using jal::test::curl;
+using jal::test::Events;
+using jal::test::HttpReply;
+using jal::test::metric;
+using jal::test::parse_events;
+using jal::test::post;
 using jal::test::RawConnection;
 using jal::test::run_command;
 using jal::test::ServeProcess;
+using jal::test::wait_for;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr unsigned kGreedyTokens = 8;
 constexpr uint32_t kContext = 4096;  // the server's default for this model
 const char* const kModelId = "serve-test";
-
-struct HttpReply {
-    unsigned status = 0;
-    std::string body;
-    std::string headers;
-};
-
-// curl -s, the status and headers captured too.
-HttpReply curl(const std::string& url, const std::vector<std::string>& extra = {})
-{
-    std::vector<std::string> argv = {"/usr/bin/curl", "-sS", "-D", "/dev/stderr", "-N", "-w",
-                                     "\n%{http_code}"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.push_back(url);
-    const CommandResult r = run_command(argv, {}, std::chrono::seconds(120));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    HttpReply reply;
-    const size_t nl = r.out.rfind('\n');
-    reply.body = r.out.substr(0, nl);
-    reply.status = static_cast<unsigned>(std::atoi(r.out.c_str() + nl + 1));
-    reply.headers = r.err;
-    return reply;
-}
-
-HttpReply post(const std::string& url, const std::string& body)
-{
-    return curl(url, {"-H", "Content-Type: application/json", "--data-binary", body});
-}
-
-// The value of an unlabelled sample in Prometheus text, or -1.
-double metric(const std::string& text, const std::string& name)
-{
-    std::smatch m;
-    if (!std::regex_search(text, m, std::regex("(^|\n)" + name + " ([-0-9.e+]+)\n"))) return -1;
-    return std::stod(m[2]);
-}
-
-// Polls `done` with a growing interval, up to a minute.
-bool wait_for(const std::function<bool()>& done)
-{
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    auto interval = std::chrono::milliseconds(1);
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(interval);
-        interval = std::min(interval * 2, std::chrono::milliseconds(100));
-    }
-    return true;
-}
-
-// The events of a server-sent-event body: the JSON of each "data:" line, and whether the
-// last one was [DONE].
-struct Events {
-    std::vector<json> chunks;
-    bool done = false;
-    bool well_formed = true;
-};
-Events parse_events(const std::string& body)
-{
-    Events e;
-    std::istringstream in(body);
-    for (std::string line; std::getline(in, line);) {
-        if (line.empty()) continue;
-        if (line.rfind("data: ", 0) != 0 || e.done) e.well_formed = false;
-        if (line == "data: [DONE]")
-            e.done = true;
-        else if (e.well_formed)
-            e.chunks.push_back(json::parse(line.substr(6)));
-    }
-    return e;
-}
 
 class JalServe : public ::testing::Test {
 protected:
