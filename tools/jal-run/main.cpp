@@ -159,8 +159,11 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
     ro.timing_only = o.timing_only;
     ro.max_sequences = r.users;
     const bool chatty = !o.json && !o.quiet;
-    ro.progress = [chatty, last = Clock::now()](uint64_t done, uint64_t total) mutable {
-        if (!chatty || total < (64u << 20)) return;
+    ro.progress = [chatty, last = Clock::now(), ended = false](uint64_t done,
+                                                               uint64_t total) mutable {
+        // The runtime may report the end more than once: one final line.
+        if (!chatty || total < (64u << 20) || ended) return;
+        ended = done == total;
         if (done == total || Clock::now() - last > std::chrono::milliseconds(500)) {
             last = Clock::now();
             std::fprintf(stderr, "\rjal-run: uploading weights %5.1f %% (%.0f of %.0f MB)",
@@ -212,6 +215,9 @@ void print_banner(const Options& o, const Request& r, jal::model::Runtime& rt,
                  cfg.n_head, cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab,
                  rt.slices(), jal::model::numerics_name(r.numerics),
                  o.timing_only ? ", timing only" : "", emu.description().c_str());
+    if (r.tokenizer && !o.prompt_ids)
+        std::fprintf(stderr, "jal-run: %s (%zu tokens): %s\n", o.chat ? "chat prompt" : "prompt",
+                     r.prompt.size(), o.prompt.value_or(jal::run::kDefaultTextPrompt).c_str());
 }
 
 // What prefill and decode produced and measured.

@@ -47,8 +47,8 @@ protected:
         dir_ = fs::temp_directory_path() / ("jal-serve-text-" + std::to_string(::getpid()));
         fs::create_directories(dir_);
         const CommandResult mk =
-            run_command({bin_path("jal-mkmodel"), "--preset", "tiny", "--vocab", "o200k",
-                         "--seed", "4", "-q", model_path()},
+            run_command({bin_path("jal-mkmodel"), "--preset", "tiny", "--vocab", "o200k", "--seed",
+                         "4", "-q", model_path()},
                         {});
         ASSERT_EQ(mk.exit_code, 0) << mk.err;
         plain_ = jal_run({"--prompt", kPrompt});
@@ -101,8 +101,8 @@ std::unique_ptr<ServeProcess> JalServeText::server_;
 
 json completion_request(bool stream)
 {
-    return {{"model", kModelId}, {"prompt", kPrompt},       {"max_tokens", kTokens},
-            {"temperature", 0},  {"ignore_eos", true},      {"stream", stream}};
+    return {{"model", kModelId}, {"prompt", kPrompt},  {"max_tokens", kTokens},
+            {"temperature", 0},  {"ignore_eos", true}, {"stream", stream}};
 }
 
 TEST_F(JalServeText, TextCompletionEqualsJalRuns)
