@@ -16,28 +16,11 @@
 set -euo pipefail
 
 version=3.21.1
-dest=${JAL_LLAMA_REF:-${XDG_CACHE_HOME:-$HOME/.cache}/jal/llama-ref-$version}
-case ${1:-} in
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  "") ;;
-  *) echo "fetch-llama-ref: unknown argument $1" >&2; exit 2 ;;
-esac
-log() { echo "fetch-llama-ref: $*" >&2; }
-
-if [[ -f $dest/VERSION && $(cat "$dest/VERSION") == "$version" ]]; then
-  echo "$dest"
-  exit 0
-fi
-command -v npm >/dev/null || { log "npm is missing (run scripts/setup.sh)"; exit 1; }
-
-# Build in a scratch directory beside the destination and rename at the end, so an
-# interrupted fetch never leaves a half-filled cache entry behind.
-mkdir -p "$(dirname "$dest")"
-work=$(mktemp -d "$dest.partial.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-log "installing node-llama-cpp@$version from npm"
-(cd "$work" && npm install --silent --no-audit --no-fund --ignore-scripts --omit=optional \
-   --prefix "$work/npm" -E "node-llama-cpp@$version" "@node-llama-cpp/linux-x64@$version" >&2)
+. "$(dirname "$0")/lib/npm_cache.sh"
+npm_cache_begin fetch-llama-ref \
+  "${JAL_LLAMA_REF:-${XDG_CACHE_HOME:-$HOME/.cache}/jal/llama-ref-$version}" "$version" "$@"
+npm_cache_install "$work/npm" --omit=optional "node-llama-cpp@$version" \
+  "@node-llama-cpp/linux-x64@$version"
 bins=$work/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 bundle=$work/npm/node_modules/node-llama-cpp/llama/gitRelease.bundle
 [[ -f $bins/libggml-base.so && -f $bundle ]] || { log "unexpected package layout"; exit 1; }
@@ -49,9 +32,4 @@ cp -a "$bins"/*.so "$work/out/lib/"
 log "unpacking the matching llama.cpp source"
 git -c advice.detachedHead=false clone --quiet "$bundle" "$work/out/src" >&2
 rm -rf "$work/out/src/.git"
-echo "$version" >"$work/out/VERSION"
-
-rm -rf "$dest"
-mv "$work/out" "$dest"
-log "ready in $dest"
-echo "$dest"
+npm_cache_finish "$work/out"

@@ -23,29 +23,12 @@
 set -euo pipefail
 
 version=1.0.22
-stamp="$version r1"  # bump the revision when the layout or encode.cjs changes
-dest=${JAL_TIKTOKEN_REF:-${XDG_CACHE_HOME:-$HOME/.cache}/jal/tiktoken-ref-$version}
-case ${1:-} in
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  "") ;;
-  *) echo "fetch-tiktoken: unknown argument $1" >&2; exit 2 ;;
-esac
-log() { echo "fetch-tiktoken: $*" >&2; }
-
-if [[ -f $dest/VERSION && $(cat "$dest/VERSION") == "$stamp" ]]; then
-  echo "$dest"
-  exit 0
-fi
-command -v npm >/dev/null || { log "npm is missing (run scripts/setup.sh)"; exit 1; }
-
-# Build in a scratch directory beside the destination and rename at the end, so an
-# interrupted fetch never leaves a half-filled cache entry behind.
-mkdir -p "$(dirname "$dest")"
-work=$(mktemp -d "$dest.partial.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-log "installing tiktoken@$version from npm"
-(cd "$work" && npm install --silent --no-audit --no-fund --ignore-scripts \
-   --prefix "$work/out" -E "tiktoken@$version" >&2)
+. "$(dirname "$0")/lib/npm_cache.sh"
+# Bump the revision when the layout or encode.cjs changes.
+npm_cache_begin fetch-tiktoken \
+  "${JAL_TIKTOKEN_REF:-${XDG_CACHE_HOME:-$HOME/.cache}/jal/tiktoken-ref-$version}" \
+  "$version r1" "$@"
+npm_cache_install "$work/out" "tiktoken@$version"
 encoder=$work/out/node_modules/tiktoken/encoders/o200k_base.json
 [[ -f $encoder ]] || { log "unexpected package layout"; exit 1; }
 rm -f "$work/out/package.json" "$work/out/package-lock.json"
@@ -82,9 +65,4 @@ const tk = new Tiktoken(enc.bpe_ranks, specials, enc.pat_str);
 const input = JSON.parse(fs.readFileSync(0, "utf8"));
 process.stdout.write(JSON.stringify(input.map((s) => Array.from(tk.encode_ordinary(s)))));
 EOF
-echo "$stamp" >"$work/out/VERSION"
-
-rm -rf "$dest"
-mv "$work/out" "$dest"
-log "ready in $dest"
-echo "$dest"
+npm_cache_finish "$work/out"
