@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "engine.hpp"
+#include "engine_pool.hpp"
 #include "generation_plan.hpp"
 #include "http_io.hpp"
 #include "serve_metrics.hpp"
@@ -16,7 +16,7 @@ namespace jal::serve {
 
 // What the handlers share, for the server's lifetime.
 struct ServeContext {
-    Engine& engine;
+    EnginePool& engine;
     Metrics& metrics;
     const TextCodec& codec;
     ModelInfo model;

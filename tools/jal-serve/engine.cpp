@@ -14,9 +14,10 @@ double seconds_since(Clock::time_point t)
 
 }  // namespace
 
-Engine::Engine(std::unique_ptr<jal::model::Runtime> runtime, EngineLimits limits, Metrics& metrics)
+Engine::Engine(std::unique_ptr<jal::model::Runtime> runtime, EngineLimits limits, Metrics& metrics,
+               unsigned chip)
     : rt_(std::move(runtime)), config_(rt_->config()), n_ctx_(rt_->options().n_ctx),
-      limits_(limits), metrics_(metrics)
+      limits_(limits), metrics_(metrics), chip_(chip)
 {
     thread_ = std::thread([this] { run(); });
 }
@@ -34,10 +35,17 @@ Engine::Admission Engine::submit(std::shared_ptr<Job> job)
         if (draining_) return Admission::stopping;
         if (waiting_.size() + running_count_ >= limits_.max_in_flight) return Admission::busy;
         waiting_.push_back(std::move(job));
-        metrics_.set_load(waiting_.size(), running_count_);
+        metrics_.set_load(chip_, waiting_.size(), running_count_);
+        metrics_.count_admitted(chip_);
     }
     wake_.notify_one();
     return Admission::accepted;
+}
+
+uint32_t Engine::load()
+{
+    std::lock_guard lock(mutex_);
+    return static_cast<uint32_t>(waiting_.size()) + running_count_;
 }
 
 void Engine::drain()
@@ -75,7 +83,7 @@ void Engine::run()
             // trusted to continue.
             fail_all(std::string("the model runtime failed: ") + e.what());
         }
-        metrics_.set_chip(rt_->total());
+        metrics_.set_chip(chip_, rt_->total());
         publish_load();
     }
 }
@@ -214,7 +222,7 @@ void Engine::publish_load()
 {
     std::lock_guard lock(mutex_);
     running_count_ = static_cast<uint32_t>(running_.size());
-    metrics_.set_load(waiting_.size(), running_count_);
+    metrics_.set_load(chip_, waiting_.size(), running_count_);
 }
 
 }  // namespace jal::serve

@@ -29,7 +29,9 @@ struct EngineLimits {
 
 class Engine {
 public:
-    Engine(std::unique_ptr<jal::model::Runtime> runtime, EngineLimits limits, Metrics& metrics);
+    // `chip`: which of the server's chips it drives (the label of its metrics).
+    Engine(std::unique_ptr<jal::model::Runtime> runtime, EngineLimits limits, Metrics& metrics,
+           unsigned chip = 0);
     // abort("the server is shutting down") and join().
     ~Engine();
     Engine(const Engine&) = delete;
@@ -40,6 +42,8 @@ public:
 
     enum class Admission { accepted, busy, stopping };
     Admission submit(std::shared_ptr<Job> job);
+    // Requests accepted and not finished (waiting + running).
+    uint32_t load();
     // Refuses new requests; the thread ends once every accepted one has finished.
     void drain();
     // Ends every accepted request now with an error carrying `reason`, and drains.
@@ -73,6 +77,7 @@ private:
     const uint32_t n_ctx_;
     const EngineLimits limits_;
     Metrics& metrics_;
+    const unsigned chip_;
 
     std::mutex mutex_;  // guards waiting_, draining_, abort_reason_
     std::condition_variable wake_;

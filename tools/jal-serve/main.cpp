@@ -1,6 +1,7 @@
 // jal-serve: an OpenAI-compatible HTTP server for a GPT-OSS GGUF model on a Jalapeño chip
 // (jal-emu): completions and chat completions, streamed or whole, with continuous batching
 // of concurrent requests, and Prometheus metrics. docs/serving.md ("Server") is the manual.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,7 +19,7 @@
 #include <jal/model/runtime.hpp>
 
 #include "default_model.hpp"
-#include "engine.hpp"
+#include "engine_pool.hpp"
 #include "http_server.hpp"
 #include "text_codec.hpp"
 #include "tools/common/emu_process.hpp"
@@ -36,7 +38,7 @@ struct Options {
     uint32_t n_ctx = 0;
     std::string numerics = "native";
     std::string emu_dir;
-    unsigned device = 0;
+    std::vector<unsigned> devices{0};
 };
 
 std::unique_ptr<jal::model::Runtime> open_model(const Options& o, const std::string& path,
@@ -50,10 +52,31 @@ std::unique_ptr<jal::model::Runtime> open_model(const Options& o, const std::str
     return jal::model::Runtime::open(path, device, ro);
 }
 
+// One engine a chip, each with the whole model: `devices` keeps the devices open.
+EnginePool open_engines(const Options& o, const std::string& path, const std::string& emu_dir,
+                        Metrics& metrics,
+                        std::vector<std::unique_ptr<jal::runtime::Device>>& devices)
+{
+    std::vector<unsigned> seen;
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (unsigned index : o.devices) {
+        if (std::find(seen.begin(), seen.end(), index) != seen.end())
+            throw CLI::ValidationError("--devices",
+                                       "chip " + std::to_string(index) + " is given twice");
+        seen.push_back(index);
+        devices.push_back(std::make_unique<jal::runtime::Device>(index, emu_dir));
+        const auto chip = static_cast<unsigned>(engines.size());
+        engines.push_back(std::make_unique<Engine>(open_model(o, path, *devices.back()),
+                                                   EngineLimits{o.max_sequences, o.max_concurrency},
+                                                   metrics, chip));
+    }
+    return EnginePool(std::move(engines), o.max_concurrency);
+}
+
 // SIGINT or SIGTERM: stop accepting and let the requests in flight finish; a second one
 // fails them at once. The io_context runs out of work (and run() returns) when the last
 // connection has closed.
-void handle_signals(boost::asio::signal_set& signals, HttpServer& server, Engine& engine,
+void handle_signals(boost::asio::signal_set& signals, HttpServer& server, EnginePool& engine,
                     int received = 0)
 {
     signals.async_wait([&signals, &server, &engine, received](const auto& ec, int sig) {
@@ -83,17 +106,17 @@ int run(const Options& o)
     boost::asio::io_context io;
     std::optional<boost::asio::signal_set> signals;
     const std::string path = o.model.empty() ? jal::run::default_model_path(false) : o.model;
-    jal::tools::EmuLauncher emu("jal-serve", o.emu_dir, true, {"--fw", "native"});
-    jal::runtime::Device device(o.device, emu.socket_dir());
-    std::unique_ptr<jal::model::Runtime> rt = open_model(o, path, device);
+    const unsigned chips = *std::max_element(o.devices.begin(), o.devices.end()) + 1;
+    jal::tools::EmuLauncher emu("jal-serve", o.emu_dir, true,
+                                {"--fw", "native", "--chips", std::to_string(chips)});
+    Metrics metrics;
+    std::vector<std::unique_ptr<jal::runtime::Device>> devices;  // outlive their engines
+    EnginePool engine = open_engines(o, path, emu.socket_dir(), metrics, devices);
     std::unique_ptr<TextCodec> codec = open_text_codec(path);
     const ModelInfo model{o.model_name.empty() ? std::filesystem::path(path).stem().string()
                                                : o.model_name,
-                          rt->config().n_vocab, rt->options().n_ctx};
-    const auto& cfg = rt->config();
-
-    Metrics metrics;
-    Engine engine(std::move(rt), {o.max_sequences, o.max_concurrency}, metrics);
+                          engine.config().n_vocab, engine.n_ctx()};
+    const auto& cfg = engine.config();
     ServeContext ctx{engine, metrics, *codec, model, o.max_concurrency};
     HttpServer server(io, ctx);
     const uint16_t port = server.listen(o.host, o.port);
@@ -102,10 +125,11 @@ int run(const Options& o)
     server.start();
     std::fprintf(stderr,
                  "jal-serve: model '%s' (%s: %u layers, vocab %u, %s), context %u, %u sequences "
-                 "decoded together, at most %u requests; %s\n",
+                 "decoded together on each of %zu chip%s, at most %u requests; %s\n",
                  model.id.c_str(), path.c_str(), cfg.n_layer, cfg.n_vocab,
                  codec->has_vocabulary() ? "text" : "no vocabulary: token ids only", model.n_ctx,
-                 o.max_sequences, o.max_concurrency, emu.description().c_str());
+                 o.max_sequences, engine.size(), engine.size() > 1 ? "s" : "", o.max_concurrency,
+                 emu.description().c_str());
     std::fprintf(stderr, "jal-serve: listening on http://%s:%u\n", o.host.c_str(), port);
     io.run();
     engine.join();
@@ -137,7 +161,11 @@ void add_options(CLI::App& app, Options& o)
     app.add_option(
         "--emu-dir", o.emu_dir,
         "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
-    app.add_option("-d,--device", o.device, "Device index (default 0)");
+    app.add_option("-d,--devices", o.devices,
+                   "Chips to serve on, comma-separated (default 0): each holds the whole model "
+                   "and takes the next request when it has the least work")
+        ->delimiter(',')
+        ->check(CLI::Range(0u, 1023u));
 }
 
 }  // namespace

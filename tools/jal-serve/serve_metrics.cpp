@@ -83,23 +83,37 @@ void Metrics::observe_tpot(double seconds)
     tpot_.observe(seconds);
 }
 
-void Metrics::set_load(uint64_t waiting, uint64_t running)
+Metrics::Chip& Metrics::chip_locked(unsigned chip)
 {
-    std::lock_guard lock(mutex_);
-    waiting_ = waiting;
-    running_ = running;
+    if (chip >= chips_.size()) chips_.resize(chip + 1);
+    return chips_[chip];
 }
 
-void Metrics::set_chip(const jal::model::ChipTotals& totals)
+void Metrics::set_load(unsigned chip, uint64_t waiting, uint64_t running)
 {
     std::lock_guard lock(mutex_);
-    chip_ = totals;
+    chip_locked(chip).waiting = waiting;
+    chip_locked(chip).running = running;
+}
+
+void Metrics::count_admitted(unsigned chip)
+{
+    std::lock_guard lock(mutex_);
+    chip_locked(chip).admitted++;
+}
+
+void Metrics::set_chip(unsigned chip, const jal::model::ChipTotals& totals)
+{
+    std::lock_guard lock(mutex_);
+    chip_locked(chip).totals = totals;
 }
 
 uint64_t Metrics::running() const
 {
     std::lock_guard lock(mutex_);
-    return running_;
+    uint64_t n = 0;
+    for (const Chip& c : chips_) n += c.running;
+    return n;
 }
 
 std::string Metrics::render() const
@@ -121,23 +135,52 @@ std::string Metrics::render() const
                  "Wall time from a request's arrival to its first generated token");
     tpot_.render(out, "jal_serve_time_per_output_token_seconds",
                  "Wall time between consecutive generated tokens of a request");
-    scalar(out, "jal_serve_queue_depth", "gauge", "Requests waiting for a sequence slot",
-           double(waiting_));
-    scalar(out, "jal_serve_running_sequences", "gauge", "Sequences being generated",
-           double(running_));
-    scalar(out, "jal_serve_chip_modelled_seconds_total", "counter",
-           "Modelled chip time of every dispatch (jal-emu's timing model)",
-           chip_.modelled_ns / 1e9);
-    const double dynamic_j = chip_.energy_nj / 1e9;
-    const double modelled_s = chip_.modelled_ns / 1e9;
-    scalar(out, "jal_serve_chip_energy_joules_total", "counter",
-           "Modelled chip energy: dispatches' dynamic energy plus static power over modelled time",
-           dynamic_j + jal::model::kStaticPowerW * modelled_s);
-    scalar(out, "jal_serve_chip_power_watts", "gauge",
-           "Modelled average chip power while busy (energy over modelled time; static power "
-           "alone before any dispatch)",
-           jal::model::kStaticPowerW + (modelled_s > 0 ? dynamic_j / modelled_s : 0));
+    render_chips(out);
     return out;
+}
+
+// The load and the modelled chip figures: sums over the chips unlabelled (what a client of
+// one server wants), then each chip's under its label.
+void Metrics::render_chips(std::string& out) const
+{
+    Chip sum;
+    std::vector<double> watts;
+    for (const Chip& c : chips_) {
+        sum.waiting += c.waiting, sum.running += c.running, sum.admitted += c.admitted;
+        sum.totals.modelled_ns += c.totals.modelled_ns;  // what the figures below use
+        sum.totals.energy_nj += c.totals.energy_nj;
+        const double dynamic_j = c.totals.energy_nj / 1e9, modelled_s = c.totals.modelled_ns / 1e9;
+        watts.push_back(jal::model::kStaticPowerW + (modelled_s > 0 ? dynamic_j / modelled_s : 0));
+    }
+    scalar(out, "jal_serve_queue_depth", "gauge", "Requests waiting for a sequence slot",
+           double(sum.waiting));
+    scalar(out, "jal_serve_running_sequences", "gauge", "Sequences being generated",
+           double(sum.running));
+    scalar(out, "jal_serve_chips", "gauge", "Chips the server generates on", double(chips_.size()));
+    scalar(out, "jal_serve_chip_modelled_seconds_total", "counter",
+           "Modelled chip time of every dispatch (jal-emu's timing model), summed over the chips",
+           sum.totals.modelled_ns / 1e9);
+    scalar(out, "jal_serve_chip_energy_joules_total", "counter",
+           "Modelled chip energy: dispatches' dynamic energy plus static power over modelled "
+           "time, summed over the chips",
+           sum.totals.energy_nj / 1e9 + jal::model::kStaticPowerW * sum.totals.modelled_ns / 1e9);
+    double power_w = 0;
+    for (double w : watts) power_w += w;
+    scalar(out, "jal_serve_chip_power_watts", "gauge",
+           "Modelled average power while busy (energy over modelled time; static power alone "
+           "before any dispatch), summed over the chips",
+           power_w);
+    auto by_chip = [&](const char* name, const char* type, const char* help, auto value) {
+        header(out, name, type, help);
+        for (size_t i = 0; i < chips_.size(); ++i)
+            out += fmt::format("{}{{chip=\"{}\"}} {}\n", name, i, value(i));
+    };
+    by_chip("jal_serve_chip_requests_admitted_total", "counter", "Requests each chip accepted",
+            [&](size_t i) { return chips_[i].admitted; });
+    by_chip("jal_serve_chip_running", "gauge", "Sequences being generated on each chip",
+            [&](size_t i) { return chips_[i].running; });
+    by_chip("jal_serve_chip_power_by_chip_watts", "gauge", "Each chip's modelled average power",
+            [&](size_t i) { return watts[i]; });
 }
 
 }  // namespace jal::serve

@@ -37,20 +37,28 @@ public:
     void count_cancelled();
     void observe_ttft(double seconds);
     void observe_tpot(double seconds);
-    void set_load(uint64_t waiting, uint64_t running);
-    // The model runtime's modelled totals since it opened.
-    void set_chip(const jal::model::ChipTotals& totals);
+    // Per chip (the server's chips 0..n-1); the unlabelled gauges and counters are sums.
+    void set_load(unsigned chip, uint64_t waiting, uint64_t running);
+    void count_admitted(unsigned chip);
+    // The chip's model runtime's modelled totals since it opened.
+    void set_chip(unsigned chip, const jal::model::ChipTotals& totals);
 
-    uint64_t running() const;
+    uint64_t running() const;  // on every chip
     std::string render() const;
 
 private:
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, unsigned>, uint64_t> requests_;
     uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, cancelled_ = 0;
-    uint64_t waiting_ = 0, running_ = 0;
+    struct Chip {
+        uint64_t waiting = 0, running = 0, admitted = 0;
+        jal::model::ChipTotals totals;
+    };
+    Chip& chip_locked(unsigned chip);
+    void render_chips(std::string& out) const;
+
     Histogram ttft_, tpot_;
-    jal::model::ChipTotals chip_;
+    std::vector<Chip> chips_;
 };
 
 }  // namespace jal::serve

@@ -1,5 +1,6 @@
 // jal-serve's reply side without a chip: stop strings across streamed pieces, channels of a
 // chat reply, the OpenAI reply shapes, the Prometheus text.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "api_response.hpp"
@@ -77,7 +78,9 @@ TEST(JalServeMetrics, PrometheusText)
     m.count_tokens(3, 5);
     m.observe_ttft(0.003);
     m.observe_ttft(100);
-    m.set_load(2, 1);
+    m.set_load(0, 2, 1);
+    m.set_load(1, 3, 4);
+    m.count_admitted(1);
     const std::string t = m.render();
     EXPECT_NE(t.find("jal_serve_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"),
               std::string::npos)
@@ -93,9 +96,19 @@ TEST(JalServeMetrics, PrometheusText)
               std::string::npos);
     EXPECT_NE(t.find("jal_serve_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\n"),
               std::string::npos);
-    EXPECT_NE(t.find("jal_serve_queue_depth 2\n"), std::string::npos);
-    EXPECT_NE(t.find("jal_serve_running_sequences 1\n"), std::string::npos);
+    // Two chips: the unlabelled gauges are sums, each chip has its own under its label.
+    EXPECT_NE(t.find("jal_serve_queue_depth 5\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("jal_serve_running_sequences 5\n"), std::string::npos);
+    EXPECT_EQ(m.running(), 5u);
+    EXPECT_NE(t.find("jal_serve_chips 2\n"), std::string::npos);
+    EXPECT_NE(t.find("jal_serve_chip_running{chip=\"0\"} 1\n"), std::string::npos);
+    EXPECT_NE(t.find("jal_serve_chip_running{chip=\"1\"} 4\n"), std::string::npos);
+    EXPECT_NE(t.find("jal_serve_chip_requests_admitted_total{chip=\"0\"} 0\n"), std::string::npos);
+    EXPECT_NE(t.find("jal_serve_chip_requests_admitted_total{chip=\"1\"} 1\n"), std::string::npos);
     EXPECT_NE(t.find("# TYPE jal_serve_chip_power_watts gauge\n"), std::string::npos);
+    // Idle chips draw their static power each.
+    EXPECT_NE(t.find(fmt::format("jal_serve_chip_power_watts {}\n", 2 * jal::model::kStaticPowerW)),
+              std::string::npos);
 }
 
 }  // namespace
