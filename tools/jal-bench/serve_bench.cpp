@@ -1,6 +1,7 @@
 #include "serve_bench.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -31,8 +32,8 @@ nlohmann::json workload_json(const ServeBenchOptions& o, const WorkloadSpec& w)
             {"range_ratio", w.range_ratio},
             {"vocab", w.vocab},
             {"seed", w.seed},
-            {"num_prompts", o.num_prompts ? nlohmann::json(o.num_prompts)
-                                          : nlohmann::json("10 x concurrency")},
+            {"num_prompts",
+             o.num_prompts ? nlohmann::json(o.num_prompts) : nlohmann::json("10 x concurrency")},
             {"ignore_eos", true},
             {"temperature", 0},
             {"concurrency", o.concurrency}};
@@ -54,25 +55,28 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& o)
 {
     WorkloadSpec w = o.workload;
     Target target;
-    const uint32_t max_c = *std::max_element(o.concurrency.begin(), o.concurrency.end());
     if (o.timing_only) {
         TimingOptions to{o.shape, o.emu_dir, o.device, o.slices, o.measure_steps, !o.quiet};
-        if (!o.quiet) std::fprintf(stderr, "jal-bench serve: opening %s (timing only)\n",
-                                   o.shape.c_str());
-        target.timing = std::make_unique<TimingTarget>(to, max_c, w.input_len, w.output_len);
+        if (!o.quiet)
+            std::fprintf(stderr, "jal-bench serve: opening %s (timing only)\n", o.shape.c_str());
+        target.timing = std::make_unique<TimingTarget>(to, w.input_len, w.output_len);
         if (!o.vocab_given) w.vocab = target.timing->vocab();
     } else {
         target.http = std::make_unique<HttpTarget>(HttpOptions{o.url, o.model, !o.quiet});
     }
-    nlohmann::json doc = {{"workload", workload_json(o, w)},
-                          {"target", target.http ? target.http->describe()
-                                                 : target.timing->describe()},
-                          {"points", nlohmann::json::array()}};
+    nlohmann::json doc = {
+        {"workload", workload_json(o, w)},
+        {"target", target.http ? target.http->describe() : target.timing->describe()},
+        {"points", nlohmann::json::array()}};
     for (uint32_t c : o.concurrency) {
         // The same seed at every point: a point's requests are a prefix of a larger one's.
         const std::vector<BenchRequest> requests = make_workload(w, prompts_at(o, c));
+        const auto t0 = std::chrono::steady_clock::now();
         PointRun run = target.run(c, requests);
+        const double wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::json p = point_json(compute_point(c, run.requests, run.duration_s, run.chip));
+        p["wall_s"] = wall_s;  // this machine's time for the point (its emulation, in-process)
         if (target.timing) p["cost"] = target.timing->last_counts();
         for (const RequestTiming& r : run.requests)
             if (!r.error.empty()) p["errors"].push_back(r.error);

@@ -16,10 +16,10 @@
 namespace jal::bench {
 
 struct ServeBenchOptions {
-    std::string url;           // a live server; empty with timing_only
+    std::string url;  // a live server; empty with timing_only
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
-    std::string model;         // sent as "model" to the server (optional)
+    std::string model;  // sent as "model" to the server (optional)
     WorkloadSpec workload;
     bool vocab_given = false;  // else: 256 for a server, the shape's vocabulary in-process
     std::vector<uint32_t> concurrency = {1, 2, 4, 8};

@@ -50,8 +50,8 @@ private:
 
     jal::model::Runtime& rt_;
     uint32_t measure_steps_;
-    std::map<uint32_t, StepCost> prefills_;                // by prompt length, run
-    std::map<size_t, std::vector<StepCost>> steps_;        // by batch size, run
+    std::map<uint32_t, StepCost> prefills_;          // by prompt length, run
+    std::map<size_t, std::vector<StepCost>> steps_;  // by batch size, run
     CostCounts counts_;
 };
 

@@ -17,8 +17,7 @@ using Clock = std::chrono::steady_clock;
 double prometheus_value(const std::string& text, const std::string& name)
 {
     std::smatch m;
-    if (!std::regex_search(text, m, std::regex("(^|\n)" + name + " ([-0-9.e+]+)(\n|$)")))
-        return -1;
+    if (!std::regex_search(text, m, std::regex("(^|\n)" + name + " ([-0-9.e+]+)(\n|$)"))) return -1;
     return std::stod(m[2]);
 }
 
@@ -26,8 +25,7 @@ HttpTarget::HttpTarget(const HttpOptions& options) : options_(options)
 {
     std::smatch m;
     if (!std::regex_match(options.url, m, std::regex(R"(http://([^:/]+):(\d+)/?)")))
-        throw std::invalid_argument("--url: expected http://HOST:PORT, got '" + options.url +
-                                    "'");
+        throw std::invalid_argument("--url: expected http://HOST:PORT, got '" + options.url + "'");
     host_ = m[1];
     port_ = m[2];
 }
@@ -63,12 +61,11 @@ PointRun HttpTarget::run_point(uint32_t concurrency, const std::vector<BenchRequ
     auto last_report = epoch;
     auto worker = [&] {
         for (size_t i; (i = next.fetch_add(1)) < requests.size();) {
-            out.requests[i] =
-                stream_completion({host_, port_}, requests[i], options_.model, epoch);
+            out.requests[i] = stream_completion({host_, port_}, requests[i], options_.model, epoch);
             const size_t n = ++done;
             std::lock_guard lock(progress_mutex);
-            if (options_.progress && (n == requests.size() ||
-                                      Clock::now() - last_report > std::chrono::seconds(5))) {
+            if (options_.progress &&
+                (n == requests.size() || Clock::now() - last_report > std::chrono::seconds(5))) {
                 last_report = Clock::now();
                 std::fprintf(stderr, "jal-bench serve: concurrency %u: %zu/%zu requests done\n",
                              concurrency, n, requests.size());

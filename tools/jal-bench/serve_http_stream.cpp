@@ -26,12 +26,9 @@ void connect(tcp::socket& socket, const HttpEndpoint& at)
 
 std::string completion_body(const BenchRequest& r, const std::string& model)
 {
-    nlohmann::json j = {{"prompt", r.prompt},
-                        {"max_tokens", r.output_len},
-                        {"ignore_eos", true},
-                        {"temperature", 0},
-                        {"stream", true},
-                        {"stream_options", {{"include_usage", true}}}};
+    nlohmann::json j = {{"prompt", r.prompt}, {"max_tokens", r.output_len},
+                        {"ignore_eos", true}, {"temperature", 0},
+                        {"stream", true},     {"stream_options", {{"include_usage", true}}}};
     if (!model.empty()) j["model"] = model;
     return j.dump();
 }

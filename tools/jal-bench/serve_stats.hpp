@@ -18,11 +18,11 @@ inline constexpr double kRatedPowerW = 700.0;
 struct RequestTiming {
     uint32_t prompt_tokens = 0;
     uint32_t output_tokens = 0;
-    double start_s = 0;          // sent (live) or arrived at the scheduler (in-process)
-    double ttft_s = 0;           // start to the first content chunk
-    double e2e_s = 0;            // start to the last token
-    std::vector<double> itl_s;   // gaps between consecutive content chunks
-    std::string error;           // not empty: the request failed and counts only as failed
+    double start_s = 0;         // sent (live) or arrived at the scheduler (in-process)
+    double ttft_s = 0;          // start to the first content chunk
+    double e2e_s = 0;           // start to the last token
+    std::vector<double> itl_s;  // gaps between consecutive content chunks
+    std::string error;          // not empty: the request failed and counts only as failed
 };
 
 struct Distribution {
@@ -48,10 +48,10 @@ struct PointFigures {
     uint64_t input_tokens = 0, output_tokens = 0;
     double duration_s = 0;  // first request sent to the last one done
     Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
-    double request_s = 0;        // completed requests per second
-    double output_tok_s = 0;     // output tokens / duration
-    double mixed_tok_s = 0;      // (input + output) tokens / duration
-    double tok_s_user = 0;       // 1000 / mean TPOT in ms (InferenceX's interactivity)
+    double request_s = 0;                    // completed requests per second
+    double output_tok_s = 0;                 // output tokens / duration
+    double mixed_tok_s = 0;                  // (input + output) tokens / duration
+    double tok_s_user = 0;                   // 1000 / mean TPOT in ms (InferenceX's interactivity)
     double mixed_tok_s_per_kw_rated = 0;     // mixed_tok_s / 0.7 kW
     double avg_power_w = 0;                  // modelled: chip energy / chip modelled time
     double mixed_tok_s_per_kw_modelled = 0;  // mixed_tok_s / (avg_power_w / 1000)

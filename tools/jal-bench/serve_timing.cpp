@@ -36,38 +36,48 @@ struct Live {
 
 struct TimingTarget::Impl {
     TimingOptions options;
+    uint32_t max_input, max_output;
     jal::tools::EmuLauncher emu;
     jal::runtime::Device device;
     std::unique_ptr<jal::model::Runtime> rt;
     std::unique_ptr<ChipCost> cost;
 
-    Impl(const TimingOptions& o, uint32_t max_concurrency, uint32_t max_input,
-         uint32_t max_output)
-        : options(o), emu("jal-bench", o.emu_dir, false, {"--fw", "native"}),
-          device(o.device, emu.socket_dir())
+    Impl(const TimingOptions& o, uint32_t max_input, uint32_t max_output)
+        : options(o), max_input(max_input), max_output(max_output),
+          emu("jal-bench", o.emu_dir, false, {"--fw", "native"}), device(o.device, emu.socket_dir())
     {
+        shape_config(o.shape);  // an unknown shape fails before any point
+    }
+
+    // A runtime with `concurrency` sequence slots, as jal-serve --max-sequences would have:
+    // the slots' placement on the slices (each its group) depends on their number, so a
+    // point runs on a runtime of its own, as jal-run's figures do.
+    void open(uint32_t concurrency)
+    {
+        cost.reset();
+        rt.reset();
         jal::model::RuntimeOptions ro;
         ro.timing_only = true;
-        ro.slices = o.slices;
-        ro.max_sequences = max_concurrency;
+        ro.slices = options.slices;
+        ro.max_sequences = concurrency;
         ro.n_ctx = max_input + max_output + 1;
         // As jal-run: long prompts prefill in chunks of 2048 rows (the most the expert GEMM
         // takes), and a decode step of every sequence fits one graph run.
-        ro.max_batch_tokens = std::max(std::min(max_input, 2048u), max_concurrency);
-        rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
+        ro.max_batch_tokens = std::max(std::min(max_input, 2048u), concurrency);
+        rt = jal::model::Runtime::open_shape(shape_config(options.shape), device, ro);
+        cost = std::make_unique<ChipCost>(*rt, options.measure_steps);
     }
 };
 
-TimingTarget::TimingTarget(const TimingOptions& options, uint32_t max_concurrency,
-                           uint32_t max_input, uint32_t max_output)
-    : impl_(std::make_unique<Impl>(options, max_concurrency, max_input, max_output))
+TimingTarget::TimingTarget(const TimingOptions& options, uint32_t max_input, uint32_t max_output)
+    : impl_(std::make_unique<Impl>(options, max_input, max_output))
 {}
 
 TimingTarget::~TimingTarget() = default;
 
 uint32_t TimingTarget::vocab() const
 {
-    return impl_->rt->config().n_vocab;
+    return shape_config(impl_->options.shape).n_vocab;
 }
 
 namespace {
@@ -161,11 +171,11 @@ private:
 
     void report(bool last)
     {
-        if (!progress_ || (!last && Clock::now() - last_report_ < std::chrono::seconds(5)))
-            return;
+        if (!progress_ || (!last && Clock::now() - last_report_ < std::chrono::seconds(5))) return;
         last_report_ = Clock::now();
-        std::fprintf(stderr, "jal-bench serve: concurrency %u: %zu/%zu requests done, %.3f s "
-                             "modelled\n",
+        std::fprintf(stderr,
+                     "jal-bench serve: concurrency %u: %zu/%zu requests done, %.3f s "
+                     "modelled\n",
                      concurrency_, done_, requests_.size(), now_ns_ / 1e9);
     }
 
@@ -185,8 +195,8 @@ private:
 
 PointRun TimingTarget::run_point(uint32_t concurrency, const std::vector<BenchRequest>& requests)
 {
-    // A fresh cost model a point: what was run and what projected is per point.
-    impl_->cost = std::make_unique<ChipCost>(*impl_->rt, impl_->options.measure_steps);
+    // A fresh runtime and cost model a point: what was run and what projected is per point.
+    impl_->open(concurrency);
     Scheduler s(*impl_->cost, concurrency, requests, impl_->options.progress);
     return s.run();
 }
@@ -207,7 +217,7 @@ nlohmann::json TimingTarget::describe() const
     const auto& o = impl_->options;
     return {{"kind", "timing-only"},
             {"shape", o.shape},
-            {"slices", impl_->rt->slices()},
+            {"slices", o.slices ? nlohmann::json(o.slices) : nlohmann::json("all")},
             {"time_base", "modelled"},
             {"measure_steps", o.measure_steps},
             {"emulator", impl_->emu.description()}};

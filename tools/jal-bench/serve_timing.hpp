@@ -29,9 +29,9 @@ struct TimingOptions {
 
 class TimingTarget {
 public:
-    // Opens the shape with room for `max_concurrency` sequences of the longest request.
-    TimingTarget(const TimingOptions& options, uint32_t max_concurrency, uint32_t max_input,
-                 uint32_t max_output);
+    // Starts (or finds) the chip; each point opens the shape with as many sequence slots
+    // as its concurrency, each with room for the longest request.
+    TimingTarget(const TimingOptions& options, uint32_t max_input, uint32_t max_output);
     ~TimingTarget();
 
     uint32_t vocab() const;

@@ -94,11 +94,11 @@ std::string scatter_svg(const PlotSpec& spec, const std::vector<PlotPoint>& poin
     double x_max = 0, y_max = 0;
     for (const PlotPoint& p : points) x_max = std::max(x_max, p.x), y_max = std::max(y_max, p.y);
     const Frame f{spec, nice_ceiling(x_max), nice_ceiling(y_max)};
-    std::string out = fmt::format(
-        R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" )"
-        R"(font-family="sans-serif" font-size="12">)"
-        "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-        spec.width, spec.height);
+    std::string out =
+        fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" )"
+                    R"(font-family="sans-serif" font-size="12">)"
+                    "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+                    spec.width, spec.height);
     axes(out, f);
     std::string line;
     for (size_t i : pareto_front(points))
