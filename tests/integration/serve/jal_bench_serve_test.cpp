@@ -74,8 +74,8 @@ TEST(JalBenchServe, JsonAgainstALiveServer)
                                        {model, "--emu-dir", emu.socket_dir()});
         const CommandResult r = run_command(
             {bin_path("jal-bench"), "serve", "--url", server.url(), "--concurrency", "1,2",
-             "--input-len", std::to_string(kInputLen), "--output-len",
-             std::to_string(kOutputLen), "--num-prompts", std::to_string(kPrompts), "--json"});
+             "--input-len", std::to_string(kInputLen), "--output-len", std::to_string(kOutputLen),
+             "--num-prompts", std::to_string(kPrompts), "--json"});
         ASSERT_EQ(r.exit_code, 0) << r.err << server.output();
         const json doc = json::parse(r.out);
         EXPECT_EQ(doc["target"]["kind"], "server");
