@@ -2,7 +2,9 @@
 // the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
 // library's linear kernels, `jal-bench dispatch` the emulator's wall-clock cost of one
 // dispatch; each prints a table, or one JSON document with --json. It starts its own jal-emu
-// (native firmware) unless JAL_EMU_DIR names a running one.
+// (native firmware) unless JAL_EMU_DIR names a running one. `jal-bench serve` is the
+// InferenceX-style serving benchmark (serve_command.hpp) against a live jal-serve or a
+// timing-only model.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 #include "dispatch_bench.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
+#include "serve_command.hpp"
 #include "tools/common/emu_process.hpp"
 
 namespace {
@@ -98,7 +101,10 @@ int main(int argc, char** argv)
     jal::bench::DispatchBenchOptions dop;
     bool djson = false, dquick = false;
     CLI::App* dispatch = add_dispatch_command(app, dop, djson, dquick);
+    jal::bench::ServeCommand& serve = jal::bench::add_serve_command(app);
     CLI11_PARSE(app, argc, argv);
+
+    if (jal::bench::serve_command_parsed(serve)) return jal::bench::run_serve_command(serve);
 
     if (kernels->parsed())
         return run_bench(
