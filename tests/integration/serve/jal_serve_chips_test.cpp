@@ -36,10 +36,9 @@ constexpr unsigned kTokens = 6;
 std::vector<int32_t> jal_run_greedy(const std::string& model, const jal::test::EmuProcess& emu,
                                     const char* device)
 {
-    const CommandResult r =
-        run_command({bin_path("jal-run"), model, "--prompt-ids", "4,5,6", "--n",
-                     std::to_string(kTokens), "--json", "-d", device},
-                    {emu.env()});
+    const CommandResult r = run_command({bin_path("jal-run"), model, "--prompt-ids", "4,5,6", "--n",
+                                         std::to_string(kTokens), "--json", "-d", device},
+                                        {emu.env()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out)["tokens"];
 }
@@ -50,7 +49,8 @@ TEST(JalServeChips, RequestsSpreadOverTwoChipsAndAgreeWithJalRun)
     eo.chips = 2;
     eo.extra_args = {"--fw", "native"};
     jal::test::EmuProcess emu(eo);
-    const fs::path dir = fs::temp_directory_path() / ("jal-serve-chips-" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("jal-serve-chips-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const std::string model = (dir / "chips.gguf").string();
     const CommandResult mk =
@@ -62,10 +62,8 @@ TEST(JalServeChips, RequestsSpreadOverTwoChipsAndAgreeWithJalRun)
 
     ServeProcess server(bin_path("jal-serve"),
                         {model, "--emu-dir", emu.socket_dir(), "--devices", "0,1"});
-    const std::string request = json({{"prompt", {4, 5, 6}},
-                                      {"max_tokens", kTokens},
-                                      {"temperature", 0}})
-                                    .dump();
+    const std::string request =
+        json({{"prompt", {4, 5, 6}}, {"max_tokens", kTokens}, {"temperature", 0}}).dump();
     // Eight at once: the least loaded chip takes each, so both get some.
     std::vector<HttpReply> replies(8);
     std::vector<std::thread> clients;
@@ -80,8 +78,8 @@ TEST(JalServeChips, RequestsSpreadOverTwoChipsAndAgreeWithJalRun)
     const std::string m = curl(server.url() + "/metrics").body;
     EXPECT_EQ(metric(m, "jal_serve_chips"), 2);
     for (const char* chip : {"0", "1"}) {
-        const std::string name = std::string("jal_serve_chip_requests_admitted_total\\{chip=\"") +
-                                 chip + "\"\\}";
+        const std::string name =
+            std::string("jal_serve_chip_requests_admitted_total\\{chip=\"") + chip + "\"\\}";
         EXPECT_GE(metric(m, name), 1) << "chip " << chip << " served nothing:\n" << m;
     }
     EXPECT_EQ(server.stop(SIGTERM), "") << server.output();
