@@ -96,6 +96,15 @@ TEST_F(LinearExpertSwigluTest, EpilogueIsBitForBitExpertGemmThenSwiglu)
         }
 }
 
+TEST_F(LinearExpertSwigluTest, EpilogueIsBitForBitWhenAnExpertTakesSeveralChunks)
+{
+    // 256 pairs of one expert with 4096 accumulator columns: more rows than L1 holds at once,
+    // so the expert's pairs run in several chunks, each adding the bias row after the
+    // previous chunk's SwiGLU used its tile as scratch.
+    jl::ExpertGemmConfig c{.tokens = 256, .k = 1, .experts = 1, .n = 4096, .kdim = 512};
+    EXPECT_EQ(bits_of(run_case(c, 2, true)), bits_of(run_case(c, 2, false)));
+}
+
 TEST_F(LinearExpertSwigluTest, AgreesWithADoubleReference)
 {
     // F32 activations (native numerics): g | u = x·Wᵀ + bias in double, then

@@ -257,7 +257,11 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     emit_tdesc_at(b, tacc, l1_acc, rows, ncols, JAL_DT_F32, c.n * 4);
     b.vfill(tacc, 0.0f);
     multiply(rows);
-    if (c.bias) b.vadd(tacc, tacc, tbias);
+    if (c.bias) {
+        // The previous chunk's SwiGLU borrowed tbias: the bias row (its L1 untouched) again.
+        if (c.swiglu) emit_tdesc_at(b, tbias, l1_bias, one, ncols, JAL_DT_F32);
+        b.vadd(tacc, tacc, tbias);
+    }
     if (c.swiglu) swiglu_rows(rows);
     if (p.yrow) {  // the rows converted at once (the accumulator's rows are c.n apart)
         X cols = emit_const(b, c.out_cols());
