@@ -26,8 +26,8 @@ private:
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
-    void move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt = JAL_DT_F32,
-                    uint32_t row_bytes = 0);
+    void move_heads(uint32_t l1_off, X base, X stride, bool store, bool wait = true,
+                    jal_dtype dt = JAL_DT_F32, uint32_t row_bytes = 0);
     void store_converted();
     void start_state(X item);
     X key_start(X item);
@@ -260,7 +260,7 @@ void AttentionKernel::rotate_queries()
     rp.l1_a = rp.l1_s + half_rows, rp.l1_b = rp.l1_a + half_rows;
     rp.tidx = tk, rp.tc = tv, rp.ts = ts, rp.x0 = to, rp.x1 = tm, rp.ta = tmc, rp.tb = tl;
     rp.table_row = constant(b, D / 2 * 4), rp.half = constant(b, D / 2), rp.one = one;
-    gather_rope_rows(b, rp, p_first, n, l1, sem);
+    gather_rope_rows(b, rp, p_first, n, l1, sem, static_cast<int>(r));
     b.free(rp.table_row);
     b.for_range(zero, rr, 1, [&](X hh) {  // head hh: rows hh·n.. of the stacked queries
         b.mul(l1, hh, n);
@@ -323,11 +323,11 @@ void AttentionKernel::locate(X item)
 }
 
 // Each head of the group as n rows of the stacked matrix at l1_off, to or from its
-// columns of the rows at base; waits for all r transfers.
+// columns of the rows at base; waits for all r transfers (unless !wait: the caller does).
 // dt, row_bytes: a converted output's format and the bytes of one head's row in it (tmp
 // holds them while the heads move).
-void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, jal_dtype dt,
-                                 uint32_t row_bytes)
+void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, bool wait,
+                                 jal_dtype dt, uint32_t row_bytes)
 {
     if (row_bytes) b.li(tmp, row_bytes);
     b.for_range(zero, rr, 1, [&](X hh) {
@@ -339,7 +339,7 @@ void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, 
         else
             b.tload(tsub, addr, stride, sem);
     });
-    b.wait(sem, static_cast<int32_t>(r));
+    if (wait) b.wait(sem, static_cast<int32_t>(r));
 }
 
 // running state: O = 0; m = sink or -FLT_MAX; l = 1 or 0
@@ -646,14 +646,15 @@ void AttentionKernel::store_converted()
     b.li(l1, l1_ob);
     b.tdesc(tk, l1, rn, dim, cfg_.out_dtype);
     b.vcvt(tk, to, cfg_.out_cvt);
-    move_heads(l1_ob, out_base, out_stride, true, cfg_.out_dtype, orow);
+    move_heads(l1_ob, out_base, out_stride, true, true, cfg_.out_dtype, orow);
 }
 
 void AttentionKernel::item(X item)
 {
     locate(item);
     // Q: each head of the group as n rows, stacked head-major; then scaled once.
-    move_heads(l1_q, tmp, q_stride, false);
+    // With RoPE the tables' rows load alongside the queries (rotate_queries waits for both).
+    move_heads(l1_q, tmp, q_stride, false, !cfg_.rope);
     if (cfg_.rope) rotate_queries();
     desc(tq, l1_q, rn, dim);
     b.vscale(tq, tq, cfg_.softmax_scale());

@@ -21,7 +21,7 @@ void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id)
     b.free(one);
 }
 
-void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q)
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also)
 {
     const X one = r.one;
     // The positions as one I32 row counted up from pos, then viewed as the column of
@@ -43,7 +43,7 @@ void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q)
     b.tdesc(r.ta, l1, n, r.half, JAL_DT_F32);
     b.li(l1, r.l1_b);
     b.tdesc(r.tb, l1, n, r.half, JAL_DT_F32);
-    b.wait(q, 2);
+    b.wait(q, 2 + also);
 }
 
 void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t head_dim,
@@ -71,14 +71,15 @@ void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, 
     row_address(b, addr, row0, r.v, r.v_stride);
     b.add(addr, addr, col);
     b.tload(r.tv, addr, r.v_stride, r.q);
-    b.wait(r.q, 2);
 
     b.add(pos, r.pos0, row0);
     if (r.rope) {  // the keys' two halves, rotated by their positions' rows of the tables
         const KvAppendRope& rp = *r.rope;
-        gather_rope_rows(b, rp, pos, n, r.l1, r.q);
+        gather_rope_rows(b, rp, pos, n, r.l1, r.q, 2);  // and the keys and values
         b.li(r.l1, r.l1_k);
         rotate_head_rows(b, rp, r.l1, n, D, D * 4);
+    } else {
+        b.wait(r.q, 2);
     }
     b.muli(addr, pos, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);

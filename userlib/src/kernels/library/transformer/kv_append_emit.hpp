@@ -28,9 +28,10 @@ struct KvAppendRegs {
 };
 
 // Rows from the cos and sin tables for `n` consecutive positions from `pos` into tc and ts
-// (tidx holds the positions; ta and tb described n × half too); waits for both. `l1` is a
-// scratch register.
-void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q);
+// (tidx holds the positions; ta and tb described n × half too); waits for both and for
+// `also` more transfers on q issued before (the rows to rotate: their latency and the
+// tables' overlap). `l1` is a scratch register.
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also = 0);
 
 // n rows of one head (head_dim F32, row_bytes apart) at the L1 address in `l1` (changed)
 // rotated by the rows gather_rope_rows loaded.
