@@ -86,6 +86,16 @@ protected:
         return new ServeProcess(bin_path("jal-serve"), args);
     }
     static std::string url(const std::string& path) { return server_->url() + path; }
+    // Waits until nothing runs and `cancelled` generations have been cancelled; `text`: the
+    // last metrics read.
+    static bool freed_and_counted(double cancelled, std::string& text)
+    {
+        return wait_for([&] {
+            text = curl(url("/metrics")).body;
+            return metric(text, "jal_serve_running_sequences") == 0 &&
+                   metric(text, "jal_serve_requests_cancelled_total") == cancelled;
+        });
+    }
     static std::string greedy_request(bool stream)
     {
         return json({{"model", kModelId},
@@ -260,11 +270,7 @@ TEST_F(JalServe, DisconnectMidStreamFreesTheSequence)
         EXPECT_EQ(metric(curl(url("/metrics")).body, "jal_serve_running_sequences"), 1);
     }  // closed here, the reply far from complete
     std::string text;
-    EXPECT_TRUE(wait_for([&] {
-        text = curl(url("/metrics")).body;
-        return metric(text, "jal_serve_running_sequences") == 0 &&
-               metric(text, "jal_serve_requests_cancelled_total") == cancelled + 1;
-    })) << text;
+    EXPECT_TRUE(freed_and_counted(cancelled + 1, text)) << text;
     // The server still serves.
     EXPECT_EQ(post(url("/v1/completions"), greedy_request(false)).status, 200u);
 }
@@ -283,11 +289,7 @@ TEST_F(JalServe, DisconnectBeforeAWholeReplyFreesTheSequence)
         }));
     }
     std::string text;
-    EXPECT_TRUE(wait_for([&] {
-        text = curl(url("/metrics")).body;
-        return metric(text, "jal_serve_running_sequences") == 0 &&
-               metric(text, "jal_serve_requests_cancelled_total") == cancelled + 1;
-    })) << text;
+    EXPECT_TRUE(freed_and_counted(cancelled + 1, text)) << text;
 }
 
 // --max-concurrency 1: while one request runs, another gets 429; once it is gone, 200.
