@@ -6,7 +6,6 @@
 //   * a project outside the tree builds against the prefix through find_package(jal) and
 //     through pkg-config, and talks to that chip.
 // The build directory, cmake and the layout come from CMake as compile definitions.
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include <jal/hw/isa.h>
 #include <jal/hw/version.h>
 
+#include "clean_environment.hpp"
 #include "fixture/run_command.hpp"
 #include "tools/common/emu_process.hpp"
 
@@ -24,51 +24,33 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using jal::test::CommandResult;
+using jal::test::describe;
 using jal::test::run_command;
 
 const std::vector<std::string> kPrograms = {"jalctl",    "jal-emu",     "jal-run",    "jal-serve",
                                             "jal-bench", "jal-mkmodel", "jal-objdump"};
 
-std::string describe(const CommandResult& r)
-{
-    return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-           "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
-class InstallTest : public ::testing::Test {
+// The build tree installed into work_/prefix.
+class InstallTest : public jal::test::CleanEnvironmentTest {
 protected:
     void SetUp() override
     {
-        // Every program below, and the emulator, inherits this: nothing of the build's or the
-        // test runner's environment may be what makes the prefix work. (ctest runs each test
-        // in a process of its own.)
-        ASSERT_EQ(clearenv(), 0);
-        setenv("PATH", "/usr/bin:/bin", 1);
-        char tmpl[] = "/tmp/jal-install-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        work_ = tmpl;
+        CleanEnvironmentTest::SetUp();
+        if (HasFatalFailure()) return;
         prefix_ = work_ + "/prefix";
         const auto r =
             run_command({JAL_CMAKE, "--install", JAL_BUILD_DIR, "--prefix", prefix_}, {}, 120s);
         ASSERT_EQ(r.exit_code, 0) << describe(r);
     }
-    void TearDown() override
-    {
-        std::error_code ec;
-        if (!work_.empty()) fs::remove_all(work_, ec);
-    }
 
     std::string bin(const std::string& name) const { return prefix_ + "/bin/" + name; }
 
-    std::string work_;    // removed by TearDown
-    std::string prefix_;  // work_/prefix
+    std::string prefix_;
 };
 
 TEST_F(InstallTest, LayoutIsWhereTheDocsSayAndProgramsFindLibjalRelatively)
 {
-    for (const auto& program : kPrograms)
-        EXPECT_TRUE(fs::is_regular_file(bin(program))) << program;
+    for (const auto& program : kPrograms) EXPECT_TRUE(fs::is_regular_file(bin(program))) << program;
     const std::string lib = prefix_ + "/" JAL_INSTALL_LIBDIR;
     EXPECT_TRUE(fs::exists(lib + "/libjal.so.0"));
     EXPECT_TRUE(fs::exists(lib + "/cmake/jal/jalConfig.cmake"));
