@@ -8,16 +8,10 @@
 
 namespace jal::tools {
 
-const char* project_version()
-{
-    return JAL_PROJECT_VERSION;
-}
-
 std::string version_text(std::string_view program, const std::vector<std::string>& extra)
 {
-    std::string text = std::string(program) + " " + JAL_PROJECT_VERSION + " (" +
-                       JAL_PROJECT_NAME + ")\n" + "device interface " +
-                       std::to_string(JAL_HW_VERSION_MAJOR) + "." +
+    std::string text = std::string(program) + " " + JAL_PROJECT_VERSION + " (" + JAL_PROJECT_NAME +
+                       ")\n" + "device interface " + std::to_string(JAL_HW_VERSION_MAJOR) + "." +
                        std::to_string(JAL_HW_VERSION_MINOR);
     for (const auto& line : extra) text += "\n" + line;
     return text;

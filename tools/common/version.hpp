@@ -15,10 +15,8 @@
 
 namespace jal::tools {
 
-// The project's version, from CMake's project(VERSION) (one compile definition of version.cpp).
-const char* project_version();
-
-// The --version text, one line per item, without a final newline (CLI11 adds one).
+// The --version text, one line per item, without a final newline (CLI11 adds one). The
+// project's version is CMake's project(VERSION), a compile definition of version.cpp.
 std::string version_text(std::string_view program, const std::vector<std::string>& extra = {});
 
 }  // namespace jal::tools
