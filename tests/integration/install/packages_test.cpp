@@ -53,9 +53,9 @@ protected:
 
 TEST_F(PackagesTest, EachComponentIsOnePackageWithItsFilesAndDependencies)
 {
-    auto r = run_command({JAL_CPACK, "-G", "DEB", "--config", JAL_BUILD_DIR "/CPackConfig.cmake",
-                          "-B", work_},
-                         {}, 300s);
+    auto r = run_command(
+        {JAL_CPACK, "-G", "DEB", "--config", JAL_BUILD_DIR "/CPackConfig.cmake", "-B", work_}, {},
+        300s);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
 
     std::map<std::string, std::string> listings;
@@ -64,9 +64,9 @@ TEST_F(PackagesTest, EachComponentIsOnePackageWithItsFilesAndDependencies)
         ASSERT_EQ(r.exit_code, 0) << package << ": " << describe(r);
         listings[package] = r.out;
         for (const auto& file : files)
-            EXPECT_NE(r.out.find(" " + file + "\n"), std::string::npos) << package << ": " << file
-                                                                         << "\n"
-                                                                         << r.out;
+            EXPECT_NE(r.out.find(" " + file + "\n"), std::string::npos)
+                << package << ": " << file << "\n"
+                << r.out;
     }
     // No file in two packages: the programs are not in libjal0, the library not in the tools.
     EXPECT_EQ(listings[kLibPackage].find("/bin/"), std::string::npos) << listings[kLibPackage];
