@@ -14,3 +14,10 @@ ExternalProject_Add(jal-fw-image
   BUILD_ALWAYS ON
   BUILD_BYPRODUCTS ${JAL_FW_IMAGE}
   USES_TERMINAL_BUILD ON)
+
+# Installed as architecture-independent data (docs/install.md). jal-emu finds it relative to
+# its own directory (emu/cli/options.cpp), so the path is passed to it relative to bin/.
+set(JAL_FW_INSTALL_DIR ${CMAKE_INSTALL_DATADIR}/jal/firmware)
+file(RELATIVE_PATH JAL_FW_IMAGE_FROM_BINDIR ${CMAKE_INSTALL_FULL_BINDIR}
+     ${CMAKE_INSTALL_FULL_DATADIR}/jal/firmware)
+install(FILES ${JAL_FW_IMAGE} DESTINATION ${JAL_FW_INSTALL_DIR} COMPONENT jal-emu)

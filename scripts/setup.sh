@@ -10,6 +10,8 @@ packages=(
   liburing-dev libfabric-dev libboost-dev libopenblas-dev
   # jal-serve's integration test drives the server with curl
   curl
+  # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies (docs/install.md)
+  dpkg-dev
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs

@@ -4,6 +4,9 @@
 #include "jal/hw/chip.h"
 
 #include "jal/emu/socket_dir.hpp"
+#include "tools/common/version.hpp"
+
+#include <jal/isa/version.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -52,14 +55,30 @@ std::uint32_t number(std::string_view s, std::uint32_t limit, const char* what)
     return v;
 }
 
-// The image is installed beside the jal-emu executable.
-std::string default_firmware_image()
+#ifndef JAL_FW_IMAGE_FROM_BINDIR
+#error "JAL_FW_IMAGE_FROM_BINDIR is set by emu/CMakeLists.txt (cmake/firmware_image.cmake)"
+#endif
+
+// Where the firmware image may be, in order: beside the jal-emu executable (the build tree puts
+// it in build/bin), then where `cmake --install` puts it, relative to the executable's
+// directory (e.g. ../share/jal/firmware) so that an installed prefix can be moved.
+std::vector<std::string> firmware_image_candidates()
 {
     char exe[4096];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return "jal-fw.bin";
+    if (n <= 0) return {"jal-fw.bin"};
     std::string path(exe, static_cast<std::size_t>(n));
-    return path.substr(0, path.rfind('/') + 1) + "jal-fw.bin";
+    const std::string dir = path.substr(0, path.rfind('/') + 1);
+    return {dir + "jal-fw.bin", dir + JAL_FW_IMAGE_FROM_BINDIR "/jal-fw.bin"};
+}
+
+// The first candidate that exists; if none does, the first (the error then names it).
+std::string default_firmware_image()
+{
+    const auto candidates = firmware_image_candidates();
+    for (const auto& path : candidates)
+        if (access(path.c_str(), R_OK) == 0) return path;
+    return candidates.front();
 }
 
 }  // namespace
@@ -129,6 +148,9 @@ EmuOptions parse_options(int argc, char** argv)
         "Serves each chip on DIR/jalN.sock for userlib's direct transport and the QEMU device.\n"
         "The socket directory defaults to $JAL_EMU_DIR, else $XDG_RUNTIME_DIR/jal-emu, else "
         "/tmp/jal-emu-UID."};
+    app.set_version_flag("--version",
+                         jal::tools::version_text(
+                             "jal-emu", {std::string("tile ISA ") + jal::isa::version_string()}));
     app.add_option("--socket-dir", o.socket_dir,
                    "Directory for the chips' sockets (created if missing)");
     app.add_option("--chips", o.chips, "Number of chips to emulate")->check(CLI::Range(1, 8));
@@ -153,7 +175,10 @@ EmuOptions parse_options(int argc, char** argv)
                    "same sources "
                    "built into jal-emu: faster, for debugging)")
         ->check(CLI::IsMember({"native", "image"}));
-    app.add_option("--fw-image", o.chip.firmware_image, "Firmware image to run with --fw image")
+    app.add_option("--fw-image", o.chip.firmware_image,
+                   "Firmware image to run with --fw image (default: the first that exists of "
+                   "jal-fw.bin beside jal-emu and <jal-emu's directory>/" JAL_FW_IMAGE_FROM_BINDIR
+                   "/jal-fw.bin)")
         ->capture_default_str();
     double hello_timeout_s = 5.0;
     app.add_option("--hello-timeout", hello_timeout_s,

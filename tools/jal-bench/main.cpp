@@ -16,6 +16,7 @@
 #include "kernel_bench.hpp"
 #include "serve_command.hpp"
 #include "tools/common/emu_process.hpp"
+#include "tools/common/version.hpp"
 
 namespace {
 
@@ -69,6 +70,7 @@ CLI::App* add_dispatch_command(CLI::App& app, jal::bench::DispatchBenchOptions& 
 int main(int argc, char** argv)
 {
     CLI::App app{"jal-bench: benchmarks of the Jalapeño stack"};
+    app.set_version_flag("--version", jal::tools::version_text("jal-bench"));
     app.require_subcommand(1);
     jal::bench::HostBenchOptions o;
     bool json = false, quick = false;

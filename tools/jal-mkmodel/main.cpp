@@ -15,6 +15,7 @@
 #include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "tools/common/o200k_ranks.hpp"
+#include "tools/common/version.hpp"
 
 namespace {
 
@@ -103,14 +104,17 @@ std::string summary_text(const std::string& path, const jal::model::SyntheticGpt
         jal::model::tensor_type_name(o.dense_type), s.tensors, s.parameters, s.file_bytes);
 }
 
+const char* const kAbout =
+    "jal-mkmodel: write a synthetic GPT-OSS-architecture GGUF model (random weights from a "
+    "seed, MXFP4 experts, dense matrices F32 (or --dense-type), norms and biases F32, no "
+    "tokenizer unless --vocab o200k). Shape options override the preset (default tiny).";
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
-    CLI::App app{
-        "jal-mkmodel: write a synthetic GPT-OSS-architecture GGUF model (random weights from a "
-        "seed, MXFP4 experts, dense matrices F32 (or --dense-type), norms and biases F32, no "
-        "tokenizer unless --vocab o200k). Shape options override the preset (default tiny)."};
+    CLI::App app{kAbout};
+    app.set_version_flag("--version", jal::tools::version_text("jal-mkmodel"));
     std::string out_path, preset = "tiny", dense_type = "f32";
     jal::model::SyntheticGptOssOptions o;
     std::optional<uint32_t> layers, hidden, heads, kv_heads, head_dim, experts, per_token,

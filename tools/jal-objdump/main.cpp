@@ -16,12 +16,17 @@
 #include <jal/isa/disasm.hpp>
 #include <jal/isa/version.hpp>
 
+#include "tools/common/version.hpp"
+
 #include "objdump_json.hpp"
 
 int main(int argc, char** argv)
 {
     CLI::App app{std::string("jal-objdump: disassemble a tile-ISA code object (ISA ") +
                  jal::isa::version_string() + ")"};
+    app.set_version_flag("--version",
+                         jal::tools::version_text("jal-objdump", {std::string("tile ISA ") +
+                                                                  jal::isa::version_string()}));
     std::string path;
     bool json = false;
     bool force = false;

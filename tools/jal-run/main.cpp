@@ -24,6 +24,7 @@
 #include "profile.hpp"
 #include "text_prompt.hpp"
 #include "tools/common/emu_process.hpp"
+#include "tools/common/version.hpp"
 
 namespace {
 
@@ -499,6 +500,7 @@ int run(const Options& o)
 int main(int argc, char** argv)
 {
     CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
+    app.set_version_flag("--version", jal::tools::version_text("jal-run"));
     Options o;
     app.add_option("model", o.model,
                    "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");

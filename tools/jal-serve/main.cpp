@@ -23,6 +23,7 @@
 #include "http_server.hpp"
 #include "text_codec.hpp"
 #include "tools/common/emu_process.hpp"
+#include "tools/common/version.hpp"
 
 namespace {
 
@@ -179,6 +180,7 @@ int main(int argc, char** argv)
         "vocabulary takes prompts as arrays of token ids and answers with \"token_ids\". "
         "SIGINT/SIGTERM: stop accepting, finish the requests in flight, exit 0. See "
         "docs/serving.md."};
+    app.set_version_flag("--version", jal::tools::version_text("jal-serve"));
     Options o;
     add_options(app, o);
     CLI11_PARSE(app, argc, argv);

@@ -12,7 +12,7 @@ namespace {
 
 int run_list(Context& ctx)
 {
-    std::string dir = jal::default_emu_dir();
+    std::string dir = ctx.socket_dir();
     auto entries = jal::ChipFunction::enumerate(dir);
     json devices = json::array();
     Table table({{"INDEX", Table::Align::right}, {"SOCKET"}, {"STATE"}, {"MODEL"}, {"SERIAL"}});

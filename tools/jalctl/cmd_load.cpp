@@ -43,7 +43,7 @@ int run_load(Context& ctx, const LoadArgs& args)
                          fmt::format("{}: {}", args.file,
                                      ec ? ec.message() : "not a regular file (load reads files)"));
     const uint64_t size = std::filesystem::file_size(args.file);
-    jal::runtime::Device dev(ctx.device, jal::default_emu_dir());
+    jal::runtime::Device dev(ctx.device, ctx.socket_dir());
     jal::runtime::Context context(dev);
     jal::runtime::Memory mem(context, std::max<uint64_t>(size, 1), JAL_PLACE_INTERLEAVED,
                              args.slice_mask);

@@ -4,14 +4,22 @@
 
 #include <fmt/format.h>
 
+#include <jal/emu_dir.hpp>
+
 #include "json_views.hpp"
 
 namespace jal::ctl {
+
+std::string Context::socket_dir() const
+{
+    return emu_dir.empty() ? jal::default_emu_dir() : emu_dir;
+}
 
 jal::ChipFunction Context::open() const
 {
     jal::OpenOptions options;
     options.client_name = "jalctl";
+    options.emu_dir = socket_dir();
     return jal::ChipFunction::open(device, options);
 }
 
@@ -47,6 +55,10 @@ void add_common_options(CLI::App& app, Context& ctx)
     app.add_flag("--json", ctx.json, "Print one JSON document instead of text");
     app.add_option("--wait", ctx.boot_wait_s, "Seconds to wait for a booting device (default 10)")
         ->check(CLI::NonNegativeNumber);
+    // Lets a script (or the install test) name the emulator without setting the environment.
+    app.add_option("--emu-dir", ctx.emu_dir,
+                   "jal-emu socket directory (default: $JAL_EMU_DIR, else "
+                   "$XDG_RUNTIME_DIR/jal-emu or /tmp/jal-emu-<uid>)");
 }
 
 }  // namespace jal::ctl

@@ -5,6 +5,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -17,8 +18,11 @@ struct Context {
     unsigned device = 0;
     bool json = false;
     double boot_wait_s = 10;      // how long to wait for a booting device
+    std::string emu_dir;          // --emu-dir; empty: $JAL_EMU_DIR, else the default
     std::function<int()> action;  // set by the chosen subcommand, run after parsing
 
+    // The emulator's socket directory: --emu-dir, else jal::default_emu_dir().
+    std::string socket_dir() const;
     jal::ChipFunction open() const;
     // Opens the device and waits (bounded) for it to finish booting. Throws NOT_READY
     // if it is still booting, HW_FAILED if it failed (unless `accept_failed`).
@@ -28,7 +32,7 @@ struct Context {
     void print_json(const nlohmann::json& doc) const;
 };
 
-// Adds -d/--device, --json and --wait to `app` (the tool and every subcommand, so each
+// Adds -d/--device, --json, --wait and --emu-dir to `app` (the tool and every subcommand, so each
 // --help lists them and they work on either side of the subcommand name).
 void add_common_options(CLI::App& app, Context& ctx);
 

@@ -5,6 +5,8 @@
 
 #include <jal/error.hpp>
 
+#include "tools/common/version.hpp"
+
 #include "context.hpp"
 #include "exit_codes.hpp"
 
@@ -14,6 +16,7 @@ int main(int argc, char** argv)
     CLI::App app{"jalctl: inspect and manage Jalapeño devices.\n"
                  "Devices are found in $JAL_EMU_DIR (default $XDG_RUNTIME_DIR/jal-emu or "
                  "/tmp/jal-emu-<uid>)."};
+    app.set_version_flag("--version", jal::tools::version_text("jalctl"));
     app.require_subcommand(1);
     jal::ctl::add_common_options(app, ctx);
     jal::ctl::add_list_command(app, ctx);
