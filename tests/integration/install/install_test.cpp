@@ -77,8 +77,9 @@ TEST_F(InstallTest, EveryProgramPrintsItsVersions)
         ASSERT_EQ(r.exit_code, 0) << program << ": " << describe(r);
         EXPECT_EQ(r.out.rfind(program + " " JAL_PROJECT_VERSION " (", 0), 0u) << r.out;
         EXPECT_NE(r.out.find(hw), std::string::npos) << r.out;
-        if (program == "jal-emu" || program == "jal-objdump")
+        if (program == "jal-emu" || program == "jal-objdump") {
             EXPECT_NE(r.out.find(isa), std::string::npos) << r.out;
+        }
     }
 }
 
