@@ -113,9 +113,10 @@ TEST_F(InstallTest, InstalledEmulatorBootsAndConsumersBuildAgainstThePrefix)
 
     // find_package(jal) with CMAKE_PREFIX_PATH only.
     const std::string build = work_ + "/consumer-cmake";
-    auto r = run_command({JAL_CMAKE, "-S", JAL_CONSUMER_DIR, "-B", build, "-G", "Ninja",
-                          "-DCMAKE_PREFIX_PATH=" + prefix_},
-                         {}, 120s);
+    auto r =
+        run_command({JAL_CMAKE, "-S", JAL_CONSUMER_DIR, "-B", build, "-G", "Ninja",
+                     "-DCMAKE_PREFIX_PATH=" + prefix_, "-DCMAKE_CXX_FLAGS=" JAL_CONSUMER_FLAGS},
+                    {}, 120s);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
     r = run_command({JAL_CMAKE, "--build", build}, {}, 120s);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
@@ -125,11 +126,12 @@ TEST_F(InstallTest, InstalledEmulatorBootsAndConsumersBuildAgainstThePrefix)
 
     // pkg-config with PKG_CONFIG_PATH, a direct compile; the RUNPATH names the prefix's libdir.
     const std::string pkg = work_ + "/consumer-pkg-config";
-    r = run_command({"/bin/sh", "-c",
-                     "g++ -std=c++20 -o \"$1\" \"$2\" $(pkg-config --cflags --libs jal) "
-                     "-Wl,-rpath,$(pkg-config --variable=libdir jal)",
-                     "sh", pkg, JAL_CONSUMER_DIR "/main.cpp"},
-                    {"PKG_CONFIG_PATH=" + prefix_ + "/" JAL_INSTALL_LIBDIR "/pkgconfig"}, 120s);
+    r = run_command(
+        {"/bin/sh", "-c",
+         "g++ -std=c++20 " JAL_CONSUMER_FLAGS " -o \"$1\" \"$2\" "
+         "$(pkg-config --cflags --libs jal) -Wl,-rpath,$(pkg-config --variable=libdir jal)",
+         "sh", pkg, JAL_CONSUMER_DIR "/main.cpp"},
+        {"PKG_CONFIG_PATH=" + prefix_ + "/" JAL_INSTALL_LIBDIR "/pkgconfig"}, 120s);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
     r = run_command({pkg, emu.socket_dir()}, {}, 60s);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
