@@ -146,7 +146,7 @@ void Metrics::render_chips(std::string& out) const
     Chip sum;
     std::vector<double> watts;
     for (const Chip& c : chips_) {
-        sum.waiting += c.waiting, sum.running += c.running, sum.admitted += c.admitted;
+        sum.waiting += c.waiting, sum.running += c.running;
         sum.totals.modelled_ns += c.totals.modelled_ns;  // what the figures below use
         sum.totals.energy_nj += c.totals.energy_nj;
         const double dynamic_j = c.totals.energy_nj / 1e9, modelled_s = c.totals.modelled_ns / 1e9;
