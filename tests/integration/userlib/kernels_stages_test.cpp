@@ -187,4 +187,50 @@ TEST(LinkStages, RefusesWhatCannotBeLinked)
     EXPECT_NO_THROW(jal::kernels::link_stages("two lanes", std::span(&ok, 1), 8));
 }
 
+// The code words of a linked program.
+std::vector<uint64_t> code_words(const jal::kernels::CodeObject& co)
+{
+    jal_code_object_header h{};
+    std::memcpy(&h, co.bytes.data(), sizeof h);
+    std::vector<uint64_t> words(h.code_words);
+    std::memcpy(words.data(), co.bytes.data() + h.code_offset, words.size() * 8);
+    return words;
+}
+
+// The offsets of the argument lines a linked program reads ahead (LD x0, [x3 + offset]).
+std::vector<int32_t> prefetched(const jal::kernels::CodeObject& co)
+{
+    std::vector<int32_t> out;
+    for (uint64_t w : code_words(co))
+        if (JAL_INSN_OPCODE(w) == JAL_OP_LD && JAL_INSN_A(w) == 0 && JAL_INSN_B(w) == 3)
+            out.push_back(JAL_INSN_IMM(w));
+    return out;
+}
+
+// A stage reads the next one's argument lines after its own code, while its stores land,
+// so that the next kernel's argument loads hit: from SR_ARGS as the stage sees it (its own
+// arguments) when all its slices go on to the next stage, from the buffer itself for the
+// slices that join it, and not at all when nothing says which slices go on.
+TEST(LinkStages, AStageReadsTheNextStagesArgumentLinesAhead)
+{
+    const uint64_t end = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
+    const std::span<const uint64_t> code(&end, 1);
+    using jal::kernels::Stage;
+    const Stage first{code, 0, 0b0011, 64, 64}, second{code, 0, 0b0011, 128, 100};
+    const Stage wider{code, 0, 0b1111, 256, 8}, narrower{code, 0, 0b0100, 320, 8};
+    const jal::kernels::StageSection sec{{{first, second, wider, narrower}}};
+    const auto co = jal::kernels::link_stages("prefetch", std::span(&sec, 1), 384);
+    // first → second: 100 bytes from 64 past first's own, two lines. second → wider: slices 0
+    // and 1 from their own arguments, slices 2 and 3 (outside second) from the buffer.
+    // wider → narrower: wider is the whole dispatch, so its slices test their membership.
+    EXPECT_EQ(prefetched(co), (std::vector<int32_t>{64, 128, 128, 256, 64}));
+
+    const Stage a{code, 0, 0b0011, 0, 8}, b{code, 0, 0b0001, 64, 8}, c{code, 0, 0b1100, 128, 8};
+    const jal::kernels::StageSection sub{{{a, b, c}}};
+    const auto none = jal::kernels::link_stages("subsets", std::span(&sub, 1), 192);
+    // a → b: a is neither within b nor the whole dispatch; b → c: c's slices join from the
+    // buffer (b's slice 0 is not in c and b is not the whole dispatch).
+    EXPECT_EQ(prefetched(none), (std::vector<int32_t>{128}));
+}
+
 }  // namespace

@@ -174,6 +174,7 @@ void Launcher::stage_batch()
             st.l1_bytes = it.program->l1_bytes();
             st.slices = dispatch_bits(stager.mask_of(it), slices);
             st.args_offset = static_cast<uint32_t>(it.args_offset - first->args_offset);
+            st.args_size = static_cast<uint32_t>(it.args_size);
             sec.lanes[lane].push_back(st);
             key.insert(key.end(), {it.program->address(), st.slices, st.args_offset, lane});
         }

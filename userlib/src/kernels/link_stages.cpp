@@ -22,13 +22,16 @@
 namespace jal::kernels {
 namespace {
 
-constexpr unsigned kMaskReg = 1, kArgsReg = 2;
+constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3;
 constexpr uint64_t kEverySlice = ~uint64_t{0};
 
 class StageEmitter {
 public:
-    // A stage; `ordered`: after the work before it (else the slices were just joined).
-    void stage(const Stage& s, bool ordered)
+    explicit StageEmitter(uint64_t all) : all_(all) {}
+
+    // A stage; `ordered`: after the work before it (else the slices were just joined);
+    // `next`: the stage that follows it on its slices, if any.
+    void stage(const Stage& s, bool ordered, const Stage* next = nullptr)
     {
         if (s.slices == 0) fail("a stage without slices");
         if (s.args_offset % 8)
@@ -47,7 +50,15 @@ public:
         for (size_t i = begin; i < end; i++)
             if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
                 code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
+        if (next) prefetch_args_from_stage(s, *next);
+        const size_t skip = next ? code_.size() : 0;
+        if (next) code_.push_back(0);  // the stage's slices jump over the others' prefetch
         close_stage(enter, ordered);
+        if (next) {
+            prefetch_args_outside_stage(s, *next);
+            code_[skip] =
+                JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(code_.size() - skip));
+        }
     }
 
     // A lane of a section: slices outside every stage of the lane skip it; inside, each
@@ -59,7 +70,7 @@ public:
         for (const Stage& s : lane) slices |= s.slices;
         const size_t enter = open_stage(slices, 0);
         for (size_t i = 0; i < lane.size(); i++) {
-            stage(lane[i], false);
+            stage(lane[i], false, i + 1 < lane.size() ? &lane[i + 1] : nullptr);
             if (i + 1 < lane.size()) join(slices);
         }
         close_stage(enter, ordered);
@@ -93,6 +104,55 @@ public:
     }
 
 private:
+    // The next stage's argument lines, read into the scalar cache while this stage's last
+    // stores land (STAGE waits for them anyway), so that the next kernel's argument loads
+    // hit instead of missing on the path between the two stages. Run by this stage's
+    // slices, with SR_ARGS still this stage's; only where every one of them is in the next
+    // stage, or the stage is the whole dispatch (SR_SLICE is then the dispatch index).
+    void prefetch_args_from_stage(const Stage& s, const Stage& next)
+    {
+        if (next.args_size == 0) return;
+        const bool covered = (s.slices & ~next.slices) == 0;
+        if (!covered && s.slices != all_) return;
+        const size_t skip = covered ? 0 : branch_unless_in(next.slices);
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_ARGS));
+        touch_lines(static_cast<int64_t>(next.args_offset) - s.args_offset, next.args_size);
+        if (!covered) bind_branch(skip);
+    }
+    // The same for the slices outside this stage that are in the next one (SR_ARGS is the
+    // buffer itself for them, SR_SLICE their dispatch index).
+    void prefetch_args_outside_stage(const Stage& s, const Stage& next)
+    {
+        if (next.args_size == 0 || (next.slices & ~s.slices) == 0) return;
+        const size_t skip = branch_unless_in(next.slices);
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_ARGS));
+        touch_lines(next.args_offset, next.args_size);
+        bind_branch(skip);
+    }
+    // LD x0 of every 64-byte line of [x3 + offset, + bytes) (argument buffers start on a line).
+    void touch_lines(int64_t offset, uint32_t bytes)
+    {
+        for (uint32_t at = 0; at < bytes; at += 64)
+            code_.push_back(
+                JAL_INSN(JAL_OP_LD, 0, kTmpReg, 0, 0, static_cast<int32_t>(offset + at)));
+    }
+    // Branches (target filled by bind_branch) unless dispatch slice SR_SLICE is in `mask`.
+    size_t branch_unless_in(uint64_t mask)
+    {
+        load_mask(mask);
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_SLICE));
+        code_.push_back(JAL_INSN(JAL_OP_SHR, kMaskReg, kMaskReg, kTmpReg, 0, 0));
+        code_.push_back(JAL_INSN(JAL_OP_LI, kTmpReg, 0, 0, 0, 1));
+        code_.push_back(JAL_INSN(JAL_OP_AND, kMaskReg, kMaskReg, kTmpReg, 0, 0));
+        code_.push_back(0);
+        return code_.size() - 1;
+    }
+    void bind_branch(size_t at)
+    {
+        code_[at] =
+            JAL_INSN(JAL_OP_BEQ, kMaskReg, 0, 0, 0, static_cast<int32_t>(code_.size() - at));
+    }
+
     // x1 = the slices, x2 = the argument offset, then a STAGE whose flag and target
     // close_stage fills in (slices outside it go to what is emitted after close_stage).
     size_t open_stage(uint64_t slices, uint32_t args_offset)
@@ -116,24 +176,43 @@ private:
 
     std::vector<uint64_t> code_;
     uint32_t l1_bytes_ = 0;
+    uint64_t all_ = 0;  // the dispatch's slices: every stage's
 };
+
+// The stage after stage i of single-lane section k, when it is one (a section of lanes
+// starts with a join).
+const Stage* next_in_order(std::span<const StageSection> sections, size_t k, size_t i)
+{
+    const StageLane& lane = sections[k].lanes.front();
+    if (i + 1 < lane.size()) return &lane[i + 1];
+    if (k + 1 < sections.size() && sections[k + 1].lanes.size() == 1)
+        return &sections[k + 1].lanes.front().front();
+    return nullptr;
+}
 
 }  // namespace
 
 CodeObject link_stages(const std::string& name, std::span<const StageSection> sections,
                        uint32_t args_size)
 {
-    StageEmitter e;
     if (sections.empty()) StageEmitter::fail("no stages");
-    bool ordered = false;  // the first stage follows nothing
+    uint64_t all = 0;
     for (size_t k = 0; k < sections.size(); k++) {
         const StageSection& sec = sections[k];
         if (sec.lanes.empty() || std::any_of(sec.lanes.begin(), sec.lanes.end(),
                                              [](const StageLane& l) { return l.empty(); }))
             StageEmitter::fail(fmt::format("section {} has an empty lane", k));
+        for (const StageLane& l : sec.lanes)
+            for (const Stage& s : l) all |= s.slices;
+    }
+    StageEmitter e(all);
+    bool ordered = false;  // the first stage follows nothing
+    for (size_t k = 0; k < sections.size(); k++) {
+        const StageSection& sec = sections[k];
         if (sec.lanes.size() == 1) {
-            for (const Stage& s : sec.lanes.front()) {
-                e.stage(s, ordered);
+            const StageLane& lane = sec.lanes.front();
+            for (size_t i = 0; i < lane.size(); i++) {
+                e.stage(lane[i], ordered, next_in_order(sections, k, i));
                 ordered = true;
             }
             continue;

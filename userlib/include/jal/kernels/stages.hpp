@@ -28,6 +28,7 @@ struct Stage {
     uint32_t l1_bytes = 0;           // the kernel's code object's l1_bytes
     uint64_t slices = 0;             // dispatch slices it runs on (bit i: dispatch slice i)
     uint32_t args_offset = 0;        // its arguments' offset in the program's buffer (8-aligned)
+    uint32_t args_size = 0;          // their bytes: the stage before reads their lines in advance
 };
 
 // Stages that run one after another on their slices; the lanes of a section run side by
