@@ -92,7 +92,6 @@ CodeObject build_embedding(const EmbeddingConfig& c)
     X one = emit_const(b, 1);
     X four = emit_const(b, 4);
     X vocab = emit_const(b, c.vocab);
-    X stores = emit_const(b, 0);
     X timing_only = b.x();
     b.movsr(timing_only, JAL_SR_TIMING_ONLY);
     const uint32_t l1_ids[2] = {b.l1_alloc(rb * 4), b.l1_alloc(rb * 4)};
@@ -121,11 +120,11 @@ CodeObject build_embedding(const EmbeddingConfig& c)
             if (convert) emit_tdesc_at(b, traw, l1_raw, rows, dim, c.table);
             emit_gather(b, tout[buf], tids[buf], traw, c.table, table, table_stride, qg);
             X a = emit_block_addr(b, j, rb_reg, out_stride, out);
-            emit_counted_store(b, tout[buf], a, out_stride, qst, stores);
+            b.tstore(tout[buf], a, out_stride, qst);
             b.free(a);
             b.free(rows);
         });
-    return emit_finish(b, qst, stores, done);
+    return emit_finish(b, done);
 }
 
 }  // namespace jal::kernels::linear

@@ -187,24 +187,26 @@ CodeObject ExpertGemmKernel::build()
     declare();
     share = emit_slice_range(b, by_rows ? c.n : c.experts);
     const Label done = emit_skip_if_empty(b, share.count);
-    X w = emit_table_entry(b, w_shards, share.slice);
-    b.free(w_shards);
-    b.free(share.slice);
     layout();
     one = emit_const(b, 1);
     four = emit_const(b, 4);
     kdim = emit_const(b, c.kdim);
     experts = emit_const(b, c.experts);
-    stores = emit_const(b, 0);
-    if (p.streamed) layout_streamed();
-    if (c.rms_norm) {  // the norm weight loads while the pairs are sorted
+    // The ids and the norm weight (needed once the pairs are sorted) load first: the shard
+    // table's read overlaps them instead of delaying them.
+    issue_ids();
+    if (c.rms_norm) {
         X stride = emit_const(b, int64_t{c.kdim} * 4);
         emit_tdesc_at(b, tnw, l1_nw, one, kdim, JAL_DT_F32);
         b.tload(tnw, norm_w, stride, qn);
         b.free(stride);
         b.free(norm_w);
     }
-    load_ids();
+    X w = emit_table_entry(b, w_shards, share.slice);
+    b.free(w_shards);
+    b.free(share.slice);
+    if (p.streamed) layout_streamed();
+    finish_ids();
     if (p.vsort) {
         X e_hi = b.x();
         b.add(e_hi, share.begin, share.count);
@@ -237,7 +239,7 @@ CodeObject ExpertGemmKernel::build()
         b.free(share.count);
     }
     expert_loop(e, e_end, w, expert_stride);
-    return emit_finish(b, qst, stores, done);
+    return emit_finish(b, done);
 }
 
 }  // namespace detail

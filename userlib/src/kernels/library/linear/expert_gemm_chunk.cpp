@@ -104,7 +104,7 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
     } else {
         b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
     }
-    emit_counted_store(b, tsub, dst, y_stride, qst, stores);
+    b.tstore(tsub, dst, y_stride, qst);
     b.free(a);
     b.free(dst);
 }

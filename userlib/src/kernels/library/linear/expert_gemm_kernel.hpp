@@ -58,7 +58,8 @@ public:
 private:
     void declare();
     void layout();
-    void load_ids();
+    void issue_ids();
+    void finish_ids();
     void route_ids();
     void sort_pairs();
     void sort_own_pairs(X e_lo, X e_hi);
@@ -113,7 +114,7 @@ private:
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
     T tacc{}, tsub{};
     Q qio{}, qw[2] = {}, qst{};
-    X one{}, four{}, kdim{}, experts{}, stores{};
+    X one{}, four{}, kdim{}, experts{};
 };
 
 }  // namespace jal::kernels::linear::detail

@@ -174,7 +174,7 @@ void ExpertGemmKernel::combine_rows(X np)
         }
     }
     b.vadd(tx, tw[1], tx);
-    emit_counted_store(b, tx, xa, out_stride, qst, stores);
+    b.tstore(tx, xa, out_stride, qst);
     for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
 }
 

@@ -10,7 +10,8 @@
 namespace jal::kernels::linear::detail {
 
 // Every pair's expert id into tids (the pair lists' tiles described alongside).
-void ExpertGemmKernel::load_ids()
+// The ids' load (the router's logits, routing fused) goes out first; finish_ids waits.
+void ExpertGemmKernel::issue_ids()
 {
     X np = emit_const(b, p.pairs);
     emit_tdesc_at(b, tids, l1_ids, np, one, JAL_DT_I32);
@@ -20,24 +21,33 @@ void ExpertGemmKernel::load_ids()
     emit_tdesc_at(b, tstart, l1_start, experts, one, JAL_DT_I32);
     b.free(np);
     if (c.route) {
-        route_ids();
+        X rows = emit_const(b, c.tokens);
+        emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
+        b.tload(tx, logits, logits_stride, qio);
+        b.free(rows);
+        b.free(logits_stride);
+        b.free(logits);
         return;
     }
     b.tload(tids, ids, four, qio);
+}
+
+void ExpertGemmKernel::finish_ids()
+{
+    if (c.route) {
+        route_ids();
+        return;
+    }
     b.wait(qio, 1);
 }
 
-// The fused routing: the tokens' logits in, the top k ids into tids' memory (tokens × k is
-// pair order) and their weights; slice 0 stores both for the kernels after this one.
-// Scratch tiles borrow tx, tacc, tsub and tbias (free until the first gather; the weights'
-// L1 is the routing's own, so their store may still be reading it then).
+// The fused routing: the tokens' logits (loading into tx) in, the top k ids into tids'
+// memory (tokens × k is pair order) and their weights; slice 0 stores both for the kernels
+// after this one. Scratch tiles borrow tacc, tsub and tbias (free until the first gather;
+// the weights' L1 is the routing's own, so their store may still be reading it then).
 void ExpertGemmKernel::route_ids()
 {
     X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k);
-    emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
-    b.tload(tx, logits, logits_stride, qio);
-    b.free(logits_stride);
-    b.free(logits);
     emit_tdesc_at(b, tgidx, l1_ids, rows, kk, JAL_DT_I32);
     emit_tdesc_at(b, tacc, l1_rw, rows, kk, JAL_DT_F32);
     emit_tdesc_at(b, tsub, l1_rs, rows, one, JAL_DT_F32);
@@ -47,9 +57,9 @@ void ExpertGemmKernel::route_ids()
     Label others = b.label();
     X me = b.slice_index(), k_bytes = emit_const(b, c.k * 4);
     b.bne(me, zero, others);
-    // Counted with y's stores: waited for at the end, not here.
-    emit_counted_store(b, tgidx, ids, k_bytes, qst, stores);
-    emit_counted_store(b, tacc, weights, k_bytes, qst, stores);
+    // Not waited for: the slice's end (or the next STAGE) waits for every store.
+    b.tstore(tgidx, ids, k_bytes, qst);
+    b.tstore(tacc, weights, k_bytes, qst);
     b.bind(others);
     for (X r : {k_bytes, me, kk, rows, weights}) b.free(r);
 }

@@ -177,7 +177,7 @@ private:
     SliceShare share{};
     Label done{};
     X w{};  // this slice's first row of W: read from the shard table once x is on its way
-    X count{}, tiles{}, tn_reg{}, w_step{}, bias_step{}, stores{}, k_reg{};
+    X count{}, tiles{}, tn_reg{}, w_step{}, bias_step{}, k_reg{};
     uint32_t l1_w[kWBuffers] = {}, l1_b[kWBuffers] = {}, l1_s[2] = {}, l1_x = 0;
     uint32_t l1_acc[kAccBuffers] = {};
     T tw[kWBuffers] = {}, tb[kWBuffers] = {}, tacc[kAccBuffers] = {}, tx{}, tsub{}, ts[2] = {};
@@ -258,7 +258,6 @@ void GemmKernel::share_columns()
     w_step = b.x();  // bytes from one W tile to the next
     b.muli(w_step, w_stride, static_cast<int32_t>(tn));
     bias_step = emit_const(b, int64_t{tn} * 4);  // also the bias tiles' row stride
-    stores = emit_const(b, 0);
 }
 
 void GemmKernel::layout()
@@ -375,7 +374,7 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     b.mma(tacc[acc], tx, tw[buf]);
     if (c.accumulate) b.vadd(tacc[acc], ty[buf], tacc[acc]);  // y + (x·Wᵀ + bias)
     X a = y_tile_address(i, m0);
-    emit_counted_store(b, tacc[acc], a, y_stride, qst, stores);
+    b.tstore(tacc[acc], a, y_stride, qst);
     b.free(a);
     b.free(mr_reg);
     b.free(rows);
@@ -487,7 +486,7 @@ CodeObject GemmKernel::build()
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
             [&] { finish_x(m0, mr); });
     }
-    return emit_finish(b, qst, stores, done);  // every store of y lands before the end
+    return emit_finish(b, done);
 }
 
 // Row groups: this slice's group i = s mod a takes rows [i·⌈M/a⌉, …) of x and y; the
@@ -579,7 +578,6 @@ CodeObject GemmKernel::build_grouped()
     w_step = b.x();
     b.muli(w_step, w_stride, static_cast<int32_t>(tn));
     bias_step = emit_const(b, int64_t{tn} * 4);
-    stores = emit_const(b, 0);
     {  // shard rows ⌈N/n⌉, tiles a shard ⌈that/tn⌉, tiles of the column group a·that
         X t = emit_const(b, c.n);
         shard_rows = b.x();
@@ -621,7 +619,7 @@ CodeObject GemmKernel::build_grouped()
             });
         b.bind(past);
     }
-    return emit_finish(b, qst, stores, done);
+    return emit_finish(b, done);
 }
 
 }  // namespace

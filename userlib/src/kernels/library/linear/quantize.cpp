@@ -43,7 +43,6 @@ CodeObject build_quantize(const QuantizeConfig& c)
     const Blocks row_blocks = emit_blocks(b, share.count, rb);
     const X rb_reg = row_blocks.unit, blocks = row_blocks.count;
     X k_reg = emit_const(b, c.k);
-    X stores = emit_const(b, 0);
     const uint32_t l1_in[2] = {b.l1_alloc(rb * c.k * 4), b.l1_alloc(rb * c.k * 4)};
     const uint32_t l1_out[2] = {b.l1_alloc(static_cast<uint32_t>(rb * orow)),
                                 b.l1_alloc(static_cast<uint32_t>(rb * orow))};
@@ -66,11 +65,11 @@ CodeObject build_quantize(const QuantizeConfig& c)
             emit_tdesc_at(b, tout[buf], l1_out[buf], rows, k_reg, c.out);
             b.vcvt(tout[buf], tin[buf], c.mode);
             X a = emit_block_addr(b, j, rb_reg, out_stride, out);
-            emit_counted_store(b, tout[buf], a, out_stride, qst, stores);
+            b.tstore(tout[buf], a, out_stride, qst);
             b.free(a);
             b.free(rows);
         });
-    return emit_finish(b, qst, stores, done);
+    return emit_finish(b, done);
 }
 
 }  // namespace jal::kernels::linear

@@ -60,15 +60,8 @@ X emit_block_elem_addr(Builder& b, X j, X unit_reg, int32_t element_bytes, X bas
     return a;
 }
 
-void emit_counted_store(Builder& b, T t, X addr, X stride, Q q, X stores)
+CodeObject emit_finish(Builder& b, Label done)
 {
-    b.tstore(t, addr, stride, q);
-    b.addi(stores, stores, 1);
-}
-
-CodeObject emit_finish(Builder& b, Q q, X stores, Label done)
-{
-    emit_wait_n(b, q, stores);
     b.bind(done);
     b.end();
     return b.finish();

@@ -1,6 +1,5 @@
 // Tile-level instruction sequences the linear generators share: describing a tile at a
-// fixed L1 offset, the rows of block j of a slice's share, counted stores and the common
-// epilogue that waits for them.
+// fixed L1 offset, the rows of block j of a slice's share and the common epilogue.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +35,11 @@ X emit_block_addr(Builder& b, X j, X unit_reg, X stride, X base);
 // A new register holding base + j·unit·element_bytes: element j·unit of a packed row.
 X emit_block_elem_addr(Builder& b, X j, X unit_reg, int32_t element_bytes, X base);
 
-// Stores tile t and counts the store in `stores` (emit_finish waits for them all).
-void emit_counted_store(Builder& b, T t, X addr, X stride, Q q, X stores);
-
-// The end of a kernel whose slices may have nothing to do: wait for the `stores` stores
-// on q, bind `done` (where an idle slice jumps), end, and encode.
-CodeObject emit_finish(Builder& b, Q q, X stores, Label done);
+// The end of a kernel whose slices may have nothing to do: bind `done` (where an idle
+// slice jumps), end, and encode. The kernel's stores are not waited for: a slice ends
+// when its last op completes, and in a staged program STAGE waits for them, so what
+// follows (the next stage's argument reads, docs/tile-isa.md "Stages") overlaps their
+// landing.
+CodeObject emit_finish(Builder& b, Label done);
 
 }  // namespace jal::kernels::linear::detail
