@@ -4,6 +4,7 @@
 #include "attention_codegen.hpp"
 
 #include <cfloat>
+#include <utility>
 
 #include <jal/isa/numerics.hpp>
 
@@ -23,16 +24,20 @@ private:
     void declare();
     void append_kv();
     void rotate_queries();
+    int query_transfers() const;
+    KvAppendRope rope_scratch();
     X count_items(X n_slices);
     void item(X item);
     void locate(X item);
-    void move_heads(uint32_t l1_off, X base, X stride, bool store, bool wait = true,
-                    jal_dtype dt = JAL_DT_F32, uint32_t row_bytes = 0);
+    void move_heads(uint32_t l1_off, X base, X stride, bool store, Q q, jal_dtype dt = JAL_DT_F32,
+                    uint32_t row_bytes = 0);
+    void issue_queries();
     void store_converted();
     void start_state(X item);
     X key_start(X item);
     void keys(X k0);           // k0 starts at the first key and is changed
-    void keys_two_deep(X k0);  // likewise
+    void keys_two_deep(X k0);  // likewise; chunk k0's loads were issued (first_chunk)
+    void first_chunk(X k0);
     void accumulate_pv(X k0, int buf);
     void clear_scores(int buf);
     X chunk_keys(X k0);
@@ -66,7 +71,9 @@ private:
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
     T tq{}, tk{}, tv{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{}, to2{};
-    Q sem{};
+    Q sem{};  // key chunks, and the key splits' merge
+    Q qq{};   // the item's queries, their RoPE rows and its sinks
+    Q qst{};  // stores, never waited for: the slice's end waits for them
     X n_slices{};
     // per item: where its output goes, its n queries (rn stacked rows), the first query's
     // position, the causal end of its keys, the head's K and V^T caches, its KV head g and
@@ -108,6 +115,7 @@ void AttentionKernel::declare()
         cfg_.append_kv
             ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4 + (cfg_.rope ? 32 * 4 + 4 * 32 * D / 2 * 4 : 0))
             : 0;
+    qst = b.q();                      // before append_kv, which stores with it too
     if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
 
     l1_q = b.l1_alloc(M * D * 4);
@@ -121,7 +129,7 @@ void AttentionKernel::declare()
     l1_mc = b.l1_alloc(M * 4);
     l1_l = b.l1_alloc(M * 4);
     l1_rs = b.l1_alloc(M * 4);
-    l1_sink = b.l1_alloc(4);
+    l1_sink = b.l1_alloc(r * 4);
     l1_m2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
@@ -137,6 +145,7 @@ void AttentionKernel::declare()
     tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
     tm2 = b.t(), tl2 = b.t(), to2 = b.t();
     sem = b.q();
+    qq = b.q();
 }
 
 void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
@@ -210,6 +219,7 @@ void AttentionKernel::append_kv()
     a.l1 = b.x();
     a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
     a.q = b.q();
+    a.qst = qst;
     a.l1_k = l1_app, a.l1_v = l1_app + kRows * D * 4, a.l1_vt = l1_app + 2 * kRows * D * 4;
     emit_identity(b, a, l1_app + 3 * kRows * D * 4);
     KvAppendRope rope{};
@@ -227,17 +237,14 @@ void AttentionKernel::append_kv()
     }
     X s0 = b.slice_index();
     for_strided(b, s0, gg, ns, [&](X head) {
-        X kca = b.x(), vca = b.x(), col = b.x();
-        b.muli(kca, head, 16);
-        b.add(kca, kca, heads);
-        b.ld(vca, kca, 8);
-        b.ld(kca, kca, 0);
+        X entry = b.x(), col = b.x();
+        b.muli(entry, head, 16);
+        b.add(entry, entry, heads);
         b.muli(col, head, static_cast<int32_t>(D * 4));
         for_blocks(b, zero, rows, kRows,
-                   [&](X row0, X nr) { append_block(b, a, kca, vca, col, row0, nr); });
+                   [&](X row0, X nr) { append_block(b, a, entry, col, row0, nr); });
         b.free(col);
-        b.free(vca);
-        b.free(kca);
+        b.free(entry);
     });
     for (X x : {s0, a.l1, a.ctx_bytes, a.key_bytes, a.dim, gg, ns, k_rows, v_rows}) b.free(x);
     for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
@@ -248,20 +255,57 @@ void AttentionKernel::append_kv()
     b.free(a.q);
 }
 
-// The queries' RoPE (cfg_.rope): the tables' rows for positions p_first.. (n of them), and
-// each head's n rows of the stacked queries rotated by them. Borrows the key, value and
-// score buffers (consecutive in L1) and tiles the item describes anew later (tk, tv, ts,
-// and the running state's to, tm, tmc, tl).
-void AttentionKernel::rotate_queries()
+// The item's queries (each head of the group as n rows, stacked head-major), the RoPE
+// tables' rows for their positions p_first.. (cfg_.rope) and the group's sinks, all on qq;
+// item() waits for them once the first key chunk's loads are out too. The RoPE rows go to
+// the third key buffer (decode items use two; prompt items load it only after the queries
+// are rotated), through tiles the item describes anew later (tk, tv, ts and the running
+// state's to, tm, tmc, tl).
+void AttentionKernel::issue_queries()
+{
+    move_heads(l1_q, tmp, q_stride, false, qq);
+    if (cfg_.rope) {
+        KvAppendRope rp = rope_scratch();
+        rp.table_row = constant(b, D / 2 * 4);
+        gather_rope_rows(b, rp, p_first, n, l1, qq, 0, false);
+        b.free(rp.table_row);
+        b.free(rp.half);
+    }
+    if (cfg_.sinks) {
+        desc(tsink, l1_sink, one, rr);
+        b.muli(addr, g, static_cast<int32_t>(r * 4));
+        b.add(addr, addr, sinks);  // the group's first head's sink
+        b.tload(tsink, addr, dim_bytes, qq);
+    }
+}
+
+// How many transfers issue_queries put on qq.
+int AttentionKernel::query_transfers() const
+{
+    return static_cast<int>(r) + (cfg_.rope ? 2 : 0) + (cfg_.sinks ? 1 : 0);
+}
+
+KvAppendRope AttentionKernel::rope_scratch()
 {
     KvAppendRope rp{};
     const uint32_t idx_bytes = (Bq * 4 + 63) / 64 * 64, half_rows = Bq * D / 2 * 4;
-    rp.l1_idx = l1_k[0], rp.l1_c = l1_k[0] + idx_bytes, rp.l1_s = rp.l1_c + half_rows;
+    rp.l1_idx = l1_k[2], rp.l1_c = l1_k[2] + idx_bytes, rp.l1_s = rp.l1_c + half_rows;
     rp.l1_a = rp.l1_s + half_rows, rp.l1_b = rp.l1_a + half_rows;
     rp.tidx = tk, rp.tc = tv, rp.ts = ts, rp.x0 = to, rp.x1 = tm, rp.ta = tmc, rp.tb = tl;
-    rp.table_row = constant(b, D / 2 * 4), rp.half = constant(b, D / 2), rp.one = one;
-    gather_rope_rows(b, rp, p_first, n, l1, sem, static_cast<int>(r));
-    b.free(rp.table_row);
+    rp.half = constant(b, D / 2), rp.one = one;
+    return rp;
+}
+
+// The queries rotated by the rows issue_queries loaded (tc and ts still describe them).
+void AttentionKernel::rotate_queries()
+{
+    KvAppendRope rp = rope_scratch();
+    // tc (tv) was described anew by the first key chunk's load since
+    for (auto [t, at] : {std::pair{rp.tc, rp.l1_c}, std::pair{rp.ts, rp.l1_s},
+                         std::pair{rp.ta, rp.l1_a}, std::pair{rp.tb, rp.l1_b}}) {
+        b.li(l1, at);
+        b.tdesc(t, l1, n, rp.half, JAL_DT_F32);
+    }
     b.for_range(zero, rr, 1, [&](X hh) {  // head hh: rows hh·n.. of the stacked queries
         b.mul(l1, hh, n);
         b.muli(l1, l1, static_cast<int32_t>(D * 4));
@@ -303,9 +347,7 @@ void AttentionKernel::locate(X item)
     b.add(p_first, pos0, t0);
     b.add(kend, p_first, n);  // one past the last query's position: the causal end
     b.muli(kc, g, 16);
-    b.add(kc, kc, heads);
-    b.ld(vc, kc, 8);
-    b.ld(kc, kc, 0);
+    b.add(kc, kc, heads);  // the head table's entry: item() reads it (kc and vc)
     // the group's first query head as a byte offset in a row of q or out
     if (orow != D * 4)
         b.muli(head_col, g, static_cast<int32_t>(r * orow));  // converted out
@@ -323,11 +365,11 @@ void AttentionKernel::locate(X item)
 }
 
 // Each head of the group as n rows of the stacked matrix at l1_off, to or from its
-// columns of the rows at base; waits for all r transfers (unless !wait: the caller does).
+// columns of the rows at base, each transfer signalling q (the caller waits, if at all).
 // dt, row_bytes: a converted output's format and the bytes of one head's row in it (tmp
 // holds them while the heads move).
-void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, bool wait,
-                                 jal_dtype dt, uint32_t row_bytes)
+void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, Q q, jal_dtype dt,
+                                 uint32_t row_bytes)
 {
     if (row_bytes) b.li(tmp, row_bytes);
     b.for_range(zero, rr, 1, [&](X hh) {
@@ -335,11 +377,10 @@ void AttentionKernel::move_heads(uint32_t l1_off, X base, X stride, bool store, 
         b.muli(addr, hh, static_cast<int32_t>(row_bytes ? row_bytes : D * 4));
         b.add(addr, addr, base);
         if (store)
-            b.tstore(tsub, addr, stride, sem);
+            b.tstore(tsub, addr, stride, q);
         else
-            b.tload(tsub, addr, stride, sem);
+            b.tload(tsub, addr, stride, q);
     });
-    if (wait) b.wait(sem, static_cast<int32_t>(r));
 }
 
 // running state: O = 0; m = sink or -FLT_MAX; l = 1 or 0
@@ -359,20 +400,14 @@ void AttentionKernel::start_state(X item)
             b.bne(sp, zero, no_sink);
             b.free(sp);
         }
-        desc(tsink, l1_sink, one, one);
         b.vfill(tm, 0.0f);
-        b.muli(tmp, g, static_cast<int32_t>(r * 4));
-        b.add(tmp, tmp, sinks);  // the group's first head's sink
-        b.for_range(zero, rr, 1, [&](X hh) {
-            X bits = b.x();
-            b.muli(addr, hh, 4);
-            b.add(addr, addr, tmp);
-            b.lw(bits, addr);
-            b.twrite(bits, tsink, zero, 0);
+        b.for_range(zero, rr, 1, [&](X hh) {  // head hh's sink, loaded by issue_queries
+            b.muli(l1, hh, 4);
+            b.addi(l1, l1, static_cast<int32_t>(l1_sink));
+            b.tdesc(tsink, l1, one, one, JAL_DT_F32);
             b.li(addr, 4);
             desc_head(tsub, l1_m, hh, n, one, addr);
             b.vadd(tsub, tsub, tsink);  // 1 x 1 broadcast
-            b.free(bits);
         });
         b.vfill(tl, 1.0f);
         b.jmp(state_done);
@@ -567,12 +602,19 @@ void AttentionKernel::keys(X k0)
 // vector work of a chunk is short, and this order (no chunk's Q·Kᵀ waiting for the next
 // chunk's keys before the P·V is issued) measured a third faster than keys() at 8k keys.
 // The same arithmetic in the same order as keys().
+// Chunk k0's loads into buffer 0, if the item has keys from k0.
+void AttentionKernel::first_chunk(X k0)
+{
+    Label none = b.label();
+    b.bge(k0, kend, none);
+    load_kv(k0, 0);
+    b.bind(none);
+}
+
 void AttentionKernel::keys_two_deep(X k0)
 {
     X kn = b.x();
     Label top = b.label(), out = b.label();
-    b.bge(k0, kend, out);
-    load_kv(k0, 0);
     b.bind(top);
     for (int slot = 0; slot < 2; slot++) {
         Label no_next = b.label();
@@ -646,27 +688,31 @@ void AttentionKernel::store_converted()
     b.li(l1, l1_ob);
     b.tdesc(tk, l1, rn, dim, cfg_.out_dtype);
     b.vcvt(tk, to, cfg_.out_cvt);
-    move_heads(l1_ob, out_base, out_stride, true, true, cfg_.out_dtype, orow);
+    move_heads(l1_ob, out_base, out_stride, true, qst, cfg_.out_dtype, orow);
 }
 
 void AttentionKernel::item(X item)
 {
     locate(item);
-    // Q: each head of the group as n rows, stacked head-major; then scaled once.
-    // With RoPE the tables' rows load alongside the queries (rotate_queries waits for both).
-    move_heads(l1_q, tmp, q_stride, false, !cfg_.rope);
+    // The queries, their RoPE rows and the sinks, then (decode items) the first key chunk:
+    // all of them in flight before the item waits for any.
+    issue_queries();
+    b.ld(vc, kc, 8);  // the group's caches, read while the queries load
+    b.ld(kc, kc, 0);
+    X kstart = key_start(item);
+    const bool two_deep = Bq < 64;  // prompt items pipeline three chunks deep, decode two
+    if (two_deep) first_chunk(kstart);
+    b.wait(qq, query_transfers());
     if (cfg_.rope) rotate_queries();
     desc(tq, l1_q, rn, dim);
     b.vscale(tq, tq, cfg_.softmax_scale());
     start_state(item);
     b.free(g);
 
-    X kstart = key_start(item);
-    // Prompt items (64 queries and more) pipeline three chunks deep, decode items two.
-    if (Bq >= 64)
-        keys(kstart);
-    else
+    if (two_deep)
         keys_two_deep(kstart);
+    else
+        keys(kstart);
     b.free(kstart);
 
     Label item_done = b.label();
@@ -676,7 +722,7 @@ void AttentionKernel::item(X item)
     if (orow != D * 4)
         store_converted();
     else
-        move_heads(l1_o, out_base, out_stride, true);
+        move_heads(l1_o, out_base, out_stride, true, qst);
     b.bind(item_done);
     b.free(tmp);
     b.free(vc);

@@ -47,6 +47,7 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
     r.l1 = b.x();
     r.tid = b.t(), r.tk = b.t(), r.tv = b.t(), r.tvt = b.t();
     r.q = b.q();
+    r.qst = b.q();
     emit_identity(b, r, l1_id);
 
     X g = b.slice_index();
@@ -54,17 +55,14 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
     X n_heads = constant(b, cfg.n_head_kv);
     // Rows [first, last) of head `head` into its cache.
     auto append_rows = [&](X head, X first, X last) {
-        X kc = b.x(), vc = b.x(), col = b.x();
-        b.muli(kc, head, 16);
-        b.add(kc, kc, heads);
-        b.ld(vc, kc, 8);
-        b.ld(kc, kc, 0);
+        X entry = b.x(), col = b.x();
+        b.muli(entry, head, 16);
+        b.add(entry, entry, heads);
         b.muli(col, head, static_cast<int32_t>(D * 4));  // the head's columns in k and v
         for_blocks(b, first, last, R,
-                   [&](X row0, X n) { append_block(b, r, kc, vc, col, row0, n); });
+                   [&](X row0, X n) { append_block(b, r, entry, col, row0, n); });
         b.free(col);
-        b.free(vc);
-        b.free(kc);
+        b.free(entry);
     };
     Label few = b.label(), done = b.label();
     b.blt(ns, n_heads, few);

@@ -21,7 +21,7 @@ void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id)
     b.free(one);
 }
 
-void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also)
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also, bool wait)
 {
     const X one = r.one;
     // The positions as one I32 row counted up from pos, then viewed as the column of
@@ -43,7 +43,7 @@ void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, 
     b.tdesc(r.ta, l1, n, r.half, JAL_DT_F32);
     b.li(l1, r.l1_b);
     b.tdesc(r.tb, l1, n, r.half, JAL_DT_F32);
-    b.wait(q, 2 + also);
+    if (wait) b.wait(q, 2 + also);
 }
 
 void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t head_dim,
@@ -56,8 +56,8 @@ void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t hea
 }
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
-// into its caches kc (keys) and vc (values, transposed).
-void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n)
+// into its caches (the head table's two words at `entry`).
+void append_block(Builder& b, const KvAppendRegs& r, X entry, X col, X row0, X n)
 {
     const uint32_t D = r.head_dim;
     X addr = b.x(), pos = b.x();
@@ -73,17 +73,19 @@ void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, 
     b.tload(r.tv, addr, r.v_stride, r.q);
 
     b.add(pos, r.pos0, row0);
-    if (r.rope) {  // the keys' two halves, rotated by their positions' rows of the tables
-        const KvAppendRope& rp = *r.rope;
-        gather_rope_rows(b, rp, pos, n, r.l1, r.q, 2);  // and the keys and values
+    // the keys' two halves are rotated by their positions' rows of the tables
+    if (r.rope) gather_rope_rows(b, *r.rope, pos, n, r.l1, r.q, 2, false);
+    X kc = b.x(), vc = b.x();
+    b.ld(kc, entry, 0);
+    b.ld(vc, entry, 8);
+    b.wait(r.q, r.rope ? 4 : 2);  // k, v (and the tables' rows)
+    if (r.rope) {
         b.li(r.l1, r.l1_k);
-        rotate_head_rows(b, rp, r.l1, n, D, D * 4);
-    } else {
-        b.wait(r.q, 2);
+        rotate_head_rows(b, *r.rope, r.l1, n, D, D * 4);
     }
     b.muli(addr, pos, static_cast<int32_t>(D * 4));
     b.add(addr, addr, kc);
-    b.tstore(r.tk, addr, r.key_bytes, r.q);
+    b.tstore(r.tk, addr, r.key_bytes, r.qst);
 
     // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
     b.li(r.l1, r.l1_vt);
@@ -92,10 +94,8 @@ void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, 
     b.mma(r.tvt, r.tid, r.tv);
     b.muli(addr, pos, 4);
     b.add(addr, addr, vc);
-    b.tstore(r.tvt, addr, r.ctx_bytes, r.q);
-    b.wait(r.q, 2);
-    b.free(pos);
-    b.free(addr);
+    b.tstore(r.tvt, addr, r.ctx_bytes, r.qst);
+    for (X x : {vc, kc, pos, addr}) b.free(x);
 }
 
 }  // namespace jal::kernels::transformer_detail

@@ -22,16 +22,19 @@ struct KvAppendRope {
 struct KvAppendRegs {
     X k, k_stride, v, v_stride, pos0, dim, key_bytes, ctx_bytes, l1;
     T tid, tk, tv, tvt;
-    Q q;
+    Q q;    // the loads
+    Q qst;  // the stores into the caches, never waited for (see append_block)
     uint32_t head_dim, l1_k, l1_v, l1_vt;
     const KvAppendRope* rope = nullptr;
 };
 
 // Rows from the cos and sin tables for `n` consecutive positions from `pos` into tc and ts
-// (tidx holds the positions; ta and tb described n × half too); waits for both and for
-// `also` more transfers on q issued before (the rows to rotate: their latency and the
-// tables' overlap). `l1` is a scratch register.
-void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also = 0);
+// (tidx holds the positions; ta and tb described n × half too); unless !wait, waits for
+// both and for `also` more transfers on q issued before (the rows to rotate: their latency
+// and the tables' overlap; with !wait the caller waits for the 2 + also). `l1` is a
+// scratch register.
+void gather_rope_rows(Builder& b, const KvAppendRope& r, X pos, X n, X l1, Q q, int also = 0,
+                      bool wait = true);
 
 // n rows of one head (head_dim F32, row_bytes apart) at the L1 address in `l1` (changed)
 // rotated by the rows gather_rope_rows loaded.
@@ -42,8 +45,11 @@ void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t hea
 void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
-// into its caches kc (keys, rotated first with r.rope) and vc (values, transposed); waits
-// for the stores.
-void append_block(Builder& b, const KvAppendRegs& r, X kc, X vc, X col, X row0, X n);
+// into its caches (keys, rotated first with r.rope; values, transposed), whose addresses
+// are the two words at `entry` in the head table: read once the rows' loads are out, so
+// the read's latency overlaps theirs. The stores are not waited for: a slice's DMA ops run
+// in issue order, so a later load of the cache on this slice reads them (docs/tile-isa.md,
+// "Timing model"), and the slice's end waits for them.
+void append_block(Builder& b, const KvAppendRegs& r, X entry, X col, X row0, X n);
 
 }  // namespace jal::kernels::transformer_detail
