@@ -160,7 +160,7 @@ struct Layer {
 };
 
 struct Activations {
-    Place x, q, attn, attn_rows, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
 };
 
 class RuntimeImpl final : public Runtime {
@@ -323,16 +323,12 @@ private:
     {
         return o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     }
-    // Where layer il's attention writes its T rows (the output projection's x), and in
-    // which format: a prompt's (in row groups) interleaved and already in the projection's
-    // activation format (BF16 rows in ggml numerics, as the GEMM would round them).
+    // Whether layer il's attention writes its T rows already in the output projection's
+    // activation format (BF16 rows in ggml numerics, as the GEMM would round them): a
+    // prompt's, whose projection runs in row groups.
     bool attn_rows(uint32_t il, uint32_t T) const
     {
         return row_groups(layers_[il].wo, T, false, true) > 1;
-    }
-    uint64_t attn_out(uint32_t il, uint32_t T) const
-    {
-        return va(attn_rows(il, T) ? a_.attn_rows : a_.attn);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -612,10 +608,12 @@ void RuntimeImpl::plan_activations()
     const uint64_t T = T_, K = c_.n_expert_used;
     a_.x = placement_.reserve(I, T * E4);
     a_.q = placement_.reserve(I, T * (qdim_ + 2ull * kvdim_) * 4);  // rows of q | k | v
-    a_.attn = placement_.reserve(R, T * qdim_ * 4);  // read whole by every slice of attn_output
-    // The same, when the output projection runs in row groups (a prompt): each slice reads
-    // only its group's rows, and a replicated write would cost a copy per slice.
-    a_.attn_rows = placement_.reserve(I, T * qdim_ * 4);
+    // The attention's output. Interleaved, not replicated although a decode step's output
+    // projection reads it whole on every slice: a replicated write costs a copy per slice
+    // (the attention's 64 heads stored 64 times over the NoC took 3.3 µs a layer at
+    // concurrency 1, the reads back from other slices take ~1.2 µs), and in row groups (a
+    // prompt) each slice reads only its group's rows.
+    a_.attn = placement_.reserve(I, T * qdim_ * 4);
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
@@ -1186,7 +1184,7 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
     const uint64_t Q4 = uint64_t{qdim_} * 4, KV4 = uint64_t{kvdim_} * 4;
     const uint64_t QKV4 = Q4 + 2 * KV4;  // one row of the fused q | k | v output
     const uint32_t T = segs.back().row0 + segs.back().rows;
-    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = attn_out(il, T);
+    const uint64_t q = va(a_.q), kk = q + Q4, v = q + Q4 + KV4, at = va(a_.attn);
     const jal_dtype out = attn_dtype(il, T);
     const uint64_t O = lin::packed_row_bytes(out, qdim_);  // a row of the output
     const Layer& Ly = layers_[il];
@@ -1229,7 +1227,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     const uint64_t QKV4 = Q4 + 2 * KV4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), q = va(a_.q), at = attn_out(il, T);
+    const uint64_t x = va(a_.x), q = va(a_.q), at = va(a_.attn);
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
@@ -1305,13 +1303,15 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
             "embedding");
     }
     const GraphKernels g = graph_kernels(T);
-    for (uint32_t il = 0; il < c_.n_layer; il++) {
-        // Each layer one staged dispatch (when o_.staged): the first joins the embedding.
-        add_layer(il, T, segs, g);
-        launch_->cut(c_.layer_uses_swa(il) ? "layer (sliding window)" : "layer");
-    }
+    // With o_.staged the whole pass is one staged dispatch (split only where a program would
+    // pass the code-object limit): a dispatch boundary costs the command processor's start
+    // and retire, the last stage's stores landing and the next one's argument misses, about
+    // 1.2 µs a layer at concurrency 1 (docs/performance.md). `--unstaged --profile`
+    // attributes time by kernel.
+    for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
          "output", &out_norm_);
+    launch_->cut(segs.size() == T ? "decode step" : "prompt chunk");
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
     if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
     last_ += run_batch();
