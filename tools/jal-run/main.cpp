@@ -536,8 +536,8 @@ int main(int argc, char** argv)
                    "batches stream each selected expert from every slice: auto (both when "
                    "HBM allows, the default), experts, both");
     app.add_flag("--unstaged", o.unstaged,
-                 "One dispatch a kernel instead of one staged dispatch a layer (what --profile "
-                 "needs to attribute time to kernels)");
+                 "One dispatch a kernel instead of one staged dispatch a pass (a decode step "
+                 "or a prompt chunk): what --profile needs to attribute time to kernels");
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");

@@ -59,8 +59,9 @@ struct RuntimeOptions {
     uint32_t n_ctx = 0;               // positions per slot; 0: min(context_length, 4096)
     uint32_t max_batch_tokens = 256;  // rows of one graph run (longer prompts run in chunks)
     ExpertLayout expert_layout = ExpertLayout::automatic;
-    // A layer's kernels as one staged dispatch (docs/model-runtime.md, "Staged layers"),
-    // or (false) one dispatch a kernel, which the profile by kernel needs.
+    // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
+    // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the
+    // profile by kernel needs.
     bool staged = true;
     // Timing only: weights and caches are allocated but never written, every dispatch runs
     // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
