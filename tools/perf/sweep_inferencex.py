@@ -11,6 +11,7 @@ recorded as such.
     tools/perf/sweep_inferencex.py                       # 1 4 16 64 88 96 256, 8k/1k, into docs/perf/
     tools/perf/sweep_inferencex.py --concurrency 1,4 --out-dir /tmp/sweep
     tools/perf/sweep_inferencex.py --from-json docs/perf/inferencex-sweep.json   # redraw only
+    tools/perf/sweep_inferencex.py --numerics ggml --name inferencex-ggml   # llama.cpp's roundings
 
 Debian's Python 3 and nothing from PyPI. The plot needs matplotlib (Debian bookworm:
 `apt-get install python3-matplotlib`); without it the table is still written. Each point
@@ -62,6 +63,9 @@ def parse_args():
     p.add_argument("--prompt-len", type=int, default=8192)
     p.add_argument("--out-tokens", type=int, default=1024, help="--project-out")
     p.add_argument("--measured", type=int, default=4, help="tokens actually run (--n)")
+    p.add_argument("--numerics", default="native", choices=["native", "ggml"],
+                   help="jal-run --numerics: native (F32 activations into every product, the "
+                   "F32 rate) or ggml (Q8_0/BF16 activations, the MXFP8/BF16 rates)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per point")
     p.add_argument("--out-dir", default=os.path.join(root, "docs", "perf"))
     p.add_argument("--name", default="inferencex", help="file name prefix in --out-dir")
@@ -74,7 +78,8 @@ def run_point(args, c):
     """One jal-run; its JSON plus wall_s, or {'concurrency', 'error'}."""
     cmd = [os.path.join(args.build, "bin", "jal-run"), "--timing-only", "--shape", args.shape,
            "--prompt-len", str(args.prompt_len), "--n", str(args.measured),
-           "--project-out", str(args.out_tokens), "--concurrency", str(c), "--json"]
+           "--project-out", str(args.out_tokens), "--concurrency", str(c), "--json",
+           "--numerics", args.numerics]
     t0 = time.monotonic()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -110,6 +115,7 @@ def sweep(args):
         "prompt_len": args.prompt_len,
         "out_tokens": args.out_tokens,
         "measured_tokens": args.measured,
+        "numerics": args.numerics,
         "published": PUBLISHED,
         "points": points,
     }
@@ -134,7 +140,7 @@ def markdown(doc):
     lines = [
         f"InferenceX sweep, {doc['shape']}, {doc['prompt_len']} in / {doc['out_tokens']} out "
         f"({doc['measured_tokens']} tokens run, the rest projected), "
-        f"`jal-run --timing-only`, {doc['date']}.",
+        f"`jal-run --timing-only`, {doc.get('numerics', 'native')} numerics, {doc['date']}.",
         "",
         "| " + " | ".join(h for h, _, _ in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -194,7 +200,7 @@ def plot(doc, path):
     ax.set_xlabel("tok/s per user (1000 / TPOT)")
     ax.set_ylabel("mixed (input + output) tok/s per kW rated (700 W)")
     ax.set_title(f"{doc['shape']}, {doc['prompt_len']} in / {doc['out_tokens']} out, one chip, "
-                 f"modelled ({doc['date']})", fontsize=10)
+                 f"modelled, {doc.get('numerics', 'native')} numerics ({doc['date']})", fontsize=10)
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
     ax.legend(fontsize=8, loc="center right")
     fig.tight_layout()
