@@ -44,6 +44,9 @@ int main(int argc, char** argv)
         if (auto why = jal::emu::socket_dir_problem(opts.socket_dir); !why.empty())
             throw std::runtime_error(why);
         UnixListener::allow_peer_uids(opts.allow_uids);
+        // Shared by the chips; complete once the last chip is gone and it is closed below.
+        std::shared_ptr<TraceWriter> trace;
+        if (!opts.trace_file.empty()) trace = std::make_shared<TraceWriter>(opts.trace_file);
 
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
@@ -52,6 +55,7 @@ int main(int argc, char** argv)
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
             cfg.index = i;
+            cfg.trace = trace;
             chips.push_back(std::make_unique<Chip>(cfg));
             chips.back()->start();
             const std::string base = jal::emu_socket_base(opts.socket_dir, i);
@@ -75,6 +79,7 @@ int main(int argc, char** argv)
         for (auto& s : servers) s->stop();
         for (auto& c : consoles) c->stop();
         for (auto& c : chips) c->stop();
+        if (trace) trace->close();  // events still arriving from stopping threads are dropped
     } catch (const std::exception& e) {
         std::fprintf(stderr, "jal-emu: %s\n", e.what());
         return 1;

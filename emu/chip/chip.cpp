@@ -31,12 +31,13 @@ const char* cause_name(std::uint32_t c)
 }  // namespace
 
 Chip::Chip(const ChipConfig& config)
-    : config_(config), phy_(config.seed, config.dead_lanes),
+    : config_(config), trace_{config.trace, config.index}, phy_(config.seed, config.dead_lanes),
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
-      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_)
+      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_)
 {
+    if (trace_) name_trace_tracks();
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
     host_.set_function_limits(config.max_contexts_per_fn, config.max_queues_per_fn);

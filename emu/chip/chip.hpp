@@ -45,6 +45,7 @@ public:
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
+    const ChipTrace& trace() const { return trace_; }
 
     // Brings the models up to modelled time `now_ns` (management-core thread).
     void step_models(std::uint64_t now_ns);
@@ -54,8 +55,10 @@ private:
     void run_firmware_native();
     void run_firmware_image();
     void apply_reset(std::uint32_t cause);
+    void name_trace_tracks();  // chip_trace.cpp
 
     ChipConfig config_;
+    ChipTrace trace_;  // before cp_, which keeps a pointer to it
     HbmMemory hbm_;
     HbmPhy phy_;
     Slices slices_;

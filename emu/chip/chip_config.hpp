@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace jal::emu {
+
+class TraceWriter;
 
 enum class FirmwareMode { native, image };
 
@@ -25,6 +28,7 @@ struct ChipConfig {
     std::uint32_t max_contexts_per_fn = 16;     // --max-contexts-per-client, 0 = no limit
     std::uint32_t max_queues_per_fn = 64;       // --max-queues-per-client, 0 = no limit
     std::uint32_t max_memory_pages_per_fn = 0;  // --max-memory-per-client in pages, 0 = none
+    std::shared_ptr<TraceWriter> trace;         // --trace, shared by the chips (null: none)
 };
 
 }  // namespace jal::emu

@@ -196,6 +196,12 @@ EmuOptions parse_options(int argc, char** argv)
                    "emulator's own uid and root). Their access to the socket directory is up "
                    "to you: it must stay writable by its owner only");
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
+    app.add_option("--trace", o.trace_file,
+                   "Write a trace Perfetto's UI (ui.perfetto.dev) opens to FILE, in the Chrome "
+                   "JSON format: every chip's dispatches on each slice in modelled time, with the "
+                   "stages of a staged program; each queue's packets, the firmware's log lines "
+                   "and power and clock counters (docs/bringup.md, \"Traces\"). Complete once "
+                   "jal-emu exits; a large run writes tens of MB");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
     try {
         app.parse(argc, argv);

@@ -15,6 +15,7 @@ struct EmuOptions {
     std::string socket_dir;
     std::uint32_t chips = 1;
     std::string log_file;
+    std::string trace_file;  // --trace
     bool verbose = false;
     ChipConfig chip;                        // applies to every chip; index is filled per chip
     SessionPolicy session;                  // per connection, for every chip (docs/security.md)

@@ -55,10 +55,10 @@ void waiter_main(int kickfd, int stopfd, FunctionWake* wake)
 }  // namespace
 
 CommandProcessor::CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu, Slices* slices,
-                                   PowerModel* power)
-    : host_(host), dispatch_(hbm, mmu, slices, power)
+                                   PowerModel* power, const ChipTrace* trace)
+    : host_(host), dispatch_(hbm, mmu, slices, power, trace)
 {
-    const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_};
+    const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_, trace};
     for (std::uint32_t q = 0; q < JAL_MAX_USER_QUEUES; ++q)
         engines_[q] = std::make_unique<QueueEngine>(q, env);
 }

@@ -19,8 +19,9 @@ class CommandProcessor {
 public:
     // slices/power: the chip's models kernel dispatches read (enabled map, clock) and feed
     // (busy slices, energy); null without a chip around the CP.
+    // trace: jal-emu --trace's writer and chip (null: not tracing).
     CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu, Slices* slices = nullptr,
-                     PowerModel* power = nullptr);
+                     PowerModel* power = nullptr, const ChipTrace* trace = nullptr);
     ~CommandProcessor();
     CommandProcessor(const CommandProcessor&) = delete;
     CommandProcessor& operator=(const CommandProcessor&) = delete;

@@ -12,8 +12,9 @@
 
 namespace jal::emu {
 
-DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power)
-    : hbm_(hbm), mmu_(mmu), slices_(slices), power_(power)
+DispatchUnit::DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power,
+                           const ChipTrace* trace)
+    : hbm_(hbm), mmu_(mmu), slices_(slices), power_(power), trace_(trace)
 {
     if (slices_)
         bank_.on_change = [s = slices_](std::uint64_t busy) { s->set_dispatch_busy(busy); };
@@ -105,9 +106,12 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     setup.clock_mhz = power_ ? power_->clock_mhz() : JAL_CLOCK_MAX_MHZ;
     setup.voltage_mv = power_ ? power_->voltage_mv() : JAL_VOLTAGE_MAX_MV;
     setup.abort = &abort;
+    const bool tracing = trace_ && *trace_;
+    setup.params.log_stages = tracing;
 
     exec::DispatchResult r = exec::run_dispatch(setup, bank_, exec::WorkerPool::shared());
     if (power_) power_->add_dispatch_energy(r.energy_j, r.report.modelled_ns * 1e-9);
+    if (tracing) trace_dispatch(*prog, setup, r);
     report = r.report;
     {
         std::lock_guard lock(last_m_);

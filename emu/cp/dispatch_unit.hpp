@@ -8,8 +8,10 @@
 #include "emu/cp/program_cache.hpp"
 #include "emu/tile_exec/dispatch.hpp"
 #include "emu/tile_exec/slice_bank.hpp"
+#include "emu/trace/trace_writer.hpp"
 #include "jal/hw/queue.h"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -25,7 +27,9 @@ class DispatchUnit {
 public:
     // slices/power may be null (no chip around it): then every slice counts as usable and
     // the clock is the nominal top clock.
-    DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power);
+    // trace: where jal-emu --trace puts each dispatch's slices (null or empty: nowhere).
+    DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power,
+                 const ChipTrace* trace = nullptr);
 
     // Runs `pkt` for context `ctx`; fills `report` (status included) and returns the status.
     // `abort` set (queue disabled or reset) stops the kernel with ABORTED.
@@ -39,6 +43,8 @@ public:
 private:
     std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx,
                        std::shared_ptr<const exec::Program>& prog, std::uint64_t& fault_va);
+    void trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
+                        const exec::DispatchResult& r);
 
     HbmMemory& hbm_;
     const Mmu& mmu_;
@@ -46,6 +52,11 @@ private:
     PowerModel* power_;
     exec::SliceBank bank_;
     ProgramCache programs_;
+    const ChipTrace* trace_;
+    // Modelled time in the trace: each physical slice is busy until free_ns_; a dispatch
+    // starts when the last of its slices is free (dispatches on disjoint slices overlap).
+    std::mutex trace_m_;
+    std::array<double, JAL_NUM_SLICES> free_ns_{};
     mutable std::mutex last_m_;
     std::vector<exec::SliceSnapshot> last_;
     jal_dispatch_report last_report_{};

@@ -30,6 +30,7 @@ ProgramCache::get(std::uint32_t ctx, std::span<const std::uint8_t> bytes, std::u
     auto prog =
         std::make_shared<exec::Program>(exec::Program::from_words(view.code, view.header.l1_bytes));
     prog->args_size = view.header.args_size;
+    prog->name = view.name;
     std::lock_guard lock(m_);
     // Round robin over the entries until both limits leave room for this one.
     while (!entries_.empty() &&

@@ -250,7 +250,11 @@ QueueEngine::Batch QueueEngine::run_batch(HostMemory& mem, std::uint64_t& read,
                 if (!published(read)) break;
                 ++target;
             }
-            const Step s = execute(pin, ring_ + (read & mask) * JAL_PACKET_SIZE, read);
+            std::byte* const slot = ring_ + (read & mask) * JAL_PACKET_SIZE;
+            const char* traced = tracing() ? packet_name(slot) : nullptr;
+            const double t0 = traced ? env_.trace->writer->wall_us() : 0;
+            const Step s = execute(pin, slot, read);
+            if (traced && s != Step::pending && s != Step::dispatch) trace_span(traced, read, t0);
             if (s == Step::pending) {
                 b.pending = true;
                 pending_checks_.fetch_add(1, std::memory_order_release);
@@ -270,12 +274,42 @@ QueueEngine::Batch QueueEngine::run_batch(HostMemory& mem, std::uint64_t& read,
             if (stop_.load(std::memory_order_relaxed)) break;
         }
     }
+    const double t0 = dispatch && tracing() ? env_.trace->writer->wall_us() : 0;
     if (dispatch && !run_dispatch(mem, read, b.irq)) b.fault = true;
+    if (dispatch && tracing()) trace_span("DISPATCH", read, t0);
     if (dispatch && !b.fault) {
         ++read;
         read_.store(read, std::memory_order_release);
     }
     return b;
+}
+
+const char* QueueEngine::packet_name(const std::byte* slot)
+{
+    switch (__atomic_load_n(reinterpret_cast<const std::uint8_t*>(slot), __ATOMIC_ACQUIRE)) {
+    case JAL_PACKET_NOP:
+        return "NOP";
+    case JAL_PACKET_COPY:
+        return "COPY";
+    case JAL_PACKET_BARRIER_AND:
+        return "BARRIER_AND";
+    case JAL_PACKET_SIGNAL:
+        return "SIGNAL";
+    case JAL_PACKET_DISPATCH:
+        return "DISPATCH";
+    case JAL_PACKET_COLLECTIVE:
+        return "COLLECTIVE";
+    default:
+        return "invalid packet";
+    }
+}
+
+// A packet's wall-clock span on the queue's track of the chip's wall-clock process.
+void QueueEngine::trace_span(const char* name, std::uint64_t index, double t0) const
+{
+    TraceWriter& w = *env_.trace->writer;
+    w.complete(wall_pid(env_.trace->chip), static_cast<int>(qid_), name, "packet", t0,
+               std::max(0.0, w.wall_us() - t0), {{"index", index}, {"context", cfg_.ctx}});
 }
 
 bool QueueEngine::published(std::uint64_t index) const

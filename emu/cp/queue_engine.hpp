@@ -5,6 +5,7 @@
 
 #include "emu/chip/host_memory.hpp"
 #include "emu/cp/doorbells.hpp"
+#include "emu/trace/trace_writer.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -92,6 +93,7 @@ public:
         Mmu& mmu;
         SignalNotifier& signals;
         DispatchUnit* dispatch = nullptr;  // runs DISPATCH packets (the CP's, never null)
+        const ChipTrace* trace = nullptr;  // jal-emu --trace: each packet's wall-clock span
     };
     QueueEngine(std::uint32_t qid, const Env& env);
     ~QueueEngine();
@@ -144,6 +146,9 @@ private:
     // The slot of `index` holds a published header (a producer may publish before its
     // doorbell lands, or several producers' doorbells may land out of order).
     bool published(std::uint64_t index) const;
+    bool tracing() const { return env_.trace && *env_.trace; }
+    static const char* packet_name(const std::byte* slot);
+    void trace_span(const char* name, std::uint64_t index, double t0) const;
     Step execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index);
     // The packet kinds execute() handles, on the packet's copy `pkt` (header argument as
     // given). Each returns the packet's status; barrier_ready() says whether the barrier

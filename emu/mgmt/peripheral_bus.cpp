@@ -212,6 +212,9 @@ void PeripheralBus::console_byte(char c)
     if (c == '\n' || console_line_.size() >= kMaxConsoleLine) {
         log(LogLevel::info, "chip{} fw {:>9.3f} ms: {}", chip_.index(),
             chip_.clock().now_us() / 1000.0, console_line_);
+        if (const ChipTrace& t = chip_.trace())
+            t.writer->instant(wall_pid(t.chip), kFirmwareTid, console_line_, "firmware",
+                              t.writer->wall_us(), {{"firmware_us", chip_.clock().now_us()}});
         console_line_.clear();
         if (c == '\n') return;
     }

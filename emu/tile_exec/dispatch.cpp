@@ -253,7 +253,8 @@ DispatchResult Run::result(std::uint32_t voltage_mv) const
         snap.end_ns = s.timing.end();
         snap.x = s.x;
         snap.q = s.q;
-        out.slices.push_back(snap);
+        snap.stages = std::move(p->stages);
+        out.slices.push_back(std::move(snap));
     }
     const SliceState* culprit = nullptr;
     if (first) {

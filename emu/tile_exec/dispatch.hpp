@@ -41,6 +41,7 @@ struct SliceSnapshot {
     double end_ns = 0;
     std::array<std::uint64_t, JAL_ISA_SCALAR_REGS> x{};
     std::array<std::uint64_t, JAL_ISA_SEMAPHORES> q{};
+    std::vector<StageEntry> stages;  // with DispatchParams::log_stages
 };
 
 struct DispatchResult {

@@ -44,7 +44,9 @@ std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
     s.timing.drain_and_clear_semaphores();
     s.q.fill(0);
     s.owes_barrier = i.c == 1;
-    if (mask >> s.index & 1) {
+    const bool enters = mask >> s.index & 1;
+    if (p_.log_stages) s.stages.push_back({s.timing.now(), enters});
+    if (enters) {
         s.stage_mask = mask == all ? 0 : mask;
         s.stage_args = s.x[i.b & 31];
         return s.pc + 1;

@@ -19,6 +19,7 @@ struct DispatchParams {
     std::uint64_t args = 0;    // JAL_SR_ARGS
     std::uint64_t budget = 0;  // instructions per slice
     bool timing_only = false;
+    bool log_stages = false;  // SliceState::stages (jal-emu --trace)
 };
 
 enum class RunResult { ended, faulted, blocked, yielded, stopped };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace jal::emu::exec {
@@ -26,6 +27,7 @@ struct Program {
     std::vector<Insn> code;
     std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES;  // tiles must lie below this
     std::uint32_t args_size = 0;
+    std::string name;  // the code object's (traces)
 
     static Program from_words(std::span<const std::uint64_t> words,
                               std::uint32_t l1_bytes = JAL_SLICE_L1_BYTES)

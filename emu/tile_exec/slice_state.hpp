@@ -9,8 +9,16 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace jal::emu::exec {
+
+// A STAGE a slice passed: its modelled time once the STAGE completed, and whether the
+// slice entered the stage (else it went past it).
+struct StageEntry {
+    double t_ns = 0;
+    bool entered = false;
+};
 
 enum class SliceRunState : std::uint8_t { runnable, blocked, ended, faulted, stopped };
 enum class BlockReason : std::uint8_t {
@@ -52,6 +60,9 @@ struct SliceState {
             std::popcount(stage_mask & ((std::uint64_t{1} << index) - 1)));
     }
     bool owes_barrier = false;  // an ordered STAGE: a barrier of the whole dispatch is due
+    // With DispatchParams::log_stages: each STAGE the slice passed, in order (every slice
+    // passes every STAGE of the program, entering its stage or not).
+    std::vector<StageEntry> stages;
 
     std::uint32_t status = 0;  // jal_status of a fault
     std::uint64_t fault_address = 0;

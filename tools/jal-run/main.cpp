@@ -5,6 +5,8 @@
 // figures without any weights.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -57,6 +59,7 @@ struct Options {
     bool quiet = false;
     bool profile = false;
     std::string emu_dir;
+    std::string trace;  // --trace
     unsigned device = 0;
 };
 
@@ -470,6 +473,20 @@ void print_prompt_ids(const Options& o, const Request& r)
         std::printf("%d%s", r.prompt[i], i + 1 < r.prompt.size() ? "," : "\n");
 }
 
+// The private jal-emu's arguments; --trace needs one (only its own emulator writes it).
+std::vector<std::string> emu_arguments(const Options& o)
+{
+    std::vector<std::string> args = {"--fw", "native"};
+    if (o.trace.empty()) return args;
+    const char* env = std::getenv("JAL_EMU_DIR");
+    if (!o.emu_dir.empty() || (env && *env))
+        throw std::runtime_error("--trace: the trace is written by the jal-emu jal-run starts, "
+                                 "not by one named by --emu-dir or JAL_EMU_DIR; start that one "
+                                 "with jal-emu --trace FILE instead");
+    args.insert(args.end(), {"--trace", std::filesystem::absolute(o.trace).string()});
+    return args;
+}
+
 int run(const Options& o)
 {
     Request r = parse_request(o);
@@ -477,7 +494,7 @@ int run(const Options& o)
         print_prompt_ids(o, r);
         return 0;
     }
-    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, true, {"--fw", "native"});
+    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, o.trace.empty(), emu_arguments(o));
     jal::runtime::Device device(o.device, emu.socket_dir());
     double load_s = 0;
     std::unique_ptr<jal::model::Runtime> rt = open_runtime(o, r, device, load_s);
@@ -560,6 +577,10 @@ int main(int argc, char** argv)
     app.add_option(
         "--emu-dir", o.emu_dir,
         "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
+    app.add_option("--trace", o.trace,
+                   "Write a Perfetto trace of the run to FILE: the dispatches on every slice in "
+                   "modelled time with their stages, the queues' packets and the firmware's log "
+                   "(jal-emu --trace; needs the jal-emu jal-run starts itself)");
     app.add_option("-d,--device", o.device, "Device index (default 0)");
     CLI11_PARSE(app, argc, argv);
     try {

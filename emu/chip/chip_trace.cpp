@@ -1,0 +1,24 @@
+// Chip::name_trace_tracks: how jal-emu --trace's UI names this chip's two processes and
+// their tracks (docs/bringup.md, "Traces").
+#include "emu/chip/chip.hpp"
+
+#include <fmt/format.h>
+
+namespace jal::emu {
+
+void Chip::name_trace_tracks()
+{
+    TraceWriter& w = *trace_.writer;
+    const std::uint32_t c = config_.index;
+    w.name_process(modelled_pid(c), fmt::format("chip {}: slices (modelled time)", c),
+                   static_cast<int>(2 * c));
+    for (int s = 0; s < JAL_NUM_SLICES; ++s)
+        w.name_thread(modelled_pid(c), s, fmt::format("slice {:02}", s));
+    w.name_process(wall_pid(c), fmt::format("chip {}: queues and firmware (wall clock)", c),
+                   static_cast<int>(2 * c + 1));
+    w.name_thread(wall_pid(c), kFirmwareTid, "firmware");
+    for (int q = 0; q < JAL_MAX_USER_QUEUES; ++q)
+        w.name_thread(wall_pid(c), q, fmt::format("queue {}", q));
+}
+
+}  // namespace jal::emu

@@ -1,0 +1,63 @@
+// DispatchUnit::trace_dispatch: a dispatch on jal-emu --trace's modelled-time process, one
+// track a physical slice: the dispatch (the command processor's launch first), and inside
+// it the stages the slice entered (docs/bringup.md, "Traces").
+#include "emu/chip/power_model.hpp"
+#include "emu/cp/dispatch_unit.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jal::emu {
+
+namespace {
+
+double us(double ns)
+{
+    return ns / 1000.0;
+}
+
+}  // namespace
+
+void DispatchUnit::trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
+                                  const exec::DispatchResult& r)
+{
+    TraceWriter& w = *trace_->writer;
+    const int pid = modelled_pid(trace_->chip);
+    const double launch = exec::rates::kDispatchOverheadNs;
+    const auto total = static_cast<double>(r.report.modelled_ns);
+    double start = 0;
+    {
+        std::lock_guard lock(trace_m_);
+        for (const exec::DispatchSlice& s : setup.slices)
+            start = std::max(start, free_ns_[s.physical]);
+        for (const exec::DispatchSlice& s : setup.slices) free_ns_[s.physical] = start + total;
+    }
+    const std::string name = prog.name.empty() ? std::string("dispatch") : prog.name;
+    const nlohmann::json common = {
+        {"status", r.report.status},       {"modelled_ns", r.report.modelled_ns},
+        {"slices", setup.slices.size()},   {"instructions", r.report.instructions},
+        {"hbm_bytes", r.report.hbm_bytes}, {"flops", r.report.flops},
+        {"clock_mhz", setup.clock_mhz},    {"timing_only", setup.params.timing_only}};
+    for (const exec::SliceSnapshot& s : r.slices) {
+        const int tid = static_cast<int>(s.physical);
+        nlohmann::json args = common;
+        args["logical_slice"] = s.logical;
+        args["slice_end_ns"] = s.end_ns;
+        args["slice_instructions"] = s.executed;
+        w.complete(pid, tid, name, "dispatch", us(start), us(launch + s.end_ns), std::move(args));
+        w.complete(pid, tid, "launch", "dispatch", us(start), us(launch));
+        const double t0 = start + launch;
+        for (std::size_t k = 0; k < s.stages.size(); ++k) {
+            if (!s.stages[k].entered) continue;
+            const double end = k + 1 < s.stages.size() ? s.stages[k + 1].t_ns : s.end_ns;
+            w.complete(pid, tid, fmt::format("stage {}", k), "stage", us(t0 + s.stages[k].t_ns),
+                       us(std::max(0.0, end - s.stages[k].t_ns)));
+        }
+    }
+    w.counter(pid, "clock (MHz)", us(start), {{"MHz", setup.clock_mhz}});
+    if (power_) w.counter(pid, "power (W)", us(start + total), {{"W", power_->power_w()}});
+}
+
+}  // namespace jal::emu

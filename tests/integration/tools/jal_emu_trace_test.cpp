@@ -1,0 +1,140 @@
+// jal-emu --trace (docs/bringup.md, "Traces"), through jal-run --trace: a short timing-only
+// run of the GPT-OSS-120B shape on the jal-emu jal-run starts, its trace read back with a
+// JSON parser and checked against what jal-run reports: every dispatch on each of its
+// slices in modelled time, the stages inside, the queue's packets and the firmware's log.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fixture/emu_process.hpp>
+#include <fixture/run_command.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using jal::test::bin_path;
+using jal::test::run_command;
+using nlohmann::json;
+
+constexpr double kLaunchUs = 1.5;  // the command processor's start and retire
+
+class JalEmuTrace : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dir_ = fs::temp_directory_path() / ("jal-trace-test-" + std::to_string(::getpid()));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // jal-run --timing-only ... --trace FILE --json, then the trace parsed.
+    void run_traced()
+    {
+        const fs::path file = dir_ / "run.json";
+        const auto r = run_command({bin_path("jal-run"), "--timing-only", "--prompt-len", "16",
+                                    "--n", "3", "--json", "--trace", file.string()},
+                                   {"JAL_EMU_DIR="}, std::chrono::seconds(240));
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        report_ = json::parse(r.out);
+        std::ifstream in(file);
+        ASSERT_TRUE(in) << "no trace at " << file;
+        trace_ = json::parse(in);  // throws, failing the test, unless complete JSON
+        ASSERT_TRUE(trace_.is_array());
+    }
+
+    // The pid of the process the trace names `name`, or -1.
+    int pid_named(const std::string& name) const
+    {
+        for (const json& e : trace_)
+            if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == name)
+                return e["pid"];
+        return -1;
+    }
+
+    fs::path dir_;
+    json report_, trace_;
+};
+
+TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
+{
+    run_traced();
+    if (HasFatalFailure()) return;
+    const int modelled = pid_named("chip 0: slices (modelled time)");
+    const int wall = pid_named("chip 0: queues and firmware (wall clock)");
+    ASSERT_GE(modelled, 0);
+    ASSERT_GE(wall, 0);
+
+    // Dispatches: a span per slice, all starting at the dispatch's start. A dispatch lasts
+    // its launch plus its slowest slice, which is what it reported.
+    struct Dispatch {
+        double modelled_ns = 0, longest_us = 0;
+        std::set<int> slices;
+    };
+    std::map<double, Dispatch> dispatches;                        // by start
+    std::map<int, std::vector<std::pair<double, double>>> spans;  // slice -> [ts, end)
+    unsigned stages = 0;
+    for (const json& e : trace_) {
+        if (e["ph"] != "X" || e["pid"] != modelled || e["cat"] != "dispatch" ||
+            e["name"] == "launch")
+            continue;
+        Dispatch& d = dispatches[e["ts"].get<double>()];
+        d.modelled_ns = e["args"]["modelled_ns"];
+        d.longest_us = std::max(d.longest_us, e["dur"].get<double>());
+        EXPECT_TRUE(d.slices.insert(e["tid"].get<int>()).second) << "a slice twice: " << e;
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(),
+                         kLaunchUs + e["args"]["slice_end_ns"].get<double>() / 1000.0);
+        spans[e["tid"]].push_back({e["ts"], e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+    ASSERT_FALSE(dispatches.empty());
+    double total_ns = 0, previous_end = 0;
+    for (const auto& [start, d] : dispatches) {
+        EXPECT_NEAR(d.longest_us * 1000.0, d.modelled_ns, 1.0) << "dispatch at " << start;
+        EXPECT_EQ(d.slices.size(), 64u) << "every slice of the chip takes part";
+        EXPECT_GE(start + 1e-6, previous_end) << "one dispatch at a time on the same slices";
+        previous_end = start + d.modelled_ns / 1000.0;
+        total_ns += d.modelled_ns;
+    }
+    EXPECT_EQ(dispatches.size(), report_["chip"]["dispatches"].get<size_t>());
+    EXPECT_NEAR(total_ns, report_["chip"]["modelled_ns"].get<double>(), dispatches.size());
+
+    // Stages lie inside their slice's dispatch (the staged programs of a pass).
+    for (const json& e : trace_) {
+        if (e["ph"] != "X" || e["pid"] != modelled || e["cat"] != "stage") continue;
+        ++stages;
+        const double ts = e["ts"], end = ts + e["dur"].get<double>();
+        bool inside = false;
+        for (const auto& [a, b] : spans[e["tid"]]) inside = inside || (ts >= a && end <= b + 1e-3);
+        EXPECT_TRUE(inside) << e;
+    }
+    EXPECT_GT(stages, dispatches.size() * 64) << "a staged pass has many stages a slice";
+
+    // Wall clock: the dispatch packets on a queue's track, and the firmware's boot log.
+    unsigned packets = 0, firmware = 0;
+    for (const json& e : trace_) {
+        if (e["pid"] != wall) continue;
+        if (e["ph"] == "X" && e["cat"] == "packet" && e["name"] == "DISPATCH") ++packets;
+        if (e["ph"] == "i" && e["cat"] == "firmware") ++firmware;
+    }
+    EXPECT_EQ(packets, dispatches.size());
+    EXPECT_GT(firmware, 0u);
+}
+
+TEST_F(JalEmuTrace, NeedsTheEmulatorJalRunStarts)
+{
+    const auto r = run_command({bin_path("jal-run"), "--timing-only", "--n", "1", "--trace",
+                                (dir_ / "t.json").string(), "--emu-dir", dir_.string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--trace: the trace is written by the jal-emu jal-run starts"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+}
+
+}  // namespace
