@@ -109,6 +109,20 @@ void CoreClock::wait_for_event()
     }
 }
 
+void CoreClock::hold(const std::function<bool()>& released)
+{
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        run_posted(lock);
+        if (released()) return;
+        if (shutdown_.load()) {
+            lock.unlock();
+            throw CoreShutdown{};
+        }
+        cv_.wait(lock, [&] { return shutdown_.load() || !posted_.empty(); });
+    }
+}
+
 void CoreClock::run_posted(std::unique_lock<std::mutex>& lock)
 {
     while (!posted_.empty()) {
