@@ -55,9 +55,11 @@ void CoreDebug::interrupt()
 {
     halt_requested_ = true;
     // The core notices the request at its next translated block; an event wait notices
-    // this task instead. Whichever comes first takes the request.
+    // this task instead. Whichever comes first takes the request. A task that finds the
+    // core already held leaves the request alone: it may be the next interrupt, for after
+    // the core resumes.
     clock_.post([this] {
-        if (!take_halt_request() || in_hold_ || !core_) return;
+        if (in_hold_ || !core_ || !take_halt_request()) return;
         pending_step_ = hold(kSigInt);
     });
 }

@@ -122,7 +122,7 @@ void GdbServer::serve(int fd)
             if (std::exchange(s.stop_reply_owed, false))
                 send_packet(s, s.commands.handle("?").reply);
         }
-        if (!s.running) run_queued(s);
+        process_queued(s);
         if (!s.open) break;
         pollfd fds[3] = {{fd, POLLIN, 0}, {debug_.wake_fd(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
         if (poll(fds, 3, -1) < 0 && errno != EINTR) throw sys_error("poll");
@@ -143,10 +143,10 @@ void GdbServer::receive(Session& s)
         switch (in.kind) {
         case RspInput::Kind::packet:
             if (!s.commands.no_ack() && !send_all(s.fd, "+")) s.open = false;
-            s.queued.push_back(std::move(in.payload));
+            s.queued.push_back(std::move(in));
             break;
-        case RspInput::Kind::interrupt:
-            if (s.running) debug_.interrupt();
+        case RspInput::Kind::interrupt:  // after the packets before it (a 'c' it follows)
+            s.queued.push_back(std::move(in));
             break;
         case RspInput::Kind::nack:
             if (!s.last_sent.empty() && !send_all(s.fd, s.last_sent)) s.open = false;
@@ -160,12 +160,19 @@ void GdbServer::receive(Session& s)
     }
 }
 
-void GdbServer::run_queued(Session& s)
+// In arrival order: packets wait while the core runs, an interrupt acts at once.
+void GdbServer::process_queued(Session& s)
 {
-    while (s.open && !s.running && !s.queued.empty()) {
-        const std::string packet = std::move(s.queued.front());
+    while (s.open && !s.queued.empty()) {
+        RspInput& in = s.queued.front();
+        if (in.kind == RspInput::Kind::interrupt) {
+            if (s.running) debug_.interrupt();
+        } else if (s.running) {
+            return;
+        } else {
+            execute(s, in.payload);
+        }
         s.queued.pop_front();
-        execute(s, packet);
     }
 }
 
@@ -183,10 +190,12 @@ void GdbServer::execute(Session& s, const std::string& packet)
         debug_.resume(r.resume == Resume::step, r.resume_at);
         return;
     case Resume::detach:
+        debug_.release();  // before the reply: once gdb has it, the core is free
         send_packet(s, r.reply);
         s.open = false;
         return;
     case Resume::kill:
+        debug_.release();
         s.open = false;
         return;
     }

@@ -34,8 +34,8 @@ private:
         int fd;
         PacketReader reader;
         RspCommands commands;
-        std::deque<std::string> queued;  // packets that arrived while the core ran
-        std::string last_sent;           // for a '-' from the debugger
+        std::deque<RspInput> queued;  // packets and interrupts, in arrival order
+        std::string last_sent;        // for a '-' from the debugger
         bool running = false;
         bool stop_reply_owed = false;  // after 'c' or 's'
         bool open = true;
@@ -44,7 +44,7 @@ private:
     void accept_loop();
     void serve(int fd);
     void receive(Session& s);
-    void run_queued(Session& s);
+    void process_queued(Session& s);
     void execute(Session& s, const std::string& packet);
     void send_packet(Session& s, const std::string& payload);
 

@@ -113,8 +113,17 @@ void CoreClock::hold(const std::function<bool()>& released)
 {
     std::unique_lock lock(mutex_);
     for (;;) {
-        run_posted(lock);
+        // One task at a time: tasks posted after the release (a debugger's next interrupt)
+        // stay queued for the core's next wait, in order.
         if (released()) return;
+        if (!posted_.empty()) {
+            auto task = std::move(posted_.front());
+            posted_.pop_front();
+            lock.unlock();
+            task();
+            lock.lock();
+            continue;
+        }
         if (shutdown_.load()) {
             lock.unlock();
             throw CoreShutdown{};
