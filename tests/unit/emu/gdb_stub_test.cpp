@@ -101,7 +101,7 @@ TEST(RspFraming, EscapesReservedBytesAndChecksumsTheEscapedForm)
 
 TEST(RspFraming, ReadsPacketsAcksAndInterruptsFromOneStream)
 {
-    const auto in = read_all(std::string("+$g#67-\x03$m0,4#fd", 19));
+    const auto in = read_all(std::string("+$g#67-") + '\x03' + "$m0,4#fd");
     ASSERT_EQ(in.size(), 5u);
     EXPECT_EQ(in[0].kind, Kind::ack);
     EXPECT_EQ(in[1].kind, Kind::packet);
