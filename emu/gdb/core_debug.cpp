@@ -84,6 +84,7 @@ void CoreDebug::release()
         }
         breakpoints_.clear();
         attached_ = false;
+        pending_step_ = false;
         release_ = Release::cont;
     });
 }
@@ -174,6 +175,7 @@ bool CoreDebug::hold(int signal)
 void CoreDebug::bind(HeldCore* core)
 {
     core_ = core;
+    pending_step_ = false;  // a step asked of the previous boot's core
     if (!core) return;
     for (std::uint32_t address : breakpoints_) core->set_breakpoint(address, true);
     if (attached_) core->set_exact_pc(true);

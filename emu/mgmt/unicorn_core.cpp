@@ -161,7 +161,10 @@ void UnicornCore::mmio_write(uc_struct*, std::uint64_t offset, unsigned size, st
 void UnicornCore::on_block(uc_struct*, std::uint64_t, std::uint32_t size, void* self)
 {
     auto* core = static_cast<UnicornCore*>(self);
-    if (core->debug_ && core->debug_->halt_requested()) uc_emu_stop(core->uc_);
+    if (core->debug_ && core->debug_->halt_requested()) {
+        core->halt_stop_ = true;
+        uc_emu_stop(core->uc_);
+    }
     core->pending_cycles_ += (size + 2) / 3;
     if (core->pending_cycles_ < 4096 || core->stop_reason_) return;
     try {
@@ -189,6 +192,7 @@ int UnicornCore::execute(bool step)
     check(uc_reg_read(uc_, UC_ARM_REG_PC, &resume_pc_), "read PC");
     skip_resume_breakpoint_ = true;
     breakpoint_hit_ = false;
+    halt_stop_ = false;
     return uc_emu_start(uc_, resume_pc_ | 1, 0xffffffffull, 0, step ? 1 : 0);
 }
 
@@ -207,8 +211,11 @@ void UnicornCore::run()
             step = on_fault(err);
             continue;
         }
-        if (debug_ && (breakpoint_hit_ || step || debug_->take_halt_request())) {
-            step = debug_->hold(breakpoint_hit_ || step ? gdb::kSigTrap : gdb::kSigInt);
+        if (debug_ && (breakpoint_hit_ || step || halt_stop_ || debug_->halt_requested())) {
+            const bool trap = breakpoint_hit_ || step;
+            // A halt request the debugger withdrew (it left) meanwhile: just run on.
+            step = (trap || debug_->take_halt_request()) &&
+                   debug_->hold(trap ? gdb::kSigTrap : gdb::kSigInt);
             continue;
         }
         check(uc_reg_read(uc_, UC_ARM_REG_PC, &pc), "read PC");

@@ -76,6 +76,7 @@ private:
     std::uint32_t resume_pc_ = 0;
     bool skip_resume_breakpoint_ = false;
     bool breakpoint_hit_ = false;
+    bool halt_stop_ = false;  // the block hook stopped emulation for a halt request
 };
 
 // "r0=0x00000000 r1=... xpsr=0x01000000", for the log.
