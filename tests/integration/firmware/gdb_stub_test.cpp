@@ -41,7 +41,21 @@ std::string find_gdb()
     return {};
 }
 
+// The stub debugs the image; JAL_TEST_EMU_ARGS="--fw native" runs the integration tests
+// natively, where there is nothing for it to debug.
+bool emu_runs_native()
+{
+    const char* extra = std::getenv("JAL_TEST_EMU_ARGS");
+    return extra && std::string(extra).find("native") != std::string::npos;
+}
+
+#define REQUIRE_IMAGE()                                                                       \
+    if (emu_runs_native())                                                                    \
+        GTEST_SKIP() << "JAL_TEST_EMU_ARGS runs the firmware natively; the GDB stub debugs "  \
+                        "the image";
+
 #define REQUIRE_GDB()                                                                         \
+    REQUIRE_IMAGE();                                                                          \
     const std::string gdb = find_gdb();                                                       \
     if (gdb.empty())                                                                          \
         GTEST_SKIP() << "gdb-multiarch is not installed (scripts/setup.sh installs it); the " \
@@ -260,6 +274,7 @@ private:
 
 TEST(GdbStub, InterruptHoldsABootedCoreAndTimeStandsStill)
 {
+    REQUIRE_IMAGE();
     auto emu = start_emu({});
     const int port = stub_port(*emu);
     ASSERT_GT(port, 0) << emu->output();
