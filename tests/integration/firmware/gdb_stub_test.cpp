@@ -49,9 +49,9 @@ bool emu_runs_native()
     return extra && std::string(extra).find("native") != std::string::npos;
 }
 
-#define REQUIRE_IMAGE()                                                                       \
-    if (emu_runs_native())                                                                    \
-        GTEST_SKIP() << "JAL_TEST_EMU_ARGS runs the firmware natively; the GDB stub debugs "  \
+#define REQUIRE_IMAGE()                                                                      \
+    if (emu_runs_native())                                                                   \
+        GTEST_SKIP() << "JAL_TEST_EMU_ARGS runs the firmware natively; the GDB stub debugs " \
                         "the image";
 
 #define REQUIRE_GDB()                                                                         \
@@ -61,20 +61,22 @@ bool emu_runs_native()
         GTEST_SKIP() << "gdb-multiarch is not installed (scripts/setup.sh installs it); the " \
                         "GDB stub's end-to-end tests need it";
 
-// The port chip 0's stub bound (--gdb 0 logs it).
-int stub_port(const EmuProcess& emu)
+// The port chip `chip`'s stub bound (--gdb 0 logs it).
+int stub_port(const EmuProcess& emu, unsigned chip = 0)
 {
-    static const std::regex line("chip0: gdb remote stub on 127\\.0\\.0\\.1:([0-9]+)");
+    const std::regex line("chip" + std::to_string(chip) +
+                          ": gdb remote stub on 127\\.0\\.0\\.1:([0-9]+)");
     std::smatch m;
     const std::string out = emu.output();
     if (!std::regex_search(out, m, line)) return -1;
     return std::stoi(m[1]);
 }
 
-std::unique_ptr<EmuProcess> start_emu(std::vector<std::string> args)
+std::unique_ptr<EmuProcess> start_emu(std::vector<std::string> args, unsigned chips = 1)
 {
     args.insert(args.begin(), {"--fw", "image", "--gdb", "0"});
     jal::test::EmuOptions options;
+    options.chips = chips;
     options.extra_args = std::move(args);
     return std::make_unique<EmuProcess>(options);
 }
@@ -111,9 +113,9 @@ std::string print(const std::string& key, const std::string& expr)
     return "printf \"" + key + "=%#x\\n\", " + expr;
 }
 
-void expect_ready(EmuProcess& emu)
+void expect_ready(EmuProcess& emu, unsigned chip = 0)
 {
-    jal::ChipFunction dev = jal::ChipFunction::open(0, emu.open_options());
+    jal::ChipFunction dev = jal::ChipFunction::open(chip, emu.open_options());
     const jal::DeviceStatus s = dev.wait_ready(jal::test::kBootTimeout);
     EXPECT_EQ(s.state, jal::DeviceState::ready) << emu.output();
 }
@@ -316,6 +318,33 @@ TEST(GdbStub, InterruptHoldsABootedCoreAndTimeStandsStill)
     expect_ready(*emu);
     const nlohmann::json after = console.ask("regs");
     EXPECT_FALSE(after["held_by_debugger"].get<bool>()) << after.dump();
+    EXPECT_EQ(emu->stop(), "");
+}
+
+TEST(GdbStub, EachChipHasAStubOfItsOwn)
+{
+    REQUIRE_IMAGE();
+    auto emu = start_emu({"--gdb-wait"}, 2);
+    const int port0 = stub_port(*emu, 0), port1 = stub_port(*emu, 1);
+    ASSERT_GT(port0, 0) << emu->output();
+    ASSERT_GT(port1, 0) << emu->output();
+    EXPECT_NE(port0, port1);
+    // Chip 1 is released; chip 0 stays held at reset until its own debugger lets it go.
+    {
+        RspClient c(port1);
+        EXPECT_EQ(c.ask("?"), "S05");
+        EXPECT_EQ(c.ask("D"), "OK");
+    }
+    expect_ready(*emu, 1);
+    fwtest::ConsoleClient console0(emu->socket_dir() + "/jal0.console");
+    const nlohmann::json held = console0.ask("regs");
+    EXPECT_TRUE(held["held_by_debugger"].get<bool>()) << held.dump();
+    EXPECT_EQ(console0.ask("status")["modelled_us"].get<std::uint64_t>(), 0u);
+    {
+        RspClient c(port0);
+        EXPECT_EQ(c.ask("D"), "OK");
+    }
+    expect_ready(*emu, 0);
     EXPECT_EQ(emu->stop(), "");
 }
 
