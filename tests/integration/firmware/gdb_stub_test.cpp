@@ -90,11 +90,15 @@ struct GdbRun {
 // `commands`; collects every "KEY=0xVALUE" token the commands printed.
 GdbRun run_gdb(const std::string& gdb, int port, const std::vector<std::string>& commands)
 {
-    std::vector<std::string> argv = {gdb,   "-q",
-                                     "-nx", "-batch",
-                                     "-ex", "set pagination off",
-                                     "-ex", "set confirm off",
-                                     "-ex", "target remote 127.0.0.1:" + std::to_string(port)};
+    // gdb gives up on a reply after 2 s by default; a loaded CI machine under ASan may need
+    // longer to answer the first request (a halt to wait for).
+    std::vector<std::string> argv = {gdb, "-q", "-nx", "-batch"};
+    for (const char* setting : {"set pagination off", "set confirm off", "set remotetimeout 60"}) {
+        argv.push_back("-ex");
+        argv.push_back(setting);
+    }
+    argv.push_back("-ex");
+    argv.push_back("target remote 127.0.0.1:" + std::to_string(port));
     for (const auto& c : commands) {
         argv.push_back("-ex");
         argv.push_back(c);
