@@ -1,8 +1,10 @@
 # Cross-builds the Cortex-M7 firmware image with Debian's arm-none-eabi-gcc as a separate
 # CMake project, and puts the flat image next to jal-emu (build/bin/jal-fw.bin), where
-# jal-emu looks for it by default.
+# jal-emu looks for it by default, with the ELF it was made from (build/bin/jal-fw.elf: the
+# symbols and debug information gdb-multiarch needs with `jal-emu --gdb`).
 include(ExternalProject)
 set(JAL_FW_IMAGE ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/jal-fw.bin)
+set(JAL_FW_ELF ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/jal-fw.elf)
 ExternalProject_Add(jal-fw-image
   SOURCE_DIR ${PROJECT_SOURCE_DIR}/firmware/platform/cortex-m7
   BINARY_DIR ${CMAKE_BINARY_DIR}/firmware-m7
@@ -11,8 +13,9 @@ ExternalProject_Add(jal-fw-image
     -DCMAKE_TOOLCHAIN_FILE=${PROJECT_SOURCE_DIR}/firmware/platform/cortex-m7/toolchain-arm-none-eabi.cmake
     -DCMAKE_BUILD_TYPE=MinSizeRel
   INSTALL_COMMAND ${CMAKE_COMMAND} -E copy_if_different ${CMAKE_BINARY_DIR}/firmware-m7/jal-fw.bin ${JAL_FW_IMAGE}
+          COMMAND ${CMAKE_COMMAND} -E copy_if_different ${CMAKE_BINARY_DIR}/firmware-m7/jal-fw.elf ${JAL_FW_ELF}
   BUILD_ALWAYS ON
-  BUILD_BYPRODUCTS ${JAL_FW_IMAGE}
+  BUILD_BYPRODUCTS ${JAL_FW_IMAGE} ${JAL_FW_ELF}
   USES_TERMINAL_BUILD ON)
 
 # Installed as architecture-independent data (docs/install.md). jal-emu finds it relative to

@@ -3,6 +3,7 @@
 #include "chip/chip.hpp"
 #include "cli/options.hpp"
 #include "console/console_server.hpp"
+#include "gdb/gdb_server.hpp"
 #include "transport/connection.hpp"
 #include "transport/unix_listener.hpp"
 
@@ -51,12 +52,22 @@ int main(int argc, char** argv)
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
+        std::vector<std::unique_ptr<gdb::GdbServer>> debuggers;
         std::vector<std::unique_ptr<std::atomic<unsigned>>> pending;  // per chip, pre-HELLO
         for (std::uint32_t i = 0; i < opts.chips; ++i) {
             ChipConfig cfg = opts.chip;
             cfg.index = i;
             cfg.trace = trace;
             chips.push_back(std::make_unique<Chip>(cfg));
+            if (opts.gdb_port >= 0) {
+                const auto port = static_cast<std::uint16_t>(opts.gdb_port ? opts.gdb_port + i : 0);
+                debuggers.push_back(
+                    std::make_unique<gdb::GdbServer>(*chips.back()->debug(), port, i));
+                log(LogLevel::info, "chip{}: gdb remote stub on 127.0.0.1:{}{}", i,
+                    debuggers.back()->port(),
+                    cfg.debug_wait ? " (core held at reset until a debugger continues)" : "");
+                debuggers.back()->start();
+            }
             chips.back()->start();
             const std::string base = jal::emu_socket_base(opts.socket_dir, i);
             // The console first: clients treat the data socket's appearance as "ready".
@@ -76,6 +87,7 @@ int main(int argc, char** argv)
         int sig = 0;
         sigwait(&stop_signals, &sig);
         log(LogLevel::info, "signal {}: shutting down", sig);
+        for (auto& d : debuggers) d->stop();  // first: a held core waits for them
         for (auto& s : servers) s->stop();
         for (auto& c : consoles) c->stop();
         for (auto& c : chips) c->stop();

@@ -13,6 +13,8 @@ packages=(
   # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies (docs/install.md)
   dpkg-dev
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
+  # the GDB stub's integration test drives jal-emu --gdb with it (docs/management-core.md)
+  gdb-multiarch
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs
   linux-headers-amd64 busybox-static cpio

@@ -48,6 +48,7 @@ Chip::Chip(const ChipConfig& config)
         clock_.advance(kScrubNs);
     };
     slices_.set_synthetic_busy(config.load_watts > 0);
+    if (config.debuggable) debug_ = std::make_unique<gdb::CoreDebug>(clock_, config.debug_wait);
     host_.on_post_code = [this](std::uint32_t code) {
         log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code,
             clock_.now_us() / 1000.0);
@@ -134,7 +135,20 @@ void Chip::run_firmware_native()
 // A fresh Unicorn instance per boot: RAM starts undefined and the image is reloaded.
 void Chip::run_firmware_image()
 {
-    UnicornCore(*this, image_).run();
+    UnicornCore core(*this, image_, debug_.get());
+    image_core_ = &core;
+    try {
+        core.run();
+    } catch (...) {
+        image_core_ = nullptr;
+        throw;
+    }
+}
+
+std::optional<gdb::Registers> Chip::core_registers()
+{
+    if (!image_core_) return std::nullopt;
+    return image_core_->registers();
 }
 
 }  // namespace jal::emu

@@ -13,10 +13,13 @@
 #include "emu/mgmt/core_clock.hpp"
 #include "emu/mgmt/peripheral_bus.hpp"
 
+#include "emu/gdb/core_debug.hpp"
 #include "emu/mgmt/unicorn_core.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <thread>
 
 namespace jal::emu {
@@ -46,6 +49,11 @@ public:
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
     const ChipTrace& trace() const { return trace_; }
+    // The debugger's hold on the management core; null unless config().debuggable.
+    gdb::CoreDebug* debug() { return debug_.get(); }
+    // The image's core registers, on the management-core thread (console commands);
+    // nullopt when the firmware runs natively.
+    std::optional<gdb::Registers> core_registers();
 
     // Brings the models up to modelled time `now_ns` (management-core thread).
     void step_models(std::uint64_t now_ns);
@@ -71,6 +79,8 @@ private:
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
     FirmwareImage image_;
+    std::unique_ptr<gdb::CoreDebug> debug_;
+    UnicornCore* image_core_ = nullptr;  // while run_firmware_image() runs
     std::thread core_thread_;
 };
 

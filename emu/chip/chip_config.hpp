@@ -24,6 +24,8 @@ struct ChipConfig {
     double speed = 1.0;  // modelled seconds per wall second; 0 = unpaced
     FirmwareMode firmware = FirmwareMode::native;
     std::string firmware_image;  // --fw-image, for FirmwareMode::image
+    bool debuggable = false;     // --gdb: the image's core can be halted by a debugger
+    bool debug_wait = false;     // --gdb-wait: held at power-on until a debugger resumes it
     // What one host function (client) may hold: room for others (docs/security.md).
     std::uint32_t max_contexts_per_fn = 16;     // --max-contexts-per-client, 0 = no limit
     std::uint32_t max_queues_per_fn = 64;       // --max-queues-per-client, 0 = no limit

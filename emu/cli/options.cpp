@@ -135,6 +135,35 @@ void add_client_limits(CLI::App& app, EmuOptions& o, double& memory_gib)
         ->check(CLI::Range(0.0, 216.0))
         ->capture_default_str();
 }
+// The GDB stub (docs/management-core.md, "Debugging the firmware with gdb").
+void add_debug_options(CLI::App& app, EmuOptions& o)
+{
+    app.add_option("--gdb", o.gdb_port,
+                   "Serve the GDB remote protocol for the firmware image's core on "
+                   "127.0.0.1:PORT (chip i on PORT+i; 0 = free ports, logged as \"chipN: gdb "
+                   "remote stub on 127.0.0.1:P\"); the chips boot normally until a debugger "
+                   "halts them. Needs --fw image. Debug with gdb-multiarch and jal-fw.elf, "
+                   "the image's ELF beside it (build/bin/jal-fw.elf)")
+        ->type_name("PORT")
+        ->check(CLI::Range(0, 65535));
+    app.add_flag("--gdb-wait", o.chip.debug_wait,
+                 "With --gdb: hold each chip's core at reset until a debugger continues it");
+}
+
+// Cross-option rules CLI11 cannot express. Throws std::invalid_argument.
+void check_debug_options(const EmuOptions& o, const std::string& fw)
+{
+    if (o.gdb_port < 0) {
+        if (o.chip.debug_wait) throw std::invalid_argument("--gdb-wait needs --gdb PORT");
+        return;
+    }
+    if (fw != "image")
+        throw std::invalid_argument(
+            "--gdb debugs the firmware image (--fw image); debug --fw native with host gdb");
+    if (o.gdb_port != 0 && o.gdb_port + o.chips - 1 > 65535)
+        throw std::invalid_argument("--gdb " + std::to_string(o.gdb_port) + " with " +
+                                    std::to_string(o.chips) + " chips runs past port 65535");
+}
 }  // namespace
 
 EmuOptions parse_options(int argc, char** argv)
@@ -195,6 +224,7 @@ EmuOptions parse_options(int argc, char** argv)
                    "Also serve clients running as this uid (repeatable; by default only the "
                    "emulator's own uid and root). Their access to the socket directory is up "
                    "to you: it must stay writable by its owner only");
+    add_debug_options(app, o);
     app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
     app.add_option("--trace", o.trace_file,
                    "Write a trace Perfetto's UI (ui.perfetto.dev) opens to FILE, in the Chrome "
@@ -208,6 +238,7 @@ EmuOptions parse_options(int argc, char** argv)
         o.chip.fused_slices = parse_slice_list(fuse);
         o.chip.failing_slices = parse_slice_list(fail);
         o.chip.dead_lanes = parse_lane_list(lanes);
+        check_debug_options(o, fw);
     } catch (const CLI::ParseError& e) {
         std::exit(app.exit(e));
     } catch (const std::invalid_argument& e) {
@@ -215,6 +246,7 @@ EmuOptions parse_options(int argc, char** argv)
         std::exit(2);
     }
     o.chip.firmware = fw == "image" ? FirmwareMode::image : FirmwareMode::native;
+    o.chip.debuggable = o.gdb_port >= 0;
     o.chip.max_memory_pages_per_fn = static_cast<std::uint32_t>(
         std::ceil(memory_gib * static_cast<double>((std::uint64_t{1} << 30) / JAL_PAGE_SIZE)));
     o.session.hello_timeout = std::chrono::milliseconds(static_cast<long>(hello_timeout_s * 1000));

@@ -20,6 +20,7 @@ struct EmuOptions {
     ChipConfig chip;                        // applies to every chip; index is filled per chip
     SessionPolicy session;                  // per connection, for every chip (docs/security.md)
     std::vector<std::uint32_t> allow_uids;  // client uids served besides our own and root
+    int gdb_port = -1;                      // --gdb: chip i on gdb_port + i (0: any free port)
 };
 
 // Parses argv; prints help or an error and exits on bad input.

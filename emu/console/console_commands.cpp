@@ -4,6 +4,7 @@
 #include "jal/hw/chip.h"
 #include "jal/hw/mgmt.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <sstream>
@@ -16,8 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-const char* kHelp =
-    "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | dispatch | help";
+const char* kHelp = "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | "
+                    "dispatch | regs | "
+                    "help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
@@ -90,6 +92,18 @@ json last_dispatch(Chip& chip)
             {"slices", slices}};
 }
 
+// The management core's registers, as hex strings by name (the image only: the native
+// firmware's registers are the host's, for host gdb).
+json core_registers(Chip& chip)
+{
+    const auto regs = chip.core_registers();
+    if (!regs) throw std::invalid_argument("regs needs the firmware image (jal-emu --fw image)");
+    json names = json::object();
+    for (unsigned i = 0; i < gdb::kNumRegisters; ++i)
+        names[gdb::kRegisterNames[i]] = fmt::format("{:#010x}", (*regs)[i]);
+    return {{"registers", names}, {"held_by_debugger", chip.debug() && chip.debug()->halted()}};
+}
+
 json run(Chip& chip, const std::vector<std::string>& w)
 {
     const std::string& cmd = w[0];
@@ -119,6 +133,10 @@ json run(Chip& chip, const std::vector<std::string>& w)
         return {{"power_w", p.power_w()},       {"junction_c", p.junction_c()},
                 {"hbm_c", p.hbm_c()},           {"clock_mhz", p.clock_mhz()},
                 {"voltage_mv", p.voltage_mv()}, {"timing_violations", p.timing_violations()}};
+    }
+    if (cmd == "regs") {
+        need(0);
+        return core_registers(chip);
     }
     if (cmd == "dispatch") {
         need(0);

@@ -109,6 +109,29 @@ void CoreClock::wait_for_event()
     }
 }
 
+void CoreClock::hold(const std::function<bool()>& released)
+{
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        // One task at a time: tasks posted after the release (a debugger's next interrupt)
+        // stay queued for the core's next wait, in order.
+        if (released()) return;
+        if (!posted_.empty()) {
+            auto task = std::move(posted_.front());
+            posted_.pop_front();
+            lock.unlock();
+            task();
+            lock.lock();
+            continue;
+        }
+        if (shutdown_.load()) {
+            lock.unlock();
+            throw CoreShutdown{};
+        }
+        cv_.wait(lock, [&] { return shutdown_.load() || !posted_.empty(); });
+    }
+}
+
 void CoreClock::run_posted(std::unique_lock<std::mutex>& lock)
 {
     while (!posted_.empty()) {

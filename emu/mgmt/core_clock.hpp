@@ -35,6 +35,10 @@ public:
     void advance(std::uint64_t ns);  // may throw CoreReset (watchdog) or CoreShutdown
     void wait_for_event();           // may throw CoreReset or CoreShutdown
     void check_requests();           // throws a pending reset or shutdown
+    // A debugger holds the core: runs posted tasks until `released()` (checked after each)
+    // is true. Modelled time stands still and reset requests stay pending until the core
+    // runs again; throws CoreShutdown if the emulator stops meanwhile.
+    void hold(const std::function<bool()>& released);
     std::uint32_t events() const { return events_.load(); }
     void clear_events(std::uint32_t bits) { events_.fetch_and(~bits); }
     void set_tick_period_us(std::uint32_t us);
