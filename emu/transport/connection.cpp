@@ -199,8 +199,8 @@ private:
         socklen_t cred_len = sizeof cred;
         if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) cred.pid = 0;
         chip_.host().set_client(fn_, static_cast<std::uint32_t>(cred.pid), client_);
-        log(LogLevel::info, "chip{}: {} (pid {}) attached as function {}", chip_.index(), client_,
-            cred.pid, fn_);
+        log(LogLevel::info, "chip{}: {} attached as function {} (pid {})", chip_.index(), client_,
+            fn_, cred.pid);
         jal_msg_hello_reply hr{};
         hr.proto_version = JAL_PROTO_VERSION;
         hr.function = static_cast<std::uint32_t>(fn_);
