@@ -149,7 +149,7 @@ Context::Leaks Context::destroy()
     allocations_.clear();
     queues_.clear();
     lock.unlock();
-    // The reset took the context and everything in it: nothing left to destroy or report.
+    // The reset took the context and everything in it: nothing left on the device.
     if (device_->was_reset()) return leaks;
     leaks.device_reported = device_->admin(JAL_ADMIN_DESTROY_CONTEXT, {id_}).completion.result;
     if (leaks.device_reported != leaks.allocations + leaks.queues)
