@@ -11,6 +11,7 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/sched.h>
 #include <linux/idr.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
@@ -97,6 +98,8 @@ struct jal_file {
 	u8 queue_ctx[JAL_MAX_USER_QUEUES]; /* context of each owned queue */
 	struct idr host; /* handle -> struct jal_host_buf */
 	struct eventfd_ctx *irq_efd[JAL_MSIX_VECTORS];
+	pid_t pid; /* the opener's process (tgid), for the sysfs client list */
+	char comm[TASK_COMM_LEN];
 };
 
 static inline u32 jal_rd(struct jal_device *jdev, u32 reg)

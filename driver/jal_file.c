@@ -41,6 +41,8 @@ static int jal_open(struct inode *inode, struct file *filp)
 		return -ENOMEM;
 	jf->jdev = jdev;
 	jf->mapping = filp->f_mapping;
+	jf->pid = task_tgid_nr(current);
+	get_task_comm(jf->comm, current->group_leader);
 	idr_init(&jf->host);
 
 	mutex_lock(&jdev->lock);

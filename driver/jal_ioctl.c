@@ -85,6 +85,7 @@ static long jal_ioctl_info(struct jal_file *jf, struct jal_ioctl_info *a)
 	a->boot_status = jal_rd(jdev, JAL_REG_BOOT_STATUS);
 	a->post_code = jal_rd(jdev, JAL_REG_POST_CODE);
 	a->fault = jal_rd(jdev, JAL_REG_FAULT);
+	a->reset_generation = jal_rd(jdev, JAL_REG_RESET_GENERATION);
 	a->msix_vectors = JAL_MSIX_VECTORS;
 	a->bar_size[JAL_BAR_REGS] = pci_resource_len(jdev->pdev, JAL_BAR_REGS);
 	a->bar_size[JAL_BAR_DOORBELL] =

@@ -85,13 +85,35 @@ static ssize_t boot_count_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(boot_count);
 
-static struct attribute *jal_dev_attrs[] = { &dev_attr_fw_version.attr,
-					     &dev_attr_interface_version.attr,
-					     &dev_attr_slices.attr,
-					     &dev_attr_hbm.attr,
-					     &dev_attr_chip_state.attr,
-					     &dev_attr_boot_count.attr,
-					     NULL };
+/*
+ * The processes that have the device open, one line each: "pid comm contexts". jalctl
+ * reset lists them (and refuses) before it takes their contexts away.
+ */
+static ssize_t clients_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct jal_device *jdev = jal_from_dev(dev);
+	struct jal_file *jf;
+	ssize_t len = 0;
+
+	mutex_lock(&jdev->lock);
+	list_for_each_entry(jf, &jdev->files, node)
+	{
+		len += sysfs_emit_at(
+			buf, len, "%d %s %u\n", jf->pid, jf->comm,
+			bitmap_weight(jf->contexts, JAL_MAX_CONTEXTS));
+	}
+	mutex_unlock(&jdev->lock);
+	return len;
+}
+static DEVICE_ATTR_RO(clients);
+
+static struct attribute *jal_dev_attrs[] = {
+	&dev_attr_fw_version.attr, &dev_attr_interface_version.attr,
+	&dev_attr_slices.attr,	   &dev_attr_hbm.attr,
+	&dev_attr_chip_state.attr, &dev_attr_boot_count.attr,
+	&dev_attr_clients.attr,	   NULL
+};
 
 static const struct attribute_group jal_dev_group = {
 	.attrs = jal_dev_attrs,

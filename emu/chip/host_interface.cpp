@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <utility>
+#include <vector>
 
 namespace jal::emu {
 
@@ -48,6 +49,7 @@ int HostInterface::attach()
         f.sq_lo = f.sq_hi = f.cq_lo = f.cq_hi = f.qsize = f.ctrl = f.admin_status = f.sq_tail =
             f.cq_head = 0;
         f.intr_mask = 0;
+        f.contexts = 0;
         ++f.attaches;
         bump_locked(fn);
         events_.raise(JAL_EV_FUNC | JAL_EV_HOST);
@@ -64,7 +66,8 @@ void HostInterface::detach(int fn)
         Function& f = fns_[fn];
         f.present = false;
         f.doorbells.reset();
-        f.ctrl = f.admin_status = 0;
+        f.ctrl = f.admin_status = f.contexts = f.pid = 0;
+        f.name.clear();
         ++f.attaches;
         close_irqs_locked(f);
         bump_locked(fn);
@@ -105,6 +108,8 @@ std::uint64_t HostInterface::host_read(int fn, std::uint32_t bar, std::uint32_t 
         return post_code_;
     case JAL_REG_FAULT:
         return fault_;
+    case JAL_REG_RESET_GENERATION:
+        return reset_generation_;
     case JAL_REG_ADMIN_SQ_BASE_LO:
         return f.sq_lo;
     case JAL_REG_ADMIN_SQ_BASE_HI:
@@ -260,6 +265,27 @@ bool HostInterface::present(int fn) const
     return fns_[fn].present;
 }
 
+void HostInterface::set_client(int fn, std::uint32_t pid, std::string name)
+{
+    std::lock_guard lock(mutex_);
+    fns_[fn].pid = pid;
+    fns_[fn].name = std::move(name);
+}
+
+HostInterface::ClientRecord HostInterface::client(int fn) const
+{
+    ClientRecord out;
+    if (fn < 0 || fn >= JAL_MGMT_MAX_FUNCS) return out;
+    std::lock_guard lock(mutex_);
+    const Function& f = fns_[fn];
+    if (!f.present) return out;
+    out.present = true;
+    out.pid = f.pid;
+    out.contexts = f.contexts;
+    out.name = f.name;
+    return out;
+}
+
 std::uint32_t HostInterface::fw_read(std::uint32_t offset)
 {
     std::lock_guard lock(mutex_);
@@ -288,6 +314,8 @@ std::uint32_t HostInterface::fw_read(std::uint32_t offset)
             return f.generation;
         case JAL_FN_ATTACHES:
             return f.attaches;
+        case JAL_FN_CONTEXTS:
+            return f.contexts;
         default:
             return 0;
         }
@@ -335,8 +363,9 @@ void HostInterface::fw_write(std::uint32_t offset, std::uint32_t value)
         std::lock_guard lock(mutex_);
         if (offset >= kFnBankBase && offset < kFnBankBase + kFnBankStride * JAL_MGMT_MAX_FUNCS) {
             Function& f = fns_[(offset - kFnBankBase) / kFnBankStride];
-            if ((offset - kFnBankBase) % kFnBankStride == JAL_FN_ADMIN_STATUS && f.present)
-                f.admin_status = value;
+            const std::uint32_t reg = (offset - kFnBankBase) % kFnBankStride;
+            if (reg == JAL_FN_ADMIN_STATUS && f.present) f.admin_status = value;
+            if (reg == JAL_FN_CONTEXTS && f.present) f.contexts = value;
             return;
         }
         switch (offset) {
@@ -402,14 +431,25 @@ void HostInterface::raise_msi(std::uint32_t fn, std::uint32_t vector)
 
 void HostInterface::reset(bool chip_reset)
 {
-    std::lock_guard lock(mutex_);
-    for (int fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn) {
-        Function& f = fns_[fn];
-        f.ctrl = f.admin_status = f.sq_tail = f.cq_head = 0;
-        if (f.present) bump_locked(fn);
+    std::vector<std::shared_ptr<IrqEventfd>> wake;
+    {
+        std::lock_guard lock(mutex_);
+        ++reset_generation_;
+        for (int fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn) {
+            Function& f = fns_[fn];
+            f.ctrl = f.admin_status = f.sq_tail = f.cq_head = 0;
+            f.contexts = 0;
+            if (!f.present) continue;
+            bump_locked(fn);
+            for (auto& irq : f.irq)
+                if (irq) wake.push_back(irq);
+        }
+        status_ = chip_reset ? JAL_REG_STATUS_RESETTING : status_;
+        boot_status_ = post_code_ = fault_ = 0;
     }
-    status_ = chip_reset ? JAL_REG_STATUS_RESETTING : status_;
-    boot_status_ = post_code_ = fault_ = 0;
+    // Sleeping waiters (admin completions, queue signals) wake and read the new generation
+    // instead of sleeping out their timeouts for completions that will never come.
+    for (auto& irq : wake) irq->signal();
 }
 
 }  // namespace jal::emu

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace jal::emu {
 
@@ -49,6 +50,15 @@ public:
     // A detach drops them, so the next client of the slot gets fresh ones.
     std::shared_ptr<Doorbells> doorbells(int fn);
     bool present(int fn) const;
+    // Who holds function fn (for jalctl's client list): recorded at HELLO.
+    struct ClientRecord {
+        bool present = false;
+        std::uint32_t pid = 0;
+        std::uint32_t contexts = 0;  // as the firmware last published (JAL_FN_CONTEXTS)
+        std::string name;
+    };
+    void set_client(int fn, std::uint32_t pid, std::string name);
+    ClientRecord client(int fn) const;
     // Called by detach() before the function's memory is cleared (the chip stops the
     // function's queue engines here). Not called with the interface's lock held.
     std::function<void(int fn)> on_detach;
@@ -81,6 +91,9 @@ private:
         std::uint32_t sq_lo = 0, sq_hi = 0, cq_lo = 0, cq_hi = 0, qsize = 0, ctrl = 0;
         std::uint32_t admin_status = 0, sq_tail = 0, cq_head = 0, intr_mask = 0, generation = 0,
                       attaches = 0;
+        std::uint32_t contexts = 0;  // JAL_FN_CONTEXTS, as the firmware last published it
+        std::uint32_t pid = 0;
+        std::string name;
         std::array<std::shared_ptr<IrqEventfd>, JAL_MSIX_VECTORS> irq;
         std::unique_ptr<HostMemory> memory = std::make_unique<HostMemory>();
         std::shared_ptr<Doorbells> doorbells;
@@ -97,6 +110,7 @@ private:
     std::uint32_t fn_mem_limit_ = 0;
     std::uint32_t fn_limits_ = 0;
     // Registers the firmware publishes.
+    std::uint32_t reset_generation_ = 0;  // JAL_REG_RESET_GENERATION
     std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,
                   post_code_ = 0, fault_ = 0;
     std::array<std::uint32_t, JAL_REG_SCRATCH_COUNT> scratch_{};

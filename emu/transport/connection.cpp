@@ -195,7 +195,12 @@ private:
             reply(hdr, JAL_STATUS_BUSY);
             return false;
         }
-        log(LogLevel::info, "chip{}: {} attached as function {}", chip_.index(), client_, fn_);
+        ucred cred{};
+        socklen_t cred_len = sizeof cred;
+        if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) cred.pid = 0;
+        chip_.host().set_client(fn_, static_cast<std::uint32_t>(cred.pid), client_);
+        log(LogLevel::info, "chip{}: {} attached as function {} (pid {})", chip_.index(), client_,
+            fn_, cred.pid);
         jal_msg_hello_reply hr{};
         hr.proto_version = JAL_PROTO_VERSION;
         hr.function = static_cast<std::uint32_t>(fn_);
@@ -205,6 +210,24 @@ private:
         hr.bar_size[JAL_BAR_DOORBELL] = JAL_BAR_DOORBELL_SIZE;
         hr.bar_size[JAL_BAR_MSIX] = JAL_BAR_MSIX_SIZE;
         return reply(hdr, JAL_STATUS_OK, 0, &hr, sizeof hr);
+    }
+
+    // CLIENT_INFO: who holds another function of this chip.
+    bool client_info(const jal_msg_hdr& hdr, const std::byte* data, const Received& r)
+    {
+        if (r.size != sizeof(jal_msg_client_info))
+            return protocol_error(hdr, "bad CLIENT_INFO size");
+        jal_msg_client_info m;
+        std::memcpy(&m, data, sizeof m);
+        if (m.flags) return reply(hdr, JAL_STATUS_INVALID_FIELD);
+        if (m.function >= JAL_MGMT_MAX_FUNCS) return reply(hdr, JAL_STATUS_OUT_OF_RANGE);
+        const HostInterface::ClientRecord c = chip_.host().client(static_cast<int>(m.function));
+        jal_msg_client_info_reply out{};
+        out.present = c.present;
+        out.pid = c.pid;
+        out.contexts = c.contexts;
+        std::memcpy(out.client, c.name.data(), std::min(c.name.size(), sizeof out.client - 1));
+        return reply(hdr, JAL_STATUS_OK, 0, &out, sizeof out);
     }
 
     // Returns false when the connection must end.
@@ -265,6 +288,8 @@ private:
             fd_taken = r.fd >= 0;
             return reply(hdr, chip_.host().set_irq(fn_, m.vector, r.fd));
         }
+        case JAL_MSG_CLIENT_INFO:
+            return client_info(hdr, data, r);
         case JAL_MSG_GET_DOORBELLS: {
             if (!expect(sizeof(jal_msg_hdr))) return protocol_error(hdr, "bad GET_DOORBELLS size");
             auto db = chip_.host().doorbells(fn_);

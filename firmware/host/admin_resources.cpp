@@ -103,6 +103,11 @@ std::uint32_t ResourceCommands::queues_of(std::uint32_t fn) const
     return n;
 }
 
+void ResourceCommands::publish_contexts(std::uint32_t fn) const
+{
+    hal::write32(JAL_HOSTIF_FN(fn, JAL_FN_CONTEXTS), contexts_of(fn));
+}
+
 Completion ResourceCommands::create_context(std::uint32_t fn)
 {
     const std::uint32_t limit = function_limit(0);
@@ -110,6 +115,7 @@ Completion ResourceCommands::create_context(std::uint32_t fn)
     std::uint32_t ctx = 0;
     const std::uint32_t status = mem_.create_context(fn, ctx);
     if (status != JAL_STATUS_OK) return fail(status);
+    publish_contexts(fn);
     journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextCreated, "context created", {fn, ctx});
     return ok(ctx);
 }
@@ -131,6 +137,7 @@ Completion ResourceCommands::destroy_context(std::uint32_t fn, const jal_admin_s
     if (status != JAL_STATUS_OK) return fail(status);
     std::uint32_t allocs = 0, queues = 0;
     const std::uint32_t held = teardown(ctx, allocs, queues);
+    publish_contexts(fn);
     journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextDestroyed, "context destroyed",
                    {fn, ctx, allocs, queues});
     return ok(held);
@@ -271,6 +278,7 @@ std::uint32_t ResourceCommands::release_function(std::uint32_t fn)
         allocs += a;
         queues += q;
     }
+    publish_contexts(fn);
     if (contexts)
         journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvFunctionCleanup, "cleaned up after function",
                        {fn, contexts, allocs, queues});

@@ -63,6 +63,8 @@ private:
     // Contexts and user queues fn holds (for the per-function limits).
     std::uint32_t contexts_of(std::uint32_t fn) const;
     std::uint32_t queues_of(std::uint32_t fn) const;
+    // JAL_FN_CONTEXTS: what the host's client list shows for fn.
+    void publish_contexts(std::uint32_t fn) const;
     // Destroys a context's queues then its memory; returns allocations + queues it held.
     std::uint32_t teardown(std::uint32_t ctx, std::uint32_t& allocs, std::uint32_t& queues);
 

@@ -130,12 +130,40 @@ else
 	fail dma-isolation "a copy packet reached memory the driver never mapped for the device"
 fi
 
-# 8. chip reset through the driver (RESET ioctl): jalctl sees it go down and come back
-if run jalctl-reset jalctl reset && run jalctl-info-after-reset jalctl info &&
+# 8. chip reset through the driver (RESET ioctl) under a client with a live context and a
+#    wait only a reset can end: jalctl reset refuses and lists it (exit 3); --force resets,
+#    jalctl sees the chip go down and come back; the client's wait ends with
+#    JAL_STATUS_DEVICE_RESET, its old handles fail with it, a re-opened device copies
+rm -f /tmp/reset-ready
+jal-system-reset /tmp/reset-ready >/tmp/reset-client.out 2>&1 &
+client=$!
+n=0
+while [ ! -e /tmp/reset-ready ] && kill -0 $client 2>/dev/null && [ $n -lt 1200 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+run jalctl-reset-refused jalctl reset
+refused=$?
+if [ $refused -eq 3 ] && grep -q "^ *$client " /tmp/out; then
+	pass reset-refused
+else
+	fail reset-refused "jalctl reset without --force exited $refused, or did not list pid $client"
+fi
+if run jalctl-reset jalctl reset --force && run jalctl-info-after-reset jalctl info &&
 	grep -q '^Boot count: *2' /tmp/out; then
 	pass reset
 else
-	fail reset "jalctl reset failed or the boot count did not become 2"
+	fail reset "jalctl reset --force failed or the boot count did not become 2"
+fi
+wait $client
+rc=$?
+echo "JAL-OUT device-reset BEGIN"
+cat /tmp/reset-client.out
+echo "JAL-OUT device-reset END"
+if [ $rc -eq 0 ]; then
+	pass device-reset
+else
+	fail device-reset "the client did not see JAL_STATUS_DEVICE_RESET or could not carry on (exit $rc)"
 fi
 
 # 9. function-level reset with the driver bound: QEMU attaches a fresh function to the chip,

@@ -67,8 +67,8 @@ static void bad_headers(int fd)
     info.flags = 1;
     expect("INFO with flags 1", fd, JAL_IOCTL_INFO, &info, EINVAL);
     INIT(info);
-    info.reserved[7] = 1;
-    expect("INFO with reserved[7] set", fd, JAL_IOCTL_INFO, &info, EINVAL);
+    info.reserved[6] = 1;
+    expect("INFO with reserved[6] set", fd, JAL_IOCTL_INFO, &info, EINVAL);
     INIT(ctx);
     ctx.flags = 0x80000000u;
     expect("CTX_CREATE with an unknown flag", fd, JAL_IOCTL_CTX_CREATE, &ctx, EINVAL);

@@ -8,7 +8,7 @@
 # QEMU's vIOMMU (intel-iommu, DMA remapping on in the guest), so it reaches only what the
 # driver mapped for it (docs/vm.md).
 #
-#   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH --dma PATH
+#   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH --dma PATH --reset PATH
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,6 +20,7 @@ while [ $# -gt 0 ]; do
     --copy) copy=$2 ;;
     --ioctl) ioctl=$2 ;;
     --dma) dma=$2 ;;
+    --reset) reset=$2 ;;
     *) echo "run_vm_test: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -46,7 +47,7 @@ echo "$qemu ($(elapsed "$t") s)"
 echo "== guest"
 t=$(now)
 mapfile -t guest < <("$repo/scripts/build-guest.sh" --init "$here/guest_init.sh" \
-  --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma")
+  --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma" --program "$reset")
 [ ${#guest[@]} -eq 2 ] || { echo "FAIL: scripts/build-guest.sh printed no kernel and initramfs"; exit 1; }
 echo "${guest[0]} ${guest[1]} ($(elapsed "$t") s)"
 
@@ -87,7 +88,7 @@ if [ $qemu_rc -ne 0 ]; then
   failed=1
 fi
 # Every step must report PASS; a step that never reported is a failure too.
-for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation reset flr rmmod dmesg; do
+for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation reset-refused reset device-reset flr rmmod dmesg; do
   line=$(grep -m1 "^JAL-TEST $step: " "$work/console.txt" || true)
   if [ -z "$line" ]; then
     echo "JAL-TEST $step: FAIL (never reported)"
@@ -120,6 +121,7 @@ if [ $failed -ne 0 ]; then
   exit 1
 fi
 sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^JAL-OUT dma-isolation BEGIN$/,/^JAL-OUT dma-isolation END$/p
+  /^JAL-OUT device-reset BEGIN$/,/^JAL-OUT device-reset END$/p
   /^hwmon /p; /^sysfs /p; /^iommu: /p' "$work/console.txt"
 grep -E '^(ok|FAIL) ' "$work/console.txt" | tail -3
 grep -E 'attached|detached' "$work/emu.log" # the FLR shows as a detach and a fresh attach

@@ -5,5 +5,6 @@ namespace jal::ctl {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;  // the device is missing, failed, or did not answer
 constexpr int kExitUsage = 2;    // bad command line
+constexpr int kExitRefused = 3;  // refused to disturb other clients (jalctl reset without --force)
 
 }  // namespace jal::ctl

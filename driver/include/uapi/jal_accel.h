@@ -46,7 +46,8 @@ struct jal_ioctl_info {
 	__u32 fault;
 	__u32 msix_vectors;
 	__u64 bar_size[6];
-	__u32 reserved[8];
+	__u32 reset_generation; /* JAL_REG_RESET_GENERATION (0 before interface 1.5) */
+	__u32 reserved[7];
 };
 
 /* IDENTIFY: the firmware's struct jal_identify (include/jal/hw/admin.h) into data_ptr;

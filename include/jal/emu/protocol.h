@@ -17,7 +17,7 @@
 #include "../hw/compat.h"
 
 #define JAL_PROTO_VERSION_MAJOR 1
-#define JAL_PROTO_VERSION_MINOR 1
+#define JAL_PROTO_VERSION_MINOR 2 /* 1.2: CLIENT_INFO */
 #define JAL_PROTO_VERSION ((JAL_PROTO_VERSION_MAJOR << 16) | JAL_PROTO_VERSION_MINOR)
 #define JAL_PROTO_MSG_MAX 256 /* no message is larger */
 
@@ -31,6 +31,9 @@ enum jal_msg_type {
     JAL_MSG_GET_DOORBELLS = 7, /* jal_msg_hdr -> REPLY + two fds: the function's BAR2 as a
 				    * memfd (JAL_BAR_DOORBELL_SIZE, map shared) and the eventfd that
 				    * wakes a sleeping queue engine (see queue.h, NEED_WAKEUP) */
+    JAL_MSG_CLIENT_INFO = 8,   /* (1.2) jal_msg_client_info -> REPLY + jal_msg_client_info_reply:
+                                * who is attached as another function of the chip (jalctl
+                                * reset lists them before it takes their state away) */
     JAL_MSG_REPLY = 0x80,      /* jal_msg_reply [+ payload] */
 };
 
@@ -96,5 +99,22 @@ struct jal_msg_hello_reply {
     uint64_t bar_size[6]; /* 0 for absent BARs */
 };
 JAL_ASSERT_SIZE(struct jal_msg_hello_reply, 64);
+
+struct jal_msg_client_info {
+    struct jal_msg_hdr hdr;
+    uint32_t function; /* 0..JAL_MGMT_MAX_FUNCS-1; larger: OUT_OF_RANGE */
+    uint32_t flags;    /* must be zero */
+};
+JAL_ASSERT_SIZE(struct jal_msg_client_info, 24);
+
+/* Payload after jal_msg_reply for CLIENT_INFO. */
+struct jal_msg_client_info_reply {
+    uint32_t present;  /* 1 if a client is attached as that function */
+    uint32_t pid;      /* its process id as the emulator's socket saw it (SO_PEERCRED), 0 unknown */
+    uint32_t contexts; /* contexts it holds (JAL_FN_CONTEXTS, as the firmware published it) */
+    uint32_t reserved;
+    char client[32]; /* the name from its HELLO, NUL-terminated, printable */
+};
+JAL_ASSERT_SIZE(struct jal_msg_client_info_reply, 48);
 
 #endif

@@ -100,6 +100,10 @@
 #define JAL_FN_ATTACHES \
     0x28 /* RO bumps only when a client attaches or detaches: owned
                                  * contexts and queues belong to one attachment */
+#define JAL_FN_CONTEXTS \
+    0x2c /* RW (since 1.5) contexts the function holds, published by
+                                 * firmware for the platform's client list; 0 on attach,
+                                 * detach and reset */
 
 /* ---- DMA: copies between management-core memory and a host function's memory.
  * Write HOST_LO/HI, LOCAL, LEN, FUNC, then CTRL; the copy completes before the CTRL write

@@ -36,6 +36,13 @@
 #define JAL_REG_RESET 0x0030
 #define JAL_RESET_MAGIC 0x52534554u /* 'RSET' */
 
+/* (since 1.5) Reset generation (read-only, kept by the host interface, not by firmware):
+ * 0 at power-on, +1 the moment a chip reset or a watchdog reset of the management core
+ * takes effect. Contexts, queues, memory and admin queues set up while it held another
+ * value are gone; a host compares it with the value it read when it set them up. Every
+ * function's bound MSI-X vectors fire once at that moment, so sleeping waiters look. */
+#define JAL_REG_RESET_GENERATION 0x0034
+
 /* Admin queue pair (NVMe-style; see admin.h). Program the bases and sizes with
  * ADMIN_CTRL.ENABLE clear, then set ENABLE and poll ADMIN_STATUS for READY or ERROR.
  * Bases are host bus addresses, 64-byte aligned for the SQ and 16-byte for the CQ. */

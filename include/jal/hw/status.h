@@ -29,6 +29,8 @@ enum jal_status {
     JAL_STATUS_PAGE_FAULT = 19,       /* device virtual address not mapped in the context */
     JAL_STATUS_DEADLOCK = 20,         /* a kernel's slices wait for each other forever */
     JAL_STATUS_THERMAL_TRIP = 21,     /* the die passed its critical temperature: compute is off */
+    JAL_STATUS_DEVICE_RESET = 22,     /* host side: the device was reset since this handle was
+                                       * made; everything it named is gone (close, re-open) */
     JAL_STATUS_COUNT_
 };
 
@@ -79,6 +81,8 @@ static inline const char* jal_status_name(uint32_t s)
         return "deadlock";
     case JAL_STATUS_PAGE_FAULT:
         return "page fault";
+    case JAL_STATUS_DEVICE_RESET:
+        return "device reset";
     default:
         return "unknown status";
     }

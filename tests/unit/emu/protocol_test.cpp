@@ -252,3 +252,54 @@ TEST_F(ProtocolTest, DisconnectDetachesTheFunction)
             1,
         0u);
 }
+
+TEST_F(ProtocolTest, ClientInfoNamesWhoHoldsAFunction)
+{
+    const auto hr = hello();
+    auto ask = [&](std::uint32_t fn, jal_msg_client_info_reply& out) {
+        jal_msg_client_info m{};
+        m.hdr = {JAL_MSG_CLIENT_INFO, 0, sizeof m, ++id_};
+        m.function = fn;
+        send_raw(&m, sizeof m);
+        out = {};
+        return recv_reply(&out, sizeof out);
+    };
+    jal_msg_client_info_reply info{};
+    auto r = ask(hr.function, info);
+    EXPECT_EQ(r.status, JAL_STATUS_OK);
+    EXPECT_EQ(r.hdr.size, sizeof(jal_msg_reply) + sizeof(jal_msg_client_info_reply));
+    EXPECT_EQ(info.present, 1u);
+    EXPECT_EQ(info.pid, static_cast<std::uint32_t>(getpid()));  // a socketpair's peer: us
+    EXPECT_STREQ(info.client, "protocol-test");
+    EXPECT_EQ(info.contexts, 0u);
+    // The firmware publishes the count; the emulator passes it on.
+    chip_->host().fw_write(0x100 + hr.function * 0x40 + JAL_FN_CONTEXTS, 3);
+    ask(hr.function, info);
+    EXPECT_EQ(info.contexts, 3u);
+
+    EXPECT_EQ(ask((hr.function + 1) % JAL_MGMT_MAX_FUNCS, info).status, JAL_STATUS_OK);
+    EXPECT_EQ(info.present, 0u);
+    EXPECT_EQ(ask(JAL_MGMT_MAX_FUNCS, info).status, JAL_STATUS_OUT_OF_RANGE);
+}
+
+TEST_F(ProtocolTest, AResetMovesTheGenerationAndWakesEveryBoundVector)
+{
+    const auto hr = hello();
+    (void)hr;
+    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    jal_msg_set_irq m{};
+    m.hdr = {JAL_MSG_SET_IRQ, 0, sizeof m, ++id_};
+    m.vector = 5;
+    send_raw(&m, sizeof m, efd);
+    EXPECT_EQ(recv_reply().status, JAL_STATUS_OK);
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_RESET_GENERATION).value, 0u);
+
+    chip_->host().reset(/*chip_reset=*/false);  // as the watchdog does
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_RESET_GENERATION).value, 1u);
+    std::uint64_t count = 0;
+    EXPECT_EQ(read(efd, &count, sizeof count), 8);
+    EXPECT_EQ(count, 1u);
+    chip_->host().reset(/*chip_reset=*/true);
+    EXPECT_EQ(reg(JAL_MSG_REG_READ, JAL_REG_RESET_GENERATION).value, 2u);
+    close(efd);
+}

@@ -213,6 +213,25 @@ TEST_F(ResourcesTest, DestroyContextValidatesAndReportsWhatItStillHeld)
     EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {ctx})).status, JAL_STATUS_INVALID_FIELD);
 }
 
+TEST_F(ResourcesTest, EachFunctionsContextCountIsPublishedForTheClientList)
+{
+    start();
+    auto published = [&](std::uint32_t fn) {
+        return bus.read32(JAL_HOSTIF_FN(fn, JAL_FN_CONTEXTS));
+    };
+    const auto a = create_context(0);
+    create_context(0);
+    create_context(1);
+    EXPECT_EQ(published(0), 2u);
+    EXPECT_EQ(published(1), 1u);
+    EXPECT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {a})).status, JAL_STATUS_OK);
+    EXPECT_EQ(published(0), 1u);
+    bus.detach(1);
+    res.functions_changed(bus.read32(JAL_HOSTIF_FUNC_PRESENT));
+    EXPECT_EQ(published(1), 0u);
+    EXPECT_EQ(published(0), 1u);
+}
+
 TEST_F(ResourcesTest, CommandsWaitForAReadyChip)
 {
     chip.state = JAL_CHIP_STATE_BOOTING;

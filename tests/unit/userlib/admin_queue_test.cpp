@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <jal/error.hpp>
+#include <jal/hw/pci.h>
 #include <jal/hw/regs.h>
 
 #include "admin/admin_queue.hpp"
@@ -126,6 +127,26 @@ TEST(AdminQueue, SubmitWaitsForRoomThenGivesUp)
         FAIL() << "a full ring should refuse";
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_BUSY);
+    }
+}
+
+TEST(AdminQueue, ACommandLostToAResetFailsWithDeviceResetInsteadOfTimingOut)
+{
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(4));
+    uint16_t cid = queue.submit(command(1, JAL_ADMIN_IDENTIFY), jal::util::Deadline(1s));
+    // The chip resets: RESET_GENERATION moves and every bound vector fires once.
+    dev.write32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION, 1);
+    dev.raise_irq(JAL_MSIX_VECTOR_ADMIN);
+    try {
+        queue.wait(cid, jal::util::Deadline(60s));  // a bound on a hang, not a timing expectation
+        FAIL() << "a command the reset took away completed";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_DEVICE_RESET);
+        EXPECT_STREQ(e.what(),
+                     "admin command IDENTIFY lost: the device was reset while it was in flight "
+                     "(reset generation 0 -> 1)");
     }
 }
 

@@ -29,6 +29,7 @@ public:
     void bind_irq(uint32_t vector, int eventfd) override;
     std::shared_ptr<backend::DoorbellMapping> map_doorbells() override;
     const backend::BackendIdentity& identity() const override { return identity_; }
+    std::vector<OtherClient> other_clients() override { return {}; }
 
     // --- the scripted device side ---
     // Completes commands as soon as the SQ tail doorbell rings (else: complete_pending).

@@ -70,6 +70,10 @@ public:
     ResetOutcome reset(ResetMethod method, std::chrono::milliseconds timeout,
                        const std::function<void(const ResetProgress&)>& progress = {});
 
+    // The other clients attached to this chip (not this one), for a tool about to reset
+    // it. UNSUPPORTED where the backend cannot tell.
+    std::vector<AttachedClient> other_clients();
+
     // Raw admin access, for tests and bring-up tools. When `buffer_bytes` > 0 a zeroed
     // host buffer of that size is shared and its bus address put in sqe.data_addr
     // (data_len is left as given); otherwise sqe goes to the device as is. The cid is

@@ -35,8 +35,19 @@ struct DeviceStatus {
     uint32_t boot_step = 0;            // last finished step of the boot table
     jal_status boot_step_status = JAL_STATUS_OK;
     uint32_t post_code = 0;
-    uint32_t fw_version = 0;  // major << 16 | minor << 8 | patch
-    uint32_t if_version = 0;  // JAL_REG_VERSION
+    uint32_t fw_version = 0;        // major << 16 | minor << 8 | patch
+    uint32_t if_version = 0;        // JAL_REG_VERSION
+    uint32_t reset_generation = 0;  // JAL_REG_RESET_GENERATION: resets since power-on
+};
+
+// Another client attached to the same chip (what `jalctl reset` lists before it takes
+// their contexts away).
+struct AttachedClient {
+    uint32_t function = 0;    // the host function it is attached as
+    uint32_t pid = 0;         // 0: not known
+    std::string process;      // its /proc/<pid>/comm, empty if not known
+    std::string client_name;  // the name it gave when it opened the device
+    uint32_t contexts = 0;    // contexts it holds on the chip
 };
 
 // "1.2.3" from major << 16 | minor << 8 | patch.

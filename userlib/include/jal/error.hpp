@@ -16,6 +16,9 @@ public:
 
     jal_status status() const noexcept { return status_; }
     const char* status_name() const noexcept { return jal_status_name(status_); }
+    // The device was reset under this handle (JAL_STATUS_DEVICE_RESET): release every
+    // handle of the device, close it and open it again (docs/userlib.md, "Device reset").
+    bool device_reset() const noexcept { return status_ == JAL_STATUS_DEVICE_RESET; }
 
 private:
     jal_status status_;

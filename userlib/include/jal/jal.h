@@ -14,6 +14,12 @@
  *   host buffer - pinned host memory the device can DMA to (it has a bus address).
  *   queue   - a user-mode AQL ring of 64-byte packets; several producer threads may submit.
  *   signal  - a 64-bit memory signal; packets decrement their completion signal by one.
+ *
+ * Device reset: when the chip is reset under an open device (jalctl reset --force, the
+ * firmware watchdog, the kernel driver), every call on its handles fails with
+ * JAL_STATUS_DEVICE_RESET and pending jal_signal_wait calls return it within a second;
+ * releasing the handles and jal_device_close still succeed. To carry on, release them,
+ * close the device and open it again (docs/userlib.md, "Device reset").
  */
 #ifndef JAL_JAL_H
 #define JAL_JAL_H
@@ -31,7 +37,7 @@ extern "C" {
 #endif
 
 #define JAL_API_VERSION_MAJOR 1
-#define JAL_API_VERSION_MINOR 1 /* 1.1: jal_queue_dispatch */
+#define JAL_API_VERSION_MINOR 2 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 

@@ -2,7 +2,9 @@
 // exceptions, nothing else, so what works in C works here the same way.
 //
 // Errors are exceptions: every failing call throws jal::Error (jal/error.hpp) carrying the
-// jal_status and the library's message. The one non-exceptional failure is a signal wait
+// jal_status and the library's message. After a device reset they carry
+// JAL_STATUS_DEVICE_RESET (Error::device_reset()): drop the objects of the old Device and
+// construct a new one (docs/userlib.md, "Device reset"). The one non-exceptional failure is a signal wait
 // that times out, which returns a WaitResult with satisfied == false.
 //
 // Objects are move-only owners of their handle. Destroy children before the context and

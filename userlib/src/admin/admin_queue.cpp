@@ -60,6 +60,7 @@ void AdminQueue::enable(std::chrono::milliseconds timeout)
         backend_.write32(JAL_BAR_REGS, reg, value);
     };
 
+    generation_ = backend_.read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION);
     // A previous owner of this function may have left the queue enabled.
     reg_write(JAL_REG_ADMIN_CTRL, 0);
     while (backend_.read32(JAL_BAR_REGS, JAL_REG_ADMIN_STATUS) & JAL_ADMIN_STATUS_READY) {
@@ -159,9 +160,20 @@ void AdminQueue::wait_for_interrupt(const util::Deadline& deadline)
     }
 }
 
+void AdminQueue::check_not_reset_locked(uint16_t cid, uint8_t opcode)
+{
+    uint32_t now = backend_.read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION);
+    if (now == generation_) return;
+    abandoned_.insert(cid);
+    throw Error(JAL_STATUS_DEVICE_RESET,
+                "admin command " + opcode_name(opcode) +
+                    " lost: the device was reset while it was in flight (reset generation " +
+                    std::to_string(generation_) + " -> " + std::to_string(now) + ")");
+}
+
 Completion AdminQueue::wait(uint16_t cid, const util::Deadline& deadline)
 {
-    for (;;) {
+    for (bool first = true;; first = false) {
         {
             std::lock_guard lock(mutex_);
             reap_locked();
@@ -174,6 +186,9 @@ Completion AdminQueue::wait(uint16_t cid, const util::Deadline& deadline)
             if (it == outstanding_.end())
                 throw Error(JAL_STATUS_INVALID_FIELD,
                             "no admin command with cid " + std::to_string(cid) + " is in flight");
+            // Woken without our completion: a reset wakes every vector, and the queue it
+            // disabled will never answer, so tell that apart from a slow firmware.
+            if (!first) check_not_reset_locked(cid, it->second);
             if (deadline.expired()) {
                 abandoned_.insert(cid);
                 throw Error(JAL_STATUS_TIMEOUT, "admin command " + opcode_name(it->second) +

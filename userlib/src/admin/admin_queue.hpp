@@ -58,14 +58,20 @@ public:
     unsigned in_flight() const;
     uint16_t entries() const { return ring_.entries(); }
 
+    // JAL_REG_RESET_GENERATION when the queue was enabled: a reset since then took it away.
+    uint32_t reset_generation() const { return generation_; }
+
 private:
     void enable(std::chrono::milliseconds timeout);
+    // Throws DEVICE_RESET if the chip was reset since enable() (the command never completes).
+    void check_not_reset_locked(uint16_t cid, uint8_t opcode);
     uint16_t allocate_cid_locked();
     uint16_t submit_locked(jal_admin_sqe sqe);
     void reap_locked();
     void wait_for_interrupt(const util::Deadline& deadline);
 
     backend::Backend& backend_;
+    uint32_t generation_ = 0;
     std::unique_ptr<backend::HostMemory> sq_memory_;
     std::unique_ptr<backend::HostMemory> cq_memory_;
     util::UniqueFd irq_eventfd_;

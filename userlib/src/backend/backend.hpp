@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace jal::backend {
 
@@ -67,6 +68,16 @@ public:
     virtual std::shared_ptr<DoorbellMapping> map_doorbells() = 0;
 
     virtual const BackendIdentity& identity() const = 0;
+
+    // Clients attached to the chip as functions other than this one: pid (0 if unknown),
+    // the name they gave, contexts they hold. UNSUPPORTED where the backend cannot tell.
+    struct OtherClient {
+        uint32_t function = 0;
+        uint32_t pid = 0;
+        std::string name;
+        uint32_t contexts = 0;
+    };
+    virtual std::vector<OtherClient> other_clients() = 0;
 };
 
 }  // namespace jal::backend

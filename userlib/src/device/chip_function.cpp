@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -79,6 +80,28 @@ DeviceStatus ChipFunction::wait_ready(std::chrono::milliseconds timeout)
             std::this_thread::sleep_for(
                 std::chrono::milliseconds(deadline.poll_ms(std::chrono::milliseconds(20))));
         }
+    });
+}
+
+namespace {
+std::string process_name(uint32_t pid)
+{
+    if (pid == 0) return {};
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return name;  // empty when the process is gone or lives in another pid namespace
+}
+}  // namespace
+
+std::vector<AttachedClient> ChipFunction::other_clients()
+{
+    return impl_->guarded([&] {
+        std::vector<AttachedClient> out;
+        for (const auto& c : impl_->backend().other_clients())
+            out.push_back(
+                AttachedClient{c.function, c.pid, process_name(c.pid), c.name, c.contexts});
+        return out;
     });
 }
 

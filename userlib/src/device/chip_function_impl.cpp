@@ -46,12 +46,38 @@ DeviceStatus ChipFunction::Impl::read_status()
     s.post_code = reg(JAL_REG_POST_CODE);
     s.fw_version = reg(JAL_REG_FW_VERSION);
     s.if_version = reg(JAL_REG_VERSION);
+    s.reset_generation = reg(JAL_REG_RESET_GENERATION);
     return s;
+}
+
+uint32_t ChipFunction::Impl::read_reset_generation()
+{
+    return backend_->read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION);
+}
+
+void ChipFunction::Impl::pin_reset_generation(uint32_t generation)
+{
+    std::lock_guard lock(admin_mutex_);
+    pinned_generation_ = generation;
+}
+
+Error ChipFunction::Impl::reset_error(uint32_t made_in, uint32_t now)
+{
+    return Error(JAL_STATUS_DEVICE_RESET,
+                 "the device was reset (reset generation " + std::to_string(made_in) + " -> " +
+                     std::to_string(now) +
+                     "): the contexts, memory and queues made before are gone; release the "
+                     "handles, close the device and open it again");
 }
 
 std::shared_ptr<admin::AdminQueue> ChipFunction::Impl::admin_queue()
 {
     std::lock_guard lock(admin_mutex_);
+    uint32_t generation = read_reset_generation();
+    if (pinned_generation_ && generation != *pinned_generation_)
+        throw reset_error(*pinned_generation_, generation);
+    // A reset disabled the queue: enable a new one rather than wait on the dead one.
+    if (admin_ && admin_->reset_generation() != generation) admin_.reset();
     if (admin_) return admin_;
     DeviceStatus s = read_status();
     // A failed chip may still serve its admin queue (its logs say why it failed), so only
@@ -102,6 +128,7 @@ ChipFunction::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uin
     try {
         reply.completion = queue->execute(sqe, options_.admin_timeout);
     } catch (const Error& e) {
+        if (e.status() == JAL_STATUS_DEVICE_RESET) drop_admin_queue();
         if (e.status() == JAL_STATUS_TIMEOUT) {
             // The firmware may be wedged; start from a freshly enabled queue next time.
             drop_admin_queue();
@@ -153,7 +180,8 @@ RawAdminResult ChipFunction::Impl::wait_raw(uint16_t cid)
         admin::Completion c = pending.queue->wait(cid, util::Deadline(options_.admin_timeout));
         out.completion = AdminCompletion{c.cid, c.status, c.result};
     } catch (const Error& e) {
-        if (e.status() == JAL_STATUS_TIMEOUT) drop_admin_queue();
+        if (e.status() == JAL_STATUS_TIMEOUT || e.status() == JAL_STATUS_DEVICE_RESET)
+            drop_admin_queue();
         throw;
     }
     if (pending.buffer)

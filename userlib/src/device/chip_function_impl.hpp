@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ public:
     }
 
     DeviceStatus read_status();
+    uint32_t read_reset_generation();
+
+    // From now on admin commands run only while the chip is in reset generation
+    // `generation`; after a reset they fail with DEVICE_RESET instead of enabling a fresh
+    // admin queue (libjal's runtime pins it: its contexts and queues died with the old one).
+    void pin_reset_generation(uint32_t generation);
+    // The DEVICE_RESET error for a handle made in `made_in`, now `now`.
+    static Error reset_error(uint32_t made_in, uint32_t now);
 
     // The admin queue, enabled on first use (and again after a reset or a timeout).
     // Throws NOT_READY unless the device is READY.
@@ -67,6 +76,7 @@ private:
     std::unique_ptr<backend::Backend> backend_;
     std::mutex admin_mutex_;
     std::shared_ptr<admin::AdminQueue> admin_;
+    std::optional<uint32_t> pinned_generation_;
     std::map<uint16_t, PendingRaw> pending_raw_;
     // Buffers of commands that timed out: the device may still write into them.
     std::vector<std::unique_ptr<backend::HostMemory>> orphaned_buffers_;

@@ -38,7 +38,8 @@ ResetOutcome ChipFunction::reset(ResetMethod method, milliseconds timeout,
         auto start = std::chrono::steady_clock::now();
         util::Deadline deadline(timeout);
         std::optional<uint32_t> boot_count_before;
-        if (impl_->read_status().state == DeviceState::ready) {
+        DeviceStatus before = impl_->read_status();
+        if (before.state == DeviceState::ready) {
             try {
                 boot_count_before = identify().boot_count;
             } catch (const Error&) {
@@ -61,7 +62,10 @@ ResetOutcome ChipFunction::reset(ResetMethod method, milliseconds timeout,
             out.status = impl_->read_status();
             out.elapsed = since(start);
             DeviceState state = out.status.state;
-            if (state != DeviceState::ready) out.reset_observed = true;
+            // RESET_GENERATION (1.5) moves even when the whole reset fell between two polls.
+            if (state != DeviceState::ready ||
+                out.status.reset_generation != before.reset_generation)
+                out.reset_observed = true;
 
             bool changed = !last_reported || last_reported->state != state ||
                            last_reported->post_code != out.status.post_code;

@@ -2,6 +2,7 @@
 // exceptions into a status and the thread's last error message.
 #include <jal/jal.h>
 
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
@@ -85,6 +86,30 @@ T copy_in(const T* in)
     return value;
 }
 
+// Why jal_device_open gave up: a failed chip fails at once (say so, and how long it took);
+// only a chip still on its way up has used up the whole wait.
+jal::Error not_ready_error(uint32_t index, const jal::DeviceStatus& s,
+                           std::chrono::steady_clock::time_point start,
+                           std::chrono::milliseconds budget)
+{
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    std::string where = "device " + std::to_string(index) + ": ";
+    if (s.state == jal::DeviceState::failed) {
+        char post[16];
+        std::snprintf(post, sizeof post, "0x%x", s.post_code);
+        return jal::Error(JAL_STATUS_HW_FAILED,
+                          where + "the chip failed (fault: " + jal_status_name(s.fault) +
+                              ", POST code " + post + "); found after " + std::to_string(took) +
+                              " ms");
+    }
+    return jal::Error(JAL_STATUS_NOT_READY, where + "still " + jal::state_name(s.state) +
+                                                " after waiting " + std::to_string(took) +
+                                                " ms (ready_timeout_ms " +
+                                                std::to_string(budget.count()) + ")");
+}
+
 jal::runtime::detail::Signal* sig(jal_signal_t s)
 {
     return s ? s->signal.get() : nullptr;
@@ -149,14 +174,11 @@ jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_i
             options.admin_timeout = std::chrono::milliseconds(o.admin_timeout_ms);
         auto ready_timeout =
             std::chrono::milliseconds(o.ready_timeout_ms ? o.ready_timeout_ms : 30000);
+        auto start = std::chrono::steady_clock::now();
         jal::ChipFunction device = jal::ChipFunction::open(index, options);
         jal::DeviceStatus s = device.wait_ready(ready_timeout);
         if (s.state != jal::DeviceState::ready)
-            throw jal::Error(s.state == jal::DeviceState::failed ? JAL_STATUS_HW_FAILED
-                                                                 : JAL_STATUS_NOT_READY,
-                             "device " + std::to_string(index) + ": " + jal::state_name(s.state) +
-                                 " after " + std::to_string(ready_timeout.count()) +
-                                 " ms (fault: " + jal_status_name(s.fault) + ")");
+            throw not_ready_error(index, s, start, ready_timeout);
         *out =
             new jal_device_s{std::make_shared<jal::runtime::detail::DeviceCore>(std::move(device))};
     });
@@ -305,17 +327,21 @@ jal_status_t jal_signal_destroy(jal_signal_t signal)
 jal_status_t jal_signal_load(jal_signal_t signal, int64_t* value, uint32_t* packet_status)
 {
     REQUIRE(signal, "signal is NULL");
-    auto seen = signal->signal->load();
-    if (value) *value = seen.value;
-    if (packet_status) *packet_status = seen.status;
-    return JAL_STATUS_OK;
+    return call([&] {
+        signal->signal->device().check_not_reset_cached();
+        auto seen = signal->signal->load();
+        if (value) *value = seen.value;
+        if (packet_status) *packet_status = seen.status;
+    });
 }
 
 jal_status_t jal_signal_store(jal_signal_t signal, int64_t value)
 {
     REQUIRE(signal, "signal is NULL");
-    signal->signal->store(value);
-    return JAL_STATUS_OK;
+    return call([&] {
+        signal->signal->device().check_not_reset_cached();
+        signal->signal->store(value);
+    });
 }
 
 jal_status_t jal_signal_bus_addr(jal_signal_t signal, uint64_t* bus_addr)

@@ -41,10 +41,13 @@ uint64_t QueueRing::reserve(std::chrono::nanoseconds timeout)
                                                 " found no free slot in time (read index " +
                                                 std::to_string(read_index()) +
                                                 "); reset the queue");
-        if (spins < 4096)
+        if (spins < 4096) {
             std::this_thread::yield();
-        else
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
+            continue;
+        }
+        // A ring that stays full may belong to a device that was reset: ask every ~10 ms.
+        if (full_check_ && spins % 512 == 0) full_check_();
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
 

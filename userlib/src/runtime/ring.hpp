@@ -76,6 +76,9 @@ public:
     uint64_t write_index() const { return write_.load(std::memory_order_acquire); }
     uint32_t size() const { return size_; }
     uint64_t kicks() const { return kicks_.load(std::memory_order_relaxed); }
+    // Called about every 10 ms while a submission waits for room; it may throw to give up
+    // (the device was reset and will never retire the packets ahead). Set before use.
+    void set_full_check(std::function<void()> check) { full_check_ = std::move(check); }
 
     // After the device dropped every unexecuted packet (RESET_QUEUE): marks every slot
     // INVALID again so a stale packet can never be taken for a new one. No producer may
@@ -92,6 +95,7 @@ private:
     const uint64_t* read_index_;
     std::byte* doorbell_;
     std::function<void()> kick_;
+    std::function<void()> full_check_;
     alignas(64) std::atomic<uint64_t> write_{0};
     alignas(64) std::atomic<uint64_t> kicks_{0};
 };

@@ -53,14 +53,54 @@ void set_log_handler(LogHandler handler)
 
 DeviceCore::DeviceCore(ChipFunction device)
     : device_(std::move(device)), index_(device_.index()), signals_(backend()), irq_(backend())
-{}
+{
+    generation_ = guarded([&] { return impl().read_reset_generation(); });
+    seen_generation_ = generation_;
+    impl().pin_reset_generation(generation_);
+}
+
+bool DeviceCore::was_reset()
+{
+    if (reset_seen_.load(std::memory_order_acquire)) return true;
+    uint32_t now = guarded([&] { return impl().read_reset_generation(); });
+    if (now == generation_) return false;
+    seen_generation_ = now;
+    reset_seen_.store(true, std::memory_order_release);
+    return true;
+}
+
+void DeviceCore::check_not_reset()
+{
+    if (!was_reset()) return;
+    Error e = ChipFunction::Impl::reset_error(generation_, seen_generation_.load());
+    throw Error(e.status(), "device " + std::to_string(index_) + ": " + e.what());
+}
+
+void DeviceCore::check_not_reset_cached()
+{
+    using namespace std::chrono;
+    int64_t now = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+    int64_t next = next_check_ns_.load(std::memory_order_relaxed);
+    if (!reset_seen_.load(std::memory_order_acquire) && now < next) return;
+    if (now >= next)
+        next_check_ns_.store(now + duration_cast<nanoseconds>(kResetRecheck).count(),
+                             std::memory_order_relaxed);
+    check_not_reset();
+}
 
 DeviceCore::~DeviceCore() = default;
 
 ChipFunction::Impl::Reply DeviceCore::admin(uint8_t opcode, std::initializer_list<uint32_t> cdw,
                                             uint32_t data_len)
 {
-    return guarded([&] { return impl().run(opcode, cdw, data_len); });
+    // The admin queue refuses a new generation itself (pinned); a command lost to a reset
+    // in flight comes back as DEVICE_RESET. Either way, remember it for the cheap checks.
+    try {
+        return guarded([&] { return impl().run(opcode, cdw, data_len); });
+    } catch (const Error& e) {
+        if (e.status() == JAL_STATUS_DEVICE_RESET) (void)was_reset();
+        throw;
+    }
 }
 
 backend::DoorbellMapping& DeviceCore::doorbells()
@@ -109,6 +149,8 @@ Context::Leaks Context::destroy()
     allocations_.clear();
     queues_.clear();
     lock.unlock();
+    // The reset took the context and everything in it: nothing left on the device.
+    if (device_->was_reset()) return leaks;
     leaks.device_reported = device_->admin(JAL_ADMIN_DESTROY_CONTEXT, {id_}).completion.result;
     if (leaks.device_reported != leaks.allocations + leaks.queues)
         log_message(1, where + ": the device reported " + std::to_string(leaks.device_reported) +
@@ -206,7 +248,10 @@ void Allocation::free()
     if (freed_) return;
     freed_ = true;
     if (!context_->alive()) return;  // the device freed it with the context
-    context_->device().admin(JAL_ADMIN_FREE_MEMORY, {context_->id(), lo(info_.va), hi(info_.va)});
+    // A reset freed it with everything else.
+    if (!context_->device().was_reset())
+        context_->device().admin(JAL_ADMIN_FREE_MEMORY,
+                                 {context_->id(), lo(info_.va), hi(info_.va)});
     context_->untrack_allocation(info_.va);
 }
 
@@ -216,6 +261,7 @@ HostBuffer::HostBuffer(std::shared_ptr<DeviceCore> device, size_t bytes)
     : device_(std::move(device)), size_(bytes)
 {
     if (bytes == 0) throw Error(JAL_STATUS_INVALID_LENGTH, "cannot allocate a 0-byte host buffer");
+    device_->check_not_reset_cached();
     memory_ = device_->guarded([&] { return device_->backend().share_host_memory(bytes); });
 }
 
@@ -224,6 +270,7 @@ HostBuffer::HostBuffer(std::shared_ptr<DeviceCore> device, size_t bytes)
 Signal::Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interrupt)
     : device_(std::move(device)), interrupt_(interrupt)
 {
+    device_->check_not_reset_cached();
     slot_ = device_->guarded([&] { return device_->signals().allocate(); });
     store_signal(slot_.host, initial);
     if (interrupt_) device_->guarded([&] { device_->irq().ensure_bound(); });
@@ -240,7 +287,9 @@ SignalObservation Signal::wait(const WaitOptions& options)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "interrupt and hybrid waits need a signal created with "
                     "JAL_SIGNAL_INTERRUPT (its completions raise no interrupt)");
-    return wait_signal(slot_.host, options, &device_->irq());
+    device_->check_not_reset_cached();
+    return wait_signal(slot_.host, options, &device_->irq(),
+                       [this] { device_->check_not_reset_cached(); });
 }
 
 // ---- UserQueue ----
@@ -277,6 +326,7 @@ UserQueue::UserQueue(std::shared_ptr<Context> context, uint32_t size, uint32_t v
     std::byte* doorbell = dev.guarded([&] { return doorbells.page(id_); });
     ring_ = std::make_unique<QueueRing>(memory_->data(), size, read_index, doorbell,
                                         [&doorbells] { doorbells.kick(); });
+    ring_->set_full_check([&dev] { dev.check_not_reset(); });
     context_->track_queue(id_, size);
 }
 
@@ -296,10 +346,10 @@ void UserQueue::destroy()
     std::lock_guard lock(context_->lifecycle_mutex());
     if (destroyed_) return;
     destroyed_ = true;
-    if (context_->alive()) {
-        context_->device().admin(JAL_ADMIN_DESTROY_QUEUE, {id_});
-        context_->untrack_queue(id_);
-    }
+    if (!context_->alive()) return;
+    // After a reset the device no longer knows the queue (nor reads its ring).
+    if (!context_->device().was_reset()) context_->device().admin(JAL_ADMIN_DESTROY_QUEUE, {id_});
+    context_->untrack_queue(id_);
 }
 
 void UserQueue::check_signal(const Signal* signal, const char* what) const
@@ -312,6 +362,7 @@ uint64_t UserQueue::submit(void* packet, uint8_t type, uint16_t arg, Signal* com
                            Signal* also_interrupting)
 {
     if (destroyed_) throw Error(JAL_STATUS_NOT_READY, "queue was destroyed");
+    context_->device().check_not_reset_cached();
     check_signal(completion, "the completion signal");
     bool interrupt = (completion && completion->interrupt()) ||
                      (also_interrupting && also_interrupting->interrupt());
@@ -374,6 +425,7 @@ uint64_t UserQueue::dispatch(uint16_t flags, const jal_packet_dispatch& body, Si
 uint64_t UserQueue::submit_raw(const void* packet)
 {
     if (destroyed_) throw Error(JAL_STATUS_NOT_READY, "queue was destroyed");
+    context_->device().check_not_reset_cached();
     return context_->device().guarded([&] { return ring_->submit(packet, submit_timeout_); });
 }
 

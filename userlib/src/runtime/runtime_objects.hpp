@@ -56,9 +56,24 @@ public:
     IrqHub& irq() { return irq_; }
     backend::DoorbellMapping& doorbells();  // mapped on first use
 
+    // Device loss: every handle belongs to the reset generation (JAL_REG_RESET_GENERATION)
+    // the device was opened in. Once the chip was reset they all fail with DEVICE_RESET.
+    // Reads the register (one round trip); once a reset is seen the answer is sticky.
+    bool was_reset();
+    // Throws DEVICE_RESET (prefixed "device N: ") if was_reset().
+    void check_not_reset();
+    // The same for paths that must stay cheap (submissions, signal loads): the register is
+    // read at most every kResetRecheck; in between only a reset already seen counts.
+    void check_not_reset_cached();
+    static constexpr std::chrono::milliseconds kResetRecheck{10};
+
 private:
     ChipFunction device_;
     unsigned index_;
+    uint32_t generation_ = 0;
+    std::atomic<bool> reset_seen_{false};
+    std::atomic<uint32_t> seen_generation_{0};
+    std::atomic<int64_t> next_check_ns_{0};
     SignalPool signals_;
     IrqHub irq_;
     std::mutex doorbell_mutex_;

@@ -85,12 +85,15 @@ bool spin(const jal_signal* signal, const WaitOptions& o, clock::time_point unti
 
 }  // namespace
 
-SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& o, IrqHub* irq)
+SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& o, IrqHub* irq,
+                              const std::function<void()>& still_valid)
 {
     SignalObservation out;
     auto deadline = deadline_after(o.timeout);
+    auto slice_end = [&] { return std::min(deadline, deadline_after(kValidityRecheck)); };
     if (o.mode == WaitMode::poll) {
-        spin(signal, o, deadline, out);
+        while (!spin(signal, o, slice_end(), out) && clock::now() < deadline)
+            if (still_valid) still_valid();
         return out;
     }
     if (!irq)
@@ -103,6 +106,7 @@ SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& o, Ir
         uint64_t seen = irq->generation();
         if (check(signal, o, out) || clock::now() >= deadline) return out;
         irq->wait(seen, deadline);
+        if (still_valid) still_valid();
     }
 }
 

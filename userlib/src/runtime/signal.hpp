@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -79,6 +80,10 @@ struct WaitOptions {
 
 // Waits until the condition holds or the timeout passes. Interrupt and hybrid modes need
 // `irq` (the signal's device) and a signal whose completions raise an interrupt.
-SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& options, IrqHub* irq);
+// `still_valid` (may be empty) is called at least every kValidityRecheck (and after every
+// wake-up) while the condition does not hold; it throws to end the wait (device reset).
+inline constexpr std::chrono::milliseconds kValidityRecheck{10};
+SignalObservation wait_signal(const jal_signal* signal, const WaitOptions& options, IrqHub* irq,
+                              const std::function<void()>& still_valid = {});
 
 }  // namespace jal::runtime::detail

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <jal/hw/mgmt.h>
 #include <jal/hw/pci.h>
 
 #include <jal/error.hpp>
@@ -125,6 +126,29 @@ std::unique_ptr<backend::HostMemory> DirectBackend::share_host_memory(size_t byt
 void DirectBackend::bind_irq(uint32_t vector, int eventfd)
 {
     connection_->set_irq(vector, eventfd);
+}
+
+std::vector<backend::Backend::OtherClient> DirectBackend::other_clients()
+{
+    std::vector<OtherClient> out;
+    for (uint32_t fn = 0; fn < JAL_MGMT_MAX_FUNCS; fn++) {
+        if (fn == identity_.function) continue;
+        jal_msg_client_info_reply c;
+        try {
+            c = connection_->client_info(fn);
+        } catch (const Error& e) {
+            if (e.status() != JAL_STATUS_PROTOCOL) throw;
+            throw Error(JAL_STATUS_UNSUPPORTED,
+                        "the emulator cannot list its clients (transport protocol " +
+                            std::to_string(identity_.interface_version >> 16) + "." +
+                            std::to_string(identity_.interface_version & 0xffff) +
+                            ", CLIENT_INFO needs 1.2)");
+        }
+        if (!c.present) continue;
+        out.push_back(OtherClient{
+            fn, c.pid, std::string(c.client, ::strnlen(c.client, sizeof c.client)), c.contexts});
+    }
+    return out;
 }
 
 std::shared_ptr<backend::DoorbellMapping> DirectBackend::map_doorbells()

@@ -29,6 +29,7 @@ public:
     void bind_irq(uint32_t vector, int eventfd) override;
     std::shared_ptr<backend::DoorbellMapping> map_doorbells() override;
     const backend::BackendIdentity& identity() const override { return identity_; }
+    std::vector<OtherClient> other_clients() override;
 
 private:
     uint64_t reserve_bus_range(size_t bytes);

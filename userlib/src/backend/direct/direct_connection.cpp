@@ -128,6 +128,14 @@ DirectConnection::Doorbells DirectConnection::get_doorbells()
     return Doorbells{std::move(fds[0]), std::move(fds[1])};
 }
 
+jal_msg_client_info_reply DirectConnection::client_info(uint32_t function)
+{
+    DecodedReply reply = transact(encode_client_info(0, function), -1);
+    if (!reply.client_info)
+        throw Error(JAL_STATUS_PROTOCOL, "CLIENT_INFO reply without its payload");
+    return *reply.client_info;
+}
+
 uint64_t DirectConnection::rejected_posted_writes() const
 {
     std::lock_guard lock(mutex_);

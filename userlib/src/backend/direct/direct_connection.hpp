@@ -32,6 +32,8 @@ public:
         util::UniqueFd kick_eventfd;
     };
     Doorbells get_doorbells();
+    // CLIENT_INFO: who holds host function `function` of the chip.
+    jal_msg_client_info_reply client_info(uint32_t function);
 
     // Replies to posted writes that the emulator rejected (they carry no other trace).
     uint64_t rejected_posted_writes() const;

@@ -86,6 +86,13 @@ HeaderOnlyMsg encode_get_doorbells(uint64_t id)
     return with_header<HeaderOnlyMsg>(JAL_MSG_GET_DOORBELLS, id);
 }
 
+jal_msg_client_info encode_client_info(uint64_t id, uint32_t function)
+{
+    auto msg = with_header<jal_msg_client_info>(JAL_MSG_CLIENT_INFO, id);
+    msg.function = function;
+    return msg;
+}
+
 DecodedReply decode_reply(std::span<const std::byte> packet)
 {
     if (packet.size() < sizeof(jal_msg_reply))
@@ -104,6 +111,10 @@ DecodedReply decode_reply(std::span<const std::byte> packet)
         jal_msg_hello_reply hello;
         std::memcpy(&hello, packet.data() + sizeof(jal_msg_reply), sizeof hello);
         out.hello = hello;
+    } else if (payload == sizeof(jal_msg_client_info_reply)) {
+        jal_msg_client_info_reply info;
+        std::memcpy(&info, packet.data() + sizeof(jal_msg_reply), sizeof info);
+        out.client_info = info;
     } else if (payload != 0) {
         malformed("unexpected " + std::to_string(payload) + "-byte payload");
     }
@@ -127,6 +138,8 @@ const char* msg_type_name(uint16_t type)
         return "SET_IRQ";
     case JAL_MSG_GET_DOORBELLS:
         return "GET_DOORBELLS";
+    case JAL_MSG_CLIENT_INFO:
+        return "CLIENT_INFO";
     case JAL_MSG_REPLY:
         return "REPLY";
     default:

@@ -24,10 +24,12 @@ struct HeaderOnlyMsg {
     jal_msg_hdr hdr;
 };
 HeaderOnlyMsg encode_get_doorbells(uint64_t id);
+jal_msg_client_info encode_client_info(uint64_t id, uint32_t function);
 
 struct DecodedReply {
     jal_msg_reply reply;
     std::optional<jal_msg_hello_reply> hello;  // present when the packet carries the payload
+    std::optional<jal_msg_client_info_reply> client_info;  // likewise
 };
 
 // Throws jal::Error(JAL_STATUS_PROTOCOL) for anything that is not a well-formed REPLY.

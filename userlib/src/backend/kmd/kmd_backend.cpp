@@ -8,6 +8,11 @@
 
 #include "kmd_memory.hpp"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
 namespace jal::kmd {
 
 std::string device_node(unsigned index)
@@ -56,6 +61,8 @@ uint32_t KmdBackend::read32(uint32_t bar, uint32_t offset)
         return info.post_code;
     case JAL_REG_FAULT:
         return info.fault;
+    case JAL_REG_RESET_GENERATION:
+        return info.reset_generation;
     default:
         return 0;  // scratch and unassigned registers belong to the driver
     }
@@ -97,6 +104,33 @@ std::shared_ptr<backend::DoorbellMapping> KmdBackend::map_doorbells()
     auto doorbells = std::make_shared<KmdDoorbells>(file_);
     admin_.set_doorbells(doorbells);
     return doorbells;
+}
+
+}  // namespace jal::kmd
+
+namespace jal::kmd {
+
+std::vector<backend::Backend::OtherClient> KmdBackend::other_clients()
+{
+    // jal.ko lists the processes that have the node open, "pid comm contexts" per line
+    // (comm may hold spaces). Other processes only: this one's files are ours.
+    std::string node = std::filesystem::path(file_->path()).filename();
+    std::string list = "/sys/class/jal/" + node + "/device/clients";
+    std::ifstream in(list);
+    if (!in)
+        throw Error(JAL_STATUS_UNSUPPORTED,
+                    list + " cannot be read (a jal.ko without the client list?)");
+    std::vector<OtherClient> out;
+    for (std::string line; std::getline(in, line);) {
+        size_t first = line.find(' '), last = line.rfind(' ');
+        if (first == std::string::npos || last <= first) continue;
+        OtherClient c;
+        c.pid = static_cast<uint32_t>(std::strtoul(line.c_str(), nullptr, 10));
+        c.name = line.substr(first + 1, last - first - 1);
+        c.contexts = static_cast<uint32_t>(std::strtoul(line.c_str() + last + 1, nullptr, 10));
+        if (c.pid != static_cast<uint32_t>(::getpid())) out.push_back(c);
+    }
+    return out;
 }
 
 }  // namespace jal::kmd

@@ -30,6 +30,7 @@ public:
     void bind_irq(uint32_t vector, int eventfd) override;
     std::shared_ptr<backend::DoorbellMapping> map_doorbells() override;
     const backend::BackendIdentity& identity() const override { return identity_; }
+    std::vector<OtherClient> other_clients() override;
 
 private:
     std::shared_ptr<const KmdFile> file_;
