@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite (the README's second command; CI runs it).
-#   scripts/test.sh [--asan] [ctest args...]
+#   scripts/test.sh [--asan|--tsan] [ctest args...]
 # --asan builds and runs it under AddressSanitizer + UndefinedBehaviorSanitizer instead
-# (build-asan/). Extra arguments go to ctest, e.g. scripts/test.sh -L unit
+# (build-asan/); --tsan builds and runs the tests labelled concurrency under
+# ThreadSanitizer (build-tsan/). Extra arguments go to ctest, e.g. scripts/test.sh -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=default
-if [ "${1:-}" = --asan ]; then
-  preset=asan
+case "${1:-}" in
+--asan | --tsan)
+  preset=${1#--}
   shift
-fi
+  ;;
+esac
 scripts/setup.sh
-scripts/build.sh "$preset"
+if [ "$preset" = tsan ]; then
+  scripts/build.sh tsan concurrency_tests
+else
+  scripts/build.sh "$preset"
+fi
 ctest --preset "$preset" -j "$(nproc)" "$@"

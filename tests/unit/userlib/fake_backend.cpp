@@ -1,6 +1,7 @@
 #include "fake_backend.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -163,9 +164,9 @@ size_t FakeBackend::complete_locked(size_t max)
         cqe.flags = phase_;
         auto* slot = reinterpret_cast<jal_admin_cqe*>(
             translate(cq_base + cq_tail_ * sizeof cqe, sizeof cqe));
-        jal_admin_cqe body = cqe;
-        body.flags = static_cast<uint16_t>(phase_ ^ 1);  // flags go last, like the device
-        std::memcpy(slot, &body, sizeof body);
+        // Flags go last, like the device: the body without them, then the flags alone
+        // (the host polls them while the body is written).
+        std::memcpy(slot, &cqe, offsetof(jal_admin_cqe, flags));
         __atomic_store_n(&slot->flags, cqe.flags, __ATOMIC_RELEASE);
         if (++cq_tail_ == entries) {
             cq_tail_ = 0;
