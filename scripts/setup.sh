@@ -12,6 +12,9 @@ packages=(
   curl
   # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies (docs/install.md)
   dpkg-dev
+  # the libFuzzer targets (scripts/fuzz.sh): clang, its fuzzer and sanitizer runtimes, and
+  # llvm-symbolizer for readable crash stacks
+  clang-14 libclang-rt-14-dev llvm-14
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs
