@@ -176,8 +176,9 @@ void use_consumers(const GgufFile& f)
     try {
         (void)read_gpt_oss_config(f);
     } catch (const jal::Error&) {}
-    if (!Tokenizer::has_vocabulary(f)) return;
     try {
+        // Like from_gguf, has_vocabulary refuses a wrongly typed tokenizer.ggml.model.
+        if (!Tokenizer::has_vocabulary(f)) return;
         const auto tok = Tokenizer::from_gguf(f);
         const auto ids = tok->encode("Hello, world! 123");
         for (int32_t id : ids) FUZZ_CHECK(id >= 0 && static_cast<uint32_t>(id) < tok->vocab_size());
