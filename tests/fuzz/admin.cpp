@@ -13,8 +13,9 @@
 // Checks: every status is a jal_status; every DMA lies inside the command's data buffer,
 // and a reply is no longer than it; only RESET asks for a reset and only DEBUG_FAULT for a
 // hang; and once both functions detach, everything they created is gone: no context,
-// allocation or queue is left, every page is free again and the MMU maps nothing (the
-// firmware is brought up once and serves every input: see firmware() below).
+// allocation or queue is left, every page is free again, the MMU maps nothing and no page
+// was scrubbed while a context still mapped it (the firmware is brought up once and serves
+// every input: see firmware() below).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -147,6 +148,7 @@ void end_input(Firmware& fw)
     FUZZ_CHECK(fw.res.queues().live() == 0);
     FUZZ_CHECK(fw.res.memory().pages().free_pages_total() == fw.free_pages);
     FUZZ_CHECK(fw.dev.mmu.maps.empty());
+    FUZZ_CHECK(fw.dev.mmu.scrubbed_while_mapped == 0);  // never scrubbed a page still in use
 
     FUZZ_CHECK(fw.power.request_power_limit(fw.power_limit) == JAL_STATUS_OK);
     fw.dev.mmu.scrubbed.clear();
