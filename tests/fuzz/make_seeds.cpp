@@ -115,7 +115,7 @@ void code_object_seed(const std::string& name, const std::vector<uint64_t>& code
     const Bytes object = jal::isa::encode_code_object(name, code, args_size, 4096, args);
     b.insert(b.end(), object.begin(), object.end());
     put("code-object", name, b);
-    put("tile-exec", name, jal::fuzz::tile_program_input(2, 8, code));
+    put("tile-exec", name, jal::fuzz::tile_program_input(2, 2048, code));
 }
 
 #define I JAL_INSN

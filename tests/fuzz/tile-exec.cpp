@@ -130,13 +130,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const jal::fuzz::TileProgram p = jal::fuzz::make_tile_program({data, size});
 
     const std::vector<uint8_t> object =
-        jal::isa::encode_code_object("fuzz", p.code, 64, JAL_SLICE_L1_BYTES, {});
+        jal::isa::encode_code_object("fuzz", p.code, 64, jal::fuzz::kTileL1Bytes, {});
     std::string why;
     if (jal::isa::validate_code_object(object, &why) != JAL_STATUS_OK)
         std::fprintf(stderr, "generated program rejected: %s\n", why.c_str());
     FUZZ_CHECK(jal::isa::validate_code_object(object, nullptr) == JAL_STATUS_OK);
 
-    const exec::Program prog = exec::Program::from_words(p.code);
+    const exec::Program prog = exec::Program::from_words(p.code, jal::fuzz::kTileL1Bytes);
     const exec::DispatchResult t = run(machine, prog, p.slices, p.budget, true);
     const exec::DispatchResult f = run(machine, prog, p.slices, p.budget, false);
     machine.scrub();

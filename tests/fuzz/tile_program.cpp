@@ -118,7 +118,7 @@ TileProgram make_tile_program(std::span<const uint8_t> input)
     std::memcpy(setup, input.data(), std::min<size_t>(input.size(), 4));
     input = input.subspan(std::min<size_t>(input.size(), 4));
     p.slices = 1 + setup[0] % 4;
-    p.budget = 256 + uint64_t{setup[1]} * 64;
+    p.budget = 256 + uint64_t{setup[1]} * 16;  // up to kMaxTileBudget
 
     const uint64_t init[8] = {kTileVa, kTileVa + JAL_PAGE_SIZE, 8, 32, 64, 65536, 1, 4096};
     for (unsigned x = 1; x <= 8; ++x) load_constant(p.code, x, init[x - 1]);
@@ -134,11 +134,11 @@ TileProgram make_tile_program(std::span<const uint8_t> input)
     return p;
 }
 
-std::vector<uint8_t> tile_program_input(uint32_t slices, uint32_t budget_k,
+std::vector<uint8_t> tile_program_input(uint32_t slices, uint32_t budget,
                                         std::span<const uint64_t> words)
 {
     std::vector<uint8_t> out = {static_cast<uint8_t>(slices - 1),
-                                static_cast<uint8_t>(budget_k * 1000 / 64), 0, 0};
+                                static_cast<uint8_t>((budget - 256) / 16), 0, 0};
     out.resize(4 + words.size_bytes());
     std::memcpy(out.data() + 4, words.data(), words.size_bytes());
     return out;

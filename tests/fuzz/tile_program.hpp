@@ -26,6 +26,11 @@ namespace jal::fuzz {
 inline constexpr uint64_t kTileVa = JAL_VA_BASE;  // 4 mapped pages of 2 MiB from here
 inline constexpr unsigned kTilePages = 4;
 inline constexpr unsigned kFirstSink = 28;
+// The programs' l1_bytes (tiles must lie below it) and the most instructions a slice may
+// run: together they bound an input's work (a vector op over all of L1 in a loop of the
+// whole budget), which the instruction budget alone does not.
+inline constexpr uint32_t kTileL1Bytes = 256u << 10;
+inline constexpr uint64_t kMaxTileBudget = 256 + 255 * 16;
 
 struct TileProgram {
     uint32_t slices = 1;
@@ -40,7 +45,7 @@ struct TileProgram {
 TileProgram make_tile_program(std::span<const uint8_t> input);
 
 // The input whose program is `words` (valid words are kept), for seeds.
-std::vector<uint8_t> tile_program_input(uint32_t slices, uint32_t budget_k,
+std::vector<uint8_t> tile_program_input(uint32_t slices, uint32_t budget,
                                         std::span<const uint64_t> words);
 
 }  // namespace jal::fuzz
