@@ -12,6 +12,9 @@ packages=(
   curl
   # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies (docs/install.md)
   dpkg-dev
+  # the libFuzzer targets (scripts/fuzz.sh): clang, its fuzzer and sanitizer runtimes, and
+  # llvm-symbolizer for readable crash stacks
+  clang-14 libclang-rt-14-dev llvm-14
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the GDB stub's integration test drives jal-emu --gdb with it (docs/management-core.md)
   gdb-multiarch

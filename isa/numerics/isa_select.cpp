@@ -6,6 +6,10 @@
 
 #include <atomic>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace jal::numerics {
 
 bool host_has_avx2()
@@ -13,8 +17,10 @@ bool host_has_avx2()
 #if defined(__x86_64__) || defined(__i386__)
     static const bool has = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+        // F16C through cpuid: clang (14) has no "f16c" for __builtin_cpu_supports.
+        unsigned eax, ebx, ecx, edx;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     }();
     return has;
 #else

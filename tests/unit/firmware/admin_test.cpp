@@ -340,6 +340,17 @@ TEST_F(AdminTest, UnreadableSubmissionRingIsADmaFault)
     EXPECT_EQ(run(sqe(JAL_ADMIN_IDENTIFY, 512)).status, JAL_STATUS_OK);
 }
 
+// A buffer whose end wraps past 2^64 is no host memory. (Found by fuzz-admin: the fake bus
+// compared ends, which wrapped, and wrote far outside the function's memory.)
+TEST_F(AdminTest, DataBufferWrappingTheAddressSpaceIsADmaFault)
+{
+    enable();
+    const auto c = run(sqe(JAL_ADMIN_IDENTIFY, 512, ~std::uint64_t{0} - 255));
+    EXPECT_EQ(c.status, JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(c.result, 0u);
+    EXPECT_EQ(run(sqe(JAL_ADMIN_IDENTIFY, 512)).status, JAL_STATUS_OK);
+}
+
 TEST_F(AdminTest, DetachedFunctionIsDroppedQuietly)
 {
     enable();

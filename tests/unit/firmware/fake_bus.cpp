@@ -436,8 +436,9 @@ std::uint32_t FakeBus::dma(std::uint32_t function, std::uint64_t host_addr, void
     now_ns += JAL_MGMT_MMIO_NS * 6;
     if (function >= JAL_MGMT_MAX_FUNCS || !fns[function].present) return JAL_STATUS_NO_DEVICE;
     HostFunction& f = fns[function];
+    // Offsets, not ends: host_addr + len may wrap around 2^64.
     if (len == 0 || len > JAL_DMA_LEN_MAX || host_addr < f.mem_base ||
-        host_addr + len > f.mem_base + f.mem.size())
+        host_addr - f.mem_base > f.mem.size() || len > f.mem.size() - (host_addr - f.mem_base))
         return JAL_STATUS_DMA_FAULT;
     std::uint8_t* p = &f.mem[host_addr - f.mem_base];
     if (to_host)

@@ -71,6 +71,16 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
     }
 }
 
+bool FakeMmu::drop(std::pair<std::uint32_t, std::uint64_t> key)
+{
+    auto it = maps.find(key);
+    if (it == maps.end()) return false;
+    for (std::uint64_t r : it->second)
+        if (--mapped_[r] == 0) mapped_.erase(r);
+    maps.erase(it);
+    return true;
+}
+
 void FakeMmu::execute(std::uint32_t v)
 {
     const std::uint64_t va = std::uint64_t{va_hi} << 32 | va_lo;
@@ -99,12 +109,14 @@ void FakeMmu::execute(std::uint32_t v)
             }
             it->second.push_back(pa);
         } else {
+            drop(key);
             maps[key] = {pa};
         }
+        ++mapped_[pa];
         return;
     case JAL_MMU_CMD_UNMAP:
         ++unmaps;
-        if (maps.erase(key) == 0) status = JAL_STATUS_PAGE_FAULT;
+        if (!drop(key)) status = JAL_STATUS_PAGE_FAULT;
         return;
     case JAL_MMU_CMD_LOOKUP: {
         ++lookups;
@@ -127,13 +139,12 @@ void FakeMmu::execute(std::uint32_t v)
             return;
         }
         scrubbed.push_back(pa);
-        for (auto& [k, reps] : maps)
-            for (std::uint64_t r : reps) scrubbed_while_mapped += r == pa;
+        if (auto it = mapped_.find(pa); it != mapped_.end()) scrubbed_while_mapped += it->second;
         return;
     case JAL_MMU_CMD_FLUSH_CTX:
         flushes.push_back(ctx);
-        for (auto it = maps.begin(); it != maps.end();)
-            it = it->first.first == ctx ? maps.erase(it) : std::next(it);
+        for (auto it = maps.lower_bound({ctx, 0}); it != maps.end() && it->first.first == ctx;)
+            drop((it++)->first);
         return;
     default:
         status = JAL_STATUS_INVALID_OPCODE;

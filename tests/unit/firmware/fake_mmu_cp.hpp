@@ -41,6 +41,13 @@ struct FakeMmu {
     // Mappings (virtual pages) of a context.
     std::size_t mapped_pages(std::uint32_t context) const;
     const std::vector<std::uint64_t>* replicas(std::uint32_t context, std::uint64_t va) const;
+
+private:
+    // Drops a mapping (false: none). Keeps mapped_ in step with maps.
+    bool drop(std::pair<std::uint32_t, std::uint64_t> key);
+    // Physical page -> how many mappings name it, so SCRUB's check does not scan every
+    // mapping (the fuzzer allocates tens of thousands of pages).
+    std::map<std::uint64_t, std::uint32_t> mapped_;
 };
 
 struct FakeCpQueue {

@@ -24,7 +24,8 @@ public:
     // usable vocabulary (tokenizer.ggml.model "none", or a model or pre-tokenizer this
     // library does not implement).
     static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& gguf);
-    // Whether from_gguf would find a vocabulary at all (a "none" model has none).
+    // Whether from_gguf would find a vocabulary at all (a "none" model has none). Throws
+    // jal::Error INVALID_FIELD when tokenizer.ggml.model is there but not a string.
     static bool has_vocabulary(const GgufFile& gguf);
 
     virtual ~Tokenizer() = default;
