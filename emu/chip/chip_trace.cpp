@@ -1,5 +1,5 @@
 // Chip::name_trace_tracks: how jal-emu --trace's UI names this chip's two processes and
-// their tracks (docs/bringup.md, "Traces").
+// their tracks (docs/emulator.md, "Traces").
 #include "emu/chip/chip.hpp"
 
 #include <fmt/format.h>

@@ -164,6 +164,18 @@ void check_debug_options(const EmuOptions& o, const std::string& fw)
         throw std::invalid_argument("--gdb " + std::to_string(o.gdb_port) + " with " +
                                     std::to_string(o.chips) + " chips runs past port 65535");
 }
+// The log and the trace.
+void add_output_options(CLI::App& app, EmuOptions& o)
+{
+    app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
+    app.add_option("--trace", o.trace_file,
+                   "Write a trace Perfetto's UI (ui.perfetto.dev) opens to FILE, in the Chrome "
+                   "JSON format: every chip's dispatches on each slice in modelled time, with the "
+                   "stages of a staged program; each queue's packets, the firmware's log lines "
+                   "and power and clock counters (docs/emulator.md, \"Traces\"). Complete once "
+                   "jal-emu exits; a large run writes tens of MB");
+    app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
+}
 }  // namespace
 
 EmuOptions parse_options(int argc, char** argv)
@@ -225,14 +237,7 @@ EmuOptions parse_options(int argc, char** argv)
                    "emulator's own uid and root). Their access to the socket directory is up "
                    "to you: it must stay writable by its owner only");
     add_debug_options(app, o);
-    app.add_option("--log", o.log_file, "Append the log to FILE instead of stderr");
-    app.add_option("--trace", o.trace_file,
-                   "Write a trace Perfetto's UI (ui.perfetto.dev) opens to FILE, in the Chrome "
-                   "JSON format: every chip's dispatches on each slice in modelled time, with the "
-                   "stages of a staged program; each queue's packets, the firmware's log lines "
-                   "and power and clock counters (docs/bringup.md, \"Traces\"). Complete once "
-                   "jal-emu exits; a large run writes tens of MB");
-    app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
+    add_output_options(app, o);
     try {
         app.parse(argc, argv);
         o.chip.fused_slices = parse_slice_list(fuse);

@@ -1,6 +1,6 @@
 // DispatchUnit::trace_dispatch: a dispatch on jal-emu --trace's modelled-time process, one
 // track a physical slice: the dispatch (the command processor's launch first), and inside
-// it the stages the slice entered (docs/bringup.md, "Traces").
+// it the stages the slice entered (docs/emulator.md, "Traces").
 #include "emu/chip/power_model.hpp"
 #include "emu/cp/dispatch_unit.hpp"
 #include "emu/tile_exec/timing_rates.hpp"

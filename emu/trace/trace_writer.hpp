@@ -1,5 +1,5 @@
 // jal-emu --trace FILE: events in the Chrome trace event format (the JSON array form that
-// Perfetto's UI, ui.perfetto.dev, and chrome://tracing open), docs/bringup.md "Traces".
+// Perfetto's UI, ui.perfetto.dev, and chrome://tracing open), docs/emulator.md "Traces".
 //
 // Two clocks, each in its own process of the trace (pid), so they are never compared:
 // chip N's slices in modelled time (what the timing model charges, the figures jal-run
