@@ -51,14 +51,17 @@ void CoreDebug::attach()
     });
 }
 
-void CoreDebug::interrupt()
+void CoreDebug::interrupt(bool any_hold_will_do)
 {
     halt_requested_ = true;
     // The core notices the request at its next translated block; an event wait notices
     // this task instead. Whichever comes first takes the request. A task that finds the
-    // core already held leaves the request alone: it may be the next interrupt, for after
-    // the core resumes.
-    clock_.post([this] {
+    // core already held leaves a Ctrl-C alone: it may be the next interrupt, for after the
+    // core resumes. A debugger connecting wants the core halted, and a hold it reached in
+    // the meantime (the power-on wait of --gdb-wait) is that halt: left pending, the
+    // request would stop the core again at the debugger's first continue.
+    clock_.post([this, any_hold_will_do] {
+        if (in_hold_ && any_hold_will_do) take_halt_request();
         if (in_hold_ || !core_ || !take_halt_request()) return;
         pending_step_ = hold(kSigInt);
     });

@@ -50,8 +50,10 @@ public:
     // Readable whenever the core may have halted since the last drain (then check halted()).
     int wake_fd() const { return wake_fd_; }
     void drain_wake();
-    void attach();     // a debugger connected
-    void interrupt();  // Ctrl-C: halt soon, reporting SIGINT
+    void attach();  // a debugger connected
+    // Ctrl-C: halt soon, reporting SIGINT. any_hold_will_do: a debugger connecting; a hold
+    // the core is already in satisfies it.
+    void interrupt(bool any_hold_will_do = false);
     void resume(bool step, std::optional<std::uint32_t> pc);
     void release();  // the debugger left: breakpoints gone, the core runs on
     // Register, memory and breakpoint access, forwarded to the core's thread; only while

@@ -115,7 +115,7 @@ void GdbServer::serve(int fd)
     Session s{fd, debug_.target()};
     debug_.attach();
     s.running = !debug_.halted();
-    if (s.running) debug_.interrupt();
+    if (s.running) debug_.interrupt(true);
     while (s.open && !stopping_) {
         if (s.running && debug_.halted()) {
             s.running = false;

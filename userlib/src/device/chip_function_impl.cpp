@@ -36,6 +36,11 @@ DeviceStatus ChipFunction::Impl::read_status()
 {
     auto reg = [&](uint32_t offset) { return backend_->read32(JAL_BAR_REGS, offset); };
     DeviceStatus s;
+    // The generation before the state: registers are read one at a time, and a reset
+    // between the two reads must not give a new generation with the old state's "ready"
+    // (ChipFunction::reset would take that for a chip already back). Read first, a new
+    // generation means the reset began before the state was read.
+    s.reset_generation = reg(JAL_REG_RESET_GENERATION);
     s.raw = reg(JAL_REG_STATUS);
     s.state = state_from_bits(s.raw);
     s.degraded = s.raw & JAL_REG_STATUS_DEGRADED;
@@ -46,7 +51,6 @@ DeviceStatus ChipFunction::Impl::read_status()
     s.post_code = reg(JAL_REG_POST_CODE);
     s.fw_version = reg(JAL_REG_FW_VERSION);
     s.if_version = reg(JAL_REG_VERSION);
-    s.reset_generation = reg(JAL_REG_RESET_GENERATION);
     return s;
 }
 
