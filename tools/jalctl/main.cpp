@@ -21,6 +21,7 @@ int main(int argc, char** argv)
     jal::ctl::add_common_options(app, ctx);
     jal::ctl::add_list_command(app, ctx);
     jal::ctl::add_info_command(app, ctx);
+    jal::ctl::add_health_command(app, ctx);
     jal::ctl::add_slices_command(app, ctx);
     jal::ctl::add_hbm_command(app, ctx);
     jal::ctl::add_telemetry_command(app, ctx);

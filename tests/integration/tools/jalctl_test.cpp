@@ -255,4 +255,85 @@ TEST(JalctlWithoutEmulator, HelpWorksEverywhere)
     EXPECT_EQ(bad.exit_code, 2);
 }
 
+// jalctl health's exit status says what a monitoring script needs: 0 healthy, 4 degraded,
+// 5 failed; the JSON names the check that decided it.
+TEST_F(JalctlTest, HealthOfAFullChipIsHealthy)
+{
+    CommandResult r = jalctl({"health", "--wait", kBootWait, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    const json doc = json::parse(r.out);
+    EXPECT_EQ(doc["health"], "healthy");
+    EXPECT_EQ(doc["exit_code"], 0);
+    ASSERT_EQ(doc["checks"].size(), 4u) << doc.dump();
+    for (const json& c : doc["checks"]) EXPECT_EQ(c["status"], "healthy") << c.dump();
+    r = jalctl({"health"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("device 0: healthy"), std::string::npos) << r.out;
+}
+
+class JalctlHealthTest : public JalctlTest {
+protected:
+    // Channel 100 with five dead DQ lanes (one more than its spares) fails: the chip
+    // boots, degraded. With five such channels on stack 2 the stack is retired and the
+    // product rule fails the chip (FirmwareHbm tests).
+    static std::string dead_lanes(std::initializer_list<unsigned> channels)
+    {
+        std::string lanes;
+        for (unsigned ch : channels)
+            for (unsigned lane = 0; lane < 5; lane++)
+                lanes +=
+                    (lanes.empty() ? "" : ",") + std::to_string(ch) + ":" + std::to_string(lane);
+        return lanes;
+    }
+};
+
+class JalctlHealthDegradedTest : public JalctlHealthTest {
+protected:
+    EmuOptions emu_options() const override
+    {
+        EmuOptions o;
+        o.bad_lanes = dead_lanes({100});
+        return o;
+    }
+};
+
+TEST_F(JalctlHealthDegradedTest, AFailedChannelIsDegraded)
+{
+    CommandResult r = jalctl({"health", "--wait", kBootWait, "--json"});
+    EXPECT_EQ(r.exit_code, 4) << r.err << r.out;
+    const json doc = json::parse(r.out);
+    EXPECT_EQ(doc["health"], "degraded");
+    bool hbm = false;
+    for (const json& c : doc["checks"])
+        if (c["check"] == "hbm") {
+            hbm = true;
+            EXPECT_EQ(c["status"], "degraded");
+            EXPECT_EQ(c["detail"], "191 of 192 channels ok");
+        }
+    EXPECT_TRUE(hbm) << doc.dump();
+}
+
+class JalctlHealthFailedTest : public JalctlHealthTest {
+protected:
+    EmuOptions emu_options() const override
+    {
+        EmuOptions o;
+        o.bad_lanes = dead_lanes({64, 65, 66, 67, 68});
+        return o;
+    }
+};
+
+TEST_F(JalctlHealthFailedTest, AFailedChipIsFailed)
+{
+    CommandResult r = jalctl({"health", "--wait", kBootWait, "--json"});
+    EXPECT_EQ(r.exit_code, 5) << r.err << r.out;
+    const json doc = json::parse(r.out);
+    EXPECT_EQ(doc["health"], "failed");
+    ASSERT_FALSE(doc["checks"].empty());
+    EXPECT_EQ(doc["checks"][0]["check"], "state");
+    EXPECT_EQ(doc["checks"][0]["status"], "failed");
+    EXPECT_NE(doc["checks"][0]["detail"].get<std::string>().find("failed: "), std::string::npos)
+        << doc.dump();
+}
+
 }  // namespace
