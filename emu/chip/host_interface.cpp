@@ -429,7 +429,9 @@ void HostInterface::raise_msi(std::uint32_t fn, std::uint32_t vector)
     if (irq) irq->signal();
 }
 
-void HostInterface::reset(bool chip_reset)
+// Both kinds (chip_reset or the watchdog's) reboot the management core, so both are the same
+// here; the chip's models tell them apart (Chip::apply_reset).
+void HostInterface::reset(bool /*chip_reset*/)
 {
     std::vector<std::shared_ptr<IrqEventfd>> wake;
     {
@@ -444,7 +446,10 @@ void HostInterface::reset(bool chip_reset)
             for (auto& irq : f.irq)
                 if (irq) wake.push_back(irq);
         }
-        status_ = chip_reset ? JAL_REG_STATUS_RESETTING : status_;
+        // Until the rebooted firmware writes BOOTING the status says RESETTING, also after
+        // a watchdog reset: a host waiting for the chip to come back would take a READY
+        // left from before the reset for it.
+        status_ = JAL_REG_STATUS_RESETTING;
         boot_status_ = post_code_ = fault_ = 0;
     }
     // Sleeping waiters (admin completions, queue signals) wake and read the new generation
