@@ -109,7 +109,8 @@ void check_replies(int sock, const std::vector<uint64_t>& request_ids)
                 close(fd);
             }
         FUZZ_CHECK(n == sizeof(jal_msg_reply) ||
-                   n == sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply));
+                   n == sizeof(jal_msg_reply) + sizeof(jal_msg_hello_reply) ||
+                   n == sizeof(jal_msg_reply) + sizeof(jal_msg_client_info_reply));
         jal_msg_reply r;
         std::memcpy(&r, buf.data(), sizeof r);
         FUZZ_CHECK(r.hdr.type == JAL_MSG_REPLY && r.hdr.size == static_cast<uint32_t>(n));
