@@ -130,6 +130,14 @@ else
 	fail dma-isolation "a copy packet reached memory the driver never mapped for the device"
 fi
 
+# 7c. context isolation: another context and another process of the guest cannot read or
+#     write a context's device memory, by copy packets or crafted tile programs
+if run context-isolation jal-system-isolation; then
+	pass context-isolation
+else
+	fail context-isolation "jal-system-isolation reported failed checks"
+fi
+
 # 8. chip reset through the driver (RESET ioctl) under a client with a live context and a
 #    wait only a reset can end: jalctl reset refuses and lists it (exit 3); --force resets,
 #    jalctl sees the chip go down and come back; the client's wait ends with

@@ -9,6 +9,7 @@
 # driver mapped for it (docs/vm.md).
 #
 #   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH --dma PATH --reset PATH
+#                  --isolation PATH
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +22,7 @@ while [ $# -gt 0 ]; do
     --ioctl) ioctl=$2 ;;
     --dma) dma=$2 ;;
     --reset) reset=$2 ;;
+    --isolation) isolation=$2 ;;
     *) echo "run_vm_test: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -47,7 +49,8 @@ echo "$qemu ($(elapsed "$t") s)"
 echo "== guest"
 t=$(now)
 mapfile -t guest < <("$repo/scripts/build-guest.sh" --init "$here/guest_init.sh" \
-  --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma" --program "$reset")
+  --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma" --program "$reset" \
+  --program "$isolation")
 [ ${#guest[@]} -eq 2 ] || { echo "FAIL: scripts/build-guest.sh printed no kernel and initramfs"; exit 1; }
 echo "${guest[0]} ${guest[1]} ($(elapsed "$t") s)"
 
@@ -88,7 +91,7 @@ if [ $qemu_rc -ne 0 ]; then
   failed=1
 fi
 # Every step must report PASS; a step that never reported is a failure too.
-for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation reset-refused reset device-reset flr rmmod dmesg; do
+for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation context-isolation reset-refused reset device-reset flr rmmod dmesg; do
   line=$(grep -m1 "^JAL-TEST $step: " "$work/console.txt" || true)
   if [ -z "$line" ]; then
     echo "JAL-TEST $step: FAIL (never reported)"
@@ -121,6 +124,7 @@ if [ $failed -ne 0 ]; then
   exit 1
 fi
 sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^JAL-OUT dma-isolation BEGIN$/,/^JAL-OUT dma-isolation END$/p
+  /^JAL-OUT context-isolation BEGIN$/,/^JAL-OUT context-isolation END$/p
   /^JAL-OUT device-reset BEGIN$/,/^JAL-OUT device-reset END$/p
   /^hwmon /p; /^sysfs /p; /^iommu: /p' "$work/console.txt"
 grep -E '^(ok|FAIL) ' "$work/console.txt" | tail -3
