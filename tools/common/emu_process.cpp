@@ -231,7 +231,8 @@ std::string EmuProcess::stop(std::chrono::milliseconds grace)
 }
 
 EmuLauncher::EmuLauncher(const std::string& tool, const std::string& emu_dir,
-                         bool use_running_default, const std::vector<std::string>& args)
+                         bool use_running_default, const std::vector<std::string>& args,
+                         unsigned device)
     : tool_(tool), args_(args)
 {
     if (!emu_dir.empty()) {
@@ -240,6 +241,14 @@ EmuLauncher::EmuLauncher(const std::string& tool, const std::string& emu_dir,
     }
     if (const char* dir = std::getenv("JAL_EMU_DIR"); dir && *dir) {
         socket_dir_ = dir;
+        return;
+    }
+    // A chip on this machine's PCI bus (jal.ko): libjal opens it before any socket
+    // (docs/userlib.md), so there is no emulator to start.
+    const std::string node = "/dev/jal" + std::to_string(device);
+    if (use_running_default && fs::is_character_file(node)) {
+        device_node_ = node;
+        socket_dir_ = jal::default_emu_dir();
         return;
     }
     // A chip already served in the default place (jal-emu started by hand, scripts/demo.sh).
@@ -257,6 +266,7 @@ EmuLauncher::EmuLauncher(const std::string& tool, const std::string& emu_dir,
 
 std::string EmuLauncher::description() const
 {
+    if (!device_node_.empty()) return "jal.ko (" + device_node_ + ")";
     if (!process_) return "JAL_EMU_DIR=" + socket_dir_;
     std::string s = "jal-emu";
     for (auto& a : args_) s += " " + a;

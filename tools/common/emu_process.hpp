@@ -74,23 +74,25 @@ private:
 };
 
 // The emulator a tool talks to: `emu_dir` if not empty, else $JAL_EMU_DIR if set, else (if
-// `use_running_default`) the default socket directory when a chip is served there;
-// otherwise a private jal-emu (the one next to the running program) started with `args`
-// and stopped again by the destructor. Throws std::runtime_error.
+// `use_running_default`) none when chip `device` is on this machine's PCI bus (/dev/jalN:
+// libjal then drives it through jal.ko) or the default socket directory when a chip is
+// served there; otherwise a private jal-emu (the one next to the running program) started
+// with `args` and stopped again by the destructor. Throws std::runtime_error.
 class EmuLauncher {
 public:
     EmuLauncher(const std::string& tool, const std::string& emu_dir, bool use_running_default,
-                const std::vector<std::string>& args);
+                const std::vector<std::string>& args, unsigned device = 0);
 
     const std::string& socket_dir() const { return socket_dir_; }
     bool started() const { return process_ != nullptr; }
-    // "jal-emu --fw native (started by <tool>)" / "JAL_EMU_DIR=<dir>"
+    // "jal-emu --fw native (started by <tool>)" / "JAL_EMU_DIR=<dir>" / "jal.ko (/dev/jal0)"
     std::string description() const;
 
 private:
     std::string tool_;
     std::vector<std::string> args_;
     std::string socket_dir_;
+    std::string device_node_;  // the chip on the PCI bus, when that is what is driven
     std::unique_ptr<EmuProcess> process_;
 };
 

@@ -494,7 +494,7 @@ int run(const Options& o)
         print_prompt_ids(o, r);
         return 0;
     }
-    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, o.trace.empty(), emu_arguments(o));
+    jal::tools::EmuLauncher emu("jal-run", o.emu_dir, o.trace.empty(), emu_arguments(o), o.device);
     jal::runtime::Device device(o.device, emu.socket_dir());
     double load_s = 0;
     std::unique_ptr<jal::model::Runtime> rt = open_runtime(o, r, device, load_s);
@@ -576,7 +576,8 @@ int main(int argc, char** argv)
                  "Print the prefill's and the last decode step's modelled time by kernel");
     app.add_option(
         "--emu-dir", o.emu_dir,
-        "jal-emu socket directory (default: $JAL_EMU_DIR, a running chip, or start one)");
+        "jal-emu socket directory (default: $JAL_EMU_DIR, the chip at /dev/jalN through jal.ko, "
+        "a running chip, or start one)");
     app.add_option("--trace", o.trace,
                    "Write a Perfetto trace of the run to FILE: the dispatches on every slice in "
                    "modelled time with their stages, the queues' packets and the firmware's log "
