@@ -3,7 +3,8 @@
  * Host memory the device reaches by DMA, owned by one open file:
  *  - allocated: coherent memory the process maps with mmap (the queue rings, signals and
  *    copy buffers of userlib: a copy packet names one contiguous bus range, which this
- *    is: physically contiguous without an IOMMU, IOVA-contiguous behind one);
+ *    is: physically contiguous without an IOMMU (at most 4 MiB), IOVA-contiguous behind
+ *    one (at most 256 MiB);
  *  - pinned: a range of the process's own memory, pinned with pin_user_pages and mapped
  *    for DMA; the caller learns its DMA segments (one, behind an IOMMU).
  * Everything goes through the DMA API, so behind an IOMMU the device holds IOVAs and
@@ -12,6 +13,7 @@
  * is freed and no mapping of it remains, and the device then faults on its old addresses.
  */
 #include <linux/dma-mapping.h>
+#include <linux/iommu.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -19,6 +21,7 @@
 #include "jal_drv.h"
 
 #define JAL_HOST_ALLOC_MAX (4u << 20)
+#define JAL_HOST_ALLOC_MAX_IOMMU (256u << 20)
 #define JAL_HOST_PIN_MAX (1ull << 30)
 
 struct jal_host_buf {
@@ -65,13 +68,28 @@ static int jal_host_insert(struct jal_file *jf, struct jal_host_buf *buf,
 	return 0;
 }
 
+/*
+ * Behind a translating IOMMU the DMA API builds a coherent buffer from single pages mapped
+ * at consecutive IOVAs, so its size is bounded by IOVA space and the device's mappings (the
+ * emulated function holds at most 256 MiB of 4 KiB pages); without one it must be
+ * physically contiguous, which the page allocator gives up to 4 MiB.
+ */
+static u64 jal_host_alloc_max(struct device *dev)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+
+	if (domain && iommu_is_dma_domain(domain))
+		return JAL_HOST_ALLOC_MAX_IOMMU;
+	return JAL_HOST_ALLOC_MAX;
+}
+
 int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr)
 {
 	struct device *dev = &jf->jdev->pdev->dev;
 	struct jal_host_buf *buf;
 	int ret;
 
-	if (!bytes || bytes > JAL_HOST_ALLOC_MAX)
+	if (!bytes || bytes > jal_host_alloc_max(dev))
 		return -EINVAL;
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)

@@ -134,7 +134,7 @@ struct jal_ioctl_mem_free {
 struct jal_ioctl_host_alloc {
 	__u32 size;
 	__u32 flags;
-	__u64 bytes; /* rounded up to pages; at most 4 MiB */
+	__u64 bytes; /* rounded up to pages; at most 4 MiB, 256 MiB behind an IOMMU */
 	__u32 handle; /* out */
 	__u32 reserved0;
 	__u64 bus_addr; /* out: where the device sees it */

@@ -21,7 +21,8 @@ KmdMemory::KmdMemory(std::shared_ptr<const KmdFile> file, std::shared_ptr<BusReg
     if (int ret = file_->ioctl(JAL_IOCTL_HOST_ALLOC, alloc); ret < 0)
         throw Error(ret == -EINVAL ? JAL_STATUS_INVALID_LENGTH : status_from_errno(-ret),
                     file_->path() + ": cannot allocate " + std::to_string(bytes) +
-                        " bytes of DMA memory (at most 4 MiB each): " + std::strerror(-ret));
+                        " bytes of DMA memory (at most 4 MiB each, 256 MiB behind an IOMMU): " +
+                        std::strerror(-ret));
     handle_ = alloc.handle;
     bus_addr_ = alloc.bus_addr;
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, file_->fd(),
