@@ -86,6 +86,9 @@ int jal_admin_enable(struct jal_device *jdev)
 	u32 status;
 	int ret;
 
+	/* The generation this queue is set up under (read before, so a reset during the set-up
+	 * shows as a change later) */
+	jdev->reset_generation = jal_rd(jdev, JAL_REG_RESET_GENERATION);
 	jal_wr(jdev, JAL_REG_ADMIN_CTRL, 0);
 	ret = jal_admin_poll_status(jdev, JAL_ADMIN_STATUS_READY, 0, &status);
 	if (ret) {
@@ -166,6 +169,9 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
 		return -ENODEV;
 	if (data_len > JAL_ADMIN_DATA_MAX)
 		return -EINVAL;
+	ret = jal_fw_check_generation(jdev);
+	if (ret)
+		return ret;
 	if (!a->enabled) {
 		ret = jal_admin_enable(jdev);
 		if (ret)
@@ -186,12 +192,26 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
 
 	deadline = jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
 	for (;;) {
+		/* Read before reaping: a completion the chip wrote before a reset (RESET's
+		 * own) is then still taken; a reset fires every bound vector, so a command
+		 * lost with the queue is noticed at once. */
+		bool reset = jal_rd(jdev, JAL_REG_RESET_GENERATION) !=
+			     jdev->reset_generation;
+
 		while (jal_admin_reap(jdev, cqe)) {
 			if (cqe->cid != cid)
 				continue; /* late completion of a command that timed out */
 			if (data_len)
 				memcpy(data, a->data, data_len);
 			return 0;
+		}
+		if (reset) {
+			dev_warn(
+				&jdev->pdev->dev,
+				"Admin command 0x%02x lost: the chip was reset\n",
+				sqe->opcode);
+			a->enabled = false;
+			return -ECONNRESET;
 		}
 		if (time_after(jiffies, deadline))
 			break;

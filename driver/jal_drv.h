@@ -80,6 +80,9 @@ struct jal_device {
 	struct jal_admin admin;
 	struct jal_identify identify; /* from the last IDENTIFY */
 	bool gone; /* removed: every call fails with -ENODEV */
+	/* RESET_GENERATION when the admin queue was last set up: a different value means the
+	 * chip was reset since (its watchdog, or another function's reset) */
+	u32 reset_generation;
 
 	struct jal_vector vec[JAL_MSIX_VECTORS];
 	/* files: changed under both jdev->lock and files_lock, read under either (the
@@ -115,6 +118,7 @@ static inline void jal_wr(struct jal_device *jdev, u32 reg, u32 value)
 /* jal_fw.c: the boot handshake */
 int jal_fw_wait_ready(struct jal_device *jdev);
 int jal_fw_reset(struct jal_device *jdev, bool admin_command);
+int jal_fw_check_generation(struct jal_device *jdev);
 
 /* jal_admin.c: the driver's admin queue (callers hold jdev->lock) */
 int jal_admin_init(struct jal_device *jdev);

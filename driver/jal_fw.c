@@ -108,3 +108,38 @@ int jal_fw_reset(struct jal_device *jdev, bool admin_command)
 		return ret;
 	return jal_admin_identify(jdev);
 }
+
+/*
+ * A reset the driver did not ask for (the firmware's watchdog, caller holds jdev->lock):
+ * the management core rebooted and forgot every function's admin queue, contexts and
+ * queues. It shows as a new RESET_GENERATION. The driver forgets what its files held (their
+ * clients learn of the reset from the generation, libjal's JAL_STATUS_DEVICE_RESET) and
+ * sets the admin queue up again once the firmware is back. Returns 0 when there was no
+ * reset or the chip is set up again.
+ */
+int jal_fw_check_generation(struct jal_device *jdev)
+{
+	u32 generation = jal_rd(jdev, JAL_REG_RESET_GENERATION);
+	int ret;
+
+	if (generation == jdev->reset_generation)
+		return 0;
+	if (generation == U32_MAX)
+		return -ENODEV;
+	dev_warn(
+		&jdev->pdev->dev,
+		"Chip was reset under the driver (reset generation %u, was %u): setting it up again\n",
+		generation, jdev->reset_generation);
+	jdev->admin.enabled = false;
+	jal_files_forget_device_state(jdev);
+	ret = jal_fw_wait_ready(jdev);
+	if (!ret)
+		ret = jal_admin_enable(jdev); /* records the new generation */
+	if (!ret)
+		ret = jal_admin_identify(jdev);
+	if (ret)
+		dev_err(&jdev->pdev->dev,
+			"Failed to set the chip up again after its reset: %d\n",
+			ret);
+	return ret;
+}
