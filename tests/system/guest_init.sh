@@ -138,6 +138,15 @@ else
 	fail context-isolation "jal-system-isolation reported failed checks"
 fi
 
+# 7d. inference: jal-run decodes a synthetic model greedily through jal.ko; the host compares
+#     the ids with the direct path's (JAL-TOKENS)
+if run inference jal-run /model.gguf --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --ids -q; then
+	echo "JAL-TOKENS $(cat /tmp/out)"
+	pass inference
+else
+	fail inference "jal-run exited with an error"
+fi
+
 # 8. chip reset through the driver (RESET ioctl) under a client with a live context and a
 #    wait only a reset can end: jalctl reset refuses and lists it (exit 3); --force resets,
 #    jalctl sees the chip go down and come back; the client's wait ends with
@@ -174,6 +183,33 @@ else
 	fail device-reset "the client did not see JAL_STATUS_DEVICE_RESET or could not carry on (exit $rc)"
 fi
 
+# 8b. the firmware hangs (DEBUG_FAULT) under a client with a live context and a pending
+#     wait: the chip's watchdog reboots the management core; the client's wait ends with
+#     JAL_STATUS_DEVICE_RESET and a re-opened device copies; the driver notices the new
+#     reset generation and sets the chip up again (jalctl info: ready, boot count 3)
+rm -f /tmp/watchdog-ready
+jal-system-reset /tmp/watchdog-ready >/tmp/watchdog-client.out 2>&1 &
+client=$!
+n=0
+while [ ! -e /tmp/watchdog-ready ] && kill -0 $client 2>/dev/null && [ $n -lt 1200 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+run watchdog-hang jal-system-hang /dev/jal0
+wait $client
+rc=$?
+echo "JAL-OUT watchdog BEGIN"
+cat /tmp/watchdog-client.out
+dmesg | grep 'jal 0000:.*reset'
+echo "JAL-OUT watchdog END"
+if [ $rc -eq 0 ] && run jalctl-info-after-watchdog jalctl info &&
+	grep -q '^State: *ready' /tmp/out && grep -q '^Boot count: *3' /tmp/out &&
+	dmesg | grep -q 'Chip was reset under the driver'; then
+	pass watchdog
+else
+	fail watchdog "client exit $rc, or the chip is not ready with boot count 3, or the driver did not notice the reset"
+fi
+
 # 9. function-level reset with the driver bound: QEMU attaches a fresh function to the chip,
 #    the driver enables its admin queue again, and the device works as before
 pcidev=$(readlink -f /sys/class/jal/jal0/device)
@@ -191,12 +227,14 @@ else
 	fail rmmod "rmmod failed or the module/device stayed"
 fi
 
-# 11. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices, no
-#    oops or WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
+# 11. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices and
+#    the one warning step 8b causes on purpose (the chip reset by its watchdog), no oops or
+#    WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
 dmesg -r >/tmp/dmesg
 bad=$(grep -E '^<[0-4]>' /tmp/dmesg |
 	grep -v -e 'loading out-of-tree module taints kernel' \
-		-e 'module verification failed: signature and/or required key missing')
+		-e 'module verification failed: signature and/or required key missing' \
+		-e 'jal 0000:.*: Chip was reset under the driver (reset generation ')
 oops=$(grep -E 'Oops|BUG:|WARNING:|Call Trace|general protection|RIP:' /tmp/dmesg)
 tainted=$(cat /proc/sys/kernel/tainted)
 if [ -z "$bad$oops" ] && [ $((tainted & ~(4096 | 8192))) -eq 0 ]; then

@@ -9,7 +9,10 @@
 # driver mapped for it (docs/vm.md).
 #
 #   run_vm_test.sh --jal-emu PATH --jalctl PATH --copy PATH --ioctl PATH --dma PATH --reset PATH
-#                  --isolation PATH
+#                  --isolation PATH --jal-run PATH --mkmodel PATH --hang PATH
+#
+# Inference: a synthetic model (jal-mkmodel --preset small) decoded greedily by jal-run on the
+# host's direct path and in the guest through jal.ko must give the same token ids.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +26,9 @@ while [ $# -gt 0 ]; do
     --dma) dma=$2 ;;
     --reset) reset=$2 ;;
     --isolation) isolation=$2 ;;
+    --jal-run) jalrun=$2 ;;
+    --mkmodel) mkmodel=$2 ;;
+    --hang) hang=$2 ;;
     *) echo "run_vm_test: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -46,11 +52,15 @@ t=$(now)
 qemu=$("$repo/scripts/build-qemu.sh")
 echo "$qemu ($(elapsed "$t") s)"
 
+# The model both paths decode (deterministic: the guest image's cache key stays the same).
+model_args=(--prompt-ids 1,2,3,4,5,6,7,8 --n 16 --ids -q)
+"$mkmodel" --preset small --seed 7 -q "$work/model.gguf" >/dev/null
+
 echo "== guest"
 t=$(now)
 mapfile -t guest < <("$repo/scripts/build-guest.sh" --init "$here/guest_init.sh" \
   --program "$jalctl" --program "$copy" --program "$ioctl" --program "$dma" --program "$reset" \
-  --program "$isolation")
+  --program "$isolation" --program "$jalrun" --program "$hang" --file "$work/model.gguf:/model.gguf")
 [ ${#guest[@]} -eq 2 ] || { echo "FAIL: scripts/build-guest.sh printed no kernel and initramfs"; exit 1; }
 echo "${guest[0]} ${guest[1]} ($(elapsed "$t") s)"
 
@@ -68,6 +78,9 @@ done
 JAL_EMU_DIR=$work/emu "$jalctl" --wait 60 info >"$work/direct-info.txt" 2>&1 ||
   { cat "$work/direct-info.txt"; echo "FAIL: jalctl info in direct mode"; exit 1; }
 cat "$work/direct-info.txt"
+JAL_EMU_DIR=$work/emu "$jalrun" "$work/model.gguf" "${model_args[@]}" >"$work/direct-tokens.txt" ||
+  { echo "FAIL: jal-run in direct mode"; exit 1; }
+echo "direct tokens: $(cat "$work/direct-tokens.txt")"
 
 echo "== guest run ($accel, timeout ${guest_timeout} s)"
 t=$(now)
@@ -91,7 +104,7 @@ if [ $qemu_rc -ne 0 ]; then
   failed=1
 fi
 # Every step must report PASS; a step that never reported is a failure too.
-for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation context-isolation reset-refused reset device-reset flr rmmod dmesg; do
+for step in insmod jalctl-info sysfs copy msix hwmon ioctl dma-isolation context-isolation inference reset-refused reset device-reset watchdog flr rmmod dmesg; do
   line=$(grep -m1 "^JAL-TEST $step: " "$work/console.txt" || true)
   if [ -z "$line" ]; then
     echo "JAL-TEST $step: FAIL (never reported)"
@@ -111,6 +124,14 @@ else
   cat "$work/info.diff"
   failed=1
 fi
+# jal-run in the guest decodes the same tokens as on the direct path.
+guest_tokens=$(sed -n 's/^JAL-TOKENS //p' "$work/console.txt")
+if [ -n "$guest_tokens" ] && [ "$guest_tokens" = "$(cat "$work/direct-tokens.txt")" ]; then
+  echo "JAL-TEST inference-matches-direct: PASS ($guest_tokens)"
+else
+  echo "JAL-TEST inference-matches-direct: FAIL (guest '${guest_tokens}', direct '$(cat "$work/direct-tokens.txt")')"
+  failed=1
+fi
 grep -q '^JAL-SYSTEM: RESULT PASS' "$work/console.txt" || failed=1
 
 if [ $failed -ne 0 ]; then
@@ -125,7 +146,9 @@ if [ $failed -ne 0 ]; then
 fi
 sed -n '/^JAL-OUT copy BEGIN$/,/^JAL-OUT copy END$/p; /^JAL-OUT dma-isolation BEGIN$/,/^JAL-OUT dma-isolation END$/p
   /^JAL-OUT context-isolation BEGIN$/,/^JAL-OUT context-isolation END$/p
+  /^JAL-OUT inference BEGIN$/,/^JAL-OUT inference END$/p
   /^JAL-OUT device-reset BEGIN$/,/^JAL-OUT device-reset END$/p
+  /^JAL-OUT watchdog BEGIN$/,/^JAL-OUT watchdog END$/p
   /^hwmon /p; /^sysfs /p; /^iommu: /p' "$work/console.txt"
 grep -E '^(ok|FAIL) ' "$work/console.txt" | tail -3
 grep -E 'attached|detached' "$work/emu.log" # the FLR shows as a detach and a fresh attach
