@@ -22,6 +22,10 @@ public:
 
     int memfd() const { return memfd_; }
     int kickfd() const { return kickfd_; }
+    // The emulator's own mapping of the page array, for a host in this process (the command
+    // processor's tests): one mapping for both sides, so ThreadSanitizer pairs their
+    // release stores and acquire loads.
+    std::byte* mapping() const { return base_; }
 
     std::uint64_t write_index(std::uint32_t q) const
     {
