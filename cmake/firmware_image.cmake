@@ -23,4 +23,5 @@ ExternalProject_Add(jal-fw-image
 set(JAL_FW_INSTALL_DIR ${CMAKE_INSTALL_DATADIR}/jal/firmware)
 file(RELATIVE_PATH JAL_FW_IMAGE_FROM_BINDIR ${CMAKE_INSTALL_FULL_BINDIR}
      ${CMAKE_INSTALL_FULL_DATADIR}/jal/firmware)
-install(FILES ${JAL_FW_IMAGE} DESTINATION ${JAL_FW_INSTALL_DIR} COMPONENT jal-emu)
+# The ELF beside it: symbols for gdb-multiarch with `jal-emu --gdb` and addr2line on a fault.
+install(FILES ${JAL_FW_IMAGE} ${JAL_FW_ELF} DESTINATION ${JAL_FW_INSTALL_DIR} COMPONENT jal-emu)

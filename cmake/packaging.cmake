@@ -4,6 +4,7 @@
 #   libjal-dev  headers, the libjal.so link, the CMake package and the pkg-config file
 #   jal-tools   jalctl, jal-run, jal-serve, jal-bench, jal-mkmodel, jal-objdump
 #   jal-emu     jal-emu and its firmware image
+#   jal-dkms    the kernel driver's sources for DKMS (cmake/dkms.cmake)
 # Run-time dependencies are found by dpkg-shlibdeps from the programs and the library (libjal
 # from the sibling package), so they follow what the build actually linked.
 set(CPACK_PACKAGE_NAME jal)
@@ -11,7 +12,7 @@ set(CPACK_PACKAGE_VENDOR "Jalapeno project")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Open software stack of Jalapeno LLM inference accelerators")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_COMPONENTS_ALL libjal libjal-dev jal-tools jal-emu)
+set(CPACK_COMPONENTS_ALL libjal libjal-dev jal-tools jal-emu jal-dkms)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # name_version_arch.deb
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "Jalapeno developers <jal@invalid>")
@@ -36,5 +37,13 @@ set(CPACK_COMPONENT_JAL-TOOLS_DEPENDS libjal)
 set(CPACK_DEBIAN_JAL-TOOLS_PACKAGE_NAME jal-tools)
 set(CPACK_COMPONENT_JAL-EMU_DESCRIPTION "Functional emulator of Jalapeno chips (jal-emu) and its firmware image")
 set(CPACK_DEBIAN_JAL-EMU_PACKAGE_NAME jal-emu)
+include(${CMAKE_CURRENT_LIST_DIR}/dkms.cmake)
+set(CPACK_COMPONENT_JAL-DKMS_DESCRIPTION "Linux kernel driver of Jalapeno chips (jal.ko), built by DKMS")
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_NAME jal-dkms)
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_ARCHITECTURE all)  # sources only
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_SECTION kernel)
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_DEPENDS dkms)
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_CONTROL_EXTRA ${JAL_DKMS_DIR}/postinst ${JAL_DKMS_DIR}/prerm)
+set(CPACK_DEBIAN_JAL-DKMS_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 include(CPack)

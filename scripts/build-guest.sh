@@ -39,13 +39,9 @@ done
 [ -n "$init" ] && [ -f "$init" ] || die "--init FILE is required"
 
 # ---- the kernel release: that of the installed Debian headers ------------------------------
-if [ -n "${JAL_GUEST_KERNEL_RELEASE:-}" ]; then
-  release=$JAL_GUEST_KERNEL_RELEASE
-else
-  headers=$(ls -d /usr/src/linux-headers-6.1.0-*-amd64 2>/dev/null | sort -V | tail -1)
-  [ -n "$headers" ] || die "no /usr/src/linux-headers-6.1.0-*-amd64: install linux-headers-amd64 (scripts/setup.sh)"
-  release=${headers#/usr/src/linux-headers-}
-fi
+. "$repo/scripts/lib/guest_kernel.sh"
+release=$(guest_kernel_release)
+[ -n "$release" ] || die "no /usr/src/linux-headers-6.1.0-*-amd64: install linux-headers-amd64 (scripts/setup.sh)"
 kdir=/usr/src/linux-headers-$release
 [ -f "$kdir/Makefile" ] || die "no kernel headers in $kdir"
 busybox=/bin/busybox

@@ -10,8 +10,9 @@ packages=(
   liburing-dev libfabric-dev libboost-dev libopenblas-dev
   # jal-serve's integration test drives the server with curl
   curl
-  # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies (docs/install.md)
-  dpkg-dev
+  # cpack -G DEB runs dpkg-shlibdeps for the packages' dependencies; scripts/build-packages.sh
+  # builds jal.ko from the jal-dkms package with dkms (docs/install.md)
+  dpkg-dev dkms
   # the libFuzzer targets (scripts/fuzz.sh): clang, its fuzzer and sanitizer runtimes, and
   # llvm-symbolizer for readable crash stacks
   clang-14 libclang-rt-14-dev llvm-14

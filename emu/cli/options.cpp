@@ -143,7 +143,8 @@ void add_debug_options(CLI::App& app, EmuOptions& o)
                    "127.0.0.1:PORT (chip i on PORT+i; 0 = free ports, logged as \"chipN: gdb "
                    "remote stub on 127.0.0.1:P\"); the chips boot normally until a debugger "
                    "halts them. Needs --fw image. Debug with gdb-multiarch and jal-fw.elf, "
-                   "the image's ELF beside it (build/bin/jal-fw.elf)")
+                   "the image's ELF beside it (build/bin/jal-fw.elf; installed, <jal-emu's "
+                   "directory>/" JAL_FW_IMAGE_FROM_BINDIR "/jal-fw.elf)")
         ->type_name("PORT")
         ->check(CLI::Range(0, 65535));
     app.add_flag("--gdb-wait", o.chip.debug_wait,

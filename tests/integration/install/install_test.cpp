@@ -58,6 +58,9 @@ TEST_F(InstallTest, LayoutIsWhereTheDocsSayAndProgramsFindLibjalRelatively)
     EXPECT_TRUE(fs::exists(prefix_ + "/include/jal/jal.hpp"));
     EXPECT_TRUE(fs::exists(prefix_ + "/include/jal/hw/version.h"));
     EXPECT_TRUE(fs::is_regular_file(prefix_ + "/" JAL_FW_INSTALL_DIR "/jal-fw.bin"));
+    EXPECT_TRUE(fs::is_regular_file(prefix_ + "/" JAL_FW_INSTALL_DIR "/jal-fw.elf"));
+    // The driver's DKMS sources are for the jal-dkms package only (/usr/src), not a prefix.
+    EXPECT_FALSE(fs::exists(prefix_ + "/src")) << "cmake/dkms.cmake installs into a prefix";
 
     // The RUNPATH is relative to the program ($ORIGIN), never the build tree's absolute one.
     const auto r = run_command({"/usr/bin/readelf", "-d", bin("jalctl")});
