@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Emulator speed against llama.cpp on the same GGUF and machine (ARCHITECTURE.md §10), in one
 # run: jal-run's wall-clock decode tokens/s (emulated chip) and llama.cpp's (jal-llama-ref:
-# CPU, 1 thread, deterministic settings), their ratio, and the modelled TPOT with the
-# achieved fraction of the decode memory-bandwidth roofline.
+# CPU, deterministic settings) on 1 thread and on as many threads as the emulator runs
+# slices on (one per CPU), their ratios, and the modelled TPOT with the achieved fraction of
+# the decode memory-bandwidth roofline.
 #
 #   tools/jal-run/bench-model.sh [BUILD_DIR] [PRESET] [STEPS]     (defaults: build medium 64)
+#
+# PRESET is a jal-mkmodel preset, or large-1g: a bandwidth-bound shape of about 1.2 GB (16
+# layers, hidden 1024, 32 experts of 1024, vocabulary 32000; about 0.4 GB read a token).
 #
 # llama.cpp's decode rate is (STEPS − 1) / (t(--n STEPS) − t(--n 1)): the difference of two
 # runs removes model loading and the prompt. jal-run reports its own decode rate (the wall
@@ -19,23 +23,36 @@ done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 model="$dir/$preset.gguf"
-"$build/bin/jal-mkmodel" --preset "$preset" --seed 1 "$model" >/dev/null
+case $preset in
+large-1g) shape=(--preset medium --layers 16 --hidden 1024 --experts 32 --expert-ffn 1024 --vocab 32000) ;;
+*) shape=(--preset "$preset") ;;
+esac
+"$build/bin/jal-mkmodel" "${shape[@]}" --seed 1 "$model" >/dev/null
 prompt=$(seq -s, 1 16)
 
 now() { date +%s.%N; }
-t0=$(now); "$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n 1 >/dev/null; t1=$(now)
-"$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n "$steps" >/dev/null; t2=$(now)
-llama_tok_s=$(echo "($steps - 1) / (($t2 - $t1) - ($t1 - $t0))" | bc -l)
+llama_tok_s() {  # THREADS: decode tokens/s of llama.cpp on that many threads
+	local t0 t1 t2
+	t0=$(now); "$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n 1 --threads "$1" >/dev/null; t1=$(now)
+	"$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n "$steps" --threads "$1" >/dev/null; t2=$(now)
+	echo "($steps - 1) / (($t2 - $t1) - ($t1 - $t0))" | bc -l
+}
+threads=$(nproc)
+llama_tok_s=$(llama_tok_s 1)
+llama_tok_s_n=$(llama_tok_s "$threads")
 
 "$build/bin/jal-run" "$model" --prompt-ids "$prompt" --n "$steps" --json >"$dir/run.json"
-python3 - "$dir/run.json" "$llama_tok_s" "$preset" "$steps" <<'PY'
+python3 - "$dir/run.json" "$llama_tok_s" "$preset" "$steps" "$llama_tok_s_n" "$threads" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 llama = float(sys.argv[2])
+llama_n, threads = float(sys.argv[5]), int(sys.argv[6])
 print(f"model: synthetic '{sys.argv[3]}' ({d['n_vocab']} vocab), {sys.argv[4]} greedy steps, prompt {len(d['prompt_ids'])} ids")
 print(f"jal-run decode (emulated chip, wall clock): {d['wall_tok_s']:8.2f} tok/s   ({d['slices']} slices, {d['chip']['dispatches']} dispatches)")
 print(f"llama.cpp decode (CPU, 1 thread):           {llama:8.2f} tok/s")
-print(f"ratio jal-run / llama.cpp:                  {d['wall_tok_s'] / llama:8.3f}")
+print(f"llama.cpp decode (CPU, {threads} threads):          {llama_n:8.2f} tok/s")
+print(f"ratio jal-run / llama.cpp (1 thread):       {d['wall_tok_s'] / llama:8.3f}")
+print(f"ratio jal-run / llama.cpp ({threads} threads):       {d['wall_tok_s'] / llama_n:8.3f}")
 print(f"modelled TPOT {d['tpot_ms']:.4f} ms ({d['tok_s_user']:.0f} tok/s/user); decode roofline "
       f"{d['decode_roofline_ms']:.4f} ms ({d['decode_min_bytes'] / 1e6:.1f} MB at {d['slices']} x 240 GB/s): "
       f"{100 * d['decode_roofline_fraction']:.1f} % of it achieved; HBM busy {100 * d['decode_hbm_util']:.1f} %")

@@ -38,6 +38,7 @@ struct Options {
     int top = 5;
     bool json = false;
     bool verbose = false;
+    int threads = 1;          // more only for speed comparisons (tools/jal-run/bench-model.sh)
     std::string cpu_backend;  // one libggml-cpu-*.so instead of the best-scoring one
 };
 
@@ -47,12 +48,15 @@ void usage(FILE* to)
         to,
         "usage: jal-llama-ref MODEL.gguf --prompt-ids 1,2,3 [--n 16] [--top 5] [--force-ids "
         "a,b,c]\n"
-        "                     [--json] [--cpu-backend libggml-cpu-x64.so] [--verbose]\n"
+        "                     [--json] [--cpu-backend libggml-cpu-x64.so] [--threads N] "
+        "[--verbose]\n"
         "Runs llama.cpp (CPU, 1 thread, F32 KV cache, no flash attention, the prompt as one "
         "batch)\n"
         "and prints the greedy continuation (argmax of the raw logits) with each step's top-K\n"
         "token ids and log-probabilities. --force-ids feeds those ids as the continuation instead\n"
-        "(teacher forcing; one step per id) while still reporting each step's top-K.\n");
+        "(teacher forcing; one step per id) while still reporting each step's top-K.\n"
+        "--threads N runs llama.cpp's CPU backend on N threads (speed comparisons only: the\n"
+        "agreement tests use one).\n");
 }
 
 bool parse_ids(const char* s, std::vector<llama_token>& out)
@@ -96,6 +100,9 @@ bool parse_args(int argc, char** argv, Options& o)
         } else if (a == "--top") {
             if (!(v = value()) || (o.top = std::atoi(v)) <= 0)
                 return std::fprintf(stderr, "jal-llama-ref: bad --top\n"), false;
+        } else if (a == "--threads") {
+            if (!(v = value()) || (o.threads = std::atoi(v)) <= 0)
+                return std::fprintf(stderr, "jal-llama-ref: bad --threads\n"), false;
         } else if (a == "--cpu-backend") {
             if (!(v = value())) return false;
             o.cpu_backend = v;
@@ -258,7 +265,7 @@ llama_context* make_context(const Options& o, llama_model* model)
     cp.n_ctx = (n_prompt + o.n + 255) / 256 * 256;
     cp.n_batch = cp.n_ubatch = std::max<uint32_t>(n_prompt, 1);  // the prompt is one ubatch
     cp.n_seq_max = 1;
-    cp.n_threads = cp.n_threads_batch = 1;
+    cp.n_threads = cp.n_threads_batch = o.threads;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.type_k = GGML_TYPE_F32;
     cp.type_v = GGML_TYPE_F32;
@@ -313,12 +320,12 @@ void print_json(const Options& o, const Trace& t, int n_vocab, ggml_backend_dev_
         "  \"top_logprobs\": %s,\n"
         "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": "
         "%s,"
-        " \"threads\": 1, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %zu}\n"
+        " \"threads\": %d, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %zu}\n"
         "}\n",
         json_string(o.model).c_str(), json_array(o.prompt).c_str(),
         o.force.empty() ? "false" : "true", n_vocab, json_array(t.tokens).c_str(),
         json_array(t.argmax).c_str(), ids_json.c_str(), lp_json.c_str(), json_string(desc).c_str(),
-        json_string(loaded_cpu_backend()).c_str(), o.prompt.size());
+        json_string(loaded_cpu_backend()).c_str(), o.threads, o.prompt.size());
 }
 
 }  // namespace
