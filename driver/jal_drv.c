@@ -35,6 +35,11 @@ static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	jdev = kzalloc(sizeof(*jdev), GFP_KERNEL);
 	if (!jdev)
 		return -ENOMEM;
+	jdev->dummy_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!jdev->dummy_page) {
+		kfree(jdev);
+		return -ENOMEM;
+	}
 	kref_init(&jdev->ref);
 	jdev->pdev = pci_dev_get(pdev);
 	mutex_init(&jdev->lock);
@@ -45,6 +50,7 @@ static int jal_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		ret = jdev->minor;
 		dev_err(dev, "Failed to get a device number: %d\n", ret);
 		pci_dev_put(pdev);
+		__free_page(jdev->dummy_page);
 		kfree(jdev);
 		return ret;
 	}

@@ -70,6 +70,9 @@ struct jal_device {
 	struct kref ref;
 	void __iomem *regs;
 	phys_addr_t doorbell_phys;
+	/* Where a doorbell page faults in once the queue is gone (a reset, the device
+	 * removed): a stale write then lands here instead of killing the process (SIGBUS) */
+	struct page *dummy_page;
 	int minor;
 	struct cdev cdev;
 	struct device *dev; /* the /dev/jalN class device */

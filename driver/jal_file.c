@@ -22,6 +22,7 @@ static void jal_device_release(struct kref *ref)
 
 	ida_free(&jal_minors, jdev->minor);
 	pci_dev_put(jdev->pdev);
+	__free_page(jdev->dummy_page);
 	kfree(jdev);
 }
 
@@ -82,6 +83,24 @@ static int jal_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/*
+ * A doorbell page is mapped in full at mmap time, so a fault means the queue is gone: the
+ * chip was reset (or removed) and jal_files_forget_device_state() took the page away. A
+ * client that writes it before it learns of the reset gets the device's dummy page, not
+ * SIGBUS; libjal then reports JAL_STATUS_DEVICE_RESET (the VMA holds the file, so jf lives).
+ */
+static vm_fault_t jal_doorbell_fault(struct vm_fault *vmf)
+{
+	struct jal_file *jf = vmf->vma->vm_private_data;
+
+	return vmf_insert_pfn(vmf->vma, vmf->address,
+			      page_to_pfn(jf->jdev->dummy_page));
+}
+
+static const struct vm_operations_struct jal_doorbell_vm_ops = {
+	.fault = jal_doorbell_fault,
+};
+
 /* The doorbell page of a queue the file owns: uncached MMIO, nothing else of BAR2. */
 static int jal_mmap_doorbell(struct jal_file *jf, u64 queue,
 			     struct vm_area_struct *vma)
@@ -96,6 +115,8 @@ static int jal_mmap_doorbell(struct jal_file *jf, u64 queue,
 	vma->vm_flags |=
 		VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY;
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+	vma->vm_ops = &jal_doorbell_vm_ops;
+	vma->vm_private_data = jf;
 	return io_remap_pfn_range(vma, vma->vm_start,
 				  (jdev->doorbell_phys >> PAGE_SHIFT) + queue,
 				  PAGE_SIZE, vma->vm_page_prot);
