@@ -5,7 +5,9 @@ set(JAL_MODEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_parse.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_writer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/config_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gpt_oss_config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/synthetic_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/synthetic_gpt_oss.cpp
   # The tokenizer (byte-level BPE from the GGUF, tiktoken's o200k pre-tokenizer through
   # PCRE2) and the harmony chat format.
