@@ -120,7 +120,8 @@ HostMatrix load_host_matrix(const jal::model::GgufFile& file, const std::string&
     case TensorType::Q8_0:
         // ggml's block_q8_0: {F16 scale d, 32 int8 q}; value = q × d.
         for (size_t b = 0; b < m.w.size() / 32; b++, p += 34)
-            for (int j = 0; j < 32; j++) m.w[b * 32 + j] = static_cast<int8_t>(p[2 + j]) * f16_at(p);
+            for (int j = 0; j < 32; j++)
+                m.w[b * 32 + j] = static_cast<int8_t>(p[2 + j]) * f16_at(p);
         break;
     case TensorType::MXFP4:
         decode_mxfp4(p, m.w);

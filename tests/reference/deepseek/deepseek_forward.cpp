@@ -148,9 +148,9 @@ std::vector<double> DeepseekReference::attention(uint32_t il, Sequence& seq,
     const Layer& L = layers_[il];
     const uint32_t H = c_.n_head, Dk = c_.head_dim_k, Dn = c_.head_dim_nope(), R = c_.n_rot,
                    C = c_.kv_lora_rank, W = C + R;
-    const std::vector<double> q =
-        c_.q_lora_rank > 0 ? mv(L.wq_b, rms_norm(mv(L.wq_a, h), L.q_a_norm, c_.rms_eps))
-                           : mv(L.wq, h);
+    const std::vector<double> q = c_.q_lora_rank > 0
+                                      ? mv(L.wq_b, rms_norm(mv(L.wq_a, h), L.q_a_norm, c_.rms_eps))
+                                      : mv(L.wq, h);
     const std::vector<double> kv = mv(L.wkv_a, h);
     std::vector<double> entry =
         rms_norm(std::vector<double>(kv.begin(), kv.begin() + C), L.kv_a_norm, c_.rms_eps);

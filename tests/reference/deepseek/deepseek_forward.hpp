@@ -53,7 +53,7 @@ private:
     struct Layer {
         std::vector<double> attn_norm, q_a_norm, kv_a_norm, ffn_norm, expert_bias;
         HostMatrix wq_a, wq_b, wq, wkv_a, wk_b, wv_b, wo;
-        HostMatrix ffn_gate, ffn_up, ffn_down;           // dense layers
+        HostMatrix ffn_gate, ffn_up, ffn_down;             // dense layers
         HostMatrix router, gate_exps, up_exps, down_exps;  // MoE layers
         HostMatrix gate_shexp, up_shexp, down_shexp;
     };
@@ -66,9 +66,8 @@ private:
     void rope(double* pairs, uint32_t pos) const;  // n_rot values, consecutive pairs
     std::vector<double> attention(uint32_t il, Sequence& seq, const std::vector<double>& h,
                                   uint32_t pos) const;
-    std::vector<double> swiglu(const HostMatrix& gate, const HostMatrix& up,
-                               const HostMatrix& down, const std::vector<double>& h,
-                               uint32_t slice = 0) const;
+    std::vector<double> swiglu(const HostMatrix& gate, const HostMatrix& up, const HostMatrix& down,
+                               const std::vector<double>& h, uint32_t slice = 0) const;
     std::vector<double> moe(uint32_t il, const std::vector<double>& h) const;
 
     const jal::model::GgufFile& file_;

@@ -145,8 +145,8 @@ TEST_P(DeepseekHostPass, AgreesWithLlamaCpp)
     // F32 dense matrices are held to the plain thresholds (llama.cpp's builds agree there to
     // about 1e-5, a Q8_0 rounding jump before an expert aside).
     const bool plain = std::string(GetParam().dense) == "f32";
-    const std::vector<double> spread = plain ? std::vector<double>(kSteps, 0.0)
-                                             : llama_spread(path_, prompt_, llama);
+    const std::vector<double> spread =
+        plain ? std::vector<double>(kSteps, 0.0) : llama_spread(path_, prompt_, llama);
     const double max_spread = *std::max_element(spread.begin(), spread.end());
     const auto file = jal::model::GgufFile::open(path_);
     const DeepseekReference ref(file, /*ggml_numerics=*/true);
@@ -232,7 +232,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, DeepseekHostPass,
                          ::testing::Values(Case{"ds-tiny", "f32"}, Case{"kimi-tiny", "f32"},
                                            Case{"ds-tiny", "bf16"}),
                          [](const auto& info) {
-                             std::string s = std::string(info.param.preset) + "_" + info.param.dense;
+                             std::string s =
+                                 std::string(info.param.preset) + "_" + info.param.dense;
                              std::replace(s.begin(), s.end(), '-', '_');
                              return s;
                          });
