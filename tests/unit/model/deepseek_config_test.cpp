@@ -237,6 +237,25 @@ TEST(DeepseekConfig, OptionalTensors)
         JAL_STATUS_INVALID_FIELD, {"missing tensor 'blk.2.exp_probs_b.bias'"});
 }
 
+TEST(DeepseekConfig, LiteModelsProjectQueriesDirectly)
+{
+    // llama.cpp's "lite" layer counts (DeepSeek-V2-Lite: 27) have no q LoRA: attn_q.
+    SyntheticDeepseekOptions o = deepseek_micro_options();
+    o.n_layer = 27;
+    o.q_lora_rank = 0;
+    DeepseekEdits e;
+    e.drop_key = "deepseek2.attention.q_lora_rank";
+    const DeepseekConfig c =
+        read_deepseek_config(GgufFile::from_bytes(deepseek_bytes(o, e), "m.gguf"));
+    EXPECT_EQ(c.q_lora_rank, 0u);
+    EXPECT_TRUE(GgufFile::from_bytes(deepseek_bytes(o, e)).find_tensor("blk.0.attn_q.weight"));
+    // Any other layer count needs the key.
+    o.n_layer = 28, o.q_lora_rank = 16;
+    expect_error(
+        [&] { read_deepseek_config(GgufFile::from_bytes(deepseek_bytes(o, e), "m.gguf")); },
+        JAL_STATUS_INVALID_FIELD, {"missing key 'deepseek2.attention.q_lora_rank'"});
+}
+
 TEST(DeepseekConfig, PublishedShapes)
 {
     const auto r1 = published_deepseek_config("deepseek-r1");

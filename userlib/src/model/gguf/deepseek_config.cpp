@@ -35,8 +35,11 @@ void read_attention(const GgufFile& f, DeepseekConfig& c)
     c.n_head_kv = f.find_u32(key("attention.head_count_kv")).value_or(c.n_head);
     c.kv_lora_rank = f.get_u32(key("attention.kv_lora_rank"));
     // llama.cpp reads q_lora_rank except for its "lite" models (DeepSeek-V2-Lite and kin,
-    // told apart by their layer count), which project q directly (attn_q).
-    const bool lite = c.n_layer == 26 || c.n_layer == 27;
+    // told apart by their layer count and vocabulary), which project q directly (attn_q).
+    uint64_t n_vocab = f.find_u32(key("vocab_size")).value_or(0);
+    if (n_vocab == 0 && f.find_kv("tokenizer.ggml.tokens"))
+        n_vocab = f.array_size("tokenizer.ggml.tokens");
+    const bool lite = c.n_layer == 26 || c.n_layer == 27 || (c.n_layer == 48 && n_vocab == 128256);
     c.q_lora_rank = lite ? 0 : f.get_u32(key("attention.q_lora_rank"));
     const auto k_mla = f.find_u32(key("attention.key_length_mla"));
     const auto v_mla = f.find_u32(key("attention.value_length_mla"));
