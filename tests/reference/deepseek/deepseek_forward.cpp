@@ -43,8 +43,10 @@ std::vector<uint32_t> order_desc(const std::vector<double>& v)
 
 }  // namespace
 
-DeepseekReference::DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics)
-    : file_(file), c_(jal::model::read_deepseek_config(file)), ggml_(ggml_numerics)
+DeepseekReference::DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics,
+                                     bool expanded_mla)
+    : file_(file), c_(jal::model::read_deepseek_config(file)), ggml_(ggml_numerics),
+      expanded_(expanded_mla)
 {
     // The RoPE and attention scales exactly as llama_context and the deepseek2 graph derive
     // them ([TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]).
@@ -142,15 +144,74 @@ void DeepseekReference::rope(double* x, uint32_t pos) const
     }
 }
 
+namespace {
+
+// Softmax of `s` in place.
+void softmax(std::vector<double>& s)
+{
+    const double mx = *std::max_element(s.begin(), s.end());
+    double sum = 0;
+    for (double& v : s) sum += v = std::exp(v - mx);
+    for (double& v : s) v /= sum;
+}
+
+}  // namespace
+
+std::vector<double> DeepseekReference::head_absorbed(const Layer& L, uint32_t hh, const double* q,
+                                                     const std::vector<double>& cache,
+                                                     uint32_t n) const
+{
+    const uint32_t Dn = c_.head_dim_nope(), R = c_.n_rot, C = c_.kv_lora_rank, W = C + R;
+    // The query's non-RoPE part taken into the latent space by k_b: [k_b·q_nope, q_pe].
+    std::vector<double> qa = mv(L.wk_b, std::vector<double>(q, q + Dn), hh);
+    qa.insert(qa.end(), q + Dn, q + Dn + R);
+    std::vector<double> p(n);
+    for (uint32_t j = 0; j < n; j++) {
+        double dot = 0;
+        for (uint32_t d = 0; d < W; d++) dot += qa[d] * cache[size_t{j} * W + d];
+        p[j] = dot * kq_scale_;
+    }
+    softmax(p);
+    std::vector<double> lat(C, 0.0);
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t d = 0; d < C; d++) lat[d] += p[j] * cache[size_t{j} * W + d];
+    return mv(L.wv_b, lat, hh);
+}
+
+std::vector<double> DeepseekReference::head_expanded(const Layer& L, uint32_t hh, const double* q,
+                                                     const std::vector<double>& cache,
+                                                     uint32_t n) const
+{
+    const uint32_t Dn = c_.head_dim_nope(), R = c_.n_rot, C = c_.kv_lora_rank, W = C + R;
+    const double* kb = L.wk_b.w.data() + size_t{hh} * C * Dn;  // C rows of Dn: K_bᵀ maps c
+    std::vector<double> p(n), out(c_.head_dim_v, 0.0);
+    std::vector<std::vector<double>> v(n);
+    for (uint32_t j = 0; j < n; j++) {
+        const double* c = cache.data() + size_t{j} * W;
+        double dot = 0;
+        for (uint32_t d = 0; d < Dn; d++) {
+            double k = 0;
+            for (uint32_t r = 0; r < C; r++) k += kb[size_t{r} * Dn + d] * c[r];
+            dot += q[d] * k;
+        }
+        for (uint32_t d = 0; d < R; d++) dot += q[Dn + d] * c[C + d];
+        p[j] = dot * kq_scale_;
+        v[j] = mv(L.wv_b, std::vector<double>(c, c + C), hh);
+    }
+    softmax(p);
+    for (uint32_t j = 0; j < n; j++)
+        for (size_t d = 0; d < out.size(); d++) out[d] += p[j] * v[j][d];
+    return out;
+}
+
 std::vector<double> DeepseekReference::attention(uint32_t il, Sequence& seq,
                                                  const std::vector<double>& h, uint32_t pos) const
 {
     const Layer& L = layers_[il];
-    const uint32_t H = c_.n_head, Dk = c_.head_dim_k, Dn = c_.head_dim_nope(), R = c_.n_rot,
-                   C = c_.kv_lora_rank, W = C + R;
-    const std::vector<double> q = c_.q_lora_rank > 0
-                                      ? mv(L.wq_b, rms_norm(mv(L.wq_a, h), L.q_a_norm, c_.rms_eps))
-                                      : mv(L.wq, h);
+    const uint32_t Dk = c_.head_dim_k, Dn = c_.head_dim_nope(), C = c_.kv_lora_rank;
+    std::vector<double> q = c_.q_lora_rank > 0
+                                ? mv(L.wq_b, rms_norm(mv(L.wq_a, h), L.q_a_norm, c_.rms_eps))
+                                : mv(L.wq, h);
     const std::vector<double> kv = mv(L.wkv_a, h);
     std::vector<double> entry =
         rms_norm(std::vector<double>(kv.begin(), kv.begin() + C), L.kv_a_norm, c_.rms_eps);
@@ -160,29 +221,11 @@ std::vector<double> DeepseekReference::attention(uint32_t il, Sequence& seq,
     cache.insert(cache.end(), entry.begin(), entry.end());
 
     std::vector<double> heads;
-    for (uint32_t hh = 0; hh < H; hh++) {
-        const double* qh = q.data() + size_t{hh} * Dk;
-        // Absorbed: the query's non-RoPE part taken into the latent space by k_b.
-        std::vector<double> qa = mv(L.wk_b, std::vector<double>(qh, qh + Dn), hh);
-        std::vector<double> q_pe(qh + Dn, qh + Dk);
-        rope(q_pe.data(), pos);
-        qa.insert(qa.end(), q_pe.begin(), q_pe.end());
-        std::vector<double> s(pos + 1);
-        for (uint32_t j = 0; j <= pos; j++) {
-            double dot = 0;
-            for (uint32_t d = 0; d < W; d++) dot += qa[d] * cache[size_t{j} * W + d];
-            s[j] = dot * kq_scale_;
-        }
-        const double mx = *std::max_element(s.begin(), s.end());
-        double sum = 0;
-        std::vector<double> lat(C, 0.0);
-        for (uint32_t j = 0; j <= pos; j++) {
-            const double p = std::exp(s[j] - mx);
-            sum += p;
-            for (uint32_t d = 0; d < C; d++) lat[d] += p * cache[size_t{j} * W + d];
-        }
-        for (double& v : lat) v /= sum;
-        const std::vector<double> o = mv(L.wv_b, lat, hh);
+    for (uint32_t hh = 0; hh < c_.n_head; hh++) {
+        double* qh = q.data() + size_t{hh} * Dk;
+        rope(qh + Dn, pos);
+        const std::vector<double> o = expanded_ ? head_expanded(L, hh, qh, cache, pos + 1)
+                                                : head_absorbed(L, hh, qh, cache, pos + 1);
         heads.insert(heads.end(), o.begin(), o.end());
     }
     return mv(L.wo, heads);

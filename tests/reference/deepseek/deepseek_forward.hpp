@@ -27,7 +27,11 @@ namespace jal::test {
 
 class DeepseekReference {
 public:
-    DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics);
+    // `expanded_mla`: attention in the expanded form instead (per cached position and head
+    // k_nope = K_bᵀ·c and v = V_b·c, then ordinary attention over Dk-wide keys), the same
+    // function in other arithmetic, as a prefill kernel may compute it.
+    DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics,
+                      bool expanded_mla = false);
 
     // A sequence's state: per layer, per position, [c (kv_lora_rank), k_pe (n_rot)].
     struct Sequence {
@@ -64,6 +68,12 @@ private:
         return host_matvec(m, x, ggml_, slice);
     }
     void rope(double* pairs, uint32_t pos) const;  // n_rot values, consecutive pairs
+    // One head's attention output (Dv) for query head `q` (Dk, its q_pe already rotated)
+    // over the layer's cache, in either form.
+    std::vector<double> head_absorbed(const Layer& L, uint32_t hh, const double* q,
+                                      const std::vector<double>& cache, uint32_t n) const;
+    std::vector<double> head_expanded(const Layer& L, uint32_t hh, const double* q,
+                                      const std::vector<double>& cache, uint32_t n) const;
     std::vector<double> attention(uint32_t il, Sequence& seq, const std::vector<double>& h,
                                   uint32_t pos) const;
     std::vector<double> swiglu(const HostMatrix& gate, const HostMatrix& up, const HostMatrix& down,
@@ -73,6 +83,7 @@ private:
     const jal::model::GgufFile& file_;
     jal::model::DeepseekConfig c_;
     bool ggml_;
+    bool expanded_;
     double freq_scale_ = 1, ext_factor_ = 0, rope_mscale_ = 1, kq_scale_ = 1;
     double corr_[2] = {0, 0};
     std::vector<Layer> layers_;

@@ -226,6 +226,28 @@ TEST_P(DeepseekHostPass, RoutingKeepsToTheGroupsAndScales)
     EXPECT_GT(seen.size(), c.n_expert_used);  // the choice depends on the input
 }
 
+TEST_P(DeepseekHostPass, AbsorbedAndExpandedAttentionAgree)
+{
+    // The two forms of MLA are one function: in double precision (native numerics, no
+    // activation rounding) their logits agree to rounding over a 20-token prompt and 8 steps.
+    const auto file = jal::model::GgufFile::open(path_);
+    const DeepseekReference absorbed(file, false), expanded(file, false, true);
+    auto a = absorbed.new_sequence(), e = expanded.new_sequence();
+    const std::vector<int32_t> prompt(prompt_.begin(), prompt_.begin() + 20);
+    std::vector<double> la = absorbed.forward(a, prompt), le = expanded.forward(e, prompt);
+    for (int step = 0; step < 8; step++) {
+        double worst = 0, scale = 1;
+        for (size_t i = 0; i < la.size(); i++) {
+            worst = std::max(worst, std::fabs(la[i] - le[i]));
+            scale = std::max(scale, std::fabs(la[i]));
+        }
+        EXPECT_LE(worst, 1e-9 * scale) << "step " << step;
+        const int32_t next = top5(la).ids[0];
+        la = absorbed.forward(a, {next});
+        le = expanded.forward(e, {next});
+    }
+}
+
 // ds-tiny: R1's grouped routing; kimi-tiny: Kimi K2's, many experts and no groups. BF16
 // dense matrices (as R1's non-expert weights are published) on ds-tiny.
 INSTANTIATE_TEST_SUITE_P(Presets, DeepseekHostPass,
