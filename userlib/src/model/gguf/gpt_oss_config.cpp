@@ -3,6 +3,8 @@
 // llama_model_openai_moe::load_arch_hparams / load_arch_tensors (models/openai-moe.cpp).
 #include <jal/model/gpt_oss_config.hpp>
 
+#include <jal/model/deepseek_config.hpp>
+
 #include "config_checks.hpp"
 
 #include <fmt/format.h>
@@ -166,7 +168,10 @@ GptOssConfig read_gpt_oss_config(const GgufFile& f)
     const std::string_view arch = f.get_string("general.architecture");
     if (arch != kGptOssArch)
         bad(f, "general.architecture",
-            fmt::format("architecture '{}', expected '{}'", arch, kGptOssArch));
+            fmt::format("architecture '{}', expected '{}'{}", arch, kGptOssArch,
+                        arch == kDeepseekArch ? " (DeepSeek-V3 models are read and checked "
+                                                "but not run on the chip yet: docs/deepseek.md)"
+                                              : ""));
 
     GptOssConfig c;
     c.n_ctx_train = f.get_u32(key("context_length"));
