@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <jal/error.hpp>
+#include <jal/model/deepseek_config.hpp>
 #include <jal/model/gguf.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 #include <jal/model/tokenizer.hpp>
@@ -179,6 +180,9 @@ void use_consumers(const GgufFile& f)
 {
     try {
         (void)read_gpt_oss_config(f);
+    } catch (const jal::Error&) {}
+    try {
+        (void)read_deepseek_config(f);
     } catch (const jal::Error&) {}
     try {
         // Like from_gguf, has_vocabulary refuses a wrongly typed tokenizer.ggml.model.

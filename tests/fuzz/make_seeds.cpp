@@ -16,6 +16,7 @@
 
 #include <jal/isa/code_object.hpp>
 #include <jal/model/gguf.hpp>
+#include <jal/model/synthetic_deepseek.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "jal/emu/protocol.h"
@@ -96,6 +97,13 @@ void gguf_seeds()
     o.n_expert = 2, o.n_expert_used = 1, o.n_ff_exp = 32, o.n_vocab = 8, o.sliding_window = 4;
     fs::create_directories(g_root / "gguf");
     jal::model::write_synthetic_gpt_oss((g_root / "gguf" / "gpt-oss-micro.gguf").string(), o);
+
+    jal::model::SyntheticDeepseekOptions d;  // the smallest DeepSeek-V3 shape
+    d.n_layer = 2, d.n_embd = 32, d.n_head = 2, d.q_lora_rank = 16, d.kv_lora_rank = 16;
+    d.head_dim_nope = 8, d.n_rot = 8, d.head_dim_v = 8, d.n_layer_dense_lead = 1, d.n_ff = 48;
+    d.n_expert = 4, d.n_expert_used = 2, d.n_expert_groups = 2, d.n_group_used = 1;
+    d.n_ff_exp = 32, d.n_vocab = 8;
+    jal::model::write_synthetic_deepseek((g_root / "gguf" / "deepseek-micro.gguf").string(), d);
 }
 
 jal_code_arg arg(const char* name, uint32_t offset, uint32_t kind)

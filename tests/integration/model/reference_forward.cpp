@@ -2,56 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
-#include <stdexcept>
 #include <string>
 
 namespace jal::test {
-
-using jal::model::TensorType;
-
-namespace {
-
-constexpr double kE2M1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-
-float f32_at(const std::byte* p)
-{
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-}
-
-// ggml's quantize_row_q8_0 then dequantization: per 32 values, d = amax / 127 stored as F16,
-// q = round(x · 127 / amax).
-void round_q8_0(std::vector<double>& x)
-{
-    for (size_t b = 0; b + 32 <= x.size(); b += 32) {
-        float amax = 0;
-        for (size_t i = 0; i < 32; i++)
-            amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
-        const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        const double dh = static_cast<double>(static_cast<_Float16>(d));
-        for (size_t i = 0; i < 32; i++)
-            x[b + i] = std::nearbyint(static_cast<float>(x[b + i]) * id) * dh;
-    }
-}
-
-// llama.cpp's F32 -> F16 conversion of activations (round to nearest even).
-void round_f16(std::vector<double>& x)
-{
-    for (double& v : x) v = static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
-}
-
-double f16_at(const std::byte* p)
-{
-    _Float16 h;
-    std::memcpy(&h, p, 2);
-    return static_cast<double>(h);
-}
-
-}  // namespace
 
 ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics)
     : file_(file), c_(jal::model::read_gpt_oss_config(file)), ggml_(ggml_numerics)
@@ -83,68 +37,6 @@ ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numer
         L.wd = load(n("ffn_down_exps.weight"));
         layers_.push_back(std::move(L));
     }
-}
-
-std::vector<double> ReferenceModel::vec(const std::string& name) const
-{
-    const auto& t = file_.tensor(name);
-    if (t.type != TensorType::F32) throw std::runtime_error(name + ": expected F32");
-    std::vector<double> out(t.n_elements);
-    for (size_t i = 0; i < out.size(); i++) out[i] = f32_at(t.data.data() + 4 * i);
-    return out;
-}
-
-ReferenceModel::Matrix ReferenceModel::load(const std::string& name) const
-{
-    const auto& t = file_.tensor(name);
-    Matrix m;
-    m.cols = static_cast<uint32_t>(t.ne[0]);
-    m.rows = static_cast<uint32_t>(t.ne[1]);
-    m.experts = t.n_dims == 3 ? static_cast<uint32_t>(t.ne[2]) : 0;
-    m.w.resize(t.n_elements);
-    m.type = t.type;
-    if (t.type == TensorType::F32) {
-        for (size_t i = 0; i < m.w.size(); i++) m.w[i] = f32_at(t.data.data() + 4 * i);
-    } else if (t.type == TensorType::F16) {
-        for (size_t i = 0; i < m.w.size(); i++) m.w[i] = f16_at(t.data.data() + 2 * i);
-    } else if (t.type == TensorType::Q8_0) {
-        // ggml's block_q8_0: {F16 scale d, 32 int8 q}; value = q × d.
-        const std::byte* p = t.data.data();
-        for (size_t b = 0; b < m.w.size() / 32; b++, p += 34)
-            for (int j = 0; j < 32; j++)
-                m.w[b * 32 + j] = static_cast<int8_t>(p[2 + j]) * f16_at(p);
-    } else if (t.type == TensorType::MXFP4) {
-        // ggml's block_mxfp4: {e8m0 scale, 16 bytes}; element j in the low nibble of qs[j],
-        // element j + 16 in the high nibble; value = E2M1 × 2^(e − 127).
-        const auto* p = reinterpret_cast<const uint8_t*>(t.data.data());
-        for (size_t b = 0; b < m.w.size() / 32; b++, p += 17) {
-            const double scale = std::ldexp(1.0, int(p[0]) - 127);
-            for (int j = 0; j < 16; j++) {
-                const uint8_t lo = p[1 + j] & 15, hi = p[1 + j] >> 4;
-                m.w[b * 32 + j] = (lo & 8 ? -1 : 1) * kE2M1[lo & 7] * scale;
-                m.w[b * 32 + j + 16] = (hi & 8 ? -1 : 1) * kE2M1[hi & 7] * scale;
-            }
-        }
-    } else {
-        throw std::runtime_error(name + ": the reference reads F32, F16, Q8_0 and MXFP4 only");
-    }
-    return m;
-}
-
-std::vector<double> ReferenceModel::matvec(const Matrix& m, const std::vector<double>& x_in,
-                                           uint32_t expert) const
-{
-    std::vector<double> x = x_in;
-    if (m.type == TensorType::Q8_0 || (ggml_ && m.type == TensorType::MXFP4)) round_q8_0(x);
-    if (ggml_ && m.type == TensorType::F16) round_f16(x);
-    std::vector<double> y(m.rows);
-    const double* w = m.w.data() + size_t{expert} * m.rows * m.cols;
-    for (uint32_t r = 0; r < m.rows; r++) {
-        double s = 0;
-        for (uint32_t c = 0; c < m.cols; c++) s += w[size_t{r} * m.cols + c] * x[c];
-        y[r] = s;
-    }
-    return y;
 }
 
 ReferenceModel::Sequence ReferenceModel::new_sequence() const

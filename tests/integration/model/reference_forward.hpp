@@ -14,6 +14,8 @@
 #include <jal/model/gguf.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
+#include "common/host_matrix.hpp"
+
 namespace jal::test {
 
 class ReferenceModel {
@@ -32,16 +34,15 @@ public:
     const jal::model::GptOssConfig& config() const { return c_; }
 
 private:
-    struct Matrix {  // rows × cols (per expert when experts > 0), dequantized
-        uint32_t rows = 0, cols = 0, experts = 0;
-        jal::model::TensorType type = jal::model::TensorType::F32;
-        std::vector<double> w;
-    };
-    Matrix load(const std::string& name) const;
-    std::vector<double> vec(const std::string& name) const;
-    // y = W[expert] x (+ bias row), rounding x as llama.cpp does for the weight's type.
+    using Matrix = HostMatrix;
+    Matrix load(const std::string& name) const { return load_host_matrix(file_, name); }
+    std::vector<double> vec(const std::string& name) const { return load_host_vector(file_, name); }
+    // y = W[expert] x, rounding x as llama.cpp does for the weight's type.
     std::vector<double> matvec(const Matrix& m, const std::vector<double>& x,
-                               uint32_t expert = 0) const;
+                               uint32_t expert = 0) const
+    {
+        return host_matvec(m, x, ggml_, expert);
+    }
 
     const jal::model::GgufFile& file_;
     jal::model::GptOssConfig c_;

@@ -1,6 +1,8 @@
-// Synthetic GPT-OSS models (jal-mkmodel) run on llama.cpp (jal-llama-ref): llama.cpp loads
-// every preset, generates deterministically, the output depends on the context (not one
-// token forever), and teacher forcing reports the forced continuation's steps.
+// Synthetic models (jal-mkmodel) run on llama.cpp (jal-llama-ref): llama.cpp loads every
+// preset, GPT-OSS and DeepSeek-V3 (deepseek2), generates deterministically, the output
+// depends on the context (not one token forever), and teacher forcing reports the forced
+// continuation's steps. For deepseek2, the expert groups written are the ones llama.cpp
+// routes by.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,9 +53,8 @@ protected:
         ASSERT_EQ(mk.status, 0) << mk.out;
         const auto summary = nlohmann::json::parse(mk.out);
         vocab_ = summary["shape"]["vocab"].get<int>();
-        window_ = summary["shape"]["sliding_window"].get<int>();
-        // 70 prompt tokens: longer than the shortest preset window, so both attention
-        // kinds see different keys.
+        // 70 prompt tokens: longer than the shortest GPT-OSS preset window, so both
+        // attention kinds see different keys.
         for (int i = 0; i < 70; ++i) prompt_.push_back((i * 37 + 11) % vocab_);
     }
     void TearDown() override { std::filesystem::remove(model_); }
@@ -68,7 +69,6 @@ protected:
 
     std::string model_;
     int vocab_ = 0;
-    int window_ = 0;
     std::vector<int> prompt_;
 };
 
@@ -136,7 +136,30 @@ TEST_P(LlamaReference, RefusesIdsOutsideTheVocabulary)
         << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, LlamaReference, ::testing::Values("tiny", "small", "gqa-window"),
+// The same weights (each tensor is drawn from the seed and its name) with ds-tiny's groups
+// and with the groups off: llama.cpp routes by the groups written, so the logits differ.
+TEST(LlamaReferenceDeepseek, ExpertGroupsRoute)
+{
+    const std::string base = ::testing::TempDir() + "llama_ref_groups_" + std::to_string(getpid());
+    std::vector<int> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 11) % 256);
+    std::vector<nlohmann::json> out;
+    for (const char* groups : {"4 --groups-used 2", "1 --groups-used 1"}) {
+        const std::string model = base + "_" + std::to_string(out.size()) + ".gguf";
+        const Command mk = run(std::string(JAL_MKMODEL) + " " + model +
+                               " --preset ds-tiny --seed 5 -q --expert-groups " + groups);
+        ASSERT_EQ(mk.status, 0) << mk.out;
+        const Command r = run(std::string(JAL_LLAMA_REF_EXE) + " " + model + " --prompt-ids " +
+                              join(prompt) + " --top 5 --json --n 8");
+        std::filesystem::remove(model);
+        ASSERT_EQ(r.status, 0) << r.out;
+        out.push_back(nlohmann::json::parse(r.out));
+    }
+    EXPECT_NE(out[0]["top_logprobs"], out[1]["top_logprobs"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, LlamaReference,
+                         ::testing::Values("tiny", "small", "gqa-window", "ds-tiny", "kimi-tiny"),
                          [](const auto& info) {
                              std::string n = info.param;
                              std::replace(n.begin(), n.end(), '-', '_');

@@ -1,5 +1,6 @@
-// Random mutations of a valid synthetic model: the reader and the GPT-OSS checks must either
-// accept the file or throw jal::Error, never crash or read outside it (run under ASan).
+// Random mutations of a valid synthetic model: the reader and the GPT-OSS and DeepSeek-V3
+// checks must either accept the file or throw jal::Error, never crash or read outside it
+// (run under ASan).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,8 +11,10 @@
 #include <random>
 #include <unistd.h>
 
+#include <jal/model/deepseek_config.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
+#include "deepseek_test_util.hpp"
 #include "gguf_test_util.hpp"
 
 namespace jal::model::test {
@@ -87,6 +90,12 @@ void use_model(const GgufFile& f)
     (void)read_gpt_oss_config(f);
 }
 
+void use_deepseek_model(const GgufFile& f)
+{
+    use_any(f);
+    (void)read_deepseek_config(f);
+}
+
 // Mutates `valid` in `seeds` ways; every result must be accepted or rejected with a
 // jal::Error that names the file.
 void fuzz(const std::vector<std::byte>& valid, const std::function<void(const GgufFile&)>& use,
@@ -144,6 +153,11 @@ void fuzz(const std::vector<std::byte>& valid, const std::function<void(const Gg
 TEST(GgufFuzz, MutatedModelsNeverCrash)
 {
     fuzz(micro_model_bytes(), use_model, 3000);
+}
+
+TEST(GgufFuzz, MutatedDeepseekModelsNeverCrash)
+{
+    fuzz(deepseek_bytes(deepseek_micro_options()), use_deepseek_model, 3000);
 }
 
 TEST(GgufFuzz, MutatedFilesWithEveryPairTypeNeverCrash)

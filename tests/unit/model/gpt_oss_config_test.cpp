@@ -84,6 +84,10 @@ TEST(GptOssConfig, WrongKeyTypesAndValues)
     expect_error(
         [&] { read(arch); }, JAL_STATUS_INVALID_FIELD,
         {"key 'general.architecture' at offset 24: architecture 'llama', expected 'gpt-oss'"});
+    arch.architecture = "deepseek2";  // read elsewhere: says where
+    expect_error([&] { read(arch); }, JAL_STATUS_INVALID_FIELD,
+                 {"architecture 'deepseek2', expected 'gpt-oss' (DeepSeek-V3 models are read and "
+                  "checked but not run on the chip yet: docs/deepseek.md)"});
 
     auto replaced = [](const std::string& key, uint32_t value) {
         GptOssEdits e;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <jal/model/deepseek_config.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 #include <jal/model/tokenizer.hpp>
 
@@ -93,6 +94,49 @@ TEST(MkmodelCli, RefusesBadShapesAndPresets)
     EXPECT_NE(o.status, 0);
     EXPECT_FALSE(std::filesystem::exists(path));
     EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(MkmodelCli, DeepseekPresetsWithOverrides)
+{
+    const std::string path = temp_model();
+    Output o =
+        mkmodel(path + " --preset ds-tiny --seed 4 --experts 8 --expert-groups 2 --groups-used 1 "
+                       "--experts-per-token 3 --dense-layers 2 --vocab 100 --json");
+    ASSERT_EQ(o.status, 0) << o.text;
+    const auto j = nlohmann::json::parse(o.text);
+    EXPECT_EQ(j["architecture"], "deepseek2");
+    EXPECT_EQ(j["preset"], "ds-tiny");
+    EXPECT_EQ(j["shape"]["experts"], 8);
+    EXPECT_EQ(j["shape"]["expert_groups"], 2);
+    EXPECT_EQ(j["shape"]["dense_layers"], 2);
+    EXPECT_EQ(j["bytes"].get<uint64_t>(), std::filesystem::file_size(path));
+    const auto c = jal::model::read_deepseek_config(jal::model::GgufFile::open(path));
+    EXPECT_EQ(c.n_expert, 8u);
+    EXPECT_EQ(c.n_expert_groups, 2u);
+    EXPECT_EQ(c.n_group_used, 1u);
+    EXPECT_EQ(c.n_expert_used, 3u);
+    EXPECT_EQ(c.n_layer_dense_lead, 2u);
+    EXPECT_EQ(c.n_vocab, 100u);
+
+    // Options of the other architecture are refused, naming the option.
+    o = mkmodel(path + " --preset kimi-tiny --seed 1 --sliding-window 8");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("--sliding-window applies to the gpt-oss presets only"),
+              std::string::npos)
+        << o.text;
+    o = mkmodel(path + " --preset small --seed 1 --expert-groups 2");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("--expert-groups applies to the deepseek2 presets"), std::string::npos)
+        << o.text;
+    o = mkmodel(path + " --preset kimi-tiny --seed 1 --vocab o200k");
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.text.find("expected a size (the deepseek2 presets have no tokenizer)"),
+              std::string::npos)
+        << o.text;
+    o = mkmodel(path + " --preset ds-tiny --seed 1 --groups-used 4");
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.text.find("--groups-used 4: expected 1..3"), std::string::npos) << o.text;
+    std::filesystem::remove(path);
 }
 
 TEST(MkmodelCli, Vocabularies)

@@ -5,8 +5,13 @@ set(JAL_MODEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_parse.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gguf_writer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/config_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/gpt_oss_config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/synthetic_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gguf/synthetic_gpt_oss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/deepseek_config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/deepseek_tensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gguf/synthetic_deepseek.cpp
   # The tokenizer (byte-level BPE from the GGUF, tiktoken's o200k pre-tokenizer through
   # PCRE2) and the harmony chat format.
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer/utf8.cpp

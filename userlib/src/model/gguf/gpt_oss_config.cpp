@@ -3,11 +3,13 @@
 // llama_model_openai_moe::load_arch_hparams / load_arch_tensors (models/openai-moe.cpp).
 #include <jal/model/gpt_oss_config.hpp>
 
+#include <jal/model/deepseek_config.hpp>
+
+#include "config_checks.hpp"
+
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 namespace jal::model {
 
@@ -16,13 +18,6 @@ namespace {
 constexpr uint32_t kMaxLayers = 512;   // LLAMA_MAX_LAYERS
 constexpr uint32_t kMaxExperts = 512;  // LLAMA_MAX_EXPERTS
 
-const std::vector<TensorType> kF32Only = {TensorType::F32};
-// Types the CPU backend multiplies (and get_rows reads) for the weight matrices.
-const std::vector<TensorType> kMatrixTypes = {
-    TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0, TensorType::MXFP4,
-    TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-};
-
 std::string key(std::string_view suffix)
 {
     return fmt::format("{}.{}", kGptOssArch, suffix);
@@ -30,11 +25,7 @@ std::string key(std::string_view suffix)
 
 [[noreturn]] void bad(const GgufFile& f, std::string_view k, const std::string& msg)
 {
-    const GgufKv* kv = f.find_kv(k);
-    if (kv)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("{}: key '{}' at offset {}: {}", f.name(), k, kv->offset, msg));
-    throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("{}: {}", f.name(), msg));
+    detail::bad_key(f, k, msg);
 }
 
 // Every other real-valued hyper-parameter must be a number: NaN or infinity would turn
@@ -107,50 +98,6 @@ void check_hparams(const GgufFile& f, const GptOssConfig& c)
     check_finite(f, c);
 }
 
-std::string shape_of(const std::vector<uint64_t>& ne)
-{
-    std::string s = "[";
-    for (size_t i = 0; i < ne.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", ne[i]);
-    return s + "]";
-}
-
-void check_tensors(const GgufFile& f, const GptOssConfig& c)
-{
-    const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
-    std::unordered_set<std::string_view> expected;
-    for (const TensorSpec& s : specs) {
-        expected.insert(s.name);
-        const GgufTensor* t = f.find_tensor(s.name);
-        if (!t)
-            throw Error(JAL_STATUS_INVALID_FIELD,
-                        fmt::format("{}: missing tensor '{}' (expected shape {}{})", f.name(),
-                                    s.name, shape_of(s.ne),
-                                    s.allowed_types.size() == 1 ? ", f32" : ""));
-        const bool same_shape =
-            t->n_dims == s.ne.size() && std::equal(s.ne.begin(), s.ne.end(), t->ne.begin());
-        if (!same_shape)
-            throw Error(JAL_STATUS_INVALID_FIELD,
-                        fmt::format("{}: tensor '{}' at offset {}: shape {}, expected {}", f.name(),
-                                    s.name, t->info_offset, t->shape_string(), shape_of(s.ne)));
-        if (std::find(s.allowed_types.begin(), s.allowed_types.end(), t->type) ==
-            s.allowed_types.end()) {
-            std::string allowed;
-            for (TensorType ty : s.allowed_types)
-                allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", tensor_type_name(ty));
-            throw Error(JAL_STATUS_INVALID_FIELD,
-                        fmt::format("{}: tensor '{}' at offset {}: type {}, expected {}", f.name(),
-                                    s.name, t->info_offset, tensor_type_name(t->type), allowed));
-        }
-    }
-    // llama.cpp refuses files with tensors it did not create ("wrong number of tensors").
-    for (const GgufTensor& t : f.tensors())
-        if (!expected.count(t.name))
-            throw Error(
-                JAL_STATUS_INVALID_FIELD,
-                fmt::format("{}: tensor '{}' at offset {}: not part of the gpt-oss architecture",
-                            f.name(), t.name, t.info_offset));
-}
-
 }  // namespace
 
 std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig& c)
@@ -158,31 +105,31 @@ std::vector<TensorSpec> gpt_oss_tensor_specs(const GptOssConfig& c)
     const uint64_t e = c.n_embd, v = c.n_vocab, q = uint64_t{c.n_head} * c.head_dim,
                    kv = uint64_t{c.n_head_kv} * c.head_dim, x = c.n_expert, ff = c.n_ff_exp;
     std::vector<TensorSpec> s;
-    s.push_back({"token_embd.weight", {e, v}, kMatrixTypes});
+    s.push_back({"token_embd.weight", {e, v}, detail::matrix_types()});
     for (uint32_t i = 0; i < c.n_layer; ++i) {
         auto n = [i](std::string_view what) { return fmt::format("blk.{}.{}", i, what); };
-        s.push_back({n("attn_norm.weight"), {e}, kF32Only});
-        s.push_back({n("attn_q.weight"), {e, q}, kMatrixTypes});
-        s.push_back({n("attn_q.bias"), {q}, kF32Only});
-        s.push_back({n("attn_k.weight"), {e, kv}, kMatrixTypes});
-        s.push_back({n("attn_k.bias"), {kv}, kF32Only});
-        s.push_back({n("attn_v.weight"), {e, kv}, kMatrixTypes});
-        s.push_back({n("attn_v.bias"), {kv}, kF32Only});
-        s.push_back({n("attn_output.weight"), {q, e}, kMatrixTypes});
-        s.push_back({n("attn_output.bias"), {e}, kF32Only});
-        s.push_back({n("attn_sinks.weight"), {uint64_t{c.n_head}}, kF32Only});
-        s.push_back({n("post_attention_norm.weight"), {e}, kF32Only});
-        s.push_back({n("ffn_gate_inp.weight"), {e, x}, kMatrixTypes});
-        s.push_back({n("ffn_gate_inp.bias"), {x}, kF32Only});
-        s.push_back({n("ffn_gate_exps.weight"), {e, ff, x}, kMatrixTypes});
-        s.push_back({n("ffn_gate_exps.bias"), {ff, x}, kF32Only});
-        s.push_back({n("ffn_up_exps.weight"), {e, ff, x}, kMatrixTypes});
-        s.push_back({n("ffn_up_exps.bias"), {ff, x}, kF32Only});
-        s.push_back({n("ffn_down_exps.weight"), {ff, e, x}, kMatrixTypes});
-        s.push_back({n("ffn_down_exps.bias"), {e, x}, kF32Only});
+        s.push_back({n("attn_norm.weight"), {e}, detail::f32_only()});
+        s.push_back({n("attn_q.weight"), {e, q}, detail::matrix_types()});
+        s.push_back({n("attn_q.bias"), {q}, detail::f32_only()});
+        s.push_back({n("attn_k.weight"), {e, kv}, detail::matrix_types()});
+        s.push_back({n("attn_k.bias"), {kv}, detail::f32_only()});
+        s.push_back({n("attn_v.weight"), {e, kv}, detail::matrix_types()});
+        s.push_back({n("attn_v.bias"), {kv}, detail::f32_only()});
+        s.push_back({n("attn_output.weight"), {q, e}, detail::matrix_types()});
+        s.push_back({n("attn_output.bias"), {e}, detail::f32_only()});
+        s.push_back({n("attn_sinks.weight"), {uint64_t{c.n_head}}, detail::f32_only()});
+        s.push_back({n("post_attention_norm.weight"), {e}, detail::f32_only()});
+        s.push_back({n("ffn_gate_inp.weight"), {e, x}, detail::matrix_types()});
+        s.push_back({n("ffn_gate_inp.bias"), {x}, detail::f32_only()});
+        s.push_back({n("ffn_gate_exps.weight"), {e, ff, x}, detail::matrix_types()});
+        s.push_back({n("ffn_gate_exps.bias"), {ff, x}, detail::f32_only()});
+        s.push_back({n("ffn_up_exps.weight"), {e, ff, x}, detail::matrix_types()});
+        s.push_back({n("ffn_up_exps.bias"), {ff, x}, detail::f32_only()});
+        s.push_back({n("ffn_down_exps.weight"), {ff, e, x}, detail::matrix_types()});
+        s.push_back({n("ffn_down_exps.bias"), {e, x}, detail::f32_only()});
     }
-    s.push_back({"output_norm.weight", {e}, kF32Only});
-    s.push_back({"output.weight", {e, v}, kMatrixTypes});
+    s.push_back({"output_norm.weight", {e}, detail::f32_only()});
+    s.push_back({"output.weight", {e, v}, detail::matrix_types()});
     return s;
 }
 
@@ -221,7 +168,10 @@ GptOssConfig read_gpt_oss_config(const GgufFile& f)
     const std::string_view arch = f.get_string("general.architecture");
     if (arch != kGptOssArch)
         bad(f, "general.architecture",
-            fmt::format("architecture '{}', expected '{}'", arch, kGptOssArch));
+            fmt::format("architecture '{}', expected '{}'{}", arch, kGptOssArch,
+                        arch == kDeepseekArch ? " (DeepSeek-V3 models are read and checked "
+                                                "but not run on the chip yet: docs/deepseek.md)"
+                                              : ""));
 
     GptOssConfig c;
     c.n_ctx_train = f.get_u32(key("context_length"));
@@ -253,33 +203,8 @@ GptOssConfig read_gpt_oss_config(const GgufFile& f)
     c.tokenizer_model = std::string(f.get_string("tokenizer.ggml.model"));
     check_hparams(f, c);
 
-    // The vocabulary size is the embedding's row count (llama.cpp takes it from the
-    // tokenizer and then requires the same shape).
-    const GgufTensor& embd = f.tensor("token_embd.weight");
-    if (embd.n_dims != 2 || embd.ne[1] > UINT32_MAX)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format(
-                "{}: tensor 'token_embd.weight' at offset {}: shape {}, expected [{}, n_vocab]",
-                f.name(), embd.info_offset, embd.shape_string(), c.n_embd));
-    c.n_vocab = static_cast<uint32_t>(embd.ne[1]);
-    if (c.tokenizer_model == "none" || c.tokenizer_model == "no_vocab") {
-        const auto n = f.find_u32(key("vocab_size"));
-        if (!n || *n != c.n_vocab)
-            bad(f, key("vocab_size"),
-                fmt::format(
-                    "tokenizer 'none' needs {} = {} (the rows of token_embd.weight), found {}",
-                    key("vocab_size"), c.n_vocab, n ? fmt::format("{}", *n) : "none"));
-    } else if (f.find_kv("tokenizer.ggml.tokens")) {
-        const uint64_t n = f.array_size("tokenizer.ggml.tokens");
-        if (n != c.n_vocab)
-            bad(f, "tokenizer.ggml.tokens",
-                fmt::format("{} tokens, expected {} (the rows of token_embd.weight)", n,
-                            c.n_vocab));
-    } else {
-        bad(f, "tokenizer.ggml.tokens", "missing key 'tokenizer.ggml.tokens'");
-    }
-    check_tensors(f, c);
+    c.n_vocab = detail::read_vocab_size(f, kGptOssArch, c.n_embd, c.tokenizer_model);
+    detail::check_tensor_specs(f, gpt_oss_tensor_specs(c), kGptOssArch);
     return c;
 }
 

@@ -3,48 +3,18 @@
 // matrices F32, or F16, BF16 or Q8_0 on request).
 #include <jal/model/synthetic_gpt_oss.hpp>
 
-#include <jal/isa/numerics.hpp>
-
 #include <fmt/format.h>
 
 #include "../tokenizer/o200k_vocab.hpp"
+#include "synthetic_common.hpp"
 
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 
 namespace jal::model {
 
 namespace {
 
-// splitmix64: tiny, fully specified, so a seed gives the same model on every host and
-// standard library (std::normal_distribution is implementation-defined).
-struct Rng {
-    uint64_t state;
-    uint64_t next()
-    {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
-    float normal()
-    {
-        // Box-Muller; one value per call keeps the stream simple.
-        const double u1 = uniform(), u2 = uniform();
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
-                                  std::cos(6.283185307179586 * u2));
-    }
-};
-
-uint64_t tensor_seed(uint64_t seed, std::string_view name)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name, mixed with the seed
-    for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-    return h ^ (seed * 0x9e3779b97f4a7c15ULL);
-}
+using detail::ends_with;
 
 // How each tensor is drawn: mean + std * N(0, 1). The scales keep activations near unit
 // size through the residual stream, and make attention and routing matter enough that the
@@ -53,11 +23,6 @@ struct Draw {
     float mean;
     float std;
 };
-
-bool ends_with(std::string_view s, std::string_view suffix)
-{
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 Draw draw_for(const TensorSpec& spec, const GptOssConfig& c)
 {
@@ -88,31 +53,6 @@ TensorType storage_type(const TensorSpec& spec, TensorType dense)
     if (spec.ne.size() == 3) return TensorType::MXFP4;
     if (spec.ne.size() == 2 && ends_with(spec.name, ".weight")) return dense;
     return TensorType::F32;
-}
-
-// F32 values to a tensor type's bytes, with ggml's roundings (jal::numerics reproduces
-// them bit for bit: tests/reference/ggml).
-void encode(TensorType type, const std::vector<float>& values, std::vector<std::byte>& bytes)
-{
-    jal_dtype dt = JAL_DT_F32;
-    switch (type) {
-    case TensorType::MXFP4:
-        dt = JAL_DT_MXFP4;
-        break;
-    case TensorType::F16:
-        dt = JAL_DT_F16;
-        break;
-    case TensorType::BF16:
-        dt = JAL_DT_BF16;
-        break;
-    case TensorType::Q8_0:
-        dt = JAL_DT_Q8_0;
-        break;
-    default:
-        std::memcpy(bytes.data(), values.data(), bytes.size());
-        return;
-    }
-    numerics::quantize_row(dt, values.data(), bytes.data(), values.size(), JAL_CVT_GGML);
 }
 
 void require(bool ok, std::string_view option, const std::string& why)
@@ -273,34 +213,6 @@ void write_metadata(GgufWriter& w, const GptOssConfig& c, const SyntheticGptOssO
     w.set_u64("jal.synthetic.seed", o.seed);
 }
 
-// Draws and writes every tensor's data (after GgufWriter::begin), reporting progress
-// against `total` bytes.
-void write_tensor_data(GgufWriter& w, const std::vector<TensorSpec>& specs, const GptOssConfig& c,
-                       const SyntheticGptOssOptions& o, uint64_t total,
-                       const SyntheticProgress& progress)
-{
-    uint64_t done = 0;
-    std::vector<float> values;
-    std::vector<std::byte> bytes;
-    for (const TensorSpec& s : specs) {
-        Rng rng{tensor_seed(o.seed, s.name)};
-        const Draw d = draw_for(s, c);
-        const TensorType type = storage_type(s, o.dense_type);
-        // One matrix (one expert) at a time keeps memory small for large shapes.
-        const uint64_t part = s.ne[0] * (s.ne.size() > 1 ? s.ne[1] : 1);
-        const uint64_t parts = s.ne.size() > 2 ? s.ne[2] : 1;
-        values.resize(part);
-        bytes.resize(tensor_bytes(type, part));
-        for (uint64_t p = 0; p < parts; ++p) {
-            for (float& v : values) v = d.mean + d.std * rng.normal();
-            encode(type, values, bytes);
-            w.write_tensor_part(bytes);
-            done += bytes.size();
-            if (progress) progress(done, total);
-        }
-    }
-}
-
 }  // namespace
 
 SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
@@ -314,32 +226,13 @@ SyntheticModelSummary write_synthetic_gpt_oss(const std::string& path,
     SyntheticModelSummary summary;
     summary.config = c;
     const std::vector<TensorSpec> specs = gpt_oss_tensor_specs(c);
-    uint64_t total = 0;
-    for (const TensorSpec& s : specs) {
-        total += w.add_tensor(s.name, storage_type(s, o.dense_type), s.ne);
-        uint64_t n = 1;
-        for (uint64_t d : s.ne) n *= d;
-        summary.parameters += n;
-    }
+    auto how = [&](const TensorSpec& spec) {
+        const Draw d = draw_for(spec, c);
+        return detail::TensorDraw{d.mean, d.std, storage_type(spec, o.dense_type)};
+    };
+    summary.parameters = detail::write_synthetic_file(w, path, o.seed, specs, how, progress);
     summary.tensors = specs.size();
     summary.file_bytes = w.file_size();
-
-    // Written next to `path`, renamed into place when complete.
-    const std::string tmp = path + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot create", tmp));
-    try {
-        w.begin(out);
-        write_tensor_data(w, specs, c, o, total, progress);
-        w.finish();
-        out.close();
-        if (!out) throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: writing failed", tmp));
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-            throw Error(JAL_STATUS_IO_ERROR, fmt::format("{}: cannot rename to {}", tmp, path));
-    } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
-    }
     return summary;
 }
 
