@@ -45,6 +45,8 @@ std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
         return sizeof(jal_placement_header);
     case JAL_ADMIN_QUEUE_STATUS:
         return sizeof(jal_queue_status);
+    case JAL_ADMIN_GET_MEMORY_INFO:
+        return sizeof(jal_memory_info);
     default:
         return 0;
     }
@@ -76,6 +78,8 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
     case JAL_ADMIN_QUEUE_STATUS:
     case JAL_ADMIN_RESET_QUEUE:
         return queue_command(fn, sqe, out);
+    case JAL_ADMIN_GET_MEMORY_INFO:
+        return memory_info(fn, out);
     default:
         return fail(JAL_STATUS_INVALID_OPCODE);
     }

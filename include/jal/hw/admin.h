@@ -42,7 +42,8 @@ enum jal_admin_opcode {
     JAL_ADMIN_DESTROY_QUEUE = 0x16, /* cdw[0] queue id */
     JAL_ADMIN_QUEUE_STATUS = 0x17,  /* cdw[0] queue id; data: struct jal_queue_status */
     JAL_ADMIN_RESET_QUEUE = 0x18,   /* cdw[0] queue id: drop unexecuted packets, clear the error */
-    JAL_ADMIN_DEBUG_FAULT = 0x7f,   /* cdw[0] jal_debug_fault, cdw[1..] arguments */
+    JAL_ADMIN_GET_MEMORY_INFO = 0x19, /* (1.6) data: struct jal_memory_info */
+    JAL_ADMIN_DEBUG_FAULT = 0x7f,     /* cdw[0] jal_debug_fault, cdw[1..] arguments */
 };
 
 struct jal_admin_sqe {
@@ -134,6 +135,27 @@ struct jal_page_placement {
     uint8_t reserved[5];
 };
 JAL_ASSERT_SIZE(struct jal_page_placement, 16);
+
+/* GET_MEMORY_INFO (interface 1.6): device memory in use and free, per logical slice. */
+struct jal_memory_slice_info {
+    uint32_t pages_total; /* pages of the slice's HBM channels in service */
+    uint32_t pages_free;
+};
+JAL_ASSERT_SIZE(struct jal_memory_slice_info, 8);
+
+struct jal_memory_info {
+    uint32_t page_size;      /* JAL_PAGE_SIZE */
+    uint32_t slices;         /* logical slices: entries of slice[] in use */
+    uint64_t bytes_total;    /* every page of the slices' channels in service */
+    uint64_t bytes_free;     /* of those, not allocated to any context */
+    uint64_t bytes_function; /* held by the asking host function's contexts, every replica */
+    uint32_t allocations;    /* live, whole chip */
+    uint32_t contexts;       /* live, whole chip */
+    uint64_t reserved[3];
+    struct jal_memory_slice_info slice[JAL_NUM_SLICES]; /* by logical slice id */
+};
+JAL_ASSERT_SIZE(struct jal_memory_info, 64 + 8 * JAL_NUM_SLICES);
+JAL_ASSERT_OFFSET(struct jal_memory_info, slice, 64);
 
 struct jal_queue_status {
     uint32_t queue_id;
