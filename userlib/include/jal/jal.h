@@ -31,13 +31,16 @@
 #include <jal/hw/admin.h>
 #include <jal/hw/queue.h>
 #include <jal/hw/status.h>
+#include <jal/hw/telemetry.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define JAL_API_VERSION_MAJOR 1
-#define JAL_API_VERSION_MINOR 2 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET */
+#define JAL_API_VERSION_MINOR \
+    3 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
+                                  * 1.3: memory info, telemetry, events, profiler, jal_kernel_* */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
@@ -85,6 +88,31 @@ JAL_API jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* o
 JAL_API jal_status_t jal_device_close(jal_device_t device);
 /* IDENTIFY (struct jal_identify of jal/hw/admin.h). */
 JAL_API jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out);
+
+/* Device memory of the whole chip (API 1.3; firmware of device interface 1.6, else
+ * JAL_STATUS_UNSUPPORTED). Bytes count whole 2 MiB pages, every replica. */
+typedef struct jal_device_memory_info {
+    uint32_t struct_size;
+    uint32_t slices;       /* logical slices: entries of slice_pages_* in use */
+    uint64_t total_bytes;  /* HBM of the enabled slices' channels in service */
+    uint64_t free_bytes;   /* of it, not allocated by any client */
+    uint64_t used_bytes;   /* total_bytes - free_bytes */
+    uint64_t client_bytes; /* of it, held by this device handle's contexts */
+    uint32_t allocations;  /* live allocations, every client */
+    uint32_t contexts;     /* live contexts, every client */
+    uint32_t page_size;    /* bytes */
+    uint32_t reserved;
+    uint32_t slice_pages_total[JAL_NUM_SLICES]; /* by logical slice */
+    uint32_t slice_pages_free[JAL_NUM_SLICES];
+} jal_device_memory_info_t;
+JAL_API jal_status_t jal_device_memory_info(jal_device_t device, jal_device_memory_info_t* out);
+
+/* The firmware's latest 1 ms telemetry sample (API 1.3): power, rail currents and voltages,
+ * temperatures, clocks, the limiter holding the clock, energy, ECC counts (struct
+ * jal_telemetry of jal/hw/telemetry.h, units in the field names, times in the chip's
+ * modelled time). Set out->struct_size to sizeof(struct jal_telemetry) as your header
+ * defines it; the call fills that much and sets struct_size to the bytes it filled. */
+JAL_API jal_status_t jal_device_telemetry(jal_device_t device, struct jal_telemetry* out);
 
 /* ---- Contexts ---- */
 

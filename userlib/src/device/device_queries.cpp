@@ -47,6 +47,23 @@ jal_slice_map ChipFunction::slice_map()
     });
 }
 
+jal_memory_info ChipFunction::memory_info()
+{
+    return impl_->guarded([&] {
+        ChipFunction::Impl::Reply reply;
+        try {
+            reply = impl_->run(JAL_ADMIN_GET_MEMORY_INFO, {}, sizeof(jal_memory_info));
+        } catch (const Error& e) {
+            if (e.status() != JAL_STATUS_INVALID_OPCODE) throw;
+            throw Error(JAL_STATUS_UNSUPPORTED, "device " + std::to_string(index()) +
+                                                    ": GET_MEMORY_INFO needs firmware of "
+                                                    "device interface 1.6 or later");
+        }
+        require_bytes(reply, sizeof(jal_memory_info), "GET_MEMORY_INFO");
+        return copy_struct<jal_memory_info>(reply.data);
+    });
+}
+
 HbmReport ChipFunction::hbm_report(uint32_t first_channel, uint32_t count)
 {
     return impl_->guarded([&] {
