@@ -168,6 +168,9 @@ JAL_API jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void** ptr, 
 #define JAL_SIGNAL_INTERRUPT \
     (1u << 0) /* packets completing it raise their queue's MSI-X
 					* vector, so it can be waited for by sleeping */
+/* (API 1.3) jal_queue_dispatch with it as the completion records when the dispatch ran on
+ * the device (jal_signal_get_times, jal_signal_elapsed_ns). */
+#define JAL_SIGNAL_TIMESTAMPS (1u << 1)
 
 JAL_API jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags,
                                        jal_signal_t* out);
@@ -250,9 +253,60 @@ typedef struct jal_dispatch_desc {
     uint32_t budget_kinsn; /* per-slice instruction budget in thousands; 0: the default */
     uint32_t reserved;     /* must be zero */
     uint64_t report;       /* host bus address of a struct jal_dispatch_report, or 0 */
+    /* (API 1.3) host bus address of a struct jal_dispatch_times the device fills, or 0:
+     * then a JAL_SIGNAL_TIMESTAMPS completion or the profiler gets one from the library.
+     * A desc of API 1.2's size (without it) is accepted. */
+    uint64_t times;
 } jal_dispatch_desc_t;
 JAL_API jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
                                         jal_signal_t completion);
+
+/* ---- Device timestamps and profiling (API 1.3; device interface 1.6) ----
+ *
+ * The device clock: the data plane's modelled time in nanoseconds (struct jal_dispatch_times
+ * of jal/hw/queue.h), kept per physical slice: a dispatch starts when the last of its
+ * slices is free and ends its modelled time later. The same clock as the modelled-time
+ * process of jal-emu --trace; unrelated to the host's clocks. Only dispatches take time on
+ * it. Host times are CLOCK_MONOTONIC nanoseconds. */
+
+typedef struct jal_signal_times {
+    uint32_t struct_size;
+    uint32_t status;   /* enum jal_status of the dispatch */
+    uint64_t start_ns; /* device clock */
+    uint64_t end_ns;
+    uint32_t slices; /* it ran on (0 if it failed before any ran) */
+    uint32_t reserved;
+} jal_signal_times_t;
+/* When the latest dispatch submitted with this JAL_SIGNAL_TIMESTAMPS signal as its completion
+ * ran. JAL_STATUS_NOT_READY until it has completed (or if no dispatch named the signal). */
+JAL_API jal_status_t jal_signal_get_times(jal_signal_t signal, jal_signal_times_t* out);
+/* end's end_ns - start's start_ns (like cudaEventElapsedTime): from the start of the
+ * dispatch that completed `start` to the end of the one that completed `end`; the same
+ * signal twice gives one dispatch's duration. NOT_READY as jal_signal_get_times;
+ * INVALID_FIELD if end ended before start started. */
+JAL_API jal_status_t jal_signal_elapsed_ns(jal_signal_t start, jal_signal_t end, uint64_t* ns);
+
+typedef struct jal_dispatch_profile {
+    uint32_t struct_size;
+    uint32_t queue_id;
+    uint64_t packet_index; /* in its queue */
+    uint64_t code_object;  /* as in the desc */
+    uint64_t slice_mask;
+    uint32_t status; /* enum jal_status of the dispatch */
+    uint32_t slices;
+    uint64_t start_ns; /* device clock */
+    uint64_t end_ns;
+    uint64_t host_submit_ns;   /* CLOCK_MONOTONIC: jal_queue_dispatch published it */
+    uint64_t host_complete_ns; /* CLOCK_MONOTONIC: the library saw it complete */
+} jal_dispatch_profile_t;
+typedef void (*jal_profiler_fn)(const jal_dispatch_profile_t* dispatch, void* user);
+/* Calls fn once for every dispatch submitted through jal_queue_dispatch on this device
+ * from now on (unless its desc names its own times record), after it completes, on a
+ * library thread: one call at a time, each queue's dispatches in submission order.
+ * NULL stops; either way the call returns once the previous fn has returned for the last
+ * time (so fn must not call jal_device_set_profiler). Profiled dispatches also raise
+ * their queue's interrupt. */
+JAL_API jal_status_t jal_device_set_profiler(jal_device_t device, jal_profiler_fn fn, void* user);
 
 /* ---- Bulk host I/O ---- */
 

@@ -89,4 +89,9 @@ inline T copy_in(const T* in)
     return value;
 }
 
+inline jal::runtime::detail::Signal* sig(jal_signal_t s)
+{
+    return s ? s->signal.get() : nullptr;
+}
+
 }  // namespace jal::runtime::capi

@@ -52,11 +52,6 @@ jal::Error not_ready_error(uint32_t index, const jal::DeviceStatus& s,
                                                 std::to_string(budget.count()) + ")");
 }
 
-jal::runtime::detail::Signal* sig(jal_signal_t s)
-{
-    return s ? s->signal.get() : nullptr;
-}
-
 }  // namespace
 
 extern "C" {
@@ -252,11 +247,12 @@ jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t fl
                                jal_signal_t* out)
 {
     REQUIRE(device && out, "device or out is NULL");
-    REQUIRE((flags & ~JAL_SIGNAL_INTERRUPT) == 0, "unknown signal flags");
+    REQUIRE((flags & ~(JAL_SIGNAL_INTERRUPT | JAL_SIGNAL_TIMESTAMPS)) == 0, "unknown signal flags");
     *out = nullptr;
     return call([&] {
         *out = new jal_signal_s{std::make_unique<jal::runtime::detail::Signal>(
-            device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0)};
+            device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0,
+            (flags & JAL_SIGNAL_TIMESTAMPS) != 0)};
     });
 }
 
@@ -404,28 +400,6 @@ jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t o
     return call([&] {
         queue->queue->signal(*target->signal, static_cast<jal_signal_op>(op), operand,
                              sig(completion));
-    });
-}
-
-jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
-                                jal_signal_t completion)
-{
-    REQUIRE(queue && desc, "queue or desc is NULL");
-    REQUIRE(desc->size >= sizeof(jal_dispatch_desc),
-            "desc->size is smaller than struct jal_dispatch_desc");
-    REQUIRE((desc->flags & ~uint32_t{JAL_DISPATCH_F_TIMING_ONLY}) == 0,
-            "desc->flags has unknown bits");
-    REQUIRE(desc->reserved == 0, "desc->reserved must be zero");
-    REQUIRE(desc->code_object != 0, "desc->code_object is 0");
-    REQUIRE(desc->slice_mask != 0, "desc->slice_mask is empty");
-    return call([&] {
-        jal_packet_dispatch p{};
-        p.budget_kinsn = desc->budget_kinsn;
-        p.code_object = desc->code_object;
-        p.slice_mask = desc->slice_mask;
-        p.args = desc->args;
-        p.report = desc->report;
-        queue->queue->dispatch(static_cast<uint16_t>(desc->flags), p, sig(completion));
     });
 }
 
