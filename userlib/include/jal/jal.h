@@ -308,6 +308,49 @@ typedef void (*jal_profiler_fn)(const jal_dispatch_profile_t* dispatch, void* us
  * their queue's interrupt. */
 JAL_API jal_status_t jal_device_set_profiler(jal_device_t device, jal_profiler_fn fn, void* user);
 
+/* ---- Kernels from text (API 1.3) ----
+ *
+ * The tile ISA's assembler (docs/tile-isa.md, "Assembler"): a program in text, by hand or
+ * as jal-objdump prints it, becomes a code object in host memory. Copy its bytes into
+ * device memory (jal_queue_copy) and name that address in a jal_dispatch_desc. */
+
+typedef struct jal_kernel_s* jal_kernel_t;
+
+typedef struct jal_asm_error {
+    uint32_t struct_size;
+    uint32_t line;   /* 1-based */
+    uint32_t column; /* 1-based, in bytes */
+    uint32_t reserved;
+    char message[256]; /* NUL-terminated, without the position (may be cut short) */
+} jal_asm_error_t;
+
+/* Assembles `text` (NUL-terminated) into a validated code object. Bad input fails with
+ * JAL_STATUS_INVALID_FIELD; jal_last_error_message() then says "line:column: what", and
+ * *error (may be NULL; set error->struct_size) gets the parts. */
+JAL_API jal_status_t jal_kernel_assemble(const char* text, jal_kernel_t* out,
+                                         jal_asm_error_t* error);
+JAL_API jal_status_t jal_kernel_destroy(jal_kernel_t kernel);
+/* The code object's bytes (valid until jal_kernel_destroy) and size. */
+JAL_API jal_status_t jal_kernel_code_object(jal_kernel_t kernel, const void** bytes,
+                                            uint64_t* size);
+
+typedef struct jal_kernel_info {
+    uint32_t struct_size;
+    uint32_t instructions;
+    uint32_t args_size; /* bytes of the argument buffer the kernel reads (JAL_SR_ARGS) */
+    uint32_t l1_bytes;  /* L1 each slice needs */
+    uint32_t args;      /* entries of its argument table */
+    uint32_t reserved;
+    char name[64]; /* NUL-terminated */
+} jal_kernel_info_t;
+JAL_API jal_status_t jal_kernel_get_info(jal_kernel_t kernel, jal_kernel_info_t* out);
+
+/* jal-objdump's listing of a code object (a malformed one is listed as far as readable,
+ * after the validator's message). Writes up to `capacity` bytes including the NUL, sets
+ * *length to the listing's length without it (call with capacity 0 to learn it). */
+JAL_API jal_status_t jal_kernel_disassemble(const void* code_object, uint64_t size, char* text,
+                                            uint64_t capacity, uint64_t* length);
+
 /* ---- Bulk host I/O ---- */
 
 /* Called as data lands on the device; return non-zero to cancel (JAL_STATUS_ABORTED). */

@@ -6,6 +6,7 @@
 #include <jal/jal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
