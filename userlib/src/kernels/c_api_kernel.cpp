@@ -18,6 +18,7 @@ extern "C" {
 
 jal_status_t jal_kernel_assemble(const char* text, jal_kernel_t* out, jal_asm_error_t* error)
 {
+    jal::runtime::detail::HostSpan span_("jal_kernel_assemble");
     REQUIRE(text && out, "text or out is NULL");
     *out = nullptr;
     return call([&] {

@@ -32,12 +32,14 @@ extern "C" {
 
 jal_status_t jal_device_memory_info(jal_device_t device, jal_device_memory_info_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_memory_info");
     REQUIRE(device && struct_ok(out), "device or out is NULL, or out->struct_size is 0");
     return call([&] { copy_out(out, memory_info_of(device->core->device().memory_info())); });
 }
 
 jal_status_t jal_device_telemetry(jal_device_t device, struct jal_telemetry* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_telemetry");
     REQUIRE(device && struct_ok(out), "device or out is NULL, or out->struct_size is 0");
     return call([&] { copy_out(out, device->core->device().telemetry()); });
 }

@@ -80,6 +80,9 @@ extern "C" {
 jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
                                 jal_signal_t completion)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_dispatch");
+    if (queue) span_.arg("queue", queue->queue->id());
+    if (desc) span_.arg("slice_mask", desc->slice_mask);
     REQUIRE(queue && desc, "queue or desc is NULL");
     jal_dispatch_desc d;
     if (jal_status_t st = check_desc(desc, d); st != JAL_STATUS_OK) return st;
@@ -117,6 +120,7 @@ jal_status_t jal_signal_elapsed_ns(jal_signal_t start, jal_signal_t end, uint64_
 
 jal_status_t jal_device_set_profiler(jal_device_t device, jal_profiler_fn fn, void* user)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_set_profiler");
     REQUIRE(device, "device is NULL");
     return call([&] {
         jal::runtime::detail::Profiler::Callback cb;

@@ -14,6 +14,7 @@
 
 #include <jal/error.hpp>
 
+#include "host_trace.hpp"
 #include "runtime_objects.hpp"
 
 struct jal_device_s {
