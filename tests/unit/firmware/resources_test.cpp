@@ -1,4 +1,4 @@
-// Contexts, device memory and user queues (admin opcodes 0x10-0x19) against the fake bus
+// Contexts, device memory and user queues (admin opcodes 0x10-0x18) against the fake bus
 // with a fake MMU and command processor.
 #include <gtest/gtest.h>
 
@@ -244,7 +244,7 @@ TEST_F(ResourcesTest, WithoutTheResourceHandlerTheCommandsAreUnsupported)
 {
     host::AdminCommands bare{host::AdminDeps{chip, slices, hbm, power, log, post}};
     EXPECT_EQ(bare.execute(0, sqe(JAL_ADMIN_CREATE_CONTEXT)).status, JAL_STATUS_UNSUPPORTED);
-    EXPECT_EQ(bare.execute(0, sqe(0x19)).status, JAL_STATUS_INVALID_OPCODE);
+    EXPECT_EQ(bare.execute(0, sqe(0x1a)).status, JAL_STATUS_INVALID_OPCODE);
 }
 
 // ---------------------------------------------------------------- placement
@@ -564,38 +564,6 @@ TEST_F(ResourcesTest, UndeliverableAllocReplyFreesTheAllocation)
     EXPECT_EQ(free_pages(), memory::kTotalPages);
     EXPECT_EQ(res.memory().live_allocations(), 0u);
     EXPECT_EQ(dev.mmu.mapped_pages(ctx), 0u);
-}
-
-// GET_MEMORY_INFO (1.6): totals and free pages by logical slice, and the asker's share.
-TEST_F(ResourcesTest, MemoryInfoCountsPagesByLogicalSliceAndFunction)
-{
-    bus.slices.fused = 1ull << 2;
-    start();
-    const auto ctx0 = create_context(0), ctx1 = create_context(1);
-    alloc_ok(ctx0, 3 * kPage, JAL_PLACE_SLICE, 1ull << 2);        // physical 3
-    alloc_ok(ctx1, 2 * kPage, JAL_PLACE_REPLICATED, 0b11, 0, 1);  // 2 pages x 2 copies
-    const auto c = run(0, sqe(JAL_ADMIN_GET_MEMORY_INFO, {}, sizeof(jal_memory_info)));
-    ASSERT_EQ(c.status, JAL_STATUS_OK);
-    EXPECT_EQ(c.result, sizeof(jal_memory_info));
-    const auto info = reply<jal_memory_info>();
-    EXPECT_EQ(info.page_size, JAL_PAGE_SIZE);
-    EXPECT_EQ(info.slices, 63u);
-    EXPECT_EQ(info.bytes_total, std::uint64_t{63} * kPagesPerSlice * kPage);
-    EXPECT_EQ(info.bytes_free, info.bytes_total - 7 * kPage);
-    EXPECT_EQ(info.bytes_function, 3 * kPage);
-    EXPECT_EQ(info.allocations, 2u);
-    EXPECT_EQ(info.contexts, 2u);
-    EXPECT_EQ(info.slice[0].pages_free, kPagesPerSlice - 2);
-    EXPECT_EQ(info.slice[1].pages_free, kPagesPerSlice - 2);
-    EXPECT_EQ(info.slice[2].pages_free, kPagesPerSlice - 3);
-    EXPECT_EQ(info.slice[3].pages_free, kPagesPerSlice);
-    EXPECT_EQ(info.slice[62].pages_total, kPagesPerSlice);
-    EXPECT_EQ(info.slice[63].pages_total, 0u);
-    EXPECT_EQ(run(1, sqe(JAL_ADMIN_GET_MEMORY_INFO, {}, sizeof(jal_memory_info))).status,
-              JAL_STATUS_OK);
-    EXPECT_EQ(reply<jal_memory_info>(1).bytes_function, 4 * kPage);
-    // A buffer too small for the reply is refused, not truncated.
-    EXPECT_EQ(run(0, sqe(JAL_ADMIN_GET_MEMORY_INFO, {}, 64)).status, JAL_STATUS_INVALID_LENGTH);
 }
 
 // ---------------------------------------------------------------- validation

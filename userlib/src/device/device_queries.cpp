@@ -38,29 +38,21 @@ jal_telemetry ChipFunction::telemetry()
     });
 }
 
+jal_usage ChipFunction::usage()
+{
+    return impl_->guarded([&] {
+        auto reply = impl_->run(JAL_ADMIN_GET_USAGE, {}, sizeof(jal_usage));
+        require_bytes(reply, sizeof(jal_usage), "GET_USAGE");
+        return copy_struct<jal_usage>(reply.data);
+    });
+}
+
 jal_slice_map ChipFunction::slice_map()
 {
     return impl_->guarded([&] {
         auto reply = impl_->run(JAL_ADMIN_GET_SLICE_MAP, {}, sizeof(jal_slice_map));
         require_bytes(reply, sizeof(jal_slice_map), "GET_SLICE_MAP");
         return copy_struct<jal_slice_map>(reply.data);
-    });
-}
-
-jal_memory_info ChipFunction::memory_info()
-{
-    return impl_->guarded([&] {
-        ChipFunction::Impl::Reply reply;
-        try {
-            reply = impl_->run(JAL_ADMIN_GET_MEMORY_INFO, {}, sizeof(jal_memory_info));
-        } catch (const Error& e) {
-            if (e.status() != JAL_STATUS_INVALID_OPCODE) throw;
-            throw Error(JAL_STATUS_UNSUPPORTED, "device " + std::to_string(index()) +
-                                                    ": GET_MEMORY_INFO needs firmware of "
-                                                    "device interface 1.6 or later");
-        }
-        require_bytes(reply, sizeof(jal_memory_info), "GET_MEMORY_INFO");
-        return copy_struct<jal_memory_info>(reply.data);
     });
 }
 
