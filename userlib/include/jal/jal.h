@@ -304,8 +304,8 @@ typedef void (*jal_profiler_fn)(const jal_dispatch_profile_t* dispatch, void* us
  * from now on (unless its desc names its own times record), after it completes, on a
  * library thread: one call at a time, each queue's dispatches in submission order.
  * NULL stops; either way the call returns once the previous fn has returned for the last
- * time (so fn must not call jal_device_set_profiler). Profiled dispatches also raise
- * their queue's interrupt. */
+ * time (so fn must not call jal_device_set_profiler, nor release the device's last
+ * handle). Profiled dispatches also raise their queue's interrupt. */
 JAL_API jal_status_t jal_device_set_profiler(jal_device_t device, jal_profiler_fn fn, void* user);
 
 /* ---- Kernels from text (API 1.3) ----
