@@ -2,7 +2,7 @@
 # writes one package per install component:
 #   libjal      libjal.so.0 (the run-time library)
 #   libjal-dev  headers, the libjal.so link, the CMake package and the pkg-config file
-#   jal-tools   jalctl, jal-run, jal-serve, jal-bench, jal-mkmodel, jal-objdump
+#   jal-tools   jalctl, jal-run, jal-serve, jal-bench, jal-mkmodel, jal-objdump, jal-as
 #   jal-emu     jal-emu and its firmware image
 #   jal-dkms    the kernel driver's sources for DKMS (cmake/dkms.cmake)
 # Run-time dependencies are found by dpkg-shlibdeps from the programs and the library (libjal
@@ -32,7 +32,7 @@ set(CPACK_DEBIAN_LIBJAL-DEV_PACKAGE_NAME libjal-dev)
 set(CPACK_DEBIAN_LIBJAL-DEV_PACKAGE_SECTION libdevel)
 # jal.pc's Requires.private: pkg-config --cflags needs liburing.pc.
 set(CPACK_DEBIAN_LIBJAL-DEV_PACKAGE_DEPENDS liburing-dev)
-set(CPACK_COMPONENT_JAL-TOOLS_DESCRIPTION "Jalapeno tools: jalctl, jal-run, jal-serve, jal-bench, jal-mkmodel, jal-objdump")
+set(CPACK_COMPONENT_JAL-TOOLS_DESCRIPTION "Jalapeno tools: jalctl, jal-run, jal-serve, jal-bench, jal-mkmodel, jal-objdump, jal-as")
 set(CPACK_COMPONENT_JAL-TOOLS_DEPENDS libjal)
 set(CPACK_DEBIAN_JAL-TOOLS_PACKAGE_NAME jal-tools)
 set(CPACK_COMPONENT_JAL-EMU_DESCRIPTION "Functional emulator of Jalapeno chips (jal-emu) and its firmware image")

@@ -11,6 +11,15 @@
 
 namespace jal::emu {
 
+double DispatchUnit::place(const exec::DispatchSetup& setup, double modelled_ns)
+{
+    std::lock_guard lock(clock_m_);
+    double start = 0;
+    for (const exec::DispatchSlice& s : setup.slices) start = std::max(start, free_ns_[s.physical]);
+    for (const exec::DispatchSlice& s : setup.slices) free_ns_[s.physical] = start + modelled_ns;
+    return start;
+}
+
 namespace {
 
 double us(double ns)
@@ -21,19 +30,12 @@ double us(double ns)
 }  // namespace
 
 void DispatchUnit::trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
-                                  const exec::DispatchResult& r)
+                                  const exec::DispatchResult& r, double start)
 {
     TraceWriter& w = *trace_->writer;
     const int pid = modelled_pid(trace_->chip);
     const double launch = exec::rates::kDispatchOverheadNs;
     const auto total = static_cast<double>(r.report.modelled_ns);
-    double start = 0;
-    {
-        std::lock_guard lock(trace_m_);
-        for (const exec::DispatchSlice& s : setup.slices)
-            start = std::max(start, free_ns_[s.physical]);
-        for (const exec::DispatchSlice& s : setup.slices) free_ns_[s.physical] = start + total;
-    }
     const std::string name = prog.name.empty() ? std::string("dispatch") : prog.name;
     const nlohmann::json common = {
         {"status", r.report.status},       {"modelled_ns", r.report.modelled_ns},

@@ -64,17 +64,22 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
 }
 
 std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ctx,
-                                const std::atomic<bool>& abort, jal_dispatch_report& report)
+                                const std::atomic<bool>& abort, jal_dispatch_report& report,
+                                jal_dispatch_times* times)
 {
     report = {};
     report.fault_slice = ~0u;
+    jal_dispatch_times unused{};
+    jal_dispatch_times& t = times ? *times : unused;
+    t = {};
     auto fail = [&](std::uint32_t st, std::uint64_t addr = 0) {
         report.status = st;
         report.fault_address = addr;
+        t.status = st;
         return st;
     };
     if (pkt.header.arg & ~JAL_DISPATCH_F_TIMING_ONLY) return fail(JAL_STATUS_INVALID_FIELD);
-    if (pkt.reserved[0] || pkt.reserved[1]) return fail(JAL_STATUS_INVALID_FIELD);
+    if (pkt.reserved) return fail(JAL_STATUS_INVALID_FIELD);
 
     // Logical ids number the enabled physical slices densely, in physical order.
     const std::uint64_t enabled = slices_ ? slices_->enabled() : ~0ull;
@@ -111,8 +116,13 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
 
     exec::DispatchResult r = exec::run_dispatch(setup, bank_, exec::WorkerPool::shared());
     if (power_) power_->add_dispatch_energy(r.energy_j, r.report.modelled_ns * 1e-9);
-    if (tracing) trace_dispatch(*prog, setup, r);
+    const double start = place(setup, static_cast<double>(r.report.modelled_ns));
+    if (tracing) trace_dispatch(*prog, setup, r, start);
     report = r.report;
+    t.start_ns = static_cast<std::uint64_t>(start);
+    t.end_ns = t.start_ns + r.report.modelled_ns;
+    t.status = r.report.status;
+    t.slices = static_cast<std::uint32_t>(setup.slices.size());
     {
         std::lock_guard lock(last_m_);
         last_ = std::move(r.slices);

@@ -31,10 +31,12 @@ public:
     DispatchUnit(HbmMemory& hbm, const Mmu& mmu, Slices* slices, PowerModel* power,
                  const ChipTrace* trace = nullptr);
 
-    // Runs `pkt` for context `ctx`; fills `report` (status included) and returns the status.
+    // Runs `pkt` for context `ctx`; fills `report` (status included) and `times` (if not
+    // null: when it ran on the slices' modelled clock, queue.h) and returns the status.
     // `abort` set (queue disabled or reset) stops the kernel with ABORTED.
     std::uint32_t run(const jal_packet_dispatch& pkt, std::uint32_t ctx,
-                      const std::atomic<bool>& abort, jal_dispatch_report& report);
+                      const std::atomic<bool>& abort, jal_dispatch_report& report,
+                      jal_dispatch_times* times = nullptr);
 
     // The last dispatch that ran: its report and per-slice state (console "dispatch").
     std::vector<exec::SliceSnapshot> last_slices() const;
@@ -43,8 +45,11 @@ public:
 private:
     std::uint32_t load(const jal_packet_dispatch& pkt, std::uint32_t ctx,
                        std::shared_ptr<const exec::Program>& prog, std::uint64_t& fault_va);
+    // Places a dispatch of `modelled_ns` on its slices' modelled clock: it starts when the
+    // last of them is free, and they are busy until it ends. Returns the start.
+    double place(const exec::DispatchSetup& setup, double modelled_ns);
     void trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
-                        const exec::DispatchResult& r);
+                        const exec::DispatchResult& r, double start);
 
     HbmMemory& hbm_;
     const Mmu& mmu_;
@@ -53,9 +58,10 @@ private:
     exec::SliceBank bank_;
     ProgramCache programs_;
     const ChipTrace* trace_;
-    // Modelled time in the trace: each physical slice is busy until free_ns_; a dispatch
-    // starts when the last of its slices is free (dispatches on disjoint slices overlap).
-    std::mutex trace_m_;
+    // The data plane's modelled clock (jal_dispatch_times, the trace): each physical slice
+    // is busy until free_ns_; a dispatch starts when the last of its slices is free
+    // (dispatches on disjoint slices overlap).
+    std::mutex clock_m_;
     std::array<double, JAL_NUM_SLICES> free_ns_{};
     mutable std::mutex last_m_;
     std::vector<exec::SliceSnapshot> last_;

@@ -441,11 +441,14 @@ std::uint32_t QueueEngine::execute_signal(const HostMemory::Pin& pin, const std:
 
 std::uint32_t QueueEngine::accept_dispatch(const HostMemory::Pin& pin, const std::byte* pkt)
 {
-    // The report must be writable before the kernel runs (8-byte aligned, inside the
-    // function's memory); the rest is checked by the dispatch unit.
+    // The report and times must be writable before the kernel runs (8-byte aligned, inside
+    // the function's memory); the rest is checked by the dispatch unit.
     const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
     if (report % 8) return JAL_STATUS_INVALID_FIELD;
     if (report && !pin.at(report, sizeof(jal_dispatch_report))) return JAL_STATUS_DMA_FAULT;
+    const auto times = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, times));
+    if (times % 8) return JAL_STATUS_INVALID_FIELD;
+    if (times && !pin.at(times, sizeof(jal_dispatch_times))) return JAL_STATUS_DMA_FAULT;
     std::memcpy(dispatch_pkt_, pkt, JAL_PACKET_SIZE);
     return JAL_STATUS_OK;
 }
@@ -497,10 +500,20 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
     jal_packet_dispatch pkt;
     std::memcpy(&pkt, dispatch_pkt_, sizeof pkt);
     jal_dispatch_report report{};
-    const std::uint32_t status = env_.dispatch->run(pkt, cfg_.ctx, stop_, report);
+    jal_dispatch_times times{};
+    const std::uint32_t status = env_.dispatch->run(pkt, cfg_.ctx, stop_, report, &times);
 
     HostMemory::Pin pin(mem);
     if (pin.generation() != ring_gen_ && !resolve(pin)) return false;
+    // Times first, then the report, then the signal; each ends with a release store.
+    if (pkt.times) {
+        if (std::byte* t = pin.at(pkt.times, sizeof times)) {
+            std::memcpy(t, &times, offsetof(jal_dispatch_times, done));
+            __atomic_store_n(
+                reinterpret_cast<std::uint64_t*>(t + offsetof(jal_dispatch_times, done)),
+                std::uint64_t{1}, __ATOMIC_RELEASE);
+        }
+    }
     // The report, like a signal: its last 8 bytes stored last with release, so a host
     // that sees the signal complete sees the whole report.
     if (pkt.report) {

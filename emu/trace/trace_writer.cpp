@@ -12,6 +12,18 @@ TraceWriter::TraceWriter(const std::string& path) : t0_(std::chrono::steady_cloc
     if (!f_)
         throw std::runtime_error("cannot write the trace " + path + ": " + std::strerror(errno));
     std::fputs("[\n", f_);
+    // Where the wall-clock processes' zero is on the host's CLOCK_MONOTONIC (steady_clock),
+    // so a host trace (libjal's, jal/trace.h) can be lined up with them.
+    const auto origin_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(t0_.time_since_epoch()).count();
+    event({{"ph", "i"},
+           {"s", "g"},
+           {"pid", 0},
+           {"tid", 0},
+           {"name", "clock origin"},
+           {"cat", "clock"},
+           {"ts", 0},
+           {"args", {{"clock", "CLOCK_MONOTONIC"}, {"monotonic_us", origin_us}}}});
 }
 
 TraceWriter::~TraceWriter()

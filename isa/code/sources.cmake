@@ -8,3 +8,8 @@ target_sources(jal_isa PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/disasm.cpp)
 # Messages and disassembly are formatted with fmt.
 target_link_libraries(jal_isa PRIVATE fmt::fmt)
+# The assembler (jal-as, jal_kernel_assemble): the inverse of the disassembler.
+target_sources(jal_isa PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/asm_text.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/asm_instruction.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/assembler.cpp)

@@ -18,6 +18,7 @@
 
 #include <jal/jal.hpp>
 #include <jal/model/runtime.hpp>
+#include <jal/trace.h>
 
 #include "tools/common/cli_checks.hpp"
 
@@ -26,6 +27,7 @@
 #include "profile.hpp"
 #include "text_prompt.hpp"
 #include "tools/common/emu_process.hpp"
+#include "tools/common/trace_merge.hpp"
 #include "tools/common/version.hpp"
 
 namespace {
@@ -487,6 +489,10 @@ std::vector<std::string> emu_arguments(const Options& o)
     return args;
 }
 
+int run_on_chip(const Options& o, Request& r);
+
+// --trace: jal-emu writes the device's side; libjal's host trace (API calls, waits) goes to
+// a file of its own and is merged in once jal-emu has exited and completed its file.
 int run(const Options& o)
 {
     Request r = parse_request(o);
@@ -494,6 +500,20 @@ int run(const Options& o)
         print_prompt_ids(o, r);
         return 0;
     }
+    if (o.trace.empty()) return run_on_chip(o, r);
+    const std::string device = std::filesystem::absolute(o.trace).string();
+    const std::string host = device + ".host.json";
+    if (jal_trace_start(host.c_str()) != JAL_STATUS_OK)
+        throw std::runtime_error(std::string("--trace: ") + jal_last_error_message());
+    const int rc = run_on_chip(o, r);
+    jal_trace_stop();
+    jal::tools::merge_host_trace(device, host);
+    std::filesystem::remove(host);
+    return rc;
+}
+
+int run_on_chip(const Options& o, Request& r)
+{
     jal::tools::EmuLauncher emu("jal-run", o.emu_dir, o.trace.empty(), emu_arguments(o), o.device);
     jal::runtime::Device device(o.device, emu.socket_dir());
     double load_s = 0;
@@ -581,7 +601,8 @@ int main(int argc, char** argv)
     app.add_option("--trace", o.trace,
                    "Write a Perfetto trace of the run to FILE: the dispatches on every slice in "
                    "modelled time with their stages, the queues' packets and the firmware's log "
-                   "(jal-emu --trace; needs the jal-emu jal-run starts itself)");
+                   "(jal-emu --trace; needs the jal-emu jal-run starts itself), and this "
+                   "process's libjal calls and waits on the same wall clock");
     app.add_option("-d,--device", o.device, "Device index (default 0)");
     CLI11_PARSE(app, argc, argv);
     try {

@@ -124,10 +124,27 @@ struct jal_packet_dispatch {
     uint64_t slice_mask;             /* logical slices, each usable (jalctl slices) */
     uint64_t args;                   /* device address of the argument buffer (JAL_SR_ARGS) */
     uint64_t report;                 /* 0, or host bus address of a struct jal_dispatch_report */
-    uint64_t reserved[2];
+    uint64_t times;                  /* (1.6) 0, or host bus address of a jal_dispatch_times */
+    uint64_t reserved;
     uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_dispatch, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_dispatch, times, 40);
+
+/* When a dispatch ran on the device's modelled clock (interface 1.6), written before its
+ * report and completion signal if the packet names one. The clock: the data plane's modelled
+ * time in nanoseconds, free-running (resets do not restart it), kept per physical slice. A dispatch
+ * starts when the last of its slices is free and ends modelled_ns later, when its slices
+ * become free again (the modelled-time process of jal-emu --trace is the same clock).
+ * Packets other than DISPATCH take no modelled time. */
+struct jal_dispatch_times {
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint32_t status; /* enum jal_status of the dispatch, as in its report */
+    uint32_t slices; /* slices it ran on (0 if it failed before any ran) */
+    uint64_t done;   /* 1, stored last with release: the host clears it before submitting */
+};
+JAL_ASSERT_SIZE(struct jal_dispatch_times, 32);
 
 /* What a dispatch did, written before its completion signal (if the packet names one). */
 #define JAL_DISPATCH_DEFAULT_BUDGET_KINSN (256u * 1024u) /* 268 M instructions a slice */

@@ -2,6 +2,7 @@
 // run of the GPT-OSS-120B shape on the jal-emu jal-run starts, its trace read back with a
 // JSON parser and checked against what jal-run reports: every dispatch on each of its
 // slices in modelled time, the stages inside, the queue's packets and the firmware's log.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,40 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     EXPECT_EQ(packets, dispatches.size());
     EXPECT_GT(firmware, 0u);
+}
+
+// libjal's host spans (jal/trace.h), merged in by jal-run: the API calls and waits of
+// jal-run on its own process, on jal-emu's wall clock. The clocks agree if every dispatch
+// packet the device ran started after the host's call that submitted it had begun.
+TEST_F(JalEmuTrace, HostCallsAndWaitsShareTheDevicesWallClock)
+{
+    run_traced();
+    EXPECT_FALSE(fs::exists(dir_ / "run.json.host.json"))
+        << "the host trace is merged, then removed";
+    int host = -1;
+    for (const json& e : trace_)
+        if (e["ph"] == "M" && e["name"] == "process_name" &&
+            e["args"]["name"].get<std::string>().rfind("libjal: jal-run", 0) == 0)
+            host = e["pid"];
+    ASSERT_NE(host, -1) << "no libjal process in the trace";
+    const int wall = pid_named("chip 0: queues and firmware (wall clock)");
+    std::vector<double> submitted, started;
+    unsigned waits = 0, opens = 0;
+    for (const json& e : trace_) {
+        if (e["ph"] != "X") continue;
+        if (e["pid"] == host && e["name"] == "jal_queue_dispatch") submitted.push_back(e["ts"]);
+        if (e["pid"] == host && e["cat"] == "wait") ++waits;
+        if (e["pid"] == host && e["name"] == "jal_device_open") ++opens;
+        if (e["pid"] == wall && e["name"] == "DISPATCH") started.push_back(e["ts"]);
+    }
+    EXPECT_EQ(opens, 1u);
+    EXPECT_GT(waits, 0u);
+    ASSERT_EQ(submitted.size(), started.size());
+    ASSERT_FALSE(started.empty());
+    std::sort(submitted.begin(), submitted.end());
+    std::sort(started.begin(), started.end());
+    for (size_t i = 0; i < started.size(); ++i)
+        EXPECT_LE(submitted[i], started[i]) << "dispatch " << i << " ran before it was submitted";
 }
 
 TEST_F(JalEmuTrace, NeedsTheEmulatorJalRunStarts)

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <jal/isa/assembler.hpp>
 #include <jal/isa/code_object.hpp>
 #include <jal/isa/disasm.hpp>
 
@@ -120,6 +121,21 @@ TEST(Disassembler, UnknownOpcodeIsARawWord)
 {
     EXPECT_EQ(disassemble_instruction(0xff00000000000001ull, 0), ".word 0xff00000000000001");
     EXPECT_EQ(jal::isa::opcode_name(0xff), nullptr);
+}
+
+// The assembler is the disassembler's inverse: every golden line, at pc 10 of a program
+// long enough for its branch target, assembles back to its word.
+TEST(Assembler, EveryGoldenLineAssemblesBackToItsWord)
+{
+    for (const Golden& g : kGolden) {
+        std::string text = "kernel golden\n";
+        for (int pc = 0; pc < 20; ++pc) text += pc == 10 ? std::string(g.text) + "\n" : "end\n";
+        const jal::isa::AsmResult r = jal::isa::assemble(text);
+        ASSERT_TRUE(r.ok()) << g.text << ": " << r.error.text();
+        jal::isa::CodeObjectView v;
+        ASSERT_EQ(jal::isa::parse_code_object(r.object, &v, nullptr), JAL_STATUS_OK);
+        EXPECT_EQ(v.code[10], g.word) << g.text;
+    }
 }
 
 TEST(Disassembler, BadFieldIsDecodedAndFlagged)

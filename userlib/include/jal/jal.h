@@ -31,13 +31,16 @@
 #include <jal/hw/admin.h>
 #include <jal/hw/queue.h>
 #include <jal/hw/status.h>
+#include <jal/hw/telemetry.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define JAL_API_VERSION_MAJOR 1
-#define JAL_API_VERSION_MINOR 2 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET */
+#define JAL_API_VERSION_MINOR \
+    3 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
+                                  * 1.3: memory info, telemetry, events, profiler, jal_kernel_* */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
@@ -85,6 +88,31 @@ JAL_API jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* o
 JAL_API jal_status_t jal_device_close(jal_device_t device);
 /* IDENTIFY (struct jal_identify of jal/hw/admin.h). */
 JAL_API jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out);
+
+/* Device memory of the whole chip (API 1.3; firmware of device interface 1.6, else
+ * JAL_STATUS_UNSUPPORTED). Bytes count whole 2 MiB pages, every replica. */
+typedef struct jal_device_memory_info {
+    uint32_t struct_size;
+    uint32_t slices;       /* logical slices: entries of slice_pages_* in use */
+    uint64_t total_bytes;  /* HBM of the enabled slices' channels in service */
+    uint64_t free_bytes;   /* of it, not allocated by any client */
+    uint64_t used_bytes;   /* total_bytes - free_bytes */
+    uint64_t client_bytes; /* of it, held by this device handle's contexts */
+    uint32_t allocations;  /* live allocations, every client */
+    uint32_t contexts;     /* live contexts, every client */
+    uint32_t page_size;    /* bytes */
+    uint32_t reserved;
+    uint32_t slice_pages_total[JAL_NUM_SLICES]; /* by logical slice */
+    uint32_t slice_pages_free[JAL_NUM_SLICES];
+} jal_device_memory_info_t;
+JAL_API jal_status_t jal_device_memory_info(jal_device_t device, jal_device_memory_info_t* out);
+
+/* The firmware's latest 1 ms telemetry sample (API 1.3): power, rail currents and voltages,
+ * temperatures, clocks, the limiter holding the clock, energy, ECC counts (struct
+ * jal_telemetry of jal/hw/telemetry.h, units in the field names, times in the chip's
+ * modelled time). Set out->struct_size to sizeof(struct jal_telemetry) as your header
+ * defines it; the call fills that much and sets struct_size to the bytes it filled. */
+JAL_API jal_status_t jal_device_telemetry(jal_device_t device, struct jal_telemetry* out);
 
 /* ---- Contexts ---- */
 
@@ -140,6 +168,9 @@ JAL_API jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void** ptr, 
 #define JAL_SIGNAL_INTERRUPT \
     (1u << 0) /* packets completing it raise their queue's MSI-X
 					* vector, so it can be waited for by sleeping */
+/* (API 1.3) jal_queue_dispatch with it as the completion records when the dispatch ran on
+ * the device (jal_signal_get_times, jal_signal_elapsed_ns). */
+#define JAL_SIGNAL_TIMESTAMPS (1u << 1)
 
 JAL_API jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags,
                                        jal_signal_t* out);
@@ -222,9 +253,103 @@ typedef struct jal_dispatch_desc {
     uint32_t budget_kinsn; /* per-slice instruction budget in thousands; 0: the default */
     uint32_t reserved;     /* must be zero */
     uint64_t report;       /* host bus address of a struct jal_dispatch_report, or 0 */
+    /* (API 1.3) host bus address of a struct jal_dispatch_times the device fills, or 0:
+     * then a JAL_SIGNAL_TIMESTAMPS completion or the profiler gets one from the library.
+     * A desc of API 1.2's size (without it) is accepted. */
+    uint64_t times;
 } jal_dispatch_desc_t;
 JAL_API jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
                                         jal_signal_t completion);
+
+/* ---- Device timestamps and profiling (API 1.3; device interface 1.6) ----
+ *
+ * The device clock: the data plane's modelled time in nanoseconds (struct jal_dispatch_times
+ * of jal/hw/queue.h), kept per physical slice: a dispatch starts when the last of its
+ * slices is free and ends its modelled time later. The same clock as the modelled-time
+ * process of jal-emu --trace; unrelated to the host's clocks. Only dispatches take time on
+ * it. Host times are CLOCK_MONOTONIC nanoseconds. */
+
+typedef struct jal_signal_times {
+    uint32_t struct_size;
+    uint32_t status;   /* enum jal_status of the dispatch */
+    uint64_t start_ns; /* device clock */
+    uint64_t end_ns;
+    uint32_t slices; /* it ran on (0 if it failed before any ran) */
+    uint32_t reserved;
+} jal_signal_times_t;
+/* When the latest dispatch submitted with this JAL_SIGNAL_TIMESTAMPS signal as its completion
+ * ran. JAL_STATUS_NOT_READY until it has completed (or if no dispatch named the signal). */
+JAL_API jal_status_t jal_signal_get_times(jal_signal_t signal, jal_signal_times_t* out);
+/* end's end_ns - start's start_ns (like cudaEventElapsedTime): from the start of the
+ * dispatch that completed `start` to the end of the one that completed `end`; the same
+ * signal twice gives one dispatch's duration. NOT_READY as jal_signal_get_times;
+ * INVALID_FIELD if end ended before start started. */
+JAL_API jal_status_t jal_signal_elapsed_ns(jal_signal_t start, jal_signal_t end, uint64_t* ns);
+
+typedef struct jal_dispatch_profile {
+    uint32_t struct_size;
+    uint32_t queue_id;
+    uint64_t packet_index; /* in its queue */
+    uint64_t code_object;  /* as in the desc */
+    uint64_t slice_mask;
+    uint32_t status; /* enum jal_status of the dispatch */
+    uint32_t slices;
+    uint64_t start_ns; /* device clock */
+    uint64_t end_ns;
+    uint64_t host_submit_ns;   /* CLOCK_MONOTONIC: jal_queue_dispatch published it */
+    uint64_t host_complete_ns; /* CLOCK_MONOTONIC: the library saw it complete */
+} jal_dispatch_profile_t;
+typedef void (*jal_profiler_fn)(const jal_dispatch_profile_t* dispatch, void* user);
+/* Calls fn once for every dispatch submitted through jal_queue_dispatch on this device
+ * from now on (unless its desc names its own times record), after it completes, on a
+ * library thread: one call at a time, each queue's dispatches in submission order.
+ * NULL stops; either way the call returns once the previous fn has returned for the last
+ * time (so fn must not call jal_device_set_profiler, nor release the device's last
+ * handle). Profiled dispatches also raise their queue's interrupt. */
+JAL_API jal_status_t jal_device_set_profiler(jal_device_t device, jal_profiler_fn fn, void* user);
+
+/* ---- Kernels from text (API 1.3) ----
+ *
+ * The tile ISA's assembler (docs/tile-isa.md, "Assembler"): a program in text, by hand or
+ * as jal-objdump prints it, becomes a code object in host memory. Copy its bytes into
+ * device memory (jal_queue_copy) and name that address in a jal_dispatch_desc. */
+
+typedef struct jal_kernel_s* jal_kernel_t;
+
+typedef struct jal_asm_error {
+    uint32_t struct_size;
+    uint32_t line;   /* 1-based */
+    uint32_t column; /* 1-based, in bytes */
+    uint32_t reserved;
+    char message[256]; /* NUL-terminated, without the position (may be cut short) */
+} jal_asm_error_t;
+
+/* Assembles `text` (NUL-terminated) into a validated code object. Bad input fails with
+ * JAL_STATUS_INVALID_FIELD; jal_last_error_message() then says "line:column: what", and
+ * *error (may be NULL; set error->struct_size) gets the parts. */
+JAL_API jal_status_t jal_kernel_assemble(const char* text, jal_kernel_t* out,
+                                         jal_asm_error_t* error);
+JAL_API jal_status_t jal_kernel_destroy(jal_kernel_t kernel);
+/* The code object's bytes (valid until jal_kernel_destroy) and size. */
+JAL_API jal_status_t jal_kernel_code_object(jal_kernel_t kernel, const void** bytes,
+                                            uint64_t* size);
+
+typedef struct jal_kernel_info {
+    uint32_t struct_size;
+    uint32_t instructions;
+    uint32_t args_size; /* bytes of the argument buffer the kernel reads (JAL_SR_ARGS) */
+    uint32_t l1_bytes;  /* L1 each slice needs */
+    uint32_t args;      /* entries of its argument table */
+    uint32_t reserved;
+    char name[64]; /* NUL-terminated */
+} jal_kernel_info_t;
+JAL_API jal_status_t jal_kernel_get_info(jal_kernel_t kernel, jal_kernel_info_t* out);
+
+/* jal-objdump's listing of a code object (a malformed one is listed as far as readable,
+ * after the validator's message). Writes up to `capacity` bytes including the NUL, sets
+ * *length to the listing's length without it (call with capacity 0 to learn it). */
+JAL_API jal_status_t jal_kernel_disassemble(const void* code_object, uint64_t size, char* text,
+                                            uint64_t capacity, uint64_t* length);
 
 /* ---- Bulk host I/O ---- */
 

@@ -307,6 +307,20 @@ public:
         check(jal_device_identify(get(), &id));
         return id;
     }
+    jal_device_memory_info_t memory_info() const
+    {
+        jal_device_memory_info_t m{};
+        m.struct_size = sizeof m;
+        check(jal_device_memory_info(get(), &m));
+        return m;
+    }
+    jal_telemetry telemetry() const
+    {
+        jal_telemetry t{};
+        t.struct_size = sizeof t;
+        check(jal_device_telemetry(get(), &t));
+        return t;
+    }
 
 private:
     Handle<jal_device_t, jal_device_close> h_;

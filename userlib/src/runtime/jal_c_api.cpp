@@ -10,81 +10,23 @@
 #include <jal/chip_function.hpp>
 #include <jal/error.hpp>
 
+#include "c_api_support.hpp"
 #include "file_loader.hpp"
 #include "runtime_objects.hpp"
 
-struct jal_device_s {
-    std::shared_ptr<jal::runtime::detail::DeviceCore> core;
-};
-struct jal_context_s {
-    std::shared_ptr<jal::runtime::detail::Context> context;
-};
-struct jal_mem_s {
-    std::unique_ptr<jal::runtime::detail::Allocation> allocation;
-};
-struct jal_host_buffer_s {
-    std::unique_ptr<jal::runtime::detail::HostBuffer> buffer;
-};
-struct jal_queue_s {
-    std::unique_ptr<jal::runtime::detail::UserQueue> queue;
-};
-struct jal_signal_s {
-    std::unique_ptr<jal::runtime::detail::Signal> signal;
-};
+namespace jal::runtime::capi {
+
+std::string& last_error()
+{
+    thread_local std::string message;
+    return message;
+}
+
+}  // namespace jal::runtime::capi
+
+using namespace jal::runtime::capi;
 
 namespace {
-
-thread_local std::string last_error;
-
-jal_status_t fail(jal_status_t status, std::string message)
-{
-    last_error = std::move(message);
-    return status;
-}
-
-// Runs `f`; maps jal::Error to its status, anything else to INTERNAL / NO_MEMORY.
-template <typename F>
-jal_status_t call(F&& f)
-{
-    try {
-        f();
-        return JAL_STATUS_OK;
-    } catch (const jal::Error& e) {
-        return fail(e.status(), e.what());
-    } catch (const std::bad_alloc&) {
-        return fail(JAL_STATUS_NO_MEMORY, "out of host memory");
-    } catch (const std::exception& e) {
-        return fail(JAL_STATUS_INTERNAL, std::string("internal error: ") + e.what());
-    }
-}
-
-#define REQUIRE(cond, what)                                       \
-    do {                                                          \
-        if (!(cond)) return fail(JAL_STATUS_INVALID_FIELD, what); \
-    } while (0)
-
-template <typename T>
-bool struct_ok(const T* p)
-{
-    return p && p->struct_size >= sizeof(uint32_t);
-}
-
-// Copies `value` into a caller struct of possibly older (smaller) or newer (larger) size.
-template <typename T>
-void copy_out(T* out, T value)
-{
-    uint32_t size = out->struct_size;
-    value.struct_size = static_cast<uint32_t>(std::min<size_t>(size, sizeof value));
-    std::memcpy(out, &value, std::min<size_t>(size, sizeof value));
-}
-
-template <typename T>
-T copy_in(const T* in)
-{
-    T value{};
-    if (in) std::memcpy(&value, in, std::min<size_t>(in->struct_size, sizeof value));
-    return value;
-}
 
 // Why jal_device_open gave up: a failed chip fails at once (say so, and how long it took);
 // only a chip still on its way up has used up the whole wait.
@@ -110,18 +52,13 @@ jal::Error not_ready_error(uint32_t index, const jal::DeviceStatus& s,
                                                 std::to_string(budget.count()) + ")");
 }
 
-jal::runtime::detail::Signal* sig(jal_signal_t s)
-{
-    return s ? s->signal.get() : nullptr;
-}
-
 }  // namespace
 
 extern "C" {
 
 const char* jal_last_error_message(void)
 {
-    return last_error.c_str();
+    return jal::runtime::capi::last_error().c_str();
 }
 
 const char* jal_status_string(jal_status_t status)
@@ -162,6 +99,7 @@ jal_status_t jal_device_enumerate(const char* emu_dir, uint32_t* indices, uint32
 jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_in,
                              jal_device_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_open");
     REQUIRE(out, "out is NULL");
     REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
     *out = nullptr;
@@ -186,12 +124,14 @@ jal_status_t jal_device_open(uint32_t index, const jal_open_options_t* options_i
 
 jal_status_t jal_device_close(jal_device_t device)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_close");
     delete device;
     return JAL_STATUS_OK;
 }
 
 jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_device_identify");
     REQUIRE(device && out, "device or out is NULL");
     return call([&] { *out = device->core->device().identify(); });
 }
@@ -200,6 +140,7 @@ jal_status_t jal_device_identify(jal_device_t device, struct jal_identify* out)
 
 jal_status_t jal_context_create(jal_device_t device, jal_context_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_context_create");
     REQUIRE(device && out, "device or out is NULL");
     *out = nullptr;
     return call([&] {
@@ -209,6 +150,7 @@ jal_status_t jal_context_create(jal_device_t device, jal_context_t* out)
 
 jal_status_t jal_context_destroy(jal_context_t context, uint32_t* leaked)
 {
+    jal::runtime::detail::HostSpan span_("jal_context_destroy");
     if (!context) return JAL_STATUS_OK;
     jal_status_t st = call([&] {
         auto leaks = context->context->destroy();
@@ -230,6 +172,7 @@ jal_status_t jal_context_id(jal_context_t context, uint32_t* id)
 jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placement,
                            uint64_t slice_mask, uint64_t alignment, jal_mem_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_mem_alloc");
     REQUIRE(context && out, "context or out is NULL");
     *out = nullptr;
     return call([&] {
@@ -244,6 +187,7 @@ jal_status_t jal_mem_alloc(jal_context_t context, uint64_t size, uint32_t placem
 
 jal_status_t jal_mem_free(jal_mem_t mem)
 {
+    jal::runtime::detail::HostSpan span_("jal_mem_free");
     if (!mem) return JAL_STATUS_OK;
     jal_status_t st = call([&] { mem->allocation->free(); });
     delete mem;
@@ -281,6 +225,7 @@ jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page, struct jal_pa
 
 jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_host_alloc");
     REQUIRE(device && out, "device or out is NULL");
     *out = nullptr;
     return call([&] {
@@ -291,6 +236,7 @@ jal_status_t jal_host_alloc(jal_device_t device, uint64_t size, jal_host_buffer_
 
 jal_status_t jal_host_free(jal_host_buffer_t buffer)
 {
+    jal::runtime::detail::HostSpan span_("jal_host_free");
     return call([&] { delete buffer; });
 }
 
@@ -309,17 +255,20 @@ jal_status_t jal_host_buffer_info(jal_host_buffer_t buffer, void** ptr, uint64_t
 jal_status_t jal_signal_create(jal_device_t device, int64_t initial, uint32_t flags,
                                jal_signal_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_signal_create");
     REQUIRE(device && out, "device or out is NULL");
-    REQUIRE((flags & ~JAL_SIGNAL_INTERRUPT) == 0, "unknown signal flags");
+    REQUIRE((flags & ~(JAL_SIGNAL_INTERRUPT | JAL_SIGNAL_TIMESTAMPS)) == 0, "unknown signal flags");
     *out = nullptr;
     return call([&] {
         *out = new jal_signal_s{std::make_unique<jal::runtime::detail::Signal>(
-            device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0)};
+            device->core, initial, (flags & JAL_SIGNAL_INTERRUPT) != 0,
+            (flags & JAL_SIGNAL_TIMESTAMPS) != 0)};
     });
 }
 
 jal_status_t jal_signal_destroy(jal_signal_t signal)
 {
+    jal::runtime::detail::HostSpan span_("jal_signal_destroy");
     delete signal;
     return JAL_STATUS_OK;
 }
@@ -355,6 +304,7 @@ jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t co
                              uint64_t timeout_ns, uint32_t mode, int64_t* value,
                              uint32_t* packet_status)
 {
+    jal::runtime::detail::HostSpan span_("jal_signal_wait", "wait");
     REQUIRE(signal, "signal is NULL");
     REQUIRE(condition <= JAL_SIGNAL_GTE, "unknown signal condition");
     REQUIRE(mode >= JAL_WAIT_POLL && mode <= JAL_WAIT_HYBRID, "unknown wait mode");
@@ -370,6 +320,7 @@ jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t co
         seen = signal->signal->wait(o);
     });
     if (st != JAL_STATUS_OK) return st;
+    span_.arg("satisfied", seen.satisfied ? 1 : 0);
     if (value) *value = seen.value;
     if (packet_status) *packet_status = seen.status;
     if (!seen.satisfied)
@@ -383,6 +334,7 @@ jal_status_t jal_signal_wait(jal_signal_t signal, uint32_t condition, int64_t co
 jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vector,
                               jal_queue_t* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_create");
     REQUIRE(context && out, "context or out is NULL");
     *out = nullptr;
     return call([&] {
@@ -393,6 +345,8 @@ jal_status_t jal_queue_create(jal_context_t context, uint32_t size, uint32_t vec
 
 jal_status_t jal_queue_destroy(jal_queue_t queue)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_destroy");
+    if (queue) span_.arg("queue", queue->queue->id());
     if (!queue) return JAL_STATUS_OK;
     jal_status_t st = call([&] { queue->queue->destroy(); });
     delete queue;
@@ -401,12 +355,16 @@ jal_status_t jal_queue_destroy(jal_queue_t queue)
 
 jal_status_t jal_queue_get_status(jal_queue_t queue, struct jal_queue_status* out)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_get_status");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue && out, "queue or out is NULL");
     return call([&] { *out = queue->queue->status(); });
 }
 
 jal_status_t jal_queue_reset(jal_queue_t queue)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_reset");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue, "queue is NULL");
     return call([&] { queue->queue->reset(); });
 }
@@ -430,6 +388,8 @@ jal_status_t jal_queue_set_submit_timeout(jal_queue_t queue, uint64_t timeout_ns
 
 jal_status_t jal_queue_nop(jal_queue_t queue, jal_signal_t completion)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_nop");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue, "queue is NULL");
     return call([&] { queue->queue->nop(sig(completion)); });
 }
@@ -437,6 +397,8 @@ jal_status_t jal_queue_nop(jal_queue_t queue, jal_signal_t completion)
 jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint64_t src,
                             uint64_t size, jal_signal_t completion)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_copy");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue, "queue is NULL");
     return call([&] {
         queue->queue->copy(static_cast<jal_copy_dir>(dir), dst, src, size, sig(completion));
@@ -446,6 +408,8 @@ jal_status_t jal_queue_copy(jal_queue_t queue, uint32_t dir, uint64_t dst, uint6
 jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t* deps, uint32_t count,
                                    jal_signal_t completion)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_barrier_and");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue && (deps || count == 0), "queue or deps is NULL");
     REQUIRE(count >= 1 && count <= JAL_BARRIER_DEPS_MAX, "a barrier waits for 1..5 signals");
     return call([&] {
@@ -458,6 +422,8 @@ jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t* deps, 
 jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t op, int64_t operand,
                               jal_signal_t completion)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_signal");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue && target, "queue or target is NULL");
     return call([&] {
         queue->queue->signal(*target->signal, static_cast<jal_signal_op>(op), operand,
@@ -465,30 +431,10 @@ jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t o
     });
 }
 
-jal_status_t jal_queue_dispatch(jal_queue_t queue, const struct jal_dispatch_desc* desc,
-                                jal_signal_t completion)
-{
-    REQUIRE(queue && desc, "queue or desc is NULL");
-    REQUIRE(desc->size >= sizeof(jal_dispatch_desc),
-            "desc->size is smaller than struct jal_dispatch_desc");
-    REQUIRE((desc->flags & ~uint32_t{JAL_DISPATCH_F_TIMING_ONLY}) == 0,
-            "desc->flags has unknown bits");
-    REQUIRE(desc->reserved == 0, "desc->reserved must be zero");
-    REQUIRE(desc->code_object != 0, "desc->code_object is 0");
-    REQUIRE(desc->slice_mask != 0, "desc->slice_mask is empty");
-    return call([&] {
-        jal_packet_dispatch p{};
-        p.budget_kinsn = desc->budget_kinsn;
-        p.code_object = desc->code_object;
-        p.slice_mask = desc->slice_mask;
-        p.args = desc->args;
-        p.report = desc->report;
-        queue->queue->dispatch(static_cast<uint16_t>(desc->flags), p, sig(completion));
-    });
-}
-
 jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet)
 {
+    jal::runtime::detail::HostSpan span_("jal_queue_submit_raw");
+    if (queue) span_.arg("queue", queue->queue->id());
     REQUIRE(queue && packet, "queue or packet is NULL");
     return call([&] { queue->queue->submit_raw(packet); });
 }
@@ -498,6 +444,7 @@ jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet)
 jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va, uint64_t capacity,
                            const jal_load_options_t* options_in, jal_load_result_t* result)
 {
+    jal::runtime::detail::HostSpan span_("jal_load_file");
     REQUIRE(queue && path, "queue or path is NULL");
     REQUIRE(!options_in || struct_ok(options_in), "options.struct_size is not set");
     REQUIRE(!result || struct_ok(result), "result.struct_size is not set");

@@ -52,7 +52,8 @@ void set_log_handler(LogHandler handler)
 // ---- DeviceCore ----
 
 DeviceCore::DeviceCore(ChipFunction device)
-    : device_(std::move(device)), index_(device_.index()), signals_(backend()), irq_(backend())
+    : device_(std::move(device)), index_(device_.index()), signals_(backend()), irq_(backend()),
+      times_(backend()), profiler_(irq_)
 {
     generation_ = guarded([&] { return impl().read_reset_generation(); });
     seen_generation_ = generation_;
@@ -267,8 +268,8 @@ HostBuffer::HostBuffer(std::shared_ptr<DeviceCore> device, size_t bytes)
 
 // ---- Signal ----
 
-Signal::Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interrupt)
-    : device_(std::move(device)), interrupt_(interrupt)
+Signal::Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interrupt, bool timestamps)
+    : device_(std::move(device)), interrupt_(interrupt), timestamps_(timestamps)
 {
     device_->check_not_reset_cached();
     slot_ = device_->guarded([&] { return device_->signals().allocate(); });
@@ -279,6 +280,18 @@ Signal::Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interru
 Signal::~Signal()
 {
     device_->signals().release(slot_);
+}
+
+void Signal::set_last_times(std::shared_ptr<TimesRecord> record)
+{
+    std::lock_guard lock(times_mutex_);
+    last_times_ = std::move(record);
+}
+
+std::shared_ptr<TimesRecord> Signal::last_times() const
+{
+    std::lock_guard lock(times_mutex_);
+    return last_times_;
 }
 
 SignalObservation Signal::wait(const WaitOptions& options)
@@ -359,13 +372,13 @@ void UserQueue::check_signal(const Signal* signal, const char* what) const
 }
 
 uint64_t UserQueue::submit(void* packet, uint8_t type, uint16_t arg, Signal* completion,
-                           Signal* also_interrupting)
+                           Signal* also_interrupting, bool interrupt)
 {
     if (destroyed_) throw Error(JAL_STATUS_NOT_READY, "queue was destroyed");
     context_->device().check_not_reset_cached();
     check_signal(completion, "the completion signal");
-    bool interrupt = (completion && completion->interrupt()) ||
-                     (also_interrupting && also_interrupting->interrupt());
+    interrupt = interrupt || (completion && completion->interrupt()) ||
+                (also_interrupting && also_interrupting->interrupt());
     jal_packet_header header{type, static_cast<uint8_t>(interrupt ? JAL_PACKET_F_INTERRUPT : 0),
                              arg};
     std::memcpy(packet, &header, sizeof header);
@@ -416,10 +429,11 @@ uint64_t UserQueue::signal(Signal& target, jal_signal_op op, int64_t operand, Si
     return submit(&p, JAL_PACKET_SIGNAL, static_cast<uint16_t>(op), completion, &target);
 }
 
-uint64_t UserQueue::dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion)
+uint64_t UserQueue::dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion,
+                             bool interrupt)
 {
     jal_packet_dispatch p = body;  // header and completion signal are submit()'s
-    return submit(&p, JAL_PACKET_DISPATCH, flags, completion);
+    return submit(&p, JAL_PACKET_DISPATCH, flags, completion, nullptr, interrupt);
 }
 
 uint64_t UserQueue::submit_raw(const void* packet)

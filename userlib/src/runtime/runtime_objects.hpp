@@ -21,7 +21,9 @@
 
 #include "../backend/backend.hpp"
 #include "../device/chip_function_impl.hpp"
+#include "dispatch_times.hpp"
 #include "irq_hub.hpp"
+#include "profiler.hpp"
 #include "ring.hpp"
 #include "signal.hpp"
 
@@ -54,6 +56,8 @@ public:
 
     SignalPool& signals() { return signals_; }
     IrqHub& irq() { return irq_; }
+    TimesPool& times() { return times_; }
+    Profiler& profiler() { return profiler_; }
     backend::DoorbellMapping& doorbells();  // mapped on first use
 
     // Device loss: every handle belongs to the reset generation (JAL_REG_RESET_GENERATION)
@@ -76,6 +80,8 @@ private:
     std::atomic<int64_t> next_check_ns_{0};
     SignalPool signals_;
     IrqHub irq_;
+    TimesPool times_;    // before profiler_: its records go back here
+    Profiler profiler_;  // after irq_, which its thread sleeps on
     std::mutex doorbell_mutex_;
     std::shared_ptr<backend::DoorbellMapping> doorbells_;
 };
@@ -162,7 +168,9 @@ private:
 
 class Signal {
 public:
-    Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interrupt);
+    // timestamps: dispatches it completes record their device times for it (times()).
+    Signal(std::shared_ptr<DeviceCore> device, int64_t initial, bool interrupt,
+           bool timestamps = false);
     ~Signal();
     Signal(const Signal&) = delete;
     Signal& operator=(const Signal&) = delete;
@@ -176,10 +184,18 @@ public:
     void store(int64_t value) { store_signal(slot_.host, value); }
     SignalObservation wait(const WaitOptions& options);
 
+    bool timestamps() const { return timestamps_; }
+    // The record of the latest dispatch submitted with this signal as its completion.
+    void set_last_times(std::shared_ptr<TimesRecord> record);
+    std::shared_ptr<TimesRecord> last_times() const;
+
 private:
     std::shared_ptr<DeviceCore> device_;
     SignalPool::Slot slot_;
     bool interrupt_;
+    bool timestamps_;
+    mutable std::mutex times_mutex_;
+    std::shared_ptr<TimesRecord> last_times_;
 };
 
 class UserQueue {
@@ -201,7 +217,10 @@ public:
     uint64_t signal(Signal& target, jal_signal_op op, int64_t operand, Signal* completion);
     // A kernel dispatch: body fields of jal_packet_dispatch, flags JAL_DISPATCH_F_* (in the
     // header's arg). The device validates the code object and the slice mask.
-    uint64_t dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion);
+    // `interrupt`: raise the queue's vector at completion even if `completion` does not
+    // ask for it (the profiler sleeps on it).
+    uint64_t dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion,
+                      bool interrupt = false);
     // A packet exactly as given (header in bytes 0..3, published last); for tests and
     // packet kinds the library does not wrap yet.
     uint64_t submit_raw(const void* packet);
@@ -216,7 +235,7 @@ public:
 
 private:
     uint64_t submit(void* packet, uint8_t type, uint16_t arg, Signal* completion,
-                    Signal* also_interrupting = nullptr);
+                    Signal* also_interrupting = nullptr, bool interrupt = false);
     void check_signal(const Signal* signal, const char* what) const;
 
     std::shared_ptr<Context> context_;
