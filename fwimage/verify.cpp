@@ -84,12 +84,12 @@ Check parse(std::span<const std::uint8_t> image)
                         std::to_string(JAL_MGMT_FLASH_SIZE) + "-byte flash");
     if (h.body_len < JAL_FW_MIN_BODY)
         return fail(c, JAL_FW_IMAGE_BAD_FORMAT,
-                    "a body of " + std::to_string(h.body_len) + " bytes cannot hold a vector table");
+                    "a body of " + std::to_string(h.body_len) +
+                        " bytes cannot hold a vector table");
     const std::size_t want = std::size_t{JAL_FW_HEADER_SIZE} + h.body_len;
     if (image.size() < want)
         return fail(c, JAL_FW_IMAGE_TRUNCATED,
-                    std::to_string(image.size()) + " of " + std::to_string(want) +
-                        " bytes");
+                    std::to_string(image.size()) + " of " + std::to_string(want) + " bytes");
     if (image.size() > want)
         return fail(c, JAL_FW_IMAGE_TOO_LONG,
                     std::to_string(image.size() - want) + " bytes after the announced end");

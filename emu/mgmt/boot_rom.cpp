@@ -91,8 +91,8 @@ BootRom::Boot BootRom::select(std::uint32_t reset_cause)
     }
     if (!c.ok())
         throw std::runtime_error(fmt::format("boot ROM: slot {} is not bootable: {}: {}",
-                                             slot_name(running_),
-                                             jal_fw_image_error_name(c.error), c.detail));
+                                             slot_name(running_), jal_fw_image_error_name(c.error),
+                                             c.detail));
     const auto& bytes = slots_[running_].bytes;
     boot.body.assign(bytes.begin() + JAL_FW_HEADER_SIZE, bytes.end());
     boot.slot = running_;
@@ -176,7 +176,8 @@ std::uint32_t BootRom::write_chunk(const Dma& dma)
     const std::uint64_t host = std::uint64_t{host_hi_} << 32 | host_lo_;
     for (std::uint32_t done = 0; done < len_;) {
         const std::uint32_t n = std::min(len_ - done, JAL_DMA_LEN_MAX);
-        const std::uint32_t st = dma(fn_, host + done, slot.bytes.data() + offset_ + done, n, false);
+        const std::uint32_t st =
+            dma(fn_, host + done, slot.bytes.data() + offset_ + done, n, false);
         if (st != JAL_STATUS_OK) {
             slot.bytes.resize(staged_);
             return st;
@@ -200,9 +201,10 @@ std::uint32_t BootRom::activate()
         return JAL_STATUS_IMAGE_REJECTED;
     }
     pending_ = static_cast<int>(target);
-    log(LogLevel::info, "chip{}: boot ROM: slot {} (version {}, rollback {}) boots on trial at "
-        "the next reset", chip_, slot_name(target), fwimage::version_text(c.header.fw_version),
-        c.header.rollback);
+    log(LogLevel::info,
+        "chip{}: boot ROM: slot {} (version {}, rollback {}) boots on trial at "
+        "the next reset",
+        chip_, slot_name(target), fwimage::version_text(c.header.fw_version), c.header.rollback);
     return JAL_STATUS_OK;
 }
 

@@ -26,8 +26,8 @@ namespace jal::emu {
 class BootRom {
 public:
     // How the FWU reaches host memory: fn, bus address, local buffer, length, direction.
-    using Dma = std::function<std::uint32_t(std::uint32_t, std::uint64_t, void*, std::uint32_t,
-                                            bool)>;
+    using Dma =
+        std::function<std::uint32_t(std::uint32_t, std::uint64_t, void*, std::uint32_t, bool)>;
 
     BootRom(std::uint32_t chip_index, std::string public_key_pem);
 
@@ -68,11 +68,11 @@ private:
     mutable std::mutex mutex_;
     Slot slots_[JAL_FW_SLOTS];
     unsigned running_ = 0, previous_ = 0;
-    int pending_ = -1;      // slot to boot on trial at the next reset
-    bool trial_ = false;    // the running slot is on trial
+    int pending_ = -1;    // slot to boot on trial at the next reset
+    bool trial_ = false;  // the running slot is on trial
     bool fell_back_ = false;
     int failed_slot_ = -1;
-    std::uint32_t fuses_ = 0;  // OTP: only ever rises
+    std::uint32_t fuses_ = 0;   // OTP: only ever rises
     std::uint32_t staged_ = 0;  // bytes written to the inactive slot since its erase
     // Registers.
     std::uint32_t fn_ = 0, host_lo_ = 0, host_hi_ = 0, len_ = 0, offset_ = 0;

@@ -105,11 +105,10 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         return;
     case JAL_MGMT_FWU:
         // The FWU is its own DMA master: a chunk of up to 1 MiB is one command.
-        chip_.boot_rom().write(rel - JAL_MGMT_FWU, value,
-                               [this](std::uint32_t fn, std::uint64_t addr, void* local,
-                                      std::uint32_t len, bool to_host) {
-                                   return chip_.host().dma(fn, addr, local, len, to_host);
-                               });
+        chip_.boot_rom().write(
+            rel - JAL_MGMT_FWU, value,
+            [this](std::uint32_t fn, std::uint64_t addr, void* local, std::uint32_t len,
+                   bool to_host) { return chip_.host().dma(fn, addr, local, len, to_host); });
         return;
     default:
         return;

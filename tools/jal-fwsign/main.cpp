@@ -56,7 +56,8 @@ int run_sign(const SignArgs& a)
     jal::fwimage::SignInfo info;
     if (!jal::fwimage::parse_version(a.version, info.fw_version))
         throw std::runtime_error("--version wants MAJOR.MINOR.PATCH (minor and patch up to 255), "
-                                 "not '" + a.version + "'");
+                                 "not '" +
+                                 a.version + "'");
     info.rollback = a.rollback;
     info.build = a.build;
     const auto image = jal::fwimage::sign(read_file(a.in), info, read_text(a.key));
@@ -76,8 +77,8 @@ int run_verify(const VerifyArgs& a)
         a.key.empty() ? std::string(jal::fwimage::dev_public_key_pem()) : read_text(a.key);
     const auto c = jal::fwimage::verify(read_file(a.image), pem, a.min_rollback);
     const auto& h = c.header;
-    const bool have_header = c.error != JAL_FW_IMAGE_NOT_SIGNED &&
-                             !(c.error == JAL_FW_IMAGE_TRUNCATED && h.magic == 0);
+    const bool have_header =
+        c.error != JAL_FW_IMAGE_NOT_SIGNED && !(c.error == JAL_FW_IMAGE_TRUNCATED && h.magic == 0);
     if (a.json) {
         nlohmann::json j = {{"image", a.image},
                             {"ok", c.ok()},
@@ -92,7 +93,8 @@ int run_verify(const VerifyArgs& a)
     } else if (c.ok()) {
         std::cout << fmt::format("{}: ok: version {}, rollback {}, {} body bytes, build {}\n",
                                  a.image, jal::fwimage::version_text(h.fw_version), h.rollback,
-                                 h.body_len, std::string(h.build, strnlen(h.build, sizeof h.build)));
+                                 h.body_len,
+                                 std::string(h.build, strnlen(h.build, sizeof h.build)));
     } else {
         std::cerr << fmt::format("jal-fwsign: {}: rejected: {}: {}\n", a.image,
                                  jal_fw_image_error_name(c.error), c.detail);

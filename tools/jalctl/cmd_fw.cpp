@@ -26,7 +26,8 @@ struct UpdateOptions {
 std::vector<std::uint8_t> read_bytes(const std::string& path, const char* what)
 {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw jal::Error(JAL_STATUS_INVALID_FIELD, fmt::format("cannot read {} {}", what, path));
+    if (!in)
+        throw jal::Error(JAL_STATUS_INVALID_FIELD, fmt::format("cannot read {} {}", what, path));
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
@@ -52,10 +53,10 @@ int report_rejected(Context& ctx, unsigned device, const UpdateOptions& o, const
     const std::string running = fmt::format(
         "slot {} (version {})", slot_letter(st.running_slot),
         jal::fwimage::version_text(st.slots[st.running_slot % JAL_FW_SLOTS].fw_version));
-    const std::string msg = fmt::format("{}: rejected by the {}: {}{}{}; nothing was changed, the "
-                                        "chip still runs {}",
-                                        o.image, by, reason, detail.empty() ? "" : ": ", detail,
-                                        running);
+    const std::string msg =
+        fmt::format("{}: rejected by the {}: {}{}{}; nothing was changed, the "
+                    "chip still runs {}",
+                    o.image, by, reason, detail.empty() ? "" : ": ", detail, running);
     std::cerr << "jalctl: " << msg << '\n';
     if (ctx.json)
         ctx.print_json({{"device", device},
@@ -131,11 +132,10 @@ int report_outcome(Context& ctx, jal::ChipFunction& dev, const UpdateOptions& o,
 int run_update(Context& ctx, const UpdateOptions& o)
 {
     const auto image = read_bytes(o.image, "firmware image");
-    const std::string key = o.key.empty() ? std::string(jal::fwimage::dev_public_key_pem())
-                                          : [&] {
-                                                const auto b = read_bytes(o.key, "public key");
-                                                return std::string(b.begin(), b.end());
-                                            }();
+    const std::string key = o.key.empty() ? std::string(jal::fwimage::dev_public_key_pem()) : [&] {
+        const auto b = read_bytes(o.key, "public key");
+        return std::string(b.begin(), b.end());
+    }();
     jal::ChipFunction dev = ctx.open_booted(true);  // a failed chip may need new firmware most
     const jal_fw_status before = dev.firmware_status();
     // The chip checks again; checking here first gives a clear message without touching it.
@@ -193,8 +193,9 @@ void add_fw_command(CLI::App& app, Context& ctx)
         ->required();
     update->add_option("--key", o->key,
                        "public key (PEM) for the host-side check (default: the development key)");
-    update->add_option("-t,--timeout", o->timeout_s,
-                       "Seconds to wait for the chip to come back (default 30)")
+    update
+        ->add_option("-t,--timeout", o->timeout_s,
+                     "Seconds to wait for the chip to come back (default 30)")
         ->check(CLI::PositiveNumber);
     update->add_flag("-f,--force", o->force, "Update even while other clients are attached");
     update->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_update(ctx, *o); }; });

@@ -74,11 +74,10 @@ json fw_status_json(const jal_fw_status& st)
 void print_fw_status(std::ostream& out, unsigned device, const jal_fw_status& st)
 {
     const jal_fw_slot_info& run = st.slots[st.running_slot % JAL_FW_SLOTS];
-    out << fmt::format("device {}: running slot {} (version {}{}), rollback fuses {}, key {}\n",
-                       device, slot_letter(st.running_slot),
-                       jal::fwimage::version_text(run.fw_version),
-                       st.flags & JAL_FW_STATUS_TRIAL ? ", on trial" : "", st.rollback_fuses,
-                       key_id_text(st));
+    out << fmt::format(
+        "device {}: running slot {} (version {}{}), rollback fuses {}, key {}\n", device,
+        slot_letter(st.running_slot), jal::fwimage::version_text(run.fw_version),
+        st.flags & JAL_FW_STATUS_TRIAL ? ", on trial" : "", st.rollback_fuses, key_id_text(st));
     if (st.flags & JAL_FW_STATUS_FELL_BACK)
         out << fmt::format("the image in slot {} failed its first boot; fell back to slot {}\n",
                            slot_letter(st.failed_slot), slot_letter(st.running_slot));

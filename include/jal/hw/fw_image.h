@@ -22,8 +22,8 @@
 #define JAL_FW_MIN_BODY 64u /* a vector table and a little code */
 
 struct jal_fw_image_header {
-    uint32_t magic;  /* JAL_FW_IMAGE_MAGIC */
-    uint32_t format; /* JAL_FW_IMAGE_FORMAT */
+    uint32_t magic;       /* JAL_FW_IMAGE_MAGIC */
+    uint32_t format;      /* JAL_FW_IMAGE_FORMAT */
     uint32_t header_size; /* JAL_FW_HEADER_SIZE */
     uint32_t fw_version;  /* major << 16 | minor << 8 | patch */
     uint32_t rollback;    /* security counter: refused below the chip's fuses */
@@ -31,8 +31,8 @@ struct jal_fw_image_header {
     uint32_t flags;       /* must be zero */
     uint32_t reserved0;
     uint8_t body_sha256[32];
-    uint8_t key_id[8]; /* first bytes of SHA-256 of the signer's public key (DER), informative */
-    char build[32];    /* NUL-terminated build identifier */
+    uint8_t key_id[8];    /* first bytes of SHA-256 of the signer's public key (DER), informative */
+    char build[32];       /* NUL-terminated build identifier */
     uint8_t reserved[88]; /* zero; signed */
     uint8_t signature[64]; /* ECDSA P-256 r || s over SHA-256(header[0 .. SIGNED_BYTES)) */
 };
@@ -107,13 +107,13 @@ JAL_ASSERT_SIZE(struct jal_fw_slot_info, 64);
 #define JAL_FW_STATUS_UPDATE_READY (1u << 2) /* an activated image boots at the next reset */
 
 struct jal_fw_status {
-    uint32_t running_slot; /* 0 = A, 1 = B */
-    uint32_t flags;        /* JAL_FW_STATUS_* */
+    uint32_t running_slot;   /* 0 = A, 1 = B */
+    uint32_t flags;          /* JAL_FW_STATUS_* */
     uint32_t rollback_fuses; /* OTP rollback counter: images below it are refused */
     uint32_t failed_slot;    /* slot of the last failed trial, 0xffffffff if none */
     uint32_t staged_bytes;   /* bytes written to the inactive slot since its erase */
     uint32_t reserved0[3];
-    uint8_t key_id[8];       /* first bytes of SHA-256 of the boot ROM's public key (DER) */
+    uint8_t key_id[8]; /* first bytes of SHA-256 of the boot ROM's public key (DER) */
     uint8_t reserved1[24];
     struct jal_fw_slot_info slots[JAL_FW_SLOTS];
 };
@@ -131,8 +131,8 @@ JAL_ASSERT_OFFSET(struct jal_fw_status, slots, 64);
 #define JAL_FWU_LEN JAL_MGMT_REG(JAL_MGMT_FWU, 0x0c)
 #define JAL_FWU_OFFSET JAL_MGMT_REG(JAL_MGMT_FWU, 0x10) /* byte offset in the inactive slot */
 #define JAL_FWU_CMD JAL_MGMT_REG(JAL_MGMT_FWU, 0x14)
-#define JAL_FWU_STATUS JAL_MGMT_REG(JAL_MGMT_FWU, 0x18) /* RO jal_status of the last CMD */
-#define JAL_FWU_DETAIL JAL_MGMT_REG(JAL_MGMT_FWU, 0x1c) /* RO */
+#define JAL_FWU_STATUS JAL_MGMT_REG(JAL_MGMT_FWU, 0x18)          /* RO jal_status of the last CMD */
+#define JAL_FWU_DETAIL JAL_MGMT_REG(JAL_MGMT_FWU, 0x1c)          /* RO */
 #define JAL_FWU_RUNNING_VERSION JAL_MGMT_REG(JAL_MGMT_FWU, 0x20) /* RO header version booted */
 /* Host memory -> inactive slot at OFFSET; offset 0 erases the slot first; writes must be
  * sequential. */

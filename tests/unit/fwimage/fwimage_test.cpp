@@ -77,7 +77,8 @@ TEST(FwImage, AnotherKeyVerifiesOnlyItsOwnImages)
     const std::string key = fwi::generate_key_pem();
     const Bytes image = signed_image(hanging_body(), "0.2.0", 2, key);
     EXPECT_TRUE(fwi::verify(image, fwi::public_key_pem(key)).ok());
-    EXPECT_FALSE(fwi::verify(signed_image(hanging_body(), "0.2.0", 2), fwi::public_key_pem(key)).ok());
+    EXPECT_FALSE(
+        fwi::verify(signed_image(hanging_body(), "0.2.0", 2), fwi::public_key_pem(key)).ok());
 }
 
 TEST(FwImage, BadKeysAndBodiesAreErrorsNotCrashes)

@@ -114,9 +114,9 @@ void ChipFunction::Impl::drop_admin_queue()
     admin_.reset();
 }
 
-ChipFunction::Impl::Reply
-ChipFunction::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len,
-                        const void* payload)
+ChipFunction::Impl::Reply ChipFunction::Impl::run(uint8_t opcode,
+                                                  std::initializer_list<uint32_t> cdw,
+                                                  uint32_t data_len, const void* payload)
 {
     auto queue = admin_queue();
     std::unique_ptr<backend::HostMemory> buffer;

@@ -19,10 +19,9 @@ jal_fw_status ChipFunction::firmware_status()
     return impl_->guarded([&] {
         auto reply = impl_->run(JAL_ADMIN_FW_STATUS, {}, sizeof(jal_fw_status));
         if (reply.completion.result < sizeof(jal_fw_status))
-            throw Error(JAL_STATUS_PROTOCOL, "FW_STATUS reply has " +
-                                                 std::to_string(reply.completion.result) +
-                                                 " bytes, expected " +
-                                                 std::to_string(sizeof(jal_fw_status)));
+            throw Error(JAL_STATUS_PROTOCOL,
+                        "FW_STATUS reply has " + std::to_string(reply.completion.result) +
+                            " bytes, expected " + std::to_string(sizeof(jal_fw_status)));
         return copy_struct<jal_fw_status>(reply.data);
     });
 }
@@ -32,9 +31,9 @@ void ChipFunction::firmware_download(const void* image, size_t bytes,
 {
     impl_->guarded([&] {
         if (bytes == 0 || bytes > JAL_FW_SLOT_BYTES)
-            throw Error(JAL_STATUS_INVALID_LENGTH,
-                        "a firmware image has 1 to " + std::to_string(JAL_FW_SLOT_BYTES) +
-                            " bytes, not " + std::to_string(bytes));
+            throw Error(JAL_STATUS_INVALID_LENGTH, "a firmware image has 1 to " +
+                                                       std::to_string(JAL_FW_SLOT_BYTES) +
+                                                       " bytes, not " + std::to_string(bytes));
         const auto* p = static_cast<const std::byte*>(image);
         for (size_t done = 0; done < bytes;) {
             const auto n = static_cast<uint32_t>(std::min(kChunkBytes, bytes - done));
