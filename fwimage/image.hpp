@@ -52,6 +52,9 @@ std::array<std::uint8_t, 8> key_id(std::string_view key_pem);
 // trusts. Development only: see keys/README.md.
 std::string_view dev_public_key_pem();
 
+// SHA-256 of `len` bytes (mbedTLS).
+void sha256(const void* data, std::size_t len, std::uint8_t out[32]);
+
 // "0.1.0" for major << 16 | minor << 8 | patch, and back (nullopt-like: false on bad text).
 std::string version_text(std::uint32_t version);
 bool parse_version(std::string_view text, std::uint32_t& version);

@@ -13,8 +13,6 @@
 
 namespace jal::fwimage {
 
-void sha256(const void* data, std::size_t len, std::uint8_t out[32]);
-
 struct Mpi {
     mbedtls_mpi v;
     Mpi() { mbedtls_mpi_init(&v); }
