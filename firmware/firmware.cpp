@@ -1,6 +1,7 @@
 #include "firmware.hpp"
 
 #include "hal/hal.hpp"
+#include "host/admin_firmware.hpp"
 #include "host/event_codes.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/regs.h"
@@ -110,6 +111,7 @@ std::uint32_t Firmware::step_ready()
     const bool degraded = slices_.degraded() || hbm_.count(JAL_HBM_CH_FAILED) != 0;
     hal::write32(JAL_HOSTIF_STATUS,
                  JAL_REG_STATUS_READY | (degraded ? JAL_REG_STATUS_DEGRADED : 0u));
+    host::confirm_boot();  // a trial image is the good one from here on
     return JAL_STATUS_OK;
 }
 

@@ -8,6 +8,7 @@ set(JALFW_SOURCES
   memory/address_spaces.cpp
   memory/page_allocator.cpp
   host/admin_commands.cpp
+  host/admin_firmware.cpp
   host/admin_resources.cpp
   host/admin_queues.cpp
   host/event_log.cpp

@@ -3,7 +3,7 @@
 # runs each for a bounded time from its seed corpus (docs/reliability.md, "Fuzzing").
 #
 #   scripts/fuzz.sh [options] [TARGET...]     TARGET: gguf code-object admin transport
-#                                             tile-exec tokenizer (default: all of them)
+#                                             tile-exec tokenizer fw-image (default: all)
 #   --time SECONDS   per target (default 20); CI runs the default
 #   --corpus DIR     keep each target's corpus in DIR/TARGET (created from the seeds when
 #                    missing) and let it grow there; default: a temporary copy of the seeds,
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(gguf code-object admin transport tile-exec tokenizer)
+all_targets=(gguf code-object admin transport tile-exec tokenizer fw-image)
 seconds=20 corpus_root="" json=0 build=1 seeds=0
 targets=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }

@@ -16,6 +16,9 @@ packages=(
   # the libFuzzer targets (scripts/fuzz.sh): clang, its fuzzer and sanitizer runtimes, and
   # llvm-symbolizer for readable crash stacks
   clang-14 libclang-rt-14-dev llvm-14
+  # signed firmware images: ECDSA P-256 and SHA-256 for jal-fwsign, the emulator's boot ROM
+  # and jalctl fw update (fwimage/, docs/decisions.md)
+  libmbedtls-dev
   libunicorn-dev gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   # the GDB stub's integration test drives jal-emu --gdb with it (docs/management-core.md)
   gdb-multiarch

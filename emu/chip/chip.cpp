@@ -6,6 +6,8 @@
 #include "jal/hw/mgmt.h"
 
 #include <bit>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace jal::emu {
@@ -15,6 +17,14 @@ constexpr std::uint64_t kModelStepNs = 250'000;  // power/thermal integration st
 // A scrub writes one page through the owning slice's HBM port, as a DMA fill would.
 constexpr auto kScrubNs = static_cast<std::uint64_t>(
     exec::rates::kLocalHbmLatencyNs + JAL_PAGE_SIZE / exec::rates::kLocalHbmBytesPerNs);
+// A trial boot's image gets this long to take over the watchdog (the firmware arms its own
+// at boot step 1, about 3 ms in): an image that never does is reset and the boot ROM falls
+// back to the previous slot.
+constexpr std::uint32_t kTrialWatchdogMs = 20;
+constexpr std::uint32_t wdt_reg(std::uint32_t abs)
+{
+    return abs - JAL_MGMT_PERIPH_BASE - JAL_MGMT_WDT;
+}
 const char* cause_name(std::uint32_t c)
 {
     switch (c) {
@@ -35,7 +45,8 @@ Chip::Chip(const ChipConfig& config)
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
-      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_)
+      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_),
+      boot_rom_(config.index, std::string(fwimage::dev_public_key_pem()))
 {
     if (trace_) name_trace_tracks();
     // A detaching function's queue engines stop before its memory is unmapped.
@@ -60,10 +71,28 @@ Chip::~Chip()
     stop();
 }
 
+// Factory programming: the image file goes into slot A. The image build must have a valid
+// one; the native build runs without (its firmware is compiled in), but takes one if given.
+void Chip::provision_firmware()
+{
+    const bool need = config_.firmware == FirmwareMode::image;
+    std::ifstream in(config_.firmware_image, std::ios::binary);
+    if (!in) {
+        if (need) throw std::runtime_error("cannot read firmware image " + config_.firmware_image);
+        return;
+    }
+    const fwimage::Check c = boot_rom_.provision({std::istreambuf_iterator<char>(in), {}});
+    if (c.ok()) return;
+    const std::string why = "firmware image " + config_.firmware_image +
+                            " is refused by the boot ROM: " + jal_fw_image_error_name(c.error) +
+                            ": " + c.detail;
+    if (need) throw std::runtime_error(why);
+    log(LogLevel::warn, "chip{}: {}; slot A stays empty", index(), why);
+}
+
 void Chip::start()
 {
-    if (config_.firmware == FirmwareMode::image)
-        image_ = load_firmware_image(config_.firmware_image);
+    provision_firmware();
     core_thread_ = std::thread([this] { core_main(); });
 }
 
@@ -113,18 +142,35 @@ void Chip::core_main()
     for (;;) {
         ++boot_count_;
         try {
-            if (config_.firmware == FirmwareMode::image)
-                run_firmware_image();
-            else
-                run_firmware_native();
-            log(LogLevel::error, "chip{}: firmware returned; halting the management core", index());
+            boot_once();
             return;
         } catch (const CoreReset& r) {
             apply_reset(r.cause);
         } catch (const CoreShutdown&) {
             return;
+        } catch (const std::runtime_error& e) {
+            log(LogLevel::error, "chip{}: {}; the management core stays halted", index(), e.what());
+            return;
         }
     }
+}
+
+// The boot ROM picks and verifies the slot, then hands over; returns only if the firmware
+// does (it never should).
+void Chip::boot_once()
+{
+    BootRom::Boot boot = boot_rom_.select(reset_cause_);
+    if (boot.trial) {
+        clock_.wdt_write(wdt_reg(JAL_WDT_TIMEOUT_MS), kTrialWatchdogMs);
+        clock_.wdt_write(wdt_reg(JAL_WDT_CTRL), 1);
+    }
+    if (config_.firmware == FirmwareMode::image) {
+        if (boot.body.empty()) throw std::runtime_error("boot ROM: no firmware image to run");
+        run_firmware_image(FirmwareImage{std::move(boot.body), config_.firmware_image});
+    } else {
+        run_firmware_native();
+    }
+    log(LogLevel::error, "chip{}: firmware returned; halting the management core", index());
 }
 
 void Chip::run_firmware_native()
@@ -133,9 +179,9 @@ void Chip::run_firmware_native()
 }
 
 // A fresh Unicorn instance per boot: RAM starts undefined and the image is reloaded.
-void Chip::run_firmware_image()
+void Chip::run_firmware_image(FirmwareImage image)
 {
-    UnicornCore core(*this, image_, debug_.get());
+    UnicornCore core(*this, image, debug_.get());
     image_core_ = &core;
     try {
         core.run();

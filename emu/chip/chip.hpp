@@ -14,6 +14,7 @@
 #include "emu/mgmt/peripheral_bus.hpp"
 
 #include "emu/gdb/core_debug.hpp"
+#include "emu/mgmt/boot_rom.hpp"
 #include "emu/mgmt/unicorn_core.hpp"
 
 #include <atomic>
@@ -45,6 +46,7 @@ public:
     PowerModel& power() { return power_; }
     Mmu& mmu() { return mmu_; }
     CommandProcessor& cp() { return cp_; }
+    BootRom& boot_rom() { return boot_rom_; }
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
@@ -60,8 +62,10 @@ public:
 
 private:
     void core_main();
+    void provision_firmware();
+    void boot_once();
     void run_firmware_native();
-    void run_firmware_image();
+    void run_firmware_image(FirmwareImage image);
     void apply_reset(std::uint32_t cause);
     void name_trace_tracks();  // chip_trace.cpp
 
@@ -78,7 +82,7 @@ private:
     CommandProcessor cp_;  // after everything its engines use, so it stops them first
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
-    FirmwareImage image_;
+    BootRom boot_rom_;
     std::unique_ptr<gdb::CoreDebug> debug_;
     UnicornCore* image_core_ = nullptr;  // while run_firmware_image() runs
     std::thread core_thread_;

@@ -2,6 +2,7 @@
 
 #include "emu/chip/chip.hpp"
 #include "emu/util/log.hpp"
+#include "jal/hw/fw_image.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/status.h"
 
@@ -61,6 +62,8 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
         return chip_.mmu().fw_read(rel - JAL_MGMT_MMU);
     case JAL_MGMT_CP:
         return chip_.cp().fw_read(rel - JAL_MGMT_CP);
+    case JAL_MGMT_FWU:
+        return chip_.boot_rom().read(rel - JAL_MGMT_FWU);
     default:
         return 0;
     }
@@ -99,6 +102,13 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         return;
     case JAL_MGMT_CP:
         chip_.cp().fw_write(rel - JAL_MGMT_CP, value);
+        return;
+    case JAL_MGMT_FWU:
+        // The FWU is its own DMA master: a chunk of up to 1 MiB is one command.
+        chip_.boot_rom().write(
+            rel - JAL_MGMT_FWU, value,
+            [this](std::uint32_t fn, std::uint64_t addr, void* local, std::uint32_t len,
+                   bool to_host) { return chip_.host().dma(fn, addr, local, len, to_host); });
         return;
     default:
         return;

@@ -7,8 +7,6 @@
 #include <unicorn/unicorn.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 namespace jal::emu {
@@ -50,23 +48,6 @@ std::string format_registers(const gdb::Registers& regs)
     for (unsigned i = 0; i < gdb::kNumRegisters; ++i)
         out += fmt::format("{}{}={:#010x}", i ? " " : "", gdb::kRegisterNames[i], regs[i]);
     return out;
-}
-
-FirmwareImage load_firmware_image(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read firmware image " + path);
-    FirmwareImage img{{std::istreambuf_iterator<char>(in), {}}, path};
-    if (img.bytes.size() < 64 || img.bytes.size() > JAL_MGMT_FLASH_SIZE)
-        throw std::runtime_error("firmware image " + path + " has an impossible size (" +
-                                 std::to_string(img.bytes.size()) + " bytes)");
-    std::uint32_t sp, pc;
-    std::memcpy(&sp, img.bytes.data(), 4);
-    std::memcpy(&pc, img.bytes.data() + 4, 4);
-    if (sp < JAL_MGMT_SRAM_BASE || sp > JAL_MGMT_SRAM_BASE + JAL_MGMT_SRAM_SIZE || !(pc & 1) ||
-        (pc & ~1u) >= img.bytes.size())
-        throw std::runtime_error("firmware image " + path + " has no valid vector table");
-    return img;
 }
 
 UnicornCore::UnicornCore(Chip& chip, const FirmwareImage& image, gdb::CoreDebug* debug)

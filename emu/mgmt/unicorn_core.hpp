@@ -24,13 +24,12 @@ namespace jal::emu {
 
 class Chip;
 
-// A firmware image: the raw flash contents (vector table at offset 0).
+// What the core runs: the body of the slot the boot ROM chose (raw flash contents, vector
+// table at offset 0; already verified, boot_rom.hpp), and the file it came from.
 struct FirmwareImage {
     std::vector<std::uint8_t> bytes;
     std::string path;
 };
-// Reads and checks an image file (size, vector table sanity). Throws std::runtime_error.
-FirmwareImage load_firmware_image(const std::string& path);
 
 class UnicornCore : public gdb::HeldCore {
 public:

@@ -1,5 +1,6 @@
 #include "firmware/host/admin_commands.hpp"
 
+#include "firmware/host/admin_firmware.hpp"
 #include "firmware/host/admin_resources.hpp"
 
 #include "firmware/util/text.hpp"
@@ -28,6 +29,7 @@ std::uint32_t min_data_len(std::uint8_t opcode)
     case JAL_ADMIN_GET_HBM_REPORT:
         return sizeof(jal_hbm_report_header);
     default:
+        if (is_firmware_command(opcode)) return firmware_min_data_len(opcode);
         return ResourceCommands::min_data_len(opcode);
     }
 }
@@ -46,7 +48,7 @@ bool known_opcode(std::uint8_t opcode)
     case JAL_ADMIN_DEBUG_FAULT:
         return true;
     default:
-        return ResourceCommands::handles(opcode);
+        return is_firmware_command(opcode) || ResourceCommands::handles(opcode);
     }
 }
 
@@ -105,6 +107,7 @@ Completion AdminCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe)
         if (sqe.cdw[0] != JAL_DEBUG_FAULT_HANG_MAIN_LOOP) return fail(JAL_STATUS_INVALID_FIELD);
         return Completion{0, JAL_STATUS_OK, AfterAction::kHangMainLoop};
     default:
+        if (is_firmware_command(sqe.opcode)) return firmware_command(fn, sqe);
         if (ResourceCommands::handles(sqe.opcode))
             return resources_ ? resources_->execute(fn, sqe, out) : fail(JAL_STATUS_UNSUPPORTED);
         return fail(JAL_STATUS_INVALID_OPCODE);

@@ -11,11 +11,12 @@
 // returned.
 //
 // Checks: every status is a jal_status; every DMA lies inside the command's data buffer,
-// and a reply is no longer than it; only RESET asks for a reset and only DEBUG_FAULT for a
-// hang; and once both functions detach, everything they created is gone: no context,
-// allocation or queue is left, every page is free again, the MMU maps nothing and no page
-// was scrubbed while a context still mapped it (the firmware is brought up once and serves
-// every input: see firmware() below).
+// and a reply is no longer than it; only RESET and FW_ACTIVATE (whose boot ROM, on the fake
+// bus, accepts every image) ask for a reset and only DEBUG_FAULT for a hang; and once both
+// functions detach, everything they created is gone: no context, allocation or queue is
+// left, every page is free again, the MMU maps nothing and no page was scrubbed while a
+// context still mapped it (the firmware is brought up once and serves every input: see
+// firmware() below).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -113,7 +114,8 @@ void check_completion(const jal_admin_sqe& s, const host::Completion& c)
 {
     FUZZ_CHECK(c.status < JAL_STATUS_COUNT_);
     if (c.after == host::AfterAction::kResetChip)
-        FUZZ_CHECK(s.opcode == JAL_ADMIN_RESET && c.status == JAL_STATUS_OK);
+        FUZZ_CHECK((s.opcode == JAL_ADMIN_RESET || s.opcode == JAL_ADMIN_FW_ACTIVATE) &&
+                   c.status == JAL_STATUS_OK);
     if (c.after == host::AfterAction::kHangMainLoop)
         FUZZ_CHECK(s.opcode == JAL_ADMIN_DEBUG_FAULT && c.status == JAL_STATUS_OK);
     if (c.status == JAL_STATUS_OK && replies_with_data(s.opcode))

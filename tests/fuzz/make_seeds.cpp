@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 #include <jal/model/synthetic_deepseek.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 
+#include "fwimage/image.hpp"
 #include "jal/emu/protocol.h"
 #include "jal/hw/admin.h"
 #include "jal/hw/isa.h"
@@ -277,6 +279,30 @@ void tokenizer_seeds()
     put("tokenizer", "invalid-utf8", std::string("ab\xff\xc3(\xed\xa0\x80\xf0\x9f\x98"));
 }
 
+// One fuses byte, then an image signed with the development key (JAL_SOURCE_DIR/keys).
+void fw_image_seeds()
+{
+    std::ifstream in(std::string(JAL_SOURCE_DIR) + "/keys/dev-firmware-key.pem");
+    const std::string key{std::istreambuf_iterator<char>(in), {}};
+    Bytes body(128, 0);
+    const std::uint32_t sp = 0x20040000u, pc = 0x41u;  // top of SRAM; `b .` at 0x40
+    std::memcpy(body.data(), &sp, 4);
+    std::memcpy(body.data() + 4, &pc, 4);
+    body[0x40] = 0xfe;
+    body[0x41] = 0xe7;
+    jal::fwimage::SignInfo info{0x000200, 2, "seed-0.2.0"};
+    auto with_fuses = [](std::uint8_t fuses, const Bytes& image) {
+        Bytes b{fuses};
+        b.insert(b.end(), image.begin(), image.end());
+        return b;
+    };
+    const Bytes image = jal::fwimage::sign(body, info, key);
+    put("fw-image", "signed", with_fuses(1, image));
+    put("fw-image", "rolled-back", with_fuses(3, image));
+    put("fw-image", "unsigned", with_fuses(0, body));
+    put("fw-image", "truncated", with_fuses(0, Bytes(image.begin(), image.begin() + 300)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -293,6 +319,7 @@ int main(int argc, char** argv)
         admin_seeds();
         transport_seeds();
         tokenizer_seeds();
+        fw_image_seeds();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make-fuzz-seeds: %s\n", e.what());
         return 1;

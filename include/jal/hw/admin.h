@@ -43,7 +43,13 @@ enum jal_admin_opcode {
     JAL_ADMIN_QUEUE_STATUS = 0x17,  /* cdw[0] queue id; data: struct jal_queue_status */
     JAL_ADMIN_RESET_QUEUE = 0x18,   /* cdw[0] queue id: drop unexecuted packets, clear the error */
     JAL_ADMIN_GET_USAGE = 0x19,     /* data: struct jal_usage (interface 1.6): who holds what */
-    JAL_ADMIN_DEBUG_FAULT = 0x7f,   /* cdw[0] jal_debug_fault, cdw[1..] arguments */
+    /* Firmware update (interface 1.6; fw_image.h, docs/firmware.md 10). Privileged. */
+    JAL_ADMIN_FW_DOWNLOAD = 0x20, /* cdw[0] offset in the inactive slot (0 erases it); data: the
+				    * image's bytes from there, sequential chunks */
+    JAL_ADMIN_FW_ACTIVATE = 0x21, /* verify the downloaded image; completes, then resets into it
+				    * on trial. IMAGE_REJECTED: result = jal_fw_image_error */
+    JAL_ADMIN_FW_STATUS = 0x22,   /* data: struct jal_fw_status */
+    JAL_ADMIN_DEBUG_FAULT = 0x7f, /* cdw[0] jal_debug_fault, cdw[1..] arguments */
 };
 
 struct jal_admin_sqe {

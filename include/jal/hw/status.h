@@ -31,6 +31,7 @@ enum jal_status {
     JAL_STATUS_THERMAL_TRIP = 21,     /* the die passed its critical temperature: compute is off */
     JAL_STATUS_DEVICE_RESET = 22,     /* host side: the device was reset since this handle was
                                        * made; everything it named is gone (close, re-open) */
+    JAL_STATUS_IMAGE_REJECTED = 23,   /* a firmware image failed verification (since 1.6) */
     JAL_STATUS_COUNT_
 };
 
@@ -83,6 +84,8 @@ static inline const char* jal_status_name(uint32_t s)
         return "page fault";
     case JAL_STATUS_DEVICE_RESET:
         return "device reset";
+    case JAL_STATUS_IMAGE_REJECTED:
+        return "image rejected";
     default:
         return "unknown status";
     }

@@ -73,6 +73,16 @@ public:
     ResetOutcome reset(ResetMethod method, std::chrono::milliseconds timeout,
                        const std::function<void(const ResetProgress&)>& progress = {});
 
+    // Firmware update (docs/firmware.md 10): the slots, versions and rollback fuses as the
+    // chip's boot ROM reports them.
+    jal_fw_status firmware_status();
+    // Writes a signed image into the inactive slot, in chunks; `progress` gets the bytes
+    // written so far after each. The chip checks it only when it is activated: by
+    // reset(ResetMethod::firmware_update, ...), which throws IMAGE_REJECTED naming the reason
+    // (jal_fw_image_error) when the boot ROM refuses it, the running image carrying on.
+    void firmware_download(const void* image, size_t bytes,
+                           const std::function<void(size_t)>& progress = {});
+
     // The other clients attached to this chip (not this one), for a tool about to reset
     // it. UNSUPPORTED where the backend cannot tell.
     std::vector<AttachedClient> other_clients();

@@ -10,6 +10,7 @@
 
 #include <jal/api.h>
 #include <jal/hw/admin.h>
+#include <jal/hw/fw_image.h>
 #include <jal/hw/status.h>
 #include <jal/hw/telemetry.h>
 
@@ -77,6 +78,9 @@ struct PostTrail {
 enum class ResetMethod {
     reset_register,  // write JAL_RESET_MAGIC to JAL_REG_RESET
     admin_command,   // JAL_ADMIN_RESET (completes, then resets)
+    // JAL_ADMIN_FW_ACTIVATE: the boot ROM verifies the downloaded image and the chip resets
+    // into it on trial; throws IMAGE_REJECTED (nothing reset) when the image is refused
+    firmware_update,
 };
 
 struct ResetProgress {

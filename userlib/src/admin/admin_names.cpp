@@ -45,6 +45,12 @@ std::string opcode_name(uint8_t opcode)
         return "RESET_QUEUE";
     case JAL_ADMIN_GET_USAGE:
         return "GET_USAGE";
+    case JAL_ADMIN_FW_DOWNLOAD:
+        return "FW_DOWNLOAD";
+    case JAL_ADMIN_FW_ACTIVATE:
+        return "FW_ACTIVATE";
+    case JAL_ADMIN_FW_STATUS:
+        return "FW_STATUS";
     case JAL_ADMIN_DEBUG_FAULT:
         return "DEBUG_FAULT";
     }

@@ -114,8 +114,9 @@ void ChipFunction::Impl::drop_admin_queue()
     admin_.reset();
 }
 
-ChipFunction::Impl::Reply
-ChipFunction::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len)
+ChipFunction::Impl::Reply ChipFunction::Impl::run(uint8_t opcode,
+                                                  std::initializer_list<uint32_t> cdw,
+                                                  uint32_t data_len, const void* payload)
 {
     auto queue = admin_queue();
     std::unique_ptr<backend::HostMemory> buffer;
@@ -125,6 +126,7 @@ ChipFunction::Impl::run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uin
     for (uint32_t word : cdw) sqe.cdw[i++] = word;
     if (data_len) {
         buffer = backend_->share_host_memory(data_len);
+        if (payload) std::memcpy(buffer->data(), payload, data_len);
         sqe.data_addr = buffer->bus_addr();
         sqe.data_len = data_len;
     }

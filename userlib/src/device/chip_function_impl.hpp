@@ -58,9 +58,11 @@ public:
         admin::Completion completion;
         std::vector<std::byte> data;  // the data buffer, data_len bytes
     };
-    // Runs an admin command with an optional data buffer of `data_len` bytes and throws
-    // "admin command X failed: <status>" for an error completion.
-    Reply run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len = 0);
+    // Runs an admin command with an optional data buffer of `data_len` bytes (filled from
+    // `payload` when given, else zeroed) and throws "admin command X failed: <status>" for an
+    // error completion.
+    Reply run(uint8_t opcode, std::initializer_list<uint32_t> cdw, uint32_t data_len = 0,
+              const void* payload = nullptr);
 
     // Raw commands submitted without waiting keep their buffer here until waited for.
     struct PendingRaw {
@@ -81,6 +83,9 @@ private:
     // Buffers of commands that timed out: the device may still write into them.
     std::vector<std::unique_ptr<backend::HostMemory>> orphaned_buffers_;
 };
+
+// FW_ACTIVATE, throwing IMAGE_REJECTED with the boot ROM's reason (device_firmware.cpp).
+void firmware_activate(ChipFunction::Impl& impl);
 
 // Copies a fixed-size device structure out of a reply buffer (zero-filled past its end).
 template <typename T>

@@ -49,6 +49,8 @@ ResetOutcome ChipFunction::reset(ResetMethod method, milliseconds timeout,
 
         if (method == ResetMethod::admin_command)
             impl_->run(JAL_ADMIN_RESET, {JAL_RESET_CHIP});
+        else if (method == ResetMethod::firmware_update)
+            firmware_activate(*impl_);
         else
             impl_->backend().write32(JAL_BAR_REGS, JAL_REG_RESET, JAL_RESET_MAGIC);
         // Whatever happens next, the device has forgotten our admin queue.
