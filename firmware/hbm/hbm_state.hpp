@@ -7,20 +7,21 @@
 
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
+#include "jal/hw/events.h"
 
 namespace jal::fw::hbm {
 
-// Why a channel failed (event log args, console).
+// Why a channel failed (event log args, console): the contract's jal_hbm_fail_reason.
 enum FailReason : std::uint8_t {
-    kFailNone = 0,
-    kFailTooManyDeadLanes = 1,
-    kFailNoWriteLevel = 2,
-    kFailNoReadEye = 3,
-    kFailReadRecheck = 4,
-    kFailNoWriteEye = 5,
-    kFailWriteRecheck = 6,
-    kFailMemtest = 7,
-    kFailStack = 8,
+    kFailNone = JAL_HBM_FAIL_NONE,
+    kFailTooManyDeadLanes = JAL_HBM_FAIL_TOO_MANY_DEAD_LANES,
+    kFailNoWriteLevel = JAL_HBM_FAIL_NO_WRITE_LEVEL,
+    kFailNoReadEye = JAL_HBM_FAIL_NO_READ_EYE,
+    kFailReadRecheck = JAL_HBM_FAIL_READ_RECHECK,
+    kFailNoWriteEye = JAL_HBM_FAIL_NO_WRITE_EYE,
+    kFailWriteRecheck = JAL_HBM_FAIL_WRITE_RECHECK,
+    kFailMemtest = JAL_HBM_FAIL_MEMTEST,
+    kFailStack = JAL_HBM_FAIL_STACK,
 };
 
 struct LaneTrained {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -23,7 +24,7 @@ Check state_check(const jal::DeviceStatus& s)
     if (s.state == jal::DeviceState::failed) {
         c.verdict = kExitFailed;
         c.detail = fmt::format("failed: {} (boot step {}, POST code {})", jal_status_name(s.fault),
-                               s.boot_step, hex(s.post_code, 4));
+                               s.boot_step, post_code_text(s.post_code));
     } else if (s.state != jal::DeviceState::ready) {
         c.verdict = kExitFailed;
         c.detail = fmt::format("not ready after the wait: {} (boot step {})",

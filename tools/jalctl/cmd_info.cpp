@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -47,9 +48,9 @@ int run_info(Context& ctx)
             std::string(jal::state_name(status.state)) + (status.degraded ? " (degraded)" : ""));
     if (status.state == jal::DeviceState::failed) out.add("Fault", jal_status_name(status.fault));
     if (status.state != jal::DeviceState::ready)
-        out.add("Boot step",
-                fmt::format("{} ({}), POST code {}", status.boot_step,
-                            jal_status_name(status.boot_step_status), hex(status.post_code, 4)));
+        out.add("Boot step", fmt::format("{} ({}), POST code {}", status.boot_step,
+                                         jal_status_name(status.boot_step_status),
+                                         post_code_text(status.post_code)));
     if (id) {
         out.add("Model", device_string(id->model));
         out.add("Serial", device_string(id->serial));

@@ -1,7 +1,10 @@
 // jalctl log: the firmware event log, or (--post) the POST trail of the last boot.
 #include <fmt/format.h>
 
+#include <jal/hw/events.h>
+
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -35,9 +38,13 @@ int run_events(Context& ctx, jal::ChipFunction& dev, uint32_t since)
                  {"SOURCE"},
                  {"CODE", Table::Align::right},
                  {"TEXT"}});
-    for (const auto& e : log.events)
+    for (const auto& e : log.events) {
+        std::string text = device_string(e.text);
+        std::string fields = event_fields_text(e);
+        if (!fields.empty()) text += ": " + fields;
         table.add_row({std::to_string(e.seq), seconds(e.timestamp_us), severity_name(e.severity),
-                       source_name(e.source), hex(e.code, 4), device_string(e.text)});
+                       source_name(e.source), hex(e.code, 4), text});
+    }
     table.print(std::cout);
     if (log.lost)
         std::cout << fmt::format("({} older events were overwritten before they could be read)\n",
@@ -56,11 +63,12 @@ int run_post(Context& ctx, jal::ChipFunction& dev)
     }
     Table table({{"STEP", Table::Align::right},
                  {"POST CODE"},
+                 {"NAME"},
                  {"TIME s", Table::Align::right},
                  {"STATUS"}});
     for (const auto& p : trail.entries)
-        table.add_row({std::to_string(p.step), hex(p.post_code, 4), seconds(p.timestamp_us),
-                       jal_status_name(p.status)});
+        table.add_row({std::to_string(p.step), hex(p.post_code, 4), jal_post_step_name(p.post_code),
+                       seconds(p.timestamp_us), jal_status_name(p.status)});
     table.print(std::cout);
     return kExitOk;
 }

@@ -6,6 +6,7 @@
 
 #include <jal/emu_dir.hpp>
 
+#include "event_decode.hpp"
 #include "json_views.hpp"
 
 namespace jal::ctl {
@@ -36,12 +37,12 @@ jal::ChipFunction Context::open_booted(bool accept_failed) const
                          fmt::format("device {}: boot failed at step {} (fault: {}, POST code {}); "
                                      "see `jalctl log --post -d {}`",
                                      device, s.boot_step, jal_status_name(s.fault),
-                                     hex(s.post_code, 4), device));
+                                     post_code_text(s.post_code), device));
     throw jal::Error(
         JAL_STATUS_NOT_READY,
         fmt::format("device {}: still {} after {} s (boot step {}, POST code {}); try --wait",
                     device, jal::state_name(s.state), boot_wait_s, s.boot_step,
-                    hex(s.post_code, 4)));
+                    post_code_text(s.post_code)));
 }
 
 void Context::print_json(const nlohmann::json& doc) const

@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include <jal/hw/chip.h>
+#include <jal/hw/events.h>
+
+#include "event_decode.hpp"
 
 namespace jal::ctl {
 
@@ -114,6 +117,7 @@ json status_json(const jal::DeviceStatus& s)
     j["boot_step"] = s.boot_step;
     j["boot_step_status"] = jal_status_name(s.boot_step_status);
     j["post_code"] = hex(s.post_code, 4);
+    j["post_step"] = jal_post_step_name(s.post_code);
     j["firmware_version"] = jal::format_fw_version(s.fw_version);
     j["interface_version"] =
         std::to_string(s.if_version >> 16) + "." + std::to_string(s.if_version & 0xffff);
@@ -257,7 +261,9 @@ json event_json(const jal_log_event& e)
             {"severity", severity_name(e.severity)},
             {"source", source_name(e.source)},
             {"code", e.code},
+            {"name", event_name(e)},
             {"args", {e.args[0], e.args[1], e.args[2], e.args[3]}},
+            {"fields", event_fields(e)},
             {"text", device_string(e.text)}};
 }
 
@@ -265,6 +271,7 @@ json post_entry_json(const jal_post_entry& p)
 {
     return {{"step", p.step},
             {"post_code", hex(p.post_code, 4)},
+            {"name", jal_post_step_name(p.post_code)},
             {"timestamp_us", p.timestamp_us},
             {"status", jal_status_name(p.status)}};
 }
