@@ -45,6 +45,8 @@ std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
         return sizeof(jal_placement_header);
     case JAL_ADMIN_QUEUE_STATUS:
         return sizeof(jal_queue_status);
+    case JAL_ADMIN_GET_USAGE:
+        return sizeof(jal_usage);
     default:
         return 0;
     }
@@ -76,6 +78,8 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
     case JAL_ADMIN_QUEUE_STATUS:
     case JAL_ADMIN_RESET_QUEUE:
         return queue_command(fn, sqe, out);
+    case JAL_ADMIN_GET_USAGE:
+        return usage(out);
     default:
         return fail(JAL_STATUS_INVALID_OPCODE);
     }
@@ -263,6 +267,50 @@ Completion ResourceCommands::queue_command(std::uint32_t fn, const jal_admin_sqe
         journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvUserQueueError, "user queue errors",
                        {qid, st.context, st.errors, st.last_error | st.state << 24});
     out.put(&st, sizeof st);
+    if (out.finish() != JAL_STATUS_OK) return fail(JAL_STATUS_DMA_FAULT);
+    return ok(out.written());
+}
+
+static_assert(JAL_USAGE_FUNCTIONS == JAL_MGMT_MAX_FUNCS);
+
+Completion ResourceCommands::usage(ReplyWriter& out) const
+{
+    // Logical slice l is the l-th enabled physical slice.
+    std::array<std::uint8_t, JAL_NUM_SLICES> phys{};
+    std::uint32_t slices = 0;
+    for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s)
+        if ((mem_.enabled_slices() >> s) & 1) phys[slices++] = static_cast<std::uint8_t>(s);
+    const memory::PageAllocator& pages = mem_.pages();
+    std::uint32_t total = 0;
+    for (std::uint32_t l = 0; l < slices; ++l) total += pages.capacity(phys[l]);
+    const std::uint32_t head[8] = {
+        sizeof(jal_usage), JAL_PAGE_SIZE,           slices, mem_.live_contexts(),
+        queues_.live(),    mem_.live_allocations(), total,  pages.free_pages_total()};
+    out.put(head, sizeof head);
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::uint32_t l = 0; l < JAL_NUM_SLICES; ++l) {
+            const std::uint16_t n =
+                static_cast<std::uint16_t>(l >= slices ? 0
+                                           : pass == 0 ? pages.capacity(phys[l])
+                                                       : pages.free_pages(phys[l]));
+            out.put(&n, sizeof n);
+        }
+    const std::uint64_t reserved[4] = {};
+    out.put(reserved, sizeof reserved);
+    jal_usage_function f;
+    for (std::uint32_t fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn) {
+        f = jal_usage_function{};
+        f.function = fn;
+        f.present = (present_ >> fn) & 1;
+        f.contexts = contexts_of(fn);
+        f.queues = queues_of(fn);
+        for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx)
+            if (mem_.owner(ctx) == fn) f.allocations += mem_.allocations_of(ctx);
+        f.pages = static_cast<std::uint32_t>(mem_.pages_of(fn));
+        for (std::uint32_t l = 0; l < slices; ++l)
+            f.slice_pages[l] = static_cast<std::uint16_t>(mem_.slice_pages_of(fn, phys[l]));
+        out.put(&f, sizeof f);
+    }
     if (out.finish() != JAL_STATUS_OK) return fail(JAL_STATUS_DMA_FAULT);
     return ok(out.written());
 }

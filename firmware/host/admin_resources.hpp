@@ -37,7 +37,7 @@ public:
 
     static bool handles(std::uint8_t opcode)
     {
-        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_RESET_QUEUE;
+        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_GET_USAGE;
     }
     // Smallest data_len of the data-carrying ones (0 for the others).
     static std::uint32_t min_data_len(std::uint8_t opcode);
@@ -60,6 +60,9 @@ private:
     Completion get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion create_queue(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    // GET_USAGE: streamed a field group at a time (jal_usage is 1.6 KiB; SRAM stacks are
+    // small).
+    Completion usage(ReplyWriter& out) const;
     // Contexts and user queues fn holds (for the per-function limits).
     std::uint32_t contexts_of(std::uint32_t fn) const;
     std::uint32_t queues_of(std::uint32_t fn) const;

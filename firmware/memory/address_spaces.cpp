@@ -51,6 +51,7 @@ void AddressSpaces::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
     pages_.init(enabled_slices, hbm);
     contexts_.fill(Context{});
     allocs_.fill(Allocation{});
+    fn_slice_pages_ = {};
     live_allocations_ = 0;
     next_ctx_ = 1;
     for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) (void)mmu::flush_ctx(ctx);
@@ -149,6 +150,7 @@ std::uint32_t AddressSpaces::map_pages(std::uint32_t ctx, const AllocRequest& re
             if (page != kNoPage) {
                 pa = page_phys(slice, page);
                 status = mmu::map(ctx, va_of(va_page + i), pa, r > 0);
+                if (status == JAL_STATUS_OK) account(ctx, pa, +1);
             }
             if (status != JAL_STATUS_OK) {
                 mmu_error(JAL_MMU_CMD_MAP, status, ctx, va_page + i);
@@ -284,6 +286,7 @@ std::uint32_t AddressSpaces::release(std::uint32_t ctx, std::uint32_t va_page, s
         // before the page is free, so the next tenant never sees this one's data.
         (void)mmu::unmap(ctx, va);
         for (std::uint32_t k = 0; k < n; ++k) {
+            account(ctx, phys[k], -1);
             if (mmu::scrub(phys[k]) != JAL_STATUS_OK) {
                 ++scrub_failures;  // kept out of service rather than handed on unscrubbed
                 continue;
@@ -309,6 +312,19 @@ std::uint64_t AddressSpaces::pages_of(std::uint32_t fn) const
     for (const Allocation& a : allocs_)
         if (a.ctx != 0 && contexts_[a.ctx].owner == fn) n += std::uint64_t{a.pages} * a.replicas;
     return n;
+}
+
+void AddressSpaces::account(std::uint32_t ctx, std::uint64_t pa, int delta)
+{
+    static_assert(kFunctions == JAL_MGMT_MAX_FUNCS);
+    const std::uint32_t fn = owner(ctx);
+    const std::uint32_t slice = jal_slice_of_channel(jal_hbm_channel_of(pa));
+    if (fn >= kFunctions || slice >= JAL_NUM_SLICES) return;
+    std::uint16_t& n = fn_slice_pages_[fn][slice];
+    if (delta > 0)
+        ++n;
+    else if (n > 0)
+        --n;
 }
 
 void AddressSpaces::mmu_error(std::uint32_t cmd, std::uint32_t status, std::uint32_t ctx,

@@ -96,6 +96,11 @@ public:
     {
         return ctx > 0 && ctx < JAL_MAX_CONTEXTS ? contexts_[ctx].allocations : 0;
     }
+    // Physical pages host function fn holds on physical slice `slice` (GET_USAGE).
+    std::uint32_t slice_pages_of(std::uint32_t fn, std::uint32_t slice) const
+    {
+        return fn < kFunctions && slice < JAL_NUM_SLICES ? fn_slice_pages_[fn][slice] : 0;
+    }
     const PageAllocator& pages() const { return pages_; }
     std::uint64_t enabled_slices() const { return enabled_; }
     std::uint32_t logical_slices() const;
@@ -120,8 +125,15 @@ private:
     std::uint32_t map_pages(std::uint32_t ctx, const AllocRequest& req, const std::uint8_t* phys,
                             std::uint32_t va_page, std::uint32_t pages, std::uint32_t replicas);
 
+    static constexpr std::uint32_t kFunctions = 8;  // JAL_MGMT_MAX_FUNCS
+    // Pages of ctx's owner on the slice of pa change by `delta` (kept as pages are mapped
+    // and released, so usage per function and slice costs no MMU walk).
+    void account(std::uint32_t ctx, std::uint64_t pa, int delta);
+
     host::Journal& journal_;
     PageAllocator pages_;
+    // 1 KiB: at most kPagesPerSlice (1,728) pages of a slice, so 16 bits each.
+    std::array<std::array<std::uint16_t, JAL_NUM_SLICES>, kFunctions> fn_slice_pages_{};
     std::uint64_t enabled_ = 0;
     std::array<Context, JAL_MAX_CONTEXTS> contexts_{};  // [0] unused
     std::array<Allocation, JAL_MAX_ALLOCATIONS> allocs_{};

@@ -36,6 +36,15 @@ int run_info(Context& ctx)
         }
     }
     if (id) j.update(identify_json(*id));
+    std::optional<jal_usage> usage;
+    if (status.state == jal::DeviceState::ready) {
+        try {
+            usage = dev.usage();
+            j["memory"] = memory_json(*usage);
+        } catch (const jal::Error& e) {
+            j["memory"] = nullptr;  // firmware before interface 1.6
+        }
+    }
 
     if (ctx.json) {
         ctx.print_json(j);
@@ -63,6 +72,14 @@ int run_info(Context& ctx)
         out.add("HBM", fmt::format("{} usable of {} ({} stacks, {} of {} channels ok)",
                                    gib(id->hbm_bytes_usable), gib(id->hbm_bytes_total),
                                    id->hbm_stacks, id->hbm_channels_ok, id->hbm_channels_total));
+        if (usage) {
+            const json m = memory_json(*usage);
+            out.add("Memory", fmt::format("{} used of {} ({:.1f}%), {} free",
+                                          bytes_text(m["used_bytes"].get<uint64_t>()),
+                                          bytes_text(m["total_bytes"].get<uint64_t>()),
+                                          m["used_percent"].get<double>(),
+                                          bytes_text(m["free_bytes"].get<uint64_t>())));
+        }
         out.add("Power limit", fmt::format("{:.1f} W (range {:.0f}-{:.0f} W, TDP {:.0f} W)",
                                            milli(id->power_limit_mw), milli(id->power_limit_min_mw),
                                            milli(id->power_limit_max_mw), milli(id->tdp_mw)));

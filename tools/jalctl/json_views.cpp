@@ -267,6 +267,31 @@ json event_json(const jal_log_event& e)
             {"text", device_string(e.text)}};
 }
 
+json memory_json(const jal_usage& u)
+{
+    const uint64_t total = uint64_t{u.pages_total} * u.page_size;
+    const uint64_t free = uint64_t{u.pages_free} * u.page_size;
+    const double percent =
+        total ? std::round(1000.0 * double(total - free) / double(total)) / 10 : 0;
+    return {{"total_bytes", total},
+            {"used_bytes", total - free},
+            {"free_bytes", free},
+            {"used_percent", percent}};
+}
+
+std::string bytes_text(uint64_t bytes)
+{
+    constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
+    char buf[32];
+    if (bytes >= kGiB)
+        std::snprintf(buf, sizeof buf, "%.3f GiB", double(bytes) / double(kGiB));
+    else if (bytes >= kMiB)
+        std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(bytes / kMiB));
+    else
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    return buf;
+}
+
 json post_entry_json(const jal_post_entry& p)
 {
     return {{"step", p.step},

@@ -42,6 +42,7 @@ enum jal_admin_opcode {
     JAL_ADMIN_DESTROY_QUEUE = 0x16, /* cdw[0] queue id */
     JAL_ADMIN_QUEUE_STATUS = 0x17,  /* cdw[0] queue id; data: struct jal_queue_status */
     JAL_ADMIN_RESET_QUEUE = 0x18,   /* cdw[0] queue id: drop unexecuted packets, clear the error */
+    JAL_ADMIN_GET_USAGE = 0x19,     /* data: struct jal_usage (interface 1.6): who holds what */
     JAL_ADMIN_DEBUG_FAULT = 0x7f,   /* cdw[0] jal_debug_fault, cdw[1..] arguments */
 };
 
@@ -148,6 +149,40 @@ struct jal_queue_status {
     uint64_t reserved[2];
 };
 JAL_ASSERT_SIZE(struct jal_queue_status, 64);
+
+/* GET_USAGE: contexts, queues and device memory, per host function and per slice (what
+ * `jalctl ps` shows). Slices are logical (as the host allocates on them); pages are
+ * JAL_PAGE_SIZE and count every replica. */
+struct jal_usage_function {
+    uint32_t function;
+    uint32_t present; /* 1 while a client is attached as this function */
+    uint32_t contexts;
+    uint32_t queues;
+    uint32_t allocations;
+    uint32_t pages;                       /* device memory held */
+    uint16_t slice_pages[JAL_NUM_SLICES]; /* of those, on each logical slice */
+    uint64_t reserved;
+};
+JAL_ASSERT_SIZE(struct jal_usage_function, 24 + 2 * JAL_NUM_SLICES + 8);
+
+#define JAL_USAGE_FUNCTIONS 8 /* = JAL_MGMT_MAX_FUNCS (mgmt.h) */
+
+struct jal_usage {
+    uint32_t struct_size; /* sizeof(struct jal_usage) as the firmware knows it */
+    uint32_t page_size;   /* JAL_PAGE_SIZE */
+    uint32_t slices;      /* logical slices (enabled) */
+    uint32_t contexts;    /* live, chip-wide */
+    uint32_t queues;
+    uint32_t allocations;
+    uint32_t pages_total; /* usable pages: trained channels behind enabled slices */
+    uint32_t pages_free;
+    uint16_t slice_pages_total[JAL_NUM_SLICES]; /* per logical slice */
+    uint16_t slice_pages_free[JAL_NUM_SLICES];
+    uint64_t reserved[4];
+    struct jal_usage_function functions[JAL_USAGE_FUNCTIONS];
+};
+JAL_ASSERT_OFFSET(struct jal_usage, slice_pages_total, 32);
+JAL_ASSERT_OFFSET(struct jal_usage, functions, 32 + 4 * JAL_NUM_SLICES + 32);
 
 enum jal_chip_state {
     JAL_CHIP_STATE_BOOTING = 0,

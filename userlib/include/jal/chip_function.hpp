@@ -55,6 +55,9 @@ public:
     jal_identify identify();
     jal_telemetry telemetry();
     jal_slice_map slice_map();
+    // Contexts, queues and device memory per host function and per logical slice, and the
+    // chip's used and free memory (interface 1.6; INVALID_OPCODE from older firmware).
+    jal_usage usage();
     HbmReport hbm_report(uint32_t first_channel, uint32_t count);
     uint32_t power_limit_mw();
     // Returns the limit in force, which the device may have clamped.

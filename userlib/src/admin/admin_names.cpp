@@ -43,6 +43,8 @@ std::string opcode_name(uint8_t opcode)
         return "QUEUE_STATUS";
     case JAL_ADMIN_RESET_QUEUE:
         return "RESET_QUEUE";
+    case JAL_ADMIN_GET_USAGE:
+        return "GET_USAGE";
     case JAL_ADMIN_DEBUG_FAULT:
         return "DEBUG_FAULT";
     }

@@ -38,6 +38,15 @@ jal_telemetry ChipFunction::telemetry()
     });
 }
 
+jal_usage ChipFunction::usage()
+{
+    return impl_->guarded([&] {
+        auto reply = impl_->run(JAL_ADMIN_GET_USAGE, {}, sizeof(jal_usage));
+        require_bytes(reply, sizeof(jal_usage), "GET_USAGE");
+        return copy_struct<jal_usage>(reply.data);
+    });
+}
+
 jal_slice_map ChipFunction::slice_map()
 {
     return impl_->guarded([&] {
