@@ -64,6 +64,8 @@ void PowerManager::sample()
     t.energy_uj = std::uint64_t{e_hi} << 32 | e_lo;
     t.ecc_corrected = hal::read32(JAL_PWR_ECC_CORRECTED);
     t.ecc_uncorrected = hal::read32(JAL_PWR_ECC_UNCORRECTED);
+    t.utilisation_pm = hal::read32(JAL_PWR_ACTIVITY_PM);
+    t.clock_min_mhz = JAL_CLOCK_MIN_MHZ;
 }
 
 void PowerManager::control()
@@ -170,6 +172,7 @@ void PowerManager::tick()
         const std::uint64_t busy =
             tripped_ ? 0 : util::read_mask64(JAL_SLICE_BUSY_LO, JAL_SLICE_BUSY_HI);
         telem_.slices_powered = slices_.update_gating(busy);
+        telem_.slices_busy = util::popcount64(busy);
     } else {
         telem_.power_limit_mw = limit_mw_;
         telem_.clock_target_mhz = telem_.clock_mhz;

@@ -119,6 +119,7 @@ void add_hbm_command(CLI::App& app, Context& ctx)
     sub->add_option("-c,--channel", *channel, "Show per-lane detail of this channel")
         ->check(CLI::Range(0u, JAL_HBM_CHANNELS - 1u));
     sub->callback([&ctx, channel] {
+        ctx.all_mode = Context::AllDevices::each;
         ctx.action = [&ctx, channel] {
             jal::ChipFunction dev = ctx.open_booted(true);
             return *channel ? run_lanes(ctx, dev, **channel) : run_channels(ctx, dev);

@@ -102,7 +102,10 @@ void add_health_command(CLI::App& app, Context& ctx)
         "temperature.\nExit status: 0 healthy, 4 degraded (ready with lost capacity or at "
         "its thermal limit), 5 failed (or not ready after --wait), 1 could not check.");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_health(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_health(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

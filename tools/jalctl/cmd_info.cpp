@@ -101,7 +101,10 @@ void add_info_command(CLI::App& app, Context& ctx)
         "Identity, firmware, slices, HBM capacity and limits of a device.\n"
         "Waits up to --wait seconds for a booting device, then reports its state either way.");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_info(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_info(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

@@ -86,6 +86,7 @@ void add_log_command(CLI::App& app, Context& ctx)
     sub->add_flag("--post", opts->post, "Show the POST trail of the last boot");
     sub->add_option("--since", opts->since, "Only events with this sequence number or later");
     sub->callback([&ctx, opts] {
+        ctx.all_mode = Context::AllDevices::each;
         ctx.action = [&ctx, opts] {
             jal::ChipFunction dev = ctx.open_booted(true);
             return opts->post ? run_post(ctx, dev) : run_events(ctx, dev, opts->since);

@@ -63,7 +63,10 @@ void add_power_command(CLI::App& app, Context& ctx)
     CLI::App* get =
         sub->add_subcommand("get", "Show the power limit in force and its allowed range");
     add_common_options(*get, ctx);
-    get->callback([&ctx] { ctx.action = [&ctx] { return run_get(ctx); }; });
+    get->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_get(ctx); };
+    });
 
     auto watts = std::make_shared<double>(0);
     CLI::App* set = sub->add_subcommand(
@@ -74,7 +77,9 @@ void add_power_command(CLI::App& app, Context& ctx)
 
     // Plain `jalctl power` means `power get`.
     sub->callback([&ctx] {
-        if (!ctx.action) ctx.action = [&ctx] { return run_get(ctx); };
+        if (ctx.action) return;
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_get(ctx); };
     });
 }
 

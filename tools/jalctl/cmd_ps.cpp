@@ -185,7 +185,10 @@ void add_ps_command(CLI::App& app, Context& ctx)
         "memory per slice (the slices holding any; --all-slices for every one).");
     add_common_options(*sub, ctx);
     sub->add_flag("--all-slices", opts->all_slices, "List every slice, not only those in use");
-    sub->callback([&ctx, opts] { ctx.action = [&ctx, opts] { return run_ps(ctx, *opts); }; });
+    sub->callback([&ctx, opts] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx, opts] { return run_ps(ctx, *opts); };
+    });
 }
 
 }  // namespace jal::ctl

@@ -174,9 +174,12 @@ json telemetry_json(const jal_telemetry& t)
     j["clock_mhz"] = t.clock_mhz;
     j["clock_target_mhz"] = t.clock_target_mhz;
     j["clock_max_mhz"] = t.clock_max_mhz;
+    j["clock_min_mhz"] = t.clock_min_mhz;
     j["voltage_v"] = milli(t.voltage_mv);
     j["limiter"] = jal_limiter_name(t.limiter);
     j["slices_powered"] = t.slices_powered;
+    j["slices_busy"] = t.slices_busy;
+    j["utilisation_percent"] = t.utilisation_pm / 10.0;
     json residency = json::object();
     for (uint32_t l = 0; l < JAL_LIMITER_COUNT; l++)
         residency[jal_limiter_name(l)] = t.limiter_residency_ms[l] / 1000.0;
@@ -189,6 +192,7 @@ json telemetry_json(const jal_telemetry& t)
     j["watchdog_resets"] = t.watchdog_resets;
     j["ecc_corrected"] = t.ecc_corrected;
     j["ecc_uncorrected"] = t.ecc_uncorrected;
+    j["retired_pages"] = t.retired_pages;
     return j;
 }
 

@@ -39,7 +39,7 @@ int main(int argc, char** argv)
     }
 
     try {
-        return ctx.action();
+        return jal::ctl::run_selected(ctx);
     } catch (const jal::Error& e) {
         std::cerr << "jalctl: " << e.what() << '\n';
         if (ctx.json) ctx.print_json({{"error", e.what()}, {"status", e.status_name()}});
