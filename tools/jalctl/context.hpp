@@ -61,5 +61,6 @@ void add_reset_command(CLI::App& app, Context& ctx);
 void add_load_command(CLI::App& app, Context& ctx);
 void add_health_command(CLI::App& app, Context& ctx);
 void add_ps_command(CLI::App& app, Context& ctx);
+void add_dmon_command(CLI::App& app, Context& ctx);
 
 }  // namespace jal::ctl

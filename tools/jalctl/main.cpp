@@ -30,6 +30,7 @@ int main(int argc, char** argv)
     jal::ctl::add_reset_command(app, ctx);
     jal::ctl::add_load_command(app, ctx);
     jal::ctl::add_ps_command(app, ctx);
+    jal::ctl::add_dmon_command(app, ctx);
 
     try {
         app.parse(argc, argv);
