@@ -150,12 +150,19 @@ Completion AdminCommands::identify(ReplyWriter& out)
 
 Completion AdminCommands::get_feature(const jal_admin_sqe& sqe)
 {
+    if (sqe.cdw[0] == JAL_FEATURE_POWER_LIMIT_PERSISTENT)
+        return Completion{d_.power.persistent_limit(), JAL_STATUS_OK, AfterAction::kNone};
     if (sqe.cdw[0] != JAL_FEATURE_POWER_LIMIT) return fail(JAL_STATUS_INVALID_FIELD);
     return Completion{d_.power.requested_power_limit(), JAL_STATUS_OK, AfterAction::kNone};
 }
 
 Completion AdminCommands::set_feature(const jal_admin_sqe& sqe)
 {
+    if (sqe.cdw[0] == JAL_FEATURE_POWER_LIMIT_PERSISTENT) {
+        const std::uint32_t status = d_.power.request_persistent_limit(sqe.cdw[1]);
+        if (status != JAL_STATUS_OK) return fail(status);
+        return Completion{d_.power.persistent_limit(), JAL_STATUS_OK, AfterAction::kNone};
+    }
     if (sqe.cdw[0] != JAL_FEATURE_POWER_LIMIT) return fail(JAL_STATUS_INVALID_FIELD);
     const std::uint32_t status = d_.power.request_power_limit(sqe.cdw[1]);
     if (status != JAL_STATUS_OK) return fail(status);

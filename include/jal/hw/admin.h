@@ -82,6 +82,9 @@ JAL_ASSERT_OFFSET(struct jal_admin_cqe, flags, 14);
 /* Features (GET_FEATURE / SET_FEATURE). */
 enum jal_feature {
     JAL_FEATURE_POWER_LIMIT = 1, /* package power limit, milliwatts; bounds in identify */
+    /* The power limit applied at every boot, kept across resets (not power cycles); setting
+     * it also sets the limit in force. 0 clears it (boots return to the TDP). Since 1.6. */
+    JAL_FEATURE_POWER_LIMIT_PERSISTENT = 2,
 };
 
 enum jal_reset_kind {

@@ -191,6 +191,57 @@ TEST_F(JalctlMonitorTest, LogFollowPrintsNewEventsAsTheyArrive)
     for (const auto& line : follow.seen()) EXPECT_NO_THROW(json::parse(line)) << line;
 }
 
+class JalctlLoadedTest : public JalctlMonitorTest {
+protected:
+    jal::test::EmuOptions emu_options() const override
+    {
+        return {.extra_args = {"--load-watts", "650"}};
+    }
+};
+
+TEST_F(JalctlLoadedTest, PowerCapUnderTheDrawRampsTheClockInsteadOfAnEmergency)
+{
+    json before = jalctl_json({"telemetry", "--wait", kBootWait});
+    ASSERT_GT(before["power_w"].get<double>(), 400.0) << "the synthetic load draws";
+    EXPECT_GT(before["utilisation_percent"].get<double>(), 0.0);
+    ASSERT_EQ(jalctl_json({"power", "set", "300"})["power_limit_w"], 300.0);
+    // Wait (bounded) until the limiter has brought the draw under the new cap.
+    json t;
+    const auto deadline = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
+    do {
+        t = jalctl_json({"telemetry"});
+    } while (t["power_w"].get<double>() > 300.0 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_LE(t["power_w"].get<double>(), 300.0);
+    EXPECT_EQ(t["emergency_events"], before["emergency_events"]) << "no emergency";
+    EXPECT_GT(t["clock_mhz"].get<int>(), t["clock_min_mhz"].get<int>());
+    json log = jalctl_json({"log"});
+    for (const json& e : log["events"]) EXPECT_NE(e["name"], "power_emergency") << e.dump();
+}
+
+TEST_F(JalctlMonitorTest, PersistentPowerLimitSurvivesAReset)
+{
+    const std::string wait = kBootWait;
+    json set = jalctl_json({"power", "set", "450", "--persist", "--wait", wait});
+    EXPECT_EQ(set["persistent"], true);
+    EXPECT_EQ(jalctl_json({"reset", "--timeout", wait})["came_back"], true);
+    json get = jalctl_json({"power", "get", "--wait", wait});
+    EXPECT_EQ(get["power_limit_w"], 450.0);
+    EXPECT_EQ(get["persistent_limit_w"], 450.0);
+    EXPECT_EQ(jalctl_json({"telemetry"})["power_limit_w"], 450.0);
+
+    // A plain set lasts until the reset, which returns to the persistent limit.
+    jalctl_json({"power", "set", "400"});
+    jalctl_json({"reset", "--timeout", wait});
+    EXPECT_EQ(jalctl_json({"power", "get", "--wait", wait})["power_limit_w"], 450.0);
+
+    // Cleared: the next boot starts at the TDP.
+    EXPECT_TRUE(jalctl_json({"power", "clear"})["persistent_limit_w"].is_null());
+    jalctl_json({"reset", "--timeout", wait});
+    json after = jalctl_json({"power", "get", "--wait", wait});
+    EXPECT_EQ(after["power_limit_w"], after["tdp_w"]);
+    EXPECT_TRUE(after["persistent_limit_w"].is_null());
+}
+
 class JalctlTwoChipsTest : public JalctlMonitorTest {
 protected:
     jal::test::EmuOptions emu_options() const override { return {.chips = 2}; }
