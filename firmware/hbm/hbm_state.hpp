@@ -45,6 +45,16 @@ struct ChannelTrained {
 
 struct HbmState {
     std::array<ChannelTrained, JAL_HBM_CHANNELS> channels{};
+    // Pages of each channel taken out of service this boot (after uncorrectable errors; the
+    // retirement policy comes with ECC fault handling). GET_HBM_REPORT and telemetry.
+    std::array<std::uint16_t, JAL_HBM_CHANNELS> retired_pages{};
+    std::uint32_t retired_total = 0;
+    void count_retired(std::uint32_t channel)
+    {
+        if (channel >= JAL_HBM_CHANNELS) return;
+        ++retired_pages[channel];
+        ++retired_total;
+    }
     std::uint32_t stacks_failed_mask = 0;
 
     std::uint32_t count(std::uint8_t status) const;

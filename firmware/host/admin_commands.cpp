@@ -1,5 +1,6 @@
 #include "firmware/host/admin_commands.hpp"
 
+#include "firmware/hal/hal.hpp"
 #include "firmware/host/admin_resources.hpp"
 
 #include "firmware/util/text.hpp"
@@ -244,6 +245,10 @@ Completion AdminCommands::hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out)
     jal_hbm_channel_report rep;
     for (std::uint32_t i = 0; i < count; ++i) {
         d_.hbm.build_report(first + i, rep);
+        // The PHY counts ECC errors per channel since power-on.
+        hal::write32(JAL_HBM_CH_SEL, first + i);
+        rep.ecc_corrected = hal::read32(JAL_HBM_ECC_CORRECTED);
+        rep.ecc_uncorrected = hal::read32(JAL_HBM_ECC_UNCORRECTED);
         if (!out.put(&rep, sizeof rep)) break;
     }
     return sent(out);

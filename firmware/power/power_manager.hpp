@@ -49,6 +49,7 @@ public:
         telem_.watchdog_resets = watchdog_resets;
     }
     void set_admin_commands(std::uint32_t n) { telem_.admin_commands = n; }
+    void set_retired_pages(std::uint32_t n) { telem_.retired_pages = n; }
 
     // The controllers regulate to a guard band just under each limit: leakage grows as the
     // die warms (slowly, over hundreds of ticks), and the band absorbs that creep before it

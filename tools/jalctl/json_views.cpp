@@ -238,6 +238,9 @@ json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report& r)
             {"dead_lanes", r.dead_lanes},
             {"repairs", repairs},
             {"memtest_errors", r.memtest_errors},
+            {"ecc_corrected", r.ecc_corrected},
+            {"ecc_uncorrected", r.ecc_uncorrected},
+            {"retired_pages", r.retired_pages},
             {"training_us", r.training_us},
             {"min_read_margin", min_read < 0 ? json(nullptr) : json(min_read)},
             {"min_write_margin", min_write < 0 ? json(nullptr) : json(min_write)}};

@@ -136,6 +136,21 @@ TEST_F(JalctlMonitorTest, TelemetryHasUtilisationClocksAndMemory)
     EXPECT_EQ(t["memory"]["used_bytes"], 0);
 }
 
+TEST_F(JalctlMonitorTest, HbmReportsEccPerChannel)
+{
+    json h = jalctl_json({"hbm", "--wait", kBootWait});
+    ASSERT_EQ(h["channels"].size(), 192u);
+    for (const json& c : h["channels"]) {
+        // A healthy chip with no injected errors: real counters, all zero.
+        EXPECT_EQ(c["ecc_corrected"], 0) << c["channel"];
+        EXPECT_EQ(c["ecc_uncorrected"], 0) << c["channel"];
+        EXPECT_EQ(c["retired_pages"], 0) << c["channel"];
+    }
+    CommandResult text = jalctl({"hbm"});
+    EXPECT_NE(text.out.find("ECC CORR"), std::string::npos);
+    EXPECT_NE(text.out.find("0 pages retired"), std::string::npos) << text.out;
+}
+
 TEST_F(JalctlMonitorTest, DmonPrintsOneLinePerSample)
 {
     jalctl_json({"info", "--wait", kBootWait});
