@@ -181,6 +181,7 @@ host::AfterAction Firmware::poll_once()
     }
     if (ev & JAL_EV_TICK) {
         power_.set_admin_commands(queues_.completed());
+        power_.set_retired_pages(hbm_.retired_total);
         power_.tick();
         if (power_.tripped() && chip_.state != JAL_CHIP_STATE_FAILED) fail_chip_thermal();
     }

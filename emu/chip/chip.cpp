@@ -3,6 +3,7 @@
 #include "emu/mgmt/native_core.hpp"
 #include "emu/tile_exec/timing_rates.hpp"
 #include "emu/util/log.hpp"
+#include "jal/hw/events.h"
 #include "jal/hw/mgmt.h"
 
 #include <bit>
@@ -61,8 +62,8 @@ Chip::Chip(const ChipConfig& config)
     slices_.set_synthetic_busy(config.load_watts > 0);
     if (config.debuggable) debug_ = std::make_unique<gdb::CoreDebug>(clock_, config.debug_wait);
     host_.on_post_code = [this](std::uint32_t code) {
-        log(LogLevel::debug, "chip{} POST {:#04x} at {:.3f} ms", index(), code,
-            clock_.now_us() / 1000.0);
+        log(LogLevel::debug, "chip{} POST {:#04x} ({}) at {:.3f} ms", index(), code,
+            jal_post_step_name(code), clock_.now_us() / 1000.0);
     };
 }
 

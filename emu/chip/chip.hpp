@@ -2,6 +2,8 @@
 // interface, and the management core that runs the firmware on a thread of its own.
 #pragma once
 
+#include <array>
+
 #include "emu/chip/chip_config.hpp"
 #include "emu/chip/hbm_memory.hpp"
 #include "emu/chip/hbm_phy.hpp"
@@ -50,6 +52,15 @@ public:
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
+    // JAL_SYS_RETAIN(n): survives resets, zero at power-on.
+    std::uint32_t retained(std::uint32_t n) const
+    {
+        return n < retained_.size() ? retained_[n] : 0;
+    }
+    void set_retained(std::uint32_t n, std::uint32_t v)
+    {
+        if (n < retained_.size()) retained_[n] = v;
+    }
     const ChipTrace& trace() const { return trace_; }
     // The debugger's hold on the management core; null unless config().debuggable.
     gdb::CoreDebug* debug() { return debug_.get(); }
@@ -82,6 +93,7 @@ private:
     CommandProcessor cp_;  // after everything its engines use, so it stops them first
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
+    std::array<std::uint32_t, JAL_SYS_RETAIN_COUNT> retained_{};
     BootRom boot_rom_;
     std::unique_ptr<gdb::CoreDebug> debug_;
     UnicornCore* image_core_ = nullptr;  // while run_firmware_image() runs

@@ -189,9 +189,20 @@ std::uint32_t HbmPhy::read(std::uint32_t offset) const
         return s.errors;
     case reg(JAL_HBM_CH_ENABLE):
         return s.enabled ? 1 : 0;
+    case reg(JAL_HBM_ECC_CORRECTED):
+        return ecc_[ch_sel_][0];
+    case reg(JAL_HBM_ECC_UNCORRECTED):
+        return ecc_[ch_sel_][1];
     default:
         return 0;
     }
+}
+
+void HbmPhy::count_ecc(std::uint32_t ch, std::uint32_t corrected, std::uint32_t uncorrected)
+{
+    if (ch >= JAL_HBM_CHANNELS) return;
+    ecc_[ch][0] += corrected;
+    ecc_[ch][1] += uncorrected;
 }
 
 std::uint64_t HbmPhy::ready_ns(std::uint32_t offset) const

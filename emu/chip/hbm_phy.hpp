@@ -38,6 +38,9 @@ public:
     // Modelled time at which a read of `offset` may return: for the selected channel's
     // RESULT0-2 and ERRORS the end of its stack engine's queued work, else 0.
     std::uint64_t ready_ns(std::uint32_t offset) const;
+    // ECC errors seen on a channel (JAL_HBM_ECC_*): counted since power-on, never reset;
+    // fault injection adds to them.
+    void count_ecc(std::uint32_t ch, std::uint32_t corrected, std::uint32_t uncorrected);
     // When stack `stack`'s engine finishes the commands queued so far.
     std::uint64_t engine_busy_until_ns(std::uint32_t stack) const { return busy_until_ns_[stack]; }
     // Cost of command `cmd` in ns (0 for an unknown command).
@@ -100,6 +103,7 @@ private:
     std::uint32_t ch_sel_ = 0, lane_sel_ = 0;
     // Busy-until of each stack's engine; kept across resets (time never goes back).
     std::array<std::uint64_t, JAL_HBM_STACKS> busy_until_ns_{};
+    std::array<std::array<std::uint32_t, 2>, JAL_HBM_CHANNELS> ecc_{};  // corrected, uncorrected
 };
 
 }  // namespace jal::emu

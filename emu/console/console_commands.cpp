@@ -1,8 +1,11 @@
 #include "emu/console/console_commands.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/console/register_names.hpp"
 #include "jal/hw/chip.h"
+#include "jal/hw/events.h"
 #include "jal/hw/mgmt.h"
+#include "jal/hw/regs.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,8 +21,7 @@ namespace {
 using nlohmann::json;
 
 const char* kHelp = "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | "
-                    "dispatch | regs | "
-                    "help";
+                    "reg NAME [VALUE] | dispatch | regs | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
@@ -31,6 +33,56 @@ std::uint64_t parse_u64(const std::string& s, const char* what)
     } catch (const std::exception&) {
         throw std::invalid_argument(std::string("'") + s + "' is not a " + what);
     }
+}
+
+// Masks as hex strings and as lists of set bits: a 64-bit number does not survive every
+// JSON reader, and a list is what a person wants to read.
+json mask_json(std::uint64_t mask)
+{
+    json bits = json::array();
+    for (std::uint32_t i = 0; i < 64; ++i)
+        if ((mask >> i) & 1) bits.push_back(i);
+    return {{"hex", fmt::format("{:#018x}", mask)}, {"bits", bits}, {"count", bits.size()}};
+}
+
+json status(Chip& chip)
+{
+    const std::uint32_t st = chip.host().status();
+    const std::uint32_t post =
+        static_cast<std::uint32_t>(chip.host().host_read(0, 0, JAL_REG_POST_CODE, 4));
+    const std::uint32_t fault =
+        static_cast<std::uint32_t>(chip.host().host_read(0, 0, JAL_REG_FAULT, 4));
+    return {{"chip", chip.index()},
+            {"status", status_bits_json(st)},
+            {"status_bits", fmt::format("{:#x}", st)},
+            {"post_code", fmt::format("{:#06x}", post)},
+            {"post_step", jal_post_step_name(post)},
+            {"fault", st & JAL_REG_STATUS_FAILED ? json(jal_status_name(fault)) : json()},
+            {"modelled_us", chip.clock().now_us()},
+            {"boot_count", chip.boot_count()},
+            {"reset_cause", jal_reset_cause_name(chip.reset_cause())},
+            {"reset_cause_code", chip.reset_cause()}};
+}
+
+// reg NAME [VALUE]: a BAR0 register as host function 0 sees it, read or written.
+json reg_command(Chip& chip, const std::vector<std::string>& w)
+{
+    if (w.size() != 2 && w.size() != 3)
+        throw std::invalid_argument("reg takes a register name (or offset) and an optional value");
+    const auto offset = bar0_register(w[1]);
+    if (!offset)
+        throw std::invalid_argument("no BAR0 register '" + w[1] +
+                                    "'; names: " + bar0_register_names());
+    if (w.size() == 3) {
+        const auto value = parse_u64(w[2], "32-bit value");
+        if (value > 0xffffffffull) throw std::invalid_argument("'" + w[2] + "' is over 32 bits");
+        if (chip.host().host_write(0, 0, *offset, 4, value) != JAL_STATUS_OK)
+            throw std::invalid_argument("the write was refused");
+    }
+    const auto value = static_cast<std::uint32_t>(chip.host().host_read(0, 0, *offset, 4));
+    json j = bar0_register_json(*offset, value);
+    j["written"] = w.size() == 3;
+    return j;
 }
 
 json eye_json(const Eye& e)
@@ -79,11 +131,12 @@ json last_dispatch(Chip& chip)
                           {"end_ns", s.end_ns},
                           {"x", s.x},
                           {"q", s.q}});
-    return {{"status", r.status},
-            {"fault_slice", r.fault_slice},
+    return {{"status", jal_status_name(r.status)},
+            {"status_code", r.status},
+            {"fault_slice", r.fault_slice == ~0u ? json() : json(r.fault_slice)},
             {"fault_pc", r.fault_pc},
-            {"fault_opcode", r.fault_opcode},
-            {"fault_address", r.fault_address},
+            {"fault_opcode", fmt::format("{:#04x}", r.fault_opcode)},
+            {"fault_address", fmt::format("{:#x}", r.fault_address)},
             {"modelled_ns", r.modelled_ns},
             {"instructions", r.instructions},
             {"flops", r.flops},
@@ -114,17 +167,14 @@ json run(Chip& chip, const std::vector<std::string>& w)
     if (cmd == "help") return {{"commands", kHelp}};
     if (cmd == "status") {
         need(0);
-        return {{"chip", chip.index()},
-                {"status", chip.host().status()},
-                {"modelled_us", chip.clock().now_us()},
-                {"boot_count", chip.boot_count()},
-                {"reset_cause", chip.reset_cause()}};
+        return status(chip);
     }
+    if (cmd == "reg") return reg_command(chip, w);
     if (cmd == "slices") {
         need(0);
-        return {{"enabled", chip.slices().enabled()},
-                {"gated", chip.slices().gated()},
-                {"out_of_reset", chip.slices().out_of_reset()},
+        return {{"enabled", mask_json(chip.slices().enabled())},
+                {"gated", mask_json(chip.slices().gated())},
+                {"out_of_reset", mask_json(chip.slices().out_of_reset())},
                 {"powered", chip.slices().powered_count()}};
     }
     if (cmd == "power") {

@@ -142,6 +142,11 @@ std::uint32_t PeripheralBus::sys_read(std::uint32_t off)
         return 0;
     case off_in(JAL_SYS_WDT_RESETS, 0):
         return chip_.watchdog_resets();
+    case off_in(JAL_SYS_RETAIN(0), 0):
+    case off_in(JAL_SYS_RETAIN(1), 0):
+    case off_in(JAL_SYS_RETAIN(2), 0):
+    case off_in(JAL_SYS_RETAIN(3), 0):
+        return chip_.retained((off - off_in(JAL_SYS_RETAIN(0), 0)) / 4);
     default:
         return 0;
     }
@@ -162,6 +167,12 @@ void PeripheralBus::sys_write(std::uint32_t off, std::uint32_t value)
         break;
     case off_in(JAL_SYS_RESET_REQ, 0):
         if (value == JAL_RESET_MAGIC) throw CoreReset{JAL_RESET_CAUSE_HOST};
+        break;
+    case off_in(JAL_SYS_RETAIN(0), 0):
+    case off_in(JAL_SYS_RETAIN(1), 0):
+    case off_in(JAL_SYS_RETAIN(2), 0):
+    case off_in(JAL_SYS_RETAIN(3), 0):
+        chip_.set_retained((off - off_in(JAL_SYS_RETAIN(0), 0)) / 4, value);
         break;
     default:
         break;

@@ -28,6 +28,7 @@ void HbmState::build_report(std::uint32_t channel, jal_hbm_channel_report& out) 
     for (std::uint32_t k = 0; k < JAL_HBM_SPARE_LANES; ++k) out.repair[k] = c.repair[k];
     out.memtest_errors = c.memtest_errors;
     out.training_us = c.training_us;
+    out.retired_pages = retired_pages[channel];
     for (std::uint32_t l = 0; l < JAL_HBM_LANES; ++l) {
         const LaneTrained& t = c.lanes[l];
         jal_hbm_lane_report& r = out.lanes[l];

@@ -7,20 +7,21 @@
 
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
+#include "jal/hw/events.h"
 
 namespace jal::fw::hbm {
 
-// Why a channel failed (event log args, console).
+// Why a channel failed (event log args, console): the contract's jal_hbm_fail_reason.
 enum FailReason : std::uint8_t {
-    kFailNone = 0,
-    kFailTooManyDeadLanes = 1,
-    kFailNoWriteLevel = 2,
-    kFailNoReadEye = 3,
-    kFailReadRecheck = 4,
-    kFailNoWriteEye = 5,
-    kFailWriteRecheck = 6,
-    kFailMemtest = 7,
-    kFailStack = 8,
+    kFailNone = JAL_HBM_FAIL_NONE,
+    kFailTooManyDeadLanes = JAL_HBM_FAIL_TOO_MANY_DEAD_LANES,
+    kFailNoWriteLevel = JAL_HBM_FAIL_NO_WRITE_LEVEL,
+    kFailNoReadEye = JAL_HBM_FAIL_NO_READ_EYE,
+    kFailReadRecheck = JAL_HBM_FAIL_READ_RECHECK,
+    kFailNoWriteEye = JAL_HBM_FAIL_NO_WRITE_EYE,
+    kFailWriteRecheck = JAL_HBM_FAIL_WRITE_RECHECK,
+    kFailMemtest = JAL_HBM_FAIL_MEMTEST,
+    kFailStack = JAL_HBM_FAIL_STACK,
 };
 
 struct LaneTrained {
@@ -44,6 +45,16 @@ struct ChannelTrained {
 
 struct HbmState {
     std::array<ChannelTrained, JAL_HBM_CHANNELS> channels{};
+    // Pages of each channel taken out of service this boot (after uncorrectable errors; the
+    // retirement policy comes with ECC fault handling). GET_HBM_REPORT and telemetry.
+    std::array<std::uint16_t, JAL_HBM_CHANNELS> retired_pages{};
+    std::uint32_t retired_total = 0;
+    void count_retired(std::uint32_t channel)
+    {
+        if (channel >= JAL_HBM_CHANNELS) return;
+        ++retired_pages[channel];
+        ++retired_total;
+    }
     std::uint32_t stacks_failed_mask = 0;
 
     std::uint32_t count(std::uint8_t status) const;

@@ -1,5 +1,6 @@
 #include "firmware/host/admin_commands.hpp"
 
+#include "firmware/hal/hal.hpp"
 #include "firmware/host/admin_firmware.hpp"
 #include "firmware/host/admin_resources.hpp"
 
@@ -153,12 +154,19 @@ Completion AdminCommands::identify(ReplyWriter& out)
 
 Completion AdminCommands::get_feature(const jal_admin_sqe& sqe)
 {
+    if (sqe.cdw[0] == JAL_FEATURE_POWER_LIMIT_PERSISTENT)
+        return Completion{d_.power.persistent_limit(), JAL_STATUS_OK, AfterAction::kNone};
     if (sqe.cdw[0] != JAL_FEATURE_POWER_LIMIT) return fail(JAL_STATUS_INVALID_FIELD);
     return Completion{d_.power.requested_power_limit(), JAL_STATUS_OK, AfterAction::kNone};
 }
 
 Completion AdminCommands::set_feature(const jal_admin_sqe& sqe)
 {
+    if (sqe.cdw[0] == JAL_FEATURE_POWER_LIMIT_PERSISTENT) {
+        const std::uint32_t status = d_.power.request_persistent_limit(sqe.cdw[1]);
+        if (status != JAL_STATUS_OK) return fail(status);
+        return Completion{d_.power.persistent_limit(), JAL_STATUS_OK, AfterAction::kNone};
+    }
     if (sqe.cdw[0] != JAL_FEATURE_POWER_LIMIT) return fail(JAL_STATUS_INVALID_FIELD);
     const std::uint32_t status = d_.power.request_power_limit(sqe.cdw[1]);
     if (status != JAL_STATUS_OK) return fail(status);
@@ -240,6 +248,10 @@ Completion AdminCommands::hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out)
     jal_hbm_channel_report rep;
     for (std::uint32_t i = 0; i < count; ++i) {
         d_.hbm.build_report(first + i, rep);
+        // The PHY counts ECC errors per channel since power-on.
+        hal::write32(JAL_HBM_CH_SEL, first + i);
+        rep.ecc_corrected = hal::read32(JAL_HBM_ECC_CORRECTED);
+        rep.ecc_uncorrected = hal::read32(JAL_HBM_ECC_UNCORRECTED);
         if (!out.put(&rep, sizeof rep)) break;
     }
     return sent(out);

@@ -69,7 +69,7 @@ AdminQueues::Enabled AdminQueues::enable(std::uint32_t fn, Queue& q)
     }
     q.state = State::kReady;
     hal::write32(fn_reg(fn, JAL_FN_ADMIN_STATUS), JAL_ADMIN_STATUS_READY);
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvAdminQueueEnabled, "admin queue enabled",
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_DEBUG, kEvAdminQueueEnabled, "admin queue enabled",
                    {fn, q.sq_size, q.cq_size});
     return Enabled::kYes;
 }

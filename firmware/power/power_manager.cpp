@@ -27,8 +27,24 @@ std::uint32_t PowerManager::start()
     fast_.set_ceiling(clock);
     slow_.set_ceiling(clock);
     current_.set_ceiling(clock);
+    load_persistent_limit();
     started_ = true;
     return JAL_STATUS_OK;
+}
+
+void PowerManager::load_persistent_limit()
+{
+    const std::uint32_t saved = hal::read32(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT));
+    if (saved == 0) return;
+    if (saved < JAL_POWER_LIMIT_MIN_MW || saved > JAL_POWER_LIMIT_MAX_MW) {
+        // Not a value this firmware would have saved: forget it rather than boot under it.
+        hal::write32(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT), 0);
+        return;
+    }
+    saved_limit_mw_ = limit_mw_ = requested_limit_mw_ = saved;
+    telem_.power_limit_mw = saved;
+    journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvPowerLimitSet, "persistent power limit",
+                   {saved, 1});
 }
 
 std::uint32_t PowerManager::request_power_limit(std::uint32_t mw)
@@ -36,6 +52,28 @@ std::uint32_t PowerManager::request_power_limit(std::uint32_t mw)
     if (mw < JAL_POWER_LIMIT_MIN_MW || mw > JAL_POWER_LIMIT_MAX_MW) return JAL_STATUS_INVALID_FIELD;
     requested_limit_mw_ = mw;
     return JAL_STATUS_OK;
+}
+
+std::uint32_t PowerManager::request_persistent_limit(std::uint32_t mw)
+{
+    if (mw != 0) {
+        const std::uint32_t status = request_power_limit(mw);
+        if (status != JAL_STATUS_OK) return status;
+    }
+    saved_limit_mw_ = mw;
+    hal::write32(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT), mw);
+    telem_.power_limit_saved_mw = mw;
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t PowerManager::emergency_reference(std::uint32_t power_mw)
+{
+    if (ramp_ref_mw_ <= limit_mw_) {
+        ramp_ref_mw_ = 0;
+        return limit_mw_;
+    }
+    if (power_mw < ramp_ref_mw_) ramp_ref_mw_ = power_mw > limit_mw_ ? power_mw : limit_mw_;
+    return ramp_ref_mw_ > limit_mw_ ? ramp_ref_mw_ : limit_mw_;
 }
 
 void PowerManager::sample()
@@ -64,15 +102,20 @@ void PowerManager::sample()
     t.energy_uj = std::uint64_t{e_hi} << 32 | e_lo;
     t.ecc_corrected = hal::read32(JAL_PWR_ECC_CORRECTED);
     t.ecc_uncorrected = hal::read32(JAL_PWR_ECC_UNCORRECTED);
+    t.utilisation_pm = hal::read32(JAL_PWR_ACTIVITY_PM);
+    t.clock_min_mhz = JAL_CLOCK_MIN_MHZ;
+    t.power_limit_saved_mw = saved_limit_mw_;
 }
 
 void PowerManager::control()
 {
     jal_telemetry& t = telem_;
     if (requested_limit_mw_ != limit_mw_) {
+        // A lowered limit: ramp down from the draw, not an emergency (see emergency_reference).
+        if (requested_limit_mw_ < limit_mw_ && t.power_mw > ramp_ref_mw_) ramp_ref_mw_ = t.power_mw;
         limit_mw_ = requested_limit_mw_;
         journal_.event(JAL_SRC_POWER, JAL_SEV_INFO, host::kEvPowerLimitSet, "power limit set",
-                       {limit_mw_});
+                       {limit_mw_, limit_mw_ == saved_limit_mw_ ? 1u : 0u});
     }
     const std::uint32_t clock = t.clock_mhz;
     t.power_avg_mw = avg_.add(t.power_mw, limit_mw_);
@@ -84,7 +127,7 @@ void PowerManager::control()
         target = JAL_CLOCK_MIN_MHZ;
         reason = JAL_LIMITER_THERMAL;
     } else if (std::uint64_t{t.power_mw} * kEmergencyDen >
-               std::uint64_t{limit_mw_} * kEmergencyNum) {
+               std::uint64_t{emergency_reference(t.power_mw)} * kEmergencyNum) {
         target = emergency();
         reason = JAL_LIMITER_EMERGENCY;
     } else {
@@ -170,6 +213,7 @@ void PowerManager::tick()
         const std::uint64_t busy =
             tripped_ ? 0 : util::read_mask64(JAL_SLICE_BUSY_LO, JAL_SLICE_BUSY_HI);
         telem_.slices_powered = slices_.update_gating(busy);
+        telem_.slices_busy = util::popcount64(busy);
     } else {
         telem_.power_limit_mw = limit_mw_;
         telem_.clock_target_mhz = telem_.clock_mhz;

@@ -30,6 +30,11 @@ public:
 
     // Host request; takes effect at the next tick. Returns a jal_status.
     [[nodiscard]] std::uint32_t request_power_limit(std::uint32_t mw);
+    // The limit every boot starts with, kept in JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT) so it
+    // outlives resets; also requested now. 0 clears it (boots start at the TDP again, the
+    // limit in force stays). Returns a jal_status.
+    [[nodiscard]] std::uint32_t request_persistent_limit(std::uint32_t mw);
+    std::uint32_t persistent_limit() const { return saved_limit_mw_; }
     std::uint32_t requested_power_limit() const { return requested_limit_mw_; }
     std::uint32_t power_limit() const { return limit_mw_; }
 
@@ -44,6 +49,7 @@ public:
         telem_.watchdog_resets = watchdog_resets;
     }
     void set_admin_commands(std::uint32_t n) { telem_.admin_commands = n; }
+    void set_retired_pages(std::uint32_t n) { telem_.retired_pages = n; }
 
     // The controllers regulate to a guard band just under each limit: leakage grows as the
     // die warms (slowly, over hundreds of ticks), and the band absorbs that creep before it
@@ -55,6 +61,9 @@ public:
     }
 
     // Emergency threshold: power above 5/4 of the limit drops the clock to minimum at once.
+    // A limit lowered under the present draw is not an emergency: the power limiters ramp
+    // the clock down to it, and the threshold follows the draw down meanwhile (never up),
+    // so a real surge during the ramp still trips.
     static constexpr std::uint32_t kEmergencyNum = 5, kEmergencyDen = 4;
     // A lasting emergency is logged when it starts and then once a second (with the count of
     // emergency ticks in between), so it cannot push the boot history out of the event log.
@@ -71,6 +80,11 @@ private:
     void control();
     bool check_trip();
     std::uint32_t emergency();  // minimum clock now; returns it
+    // start(): applies a persistent limit a previous boot saved.
+    void load_persistent_limit();
+    // What "far over the limit" is measured against this tick: the limit, or while the clock
+    // ramps down to a limit just lowered under the draw, the draw on its way down.
+    std::uint32_t emergency_reference(std::uint32_t power_mw);
 
     slices::SliceManager& slices_;
     host::Journal& journal_;
@@ -78,6 +92,8 @@ private:
     bool started_ = false;
     std::uint32_t limit_mw_ = JAL_POWER_TDP_MW;
     std::uint32_t requested_limit_mw_ = JAL_POWER_TDP_MW;
+    std::uint32_t saved_limit_mw_ = 0;  // persistent limit, 0: none
+    std::uint32_t ramp_ref_mw_ = 0;     // > limit_mw_ while ramping down to a lowered limit
     ProportionalLimiter fast_{JAL_CLOCK_MIN_MHZ}, slow_{JAL_CLOCK_MIN_MHZ},
         current_{JAL_CLOCK_MIN_MHZ};
     ThermalLimiter thermal_;

@@ -40,6 +40,9 @@ int run_channels(Context& ctx, jal::ChipFunction& dev)
                  {"RD MARGIN", Table::Align::right},
                  {"WR MARGIN", Table::Align::right},
                  {"MEMTEST ERR", Table::Align::right},
+                 {"ECC CORR", Table::Align::right},
+                 {"ECC UNCORR", Table::Align::right},
+                 {"RETIRED", Table::Align::right},
                  {"TRAIN µs", Table::Align::right}});
     for (const json& c : channels) {
         std::string repairs;
@@ -50,12 +53,21 @@ int run_channels(Context& ctx, jal::ChipFunction& dev)
                        c["status"].get<std::string>(), c["vref"].dump(), c["dead_lanes"].dump(),
                        repairs.empty() ? "-" : repairs, or_dash(c["min_read_margin"]),
                        or_dash(c["min_write_margin"]), c["memtest_errors"].dump(),
-                       c["training_us"].dump()});
+                       c["ecc_corrected"].dump(), c["ecc_uncorrected"].dump(),
+                       c["retired_pages"].dump(), c["training_us"].dump()});
     }
     table.print(std::cout);
-    std::cout << fmt::format("{} channels ok, {} failed, failed stacks mask {}\n",
+    uint64_t corrected = 0, uncorrected = 0, retired = 0;
+    for (const auto& r : report.channels) {
+        corrected += r.ecc_corrected;
+        uncorrected += r.ecc_uncorrected;
+        retired += r.retired_pages;
+    }
+    std::cout << fmt::format("{} channels ok, {} failed, failed stacks mask {}; ECC {} corrected, "
+                             "{} uncorrected, {} pages retired\n",
                              report.header.channels_ok, report.header.channels_failed,
-                             hex(report.header.stacks_failed_mask));
+                             hex(report.header.stacks_failed_mask), corrected, uncorrected,
+                             retired);
     return kExitOk;
 }
 
@@ -119,6 +131,7 @@ void add_hbm_command(CLI::App& app, Context& ctx)
     sub->add_option("-c,--channel", *channel, "Show per-lane detail of this channel")
         ->check(CLI::Range(0u, JAL_HBM_CHANNELS - 1u));
     sub->callback([&ctx, channel] {
+        ctx.all_mode = Context::AllDevices::each;
         ctx.action = [&ctx, channel] {
             jal::ChipFunction dev = ctx.open_booted(true);
             return *channel ? run_lanes(ctx, dev, **channel) : run_channels(ctx, dev);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -23,7 +24,7 @@ Check state_check(const jal::DeviceStatus& s)
     if (s.state == jal::DeviceState::failed) {
         c.verdict = kExitFailed;
         c.detail = fmt::format("failed: {} (boot step {}, POST code {})", jal_status_name(s.fault),
-                               s.boot_step, hex(s.post_code, 4));
+                               s.boot_step, post_code_text(s.post_code));
     } else if (s.state != jal::DeviceState::ready) {
         c.verdict = kExitFailed;
         c.detail = fmt::format("not ready after the wait: {} (boot step {})",
@@ -101,7 +102,10 @@ void add_health_command(CLI::App& app, Context& ctx)
         "temperature.\nExit status: 0 healthy, 4 degraded (ready with lost capacity or at "
         "its thermal limit), 5 failed (or not ready after --wait), 1 could not check.");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_health(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_health(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -35,6 +36,15 @@ int run_info(Context& ctx)
         }
     }
     if (id) j.update(identify_json(*id));
+    std::optional<jal_usage> usage;
+    if (status.state == jal::DeviceState::ready) {
+        try {
+            usage = dev.usage();
+            j["memory"] = memory_json(*usage);
+        } catch (const jal::Error& e) {
+            j["memory"] = nullptr;  // firmware before interface 1.6
+        }
+    }
 
     if (ctx.json) {
         ctx.print_json(j);
@@ -47,9 +57,9 @@ int run_info(Context& ctx)
             std::string(jal::state_name(status.state)) + (status.degraded ? " (degraded)" : ""));
     if (status.state == jal::DeviceState::failed) out.add("Fault", jal_status_name(status.fault));
     if (status.state != jal::DeviceState::ready)
-        out.add("Boot step",
-                fmt::format("{} ({}), POST code {}", status.boot_step,
-                            jal_status_name(status.boot_step_status), hex(status.post_code, 4)));
+        out.add("Boot step", fmt::format("{} ({}), POST code {}", status.boot_step,
+                                         jal_status_name(status.boot_step_status),
+                                         post_code_text(status.post_code)));
     if (id) {
         out.add("Model", device_string(id->model));
         out.add("Serial", device_string(id->serial));
@@ -62,6 +72,14 @@ int run_info(Context& ctx)
         out.add("HBM", fmt::format("{} usable of {} ({} stacks, {} of {} channels ok)",
                                    gib(id->hbm_bytes_usable), gib(id->hbm_bytes_total),
                                    id->hbm_stacks, id->hbm_channels_ok, id->hbm_channels_total));
+        if (usage) {
+            const json m = memory_json(*usage);
+            out.add("Memory", fmt::format("{} used of {} ({:.1f}%), {} free",
+                                          bytes_text(m["used_bytes"].get<uint64_t>()),
+                                          bytes_text(m["total_bytes"].get<uint64_t>()),
+                                          m["used_percent"].get<double>(),
+                                          bytes_text(m["free_bytes"].get<uint64_t>())));
+        }
         out.add("Power limit", fmt::format("{:.1f} W (range {:.0f}-{:.0f} W, TDP {:.0f} W)",
                                            milli(id->power_limit_mw), milli(id->power_limit_min_mw),
                                            milli(id->power_limit_max_mw), milli(id->tdp_mw)));
@@ -83,7 +101,10 @@ void add_info_command(CLI::App& app, Context& ctx)
         "Identity, firmware, slices, HBM capacity and limits of a device.\n"
         "Waits up to --wait seconds for a booting device, then reports its state either way.");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_info(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_info(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

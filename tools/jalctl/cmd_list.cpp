@@ -22,6 +22,7 @@ int run_list(Context& ctx)
         try {
             jal::OpenOptions options;
             options.client_name = "jalctl";
+            options.emu_dir = dir;
             jal::ChipFunction dev = jal::ChipFunction::open(entry.index, options);
             jal::DeviceStatus s = dev.status();
             state = jal::state_name(s.state);
@@ -58,7 +59,10 @@ void add_list_command(CLI::App& app, Context& ctx)
 {
     CLI::App* sub = app.add_subcommand("list", "List devices: index, socket, state, model, serial");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_list(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::self;  // lists every device anyway
+        ctx.action = [&ctx] { return run_list(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

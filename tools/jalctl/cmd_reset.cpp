@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "event_decode.hpp"
 #include "exit_codes.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
@@ -99,7 +100,7 @@ int run_reset(Context& ctx, const ResetOptions& opts)
         [&](const jal::ResetProgress& p) {
             progress_out << fmt::format("  {:6.2f} s  {:<9}  boot step {:>2}  POST {}\n",
                                         p.elapsed.count() / 1000.0, jal::state_name(p.status.state),
-                                        p.status.boot_step, hex(p.status.post_code, 4))
+                                        p.status.boot_step, post_code_text(p.status.post_code))
                          << std::flush;
         });
 
@@ -115,12 +116,12 @@ int run_reset(Context& ctx, const ResetOptions& opts)
     else if (out.status.state == jal::DeviceState::failed)
         verdict = fmt::format(
             "reset done but the chip failed to boot after {:.2f} s (fault: {}, POST code {})",
-            elapsed, jal_status_name(out.status.fault), hex(out.status.post_code, 4));
+            elapsed, jal_status_name(out.status.fault), post_code_text(out.status.post_code));
     else
         verdict = fmt::format(
             "device did not come back within {} s (still {}, boot step {}, POST code {})",
             opts.timeout_s, jal::state_name(out.status.state), out.status.boot_step,
-            hex(out.status.post_code, 4));
+            post_code_text(out.status.post_code));
 
     if (ctx.json) {
         json j = status_json(out.status);

@@ -46,7 +46,10 @@ void add_slices_command(CLI::App& app, Context& ctx)
         "Per slice: physical id, logical id, state (enabled, fused, failed self-test, ...),\n"
         "trained HBM channels, power gating.");
     add_common_options(*sub, ctx);
-    sub->callback([&ctx] { ctx.action = [&ctx] { return run_slices(ctx); }; });
+    sub->callback([&ctx] {
+        ctx.all_mode = Context::AllDevices::each;
+        ctx.action = [&ctx] { return run_slices(ctx); };
+    });
 }
 
 }  // namespace jal::ctl

@@ -6,6 +6,7 @@
 
 #include <jal/emu_dir.hpp>
 
+#include "event_decode.hpp"
 #include "json_views.hpp"
 
 namespace jal::ctl {
@@ -36,22 +37,39 @@ jal::ChipFunction Context::open_booted(bool accept_failed) const
                          fmt::format("device {}: boot failed at step {} (fault: {}, POST code {}); "
                                      "see `jalctl log --post -d {}`",
                                      device, s.boot_step, jal_status_name(s.fault),
-                                     hex(s.post_code, 4), device));
+                                     post_code_text(s.post_code), device));
     throw jal::Error(
         JAL_STATUS_NOT_READY,
         fmt::format("device {}: still {} after {} s (boot step {}, POST code {}); try --wait",
                     device, jal::state_name(s.state), boot_wait_s, s.boot_step,
-                    hex(s.post_code, 4)));
+                    post_code_text(s.post_code)));
 }
 
 void Context::print_json(const nlohmann::json& doc) const
 {
-    std::cout << doc.dump(2) << std::endl;
+    if (capture)
+        *capture = doc;
+    else
+        std::cout << doc.dump(2) << std::endl;
 }
 
 void add_common_options(CLI::App& app, Context& ctx)
 {
-    app.add_option("-d,--device", ctx.device, "Device index (default 0)");
+    app.add_option_function<std::string>(
+           "-d,--device",
+           [&ctx](const std::string& v) {
+               ctx.all_devices = v == "all";
+               if (!ctx.all_devices) ctx.device = static_cast<unsigned>(std::stoul(v));
+           },
+           "Device index (default 0), or `all`")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v == "all") return {};
+                if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != v.npos)
+                    return "expected a device index or `all`, got '" + v + "'";
+                return {};
+            },
+            "INDEX|all"));
     app.add_flag("--json", ctx.json, "Print one JSON document instead of text");
     app.add_option("--wait", ctx.boot_wait_s, "Seconds to wait for a booting device (default 10)")
         ->check(CLI::NonNegativeNumber);

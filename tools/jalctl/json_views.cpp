@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include <jal/hw/chip.h>
+#include <jal/hw/events.h>
+
+#include "event_decode.hpp"
 
 namespace jal::ctl {
 
@@ -114,6 +117,7 @@ json status_json(const jal::DeviceStatus& s)
     j["boot_step"] = s.boot_step;
     j["boot_step_status"] = jal_status_name(s.boot_step_status);
     j["post_code"] = hex(s.post_code, 4);
+    j["post_step"] = jal_post_step_name(s.post_code);
     j["firmware_version"] = jal::format_fw_version(s.fw_version);
     j["interface_version"] =
         std::to_string(s.if_version >> 16) + "." + std::to_string(s.if_version & 0xffff);
@@ -170,9 +174,12 @@ json telemetry_json(const jal_telemetry& t)
     j["clock_mhz"] = t.clock_mhz;
     j["clock_target_mhz"] = t.clock_target_mhz;
     j["clock_max_mhz"] = t.clock_max_mhz;
+    j["clock_min_mhz"] = t.clock_min_mhz;
     j["voltage_v"] = milli(t.voltage_mv);
     j["limiter"] = jal_limiter_name(t.limiter);
     j["slices_powered"] = t.slices_powered;
+    j["slices_busy"] = t.slices_busy;
+    j["utilisation_percent"] = t.utilisation_pm / 10.0;
     json residency = json::object();
     for (uint32_t l = 0; l < JAL_LIMITER_COUNT; l++)
         residency[jal_limiter_name(l)] = t.limiter_residency_ms[l] / 1000.0;
@@ -185,6 +192,7 @@ json telemetry_json(const jal_telemetry& t)
     j["watchdog_resets"] = t.watchdog_resets;
     j["ecc_corrected"] = t.ecc_corrected;
     j["ecc_uncorrected"] = t.ecc_uncorrected;
+    j["retired_pages"] = t.retired_pages;
     return j;
 }
 
@@ -230,6 +238,9 @@ json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report& r)
             {"dead_lanes", r.dead_lanes},
             {"repairs", repairs},
             {"memtest_errors", r.memtest_errors},
+            {"ecc_corrected", r.ecc_corrected},
+            {"ecc_uncorrected", r.ecc_uncorrected},
+            {"retired_pages", r.retired_pages},
             {"training_us", r.training_us},
             {"min_read_margin", min_read < 0 ? json(nullptr) : json(min_read)},
             {"min_write_margin", min_write < 0 ? json(nullptr) : json(min_write)}};
@@ -257,14 +268,42 @@ json event_json(const jal_log_event& e)
             {"severity", severity_name(e.severity)},
             {"source", source_name(e.source)},
             {"code", e.code},
+            {"name", event_name(e)},
             {"args", {e.args[0], e.args[1], e.args[2], e.args[3]}},
+            {"fields", event_fields(e)},
             {"text", device_string(e.text)}};
+}
+
+json memory_json(const jal_usage& u)
+{
+    const uint64_t total = uint64_t{u.pages_total} * u.page_size;
+    const uint64_t free = uint64_t{u.pages_free} * u.page_size;
+    const double percent =
+        total ? std::round(1000.0 * double(total - free) / double(total)) / 10 : 0;
+    return {{"total_bytes", total},
+            {"used_bytes", total - free},
+            {"free_bytes", free},
+            {"used_percent", percent}};
+}
+
+std::string bytes_text(uint64_t bytes)
+{
+    constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
+    char buf[32];
+    if (bytes >= kGiB)
+        std::snprintf(buf, sizeof buf, "%.3f GiB", double(bytes) / double(kGiB));
+    else if (bytes >= kMiB)
+        std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(bytes / kMiB));
+    else
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    return buf;
 }
 
 json post_entry_json(const jal_post_entry& p)
 {
     return {{"step", p.step},
             {"post_code", hex(p.post_code, 4)},
+            {"name", jal_post_step_name(p.post_code)},
             {"timestamp_us", p.timestamp_us},
             {"status", jal_status_name(p.status)}};
 }

@@ -22,6 +22,10 @@ json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report& report);
 json hbm_lane_json(uint32_t lane, const jal_hbm_lane_report& lane_report);
 json event_json(const jal_log_event& event);
 json post_entry_json(const jal_post_entry& entry);
+// Device memory from GET_USAGE: total, used and free bytes and the used percentage.
+json memory_json(const jal_usage& usage);
+// "1.500 GiB", "512 MiB", "0 B": binary units, for tables.
+std::string bytes_text(uint64_t bytes);
 
 const char* slice_state_name(uint8_t state);
 const char* hbm_channel_status_name(uint8_t status);

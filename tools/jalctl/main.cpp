@@ -30,6 +30,8 @@ int main(int argc, char** argv)
     jal::ctl::add_reset_command(app, ctx);
     jal::ctl::add_load_command(app, ctx);
     jal::ctl::add_fw_command(app, ctx);
+    jal::ctl::add_ps_command(app, ctx);
+    jal::ctl::add_dmon_command(app, ctx);
 
     try {
         app.parse(argc, argv);
@@ -39,7 +41,7 @@ int main(int argc, char** argv)
     }
 
     try {
-        return ctx.action();
+        return jal::ctl::run_selected(ctx);
     } catch (const jal::Error& e) {
         std::cerr << "jalctl: " << e.what() << '\n';
         if (ctx.json) ctx.print_json({{"error", e.what()}, {"status", e.status_name()}});

@@ -88,6 +88,9 @@ JAL_ASSERT_OFFSET(struct jal_admin_cqe, flags, 14);
 /* Features (GET_FEATURE / SET_FEATURE). */
 enum jal_feature {
     JAL_FEATURE_POWER_LIMIT = 1, /* package power limit, milliwatts; bounds in identify */
+    /* The power limit applied at every boot, kept across resets (not power cycles); setting
+     * it also sets the limit in force. 0 clears it (boots return to the TDP). Since 1.6. */
+    JAL_FEATURE_POWER_LIMIT_PERSISTENT = 2,
 };
 
 enum jal_reset_kind {
@@ -298,8 +301,11 @@ struct jal_hbm_channel_report {
     uint8_t dead_lanes;                  /* lanes that failed connectivity */
     uint8_t repair[JAL_HBM_SPARE_LANES]; /* DQ lane carried by spare k, 0xff if unused */
     uint32_t memtest_errors;
-    uint32_t training_us; /* modelled time spent training the channel */
-    uint32_t reserved[4];
+    uint32_t training_us;     /* modelled time spent training the channel */
+    uint32_t ecc_corrected;   /* since power-on (since 1.6) */
+    uint32_t ecc_uncorrected; /* since power-on (since 1.6) */
+    uint32_t retired_pages;   /* of the channel, taken out of service since boot (since 1.6) */
+    uint32_t reserved[1];
     struct jal_hbm_lane_report lanes[JAL_HBM_LANES];
 };
 JAL_ASSERT_SIZE(struct jal_hbm_channel_report, 32 + 8 * JAL_HBM_LANES);

@@ -42,6 +42,11 @@
 #define JAL_SYS_FAULT_INJECT \
     JAL_MGMT_REG(JAL_MGMT_SYS, 0x2c) /* RO debug faults armed by the emulator */
 #define JAL_SYS_WDT_RESETS JAL_MGMT_REG(JAL_MGMT_SYS, 0x30) /* RO watchdog resets since power-on */
+/* RW retained across chip and watchdog resets, zero at power-on (an always-on domain's
+ * scratch registers): where the firmware keeps settings that outlive a reset (since 1.6). */
+#define JAL_SYS_RETAIN(n) JAL_MGMT_REG(JAL_MGMT_SYS, 0x40 + 4 * (n))
+#define JAL_SYS_RETAIN_COUNT 4
+#define JAL_RETAIN_POWER_LIMIT 0 /* persistent power limit, mW; 0: none (the TDP) */
 
 #define JAL_SYS_ID_MAGIC 0x4d474d54u /* 'MGMT' */
 
@@ -165,6 +170,9 @@
 #define JAL_HBM_REMAP JAL_MGMT_REG(JAL_MGMT_HBM, 0x2c)     /* W spare << 8 | dq lane (0xff: none) */
 #define JAL_HBM_CH_ENABLE JAL_MGMT_REG(JAL_MGMT_HBM, 0x30) /* RW 1 = channel in service */
 #define JAL_HBM_TEMP_MC JAL_MGMT_REG(JAL_MGMT_HBM, 0x34)   /* RO selected channel's stack temp */
+/* RO the selected channel's ECC counts since power-on (since 1.6) */
+#define JAL_HBM_ECC_CORRECTED JAL_MGMT_REG(JAL_MGMT_HBM, 0x38)
+#define JAL_HBM_ECC_UNCORRECTED JAL_MGMT_REG(JAL_MGMT_HBM, 0x3c)
 
 #define JAL_HBM_LANE_ALL 0xffu  /* LANE_SEL value: delay writes apply to every lane */
 #define JAL_HBM_CMD_US 2u       /* modelled cost of a CONNECT/WRLVL/READ/WRITE test */

@@ -74,9 +74,15 @@ struct jal_telemetry {
     uint32_t emergency_events;
     uint32_t admin_commands;  /* admin commands completed since boot */
     uint32_t watchdog_resets; /* management-core resets by the watchdog since power-on */
-    uint32_t ecc_corrected;
+    uint32_t ecc_corrected;   /* HBM, chip-wide since power-on (per channel: GET_HBM_REPORT) */
     uint32_t ecc_uncorrected;
-    uint32_t reserved[20];
+    /* Since 1.6. */
+    uint32_t utilisation_pm;       /* compute activity over the last tick, per mille */
+    uint32_t slices_busy;          /* slices running work at the sample */
+    uint32_t clock_min_mhz;        /* the lowest clock the limiters go to */
+    uint32_t retired_pages;        /* HBM pages taken out of service since boot */
+    uint32_t power_limit_saved_mw; /* persistent limit applied at boot, 0: none (TDP) */
+    uint32_t reserved[15];
 };
 JAL_ASSERT_SIZE(struct jal_telemetry, 256);
 JAL_ASSERT_OFFSET(struct jal_telemetry, timestamp_us, 8);
@@ -85,5 +91,6 @@ JAL_ASSERT_OFFSET(struct jal_telemetry, temp_junction_mc, 64);
 JAL_ASSERT_OFFSET(struct jal_telemetry, clock_mhz, 80);
 JAL_ASSERT_OFFSET(struct jal_telemetry, limiter_residency_ms, 104);
 JAL_ASSERT_OFFSET(struct jal_telemetry, energy_uj, 136);
+JAL_ASSERT_OFFSET(struct jal_telemetry, utilisation_pm, 176);
 
 #endif

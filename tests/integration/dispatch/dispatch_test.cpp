@@ -370,7 +370,8 @@ TEST_F(DispatchTest, FaultingKernelsFailWithTheirStatusAndTheEmulatorStaysHealth
             // The console shows where each slice stopped.
             fwtest::ConsoleClient console(emu().socket_dir() + "/jal0.console");
             const auto j = console.ask("dispatch");
-            EXPECT_EQ(j.at("status"), JAL_STATUS_DEADLOCK);
+            EXPECT_EQ(j.at("status"), jal_status_name(JAL_STATUS_DEADLOCK));
+            EXPECT_EQ(j.at("status_code"), JAL_STATUS_DEADLOCK);
             ASSERT_EQ(j.at("slices").size(), 2u);
             for (const auto& s : j.at("slices")) {
                 EXPECT_EQ(s.at("state"), "blocked");

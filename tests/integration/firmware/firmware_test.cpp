@@ -287,6 +287,44 @@ TEST(FirmwareHbm, TooManyFailedChannelsFailTheStackAndTheProductRuleFailsTheChip
     EXPECT_EQ(emu.stop(), "");
 }
 
+// ------------------------------------------------------------------ bring-up console
+
+TEST(FirmwareConsole, AnswersWithNamesMasksAsListsAndRegistersByName)
+{
+    EmuOptions o;
+    o.fuse_slices = "3,17";
+    EmuProcess emu(o);
+    jal::ChipFunction dev = open_ready(emu);
+    fwtest::ConsoleClient console(console_path(emu));
+
+    const json status = console.ask("status");
+    EXPECT_EQ(status["status"], json::array({"ready", "degraded"})) << status.dump();
+    EXPECT_EQ(status["post_step"], "ready");
+    EXPECT_EQ(status["reset_cause"], "power_on");
+    EXPECT_TRUE(status["fault"].is_null());
+
+    const json slices = console.ask("slices");
+    EXPECT_EQ(slices["enabled"]["count"], 62);
+    EXPECT_EQ(slices["enabled"]["hex"], "0xfffffffffffdfff7");
+    const json& bits = slices["enabled"]["bits"];
+    EXPECT_EQ(std::count(bits.begin(), bits.end(), json(3)), 0);
+    EXPECT_EQ(std::count(bits.begin(), bits.end(), json(4)), 1);
+
+    const json post = console.ask("reg POST_CODE");
+    EXPECT_EQ(post["offset"], "0x0028");
+    EXPECT_EQ(post["value"], "0x000000a0");
+    EXPECT_EQ(post["decoded"], "ready");
+    EXPECT_EQ(console.ask("reg status")["decoded"], json::array({"ready", "degraded"}));
+    const json poked = console.ask("reg SCRATCH1 0x1234");
+    EXPECT_EQ(poked["written"], true);
+    EXPECT_EQ(console.ask("reg 0x304")["value"], "0x00001234") << "SCRATCH1 by offset";
+    const json bad = console.ask("reg NO_SUCH");
+    EXPECT_EQ(bad["ok"], false);
+    EXPECT_NE(bad["error"].get<std::string>().find("POST_CODE"), std::string::npos)
+        << "lists the names";
+    EXPECT_EQ(emu.stop(), "");
+}
+
 // ------------------------------------------------------------------ power and thermal
 
 struct Sample {
@@ -461,7 +499,8 @@ TEST(FirmwareWatchdog, AHungMainLoopIsCaughtByTheWatchdogAndTheChipRecovers)
     fwtest::ConsoleClient console(console_path(emu));
     const json status = console.ask("status");
     EXPECT_EQ(status["boot_count"].get<int>(), 2);
-    EXPECT_EQ(status["reset_cause"].get<int>(), 2) << "JAL_RESET_CAUSE_WATCHDOG";
+    EXPECT_EQ(status["reset_cause"], "watchdog");
+    EXPECT_EQ(status["reset_cause_code"].get<int>(), 2) << "JAL_RESET_CAUSE_WATCHDOG";
     const json log_text = jalctl_json(emu, {"log"});
     EXPECT_NE(log_text.dump().find("watchdog recovery"), std::string::npos) << log_text.dump();
     EXPECT_EQ(emu.stop(), "");

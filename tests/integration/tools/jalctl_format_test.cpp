@@ -4,6 +4,9 @@
 #include <cstring>
 #include <sstream>
 
+#include <jal/hw/events.h>
+
+#include "event_decode.hpp"
 #include "json_views.hpp"
 #include "table.hpp"
 
@@ -102,3 +105,67 @@ TEST(JalctlJson, SliceMapMarksHarvestedSlices)
 }
 
 }  // namespace
+
+namespace {
+
+jal_log_event make_event(uint16_t code, std::initializer_list<uint32_t> args)
+{
+    jal_log_event e{};
+    e.code = code;
+    size_t i = 0;
+    for (uint32_t a : args) e.args[i++] = a;
+    return e;
+}
+
+}  // namespace
+
+TEST(JalctlEventDecode, NamesEachArgumentOfAKnownEvent)
+{
+    jal_log_event e = make_event(JAL_EVENT_HBM_CHANNEL_FAILED, {100, 5, JAL_HBM_FAIL_NO_READ_EYE});
+    EXPECT_EQ(event_name(e), "hbm_channel_failed");
+    EXPECT_EQ(event_fields(e),
+              (json{{"channel", 100}, {"dead_lanes", 5}, {"reason", "no_read_eye"}}));
+    EXPECT_EQ(event_fields_text(e), "channel=100 dead_lanes=5 reason=no_read_eye");
+}
+
+TEST(JalctlEventDecode, UnitsStatusesAndPostCodes)
+{
+    jal_log_event throttle =
+        make_event(JAL_EVENT_THROTTLE_BEGIN, {JAL_LIMITER_THERMAL, 1500, 812500, 700000});
+    json f = event_fields(throttle);
+    EXPECT_EQ(f["limiter"], "thermal");
+    EXPECT_EQ(f["clock_mhz"], 1500);
+    EXPECT_EQ(f["power_w"], 812.5);
+    EXPECT_EQ(f["limit_w"], 700.0);
+    EXPECT_EQ(event_fields_text(throttle),
+              "limiter=thermal clock=1500MHz power=812.5W limit=700.0W");
+
+    jal_log_event step = make_event(JAL_EVENT_BOOT_STEP_FAILED, {6, 0x70, JAL_STATUS_HW_FAILED, 0});
+    json s = event_fields(step);
+    EXPECT_EQ(s["post_code"], "0x0070");
+    EXPECT_EQ(s["post_code_step"], "hbm training");
+    EXPECT_EQ(s["status"], jal_status_name(JAL_STATUS_HW_FAILED));
+    EXPECT_EQ(s["fatal"], false);
+
+    jal_log_event trip = make_event(JAL_EVENT_THERMAL_TRIP, {static_cast<uint32_t>(-5000), 0, 0});
+    EXPECT_EQ(event_fields(trip)["junction_c"], -5.0);
+}
+
+TEST(JalctlEventDecode, UnknownCodesKeepTheirRawArguments)
+{
+    jal_log_event e = make_event(0x0777, {0, 9, 0, 0});
+    EXPECT_EQ(event_name(e), "0x0777");
+    EXPECT_EQ(event_fields(e), (json{{"arg1", 9}}));
+    EXPECT_EQ(event_fields_text(e), "arg1=9");
+}
+
+TEST(JalctlEventDecode, EveryCodeIsDescribedOnceWithNamedArguments)
+{
+    for (uint32_t i = 0; i < JAL_EVENT_DESC_COUNT; i++) {
+        const jal_event_desc& d = jal_event_descs[i];
+        EXPECT_EQ(jal_event_describe(d.code), &d) << d.name;
+        for (const auto& a : d.args) EXPECT_EQ(a.name == nullptr, a.kind == JAL_ARG_NONE) << d.name;
+    }
+    EXPECT_EQ(post_code_text(0x40), "0x0040 (slice reset release)");
+    EXPECT_STREQ(jal_post_step_name(0x99), "unknown");
+}

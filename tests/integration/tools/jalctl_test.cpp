@@ -76,6 +76,8 @@ TEST_F(JalctlTest, EverySubcommandPrintsOneJsonDocument)
                                                {"power", "set", "450"},
                                                {"log"},
                                                {"log", "--post"},
+                                               {"ps"},
+                                               {"ps", "--all-slices"},
                                                {"reset", "--timeout", kBootWait}}) {
         std::string name;
         for (const auto& a : args) name += a + " ";
@@ -245,7 +247,9 @@ TEST(JalctlWithoutEmulator, HelpWorksEverywhere)
                                                {"power", "--help"},
                                                {"power", "set", "--help"},
                                                {"log", "--help"},
-                                               {"reset", "--help"}}) {
+                                               {"reset", "--help"},
+                                               {"ps", "--help"},
+                                               {"dmon", "--help"}}) {
         args.insert(args.begin(), jal::test::bin_path("jalctl"));
         CommandResult r = jal::test::run_command(args);
         EXPECT_EQ(r.exit_code, 0) << args[1];

@@ -36,6 +36,19 @@ TEST(HbmPhy, SameSeedSameSiliconDifferentSeedDifferent)
     EXPECT_GT(differ, 10);
 }
 
+TEST(HbmPhy, EccCountsArePerChannelAndReadThroughTheSelection)
+{
+    HbmPhy phy(1, {});
+    phy.count_ecc(7, 3, 0);
+    phy.count_ecc(7, 2, 1);
+    phy.count_ecc(999, 1, 1);  // no such channel: ignored
+    phy.write(hbm(JAL_HBM_CH_SEL), 7, 0);
+    EXPECT_EQ(phy.read(hbm(JAL_HBM_ECC_CORRECTED)), 5u);
+    EXPECT_EQ(phy.read(hbm(JAL_HBM_ECC_UNCORRECTED)), 1u);
+    phy.write(hbm(JAL_HBM_CH_SEL), 8, 0);
+    EXPECT_EQ(phy.read(hbm(JAL_HBM_ECC_CORRECTED)), 0u);
+}
+
 TEST(HbmPhy, ConnectReportsDeadLanes)
 {
     HbmPhy phy(1, {{5, 3}, {5, 66}});

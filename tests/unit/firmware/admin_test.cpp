@@ -470,4 +470,40 @@ TEST_F(AdminTest, HbmReportRangeAndTruncation)
     EXPECT_EQ(run(oor).status, JAL_STATUS_OUT_OF_RANGE);
 }
 
+TEST_F(AdminTest, HbmReportCarriesEccCountsAndRetiredPagesPerChannel)
+{
+    enable();
+    // The PHY's per-channel counters: read back for whichever channel is selected.
+    std::uint32_t selected = 0;
+    bus.write_hook = [&](std::uint32_t addr, std::uint32_t value) {
+        if (addr == JAL_HBM_CH_SEL) selected = value;
+    };
+    bus.read_hook = [&](std::uint32_t addr, std::uint32_t& value) {
+        if (addr == JAL_HBM_ECC_CORRECTED)
+            value = selected * 10;
+        else if (addr == JAL_HBM_ECC_UNCORRECTED)
+            value = selected == 41 ? 2 : 0;
+        else
+            return false;
+        return true;
+    };
+    hbm.count_retired(41);
+    auto s = sqe(JAL_ADMIN_GET_HBM_REPORT, 32 + 576 * 2);
+    s.cdw[0] = 40;
+    s.cdw[1] = 2;
+    ASSERT_EQ(run(s).status, JAL_STATUS_OK);
+    jal_hbm_channel_report r40, r41;
+    std::memcpy(&r40, bus.host_ptr(0, kData + 32), sizeof r40);
+    std::memcpy(&r41, bus.host_ptr(0, kData + 32 + 576), sizeof r41);
+    EXPECT_EQ(r40.ecc_corrected, 400u);
+    EXPECT_EQ(r40.ecc_uncorrected, 0u);
+    EXPECT_EQ(r40.retired_pages, 0u);
+    EXPECT_EQ(r41.ecc_corrected, 410u);
+    EXPECT_EQ(r41.ecc_uncorrected, 2u);
+    EXPECT_EQ(r41.retired_pages, 1u);
+    EXPECT_EQ(hbm.retired_total, 1u);
+    bus.read_hook = nullptr;
+    bus.write_hook = nullptr;
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include "fake_bus.hpp"
 #include "firmware/firmware.hpp"
 #include "firmware/version.hpp"
+#include "jal/hw/events.h"
 #include "jal/hw/regs.h"
 #include "jal/hw/status.h"
 #include "jal/hw/version.h"
@@ -106,6 +107,57 @@ TEST_F(FirmwareTest, TooFewGoodSlicesFailsTheChipButAdminStillServes)
     std::memcpy(&id, bus.host_ptr(0, data), sizeof id);
     EXPECT_EQ(id.state, static_cast<std::uint32_t>(JAL_CHIP_STATE_FAILED));
     EXPECT_EQ(id.slices_enabled, 48u);
+}
+
+TEST_F(FirmwareTest, BootStepsCarryTheContractsPostNames)
+{
+    (void)fw->boot();
+    const auto& log = fw->events();
+    std::uint32_t steps = 0;
+    for (std::uint32_t s = log.oldest_seq(); s < log.next_seq(); ++s) {
+        const jal_log_event& e = log.at(s);
+        if (e.code != host::kEvBootStep) continue;
+        ++steps;
+        // The firmware's step name (the event text) is what hosts print for the POST code.
+        EXPECT_STREQ(e.text, jal_post_step_name(e.args[1])) << "step " << e.args[0];
+    }
+    EXPECT_EQ(steps, 10u);
+}
+
+TEST_F(FirmwareTest, ConsoleLinesNameEventArguments)
+{
+    for (std::uint32_t l = 0; l < 6; ++l) bus.phy.truth[100].lanes[l].dead = true;  // > spares
+    (void)fw->boot();
+    bool found = false;
+    for (const auto& line : bus.console_lines())
+        if (line.find("hbm channel failed channel=100 dead_lanes=6 "
+                      "reason=too_many_dead_lanes") != std::string::npos)
+            found = true;
+    EXPECT_TRUE(found) << "no decoded hbm channel failed line";
+}
+
+TEST_F(FirmwareTest, EnablingAnAdminQueueIsHousekeepingOutsideTheRing)
+{
+    (void)fw->boot();
+    const std::uint32_t next = fw->events().next_seq();
+    bus.attach(0);
+    for (int i = 0; i < 300; ++i) {
+        bus.host_write(0, JAL_FN_SQ_BASE_LO, 0x100000);
+        bus.host_write(0, JAL_FN_CQ_BASE_LO, 0x110000);
+        bus.host_write(0, JAL_FN_QSIZE, 4 | 4 << 16);
+        bus.host_write(0, JAL_FN_CTRL, JAL_ADMIN_CTRL_ENABLE);
+        (void)fw->poll_once();
+        bus.host_write(0, JAL_FN_CTRL, 0);
+        (void)fw->poll_once();
+    }
+    std::size_t enabled = 0;  // each enable still reaches the console, at debug level
+    for (const auto& line : bus.console_lines())
+        if (line.find("admin: debug: admin queue enabled function=0") != std::string::npos)
+            ++enabled;
+    EXPECT_EQ(enabled, 300u);
+    EXPECT_FALSE(has_event(host::kEvAdminQueueEnabled));
+    EXPECT_EQ(fw->events().oldest_seq(), 0u) << "boot events were pushed out";
+    EXPECT_EQ(fw->events().next_seq(), next);
 }
 
 TEST_F(FirmwareTest, WatchdogRecoveryIsLoggedAndCounted)

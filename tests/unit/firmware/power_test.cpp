@@ -189,6 +189,70 @@ TEST_F(PowerTest, LowerPowerLimitTakesEffectAtTheNextTick)
     EXPECT_EQ(pm.telemetry().power_limit_mw, 400000u);
 }
 
+TEST_F(PowerTest, LimitLoweredUnderTheDrawRampsDownWithoutEmergency)
+{
+    bus.power.full_load_w = 690;  // under the 700 W limit at full clock
+    start_at(JAL_CLOCK_MAX_MHZ);
+    tick(50);
+    ASSERT_GT(bus.power.power_w(), 600.0);
+    // 300 W: the draw is more than 5/4 of the new limit, yet nothing surged.
+    ASSERT_EQ(pm.request_power_limit(300000), 0u);
+    std::uint32_t lowest = JAL_CLOCK_MAX_MHZ;
+    for (int i = 0; i < 200; ++i) {
+        tick();
+        lowest = std::min(lowest, bus.power.clock_mhz);
+        EXPECT_NE(pm.telemetry().limiter, static_cast<std::uint32_t>(JAL_LIMITER_EMERGENCY))
+            << "tick " << i;
+    }
+    EXPECT_EQ(pm.telemetry().emergency_events, 0u);
+    EXPECT_GT(lowest, JAL_CLOCK_MIN_MHZ) << "the clock ramped, it did not drop to minimum";
+    EXPECT_LE(bus.power.power_w(), 300.0);
+    EXPECT_GE(bus.power.power_w(), 250.0);
+}
+
+TEST_F(PowerTest, ASurgeDuringTheRampIsStillAnEmergency)
+{
+    bus.power.full_load_w = 690;
+    start_at(JAL_CLOCK_MAX_MHZ);
+    tick(50);
+    ASSERT_EQ(pm.request_power_limit(300000), 0u);
+    tick(3);
+    bus.power.full_load_w = 3000;  // a real over-current event
+    tick(2);
+    EXPECT_GE(pm.telemetry().emergency_events, 1u);
+}
+
+TEST_F(PowerTest, PersistentLimitIsRetainedAndAppliedAtTheNextStart)
+{
+    start_at(JAL_CLOCK_MAX_MHZ);
+    EXPECT_NE(pm.request_persistent_limit(100000), 0u) << "out of range";
+    ASSERT_EQ(pm.request_persistent_limit(450000), 0u);
+    EXPECT_EQ(bus.reg(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT)), 450000u);
+    tick();
+    EXPECT_EQ(pm.telemetry().power_limit_mw, 450000u);
+    EXPECT_EQ(pm.telemetry().power_limit_saved_mw, 450000u);
+
+    // A new boot (the retained register survives the reset): the limit starts in force.
+    PowerManager next{slices, journal};
+    ASSERT_EQ(next.start(), 0u);
+    EXPECT_EQ(next.power_limit(), 450000u);
+    EXPECT_EQ(next.persistent_limit(), 450000u);
+
+    ASSERT_EQ(next.request_persistent_limit(0), 0u);
+    EXPECT_EQ(bus.reg(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT)), 0u);
+    PowerManager after_clear{slices, journal};
+    ASSERT_EQ(after_clear.start(), 0u);
+    EXPECT_EQ(after_clear.power_limit(), static_cast<std::uint32_t>(JAL_POWER_TDP_MW));
+}
+
+TEST_F(PowerTest, AnImplausibleRetainedLimitIsForgotten)
+{
+    bus.regs[JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT)] = 5;  // not a limit this firmware saves
+    start_at(JAL_CLOCK_MAX_MHZ);
+    EXPECT_EQ(pm.power_limit(), static_cast<std::uint32_t>(JAL_POWER_TDP_MW));
+    EXPECT_EQ(bus.reg(JAL_SYS_RETAIN(JAL_RETAIN_POWER_LIMIT)), 0u);
+}
+
 TEST_F(PowerTest, CurrentLimiterHoldsTheCoreRail)
 {
     bus.power.full_load_w = 690;    // under the power limit...

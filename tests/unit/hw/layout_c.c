@@ -2,6 +2,7 @@
 #include "jal/emu/protocol.h"
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
+#include "jal/hw/events.h"
 #include "jal/hw/isa.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"

@@ -62,6 +62,11 @@ public:
     uint32_t power_limit_mw();
     // Returns the limit in force, which the device may have clamped.
     uint32_t set_power_limit_mw(uint32_t milliwatts);
+    // The limit every boot starts with, kept across resets (not power cycles); 0: none.
+    // Setting it sets the limit in force too; 0 clears it. Interface 1.6 (INVALID_FIELD
+    // from older firmware).
+    uint32_t persistent_power_limit_mw();
+    uint32_t set_persistent_power_limit_mw(uint32_t milliwatts);
     // Events with sequence numbers from `first_seq` on (older ones may have been lost).
     EventLog event_log(uint32_t first_seq = 0);
     PostTrail post_trail();

@@ -86,6 +86,22 @@ uint32_t ChipFunction::power_limit_mw()
     });
 }
 
+uint32_t ChipFunction::persistent_power_limit_mw()
+{
+    return impl_->guarded([&] {
+        return impl_->run(JAL_ADMIN_GET_FEATURE, {JAL_FEATURE_POWER_LIMIT_PERSISTENT})
+            .completion.result;
+    });
+}
+
+uint32_t ChipFunction::set_persistent_power_limit_mw(uint32_t milliwatts)
+{
+    return impl_->guarded([&] {
+        return impl_->run(JAL_ADMIN_SET_FEATURE, {JAL_FEATURE_POWER_LIMIT_PERSISTENT, milliwatts})
+            .completion.result;
+    });
+}
+
 uint32_t ChipFunction::set_power_limit_mw(uint32_t milliwatts)
 {
     return impl_->guarded([&] {
