@@ -205,7 +205,8 @@ TEST(GdbStub, AFaultStopsWithSigsegvAtTheFaultingInstruction)
     expect_ready(*emu);
     fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
     const nlohmann::json status = console.ask("status");
-    EXPECT_EQ(status["reset_cause"], 2) << status.dump();  // JAL_RESET_CAUSE_WATCHDOG
+    EXPECT_EQ(status["reset_cause"], "watchdog") << status.dump();
+    EXPECT_EQ(status["reset_cause_code"], 2) << status.dump();  // JAL_RESET_CAUSE_WATCHDOG
     EXPECT_EQ(emu->stop(), "");
 }
 
