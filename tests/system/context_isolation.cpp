@@ -87,6 +87,15 @@ RowTile row_tile(Builder& b)
     return r;
 }
 
+// The tile's row TSTOREd to `dst`, waited for, and the kernel's end.
+CodeObject store_and_finish(Builder& b, const RowTile& r, X dst)
+{
+    b.tstore(r.t, dst, r.stride, r.q);
+    b.wait(r.q);
+    b.end();
+    return b.finish();
+}
+
 // TLOAD from `src` into L1, TSTORE to `dst`.
 CodeObject tload_kernel()
 {
@@ -95,10 +104,7 @@ CodeObject tload_kernel()
     RowTile r = row_tile(b);
     b.tload(r.t, src, r.stride, r.q);
     b.wait(r.q);
-    b.tstore(r.t, dst, r.stride, r.q);
-    b.wait(r.q);
-    b.end();
-    return b.finish();
+    return store_and_finish(b, r, dst);
 }
 
 // A row of 1.0 from L1, TSTOREd to `dst`.
@@ -108,10 +114,7 @@ CodeObject tstore_kernel()
     X dst = b.arg("dst", JAL_ARG_ADDRESS);
     RowTile r = row_tile(b);
     b.vfill(r.t, 1.0f);
-    b.tstore(r.t, dst, r.stride, r.q);
-    b.wait(r.q);
-    b.end();
-    return b.finish();
+    return store_and_finish(b, r, dst);
 }
 
 // Row 0 of the table at `table` gathered into L1 (TGATHER), then TSTOREd to `dst`.
@@ -127,10 +130,7 @@ CodeObject tgather_kernel()
     b.vfill_i32(idx, 0);
     b.tgather(r.t, table, row_bytes, idx, r.q);
     b.wait(r.q);
-    b.tstore(r.t, dst, r.stride, r.q);
-    b.wait(r.q);
-    b.end();
-    return b.finish();
+    return store_and_finish(b, r, dst);
 }
 
 // Scalar: *dst = *src.
