@@ -125,6 +125,9 @@ void Engine::admit()
             if (waiting_.empty() || running_.size() >= limits_.max_running) return;
             job = std::move(waiting_.front());
             waiting_.pop_front();
+            // Counted as running from the moment it leaves the queue: a submit() during
+            // its prefill must not see a free place that is not there.
+            running_count_++;
         }
         start(std::move(job));
     }

@@ -45,6 +45,7 @@ public:
     void assume_length(int, uint32_t) override {}
     std::vector<float> prefill(int, std::span<const int32_t> tokens) override
     {
+        if (before_prefill) before_prefill();
         return next_after(tokens.back());
     }
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
@@ -72,7 +73,8 @@ public:
         std::lock_guard lock(mutex_);
         return largest_batch_;
     }
-    std::function<void()> before_decode;  // runs on the engine thread
+    std::function<void()> before_decode;   // runs on the engine thread
+    std::function<void()> before_prefill;  // likewise
 
 private:
     static std::vector<float> next_after(int32_t token)
@@ -241,6 +243,38 @@ TEST_F(JalServeEngine, LimitDrainAndAbort)
     ASSERT_TRUE(first.wait());  // drained: the request in flight still completes
     EXPECT_EQ(first.last.finish, FinishReason::length);
     engine->join();
+}
+
+// The window between a request leaving the queue and its prefill ending: it still holds
+// its place, so a submit() then is refused rather than over-filling the engine.
+TEST_F(JalServeEngine, RequestInPrefillHoldsItsPlace)
+{
+    start(1, 1);
+    std::mutex m;
+    std::condition_variable cv;
+    bool in_prefill = false, release = false;
+    rt->before_prefill = [&] {
+        std::unique_lock lock(m);
+        in_prefill = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return release; });
+    };
+    Watched first(params({0}, 2));
+    ASSERT_EQ(engine->submit(first.job), Engine::Admission::accepted);
+    {
+        std::unique_lock lock(m);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return in_prefill; }));
+    }
+    EXPECT_EQ(engine->load(), 1u);
+    Watched second(params({0}, 2));
+    EXPECT_EQ(engine->submit(second.job), Engine::Admission::busy);
+    {
+        std::lock_guard lock(m);
+        release = true;
+    }
+    cv.notify_all();
+    ASSERT_TRUE(first.wait());
+    EXPECT_EQ(first.last.finish, FinishReason::length);
 }
 
 TEST_F(JalServeEngine, AbortFailsTheRequestsInFlight)
