@@ -307,6 +307,30 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
     for (size_t i = 0; i < 3; i++) EXPECT_EQ(got[i], want[i]) << "sequence " << i;
 }
 
+// "small" on 4 slices (two slice groups: several sequences' attention runs in lanes).
+jal::model::RuntimeOptions small_on_4_slices(Numerics n, uint32_t sequences, bool staged)
+{
+    jal::model::RuntimeOptions o;
+    o.numerics = n;
+    o.max_sequences = sequences;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 32;
+    o.slices = 4;
+    o.staged = staged;
+    return o;
+}
+
+void expect_same_bits(const std::vector<std::vector<float>>& a,
+                      const std::vector<std::vector<float>>& b)
+{
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++) {
+        ASSERT_EQ(a[i].size(), b[i].size());
+        EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0)
+            << "logits " << i;
+    }
+}
+
 // A layer as one staged dispatch computes exactly what one dispatch a kernel computes:
 // the same logits bit for bit, prefill and decode, one sequence and two (on 4 slices
 // "small" has two slice groups, so two sequences' attention runs as lanes inside the
@@ -318,14 +342,8 @@ TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
         std::vector<std::vector<float>> logits[2];
         uint64_t dispatches[2] = {0, 0};
         for (int staged = 0; staged < 2; staged++) {
-            jal::model::RuntimeOptions o;
-            o.numerics = n;
-            o.max_sequences = 2;
-            o.n_ctx = 64;
-            o.max_batch_tokens = 32;
-            o.slices = 4;
-            o.staged = staged == 1;
-            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                small_on_4_slices(n, 2, staged == 1));
             int a = rt->create_sequence(), b = rt->create_sequence();
             logits[staged].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
             logits[staged].push_back(rt->prefill(b, std::vector<int32_t>{9, 8, 7}));
@@ -334,14 +352,7 @@ TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
             for (std::vector<float>& l : rt->decode(two)) logits[staged].push_back(std::move(l));
             dispatches[staged] = rt->last().dispatches;
         }
-        ASSERT_EQ(logits[0].size(), logits[1].size());
-        for (size_t i = 0; i < logits[0].size(); i++) {
-            ASSERT_EQ(logits[0][i].size(), logits[1][i].size());
-            EXPECT_EQ(std::memcmp(logits[0][i].data(), logits[1][i].data(),
-                                  logits[0][i].size() * sizeof(float)),
-                      0)
-                << "logits " << i;
-        }
+        expect_same_bits(logits[0], logits[1]);
         EXPECT_LT(dispatches[1], dispatches[0]) << "a staged decode step is fewer dispatches";
     }
 }
@@ -359,14 +370,8 @@ TEST_F(ModelRuntime, MixedStepGivesTheLogitsOfPrefillAndDecodeApart)
             std::vector<std::vector<float>> logits[2];
             uint64_t passes[2] = {0, 0};
             for (int mixed = 0; mixed < 2; mixed++) {
-                jal::model::RuntimeOptions o;
-                o.numerics = n;
-                o.max_sequences = 3;
-                o.n_ctx = 64;
-                o.max_batch_tokens = 32;
-                o.slices = 4;
-                o.staged = staged;
-                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                    small_on_4_slices(n, 3, staged));
                 int a = rt->create_sequence(), b = rt->create_sequence(), c = rt->create_sequence();
                 rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5});
                 rt->prefill(c, std::vector<int32_t>{11, 12});
@@ -390,14 +395,7 @@ TEST_F(ModelRuntime, MixedStepGivesTheLogitsOfPrefillAndDecodeApart)
             EXPECT_LT(passes[1], passes[0]);
             if (staged) EXPECT_EQ(passes[1], 1u);
             ASSERT_EQ(logits[0].size(), 6u);
-            ASSERT_EQ(logits[1].size(), 6u);
-            for (size_t i = 0; i < logits[0].size(); i++) {
-                ASSERT_EQ(logits[0][i].size(), logits[1][i].size());
-                EXPECT_EQ(std::memcmp(logits[0][i].data(), logits[1][i].data(),
-                                      logits[0][i].size() * sizeof(float)),
-                          0)
-                    << "logits " << i;
-            }
+            expect_same_bits(logits[0], logits[1]);
         }
 }
 
