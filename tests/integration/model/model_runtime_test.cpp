@@ -393,7 +393,9 @@ TEST_F(ModelRuntime, MixedStepGivesTheLogitsOfPrefillAndDecodeApart)
             }
             // One pass, not a prefill and a decode: fewer dispatches (one, staged).
             EXPECT_LT(passes[1], passes[0]);
-            if (staged) EXPECT_EQ(passes[1], 1u);
+            if (staged) {
+                EXPECT_EQ(passes[1], 1u);
+            }
             ASSERT_EQ(logits[0].size(), 6u);
             expect_same_bits(logits[0], logits[1]);
         }
