@@ -30,6 +30,7 @@
 
 #include <jal/api.h>
 #include <jal/jal.hpp>
+#include <jal/model/deepseek_config.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
 namespace jal::model {
@@ -88,8 +89,9 @@ inline constexpr double kStaticPowerW = 125.0;
 
 class JAL_API Runtime {
 public:
-    // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
-    // uploads its weights, builds the kernels.
+    // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config) or a DeepSeek-V3
+    // one (general.architecture "deepseek2", read_deepseek_config; docs/deepseek.md), places
+    // and uploads its weights, builds the kernels.
     static std::unique_ptr<Runtime> open(const std::string& gguf_path,
                                          const runtime::Device& device,
                                          const RuntimeOptions& options);
@@ -98,8 +100,15 @@ public:
     static std::unique_ptr<Runtime> open_shape(const GptOssConfig& config,
                                                const runtime::Device& device,
                                                const RuntimeOptions& options);
+    // The same for a DeepSeek-V3 shape (published_deepseek_config).
+    static std::unique_ptr<Runtime> open_shape(const DeepseekConfig& config,
+                                               const runtime::Device& device,
+                                               const RuntimeOptions& options);
     virtual ~Runtime() = default;
 
+    // GPT-OSS: the model's configuration. DeepSeek-V3: the fields every architecture shares
+    // (layers, hidden, heads, experts, vocabulary, ...; n_head_kv 1 and head_dim C + R, its
+    // latent cache's single head).
     virtual const GptOssConfig& config() const = 0;
     virtual const RuntimeOptions& options() const = 0;
     virtual uint32_t slices() const = 0;

@@ -1,0 +1,167 @@
+// The DeepSeek-V3 model runtime (deepseek2: MLA in the absorbed form, group routing with the
+// correction bias, the shared expert, dense leading layers, YaRN RoPE on the decoupled dims)
+// end to end through a real jal-emu: the synthetic ds-tiny (R1's routing: groups) and
+// kimi-tiny (Kimi's: many experts, no groups) presets, the logits of a prefill and greedy
+// decode steps against the double-precision host pass of tests/reference/deepseek
+// (itself checked against llama.cpp there), in both numerics.
+//
+// Tolerances as for GPT-OSS (model_runtime_test.cpp): F32 on the chip against double,
+// kTol × max(1, largest |logit|) in native numerics; in ggml numerics both sides round the
+// activations of the MXFP4 experts to Q8_0 and an F32 value that lands on the other side of
+// a rounding boundary moves one int8 step, hence kTolGgml (the two modes differ by more:
+// checked).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <jal/jal.hpp>
+#include <jal/model/gguf.hpp>
+#include <jal/model/runtime.hpp>
+#include <jal/model/synthetic_deepseek.hpp>
+
+#include "fixture/emu_process.hpp"
+#include "reference/deepseek/deepseek_forward.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using jal::model::Numerics;
+
+constexpr double kTol = 2e-4;
+constexpr double kTolGgml = 2e-3;
+
+struct ModelDir {
+    fs::path path = fs::temp_directory_path() / ("jal-deepseek-test-" + std::to_string(::getpid()));
+    ModelDir() { fs::create_directories(path); }
+    ~ModelDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+std::string model_file(const std::string& preset)
+{
+    static const ModelDir dir;
+    const fs::path p = dir.path / (preset + ".gguf");
+    if (!fs::exists(p)) {
+        auto o = *jal::model::synthetic_deepseek_preset(preset);
+        o.seed = 11;
+        jal::model::write_synthetic_deepseek(p.string(), o);
+    }
+    return p.string();
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b, double* scale)
+{
+    double d = 0, s = 1;
+    for (size_t i = 0; i < b.size(); i++) {
+        d = std::max(d, std::fabs(a[i] - b[i]));
+        s = std::max(s, std::fabs(b[i]));
+    }
+    *scale = s;
+    return d;
+}
+
+int32_t argmax(const std::vector<double>& v)
+{
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class DeepseekRuntime : public jal::test::EmuTest {
+protected:
+    jal::test::EmuOptions emu_options() const override
+    {
+        jal::test::EmuOptions o;
+        o.extra_args = {"--fw", "native"};
+        return o;
+    }
+    void SetUp() override
+    {
+        jal::test::EmuTest::SetUp();
+        device_ = std::make_unique<jal::runtime::Device>(0, emu().socket_dir());
+    }
+    void TearDown() override
+    {
+        device_.reset();
+        jal::test::EmuTest::TearDown();
+    }
+    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n)
+    {
+        jal::model::RuntimeOptions o;
+        o.numerics = n;
+        o.max_sequences = 2;
+        o.n_ctx = 64;
+        o.max_batch_tokens = 16;  // a 20-token prompt runs in two chunks
+        o.slices = 4;
+        return jal::model::Runtime::open(model_file(preset), *device_, o);
+    }
+    void check_against_reference(const std::string& preset, Numerics n, uint32_t prompt_len,
+                                 uint32_t steps)
+    {
+        auto rt = open(preset, n);
+        const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
+        const jal::test::DeepseekReference ref(file, n == Numerics::ggml);
+        auto rseq = ref.new_sequence();
+        const double tol = n == Numerics::ggml ? kTolGgml : kTol;
+        std::vector<int32_t> prompt;
+        for (uint32_t i = 0; i < prompt_len; i++)
+            prompt.push_back(static_cast<int32_t>((i * 37 + 11) % rt->config().n_vocab));
+        const int seq = rt->create_sequence();
+        std::vector<float> got = rt->prefill(seq, prompt);
+        std::vector<double> want = ref.forward(rseq, prompt);
+        double scale = 1;
+        double d = max_abs_diff(got, want, &scale);
+        EXPECT_LE(d, tol * scale) << preset << " prefill of " << prompt_len << " tokens";
+        std::printf("[ %s %s ] prefill: max |logit diff| %.3g (scale %.3g)\n", preset.c_str(),
+                    jal::model::numerics_name(n), d, scale);
+        {
+            const jal::test::DeepseekReference other(file, n != Numerics::ggml);
+            auto oseq = other.new_sequence();
+            const std::vector<double> o = other.forward(oseq, prompt);
+            const std::vector<float> of(o.begin(), o.end());
+            double s2 = 1;
+            EXPECT_GT(max_abs_diff(of, want, &s2), kTolGgml * s2) << "the numerics should differ";
+        }
+        for (uint32_t s = 0; s < steps; s++) {
+            const int32_t tok = argmax(want);
+            const std::vector<std::pair<int, int32_t>> batch = {{seq, tok}};
+            got = rt->decode(batch)[0];
+            want = ref.forward(rseq, {tok});
+            d = max_abs_diff(got, want, &scale);
+            EXPECT_LE(d, tol * scale) << preset << " decode step " << s;
+            std::printf("[ %s %s ] decode %u: max |logit diff| %.3g\n", preset.c_str(),
+                        jal::model::numerics_name(n), s, d);
+        }
+        EXPECT_EQ(rt->sequence_length(seq), prompt_len + steps);
+    }
+
+    std::unique_ptr<jal::runtime::Device> device_;
+};
+
+}  // namespace
+
+TEST_F(DeepseekRuntime, DsTinyMatchesReferenceNative)
+{
+    check_against_reference("ds-tiny", Numerics::native, 20, 4);
+}
+TEST_F(DeepseekRuntime, DsTinyMatchesReferenceGgml)
+{
+    check_against_reference("ds-tiny", Numerics::ggml, 20, 4);
+}
+TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceNative)
+{
+    check_against_reference("kimi-tiny", Numerics::native, 20, 4);
+}
+TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceGgml)
+{
+    check_against_reference("kimi-tiny", Numerics::ggml, 20, 4);
+}
