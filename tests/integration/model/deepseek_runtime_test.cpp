@@ -165,3 +165,60 @@ TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceGgml)
 {
     check_against_reference("kimi-tiny", Numerics::ggml, 20, 4);
 }
+
+// Continuous batching: two sequences of different lengths decode in one step, each against
+// its own reference pass (their caches on different slices).
+TEST_F(DeepseekRuntime, TwoSequencesDecodeTogether)
+{
+    auto rt = open("ds-tiny", Numerics::native);
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model_file("ds-tiny"));
+    const jal::test::DeepseekReference ref(file, false);
+    const std::vector<std::vector<int32_t>> prompts = {{5, 9, 200, 3, 77},
+                                                       {13, 1, 250, 42, 8, 8, 91, 17, 2}};
+    std::vector<int> seqs;
+    std::vector<jal::test::DeepseekReference::Sequence> rseqs;
+    std::vector<std::vector<double>> want;
+    for (const auto& p : prompts) {
+        seqs.push_back(rt->create_sequence());
+        rt->prefill(seqs.back(), p);
+        rseqs.push_back(ref.new_sequence());
+        want.push_back(ref.forward(rseqs.back(), p));
+    }
+    for (int step = 0; step < 3; step++) {
+        std::vector<std::pair<int, int32_t>> batch;
+        for (size_t i = 0; i < seqs.size(); i++) batch.push_back({seqs[i], argmax(want[i])});
+        const auto got = rt->decode(batch);
+        ASSERT_EQ(got.size(), 2u);
+        for (size_t i = 0; i < seqs.size(); i++) {
+            want[i] = ref.forward(rseqs[i], {batch[i].second});
+            double scale = 1;
+            EXPECT_LE(max_abs_diff(got[i], want[i], &scale), kTol * scale)
+                << "sequence " << i << " step " << step;
+        }
+    }
+    EXPECT_EQ(rt->sequence_length(seqs[0]), 8u);
+    EXPECT_EQ(rt->sequence_length(seqs[1]), 12u);
+}
+
+// The pass as one staged dispatch (RuntimeOptions::staged, the default) gives the bits of
+// one dispatch a kernel.
+TEST_F(DeepseekRuntime, StagedPassGivesTheLogitsOfOneDispatchAKernel)
+{
+    const std::vector<int32_t> prompt = {4, 8, 15, 16, 23, 42, 7};
+    std::vector<std::vector<float>> out;
+    std::vector<uint64_t> dispatches;
+    for (bool staged : {true, false}) {
+        jal::model::RuntimeOptions o;
+        o.max_sequences = 1, o.n_ctx = 32, o.slices = 4, o.staged = staged;
+        auto rt = jal::model::Runtime::open(model_file("kimi-tiny"), *device_, o);
+        const int seq = rt->create_sequence();
+        out.push_back(rt->prefill(seq, prompt));
+        const std::vector<std::pair<int, int32_t>> batch = {{seq, 3}};
+        out.push_back(rt->decode(batch)[0]);
+        dispatches.push_back(rt->last().dispatches);
+    }
+    EXPECT_EQ(out[0], out[2]);
+    EXPECT_EQ(out[1], out[3]);
+    EXPECT_EQ(dispatches[0], 1u);
+    EXPECT_GT(dispatches[1], 40u);
+}

@@ -74,6 +74,7 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
     queue_ = std::make_unique<runtime::Queue>(context_, 16384);
     kernels::LauncherOptions lo;
     lo.args = {JAL_PLACE_REPLICATED, all_mask_};
+    lo.stages = o_.staged;
     launch_ = std::make_unique<kernels::Launcher>(device_, context_, *queue_, lo);
     upload_tables();
     run_batch();
