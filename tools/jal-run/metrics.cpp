@@ -1,5 +1,7 @@
 #include "metrics.hpp"
 
+#include <algorithm>
+
 #include <jal/model/runtime.hpp>
 
 namespace jal::run {
@@ -23,13 +25,15 @@ Metrics compute_metrics(const RunFigures& f)
     m.output_tok_s = seconds > 0 ? out / seconds : 0;
     m.tok_s = m.output_tok_s;
     m.mixed_tok_s = seconds > 0 ? mixed / seconds : 0;
-    const double joules = jal::model::kStaticPowerW * seconds +
-                          (double(f.prefill_energy_nj) * f.users + f.decode_energy_nj) / 1e9;
+    const double chips = std::max<uint32_t>(f.chips, 1);
+    const double joules =
+        chips * (jal::model::kStaticPowerW * seconds +
+                 (double(f.prefill_energy_nj) * f.users + f.decode_energy_nj) / 1e9);
     m.avg_power_w = seconds > 0 ? joules / seconds : 0;
     const double kw = m.avg_power_w / 1000.0;
     m.tok_s_per_kw = kw > 0 ? m.tok_s / kw : 0;
     m.mixed_tok_s_per_kw_modelled = kw > 0 ? m.mixed_tok_s / kw : 0;
-    m.mixed_tok_s_per_kw_rated = m.mixed_tok_s / kRatedPowerKw;
+    m.mixed_tok_s_per_kw_rated = m.mixed_tok_s / (kRatedPowerKw * chips);
     return m;
 }
 

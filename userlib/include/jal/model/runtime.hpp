@@ -68,6 +68,13 @@ struct RuntimeOptions {
     // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
+    // Timing only, DeepSeek-V3: the chip is one of a tray of `tray_chips` that run every
+    // token together (docs/deepseek.md, "Timing-only shapes"): the attention heads, the dense
+    // FFNs, the shared expert and the LM head split tray_chips ways (tensor parallel), the
+    // routed experts too (expert parallel: n_expert / tray_chips on this chip, which serve
+    // n_expert_used / tray_chips of each token's pairs in expectation). The exchange between
+    // the chips (two all-reduces a layer) is not modelled here. 1: the whole model.
+    uint32_t tray_chips = 1;
     // Called while weights upload: bytes done, of total.
     std::function<void(uint64_t done, uint64_t total)> progress;
 };

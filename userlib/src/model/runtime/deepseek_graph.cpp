@@ -55,12 +55,14 @@ const k::Program& DeepseekRuntime::program(const std::string& key,
     return *it->second;
 }
 
-void DeepseekRuntime::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what)
+void DeepseekRuntime::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
+                          int lane)
 {
     k::DispatchOptions d;
     d.slice_mask = mask;
     d.timing_only = o_.timing_only;
     d.label = what;
+    d.lane = lane;
     launch_->add(p, args, d);
 }
 
@@ -93,6 +95,10 @@ void DeepseekRuntime::expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k
     const std::string key =
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} norm{}", g.tokens, g.k, g.experts, g.n,
                     g.kdim, int(g.weight), per_pair, int(g.numerics), g.rms_norm);
+    if (o_.timing_only && lin::uniform_active(g) < g.experts) {
+        timing_expert_gemm(m, tokens, kk, x, x_stride, y, what, norm);
+        return;
+    }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -100,17 +106,71 @@ void DeepseekRuntime::expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k
     add(code, all_mask_, k::Args(args), what);
 }
 
+// Timing only, with fewer pairs than experts: the ids read as zeros inside a kernel, so the
+// expert GEMM is charged as a plain GEMM of the same traffic (as the GPT-OSS runtime does,
+// docs/model-runtime.md "Timing-only mode"): the experts uniform routing makes active, on
+// the slices that hold them, ⌈pairs / active⌉ rows each.
+void DeepseekRuntime::timing_expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t kk,
+                                         uint64_t x, uint64_t x_stride, uint64_t y,
+                                         const char* what, const DsVec* norm)
+{
+    const uint32_t E = m.experts, span = std::max<uint32_t>(1, E / kk);
+    std::vector<bool> active(E, false);
+    for (uint32_t t = 0; t < std::min(tokens, span); t++)
+        for (uint32_t j = 0; j < kk; j++) active[lin::uniform_expert(E, kk, t, j)] = true;
+    std::vector<uint32_t> per_slice(S_, 0);
+    std::vector<uint64_t> first(S_, 0);
+    uint32_t A = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        if (!active[e]) continue;
+        A++;
+        for (uint32_t s = 0; s < S_; s++) {
+            const lin::Range r = lin::slice_range(E, S_, s);
+            if (e < r.begin || e >= r.end) continue;
+            if (!per_slice[s]++)
+                first[s] = va(m.shards[s]) + uint64_t{e - r.begin} * m.row_bytes * m.n;
+            break;
+        }
+    }
+    uint32_t busy = 0, most = 0;
+    uint64_t mask = 0;
+    std::vector<uint64_t> table;
+    for (uint32_t s = 0; s < S_; s++)
+        if (per_slice[s]) {
+            busy++, most = std::max(most, per_slice[s]), mask |= 1ull << s;
+            table.push_back(first[s]);
+        }
+    const std::string tkey = fmt::format("{}:{}:{}", static_cast<const void*>(&m), tokens, kk);
+    auto it = timing_tables_.find(tkey);
+    if (it == timing_tables_.end()) {
+        auto mem = std::make_unique<runtime::Memory>(context_, 8ull * 64, JAL_PLACE_REPLICATED,
+                                                     all_mask_, 0);
+        launch_->upload(mem->va(), table.data(), table.size() * 8);
+        it = timing_tables_.emplace(tkey, std::move(mem)).first;
+    }
+    lin::GemmConfig g;
+    g.m = std::max<uint32_t>(1, (tokens * kk + A - 1) / A), g.n = busy * most * m.n, g.k = m.kdim;
+    g.weight = m.dtype, g.numerics = lin_numerics(o_.numerics);
+    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
+    const std::string key = fmt::format("tgemm m{} n{} k{} w{} n{} norm{}", g.m, g.n, g.k,
+                                        int(g.weight), int(g.numerics), g.rms_norm);
+    const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
+    std::vector<uint64_t> args = {x, x_stride};
+    if (norm) args.push_back(va(norm->place));
+    args.insert(args.end(), {it->second->va(), m.row_bytes, y, uint64_t{g.n} * 4});
+    add(code, mask, k::Args(args), what);
+}
+
 // RoPE (the kernel's NEOX halves: the weights' pe rows are permuted to match) on `rows`
 // single heads of R dims, `stride` apart, at the positions listed at `positions`.
 void DeepseekRuntime::rope(uint32_t rows, uint64_t x, uint64_t stride, uint64_t positions,
                            const char* what)
 {
-    const uint32_t br = std::clamp<uint32_t>(rows, 1, 64);
-    const k::Program& code = program(fmt::format("rope d{} b{}", c_.n_rot, br), [&] {
-        k::RopeConfig r;
-        r.n_head = 1, r.head_dim = c_.n_rot, r.block_rows = br;
-        return k::build_rope_neox(r);
-    });
+    k::RopeConfig r;
+    r.n_head = 1, r.head_dim = c_.n_rot;
+    r.block_rows = std::clamp<uint32_t>(rows, 1, r.rows_per_block());
+    const k::Program& code = program(fmt::format("rope d{} b{}", c_.n_rot, r.block_rows),
+                                     [&] { return k::build_rope_neox(r); });
     add(code, all_mask_, {x, stride, rows, positions, 0, va(rope_cos_.place), va(rope_sin_.place)},
         what);
 }
@@ -119,12 +179,11 @@ void DeepseekRuntime::rope(uint32_t rows, uint64_t x, uint64_t stride, uint64_t 
 void DeepseekRuntime::swiglu(uint32_t rows, uint32_t cols, uint64_t gu, uint64_t out,
                              const char* what)
 {
-    const uint32_t br = std::clamp<uint32_t>(rows, 1, 64);
-    const k::Program& code = program(fmt::format("swiglu c{} b{}", cols, br), [&] {
-        k::SwigluConfig w;
-        w.cols = cols, w.oai = false, w.block_rows = br;
-        return k::build_swiglu_oai(w);
-    });
+    k::SwigluConfig w;
+    w.cols = cols, w.oai = false;
+    w.block_rows = std::clamp<uint32_t>(rows, 1, w.rows_per_block());
+    const k::Program& code = program(fmt::format("swiglu c{} b{}", cols, w.block_rows),
+                                     [&] { return k::build_swiglu_oai(w); });
     const uint64_t C4 = uint64_t{cols} * 4;
     add(code, all_mask_, {gu, 2 * C4, gu + C4, 2 * C4, out, C4, rows}, what);
 }
@@ -142,13 +201,18 @@ void DeepseekRuntime::add_attention(uint32_t il, uint32_t T, const std::vector<S
         a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
         return k::build_kv_append(a);
     });
+    // Several sequences: each one's append and attention on a lane of its own (their caches
+    // are on different slices), side by side.
+    const bool lanes = lanes_ > 1 && segs.size() > 1;
+    if (lanes) launch_->fork();
     for (const Segment& sg : segs) {
         const uint32_t j = static_cast<uint32_t>(sg.seq);
+        const int lane = lanes ? static_cast<int>(j % lanes_) : -1;
         const uint64_t heads = va(slots_[j].heads[il]);
-        const uint64_t own = mask_of(kv_slice(j), 1);
+        const uint64_t own = mask_of(kv_slice(j, il), 1);
         const bool wide = sg.rows > 1;
         add(append, own, {lat + sg.row0 * A4, A4, lat + sg.row0 * A4, A4, sg.rows, sg.pos0, heads},
-            "kv_append");
+            "kv_append", lane);
         const uint32_t qb = wide ? std::max(1u, 64 / c_.n_head) : 0;
         const k::Program& attn =
             program(fmt::format("mla h{} d{} c{} q{}", c_.n_head, W_, o_.n_ctx, qb), [&] {
@@ -161,8 +225,9 @@ void DeepseekRuntime::add_attention(uint32_t il, uint32_t T, const std::vector<S
         add(attn, wide ? all_mask_ : own,
             {va(a_.qf) + sg.row0 * QW, QW, va(a_.att) + sg.row0 * QW, QW, sg.rows, sg.pos0, heads,
              0},
-            "attention");
+            "attention", lane);
     }
+    if (lanes) launch_->join();
 }
 
 void DeepseekRuntime::add_mla(uint32_t il, const std::vector<Segment>& segs, uint32_t T)
@@ -174,12 +239,11 @@ void DeepseekRuntime::add_mla(uint32_t il, const std::vector<Segment>& segs, uin
     gemm(L.wa, T, x, E4, a, A4, "attn_q_a_kv_a", &L.attn_norm);
     gemm(L.wq_b, T, a, A4, q, H * Dk4, "attn_q_b", &L.q_a_norm);
     {
-        const uint32_t br = std::clamp<uint32_t>(T, 1, 64);
-        const k::Program& code = program(fmt::format("rms_norm c{} b{}", C, br), [&] {
-            k::RmsNormConfig r;
-            r.cols = C, r.eps = c_.rms_eps, r.block_rows = br;
-            return k::build_rms_norm(r);
-        });
+        k::RmsNormConfig r;
+        r.cols = C, r.eps = c_.rms_eps;
+        r.block_rows = std::clamp<uint32_t>(T, 1, r.rows_per_block());
+        const k::Program& code = program(fmt::format("rms_norm c{} b{}", C, r.block_rows),
+                                         [&] { return k::build_rms_norm(r); });
         const uint64_t c = a + uint64_t{c_.q_lora_rank} * 4;
         add(code, all_mask_, {c, A4, va(L.kv_a_norm.place), c, A4, T}, "attn_kv_a_norm");
     }
@@ -204,20 +268,19 @@ void DeepseekRuntime::add_dense_ffn(uint32_t il, uint32_t T)
 void DeepseekRuntime::add_moe(uint32_t il, uint32_t T)
 {
     const DsLayer& L = layers_[il];
-    const uint32_t K = c_.n_expert_used, X = c_.n_expert, F = c_.n_ff_exp;
-    const uint32_t Fs = F * c_.n_expert_shared;
+    // K: pairs a token routes to this chip (all of them but for a tray's timing shape).
+    const uint32_t K = k_local_, X = c_.n_expert, F = c_.n_ff_exp, Fs = shared_ff_;
     const uint64_t E4 = uint64_t{c_.n_embd} * 4, F4 = uint64_t{F} * 4, Fs4 = uint64_t{Fs} * 4;
     const uint64_t x = va(a_.x);
     gemm(L.router, T, x, E4, va(a_.rlog), X * 4ull, "router", &L.ffn_norm);
-    const uint32_t br = std::clamp<uint32_t>(T, 1, 64);
-    const k::Program& route = program(fmt::format("group_routing b{}", br), [&] {
-        k::MoeGroupRoutingConfig r;
-        r.n_expert = X, r.k = K, r.n_group = c_.n_expert_groups, r.n_group_used = c_.n_group_used;
-        r.norm = c_.expert_weights_norm;
-        r.scale = c_.expert_weights_scale != 0 ? c_.expert_weights_scale : 1.0f;
-        r.block_rows = br;
-        return k::build_moe_group_routing(r);
-    });
+    k::MoeGroupRoutingConfig r;
+    r.n_expert = X, r.k = c_.n_expert_used, r.n_group = c_.n_expert_groups,
+    r.n_group_used = c_.n_group_used;
+    r.norm = c_.expert_weights_norm;
+    r.scale = c_.expert_weights_scale != 0 ? c_.expert_weights_scale : 1.0f;
+    r.block_rows = std::clamp<uint32_t>(T, 1, r.rows_per_block());
+    const k::Program& route = program(fmt::format("group_routing b{}", r.block_rows),
+                                      [&] { return k::build_moe_group_routing(r); });
     const DsVec& bias = c_.has_expert_bias ? L.expert_bias : zero_bias_;
     add(route, all_mask_, {va(a_.rlog), X * 4ull, va(bias.place), va(a_.ids), va(a_.wts), T},
         "moe_routing");
@@ -229,11 +292,12 @@ void DeepseekRuntime::add_moe(uint32_t il, uint32_t T)
     expert_gemm(L.down_exps, T, K, true, va(a_.act), F4, va(a_.ids), va(a_.eo), E4,
                 "ffn_down_exps");
     gemm(L.sh_down, T, va(a_.sact), Fs4, x, E4, "ffn_down_shexp", nullptr, true);
-    const k::Program& combine = program(fmt::format("combine c{} k{} b{}", c_.n_embd, K, br), [&] {
-        k::MoeCombineConfig m;
-        m.cols = c_.n_embd, m.k = K, m.block_rows = br, m.residual = true;
-        return k::build_moe_combine(m);
-    });
+    k::MoeCombineConfig m;
+    m.cols = c_.n_embd, m.k = K, m.residual = true;
+    m.block_rows = std::clamp<uint32_t>(T, 1, m.rows_per_block());
+    const k::Program& combine =
+        program(fmt::format("combine c{} k{} b{}", c_.n_embd, K, m.block_rows),
+                [&] { return k::build_moe_combine(m); });
     add(combine, all_mask_, {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 

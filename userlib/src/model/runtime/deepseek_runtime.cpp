@@ -32,6 +32,21 @@ void check_supported(const DeepseekConfig& c)
     if (c.n_rot % 2 || c.n_rot == 0) refuse("with an odd or zero RoPE width");
 }
 
+void check_options(const DeepseekConfig& c, const RuntimeOptions& o)
+{
+    if (o.tray_chips == 1) return;
+    if (!o.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: tray_chips (the experts split over chips) needs timing_only");
+    const uint32_t n = o.tray_chips;
+    if (n == 0 || c.n_expert % n || c.n_head % n || c.n_ff % n ||
+        c.n_ff_exp * c.n_expert_shared % n)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: {} experts, {} heads, FFN widths {} and {} do not "
+                                "split over {} chips",
+                                c.n_expert, c.n_head, c.n_ff, c.n_ff_exp * c.n_expert_shared, n));
+}
+
 GptOssConfig summary_of(const DeepseekConfig& c)
 {
     GptOssConfig s;
@@ -54,6 +69,8 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
       device_(device), context_(device), placement_(1)
 {
     check_supported(c_);
+    check_options(c_, o_);
+    shard_for_tray();
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
     S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
@@ -75,6 +92,8 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
     kernels::LauncherOptions lo;
     lo.args = {JAL_PLACE_REPLICATED, all_mask_};
     lo.stages = o_.staged;
+    lanes_ = std::min<uint32_t>(o_.max_sequences, 8);
+    lo.lanes = lanes_ > 1 ? lanes_ : 0;
     launch_ = std::make_unique<kernels::Launcher>(device_, context_, *queue_, lo);
     upload_tables();
     run_batch();
@@ -88,7 +107,7 @@ void DeepseekRuntime::plan_caches()
     slots_.resize(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
-            slots_[j].cache.push_back(placement_.reserve(static_cast<int>(kv_slice(j)), bytes));
+            slots_[j].cache.push_back(placement_.reserve(static_cast<int>(kv_slice(j, il)), bytes));
             slots_[j].heads.push_back(placement_.reserve(Placement::kReplicated, 16));
         }
 }
@@ -97,8 +116,9 @@ void DeepseekRuntime::plan_activations()
 {
     const int R = Placement::kReplicated, I = Placement::kInterleaved;
     const uint64_t T = T_, H = c_.n_head, K = std::max<uint32_t>(c_.n_expert_used, 1);
+    const uint64_t Kl = std::max<uint32_t>(k_local_, 1);
     const uint64_t E4 = uint64_t{c_.n_embd} * 4, F = std::max(K * c_.n_ff_exp, uint64_t{c_.n_ff});
-    const uint64_t Fs = uint64_t{c_.n_ff_exp} * c_.n_expert_shared;
+    const uint64_t Fs = shared_ff_;
     a_.x = placement_.reserve(I, T * E4);
     a_.a = placement_.reserve(I, T * A_ * 4);
     a_.q = placement_.reserve(I, T * H * c_.head_dim_k * 4);
@@ -112,7 +132,7 @@ void DeepseekRuntime::plan_activations()
     a_.act = placement_.reserve(I, T * F * 4);
     a_.sgu = placement_.reserve(I, T * std::max<uint64_t>(Fs, 1) * 2 * 4);
     a_.sact = placement_.reserve(I, T * std::max<uint64_t>(Fs, 1) * 4);
-    a_.eo = placement_.reserve(I, T * K * E4);
+    a_.eo = placement_.reserve(I, T * Kl * E4);
     a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
@@ -140,11 +160,11 @@ void DeepseekRuntime::upload_tables()
     for (size_t i = 0; i < hids.size(); i++) hids[i] = static_cast<int32_t>(i % c_.n_head);
     launch_->upload(va(a_.hids), hids.data(), hids.size() * 4);
     if (!o_.timing_only || c_.n_expert == 0) return;
-    std::vector<int32_t> ids(size_t{T_} * c_.n_expert_used);
+    std::vector<int32_t> ids(size_t{T_} * k_local_);
     for (size_t i = 0; i < ids.size(); i++)
-        ids[i] = static_cast<int32_t>(lin::uniform_expert(
-            c_.n_expert, c_.n_expert_used, static_cast<uint32_t>(i / c_.n_expert_used),
-            static_cast<uint32_t>(i % c_.n_expert_used)));
+        ids[i] = static_cast<int32_t>(lin::uniform_expert(local_experts(), k_local_,
+                                                          static_cast<uint32_t>(i / k_local_),
+                                                          static_cast<uint32_t>(i % k_local_)));
     launch_->upload(va(a_.ids), ids.data(), ids.size() * 4);
 }
 
@@ -161,6 +181,23 @@ void DeepseekRuntime::upload_weights()
                     {va(m->shards[s]), m->data + m->first_row[s] * unit, m->shards[s].bytes});
     }
     upload_pieces(device_, *queue_, pieces, o_.progress);
+}
+
+// One chip's share of a tray (RuntimeOptions::tray_chips): its heads, dense and shared FFN
+// columns, vocabulary rows and experts; each token's pairs spread evenly over the chips.
+void DeepseekRuntime::shard_for_tray()
+{
+    const uint32_t n = std::max<uint32_t>(o_.tray_chips, 1);
+    shared_ff_ = c_.n_ff_exp * c_.n_expert_shared / n;
+    k_local_ = std::max<uint32_t>(1, c_.n_expert_used / n);
+    c_.n_head /= n;
+    c_.n_ff /= n;
+    c_.n_vocab = (c_.n_vocab + n - 1) / n;
+}
+
+uint32_t DeepseekRuntime::local_experts() const
+{
+    return c_.n_expert / std::max<uint32_t>(o_.tray_chips, 1);
 }
 
 const DeepseekRuntime::Slot& DeepseekRuntime::slot(int seq) const
@@ -297,15 +334,15 @@ uint64_t DeepseekRuntime::decode_min_bytes(uint32_t users, uint32_t context) con
     };
     double total = bytes(output_) + double(embd_row_bytes_) * users;
     const double distinct =
-        c_.n_expert ? expected_active_experts(
-                          {.tokens = users, .k = c_.n_expert_used, .experts = c_.n_expert})
-                    : 0;
+        c_.n_expert
+            ? expected_active_experts({.tokens = users, .k = k_local_, .experts = local_experts()})
+            : 0;
     for (const DsLayer& L : layers_) {
         for (const DsMatrix* m : {&L.wa, &L.wq_b, &L.k_abs, &L.v_abs, &L.wo, &L.gate_up, &L.down,
                                   &L.router, &L.sh_gate_up, &L.sh_down})
             if (m->n) total += bytes(*m);
         if (L.gate_up_exps.n)
-            total += (bytes(L.gate_up_exps) + bytes(L.down_exps)) / c_.n_expert * distinct;
+            total += (bytes(L.gate_up_exps) + bytes(L.down_exps)) / local_experts() * distinct;
         total += double(users) * context * W_ * 4;
     }
     return static_cast<uint64_t>(total);

@@ -102,7 +102,12 @@ private:
 
     const Slot& slot(int seq) const;
     Slot& slot(int seq) { return const_cast<Slot&>(std::as_const(*this).slot(seq)); }
-    uint32_t kv_slice(uint32_t j) const { return j % S_; }
+    // Slot j's cache of layer il: successive layers on successive slices, so a long
+    // sequence's cache spreads over the chip (one slice's 3.4 GiB holds R1's 8k-token cache
+    // of a few layers, not of 61).
+    uint32_t kv_slice(uint32_t j, uint32_t il) const { return (j + il) % S_; }
+    uint32_t local_experts() const;
+    void shard_for_tray();
 
     // deepseek_weights.cpp
     const GgufTensor* tensor(const std::string& name) const;
@@ -129,13 +134,16 @@ private:
     // deepseek_graph.cpp
     const kernels::Program& program(const std::string& key,
                                     const std::function<kernels::CodeObject()>& build);
-    void add(const kernels::Program& p, uint64_t mask, const kernels::Args& args, const char* what);
+    void add(const kernels::Program& p, uint64_t mask, const kernels::Args& args, const char* what,
+             int lane = -1);
     void gemm(const DsMatrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, uint64_t y,
               uint64_t y_stride, const char* what, const DsVec* norm = nullptr,
               bool accumulate = false);
     void expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k, bool per_pair, uint64_t x,
                      uint64_t x_stride, uint64_t ids, uint64_t y, uint64_t y_stride,
                      const char* what, const DsVec* norm = nullptr);
+    void timing_expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k, uint64_t x,
+                            uint64_t x_stride, uint64_t y, const char* what, const DsVec* norm);
     void rope(uint32_t rows, uint64_t x, uint64_t stride, uint64_t positions, const char* what);
     void swiglu(uint32_t rows, uint32_t cols, uint64_t gu, uint64_t out, const char* what);
     void add_attention(uint32_t il, uint32_t T, const std::vector<Segment>& segs);
@@ -159,12 +167,16 @@ private:
     uint32_t T_ = 0;          // rows of a graph run
     uint32_t W_ = 0;          // C + R: a cache row, the absorbed query's width
     uint32_t A_ = 0;          // a row of wa's output: q_lora + C + R
+    uint32_t k_local_ = 0;    // pairs a token routes to this chip's experts
+    uint32_t shared_ff_ = 0;  // the shared experts' width on this chip
     double kq_scale_ = 0;     // the score scale with YaRN's magnitude (docs/deepseek.md §1)
     double rope_attn_ = 1.0;  // YarnParams::attn_factor of the RoPE tables
     Placement placement_;
     std::unique_ptr<runtime::Queue> queue_;
     std::unique_ptr<kernels::Launcher> launch_;
     std::map<std::string, std::unique_ptr<kernels::Program>> programs_;
+    std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;
+    uint32_t lanes_ = 0;  // attention lanes of a decode step of several sequences
     std::map<std::string, ChipTotals> by_kernel_;
     std::vector<std::vector<std::byte>> owned_;
     std::vector<std::pair<Place, const DsVec*>> vec_uploads_;

@@ -292,15 +292,17 @@ void DeepseekRuntime::plan_ffn(DsLayer& L, uint32_t il)
         L.down = matrix(n("ffn_down.weight"), E, c_.n_ff, 0, JAL_DT_BF16);
         return;
     }
-    const uint32_t X = c_.n_expert, F = c_.n_ff_exp, Fs = F * c_.n_expert_shared;
+    const uint32_t X = c_.n_expert, F = c_.n_ff_exp, Fs = shared_ff_;
     L.router = matrix(n("ffn_gate_inp.weight"), X, E, 0, JAL_DT_BF16);
     if (c_.has_expert_bias) plan_vec(L.expert_bias, n("exp_probs_b.bias"), X * 4ull);
     L.sh_gate_up =
         fused({n("ffn_gate_shexp.weight"), n("ffn_up_shexp.weight")}, 2 * Fs, E, 0, JAL_DT_BF16);
     L.sh_down = matrix(n("ffn_down_shexp.weight"), E, Fs, 0, JAL_DT_BF16);
-    // Each expert's gate rows then its up rows: one expert of 2F rows.
+    // Each expert's gate rows then its up rows: one expert of 2F rows. Timing only, one chip
+    // of tray_chips holds its share of the experts.
+    const uint32_t Xl = local_experts();
     L.gate_up_exps =
-        fused({n("ffn_gate_exps.weight"), n("ffn_up_exps.weight")}, 2 * F, E, X, JAL_DT_MXFP4);
+        fused({n("ffn_gate_exps.weight"), n("ffn_up_exps.weight")}, 2 * F, E, Xl, JAL_DT_MXFP4);
     if (file_) {
         const uint64_t part = L.gate_up_exps.row_bytes * F;
         std::vector<std::byte> il_(L.gate_up_exps.row_bytes * 2 * F * X);
@@ -312,7 +314,7 @@ void DeepseekRuntime::plan_ffn(DsLayer& L, uint32_t il)
         }
         L.gate_up_exps.data = keep(std::move(il_));
     }
-    L.down_exps = matrix(n("ffn_down_exps.weight"), E, F, X, JAL_DT_MXFP4);
+    L.down_exps = matrix(n("ffn_down_exps.weight"), E, F, Xl, JAL_DT_MXFP4);
 }
 
 void DeepseekRuntime::plan_rope_tables()

@@ -387,6 +387,9 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
     S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
+    if (o_.tray_chips != 1)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: tray_chips is for DeepSeek-V3 shapes (docs/deepseek.md)");
     if (S_ > usable || S_ > 64)
         throw Error(
             JAL_STATUS_INVALID_FIELD,
