@@ -558,6 +558,27 @@ int run_on_chip(const Options& o, Request& r)
 
 }  // namespace
 
+// The options of --timing-only projections (docs/model-runtime.md, "Timing-only mode").
+void add_timing_options(CLI::App& app, Options& o)
+{
+    app.add_flag("--timing-only", o.timing_only,
+                 "No weights: project modelled figures for --shape");
+    app.add_option("--shape", o.shape,
+                   "With --timing-only: gpt-oss-120b (default), gpt-oss-20b, deepseek-r1 or "
+                   "kimi-k2.5 (the last two as one chip of an 8-chip tray: --tray-chips)");
+    app.add_option("--tray-chips", o.tray_chips,
+                   "With a DeepSeek-V3 --shape: the chips of the tray (default 8) that split "
+                   "heads, FFNs and experts; this chip's share is modelled, the exchange not")
+        ->check(CLI::Range(1u, 64u));
+    app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
+        ->check(CLI::Range(1, 65536));
+    app.add_option(
+        "--project-out", o.project_out,
+        "With --timing-only: report figures for this many output tokens from the measured steps");
+}
+
 int main(int argc, char** argv)
 {
     CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
@@ -602,22 +623,7 @@ int main(int argc, char** argv)
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");
-    app.add_flag("--timing-only", o.timing_only,
-                 "No weights: project modelled figures for --shape");
-    app.add_option("--shape", o.shape,
-                   "With --timing-only: gpt-oss-120b (default), gpt-oss-20b, deepseek-r1 or "
-                   "kimi-k2.5 (the last two as one chip of an 8-chip tray: --tray-chips)");
-    app.add_option("--tray-chips", o.tray_chips,
-                   "With a DeepSeek-V3 --shape: the chips the routed experts are split over "
-                   "(default 8; this chip holds its share, the exchange is not modelled)")
-        ->check(CLI::Range(1u, 64u));
-    app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
-        ->check(CLI::Range(1, 1024));
-    app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
-        ->check(CLI::Range(1, 65536));
-    app.add_option(
-        "--project-out", o.project_out,
-        "With --timing-only: report figures for this many output tokens from the measured steps");
+    add_timing_options(app, o);
     app.add_option("--slices", o.slices,
                    "Dispatch slices (default 8; every slice with --timing-only)");
     app.add_flag("--json", o.json, "Print one JSON document");
