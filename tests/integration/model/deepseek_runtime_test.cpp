@@ -222,3 +222,31 @@ TEST_F(DeepseekRuntime, StagedPassGivesTheLogitsOfOneDispatchAKernel)
     EXPECT_EQ(dispatches[0], 1u);
     EXPECT_GT(dispatches[1], 40u);
 }
+
+// Timing only, as one chip of a tray of 2 (RuntimeOptions::tray_chips): the graph runs on
+// the shape alone, charges modelled time and writes nothing to the weights, caches or
+// activations. A real model refuses the tray.
+TEST_F(DeepseekRuntime, TimingOnlyTrayShareWritesNothing)
+{
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model_file("ds-tiny"));
+    const jal::model::DeepseekConfig cfg = jal::model::read_deepseek_config(file);
+    jal::model::RuntimeOptions o;
+    o.timing_only = true, o.tray_chips = 2, o.slices = 4, o.max_sequences = 2, o.n_ctx = 32;
+    auto rt = jal::model::Runtime::open_shape(cfg, *device_, o);
+    EXPECT_EQ(rt->config().n_head, cfg.n_head);  // the model's, not the chip's share
+    const int a = rt->create_sequence(), b = rt->create_sequence();
+    const std::vector<int32_t> prompt(12, 0);
+    const std::vector<float> logits = rt->prefill(a, prompt);
+    EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return v == 0; }));
+    EXPECT_GT(rt->last().modelled_ns, 0u);
+    rt->assume_length(b, 12);
+    const std::vector<std::pair<int, int32_t>> batch = {{a, 0}, {b, 0}};
+    rt->decode(batch);
+    EXPECT_GT(rt->last().modelled_ns, 0u);
+    const std::vector<uint8_t> bytes = rt->read_back_data_for_test();
+    EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t v) { return v == 0; }));
+
+    jal::model::RuntimeOptions real;
+    real.tray_chips = 2, real.slices = 4;
+    EXPECT_THROW(jal::model::Runtime::open(model_file("ds-tiny"), *device_, real), jal::Error);
+}
