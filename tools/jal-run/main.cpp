@@ -97,13 +97,14 @@ jal::model::GptOssConfig shape_config(const std::string& name)
 
 // A timing-only shape on the device. The DeepSeek-V3 ones (docs/deepseek.md, "Timing-only
 // shapes") do not fit one chip: by default the chip is one of a tray of 8 that split the
-// routed experts, and a prompt chunk holds at most 8192 (token, head) pairs.
+// routed experts, and a prompt chunk holds at most 8192 (token, head) pairs of its heads.
 std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::RuntimeOptions ro,
                                                 uint32_t users, jal::runtime::Device& device)
 {
     if (auto ds = jal::model::published_deepseek_config(o.shape)) {
         ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
-        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / ds->n_head), users);
+        const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
+        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
         return jal::model::Runtime::open_shape(*ds, device, ro);
     }
     if (o.tray_chips > 1)

@@ -21,6 +21,7 @@
 #include <jal/kernels/library/transformer.hpp>
 
 #include "deepseek_runtime.hpp"
+#include "gemm_split.hpp"
 
 namespace jal::model::detail {
 
@@ -55,14 +56,12 @@ const k::Program& DeepseekRuntime::program(const std::string& key,
     return *it->second;
 }
 
-void DeepseekRuntime::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
-                          int lane)
+void DeepseekRuntime::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what)
 {
     k::DispatchOptions d;
     d.slice_mask = mask;
     d.timing_only = o_.timing_only;
     d.label = what;
-    d.lane = lane;
     launch_->add(p, args, d);
 }
 
@@ -74,8 +73,16 @@ void DeepseekRuntime::gemm(const DsMatrix& m, uint32_t rows, uint64_t x, uint64_
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = false;
     g.numerics = lin_numerics(o_.numerics);
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
-    const std::string key = fmt::format("gemm m{} n{} k{} w{} n{} norm{} acc{}", g.m, g.n, g.k,
-                                        int(g.weight), int(g.numerics), g.rms_norm, accumulate);
+    // Row groups for a prompt's many rows (docs/model-runtime.md, "The graph"): the same bits.
+    g.row_groups = gemm_row_groups(rows, S_, uint64_t{m.kdim} * 4,
+                                   (m.n + S_ - 1) / S_ * m.row_bytes, [&](uint32_t groups) {
+                                       lin::GemmConfig p = g;
+                                       p.row_groups = groups;
+                                       return lin::plan_gemm(p).m_chunk;
+                                   });
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} n{} norm{} acc{} g{}", g.m, g.n, g.k, int(g.weight),
+                    int(g.numerics), g.rms_norm, accumulate, g.row_groups);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -191,9 +198,13 @@ void DeepseekRuntime::swiglu(uint32_t rows, uint32_t cols, uint64_t gu, uint64_t
 // Each sequence's latent rows into its cache, then its queries' attention over the cache:
 // MQA, one KV head C + R wide, on the slot's slice (a prompt: on every slice, the cache
 // read remotely by most).
-void DeepseekRuntime::add_attention(uint32_t il, uint32_t T, const std::vector<Segment>& segs)
+// Each sequence's latent rows into its cache, then its queries' attention over the cache:
+// MQA, one KV head C + R wide. The caches are interleaved over every slice's HBM, so every
+// slice reads them at once: a decode step's attention is split by keys over all slices
+// (flash decoding, one sequence after another), a prompt's in items of up to 512 rows
+// (queries × heads) on every slice.
+void DeepseekRuntime::add_attention(uint32_t il, const std::vector<Segment>& segs)
 {
-    (void)T;
     const uint64_t A4 = uint64_t{A_} * 4, QW = uint64_t{c_.n_head} * W_ * 4;
     const uint64_t lat = va(a_.a) + uint64_t{c_.q_lora_rank} * 4;
     const k::Program& append = program(fmt::format("kv_append d{} c{}", W_, o_.n_ctx), [&] {
@@ -201,33 +212,27 @@ void DeepseekRuntime::add_attention(uint32_t il, uint32_t T, const std::vector<S
         a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
         return k::build_kv_append(a);
     });
-    // Several sequences: each one's append and attention on a lane of its own (their caches
-    // are on different slices), side by side.
-    const bool lanes = lanes_ > 1 && segs.size() > 1;
-    if (lanes) launch_->fork();
     for (const Segment& sg : segs) {
         const uint32_t j = static_cast<uint32_t>(sg.seq);
-        const int lane = lanes ? static_cast<int>(j % lanes_) : -1;
         const uint64_t heads = va(slots_[j].heads[il]);
-        const uint64_t own = mask_of(kv_slice(j, il), 1);
         const bool wide = sg.rows > 1;
-        add(append, own, {lat + sg.row0 * A4, A4, lat + sg.row0 * A4, A4, sg.rows, sg.pos0, heads},
-            "kv_append", lane);
-        const uint32_t qb = wide ? std::max(1u, 64 / c_.n_head) : 0;
-        const k::Program& attn =
-            program(fmt::format("mla h{} d{} c{} q{}", c_.n_head, W_, o_.n_ctx, qb), [&] {
+        add(append, mask_of(kv_slice(j, il), 1),
+            {lat + sg.row0 * A4, A4, lat + sg.row0 * A4, A4, sg.rows, sg.pos0, heads}, "kv_append");
+        const uint32_t qb = wide ? std::max(1u, 512 / c_.n_head) : 0, splits = wide ? 1 : S_;
+        const k::Program& attn = program(
+            fmt::format("mla h{} d{} c{} q{} s{}", c_.n_head, W_, o_.n_ctx, qb, splits), [&] {
                 k::AttentionConfig a;
                 a.n_head = c_.n_head, a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
                 a.scale = static_cast<float>(kq_scale_);
-                a.q_block = qb, a.k_block = W_ > 256 ? 128 : 0;
+                a.q_block = qb, a.k_block = W_ > 256 ? (wide ? 32 : 128) : 0;
+                a.key_splits = splits;
                 return k::build_attention(a);
             });
-        add(attn, wide ? all_mask_ : own,
+        add(attn, all_mask_,
             {va(a_.qf) + sg.row0 * QW, QW, va(a_.att) + sg.row0 * QW, QW, sg.rows, sg.pos0, heads,
              0},
-            "attention", lane);
+            "attention");
     }
-    if (lanes) launch_->join();
 }
 
 void DeepseekRuntime::add_mla(uint32_t il, const std::vector<Segment>& segs, uint32_t T)
@@ -250,7 +255,7 @@ void DeepseekRuntime::add_mla(uint32_t il, const std::vector<Segment>& segs, uin
     rope(T * H, q + Dn * 4ull, Dk4, va(a_.qpos), "rope_q");
     rope(T, a + (A_ - c_.n_rot) * 4ull, A4, va(a_.pos), "rope_k");
     expert_gemm(L.k_abs, T * H, 1, false, q, Dk4, va(a_.hids), va(a_.qf), W_ * 4ull, "attn_k_b");
-    add_attention(il, T, segs);
+    add_attention(il, segs);
     expert_gemm(L.v_abs, T * H, 1, false, va(a_.att), W_ * 4ull, va(a_.hids), va(a_.o),
                 c_.head_dim_v * 4ull, "attn_v_b");
     gemm(L.wo, T, va(a_.o), uint64_t{H} * c_.head_dim_v * 4, x, E4, "attn_output", nullptr, true);

@@ -92,15 +92,14 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
     kernels::LauncherOptions lo;
     lo.args = {JAL_PLACE_REPLICATED, all_mask_};
     lo.stages = o_.staged;
-    lanes_ = std::min<uint32_t>(o_.max_sequences, 8);
-    lo.lanes = lanes_ > 1 ? lanes_ : 0;
     launch_ = std::make_unique<kernels::Launcher>(device_, context_, *queue_, lo);
     upload_tables();
     run_batch();
     if (!o_.timing_only) upload_weights();
 }
 
-// Slot j's cache of every layer on slice kv_slice(j): K (n_ctx × W) then Vᵀ (W × n_ctx).
+// Slot j's cache of every layer, interleaved over the slices (every slice reads it, split by
+// keys or by queries): K (n_ctx × W) then Vᵀ (W × n_ctx).
 void DeepseekRuntime::plan_caches()
 {
     const uint64_t bytes = 2ull * o_.n_ctx * W_ * 4;

@@ -93,7 +93,7 @@ private:
         bool used = false;
         uint32_t len = 0;
         std::vector<Place> heads;  // per layer: the head table {k_va, vt_va}
-        std::vector<Place> cache;  // per layer: K then Vᵀ, on slice kv_slice(slot)
+        std::vector<Place> cache;  // per layer: K then Vᵀ, interleaved over the slices
     };
     struct Segment {  // one sequence's rows of a graph run
         int seq;
@@ -102,9 +102,8 @@ private:
 
     const Slot& slot(int seq) const;
     Slot& slot(int seq) { return const_cast<Slot&>(std::as_const(*this).slot(seq)); }
-    // Slot j's cache of layer il: successive layers on successive slices, so a long
-    // sequence's cache spreads over the chip (one slice's 3.4 GiB holds R1's 8k-token cache
-    // of a few layers, not of 61).
+    // The slice that appends slot j's latent rows of layer il (the cache itself is
+    // interleaved): successive layers and slots on successive slices.
     uint32_t kv_slice(uint32_t j, uint32_t il) const { return (j + il) % S_; }
     uint32_t local_experts() const;
     void shard_for_tray();
@@ -134,8 +133,7 @@ private:
     // deepseek_graph.cpp
     const kernels::Program& program(const std::string& key,
                                     const std::function<kernels::CodeObject()>& build);
-    void add(const kernels::Program& p, uint64_t mask, const kernels::Args& args, const char* what,
-             int lane = -1);
+    void add(const kernels::Program& p, uint64_t mask, const kernels::Args& args, const char* what);
     void gemm(const DsMatrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, uint64_t y,
               uint64_t y_stride, const char* what, const DsVec* norm = nullptr,
               bool accumulate = false);
@@ -146,7 +144,7 @@ private:
                             uint64_t x_stride, uint64_t y, const char* what, const DsVec* norm);
     void rope(uint32_t rows, uint64_t x, uint64_t stride, uint64_t positions, const char* what);
     void swiglu(uint32_t rows, uint32_t cols, uint64_t gu, uint64_t out, const char* what);
-    void add_attention(uint32_t il, uint32_t T, const std::vector<Segment>& segs);
+    void add_attention(uint32_t il, const std::vector<Segment>& segs);
     void add_mla(uint32_t il, const std::vector<Segment>& segs, uint32_t T);
     void add_dense_ffn(uint32_t il, uint32_t T);
     void add_moe(uint32_t il, uint32_t T);
@@ -176,7 +174,6 @@ private:
     std::unique_ptr<kernels::Launcher> launch_;
     std::map<std::string, std::unique_ptr<kernels::Program>> programs_;
     std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;
-    uint32_t lanes_ = 0;  // attention lanes of a decode step of several sequences
     std::map<std::string, ChipTotals> by_kernel_;
     std::vector<std::vector<std::byte>> owned_;
     std::vector<std::pair<Place, const DsVec*>> vec_uploads_;
