@@ -21,6 +21,7 @@
 #include <jal/kernels/library/transformer.hpp>
 
 #include "deepseek_runtime.hpp"
+#include "expert_split.hpp"
 #include "gemm_split.hpp"
 
 namespace jal::model::detail {
@@ -94,23 +95,47 @@ void DeepseekRuntime::expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k
                                   uint64_t x, uint64_t x_stride, uint64_t ids, uint64_t y,
                                   uint64_t y_stride, const char* what, const DsVec* norm)
 {
+    const bool by_rows = split_by_rows(m, tokens, kk, per_pair);
     lin::ExpertGemmConfig g;
     g.tokens = tokens, g.k = kk, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
     g.weight = m.dtype, g.bias = false, g.input_per_pair = per_pair;
     g.numerics = lin_numerics(o_.numerics);
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
+    g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
     const std::string key =
-        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} norm{}", g.tokens, g.k, g.experts, g.n,
-                    g.kdim, int(g.weight), per_pair, int(g.numerics), g.rms_norm);
-    if (o_.timing_only && lin::uniform_active(g) < g.experts) {
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} norm{} r{}", g.tokens, g.k, g.experts,
+                    g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), g.rms_norm, by_rows);
+    if (o_.timing_only && !by_rows && lin::uniform_active(g) < g.experts) {
         timing_expert_gemm(m, tokens, kk, x, x_stride, y, what, norm);
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
-    args.insert(args.end(), {ids, va(m.table), m.row_bytes, m.row_bytes * m.n, y, y_stride});
+    args.insert(args.end(), {ids, va(by_rows ? m.row_table : m.table), m.row_bytes,
+                             m.row_bytes * m.n, y, y_stride});
     add(code, all_mask_, k::Args(args), what);
+}
+
+// Split by rows when the second layout is kept, the kernel can stream, and its busiest
+// slice then reads fewer bytes (the GPT-OSS runtime's rule, expert_split.hpp).
+bool DeepseekRuntime::split_by_rows(const DsMatrix& m, uint32_t tokens, uint32_t kk,
+                                    bool per_pair) const
+{
+    if (m.row_shards.empty()) return false;
+    lin::ExpertGemmConfig g;
+    g.tokens = tokens, g.k = kk, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
+    g.weight = m.dtype, g.input_per_pair = per_pair;
+    if (!lin::expert_gemm_streams(g, S_)) return false;
+    const ExpertGemmShape sh{.tokens = tokens,
+                             .k = kk,
+                             .experts = m.experts,
+                             .slices = S_,
+                             .n = m.n,
+                             .kdim = m.kdim,
+                             .row_bytes = m.row_bytes,
+                             .per_pair = per_pair};
+    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
 }
 
 // Timing only, with fewer pairs than experts: the ids read as zeros inside a kernel, so the

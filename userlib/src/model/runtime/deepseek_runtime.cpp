@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/hw/chip.h>
 #include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/linear.hpp>
 
@@ -87,6 +88,7 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
     plan_weights();
     plan_caches();
     plan_activations();
+    plan_expert_rows();
     placement_.allocate(context_);
     queue_ = std::make_unique<runtime::Queue>(context_, 16384);
     kernels::LauncherOptions lo;
@@ -148,6 +150,10 @@ void DeepseekRuntime::upload_tables()
         std::vector<uint64_t> table(S_, 0);
         for (uint32_t s = 0; s < S_; s++) table[s] = m->shards[s].bytes ? va(m->shards[s]) : 0;
         launch_->upload(va(m->table), table.data(), table.size() * 8);
+        if (m->row_shards.empty()) continue;
+        for (uint32_t s = 0; s < S_; s++)
+            table[s] = m->row_shards[s].bytes ? va(m->row_shards[s]) : 0;
+        launch_->upload(va(m->row_table), table.data(), table.size() * 8);
     }
     for (Slot& sl : slots_)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
@@ -178,6 +184,13 @@ void DeepseekRuntime::upload_weights()
             if (m->shards[s].bytes && m->data)
                 pieces.push_back(
                     {va(m->shards[s]), m->data + m->first_row[s] * unit, m->shards[s].bytes});
+        for (uint32_t s = 0; s < m->row_shards.size() && m->data; s++) {
+            const lin::Range r = lin::slice_range(m->n, S_, s);
+            for (uint32_t e = 0; e < m->experts && r.size(); e++)
+                pieces.push_back({va(m->row_shards[s]) + uint64_t{e} * r.size() * m->row_bytes,
+                                  m->data + (uint64_t{e} * m->n + r.begin) * m->row_bytes,
+                                  r.size() * m->row_bytes});
+        }
     }
     upload_pieces(device_, *queue_, pieces, o_.progress);
 }
@@ -197,6 +210,34 @@ void DeepseekRuntime::shard_for_tray()
 uint32_t DeepseekRuntime::local_experts() const
 {
     return c_.n_expert / std::max<uint32_t>(o_.tray_chips, 1);
+}
+
+// The routed experts' second layout, split by rows, as the GPT-OSS runtime keeps it
+// (RuntimeOptions::expert_layout; automatic: only if no slice then passes 90 % of its HBM).
+void DeepseekRuntime::plan_expert_rows()
+{
+    if (o_.expert_layout == ExpertLayout::experts) return;
+    std::vector<DsMatrix*> ms;
+    for (DsLayer& L : layers_)
+        if (L.gate_up_exps.n) ms.insert(ms.end(), {&L.gate_up_exps, &L.down_exps});
+    auto shard_bytes = [&](const DsMatrix& m, uint32_t s) {
+        return uint64_t{m.experts} * lin::slice_range(m.n, S_, s).size() * m.row_bytes;
+    };
+    constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
+    if (o_.expert_layout == ExpertLayout::automatic)
+        for (uint32_t s = 0; s < S_; s++) {
+            uint64_t extra = 0;
+            for (const DsMatrix* m : ms) extra += shard_bytes(*m, s);
+            if (placement_.slice_load(s) + extra > kSliceBytes / 10 * 9) return;
+        }
+    for (DsMatrix* m : ms) {
+        for (uint32_t s = 0; s < S_; s++) {
+            const uint64_t bytes = shard_bytes(*m, s);
+            m->row_shards.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
+                                          : Place{});
+        }
+        m->row_table = placement_.reserve(Placement::kReplicated, 8ull * S_);
+    }
 }
 
 const DeepseekRuntime::Slot& DeepseekRuntime::slot(int seq) const

@@ -43,6 +43,10 @@ struct DsMatrix {
     std::vector<Place> shards;
     std::vector<uint32_t> first_row;
     Place table;
+    // Routed experts, when the runtime keeps the second layout (docs/model-runtime.md, "Expert
+    // split"): per slice its rows slice_range(n) of every expert, and their shard table.
+    std::vector<Place> row_shards;
+    Place row_table;
 };
 
 struct DsVec {  // read whole by every slice (replicated)
@@ -118,6 +122,8 @@ private:
     void plan_rope_tables();
     void plan_caches();
     void plan_activations();
+    void plan_expert_rows();
+    bool split_by_rows(const DsMatrix& m, uint32_t tokens, uint32_t k, bool per_pair) const;
     void plan_vec(DsVec& v, const std::byte* data, uint64_t bytes);
     void plan_vec(DsVec& v, const std::string& name, uint64_t bytes);
     DsMatrix matrix(const std::string& name, uint32_t n, uint32_t kdim, uint32_t experts,
