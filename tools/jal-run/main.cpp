@@ -57,6 +57,7 @@ struct Options {
     uint32_t concurrency = 1;
     uint32_t prompt_len = 1024;
     uint32_t project_out = 0;
+    std::string schedule = "serial";
     uint32_t slices = 0;
     bool json = false;
     bool quiet = false;
@@ -95,23 +96,6 @@ jal::model::GptOssConfig shape_config(const std::string& name)
                                               "kimi-k2.5)");
 }
 
-// A timing-only shape on the device. The DeepSeek-V3 ones (docs/deepseek.md, "Timing-only
-// shapes") do not fit one chip: by default the chip is one of a tray of 8 that split the
-// routed experts, and a prompt chunk holds at most 8192 (token, head) pairs of its heads.
-std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::RuntimeOptions ro,
-                                                uint32_t users, jal::runtime::Device& device)
-{
-    if (auto ds = jal::model::published_deepseek_config(o.shape)) {
-        ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
-        const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
-        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
-        return jal::model::Runtime::open_shape(*ds, device, ro);
-    }
-    if (o.tray_chips > 1)
-        throw CLI::ValidationError("--tray-chips", "only the DeepSeek-V3 shapes split experts");
-    return jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
-}
-
 // What to generate, from the command line.
 struct Request {
     jal::model::Numerics numerics;
@@ -120,6 +104,7 @@ struct Request {
     std::vector<int32_t> force;
     uint32_t n_out = 0;
     uint32_t users = 1;
+    bool mixed = false;                                // --schedule mixed
     std::string model_path;                            // empty with --timing-only
     std::unique_ptr<jal::model::Tokenizer> tokenizer;  // when the model has a vocabulary
 };
@@ -152,6 +137,14 @@ void text_prompt(const Options& o, Request& r)
         *r.tokenizer, o.prompt.value_or(jal::run::kDefaultTextPrompt), o.chat, o.system);
 }
 
+// Steps of one prompt mixed into the decode steps of the other users − 1 sequences: chunks
+// of what a step of max_rows rows leaves.
+uint32_t mixed_chunks(uint32_t prompt_len, uint32_t max_rows, uint32_t users)
+{
+    const uint32_t chunk = max_rows - (users - 1);
+    return (prompt_len + chunk - 1) / chunk;
+}
+
 Request parse_request(const Options& o)
 {
     Request r;
@@ -164,11 +157,46 @@ Request parse_request(const Options& o)
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
     if (r.n_out == 0) throw CLI::ValidationError("--n", "at least one token");
     r.users = std::max<uint32_t>(1, o.concurrency);
+    if (o.schedule != "serial" && o.schedule != "mixed")
+        throw CLI::ValidationError("--schedule", "expected serial or mixed");
+    r.mixed = o.schedule == "mixed";
+    if (r.mixed && (!o.timing_only || o.project_out < 2 || r.n_out < 2))
+        throw CLI::ValidationError("--schedule", "mixed projects a served load: it needs "
+                                                 "--timing-only, --project-out and --n 2 or more");
+    if (r.mixed) {
+        const uint32_t k = mixed_chunks(o.prompt_len, std::max(2048u, r.users + 1), r.users);
+        if (uint64_t{r.users} * k > o.project_out - 1 + k)
+            throw CLI::ValidationError(
+                "--schedule", fmt::format("mixed: {} users' prompts need {} chunk steps, more "
+                                          "than the {} steps of their generation carry",
+                                          r.users, uint64_t{r.users} * k, o.project_out - 1 + k));
+    }
     r.model_path = o.model;
     if (!o.timing_only && r.model_path.empty())
         r.model_path = jal::run::default_model_path(o.quiet || o.json);
     text_prompt(o, r);
     return r;
+}
+
+// A timing-only shape on the device. The DeepSeek-V3 ones (docs/deepseek.md, "Timing-only
+// shapes") do not fit one chip: by default the chip is one of a tray of 8 that split the
+// routed experts, and a prompt chunk holds at most 8192 (token, head) pairs of its heads.
+std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::RuntimeOptions ro,
+                                                const Request& r, jal::runtime::Device& device)
+{
+    const uint32_t users = r.users;
+    if (auto ds = jal::model::published_deepseek_config(o.shape)) {
+        if (r.mixed)
+            throw CLI::ValidationError("--schedule", "mixed is not implemented for the "
+                                                     "DeepSeek-V3 shapes yet");
+        ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
+        const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
+        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
+        return jal::model::Runtime::open_shape(*ds, device, ro);
+    }
+    if (o.tray_chips > 1)
+        throw CLI::ValidationError("--tray-chips", "only the DeepSeek-V3 shapes split experts");
+    return jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
 }
 
 // Opens the model (or, timing only, its shape) on the device, fills in the default prompt
@@ -205,7 +233,12 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
         // Long prompts prefill in chunks of 2048 rows: the most the expert GEMM takes (8192
         // pairs), so each expert's weights serve as many rows as they can.
         ro.max_batch_tokens = std::max(std::min(o.prompt_len, 2048u), r.users);
-        rt = open_shape(o, ro, r.users, device);
+        if (r.mixed) {
+            // A step holds the other users' decode rows and a chunk of the new prompt.
+            ro.max_batch_tokens = std::max(2048u, r.users + 1);
+            ro.n_ctx += mixed_chunks(o.prompt_len, ro.max_batch_tokens, r.users);
+        }
+        rt = open_shape(o, ro, r, device);
         if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {
         rt = jal::model::Runtime::open(r.model_path, device, ro);
@@ -260,6 +293,7 @@ struct Generation {
     uint64_t decode_hbm_bytes = 0;
     uint64_t prefill_dispatches = 0;  // one user's prompt
     uint64_t decode_dispatches = 0;   // every measured decode step
+    uint64_t mixed_dispatches = 0;    // --schedule mixed: one prompt's chunk steps
 };
 
 // Prefills every user's prompt (timing only: one, the others take the same length).
@@ -329,6 +363,27 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
     if (text) {
         text->finish();
         g.text = text->text();
+    }
+}
+
+// --schedule mixed: the steady state of a served load, where a new request's prompt runs in
+// chunks inside the decode steps of the other users − 1 sequences (C requests in flight, one
+// of them prefilling). The last user's sequence makes room for it; one prompt is measured.
+void mixed_prefill(const Request& r, jal::model::Runtime& rt, Generation& g)
+{
+    rt.free_sequence(g.seqs.back());
+    const int seq = rt.create_sequence();
+    g.seqs.back() = seq;
+    const uint32_t chunk = rt.options().max_batch_tokens - (r.users - 1);
+    std::vector<std::pair<int, int32_t>> batch;
+    for (uint32_t u = 0; u + 1 < r.users; u++) batch.push_back({g.seqs[u], 0});
+    const std::span<const int32_t> prompt(r.prompt);
+    for (size_t at = 0; at < prompt.size(); at += chunk) {
+        rt.mixed_step(batch, seq, prompt.subspan(at, std::min<size_t>(chunk, prompt.size() - at)));
+        g.fig.mixed_steps++;
+        g.fig.mixed_ns += rt.last().modelled_ns;
+        g.fig.mixed_energy_nj += rt.last().energy_nj;
+        g.mixed_dispatches += rt.last().dispatches;
     }
 }
 
@@ -410,6 +465,15 @@ void inferencex_json(nlohmann::json& j, const Generation& g, const Summary& s)
     j["decode_hbm_util"] = s.decode_hbm_util;
     j["dispatches_per_step"] = s.dispatches_per_step;
     j["prefill_dispatches"] = g.prefill_dispatches;
+    j["schedule"] = g.fig.mixed_steps ? "mixed" : "serial";
+    if (g.fig.out_tokens > 1)  // a decode step of every sequence (TPOT in the serial schedule)
+        j["decode_step_ms"] = g.fig.decode_ns / 1e6 / (g.fig.out_tokens - 1);
+    if (g.fig.mixed_steps) {
+        j["mixed_steps"] = g.fig.mixed_steps;
+        j["mixed_step_ms"] = g.fig.mixed_ns / 1e6 / g.fig.mixed_steps;
+        j["mixed_dispatches"] = g.mixed_dispatches;
+        j["prefill_alone_ms"] = g.fig.prefill_ns / 1e6;
+    }
 }
 
 void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, const Generation& g,
@@ -473,6 +537,10 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
         std::printf("one chip of a tray of %u (its share modelled, the exchange not): power and "
                     "per-kW figures for the tray\n",
                     g.fig.chips);
+    if (g.fig.mixed_steps)
+        std::printf("schedule mixed: a prompt in %u chunk steps of %.3f ms (alone: %.3f ms)\n",
+                    g.fig.mixed_steps, g.fig.mixed_ns / 1e6 / g.fig.mixed_steps,
+                    g.fig.prefill_ns / 1e6);
     std::printf("mixed tok/s per kW: %.0f rated (%.0f W), %.0f modelled (%.1f W); %.0f dispatches "
                 "a decode step\n",
                 s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000 * g.fig.chips,
@@ -548,6 +616,7 @@ int run_on_chip(const Options& o, Request& r)
     Generation g;
     prefill(o, r, *rt, g);
     decode(o, r, *rt, g);
+    if (r.mixed) mixed_prefill(r, *rt, g);
     const Summary s = summarize(o, r, *rt, g);
     if (o.json)
         print_json(o, r, *rt, g, s, load_s);
@@ -557,9 +626,7 @@ int run_on_chip(const Options& o, Request& r)
     return 0;
 }
 
-}  // namespace
-
-// The options of --timing-only projections (docs/model-runtime.md, "Timing-only mode").
+// The options of --timing-only runs: the shape, the load and how it is scheduled.
 void add_timing_options(CLI::App& app, Options& o)
 {
     app.add_flag("--timing-only", o.timing_only,
@@ -578,7 +645,15 @@ void add_timing_options(CLI::App& app, Options& o)
     app.add_option(
         "--project-out", o.project_out,
         "With --timing-only: report figures for this many output tokens from the measured steps");
+    app.add_option("--schedule", o.schedule,
+                   "With --timing-only and --project-out: how prompts share the chip with "
+                   "decoding. serial (default): each prompt prefilled alone, then every "
+                   "sequence decoded together. mixed: continuous batching's steady state, a "
+                   "new prompt's chunks inside the decode steps of the other sequences "
+                   "(docs/performance.md, \"Mixed steps\")");
 }
+
+}  // namespace
 
 int main(int argc, char** argv)
 {

@@ -250,3 +250,26 @@ TEST_F(DeepseekRuntime, TimingOnlyTrayShareWritesNothing)
     real.tray_chips = 2, real.slices = 4;
     EXPECT_THROW(jal::model::Runtime::open(model_file("ds-tiny"), *device_, real), jal::Error);
 }
+
+// mixed_step (a decode step beside another sequence's prompt chunk): the numbers of the
+// decode step and of the prefill, each against its reference pass.
+TEST_F(DeepseekRuntime, MixedStepGivesTheDecodeAndThePrefill)
+{
+    auto rt = open("kimi-tiny", Numerics::native);
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model_file("kimi-tiny"));
+    const jal::test::DeepseekReference ref(file, false);
+    const std::vector<int32_t> pa = {3, 1, 4, 1, 5, 9}, pb = {2, 7, 1, 8, 2, 8, 1, 8};
+    const int a = rt->create_sequence(), b = rt->create_sequence();
+    rt->prefill(a, pa);
+    auto ra = ref.new_sequence(), rb = ref.new_sequence();
+    const int32_t tok = argmax(ref.forward(ra, pa));
+    const std::vector<std::pair<int, int32_t>> batch = {{a, tok}};
+    const auto got = rt->mixed_step(batch, b, pb);
+    ASSERT_EQ(got.size(), 2u);
+    double scale = 1;
+    EXPECT_LE(max_abs_diff(got[0], ref.forward(ra, {tok}), &scale), kTol * scale);
+    EXPECT_LE(max_abs_diff(got[1], ref.forward(rb, pb), &scale), kTol * scale);
+    EXPECT_EQ(rt->sequence_length(a), 7u);
+    EXPECT_EQ(rt->sequence_length(b), 8u);
+    EXPECT_GT(rt->last().dispatches, 1u);  // both passes counted
+}

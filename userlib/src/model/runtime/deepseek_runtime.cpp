@@ -349,6 +349,20 @@ DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
     return out;
 }
 
+std::vector<std::vector<float>>
+DeepseekRuntime::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prompt_seq,
+                            std::span<const int32_t> chunk)
+{
+    std::vector<std::vector<float>> out = decode(batch);
+    const ChipTotals step = batch.empty() ? ChipTotals{} : last_;
+    const std::map<std::string, ChipTotals> kernels = by_kernel_;
+    out.push_back(prefill(prompt_seq, chunk));
+    last_ += step;  // the call's figures: both passes (total_ has counted each)
+    if (!batch.empty())
+        for (const auto& [label, t] : kernels) by_kernel_[label] += t;
+    return out;
+}
+
 std::vector<uint8_t> DeepseekRuntime::read_back_data_for_test(uint64_t max_bytes)
 {
     const auto ranges = placement_.data_ranges();

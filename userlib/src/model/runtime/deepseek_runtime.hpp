@@ -86,6 +86,11 @@ public:
     void assume_length(int seq, uint32_t len) override;
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+    // Not yet one pass (docs/deepseek.md §7): the decode step, then the chunk; the same
+    // numbers, the weights streamed twice.
+    std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,
+                                               int prompt_seq,
+                                               std::span<const int32_t> chunk) override;
     std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override;
     const ChipTotals& last() const override { return last_; }
     const ChipTotals& total() const override { return total_; }
