@@ -1,5 +1,5 @@
-// jal-run: generates tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu) and
-// prints them as they come, then the emulation's wall-clock speed and the chip's modelled
+// jal-run: generates tokens from a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño chip
+// (jal-emu) and prints them as they come, then the emulation's wall-clock speed and the chip's modelled
 // InferenceX figures (docs/model-runtime.md). With no model it writes and uses a small
 // synthetic default; with --timing-only --shape gpt-oss-120b it projects the real model's
 // figures without any weights.
@@ -657,11 +657,14 @@ void add_timing_options(CLI::App& app, Options& o)
 
 int main(int argc, char** argv)
 {
-    CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
+    CLI::App app{
+        "jal-run: generate tokens from a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño chip "
+        "(jal-emu)"};
     app.set_version_flag("--version", jal::tools::version_text("jal-run"));
     Options o;
     app.add_option("model", o.model,
-                   "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");
+                   "GPT-OSS or DeepSeek-V3 (deepseek2) GGUF file (default: a small synthetic "
+                   "GPT-OSS model, written once and cached)");
     auto* prompt_ids = app.add_option("--prompt-ids", o.prompt_ids,
                                       "Prompt token ids, comma-separated (default: a short text "
                                       "when the model has a vocabulary, else 1,...,8)");
