@@ -1,8 +1,8 @@
 // jal-run: generates tokens from a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño chip
 // (jal-emu) and prints them as they come, then the emulation's wall-clock speed and the
-// chip's modelled InferenceX figures (docs/model-runtime.md). With no model it writes and uses a small
-// synthetic default; with --timing-only --shape gpt-oss-120b it projects the real model's
-// figures without any weights.
+// chip's modelled InferenceX figures (docs/model-runtime.md). With no model it writes and
+// uses a small synthetic default; with --timing-only --shape gpt-oss-120b (or deepseek-r1,
+// kimi-k2.5) it projects the real model's figures without any weights.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
