@@ -1,8 +1,8 @@
-// jal-run: generates tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu) and
-// prints them as they come, then the emulation's wall-clock speed and the chip's modelled
-// InferenceX figures (docs/model-runtime.md). With no model it writes and uses a small
-// synthetic default; with --timing-only --shape gpt-oss-120b it projects the real model's
-// figures without any weights.
+// jal-run: generates tokens from a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño chip
+// (jal-emu) and prints them as they come, then the emulation's wall-clock speed and the
+// chip's modelled InferenceX figures (docs/model-runtime.md). With no model it writes and
+// uses a small synthetic default; with --timing-only --shape gpt-oss-120b (or deepseek-r1,
+// kimi-k2.5) it projects the real model's figures without any weights.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +53,7 @@ struct Options {
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
+    uint32_t tray_chips = 0;  // 0: the shape's (8 for the DeepSeek-V3 shapes, else 1)
     uint32_t concurrency = 1;
     uint32_t prompt_len = 1024;
     uint32_t project_out = 0;
@@ -90,8 +91,9 @@ jal::model::GptOssConfig shape_config(const std::string& name)
 {
     if (name == "gpt-oss-120b") return jal::model::gpt_oss_120b_config();
     if (name == "gpt-oss-20b") return jal::model::gpt_oss_20b_config();
-    throw CLI::ValidationError("--shape",
-                               "unknown shape '" + name + "' (gpt-oss-120b, gpt-oss-20b)");
+    throw CLI::ValidationError("--shape", "unknown shape '" + name +
+                                              "' (gpt-oss-120b, gpt-oss-20b, deepseek-r1, "
+                                              "kimi-k2.5)");
 }
 
 // What to generate, from the command line.
@@ -176,6 +178,27 @@ Request parse_request(const Options& o)
     return r;
 }
 
+// A timing-only shape on the device. The DeepSeek-V3 ones (docs/deepseek.md, "Timing-only
+// shapes") do not fit one chip: by default the chip is one of a tray of 8 that split the
+// routed experts, and a prompt chunk holds at most 8192 (token, head) pairs of its heads.
+std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::RuntimeOptions ro,
+                                                const Request& r, jal::runtime::Device& device)
+{
+    const uint32_t users = r.users;
+    if (auto ds = jal::model::published_deepseek_config(o.shape)) {
+        if (r.mixed)
+            throw CLI::ValidationError("--schedule", "mixed is not implemented for the "
+                                                     "DeepSeek-V3 shapes yet");
+        ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
+        const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
+        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
+        return jal::model::Runtime::open_shape(*ds, device, ro);
+    }
+    if (o.tray_chips > 1)
+        throw CLI::ValidationError("--tray-chips", "only the DeepSeek-V3 shapes split experts");
+    return jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
+}
+
 // Opens the model (or, timing only, its shape) on the device, fills in the default prompt
 // and checks the forced tokens against the vocabulary. `load_s`: the wall time it took.
 std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
@@ -215,7 +238,7 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
             ro.max_batch_tokens = std::max(2048u, r.users + 1);
             ro.n_ctx += mixed_chunks(o.prompt_len, ro.max_batch_tokens, r.users);
         }
-        rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
+        rt = open_shape(o, ro, r, device);
         if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {
         rt = jal::model::Runtime::open(r.model_path, device, ro);
@@ -278,6 +301,7 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
 {
     g.logits.resize(r.users);
     g.fig.users = r.users;
+    g.fig.chips = rt.options().tray_chips;
     g.fig.prompt_tokens = static_cast<uint32_t>(r.prompt.size());
     g.fig.out_tokens = r.n_out;
     auto t0 = Clock::now();
@@ -458,6 +482,7 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     nlohmann::json j;
     j["model"] = o.timing_only ? o.shape : r.model_path;
     j["timing_only"] = o.timing_only;
+    j["tray_chips"] = rt.options().tray_chips;  // per-kW figures count this many chips
     j["numerics"] = jal::model::numerics_name(r.numerics);
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
     j["forced"] = !r.force.empty();
@@ -508,13 +533,17 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                 "%.3f s: %.0f output, %.0f mixed tok/s\n",
                 g.fig.prompt_tokens, g.fig.out_tokens, r.users, s.m.e2e_s, r.users,
                 r.users > 1 ? "s" : "", s.m.serve_s, s.m.output_tok_s, s.m.mixed_tok_s);
+    if (g.fig.chips > 1)
+        std::printf("one chip of a tray of %u (its share modelled, the exchange not): power and "
+                    "per-kW figures for the tray\n",
+                    g.fig.chips);
     if (g.fig.mixed_steps)
         std::printf("schedule mixed: a prompt in %u chunk steps of %.3f ms (alone: %.3f ms)\n",
                     g.fig.mixed_steps, g.fig.mixed_ns / 1e6 / g.fig.mixed_steps,
                     g.fig.prefill_ns / 1e6);
     std::printf("mixed tok/s per kW: %.0f rated (%.0f W), %.0f modelled (%.1f W); %.0f dispatches "
                 "a decode step\n",
-                s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000,
+                s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000 * g.fig.chips,
                 s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step);
     if (o.profile)
         jal::run::print_profile(stdout,
@@ -602,7 +631,13 @@ void add_timing_options(CLI::App& app, Options& o)
 {
     app.add_flag("--timing-only", o.timing_only,
                  "No weights: project modelled figures for --shape");
-    app.add_option("--shape", o.shape, "With --timing-only: gpt-oss-120b (default) or gpt-oss-20b");
+    app.add_option("--shape", o.shape,
+                   "With --timing-only: gpt-oss-120b (default), gpt-oss-20b, deepseek-r1 or "
+                   "kimi-k2.5 (the last two as one chip of an 8-chip tray: --tray-chips)");
+    app.add_option("--tray-chips", o.tray_chips,
+                   "With a DeepSeek-V3 --shape: the chips of the tray (default 8) that split "
+                   "heads, FFNs and experts; this chip's share is modelled, the exchange not")
+        ->check(CLI::Range(1u, 64u));
     app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
         ->check(CLI::Range(1, 1024));
     app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
@@ -622,11 +657,14 @@ void add_timing_options(CLI::App& app, Options& o)
 
 int main(int argc, char** argv)
 {
-    CLI::App app{"jal-run: generate tokens from a GPT-OSS GGUF model on a Jalapeño chip (jal-emu)"};
+    CLI::App app{
+        "jal-run: generate tokens from a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño chip "
+        "(jal-emu)"};
     app.set_version_flag("--version", jal::tools::version_text("jal-run"));
     Options o;
     app.add_option("model", o.model,
-                   "GPT-OSS GGUF file (default: a small synthetic model, written once and cached)");
+                   "GPT-OSS or DeepSeek-V3 (deepseek2) GGUF file (default: a small synthetic "
+                   "GPT-OSS model, written once and cached)");
     auto* prompt_ids = app.add_option("--prompt-ids", o.prompt_ids,
                                       "Prompt token ids, comma-separated (default: a short text "
                                       "when the model has a vocabulary, else 1,...,8)");

@@ -1,5 +1,6 @@
 #include "metrics.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,12 +20,14 @@ void load_rates(const RunFigures& f, double seconds, double dynamic_nj, Metrics&
     m.output_tok_s = seconds > 0 ? out / seconds : 0;
     m.tok_s = m.output_tok_s;
     m.mixed_tok_s = seconds > 0 ? mixed / seconds : 0;
-    const double joules = jal::model::kStaticPowerW * seconds + dynamic_nj / 1e9;
+    // A tray's chips each do the modelled share: its power is theirs together.
+    const double chips = std::max<uint32_t>(f.chips, 1);
+    const double joules = chips * (jal::model::kStaticPowerW * seconds + dynamic_nj / 1e9);
     m.avg_power_w = seconds > 0 ? joules / seconds : 0;
     const double kw = m.avg_power_w / 1000.0;
     m.tok_s_per_kw = kw > 0 ? m.tok_s / kw : 0;
     m.mixed_tok_s_per_kw_modelled = kw > 0 ? m.mixed_tok_s / kw : 0;
-    m.mixed_tok_s_per_kw_rated = m.mixed_tok_s / kRatedPowerKw;
+    m.mixed_tok_s_per_kw_rated = m.mixed_tok_s / (kRatedPowerKw * chips);
 }
 
 // C requests in flight, one of them prefilling: its k chunks ride in k steps that also

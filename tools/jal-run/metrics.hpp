@@ -24,6 +24,10 @@ struct RunFigures {
     uint32_t prompt_tokens = 0;  // per user
     uint32_t out_tokens = 0;     // per user
     uint32_t users = 1;          // sequences decoded together (each prompt prefilled once)
+    // Chips that run every token together, each the modelled share (a DeepSeek-V3 timing
+    // shape's tray, RuntimeOptions::tray_chips): power, energy and the rated power count
+    // all of them.
+    uint32_t chips = 1;
     // --schedule mixed: one prompt run as chunks inside the decode steps of the other
     // users − 1 sequences: that many steps, their modelled time and dynamic energy.
     uint32_t mixed_steps = 0;
@@ -39,8 +43,8 @@ struct Metrics {
     // output_tok_s = users × out / serve_s (tok_s: the same figure, its older name);
     // mixed_tok_s = users × (prompt + out) / serve_s.
     double serve_s = 0, tok_s = 0, output_tok_s = 0, mixed_tok_s = 0;
-    // Average modelled power over serve_s; per kW of it (tok_s_per_kw: output tokens) and
-    // mixed tok/s per kW rated (kRatedPowerKw).
+    // Average modelled power over serve_s (of all `chips`); per kW of it (tok_s_per_kw:
+    // output tokens) and mixed tok/s per kW rated (kRatedPowerKw a chip).
     double avg_power_w = 0, tok_s_per_kw = 0;
     double mixed_tok_s_per_kw_modelled = 0, mixed_tok_s_per_kw_rated = 0;
 };

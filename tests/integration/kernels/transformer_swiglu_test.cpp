@@ -102,3 +102,19 @@ TEST_F(TransformerSwigluTest, ResidualAddAndBroadcastRows)
         EXPECT_TRUE(all_near(download(dout.ref), want, 0, 1e-7));
     }
 }
+
+TEST_F(TransformerSwigluTest, PlainSwigluOfDeepseekAndLlama)
+{
+    // ggml_swiglu: silu(g) · u, no clamp and no +1: values far past GPT-OSS's limit pass.
+    const uint32_t rows = 7, cols = 160;
+    auto g = jal::test::random_normal(size_t{rows} * cols, 27, 9.0);
+    auto u = jal::test::random_normal(size_t{rows} * cols, 28, 9.0);
+    auto dg = upload(g, rows, cols);
+    auto du = upload(u, rows, cols);
+    auto dout = alloc(rows, cols);
+    const jk::SwigluConfig cfg{.cols = cols, .oai = false, .block_rows = 2};
+    run(jk::build_swiglu_oai(cfg), jk::swiglu_oai_args(cfg, dg.ref, du.ref, dout.ref), slices(3));
+    std::vector<double> want(g.size());
+    for (size_t i = 0; i < g.size(); i++) want[i] = g[i] / (1 + std::exp(-double{g[i]})) * u[i];
+    EXPECT_TRUE(all_near(download(dout.ref), want, 1e-6, 1e-5));
+}

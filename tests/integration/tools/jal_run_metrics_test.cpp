@@ -86,6 +86,26 @@ TEST(JalRunMetrics, OneOutputTokenHasNoTpot)
     EXPECT_DOUBLE_EQ(m.mixed_tok_s_per_kw_rated, 9000 / 0.7);
 }
 
+// A DeepSeek-V3 tray (RunFigures::chips): every chip runs every token, so the times and
+// throughputs are one chip's and the power, energy and rated power are the tray's.
+TEST(JalRunMetrics, TrayCountsEveryChipsPower)
+{
+    RunFigures f;
+    f.prefill_ns = 100'000'000;
+    f.decode_ns = 9 * 10'000'000ull;
+    f.prefill_energy_nj = 20'000'000'000;
+    f.decode_energy_nj = 10'000'000'000;
+    f.prompt_tokens = 90, f.out_tokens = 10, f.users = 2;
+    const auto one = compute_metrics(f);
+    f.chips = 8;
+    const auto tray = compute_metrics(f);
+    EXPECT_DOUBLE_EQ(tray.tpot_ms, one.tpot_ms);
+    EXPECT_DOUBLE_EQ(tray.mixed_tok_s, one.mixed_tok_s);
+    EXPECT_DOUBLE_EQ(tray.avg_power_w, 8 * one.avg_power_w);
+    EXPECT_DOUBLE_EQ(tray.mixed_tok_s_per_kw_rated, one.mixed_tok_s / (8 * 0.7));
+    EXPECT_DOUBLE_EQ(tray.mixed_tok_s_per_kw_modelled, one.mixed_tok_s_per_kw_modelled / 8);
+}
+
 TEST(JalRunMetrics, NoTimeGivesZerosNotInfinities)
 {
     const auto m = compute_metrics(RunFigures{});

@@ -1,4 +1,5 @@
-// Issue 6's comparison with llama.cpp: on synthetic GPT-OSS models of three shapes, jal-run
+// Issue 6's comparison with llama.cpp (and issue 16's for DeepSeek-V3): on synthetic GPT-OSS
+// models of three shapes and the two DeepSeek-V3 presets, jal-run
 // (on a jal-emu) and jal-llama-ref (llama.cpp's CPU backend, deterministic settings) from
 // the same prompt ids. The dense matrices are F32, or F16 or Q8_0 as llama.cpp's converters
 // write them (jal-mkmodel --dense-type).
@@ -27,6 +28,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <jal/model/synthetic_deepseek.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "fixture/emu_process.hpp"
@@ -159,15 +161,22 @@ FreeRun free_running(const json& llama, const std::vector<double>& spread,
 // preset is unknown).
 std::vector<int> write_model(const Case& c, const std::string& path)
 {
+    std::vector<int> prompt;
+    auto prompt_of = [&](uint32_t n_vocab) {
+        for (int i = 0; i < c.prompt_len; i++)
+            prompt.push_back(static_cast<int>((i * 131 + 7) % n_vocab));
+        return prompt;
+    };
+    if (auto ds = jal::model::synthetic_deepseek_preset(c.preset)) {  // DeepSeek-V3
+        ds->seed = 11;
+        ds->dense_type = *jal::model::synthetic_dense_type(c.dense);
+        return prompt_of(jal::model::write_synthetic_deepseek(path, *ds).config.n_vocab);
+    }
     auto opts = jal::model::synthetic_preset(c.preset);
     if (!opts) return {};
     opts->seed = 11;
     opts->dense_type = *jal::model::synthetic_dense_type(c.dense);
-    auto summary = jal::model::write_synthetic_gpt_oss(path, *opts);
-    std::vector<int> prompt;
-    for (int i = 0; i < c.prompt_len; i++)
-        prompt.push_back(static_cast<int>((i * 131 + 7) % summary.config.n_vocab));
-    return prompt;
+    return prompt_of(jal::model::write_synthetic_gpt_oss(path, *opts).config.n_vocab);
 }
 
 class ModelReference : public ::testing::TestWithParam<Case> {
@@ -274,6 +283,8 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
 
 // tiny: MHA, one expert per token. small: GQA 4:1, two experts per token. gqa-window: GQA
 // 3:1, three experts per token, a 16-token window under a 24-token prompt (and 64 more).
+// ds-tiny and kimi-tiny: the DeepSeek-V3 architecture (docs/deepseek.md), R1's group routing
+// and Kimi's many experts without groups, on the 70-token prompt of tests/reference/deepseek.
 // F16 and Q8_0 dense matrices: F16 meets F16 activations in ggml numerics, Q8_0 meets Q8_0
 // activations (llama.cpp's vec_dot_type). `small` with F16 or Q8_0 dense matrices is printed
 // only: with F16, llama.cpp's own builds split 0.93 apart at position 23 and which side the
@@ -285,7 +296,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, ModelReference,
                                            Case{"gqa-window", 24, "f16"}, Case{"tiny", 8, "q8_0"},
                                            Case{"gqa-window", 24, "q8_0"},
                                            Case{"small", 12, "f16", false},
-                                           Case{"small", 12, "q8_0", false}),
+                                           Case{"small", 12, "q8_0", false}, Case{"ds-tiny", 70},
+                                           Case{"kimi-tiny", 70}),
                          [](const auto& info) {
                              std::string s = info.param.preset;
                              std::replace(s.begin(), s.end(), '-', '_');

@@ -30,6 +30,7 @@
 
 #include <jal/api.h>
 #include <jal/jal.hpp>
+#include <jal/model/deepseek_config.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
 namespace jal::model {
@@ -67,6 +68,13 @@ struct RuntimeOptions {
     // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
+    // Timing only, DeepSeek-V3: the chip is one of a tray of `tray_chips` that run every
+    // token together (docs/deepseek.md, "Timing-only shapes"): the attention heads, the dense
+    // FFNs, the shared expert and the LM head split tray_chips ways (tensor parallel), the
+    // routed experts too (expert parallel: n_expert / tray_chips on this chip, which serve
+    // n_expert_used / tray_chips of each token's pairs in expectation). The exchange between
+    // the chips (two all-reduces a layer) is not modelled here. 1: the whole model.
+    uint32_t tray_chips = 1;
     // Called while weights upload: bytes done, of total.
     std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -88,8 +96,9 @@ inline constexpr double kStaticPowerW = 125.0;
 
 class JAL_API Runtime {
 public:
-    // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config), places and
-    // uploads its weights, builds the kernels.
+    // Loads a GPT-OSS GGUF (validated by GgufFile and read_gpt_oss_config) or a DeepSeek-V3
+    // one (general.architecture "deepseek2", read_deepseek_config; docs/deepseek.md), places
+    // and uploads its weights, builds the kernels.
     static std::unique_ptr<Runtime> open(const std::string& gguf_path,
                                          const runtime::Device& device,
                                          const RuntimeOptions& options);
@@ -98,8 +107,15 @@ public:
     static std::unique_ptr<Runtime> open_shape(const GptOssConfig& config,
                                                const runtime::Device& device,
                                                const RuntimeOptions& options);
+    // The same for a DeepSeek-V3 shape (published_deepseek_config).
+    static std::unique_ptr<Runtime> open_shape(const DeepseekConfig& config,
+                                               const runtime::Device& device,
+                                               const RuntimeOptions& options);
     virtual ~Runtime() = default;
 
+    // GPT-OSS: the model's configuration. DeepSeek-V3: the fields every architecture shares
+    // (layers, hidden, heads, experts, vocabulary, ...; n_head_kv 1 and head_dim C + R, its
+    // latent cache's single head).
     virtual const GptOssConfig& config() const = 0;
     virtual const RuntimeOptions& options() const = 0;
     virtual uint32_t slices() const = 0;

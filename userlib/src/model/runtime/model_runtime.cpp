@@ -20,9 +20,11 @@
 #include <jal/model/gguf.hpp>
 #include <jal/model/runtime.hpp>
 
+#include "deepseek_runtime.hpp"
 #include "expert_split.hpp"
 #include "gemm_split.hpp"
 #include "placement.hpp"
+#include "upload.hpp"
 
 namespace jal::model {
 
@@ -394,6 +396,9 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
     S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
+    if (o_.tray_chips != 1)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: tray_chips is for DeepSeek-V3 shapes (docs/deepseek.md)");
     if (S_ > usable || S_ > 64)
         throw Error(
             JAL_STATUS_INVALID_FIELD,
@@ -841,12 +846,7 @@ void RuntimeImpl::upload_weights()
 {
     // Every piece goes host → pinned staging buffer → H2D copy into its arena. Two halves of
     // the staging buffer alternate, so filling one overlaps the copy of the other.
-    struct Piece {
-        uint64_t va;
-        const std::byte* src;
-        uint64_t bytes;
-    };
-    std::vector<Piece> pieces;
+    std::vector<detail::UploadPiece> pieces;
     for (auto& [place, v] : vec_uploads_)
         if (v->data) pieces.push_back({va(place), v->data, v->bytes});
     for_each_matrix([&](Matrix& m) {
@@ -864,51 +864,7 @@ void RuntimeImpl::upload_weights()
                                   r.size() * m.row_bytes});
         }
     });
-    uint64_t total = 0, done = 0;
-    for (const Piece& p : pieces) total += p.bytes;
-    constexpr size_t kHalf = 16u << 20;
-    runtime::HostBuffer staging(device_, 2 * kHalf);
-    runtime::Signal sig[2] = {runtime::Signal(device_, 0, true), runtime::Signal(device_, 0, true)};
-    bool busy[2] = {false, false};
-    int half = 0;
-    size_t fill = 0;
-    std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> copies;  // va, (offset, bytes)
-    auto wait = [&](int h) {
-        if (!busy[h]) return;
-        auto r = sig[h].wait_zero(std::chrono::minutes(5));
-        if (!r.satisfied || r.status != JAL_STATUS_OK)
-            throw Error(r.satisfied ? r.status : JAL_STATUS_TIMEOUT,
-                        "model runtime: uploading weights failed");
-        busy[h] = false;
-    };
-    auto flush = [&]() {
-        if (copies.empty()) return;
-        sig[half].store(static_cast<int64_t>(copies.size()));
-        for (auto& [dst, range] : copies)
-            queue_->copy_to_device(dst, staging, range.first, range.second, &sig[half]);
-        busy[half] = true;
-        copies.clear();
-        half ^= 1;
-        wait(half);
-        fill = 0;
-        if (o_.progress) o_.progress(done, total);
-    };
-    for (const Piece& p : pieces) {
-        for (uint64_t off = 0; off < p.bytes;) {
-            if (fill == kHalf) flush();
-            const size_t n = std::min<uint64_t>(kHalf - fill, p.bytes - off);
-            const size_t at = static_cast<size_t>(half) * kHalf + fill;
-            std::memcpy(staging.data() + at, p.src + off, n);
-            copies.push_back({p.va + off, {at, n}});
-            fill = (fill + n + 63) & ~size_t{63};
-            fill = std::min(fill, kHalf);
-            off += n;
-            done += n;
-        }
-    }
-    flush();
-    wait(0), wait(1);
-    if (o_.progress) o_.progress(total, total);
+    detail::upload_pieces(device_, *queue_, pieces, o_.progress);
 }
 
 int RuntimeImpl::create_sequence()
@@ -1466,6 +1422,11 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runti
                                        const RuntimeOptions& options)
 {
     GgufFile file = GgufFile::open(gguf_path);
+    if (file.find_string("general.architecture") ==
+        std::optional<std::string_view>(kDeepseekArch)) {
+        const DeepseekConfig config = read_deepseek_config(file);
+        return std::make_unique<detail::DeepseekRuntime>(std::move(file), config, device, options);
+    }
     GptOssConfig config = read_gpt_oss_config(file);
     return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
 }
@@ -1478,6 +1439,16 @@ std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "model runtime: a model without weights runs in timing-only mode only");
     return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
+}
+
+std::unique_ptr<Runtime> Runtime::open_shape(const DeepseekConfig& config,
+                                             const runtime::Device& device,
+                                             const RuntimeOptions& options)
+{
+    if (!options.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a model without weights runs in timing-only mode only");
+    return std::make_unique<detail::DeepseekRuntime>(std::nullopt, config, device, options);
 }
 
 }  // namespace jal::model

@@ -47,6 +47,43 @@ JAL_API jal_dispatch_report moe_routing(Launcher& launcher, const Program& progr
                                         const TensorRef& ids, const TensorRef& weights,
                                         const DispatchOptions& options = {});
 
+// DeepSeek-V3's routing (llama.cpp's build_moe_ffn with LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID,
+// a selection bias exp_probs_b and expert groups; docs/deepseek.md §1):
+//
+//   s = sigmoid(logits);  b = s + bias (the correction bias, for the selection only)
+//   groups (n_group > 1): a group's score is the sum of its two largest b; every expert
+//       outside the n_group_used best groups is masked;
+//   the k largest b of the unmasked experts are chosen; their weights are the unbiased s,
+//   divided by their sum (norm; the sum clamped to at least 6.103515625e-5, ggml's clamp)
+//   and multiplied by scale.
+//
+// ids and weights come out ordered by s, descending (the lower id first on ties), not by
+// b as llama.cpp orders them: the same set and weights, summed in another order. The
+// selection is exact but for ties: a group tying the n_group_used-th place keeps all its
+// ties, and experts tying the k-th largest b are chosen among by s (llama.cpp's std::sort
+// order is unspecified there too).
+struct JAL_API MoeGroupRoutingConfig {
+    uint32_t n_expert = 0;
+    uint32_t k = 8;
+    uint32_t n_group = 0;       // 0 or 1: no groups; else divides n_expert, >= 2 experts each
+    uint32_t n_group_used = 0;  // groups kept (with n_group > 1): 1..n_group-1
+    bool norm = true;           // divide the weights by their sum
+    float scale = 1.0f;         // routed scaling (R1 2.5, Kimi K2 2.827)
+    uint32_t block_rows = 0;    // 0 = as many as fit (<= 64)
+    bool grouped() const { return n_group > 1; }
+    uint32_t rows_per_block() const;
+};
+
+// Arguments, in order: logits (address; rows x n_expert F32), logits_stride, bias (address
+// of n_expert F32), ids (address; rows x k I32, packed), weights (address; rows x k F32,
+// packed), rows.
+JAL_API CodeObject build_moe_group_routing(const MoeGroupRoutingConfig& config);
+
+JAL_API std::vector<uint64_t> moe_group_routing_args(const MoeGroupRoutingConfig& config,
+                                                     const TensorRef& logits, const TensorRef& bias,
+                                                     const TensorRef& ids,
+                                                     const TensorRef& weights);
+
 struct JAL_API MoeCombineConfig {
     uint32_t cols = 0;  // n_embd
     uint32_t k = 4;

@@ -8,6 +8,8 @@
 // second) is the same call with up = gate + n_ff * 4 and equal strides. (Hugging Face's
 // checkpoint interleaves gate and up columns; the GGUF converter splits them.)
 //
+// With oai = false the same kernel is ggml_swiglu, out = g · sigmoid(g) · u (VSILU).
+//
 // Slice s of n works on rows [s*ceil(rows/n), (s+1)*ceil(rows/n)) of gate, up and out.
 #pragma once
 
@@ -25,6 +27,9 @@ struct JAL_API SwigluConfig {
     uint32_t cols = 0;  // n_ff
     float alpha = 1.702f;
     float limit = 7.0f;
+    // false: the plain SwiGLU of LLaMA and DeepSeek (ggml_swiglu, LLM_FFN_SILU + PAR):
+    // out = silu(g) · u, alpha and limit unused.
+    bool oai = true;
     uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
     uint32_t rows_per_block() const;
 };

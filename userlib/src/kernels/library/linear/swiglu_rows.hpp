@@ -46,4 +46,11 @@ inline void emit_swiglu_rows(Builder& b, T g, T u, T t, const SwigluBounds& r, f
     b.vmul(g, g, u);
 }
 
+// g = silu(g) · u (ggml_swiglu), in place in g.
+inline void emit_swiglu_plain_rows(Builder& b, T g, T u)
+{
+    b.vsilu(g, g);
+    b.vmul(g, g, u);
+}
+
 }  // namespace jal::kernels::linear::detail

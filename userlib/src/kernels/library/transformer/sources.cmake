@@ -15,5 +15,6 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention_codegen.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe_routing.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/moe_group_routing.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe_combine.cpp
 )

@@ -18,7 +18,7 @@ uint32_t SwigluConfig::rows_per_block() const
 
 CodeObject build_swiglu_oai(const SwigluConfig& cfg)
 {
-    const std::string name = "swiglu_oai_c" + std::to_string(cfg.cols);
+    const std::string name = (cfg.oai ? "swiglu_oai_c" : "swiglu_c") + std::to_string(cfg.cols);
     require_cols(cfg.cols, name);
     require(cfg.limit > 0, name, "limit must be positive");
     const uint32_t R = cfg.rows_per_block();
@@ -53,7 +53,10 @@ CodeObject build_swiglu_oai(const SwigluConfig& cfg)
         b.add(addr, addr, up);
         b.tload(tu, addr, up_stride, q);
         b.wait(q, 2);
-        linear::detail::emit_swiglu_rows(b, tg, tu, tt, bounds, cfg.alpha);
+        if (cfg.oai)
+            linear::detail::emit_swiglu_rows(b, tg, tu, tt, bounds, cfg.alpha);
+        else
+            linear::detail::emit_swiglu_plain_rows(b, tg, tu);
         store_rows(b, tg, addr, row0, out, out_stride, q);
         b.free(addr);
     });

@@ -1,0 +1,60 @@
+// The staging upload of upload.hpp.
+#include "upload.hpp"
+
+#include <chrono>
+#include <cstring>
+
+namespace jal::model::detail {
+
+void upload_pieces(const runtime::Device& device, runtime::Queue& queue,
+                   const std::vector<UploadPiece>& pieces,
+                   const std::function<void(uint64_t, uint64_t)>& progress)
+{
+    uint64_t total = 0, done = 0;
+    for (const UploadPiece& p : pieces) total += p.bytes;
+    constexpr size_t kHalf = 16u << 20;
+    runtime::HostBuffer staging(device, 2 * kHalf);
+    runtime::Signal sig[2] = {runtime::Signal(device, 0, true), runtime::Signal(device, 0, true)};
+    bool busy[2] = {false, false};
+    int half = 0;
+    size_t fill = 0;
+    std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> copies;  // va, (offset, bytes)
+    auto wait = [&](int h) {
+        if (!busy[h]) return;
+        auto r = sig[h].wait_zero(std::chrono::minutes(5));
+        if (!r.satisfied || r.status != JAL_STATUS_OK)
+            throw Error(r.satisfied ? r.status : JAL_STATUS_TIMEOUT,
+                        "model runtime: uploading weights failed");
+        busy[h] = false;
+    };
+    auto flush = [&]() {
+        if (copies.empty()) return;
+        sig[half].store(static_cast<int64_t>(copies.size()));
+        for (auto& [dst, range] : copies)
+            queue.copy_to_device(dst, staging, range.first, range.second, &sig[half]);
+        busy[half] = true;
+        copies.clear();
+        half ^= 1;
+        wait(half);
+        fill = 0;
+        if (progress) progress(done, total);
+    };
+    for (const UploadPiece& p : pieces) {
+        for (uint64_t off = 0; off < p.bytes;) {
+            if (fill == kHalf) flush();
+            const size_t n = std::min<uint64_t>(kHalf - fill, p.bytes - off);
+            const size_t at = static_cast<size_t>(half) * kHalf + fill;
+            std::memcpy(staging.data() + at, p.src + off, n);
+            copies.push_back({p.va + off, {at, n}});
+            fill = (fill + n + 63) & ~size_t{63};
+            fill = std::min(fill, kHalf);
+            off += n;
+            done += n;
+        }
+    }
+    flush();
+    wait(0), wait(1);
+    if (progress) progress(total, total);
+}
+
+}  // namespace jal::model::detail

@@ -1,0 +1,26 @@
+// Weights onto the chip through a pinned staging buffer (docs/model-runtime.md,
+// "Placement"): shared by the model runtimes of every architecture.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <jal/jal.hpp>
+
+namespace jal::model::detail {
+
+struct UploadPiece {
+    uint64_t va;
+    const std::byte* src;
+    uint64_t bytes;
+};
+
+// Copies every piece host → a 32 MiB pinned buffer in two halves (one fills while the
+// other's H2D copies run) → its device address; progress(done, total) after each half.
+void upload_pieces(const runtime::Device& device, runtime::Queue& queue,
+                   const std::vector<UploadPiece>& pieces,
+                   const std::function<void(uint64_t, uint64_t)>& progress);
+
+}  // namespace jal::model::detail
