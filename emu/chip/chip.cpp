@@ -127,6 +127,7 @@ void Chip::apply_reset(std::uint32_t cause)
     if (chip_reset) {
         slices_.reset();
         phy_.reset();
+        links_.reset();
         power_.reset();
         cp_.reset();   // every user queue disabled
         mmu_.reset();  // every context's mappings gone

@@ -76,9 +76,10 @@ void ChipLinks::peer_lost(unsigned peer_chip, const std::string& why)
 {
     std::lock_guard lock(mutex_);
     for (LinkPort& p : ports_)
-        if (p.config.peer_chip == peer_chip && p.up) {
-            ++p.errors;
+        if (p.config.peer_chip == peer_chip) {
+            if (p.up) ++p.errors;
             p.up = false;
+            p.peer_gone = true;
             p.down_reason = why;
         }
 }

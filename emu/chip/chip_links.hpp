@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,9 +33,10 @@ inline constexpr std::uint64_t kLinkLatencyNs = 1000;
 
 struct LinkPort {
     LinkPortConfig config;
-    bool up = true;
+    bool up = false;              // until trained
     unsigned lanes = kLinkLanes;  // the trained width; fewer when degraded
-    std::string down_reason;
+    std::string down_reason = "not trained";
+    bool peer_gone = false;  // its process left or died: training cannot bring it up
     std::uint64_t tx_bytes = 0, rx_bytes = 0, transfers = 0, errors = 0;
     std::uint64_t tx_busy_until_ns = 0, rx_busy_until_ns = 0;
     double gbytes_per_s() const { return up ? lanes * kLaneGbytesPerS : 0; }
@@ -65,9 +67,20 @@ public:
     // Fault injection and recovery from the console.
     bool set_up(unsigned index, bool up, const std::string& why);
 
+    // The firmware's view (JAL_MGMT_LINK registers, offsets within the block). TRAIN brings
+    // a cabled port up if `reachable(peer chip)`.
+    std::uint32_t fw_read(std::uint32_t offset);
+    void fw_write(std::uint32_t offset, std::uint32_t value,
+                  const std::function<bool(unsigned)>& reachable);
+    // A chip reset: every port down until trained again; counters stay (since power-on).
+    void reset();
+
 private:
+    LinkPort* physical(std::uint32_t port);  // the port behind register port number `port`
+
     mutable std::mutex mutex_;
     std::vector<LinkPort> ports_;
+    std::uint32_t selected_ = 0, latch_hi_ = 0;
 };
 
 }  // namespace jal::emu

@@ -133,6 +133,16 @@ bool Domain::holds(unsigned chip) const
     return std::find(c.begin(), c.end(), chip) != c.end();
 }
 
+bool Domain::reachable(unsigned chip) const
+{
+    if (holds(chip)) return true;
+    const TopologyProcess* holder = topology_.holder(chip);
+    if (!holder) return false;
+    std::lock_guard lock(mutex_);
+    return peers_[static_cast<std::size_t>(holder - topology_.processes.data())]->state ==
+           PeerState::joined;
+}
+
 DomainStatus Domain::status() const
 {
     std::lock_guard lock(mutex_);

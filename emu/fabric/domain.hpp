@@ -84,6 +84,8 @@ public:
     const Topology& topology() const { return topology_; }
     const TopologyProcess& self() const { return topology_.processes[self_]; }
     bool holds(unsigned chip) const;  // a chip of this process
+    // A chip of this process or of a joined peer: one a link to it can train with.
+    bool reachable(unsigned chip) const;
     DomainStatus status() const;
     // Waits until joined or failed (or `timeout`); returns the state then.
     DomainState wait_joined(std::chrono::milliseconds timeout) const;
