@@ -19,6 +19,7 @@
 
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
+#include <jal/chip_function.hpp>
 
 #include "../firmware/console_client.hpp"
 
@@ -137,6 +138,14 @@ TEST(FabricDomain, ChipOneReadsAndWritesChipZerosMemory)
     }
     EXPECT_EQ(rx, 4096u);
     EXPECT_EQ(tx, 1000u);
+
+    // The firmware's telemetry counts the links it trained (sampled every 1 ms tick).
+    jal::ChipFunction dev = jal::ChipFunction::open(0, b->open_options());
+    ASSERT_EQ(dev.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
+    jal_telemetry t = dev.telemetry();
+    while (t.links_up != 2) t = dev.telemetry();
+    EXPECT_EQ(t.links_connected, 2u);
+    EXPECT_EQ(t.link_errors, 0u);
 
     // Past the end of chip 0's memory, and to a chip no link reaches: refused, said why.
     const json past = chip1.ask("rpeek 0 0x3600000000 16");
