@@ -71,9 +71,11 @@ std::unique_ptr<EmuProcess> start(const std::string& file, const std::string& pr
 // Asks `console` for the domain's state until it is no longer joining.
 json settled(ConsoleClient& console)
 {
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
     for (;;) {
         json j = console.ask("fabric");
         if (j.value("state", "") != "joining" && j.contains("state")) return j;
+        if (std::chrono::steady_clock::now() > give_up) return j;  // the caller's check fails
     }
 }
 
@@ -81,11 +83,16 @@ json settled(ConsoleClient& console)
 // retrains a down one every second: they come up once the far end's process has joined).
 json links_up(ConsoleClient& console, std::size_t count)
 {
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
     for (;;) {
         json links = console.ask("links")["links"];
         std::size_t up = 0;
         for (const json& l : links) up += l["state"] == "up";
         if (up == count) return links;
+        if (std::chrono::steady_clock::now() > give_up) {
+            ADD_FAILURE() << "links never came up: " << links.dump();
+            return links;
+        }
     }
 }
 
@@ -143,7 +150,9 @@ TEST(FabricDomain, ChipOneReadsAndWritesChipZerosMemory)
     jal::ChipFunction dev = jal::ChipFunction::open(0, b->open_options());
     ASSERT_EQ(dev.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
     jal_telemetry t = dev.telemetry();
-    while (t.links_up != 2) t = dev.telemetry();
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
+    while (t.links_up != 2 && std::chrono::steady_clock::now() < give_up) t = dev.telemetry();
+    EXPECT_EQ(t.links_up, 2u);
     EXPECT_EQ(t.links_connected, 2u);
     EXPECT_EQ(t.link_errors, 0u);
 
@@ -190,9 +199,11 @@ TEST(FabricDomain, AKilledPeerIsAnErrorNotAHang)
     // Every read fails from the moment b has found a gone (at the latest after 2 s of
     // silence, --fabric-timeout); none waits longer than that.
     json read;
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
     do {
         read = chip1.ask("rpeek 0 0 8");
-    } while (read["ok"]);
+    } while (read["ok"] && std::chrono::steady_clock::now() < give_up);
+    ASSERT_FALSE(read["ok"]) << "reads from a killed peer kept succeeding";
     EXPECT_NE(read["error"].get<std::string>().find("process a"), std::string::npos) << read.dump();
     const json peers = chip1.ask("fabric")["peers"];
     ASSERT_EQ(peers.size(), 1u);

@@ -143,14 +143,18 @@ TEST(Domain, APeerThatLeavesIsSeenToLeave)
     b.reset();
     // Reads fail from the moment a has heard b leave (or found it gone).
     std::uint8_t byte = 0;
-    for (;;) {
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    bool failed = false;
+    while (!failed && std::chrono::steady_clock::now() < give_up) {
         try {
             a.domain->read(1, 0, &byte, 1);
         } catch (const DomainError& e) {
             EXPECT_NE(std::string(e.what()).find("process b"), std::string::npos) << e.what();
-            break;
+            EXPECT_TRUE(e.peer_lost());
+            failed = true;
         }
     }
+    ASSERT_TRUE(failed) << "reads from a peer that left kept succeeding";
     const DomainStatus s = a.domain->status();
     ASSERT_EQ(s.peers.size(), 1u);
     EXPECT_NE(s.peers[0].state, PeerState::joined);
