@@ -1,6 +1,7 @@
 // jal-emu: runs one or more emulated chips and serves them to host clients until
 // SIGINT or SIGTERM.
 #include "chip/chip.hpp"
+#include "cli/domain_setup.hpp"
 #include "cli/options.hpp"
 #include "console/console_server.hpp"
 #include "gdb/gdb_server.hpp"
@@ -18,37 +19,54 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <vector>
 
-int main(int argc, char** argv)
-{
-    using namespace jal::emu;
-    const EmuOptions opts = parse_options(argc, argv);
+namespace {
 
-    // Signals go to the main thread only, which waits for them below.
+// Signals go to the main thread only, which waits for them.
+sigset_t block_stop_signals()
+{
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
+    return stop_signals;
+}
+
+void prepare_socket_dir(const std::string& dir)
+{
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+        throw std::runtime_error("cannot create socket directory " + dir + ": " +
+                                 std::strerror(errno));
+    if (auto why = jal::emu::socket_dir_problem(dir); !why.empty()) throw std::runtime_error(why);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace jal::emu;
+    EmuOptions opts = parse_options(argc, argv);
+
+    const sigset_t stop_signals = block_stop_signals();
 
     try {
         Log::open(opts.log_file);
         Log::set_level(opts.verbose ? LogLevel::debug : LogLevel::info);
-        if (mkdir(opts.socket_dir.c_str(), 0700) != 0 && errno != EEXIST)
-            throw std::runtime_error("cannot create socket directory " + opts.socket_dir + ": " +
-                                     std::strerror(errno));
-        if (auto why = jal::emu::socket_dir_problem(opts.socket_dir); !why.empty())
-            throw std::runtime_error(why);
+        prepare_socket_dir(opts.socket_dir);
         UnixListener::allow_peer_uids(opts.allow_uids);
         // Shared by the chips; complete once the last chip is gone and it is closed below.
         std::shared_ptr<TraceWriter> trace;
         if (!opts.trace_file.empty()) trace = std::make_shared<TraceWriter>(opts.trace_file);
 
+        const std::optional<DomainPlan> plan = plan_domain(opts);
+        if (plan) opts.chips = static_cast<std::uint32_t>(plan->chips.size());
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
@@ -58,6 +76,8 @@ int main(int argc, char** argv)
             ChipConfig cfg = opts.chip;
             cfg.index = i;
             cfg.trace = trace;
+            cfg.domain_chip = plan ? plan->chips[i] : i;
+            if (plan) cfg.links = plan->links[i];
             chips.push_back(std::make_unique<Chip>(cfg));
             if (opts.gdb_port >= 0) {
                 const auto port = static_cast<std::uint16_t>(opts.gdb_port ? opts.gdb_port + i : 0);
@@ -83,6 +103,12 @@ int main(int argc, char** argv)
             servers.back()->start();
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);
+        std::unique_ptr<fabric::Domain> domain;
+        if (plan) {
+            domain = join_domain(*plan, opts, chips);
+            log(LogLevel::info, "fabric domain {}: process {} joining over {}", opts.domain_file,
+                opts.process_name, plan->topology.provider);
+        }
 
         int sig = 0;
         sigwait(&stop_signals, &sig);
@@ -90,6 +116,8 @@ int main(int argc, char** argv)
         for (auto& d : debuggers) d->stop();  // first: a held core waits for them
         for (auto& s : servers) s->stop();
         for (auto& c : consoles) c->stop();
+        for (auto& c : chips) c->attach_domain(nullptr);
+        domain.reset();  // tells the peers this process leaves
         for (auto& c : chips) c->stop();
         if (trace) trace->close();  // events still arriving from stopping threads are dropped
     } catch (const std::exception& e) {

@@ -18,7 +18,7 @@ static_assert(Firmware::kCaps == (JAL_CAP_ADMIN_QUEUE | JAL_CAP_MSIX));
 
 // The boot sequence, in one place. POST codes are what the host sees in JAL_REG_POST_CODE
 // while a step runs (and in the POST trail afterwards).
-const std::array<boot::BootStep<Firmware>, 10> Firmware::kBootTable = {{
+const std::array<boot::BootStep<Firmware>, 11> Firmware::kBootTable = {{
     {0x10, "hostif init", true, [](Firmware& f) { return f.step_hostif_init(); }},
     {0x20, "watchdog arm", true, [](Firmware& f) { return f.step_watchdog_arm(); }},
     {0x30, "power init", true, [](Firmware& f) { return f.step_power_init(); }},
@@ -28,6 +28,7 @@ const std::array<boot::BootStep<Firmware>, 10> Firmware::kBootTable = {{
     {0x70, "hbm training", false, [](Firmware& f) { return f.step_hbm_training(); }},
     {0x80, "capacity reconcile", true, [](Firmware& f) { return f.step_capacity_reconcile(); }},
     {0x90, "power manager start", true, [](Firmware& f) { return f.step_power_start(); }},
+    {0x98, "link training", false, [](Firmware& f) { return f.step_link_training(); }},
     {0xa0, "ready", true, [](Firmware& f) { return f.step_ready(); }},
 }};
 
@@ -102,6 +103,11 @@ std::uint32_t Firmware::step_power_start()
     const std::uint32_t status = power_.start();
     power_.tick();
     return status;
+}
+
+std::uint32_t Firmware::step_link_training()
+{
+    return links_.train_all();
 }
 
 std::uint32_t Firmware::step_ready()
@@ -183,6 +189,7 @@ host::AfterAction Firmware::poll_once()
         power_.set_admin_commands(queues_.completed());
         power_.set_retired_pages(hbm_.retired_total);
         power_.tick();
+        links_.tick();
         if (power_.tripped() && chip_.state != JAL_CHIP_STATE_FAILED) fail_chip_thermal();
     }
     const host::AfterAction after = queues_.service();

@@ -21,6 +21,7 @@
 #include "host/chip_info.hpp"
 #include "host/event_log.hpp"
 #include "host/journal.hpp"
+#include "links/link_manager.hpp"
 #include "power/power_manager.hpp"
 #include "slices/slice_manager.hpp"
 
@@ -49,6 +50,7 @@ public:
     const slices::SliceManager& slices() const { return slices_; }
     const hbm::HbmState& hbm() const { return hbm_; }
     const power::PowerManager& power() const { return power_; }
+    const links::LinkManager& links() const { return links_; }
     const host::AdminQueues& queues() const { return queues_; }
     const host::ResourceCommands& resources() const { return resources_; }
 
@@ -66,6 +68,7 @@ private:
     std::uint32_t step_hbm_training();
     std::uint32_t step_capacity_reconcile();
     std::uint32_t step_power_start();
+    std::uint32_t step_link_training();
     std::uint32_t step_ready();
 
     [[noreturn]] void reset_chip();
@@ -73,7 +76,7 @@ private:
     void fail_chip_thermal();
     [[noreturn]] void hang_main_loop();
 
-    static const std::array<boot::BootStep<Firmware>, 10> kBootTable;
+    static const std::array<boot::BootStep<Firmware>, 11> kBootTable;
 
     host::EventLog events_;
     host::Journal journal_{events_};
@@ -83,6 +86,7 @@ private:
     hbm::HbmState hbm_;
     hbm::Trainer trainer_{hbm_, journal_};
     power::PowerManager power_{slices_, journal_};
+    links::LinkManager links_{journal_};
     host::ResourceCommands resources_{chip_, slices_, hbm_, journal_};
     host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_},
                                   &resources_};

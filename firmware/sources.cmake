@@ -5,6 +5,7 @@ set(JALFW_SOURCES
   firmware.cpp
   hbm/hbm_state.cpp
   hbm/trainer.cpp
+  links/link_manager.cpp
   memory/address_spaces.cpp
   memory/page_allocator.cpp
   host/admin_commands.cpp

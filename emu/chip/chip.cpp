@@ -46,7 +46,8 @@ Chip::Chip(const ChipConfig& config)
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
-      host_(config.index, clock_), bus_(*this), cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_),
+      host_(config.index, clock_), bus_(*this), links_(config.links),
+      cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_),
       boot_rom_(config.index, std::string(fwimage::dev_public_key_pem()))
 {
     if (trace_) name_trace_tracks();
@@ -126,6 +127,7 @@ void Chip::apply_reset(std::uint32_t cause)
     if (chip_reset) {
         slices_.reset();
         phy_.reset();
+        links_.reset();
         power_.reset();
         cp_.reset();   // every user queue disabled
         mmu_.reset();  // every context's mappings gone

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "emu/chip/chip_config.hpp"
+#include "emu/chip/chip_links.hpp"
 #include "emu/chip/hbm_memory.hpp"
 #include "emu/chip/hbm_phy.hpp"
 #include "emu/chip/host_interface.hpp"
@@ -27,6 +28,10 @@
 
 namespace jal::emu {
 
+namespace fabric {
+class Domain;
+}  // namespace fabric
+
 class Chip {
 public:
     explicit Chip(const ChipConfig& config);
@@ -46,6 +51,11 @@ public:
     HbmPhy& phy() { return phy_; }
     HbmMemory& hbm() { return hbm_; }
     PowerModel& power() { return power_; }
+    ChipLinks& links() { return links_; }
+    // The fabric domain the chip's process joined (jal-emu --domain), or null. Set once the
+    // domain exists, cleared before it goes.
+    fabric::Domain* domain() const { return domain_.load(); }
+    void attach_domain(fabric::Domain* d) { domain_.store(d); }
     Mmu& mmu() { return mmu_; }
     CommandProcessor& cp() { return cp_; }
     BootRom& boot_rom() { return boot_rom_; }
@@ -90,6 +100,8 @@ private:
     HostInterface host_;
     PeripheralBus bus_;
     Mmu mmu_;
+    ChipLinks links_;
+    std::atomic<fabric::Domain*> domain_{nullptr};
     CommandProcessor cp_;  // after everything its engines use, so it stops them first
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;

@@ -1,6 +1,8 @@
 // How one emulated chip is built: its bring-up faults and environment (jal-emu options).
 #pragma once
 
+#include "emu/chip/chip_links.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +33,10 @@ struct ChipConfig {
     std::uint32_t max_queues_per_fn = 64;       // --max-queues-per-client, 0 = no limit
     std::uint32_t max_memory_pages_per_fn = 0;  // --max-memory-per-client in pages, 0 = none
     std::shared_ptr<TraceWriter> trace;         // --trace, shared by the chips (null: none)
+    // In a fabric domain (jal-emu --domain): the chip's id across the domain and the ports
+    // its topology connects.
+    std::uint32_t domain_chip = 0;
+    std::vector<LinkPortConfig> links;
 };
 
 }  // namespace jal::emu

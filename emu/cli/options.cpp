@@ -177,6 +177,39 @@ void add_output_options(CLI::App& app, EmuOptions& o)
                    "jal-emu exits; a large run writes tens of MB");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
 }
+// Several jal-emu processes as one domain over libfabric (docs/fabric.md).
+void add_domain_options(CLI::App& app, EmuOptions& o)
+{
+    auto* domain =
+        app.add_option("--domain", o.domain_file,
+                       "Join the fabric domain FILE describes (JSON: the libfabric provider, "
+                       "which process holds which chips and listens where, which links join "
+                       "them; docs/fabric.md). Every process of the domain is started with the "
+                       "same FILE and its own --process; this one serves the chips FILE gives "
+                       "it, as jal0, jal1, ... in FILE's order, and reaches the others' over "
+                       "libfabric. Its console's `fabric` command shows the domain's state")
+            ->type_name("FILE")
+            ->check(CLI::ExistingFile);
+    app.add_option("--process", o.process_name, "This process's name in the --domain file")
+        ->type_name("NAME")
+        ->needs(domain);
+    app.add_option("--join-timeout", o.join_timeout_s,
+                   "Seconds the domain's other processes have to start and answer; then the "
+                   "domain is marked failed (the chips keep serving on their own)")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
+    app.add_option("--fabric-timeout", o.fabric_timeout_s,
+                   "Seconds a transfer to another process's chip may take, and a peer may stay "
+                   "silent before it is declared dead")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
+}
+void check_domain_options(const EmuOptions& o)
+{
+    if (!o.domain_file.empty() && o.process_name.empty())
+        throw std::invalid_argument("--domain needs --process NAME (this process's name in " +
+                                    o.domain_file + ")");
+}
 }  // namespace
 
 EmuOptions parse_options(int argc, char** argv)
@@ -239,8 +272,11 @@ EmuOptions parse_options(int argc, char** argv)
                    "to you: it must stay writable by its owner only");
     add_debug_options(app, o);
     add_output_options(app, o);
+    add_domain_options(app, o);
     try {
         app.parse(argc, argv);
+        o.chips_given = app.count("--chips") > 0;
+        check_domain_options(o);
         o.chip.fused_slices = parse_slice_list(fuse);
         o.chip.failing_slices = parse_slice_list(fail);
         o.chip.dead_lanes = parse_lane_list(lanes);

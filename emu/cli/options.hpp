@@ -21,6 +21,11 @@ struct EmuOptions {
     SessionPolicy session;                  // per connection, for every chip (docs/security.md)
     std::vector<std::uint32_t> allow_uids;  // client uids served besides our own and root
     int gdb_port = -1;                      // --gdb: chip i on gdb_port + i (0: any free port)
+    // A fabric domain of several jal-emu processes (docs/fabric.md): its topology file,
+    // this process's name in it, and how long the others have to join.
+    std::string domain_file, process_name;
+    double join_timeout_s = 60, fabric_timeout_s = 10;
+    bool chips_given = false;  // --chips was on the command line
 };
 
 // Parses argv; prints help or an error and exits on bad input.

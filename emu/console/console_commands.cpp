@@ -1,6 +1,7 @@
 #include "emu/console/console_commands.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/console/fabric_commands.hpp"
 #include "emu/console/register_names.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/events.h"
@@ -20,8 +21,10 @@ namespace {
 
 using nlohmann::json;
 
-const char* kHelp = "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | "
-                    "reg NAME [VALUE] | dispatch | regs | help";
+const std::string kHelp =
+    std::string("status | slices | power | phy CHANNEL | peek ADDR LEN | "
+                "poke ADDR HEXBYTES | reg NAME [VALUE] | dispatch | regs | ") +
+    kFabricHelp + " | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
@@ -165,6 +168,7 @@ json run(Chip& chip, const std::vector<std::string>& w)
             throw std::invalid_argument(cmd + " takes " + std::to_string(n) + " argument(s)");
     };
     if (cmd == "help") return {{"commands", kHelp}};
+    if (auto j = run_fabric_command(chip, w)) return *j;
     if (cmd == "status") {
         need(0);
         return status(chip);
@@ -242,8 +246,7 @@ std::string run_console_command(Chip& chip, const std::string& line)
     for (std::string w; in >> w;) words.push_back(w);
     json out;
     try {
-        if (words.empty())
-            throw std::invalid_argument(std::string("empty command; commands: ") + kHelp);
+        if (words.empty()) throw std::invalid_argument("empty command; commands: " + kHelp);
         out = run(chip, words);
         out["ok"] = true;
     } catch (const std::exception& e) {

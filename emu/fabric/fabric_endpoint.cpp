@@ -95,7 +95,7 @@ FabricEndpoint::FabricEndpoint(const EndpointOptions& o) : timeout_(o.timeout)
         check(fi_av_open(domain_, &av, &av_, nullptr), "fi_av_open");
         fi_cq_attr cq{};
         cq.format = FI_CQ_FORMAT_MSG;
-        cq.size = 64;
+        cq.size = o.completion_queue;
         check(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open");
         check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
         check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)");
@@ -143,6 +143,17 @@ std::uint64_t FabricEndpoint::add_peer(const FabricAddress& address)
     fi_addr_t peer = FI_ADDR_UNSPEC;
     const int n = fi_av_insert(av_, address.data(), 1, &peer, 0, nullptr);
     if (n != 1) fail("fi_av_insert: the peer's address was not accepted", n < 0 ? n : -FI_EINVAL);
+    return peer;
+}
+
+std::uint64_t FabricEndpoint::add_peer(const std::string& node, const std::string& service)
+{
+    fi_addr_t peer = FI_ADDR_UNSPEC;
+    const int n = fi_av_insertsvc(av_, node.c_str(), service.empty() ? nullptr : service.c_str(),
+                                  &peer, 0, nullptr);
+    if (n != 1)
+        fail("fi_av_insertsvc(" + node + (service.empty() ? "" : ":" + service) + ")",
+             n < 0 ? n : -FI_EINVAL);
     return peer;
 }
 
@@ -284,6 +295,74 @@ void FabricEndpoint::read(std::uint64_t peer, void* local, std::size_t size,
         return fi_read(ep_, local, size, desc, peer, remote.addr + offset, remote.key, nullptr);
     });
     wait_completion("read");
+}
+
+namespace {
+// 0 posted, false busy; anything else throws.
+bool posted(ssize_t ret, const char* what)
+{
+    if (ret == 0) return true;
+    if (ret == -FI_EAGAIN) return false;
+    fail(what, static_cast<int>(ret));
+}
+}  // namespace
+
+bool FabricEndpoint::post_send(std::uint64_t peer, const void* data, std::size_t size,
+                               void* context)
+{
+    void* desc = descriptor(data, size);
+    return posted(fi_send(ep_, data, size, desc, peer, context), "fi_send");
+}
+
+bool FabricEndpoint::post_recv(void* data, std::size_t capacity, void* context)
+{
+    void* desc = descriptor(data, capacity);
+    return posted(fi_recv(ep_, data, capacity, desc, FI_ADDR_UNSPEC, context), "fi_recv");
+}
+
+bool FabricEndpoint::post_write(std::uint64_t peer, const void* local, std::size_t size,
+                                const RemoteRegion& remote, std::uint64_t offset, void* context)
+{
+    if (offset > remote.size || size > remote.size - offset)
+        throw FabricError("write: past the end of the peer's region", FI_EINVAL);
+    void* desc = descriptor(local, size);
+    return posted(fi_write(ep_, local, size, desc, peer, remote.addr + offset, remote.key, context),
+                  "fi_write");
+}
+
+bool FabricEndpoint::post_read(std::uint64_t peer, void* local, std::size_t size,
+                               const RemoteRegion& remote, std::uint64_t offset, void* context)
+{
+    if (offset > remote.size || size > remote.size - offset)
+        throw FabricError("read: past the end of the peer's region", FI_EINVAL);
+    void* desc = descriptor(local, size);
+    return posted(fi_read(ep_, local, size, desc, peer, remote.addr + offset, remote.key, context),
+                  "fi_read");
+}
+
+std::size_t FabricEndpoint::poll(std::vector<Completion>& out, std::size_t max)
+{
+    std::size_t got = 0;
+    while (got < max) {
+        fi_cq_msg_entry e{};
+        const ssize_t n = fi_cq_read(cq_, &e, 1);
+        if (n == 1) {
+            out.push_back({e.op_context, e.len, 0, {}});
+        } else if (n == -FI_EAVAIL) {
+            fi_cq_err_entry err{};
+            if (fi_cq_readerr(cq_, &err, 0) != 1) break;
+            const char* text = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
+            out.push_back(
+                {err.op_context, err.len, err.err ? err.err : FI_EOTHER,
+                 std::string(fi_strerror(err.err)) + (text ? std::string(" (") + text + ")" : "")});
+        } else if (n == -FI_EAGAIN) {
+            break;
+        } else {
+            fail("fi_cq_read", static_cast<int>(n));
+        }
+        ++got;
+    }
+    return got;
 }
 
 }  // namespace jal::emu::fabric

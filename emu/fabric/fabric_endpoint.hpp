@@ -7,6 +7,11 @@
 // Blocking calls poll the completion queue until their operation completes or the
 // endpoint's timeout passes (not every provider has wait objects). Failures throw
 // FabricError with libfabric's own text. Not thread-safe: one thread drives an endpoint.
+//
+// Besides the blocking calls, operations can be posted with a context of the caller's
+// (post_*) and their completions collected by poll(): what a domain's progress thread does,
+// with receive buffers posted ahead and many transfers in flight. An endpoint is driven one
+// way or the other: a blocking call would take a posted operation's completion for its own.
 #pragma once
 
 #include <chrono>
@@ -41,10 +46,20 @@ struct EndpointOptions {
     // Where the endpoint listens (tcp: a host name or address and a port; empty: any).
     std::string node, service;
     std::chrono::milliseconds timeout{10000};  // for each blocking call
+    std::size_t completion_queue = 64;         // entries: at least the operations in flight
 };
 
 // A peer's address as the provider encodes it (fi_getname), exchanged out of band.
 using FabricAddress = std::vector<std::uint8_t>;
+
+// A posted operation's end: its context, the bytes received (recv) and, on failure,
+// libfabric's error number and text.
+struct Completion {
+    void* context = nullptr;
+    std::size_t length = 0;
+    int error = 0;  // 0: success; else a positive FI_E* / errno value
+    std::string text;
+};
 
 // Memory a peer may read and write by RMA: what it must know about it.
 struct RemoteRegion {
@@ -64,6 +79,9 @@ public:
     FabricAddress address() const;
     // A peer's handle for the calls below.
     std::uint64_t add_peer(const FabricAddress& address);
+    // The same for a peer known by where it listens (tcp: host and port; shm: its name),
+    // resolved by the provider.
+    std::uint64_t add_peer(const std::string& node, const std::string& service);
 
     // Registers [base, base+size) for local use and, with `remote`, for peers' RMA. The
     // region stays registered until the endpoint is destroyed.
@@ -80,6 +98,18 @@ public:
     // Lets the provider make progress (peers' RMA into this endpoint's regions needs it on
     // providers without automatic progress) while nothing of this endpoint's is outstanding.
     void progress();
+
+    // Non-blocking: false when the provider is busy (poll, then try again); other failures
+    // throw. `context` comes back in the operation's Completion; buffers stay the caller's
+    // until then.
+    bool post_send(std::uint64_t peer, const void* data, std::size_t size, void* context);
+    bool post_recv(void* data, std::size_t capacity, void* context);
+    bool post_write(std::uint64_t peer, const void* local, std::size_t size,
+                    const RemoteRegion& remote, std::uint64_t offset, void* context);
+    bool post_read(std::uint64_t peer, void* local, std::size_t size, const RemoteRegion& remote,
+                   std::uint64_t offset, void* context);
+    // Appends up to `max` completions (successes and failures) to `out`; returns how many.
+    std::size_t poll(std::vector<Completion>& out, std::size_t max = 16);
 
 private:
     struct Registration;

@@ -1,5 +1,7 @@
 #include "emu/mgmt/peripheral_bus.hpp"
 
+#include "emu/fabric/domain.hpp"
+
 #include "emu/chip/chip.hpp"
 #include "emu/util/log.hpp"
 #include "jal/hw/fw_image.h"
@@ -64,6 +66,8 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
         return chip_.cp().fw_read(rel - JAL_MGMT_CP);
     case JAL_MGMT_FWU:
         return chip_.boot_rom().read(rel - JAL_MGMT_FWU);
+    case JAL_MGMT_LINK:
+        return chip_.links().fw_read(rel - JAL_MGMT_LINK);
     default:
         return 0;
     }
@@ -102,6 +106,14 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         return;
     case JAL_MGMT_CP:
         chip_.cp().fw_write(rel - JAL_MGMT_CP, value);
+        return;
+    case JAL_MGMT_LINK:
+        if (addr == JAL_LINK_CMD && value == JAL_LINK_CMD_TRAIN)
+            chip_.clock().advance(std::uint64_t{JAL_LINK_TRAIN_US} * 1000);
+        chip_.links().fw_write(rel - JAL_MGMT_LINK, value, [this](unsigned chip) {
+            const fabric::Domain* d = chip_.domain();
+            return d && d->reachable(chip);
+        });
         return;
     case JAL_MGMT_FWU:
         // The FWU is its own DMA master: a chunk of up to 1 MiB is one command.

@@ -13,6 +13,7 @@ enum EventCode : std::uint16_t {
     kEvBootStep = JAL_EVENT_BOOT_STEP,
     kEvBootStepFailed = JAL_EVENT_BOOT_STEP_FAILED,
     kEvBootDone = JAL_EVENT_BOOT_DONE,
+    kEvLinksTrained = JAL_EVENT_LINKS_TRAINED,
     kEvSliceHarvest = JAL_EVENT_SLICE_HARVEST,
     kEvSliceTooFew = JAL_EVENT_SLICE_TOO_FEW,
     kEvSliceNoMemory = JAL_EVENT_SLICE_NO_MEMORY,

@@ -105,6 +105,9 @@ void PowerManager::sample()
     t.utilisation_pm = hal::read32(JAL_PWR_ACTIVITY_PM);
     t.clock_min_mhz = JAL_CLOCK_MIN_MHZ;
     t.power_limit_saved_mw = saved_limit_mw_;
+    t.links_connected = util::popcount64(hal::read32(JAL_LINK_CONNECTED_MASK));
+    t.links_up = util::popcount64(hal::read32(JAL_LINK_UP_MASK));
+    t.link_errors = hal::read32(JAL_LINK_ERRORS_TOTAL);
 }
 
 void PowerManager::control()

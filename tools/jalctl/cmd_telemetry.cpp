@@ -91,6 +91,8 @@ void print_table(const Sample& s)
     out.add("Uptime", fmt::format("{:.3f} s", t.uptime_us / 1e6));
     out.add("ECC", fmt::format("{} corrected, {} uncorrected; {} pages retired", t.ecc_corrected,
                                t.ecc_uncorrected, t.retired_pages));
+    out.add("Fabric links",
+            fmt::format("{} of {} up, {} errors", t.links_up, t.links_connected, t.link_errors));
     out.add("Admin commands", std::to_string(t.admin_commands));
     out.add("Watchdog resets", std::to_string(t.watchdog_resets));
     out.print(std::cout);

@@ -193,6 +193,9 @@ json telemetry_json(const jal_telemetry& t)
     j["ecc_corrected"] = t.ecc_corrected;
     j["ecc_uncorrected"] = t.ecc_uncorrected;
     j["retired_pages"] = t.retired_pages;
+    j["links_connected"] = t.links_connected;
+    j["links_up"] = t.links_up;
+    j["link_errors"] = t.link_errors;
     return j;
 }
 

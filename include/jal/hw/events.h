@@ -17,6 +17,7 @@ enum jal_event_code {
     JAL_EVENT_BOOT_STEP = 0x0101,
     JAL_EVENT_BOOT_STEP_FAILED = 0x0102,
     JAL_EVENT_BOOT_DONE = 0x0103,
+    JAL_EVENT_LINKS_TRAINED = 0x0104, /* since 1.7 */
     /* JAL_SRC_SLICE */
     JAL_EVENT_SLICE_HARVEST = 0x0200,
     JAL_EVENT_SLICE_TOO_FEW = 0x0201,
@@ -91,7 +92,7 @@ struct jal_event_desc {
     struct jal_event_arg_desc args[4];
 };
 
-#define JAL_EVENT_DESC_COUNT 27
+#define JAL_EVENT_DESC_COUNT 28
 
 static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
     {JAL_EVENT_BOOT_START,
@@ -112,6 +113,9 @@ static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
       {"fault", JAL_ARG_STATUS},
       {"slices", JAL_ARG_DEC},
       {"hbm_channels", JAL_ARG_DEC}}},
+    {JAL_EVENT_LINKS_TRAINED,
+     "links_trained",
+     {{"connected", JAL_ARG_DEC}, {"up", JAL_ARG_DEC}, {"down_ports", JAL_ARG_HEX}, {0, 0}}},
     {JAL_EVENT_SLICE_HARVEST,
      "slice_harvest",
      {{"enabled", JAL_ARG_DEC},
@@ -294,6 +298,8 @@ static inline const char* jal_post_step_name(uint32_t post_code)
         return "capacity reconcile";
     case 0x90:
         return "power manager start";
+    case 0x98:
+        return "link training";
     case 0xa0:
         return "ready";
     default:

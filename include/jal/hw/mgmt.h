@@ -253,6 +253,35 @@
 #define JAL_CP_CTRL_DISABLE 2 /* stops after the packet in progress; waits for it */
 #define JAL_CP_CTRL_RESET 3   /* disable, drop unexecuted packets, clear errors, re-enable */
 
+/* ---- LINK: the chip's fabric ports, 12 scale-up (0-11) then 4 scale-out (12-15), each 4
+ * lanes of 100 Gb/s (docs/fabric.md). Select a port, read how it is wired and its state,
+ * TRAIN it (it comes up at the width its lanes allow if it is cabled to another chip that
+ * is there; the command costs JAL_LINK_TRAIN_US) or take it DOWN. Every port is down at
+ * power-on and after a chip reset. Counters run since power-on (since 1.7). ---- */
+#define JAL_MGMT_LINK 0x9000u
+#define JAL_LINK_SEL JAL_MGMT_REG(JAL_MGMT_LINK, 0x00)    /* RW port */
+#define JAL_LINK_STATUS JAL_MGMT_REG(JAL_MGMT_LINK, 0x04) /* RO JAL_LINK_ST_* | lanes << 8 */
+/* RO while CONNECTED: the far end's chip id (bits 0-15) and port (bits 16-23) */
+#define JAL_LINK_PEER JAL_MGMT_REG(JAL_MGMT_LINK, 0x08)
+#define JAL_LINK_CMD JAL_MGMT_REG(JAL_MGMT_LINK, 0x0c)         /* W JAL_LINK_CMD_* */
+#define JAL_LINK_TX_BYTES_LO JAL_MGMT_REG(JAL_MGMT_LINK, 0x10) /* RO; LO latches HI */
+#define JAL_LINK_TX_BYTES_HI JAL_MGMT_REG(JAL_MGMT_LINK, 0x14)
+#define JAL_LINK_RX_BYTES_LO JAL_MGMT_REG(JAL_MGMT_LINK, 0x18) /* RO; LO latches HI */
+#define JAL_LINK_RX_BYTES_HI JAL_MGMT_REG(JAL_MGMT_LINK, 0x1c)
+#define JAL_LINK_ERRORS JAL_MGMT_REG(JAL_MGMT_LINK, 0x20) /* RO the selected port's */
+/* RO, every port at once: masks of the ports up and connected, all ports' errors */
+#define JAL_LINK_UP_MASK JAL_MGMT_REG(JAL_MGMT_LINK, 0x24)
+#define JAL_LINK_CONNECTED_MASK JAL_MGMT_REG(JAL_MGMT_LINK, 0x28)
+#define JAL_LINK_ERRORS_TOTAL JAL_MGMT_REG(JAL_MGMT_LINK, 0x2c)
+#define JAL_LINK_PORTS 16u
+#define JAL_LINK_SCALE_UP_PORTS 12u
+#define JAL_LINK_LANES 4u
+#define JAL_LINK_TRAIN_US 50u           /* modelled cost of a TRAIN */
+#define JAL_LINK_ST_CONNECTED (1u << 0) /* cabled to another chip's port */
+#define JAL_LINK_ST_UP (1u << 1)
+#define JAL_LINK_CMD_TRAIN 1
+#define JAL_LINK_CMD_DOWN 2
+
 /* Operating limits and the V/F curve (chosen; docs/firmware.md). */
 #define JAL_CLOCK_MIN_MHZ 600u
 #define JAL_CLOCK_MAX_MHZ 2000u

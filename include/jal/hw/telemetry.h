@@ -82,7 +82,11 @@ struct jal_telemetry {
     uint32_t clock_min_mhz;        /* the lowest clock the limiters go to */
     uint32_t retired_pages;        /* HBM pages taken out of service since boot */
     uint32_t power_limit_saved_mw; /* persistent limit applied at boot, 0: none (TDP) */
-    uint32_t reserved[15];
+    /* Since 1.7: the fabric ports (JAL_MGMT_LINK). */
+    uint32_t links_connected; /* ports cabled to another chip */
+    uint32_t links_up;        /* of those, trained and up */
+    uint32_t link_errors;     /* all ports, since power-on */
+    uint32_t reserved[12];
 };
 JAL_ASSERT_SIZE(struct jal_telemetry, 256);
 JAL_ASSERT_OFFSET(struct jal_telemetry, timestamp_us, 8);
@@ -92,5 +96,6 @@ JAL_ASSERT_OFFSET(struct jal_telemetry, clock_mhz, 80);
 JAL_ASSERT_OFFSET(struct jal_telemetry, limiter_residency_ms, 104);
 JAL_ASSERT_OFFSET(struct jal_telemetry, energy_uj, 136);
 JAL_ASSERT_OFFSET(struct jal_telemetry, utilisation_pm, 176);
+JAL_ASSERT_OFFSET(struct jal_telemetry, links_connected, 196);
 
 #endif

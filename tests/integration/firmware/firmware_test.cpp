@@ -493,7 +493,7 @@ TEST(FirmwareWatchdog, AHungMainLoopIsCaughtByTheWatchdogAndTheChipRecovers)
     const jal::EventLog log = dev.event_log();
     EXPECT_TRUE(has_event(log, kEvWatchdogRecovery, after->boot_count));
     EXPECT_FALSE(has_event(log, kEvAdminHang)) << "the log is the new boot's";
-    EXPECT_EQ(dev.post_trail().entries.size(), 10u);
+    EXPECT_EQ(dev.post_trail().entries.size(), 11u);
     EXPECT_EQ(dev.set_power_limit_mw(500'000), 500'000u);
     EXPECT_EQ(dev.power_limit_mw(), 500'000u);
     fwtest::ConsoleClient console(console_path(emu));

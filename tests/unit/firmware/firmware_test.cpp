@@ -46,8 +46,8 @@ TEST_F(FirmwareTest, HealthyChipBootsReady)
     EXPECT_EQ(bus.reg(JAL_HOSTIF_CAP), JAL_CAP_ADMIN_QUEUE | JAL_CAP_MSIX);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_FW_VERSION), kFwVersion);
     EXPECT_EQ(bus.writes_to(JAL_HOSTIF_STATUS).front(), JAL_REG_STATUS_BOOTING);
-    EXPECT_EQ(fw->post_trail().count(), 10u);
-    EXPECT_EQ(bus.reg(JAL_HOSTIF_BOOT_STATUS), 9u << 16);
+    EXPECT_EQ(fw->post_trail().count(), 11u);
+    EXPECT_EQ(bus.reg(JAL_HOSTIF_BOOT_STATUS), 10u << 16);
     EXPECT_EQ(bus.reg(JAL_HOSTIF_POST_CODE), 0xa0u);
     EXPECT_EQ(bus.reg(JAL_WDT_CTRL), 1u);
     EXPECT_FALSE(bus.writes_to(JAL_WDT_FEED).empty());
@@ -121,7 +121,7 @@ TEST_F(FirmwareTest, BootStepsCarryTheContractsPostNames)
         // The firmware's step name (the event text) is what hosts print for the POST code.
         EXPECT_STREQ(e.text, jal_post_step_name(e.args[1])) << "step " << e.args[0];
     }
-    EXPECT_EQ(steps, 10u);
+    EXPECT_EQ(steps, 11u);
 }
 
 TEST_F(FirmwareTest, ConsoleLinesNameEventArguments)

@@ -1,0 +1,86 @@
+// The chip's fabric ports (12 scale-up, 4 scale-out; docs/decisions.md "Chip-to-chip
+// links") and the timing model of the links on them: each direction of a port is busy for
+// bytes ÷ its rate, a transfer starts when the direction is free (transfers through one
+// port queue behind each other: contention) and arrives one flight latency later. Never
+// cheaper than bytes ÷ link rate. State (up/down, width) and counters (bytes, transfers,
+// errors) are what the management path and telemetry show. docs/fabric.md, "The link
+// model".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jal::emu {
+
+// One port the topology connects.
+struct LinkPortConfig {
+    bool scale_out = false;
+    unsigned port = 0;  // within its kind
+    unsigned peer_chip = 0, peer_port = 0;
+};
+
+// Lanes of a full-width port and the data rate of each: 4 × 100 Gb/s = 400 Gb/s = 50 GB/s
+// each way, the port of docs/decisions.md.
+inline constexpr unsigned kLinkLanes = 4;
+inline constexpr double kLaneGbytesPerS = 12.5;
+// One-way flight time of a transfer's last byte: SerDes and FEC at both ends, MAC, one
+// switch hop and a few metres of cable (docs/fabric.md derives it).
+inline constexpr std::uint64_t kLinkLatencyNs = 1000;
+
+struct LinkPort {
+    LinkPortConfig config;
+    bool up = false;              // until trained
+    unsigned lanes = kLinkLanes;  // the trained width; fewer when degraded
+    std::string down_reason = "not trained";
+    bool peer_gone = false;  // its process left or died: training cannot bring it up
+    std::uint64_t tx_bytes = 0, rx_bytes = 0, transfers = 0, errors = 0;
+    std::uint64_t tx_busy_until_ns = 0, rx_busy_until_ns = 0;
+    double gbytes_per_s() const { return up ? lanes * kLaneGbytesPerS : 0; }
+};
+
+// What a transfer cost: the port it took and when it started and arrived (modelled ns).
+struct LinkCharge {
+    unsigned index = 0;  // into ports()
+    std::uint64_t start_ns = 0, end_ns = 0;
+};
+
+class ChipLinks {
+public:
+    explicit ChipLinks(std::vector<LinkPortConfig> ports = {});
+
+    std::vector<LinkPort> ports() const;  // a snapshot
+    // Charges moving `bytes` to (write) or from (read) `peer_chip` at modelled `now_ns` on
+    // the up port to it that frees first; nullopt when no up port joins the two chips.
+    std::optional<LinkCharge> charge(unsigned peer_chip, std::uint64_t bytes, bool write,
+                                     std::uint64_t now_ns);
+    bool reaches(unsigned peer_chip) const;  // an up port joins the two chips
+    // Why no port reaches `peer_chip` (for an error message).
+    std::string no_route(unsigned peer_chip) const;
+    // A transfer over port `index` failed (its peer lost): counted, and the port is down.
+    void fail(unsigned index, const std::string& why);
+    // Every port to `peer_chip` down (its process is gone).
+    void peer_lost(unsigned peer_chip, const std::string& why);
+    // Fault injection and recovery from the console.
+    bool set_up(unsigned index, bool up, const std::string& why);
+
+    // The firmware's view (JAL_MGMT_LINK registers, offsets within the block). TRAIN brings
+    // a cabled port up if `reachable(peer chip)`.
+    std::uint32_t fw_read(std::uint32_t offset);
+    void fw_write(std::uint32_t offset, std::uint32_t value,
+                  const std::function<bool(unsigned)>& reachable);
+    // A chip reset: every port down until trained again; counters stay (since power-on).
+    void reset();
+
+private:
+    LinkPort* physical(std::uint32_t port);  // the port behind register port number `port`
+
+    mutable std::mutex mutex_;
+    std::vector<LinkPort> ports_;
+    std::uint32_t selected_ = 0, latch_hi_ = 0;
+};
+
+}  // namespace jal::emu

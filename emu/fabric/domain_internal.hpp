@@ -1,0 +1,75 @@
+// The domain's private pieces shared by domain.cpp (joining, peers) and
+// domain_transfer.cpp (RMA in chunks): the control messages on the wire and the progress
+// thread's bookkeeping.
+#pragma once
+
+#include "emu/fabric/domain.hpp"
+
+#include <chrono>
+#include <cstdint>
+
+namespace jal::emu::fabric {
+
+using Clock = std::chrono::steady_clock;
+
+// Control messages: a header and, in HELLO and HELLO_REPLY, the sender's chips' regions.
+// Both ends are the same program, so the layout is the host's; the magic and a version
+// refuse anything else.
+inline constexpr std::uint32_t kWireMagic = 0x4a414c46;  // "JALF"
+inline constexpr std::uint16_t kWireVersion = 1;
+enum WireType : std::uint16_t {
+    kHello = 1,       // my regions; answer with yours
+    kHelloReply = 2,  // my regions, in answer to yours: I have them
+    kPing = 3,        // still here
+    kBye = 4,         // leaving the domain
+};
+struct WireHeader {
+    std::uint32_t magic;
+    std::uint16_t version, type;
+    std::uint32_t from;   // the sender's process index in the topology
+    std::uint32_t count;  // regions that follow
+};
+struct WireRegion {
+    std::uint64_t chip, addr, key, size;
+};
+
+inline constexpr std::size_t kMessageBytes = 4096;
+inline constexpr std::size_t kReceives = 32, kSends = 32;
+inline constexpr std::size_t kChunkBytes = 1u << 20, kChunks = 16;  // RMA staging
+inline constexpr auto kHelloInterval = std::chrono::milliseconds(100);
+inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
+
+struct Domain::Peer {
+    std::size_t index = 0;   // in the topology's processes
+    std::uint64_t addr = 0;  // the endpoint's handle
+    PeerState state = PeerState::joining;
+    std::string error;
+    bool have_theirs = false, they_have_ours = false;
+    std::vector<std::pair<unsigned, RemoteRegion>> regions;  // (domain chip id, region)
+    bool hello_in_flight = false, ping_in_flight = false;
+    Clock::time_point next_hello{}, next_ping{}, last_heard{};
+};
+
+struct Domain::Request {
+    bool write = false;
+    unsigned chip = 0;
+    Peer* peer = nullptr;
+    RemoteRegion region;
+    std::uint64_t offset = 0;
+    std::byte* data = nullptr;
+    std::size_t size = 0, issued = 0, done = 0;
+    Clock::time_point deadline{};
+    bool finished = false;
+    std::string error;
+};
+
+struct Domain::Op {
+    enum Kind { receive, send, chunk } kind = receive;
+    std::byte* buffer = nullptr;
+    Peer* peer = nullptr;            // send, chunk
+    std::uint16_t type = 0;          // send: the message's WireType
+    Request* request = nullptr;      // chunk; null once its request has ended
+    std::size_t at = 0, length = 0;  // chunk: the request's bytes it moves
+};
+
+}  // namespace jal::emu::fabric

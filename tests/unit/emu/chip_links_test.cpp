@@ -1,0 +1,109 @@
+// The chip's fabric ports: the link timing model (bytes over the rate, queueing behind
+// earlier transfers, parallel links sharing the load, flight latency) and the register
+// block the firmware trains them through.
+#include "emu/chip/chip_links.hpp"
+
+#include "jal/hw/mgmt.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using jal::emu::ChipLinks;
+using jal::emu::kLinkLatencyNs;
+using jal::emu::LinkPortConfig;
+
+constexpr std::uint32_t off(std::uint32_t reg)
+{
+    return reg - JAL_MGMT_REG(JAL_MGMT_LINK, 0);
+}
+
+// Chip 0's view: scale-up ports 0 and 1 to chip 1, scale-out port 2 to chip 5, all up.
+struct TrainedLinks : ChipLinks {
+    TrainedLinks() : ChipLinks({{false, 0, 1, 0}, {false, 1, 1, 1}, {true, 2, 5, 0}})
+    {
+        for (unsigned i = 0; i < 3; ++i) set_up(i, true, "");
+    }
+};
+
+TEST(ChipLinks, ATransferCostsBytesOverTheRatePlusFlight)
+{
+    TrainedLinks links;
+    // 50 GB/s: 1 MB takes 20 000 ns on the wire, then 1 µs of flight for a write.
+    const auto w = links.charge(5, 1'000'000, true, 1000);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->index, 2u);
+    EXPECT_EQ(w->start_ns, 1000u);
+    EXPECT_EQ(w->end_ns, 1000u + 20'000u + kLinkLatencyNs);
+    // A read's request crosses first: two flights.
+    const auto r = links.charge(5, 50, false, 0);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->end_ns - r->start_ns, 1u + 2 * kLinkLatencyNs);
+    // Never cheaper than the link: 1 byte still takes a whole ns.
+    const auto one = links.charge(5, 1, true, 1'000'000);
+    EXPECT_EQ(one->end_ns - one->start_ns, 1u + kLinkLatencyNs);
+}
+
+TEST(ChipLinks, TransfersQueueOnAPortAndShareParallelLinks)
+{
+    TrainedLinks links;
+    const auto a = links.charge(1, 500'000, true, 0);  // 10 µs on port 0
+    const auto b = links.charge(1, 500'000, true, 0);  // port 1 is free: no wait
+    const auto c = links.charge(1, 500'000, true, 0);  // both busy: queues behind a
+    ASSERT_TRUE(a && b && c);
+    EXPECT_NE(a->index, b->index);
+    EXPECT_EQ(b->start_ns, 0u);
+    EXPECT_EQ(c->start_ns, 10'000u);
+    // The other direction is a separate lane pair: a read does not wait for the writes.
+    EXPECT_EQ(links.charge(1, 100, false, 0)->start_ns, 0u);
+    const auto ports = links.ports();
+    EXPECT_EQ(ports[0].tx_bytes + ports[1].tx_bytes, 1'500'000u);
+    EXPECT_EQ(ports[0].rx_bytes + ports[1].rx_bytes, 100u);
+}
+
+TEST(ChipLinks, NoUpPortMeansNoRoute)
+{
+    TrainedLinks links;
+    EXPECT_FALSE(links.charge(9, 10, true, 0));
+    EXPECT_NE(links.no_route(9).find("no link"), std::string::npos);
+    links.peer_lost(1, "process b died");
+    EXPECT_FALSE(links.reaches(1));
+    EXPECT_NE(links.no_route(1).find("process b died"), std::string::npos);
+    const auto ports = links.ports();
+    EXPECT_EQ(ports[0].errors + ports[1].errors, 2u);
+}
+
+TEST(ChipLinks, TheFirmwareTrainsCabledPortsWhoseFarEndIsThere)
+{
+    ChipLinks links({{false, 3, 1, 0}, {true, 1, 5, 2}});
+    auto nobody = [](unsigned) { return false; };
+    auto only_chip1 = [](unsigned chip) { return chip == 1; };
+    // Register ports: scale-up 3 is port 3, scale-out 1 is port 13. Down until trained.
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_CONNECTED_MASK)), (1u << 3) | (1u << 13));
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u);
+    links.fw_write(off(JAL_LINK_SEL), 13, nobody);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_PEER)), 5u | 2u << 16);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, only_chip1);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)), JAL_LINK_ST_CONNECTED);  // chip 5 absent
+    links.fw_write(off(JAL_LINK_SEL), 3, nobody);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, only_chip1);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)),
+              JAL_LINK_ST_CONNECTED | JAL_LINK_ST_UP | JAL_LINK_LANES << 8);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 1u << 3);
+    // Counters through the LO/HI latch.
+    ASSERT_TRUE(links.charge(1, (std::uint64_t{1} << 32) + 7, false, 0));
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_RX_BYTES_LO)), 7u);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_RX_BYTES_HI)), 1u);
+    // An unwired port reads as nothing; DOWN and a chip reset take the port down.
+    links.fw_write(off(JAL_LINK_SEL), 0, nobody);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)), 0u);
+    links.fw_write(off(JAL_LINK_SEL), 3, nobody);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_DOWN, nobody);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, only_chip1);
+    links.reset();
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u);
+    EXPECT_EQ(links.ports()[0].rx_bytes, (std::uint64_t{1} << 32) + 7) << "since power-on";
+}
+
+}  // namespace
