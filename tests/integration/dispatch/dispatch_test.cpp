@@ -141,7 +141,9 @@ protected:
         auto r = s.wait_zero(kWait);
         EXPECT_TRUE(r.satisfied);
         // A times record the engine cannot write refuses the packet before it runs: no report.
-        if (times == 0) EXPECT_EQ(report().status, static_cast<uint32_t>(r.status));
+        if (times == 0) {
+            EXPECT_EQ(report().status, static_cast<uint32_t>(r.status));
+        }
         return r.status;
     }
 

@@ -210,7 +210,9 @@ class JalctlLoadedTest : public JalctlMonitorTest {
 protected:
     jal::test::EmuOptions emu_options() const override
     {
-        return {.extra_args = {"--load-watts", "650"}};
+        jal::test::EmuOptions o;
+        o.extra_args = {"--load-watts", "650"};
+        return o;
     }
 };
 
@@ -259,7 +261,12 @@ TEST_F(JalctlMonitorTest, PersistentPowerLimitSurvivesAReset)
 
 class JalctlTwoChipsTest : public JalctlMonitorTest {
 protected:
-    jal::test::EmuOptions emu_options() const override { return {.chips = 2}; }
+    jal::test::EmuOptions emu_options() const override
+    {
+        jal::test::EmuOptions o;
+        o.chips = 2;
+        return o;
+    }
 };
 
 TEST_F(JalctlTwoChipsTest, AllDevicesRunsOnEach)
