@@ -52,11 +52,14 @@ CodeObject build_attention(const AttentionConfig& cfg)
         "attention_h" + std::to_string(cfg.n_head) + "_g" + std::to_string(cfg.n_head_kv) + "_d" +
         std::to_string(cfg.head_dim) + (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
         (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "") +
-        (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "");
+        (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "") +
+        (cfg.kv_dtype == JAL_DT_F16 ? "_kvf16" : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
     require(cfg.splits() <= 64, name, "at most 64 key splits");
+    require(cfg.kv_dtype == JAL_DT_F32 || cfg.kv_dtype == JAL_DT_F16, name,
+            "the cache's elements are F32 or F16");
     require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
     require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
     // The queries' rotation borrows the key and value buffers (two of each, laid out one
