@@ -49,7 +49,7 @@ struct Options {
     uint64_t seed = 0;
     std::string numerics = "native";
     std::string expert_layout = "auto";
-    std::string kv_type = "auto";
+    std::string kv_type = "f32";
     bool unstaged = false;
     uint32_t top = 0;
     bool timing_only = false;
@@ -98,7 +98,7 @@ jal::model::GptOssConfig shape_config(const std::string& name)
 struct Request {
     jal::model::Numerics numerics;
     jal::model::ExpertLayout expert_layout = jal::model::ExpertLayout::automatic;
-    jal::model::KvType kv_type = jal::model::KvType::automatic;
+    jal::model::KvType kv_type = jal::model::KvType::f32;
     std::vector<int32_t> prompt;  // empty: the default for the model (open_runtime)
     std::vector<int32_t> force;
     uint32_t n_out = 0;
@@ -143,7 +143,7 @@ Request parse_request(const Options& o)
     if (!jal::model::parse_expert_layout(o.expert_layout, r.expert_layout))
         throw CLI::ValidationError("--expert-layout", "expected auto, experts or both");
     if (!jal::model::parse_kv_type(o.kv_type, r.kv_type))
-        throw CLI::ValidationError("--kv-type", "expected auto, f32 or f16");
+        throw CLI::ValidationError("--kv-type", "expected f32 or f16");
     if (o.prompt_ids) r.prompt = parse_ids(*o.prompt_ids, "--prompt-ids");
     if (o.force_ids) r.force = parse_ids(*o.force_ids, "--force-ids");
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
@@ -405,7 +405,7 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     j["model"] = o.timing_only ? o.shape : r.model_path;
     j["timing_only"] = o.timing_only;
     j["numerics"] = jal::model::numerics_name(r.numerics);
-    j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);  // what auto chose
+    j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
     j["forced"] = !r.force.empty();
     j["n_vocab"] = rt.config().n_vocab;
@@ -545,10 +545,11 @@ void add_execution_options(CLI::App& app, Options& o)
     app.add_option("--numerics", o.numerics,
                    "native (default) or ggml (llama.cpp's CPU roundings)");
     app.add_option("--kv-type", o.kv_type,
-                   "KV cache elements: f32, f16 (keys and values rounded to half precision as "
-                   "they are appended: half the cache's HBM and the attention's reads), or "
-                   "auto (the default: f16 with --numerics ggml, as llama.cpp's default cache, "
-                   "f32 with native numerics)");
+                   "KV cache elements: f32 (the default) or f16: keys and values rounded to "
+                   "half precision as they are appended, so the cache takes half the HBM (twice "
+                   "the sequences fit) and the attention reads half the bytes; the products "
+                   "stay F32 against them (llama.cpp's own F16 cache also rounds the queries "
+                   "and the softmax: docs/model-runtime.md, \"KV cache\")");
     app.add_option("--expert-layout", o.expert_layout,
                    "Expert weights split by experts, or kept also split by rows so that small "
                    "batches stream each selected expert from every slice: auto (both when "

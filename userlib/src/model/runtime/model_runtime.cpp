@@ -87,21 +87,12 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 
 const char* kv_type_name(KvType t)
 {
-    switch (t) {
-    case KvType::f32:
-        return "f32";
-    case KvType::f16:
-        return "f16";
-    default:
-        return "auto";
-    }
+    return t == KvType::f16 ? "f16" : "f32";
 }
 
 bool parse_kv_type(std::string_view s, KvType& out)
 {
-    if (s == "auto")
-        out = KvType::automatic;
-    else if (s == "f32")
+    if (s == "f32")
         out = KvType::f32;
     else if (s == "f16")
         out = KvType::f16;
@@ -428,8 +419,6 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     all_mask_ = mask_of(0, S_);
     placement_ = Placement(S_);
     if (!o_.n_ctx) o_.n_ctx = std::min<uint32_t>(c_.n_ctx_train ? c_.n_ctx_train : 4096, 4096);
-    if (o_.kv_type == KvType::automatic)
-        o_.kv_type = o_.numerics == Numerics::ggml ? KvType::f16 : KvType::f32;
     kv_dtype_ = o_.kv_type == KvType::f16 ? JAL_DT_F16 : JAL_DT_F32;
     T_ = std::max(o_.max_batch_tokens, o_.max_sequences);
     qdim_ = c_.n_head * c_.head_dim;
