@@ -87,7 +87,7 @@ struct JAL_API AttentionConfig {
     bool sinks = false;
     float scale = 0.0f;       // 0: 1/sqrt(head_dim)
     uint32_t q_block = 0;     // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
-    uint32_t k_block = 0;     // keys a chunk holds; 0: 256
+    uint32_t k_block = 0;     // keys a chunk holds; 0: 256 (512 with an F16 cache and few rows)
     uint32_t key_splits = 0;  // 0 or 1: one slice an item; S > 1: flash decoding, below
     // Append the rows' keys and values to the caches first (kv_append's code), each KV head
     // by the slice that then reads it: one dispatch instead of two. Needs one key split and

@@ -32,7 +32,13 @@ uint32_t AttentionConfig::queries_per_item() const
 
 uint32_t AttentionConfig::keys_per_chunk() const
 {
-    return k_block ? k_block : 256;
+    if (k_block) return k_block;
+    // An F16 cache: twice the keys a chunk, so that a chunk's loads move as many bytes (a
+    // chunk of 256 F16 keys is 32 kB a load, a quarter of the HBM latency at the slice's
+    // bandwidth: two chunks in flight would not keep it busy), while the stacked query rows
+    // (and with them the score buffers) are small.
+    const uint32_t rows = queries_per_item() * (n_head_kv ? n_head / n_head_kv : 1);
+    return kv_dtype == JAL_DT_F16 && rows <= 128 ? 512 : 256;
 }
 
 uint32_t AttentionConfig::splits() const
@@ -64,8 +70,9 @@ CodeObject build_attention(const AttentionConfig& cfg)
     require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
     // The queries' rotation borrows the key and value buffers (two of each, laid out one
     // after another): the positions, cos, sin and two temporaries of an item's queries.
+    const uint64_t kv_bytes = cfg.kv_dtype == JAL_DT_F16 ? 2 : 4;
     require(!cfg.rope || uint64_t{cfg.queries_per_item()} * (4 + 4ull * 2 * cfg.head_dim) + 64 <=
-                             4ull * cfg.keys_per_chunk() * cfg.head_dim * 4,
+                             4ull * cfg.keys_per_chunk() * cfg.head_dim * kv_bytes,
             name, "the queries' rotation does not fit the key buffers");
     require(numerics::row_bytes(cfg.out_dtype, cfg.head_dim) != 0, name,
             "the output's format needs whole blocks in a head");

@@ -123,8 +123,8 @@ void AttentionKernel::declare()
 
     l1_q = b.l1_alloc(M * D * 4);
     for (int i = 0; i < kBufs; i++) {
-        l1_k[i] = b.l1_alloc(Nk * D * 4);
-        l1_v[i] = b.l1_alloc(D * Nk * 4);
+        l1_k[i] = b.l1_alloc(Nk * D * kve);
+        l1_v[i] = b.l1_alloc(D * Nk * kve);
         l1_s[i] = b.l1_alloc(M * Nk * 4);
     }
     l1_o = b.l1_alloc(M * D * 4);
