@@ -56,7 +56,13 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& o)
     WorkloadSpec w = o.workload;
     Target target;
     if (o.timing_only) {
-        TimingOptions to{o.shape, o.emu_dir, o.device, o.slices, o.measure_steps, !o.quiet};
+        TimingOptions to{o.shape,
+                         o.emu_dir,
+                         o.device,
+                         o.slices,
+                         o.measure_steps,
+                         !o.quiet,
+                         o.schedule == "mixed"};
         if (!o.quiet)
             std::fprintf(stderr, "jal-bench serve: opening %s (timing only)\n", o.shape.c_str());
         target.timing = std::make_unique<TimingTarget>(to, w.input_len, w.output_len);

@@ -25,6 +25,7 @@ struct ServeBenchOptions {
     std::vector<uint32_t> concurrency = {1, 2, 4, 8};
     uint32_t num_prompts = 0;  // 0: 10 × concurrency
     uint32_t measure_steps = 3;
+    std::string schedule = "mixed";  // --timing-only: mixed (jal-serve's) or serial
     uint32_t slices = 0;
     std::string emu_dir;
     unsigned device = 0;

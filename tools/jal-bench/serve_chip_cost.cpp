@@ -25,6 +25,14 @@ StepCost ChipCost::interpolated_prefill(uint32_t len) const
     return {lerp(lo->second.ns, hi->second.ns), lerp(lo->second.nj, hi->second.nj)};
 }
 
+// The mean of the runs.
+static StepCost mean_of(const std::vector<StepCost>& run)
+{
+    StepCost mean;
+    for (const StepCost& c : run) mean.ns += c.ns, mean.nj += c.nj;
+    return {mean.ns / run.size(), mean.nj / run.size()};
+}
+
 int ChipCost::admit(std::span<const int32_t> prompt, StepCost& cost)
 {
     const int seq = rt_.create_sequence();
@@ -52,9 +60,7 @@ StepCost ChipCost::decode(const std::vector<int>& seqs)
         // The tokens' positions are taken as if the step had run.
         for (int s : seqs) rt_.assume_length(s, rt_.sequence_length(s) + 1);
         counts_.steps_projected++;
-        StepCost mean;
-        for (const StepCost& c : run) mean.ns += c.ns, mean.nj += c.nj;
-        return {mean.ns / run.size(), mean.nj / run.size()};
+        return mean_of(run);
     }
     std::vector<std::pair<int, int32_t>> batch;
     for (int s : seqs) batch.push_back({s, 0});  // timing only: the ids do not matter
@@ -62,6 +68,29 @@ StepCost ChipCost::decode(const std::vector<int>& seqs)
     const StepCost c{rt_.last().modelled_ns, rt_.last().energy_nj};
     if (projected()) run.push_back(c);
     counts_.steps_run++;
+    return c;
+}
+
+StepCost ChipCost::mixed(const std::vector<int>& seqs, int prompt_seq, uint32_t n)
+{
+    const uint32_t pos0 = rt_.sequence_length(prompt_seq);
+    std::vector<StepCost>& run = mixed_[{seqs.size(), n, pos0}];
+    if (projected() && !run.empty() && run.size() >= measure_steps_) {
+        for (int s : seqs) rt_.assume_length(s, rt_.sequence_length(s) + 1);
+        rt_.assume_length(prompt_seq, pos0 + n);
+        counts_.mixed_projected++;
+        return mean_of(run);
+    }
+    std::vector<std::pair<int, int32_t>> batch;
+    for (int s : seqs) batch.push_back({s, 0});
+    const std::vector<int32_t> chunk(n, 0);
+    if (batch.empty())
+        rt_.prefill(prompt_seq, chunk);
+    else
+        rt_.mixed_step(batch, prompt_seq, chunk);
+    const StepCost c{rt_.last().modelled_ns, rt_.last().energy_nj};
+    if (projected()) run.push_back(c);
+    counts_.mixed_run++;
     return c;
 }
 

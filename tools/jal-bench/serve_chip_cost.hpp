@@ -9,13 +9,16 @@
 //    lengths have run, is interpolated linearly between the two nearest run ones;
 //  * the first measure_steps decode steps of each batch size run; later steps of that size
 //    cost their mean (the context grows by output_len / input_len meanwhile, which such a
-//    step's KV reads do not see). The sequences' lengths still advance (assume_length).
+//    step's KV reads do not see). The sequences' lengths still advance (assume_length);
+//  * likewise mixed steps (a prompt chunk beside decode rows), by batch size, chunk length
+//    and the chunk's first position.
 // measure_steps == 0 runs everything.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include <jal/model/runtime.hpp>
@@ -30,6 +33,7 @@ struct StepCost {
 struct CostCounts {
     uint64_t prefills_run = 0, prefills_reused = 0, prefills_interpolated = 0;
     uint64_t steps_run = 0, steps_projected = 0;
+    uint64_t mixed_run = 0, mixed_projected = 0;
 };
 
 class ChipCost {
@@ -40,6 +44,13 @@ public:
     int admit(std::span<const int32_t> prompt, StepCost& cost);
     // One decode step of the sequences together.
     StepCost decode(const std::vector<int>& seqs);
+    // A sequence whose prompt is still to run (in chunks, by mixed()).
+    int start() { return rt_.create_sequence(); }
+    // One pass: a decode row for each of `seqs` and the next `n` tokens of `prompt_seq`'s
+    // prompt (a prefill pass alone when seqs is empty).
+    StepCost mixed(const std::vector<int>& seqs, int prompt_seq, uint32_t n);
+    // Rows of one pass.
+    uint32_t rows() const { return rt_.options().max_batch_tokens; }
     void release(int seq);
 
     const CostCounts& counts() const { return counts_; }
@@ -52,6 +63,8 @@ private:
     uint32_t measure_steps_;
     std::map<uint32_t, StepCost> prefills_;          // by prompt length, run
     std::map<size_t, std::vector<StepCost>> steps_;  // by batch size, run
+    // by (batch size, chunk length, the chunk's first position), run
+    std::map<std::tuple<size_t, uint32_t, uint32_t>, std::vector<StepCost>> mixed_;
     CostCounts counts_;
 };
 

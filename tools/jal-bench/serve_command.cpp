@@ -69,6 +69,11 @@ ServeCommand& add_serve_command(CLI::App& app)
     c->add_option("--measure-steps", s.o.measure_steps,
                   "With --timing-only: decode steps run at each batch size, the rest projected "
                   "from their mean (default 3; 0 runs every prefill and step)");
+    c->add_option("--schedule", s.o.schedule,
+                  "With --timing-only: mixed (default; jal-serve's engine: each step decodes "
+                  "the running requests with a chunk of one prompt beside them) or serial "
+                  "(each admitted prompt prefilled alone before the step)")
+        ->check(CLI::IsMember({"mixed", "serial"}));
     c->add_option("--slices", s.o.slices, "With --timing-only: dispatch slices (default all)");
     c->add_option("--emu-dir", s.o.emu_dir,
                   "With --timing-only: jal-emu socket directory (default: $JAL_EMU_DIR, else "

@@ -18,22 +18,28 @@ struct Live {
     int seq = -1;
     uint64_t arrival = 0, last = 0;
     uint32_t generated = 0;
+    uint32_t prompt_left = 0;  // mixed: prompt tokens still to run
 };
 
 class Scheduler {
 public:
     Scheduler(ChipCost& cost, uint32_t concurrency, const std::vector<BenchRequest>& requests,
-              bool progress)
+              bool progress, bool mixed)
         : cost_(cost), concurrency_(concurrency), requests_(requests), progress_(progress),
-          timings_(requests.size())
+          mixed_(mixed), timings_(requests.size())
     {}
 
     PointRun run()
     {
         for (uint32_t i = 0; i < concurrency_ && next_ < requests_.size(); i++) send(0);
         while (done_ < requests_.size()) {
-            admit();
-            step();
+            if (mixed_) {
+                admit_unprefilled();
+                mixed_step();
+            } else {
+                admit();
+                step();
+            }
             report(false);
         }
         report(true);
@@ -69,6 +75,54 @@ private:
             r.generated = 1;
             if (!finished(r)) running_.push_back(r);
         }
+    }
+
+    // Mixed: a slot each, the prompt left for the steps.
+    void admit_unprefilled()
+    {
+        while (!waiting_.empty() && running_.size() < concurrency_) {
+            Live r = waiting_.front();
+            waiting_.pop_front();
+            r.seq = cost_.start();
+            r.prompt_left = static_cast<uint32_t>(requests_[r.index].prompt.size());
+            running_.push_back(r);
+        }
+    }
+
+    // Mixed: one pass of every decoding sequence and a chunk of the first prompt left.
+    void mixed_step()
+    {
+        if (running_.empty()) return;
+        std::vector<int> seqs;
+        Live* filling = nullptr;
+        for (Live& r : running_)
+            if (!r.prompt_left)
+                seqs.push_back(r.seq);
+            else if (!filling)
+                filling = &r;
+        const uint32_t room = cost_.rows() - static_cast<uint32_t>(seqs.size());
+        const uint32_t n = filling && room ? std::min(room, filling->prompt_left) : 0;
+        advance(n ? cost_.mixed(seqs, filling->seq, n) : cost_.decode(seqs));
+        std::vector<Live> still;
+        for (Live& r : running_) {
+            if (r.prompt_left && &r == filling) {
+                r.prompt_left -= n;
+                if (!r.prompt_left) first_token(r);
+            } else if (!r.prompt_left) {
+                timings_[r.index].itl_s.push_back((now_ns_ - r.last) / 1e9);
+                r.last = now_ns_;
+                r.generated++;
+            }
+            if (r.prompt_left || !finished(r)) still.push_back(r);
+        }
+        running_ = std::move(still);
+    }
+
+    void first_token(Live& r)
+    {
+        timings_[r.index].ttft_s = (now_ns_ - r.arrival) / 1e9;
+        r.last = now_ns_;
+        r.generated = 1;
     }
 
     void step()
@@ -120,6 +174,7 @@ private:
     const uint32_t concurrency_;
     const std::vector<BenchRequest>& requests_;
     const bool progress_;
+    const bool mixed_;
     std::vector<RequestTiming> timings_;
     std::deque<Live> waiting_;
     std::vector<Live> running_;
@@ -131,9 +186,9 @@ private:
 }  // namespace
 
 PointRun run_scheduler(ChipCost& cost, uint32_t concurrency,
-                       const std::vector<BenchRequest>& requests, bool progress)
+                       const std::vector<BenchRequest>& requests, bool progress, bool mixed)
 {
-    return Scheduler(cost, concurrency, requests, progress).run();
+    return Scheduler(cost, concurrency, requests, progress, mixed).run();
 }
 
 }  // namespace jal::bench

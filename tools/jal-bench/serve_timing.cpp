@@ -50,8 +50,12 @@ struct TimingTarget::Impl {
         ro.max_sequences = concurrency;
         ro.n_ctx = max_input + max_output + 1;
         // As jal-run: long prompts prefill in chunks of 2048 rows (the most the expert GEMM
-        // takes), and a decode step of every sequence fits one graph run.
+        // takes), and a decode step of every sequence fits one graph run; mixed, a pass holds
+        // the other sequences' decode rows and as much of a prompt as fits beside them.
         ro.max_batch_tokens = std::max(std::min(max_input, 2048u), concurrency);
+        if (options.mixed)
+            ro.max_batch_tokens =
+                std::max(std::min(max_input + concurrency, 2048u), concurrency + 1);
         rt = jal::model::Runtime::open_shape(shape_config(options.shape), device, ro);
         cost = std::make_unique<ChipCost>(*rt, options.measure_steps);
     }
@@ -72,7 +76,8 @@ PointRun TimingTarget::run_point(uint32_t concurrency, const std::vector<BenchRe
 {
     // A fresh runtime and cost model a point: what was run and what projected is per point.
     impl_->open(concurrency);
-    return run_scheduler(*impl_->cost, concurrency, requests, impl_->options.progress);
+    return run_scheduler(*impl_->cost, concurrency, requests, impl_->options.progress,
+                         impl_->options.mixed);
 }
 
 nlohmann::json TimingTarget::last_counts() const
@@ -83,7 +88,9 @@ nlohmann::json TimingTarget::last_counts() const
             {"prefills_reused", c.prefills_reused},
             {"prefills_interpolated", c.prefills_interpolated},
             {"decode_steps_run", c.steps_run},
-            {"decode_steps_projected", c.steps_projected}};
+            {"decode_steps_projected", c.steps_projected},
+            {"mixed_steps_run", c.mixed_run},
+            {"mixed_steps_projected", c.mixed_projected}};
 }
 
 nlohmann::json TimingTarget::describe() const
@@ -94,6 +101,7 @@ nlohmann::json TimingTarget::describe() const
             {"slices", o.slices ? nlohmann::json(o.slices) : nlohmann::json("all")},
             {"time_base", "modelled"},
             {"measure_steps", o.measure_steps},
+            {"schedule", o.mixed ? "mixed" : "serial"},
             {"emulator", impl_->emu.description()}};
 }
 

@@ -25,6 +25,7 @@ struct TimingOptions {
     uint32_t slices = 0;         // 0: every slice
     uint32_t measure_steps = 3;  // decode steps run per batch size; 0: run every step
     bool progress = true;        // lines on stderr
+    bool mixed = true;           // prompts in chunks inside decode steps (jal-serve's engine)
 };
 
 class TimingTarget {

@@ -57,6 +57,7 @@ struct Options {
     uint32_t concurrency = 1;
     uint32_t prompt_len = 1024;
     uint32_t project_out = 0;
+    std::string schedule = "serial";
     uint32_t slices = 0;
     bool json = false;
     bool quiet = false;
@@ -103,6 +104,7 @@ struct Request {
     std::vector<int32_t> force;
     uint32_t n_out = 0;
     uint32_t users = 1;
+    bool mixed = false;                                // --schedule mixed
     std::string model_path;                            // empty with --timing-only
     std::unique_ptr<jal::model::Tokenizer> tokenizer;  // when the model has a vocabulary
 };
@@ -135,6 +137,14 @@ void text_prompt(const Options& o, Request& r)
         *r.tokenizer, o.prompt.value_or(jal::run::kDefaultTextPrompt), o.chat, o.system);
 }
 
+// Steps of one prompt mixed into the decode steps of the other users − 1 sequences: chunks
+// of what a step of max_rows rows leaves.
+uint32_t mixed_chunks(uint32_t prompt_len, uint32_t max_rows, uint32_t users)
+{
+    const uint32_t chunk = max_rows - (users - 1);
+    return (prompt_len + chunk - 1) / chunk;
+}
+
 Request parse_request(const Options& o)
 {
     Request r;
@@ -149,6 +159,20 @@ Request parse_request(const Options& o)
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
     if (r.n_out == 0) throw CLI::ValidationError("--n", "at least one token");
     r.users = std::max<uint32_t>(1, o.concurrency);
+    if (o.schedule != "serial" && o.schedule != "mixed")
+        throw CLI::ValidationError("--schedule", "expected serial or mixed");
+    r.mixed = o.schedule == "mixed";
+    if (r.mixed && (!o.timing_only || o.project_out < 2 || r.n_out < 2))
+        throw CLI::ValidationError("--schedule", "mixed projects a served load: it needs "
+                                                 "--timing-only, --project-out and --n 2 or more");
+    if (r.mixed) {
+        const uint32_t k = mixed_chunks(o.prompt_len, std::max(2048u, r.users + 1), r.users);
+        if (uint64_t{r.users} * k > o.project_out - 1 + k)
+            throw CLI::ValidationError(
+                "--schedule", fmt::format("mixed: {} users' prompts need {} chunk steps, more "
+                                          "than the {} steps of their generation carry",
+                                          r.users, uint64_t{r.users} * k, o.project_out - 1 + k));
+    }
     r.model_path = o.model;
     if (!o.timing_only && r.model_path.empty())
         r.model_path = jal::run::default_model_path(o.quiet || o.json);
@@ -191,6 +215,11 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
         // Long prompts prefill in chunks of 2048 rows: the most the expert GEMM takes (8192
         // pairs), so each expert's weights serve as many rows as they can.
         ro.max_batch_tokens = std::max(std::min(o.prompt_len, 2048u), r.users);
+        if (r.mixed) {
+            // A step holds the other users' decode rows and a chunk of the new prompt.
+            ro.max_batch_tokens = std::max(2048u, r.users + 1);
+            ro.n_ctx += mixed_chunks(o.prompt_len, ro.max_batch_tokens, r.users);
+        }
         rt = jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
         if (r.prompt.empty()) r.prompt.assign(o.prompt_len, 0);
     } else {
@@ -247,6 +276,7 @@ struct Generation {
     uint64_t decode_hbm_bytes = 0;
     uint64_t prefill_dispatches = 0;  // one user's prompt
     uint64_t decode_dispatches = 0;   // every measured decode step
+    uint64_t mixed_dispatches = 0;    // --schedule mixed: one prompt's chunk steps
 };
 
 // Prefills every user's prompt (timing only: one, the others take the same length).
@@ -315,6 +345,27 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
     if (text) {
         text->finish();
         g.text = text->text();
+    }
+}
+
+// --schedule mixed: the steady state of a served load, where a new request's prompt runs in
+// chunks inside the decode steps of the other users − 1 sequences (C requests in flight, one
+// of them prefilling). The last user's sequence makes room for it; one prompt is measured.
+void mixed_prefill(const Request& r, jal::model::Runtime& rt, Generation& g)
+{
+    rt.free_sequence(g.seqs.back());
+    const int seq = rt.create_sequence();
+    g.seqs.back() = seq;
+    const uint32_t chunk = rt.options().max_batch_tokens - (r.users - 1);
+    std::vector<std::pair<int, int32_t>> batch;
+    for (uint32_t u = 0; u + 1 < r.users; u++) batch.push_back({g.seqs[u], 0});
+    const std::span<const int32_t> prompt(r.prompt);
+    for (size_t at = 0; at < prompt.size(); at += chunk) {
+        rt.mixed_step(batch, seq, prompt.subspan(at, std::min<size_t>(chunk, prompt.size() - at)));
+        g.fig.mixed_steps++;
+        g.fig.mixed_ns += rt.last().modelled_ns;
+        g.fig.mixed_energy_nj += rt.last().energy_nj;
+        g.mixed_dispatches += rt.last().dispatches;
     }
 }
 
@@ -396,6 +447,15 @@ void inferencex_json(nlohmann::json& j, const Generation& g, const Summary& s)
     j["decode_hbm_util"] = s.decode_hbm_util;
     j["dispatches_per_step"] = s.dispatches_per_step;
     j["prefill_dispatches"] = g.prefill_dispatches;
+    j["schedule"] = g.fig.mixed_steps ? "mixed" : "serial";
+    if (g.fig.out_tokens > 1)  // a decode step of every sequence (TPOT in the serial schedule)
+        j["decode_step_ms"] = g.fig.decode_ns / 1e6 / (g.fig.out_tokens - 1);
+    if (g.fig.mixed_steps) {
+        j["mixed_steps"] = g.fig.mixed_steps;
+        j["mixed_step_ms"] = g.fig.mixed_ns / 1e6 / g.fig.mixed_steps;
+        j["mixed_dispatches"] = g.mixed_dispatches;
+        j["prefill_alone_ms"] = g.fig.prefill_ns / 1e6;
+    }
 }
 
 void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, const Generation& g,
@@ -455,6 +515,10 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                 "%.3f s: %.0f output, %.0f mixed tok/s\n",
                 g.fig.prompt_tokens, g.fig.out_tokens, r.users, s.m.e2e_s, r.users,
                 r.users > 1 ? "s" : "", s.m.serve_s, s.m.output_tok_s, s.m.mixed_tok_s);
+    if (g.fig.mixed_steps)
+        std::printf("schedule mixed: a prompt in %u chunk steps of %.3f ms (alone: %.3f ms)\n",
+                    g.fig.mixed_steps, g.fig.mixed_ns / 1e6 / g.fig.mixed_steps,
+                    g.fig.prefill_ns / 1e6);
     std::printf("mixed tok/s per kW: %.0f rated (%.0f W), %.0f modelled (%.1f W); %.0f dispatches "
                 "a decode step\n",
                 s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000,
@@ -530,6 +594,7 @@ int run_on_chip(const Options& o, Request& r)
     Generation g;
     prefill(o, r, *rt, g);
     decode(o, r, *rt, g);
+    if (r.mixed) mixed_prefill(r, *rt, g);
     const Summary s = summarize(o, r, *rt, g);
     if (o.json)
         print_json(o, r, *rt, g, s, load_s);
@@ -557,6 +622,27 @@ void add_execution_options(CLI::App& app, Options& o)
     app.add_flag("--unstaged", o.unstaged,
                  "One dispatch a kernel instead of one staged dispatch a pass (a decode step "
                  "or a prompt chunk): what --profile needs to attribute time to kernels");
+}
+
+// The options of --timing-only runs: the shape, the load and how it is scheduled.
+void add_timing_options(CLI::App& app, Options& o)
+{
+    app.add_flag("--timing-only", o.timing_only,
+                 "No weights: project modelled figures for --shape");
+    app.add_option("--shape", o.shape, "With --timing-only: gpt-oss-120b (default) or gpt-oss-20b");
+    app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
+        ->check(CLI::Range(1, 65536));
+    app.add_option(
+        "--project-out", o.project_out,
+        "With --timing-only: report figures for this many output tokens from the measured steps");
+    app.add_option("--schedule", o.schedule,
+                   "With --timing-only and --project-out: how prompts share the chip with "
+                   "decoding. serial (default): each prompt prefilled alone, then every "
+                   "sequence decoded together. mixed: continuous batching's steady state, a "
+                   "new prompt's chunks inside the decode steps of the other sequences "
+                   "(docs/performance.md, \"Mixed steps\")");
 }
 
 }  // namespace
@@ -597,16 +683,7 @@ int main(int argc, char** argv)
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");
-    app.add_flag("--timing-only", o.timing_only,
-                 "No weights: project modelled figures for --shape");
-    app.add_option("--shape", o.shape, "With --timing-only: gpt-oss-120b (default) or gpt-oss-20b");
-    app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
-        ->check(CLI::Range(1, 1024));
-    app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")
-        ->check(CLI::Range(1, 65536));
-    app.add_option(
-        "--project-out", o.project_out,
-        "With --timing-only: report figures for this many output tokens from the measured steps");
+    add_timing_options(app, o);
     app.add_option("--slices", o.slices,
                    "Dispatch slices (default 8; every slice with --timing-only)");
     app.add_flag("--json", o.json, "Print one JSON document");

@@ -133,46 +133,82 @@ void Engine::admit()
     }
 }
 
+// Takes a slot; the prompt runs in chunks inside the next steps.
 void Engine::start(std::shared_ptr<Job> job)
 {
     Running r{job, -1, jal::model::Sampler(job->params().sampling), 0, 0, Clock::now()};
-    std::vector<float> logits;
     try {
         r.seq = rt_->create_sequence();
-        logits = rt_->prefill(r.seq, job->params().prompt);
     } catch (const std::exception& e) {
-        // One request's prefill failing leaves the others running.
         retire(r, FinishReason::error, std::string("prefill failed: ") + e.what());
         return;
     }
-    metrics_.count_tokens(job->params().prompt.size(), 0);
-    metrics_.observe_ttft(seconds_since(job->submitted()));
     running_.push_back(std::move(r));
-    publish_load();  // before the first token is out: a client may look at once
-    if (deliver(running_.back(), logits)) running_.pop_back();
+    publish_load();  // a client may look at once
 }
 
-// One decode of every running sequence together; the finished ones leave the batch.
+// One pass over every running sequence: a decode row for each that has its prompt done,
+// and the next chunk of the first one still prefilling (as many of its tokens as the pass
+// has rows left); the finished ones leave the batch.
 void Engine::step()
 {
-    std::vector<std::pair<int, int32_t>> batch;
+    std::vector<size_t> decoding;
+    Running* filling = nullptr;
     for (auto it = running_.begin(); it != running_.end();) {
         if (it->job->cancelled()) {
             retire(*it, FinishReason::cancelled);
             it = running_.erase(it);
             continue;
         }
-        batch.push_back({it->seq, it->next});
         ++it;
     }
-    if (batch.empty()) return;
-    const std::vector<std::vector<float>> logits = rt_->decode(batch);
-    std::vector<Running> still;
     for (size_t i = 0; i < running_.size(); i++) {
-        metrics_.observe_tpot(seconds_since(running_[i].last_token));
-        if (!deliver(running_[i], logits[i])) still.push_back(std::move(running_[i]));
+        if (!running_[i].prefilling())
+            decoding.push_back(i);
+        else if (!filling)
+            filling = &running_[i];
     }
+    if (decoding.empty() && !filling) return;
+    std::vector<std::vector<float>> logits = run_pass(decoding, filling);
+    std::vector<bool> done(running_.size(), false);
+    for (size_t i = 0; i < decoding.size(); i++) {
+        Running& r = running_[decoding[i]];
+        metrics_.observe_tpot(seconds_since(r.last_token));
+        done[decoding[i]] = deliver(r, logits[i]);
+    }
+    if (filling && logits.size() > decoding.size())
+        done[filling - running_.data()] = prompt_chunk_done(*filling, logits.back());
+    std::vector<Running> still;
+    for (size_t i = 0; i < running_.size(); i++)
+        if (!done[i]) still.push_back(std::move(running_[i]));
     running_ = std::move(still);
+}
+
+std::vector<std::vector<float>> Engine::run_pass(const std::vector<size_t>& decoding,
+                                                 Running* filling)
+{
+    std::vector<std::pair<int, int32_t>> batch;
+    for (size_t i : decoding) batch.push_back({running_[i].seq, running_[i].next});
+    const uint32_t rows = rt_->options().max_batch_tokens;
+    if (!filling || batch.size() >= rows) return rt_->decode(batch);
+    const std::span<const int32_t> prompt(filling->job->params().prompt);
+    const size_t n = std::min<size_t>(rows - batch.size(), prompt.size() - filling->prompt_done);
+    const std::span<const int32_t> chunk = prompt.subspan(filling->prompt_done, n);
+    std::vector<std::vector<float>> logits;
+    if (batch.empty())
+        logits.push_back(rt_->prefill(filling->seq, chunk));
+    else
+        logits = rt_->mixed_step(batch, filling->seq, chunk);
+    filling->prompt_done += static_cast<uint32_t>(n);
+    metrics_.count_tokens(n, 0);
+    return logits;
+}
+
+bool Engine::prompt_chunk_done(Running& r, const std::vector<float>& logits)
+{
+    if (r.prefilling()) return false;
+    metrics_.observe_ttft(seconds_since(r.job->submitted()));
+    return deliver(r, logits);
 }
 
 bool Engine::deliver(Running& r, const std::vector<float>& logits)

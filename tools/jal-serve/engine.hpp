@@ -1,8 +1,9 @@
 // Continuous batching (docs/serving.md, "Batching and cancellation"): one thread owns the
-// model runtime. Requests wait in a queue; each step the engine prefills the requests it
-// admits into free sequence slots, then runs one decode over every running sequence
-// together. A sequence that finishes or whose client went away is freed at once, so its
-// slot serves the next request in the same step.
+// model runtime. Requests wait in a queue and are admitted into free sequence slots; each
+// step runs one decode over every running sequence together, with a chunk of the oldest
+// admitted prompt in the same pass (chunked prefill: a new prompt does not stall the
+// others' tokens). A sequence that finishes or whose client went away is freed at once,
+// so its slot serves the next request in the same step.
 #pragma once
 
 #include <condition_variable>
@@ -58,6 +59,8 @@ private:
         int32_t next = 0;  // sampled, not yet run through the model
         uint32_t generated = 0;
         Clock::time_point last_token;
+        uint32_t prompt_done = 0;  // prompt tokens run so far; the rest go in later steps
+        bool prefilling() const { return prompt_done < job->params().prompt.size(); }
     };
 
     void run();
@@ -66,6 +69,12 @@ private:
     void admit();
     void start(std::shared_ptr<Job> job);
     void step();
+    // One pass: the decode rows of `decoding` (indices into running_) and, if `filling`, the
+    // next chunk of its prompt. Returns the decode rows' logits, then the chunk's (if any).
+    std::vector<std::vector<float>> run_pass(const std::vector<size_t>& decoding, Running* filling);
+    // The chunk `filling` just ran: counted, and its first token out once the prompt is done.
+    // True if that finished the request.
+    bool prompt_chunk_done(Running& r, const std::vector<float>& logits);
     // Hands the sampled token of `r` to its job; true if the request is complete.
     bool deliver(Running& r, const std::vector<float>& logits);
     void retire(Running& r, FinishReason reason, const std::string& error = {});

@@ -324,6 +324,30 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
     for (size_t i = 0; i < 3; i++) EXPECT_EQ(got[i], want[i]) << "sequence " << i;
 }
 
+// "small" on 4 slices (two slice groups: several sequences' attention runs in lanes).
+jal::model::RuntimeOptions small_on_4_slices(Numerics n, uint32_t sequences, bool staged)
+{
+    jal::model::RuntimeOptions o;
+    o.numerics = n;
+    o.max_sequences = sequences;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 32;
+    o.slices = 4;
+    o.staged = staged;
+    return o;
+}
+
+void expect_same_bits(const std::vector<std::vector<float>>& a,
+                      const std::vector<std::vector<float>>& b)
+{
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++) {
+        ASSERT_EQ(a[i].size(), b[i].size());
+        EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0)
+            << "logits " << i;
+    }
+}
+
 // A layer as one staged dispatch computes exactly what one dispatch a kernel computes:
 // the same logits bit for bit, prefill and decode, one sequence and two (on 4 slices
 // "small" has two slice groups, so two sequences' attention runs as lanes inside the
@@ -335,14 +359,8 @@ TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
         std::vector<std::vector<float>> logits[2];
         uint64_t dispatches[2] = {0, 0};
         for (int staged = 0; staged < 2; staged++) {
-            jal::model::RuntimeOptions o;
-            o.numerics = n;
-            o.max_sequences = 2;
-            o.n_ctx = 64;
-            o.max_batch_tokens = 32;
-            o.slices = 4;
-            o.staged = staged == 1;
-            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                small_on_4_slices(n, 2, staged == 1));
             int a = rt->create_sequence(), b = rt->create_sequence();
             logits[staged].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
             logits[staged].push_back(rt->prefill(b, std::vector<int32_t>{9, 8, 7}));
@@ -351,16 +369,87 @@ TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
             for (std::vector<float>& l : rt->decode(two)) logits[staged].push_back(std::move(l));
             dispatches[staged] = rt->last().dispatches;
         }
-        ASSERT_EQ(logits[0].size(), logits[1].size());
-        for (size_t i = 0; i < logits[0].size(); i++) {
-            ASSERT_EQ(logits[0][i].size(), logits[1][i].size());
-            EXPECT_EQ(std::memcmp(logits[0][i].data(), logits[1][i].data(),
-                                  logits[0][i].size() * sizeof(float)),
-                      0)
-                << "logits " << i;
-        }
+        expect_same_bits(logits[0], logits[1]);
         EXPECT_LT(dispatches[1], dispatches[0]) << "a staged decode step is fewer dispatches";
     }
+}
+
+// A prompt chunk mixed into a decode step computes exactly what the chunk's prefill and
+// the step's decode compute apart: the same logits bit for bit, and the same caches after
+// (the next step agrees too). Two sequences decode while a third's prompt runs, on 4
+// slices ("small" has two slice groups: the decode rows' attention runs in lanes, the
+// chunk's on every slice before them), staged and not, in both numerics.
+TEST_F(ModelRuntime, MixedStepGivesTheLogitsOfPrefillAndDecodeApart)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml})
+        for (bool staged : {false, true}) {
+            SCOPED_TRACE(std::string(jal::model::numerics_name(n)) + (staged ? " staged" : ""));
+            std::vector<std::vector<float>> logits[2];
+            uint64_t passes[2] = {0, 0};
+            for (int mixed = 0; mixed < 2; mixed++) {
+                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                    small_on_4_slices(n, 3, staged));
+                int a = rt->create_sequence(), b = rt->create_sequence(), c = rt->create_sequence();
+                rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5});
+                rt->prefill(c, std::vector<int32_t>{11, 12});
+                const std::vector<int32_t> chunk = {9, 8, 7, 6};
+                std::vector<std::pair<int, int32_t>> step = {{a, 6}, {c, 13}};
+                if (mixed) {
+                    logits[mixed] = rt->mixed_step(step, b, chunk);
+                    passes[mixed] = rt->last().dispatches;
+                } else {
+                    logits[mixed] = rt->decode(step);
+                    passes[mixed] = rt->last().dispatches;
+                    logits[mixed].push_back(rt->prefill(b, chunk));
+                    passes[mixed] += rt->last().dispatches;
+                }
+                EXPECT_EQ(rt->sequence_length(b), 4u);
+                EXPECT_EQ(rt->sequence_length(a), 6u);
+                std::vector<std::pair<int, int32_t>> next = {{a, 7}, {b, 5}, {c, 14}};
+                for (std::vector<float>& l : rt->decode(next)) logits[mixed].push_back(l);
+            }
+            // One pass, not a prefill and a decode: fewer dispatches (one, staged).
+            EXPECT_LT(passes[1], passes[0]);
+            if (staged) EXPECT_EQ(passes[1], 1u);
+            ASSERT_EQ(logits[0].size(), 6u);
+            expect_same_bits(logits[0], logits[1]);
+        }
+}
+
+// What a mixed step refuses, with a reason: too many rows, a sequence both prefilling and
+// decoding, an empty chunk.
+TEST_F(ModelRuntime, MixedStepRejectsWhatItCannotRun)
+{
+    jal::model::RuntimeOptions o;
+    o.max_sequences = 2;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 8;
+    auto rt = jal::model::Runtime::open(model_file("tiny", "f32"), *device_, o);
+    int a = rt->create_sequence(), b = rt->create_sequence();
+    rt->prefill(a, std::vector<int32_t>{1, 2});
+    std::vector<std::pair<int, int32_t>> step = {{a, 3}};
+    auto message = [&](auto&& f) {
+        try {
+            f();
+        } catch (const jal::Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message([&] {
+                  rt->mixed_step(step, b, std::vector<int32_t>(8, 1));
+              }).find("a step of 8 prompt and 1 decode rows, at most 8 rows"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  rt->mixed_step(step, a, std::vector<int32_t>{1});
+              }).find("both prefills and decodes"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  rt->mixed_step(step, b, std::vector<int32_t>{});
+              }).find("at least one token"),
+              std::string::npos);
+    EXPECT_EQ(rt->sequence_length(a), 2u);  // nothing ran
+    EXPECT_EQ(rt->sequence_length(b), 0u);
 }
 
 TEST_F(ModelRuntime, SeededSamplingIsReproducible)

@@ -122,6 +122,42 @@ TEST_F(JalRunInferenceX, RooflineAndDispatchesAreConsistent)
               j["prefill_dispatches"].get<double>() + (kMeasured - 1) * per_step);
 }
 
+// --schedule mixed: one prompt in chunk steps beside the other user's decode rows; the
+// figures follow the steady state of docs/performance.md "Mixed steps" from the reported
+// chunk steps and decode step.
+TEST_F(JalRunInferenceX, MixedScheduleFollowsItsSteadyState)
+{
+    const CommandResult serial = run({"--json"}), mixed = run({"--json", "--schedule", "mixed"});
+    ASSERT_EQ(serial.exit_code, 0) << serial.out << serial.err;
+    ASSERT_EQ(mixed.exit_code, 0) << mixed.out << mixed.err;
+    const json s = json::parse(serial.out), m = json::parse(mixed.out);
+    EXPECT_EQ(s["schedule"], "serial");
+    expect_near_rel(s["decode_step_ms"], s["tpot_ms"], "serial: TPOT is the decode step");
+    EXPECT_EQ(m["schedule"], "mixed");
+    // A step of 2048 rows holds the 16-token prompt whole beside the other user's row.
+    ASSERT_EQ(m["mixed_steps"], 1);
+    const double chunk_ms = m["mixed_step_ms"], step_ms = m["decode_step_ms"], C = kUsers;
+    EXPECT_GT(chunk_ms, 0);
+    EXPECT_EQ(m["ttft_ms"].get<double>(), chunk_ms);
+    // C chunk steps and (out − 1 + k − C·k) plain ones serve the C requests.
+    const double plain = (kOut - 1) + 1 - C * 1;
+    expect_near_rel(m["serve_s"], (C * chunk_ms + plain * step_ms) / 1e3, "serve_s", 1e-6);
+    expect_near_rel(m["e2e_s"], m["serve_s"], "a request's life is the cycle");
+    expect_near_rel(m["mixed_tok_s"], C * (kPrompt + kOut) / m["serve_s"].get<double>(),
+                    "mixed_tok_s");
+}
+
+TEST_F(JalRunInferenceX, MixedScheduleNeedsAProjectedTimingRun)
+{
+    const CommandResult bad = run({"--schedule", "sometimes"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("expected serial or mixed"), std::string::npos) << bad.err;
+    const CommandResult r = run_command({bin_path("jal-run"), "--schedule", "mixed", "--n", "4"},
+                                        {emu_->env()}, std::chrono::seconds(60));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("needs --timing-only, --project-out"), std::string::npos) << r.err;
+}
+
 TEST_F(JalRunInferenceX, SummaryShowsTheFigures)
 {
     const CommandResult r = run({});

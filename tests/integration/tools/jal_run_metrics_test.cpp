@@ -40,6 +40,38 @@ TEST(JalRunMetrics, InferenceXFiguresFollowTheirDefinitions)
     EXPECT_DOUBLE_EQ(m.mixed_tok_s_per_kw_rated, m.mixed_tok_s / 0.7);
 }
 
+// The mixed schedule, worked by hand: 4 users, 10 tokens out, a prompt in 2 chunk steps of
+// 30 ms (each also decoding the 3 other users), plain steps of 20 ms. Over the life of the
+// 4 requests: 8 chunk steps and 10 − 1 + 2 − 8 = 3 plain ones.
+TEST(JalRunMetrics, MixedScheduleFollowsItsSteadyState)
+{
+    RunFigures f;
+    f.decode_ns = 9 * 20'000'000ull;
+    f.decode_energy_nj = 9 * 1'000'000'000ull;  // 1 J a plain step
+    f.mixed_steps = 2;
+    f.mixed_ns = 60'000'000;
+    f.mixed_energy_nj = 6'000'000'000;  // 3 J a chunk step
+    f.prompt_tokens = 90;
+    f.out_tokens = 10;
+    f.users = 4;
+    const auto m = compute_metrics(f);
+    EXPECT_DOUBLE_EQ(m.ttft_ms, 60);
+    EXPECT_DOUBLE_EQ(m.serve_s, 0.3);  // 8 × 30 + 3 × 20 ms
+    EXPECT_DOUBLE_EQ(m.e2e_s, 0.3);
+    EXPECT_DOUBLE_EQ(m.tpot_ms, 240.0 / 9);
+    EXPECT_DOUBLE_EQ(m.output_tok_s, 40 / 0.3);
+    EXPECT_DOUBLE_EQ(m.mixed_tok_s, 400 / 0.3);
+    const double joules = jal::model::kStaticPowerW * 0.3 + 8 * 3 + 3 * 1;
+    EXPECT_DOUBLE_EQ(m.avg_power_w, joules / 0.3);
+    EXPECT_DOUBLE_EQ(m.mixed_tok_s_per_kw_rated, m.mixed_tok_s / 0.7);
+    // One user: its chunks alone, then its nine steps.
+    f.users = 1;
+    EXPECT_DOUBLE_EQ(compute_metrics(f).serve_s, 0.06 + 0.18);
+    // Six users' 12 chunk steps cannot ride on 10 − 1 + 2 = 11 steps.
+    f.users = 6;
+    EXPECT_THROW(compute_metrics(f), std::runtime_error);
+}
+
 TEST(JalRunMetrics, OneOutputTokenHasNoTpot)
 {
     RunFigures f;

@@ -52,6 +52,19 @@ public:
         last_ = {1, prefill_ns(n), uint64_t(10) * n, 0, 0};
         return {};
     }
+    // The chunk's prefill cost plus 100 ns a decode row: the rows ride along (no step cost
+    // of their own); 10 nJ a chunk token, 5 a row.
+    std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> b, int seq,
+                                               std::span<const int32_t> chunk) override
+    {
+        const auto n = static_cast<uint32_t>(chunk.size());
+        uint64_t ns = prefill_ns(n) + 100 * b.size();
+        for (auto [s, token] : b) ns += len_ns * len_.at(s)++;
+        len_.at(seq) += n;
+        last_ = {1, ns, uint64_t(10) * n + uint64_t(5) * b.size(), 0, 0};
+        return std::vector<std::vector<float>>(b.size() + 1);
+    }
+    void set_max_batch_tokens(uint32_t n) { options_.max_batch_tokens = n; }
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         uint64_t ns = 1000 + 100 * b.size();
@@ -86,7 +99,7 @@ TEST(ServeScheduler, AdmitThenDecodeTogetherInModelledTime)
     // (1200 ns) ends B at 6200 and sends C, prefilled (1000 ns, done: one token), then a
     // step of A alone (1100 ns) ends it at 8300.
     const PointRun run =
-        run_scheduler(cost, 2, {request(3, 3), request(2, 2), request(1, 1)}, false);
+        run_scheduler(cost, 2, {request(3, 3), request(2, 2), request(1, 1)}, false, false);
     ASSERT_EQ(run.requests.size(), 3u);
     const RequestTiming &a = run.requests[0], &b = run.requests[1], &c = run.requests[2];
     EXPECT_DOUBLE_EQ(a.ttft_s, 3000e-9);
@@ -112,6 +125,55 @@ TEST(ServeScheduler, AdmitThenDecodeTogetherInModelledTime)
     EXPECT_EQ(rt.freed_lengths, (std::vector<uint32_t>{3, 1, 5}));
 }
 
+// The same load as above, mixed (jal-serve's engine), 4 rows a pass: A's prompt alone (3000
+// ns: nothing decodes yet), B's prompt beside A's decode row (2100: the row rides along),
+// a step of both (1200) ends A and B at 6300 and sends C, whose prompt runs alone (1000).
+TEST(ServeScheduler, MixedStepsCarryPromptsBesideDecodeRows)
+{
+    FakeRuntime rt;
+    rt.set_max_batch_tokens(4);
+    ChipCost cost(rt, 0);
+    const PointRun run =
+        run_scheduler(cost, 2, {request(3, 3), request(2, 2), request(1, 1)}, false, true);
+    ASSERT_EQ(run.requests.size(), 3u);
+    const RequestTiming &a = run.requests[0], &b = run.requests[1], &c = run.requests[2];
+    EXPECT_DOUBLE_EQ(a.ttft_s, 3000e-9);
+    EXPECT_EQ(a.itl_s, (std::vector<double>{2100e-9, 1200e-9}));
+    EXPECT_DOUBLE_EQ(a.e2e_s, 6300e-9);
+    EXPECT_DOUBLE_EQ(b.ttft_s, 5100e-9);
+    EXPECT_EQ(b.itl_s, (std::vector<double>{1200e-9}));
+    EXPECT_DOUBLE_EQ(b.e2e_s, 6300e-9);
+    EXPECT_DOUBLE_EQ(c.start_s, 6300e-9);
+    EXPECT_DOUBLE_EQ(c.ttft_s, 1000e-9);
+    EXPECT_DOUBLE_EQ(run.duration_s, 7300e-9);
+    // 30 + 25 + 10 + 10 nJ, and 125 W static over 7.3 µs.
+    EXPECT_DOUBLE_EQ(run.chip.energy_j, 75e-9 + 125 * 7300e-9);
+    EXPECT_EQ(cost.counts().mixed_run, 3u);  // the prompts alone are passes of one chunk too
+    EXPECT_EQ(cost.counts().steps_run, 1u);
+    EXPECT_EQ(rt.freed_lengths, (std::vector<uint32_t>{5, 3, 1}));
+}
+
+// A prompt longer than a pass leaves: B's 6 tokens in chunks of 3 beside A's decode row,
+// the second chunk's step giving B's first token; projected steps reuse a run one's cost.
+TEST(ServeScheduler, LongPromptsRunInChunksAndProject)
+{
+    FakeRuntime rt;
+    rt.set_max_batch_tokens(4);
+    ChipCost cost(rt, 1);
+    const PointRun run = run_scheduler(cost, 2, {request(1, 6), request(6, 2)}, false, true);
+    const RequestTiming &a = run.requests[0], &b = run.requests[1];
+    // A alone (1000), then B's chunks [0, 3) and [3, 6) beside A (3100 each), then a step of
+    // both (1200) ends B, then A alone (1100, the second one projected) until its sixth.
+    EXPECT_DOUBLE_EQ(a.ttft_s, 1000e-9);
+    EXPECT_DOUBLE_EQ(b.ttft_s, 7200e-9);
+    EXPECT_EQ(a.itl_s, (std::vector<double>{3100e-9, 3100e-9, 1200e-9, 1100e-9, 1100e-9}));
+    EXPECT_DOUBLE_EQ(b.e2e_s, 8400e-9);
+    EXPECT_DOUBLE_EQ(a.e2e_s, 10600e-9);
+    EXPECT_EQ(cost.counts().mixed_run, 3u);  // A's prompt alone, B's two chunks (new positions)
+    EXPECT_EQ(cost.counts().steps_run, 2u);  // one step of each batch size
+    EXPECT_EQ(cost.counts().steps_projected, 1u);
+}
+
 TEST(ServeScheduler, ProjectionReusesInterpolatesAndAdvancesLengths)
 {
     FakeRuntime rt;
@@ -121,8 +183,8 @@ TEST(ServeScheduler, ProjectionReusesInterpolatesAndAdvancesLengths)
     // Concurrency 1: prefills of 4 (1600 ns, run), 8 (6400, run), 6 (interpolated 4000,
     // not 3600), 4 (reused 1600); the first step (at length 4: 1104 ns) runs, the other 7
     // cost the same.
-    const PointRun run =
-        run_scheduler(cost, 1, {request(4, 3), request(8, 3), request(6, 3), request(4, 3)}, false);
+    const PointRun run = run_scheduler(
+        cost, 1, {request(4, 3), request(8, 3), request(6, 3), request(4, 3)}, false, false);
     EXPECT_EQ(cost.counts().prefills_run, 2u);
     EXPECT_EQ(cost.counts().prefills_interpolated, 1u);
     EXPECT_EQ(cost.counts().prefills_reused, 1u);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "engine.hpp"
@@ -43,14 +44,26 @@ public:
     }
     uint32_t sequence_length(int) const override { return 0; }
     void assume_length(int, uint32_t) override {}
-    std::vector<float> prefill(int, std::span<const int32_t> tokens) override
+    std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override
     {
         if (before_prefill) before_prefill();
+        log(fmt::format("prefill {}:{}", seq, tokens.size()));
         return next_after(tokens.back());
+    }
+    std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> b, int seq,
+                                               std::span<const int32_t> chunk) override
+    {
+        if (before_decode) before_decode();
+        log(fmt::format("mixed {} + {}:{}", b.size(), seq, chunk.size()));
+        std::vector<std::vector<float>> out;
+        for (auto [s, token] : b) out.push_back(next_after(token));
+        out.push_back(next_after(chunk.back()));
+        return out;
     }
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         if (before_decode) before_decode();
+        log(fmt::format("decode {}", b.size()));
         std::vector<std::vector<float>> out;
         for (auto [seq, token] : b) out.push_back(next_after(token));
         std::lock_guard lock(mutex_);
@@ -73,6 +86,12 @@ public:
         std::lock_guard lock(mutex_);
         return largest_batch_;
     }
+    std::vector<std::string> calls() const
+    {
+        std::lock_guard lock(mutex_);
+        return calls_;
+    }
+    void set_max_batch_tokens(uint32_t n) { options_.max_batch_tokens = n; }
     std::function<void()> before_decode;   // runs on the engine thread
     std::function<void()> before_prefill;  // likewise
 
@@ -91,6 +110,12 @@ private:
     mutable std::mutex mutex_;
     std::set<int> live_;
     size_t largest_batch_ = 0;
+    std::vector<std::string> calls_;
+    void log(std::string call)
+    {
+        std::lock_guard lock(mutex_);
+        calls_.push_back(std::move(call));
+    }
 };
 
 // A job whose updates are collected as they come; wait() blocks until it has finished.
@@ -275,6 +300,44 @@ TEST_F(JalServeEngine, RequestInPrefillHoldsItsPlace)
     cv.notify_all();
     ASSERT_TRUE(first.wait());
     EXPECT_EQ(first.last.finish, FinishReason::length);
+}
+
+// Chunked prefill: a prompt longer than a pass's rows runs a chunk a step, each inside the
+// decode of the sequence already running (whose tokens keep coming), and its first token
+// comes from its last chunk.
+TEST_F(JalServeEngine, LongPromptRunsInChunksInsideDecodeSteps)
+{
+    start(2, 8);
+    rt->set_max_batch_tokens(4);
+    std::mutex m;
+    std::condition_variable cv;
+    bool both = false;
+    rt->before_decode = [&] {  // the first decode waits until both requests are queued
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return both; });
+    };
+    Watched first(params({0}, 8));
+    Watched second(params({10, 11, 12, 13, 14, 15, 16, 17}, 2));
+    ASSERT_EQ(engine->submit(first.job), Engine::Admission::accepted);
+    ASSERT_EQ(engine->submit(second.job), Engine::Admission::accepted);
+    {
+        std::lock_guard lock(m);
+        both = true;
+    }
+    cv.notify_all();
+    ASSERT_TRUE(first.wait());
+    ASSERT_TRUE(second.wait());
+    EXPECT_EQ(first.tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+    EXPECT_EQ(second.tokens, (std::vector<int32_t>{18, 19}));
+    // The first's prompt runs alone (a step of its own: nothing else is running), maybe a
+    // decode of it alone before the second is admitted, then the second's 8 tokens in chunks
+    // of 3 (4 rows less the first's decode row) inside the first's decode steps.
+    const std::vector<std::string> calls = rt->calls();
+    const std::vector<std::string> chunked = {"mixed 1 + 1:3", "mixed 1 + 1:3", "mixed 1 + 1:2",
+                                              "decode 2"};
+    auto at = std::search(calls.begin(), calls.end(), chunked.begin(), chunked.end());
+    EXPECT_NE(at, calls.end()) << fmt::format("{}", fmt::join(calls, ", "));
+    EXPECT_EQ(std::count(calls.begin(), calls.end(), "prefill 0:1"), 1);
 }
 
 TEST_F(JalServeEngine, AbortFailsTheRequestsInFlight)

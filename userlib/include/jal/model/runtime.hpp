@@ -129,6 +129,14 @@ public:
     // one's logits, in order.
     virtual std::vector<std::vector<float>>
     decode(std::span<const std::pair<int, int32_t>> batch) = 0;
+    // One pass that decodes `batch` and runs `chunk` of another sequence's prompt at its next
+    // positions together, the way continuous-batching servers mix prompt chunks into decode
+    // steps: each layer's weights stream once for both. chunk.size() + batch.size() rows
+    // (at most max_batch_tokens). Returns the batch's logits in order, then the logits of the
+    // chunk's last token. The same numbers as prefill(prompt_seq, chunk) and decode(batch).
+    virtual std::vector<std::vector<float>>
+    mixed_step(std::span<const std::pair<int, int32_t>> batch, int prompt_seq,
+               std::span<const int32_t> chunk) = 0;
 
     // For tests: the bytes of the per-slice arenas (weights, KV caches) and the interleaved
     // one (activations, embedding table), at most max_bytes of each, read back from the

@@ -200,6 +200,9 @@ public:
     }
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+    std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,
+                                               int prompt_seq,
+                                               std::span<const int32_t> chunk) override;
     std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
     {
         const auto ranges = placement_.data_ranges();
@@ -251,6 +254,12 @@ private:
 
     const Slot& slot(int seq) const;
     Slot& slot(int seq) { return const_cast<Slot&>(std::as_const(*this).slot(seq)); }
+    // Checks a prompt chunk for seq (positions left, ids in the vocabulary).
+    void check_prompt(int seq, std::span<const int32_t> tokens) const;
+    // Appends one row a (sequence, token) pair, each at its sequence's next position, after
+    // checking it (once per step, room in its cache, the id in the vocabulary).
+    void add_decode_rows(std::span<const std::pair<int, int32_t>> batch, std::vector<Segment>& segs,
+                         std::vector<int32_t>& tokens, std::vector<int32_t>& pos) const;
     void plan_matrix(Matrix& m, const GgufTensor* t, uint32_t n, uint32_t kdim, uint32_t experts,
                      jal_dtype dtype);
     void plan_matrix(Matrix& m, const std::byte* data, uint64_t data_bytes, uint32_t n,
@@ -310,8 +319,8 @@ private:
     // q_block 0: the kernel's default (128 stacked query rows an item).
     const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope,
                                        uint32_t q_block = 0, jal_dtype out = JAL_DT_F32);
-    bool attention_wide(const Segment& sg, size_t segments) const;
-    bool attention_appends(const Segment& sg, size_t segments) const;
+    bool attention_wide(const Segment& sg) const;
+    bool attention_appends(const Segment& sg) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g,
@@ -1216,19 +1225,19 @@ const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv,
 
 // A prompt has many query blocks per KV head: they run on every slice (the kernel keeps
 // head g on slices ≡ g mod n_head_kv, one of which holds its cache; the others read it
-// remotely), a decode row on the slot's group alone (as do all segments in lanes).
-bool RuntimeImpl::attention_wide(const Segment& sg, size_t segments) const
+// remotely), a decode row on the slot's group alone (in lanes when there are several). A
+// prompt chunk in a mixed step runs wide before the decode rows' lanes.
+bool RuntimeImpl::attention_wide(const Segment& sg) const
 {
-    const bool lanes = kv_groups_ > 1 && segments > 1;
-    return sg.rows > 1 && !lanes && S_ % c_.n_head_kv == 0;
+    return sg.rows > 1 && S_ % c_.n_head_kv == 0;
 }
 
 // A segment's attention appends its keys and values itself (on the slot's group, where
 // every item of a head runs on the slice holding its cache), or (a prompt spread over every
 // slice) a kv_append dispatch does.
-bool RuntimeImpl::attention_appends(const Segment& sg, size_t segments) const
+bool RuntimeImpl::attention_appends(const Segment& sg) const
 {
-    return !attention_wide(sg, segments) && c_.n_head_kv % kv_group_ == 0;
+    return !attention_wide(sg) && c_.n_head_kv % kv_group_ == 0;
 }
 
 // Layer il's KV append and attention, one pair a segment.
@@ -1245,14 +1254,20 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
     // Each sequence's attention runs on its slot's slice group; with several groups and
     // sequences the groups' dispatches go to lane queues and run side by side.
-    const bool lanes = kv_groups_ > 1 && segs.size() > 1;
-    if (lanes) launch_->fork();
+    size_t narrow = 0;
+    for (const Segment& sg : segs) narrow += attention_wide(sg) ? 0 : 1;
+    const bool lanes = kv_groups_ > 1 && narrow > 1;
+    bool forked = false;
     for (const Segment& sg : segs) {
         const uint32_t j = static_cast<uint32_t>(sg.seq);
         const uint64_t heads = va(slots_[j].heads[il]);
-        const int lane = lanes ? static_cast<int>(j % kv_groups_) : -1;
-        const bool wide = attention_wide(sg, segs.size());
-        const bool fused = attention_appends(sg, segs.size());
+        const bool wide = attention_wide(sg);
+        if (lanes && !wide && !forked) {  // the wide ones (a prompt chunk) come first
+            launch_->fork();
+            forked = true;
+        }
+        const int lane = lanes && !wide ? static_cast<int>(j % kv_groups_) : -1;
+        const bool fused = attention_appends(sg);
         // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)
             add(*g.append, wide ? all_mask_ : kv_mask(j),
@@ -1269,7 +1284,7 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         add(attention_kernel(window, fused, rope, q_block, out), wide ? all_mask_ : kv_mask(j),
             k::Args(args), window ? "attention (sliding window)" : "attention", lane);
     }
-    if (lanes) launch_->join();
+    if (forked) launch_->join();
 }
 
 // Layer il over T rows: attention block, then the mixture of experts.
@@ -1293,7 +1308,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     // the rotation's latency again).
     const bool rope_in_attention =
         segs.size() <= kv_groups_ && std::all_of(segs.begin(), segs.end(), [&](const Segment& sg) {
-            return attention_appends(sg, segs.size());
+            return attention_appends(sg);
         });
     if (!rope_in_attention)
         add(*g.rope, rows_mask(T),
@@ -1365,16 +1380,18 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
          "output", &out_norm_);
-    launch_->cut(segs.size() == T ? "decode step" : "prompt chunk");
+    launch_->cut(segs.size() == T   ? "decode step"
+                 : segs.size() == 1 ? "prompt chunk"
+                                    : "mixed step");
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
     if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
     last_ += run_batch();
     return logits;
 }
 
-std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
+void RuntimeImpl::check_prompt(int seq, std::span<const int32_t> tokens) const
 {
-    Slot& s = slot(seq);
+    const Slot& s = slot(seq);
     if (tokens.empty())
         throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
     if (s.len + tokens.size() > o_.n_ctx)
@@ -1388,6 +1405,12 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
                         fmt::format("model runtime: token {} is not in the vocabulary "
                                     "(0..{})",
                                     t, c_.n_vocab - 1));
+}
+
+std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
+{
+    check_prompt(seq, tokens);
+    Slot& s = slot(seq);
     last_ = {};
     by_kernel_.clear();
     std::vector<float> logits;
@@ -1403,17 +1426,12 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
     return logits;
 }
 
-std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)
+void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch,
+                                  std::vector<Segment>& segs, std::vector<int32_t>& tokens,
+                                  std::vector<int32_t>& pos) const
 {
-    if (batch.empty()) return {};
-    if (batch.size() > T_)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
-    std::vector<Segment> segs;
-    std::vector<int32_t> tokens, pos;
     for (auto [seq, tok] : batch) {
-        Slot& s = slot(seq);
+        const Slot& s = slot(seq);
         for (const Segment& o : segs)
             if (o.seq == seq)
                 throw Error(JAL_STATUS_INVALID_FIELD,
@@ -1429,17 +1447,71 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
         tokens.push_back(tok);
         pos.push_back(static_cast<int32_t>(s.len));
     }
+}
+
+// Splits `logits` (rows of n_vocab) into one vector a row.
+std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
+                                           uint32_t vocab)
+{
+    std::vector<std::vector<float>> out(rows);
+    for (uint32_t b = 0; b < rows; b++)
+        out[b].assign(logits.begin() + size_t{b} * vocab, logits.begin() + size_t{b + 1} * vocab);
+    return out;
+}
+
+std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)
+{
+    if (batch.empty()) return {};
+    if (batch.size() > T_)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    std::vector<Segment> segs;
+    std::vector<int32_t> tokens, pos;
+    add_decode_rows(batch, segs, tokens, pos);
     last_ = {};
     by_kernel_.clear();
     const uint32_t B = static_cast<uint32_t>(batch.size());
     std::vector<float> logits = run(segs, tokens, pos, 0, B);
     for (auto [seq, tok] : batch) slot(seq).len++;
     total_ += last_;
-    std::vector<std::vector<float>> out(B);
-    for (uint32_t b = 0; b < B; b++)
-        out[b].assign(logits.begin() + size_t{b} * c_.n_vocab,
-                      logits.begin() + size_t{b + 1} * c_.n_vocab);
-    return out;
+    return split_rows(logits, B, c_.n_vocab);
+}
+
+// The chunk's rows first, then one row a decoding sequence: the logits wanted (the chunk's
+// last row and every decode row) are then rows n − 1 .. n + B − 1, one output GEMM.
+std::vector<std::vector<float>>
+RuntimeImpl::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prompt_seq,
+                        std::span<const int32_t> chunk)
+{
+    check_prompt(prompt_seq, chunk);
+    if (chunk.size() + batch.size() > o_.max_batch_tokens)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: a step of {} prompt and {} decode rows, at most "
+                                "{} rows (max_batch_tokens)",
+                                chunk.size(), batch.size(), o_.max_batch_tokens));
+    for (auto [seq, tok] : batch)
+        if (seq == prompt_seq)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("model runtime: sequence {} both prefills and decodes in "
+                                    "one step",
+                                    seq));
+    const uint32_t n = static_cast<uint32_t>(chunk.size());
+    const uint32_t len = slot(prompt_seq).len;
+    std::vector<Segment> segs = {{prompt_seq, 0, n, len}};
+    std::vector<int32_t> tokens(chunk.begin(), chunk.end()), pos(n);
+    for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(len + i);
+    add_decode_rows(batch, segs, tokens, pos);
+    last_ = {};
+    by_kernel_.clear();
+    const uint32_t B = static_cast<uint32_t>(batch.size());
+    std::vector<float> logits = run(segs, tokens, pos, n - 1, B + 1);
+    slot(prompt_seq).len += n;
+    for (auto [seq, tok] : batch) slot(seq).len++;
+    total_ += last_;
+    std::vector<std::vector<float>> rows = split_rows(logits, B + 1, c_.n_vocab);
+    std::rotate(rows.begin(), rows.begin() + 1, rows.end());  // the chunk's row last
+    return rows;
 }
 
 }  // namespace
