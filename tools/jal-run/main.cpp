@@ -49,6 +49,7 @@ struct Options {
     uint64_t seed = 0;
     std::string numerics = "native";
     std::string expert_layout = "auto";
+    std::string kv_type = "f32";
     bool unstaged = false;
     uint32_t top = 0;
     bool timing_only = false;
@@ -100,6 +101,7 @@ jal::model::GptOssConfig shape_config(const std::string& name)
 struct Request {
     jal::model::Numerics numerics;
     jal::model::ExpertLayout expert_layout = jal::model::ExpertLayout::automatic;
+    jal::model::KvType kv_type = jal::model::KvType::f32;
     std::vector<int32_t> prompt;  // empty: the default for the model (open_runtime)
     std::vector<int32_t> force;
     uint32_t n_out = 0;
@@ -152,6 +154,8 @@ Request parse_request(const Options& o)
         throw CLI::ValidationError("--numerics", "expected native or ggml");
     if (!jal::model::parse_expert_layout(o.expert_layout, r.expert_layout))
         throw CLI::ValidationError("--expert-layout", "expected auto, experts or both");
+    if (!jal::model::parse_kv_type(o.kv_type, r.kv_type))
+        throw CLI::ValidationError("--kv-type", "expected f32 or f16");
     if (o.prompt_ids) r.prompt = parse_ids(*o.prompt_ids, "--prompt-ids");
     if (o.force_ids) r.force = parse_ids(*o.force_ids, "--force-ids");
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
@@ -207,6 +211,7 @@ std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
     jal::model::RuntimeOptions ro;
     ro.numerics = r.numerics;
     ro.expert_layout = r.expert_layout;
+    ro.kv_type = r.kv_type;
     ro.staged = !o.unstaged;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
@@ -268,10 +273,11 @@ void print_banner(const Options& o, const Request& r, jal::model::Runtime& rt,
     std::fprintf(stderr,
                  "jal-run: %s: %u layers, hidden %u, %u/%u heads, %u experts top-%u, vocab %u; "
                  "%u slices, "
-                 "%s numerics%s; %s\n",
+                 "%s numerics, %s KV cache%s; %s\n",
                  o.timing_only ? o.shape.c_str() : r.model_path.c_str(), cfg.n_layer, cfg.n_embd,
                  cfg.n_head, cfg.n_head_kv, cfg.n_expert, cfg.n_expert_used, cfg.n_vocab,
                  rt.slices(), jal::model::numerics_name(r.numerics),
+                 jal::model::kv_type_name(rt.options().kv_type),
                  o.timing_only ? ", timing only" : "", emu.description().c_str());
     if (r.tokenizer && !o.prompt_ids)
         std::fprintf(stderr, "jal-run: %s (%zu tokens): %s\n", o.chat ? "chat prompt" : "prompt",
@@ -484,6 +490,7 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     j["timing_only"] = o.timing_only;
     j["tray_chips"] = rt.options().tray_chips;  // per-kW figures count this many chips
     j["numerics"] = jal::model::numerics_name(r.numerics);
+    j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
     j["forced"] = !r.force.empty();
     j["n_vocab"] = rt.config().n_vocab;
@@ -626,6 +633,26 @@ int run_on_chip(const Options& o, Request& r)
     return 0;
 }
 
+// How the model runs on the chip: numerics, KV cache, expert layout, staging.
+void add_execution_options(CLI::App& app, Options& o)
+{
+    app.add_option("--numerics", o.numerics,
+                   "native (default) or ggml (llama.cpp's CPU roundings)");
+    app.add_option("--kv-type", o.kv_type,
+                   "KV cache elements: f32 (the default) or f16: keys and values rounded to "
+                   "half precision as they are appended, so the cache takes half the HBM (twice "
+                   "the sequences fit) and the attention reads half the bytes; the products "
+                   "stay F32 against them (llama.cpp's own F16 cache also rounds the queries "
+                   "and the softmax: docs/model-runtime.md, \"KV cache\")");
+    app.add_option("--expert-layout", o.expert_layout,
+                   "Expert weights split by experts, or kept also split by rows so that small "
+                   "batches stream each selected expert from every slice: auto (both when "
+                   "HBM allows, the default), experts, both");
+    app.add_flag("--unstaged", o.unstaged,
+                 "One dispatch a kernel instead of one staged dispatch a pass (a decode step "
+                 "or a prompt chunk): what --profile needs to attribute time to kernels");
+}
+
 // The options of --timing-only runs: the shape, the load and how it is scheduled.
 void add_timing_options(CLI::App& app, Options& o)
 {
@@ -690,15 +717,7 @@ int main(int argc, char** argv)
         ->check(jal::tools::kFinite)
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--seed", o.seed, "Sampler seed");
-    app.add_option("--numerics", o.numerics,
-                   "native (default) or ggml (llama.cpp's CPU roundings)");
-    app.add_option("--expert-layout", o.expert_layout,
-                   "Expert weights split by experts, or kept also split by rows so that small "
-                   "batches stream each selected expert from every slice: auto (both when "
-                   "HBM allows, the default), experts, both");
-    app.add_flag("--unstaged", o.unstaged,
-                 "One dispatch a kernel instead of one staged dispatch a pass (a decode step "
-                 "or a prompt chunk): what --profile needs to attribute time to kernels");
+    add_execution_options(app, o);
     app.add_option("--top", o.top, "Report each step's top K ids and log-probabilities");
     app.add_option("--force-ids", o.force_ids,
                    "Feed these ids as the continuation (teacher forcing)");

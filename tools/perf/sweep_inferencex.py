@@ -12,6 +12,7 @@ recorded as such.
     tools/perf/sweep_inferencex.py --concurrency 1,4 --out-dir /tmp/sweep
     tools/perf/sweep_inferencex.py --from-json docs/perf/inferencex-sweep.json   # redraw only
     tools/perf/sweep_inferencex.py --numerics ggml --name inferencex-ggml   # llama.cpp's roundings
+    tools/perf/sweep_inferencex.py --kv-type f16 --concurrency 1,4,16,64,96,128,192 --name inferencex-f16
 
 Debian's Python 3 and nothing from PyPI. The plot needs matplotlib (Debian bookworm:
 `apt-get install python3-matplotlib`); without it the table is still written. Each point
@@ -66,6 +67,9 @@ def parse_args():
     p.add_argument("--numerics", default="native", choices=["native", "ggml"],
                    help="jal-run --numerics: native (F32 activations into every product, the "
                    "F32 rate) or ggml (Q8_0/BF16 activations, the MXFP8/BF16 rates)")
+    p.add_argument("--kv-type", default="f32", choices=["f32", "f16"],
+                   help="jal-run --kv-type: the KV cache's elements (f16: half the bytes, so "
+                   "twice the sequences fit)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per point")
     p.add_argument("--out-dir", default=os.path.join(root, "docs", "perf"))
     p.add_argument("--name", default="inferencex", help="file name prefix in --out-dir")
@@ -79,7 +83,7 @@ def run_point(args, c):
     cmd = [os.path.join(args.build, "bin", "jal-run"), "--timing-only", "--shape", args.shape,
            "--prompt-len", str(args.prompt_len), "--n", str(args.measured),
            "--project-out", str(args.out_tokens), "--concurrency", str(c), "--json",
-           "--numerics", args.numerics]
+           "--numerics", args.numerics, "--kv-type", args.kv_type]
     t0 = time.monotonic()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -116,6 +120,7 @@ def sweep(args):
         "out_tokens": args.out_tokens,
         "measured_tokens": args.measured,
         "numerics": args.numerics,
+        "kv_type": args.kv_type,
         "published": PUBLISHED,
         "points": points,
     }
@@ -140,7 +145,8 @@ def markdown(doc):
     lines = [
         f"InferenceX sweep, {doc['shape']}, {doc['prompt_len']} in / {doc['out_tokens']} out "
         f"({doc['measured_tokens']} tokens run, the rest projected), "
-        f"`jal-run --timing-only`, {doc.get('numerics', 'native')} numerics, {doc['date']}.",
+        f"`jal-run --timing-only`, {doc.get('numerics', 'native')} numerics, "
+        f"{doc.get('kv_type', 'f32').upper()} KV cache, {doc['date']}.",
         "",
         "| " + " | ".join(h for h, _, _ in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -200,7 +206,8 @@ def plot(doc, path):
     ax.set_xlabel("tok/s per user (1000 / TPOT)")
     ax.set_ylabel("mixed (input + output) tok/s per kW rated (700 W)")
     ax.set_title(f"{doc['shape']}, {doc['prompt_len']} in / {doc['out_tokens']} out, one chip, "
-                 f"modelled, {doc.get('numerics', 'native')} numerics ({doc['date']})", fontsize=10)
+                 f"modelled, {doc.get('numerics', 'native')} numerics, "
+                 f"{doc.get('kv_type', 'f32').upper()} KV ({doc['date']})", fontsize=10)
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
     ax.legend(fontsize=8, loc="center right")
     fig.tight_layout()

@@ -124,27 +124,35 @@ TEST_F(RooflineTest, GemmsInRowGroups)
 
 TEST_F(RooflineTest, PromptAttentionInLargeQueryBlocks)
 {
-    // A prompt's attention as the runtime runs it: 64 queries an item, full and windowed.
+    // A prompt's attention as the runtime runs it: 64 queries an item, full and windowed,
+    // over an F32 and an F16 cache.
     const uint32_t n_ctx = 1024, rows = 512, qkv = (kHeads + 2 * kKvHeads) * kDim;
     const jk::KvCacheConfig kv{.n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx};
     jk::KvCache cache(*device, *context, *queue, kv,
                       jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
+    jk::KvCacheConfig kv_half = kv;
+    kv_half.dtype = JAL_DT_F16;
+    jk::KvCache cache_half(*device, *context, *queue, kv_half,
+                           jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
     TensorRef q = f32(rows, qkv);
     q.cols = kHeads * kDim;
     q.row_stride = qkv * 4ull;
     const TensorRef out = f32(rows, kHeads * kDim), sinks = f32(1, kHeads);
-    for (uint32_t window : {0u, 128u}) {
-        const jk::AttentionConfig a{.n_head = kHeads,
-                                    .n_head_kv = kKvHeads,
-                                    .head_dim = kDim,
-                                    .n_ctx = n_ctx,
-                                    .window = window,
-                                    .sinks = true,
-                                    .q_block = 64};
-        check("attention prompt 512 at 256, window " + std::to_string(window),
-              jk::build_attention(a),
-              jk::attention_args(a, q, out, 256, cache.heads_va(), sinks.va));
-    }
+    for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16})
+        for (uint32_t window : {0u, 128u}) {
+            const jk::AttentionConfig a{.n_head = kHeads,
+                                        .n_head_kv = kKvHeads,
+                                        .head_dim = kDim,
+                                        .n_ctx = n_ctx,
+                                        .window = window,
+                                        .sinks = true,
+                                        .q_block = 64,
+                                        .kv_dtype = kvt};
+            const uint64_t heads = kvt == JAL_DT_F16 ? cache_half.heads_va() : cache.heads_va();
+            check("attention prompt 512 at 256, window " + std::to_string(window) +
+                      (kvt == JAL_DT_F16 ? ", F16 KV" : ""),
+                  jk::build_attention(a), jk::attention_args(a, q, out, 256, heads, sinks.va));
+        }
     const jk::AttentionConfig a16{.n_head = kHeads,
                                   .n_head_kv = kKvHeads,
                                   .head_dim = kDim,
@@ -159,11 +167,19 @@ TEST_F(RooflineTest, PromptAttentionInLargeQueryBlocks)
           jk::attention_args(a16, q, out16, 256, cache.heads_va(), sinks.va));
     // The prompt's append on all 8 slices with 2 heads: 4 slices a head.
     const jk::KvCacheConfig kv2{.n_head_kv = 2, .head_dim = kDim, .n_ctx = n_ctx};
-    jk::KvCache cache2(*device, *context, *queue, kv2, jk::kv_head_masks(slices(kSlices), 2, 1));
-    const jk::KvAppendConfig app{.n_head_kv = 2, .head_dim = kDim, .n_ctx = n_ctx};
     const TensorRef kv_rows = f32(rows, 2 * kDim);
-    check("kv_append 512 rows, 2 heads on 8 slices", jk::build_kv_append(app),
-          jk::kv_append_args(app, kv_rows, kv_rows, 256, cache2.heads_va()));
+    for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16}) {
+        jk::KvCacheConfig kv2t = kv2;
+        kv2t.dtype = kvt;
+        jk::KvCache cache2(*device, *context, *queue, kv2t,
+                           jk::kv_head_masks(slices(kSlices), 2, 1));
+        const jk::KvAppendConfig app{
+            .n_head_kv = 2, .head_dim = kDim, .n_ctx = n_ctx, .kv_dtype = kvt};
+        check(std::string("kv_append 512 rows, 2 heads on 8 slices") +
+                  (kvt == JAL_DT_F16 ? ", F16" : ""),
+              jk::build_kv_append(app),
+              jk::kv_append_args(app, kv_rows, kv_rows, 256, cache2.heads_va()));
+    }
 }
 
 TEST_F(RooflineTest, ExpertGemmBothSplitsWithTheFusedNorm)
@@ -236,25 +252,30 @@ TEST_F(RooflineTest, PromptExpertGemmsWithTheSwigluAndTheHandOver)
 TEST_F(RooflineTest, AttentionWithAndWithoutTheAppendAndTheRowKernels)
 {
     const uint32_t n_ctx = 1024, qkv = (kHeads + 2 * kKvHeads) * kDim;
-    const jk::KvCacheConfig kv{.n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx};
-    jk::KvCache cache(*device, *context, *queue, kv,
-                      jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
     const TensorRef q_rows = f32(1, qkv), out = f32(1, kHeads * kDim), sinks = f32(1, kHeads);
     TensorRef q = q_rows;
     q.cols = kHeads * kDim;
     q.row_stride = qkv * 4ull;
-    for (bool append : {false, true}) {
-        const jk::AttentionConfig a{.n_head = kHeads,
-                                    .n_head_kv = kKvHeads,
-                                    .head_dim = kDim,
-                                    .n_ctx = n_ctx,
-                                    .sinks = true,
-                                    .append_kv = append};
-        check(std::string("attention decode at 1000") + (append ? " + append" : ""),
-              jk::build_attention(a),
-              jk::attention_args(a, q, out, 1000, cache.heads_va(), sinks.va,
-                                 q.va + kHeads * kDim * 4ull,
-                                 q.va + (kHeads + kKvHeads) * kDim * 4ull));
+    for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16}) {
+        const jk::KvCacheConfig kv{
+            .n_head_kv = kKvHeads, .head_dim = kDim, .n_ctx = n_ctx, .dtype = kvt};
+        jk::KvCache cache(*device, *context, *queue, kv,
+                          jk::kv_head_masks(slices(kSlices), kKvHeads, 1));
+        for (bool append : {false, true}) {
+            const jk::AttentionConfig a{.n_head = kHeads,
+                                        .n_head_kv = kKvHeads,
+                                        .head_dim = kDim,
+                                        .n_ctx = n_ctx,
+                                        .sinks = true,
+                                        .append_kv = append,
+                                        .kv_dtype = kvt};
+            check(std::string("attention decode at 1000") + (append ? " + append" : "") +
+                      (kvt == JAL_DT_F16 ? ", F16 KV" : ""),
+                  jk::build_attention(a),
+                  jk::attention_args(a, q, out, 1000, cache.heads_va(), sinks.va,
+                                     q.va + kHeads * kDim * 4ull,
+                                     q.va + (kHeads + kKvHeads) * kDim * 4ull));
+        }
     }
     const jk::RmsNormConfig nc{.cols = kEmbd};
     check("rms_norm 256 rows", jk::build_rms_norm(nc),

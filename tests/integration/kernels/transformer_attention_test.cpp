@@ -6,6 +6,10 @@
 // Tolerances: the chip computes QK^T and PV with F32 FMAs, exp within 2 ulp and a running
 // maximum/sum in F32 (flash attention); outputs are averages of values of order 1:
 // |err| <= 2e-5 + 1e-4 |want|. The append copies bits: K and V^T must match exactly.
+// With an F16 cache the append rounds K and V to F16 (nearest even) and the reference
+// attends over the same values, rounded on the host by the compiler's _Float16 (not by
+// jal::numerics, the emulator's conversion): the same tolerance, and the append's bits
+// must be the host's rounding exactly.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -25,10 +29,28 @@ using jal::test::all_near;
 
 using namespace jal::test::ref;
 
+// x rounded to IEEE half (nearest even), by the compiler, and back.
+float half_rounded(float x)
+{
+    return static_cast<float>(static_cast<_Float16>(x));
+}
+
+std::vector<float> half_rounded(std::vector<float> v)
+{
+    for (float& x : v) x = half_rounded(x);
+    return v;
+}
+
 class TransformerAttentionTest : public jal::test::TransformerKernelTest {
 protected:
-    // kv_append on n slices: every head's K rows and Vᵀ columns bit-exact.
+    // The KV cache's elements prefill_then_decode and check_append use.
+    jal_dtype kv_dtype_ = JAL_DT_F32;
+    // kv_append on n slices: every head's K rows and Vᵀ columns bit-exact (rounded to F16
+    // with kv_dtype_ F16).
     void check_append(uint32_t n);
+    // The attention with RoPE fused in against the rope kernel then the attention, in
+    // kv_dtype_'s cache.
+    void check_rope_fused();
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
@@ -45,11 +67,14 @@ protected:
         const uint64_t mask = slices(n_slices);
 
         const jk::KvCacheConfig kv_cfg{
-            .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx};
+            .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx, .dtype = kv_dtype_};
         jk::KvCache cache(device(), context(), queue(), kv_cfg,
                           jk::kv_head_masks(mask, s.n_head_kv, key_splits));
-        const jk::KvAppendConfig app{
-            .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .n_ctx = n_ctx, .block_rows = 16};
+        const jk::KvAppendConfig app{.n_head_kv = s.n_head_kv,
+                                     .head_dim = s.head_dim,
+                                     .n_ctx = n_ctx,
+                                     .block_rows = 16,
+                                     .kv_dtype = kv_dtype_};
         const jk::AttentionConfig att{.n_head = s.n_head,
                                       .n_head_kv = s.n_head_kv,
                                       .head_dim = s.head_dim,
@@ -59,10 +84,15 @@ protected:
                                       .q_block = q_block,
                                       .k_block = k_block,
                                       .key_splits = key_splits,
-                                      .append_kv = fused_append};
+                                      .append_kv = fused_append,
+                                      .kv_dtype = kv_dtype_};
         const jk::CodeObject append_code = jk::build_kv_append(app);
         const jk::CodeObject attention_code = jk::build_attention(att);
         auto dsinks = upload(sinks, 1, s.n_head, 0, mask, JAL_PLACE_REPLICATED);
+        // What the cache holds: the keys and values, rounded as the append rounds them.
+        const bool half = kv_dtype_ == JAL_DT_F16;
+        const std::vector<float> k_held = half ? half_rounded(k) : k,
+                                 v_held = half ? half_rounded(v) : v;
 
         auto step = [&](uint32_t pos0, uint32_t rows) {
             SCOPED_TRACE("positions " + std::to_string(pos0) + ".." +
@@ -95,7 +125,8 @@ protected:
                                        dsinks.ref.va),
                     mask);
             }
-            auto want = attention_ref(s, rows_of(q, pos0, rows, qcols), rows, pos0, k, v, sinks);
+            auto want =
+                attention_ref(s, rows_of(q, pos0, rows, qcols), rows, pos0, k_held, v_held, sinks);
             EXPECT_TRUE(all_near(download(dout.ref), want, 2e-5, 1e-4));
         };
         step(0, prefill);
@@ -118,31 +149,72 @@ void TransformerAttentionTest::check_append(uint32_t n)
     const uint32_t n_ctx = 48, d = 64, g_heads = 3, rows = 21, pos0 = 5;
     auto k = jal::test::random_normal(size_t{rows} * g_heads * d, 41);
     auto v = jal::test::random_normal(size_t{rows} * g_heads * d, 42);
+    const bool half = kv_dtype_ == JAL_DT_F16;
     jk::KvCache cache(device(), context(), queue(),
-                      {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx},
+                      {.n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .dtype = kv_dtype_},
                       jk::kv_head_masks(slices(n), g_heads));
     auto dk = upload(k, rows, g_heads * d);
     auto dv = upload(v, rows, g_heads * d);
-    const jk::KvAppendConfig cfg{
-        .n_head_kv = g_heads, .head_dim = d, .n_ctx = n_ctx, .block_rows = 8};
+    const jk::KvAppendConfig cfg{.n_head_kv = g_heads,
+                                 .head_dim = d,
+                                 .n_ctx = n_ctx,
+                                 .block_rows = 8,
+                                 .kv_dtype = kv_dtype_};
     run(jk::build_kv_append(cfg), jk::kv_append_args(cfg, dk.ref, dv.ref, pos0, cache.heads_va()),
         slices(n));
+    // Element i of a head's cache as F32 bits (F16 elements widened: exact).
+    auto element = [&](const std::vector<uint8_t>& bytes, size_t i) {
+        if (!half) {
+            uint32_t w;
+            std::memcpy(&w, bytes.data() + 4 * i, 4);
+            return w;
+        }
+        _Float16 h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        return std::bit_cast<uint32_t>(static_cast<float>(h));
+    };
     for (uint32_t g = 0; g < g_heads; g++) {
-        std::vector<float> kc(size_t{n_ctx} * d), vt(size_t{d} * n_ctx);
-        read(kc.data(), cache.k_va(g), kc.size() * 4);
-        read(vt.data(), cache.vt_va(g), vt.size() * 4);
+        std::vector<uint8_t> kc(cache.k_bytes()), vt(cache.k_bytes());
+        read(kc.data(), cache.k_va(g), kc.size());
+        read(vt.data(), cache.vt_va(g), vt.size());
         for (uint32_t t = 0; t < rows; t++)
             for (uint32_t c = 0; c < d; c++) {
-                const float kw = k[(size_t{t} * g_heads + g) * d + c],
-                            vw = v[(size_t{t} * g_heads + g) * d + c];
-                ASSERT_EQ(std::bit_cast<uint32_t>(kc[(pos0 + t) * d + c]),
-                          std::bit_cast<uint32_t>(kw))
+                float kw = k[(size_t{t} * g_heads + g) * d + c],
+                      vw = v[(size_t{t} * g_heads + g) * d + c];
+                if (half) kw = half_rounded(kw), vw = half_rounded(vw);
+                ASSERT_EQ(element(kc, size_t{pos0 + t} * d + c), std::bit_cast<uint32_t>(kw))
                     << "K head " << g << " token " << t << " dim " << c;
-                ASSERT_EQ(std::bit_cast<uint32_t>(vt[size_t{c} * n_ctx + pos0 + t]),
-                          std::bit_cast<uint32_t>(vw))
+                ASSERT_EQ(element(vt, size_t{c} * n_ctx + pos0 + t), std::bit_cast<uint32_t>(vw))
                     << "V^T head " << g << " token " << t << " dim " << c;
             }
     }
+}
+
+TEST_F(TransformerAttentionTest, HalfCacheAppendRoundsKeysAndValuesToF16)
+{
+    // The same append into an F16 cache, on 1 slice (every head), 8 (one a head and idle
+    // slices) and 64 (a share of the rows each).
+    kv_dtype_ = JAL_DT_F16;
+    for (uint32_t n : {1u, 8u, 64u}) {
+        SCOPED_TRACE(std::to_string(n) + " slices");
+        check_append(n);
+    }
+}
+
+TEST_F(TransformerAttentionTest, HalfCachePrefillThenDecode)
+{
+    // An F16 cache on 1, 8 and 64 slices: GQA 8 full causal with sinks (prompt items on
+    // one slice, then on 8), windowed with key splits over 64 slices (flash decoding), and
+    // the append fused into the attention (8 slices, one KV head each) as the model runtime
+    // runs a decode step.
+    kv_dtype_ = JAL_DT_F16;
+    const Shape gqa{.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true};
+    prefill_then_decode(gqa, 64, 40, 3, 1);
+    prefill_then_decode(gqa, 64, 40, 3, 8, 0, 16, 41);
+    prefill_then_decode({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 12, .sinks = true},
+                        96, 45, 3, 64, 7, 8, 42, /*key_splits=*/4);
+    prefill_then_decode({.n_head = 64, .n_head_kv = 8, .head_dim = 64, .window = 0, .sinks = true},
+                        64, 33, 3, 8, 0, 16, 43, 1, /*fused_append=*/true);
 }
 
 TEST_F(TransformerAttentionTest, ConvertedOutputIsTheF32OutputRounded)
@@ -299,7 +371,17 @@ TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)
 // The attention with RoPE fused in (it rotates its queries and, before appending them, its
 // keys) gives the bits of the rope kernel over q | k followed by the attention: a prompt,
 // then decode steps; the keys it appended are rotated alike (the later steps read them).
+// F32 and F16 caches (the F16 one rounds the rotated keys, as the unfused append does).
 TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThenAttention)
+{
+    for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16}) {
+        SCOPED_TRACE(kvt == JAL_DT_F16 ? "F16 cache" : "F32 cache");
+        kv_dtype_ = kvt;
+        check_rope_fused();
+    }
+}
+
+void TransformerAttentionTest::check_rope_fused()
 {
     const uint32_t H = 16, G = 2, D = 64, n_ctx = 64, prefill = 20, steps = 3;
     const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
@@ -312,7 +394,8 @@ TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThen
     auto sinks = jal::test::random_uniform(H, 97, -2.0, 4.0);
     auto dsinks = upload(sinks, 1, H, 0, mask, JAL_PLACE_REPLICATED);
     const auto qkv = jal::test::random_normal(size_t{prefill + steps} * width, 98, 1.5);
-    const jk::KvCacheConfig kv_cfg{.n_head_kv = G, .head_dim = D, .n_ctx = n_ctx};
+    const jk::KvCacheConfig kv_cfg{
+        .n_head_kv = G, .head_dim = D, .n_ctx = n_ctx, .dtype = kv_dtype_};
     jk::KvCache separate_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
     jk::KvCache fused_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
     jk::AttentionConfig att{.n_head = H,
@@ -320,7 +403,8 @@ TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThen
                             .head_dim = D,
                             .n_ctx = n_ctx,
                             .sinks = true,
-                            .append_kv = true};
+                            .append_kv = true,
+                            .kv_dtype = kv_dtype_};
     jk::AttentionConfig fused_att = att;
     fused_att.rope = true;
     const jk::RopeConfig rope{.n_head = H + G, .head_dim = D};

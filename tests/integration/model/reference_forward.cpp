@@ -7,8 +7,9 @@
 
 namespace jal::test {
 
-ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics)
-    : file_(file), c_(jal::model::read_gpt_oss_config(file)), ggml_(ggml_numerics)
+ReferenceModel::ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics, bool half_kv)
+    : file_(file), c_(jal::model::read_gpt_oss_config(file)), ggml_(ggml_numerics),
+      half_kv_(half_kv)
 {
     embd_ = load("token_embd.weight");
     out_ = load("output.weight");
@@ -103,6 +104,9 @@ std::vector<double> ReferenceModel::attention(uint32_t il, Sequence& seq,
     add(q, L.bq), add(k, L.bk), add(v, L.bv);
     for (uint32_t hh = 0; hh < H; hh++) rope(q.data() + hh * D, pos);
     for (uint32_t g = 0; g < G; g++) rope(k.data() + g * D, pos);
+    if (half_kv_)
+        for (auto* kv : {&k, &v})
+            for (double& x : *kv) x = double(static_cast<_Float16>(static_cast<float>(x)));
     seq.k[il].insert(seq.k[il].end(), k.begin(), k.end());
     seq.v[il].insert(seq.v[il].end(), v.begin(), v.end());
     const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;

@@ -6,6 +6,8 @@
 // vec_dot_type: Q8_0 blocks (F16 scale, int8 values) before every MXFP4 dot product, F16
 // before F16 weights. Activations meet Q8_0 weights rounded to Q8_0 in both modes (llama.cpp
 // does; so does the chip, whose matrix engine multiplies Q8_0 only by Q8_0).
+// half_kv: the KV cache holds each key and value rounded to F32 (the chip's activations) and
+// then to F16 (the compiler's _Float16, nearest even), as --kv-type f16 stores them.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,7 @@ namespace jal::test {
 
 class ReferenceModel {
 public:
-    ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics);
+    ReferenceModel(const jal::model::GgufFile& file, bool ggml_numerics, bool half_kv = false);
 
     // A sequence's state: its K and V per layer (positions × n_head_kv·head_dim).
     struct Sequence {
@@ -47,6 +49,7 @@ private:
     const jal::model::GgufFile& file_;
     jal::model::GptOssConfig c_;
     bool ggml_;
+    bool half_kv_;
     struct Layer {
         std::vector<double> attn_norm, post_norm, bq, bk, bv, bo, sinks, br, bg, bu, bd;
         Matrix wq, wk, wv, wo, wr, wg, wu, wd;

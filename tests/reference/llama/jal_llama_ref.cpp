@@ -39,6 +39,7 @@ struct Options {
     bool json = false;
     bool verbose = false;
     int threads = 1;          // more only for speed comparisons (tools/jal-run/bench-model.sh)
+    bool kv_f16 = false;      // --kv-type f16: llama.cpp's default cache type instead of F32
     std::string cpu_backend;  // one libggml-cpu-*.so instead of the best-scoring one
 };
 
@@ -49,14 +50,16 @@ void usage(FILE* to)
         "usage: jal-llama-ref MODEL.gguf --prompt-ids 1,2,3 [--n 16] [--top 5] [--force-ids "
         "a,b,c]\n"
         "                     [--json] [--cpu-backend libggml-cpu-x64.so] [--threads N] "
-        "[--verbose]\n"
+        "[--kv-type f32|f16] [--verbose]\n"
         "Runs llama.cpp (CPU, 1 thread, F32 KV cache, no flash attention, the prompt as one "
         "batch)\n"
         "and prints the greedy continuation (argmax of the raw logits) with each step's top-K\n"
         "token ids and log-probabilities. --force-ids feeds those ids as the continuation instead\n"
         "(teacher forcing; one step per id) while still reporting each step's top-K.\n"
         "--threads N runs llama.cpp's CPU backend on N threads (speed comparisons only: the\n"
-        "agreement tests use one).\n");
+        "agreement tests use one).\n"
+        "--kv-type f16 keeps the KV cache in F16 (llama.cpp's default; its matrix products then\n"
+        "round the queries and the softmax to F16 too) instead of F32.\n");
 }
 
 bool parse_ids(const char* s, std::vector<llama_token>& out)
@@ -103,6 +106,10 @@ bool parse_args(int argc, char** argv, Options& o)
         } else if (a == "--threads") {
             if (!(v = value()) || (o.threads = std::atoi(v)) <= 0)
                 return std::fprintf(stderr, "jal-llama-ref: bad --threads\n"), false;
+        } else if (a == "--kv-type") {
+            if (!(v = value()) || (std::string(v) != "f32" && std::string(v) != "f16"))
+                return std::fprintf(stderr, "jal-llama-ref: bad --kv-type (f32 or f16)\n"), false;
+            o.kv_f16 = std::string(v) == "f16";
         } else if (a == "--cpu-backend") {
             if (!(v = value())) return false;
             o.cpu_backend = v;
@@ -257,7 +264,8 @@ bool ids_in_vocabulary(const Options& o, int n_vocab)
     return true;
 }
 
-// Deterministic settings: one thread, F32 KV, no flash attention, the prompt as one batch.
+// Deterministic settings: one thread, F32 KV (F16 with --kv-type f16), no flash attention,
+// the prompt as one batch.
 llama_context* make_context(const Options& o, llama_model* model)
 {
     const uint32_t n_prompt = static_cast<uint32_t>(o.prompt.size());
@@ -267,8 +275,7 @@ llama_context* make_context(const Options& o, llama_model* model)
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = o.threads;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    cp.type_k = GGML_TYPE_F32;
-    cp.type_v = GGML_TYPE_F32;
+    cp.type_k = cp.type_v = o.kv_f16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
     cp.swa_full = true;
     cp.no_perf = true;
     llama_context* ctx = llama_init_from_model(model, cp);

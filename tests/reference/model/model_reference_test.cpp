@@ -129,6 +129,19 @@ Figures compare(const json& llama, const json& jal, const std::vector<double>& s
     return f;
 }
 
+// ggml numerics with an F16 KV cache against llama.cpp with its F16 cache (its default), both
+// teacher-forced on `ids`: figures only (llama.cpp's products then round the queries and the
+// softmax to F16 too, ours keep them F32: docs/model-runtime.md, "KV cache").
+Figures half_cache_figures(const std::string& model, const std::vector<int>& prompt,
+                           const std::vector<int>& ids, const json& jal,
+                           const std::vector<double>& spread)
+{
+    const json llama16 =
+        run_json({JAL_LLAMA_REF_EXE, model, "--prompt-ids", ids_csv(prompt), "--force-ids",
+                  ids_csv(ids), "--top", "5", "--json", "--kv-type", "f16"});
+    return compare(llama16, jal, spread);
+}
+
 // Free running: our greedy ids should equal llama.cpp's before its first undecided position,
 // and there (a near-tie) ours should be one of its top two.
 struct FreeRun {
@@ -222,10 +235,12 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
     const std::vector<double> spread = plain ? std::vector<double>(measured.size(), 0.0) : measured;
     const double worst_spread = *std::max_element(measured.begin(), measured.end());
     const double allowed_spread = *std::max_element(spread.begin(), spread.end());
-    auto jal_run = [&](const char* numerics, bool forced) {
+    // The KV cache as llama.cpp's reference run keeps it (F32, jal_llama_ref.cpp; our default).
+    auto jal_run = [&](const char* numerics, bool forced, const char* kv_type = "f32") {
         std::vector<std::string> argv = {
-            JAL_RUN_EXE, model, "--emu-dir", emu_->socket_dir(), "--prompt-ids", ids_csv(prompt),
-            "--top",     "5",   "--json",    "--numerics",       numerics};
+            JAL_RUN_EXE,     model,       "--emu-dir", emu_->socket_dir(), "--prompt-ids",
+            ids_csv(prompt), "--top",     "5",         "--json",           "--numerics",
+            numerics,        "--kv-type", kv_type};
         if (forced)
             argv.insert(argv.end(), {"--force-ids", ids_csv(greedy)});
         else
@@ -259,9 +274,10 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
                         << ", llama.cpp's first near-tie is at " << f.first_tie;
     }
 
-    // Native numerics: figures only.
-    const json native = jal_run("native", true);
-    const Figures n = compare(llama, native, spread);
+    // Native numerics, and ggml with F16 caches on both sides: figures only.
+    const Figures n = compare(llama, jal_run("native", true), spread);
+    const Figures h =
+        half_cache_figures(model, prompt, greedy, jal_run("ggml", true, "f16"), spread);
     std::printf("[ %s %s, prompt %d ] llama.cpp %s, its builds' largest spread %.4f\n", c.preset,
                 c.dense, c.prompt_len, llama["reference"]["cpu_backend"].get<std::string>().c_str(),
                 worst_spread);
@@ -270,10 +286,12 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
                 "near-tie %d)\n",
                 c.preset, c.dense, c.prompt_len, c.checked ? "" : " (figures only)", g.top1_agree,
                 kSteps, g.decided, g.near_ties, g.worst_lp, g.worst_at, f.same, f.first_tie);
-    std::printf("[ %s %s, prompt %d ] native: top-1 agree %d/%d (%.1f %%), worst top-5 "
-                "|dlogprob| %.4f at %d\n",
-                c.preset, c.dense, c.prompt_len, n.top1_agree, kSteps,
-                100.0 * n.top1_agree / kSteps, n.worst_lp, n.worst_at);
+    std::printf(
+        "[ %s %s, prompt %d ] native: top-1 agree %d/%d (%.1f %%), worst top-5 "
+        "|dlogprob| %.4f at %d; ggml, F16 KV cache against llama.cpp's F16 cache: top-1 agree "
+        "%d/%d, worst %.4f at %d\n",
+        c.preset, c.dense, c.prompt_len, n.top1_agree, kSteps, 100.0 * n.top1_agree / kSteps,
+        n.worst_lp, n.worst_at, h.top1_agree, kSteps, h.worst_lp, h.worst_at);
     RecordProperty("ggml_worst_logprob_diff", std::to_string(g.worst_lp));
     RecordProperty("llama_spread", std::to_string(worst_spread));
     RecordProperty("ggml_near_ties", g.near_ties);

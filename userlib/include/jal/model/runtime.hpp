@@ -52,6 +52,13 @@ enum class ExpertLayout { automatic, experts, both };
 JAL_API const char* expert_layout_name(ExpertLayout l);
 JAL_API bool parse_expert_layout(std::string_view s, ExpertLayout& out);
 
+// The KV cache's elements (docs/model-runtime.md, "KV cache"): F32 (the default, in both
+// numerics), or F16: keys and values rounded to nearest even as they are appended, half the
+// cache's bytes; the attention multiplies them against F32 queries and probabilities.
+enum class KvType { f32, f16 };
+JAL_API const char* kv_type_name(KvType t);
+JAL_API bool parse_kv_type(std::string_view s, KvType& out);
+
 struct RuntimeOptions {
     Numerics numerics = Numerics::native;
     uint32_t slices = 0;              // dispatch slices (logical 0..n-1); 0: 8, or every slice
@@ -60,6 +67,7 @@ struct RuntimeOptions {
     uint32_t n_ctx = 0;               // positions per slot; 0: min(context_length, 4096)
     uint32_t max_batch_tokens = 256;  // rows of one graph run (longer prompts run in chunks)
     ExpertLayout expert_layout = ExpertLayout::automatic;
+    KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the
     // profile by kernel needs.

@@ -87,6 +87,22 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
     return true;
 }
 
+const char* kv_type_name(KvType t)
+{
+    return t == KvType::f16 ? "f16" : "f32";
+}
+
+bool parse_kv_type(std::string_view s, KvType& out)
+{
+    if (s == "f32")
+        out = KvType::f32;
+    else if (s == "f16")
+        out = KvType::f16;
+    else
+        return false;
+    return true;
+}
+
 namespace {
 
 constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
@@ -219,7 +235,7 @@ public:
             total += (double(bytes(L.gate_up) + bytes(L.down)) / E) * distinct;
             const uint32_t window = c_.layer_uses_swa(il) ? c_.sliding_window : 0;
             const uint32_t visible = window ? std::min(window, context) : context;
-            total += double(users) * 2.0 * visible * kvdim_ * 4;
+            total += double(users) * 2.0 * visible * kvdim_ * (kv_dtype_ == JAL_DT_F16 ? 2 : 4);
         }
         return static_cast<uint64_t>(total);
     }
@@ -273,6 +289,13 @@ private:
     KvCaches plan_kv_caches();
     void plan_activations();
     void plan_expert_rows();
+    void plan_timing_tables();
+    uint32_t timing_table_slot(const Matrix& m, uint32_t tokens) const;
+    // Tokens after which uniform routing activates every expert (E/k).
+    uint32_t timing_span() const
+    {
+        return std::max<uint32_t>(1, c_.n_expert / std::max<uint32_t>(1, c_.n_expert_used));
+    }
     void upload_tables(const KvCaches& caches);
     Matrix matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t experts,
                   jal_dtype timing_dtype);
@@ -369,6 +392,7 @@ private:
     runtime::Context context_;
     uint32_t S_ = 0;
     uint64_t all_mask_ = 0;
+    jal_dtype kv_dtype_ = JAL_DT_F32;        // the KV caches' elements (o_.kv_type)
     uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
     uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
     Placement placement_;
@@ -376,7 +400,10 @@ private:
     std::unique_ptr<k::Launcher> launch_;
     std::map<std::string, std::unique_ptr<k::Program>> programs_;  // by key
     std::map<std::string, ChipTotals> by_kernel_;                  // by `what`, since cleared
-    std::map<std::string, std::unique_ptr<runtime::Memory>> timing_tables_;  // before context_ goes
+    // Timing only: the expert GEMMs' stand-in shard tables (timing_expert_gemm), one slot of
+    // 64 u64 per (expert matrix, active-expert set), reserved with the rest of the placement.
+    Place timing_tables_;
+    std::vector<bool> timing_table_written_;
     Vec embd_, out_norm_, rope_cos_, rope_sin_;
     Matrix embd_m_, output_;
     std::vector<Layer> layers_;
@@ -406,6 +433,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     all_mask_ = mask_of(0, S_);
     placement_ = Placement(S_);
     if (!o_.n_ctx) o_.n_ctx = std::min<uint32_t>(c_.n_ctx_train ? c_.n_ctx_train : 4096, 4096);
+    kv_dtype_ = o_.kv_type == KvType::f16 ? JAL_DT_F16 : JAL_DT_F32;
     T_ = std::max(o_.max_batch_tokens, o_.max_sequences);
     qdim_ = c_.n_head * c_.head_dim;
     kvdim_ = c_.n_head_kv * c_.head_dim;
@@ -419,6 +447,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     const KvCaches caches = plan_kv_caches();
     plan_activations();
     plan_expert_rows();
+    plan_timing_tables();
 
     placement_.allocate(context_);
     // Large enough for a whole decode step of many sequences: the producer never waits
@@ -570,7 +599,7 @@ void RuntimeImpl::plan_rope_tables()
 // and layer also has a replicated head table the kernels follow.
 RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
 {
-    const uint64_t head_bytes = 2ull * o_.n_ctx * c_.head_dim * 4;
+    const uint64_t head_bytes = k::kv_head_bytes(o_.n_ctx, c_.head_dim, kv_dtype_);
     slots_.resize(o_.max_sequences);
     KvCaches caches(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++) {
@@ -613,6 +642,30 @@ void RuntimeImpl::plan_expert_rows()
             }
             m->row_table = placement_.reserve(Placement::kReplicated, 8ull * S_);
         }
+}
+
+// Timing only, the expert GEMMs' stand-in tables: up to E/k tokens each token count activates
+// another set of experts (uniform routing), from there on all of them, so each expert matrix
+// needs E/k + 1 tables. One replicated reservation at plan time: an allocation of its own
+// each (a device page on every slice) would take HBM the KV caches need at high
+// concurrency.
+void RuntimeImpl::plan_timing_tables()
+{
+    if (!o_.timing_only || c_.n_expert == 0) return;
+    const uint64_t slots = uint64_t{2} * layers_.size() * (timing_span() + 1);
+    timing_tables_ = placement_.reserve(Placement::kReplicated, slots * 8 * 64);
+    timing_table_written_.assign(slots, false);
+}
+
+// The slot of expert matrix m's table for `tokens` tokens (plan_timing_tables).
+uint32_t RuntimeImpl::timing_table_slot(const Matrix& m, uint32_t tokens) const
+{
+    for (size_t il = 0; il < layers_.size(); il++)
+        for (uint32_t w = 0; w < 2; w++)
+            if (&m == (w ? &layers_[il].down : &layers_[il].gate_up))
+                return static_cast<uint32_t>((il * 2 + w) * (timing_span() + 1) +
+                                             std::min(tokens, timing_span()));
+    throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: not an expert matrix");
 }
 
 void RuntimeImpl::plan_activations()
@@ -661,7 +714,7 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
             for (uint32_t g = 0; g < c_.n_head_kv; g++) {
                 uint64_t kva = va(caches[j][il][g]);
                 table.push_back(kva);
-                table.push_back(kva + uint64_t{o_.n_ctx} * c_.head_dim * 4);
+                table.push_back(kva + k::kv_head_bytes(o_.n_ctx, c_.head_dim, kv_dtype_) / 2);
             }
             launch_->upload(va(slots_[j].heads[il]), table.data(), table.size() * 8);
         }
@@ -1009,7 +1062,7 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t 
     // slices streaming its active experts' rows (a per-slice shard table) against
     // ceil(tokens·k / A) input rows.
     const uint32_t E = m.experts, K = c_.n_expert_used;
-    const uint32_t span = std::max<uint32_t>(1, E / K);
+    const uint32_t span = timing_span();
     std::vector<uint32_t> per_slice(S_, 0);
     std::vector<uint64_t> first(S_, 0);
     std::vector<bool> active(E, false);
@@ -1038,18 +1091,16 @@ void RuntimeImpl::timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t 
             mask |= 1ull << s;
         }
     const uint32_t rows = std::max<uint32_t>(1, (tokens * K + A - 1) / A);
-    const std::string tkey = fmt::format("{}:{}", static_cast<const void*>(&m), tokens);
-    auto it = timing_tables_.find(tkey);
-    if (it == timing_tables_.end()) {
-        auto mem = std::make_unique<runtime::Memory>(context_, 8ull * 64, JAL_PLACE_REPLICATED,
-                                                     all_mask_, 0);
-        launch_->upload(mem->va(), table.data(), table.size() * 8);
-        it = timing_tables_.emplace(tkey, std::move(mem)).first;
+    const uint32_t slot = timing_table_slot(m, tokens);
+    const uint64_t table_va = va(timing_tables_) + uint64_t{slot} * 8 * 64;
+    if (!timing_table_written_[slot]) {
+        launch_->upload(table_va, table.data(), table.size() * 8);
+        timing_table_written_[slot] = true;
     }
     lin::GemmConfig g;
     g.m = rows, g.n = busy * most * m.n, g.k = m.kdim, g.weight = m.dtype;
     // y rows of N: M·N ≤ tokens·k·n F32, inside the buffer the real kernel writes.
-    timing_gemm(g, mask, x, x_stride, it->second->va(), m.row_bytes, y, what, norm);
+    timing_gemm(g, mask, x, x_stride, table_va, m.row_bytes, y, what, norm);
 }
 
 void RuntimeImpl::timing_gemm(lin::GemmConfig g, uint64_t mask, uint64_t x, uint64_t x_stride,
@@ -1084,12 +1135,15 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
         r.n_head = qk_heads, r.head_dim = c_.head_dim, r.block_rows = br;
         return k::build_rope_neox(r);
     });
-    g.append =
-        &program(fmt::format("kv_append g{} d{} c{}", c_.n_head_kv, c_.head_dim, o_.n_ctx), [&] {
-            k::KvAppendConfig a;
-            a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim, a.n_ctx = o_.n_ctx;
-            return k::build_kv_append(a);
-        });
+    g.append = &program(fmt::format("kv_append g{} d{} c{} t{}", c_.n_head_kv, c_.head_dim,
+                                    o_.n_ctx, int(kv_dtype_)),
+                        [&] {
+                            k::KvAppendConfig a;
+                            a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim,
+                            a.n_ctx = o_.n_ctx;
+                            a.kv_dtype = kv_dtype_;
+                            return k::build_kv_append(a);
+                        });
     g.route = &program(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
         k::MoeRoutingConfig r;
         r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
@@ -1111,15 +1165,15 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
 const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope,
                                                 uint32_t q_block, jal_dtype out)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{}", c_.n_head,
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{} t{}", c_.n_head,
                                c_.n_head_kv, c_.head_dim, o_.n_ctx, window, append_kv, rope,
-                               q_block, int(out)),
+                               q_block, int(out), int(kv_dtype_)),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
                        a.n_ctx = o_.n_ctx, a.window = window, a.sinks = true;
                        a.append_kv = append_kv, a.rope = rope;
-                       a.q_block = q_block;
+                       a.q_block = q_block, a.kv_dtype = kv_dtype_;
                        a.out_dtype = out, a.out_cvt = lin::activation_cvt_mode(numerics());
                        return k::build_attention(a);
                    });

@@ -10,10 +10,16 @@
 // chunks, a running maximum and sum per query row (the sink is the running state's start),
 // QK^T and PV on the matrix engine, the causal/window mask with VMASK.
 //
-// KV cache layout (F32), for each KV head g one allocation of 2 * n_ctx * head_dim * 4 bytes:
+// KV cache layout, elements F32 or F16 (kv_dtype; e = 4 or 2 bytes), for each KV head g one
+// allocation of 2 * n_ctx * head_dim * e bytes:
 //   K  at k_va:  n_ctx rows of head_dim (row p = the key at position p);
 //   V^T at vt_va: head_dim rows of n_ctx (row c = dimension c of every position's value),
 //   transposed so that PV contracts along rows as the matrix engine does.
+// An F16 cache holds the keys and values rounded to nearest even as they are appended (as
+// llama.cpp's default F16 cache does); the attention's products take them as F16 operands
+// against F32 queries and probabilities (exact widening; the matrix engine runs at the
+// slower operand's rate, F32), so only the rounding of K and V differs from an F32 cache
+// and the cache streams half the bytes.
 // A head table in device memory lists {k_va, vt_va} (two u64) per KV head; kernels read it.
 //
 // Work split: kv_append gives slice s of n the KV heads g = s, s+n, ...; attention splits
@@ -49,8 +55,9 @@ namespace jal::kernels {
 struct JAL_API KvAppendConfig {
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 64;
-    uint32_t n_ctx = 0;       // positions the cache holds
-    uint32_t block_rows = 0;  // tokens a slice moves at once; 0 = 128
+    uint32_t n_ctx = 0;               // positions the cache holds
+    uint32_t block_rows = 0;          // tokens a slice moves at once; 0 = 128
+    jal_dtype kv_dtype = JAL_DT_F32;  // the cache's elements: F32 or F16 (rounded, RNE)
     uint32_t rows_per_block() const;
 };
 
@@ -80,7 +87,7 @@ struct JAL_API AttentionConfig {
     bool sinks = false;
     float scale = 0.0f;       // 0: 1/sqrt(head_dim)
     uint32_t q_block = 0;     // query tokens an item holds; 0: max(1, 128 / (n_head/n_head_kv))
-    uint32_t k_block = 0;     // keys a chunk holds; 0: 256
+    uint32_t k_block = 0;     // keys a chunk holds; 0: 256 (512 with an F16 cache and few rows)
     uint32_t key_splits = 0;  // 0 or 1: one slice an item; S > 1: flash decoding, below
     // Append the rows' keys and values to the caches first (kv_append's code), each KV head
     // by the slice that then reads it: one dispatch instead of two. Needs one key split and
@@ -97,6 +104,7 @@ struct JAL_API AttentionConfig {
     // fewer bytes stored and read.
     jal_dtype out_dtype = JAL_DT_F32;
     jal_cvt_mode out_cvt = JAL_CVT_OCP;
+    jal_dtype kv_dtype = JAL_DT_F32;  // the cache's elements: F32 or F16 (layout above)
     uint32_t queries_per_item() const;
     uint32_t keys_per_chunk() const;
     uint32_t splits() const;

@@ -1,7 +1,8 @@
 // kv_cache.hpp: the KV cache of one attention layer in slice-local HBM (layout in
-// attention.hpp): per KV head one allocation holding K (n_ctx x head_dim F32) then V^T
-// (head_dim x n_ctx F32), placed on the slices whose attention items use that head, and
-// a head table listing {k_va, vt_va} per head that kv_append and attention read.
+// attention.hpp): per KV head one allocation holding K (n_ctx x head_dim) then V^T
+// (head_dim x n_ctx), F32 or F16 elements, placed on the slices whose attention items use
+// that head, and a head table listing {k_va, vt_va} per head that kv_append and attention
+// read.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <jal/api.h>
+#include <jal/hw/isa.h>
 #include <jal/jal.hpp>
 
 namespace jal::kernels {
@@ -18,7 +20,12 @@ struct KvCacheConfig {
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 64;
     uint32_t n_ctx = 0;
+    jal_dtype dtype = JAL_DT_F32;  // the elements: F32 or F16 (kv_append rounds to it)
+    uint64_t element_bytes() const { return dtype == JAL_DT_F16 ? 2 : 4; }
 };
+
+// Bytes of one KV head's cache of n_ctx positions (K then V^T) in `dtype` (F32 or F16).
+JAL_API uint64_t kv_head_bytes(uint32_t n_ctx, uint32_t head_dim, jal_dtype dtype);
 
 // Where attention's work split reads each head, for a dispatch on the logical slices of
 // dispatch_mask (dispatch slice i is the i-th set bit, ascending): item j runs on dispatch
@@ -39,7 +46,10 @@ public:
     uint64_t heads_va() const { return table_->va(); }
     uint64_t k_va(uint32_t head) const { return heads_.at(head)->va(); }
     uint64_t vt_va(uint32_t head) const { return heads_.at(head)->va() + k_bytes(); }
-    uint64_t k_bytes() const { return uint64_t{config_.n_ctx} * config_.head_dim * 4; }
+    uint64_t k_bytes() const
+    {
+        return uint64_t{config_.n_ctx} * config_.head_dim * config_.element_bytes();
+    }
 
 private:
     KvCacheConfig config_;

@@ -32,7 +32,13 @@ uint32_t AttentionConfig::queries_per_item() const
 
 uint32_t AttentionConfig::keys_per_chunk() const
 {
-    return k_block ? k_block : 256;
+    if (k_block) return k_block;
+    // An F16 cache: twice the keys a chunk, so that a chunk's loads move as many bytes (a
+    // chunk of 256 F16 keys is 32 kB a load, a quarter of the HBM latency at the slice's
+    // bandwidth: two chunks in flight would not keep it busy), while the stacked query rows
+    // (and with them the score buffers) are small.
+    const uint32_t rows = queries_per_item() * (n_head_kv ? n_head / n_head_kv : 1);
+    return kv_dtype == JAL_DT_F16 && rows <= 128 ? 512 : 256;
 }
 
 uint32_t AttentionConfig::splits() const
@@ -52,17 +58,21 @@ CodeObject build_attention(const AttentionConfig& cfg)
         "attention_h" + std::to_string(cfg.n_head) + "_g" + std::to_string(cfg.n_head_kv) + "_d" +
         std::to_string(cfg.head_dim) + (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
         (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "") +
-        (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "");
+        (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "") +
+        (cfg.kv_dtype == JAL_DT_F16 ? "_kvf16" : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
     require(cfg.splits() <= 64, name, "at most 64 key splits");
+    require(cfg.kv_dtype == JAL_DT_F32 || cfg.kv_dtype == JAL_DT_F16, name,
+            "the cache's elements are F32 or F16");
     require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
     require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
     // The queries' rotation borrows the key and value buffers (two of each, laid out one
     // after another): the positions, cos, sin and two temporaries of an item's queries.
+    const uint64_t kv_bytes = cfg.kv_dtype == JAL_DT_F16 ? 2 : 4;
     require(!cfg.rope || uint64_t{cfg.queries_per_item()} * (4 + 4ull * 2 * cfg.head_dim) + 64 <=
-                             4ull * cfg.keys_per_chunk() * cfg.head_dim * 4,
+                             4ull * cfg.keys_per_chunk() * cfg.head_dim * kv_bytes,
             name, "the queries' rotation does not fit the key buffers");
     require(numerics::row_bytes(cfg.out_dtype, cfg.head_dim) != 0, name,
             "the output's format needs whole blocks in a head");

@@ -47,13 +47,15 @@ private:
     void mask_if_needed(X k0, X nk, int buf);
     void merge_splits(X item, Label item_done);
     void split_index(X sp, X item);
-    void desc(T t, uint32_t l1_off, X nrows, X ncols);
+    void desc(T t, uint32_t l1_off, X nrows, X ncols, jal_dtype dt = JAL_DT_F32);
     void desc_head(T t, uint32_t l1_off, X hh, X n, X ncols, X row_bytes,
                    jal_dtype dt = JAL_DT_F32);
 
     const AttentionConfig& cfg_;
     const uint32_t G, r, D, Bq, Nk, M, S;
     const uint32_t orow;  // bytes of one head's row of the output (D·4 when F32)
+    const jal_dtype kvt;  // the cache's elements (F32 or F16)
+    const uint32_t kve;   // their bytes
     uint32_t l1_ob = 0;   // the converted output (when not F32)
     Builder b;
 
@@ -86,7 +88,8 @@ AttentionKernel::AttentionKernel(const AttentionConfig& cfg, const std::string& 
       Bq(cfg.queries_per_item()), Nk(cfg.keys_per_chunk()),
       M(r * Bq),  // rows of the stacked matrices
       S(cfg.splits()),
-      orow(static_cast<uint32_t>(numerics::row_bytes(cfg.out_dtype, cfg.head_dim))), b(name)
+      orow(static_cast<uint32_t>(numerics::row_bytes(cfg.out_dtype, cfg.head_dim))),
+      kvt(cfg.kv_dtype), kve(cfg.kv_dtype == JAL_DT_F16 ? 2 : 4), b(name)
 {}
 
 void AttentionKernel::declare()
@@ -120,8 +123,8 @@ void AttentionKernel::declare()
 
     l1_q = b.l1_alloc(M * D * 4);
     for (int i = 0; i < kBufs; i++) {
-        l1_k[i] = b.l1_alloc(Nk * D * 4);
-        l1_v[i] = b.l1_alloc(D * Nk * 4);
+        l1_k[i] = b.l1_alloc(Nk * D * kve);
+        l1_v[i] = b.l1_alloc(D * Nk * kve);
         l1_s[i] = b.l1_alloc(M * Nk * 4);
     }
     l1_o = b.l1_alloc(M * D * 4);
@@ -148,10 +151,10 @@ void AttentionKernel::declare()
     qq = b.q();
 }
 
-void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols)
+void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols, jal_dtype dt)
 {
     b.li(l1, l1_off);
-    b.tdesc(t, l1, nrows, ncols, JAL_DT_F32);
+    b.tdesc(t, l1, nrows, ncols, dt);
 }
 
 // t = rows [hh*n, (hh+1)*n) of a stacked matrix at l1_off whose rows are row_bytes long
@@ -213,9 +216,10 @@ void AttentionKernel::append_kv()
     constexpr uint32_t kRows = 32;  // rows appended per block
     KvAppendRegs a{};
     a.head_dim = D;
+    a.kv_dtype = kvt;
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
-    a.dim = constant(b, D), a.key_bytes = constant(b, D * 4);
-    a.ctx_bytes = constant(b, cfg_.n_ctx * 4ll);
+    a.dim = constant(b, D), a.key_bytes = constant(b, D * kve);
+    a.ctx_bytes = constant(b, int64_t{cfg_.n_ctx} * kve);
     a.l1 = b.x();
     a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
     a.q = b.q();
@@ -461,14 +465,14 @@ X AttentionKernel::chunk_keys(X k0)
 void AttentionKernel::load_kv(X k0, int buf)
 {
     X nk = chunk_keys(k0);
-    desc(tk, l1_k[buf], nk, dim);
-    b.muli(addr, k0, static_cast<int32_t>(D * 4));
+    desc(tk, l1_k[buf], nk, dim, kvt);
+    b.muli(addr, k0, static_cast<int32_t>(D * kve));
     b.add(addr, addr, kc);
-    b.tload(tk, addr, dim_bytes, sem);
-    desc(tv, l1_v[buf], dim, nk);
-    b.muli(addr, k0, 4);
+    b.tload(tk, addr, zero, sem);  // the cache's keys are packed rows
+    desc(tv, l1_v[buf], dim, nk, kvt);
+    b.muli(addr, k0, static_cast<int32_t>(kve));
     b.add(addr, addr, vc);
-    b.li(tmp, cfg_.n_ctx * 4ll);
+    b.li(tmp, int64_t{cfg_.n_ctx} * kve);
     b.tload(tv, addr, tmp, sem);
     b.free(nk);
 }
@@ -479,7 +483,7 @@ void AttentionKernel::scores(X k0, int buf)
 {
     X nk = chunk_keys(k0);
     b.wait(sem, 2);
-    desc(tk, l1_k[buf], nk, dim);
+    desc(tk, l1_k[buf], nk, dim, kvt);
     desc(ts, l1_s[buf], rn, nk);
     b.mma(ts, tq, tk);
     b.free(nk);
@@ -545,7 +549,7 @@ void AttentionKernel::accumulate_pv(X k0, int buf)
 {
     X nk = chunk_keys(k0);
     desc(ts, l1_s[buf], rn, nk);
-    desc(tv, l1_v[buf], dim, nk);
+    desc(tv, l1_v[buf], dim, nk, kvt);
     b.mma(to, ts, tv);
     b.free(nk);
     b.vcopy(tm, tmc);

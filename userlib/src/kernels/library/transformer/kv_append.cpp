@@ -18,16 +18,21 @@ uint32_t KvAppendConfig::rows_per_block() const
 
 CodeObject build_kv_append(const KvAppendConfig& cfg)
 {
-    const std::string name =
-        "kv_append_g" + std::to_string(cfg.n_head_kv) + "_d" + std::to_string(cfg.head_dim);
+    const std::string name = "kv_append_g" + std::to_string(cfg.n_head_kv) + "_d" +
+                             std::to_string(cfg.head_dim) +
+                             (cfg.kv_dtype == JAL_DT_F16 ? "_f16" : "");
     require(cfg.n_head_kv > 0 && cfg.head_dim > 0 && cfg.n_ctx > 0, name,
             "n_head_kv, head_dim and n_ctx must be positive");
+    require(cfg.kv_dtype == JAL_DT_F32 || cfg.kv_dtype == JAL_DT_F16, name,
+            "the cache's elements are F32 or F16");
+    const uint32_t e = cfg.kv_dtype == JAL_DT_F16 ? 2 : 4;
     const uint32_t R = cfg.rows_per_block();
     const uint32_t D = cfg.head_dim;
     Builder b(name);
 
     KvAppendRegs r{};
     r.head_dim = D;
+    r.kv_dtype = cfg.kv_dtype;
     r.k = b.arg("k", JAL_ARG_ADDRESS);
     r.k_stride = b.arg("k_stride");
     r.v = b.arg("v", JAL_ARG_ADDRESS);
@@ -42,8 +47,8 @@ CodeObject build_kv_append(const KvAppendConfig& cfg)
     r.l1_v = b.l1_alloc(R * D * 4);
     r.l1_vt = b.l1_alloc(D * R * 4);
     r.dim = constant(b, D);
-    r.key_bytes = constant(b, D * 4);
-    r.ctx_bytes = constant(b, cfg.n_ctx * 4ull);
+    r.key_bytes = constant(b, D * e);
+    r.ctx_bytes = constant(b, uint64_t{cfg.n_ctx} * e);
     r.l1 = b.x();
     r.tid = b.t(), r.tk = b.t(), r.tv = b.t(), r.tvt = b.t();
     r.q = b.q();

@@ -83,18 +83,33 @@ void append_block(Builder& b, const KvAppendRegs& r, X entry, X col, X row0, X n
         b.li(r.l1, r.l1_k);
         rotate_head_rows(b, *r.rope, r.l1, n, D, D * 4);
     }
-    b.muli(addr, pos, static_cast<int32_t>(D * 4));
+    const int32_t e = r.kv_dtype == JAL_DT_F16 ? 2 : 4;
+    b.muli(addr, pos, static_cast<int32_t>(D) * e);
     b.add(addr, addr, kc);
-    b.tstore(r.tk, addr, r.key_bytes, r.qst);
+    // F16: the keys rounded in place (tvt, free until V^T, describes the narrower rows)
+    const bool half = r.kv_dtype != JAL_DT_F32;
+    const T kst = half ? r.tvt : r.tk;
+    if (half) {
+        b.li(r.l1, r.l1_k);
+        b.tdesc(kst, r.l1, n, r.dim, r.kv_dtype);
+        b.vcvt(kst, r.tk, JAL_CVT_OCP);
+    }
+    b.tstore(kst, addr, r.key_bytes, r.qst);
 
     // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
     b.li(r.l1, r.l1_vt);
     b.tdesc(r.tvt, r.l1, r.dim, n, JAL_DT_F32);
     b.vfill(r.tvt, 0.0f);
     b.mma(r.tvt, r.tid, r.tv);
-    b.muli(addr, pos, 4);
+    // F16: V^T rounded in place (tk's keys are out: their store reads the L1 at l1_k)
+    const T vst = half ? r.tk : r.tvt;
+    if (half) {
+        b.tdesc(vst, r.l1, r.dim, n, r.kv_dtype);
+        b.vcvt(vst, r.tvt, JAL_CVT_OCP);
+    }
+    b.muli(addr, pos, e);
     b.add(addr, addr, vc);
-    b.tstore(r.tvt, addr, r.ctx_bytes, r.qst);
+    b.tstore(vst, addr, r.ctx_bytes, r.qst);
     for (X x : {vc, kc, pos, addr}) b.free(x);
 }
 

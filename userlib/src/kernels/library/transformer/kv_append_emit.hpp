@@ -25,6 +25,9 @@ struct KvAppendRegs {
     Q q;    // the loads
     Q qst;  // the stores into the caches, never waited for (see append_block)
     uint32_t head_dim, l1_k, l1_v, l1_vt;
+    // The cache's elements: F32, or F16 (the rows converted in place before they are
+    // stored; key_bytes and ctx_bytes count the cache's own element size).
+    jal_dtype kv_dtype = JAL_DT_F32;
     const KvAppendRope* rope = nullptr;
 };
 
@@ -45,7 +48,8 @@ void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t hea
 void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
-// into its caches (keys, rotated first with r.rope; values, transposed), whose addresses
+// into its caches (keys, rotated first with r.rope; values, transposed; both rounded to
+// r.kv_dtype), whose addresses
 // are the two words at `entry` in the head table: read once the rows' loads are out, so
 // the read's latency overlaps theirs. The stores are not waited for: a slice's DMA ops run
 // in issue order, so a later load of the cache on this slice reads them (docs/tile-isa.md,

@@ -29,17 +29,25 @@ std::vector<uint64_t> kv_head_masks(uint64_t dispatch_mask, uint32_t n_head_kv, 
     return masks;
 }
 
+uint64_t kv_head_bytes(uint32_t n_ctx, uint32_t head_dim, jal_dtype dtype)
+{
+    if (dtype != JAL_DT_F32 && dtype != JAL_DT_F16)
+        throw Error(JAL_STATUS_INVALID_FIELD, "KV cache: the elements are F32 or F16");
+    return 2ull * n_ctx * head_dim * (dtype == JAL_DT_F16 ? 2 : 4);
+}
+
 KvCache::KvCache(const runtime::Device& device, const runtime::Context& context,
                  runtime::Queue& queue, const KvCacheConfig& config,
                  std::span<const uint64_t> head_masks)
     : config_(config)
 {
     if (config.n_head_kv == 0 || config.head_dim == 0 || config.n_ctx == 0 ||
-        head_masks.size() != config.n_head_kv)
+        head_masks.size() != config.n_head_kv ||
+        (config.dtype != JAL_DT_F32 && config.dtype != JAL_DT_F16))
         throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("KvCache: {} heads of {} x {} with {} slice masks",
+                    fmt::format("KvCache: {} heads of {} x {} (dtype {}) with {} slice masks",
                                 config.n_head_kv, config.n_ctx, config.head_dim,
-                                head_masks.size()));
+                                static_cast<int>(config.dtype), head_masks.size()));
     uint64_t all = 0;
     std::vector<uint64_t> table;
     for (uint64_t mask : head_masks) {
