@@ -13,6 +13,7 @@ recorded as such.
     tools/perf/sweep_inferencex.py --from-json docs/perf/inferencex-sweep.json   # redraw only
     tools/perf/sweep_inferencex.py --numerics ggml --name inferencex-ggml   # llama.cpp's roundings
     tools/perf/sweep_inferencex.py --kv-type f16 --concurrency 1,4,16,64,96,128,192 --name inferencex-f16
+    tools/perf/sweep_inferencex.py --numerics ggml --kv-type f16 --schedule mixed --concurrency 1,16,64,128,204 --name inferencex-ggml-f16-mixed
 
 Debian's Python 3 and nothing from PyPI. The plot needs matplotlib (Debian bookworm:
 `apt-get install python3-matplotlib`); without it the table is still written. Each point
@@ -70,6 +71,9 @@ def parse_args():
     p.add_argument("--kv-type", default="f32", choices=["f32", "f16"],
                    help="jal-run --kv-type: the KV cache's elements (f16: half the bytes, so "
                    "twice the sequences fit)")
+    p.add_argument("--schedule", default="serial", choices=["serial", "mixed"],
+                   help="jal-run --schedule: prompts prefilled alone (serial) or in chunks "
+                   "inside the other users' decode steps (mixed)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per point")
     p.add_argument("--out-dir", default=os.path.join(root, "docs", "perf"))
     p.add_argument("--name", default="inferencex", help="file name prefix in --out-dir")
@@ -83,7 +87,7 @@ def run_point(args, c):
     cmd = [os.path.join(args.build, "bin", "jal-run"), "--timing-only", "--shape", args.shape,
            "--prompt-len", str(args.prompt_len), "--n", str(args.measured),
            "--project-out", str(args.out_tokens), "--concurrency", str(c), "--json",
-           "--numerics", args.numerics, "--kv-type", args.kv_type]
+           "--numerics", args.numerics, "--kv-type", args.kv_type, "--schedule", args.schedule]
     t0 = time.monotonic()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -121,6 +125,7 @@ def sweep(args):
         "measured_tokens": args.measured,
         "numerics": args.numerics,
         "kv_type": args.kv_type,
+        "schedule": args.schedule,
         "published": PUBLISHED,
         "points": points,
     }
@@ -146,7 +151,8 @@ def markdown(doc):
         f"InferenceX sweep, {doc['shape']}, {doc['prompt_len']} in / {doc['out_tokens']} out "
         f"({doc['measured_tokens']} tokens run, the rest projected), "
         f"`jal-run --timing-only`, {doc.get('numerics', 'native')} numerics, "
-        f"{doc.get('kv_type', 'f32').upper()} KV cache, {doc['date']}.",
+        f"{doc.get('kv_type', 'f32').upper()} KV cache, "
+        f"{doc.get('schedule', 'serial')} schedule, {doc['date']}.",
         "",
         "| " + " | ".join(h for h, _, _ in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
