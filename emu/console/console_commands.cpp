@@ -1,6 +1,7 @@
 #include "emu/console/console_commands.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/console/console_inject.hpp"
 #include "emu/console/register_names.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/events.h"
@@ -21,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 const char* kHelp = "status | slices | power | phy CHANNEL | peek ADDR LEN | poke ADDR HEXBYTES | "
-                    "reg NAME [VALUE] | dispatch | regs | help";
+                    "reg NAME [VALUE] | dispatch | regs | inject FAULT [ARGS] | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
@@ -170,6 +171,7 @@ json run(Chip& chip, const std::vector<std::string>& w)
         return status(chip);
     }
     if (cmd == "reg") return reg_command(chip, w);
+    if (cmd == "inject") return inject_command(chip, w);
     if (cmd == "slices") {
         need(0);
         return {{"enabled", mask_json(chip.slices().enabled())},
