@@ -24,6 +24,7 @@
 
 #include "console_client.hpp"
 #include "fixture/emu_process.hpp"
+#include "fixture/run_command.hpp"
 
 namespace {
 
@@ -436,6 +437,50 @@ TEST_F(FaultMatrix, TheConsoleInjectsThroughTheFirmware)
     EXPECT_TRUE(until([&] { return events(JAL_EVENT_DEBUG_FAULT).size() == 2; }));
     EXPECT_EQ(victim_->dispatch(1ull << kVictimSlice, victim_->data.va()), JAL_STATUS_HW_FAILED);
     expect_bystander_unharmed();
+}
+
+// jalctl debug inject: the same faults from the command line, explained, checked, logged.
+TEST_F(FaultMatrix, JalctlInjectsChecksItsArgumentsAndTheLogDecodesIt)
+{
+    auto jalctl = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), jal::test::bin_path("jalctl"));
+        return jal::test::run_command(args, {emu().env()});
+    };
+    const auto help = jalctl({"debug", "inject", "--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    for (const char* name : {"slice-fail", "slice-hang", "hbm-lane", "ecc-corrected",
+                             "ecc-uncorrected", "ambient", "load", "crash", "hang-main-loop"})
+        EXPECT_NE(help.out.find(name), std::string::npos) << name << "\n" << help.out;
+
+    const auto unknown = jalctl({"debug", "inject", "melt"});
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_NE(unknown.err.find("unknown fault 'melt'"), std::string::npos) << unknown.err;
+    const auto range = jalctl({"debug", "inject", "hbm-lane", "3", "68"});
+    EXPECT_EQ(range.exit_code, 2);
+    EXPECT_NE(range.err.find("lane 68 is out of range (0-67)"), std::string::npos) << range.err;
+    EXPECT_EQ(jalctl({"debug", "inject", "ecc-uncorrected", "3"}).exit_code, 2);
+    EXPECT_TRUE(events(JAL_EVENT_DEBUG_FAULT).empty()) << "a refused command injects nothing";
+
+    const auto ok = jalctl({"--json", "debug", "inject", "ecc-corrected", "3", "2"});
+    ASSERT_EQ(ok.exit_code, 0) << ok.err;
+    const auto doc = nlohmann::json::parse(ok.out);
+    EXPECT_EQ(doc["fault"], "ecc_corrected");
+    EXPECT_EQ(doc["args"], nlohmann::json({3, 2, 0}));
+    EXPECT_EQ(doc["watchdog_reset_expected"], false);
+    EXPECT_EQ(admin_->hbm_report(3, 1).channels.at(0).ecc_corrected, 2u);
+
+    const auto log = jalctl({"--json", "log"});
+    ASSERT_EQ(log.exit_code, 0) << log.err;
+    bool found = false;
+    const auto log_doc = nlohmann::json::parse(log.out);
+    for (const auto& e : log_doc["events"])
+        if (e["name"] == "debug_fault") {
+            found = true;
+            EXPECT_EQ(e["fields"]["kind"], "ecc_corrected");
+            EXPECT_EQ(e["fields"]["arg0"], 3);
+            EXPECT_EQ(e["fields"]["arg1"], 2);
+        }
+    EXPECT_TRUE(found) << log.out;
 }
 
 }  // namespace
