@@ -132,6 +132,8 @@ boot::BootOutcome Firmware::boot()
     chip_.reset_cause = hal::read32(JAL_SYS_RESET_CAUSE);
     chip_.boot_count = hal::read32(JAL_SYS_BOOT_COUNT);
     const bool by_watchdog = chip_.reset_cause == JAL_RESET_CAUSE_WATCHDOG;
+    // The previous boot's last events come back first, so the log tells what led here.
+    (void)journal_.restore_retained();
     // The watchdog reset count lives in SYS (it survives the core resets that wipe SRAM).
     power_.set_boot_info(chip_.boot_start_us, hal::read32(JAL_SYS_WDT_RESETS));
 
@@ -185,6 +187,10 @@ host::AfterAction Firmware::poll_once()
         if (news) hal::write32(JAL_HOSTIF_FUNC_EVENTS, news);
         queues_.note_events(news);
     }
+    if (ev & JAL_EV_FAULT) {
+        const host::AfterAction a = faults_.take_console_requests();
+        if (a != host::AfterAction::kNone) return a;
+    }
     if (ev & JAL_EV_TICK) {
         power_.set_admin_commands(queues_.completed());
         power_.set_retired_pages(hbm_.retired_total);
@@ -213,6 +219,12 @@ void Firmware::hang_main_loop()
     for (;;) (void)hal::read32(JAL_SYS_NOW_US_LO);
 }
 
+void Firmware::crash()
+{
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_FATAL, host::kEvAdminHang, "debug: crashing", {});
+    hal::crash();
+}
+
 void Firmware::run()
 {
     (void)boot();
@@ -222,6 +234,8 @@ void Firmware::run()
             reset_chip();
         case host::AfterAction::kHangMainLoop:
             hang_main_loop();
+        case host::AfterAction::kCrash:
+            crash();
         case host::AfterAction::kNone:
             break;
         }

@@ -19,6 +19,7 @@
 #include "host/admin_queues.hpp"
 #include "host/admin_resources.hpp"
 #include "host/chip_info.hpp"
+#include "host/debug_faults.hpp"
 #include "host/event_log.hpp"
 #include "host/journal.hpp"
 #include "links/link_manager.hpp"
@@ -75,6 +76,8 @@ private:
     // The power manager tripped: the chip is FAILED (fault THERMAL_TRIP) until reset.
     void fail_chip_thermal();
     [[noreturn]] void hang_main_loop();
+    // An injected crash: a fault the core cannot return from (docs/reliability.md).
+    [[noreturn]] void crash();
 
     static const std::array<boot::BootStep<Firmware>, 11> kBootTable;
 
@@ -88,8 +91,9 @@ private:
     power::PowerManager power_{slices_, journal_};
     links::LinkManager links_{journal_};
     host::ResourceCommands resources_{chip_, slices_, hbm_, journal_};
+    host::DebugFaults faults_{slices_, hbm_, trainer_, resources_, journal_};
     host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_},
-                                  &resources_};
+                                  &resources_, &faults_};
     host::AdminQueues queues_{commands_, journal_};
 };
 

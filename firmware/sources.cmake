@@ -12,6 +12,7 @@ set(JALFW_SOURCES
   host/admin_firmware.cpp
   host/admin_resources.cpp
   host/admin_queues.cpp
+  host/debug_faults.cpp
   host/event_log.cpp
   host/journal.cpp
   host/reply_writer.cpp

@@ -6,6 +6,7 @@
 
 #include "emu/chip/chip_config.hpp"
 #include "emu/chip/chip_links.hpp"
+#include "emu/chip/fault_injector.hpp"
 #include "emu/chip/hbm_memory.hpp"
 #include "emu/chip/hbm_phy.hpp"
 #include "emu/chip/host_interface.hpp"
@@ -59,6 +60,7 @@ public:
     Mmu& mmu() { return mmu_; }
     CommandProcessor& cp() { return cp_; }
     BootRom& boot_rom() { return boot_rom_; }
+    FaultInjector& faults() { return faults_; }
     std::uint32_t reset_cause() const { return reset_cause_; }
     std::uint32_t boot_count() const { return boot_count_; }
     std::uint32_t watchdog_resets() const { return watchdog_resets_; }
@@ -70,6 +72,15 @@ public:
     void set_retained(std::uint32_t n, std::uint32_t v)
     {
         if (n < retained_.size()) retained_[n] = v;
+    }
+    // The RLOG block (JAL_MGMT_RLOG): survives resets, zero at power-on.
+    std::uint32_t retained_log(std::uint32_t word) const
+    {
+        return word < retained_log_.size() ? retained_log_[word] : 0;
+    }
+    void set_retained_log(std::uint32_t word, std::uint32_t v)
+    {
+        if (word < retained_log_.size()) retained_log_[word] = v;
     }
     const ChipTrace& trace() const { return trace_; }
     // The debugger's hold on the management core; null unless config().debuggable.
@@ -106,7 +117,9 @@ private:
     std::uint64_t models_ns_ = 0;
     std::uint32_t reset_cause_ = 0, boot_count_ = 0, watchdog_resets_ = 0;
     std::array<std::uint32_t, JAL_SYS_RETAIN_COUNT> retained_{};
+    std::array<std::uint32_t, JAL_RLOG_ENTRIES * 16> retained_log_{};
     BootRom boot_rom_;
+    FaultInjector faults_{*this};
     std::unique_ptr<gdb::CoreDebug> debug_;
     UnicornCore* image_core_ = nullptr;  // while run_firmware_image() runs
     std::thread core_thread_;

@@ -205,6 +205,18 @@ void HbmPhy::count_ecc(std::uint32_t ch, std::uint32_t corrected, std::uint32_t 
     ecc_[ch][1] += uncorrected;
 }
 
+std::uint32_t HbmPhy::ecc_total(std::uint32_t which) const
+{
+    std::uint32_t n = 0;
+    for (const auto& c : ecc_) n += c[which & 1];
+    return n;
+}
+
+void HbmPhy::kill_lane(std::uint32_t ch, std::uint32_t lane)
+{
+    if (ch < JAL_HBM_CHANNELS && lane < JAL_HBM_LANES) truth_[ch].lanes[lane].dead = true;
+}
+
 std::uint64_t HbmPhy::ready_ns(std::uint32_t offset) const
 {
     switch (offset) {

@@ -41,6 +41,11 @@ public:
     // ECC errors seen on a channel (JAL_HBM_ECC_*): counted since power-on, never reset;
     // fault injection adds to them.
     void count_ecc(std::uint32_t ch, std::uint32_t corrected, std::uint32_t uncorrected);
+    // Over every channel: which 0 = corrected, 1 = uncorrected (JAL_PWR_ECC_*).
+    std::uint32_t ecc_total(std::uint32_t which) const;
+    // A lane loses connectivity for good (fault injection): the channel keeps its training
+    // until the firmware retrains it, and a dead lane never comes back, not even at reset.
+    void kill_lane(std::uint32_t ch, std::uint32_t lane);
     // When stack `stack`'s engine finishes the commands queued so far.
     std::uint64_t engine_busy_until_ns(std::uint32_t stack) const { return busy_until_ns_[stack]; }
     // Cost of command `cmd` in ns (0 for an unknown command).

@@ -43,6 +43,11 @@ public:
     void add_dispatch_energy(double joules, double seconds);
     static constexpr double kDispatchMaxWatts = 600;
     bool has_load() const { return load_watts_ > 0; }
+    // Run-time changes (fault injection; management-core thread, as step()).
+    void set_load_watts(double w) { load_watts_ = w; }
+    void set_ambient_c(double c) { ambient_c_ = c; }
+    double ambient_c() const { return ambient_c_; }
+    double load_watts() const { return load_watts_; }
     std::uint64_t timing_violations() const { return timing_violations_; }
 
 private:

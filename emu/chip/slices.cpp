@@ -43,7 +43,32 @@ void Slices::reset()
 {
     bist_started_ = reset_released_ = gate_ = 0;
     enable_ = 0;
+    fail_armed_ = 0;  // a chip reset resets every slice
+    hang_armed_ = 0;
     for (auto& t : bist_start_us_) t = 0;
+}
+
+void Slices::arm_fault(std::uint32_t physical, Fault f)
+{
+    if (physical >= 64) return;
+    const std::uint64_t bit = 1ull << physical;
+    (f == Fault::hang ? hang_armed_ : fail_armed_).fetch_or(bit);
+}
+
+Slices::Fault Slices::take_fault(std::uint64_t physical_mask, std::uint32_t& physical)
+{
+    for (;;) {
+        const std::uint64_t armed = (fail_armed_.load() | hang_armed_.load()) & physical_mask;
+        if (!armed) return Fault::none;
+        physical = static_cast<std::uint32_t>(std::countr_zero(armed));
+        const std::uint64_t bit = 1ull << physical;
+        // A hang outranks a failure armed on the same slice; whoever clears the bit owns it.
+        if (hang_armed_.fetch_and(~bit) & bit) {
+            fail_armed_.fetch_and(~bit);
+            return Fault::hang;
+        }
+        if (fail_armed_.fetch_and(~bit) & bit) return Fault::fail;
+    }
 }
 
 std::uint32_t Slices::powered_count() const

@@ -34,6 +34,14 @@ public:
     void set_synthetic_busy(bool on) { synthetic_busy_ = on; }
     std::uint32_t powered_count() const;
 
+    // Injected slice faults (JAL_DEBUG_FAULT_SLICE_FAIL / _HANG) on physical slices, taken by
+    // the dispatch that runs on the slice next (or is running on it). Any thread.
+    enum class Fault : std::uint32_t { none = 0, fail = 1, hang = 2 };
+    void arm_fault(std::uint32_t physical, Fault f);
+    // The fault armed on the lowest slice of `physical_mask` that has one, now disarmed;
+    // `physical` names that slice.
+    Fault take_fault(std::uint64_t physical_mask, std::uint32_t& physical);
+
 private:
     std::uint64_t done_mask(std::uint64_t now_us) const;
 
@@ -43,6 +51,7 @@ private:
     std::uint64_t bist_started_ = 0;
     std::uint64_t reset_released_ = 0, gate_ = 0;
     std::atomic<std::uint64_t> enable_{0}, dispatch_busy_{0};
+    std::atomic<std::uint64_t> fail_armed_{0}, hang_armed_{0};
     bool synthetic_busy_ = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include "emu/chip/chip.hpp"
 #include "emu/console/fabric_commands.hpp"
+#include "emu/console/console_inject.hpp"
 #include "emu/console/register_names.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/events.h"
@@ -23,7 +24,8 @@ using nlohmann::json;
 
 const std::string kHelp =
     std::string("status | slices | power | phy CHANNEL | peek ADDR LEN | "
-                "poke ADDR HEXBYTES | reg NAME [VALUE] | dispatch | regs | ") +
+                "poke ADDR HEXBYTES | reg NAME [VALUE] | dispatch | regs | "
+                "inject FAULT [ARGS] | ") +
     kFabricHelp + " | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
@@ -174,6 +176,7 @@ json run(Chip& chip, const std::vector<std::string>& w)
         return status(chip);
     }
     if (cmd == "reg") return reg_command(chip, w);
+    if (cmd == "inject") return inject_command(chip, w);
     if (cmd == "slices") {
         need(0);
         return {{"enabled", mask_json(chip.slices().enabled())},

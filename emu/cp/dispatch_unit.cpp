@@ -63,6 +63,27 @@ std::uint32_t DispatchUnit::load(const jal_packet_dispatch& pkt, std::uint32_t c
     return JAL_STATUS_OK;
 }
 
+// An injected slice fault ends the dispatch on that slice, whatever the kernel did: a
+// failed slice reports HW_FAILED at once; a hung one holds the dispatch until the command
+// processor's timeout gives up on it (TIMEOUT) and resets the slice.
+void DispatchUnit::take_slice_fault(const exec::DispatchSetup& setup, jal_dispatch_report& report)
+{
+    std::uint64_t mask = 0;
+    for (const exec::DispatchSlice& s : setup.slices) mask |= 1ull << s.physical;
+    std::uint32_t physical = 0;
+    const Slices::Fault f = slices_->take_fault(mask, physical);
+    if (f == Slices::Fault::none) return;
+    std::uint32_t index = 0;
+    while (setup.slices[index].physical != physical) ++index;
+    report.status = f == Slices::Fault::hang ? JAL_STATUS_TIMEOUT : JAL_STATUS_HW_FAILED;
+    report.fault_slice = index;
+    report.fault_pc = 0;
+    report.fault_opcode = 0;
+    report.fault_address = 0;
+    if (f == Slices::Fault::hang)
+        report.modelled_ns += std::uint64_t{JAL_SLICE_HANG_TIMEOUT_US} * 1000;
+}
+
 std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ctx,
                                 const std::atomic<bool>& abort, jal_dispatch_report& report,
                                 jal_dispatch_times* times)
@@ -115,6 +136,7 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     setup.params.log_stages = tracing;
 
     exec::DispatchResult r = exec::run_dispatch(setup, bank_, exec::WorkerPool::shared());
+    if (slices_) take_slice_fault(setup, r.report);
     if (power_) power_->add_dispatch_energy(r.energy_j, r.report.modelled_ns * 1e-9);
     const double start = place(setup, static_cast<double>(r.report.modelled_ns));
     if (tracing) trace_dispatch(*prog, setup, r, start);

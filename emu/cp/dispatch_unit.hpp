@@ -48,6 +48,7 @@ private:
     // Places a dispatch of `modelled_ns` on its slices' modelled clock: it starts when the
     // last of them is free, and they are busy until it ends. Returns the start.
     double place(const exec::DispatchSetup& setup, double modelled_ns);
+    void take_slice_fault(const exec::DispatchSetup& setup, jal_dispatch_report& report);
     void trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
                         const exec::DispatchResult& r, double start);
 

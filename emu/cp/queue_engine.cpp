@@ -61,6 +61,20 @@ std::uint32_t resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr, std
     return out ? JAL_STATUS_OK : JAL_STATUS_DMA_FAULT;
 }
 
+// Whether a device source range reads a page lost to an uncorrectable ECC error.
+bool source_poisoned(const HbmMemory& hbm, const Mmu::View& v, std::uint64_t src,
+                     std::uint64_t size)
+{
+    for (std::uint64_t off = 0; off < size;) {
+        const std::uint64_t a = src + off;
+        const std::uint64_t n = std::min(size - off, kPage - (a & (kPage - 1)));
+        const Mmu::Page* p = v.find(a);
+        if (p && hbm.poisoned(p->front().pa + (a & (kPage - 1)), n)) return true;
+        off += n;
+    }
+    return false;
+}
+
 }  // namespace
 
 QueueEngine::QueueEngine(std::uint32_t qid, const Env& env)
@@ -468,6 +482,8 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
         Mmu::View v(env_.mmu, ctx);
         if (dir != JAL_COPY_H2D && !v.mapped(src, size)) return JAL_STATUS_PAGE_FAULT;
         if (dir != JAL_COPY_D2H && !v.mapped(dst, size)) return JAL_STATUS_PAGE_FAULT;
+        if (dir != JAL_COPY_H2D && source_poisoned(env_.hbm, v, src, size))
+            return JAL_STATUS_ECC_UNCORRECTED;
     }
     // Page runs: the context's lock is held for one run, so a concurrent UNMAP waits for
     // the bytes in flight. Destinations write every replica; sources read replica 0.
@@ -480,7 +496,9 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
         if (!from) {
             const Mmu::Page* p = v.find(src + off);
             if (!p) return JAL_STATUS_PAGE_FAULT;  // unmapped since the check
-            from = hbm_ + p->front().pa + ((src + off) & (kPage - 1));
+            const std::uint64_t pa = p->front().pa + ((src + off) & (kPage - 1));
+            if (env_.hbm.poisoned(pa, n)) return JAL_STATUS_ECC_UNCORRECTED;
+            from = hbm_ + pa;
         }
         if (hdst) {
             std::memcpy(hdst + off, from, n);

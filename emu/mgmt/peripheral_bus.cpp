@@ -58,6 +58,9 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
         return chip_.phy().read(rel - JAL_MGMT_HBM);
     }
     case JAL_MGMT_POWER:
+        // ECC totals come from the PHY's per-channel counts.
+        if (addr == JAL_PWR_ECC_CORRECTED || addr == JAL_PWR_ECC_UNCORRECTED)
+            return chip_.phy().ecc_total(addr == JAL_PWR_ECC_UNCORRECTED);
         chip_.step_models(chip_.clock().now_ns());
         return chip_.power().read(rel - JAL_MGMT_POWER);
     case JAL_MGMT_MMU:
@@ -68,6 +71,10 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
         return chip_.boot_rom().read(rel - JAL_MGMT_FWU);
     case JAL_MGMT_LINK:
         return chip_.links().fw_read(rel - JAL_MGMT_LINK);
+    case JAL_MGMT_FAULT:
+        return chip_.faults().read(rel - JAL_MGMT_FAULT);
+    case JAL_MGMT_RLOG:
+        return chip_.retained_log((rel - JAL_MGMT_RLOG) / 4);
     default:
         return 0;
     }
@@ -121,6 +128,12 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
             rel - JAL_MGMT_FWU, value,
             [this](std::uint32_t fn, std::uint64_t addr, void* local, std::uint32_t len,
                    bool to_host) { return chip_.host().dma(fn, addr, local, len, to_host); });
+        return;
+    case JAL_MGMT_FAULT:
+        chip_.faults().write(rel - JAL_MGMT_FAULT, value);
+        return;
+    case JAL_MGMT_RLOG:
+        chip_.set_retained_log((rel - JAL_MGMT_RLOG) / 4, value);
         return;
     default:
         return;

@@ -13,7 +13,7 @@ constexpr std::uint64_t kPage = Mmu::kPage;
 }  // namespace
 
 DeviceMemory::DeviceMemory(HbmMemory& hbm, const Mmu& mmu, std::uint32_t ctx)
-    : hbm_(hbm.range(0, hbm.size()).data()), mmu_(mmu), ctx_(ctx)
+    : mem_(hbm), hbm_(hbm.range(0, hbm.size()).data()), mmu_(mmu), ctx_(ctx)
 {}
 
 bool DeviceMemory::mapped(std::uint64_t va, std::uint64_t len) const
@@ -35,7 +35,9 @@ std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64
     return Access(*this).write(va, src, len, slice, t, fault_va);
 }
 
-DeviceMemory::Access::Access(const DeviceMemory& m) : hbm_(m.hbm_), view_(m.mmu_, m.ctx_) {}
+DeviceMemory::Access::Access(const DeviceMemory& m)
+    : mem_(m.mem_), hbm_(m.hbm_), view_(m.mmu_, m.ctx_)
+{}
 
 const Mmu::Page* DeviceMemory::Access::find(std::uint64_t va)
 {
@@ -70,6 +72,12 @@ std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint6
                 r = &x;
                 break;
             }
+        // Only a read that takes the data sees the error (a mapping check or a timing-only
+        // run moves none).
+        if (out && mem_.poisoned(r->pa + (a & (kPage - 1)), n)) {
+            fault_va = a;
+            return JAL_STATUS_ECC_UNCORRECTED;
+        }
         (r->slice == slice ? t.local : t.remote) += n;
         if (out) std::memcpy(out + off, hbm_ + r->pa + (a & (kPage - 1)), n);
         off += n;

@@ -34,7 +34,8 @@ public:
     // [va, va+len) is mapped throughout (else the caller reports PAGE_FAULT at va).
     bool mapped(std::uint64_t va, std::uint64_t len) const;
     // Copies device bytes to `dst` (dst null: only accounts traffic). Returns a jal_status;
-    // PAGE_FAULT leaves `fault_va` at the first unmapped page.
+    // PAGE_FAULT leaves `fault_va` at the first unmapped page, ECC_UNCORRECTED (only when `dst`
+    // is not null) at the first byte of a run from a poisoned page.
     std::uint32_t read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice,
                        Traffic& t, std::uint64_t& fault_va) const;
     // Writes to every replica (src null: only accounts traffic). Check mapped() first:
@@ -46,6 +47,7 @@ public:
 
 private:
     friend class Access;
+    const HbmMemory& mem_;
     std::byte* hbm_;
     const Mmu& mmu_;
     std::uint32_t ctx_;
@@ -76,6 +78,7 @@ private:
     // page of the row before, so the last page found is remembered.
     const Mmu::Page* find(std::uint64_t va);
 
+    const HbmMemory& mem_;
     std::byte* hbm_;
     Mmu::View view_;
     std::uint64_t last_vpn_ = ~0ull;

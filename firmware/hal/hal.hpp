@@ -33,6 +33,10 @@ void wait_for_event();
 std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, std::uint32_t len,
                   bool to_host);
 
+// An injected crash: on the Cortex-M7 a jump to unmapped memory (the core faults and halts
+// until the watchdog resets it); natively the bus halts the core the same way.
+[[noreturn]] void crash();
+
 // Modelled time since power-on, from JAL_SYS_NOW_US_LO/HI.
 std::uint64_t now_us();
 

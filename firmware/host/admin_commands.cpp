@@ -3,6 +3,7 @@
 #include "firmware/hal/hal.hpp"
 #include "firmware/host/admin_firmware.hpp"
 #include "firmware/host/admin_resources.hpp"
+#include "firmware/host/debug_faults.hpp"
 
 #include "firmware/util/text.hpp"
 #include "firmware/version.hpp"
@@ -105,14 +106,22 @@ Completion AdminCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe)
         if (sqe.cdw[0] != JAL_RESET_CHIP) return fail(JAL_STATUS_INVALID_FIELD);
         return Completion{0, JAL_STATUS_OK, AfterAction::kResetChip};
     case JAL_ADMIN_DEBUG_FAULT:
-        if (sqe.cdw[0] != JAL_DEBUG_FAULT_HANG_MAIN_LOOP) return fail(JAL_STATUS_INVALID_FIELD);
-        return Completion{0, JAL_STATUS_OK, AfterAction::kHangMainLoop};
+        return debug_fault(fn, sqe);
     default:
         if (is_firmware_command(sqe.opcode)) return firmware_command(fn, sqe);
         if (ResourceCommands::handles(sqe.opcode))
             return resources_ ? resources_->execute(fn, sqe, out) : fail(JAL_STATUS_UNSUPPORTED);
         return fail(JAL_STATUS_INVALID_OPCODE);
     }
+}
+
+Completion AdminCommands::debug_fault(std::uint32_t fn, const jal_admin_sqe& sqe)
+{
+    for (std::uint32_t i = 1 + JAL_FAULT_ARGS; i < 10; ++i)
+        if (sqe.cdw[i] != 0) return fail(JAL_STATUS_INVALID_FIELD);
+    if (faults_) return faults_->inject(fn, sqe.cdw[0], {sqe.cdw[1], sqe.cdw[2], sqe.cdw[3]});
+    if (sqe.cdw[0] != JAL_DEBUG_FAULT_HANG_MAIN_LOOP) return fail(JAL_STATUS_INVALID_FIELD);
+    return Completion{0, JAL_STATUS_OK, AfterAction::kHangMainLoop};
 }
 
 Completion AdminCommands::identify(ReplyWriter& out)

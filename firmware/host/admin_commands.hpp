@@ -17,7 +17,7 @@
 
 namespace jal::fw::host {
 
-enum class AfterAction : std::uint8_t { kNone, kResetChip, kHangMainLoop };
+enum class AfterAction : std::uint8_t { kNone, kResetChip, kHangMainLoop, kCrash };
 
 struct Completion {
     std::uint32_t result = 0;
@@ -26,6 +26,7 @@ struct Completion {
 };
 
 class ResourceCommands;  // contexts, memory, user queues (admin_resources.hpp)
+class DebugFaults;       // DEBUG_FAULT beyond the main-loop hang (debug_faults.hpp)
 
 struct AdminDeps {
     const ChipInfo& chip;
@@ -40,9 +41,11 @@ class AdminCommands {
 public:
     static constexpr std::uint32_t kStagingBytes = 4096;
 
-    // Without `resources` the context, memory and queue commands answer UNSUPPORTED.
-    explicit AdminCommands(const AdminDeps& deps, ResourceCommands* resources = nullptr)
-        : d_(deps), resources_(resources)
+    // Without `resources` the context, memory and queue commands answer UNSUPPORTED;
+    // without `faults` DEBUG_FAULT knows only HANG_MAIN_LOOP.
+    explicit AdminCommands(const AdminDeps& deps, ResourceCommands* resources = nullptr,
+                           DebugFaults* faults = nullptr)
+        : d_(deps), resources_(resources), faults_(faults)
     {}
 
     Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe);
@@ -58,9 +61,11 @@ private:
     Completion get_log(const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion slice_map(ReplyWriter& out);
     Completion hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion debug_fault(std::uint32_t fn, const jal_admin_sqe& sqe);
 
     AdminDeps d_;
     ResourceCommands* resources_;
+    DebugFaults* faults_;
     std::array<std::uint8_t, kStagingBytes> staging_{};
 };
 

@@ -50,6 +50,7 @@ public:
     std::uint32_t release_function(std::uint32_t fn);
 
     const memory::AddressSpaces& memory() const { return mem_; }
+    memory::AddressSpaces& memory() { return mem_; }
     const queues::UserQueues& queues() const { return queues_; }
 
 private:

@@ -36,6 +36,8 @@ enum EventCode : std::uint16_t {
     kEvFunctionCleanup = JAL_EVENT_FUNCTION_CLEANUP,
     kEvUserQueueError = JAL_EVENT_USER_QUEUE_ERROR,
     kEvMmuError = JAL_EVENT_MMU_ERROR,
+    kEvDebugFault = JAL_EVENT_DEBUG_FAULT,
+    kEvPageRetired = JAL_EVENT_PAGE_RETIRED,
     kEvWatchdogRecovery = JAL_EVENT_WATCHDOG_RECOVERY,
 };
 

@@ -21,4 +21,11 @@ std::uint32_t EventLog::add(std::uint64_t timestamp_us, std::uint8_t source, std
     return seq;
 }
 
+void EventLog::restore(const jal_log_event& e)
+{
+    if (next_seq_ == 0 && first_seq_ == 0) first_seq_ = e.seq;
+    ring_[e.seq % kEntries] = e;
+    next_seq_ = e.seq + 1;
+}
+
 }  // namespace jal::fw::host

@@ -20,14 +20,23 @@ public:
                       std::uint16_t code, const char* text,
                       std::span<const std::uint32_t> args = {});
 
+    // An entry kept from the previous boot (the retained log), in ascending seq order
+    // before anything of this boot is added: numbering continues after it.
+    void restore(const jal_log_event& e);
+
     std::uint32_t next_seq() const { return next_seq_; }
-    std::uint32_t oldest_seq() const { return next_seq_ > kEntries ? next_seq_ - kEntries : 0; }
+    std::uint32_t oldest_seq() const
+    {
+        const std::uint32_t wrapped = next_seq_ > kEntries ? next_seq_ - kEntries : 0;
+        return wrapped > first_seq_ ? wrapped : first_seq_;
+    }
     // Entry with sequence number seq; valid only for oldest_seq() <= seq < next_seq().
     const jal_log_event& at(std::uint32_t seq) const { return ring_[seq % kEntries]; }
 
 private:
     std::array<jal_log_event, kEntries> ring_{};
     std::uint32_t next_seq_ = 0;
+    std::uint32_t first_seq_ = 0;  // the oldest entry this boot has (restored ones count)
 };
 
 }  // namespace jal::fw::host

@@ -4,6 +4,9 @@
 #include "firmware/sys/console.hpp"
 #include "firmware/util/text.hpp"
 #include "jal/hw/events.h"
+#include "jal/hw/mgmt.h"
+
+#include <cstring>
 
 namespace jal::fw::host {
 
@@ -77,11 +80,40 @@ void Journal::event(std::uint8_t source, std::uint8_t severity, std::uint16_t co
     // Debug events are housekeeping (a client enabling its admin queue): they go to the
     // console only, so polling clients cannot push boot events out of the 256-entry ring.
     if (severity >= JAL_SEV_INFO)
-        log_.add(hal::now_us(), source, severity, code, text, {args.begin(), args.size()});
+        retain(log_.add(hal::now_us(), source, severity, code, text, {args.begin(), args.size()}));
     util::LineBuffer line;
     line.str(source_name(source)).str(": ").str(severity_name(severity)).str(": ").str(text);
     append_args(line, code, args);
     sys::console_line(line.c_str());
+}
+
+void Journal::retain(std::uint32_t seq)
+{
+    std::uint32_t words[sizeof(jal_log_event) / 4];
+    std::memcpy(words, &log_.at(seq), sizeof words);
+    for (std::uint32_t w = 0; w < sizeof words / 4; ++w)
+        hal::write32(JAL_RLOG_WORD(seq % JAL_RLOG_ENTRIES, w), words[w]);
+    hal::write32(JAL_SYS_RETAIN(JAL_RETAIN_LOG_NEXT), seq + 2);
+}
+
+std::uint32_t Journal::restore_retained()
+{
+    const std::uint32_t stored = hal::read32(JAL_SYS_RETAIN(JAL_RETAIN_LOG_NEXT));
+    if (stored == 0 || hal::read32(JAL_SYS_RESET_CAUSE) == JAL_RESET_CAUSE_POWER_ON) return 0;
+    const std::uint32_t next = stored - 1;
+    const std::uint32_t first = next > JAL_RLOG_ENTRIES ? next - JAL_RLOG_ENTRIES : 0;
+    std::uint32_t restored = 0;
+    for (std::uint32_t seq = first; seq < next; ++seq) {
+        std::uint32_t words[sizeof(jal_log_event) / 4];
+        for (std::uint32_t w = 0; w < sizeof words / 4; ++w)
+            words[w] = hal::read32(JAL_RLOG_WORD(seq % JAL_RLOG_ENTRIES, w));
+        jal_log_event e;
+        std::memcpy(&e, words, sizeof e);
+        if (e.seq != seq) continue;  // never written, or torn by the reset: skip it
+        log_.restore(e);
+        ++restored;
+    }
+    return restored;
 }
 
 void Journal::console(const char* text)

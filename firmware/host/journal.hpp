@@ -18,10 +18,15 @@ public:
                std::initializer_list<std::uint32_t> args = {});
     // A console line that is not an event (progress text).
     void console(const char* text);
+    // At boot, before the first event: takes back the previous boot's events from the
+    // retained log (RLOG), unless the chip was powered on. Returns how many.
+    std::uint32_t restore_retained();
 
     EventLog& log() { return log_; }
 
 private:
+    void retain(std::uint32_t seq);
+
     EventLog& log_;
 };
 

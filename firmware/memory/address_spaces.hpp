@@ -102,6 +102,9 @@ public:
         return fn < kFunctions && slice < JAL_NUM_SLICES ? fn_slice_pages_[fn][slice] : 0;
     }
     const PageAllocator& pages() const { return pages_; }
+    // Pages and channels that left service (PageAllocator::retire, retire_channel).
+    bool retire_page(std::uint64_t phys) { return pages_.retire(phys); }
+    bool retire_channel(std::uint32_t channel) { return pages_.retire_channel(channel); }
     std::uint64_t enabled_slices() const { return enabled_; }
     std::uint32_t logical_slices() const;
 

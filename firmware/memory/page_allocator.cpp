@@ -8,7 +8,7 @@ void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
 {
     for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s) {
         free_bits_[s].fill(0);
-        free_[s] = capacity_[s] = usable_[s] = 0;
+        free_[s] = capacity_[s] = usable_[s] = retired_channels_[s] = 0;
         if (!((enabled_slices >> s) & 1)) continue;
         for (std::uint32_t c = 0; c < JAL_HBM_CHANNELS_PER_SLICE; ++c) {
             if (!hbm.channels[s * JAL_HBM_CHANNELS_PER_SLICE + c].usable()) continue;
@@ -19,6 +19,8 @@ void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
         }
         free_[s] = capacity_[s];
     }
+    retired_count_ = 0;
+    retired_in_channel_.fill(0);
 }
 
 std::uint32_t PageAllocator::take(std::uint32_t slice)
@@ -41,9 +43,15 @@ bool PageAllocator::release(std::uint64_t phys)
     const auto channel = static_cast<std::uint32_t>(phys / JAL_HBM_CHANNEL_BYTES);
     const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
     const std::uint32_t c = channel % JAL_HBM_CHANNELS_PER_SLICE;
-    if (!((usable_[slice] >> c) & 1)) return false;
+    // A page of a channel that left service goes nowhere (its capacity is already gone).
+    if (!((usable_[slice] >> c) & 1)) return (retired_channels_[slice] >> c) & 1;
     const auto page = static_cast<std::uint32_t>(c * kPagesPerChannel +
                                                  (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+    if (Retired* r = find_retired(slice * kPagesPerSlice + page)) {
+        if (r->released) return false;  // double free
+        r->released = true;
+        return true;
+    }
     std::uint32_t& word = free_bits_[slice][page / 32];
     if ((word >> (page % 32)) & 1) return false;  // double free
     word |= 1u << (page % 32);
@@ -60,6 +68,62 @@ bool PageAllocator::is_free(std::uint64_t phys) const
         static_cast<std::uint32_t>((channel % JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerChannel +
                                    (phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
     return (free_bits_[slice][page / 32] >> (page % 32)) & 1;
+}
+
+std::uint32_t PageAllocator::page_index(std::uint64_t phys)
+{
+    if (phys % JAL_PAGE_SIZE || phys >= JAL_HBM_TOTAL_BYTES) return kNoPage;
+    const auto channel = static_cast<std::uint32_t>(phys / JAL_HBM_CHANNEL_BYTES);
+    return (channel / JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerSlice +
+           (channel % JAL_HBM_CHANNELS_PER_SLICE) * kPagesPerChannel +
+           static_cast<std::uint32_t>((phys % JAL_HBM_CHANNEL_BYTES) / JAL_PAGE_SIZE);
+}
+
+PageAllocator::Retired* PageAllocator::find_retired(std::uint32_t index)
+{
+    for (std::uint32_t i = 0; i < retired_count_; ++i)
+        if (retired_[i].index == index) return &retired_[i];
+    return nullptr;
+}
+
+bool PageAllocator::retire(std::uint64_t phys)
+{
+    const std::uint32_t index = page_index(phys);
+    if (index == kNoPage) return false;
+    const std::uint32_t slice = index / kPagesPerSlice, page = index % kPagesPerSlice;
+    if (!((usable_[slice] >> (page / kPagesPerChannel)) & 1)) return false;
+    if (find_retired(index) || retired_count_ == kMaxRetired) return false;
+    std::uint32_t& word = free_bits_[slice][page / 32];
+    const bool free = (word >> (page % 32)) & 1;
+    if (free) {
+        word &= ~(1u << (page % 32));
+        --free_[slice];
+    }
+    retired_[retired_count_++] = Retired{index, free};
+    --capacity_[slice];
+    ++retired_in_channel_[slice * JAL_HBM_CHANNELS_PER_SLICE + page / kPagesPerChannel];
+    return true;
+}
+
+bool PageAllocator::retire_channel(std::uint32_t channel)
+{
+    if (channel >= JAL_HBM_CHANNELS) return false;
+    const std::uint32_t slice = channel / JAL_HBM_CHANNELS_PER_SLICE;
+    const std::uint32_t c = channel % JAL_HBM_CHANNELS_PER_SLICE;
+    if (!((usable_[slice] >> c) & 1)) return false;
+    for (std::uint32_t p = c * kPagesPerChannel; p < (c + 1) * kPagesPerChannel; ++p) {
+        std::uint32_t& word = free_bits_[slice][p / 32];
+        const bool free = (word >> (p % 32)) & 1;
+        if (free) {
+            word &= ~(1u << (p % 32));
+            --free_[slice];
+        }
+    }
+    usable_[slice] = static_cast<std::uint16_t>(usable_[slice] & ~(1u << c));
+    retired_channels_[slice] = static_cast<std::uint16_t>(retired_channels_[slice] | 1u << c);
+    capacity_[slice] = static_cast<std::uint16_t>(
+        capacity_[slice] - (kPagesPerChannel - retired_in_channel_[channel]));
+    return true;
 }
 
 std::uint32_t PageAllocator::free_pages_total() const

@@ -54,13 +54,37 @@ public:
     }
     bool is_free(std::uint64_t phys) const;
 
+    // Takes a page out of service for good (an uncorrectable ECC error): a free page leaves
+    // at once, a taken one when it is released (release() then succeeds without freeing
+    // it, once). Either way the slice's capacity drops by one. False when phys is not a page
+    // of an in-service channel, is already retired, or kMaxRetired pages already are.
+    bool retire(std::uint64_t phys);
+    // A channel left service (retraining failed): its free pages leave at once, its taken
+    // ones as they are released. False when it was not in service.
+    bool retire_channel(std::uint32_t channel);
+    static constexpr std::uint32_t kMaxRetired = 128;  // per boot
+
 private:
+    // Global page number (slice * kPagesPerSlice + page) of a page address, or kNoPage.
+    static std::uint32_t page_index(std::uint64_t phys);
+    // The retired_ entry of a global page number, or nullptr.
+    struct Retired {
+        std::uint32_t index;
+        bool released;  // free, or its owner released it: a release now is a double free
+    };
+    Retired* find_retired(std::uint32_t index);
+
     static constexpr std::uint32_t kWords = kPagesPerSlice / 32;
     // Bit set = page free. Pages of channels out of service or slices not enabled stay clear.
     std::array<std::array<std::uint32_t, kWords>, JAL_NUM_SLICES> free_bits_{};
     std::array<std::uint16_t, JAL_NUM_SLICES> free_{};
     std::array<std::uint16_t, JAL_NUM_SLICES> capacity_{};
     std::array<std::uint16_t, JAL_NUM_SLICES> usable_{};  // bit per channel of the slice in service
+    std::array<std::uint16_t, JAL_NUM_SLICES> retired_channels_{};  // left service since boot
+    // Pages retired this boot; those taken when retired are released into nothing.
+    std::array<Retired, kMaxRetired> retired_{};
+    std::uint32_t retired_count_ = 0;
+    std::array<std::uint16_t, JAL_HBM_CHANNELS> retired_in_channel_{};
 };
 
 }  // namespace jal::fw::memory

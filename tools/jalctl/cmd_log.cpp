@@ -96,14 +96,15 @@ int run_follow(Context& ctx, const LogOptions& opts)
             log = dev.event_log(next);
         } catch (const jal::Error& e) {
             if (e.status() != JAL_STATUS_DEVICE_RESET && e.status() != JAL_STATUS_NOT_READY) throw;
-            std::cerr << fmt::format("jalctl: device {} was reset; following its new log\n",
+            // The new boot keeps the old one's last events and numbers on from them: carry
+            // on from `next` (the check below notices a log that began again).
+            std::cerr << fmt::format("jalctl: device {} was reset; following its new boot\n",
                                      ctx.device);
             dev = ctx.open_booted(true);
-            next = 0;
             continue;
         }
         if (log.next_seq < next) {
-            // The firmware rebooted (a reset through another client): its log began again.
+            // The log began again (the chip was powered on afresh).
             std::cerr << fmt::format("jalctl: device {} rebooted; following its new log\n",
                                      ctx.device);
             next = 0;

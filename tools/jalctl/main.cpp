@@ -32,6 +32,7 @@ int main(int argc, char** argv)
     jal::ctl::add_fw_command(app, ctx);
     jal::ctl::add_ps_command(app, ctx);
     jal::ctl::add_dmon_command(app, ctx);
+    jal::ctl::add_debug_command(app, ctx);
 
     try {
         app.parse(argc, argv);

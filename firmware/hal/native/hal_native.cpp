@@ -37,6 +37,11 @@ std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, 
     return current_bus->dma(function, host_addr, local, len, to_host);
 }
 
+void crash()
+{
+    for (;;) current_bus->halt();
+}
+
 std::uint64_t now_us()
 {
     const std::uint32_t lo = read32(JAL_SYS_NOW_US_LO);

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "jal/hw/mgmt.h"
+
 namespace jal::fw::hal {
 
 class NativeBus {
@@ -14,6 +16,15 @@ public:
     virtual void wait_for_event() = 0;
     virtual std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local,
                               std::uint32_t len, bool to_host) = 0;
+    // The core stops, as after a fault: it sleeps through every event without feeding the
+    // watchdog, which resets it (wait_for_event throws the reset out of here).
+    [[noreturn]] virtual void halt()
+    {
+        for (;;) {
+            wait_for_event();
+            write32(JAL_SYS_EVENTS_CLEAR, read32(JAL_SYS_EVENTS));
+        }
+    }
 };
 
 // Installs the bus for the calling thread (one firmware instance per thread, so several

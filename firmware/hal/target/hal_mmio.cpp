@@ -33,6 +33,15 @@ std::uint32_t dma(std::uint32_t function, std::uint64_t host_addr, void* local, 
     return read32(JAL_DMA_STATUS);
 }
 
+void crash()
+{
+    // Outside flash, SRAM and the peripherals: the instruction fetch faults.
+    using Entry = void (*)();
+    const auto bad = reinterpret_cast<Entry>(std::uintptr_t{0x60000001u});
+    bad();
+    for (;;) __asm volatile("wfi");
+}
+
 std::uint64_t now_us()
 {
     const std::uint32_t lo = read32(JAL_SYS_NOW_US_LO);

@@ -97,9 +97,25 @@ enum jal_reset_kind {
     JAL_RESET_CHIP = 1, /* reboot firmware, retrain, lose all queues and contexts */
 };
 
+/* DEBUG_FAULT: faults injected at run time (docs/reliability.md, "Fault model"). Privileged.
+ * cdw[1..3] are the arguments; unused ones must be zero. Since 1.7 except HANG_MAIN_LOOP. */
 enum jal_debug_fault {
-    JAL_DEBUG_FAULT_HANG_MAIN_LOOP = 1, /* firmware stops feeding its watchdog */
+    JAL_DEBUG_FAULT_HANG_MAIN_LOOP = 1,  /* firmware stops feeding its watchdog */
+    JAL_DEBUG_FAULT_SLICE_FAIL = 2,      /* cdw[1] logical slice: the dispatch running on it (or
+					  * the next one to use it) fails HW_FAILED */
+    JAL_DEBUG_FAULT_SLICE_HANG = 3,      /* cdw[1] logical slice: it stops; the command processor's
+					  * dispatch timeout fails that dispatch with TIMEOUT */
+    JAL_DEBUG_FAULT_HBM_LANE = 4,        /* cdw[1] channel, cdw[2] physical lane: the lane dies and
+					  * the firmware retrains the channel (repair or fail) */
+    JAL_DEBUG_FAULT_ECC_CORRECTED = 5,   /* cdw[1] channel, cdw[2] errors (1..1000) */
+    JAL_DEBUG_FAULT_ECC_UNCORRECTED = 6, /* cdw[1] channel, cdw[2] page in the channel: the page is
+					   * poisoned (reads fail ECC_UNCORRECTED) and retired */
+    JAL_DEBUG_FAULT_AMBIENT = 7,         /* cdw[1] inlet temperature, milli-degrees C (int32) */
+    JAL_DEBUG_FAULT_LOAD = 8,            /* cdw[1] synthetic load, watts at full clock (0: none) */
+    JAL_DEBUG_FAULT_CRASH = 9,           /* the firmware faults; the watchdog resets the core */
 };
+#define JAL_DEBUG_FAULT_COUNT 10 /* one past the last kind */
+#define JAL_DEBUG_ECC_MAX 1000u
 
 /* ---- Contexts and device memory ---- */
 #define JAL_MAX_CONTEXTS 64      /* (chosen) ids 1..63 */

@@ -6,6 +6,7 @@
 #ifndef JAL_HW_EVENTS_H
 #define JAL_HW_EVENTS_H
 
+#include "admin.h"
 #include "compat.h"
 #include "mgmt.h"
 #include "status.h"
@@ -44,6 +45,8 @@ enum jal_event_code {
     JAL_EVENT_FUNCTION_CLEANUP = 0x0507,
     JAL_EVENT_USER_QUEUE_ERROR = 0x0508,
     JAL_EVENT_MMU_ERROR = 0x0509,
+    JAL_EVENT_DEBUG_FAULT = 0x050a,  /* a fault injected (admin DEBUG_FAULT or the console), 1.7 */
+    JAL_EVENT_PAGE_RETIRED = 0x050b, /* an uncorrectable ECC error took a page out of service */
     /* JAL_SRC_WATCHDOG */
     JAL_EVENT_WATCHDOG_RECOVERY = 0x0600,
 };
@@ -78,7 +81,9 @@ enum jal_event_arg_kind {
     JAL_ARG_MC,        /* milli-degrees Celsius (signed) */
     JAL_ARG_MHZ,
     JAL_ARG_MS,
-    JAL_ARG_QUEUE_ERROR, /* last error (jal_status) | queue state << 24 */
+    JAL_ARG_QUEUE_ERROR,  /* last error (jal_status) | queue state << 24 */
+    JAL_ARG_FAULT_KIND,   /* enum jal_debug_fault (admin.h) */
+    JAL_ARG_FAULT_SOURCE, /* the host function whose admin command it was, or JAL_FAULT_BY_CONSOLE */
 };
 
 struct jal_event_arg_desc {
@@ -92,7 +97,7 @@ struct jal_event_desc {
     struct jal_event_arg_desc args[4];
 };
 
-#define JAL_EVENT_DESC_COUNT 28
+#define JAL_EVENT_DESC_COUNT 30
 
 static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
     {JAL_EVENT_BOOT_START,
@@ -203,6 +208,18 @@ static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
       {"status_or_count", JAL_ARG_DEC},
       {"context", JAL_ARG_DEC},
       {"va_page", JAL_ARG_HEX}}},
+    {JAL_EVENT_DEBUG_FAULT,
+     "debug_fault",
+     {{"kind", JAL_ARG_FAULT_KIND},
+      {"arg0", JAL_ARG_DEC},
+      {"arg1", JAL_ARG_DEC},
+      {"by", JAL_ARG_FAULT_SOURCE}}},
+    {JAL_EVENT_PAGE_RETIRED,
+     "page_retired",
+     {{"channel", JAL_ARG_DEC},
+      {"page", JAL_ARG_DEC},
+      {"in_use", JAL_ARG_BOOL},
+      {"retired_total", JAL_ARG_DEC}}},
     {JAL_EVENT_WATCHDOG_RECOVERY,
      "watchdog_recovery",
      {{"boot_count", JAL_ARG_DEC}, {0, 0}, {0, 0}, {0, 0}}},
@@ -256,6 +273,39 @@ static inline const char* jal_hbm_fail_reason_name(uint32_t reason)
     default:
         return "unknown";
     }
+}
+
+static inline const char* jal_debug_fault_name(uint32_t kind)
+{
+    switch (kind) {
+    case JAL_DEBUG_FAULT_HANG_MAIN_LOOP:
+        return "hang_main_loop";
+    case JAL_DEBUG_FAULT_SLICE_FAIL:
+        return "slice_fail";
+    case JAL_DEBUG_FAULT_SLICE_HANG:
+        return "slice_hang";
+    case JAL_DEBUG_FAULT_HBM_LANE:
+        return "hbm_lane";
+    case JAL_DEBUG_FAULT_ECC_CORRECTED:
+        return "ecc_corrected";
+    case JAL_DEBUG_FAULT_ECC_UNCORRECTED:
+        return "ecc_uncorrected";
+    case JAL_DEBUG_FAULT_AMBIENT:
+        return "ambient";
+    case JAL_DEBUG_FAULT_LOAD:
+        return "load";
+    case JAL_DEBUG_FAULT_CRASH:
+        return "crash";
+    default:
+        return "unknown";
+    }
+}
+
+/* Who injected a fault (argument `by` of DEBUG_FAULT). */
+#define JAL_FAULT_BY_CONSOLE 0xffu /* else the host function whose admin command it was */
+static inline const char* jal_fault_source_name(uint32_t by)
+{
+    return by == JAL_FAULT_BY_CONSOLE ? "console" : 0; /* else the function's number */
 }
 
 static inline const char* jal_mmu_cmd_name(uint32_t cmd)
@@ -327,6 +377,10 @@ static inline const char* jal_event_arg_name(uint32_t kind, uint32_t value)
         return jal_post_step_name(value);
     case JAL_ARG_QUEUE_ERROR:
         return jal_status_name(value & 0xffffffu);
+    case JAL_ARG_FAULT_KIND:
+        return jal_debug_fault_name(value);
+    case JAL_ARG_FAULT_SOURCE:
+        return jal_fault_source_name(value);
     default:
         return 0;
     }

@@ -47,12 +47,14 @@
 #define JAL_SYS_RETAIN(n) JAL_MGMT_REG(JAL_MGMT_SYS, 0x40 + 4 * (n))
 #define JAL_SYS_RETAIN_COUNT 4
 #define JAL_RETAIN_POWER_LIMIT 0 /* persistent power limit, mW; 0: none (the TDP) */
+#define JAL_RETAIN_LOG_NEXT 1    /* the event log's next sequence number + 1; 0: empty (1.7) */
 
 #define JAL_SYS_ID_MAGIC 0x4d474d54u /* 'MGMT' */
 
-#define JAL_EV_TICK (1u << 0) /* the tick period elapsed */
-#define JAL_EV_HOST (1u << 1) /* a host function changed admin registers or rang a doorbell */
-#define JAL_EV_FUNC (1u << 2) /* a host function attached or detached (HOSTIF_FUNC_PRESENT) */
+#define JAL_EV_TICK (1u << 0)  /* the tick period elapsed */
+#define JAL_EV_HOST (1u << 1)  /* a host function changed admin registers or rang a doorbell */
+#define JAL_EV_FUNC (1u << 2)  /* a host function attached or detached (HOSTIF_FUNC_PRESENT) */
+#define JAL_EV_FAULT (1u << 3) /* the bring-up console queued a fault request (FAULT, 1.7) */
 
 #define JAL_RESET_CAUSE_POWER_ON 0
 #define JAL_RESET_CAUSE_HOST 1 /* JAL_REG_RESET or an admin RESET command */
@@ -281,6 +283,34 @@
 #define JAL_LINK_ST_UP (1u << 1)
 #define JAL_LINK_CMD_TRAIN 1
 #define JAL_LINK_CMD_DOWN 2
+/* ---- RLOG: retained event log (since 1.7). 4 KiB of always-on RAM, kept across chip and
+ * watchdog resets and zero at power-on: the firmware copies each event it logs into entry
+ * seq % JAL_RLOG_ENTRIES (a struct jal_log_event, admin.h, as 16 words) and then writes
+ * JAL_SYS_RETAIN(JAL_RETAIN_LOG_NEXT), so a reset keeps the previous boot's last events
+ * (`jalctl log` after a watchdog recovery shows what led to it). ---- */
+#define JAL_MGMT_RLOG 0xa000u
+#define JAL_RLOG_ENTRIES 64u
+#define JAL_RLOG_WORD(entry, word) JAL_MGMT_REG(JAL_MGMT_RLOG, 64u * (entry) + 4u * (word))
+
+/* ---- FAULT: the emulator's debug fault injector (since 1.7). The firmware writes KIND
+ * (enum jal_debug_fault) and ARG0-2, then CTRL GO; the models apply the fault at once and
+ * STATUS holds the jal_status (INVALID_FIELD for arguments the models refuse). The bring-up
+ * console queues requests instead of applying them: each raises JAL_EV_FAULT, REQ_KIND and
+ * REQ_ARG0-2 show the oldest (REQ_KIND 0: none) and writing REQ_TAKE drops it, so every
+ * fault is injected, and logged, by the firmware. Production parts leave it out. ---- */
+#define JAL_MGMT_FAULT 0xb000u
+#define JAL_FAULT_KIND JAL_MGMT_REG(JAL_MGMT_FAULT, 0x00)
+#define JAL_FAULT_ARG(n) JAL_MGMT_REG(JAL_MGMT_FAULT, 0x04 + 4 * (n))
+#define JAL_FAULT_CTRL JAL_MGMT_REG(JAL_MGMT_FAULT, 0x10) /* W JAL_FAULT_GO */
+#define JAL_FAULT_STATUS JAL_MGMT_REG(JAL_MGMT_FAULT, 0x14)
+#define JAL_FAULT_REQ_KIND JAL_MGMT_REG(JAL_MGMT_FAULT, 0x20)
+#define JAL_FAULT_REQ_ARG(n) JAL_MGMT_REG(JAL_MGMT_FAULT, 0x24 + 4 * (n))
+#define JAL_FAULT_REQ_TAKE JAL_MGMT_REG(JAL_MGMT_FAULT, 0x30)
+#define JAL_FAULT_GO 1u
+#define JAL_FAULT_ARGS 3
+/* A hung slice holds its dispatch this long (modelled) before the command processor
+ * gives up on it with TIMEOUT and resets the slice. (chosen) */
+#define JAL_SLICE_HANG_TIMEOUT_US 100000u
 
 /* Operating limits and the V/F curve (chosen; docs/firmware.md). */
 #define JAL_CLOCK_MIN_MHZ 600u

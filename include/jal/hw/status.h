@@ -32,6 +32,8 @@ enum jal_status {
     JAL_STATUS_DEVICE_RESET = 22,     /* host side: the device was reset since this handle was
                                        * made; everything it named is gone (close, re-open) */
     JAL_STATUS_IMAGE_REJECTED = 23,   /* a firmware image failed verification (since 1.6) */
+    JAL_STATUS_ECC_UNCORRECTED = 24,  /* device memory read an uncorrectable ECC error: the data
+                                       * is lost, the page retired (since 1.7) */
     JAL_STATUS_COUNT_
 };
 
@@ -86,6 +88,8 @@ static inline const char* jal_status_name(uint32_t s)
         return "device reset";
     case JAL_STATUS_IMAGE_REJECTED:
         return "image rejected";
+    case JAL_STATUS_ECC_UNCORRECTED:
+        return "uncorrectable ECC error";
     default:
         return "unknown status";
     }
