@@ -1,8 +1,8 @@
 #include "emu/console/console_commands.hpp"
 
 #include "emu/chip/chip.hpp"
-#include "emu/console/fabric_commands.hpp"
 #include "emu/console/console_inject.hpp"
+#include "emu/console/fabric_commands.hpp"
 #include "emu/console/register_names.hpp"
 #include "jal/hw/chip.h"
 #include "jal/hw/events.h"
@@ -22,11 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kHelp =
-    std::string("status | slices | power | phy CHANNEL | peek ADDR LEN | "
-                "poke ADDR HEXBYTES | reg NAME [VALUE] | dispatch | regs | "
-                "inject FAULT [ARGS] | ") +
-    kFabricHelp + " | help";
+const std::string kHelp = std::string("status | slices | power | phy CHANNEL | peek ADDR LEN | "
+                                      "poke ADDR HEXBYTES | reg NAME [VALUE] | dispatch | regs | "
+                                      "inject FAULT [ARGS] | ") +
+                          kFabricHelp + " | help";
 
 std::uint64_t parse_u64(const std::string& s, const char* what)
 {
