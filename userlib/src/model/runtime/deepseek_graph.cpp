@@ -23,6 +23,7 @@
 #include "deepseek_runtime.hpp"
 #include "expert_split.hpp"
 #include "gemm_split.hpp"
+#include "runtime_common.hpp"
 
 namespace jal::model::detail {
 
@@ -371,21 +372,7 @@ std::vector<float> DeepseekRuntime::run(const std::vector<Segment>& segs,
 
 ChipTotals DeepseekRuntime::run_batch()
 {
-    const k::BatchReport r = launch_->run_batch();
-    ChipTotals totals;
-    totals.modelled_ns = r.modelled_ns;
-    for (const k::BatchReport::Dispatch& d : r.dispatches) {
-        ChipTotals one;
-        one.dispatches = 1;
-        one.modelled_ns = d.report.modelled_ns;
-        one.energy_nj = d.report.energy_nj;
-        one.flops = d.report.flops;
-        one.hbm_bytes = d.report.hbm_bytes;
-        by_kernel_[d.label] += one;
-        one.modelled_ns = 0;
-        totals += one;
-    }
-    return totals;
+    return batch_totals(launch_->run_batch(), by_kernel_);
 }
 
 }  // namespace jal::model::detail

@@ -11,33 +11,13 @@
 #include <jal/kernels/library/rope.hpp>
 
 #include "deepseek_runtime.hpp"
+#include "runtime_common.hpp"
 
 namespace jal::model::detail {
 
 namespace lin = jal::kernels::linear;
 
 namespace {
-
-jal_dtype dtype_of(TensorType t, std::string_view name)
-{
-    switch (t) {
-    case TensorType::F32:
-        return JAL_DT_F32;
-    case TensorType::BF16:
-        return JAL_DT_BF16;
-    case TensorType::F16:
-        return JAL_DT_F16;
-    case TensorType::MXFP4:
-        return JAL_DT_MXFP4;
-    case TensorType::Q8_0:
-        return JAL_DT_Q8_0;
-    default:
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: tensor '{}' is {}, which the chip's kernels "
-                                "do not take (F32, BF16, F16, MXFP4, Q8_0)",
-                                name, tensor_type_name(t)));
-    }
-}
 
 float half_to_float(uint16_t h)
 {
@@ -160,11 +140,11 @@ DsMatrix DeepseekRuntime::fused(const std::vector<std::string>& names, uint32_t 
     jal_dtype dt = timing_dtype;
     const std::byte* data = nullptr;
     if (file_) {
-        dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+        dt = chip_dtype(file_->tensor(names[0]).type, names[0]);
         std::vector<std::byte> all;
         for (const std::string& nm : names) {
             const GgufTensor& t = file_->tensor(nm);
-            if (dtype_of(t.type, nm) != dt)
+            if (chip_dtype(t.type, nm) != dt)
                 throw Error(JAL_STATUS_INVALID_FIELD,
                             fmt::format("model runtime: '{}' and '{}' differ in type; the "
                                         "runtime fuses them",
@@ -192,7 +172,7 @@ void DeepseekRuntime::plan_weights()
 {
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     const GgufTensor* t = tensor("token_embd.weight");
-    embd_dtype_ = t ? dtype_of(t->type, t->name) : JAL_DT_BF16;
+    embd_dtype_ = t ? chip_dtype(t->type, t->name) : JAL_DT_BF16;
     embd_row_bytes_ = lin::packed_row_bytes(embd_dtype_, c_.n_embd);
     embd_.bytes = embd_row_bytes_ * c_.n_vocab;
     embd_.data = t ? t->data.data() : nullptr;

@@ -24,6 +24,7 @@
 #include "expert_split.hpp"
 #include "gemm_split.hpp"
 #include "placement.hpp"
+#include "runtime_common.hpp"
 #include "upload.hpp"
 
 namespace jal::model {
@@ -108,27 +109,6 @@ namespace {
 constexpr jal_dtype kDenseDtype = JAL_DT_BF16;  // the published checkpoints' non-expert format
 // Query tokens an item of a prompt's attention holds (docs/model-runtime.md, "The graph").
 constexpr uint32_t kPromptQueryBlock = 64;
-
-jal_dtype dtype_of(TensorType t, std::string_view name)
-{
-    switch (t) {
-    case TensorType::F32:
-        return JAL_DT_F32;
-    case TensorType::BF16:
-        return JAL_DT_BF16;
-    case TensorType::F16:
-        return JAL_DT_F16;
-    case TensorType::MXFP4:
-        return JAL_DT_MXFP4;
-    case TensorType::Q8_0:
-        return JAL_DT_Q8_0;
-    default:
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: tensor '{}' is {}, which the chip's kernels "
-                                "do not take (F32, BF16, F16, MXFP4, Q8_0)",
-                                name, tensor_type_name(t)));
-    }
-}
 
 // Up to this many (token, expert) pairs the expert GEMMs split by rows take over the kernels
 // around them: the gate|up GEMM routes the tokens, the down GEMM applies the SwiGLU to the
@@ -377,7 +357,7 @@ private:
     void add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
              int lane = -1);
     // Runs the batch; what the chip did goes to last_ and by_kernel_.
-    ChipTotals run_batch();
+    ChipTotals run_batch() { return detail::batch_totals(launch_->run_batch(), by_kernel_); }
     // Row-split kernels (norms, residuals, RoPE, routing, SwiGLU, combine) on no more slices
     // than there are rows: a slice without rows would only add its start-up to the dispatch.
     uint64_t rows_mask(uint32_t rows) const
@@ -489,7 +469,7 @@ void RuntimeImpl::plan_weights()
 void RuntimeImpl::plan_embedding()
 {
     const GgufTensor* t = tensor("token_embd.weight");
-    embd_m_.dtype = t ? dtype_of(t->type, t->name) : kDenseDtype;
+    embd_m_.dtype = t ? detail::chip_dtype(t->type, t->name) : kDenseDtype;
     embd_m_.kdim = c_.n_embd;
     embd_m_.n = c_.n_vocab;
     embd_m_.row_bytes = lin::packed_row_bytes(embd_m_.dtype, c_.n_embd);
@@ -535,8 +515,8 @@ void RuntimeImpl::plan_gate_up(Layer& L, uint32_t il)
                                   fmt::format("blk.{}.ffn_up_exps.weight", il)};
     jal_dtype dt = JAL_DT_MXFP4;
     if (file_) {
-        dt = dtype_of(file_->tensor(names[0]).type, names[0]);
-        if (dtype_of(file_->tensor(names[1]).type, names[1]) != dt)
+        dt = detail::chip_dtype(file_->tensor(names[0]).type, names[0]);
+        if (detail::chip_dtype(file_->tensor(names[1]).type, names[1]) != dt)
             throw Error(JAL_STATUS_INVALID_FIELD,
                         fmt::format("model runtime: '{}' and '{}' differ in type; the runtime "
                                     "fuses them",
@@ -556,9 +536,9 @@ void RuntimeImpl::plan_qkv(Layer& L, uint32_t il)
                                   fmt::format("blk.{}.attn_v.weight", il)};
     jal_dtype dt = kDenseDtype;
     if (file_) {
-        dt = dtype_of(file_->tensor(names[0]).type, names[0]);
+        dt = detail::chip_dtype(file_->tensor(names[0]).type, names[0]);
         for (const std::string& nm : names)
-            if (dtype_of(file_->tensor(nm).type, nm) != dt)
+            if (detail::chip_dtype(file_->tensor(nm).type, nm) != dt)
                 throw Error(JAL_STATUS_INVALID_FIELD,
                             fmt::format("model runtime: '{}' and '{}' differ in type; the "
                                         "runtime fuses them",
@@ -755,25 +735,6 @@ void RuntimeImpl::add(const k::Program& p, uint64_t mask, const k::Args& args, c
     launch_->add(p, args, d);
 }
 
-ChipTotals RuntimeImpl::run_batch()
-{
-    const k::BatchReport r = launch_->run_batch();
-    ChipTotals totals;
-    totals.modelled_ns = r.modelled_ns;  // lanes: each region's slowest
-    for (const k::BatchReport::Dispatch& d : r.dispatches) {
-        ChipTotals one;
-        one.dispatches = 1;
-        one.modelled_ns = d.report.modelled_ns;
-        one.energy_nj = d.report.energy_nj;
-        one.flops = d.report.flops;
-        one.hbm_bytes = d.report.hbm_bytes;
-        by_kernel_[d.label] += one;
-        one.modelled_ns = 0;
-        totals += one;
-    }
-    return totals;
-}
-
 const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
 {
     if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
@@ -861,7 +822,7 @@ Matrix RuntimeImpl::matrix(const char* name, uint32_t n, uint32_t kdim, uint32_t
 {
     Matrix m;
     const GgufTensor* t = file_ ? &file_->tensor(name) : nullptr;
-    plan_matrix(m, t, n, kdim, experts, t ? dtype_of(t->type, t->name) : timing_dtype);
+    plan_matrix(m, t, n, kdim, experts, t ? detail::chip_dtype(t->type, t->name) : timing_dtype);
     return m;
 }
 

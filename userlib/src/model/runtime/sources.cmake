@@ -5,6 +5,7 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/gemm_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_runtime.cpp
   ${CMAKE_CURRENT_LIST_DIR}/upload.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/runtime_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/deepseek_runtime.cpp
   ${CMAKE_CURRENT_LIST_DIR}/deepseek_weights.cpp
   ${CMAKE_CURRENT_LIST_DIR}/deepseek_graph.cpp

@@ -1,0 +1,49 @@
+#include "runtime_common.hpp"
+
+#include <fmt/format.h>
+
+#include <jal/jal.hpp>
+
+namespace jal::model::detail {
+
+jal_dtype chip_dtype(TensorType t, std::string_view name)
+{
+    switch (t) {
+    case TensorType::F32:
+        return JAL_DT_F32;
+    case TensorType::BF16:
+        return JAL_DT_BF16;
+    case TensorType::F16:
+        return JAL_DT_F16;
+    case TensorType::MXFP4:
+        return JAL_DT_MXFP4;
+    case TensorType::Q8_0:
+        return JAL_DT_Q8_0;
+    default:
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' is {}, which the chip's kernels "
+                                "do not take (F32, BF16, F16, MXFP4, Q8_0)",
+                                name, tensor_type_name(t)));
+    }
+}
+
+ChipTotals batch_totals(const jal::kernels::BatchReport& r,
+                        std::map<std::string, ChipTotals>& by_kernel)
+{
+    ChipTotals totals;
+    totals.modelled_ns = r.modelled_ns;  // lanes: each region's slowest
+    for (const jal::kernels::BatchReport::Dispatch& d : r.dispatches) {
+        ChipTotals one;
+        one.dispatches = 1;
+        one.modelled_ns = d.report.modelled_ns;
+        one.energy_nj = d.report.energy_nj;
+        one.flops = d.report.flops;
+        one.hbm_bytes = d.report.hbm_bytes;
+        by_kernel[d.label] += one;
+        one.modelled_ns = 0;
+        totals += one;
+    }
+    return totals;
+}
+
+}  // namespace jal::model::detail
