@@ -175,6 +175,9 @@ Request parse_request(const Options& o)
                                           "than the {} steps of their generation carry",
                                           r.users, uint64_t{r.users} * k, o.project_out - 1 + k));
     }
+    if (o.tray_chips > 1 && !o.timing_only)
+        throw CLI::ValidationError("--chips", "a model split over chips runs --timing-only "
+                                              "(docs/multichip.md)");
     r.model_path = o.model;
     if (!o.timing_only && r.model_path.empty())
         r.model_path = jal::run::default_model_path(o.quiet || o.json);
@@ -198,8 +201,7 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
         ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
         return jal::model::Runtime::open_shape(*ds, device, ro);
     }
-    if (o.tray_chips > 1)
-        throw CLI::ValidationError("--tray-chips", "only the DeepSeek-V3 shapes split experts");
+    ro.tray_chips = o.tray_chips ? o.tray_chips : 1;
     return jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
 }
 
@@ -661,9 +663,11 @@ void add_timing_options(CLI::App& app, Options& o)
     app.add_option("--shape", o.shape,
                    "With --timing-only: gpt-oss-120b (default), gpt-oss-20b, deepseek-r1 or "
                    "kimi-k2.5 (the last two as one chip of an 8-chip tray: --tray-chips)");
-    app.add_option("--tray-chips", o.tray_chips,
-                   "With a DeepSeek-V3 --shape: the chips of the tray (default 8) that split "
-                   "heads, FFNs and experts; this chip's share is modelled, the exchange not")
+    app.add_option("--chips,--tray-chips", o.tray_chips,
+                   "With --timing-only: the chips that run the model together (default 1, 8 "
+                   "for the DeepSeek-V3 shapes), splitting heads, FFNs and experts; this "
+                   "chip's share is modelled, and the exchange between them by the link model "
+                   "(docs/multichip.md)")
         ->check(CLI::Range(1u, 64u));
     app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
         ->check(CLI::Range(1, 1024));

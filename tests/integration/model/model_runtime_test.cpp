@@ -562,6 +562,46 @@ TEST(ModelSampler, SeedDecidesTheDraws)
 
 // Timing only: the modelled time is there, and nothing was written: the runtime's own
 // device memory (activations, KV caches, weights) reads back as zeros.
+// Timing only, as one chip of a tray of 2 (RuntimeOptions::tray_chips): the chip runs its
+// share of heads, experts and vocabulary, config() still reports the whole model, and every
+// pass adds the exchange the cost function prices: two all-reduces of the rows' residual
+// stream a layer and one of the sampled rows' (value, index) pairs. A real model, and a
+// split the heads do not divide, are refused.
+TEST_F(ModelRuntime, TimingOnlyTrayShareAddsTheExchange)
+{
+    const jal::model::GptOssConfig c =
+        jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
+    std::vector<uint64_t> sizes;
+    jal::model::RuntimeOptions o;
+    o.timing_only = true, o.tray_chips = 2, o.slices = 4, o.max_sequences = 2, o.n_ctx = 32;
+    o.tray_allreduce_ns = [&](uint64_t bytes) {
+        sizes.push_back(bytes);
+        return 1000 + bytes;
+    };
+    auto rt = jal::model::Runtime::open_shape(c, *device_, o);
+    EXPECT_EQ(rt->config().n_head, c.n_head);
+    EXPECT_EQ(rt->config().n_expert, c.n_expert);
+    const int a = rt->create_sequence(), b = rt->create_sequence();
+    sizes.clear();
+    rt->prefill(a, std::vector<int32_t>(12, c.n_vocab - 1));  // the model's last token
+    // Priced once a size: the chunk's 12 rows of x, then the one sampled row.
+    EXPECT_EQ(sizes, (std::vector<uint64_t>{12u * c.n_embd * 4, 8u}));
+    EXPECT_EQ(rt->last().exchange_ns, 2 * c.n_layer * (1000 + 12 * c.n_embd * 4) + 1008);
+    EXPECT_GT(rt->last().modelled_ns, rt->last().exchange_ns);
+    rt->assume_length(b, 12);
+    sizes.clear();
+    const std::vector<std::pair<int, int32_t>> batch = {{a, 0}, {b, 0}};
+    rt->decode(batch);
+    EXPECT_EQ(rt->last().exchange_ns, 2 * c.n_layer * (1000 + 2 * c.n_embd * 4) + 1016);
+
+    jal::model::RuntimeOptions three = o;
+    three.tray_chips = 3;  // 8 heads, 2 KV heads and 8 experts do not split 3 ways
+    EXPECT_THROW(jal::model::Runtime::open_shape(c, *device_, three), jal::Error);
+    jal::model::RuntimeOptions real;
+    real.tray_chips = 2, real.slices = 4;
+    EXPECT_THROW(jal::model::Runtime::open(model_file("small"), *device_, real), jal::Error);
+}
+
 TEST_F(ModelRuntime, TimingOnlyWritesNothing)
 {
     jal::model::GptOssConfig c =

@@ -76,13 +76,21 @@ struct RuntimeOptions {
     // with JAL_DISPATCH_F_TIMING_ONLY (no data touched) and logits are zeros. The expert
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
-    // Timing only, DeepSeek-V3: the chip is one of a tray of `tray_chips` that run every
-    // token together (docs/deepseek.md, "Timing-only shapes"): the attention heads, the dense
-    // FFNs, the shared expert and the LM head split tray_chips ways (tensor parallel), the
-    // routed experts too (expert parallel: n_expert / tray_chips on this chip, which serve
-    // n_expert_used / tray_chips of each token's pairs in expectation). The exchange between
-    // the chips (two all-reduces a layer) is not modelled here. 1: the whole model.
+    // Timing only: the chip is one of a tray of `tray_chips` that run every token together
+    // (docs/multichip.md, "A model over chips"; docs/deepseek.md, "Timing-only shapes"): the
+    // attention heads (and DeepSeek-V3's dense FFNs, shared expert) and the LM head split
+    // tray_chips ways (tensor parallel), the routed experts too (expert parallel: n_expert /
+    // tray_chips on this chip, which serve ⌈n_expert_used / tray_chips⌉ of each token's
+    // pairs). Every chip keeps the whole residual stream; the exchange between the chips
+    // (two all-reduces of it a layer) is not in this chip's figures: jal-run adds it from the
+    // link model. 1: the whole model.
     uint32_t tray_chips = 1;
+    // With tray_chips > 1: the modelled time of an all-reduce over the tray's chips of
+    // `bytes` (each chip's contribution). Each pass then adds two a layer (the residual
+    // stream's rows after the attention and after the FFN or MoE) and one for the sampled
+    // rows' logits (a value and an index a row: each chip holds a share of the vocabulary)
+    // to its modelled time (ChipTotals::exchange_ns). Unset: the exchange is not modelled.
+    std::function<uint64_t(uint64_t bytes)> tray_allreduce_ns;
     // Called while weights upload: bytes done, of total.
     std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -95,6 +103,8 @@ struct ChipTotals {
     uint64_t energy_nj = 0;    // dynamic energy of the dispatches
     uint64_t flops = 0;
     uint64_t hbm_bytes = 0;
+    // Of modelled_ns: the exchange between a tray's chips (RuntimeOptions::tray_allreduce_ns).
+    uint64_t exchange_ns = 0;
     ChipTotals& operator+=(const ChipTotals& o);
 };
 

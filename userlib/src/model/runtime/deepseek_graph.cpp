@@ -367,6 +367,7 @@ std::vector<float> DeepseekRuntime::run(const std::vector<Segment>& segs,
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
     if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
     last_ += run_batch();
+    last_ += tray_exchange(o_, c_.n_layer, E4, T, out_rows);
     return logits;
 }
 

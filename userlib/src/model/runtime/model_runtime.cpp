@@ -44,6 +44,7 @@ ChipTotals& ChipTotals::operator+=(const ChipTotals& o)
     energy_nj += o.energy_nj;
     flops += o.flops;
     hbm_bytes += o.hbm_bytes;
+    exchange_ns += o.exchange_ns;
     return *this;
 }
 
@@ -166,7 +167,7 @@ public:
     RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
                 const runtime::Device& device, const RuntimeOptions& options);
 
-    const GptOssConfig& config() const override { return c_; }
+    const GptOssConfig& config() const override { return model_; }
     const RuntimeOptions& options() const override { return o_; }
     uint32_t slices() const override { return S_; }
     uint64_t weight_bytes() const override { return weight_bytes_; }
@@ -255,6 +256,7 @@ private:
     // Planning (the constructor): where everything goes in the placement.
     using KvCaches = std::vector<std::vector<std::vector<Place>>>;  // [slot][layer][KV head]
     const GgufTensor* tensor(const std::string& name) const;        // nullptr without a file
+    void shard_for_tray();
     void plan_weights();
     void plan_embedding();
     void plan_layer(Layer& L, uint32_t il);
@@ -366,7 +368,8 @@ private:
     }
 
     std::optional<GgufFile> file_;
-    GptOssConfig c_;
+    GptOssConfig model_;  // what config() reports: the whole model's, also on a tray
+    GptOssConfig c_;      // what this chip runs: its share on a tray (shard_for_tray)
     RuntimeOptions o_;
     const runtime::Device& device_;
     runtime::Context context_;
@@ -397,15 +400,14 @@ private:
 
 RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
                          const runtime::Device& device, const RuntimeOptions& options)
-    : file_(std::move(file)), c_(config), o_(options), device_(device), context_(device),
+    : file_(std::move(file)), model_(config), c_(config), o_(options), device_(device),
+      context_(device),
       placement_(1)
 {
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
     S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
-    if (o_.tray_chips != 1)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: tray_chips is for DeepSeek-V3 shapes (docs/deepseek.md)");
+    shard_for_tray();
     if (S_ > usable || S_ > 64)
         throw Error(
             JAL_STATUS_INVALID_FIELD,
@@ -444,6 +446,31 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     upload_tables(caches);
     run_batch();
     if (!o_.timing_only) upload_weights();
+}
+
+// One chip's share of a tray (RuntimeOptions::tray_chips, timing only): its attention heads
+// (tensor parallel: n_head / N query and n_head_kv / N KV heads), its experts (expert
+// parallel: n_expert / N, serving ⌈n_expert_used / N⌉ of each token's pairs, the most any
+// chip serves when a token's pairs spread evenly) and its rows of the vocabulary. Every
+// chip keeps the whole residual stream; the exchange that keeps it whole (two all-reduces
+// a layer) is the caller's to model (docs/multichip.md).
+void RuntimeImpl::shard_for_tray()
+{
+    const uint32_t n = o_.tray_chips;
+    if (n == 1) return;
+    if (!o_.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: tray_chips (the model split over chips) needs timing_only");
+    if (n == 0 || c_.n_head % n || c_.n_head_kv % n || c_.n_expert % n)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: {} heads, {} KV heads and {} experts do not "
+                                "split over {} chips",
+                                c_.n_head, c_.n_head_kv, c_.n_expert, n));
+    c_.n_head /= n;
+    c_.n_head_kv /= n;
+    c_.n_expert /= n;
+    c_.n_expert_used = (c_.n_expert_used + n - 1) / n;
+    c_.n_vocab = (c_.n_vocab + n - 1) / n;
 }
 
 const GgufTensor* RuntimeImpl::tensor(const std::string& name) const
@@ -1303,6 +1330,7 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
     if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
     last_ += run_batch();
+    last_ += detail::tray_exchange(o_, c_.n_layer, E4, T, out_rows);
     return logits;
 }
 
@@ -1317,11 +1345,11 @@ void RuntimeImpl::check_prompt(int seq, std::span<const int32_t> tokens) const
                                 "its cache holds {}",
                                 seq, s.len + tokens.size(), o_.n_ctx));
     for (int32_t t : tokens)
-        if (t < 0 || static_cast<uint32_t>(t) >= c_.n_vocab)
+        if (t < 0 || static_cast<uint32_t>(t) >= model_.n_vocab)
             throw Error(JAL_STATUS_OUT_OF_RANGE,
                         fmt::format("model runtime: token {} is not in the vocabulary "
                                     "(0..{})",
-                                    t, c_.n_vocab - 1));
+                                    t, model_.n_vocab - 1));
 }
 
 std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
@@ -1357,7 +1385,7 @@ void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch
             throw Error(
                 JAL_STATUS_OUT_OF_RANGE,
                 fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
-        if (tok < 0 || static_cast<uint32_t>(tok) >= c_.n_vocab)
+        if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
             throw Error(JAL_STATUS_OUT_OF_RANGE,
                         fmt::format("model runtime: token {} is not in the vocabulary", tok));
         segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});

@@ -46,4 +46,15 @@ ChipTotals batch_totals(const jal::kernels::BatchReport& r,
     return totals;
 }
 
+ChipTotals tray_exchange(const RuntimeOptions& o, uint32_t n_layer, uint64_t row_bytes,
+                         uint32_t rows, uint32_t out_rows)
+{
+    ChipTotals t;
+    if (o.tray_chips <= 1 || !o.tray_allreduce_ns) return t;
+    t.exchange_ns = 2 * uint64_t{n_layer} * o.tray_allreduce_ns(row_bytes * rows) +
+                    o.tray_allreduce_ns(uint64_t{out_rows} * 8);
+    t.modelled_ns = t.exchange_ns;
+    return t;
+}
+
 }  // namespace jal::model::detail

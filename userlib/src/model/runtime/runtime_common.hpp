@@ -1,5 +1,6 @@
 // What the model runtimes of every architecture share beyond the weight upload (upload.hpp):
-// the chip's element type of a GGUF tensor, and a batch's report as chip totals.
+// the chip's element type of a GGUF tensor, a batch's report as chip totals, and a tray's
+// exchange.
 #pragma once
 
 #include <map>
@@ -21,5 +22,12 @@ jal_dtype chip_dtype(TensorType t, std::string_view name);
 // figures added to by_kernel under its label.
 ChipTotals batch_totals(const jal::kernels::BatchReport& r,
                         std::map<std::string, ChipTotals>& by_kernel);
+
+// The exchange between a tray's chips a pass of `rows` rows adds (RuntimeOptions::
+// tray_allreduce_ns): two all-reduces a layer of the rows' residual stream (`row_bytes` a
+// row) and one of a value and an index for each of the `out_rows` sampled rows. Zero
+// without a tray or without the cost function.
+ChipTotals tray_exchange(const RuntimeOptions& o, uint32_t n_layer, uint64_t row_bytes,
+                         uint32_t rows, uint32_t out_rows);
 
 }  // namespace jal::model::detail
