@@ -24,6 +24,7 @@
 
 #include "default_model.hpp"
 #include "metrics.hpp"
+#include "tray_exchange.hpp"
 #include "profile.hpp"
 #include "text_prompt.hpp"
 #include "tools/common/emu_process.hpp"
@@ -199,9 +200,11 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
         ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
         const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
         ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
+        ro.tray_allreduce_ns = jal::run::tray_allreduce_cost(ro.tray_chips);
         return jal::model::Runtime::open_shape(*ds, device, ro);
     }
     ro.tray_chips = o.tray_chips ? o.tray_chips : 1;
+    ro.tray_allreduce_ns = jal::run::tray_allreduce_cost(ro.tray_chips);
     return jal::model::Runtime::open_shape(shape_config(o.shape), device, ro);
 }
 
@@ -302,6 +305,9 @@ struct Generation {
     uint64_t prefill_dispatches = 0;  // one user's prompt
     uint64_t decode_dispatches = 0;   // every measured decode step
     uint64_t mixed_dispatches = 0;    // --schedule mixed: one prompt's chunk steps
+    // Of the modelled times: the exchange between a tray's chips (RuntimeOptions::tray_chips).
+    uint64_t prefill_exchange_ns = 0, decode_exchange_ns = 0;
+    uint32_t decode_steps = 0;  // measured
 };
 
 // Prefills every user's prompt (timing only: one, the others take the same length).
@@ -324,6 +330,7 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
         if (u == 0) {
             g.fig.prefill_ns = rt.last().modelled_ns;
             g.fig.prefill_energy_nj = rt.last().energy_nj;
+            g.prefill_exchange_ns = rt.last().exchange_ns;
             g.prefill_dispatches = rt.last().dispatches;
             g.prefill_kernels = rt.last_by_kernel();
         }
@@ -350,6 +357,8 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
             g.fig.decode_energy_nj += rt.last().energy_nj;
             g.decode_hbm_bytes += rt.last().hbm_bytes;
             g.decode_dispatches += rt.last().dispatches;
+            g.decode_exchange_ns += rt.last().exchange_ns;
+            g.decode_steps++;
         }
         if (o.top) {
             std::vector<int32_t> ids;
@@ -476,6 +485,9 @@ void inferencex_json(nlohmann::json& j, const Generation& g, const Summary& s)
     j["schedule"] = g.fig.mixed_steps ? "mixed" : "serial";
     if (g.fig.out_tokens > 1)  // a decode step of every sequence (TPOT in the serial schedule)
         j["decode_step_ms"] = g.fig.decode_ns / 1e6 / (g.fig.out_tokens - 1);
+    // The tray's exchange inside those (docs/multichip.md): one prompt's, a measured step's.
+    j["exchange_prefill_ms"] = g.prefill_exchange_ns / 1e6;
+    if (g.decode_steps) j["exchange_step_ms"] = g.decode_exchange_ns / 1e6 / g.decode_steps;
     if (g.fig.mixed_steps) {
         j["mixed_steps"] = g.fig.mixed_steps;
         j["mixed_step_ms"] = g.fig.mixed_ns / 1e6 / g.fig.mixed_steps;
@@ -490,7 +502,8 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     nlohmann::json j;
     j["model"] = o.timing_only ? o.shape : r.model_path;
     j["timing_only"] = o.timing_only;
-    j["tray_chips"] = rt.options().tray_chips;  // per-kW figures count this many chips
+    j["chips"] = rt.options().tray_chips;  // per-kW figures count this many chips
+    j["tray_chips"] = rt.options().tray_chips;  // the same, by its earlier name
     j["numerics"] = jal::model::numerics_name(r.numerics);
     j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
