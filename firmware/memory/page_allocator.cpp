@@ -19,8 +19,22 @@ void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
         }
         free_[s] = capacity_[s];
     }
+    reserve_export_table();
     retired_count_ = 0;
     retired_in_channel_.fill(0);
+}
+
+// The MMU's export table (interface 1.8) has the last page of HBM: peers read it over the
+// fabric, so it is never handed out, and it counts in no slice's capacity.
+void PageAllocator::reserve_export_table()
+{
+    const std::uint32_t g = page_index(JAL_EXPORT_TABLE_PA);
+    const std::uint32_t s = g / kPagesPerSlice, page = g % kPagesPerSlice;
+    std::uint32_t& word = free_bits_[s][page / 32];
+    if (!((word >> (page % 32)) & 1)) return;  // its channel or slice is out of service
+    word &= ~(1u << (page % 32));
+    --free_[s];
+    --capacity_[s];
 }
 
 std::uint32_t PageAllocator::take(std::uint32_t slice)

@@ -75,6 +75,7 @@ private:
     Retired* find_retired(std::uint32_t index);
 
     static constexpr std::uint32_t kWords = kPagesPerSlice / 32;
+    void reserve_export_table();
     // Bit set = page free. Pages of channels out of service or slices not enabled stay clear.
     std::array<std::array<std::uint32_t, kWords>, JAL_NUM_SLICES> free_bits_{};
     std::array<std::uint16_t, JAL_NUM_SLICES> free_{};
