@@ -3,6 +3,7 @@
 #include <array>
 #include <bit>
 
+#include "firmware/hal/hal.hpp"
 #include "firmware/host/event_codes.hpp"
 #include "firmware/memory/mmu.hpp"
 #include "firmware/sys/watchdog.hpp"
@@ -49,13 +50,15 @@ void AddressSpaces::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
 {
     enabled_ = enabled_slices;
     pages_.init(enabled_slices, hbm);
+    // Only a chip cabled to others can be read by them: single chips keep every page.
+    if (hal::read32(JAL_LINK_CONNECTED_MASK) != 0) (void)pages_.reserve_export_table();
     contexts_.fill(Context{});
     allocs_.fill(Allocation{});
     fn_slice_pages_ = {};
     live_allocations_ = 0;
     next_ctx_ = 1;
     for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) (void)mmu::flush_ctx(ctx);
-    exports_.init();
+    if (pages_.export_table_reserved()) exports_.init();
 }
 
 std::uint32_t AddressSpaces::logical_slices() const
@@ -255,6 +258,7 @@ std::uint32_t AddressSpaces::export_memory(std::uint32_t ctx, std::uint64_t va, 
 {
     if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
         return JAL_STATUS_INVALID_FIELD;
+    if (!pages_.export_table_reserved()) return JAL_STATUS_UNSUPPORTED;  // no fabric ports
     if (bytes == 0) return JAL_STATUS_INVALID_LENGTH;
     if (va < JAL_VA_BASE || (va - JAL_VA_BASE) % JAL_PAGE_SIZE) return JAL_STATUS_INVALID_FIELD;
     const Allocation* a = find(ctx, va);

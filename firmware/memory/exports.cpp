@@ -24,8 +24,8 @@ std::uint32_t Exports::add(std::uint32_t ctx, std::uint32_t va_page, std::uint32
         std::uint32_t chip = 0;
         const std::uint32_t status = mmu::export_pages(ctx, va, pages, s, key, chip);
         if (status != JAL_STATUS_OK) return status;
-        slots_[s] = Slot{va_page, static_cast<std::uint16_t>(pages),
-                         static_cast<std::uint8_t>(ctx), 0};
+        slots_[s] =
+            Slot{va_page, static_cast<std::uint16_t>(pages), static_cast<std::uint8_t>(ctx), 0};
         out = jal_mem_export_reply{};
         out.key = key;
         out.handle = s;

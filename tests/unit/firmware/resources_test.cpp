@@ -244,7 +244,7 @@ TEST_F(ResourcesTest, WithoutTheResourceHandlerTheCommandsAreUnsupported)
 {
     host::AdminCommands bare{host::AdminDeps{chip, slices, hbm, power, log, post}};
     EXPECT_EQ(bare.execute(0, sqe(JAL_ADMIN_CREATE_CONTEXT)).status, JAL_STATUS_UNSUPPORTED);
-    EXPECT_EQ(bare.execute(0, sqe(0x1a)).status, JAL_STATUS_INVALID_OPCODE);
+    EXPECT_EQ(bare.execute(0, sqe(0x1c)).status, JAL_STATUS_INVALID_OPCODE);
 }
 
 // ---------------------------------------------------------------- placement
