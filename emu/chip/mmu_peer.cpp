@@ -70,7 +70,8 @@ std::uint32_t Mmu::map_remote(std::uint32_t ctx, std::uint64_t va, std::uint32_t
         std::uint32_t pages, reserved;
     } head{};
     std::uint64_t pa = 0, ns = 0;
-    std::uint32_t st = fabric.read(chip, slot_pa(slot), {reinterpret_cast<std::byte*>(&head), 16}, ns);
+    std::uint32_t st =
+        fabric.read(chip, slot_pa(slot), {reinterpret_cast<std::byte*>(&head), 16}, ns);
     if (st == JAL_STATUS_OK)
         st = fabric.read(chip, slot_pa(slot) + offsetof(jal_export_entry, pa) + 8ull * page,
                          {reinterpret_cast<std::byte*>(&pa), 8}, ns);

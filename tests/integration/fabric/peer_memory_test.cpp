@@ -3,6 +3,9 @@
 // packets and a tile program on chip 1 read and write it, byte for byte, at the links'
 // modelled cost. Isolation (no mapping, a forged export, a freed export) and a link taken
 // down end in clear statuses, and local work carries on.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -46,14 +50,30 @@ using namespace std::chrono_literals;
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 constexpr auto kWait = 30s;  // a packet that never completes fails the test, never hangs it
 
+// A TCP port nothing listens on right now (the process's endpoint listens there, so tests
+// running side by side need their own).
+int free_port()
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
 // One process, chips 0 and 1, two links between them.
 std::string write_domain_file()
 {
-    static int n = 0;
+    const int port = free_port();
     const std::string path = ::testing::TempDir() + "peer-domain-" + std::to_string(getpid()) +
-                             "-" + std::to_string(n++) + ".json";
+                             "-" + std::to_string(port) + ".json";
     std::ofstream(path) << R"({"provider": "tcp", "processes": [
-        {"name": "a", "address": "127.0.0.1:1", "chips": [0, 1]}],
+        {"name": "a", "address": "127.0.0.1:)"
+                        << port << R"(", "chips": [0, 1]}],
       "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
                 {"kind": "scale-up", "a": [0, 1], "b": [1, 1]}]})";
     return path;
@@ -108,8 +128,8 @@ protected:
     {
         jal::test::EmuOptions o;
         o.chips = 2;
-        o.extra_args = {"--fw", "native", "--domain", write_domain_file(), "--process", "a",
-                        "--fabric-timeout", "2"};
+        o.extra_args = {"--fw",      "native", "--domain",         write_domain_file(),
+                        "--process", "a",      "--fabric-timeout", "2"};
         emu = std::make_unique<jal::test::EmuProcess>(o);
         console1 = std::make_unique<ConsoleClient>(emu->socket_dir() + "/jal1.console");
         wait_links_up();
@@ -199,7 +219,8 @@ TEST_F(PeerMemoryTest, ARemoteCopyCostsAtLeastItsBytesAtTheLinkRate)
     EXPECT_EQ(bytes, data.size());
     double fastest = 0;  // GB/s = bytes per ns
     const json links = console1->ask("links");
-    for (const json& l : links["links"]) fastest = std::max(fastest, l["gbytes_per_s"].get<double>());
+    for (const json& l : links["links"])
+        fastest = std::max(fastest, l["gbytes_per_s"].get<double>());
     ASSERT_GT(fastest, 0) << links.dump();
     // The modelled time is the link model's charge: never below bytes / rate.
     EXPECT_GE(static_cast<double>(ns) * fastest / static_cast<double>(bytes), 1.0)
@@ -262,6 +283,39 @@ TEST_F(PeerMemoryTest, ATileProgramLoadsAndStoresAPeerBuffer)
             std::memcpy(&v, a.host.data() + r * kStride + c * 4, 4);
             ASSERT_EQ(v, src[r * kCols + c] + 1.5f) << "row " << r << " col " << c;
         }
+}
+
+TEST_F(PeerMemoryTest, ScalarLoadsAndStoresReachThePeerBuffer)
+{
+    Side a(*dev0, kPage), b(*dev1, kPage);
+    Memory theirs(a.ctx, kPage, JAL_PLACE_SLICE, 1);
+    Memory peer = Memory::map_peer(b.ctx, theirs, 0, kPage);
+    std::vector<std::byte> v(8);
+    const uint64_t x = 0x0123456789abcdefull;
+    std::memcpy(v.data(), &x, 8);
+    ASSERT_EQ(a.to_device(theirs.va() + 4096, v), uint32_t{JAL_STATUS_OK});
+
+    // *(dst) = *(src) + 1, with LD and ST on the peer's addresses.
+    Builder k("peer_scalar");
+    X src = k.arg("src", JAL_ARG_ADDRESS), dst = k.arg("dst", JAL_ARG_ADDRESS);
+    X t = k.x();
+    k.ld(t, src, 0);
+    k.addi(t, t, 1);
+    k.st(t, dst, 0);
+    k.end();
+    Launcher launcher(*dev1, b.ctx, b.queue);
+    Program prog(*dev1, b.ctx, b.queue, k.finish());
+    DispatchOptions one;
+    one.slice_mask = 1;
+    const jal_dispatch_report rep =
+        launcher.run(prog, Args().addr(peer.va() + 4096).addr(peer.va() + 8192), one);
+    ASSERT_EQ(rep.status, uint32_t{JAL_STATUS_OK});
+    // The load waited for the link's round trip (a read's 2 µs flight at least).
+    EXPECT_GE(rep.modelled_ns, 2000u);
+    ASSERT_EQ(a.to_host(theirs.va() + 8192, 8), uint32_t{JAL_STATUS_OK});
+    uint64_t y;
+    std::memcpy(&y, a.host.data(), 8);
+    EXPECT_EQ(y, x + 1);
 }
 
 TEST_F(PeerMemoryTest, OnlyTheImportingContextReachesThePeerBuffer)

@@ -113,8 +113,7 @@ TEST(MmuPeer, ExportWritesTheTableEntryInHbm)
     EXPECT_NE(key, 0u);
     EXPECT_EQ(t.mmu[0].fw_read(reg(JAL_MMU_CHIP)), 0u);  // the exporter's domain id
     jal_export_entry e{};
-    t.hbm[0].read(JAL_EXPORT_TABLE_PA + 3 * sizeof e,
-                  {reinterpret_cast<std::byte*>(&e), sizeof e});
+    t.hbm[0].read(JAL_EXPORT_TABLE_PA + 3 * sizeof e, {reinterpret_cast<std::byte*>(&e), sizeof e});
     EXPECT_EQ(e.key, key);
     EXPECT_EQ(e.pages, 2u);
     EXPECT_EQ(e.pa[0], 5 * kPage);
