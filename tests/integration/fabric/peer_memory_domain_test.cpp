@@ -53,8 +53,8 @@ int free_port()
 
 std::string write_domain_file()
 {
-    const std::string path = ::testing::TempDir() + "peer-tcp-" + std::to_string(getpid()) +
-                             "-" + std::to_string(free_port()) + ".json";
+    const std::string path = ::testing::TempDir() + "peer-tcp-" + std::to_string(getpid()) + "-" +
+                             std::to_string(free_port()) + ".json";
     std::ofstream(path) << R"({"provider": "tcp", "processes": [
         {"name": "a", "address": "127.0.0.1:)"
                         << free_port() << R"(", "chips": [0]},
@@ -67,8 +67,8 @@ std::string write_domain_file()
 std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std::string& process)
 {
     jal::test::EmuOptions o;
-    o.extra_args = {"--fw", "native", "--domain", file, "--process", process, "--fabric-timeout",
-                    "2"};
+    o.extra_args = {"--fw",      "native", "--domain",         file,
+                    "--process", process,  "--fabric-timeout", "2"};
     return std::make_unique<jal::test::EmuProcess>(o);
 }
 

@@ -106,6 +106,35 @@ bool FakeMmu::drop(std::pair<std::uint32_t, std::uint64_t> key)
     return true;
 }
 
+bool FakeMmu::execute_peer(std::uint32_t v, std::pair<std::uint32_t, std::uint64_t> key)
+{
+    switch (v) {
+    case JAL_MMU_CMD_EXPORT:
+        exported[slot] = flags;
+        key_lo = slot + 1;
+        key_hi = 0;
+        chip = 7;
+        return true;
+    case JAL_MMU_CMD_REVOKE:
+        revoked.push_back(slot);
+        exported.erase(slot);
+        return true;
+    case JAL_MMU_CMD_MAP_REMOTE: {
+        if (key_lo != slot + 1 || key_hi != 0 || !exported.contains(slot)) {
+            status = JAL_STATUS_PERMISSION;
+            return true;
+        }
+        const std::uint64_t marker = std::uint64_t{chip} << 48 | std::uint64_t{slot} << 20 | flags;
+        drop(key);
+        maps[key] = {marker};
+        ++mapped_[marker];
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
 void FakeMmu::execute(std::uint32_t v)
 {
     const std::uint64_t va = std::uint64_t{va_hi} << 32 | va_lo;
@@ -166,34 +195,13 @@ void FakeMmu::execute(std::uint32_t v)
         scrubbed.push_back(pa);
         if (auto it = mapped_.find(pa); it != mapped_.end()) scrubbed_while_mapped += it->second;
         return;
-    case JAL_MMU_CMD_EXPORT:
-        exported[slot] = flags;
-        key_lo = slot + 1;
-        key_hi = 0;
-        chip = 7;
-        return;
-    case JAL_MMU_CMD_REVOKE:
-        revoked.push_back(slot);
-        exported.erase(slot);
-        return;
-    case JAL_MMU_CMD_MAP_REMOTE: {
-        if (key_lo != slot + 1 || key_hi != 0 || !exported.contains(slot)) {
-            status = JAL_STATUS_PERMISSION;
-            return;
-        }
-        const std::uint64_t marker = std::uint64_t{chip} << 48 | std::uint64_t{slot} << 20 | flags;
-        drop(key);
-        maps[key] = {marker};
-        ++mapped_[marker];
-        return;
-    }
     case JAL_MMU_CMD_FLUSH_CTX:
         flushes.push_back(ctx);
         for (auto it = maps.lower_bound({ctx, 0}); it != maps.end() && it->first.first == ctx;)
             drop((it++)->first);
         return;
     default:
-        status = JAL_STATUS_INVALID_OPCODE;
+        if (!execute_peer(v, key)) status = JAL_STATUS_INVALID_OPCODE;
         return;
     }
 }

@@ -45,6 +45,8 @@ struct FakeMmu {
     bool read(std::uint32_t addr, std::uint32_t& v) const;
     void write(std::uint32_t addr, std::uint32_t v);
     void execute(std::uint32_t cmd);  // a write of CMD
+    // EXPORT, REVOKE, MAP_REMOTE (false for any other command).
+    bool execute_peer(std::uint32_t cmd, std::pair<std::uint32_t, std::uint64_t> key);
     // Mappings (virtual pages) of a context.
     std::size_t mapped_pages(std::uint32_t context) const;
     const std::vector<std::uint64_t>* replicas(std::uint32_t context, std::uint64_t va) const;
