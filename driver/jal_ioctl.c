@@ -135,6 +135,8 @@ static long jal_ioctl_admin(struct jal_file *jf, struct jal_ioctl_admin *a)
 			return -EPERM;
 		break;
 	case JAL_ADMIN_GET_PLACEMENT:
+	case JAL_ADMIN_EXPORT_MEMORY: /* peer memory (interface 1.8): the */
+	case JAL_ADMIN_IMPORT_PEER: /* file's own context only */
 		if (!jal_owns_context(jf, a->cdw[0]))
 			return -EPERM;
 		break;

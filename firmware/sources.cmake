@@ -7,6 +7,7 @@ set(JALFW_SOURCES
   hbm/trainer.cpp
   links/link_manager.cpp
   memory/address_spaces.cpp
+  memory/exports.cpp
   memory/page_allocator.cpp
   host/admin_commands.cpp
   host/admin_firmware.cpp

@@ -60,6 +60,7 @@ Chip::Chip(const ChipConfig& config)
         (void)hbm_.discard(pa, Mmu::kPage);
         clock_.advance(kScrubNs);
     };
+    wire_peer_memory();
     slices_.set_synthetic_busy(config.load_watts > 0);
     if (config.debuggable) debug_ = std::make_unique<gdb::CoreDebug>(clock_, config.debug_wait);
     host_.on_post_code = [this](std::uint32_t code) {

@@ -100,6 +100,7 @@ private:
     void run_firmware_image(FirmwareImage image);
     void apply_reset(std::uint32_t cause);
     void name_trace_tracks();  // chip_trace.cpp
+    void wire_peer_memory();   // chip_peer.cpp: the MMU's remote pages over the fabric ports
 
     ChipConfig config_;
     ChipTrace trace_;  // before cp_, which keeps a pointer to it

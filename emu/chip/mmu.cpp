@@ -34,6 +34,14 @@ std::uint32_t Mmu::fw_read(std::uint32_t off) const
         return r_flags_;
     case reg(JAL_MMU_STATUS):
         return r_status_;
+    case reg(JAL_MMU_CHIP):
+        return r_chip_;
+    case reg(JAL_MMU_SLOT):
+        return r_slot_;
+    case reg(JAL_MMU_KEY_LO):
+        return static_cast<std::uint32_t>(r_key_);
+    case reg(JAL_MMU_KEY_HI):
+        return static_cast<std::uint32_t>(r_key_ >> 32);
     default:
         return 0;
     }
@@ -64,34 +72,61 @@ void Mmu::fw_write(std::uint32_t off, std::uint32_t v)
     case reg(JAL_MMU_FLAGS):
         r_flags_ = v;
         break;
+    case reg(JAL_MMU_CHIP):
+        r_chip_ = v;
+        break;
+    case reg(JAL_MMU_SLOT):
+        r_slot_ = v;
+        break;
+    case reg(JAL_MMU_KEY_LO):
+        lo(r_key_, v);
+        break;
+    case reg(JAL_MMU_KEY_HI):
+        hi(r_key_, v);
+        break;
     case reg(JAL_MMU_CMD):
-        switch (v) {
-        case JAL_MMU_CMD_MAP:
-            r_status_ = (r_flags_ & ~JAL_MMU_F_ADD_REPLICA)
-                            ? std::uint32_t{JAL_STATUS_INVALID_FIELD}
-                            : map(r_ctx_, r_va_, r_pa_, r_flags_ & JAL_MMU_F_ADD_REPLICA);
-            break;
-        case JAL_MMU_CMD_UNMAP:
-            r_status_ = unmap(r_ctx_, r_va_);
-            break;
-        case JAL_MMU_CMD_LOOKUP: {
-            std::uint64_t pa = 0;
-            r_status_ = lookup(r_ctx_, r_va_, r_flags_, pa);
-            if (r_status_ == JAL_STATUS_OK) r_pa_ = pa;
-            break;
-        }
-        case JAL_MMU_CMD_FLUSH_CTX:
-            r_status_ = flush(r_ctx_);
-            break;
-        case JAL_MMU_CMD_SCRUB:
-            r_status_ = scrub(r_pa_);
-            break;
-        default:
-            r_status_ = JAL_STATUS_INVALID_OPCODE;
-            break;
-        }
+        fw_command(v);
         break;
     default:
+        break;
+    }
+}
+
+void Mmu::fw_command(std::uint32_t cmd)
+{
+    switch (cmd) {
+    case JAL_MMU_CMD_MAP:
+        r_status_ = (r_flags_ & ~JAL_MMU_F_ADD_REPLICA)
+                        ? std::uint32_t{JAL_STATUS_INVALID_FIELD}
+                        : map(r_ctx_, r_va_, r_pa_, r_flags_ & JAL_MMU_F_ADD_REPLICA);
+        break;
+    case JAL_MMU_CMD_UNMAP:
+        r_status_ = unmap(r_ctx_, r_va_);
+        break;
+    case JAL_MMU_CMD_LOOKUP: {
+        std::uint64_t pa = 0;
+        r_status_ = lookup(r_ctx_, r_va_, r_flags_, pa);
+        if (r_status_ == JAL_STATUS_OK) r_pa_ = pa;
+        break;
+    }
+    case JAL_MMU_CMD_FLUSH_CTX:
+        r_status_ = flush(r_ctx_);
+        break;
+    case JAL_MMU_CMD_SCRUB:
+        r_status_ = scrub(r_pa_);
+        break;
+    case JAL_MMU_CMD_EXPORT:
+        r_status_ = export_pages(r_ctx_, r_va_, r_flags_, r_slot_, r_key_);
+        r_chip_ = fabric.self ? fabric.self() : ~0u;
+        break;
+    case JAL_MMU_CMD_REVOKE:
+        r_status_ = revoke(r_slot_);
+        break;
+    case JAL_MMU_CMD_MAP_REMOTE:
+        r_status_ = map_remote(r_ctx_, r_va_, r_chip_, r_slot_, r_flags_, r_key_);
+        break;
+    default:
+        r_status_ = JAL_STATUS_INVALID_OPCODE;
         break;
     }
 }
@@ -104,6 +139,8 @@ std::uint32_t Mmu::map(std::uint32_t ctx, std::uint64_t va, std::uint64_t pa, bo
     Context& c = ctx_[ctx];
     std::unique_lock lock(c.mutex);
     Page& page = c.pages[va / kPage];
+    if (add_replica && !page.empty() && page.front().remote())
+        return JAL_STATUS_INVALID_FIELD;  // a peer's page has no replicas here
     if (!add_replica) page.clear();
     if (std::any_of(page.begin(), page.end(), [&](const Replica& x) { return x.pa == pa; }))
         return JAL_STATUS_INVALID_FIELD;  // the same physical page twice
@@ -152,8 +189,8 @@ std::uint32_t Mmu::scrub(std::uint64_t pa)
 void Mmu::reset()
 {
     for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) flush(ctx);
-    r_ctx_ = r_flags_ = r_status_ = 0;
-    r_va_ = r_pa_ = 0;
+    r_ctx_ = r_flags_ = r_status_ = r_chip_ = r_slot_ = 0;
+    r_va_ = r_pa_ = r_key_ = 0;
 }
 
 std::size_t Mmu::mapped_pages(std::uint32_t ctx) const

@@ -111,6 +111,17 @@ std::optional<json> run_fabric_command(Chip& chip, const std::vector<std::string
         need(0);
         return domain_json(chip);
     }
+    if (cmd == "peer-memory") {
+        // What the MMU's peer pages moved (COPY packets and tile programs), and the links'
+        // modelled time for it: never less than the bytes at the links' rate.
+        need(0);
+        const Mmu::PeerStats s = chip.mmu().peer_stats();
+        return json{{"chip", chip.config().domain_chip},
+                    {"accesses", s.accesses},
+                    {"bytes", s.bytes},
+                    {"link_ns", s.link_ns},
+                    {"failures", s.failures}};
+    }
     if (cmd == "links") {
         need(0);
         return json{{"chip", chip.config().domain_chip}, {"links", links_json(chip)}};

@@ -69,7 +69,8 @@ bool source_poisoned(const HbmMemory& hbm, const Mmu::View& v, std::uint64_t src
         const std::uint64_t a = src + off;
         const std::uint64_t n = std::min(size - off, kPage - (a & (kPage - 1)));
         const Mmu::Page* p = v.find(a);
-        if (p && hbm.poisoned(p->front().pa + (a & (kPage - 1)), n)) return true;
+        if (p && !p->front().remote() && hbm.poisoned(p->front().pa + (a & (kPage - 1)), n))
+            return true;
         off += n;
     }
     return false;
@@ -486,7 +487,10 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
             return JAL_STATUS_ECC_UNCORRECTED;
     }
     // Page runs: the context's lock is held for one run, so a concurrent UNMAP waits for
-    // the bytes in flight. Destinations write every replica; sources read replica 0.
+    // the bytes in flight. Destinations write every replica; sources read replica 0. A
+    // peer's page (remote) goes over the fabric ports; its failure (LINK_DOWN, a revoked
+    // export) ends the copy with the runs before it done.
+    std::vector<std::byte> bounce;
     for (std::uint64_t off = 0; off < size;) {
         std::uint64_t n = size - off;
         if (dir != JAL_COPY_H2D) n = std::min(n, kPage - ((src + off) & (kPage - 1)));
@@ -494,22 +498,43 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
         Mmu::View v(env_.mmu, ctx);
         const std::byte* from = hsrc ? hsrc + off : nullptr;
         if (!from) {
-            const Mmu::Page* p = v.find(src + off);
-            if (!p) return JAL_STATUS_PAGE_FAULT;  // unmapped since the check
-            const std::uint64_t pa = p->front().pa + ((src + off) & (kPage - 1));
-            if (env_.hbm.poisoned(pa, n)) return JAL_STATUS_ECC_UNCORRECTED;
-            from = hbm_ + pa;
+            const std::uint32_t st = copy_source(v, src + off, n, bounce, from);
+            if (st != JAL_STATUS_OK) return st;
         }
         if (hdst) {
             std::memcpy(hdst + off, from, n);
         } else {
             const Mmu::Page* p = v.find(dst + off);
             if (!p) return JAL_STATUS_PAGE_FAULT;
-            for (const Mmu::Replica& r : *p)
-                std::memmove(hbm_ + r.pa + ((dst + off) & (kPage - 1)), from, n);
+            const std::uint64_t in_page = (dst + off) & (kPage - 1);
+            for (const Mmu::Replica& r : *p) {
+                if (!r.remote()) {
+                    std::memmove(hbm_ + r.pa + in_page, from, n);
+                    continue;
+                }
+                const std::uint32_t st = env_.mmu.peer_write(r, in_page, {from, n});
+                if (st != JAL_STATUS_OK) return st;
+            }
         }
         off += n;
     }
+    return JAL_STATUS_OK;
+}
+
+std::uint32_t QueueEngine::copy_source(const Mmu::View& v, std::uint64_t va, std::uint64_t n,
+                                       std::vector<std::byte>& bounce, const std::byte*& from)
+{
+    const Mmu::Page* p = v.find(va);
+    if (!p) return JAL_STATUS_PAGE_FAULT;  // unmapped since the check
+    const Mmu::Replica& r = p->front();
+    const std::uint64_t in_page = va & (kPage - 1);
+    if (r.remote()) {
+        bounce.resize(n);
+        from = bounce.data();
+        return env_.mmu.peer_read(r, in_page, bounce);
+    }
+    if (env_.hbm.poisoned(r.pa + in_page, n)) return JAL_STATUS_ECC_UNCORRECTED;
+    from = hbm_ + r.pa + in_page;
     return JAL_STATUS_OK;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "emu/chip/host_memory.hpp"
+#include "emu/chip/mmu.hpp"
 #include "emu/cp/doorbells.hpp"
 #include "emu/trace/trace_writer.hpp"
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace jal::emu {
 
@@ -162,6 +164,10 @@ private:
     std::uint32_t accept_dispatch(const HostMemory::Pin& pin, const std::byte* pkt);
     std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,
                        std::uint64_t dst, std::uint64_t size);
+    // Where a page run of a device source [va, va+n) is read from: HBM in place, or (a
+    // peer's page) into `bounce` over the fabric.
+    std::uint32_t copy_source(const Mmu::View& v, std::uint64_t va, std::uint64_t n,
+                              std::vector<std::byte>& bounce, const std::byte*& from);
     void record_error(std::uint32_t status, std::uint64_t index);
     void complete(std::byte* signal, std::uint32_t status);
     // Runs the DISPATCH packet execute() set aside, outside any pin of host memory (a

@@ -36,8 +36,21 @@ std::uint32_t DeviceMemory::write(std::uint64_t va, const void* src, std::uint64
 }
 
 DeviceMemory::Access::Access(const DeviceMemory& m)
-    : mem_(m.mem_), hbm_(m.hbm_), view_(m.mmu_, m.ctx_)
+    : mmu_(m.mmu_), mem_(m.mem_), hbm_(m.hbm_), view_(m.mmu_, m.ctx_)
 {}
+
+std::uint32_t DeviceMemory::Access::peer_run(const Mmu::Replica& r, std::uint64_t in_page,
+                                             std::byte* out, const std::byte* in, std::uint64_t n,
+                                             Traffic& t)
+{
+    t.peer += n;
+    if (!out && !in) return JAL_STATUS_OK;
+    std::uint64_t ns = 0;
+    const std::uint32_t st =
+        out ? mmu_.peer_read(r, in_page, {out, n}, &ns) : mmu_.peer_write(r, in_page, {in, n}, &ns);
+    t.peer_ns += ns;
+    return st;
+}
 
 const Mmu::Page* DeviceMemory::Access::find(std::uint64_t va)
 {
@@ -65,6 +78,16 @@ std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint6
         if (!p) {
             fault_va = a;
             return JAL_STATUS_PAGE_FAULT;
+        }
+        if (p->front().remote()) {
+            const std::uint32_t st =
+                peer_run(p->front(), a & (kPage - 1), out ? out + off : nullptr, nullptr, n, t);
+            if (st != JAL_STATUS_OK) {
+                fault_va = a;
+                return st;
+            }
+            off += n;
+            continue;
         }
         const Mmu::Replica* r = &p->front();
         for (const Mmu::Replica& x : *p)
@@ -102,6 +125,15 @@ std::uint32_t DeviceMemory::Access::write(std::uint64_t va, const void* src, std
             return JAL_STATUS_PAGE_FAULT;
         }
         for (const Mmu::Replica& r : *p) {
+            if (r.remote()) {
+                const std::uint32_t st =
+                    peer_run(r, a & (kPage - 1), nullptr, in ? in + off : nullptr, n, t);
+                if (st != JAL_STATUS_OK) {
+                    fault_va = a;
+                    return st;
+                }
+                continue;
+            }
             (r.slice == slice ? t.local : t.remote) += n;
             if (in) std::memcpy(hbm_ + r.pa + (a & (kPage - 1)), in + off, n);
         }

@@ -14,13 +14,17 @@ class HbmMemory;
 
 namespace jal::emu::exec {
 
-// Bytes moved, split by where they live relative to the accessing slice.
+// Bytes moved, split by where they live relative to the accessing slice: its own HBM,
+// another slice's, or another chip's (a peer page, over the fabric ports: `peer_ns` is the
+// links' modelled time for those bytes, the charge of the link model).
 struct Traffic {
-    std::uint64_t local = 0, remote = 0;
+    std::uint64_t local = 0, remote = 0, peer = 0, peer_ns = 0;
     Traffic& operator+=(const Traffic& o)
     {
         local += o.local;
         remote += o.remote;
+        peer += o.peer;
+        peer_ns += o.peer_ns;
         return *this;
     }
 };
@@ -35,7 +39,8 @@ public:
     bool mapped(std::uint64_t va, std::uint64_t len) const;
     // Copies device bytes to `dst` (dst null: only accounts traffic). Returns a jal_status;
     // PAGE_FAULT leaves `fault_va` at the first unmapped page, ECC_UNCORRECTED (only when `dst`
-    // is not null) at the first byte of a run from a poisoned page.
+    // is not null) at the first byte of a run from a poisoned page, LINK_DOWN or PERMISSION
+    // (a peer's page that cannot be reached, or whose export was revoked) at its run.
     std::uint32_t read(std::uint64_t va, void* dst, std::uint64_t len, std::uint32_t slice,
                        Traffic& t, std::uint64_t& fault_va) const;
     // Writes to every replica (src null: only accounts traffic). Check mapped() first:
@@ -77,7 +82,12 @@ private:
     // The replicas of the page holding va, or nullptr: the rows of a tile mostly fall in the
     // page of the row before, so the last page found is remembered.
     const Mmu::Page* find(std::uint64_t va);
+    // One page run of a peer's page (data null: only accounts the bytes; no link time is
+    // modelled for an access that moves nothing).
+    std::uint32_t peer_run(const Mmu::Replica& r, std::uint64_t in_page, std::byte* out,
+                           const std::byte* in, std::uint64_t n, Traffic& t);
 
+    const Mmu& mmu_;
     const HbmMemory& mem_;
     std::byte* hbm_;
     Mmu::View view_;

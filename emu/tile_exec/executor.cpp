@@ -437,7 +437,10 @@ std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t&
         st = p_.memory->read(va, &v, size, s.physical, t, fault_va);
         if (st == JAL_STATUS_OK) {
             if (i.a) s.x[i.a] = size == 4 ? (v & 0xffffffffull) : v;
-            s.timing.scalar_load(va, t.remote != 0);
+            if (t.peer)
+                s.timing.peer_load(static_cast<double>(t.peer_ns));
+            else
+                s.timing.scalar_load(va, t.remote != 0);
         }
     }
     if (st != JAL_STATUS_OK) addr = fault_va;

@@ -134,7 +134,8 @@ double SliceTiming::engine_op(const EngineOp& op)
     switch (op.engine) {
     case Engine::dma:
         busy = kDmaOpCycles * cycle_ + op.traffic.local / kLocalHbmBytesPerNs +
-               op.traffic.remote / kRemoteHbmBytesPerNs;
+               op.traffic.remote / kRemoteHbmBytesPerNs +
+               static_cast<double>(op.traffic.peer_ns);  // the link model's charge
         latency = op.traffic.remote ? kRemoteHbmLatencyNs : kLocalHbmLatencyNs;
         ctr_.hbm_bytes += op.traffic.local + op.traffic.remote;
         ctr_.hbm_energy_pj +=

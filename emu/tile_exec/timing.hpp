@@ -53,6 +53,9 @@ public:
     // LD/LW: the scalar data cache, or a miss to HBM (local or remote).
     void scalar_load(std::uint64_t va, bool remote);
     void scalar_store(std::uint64_t va, std::uint64_t bytes, bool remote);
+    // LD/LW of a peer chip's page (interface 1.8): the scalar unit waits for the link's
+    // round trip, the link model's charge (never cached: another chip may write it).
+    void peer_load(double link_ns) { t_ += link_ns; }
     // TREAD/TWRITE: the scalar unit waits for engine ops that write (or, for a write,
     // touch) the range.
     void scalar_tile_access(L1Range r, bool write);

@@ -75,6 +75,8 @@ std::uint64_t AdminCommands::hbm_bytes_usable() const
     for (std::uint32_t ch = 0; ch < JAL_HBM_CHANNELS; ++ch)
         if (d_.hbm.channels[ch].usable() && ((d_.slices.enabled() >> jal_slice_of_channel(ch)) & 1))
             bytes += JAL_HBM_CHANNEL_BYTES;
+    // Less the MMU's export table (interface 1.8) on a chip with fabric ports.
+    if (resources_ && resources_->memory().pages().export_table_reserved()) bytes -= JAL_PAGE_SIZE;
     return bytes;
 }
 

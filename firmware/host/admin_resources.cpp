@@ -47,6 +47,10 @@ std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
         return sizeof(jal_queue_status);
     case JAL_ADMIN_GET_USAGE:
         return sizeof(jal_usage);
+    case JAL_ADMIN_EXPORT_MEMORY:
+        return sizeof(jal_mem_export_reply);
+    case JAL_ADMIN_IMPORT_PEER:
+        return sizeof(jal_mem_alloc_reply);
     default:
         return 0;
     }
@@ -80,6 +84,10 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
         return queue_command(fn, sqe, out);
     case JAL_ADMIN_GET_USAGE:
         return usage(out);
+    case JAL_ADMIN_EXPORT_MEMORY:
+        return export_memory(fn, sqe, out);
+    case JAL_ADMIN_IMPORT_PEER:
+        return import_peer(fn, sqe, out);
     default:
         return fail(JAL_STATUS_INVALID_OPCODE);
     }
@@ -181,6 +189,42 @@ Completion ResourceCommands::free_memory(std::uint32_t fn, const jal_admin_sqe& 
     std::uint32_t status = mem_.check_owner(fn, ctx);
     if (status == JAL_STATUS_OK) status = mem_.free(ctx, cdw64(sqe, 1));
     return status == JAL_STATUS_OK ? ok() : fail(status);
+}
+
+Completion ResourceCommands::export_memory(std::uint32_t fn, const jal_admin_sqe& sqe,
+                                           ReplyWriter& out)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    jal_mem_export_reply reply{};
+    status = mem_.export_memory(ctx, cdw64(sqe, 1), cdw64(sqe, 3), reply);
+    if (status != JAL_STATUS_OK) return fail(status);
+    out.put(&reply, sizeof reply);
+    if (out.finish() != JAL_STATUS_OK) {
+        // The host never learns the key: nobody can use the export, so take it back.
+        mem_.unexport(ctx, reply.handle);
+        return fail(JAL_STATUS_DMA_FAULT);
+    }
+    return ok(reply.handle);
+}
+
+Completion ResourceCommands::import_peer(std::uint32_t fn, const jal_admin_sqe& sqe,
+                                         ReplyWriter& out)
+{
+    const std::uint32_t ctx = sqe.cdw[0];
+    std::uint32_t status = mem_.check_owner(fn, ctx);
+    if (status != JAL_STATUS_OK) return fail(status);
+    if (sqe.cdw[6] || sqe.cdw[7] || sqe.cdw[8] || sqe.cdw[9]) return fail(JAL_STATUS_INVALID_FIELD);
+    jal_mem_alloc_reply reply{};
+    status = mem_.import_peer(ctx, sqe.cdw[1], sqe.cdw[2], cdw64(sqe, 3), sqe.cdw[5], reply);
+    if (status != JAL_STATUS_OK) return fail(status);
+    out.put(&reply, sizeof reply);
+    if (out.finish() != JAL_STATUS_OK) {
+        (void)mem_.free(ctx, reply.va);
+        return fail(JAL_STATUS_DMA_FAULT);
+    }
+    return ok(out.written());
 }
 
 Completion ResourceCommands::get_placement(std::uint32_t fn, const jal_admin_sqe& sqe,

@@ -1,4 +1,4 @@
-// Admin commands 0x10-0x18 (interface 1.1): contexts, device memory and user queues, and
+// Admin commands 0x10-0x1b (interface 1.1; 0x19 since 1.6, 0x1a-0x1b since 1.8): contexts, device memory and user queues, and
 // the cleanup that keeps them from outliving their host function.
 //
 // Every context belongs to the host function (admin queue) that created it; its queues
@@ -37,7 +37,7 @@ public:
 
     static bool handles(std::uint8_t opcode)
     {
-        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_GET_USAGE;
+        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_IMPORT_PEER;
     }
     // Smallest data_len of the data-carrying ones (0 for the others).
     static std::uint32_t min_data_len(std::uint8_t opcode);
@@ -59,6 +59,9 @@ private:
     Completion alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion free_memory(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion get_placement(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    // Peer memory (1.8): EXPORT_MEMORY and IMPORT_PEER.
+    Completion export_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion import_peer(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion create_queue(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion queue_command(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     // GET_USAGE: streamed a field group at a time (jal_usage is 1.6 KiB; SRAM stacks are

@@ -3,6 +3,7 @@
 #include <array>
 #include <bit>
 
+#include "firmware/hal/hal.hpp"
 #include "firmware/host/event_codes.hpp"
 #include "firmware/memory/mmu.hpp"
 #include "firmware/sys/watchdog.hpp"
@@ -49,12 +50,15 @@ void AddressSpaces::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
 {
     enabled_ = enabled_slices;
     pages_.init(enabled_slices, hbm);
+    // Only a chip cabled to others can be read by them: single chips keep every page.
+    if (hal::read32(JAL_LINK_CONNECTED_MASK) != 0) (void)pages_.reserve_export_table();
     contexts_.fill(Context{});
     allocs_.fill(Allocation{});
     fn_slice_pages_ = {};
     live_allocations_ = 0;
     next_ctx_ = 1;
     for (std::uint32_t ctx = 1; ctx < JAL_MAX_CONTEXTS; ++ctx) (void)mmu::flush_ctx(ctx);
+    if (pages_.export_table_reserved()) exports_.init();
 }
 
 std::uint32_t AddressSpaces::logical_slices() const
@@ -100,6 +104,7 @@ std::uint32_t AddressSpaces::destroy_context(std::uint32_t ctx)
 {
     if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction) return 0;
     std::uint32_t held = 0;
+    (void)exports_.revoke(ctx, 0, ~0u);  // before any page can be scrubbed and handed on
     for (Allocation& a : allocs_) {
         if (a.ctx != ctx) continue;
         (void)release(ctx, a.va_page, a.pages, a.replicas);
@@ -190,12 +195,7 @@ std::uint32_t AddressSpaces::alloc(std::uint32_t ctx, const AllocRequest& req,
         if (req.placement == JAL_PLACE_INTERLEAVED) need = pages / n + (k < pages % n ? 1u : 0u);
         if (pages_.free_pages(phys[k]) < need) return JAL_STATUS_NO_MEMORY;
     }
-    Allocation* slot = nullptr;
-    for (Allocation& a : allocs_)
-        if (a.ctx == 0) {
-            slot = &a;
-            break;
-        }
+    Allocation* slot = free_slot();
     if (slot == nullptr) return JAL_STATUS_NO_MEMORY;
 
     Context& c = contexts_[ctx];
@@ -236,6 +236,7 @@ std::uint32_t AddressSpaces::free(std::uint32_t ctx, std::uint64_t va)
     const std::uint64_t vp = (va - JAL_VA_BASE) / JAL_PAGE_SIZE;
     for (Allocation& a : allocs_) {
         if (a.ctx != ctx || a.va_page != vp) continue;
+        (void)exports_.revoke(ctx, a.va_page, a.pages);
         (void)release(ctx, a.va_page, a.pages, a.replicas);
         a = Allocation{};
         --live_allocations_;
@@ -243,6 +244,74 @@ std::uint32_t AddressSpaces::free(std::uint32_t ctx, std::uint64_t va)
         return JAL_STATUS_OK;
     }
     return JAL_STATUS_INVALID_FIELD;
+}
+
+Allocation* AddressSpaces::free_slot()
+{
+    for (Allocation& a : allocs_)
+        if (a.ctx == 0) return &a;
+    return nullptr;
+}
+
+std::uint32_t AddressSpaces::export_memory(std::uint32_t ctx, std::uint64_t va, std::uint64_t bytes,
+                                           jal_mem_export_reply& out)
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
+        return JAL_STATUS_INVALID_FIELD;
+    if (!pages_.export_table_reserved()) return JAL_STATUS_UNSUPPORTED;  // no fabric ports
+    if (bytes == 0) return JAL_STATUS_INVALID_LENGTH;
+    if (va < JAL_VA_BASE || (va - JAL_VA_BASE) % JAL_PAGE_SIZE) return JAL_STATUS_INVALID_FIELD;
+    const Allocation* a = find(ctx, va);
+    if (a == nullptr) return JAL_STATUS_PAGE_FAULT;
+    // Replicated pages would need every copy written by the peer; a peer's pages are not
+    // this context's to give.
+    if (a->replicas != 1) return JAL_STATUS_INVALID_FIELD;
+    const auto first = static_cast<std::uint32_t>((va - JAL_VA_BASE) / JAL_PAGE_SIZE);
+    const std::uint64_t pages = bytes / JAL_PAGE_SIZE + (bytes % JAL_PAGE_SIZE != 0);
+    if (first + pages > std::uint64_t{a->va_page} + a->pages) return JAL_STATUS_OUT_OF_RANGE;
+    if (pages > JAL_EXPORT_MAX_PAGES) return JAL_STATUS_INVALID_LENGTH;
+    return exports_.add(ctx, first, static_cast<std::uint32_t>(pages), out);
+}
+
+std::uint32_t AddressSpaces::import_peer(std::uint32_t ctx, std::uint32_t chip,
+                                         std::uint32_t handle, std::uint64_t key,
+                                         std::uint32_t pages, jal_mem_alloc_reply& reply)
+{
+    if (ctx == 0 || ctx >= JAL_MAX_CONTEXTS || contexts_[ctx].owner == kNoFunction)
+        return JAL_STATUS_INVALID_FIELD;
+    if (pages == 0 || pages > JAL_EXPORT_MAX_PAGES) return JAL_STATUS_INVALID_LENGTH;
+    if (handle >= JAL_MAX_EXPORTS) return JAL_STATUS_INVALID_FIELD;
+    Allocation* slot = free_slot();
+    if (slot == nullptr) return JAL_STATUS_NO_MEMORY;
+    Context& c = contexts_[ctx];
+    if (std::uint64_t{c.next_va_page} + pages + 1 > 0xffffffffull) return JAL_STATUS_NO_MEMORY;
+    const std::uint32_t va_page = c.next_va_page;
+    Progress progress;
+    for (std::uint32_t i = 0; i < pages; ++i) {
+        progress.pages(1);
+        const std::uint32_t status = mmu::map_remote(ctx, va_of(va_page + i), chip, handle, i, key);
+        if (status != JAL_STATUS_OK) {
+            for (std::uint32_t k = 0; k < i; ++k) (void)mmu::unmap(ctx, va_of(va_page + k));
+            return status;  // the peer's refusal (PERMISSION) or its link's (LINK_DOWN)
+        }
+    }
+    slot->va_page = va_page;
+    slot->pages = pages & 0x1ffff;
+    slot->replicas = 0;  // a peer's pages
+    slot->placement = 0;
+    slot->ctx = ctx & 0x3f;
+    ++live_allocations_;
+    ++c.allocations;
+    c.next_va_page = va_page + pages + 1;  // one guard page
+
+    reply = jal_mem_alloc_reply{};
+    reply.va = va_of(va_page);
+    reply.size = std::uint64_t{pages} * JAL_PAGE_SIZE;
+    reply.placement = JAL_PLACE_PEER;
+    reply.page_size = JAL_PAGE_SIZE;
+    reply.pages = pages;
+    reply.replicas = 0;
+    return JAL_STATUS_OK;
 }
 
 const Allocation* AddressSpaces::find(std::uint32_t ctx, std::uint64_t va) const

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "firmware/host/journal.hpp"
+#include "firmware/memory/exports.hpp"
 #include "firmware/memory/page_allocator.hpp"
 #include "jal/hw/admin.h"
 
@@ -40,7 +41,8 @@ struct AllocRequest {
     std::uint64_t page_budget = ~std::uint64_t{0};
 };
 
-// One live allocation (8 bytes). ctx == 0 marks a free slot.
+// One live allocation (8 bytes). ctx == 0 marks a free slot; replicas == 0 marks pages of a
+// peer chip (IMPORT_PEER): mapped here, owned and scrubbed there.
 struct Allocation {
     std::uint32_t va_page = 0;        // (va - JAL_VA_BASE) / JAL_PAGE_SIZE
     std::uint32_t pages : 17 = 0;     // virtual pages; at most kTotalPages
@@ -82,6 +84,19 @@ public:
                                       jal_mem_alloc_reply& reply);
     // va must be the start of one of the context's allocations (else INVALID_FIELD).
     [[nodiscard]] std::uint32_t free(std::uint32_t ctx, std::uint64_t va);
+    // Peer memory (interface 1.8). EXPORT_MEMORY: pages [va, va+bytes) of one of ctx's own
+    // allocations (page-aligned start; bytes rounded up to pages) published for peers.
+    [[nodiscard]] std::uint32_t export_memory(std::uint32_t ctx, std::uint64_t va,
+                                              std::uint64_t bytes, jal_mem_export_reply& out);
+    // IMPORT_PEER: `pages` pages of export `handle` of chip `chip` mapped at a fresh address
+    // of ctx (with a guard page after it, like an allocation); FREE_MEMORY unmaps them.
+    [[nodiscard]] std::uint32_t import_peer(std::uint32_t ctx, std::uint32_t chip,
+                                            std::uint32_t handle, std::uint64_t key,
+                                            std::uint32_t pages, jal_mem_alloc_reply& reply);
+    // Takes back export `handle` of ctx (its reply never reached the host).
+    void unexport(std::uint32_t ctx, std::uint32_t handle) { exports_.drop(ctx, handle); }
+    const Exports& exports() const { return exports_; }
+
     // The allocation of the context containing va, or nullptr.
     const Allocation* find(std::uint32_t ctx, std::uint64_t va) const;
     // Where replica `replica` of page `page` of the allocation lives (MMU LOOKUP).
@@ -133,8 +148,12 @@ private:
     // and released, so usage per function and slice costs no MMU walk).
     void account(std::uint32_t ctx, std::uint64_t pa, int delta);
 
+    // A free allocation slot, or nullptr.
+    Allocation* free_slot();
+
     host::Journal& journal_;
     PageAllocator pages_;
+    Exports exports_;
     // 1 KiB: at most kPagesPerSlice (1,728) pages of a slice, so 16 bits each.
     std::array<std::array<std::uint16_t, JAL_NUM_SLICES>, kFunctions> fn_slice_pages_{};
     std::uint64_t enabled_ = 0;

@@ -59,4 +59,42 @@ inline std::uint32_t flush_ctx(std::uint32_t ctx)
     return command(ctx, 0, 0, 0, JAL_MMU_CMD_FLUSH_CTX);
 }
 
+// ---- peer memory (interface 1.8) ----
+
+inline void set_peer(std::uint32_t chip, std::uint32_t slot, std::uint64_t key)
+{
+    hal::write32(JAL_MMU_CHIP, chip);
+    hal::write32(JAL_MMU_SLOT, slot);
+    hal::write32(JAL_MMU_KEY_LO, static_cast<std::uint32_t>(key));
+    hal::write32(JAL_MMU_KEY_HI, static_cast<std::uint32_t>(key >> 32));
+}
+
+// Publishes `pages` pages of ctx from va in export slot `slot`: the MMU draws the key and
+// reports this chip's domain id.
+inline std::uint32_t export_pages(std::uint32_t ctx, std::uint64_t va, std::uint32_t pages,
+                                  std::uint32_t slot, std::uint64_t& key, std::uint32_t& chip)
+{
+    set_peer(0, slot, 0);
+    const std::uint32_t status = command(ctx, va, 0, pages, JAL_MMU_CMD_EXPORT);
+    if (status != 0) return status;
+    key = std::uint64_t{hal::read32(JAL_MMU_KEY_HI)} << 32 | hal::read32(JAL_MMU_KEY_LO);
+    chip = hal::read32(JAL_MMU_CHIP);
+    return status;
+}
+
+// Clears export slot `slot`: every importer's next access to it fails.
+inline std::uint32_t revoke(std::uint32_t slot)
+{
+    set_peer(0, slot, 0);
+    return command(0, 0, 0, 0, JAL_MMU_CMD_REVOKE);
+}
+
+// Maps va of ctx to page `page` of export `slot` of chip `chip`, checked against `key`.
+inline std::uint32_t map_remote(std::uint32_t ctx, std::uint64_t va, std::uint32_t chip,
+                                std::uint32_t slot, std::uint32_t page, std::uint64_t key)
+{
+    set_peer(chip, slot, key);
+    return command(ctx, va, 0, page, JAL_MMU_CMD_MAP_REMOTE);
+}
+
 }  // namespace jal::fw::memory::mmu

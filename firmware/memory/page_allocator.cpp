@@ -19,8 +19,23 @@ void PageAllocator::init(std::uint64_t enabled_slices, const hbm::HbmState& hbm)
         }
         free_[s] = capacity_[s];
     }
+    table_reserved_ = false;
     retired_count_ = 0;
     retired_in_channel_.fill(0);
+}
+
+bool PageAllocator::reserve_export_table()
+{
+    if (table_reserved_) return true;
+    const std::uint32_t g = page_index(JAL_EXPORT_TABLE_PA);
+    const std::uint32_t s = g / kPagesPerSlice, page = g % kPagesPerSlice;
+    std::uint32_t& word = free_bits_[s][page / 32];
+    if (!((word >> (page % 32)) & 1)) return false;  // out of service (or taken: too late)
+    word &= ~(1u << (page % 32));
+    --free_[s];
+    --capacity_[s];
+    table_reserved_ = true;
+    return true;
 }
 
 std::uint32_t PageAllocator::take(std::uint32_t slice)

@@ -48,6 +48,12 @@ public:
     }
     std::uint32_t free_pages_total() const;
     // Pages that exist (free or taken) on the slice.
+    // Takes the MMU's export table page (JAL_EXPORT_TABLE_PA, interface 1.8) out of
+    // service for good: a chip with fabric ports lets peers read it, so no tenant may hold
+    // it. It then counts in no slice's capacity. False if its channel or slice is out of
+    // service (exports are then impossible).
+    bool reserve_export_table();
+    bool export_table_reserved() const { return table_reserved_; }
     std::uint32_t capacity(std::uint32_t slice) const
     {
         return slice < JAL_NUM_SLICES ? capacity_[slice] : 0;
@@ -75,6 +81,7 @@ private:
     Retired* find_retired(std::uint32_t index);
 
     static constexpr std::uint32_t kWords = kPagesPerSlice / 32;
+    bool table_reserved_ = false;
     // Bit set = page free. Pages of channels out of service or slices not enabled stay clear.
     std::array<std::array<std::uint32_t, kWords>, JAL_NUM_SLICES> free_bits_{};
     std::array<std::uint16_t, JAL_NUM_SLICES> free_{};

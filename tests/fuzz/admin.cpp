@@ -107,7 +107,8 @@ bool replies_with_data(std::uint8_t opcode)
     return opcode == JAL_ADMIN_IDENTIFY || opcode == JAL_ADMIN_GET_TELEMETRY ||
            opcode == JAL_ADMIN_GET_LOG || opcode == JAL_ADMIN_GET_SLICE_MAP ||
            opcode == JAL_ADMIN_GET_HBM_REPORT || opcode == JAL_ADMIN_GET_PLACEMENT ||
-           opcode == JAL_ADMIN_QUEUE_STATUS;
+           opcode == JAL_ADMIN_QUEUE_STATUS || opcode == JAL_ADMIN_EXPORT_MEMORY ||
+           opcode == JAL_ADMIN_IMPORT_PEER;
 }
 
 void check_completion(const jal_admin_sqe& s, const host::Completion& c)

@@ -76,7 +76,8 @@ struct jal_ioctl_reset {
 
 /* One admin command on the driver's queue. Commands that create or name contexts and
  * queues, or reset the chip, have their own ioctls and are refused here (-EPERM);
- * GET_PLACEMENT, QUEUE_STATUS and RESET_QUEUE must name the file's own context/queue. */
+ * GET_PLACEMENT, EXPORT_MEMORY, IMPORT_PEER, QUEUE_STATUS and RESET_QUEUE must name the
+ * file's own context/queue. */
 struct jal_ioctl_admin {
 	__u32 size;
 	__u32 flags;

@@ -43,6 +43,13 @@ enum jal_admin_opcode {
     JAL_ADMIN_QUEUE_STATUS = 0x17,  /* cdw[0] queue id; data: struct jal_queue_status */
     JAL_ADMIN_RESET_QUEUE = 0x18,   /* cdw[0] queue id: drop unexecuted packets, clear the error */
     JAL_ADMIN_GET_USAGE = 0x19,     /* data: struct jal_usage (interface 1.6): who holds what */
+    /* Peer memory (interface 1.8; docs/fabric.md, "Peer memory"). */
+    JAL_ADMIN_EXPORT_MEMORY = 0x1a, /* cdw[0] context, cdw[1..2] address (page-aligned, inside one
+				      * allocation), cdw[3..4] bytes (whole pages);
+				      * data: struct jal_mem_export_reply; result: handle */
+    JAL_ADMIN_IMPORT_PEER = 0x1b,   /* cdw[0] context, cdw[1] peer chip, cdw[2] handle, cdw[3..4]
+				      * key, cdw[5] pages; data: struct jal_mem_alloc_reply (placement
+				      * JAL_PLACE_PEER); FREE_MEMORY of its address unmaps it */
     /* Firmware update (interface 1.6; fw_image.h, docs/firmware.md 10). Privileged. */
     JAL_ADMIN_FW_DOWNLOAD = 0x20, /* cdw[0] offset in the inactive slot (0 erases it); data: the
 				    * image's bytes from there, sequential chunks */
@@ -128,7 +135,35 @@ enum jal_placement {
     JAL_PLACE_INTERLEAVED = 2, /* page i on the (i mod n)-th slice of the mask, ascending */
     JAL_PLACE_REPLICATED = 3,  /* a full copy on every slice of the mask; a slice reads its
 				    * own copy, host and device writes update every copy */
+    JAL_PLACE_PEER = 4,        /* (1.8) pages of another chip, imported (IMPORT_PEER) */
 };
+
+/* Peer memory (1.8): an export is a slot of the exporting chip's export table, which lives
+ * in its HBM at JAL_EXPORT_TABLE_PA (the last page, never allocated) so that importing chips
+ * read it over the fabric. */
+#define JAL_MAX_EXPORTS 512      /* (chosen) slots of 4 KiB: one 2 MiB page */
+#define JAL_EXPORT_MAX_PAGES 510 /* (chosen) pages of one export (1020 MiB) */
+#define JAL_EXPORT_TABLE_PA (JAL_HBM_TOTAL_BYTES - JAL_PAGE_SIZE)
+
+struct jal_export_entry {
+    uint64_t key;   /* 0: free or revoked */
+    uint32_t pages; /* entries of pa in use */
+    uint32_t reserved;
+    uint64_t pa[JAL_EXPORT_MAX_PAGES]; /* physical page of each exported page */
+};
+JAL_ASSERT_SIZE(struct jal_export_entry, 4096);
+
+struct jal_mem_export_reply {
+    uint64_t key;    /* the secret an importer names with the handle */
+    uint32_t handle; /* export slot */
+    uint32_t chip;   /* exporting chip, domain-wide id (~0: in no fabric domain) */
+    uint64_t va;     /* exported range, in the exporting context */
+    uint64_t size;
+    uint32_t pages;
+    uint32_t reserved0;
+    uint64_t reserved[2];
+};
+JAL_ASSERT_SIZE(struct jal_mem_export_reply, 56);
 
 struct jal_mem_alloc_reply {
     uint64_t va;

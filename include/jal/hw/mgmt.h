@@ -227,6 +227,23 @@
  * the owning slice's HBM bandwidth; the firmware scrubs every page it frees. */
 #define JAL_MMU_CMD_SCRUB 5
 #define JAL_MMU_F_ADD_REPLICA (1u << 0)
+/* Peer memory (since 1.8; docs/fabric.md, "Peer memory"). An exporting chip publishes pages
+ * of a context in its export table (JAL_EXPORT_TABLE_PA, readable by peers over the fabric);
+ * an importing chip maps them as remote pages, which name the peer chip, its physical page
+ * and the export's slot and key. Every access to a remote page first reads the slot's key
+ * from the peer: a revoked export (key changed) fails PERMISSION. */
+#define JAL_MMU_CHIP JAL_MGMT_REG(JAL_MGMT_MMU, 0x20)   /* peer chip (domain-wide id) */
+#define JAL_MMU_SLOT JAL_MGMT_REG(JAL_MGMT_MMU, 0x24)   /* export slot, 0..JAL_MAX_EXPORTS-1 */
+#define JAL_MMU_KEY_LO JAL_MGMT_REG(JAL_MGMT_MMU, 0x28) /* RW; EXPORT writes the new key here */
+#define JAL_MMU_KEY_HI JAL_MGMT_REG(JAL_MGMT_MMU, 0x2c)
+/* Publish FLAGS pages of CTX from VA (mapped, not replicated) in slot SLOT with a fresh
+ * random key (in KEY) and this chip's domain id (in CHIP; ~0 outside a fabric domain). */
+#define JAL_MMU_CMD_EXPORT 6
+#define JAL_MMU_CMD_REVOKE 7 /* clear slot SLOT: its importers' next access fails */
+/* Map VA of CTX to page FLAGS of export SLOT of chip CHIP, checked against KEY (the peer's
+ * table is read over the fabric): PERMISSION for a wrong key or page, LINK_DOWN when the
+ * peer cannot be reached, INVALID_FIELD for this chip or no fabric. */
+#define JAL_MMU_CMD_MAP_REMOTE 8
 
 /* ---- CP: the command processor's user-queue engines, one per queue id. Select with
  * QSEL, describe the queue, then CTRL ENABLE; the engine then follows the queue's

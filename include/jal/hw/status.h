@@ -34,6 +34,8 @@ enum jal_status {
     JAL_STATUS_IMAGE_REJECTED = 23,   /* a firmware image failed verification (since 1.6) */
     JAL_STATUS_ECC_UNCORRECTED = 24,  /* device memory read an uncorrectable ECC error: the data
                                        * is lost, the page retired (since 1.7) */
+    JAL_STATUS_LINK_DOWN = 25,        /* a peer chip's memory could not be reached: no link up to
+                                       * it, or its process left or died (since 1.8) */
     JAL_STATUS_COUNT_
 };
 
@@ -90,6 +92,8 @@ static inline const char* jal_status_name(uint32_t s)
         return "image rejected";
     case JAL_STATUS_ECC_UNCORRECTED:
         return "uncorrectable ECC error";
+    case JAL_STATUS_LINK_DOWN:
+        return "link down";
     default:
         return "unknown status";
     }

@@ -36,6 +36,18 @@ bool FakeMmu::read(std::uint32_t addr, std::uint32_t& v) const
     case JAL_MMU_STATUS:
         v = status;
         return true;
+    case JAL_MMU_CHIP:
+        v = chip;
+        return true;
+    case JAL_MMU_SLOT:
+        v = slot;
+        return true;
+    case JAL_MMU_KEY_LO:
+        v = key_lo;
+        return true;
+    case JAL_MMU_KEY_HI:
+        v = key_hi;
+        return true;
     default:
         v = 0;
         return true;
@@ -63,7 +75,20 @@ void FakeMmu::write(std::uint32_t addr, std::uint32_t v)
     case JAL_MMU_FLAGS:
         flags = v;
         return;
+    case JAL_MMU_CHIP:
+        chip = v;
+        return;
+    case JAL_MMU_SLOT:
+        slot = v;
+        return;
+    case JAL_MMU_KEY_LO:
+        key_lo = v;
+        return;
+    case JAL_MMU_KEY_HI:
+        key_hi = v;
+        return;
     case JAL_MMU_CMD:
+        commands.push_back(v);
         execute(v);
         return;
     default:
@@ -79,6 +104,35 @@ bool FakeMmu::drop(std::pair<std::uint32_t, std::uint64_t> key)
         if (--mapped_[r] == 0) mapped_.erase(r);
     maps.erase(it);
     return true;
+}
+
+bool FakeMmu::execute_peer(std::uint32_t v, std::pair<std::uint32_t, std::uint64_t> key)
+{
+    switch (v) {
+    case JAL_MMU_CMD_EXPORT:
+        exported[slot] = flags;
+        key_lo = slot + 1;
+        key_hi = 0;
+        chip = 7;
+        return true;
+    case JAL_MMU_CMD_REVOKE:
+        revoked.push_back(slot);
+        exported.erase(slot);
+        return true;
+    case JAL_MMU_CMD_MAP_REMOTE: {
+        if (key_lo != slot + 1 || key_hi != 0 || !exported.contains(slot)) {
+            status = JAL_STATUS_PERMISSION;
+            return true;
+        }
+        const std::uint64_t marker = std::uint64_t{chip} << 48 | std::uint64_t{slot} << 20 | flags;
+        drop(key);
+        maps[key] = {marker};
+        ++mapped_[marker];
+        return true;
+    }
+    default:
+        return false;
+    }
 }
 
 void FakeMmu::execute(std::uint32_t v)
@@ -147,7 +201,7 @@ void FakeMmu::execute(std::uint32_t v)
             drop((it++)->first);
         return;
     default:
-        status = JAL_STATUS_INVALID_OPCODE;
+        if (!execute_peer(v, key)) status = JAL_STATUS_INVALID_OPCODE;
         return;
     }
 }

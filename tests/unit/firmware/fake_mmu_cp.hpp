@@ -7,7 +7,10 @@
 // replica FLAGS in PA (PAGE_FAULT if absent); FLUSH_CTX drops a context. STATUS holds the
 // result; misaligned or out-of-range addresses are INVALID_FIELD. fail_map_after makes the
 // n-th following MAP fail with INTERNAL. SCRUB records the page (and whether any context
-// still mapped it then); fail_scrub makes every SCRUB fail with INTERNAL.
+// still mapped it then); fail_scrub makes every SCRUB fail with INTERNAL. Peer memory
+// (1.8): EXPORT records the slot's pages and answers key slot+1 and chip 7, REVOKE records
+// the slot, MAP_REMOTE maps a marker page (chip << 48 | slot << 20 | page) if the key is
+// slot+1. `commands` lists every command, in order.
 // CP: one register set per queue id behind QSEL; CTRL ENABLE/DISABLE/RESET set the state
 // the way the header describes; tests poke the read-only counters directly.
 #pragma once
@@ -34,10 +37,16 @@ struct FakeMmu {
     std::vector<std::uint64_t> scrubbed;  // physical pages, in order
     std::uint32_t scrubbed_while_mapped = 0;
     bool fail_scrub = false;
+    std::uint32_t chip = 0, slot = 0, key_lo = 0, key_hi = 0;
+    std::vector<std::uint32_t> commands;              // every CMD written, in order
+    std::map<std::uint32_t, std::uint32_t> exported;  // slot -> pages
+    std::vector<std::uint32_t> revoked;               // slots, in order
 
     bool read(std::uint32_t addr, std::uint32_t& v) const;
     void write(std::uint32_t addr, std::uint32_t v);
     void execute(std::uint32_t cmd);  // a write of CMD
+    // EXPORT, REVOKE, MAP_REMOTE (false for any other command).
+    bool execute_peer(std::uint32_t cmd, std::pair<std::uint32_t, std::uint64_t> key);
     // Mappings (virtual pages) of a context.
     std::size_t mapped_pages(std::uint32_t context) const;
     const std::vector<std::uint64_t>* replicas(std::uint32_t context, std::uint64_t va) const;

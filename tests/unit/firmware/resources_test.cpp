@@ -244,7 +244,7 @@ TEST_F(ResourcesTest, WithoutTheResourceHandlerTheCommandsAreUnsupported)
 {
     host::AdminCommands bare{host::AdminDeps{chip, slices, hbm, power, log, post}};
     EXPECT_EQ(bare.execute(0, sqe(JAL_ADMIN_CREATE_CONTEXT)).status, JAL_STATUS_UNSUPPORTED);
-    EXPECT_EQ(bare.execute(0, sqe(0x1a)).status, JAL_STATUS_INVALID_OPCODE);
+    EXPECT_EQ(bare.execute(0, sqe(0x1c)).status, JAL_STATUS_INVALID_OPCODE);
 }
 
 // ---------------------------------------------------------------- placement
@@ -875,3 +875,130 @@ TEST(ResourcesFirmwareTest, SuperloopCleansUpAfterADetachedFunction)
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- peer memory (1.8)
+
+struct PeerResourcesTest : ResourcesTest {
+    // Cabled fabric ports: the chip reserves its export table page and may export.
+    void start_cabled()
+    {
+        bus.regs[JAL_LINK_CONNECTED_MASK] = 0x3;
+        start();
+    }
+    host::Completion export_mem(std::uint32_t fn, std::uint32_t ctx, std::uint64_t va,
+                                std::uint64_t bytes)
+    {
+        return run(fn,
+                   sqe(JAL_ADMIN_EXPORT_MEMORY,
+                       {ctx, static_cast<std::uint32_t>(va), static_cast<std::uint32_t>(va >> 32),
+                        static_cast<std::uint32_t>(bytes), static_cast<std::uint32_t>(bytes >> 32)},
+                       sizeof(jal_mem_export_reply)));
+    }
+    host::Completion import(std::uint32_t fn, std::uint32_t ctx, std::uint32_t chip,
+                            std::uint32_t handle, std::uint64_t key, std::uint32_t pages)
+    {
+        return run(fn, sqe(JAL_ADMIN_IMPORT_PEER,
+                           {ctx, chip, handle, static_cast<std::uint32_t>(key),
+                            static_cast<std::uint32_t>(key >> 32), pages},
+                           sizeof(jal_mem_alloc_reply)));
+    }
+    // Index in the MMU's command list of the first `cmd` at or after `from`.
+    std::size_t first(std::uint32_t cmd, std::size_t from = 0) const
+    {
+        const auto& c = dev.mmu.commands;
+        for (std::size_t i = from; i < c.size(); ++i)
+            if (c[i] == cmd) return i;
+        return c.size();
+    }
+};
+
+TEST_F(PeerResourcesTest, OnlyACabledChipReservesTheTableAndExports)
+{
+    start();
+    EXPECT_EQ(free_pages(), memory::kTotalPages);  // a single chip keeps every page
+    const auto ctx = create_context();
+    const auto r = alloc_ok(ctx, kPage, JAL_PLACE_SLICE, 1);
+    EXPECT_EQ(export_mem(0, ctx, r.va, kPage).status, JAL_STATUS_UNSUPPORTED);
+}
+
+TEST_F(PeerResourcesTest, ExportsAreRevokedBeforeTheirPagesAreUnmappedAndScrubbed)
+{
+    start_cabled();
+    EXPECT_EQ(free_pages(), memory::kTotalPages - 1);
+    EXPECT_FALSE(res.memory().pages().is_free(JAL_EXPORT_TABLE_PA));
+    EXPECT_EQ(commands.hbm_bytes_usable(), JAL_HBM_TOTAL_BYTES - kPage);
+    const auto ctx = create_context();
+    const auto r = alloc_ok(ctx, 3 * kPage, JAL_PLACE_SLICE, 1);
+
+    const auto e = export_mem(0, ctx, r.va + kPage, 2 * kPage);
+    ASSERT_EQ(e.status, JAL_STATUS_OK);
+    const auto reply_ = reply<jal_mem_export_reply>();
+    EXPECT_EQ(reply_.handle, e.result);
+    EXPECT_EQ(reply_.key, std::uint64_t{e.result} + 1);  // the fake MMU's key
+    EXPECT_EQ(reply_.chip, 7u);
+    EXPECT_EQ(reply_.pages, 2u);
+    EXPECT_EQ(reply_.va, r.va + kPage);
+    EXPECT_EQ(dev.mmu.exported.at(reply_.handle), 2u);
+
+    // Refused: another function, unaligned, empty, past the end, replicated.
+    EXPECT_EQ(export_mem(1, ctx, r.va, kPage).status, JAL_STATUS_PERMISSION);
+    EXPECT_EQ(export_mem(0, ctx, r.va + 4096, kPage).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(export_mem(0, ctx, r.va, 0).status, JAL_STATUS_INVALID_LENGTH);
+    EXPECT_EQ(export_mem(0, ctx, r.va + kPage, 3 * kPage).status, JAL_STATUS_OUT_OF_RANGE);
+    const auto rep = alloc_ok(ctx, kPage, JAL_PLACE_REPLICATED, 0b11);
+    EXPECT_EQ(export_mem(0, ctx, rep.va, kPage).status, JAL_STATUS_INVALID_FIELD);
+
+    // Boot revoked every slot (no export outlives a boot).
+    EXPECT_EQ(dev.mmu.revoked.size(), std::size_t{JAL_MAX_EXPORTS});
+    dev.mmu.revoked.clear();
+    // Free: REVOKE first, then the unmaps and scrubs.
+    const std::size_t before = dev.mmu.commands.size();
+    ASSERT_EQ(free_mem(0, ctx, r.va).status, JAL_STATUS_OK);
+    const std::size_t revoke = first(JAL_MMU_CMD_REVOKE, before);
+    ASSERT_LT(revoke, dev.mmu.commands.size());
+    EXPECT_LT(revoke, first(JAL_MMU_CMD_UNMAP, before));
+    EXPECT_LT(revoke, first(JAL_MMU_CMD_SCRUB, before));
+    EXPECT_EQ(dev.mmu.revoked, (std::vector<std::uint32_t>{reply_.handle}));
+    EXPECT_TRUE(dev.mmu.exported.empty());
+
+    // A context destroyed with an export out: the same order.
+    const auto r2 = alloc_ok(ctx, kPage, JAL_PLACE_SLICE, 1);
+    ASSERT_EQ(export_mem(0, ctx, r2.va, kPage).status, JAL_STATUS_OK);
+    const std::size_t before2 = dev.mmu.commands.size();
+    ASSERT_EQ(run(0, sqe(JAL_ADMIN_DESTROY_CONTEXT, {ctx})).status, JAL_STATUS_OK);
+    const std::size_t revoke2 = first(JAL_MMU_CMD_REVOKE, before2);
+    ASSERT_LT(revoke2, dev.mmu.commands.size());
+    EXPECT_LT(revoke2, first(JAL_MMU_CMD_UNMAP, before2));
+    EXPECT_LT(revoke2, first(JAL_MMU_CMD_FLUSH_CTX, before2));
+    EXPECT_TRUE(dev.mmu.exported.empty());
+}
+
+TEST_F(PeerResourcesTest, ImportsMapAFreshRangeAndFreeingUnmapsOnly)
+{
+    start_cabled();
+    const auto ctx = create_context();
+    const auto own = alloc_ok(ctx, kPage, JAL_PLACE_SLICE, 1);
+    ASSERT_EQ(export_mem(0, ctx, own.va, kPage).status, JAL_STATUS_OK);  // slot 0, key 1
+    const std::uint32_t pages_before = free_pages();
+
+    EXPECT_EQ(import(0, ctx, 2, 0, 99, 1).status, JAL_STATUS_PERMISSION);  // wrong key
+    EXPECT_EQ(import(0, ctx, 2, 0, 1, 0).status, JAL_STATUS_INVALID_LENGTH);
+    EXPECT_EQ(import(0, ctx, 2, JAL_MAX_EXPORTS, 1, 1).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(import(1, ctx, 2, 0, 1, 1).status, JAL_STATUS_PERMISSION);  // not its context
+    const auto c = import(0, ctx, 2, 0, 1, 1);
+    ASSERT_EQ(c.status, JAL_STATUS_OK);
+    const auto m = reply<jal_mem_alloc_reply>();
+    EXPECT_EQ(m.placement, static_cast<std::uint32_t>(JAL_PLACE_PEER));
+    EXPECT_EQ(m.pages, 1u);
+    EXPECT_EQ(m.replicas, 0u);
+    EXPECT_GT(m.va, own.va);  // a fresh address, after the allocation's guard page
+    EXPECT_NE(dev.mmu.replicas(ctx, m.va), nullptr);
+    EXPECT_EQ(free_pages(), pages_before);  // the pages are the peer's
+    EXPECT_EQ(res.memory().pages_of(0), 1u);
+
+    const std::size_t scrubs = dev.mmu.scrubbed.size();
+    ASSERT_EQ(free_mem(0, ctx, m.va).status, JAL_STATUS_OK);
+    EXPECT_EQ(dev.mmu.replicas(ctx, m.va), nullptr);
+    EXPECT_EQ(dev.mmu.scrubbed.size(), scrubs);  // nothing of ours to scrub
+    EXPECT_EQ(free_pages(), pages_before);
+}

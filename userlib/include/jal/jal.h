@@ -39,8 +39,9 @@ extern "C" {
 
 #define JAL_API_VERSION_MAJOR 1
 #define JAL_API_VERSION_MINOR \
-    3 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
-                                  * 1.3: memory info, telemetry, events, profiler, jal_kernel_* */
+    4 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
+                                  * 1.3: memory info, telemetry, events, profiler, jal_kernel_*;
+                                  * 1.4: peer memory (jal_mem_export, jal_peer_map) */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
@@ -153,6 +154,37 @@ JAL_API jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t* out);
 JAL_API jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page,
                                        struct jal_page_placement* out, uint32_t capacity,
                                        uint32_t* count);
+
+/* ---- Peer memory (API 1.4; device interface 1.8; docs/userlib.md, "Peer memory") ----
+ *
+ * A context maps another chip's device memory, like CUDA peer access: the owner exports a
+ * range of an allocation, and a context on another chip of the same fabric domain imports
+ * the export at an address of its own. COPY packets and tile programs of the importing
+ * context then read and write the peer's memory over the chips' links
+ * (JAL_STATUS_LINK_DOWN when the peer cannot be reached). An export lasts until its
+ * allocation is freed (or its context destroyed); from then on every access through an
+ * import of it fails JAL_STATUS_PERMISSION. */
+typedef struct jal_peer_export {
+    uint32_t struct_size;
+    uint32_t chip;   /* exporting chip, domain-wide id */
+    uint32_t handle; /* export slot on that chip */
+    uint32_t pages;  /* 2 MiB pages */
+    uint64_t key;    /* the secret that names it: hand it only to whom may map it */
+    uint64_t size;   /* bytes, whole pages */
+} jal_peer_export_t;
+/* Exports [offset, offset + size) of mem (offset a multiple of the 2 MiB page; size rounded
+ * up to pages, at most JAL_EXPORT_MAX_PAGES of them). To pass to another process. */
+JAL_API jal_status_t jal_mem_export(jal_mem_t mem, uint64_t offset, uint64_t size,
+                                    jal_peer_export_t* out);
+/* Maps an export (of another chip) in `context`; jal_mem_get_info(*out) gives its address
+ * (placement JAL_PLACE_PEER). jal_peer_unmap (or jal_mem_free) unmaps it. */
+JAL_API jal_status_t jal_peer_import(jal_context_t context, const jal_peer_export_t* exported,
+                                     jal_mem_t* out);
+/* Both in one call, for a peer allocation this process holds: maps [offset, offset + size)
+ * of peer_mem (on another device) in `context`; *local_va (may be NULL) is its address. */
+JAL_API jal_status_t jal_peer_map(jal_context_t context, jal_mem_t peer_mem, uint64_t offset,
+                                  uint64_t size, jal_mem_t* out, uint64_t* local_va);
+JAL_API jal_status_t jal_peer_unmap(jal_mem_t mapping);
 
 /* ---- Pinned host memory ---- */
 

@@ -157,7 +157,26 @@ public:
     // Frees now and reports a failure (the destructor cannot).
     void free() { check(jal_mem_free(h_.release())); }
 
+    // Peer memory (API 1.4): exports [offset, offset + bytes) for contexts on other chips.
+    jal_peer_export_t export_range(uint64_t offset, uint64_t bytes) const
+    {
+        jal_peer_export_t e{};
+        e.struct_size = sizeof e;
+        check(jal_mem_export(get(), offset, bytes, &e));
+        return e;
+    }
+    // Maps an export of another chip in `context` (freeing the result unmaps it).
+    static Memory import_peer(const Context& context, const jal_peer_export_t& exported);
+    // Maps [offset, offset + bytes) of `peer` (memory of another device) in `context`.
+    static Memory map_peer(const Context& context, const Memory& peer, uint64_t offset,
+                           uint64_t bytes);
+
 private:
+    explicit Memory(jal_mem_t h) : h_(h)
+    {
+        info_.struct_size = sizeof info_;
+        check(jal_mem_get_info(h, &info_));
+    }
     Handle<jal_mem_t, jal_mem_free> h_;
     jal_mem_info_t info_{};
 };
@@ -353,6 +372,21 @@ inline Memory::Memory(const Context& context, uint64_t bytes, jal_placement plac
     h_ = Handle<jal_mem_t, jal_mem_free>(h);
     info_.struct_size = sizeof info_;
     check(jal_mem_get_info(h, &info_));
+}
+
+inline Memory Memory::import_peer(const Context& context, const jal_peer_export_t& exported)
+{
+    jal_mem_t h;
+    check(jal_peer_import(context.get(), &exported, &h));
+    return Memory(h);
+}
+
+inline Memory Memory::map_peer(const Context& context, const Memory& peer, uint64_t offset,
+                               uint64_t bytes)
+{
+    jal_mem_t h;
+    check(jal_peer_map(context.get(), peer.get(), offset, bytes, &h, nullptr));
+    return Memory(h);
 }
 
 inline Queue::Queue(const Context& context, uint32_t size, uint32_t vector)

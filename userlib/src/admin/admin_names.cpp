@@ -35,6 +35,10 @@ std::string opcode_name(uint8_t opcode)
         return "FREE_MEMORY";
     case JAL_ADMIN_GET_PLACEMENT:
         return "GET_PLACEMENT";
+    case JAL_ADMIN_EXPORT_MEMORY:
+        return "EXPORT_MEMORY";
+    case JAL_ADMIN_IMPORT_PEER:
+        return "IMPORT_PEER";
     case JAL_ADMIN_CREATE_QUEUE:
         return "CREATE_QUEUE";
     case JAL_ADMIN_DESTROY_QUEUE:

@@ -210,6 +210,64 @@ jal_status_t jal_mem_get_info(jal_mem_t mem, jal_mem_info_t* out)
     return JAL_STATUS_OK;
 }
 
+jal_status_t jal_mem_export(jal_mem_t mem, uint64_t offset, uint64_t size, jal_peer_export_t* out)
+{
+    jal::runtime::detail::HostSpan span_("jal_mem_export");
+    REQUIRE(mem && struct_ok(out), "mem is NULL or out.struct_size is not set");
+    return call([&] {
+        const jal_mem_export_reply e = mem->allocation->export_range(offset, size);
+        jal_peer_export_t x{};
+        x.chip = e.chip;
+        x.handle = e.handle;
+        x.pages = e.pages;
+        x.key = e.key;
+        x.size = e.size;
+        copy_out(out, x);
+    });
+}
+
+jal_status_t jal_peer_import(jal_context_t context, const jal_peer_export_t* exported,
+                             jal_mem_t* out)
+{
+    jal::runtime::detail::HostSpan span_("jal_peer_import");
+    REQUIRE(context && out && exported && exported->struct_size >= sizeof(jal_peer_export_t),
+            "context, exported or out is NULL, or exported->struct_size is not set");
+    *out = nullptr;
+    return call([&] {
+        jal_mem_export_reply e{};
+        e.chip = exported->chip;
+        e.handle = exported->handle;
+        e.pages = exported->pages;
+        e.key = exported->key;
+        *out =
+            new jal_mem_s{std::make_unique<jal::runtime::detail::Allocation>(context->context, e)};
+    });
+}
+
+jal_status_t jal_peer_map(jal_context_t context, jal_mem_t peer_mem, uint64_t offset, uint64_t size,
+                          jal_mem_t* out, uint64_t* local_va)
+{
+    jal::runtime::detail::HostSpan span_("jal_peer_map");
+    REQUIRE(context && peer_mem && out, "context, peer_mem or out is NULL");
+    *out = nullptr;
+    return call([&] {
+        if (&peer_mem->allocation->context().device() == &context->context->device())
+            throw jal::Error(JAL_STATUS_INVALID_FIELD,
+                             "peer_mem is on the context's own device: use it directly");
+        const jal_mem_export_reply e = peer_mem->allocation->export_range(offset, size);
+        *out =
+            new jal_mem_s{std::make_unique<jal::runtime::detail::Allocation>(context->context, e)};
+        if (local_va) *local_va = (*out)->allocation->va();
+    });
+}
+
+jal_status_t jal_peer_unmap(jal_mem_t mapping)
+{
+    REQUIRE(!mapping || mapping->allocation->info().placement == JAL_PLACE_PEER,
+            "not a peer mapping (jal_peer_map, jal_peer_import): use jal_mem_free");
+    return jal_mem_free(mapping);
+}
+
 jal_status_t jal_mem_placement(jal_mem_t mem, uint32_t first_page, struct jal_page_placement* out,
                                uint32_t capacity, uint32_t* count)
 {

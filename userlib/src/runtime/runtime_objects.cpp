@@ -206,6 +206,42 @@ Allocation::Allocation(std::shared_ptr<Context> context, uint64_t bytes, const P
     context_->track_allocation(info_.va, info_.size);
 }
 
+Allocation::Allocation(std::shared_ptr<Context> context, const jal_mem_export_reply& e)
+    : context_(std::move(context))
+{
+    if (!context_->alive()) throw Error(JAL_STATUS_INVALID_FIELD, "context was destroyed");
+    if (e.pages == 0 || e.pages > JAL_EXPORT_MAX_PAGES || e.handle >= JAL_MAX_EXPORTS)
+        throw Error(JAL_STATUS_INVALID_FIELD, "not an export: handle " + std::to_string(e.handle) +
+                                                  ", " + std::to_string(e.pages) + " pages");
+    if (e.chip == ~0u)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "the exporting chip is in no fabric domain (jal-emu --domain FILE)");
+    auto reply = context_->device().admin(
+        JAL_ADMIN_IMPORT_PEER, {context_->id(), e.chip, e.handle, lo(e.key), hi(e.key), e.pages},
+        sizeof(jal_mem_alloc_reply));
+    info_ = copy_struct<jal_mem_alloc_reply>(reply.data);
+    context_->track_allocation(info_.va, info_.size);
+}
+
+jal_mem_export_reply Allocation::export_range(uint64_t offset, uint64_t size)
+{
+    if (info_.placement == JAL_PLACE_PEER)
+        throw Error(JAL_STATUS_INVALID_FIELD, "a peer's memory cannot be exported again");
+    if (size == 0) throw Error(JAL_STATUS_INVALID_LENGTH, "cannot export 0 bytes");
+    if (offset % JAL_PAGE_SIZE)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "offset " + std::to_string(offset) + " is not a multiple of the 2 MiB page");
+    if (offset >= info_.size || size > info_.size - offset)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    "[" + std::to_string(offset) + ", +" + std::to_string(size) +
+                        ") is outside the allocation of " + std::to_string(info_.size) + " bytes");
+    const uint64_t va = info_.va + offset;
+    auto reply = context_->device().admin(JAL_ADMIN_EXPORT_MEMORY,
+                                          {context_->id(), lo(va), hi(va), lo(size), hi(size)},
+                                          sizeof(jal_mem_export_reply));
+    return copy_struct<jal_mem_export_reply>(reply.data);
+}
+
 Allocation::~Allocation()
 {
     if (freed_) return;

@@ -135,6 +135,8 @@ struct PlacementRequest {
 class Allocation {
 public:
     Allocation(std::shared_ptr<Context> context, uint64_t bytes, const PlacementRequest& placement);
+    // Maps a peer chip's export in the context (IMPORT_PEER); freeing it unmaps it.
+    Allocation(std::shared_ptr<Context> context, const jal_mem_export_reply& exported);
     ~Allocation();
 
     const jal_mem_alloc_reply& info() const { return info_; }
@@ -145,6 +147,8 @@ public:
     std::vector<jal_page_placement> placement(uint32_t first_page, size_t max_entries);
     // Frees it on the device (nothing to do if its context was destroyed first).
     void free();
+    // Publishes [offset, offset + size) of it for peer chips (EXPORT_MEMORY).
+    jal_mem_export_reply export_range(uint64_t offset, uint64_t size);
 
 private:
     std::shared_ptr<Context> context_;
