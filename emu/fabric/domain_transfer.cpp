@@ -66,16 +66,35 @@ void Domain::transfer(bool write, unsigned chip, std::uint64_t offset, std::byte
     if (size == 0) return;
     if (stopping_) throw DomainError(what + "this process is leaving the domain");
     r.deadline = Clock::now() + options_.op_timeout;
+    r.direct = in_local_memory(data, size);
     queue_.push_back(&r);
+    wake_.notify_one();
     changed_.wait(lock, [&] { return r.finished; });
     if (!r.error.empty()) throw DomainError(what + r.error, true);
 }
 
+// A local chip's memory is registered with the endpoint: RMA can go from and to it
+// directly (no copy through staging). A chunk still in flight when its request ended
+// then touches that chip's memory, never a buffer of the caller's.
+bool Domain::in_local_memory(const std::byte* p, std::size_t size) const
+{
+    for (const LocalChipMemory& m : local_memory_) {
+        const auto* base = static_cast<const std::byte*>(m.base);
+        if (p >= base && p <= base + m.size && size <= static_cast<std::size_t>(base + m.size - p))
+            return true;
+    }
+    return false;
+}
+
 bool Domain::start_requests()
 {
+    const auto now = Clock::now();
     while (!queue_.empty()) {
-        active_.push_back(queue_.front());
+        Request* r = queue_.front();
         queue_.pop_front();
+        active_.push_back(r);
+        if (now - r->peer->last_wake > kWakeInterval && send_control(*r->peer, kWake))
+            r->peer->last_wake = now;
     }
     bool busy = false;
     for (std::size_t i = 0; i < active_.size();) {
@@ -101,12 +120,13 @@ bool Domain::issue_chunks(Request& r)
         op->at = r.issued;
         op->length = std::min(kChunkBytes, r.size - r.issued);
         const std::uint64_t at = r.offset + op->at;
+        std::byte* local = r.direct ? r.data + op->at : op->buffer;
         bool posted;
         if (r.write) {
-            std::memcpy(op->buffer, r.data + op->at, op->length);
-            posted = ep_->post_write(r.peer->addr, op->buffer, op->length, r.region, at, op);
+            if (!r.direct) std::memcpy(op->buffer, r.data + op->at, op->length);
+            posted = ep_->post_write(r.peer->addr, local, op->length, r.region, at, op);
         } else {
-            posted = ep_->post_read(r.peer->addr, op->buffer, op->length, r.region, at, op);
+            posted = ep_->post_read(r.peer->addr, local, op->length, r.region, at, op);
         }
         if (!posted) break;
         free_chunks_.pop_back();
@@ -132,7 +152,7 @@ void Domain::complete_chunk(Op* op, const Completion& c)
         return;
     }
     if (!r) return;  // its request ended (timed out, its peer lost) while it was in flight
-    if (!r->write) std::memcpy(r->data + op->at, op->buffer, op->length);
+    if (!r->write && !r->direct) std::memcpy(r->data + op->at, op->buffer, op->length);
     r->done += op->length;
     if (r->done == r->size) finish(*r, "");
 }

@@ -43,8 +43,7 @@ TEST(CollectiveModel, HalvingDoublingTakesTwoLogNSteps)
 TEST(CollectiveModel, DirectAllToAllIsStaggeredWithoutContention)
 {
     // 8 chips, 96 000 B each: 12 000 B to each of 7 peers, 20 ns each over 12 planes.
-    const CollectiveResult r =
-        run_collective(Collective::all_to_all, Algorithm::direct, 8, 96'000);
+    const CollectiveResult r = run_collective(Collective::all_to_all, Algorithm::direct, 8, 96'000);
     EXPECT_EQ(r.transfers, 7u * 8);
     EXPECT_EQ(r.time_ns, 7u * 20 + kLinkLatencyNs);
 }
