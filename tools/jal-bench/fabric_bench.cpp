@@ -38,8 +38,8 @@ nlohmann::json moe_rows()
 {
     nlohmann::json rows = nlohmann::json::array();
     for (const DeepEpPoint& p : kDeepEp) {
-        const auto dispatch = best_collective(Collective::all_to_all, p.ep,
-                                              kTokens * kTopK * kDispatchBytes);
+        const auto dispatch =
+            best_collective(Collective::all_to_all, p.ep, kTokens * kTopK * kDispatchBytes);
         const auto combine =
             best_collective(Collective::all_to_all, p.ep, kTokens * kTopK * kCombineBytes);
         rows.push_back({{"chips", p.ep},
@@ -126,7 +126,8 @@ void modelled_table(const nlohmann::json& m, std::string& s)
 {
     s += fmt::format("\nmodelled on switched planes ({} GB/s a chip each way)\n",
                      m["link_gbps"].get<double>());
-    s += "  size        all-reduce 8          all-reduce 128        all-to-all 8   all-to-all 128\n";
+    s +=
+        "  size        all-reduce 8          all-reduce 128        all-to-all 8   all-to-all 128\n";
     const auto& ar = m["all_reduce"];
     const auto& a2a = m["all_to_all"];
     for (std::size_t i = 0; i < ar["8"].size(); ++i) {
@@ -154,9 +155,9 @@ void modelled_table(const nlohmann::json& m, std::string& s)
 
 std::string format_fabric_table(const nlohmann::json& d)
 {
-    std::string s = fmt::format("measured over libfabric {} between two processes ({} CPUs)\n",
-                                d["provider"].get<std::string>(),
-                                d["machine"]["cpus"].get<unsigned>());
+    std::string s =
+        fmt::format("measured over libfabric {} between two processes ({} CPUs)\n",
+                    d["provider"].get<std::string>(), d["machine"]["cpus"].get<unsigned>());
     s += "  size        raw GB/s   chip GB/s   chip/raw\n";
     for (const auto& r : d["measured"])
         s += fmt::format("  {:<10}  {:>8.2f}   {:>9.2f}   {:>8.2f}\n", size_text(r["bytes"]),

@@ -21,9 +21,8 @@ struct FabricBenchOptions {
     std::vector<std::uint64_t> sizes{4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                      1u << 20, 4u << 20,  16u << 20, 64u << 20};
     // Modelled collective sizes (bytes per chip): 8 B .. 1 GiB by 8×.
-    std::vector<std::uint64_t> collective_sizes{8,         64,        512,       4u << 10,
-                                                32u << 10, 256u << 10, 2u << 20, 16u << 20,
-                                                128u << 20, 1u << 30};
+    std::vector<std::uint64_t> collective_sizes{
+        8, 64, 512, 4u << 10, 32u << 10, 256u << 10, 2u << 20, 16u << 20, 128u << 20, 1u << 30};
     double seconds_per_size = 0.25;  // measuring one size for one path, at least 3 transfers
     bool quiet = false;
 };

@@ -95,8 +95,10 @@ std::string topology_json(const std::string& provider, int port_a, int port_b)
                                  : "jal-bench-" + std::to_string(getpid()) + "-" + name;
     };
     return R"({"provider": ")" + provider + R"(", "scale_up": "switched", "processes": [
-        {"name": "a", "address": ")" + addr(port_a, "a") + R"(", "chips": [0]},
-        {"name": "b", "address": ")" + addr(port_b, "b") + R"(", "chips": [1]}]})";
+        {"name": "a", "address": ")" +
+           addr(port_a, "a") + R"(", "chips": [0]},
+        {"name": "b", "address": ")" +
+           addr(port_b, "b") + R"(", "chips": [1]}]})";
 }
 
 EndpointOptions endpoint_options(const std::string& provider)
@@ -170,7 +172,8 @@ double latency_us(Move&& move)
     for (unsigned i = 0; i < kLatencySamples + 10; ++i) {
         const auto t0 = Clock::now();
         move(kLatencyBytes);
-        if (i >= 10) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        if (i >= 10)
+            us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
     }
     std::nth_element(us.begin(), us.begin() + static_cast<long>(us.size() / 2), us.end());
     return us[us.size() / 2];
@@ -246,10 +249,9 @@ nlohmann::json measure_raw(int fd, const FabricBenchOptions& o, Memory& source)
     const nlohmann::json single = sweep(o, "raw RMA write", [&](std::uint64_t bytes) {
         ep.write(peer, source.base, bytes, region, 0);
     });
-    const nlohmann::json pipelined = sweep(o, "raw RMA writes, 1 MiB x 16 in flight",
-                                           [&](std::uint64_t bytes) {
-                                               pipelined_write(ep, peer, source, bytes, region);
-                                           });
+    const nlohmann::json pipelined =
+        sweep(o, "raw RMA writes, 1 MiB x 16 in flight",
+              [&](std::uint64_t bytes) { pipelined_write(ep, peer, source, bytes, region); });
     send_all(fd, "n", 1);
     return best_of(single, pipelined);
 }
@@ -264,9 +266,8 @@ nlohmann::json measure_chip(int fd, const FabricBenchOptions& o, Memory& hbm,
     if (domain.wait_joined(std::chrono::seconds(60)) != DomainState::joined)
         throw std::runtime_error("fabric bench: the two domains did not join: " +
                                  domain.status().error);
-    nlohmann::json out = sweep(o, "chip-to-chip write", [&](std::uint64_t bytes) {
-        domain.write(1, 0, hbm.base, bytes);
-    });
+    nlohmann::json out = sweep(o, "chip-to-chip write",
+                               [&](std::uint64_t bytes) { domain.write(1, 0, hbm.base, bytes); });
     send_all(fd, "d", 1);
     return out;
 }
