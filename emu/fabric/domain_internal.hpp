@@ -41,7 +41,7 @@ inline constexpr auto kHelloInterval = std::chrono::milliseconds(100);
 inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
 // A provider without automatic progress moves a peer's RMA into this process only while
 // the completion queue is read, and RMA brings the target no completion: so the initiator
-// says WAKE (at most every kWakeInterval while it transfers) and the target then reads its
+// says WAKE (every kWakeInterval while it transfers) and the target then reads its
 // queue without sleeping for kHotWindow. An idle domain sleeps kIdleSleep between reads.
 inline constexpr auto kWakeInterval = std::chrono::milliseconds(10);
 inline constexpr auto kHotWindow = std::chrono::milliseconds(50);

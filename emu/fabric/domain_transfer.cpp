@@ -88,14 +88,15 @@ bool Domain::in_local_memory(const std::byte* p, std::size_t size) const
 
 bool Domain::start_requests()
 {
-    const auto now = Clock::now();
     while (!queue_.empty()) {
-        Request* r = queue_.front();
+        active_.push_back(queue_.front());
         queue_.pop_front();
-        active_.push_back(r);
+    }
+    // Keep every peer we transfer with awake for as long as the transfers last.
+    const auto now = Clock::now();
+    for (Request* r : active_)
         if (now - r->peer->last_wake > kWakeInterval && send_control(*r->peer, kWake))
             r->peer->last_wake = now;
-    }
     bool busy = false;
     for (std::size_t i = 0; i < active_.size();) {
         Request& r = *active_[i];

@@ -129,7 +129,8 @@ int free_port()
 
 TEST(SwitchedDomain, TwoProcessesReachEachOtherThroughThePlanes)
 {
-    const std::string file = ::testing::TempDir() + "switched-" + std::to_string(getpid()) + ".json";
+    const std::string file =
+        ::testing::TempDir() + "switched-" + std::to_string(getpid()) + ".json";
     std::ofstream(file) << R"({"provider": "tcp", "scale_up": "switched", "processes": [
         {"name": "a", "address": "127.0.0.1:)"
                         << free_port() << R"(", "chips": [0, 1]},
@@ -138,8 +139,8 @@ TEST(SwitchedDomain, TwoProcessesReachEachOtherThroughThePlanes)
     auto start = [&](const std::string& process) {
         jal::test::EmuOptions o;
         o.chips = process == "a" ? 2 : 1;
-        o.extra_args = {"--fw", "native", "--domain", file, "--process", process,
-                        "--fabric-timeout", "5"};
+        o.extra_args = {"--fw",      "native", "--domain",         file,
+                        "--process", process,  "--fabric-timeout", "5"};
         return std::make_unique<EmuProcess>(o);
     };
     auto a = start("a");
@@ -179,13 +180,13 @@ TEST(SwitchedDomain, TwoProcessesReachEachOtherThroughThePlanes)
 TEST(JalBenchFabric, PrintsTheFiguresAsJson)
 {
     const auto r = jal::test::run_command({jal::test::bin_path("jal-bench"), "fabric", "--json",
-                                           "-q", "--sizes", "4K,64K", "--collective-sizes",
-                                           "4K,1M", "--seconds", "0.02"});
+                                           "-q", "--sizes", "4K,64K", "--collective-sizes", "4K,1M",
+                                           "--seconds", "0.02"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json d = json::parse(r.out);
     EXPECT_EQ(d["provider"], "tcp");
-    for (const char* k : {"raw_gbps", "chip_gbps", "chip_vs_raw", "raw_latency_us",
-                          "chip_latency_us"})
+    for (const char* k :
+         {"raw_gbps", "chip_gbps", "chip_vs_raw", "raw_latency_us", "chip_latency_us"})
         EXPECT_GT(d.at(k).get<double>(), 0) << k;
     for (const char* k : {"allreduce_busbw_fraction_8", "allreduce_busbw_fraction_128",
                           "alltoall_busbw_fraction_8", "alltoall_busbw_fraction_128"}) {
@@ -205,8 +206,8 @@ TEST(JalBenchFabric, PrintsTheFiguresAsJson)
         }
     EXPECT_EQ(d["modelled"]["moe_low_latency"].size(), 2u);
     // Bad input is a clear error.
-    const auto bad = jal::test::run_command(
-        {jal::test::bin_path("jal-bench"), "fabric", "--sizes", "4X"});
+    const auto bad =
+        jal::test::run_command({jal::test::bin_path("jal-bench"), "fabric", "--sizes", "4X"});
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("\"4X\" is not a size"), std::string::npos) << bad.err;
 }
