@@ -37,6 +37,9 @@ struct WireRegion {
 inline constexpr std::size_t kMessageBytes = 4096;
 inline constexpr std::size_t kReceives = 32, kSends = 32;
 inline constexpr std::size_t kChunkBytes = 1u << 20, kChunks = 16;  // RMA staging
+// Chunks straight from or to a local chip's memory need no staging and may be larger: fewer
+// operations for the provider and the progress thread (jal-bench fabric measures it).
+inline constexpr std::size_t kDirectChunkBytes = 4u << 20;
 inline constexpr auto kHelloInterval = std::chrono::milliseconds(100);
 inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
 // A provider without automatic progress moves a peer's RMA into this process only while
@@ -46,6 +49,7 @@ inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
 inline constexpr auto kWakeInterval = std::chrono::milliseconds(10);
 inline constexpr auto kHotWindow = std::chrono::milliseconds(50);
 inline constexpr auto kIdleSleep = std::chrono::microseconds(200);
+inline constexpr auto kAwakeWait = std::chrono::microseconds(500);  // a caller's, see transfer()
 
 struct Domain::Peer {
     std::size_t index = 0;   // in the topology's processes

@@ -1,13 +1,15 @@
 // Transfers to and from remote chips' memory: a caller's request is cut into chunks of
 // kChunkBytes that go through registered staging buffers (so a caller's buffer never has to
 // be registered, and a chunk still in the provider's hands when its request has ended
-// touches only staging), kChunks of them in flight at once.
+// touches only staging), kChunks of them in flight at once; from and to a local chip's
+// registered memory, chunks of kDirectChunkBytes go straight from there.
 #include "emu/fabric/domain.hpp"
 
 #include "emu/fabric/domain_internal.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace jal::emu::fabric {
 
@@ -69,6 +71,14 @@ void Domain::transfer(bool write, unsigned chip, std::uint64_t offset, std::byte
     r.direct = in_local_memory(data, size);
     queue_.push_back(&r);
     wake_.notify_one();
+    // A small transfer ends within microseconds: waiting for it awake saves the caller a
+    // wake-up (costly on a loaded machine); a longer one is waited for asleep.
+    const auto awake_until = Clock::now() + kAwakeWait;
+    while (!r.finished && Clock::now() < awake_until) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+    }
     changed_.wait(lock, [&] { return r.finished; });
     if (!r.error.empty()) throw DomainError(what + r.error, true);
 }
@@ -119,7 +129,7 @@ bool Domain::issue_chunks(Request& r)
         op->peer = r.peer;
         op->request = &r;
         op->at = r.issued;
-        op->length = std::min(kChunkBytes, r.size - r.issued);
+        op->length = std::min(r.direct ? kDirectChunkBytes : kChunkBytes, r.size - r.issued);
         const std::uint64_t at = r.offset + op->at;
         std::byte* local = r.direct ? r.data + op->at : op->buffer;
         bool posted;
