@@ -175,8 +175,14 @@ void Domain::run()
                 std::lock_guard lock(mutex_);
                 if (stopping_) break;
             }
-            if (!step()) idle();
+            bool busy;
+            {
+                std::lock_guard driving(drive_mutex_);
+                busy = step();
+            }
+            if (!busy) idle();
         }
+        std::lock_guard driving(drive_mutex_);
         leave();
     } catch (const std::exception& e) {
         std::lock_guard lock(mutex_);

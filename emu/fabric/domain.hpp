@@ -115,6 +115,7 @@ private:
     bool issue_chunks(Request& r);
     bool in_local_memory(const std::byte* p, std::size_t size) const;
     void idle();
+    void drive();
     void check_deadlines();
     void peer_lost(Peer& p, PeerState state, const std::string& why);
     void finish(Request& r, const std::string& error);
@@ -137,6 +138,7 @@ private:
     mutable std::mutex mutex_;
     mutable std::condition_variable changed_;
     std::condition_variable wake_;  // a request was queued, or the domain stops
+    std::mutex drive_mutex_;        // held by whoever drives the endpoint (steps)
     std::chrono::steady_clock::time_point
         hot_until_{};  // read the queue without sleeping until then
     DomainState state_ = DomainState::joining;

@@ -71,16 +71,31 @@ void Domain::transfer(bool write, unsigned chip, std::uint64_t offset, std::byte
     r.direct = in_local_memory(data, size);
     queue_.push_back(&r);
     wake_.notify_one();
-    // A small transfer ends within microseconds: waiting for it awake saves the caller a
-    // wake-up (costly on a loaded machine); a longer one is waited for asleep.
+    // A small transfer ends within microseconds: the caller drives the endpoint itself
+    // meanwhile (the progress thread waits for it: one thread to schedule, not two, and no
+    // wake-up); a longer one is left to the progress thread and waited for asleep.
     const auto awake_until = Clock::now() + kAwakeWait;
     while (!r.finished && Clock::now() < awake_until) {
         lock.unlock();
-        std::this_thread::yield();
+        drive();
         lock.lock();
     }
     changed_.wait(lock, [&] { return r.finished; });
     if (!r.error.empty()) throw DomainError(what + r.error, true);
+}
+
+// One round of the progress thread's work on the caller's thread, if nobody else drives the
+// endpoint right now. A failure is left for the progress thread to meet and report.
+void Domain::drive()
+{
+    std::unique_lock driving(drive_mutex_, std::try_to_lock);
+    bool busy = false;
+    if (driving.owns_lock()) {
+        try {
+            busy = step();
+        } catch (const std::exception&) {}
+    }
+    if (!busy) std::this_thread::yield();
 }
 
 // A local chip's memory is registered with the endpoint: RMA can go from and to it
