@@ -210,6 +210,10 @@ TEST(JalBenchFabric, PrintsTheFiguresAsJson)
         jal::test::run_command({jal::test::bin_path("jal-bench"), "fabric", "--sizes", "4X"});
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("\"4X\" is not a size"), std::string::npos) << bad.err;
+    const auto shm =
+        jal::test::run_command({jal::test::bin_path("jal-bench"), "fabric", "--provider", "shm"});
+    EXPECT_NE(shm.exit_code, 0);
+    EXPECT_NE(shm.err.find("use tcp"), std::string::npos) << shm.err;
 }
 
 }  // namespace
