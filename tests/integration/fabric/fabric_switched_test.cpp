@@ -18,6 +18,7 @@
 
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
+#include <jal/chip_function.hpp>
 
 #include "../firmware/console_client.hpp"
 
@@ -94,6 +95,16 @@ TEST(SwitchedTray, ChipZeroWritesChipSevenAndReadsItBack)
     EXPECT_EQ(sum(after0, "rx_bytes"), 4096u);
     EXPECT_EQ(sum(after7, "rx_bytes"), 4096u);
     EXPECT_EQ(sum(after7, "tx_bytes"), 4096u);
+    // The firmware trained the 12 planes at boot (the switch answers) and its telemetry
+    // counts them (sampled every 1 ms tick).
+    jal::ChipFunction dev = jal::ChipFunction::open(7, emu.open_options());
+    ASSERT_EQ(dev.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
+    jal_telemetry t = dev.telemetry();
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
+    while (t.links_up != 12 && std::chrono::steady_clock::now() < give_up) t = dev.telemetry();
+    EXPECT_EQ(t.links_up, 12u);
+    EXPECT_EQ(t.links_connected, 12u);
+    EXPECT_EQ(t.link_errors, 0u);
     // A chip outside the tray answers on no plane.
     const json none = chip0.ask("rpeek 8 0 16");
     EXPECT_FALSE(none["ok"]);
