@@ -47,6 +47,16 @@ void prepare_socket_dir(const std::string& dir)
     if (auto why = jal::emu::socket_dir_problem(dir); !why.empty()) throw std::runtime_error(why);
 }
 
+// The --domain file's plan (its chips decide --chips), or without one a tray's for two
+// chips or more (one switched scale-up domain), or none for a chip on its own.
+std::optional<jal::emu::DomainPlan> plan_fabric(jal::emu::EmuOptions& opts)
+{
+    std::optional<jal::emu::DomainPlan> plan = jal::emu::plan_domain(opts);
+    if (plan) opts.chips = static_cast<std::uint32_t>(plan->chips.size());
+    if (!plan && opts.chips >= 2) plan = jal::emu::plan_tray(opts.chips);
+    return plan;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -65,8 +75,11 @@ int main(int argc, char** argv)
         std::shared_ptr<TraceWriter> trace;
         if (!opts.trace_file.empty()) trace = std::make_shared<TraceWriter>(opts.trace_file);
 
-        const std::optional<DomainPlan> plan = plan_domain(opts);
-        if (plan) opts.chips = static_cast<std::uint32_t>(plan->chips.size());
+        const std::optional<DomainPlan> plan = plan_fabric(opts);
+        const bool in_domain = !opts.domain_file.empty();
+        // The chips of this process and the switch planes beyond their ports.
+        std::shared_ptr<LinkFabric> fabric;
+        if (plan) fabric = std::make_shared<LinkFabric>(plan->switches);
         std::vector<std::unique_ptr<Chip>> chips;
         std::vector<std::unique_ptr<UnixListener>> servers;
         std::vector<std::unique_ptr<ConsoleServer>> consoles;
@@ -78,6 +91,7 @@ int main(int argc, char** argv)
             cfg.trace = trace;
             cfg.domain_chip = plan ? plan->chips[i] : i;
             if (plan) cfg.links = plan->links[i];
+            cfg.fabric = fabric;
             chips.push_back(std::make_unique<Chip>(cfg));
             if (opts.gdb_port >= 0) {
                 const auto port = static_cast<std::uint16_t>(opts.gdb_port ? opts.gdb_port + i : 0);
@@ -104,8 +118,8 @@ int main(int argc, char** argv)
         }
         log(LogLevel::info, "serving {} chip(s) in {}", opts.chips, opts.socket_dir);
         std::unique_ptr<fabric::Domain> domain;
-        if (plan) {
-            domain = join_domain(*plan, opts, chips);
+        if (in_domain) {
+            domain = join_domain(*plan, opts, chips, *fabric);
             log(LogLevel::info, "fabric domain {}: process {} joining over {}", opts.domain_file,
                 opts.process_name, plan->topology.provider);
         }
@@ -117,6 +131,7 @@ int main(int argc, char** argv)
         for (auto& s : servers) s->stop();
         for (auto& c : consoles) c->stop();
         for (auto& c : chips) c->attach_domain(nullptr);
+        if (fabric) fabric->set_remote(nullptr);
         domain.reset();  // tells the peers this process leaves
         for (auto& c : chips) c->stop();
         if (trace) trace->close();  // events still arriving from stopping threads are dropped

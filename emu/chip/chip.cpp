@@ -51,6 +51,10 @@ Chip::Chip(const ChipConfig& config)
       boot_rom_(config.index, std::string(fwimage::dev_public_key_pem()))
 {
     if (trace_) name_trace_tracks();
+    if (config.fabric) {
+        links_.attach_fabric(config.fabric.get(), config.domain_chip);
+        config.fabric->attach(config.domain_chip, &links_, this);
+    }
     // A detaching function's queue engines stop before its memory is unmapped.
     host_.on_detach = [this](int fn) { cp_.function_detached(fn); };
     host_.set_function_limits(config.max_contexts_per_fn, config.max_queues_per_fn);
@@ -72,6 +76,7 @@ Chip::Chip(const ChipConfig& config)
 Chip::~Chip()
 {
     stop();
+    if (config_.fabric) config_.fabric->detach(config_.domain_chip);
 }
 
 // Factory programming: the image file goes into slot A. The image build must have a valid

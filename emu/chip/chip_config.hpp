@@ -2,6 +2,7 @@
 #pragma once
 
 #include "emu/chip/chip_links.hpp"
+#include "emu/chip/link_fabric.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -37,6 +38,9 @@ struct ChipConfig {
     // its topology connects.
     std::uint32_t domain_chip = 0;
     std::vector<LinkPortConfig> links;
+    // The switch planes and the other chips of this process (a tray, or the process's share
+    // of a domain); null: the chip stands alone.
+    std::shared_ptr<LinkFabric> fabric;
 };
 
 }  // namespace jal::emu

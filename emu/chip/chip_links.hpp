@@ -3,8 +3,11 @@
 // bytes ÷ its rate, a transfer starts when the direction is free (transfers through one
 // port queue behind each other: contention) and arrives one flight latency later. Never
 // cheaper than bytes ÷ link rate. State (up/down, width) and counters (bytes, transfers,
-// errors) are what the management path and telemetry show. docs/fabric.md, "The link
-// model".
+// errors) are what the management path and telemetry show. A port is cabled either to one
+// peer port (point to point) or to a switch plane (switched: it reaches every chip of the
+// plane, and a transfer is striped over every plane up at both ends, charged on both
+// ends' ports when the far chip is in this process). docs/fabric.md, "The link model" and
+// "Switched planes".
 #pragma once
 
 #include <cstdint>
@@ -16,11 +19,15 @@
 
 namespace jal::emu {
 
+class LinkFabric;
+
 // One port the topology connects.
 struct LinkPortConfig {
     bool scale_out = false;
-    unsigned port = 0;  // within its kind
-    unsigned peer_chip = 0, peer_port = 0;
+    unsigned port = 0;                      // within its kind
+    unsigned peer_chip = 0, peer_port = 0;  // point to point only
+    // Cabled to plane `port` of its kind's switches instead of to one peer port.
+    bool switched = false;
 };
 
 // Lanes of a full-width port and the data rate of each: 4 × 100 Gb/s = 400 Gb/s = 50 GB/s
@@ -30,6 +37,9 @@ inline constexpr double kLaneGbytesPerS = 12.5;
 // One-way flight time of a transfer's last byte: SerDes and FEC at both ends, MAC, one
 // switch hop and a few metres of cable (docs/fabric.md derives it).
 inline constexpr std::uint64_t kLinkLatencyNs = 1000;
+// The same through the scale-out network's three switch hops (leaf, spine, leaf) and
+// longer optical cables (docs/decisions.md, "Switched planes").
+inline constexpr std::uint64_t kScaleOutSwitchedLatencyNs = 2000;
 
 struct LinkPort {
     LinkPortConfig config;
@@ -44,17 +54,24 @@ struct LinkPort {
 
 // What a transfer cost: the port it took and when it started and arrived (modelled ns).
 struct LinkCharge {
-    unsigned index = 0;  // into ports()
+    unsigned index = 0;  // into ports(): the (first) port it took
     std::uint64_t start_ns = 0, end_ns = 0;
+    unsigned ports = 1;  // ports it was striped over (switch planes)
 };
 
 class ChipLinks {
 public:
     explicit ChipLinks(std::vector<LinkPortConfig> ports = {});
+    // The switch planes beyond this chip's switched ports and its own id among their chips.
+    // Without it, switched ports reach nothing.
+    void attach_fabric(LinkFabric* fabric, unsigned self_chip);
 
     std::vector<LinkPort> ports() const;  // a snapshot
-    // Charges moving `bytes` to (write) or from (read) `peer_chip` at modelled `now_ns` on
-    // the up port to it that frees first; nullopt when no up port joins the two chips.
+    // Charges moving `bytes` to (write) or from (read) `peer_chip` at modelled `now_ns`: on
+    // the up point-to-point port to it that frees first, else striped over the switch planes
+    // up at both ends (the scale-up planes within a rack, else the scale-out planes); nullopt
+    // when nothing joins the two chips. A far end in this process is charged too (its
+    // receive direction for a write): contention at the receiver.
     std::optional<LinkCharge> charge(unsigned peer_chip, std::uint64_t bytes, bool write,
                                      std::uint64_t now_ns);
     bool reaches(unsigned peer_chip) const;  // an up port joins the two chips
@@ -77,10 +94,25 @@ public:
 
 private:
     LinkPort* physical(std::uint32_t port);  // the port behind register port number `port`
+    // Whether switched ports of kind `scale_out` may carry traffic to `peer_chip`: it answers
+    // and is on their planes (the scale-up planes join only the chips of one rack).
+    bool routes(bool scale_out, unsigned peer_chip) const;
+    struct Plane {
+        LinkPort* mine;
+        LinkPort* theirs;  // null: the far chip is in another process
+    };
+    // The planes of kind `scale_out` up at both ends; the caller holds both mutexes.
+    std::vector<Plane> planes_to(bool scale_out, ChipLinks* far);
+    std::optional<LinkCharge> charge_switched(bool scale_out, unsigned peer_chip,
+                                              std::uint64_t bytes, bool write,
+                                              std::uint64_t now_ns);
+    std::size_t count_planes(bool scale_out, unsigned peer_chip);
 
     mutable std::mutex mutex_;
     std::vector<LinkPort> ports_;
     std::uint32_t selected_ = 0, latch_hi_ = 0;
+    LinkFabric* fabric_ = nullptr;
+    unsigned self_chip_ = 0;
 };
 
 }  // namespace jal::emu

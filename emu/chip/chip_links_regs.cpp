@@ -32,8 +32,10 @@ std::uint32_t ChipLinks::fw_read(std::uint32_t offset)
         return selected_;
     case off(JAL_LINK_STATUS):
         if (!p) return 0;
-        return JAL_LINK_ST_CONNECTED | (p->up ? JAL_LINK_ST_UP | p->lanes << 8 : 0u);
+        return JAL_LINK_ST_CONNECTED | (p->config.switched ? JAL_LINK_ST_SWITCHED : 0u) |
+               (p->up ? JAL_LINK_ST_UP | p->lanes << 8 : 0u);
     case off(JAL_LINK_PEER):
+        if (p && p->config.switched) return JAL_LINK_PEER_SWITCH | p->config.port << 16;
         return p ? p->config.peer_chip | p->config.peer_port << 16 : 0;
     case off(JAL_LINK_TX_BYTES_LO):
     case off(JAL_LINK_RX_BYTES_LO): {
@@ -81,8 +83,9 @@ void ChipLinks::fw_write(std::uint32_t offset, std::uint32_t value,
         p->down_reason = "taken down by the firmware";
     } else if (value == JAL_LINK_CMD_TRAIN) {
         // Training needs the far end: a chip whose process has not joined (or has gone)
-        // does not answer, and the port stays down.
-        const bool there = !p->peer_gone && reachable(p->config.peer_chip);
+        // does not answer, and the port stays down. A switched port's far end is its plane's
+        // switch, which is always there.
+        const bool there = p->config.switched || (!p->peer_gone && reachable(p->config.peer_chip));
         p->up = there;
         p->lanes = kLinkLanes;
         p->down_reason = there ? "" : p->peer_gone ? "its peer is gone" : "no answer from its peer";

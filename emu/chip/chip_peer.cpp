@@ -16,7 +16,7 @@ template <class Span, class Move>
 std::uint32_t peer_access(Chip& chip, std::uint32_t target, Span data, std::uint64_t& link_ns,
                           Move move)
 {
-    if (!chip.domain()) return JAL_STATUS_LINK_DOWN;
+    if (!chip.domain() && !chip.config().fabric) return JAL_STATUS_LINK_DOWN;  // no fabric
     try {
         const RemoteAccess a = move(data);
         link_ns += a.end_ns - a.start_ns;
@@ -31,7 +31,11 @@ std::uint32_t peer_access(Chip& chip, std::uint32_t target, Span data, std::uint
 
 void Chip::wire_peer_memory()
 {
-    mmu_.fabric.self = [this] { return domain() ? config_.domain_chip : ~0u; };
+    // A chip of a domain or of a tray (jal-emu --chips N: one switched domain) has an id
+    // its peers name it by; a lone chip has none.
+    mmu_.fabric.self = [this] {
+        return domain() || config_.fabric ? config_.domain_chip : ~0u;
+    };
     mmu_.fabric.read = [this](std::uint32_t target, std::uint64_t pa, std::span<std::byte> data,
                               std::uint64_t& ns) {
         return peer_access(*this, target, data, ns, [&](std::span<std::byte> d) {

@@ -9,9 +9,18 @@ namespace jal::emu {
 
 namespace {
 
+// Every port of a switched kind on its plane.
+void switched_ports(bool scale_out, std::vector<LinkPortConfig>& out)
+{
+    const unsigned n = scale_out ? fabric::kScaleOutPorts : fabric::kScaleUpPorts;
+    for (unsigned p = 0; p < n; ++p) out.push_back({scale_out, p, 0, 0, true});
+}
+
 std::vector<LinkPortConfig> ports_of(const fabric::Topology& t, unsigned chip)
 {
     std::vector<LinkPortConfig> out;
+    if (t.scale_up_switched) switched_ports(false, out);
+    if (t.scale_out_switched) switched_ports(true, out);
     for (const fabric::TopologyLink& l : t.links) {
         const bool out_kind = l.kind == fabric::LinkKind::scale_out;
         if (l.chip_a == chip) out.push_back({out_kind, l.port_a, l.chip_b, l.port_b});
@@ -41,11 +50,27 @@ std::optional<DomainPlan> plan_domain(const EmuOptions& o)
                                  std::to_string(me->chips.size()) + " chip(s)");
     plan.chips = me->chips;
     for (unsigned c : plan.chips) plan.links.push_back(ports_of(plan.topology, c));
+    const fabric::Topology& t = plan.topology;
+    plan.switches = {t.scale_up_switched, t.scale_out_switched, t.rack_chips,
+                     static_cast<unsigned>(t.chip_count())};
+    return plan;
+}
+
+DomainPlan plan_tray(unsigned chips)
+{
+    DomainPlan plan;
+    plan.switches = {true, false, kMaxRackChips, chips};
+    for (unsigned c = 0; c < chips; ++c) {
+        plan.chips.push_back(c);
+        plan.links.emplace_back();
+        switched_ports(false, plan.links.back());
+    }
     return plan;
 }
 
 std::unique_ptr<fabric::Domain> join_domain(const DomainPlan& plan, const EmuOptions& o,
-                                            const std::vector<std::unique_ptr<Chip>>& chips)
+                                            const std::vector<std::unique_ptr<Chip>>& chips,
+                                            LinkFabric& fabric)
 {
     std::vector<fabric::LocalChipMemory> memory;
     for (const auto& c : chips) {
@@ -58,6 +83,7 @@ std::unique_ptr<fabric::Domain> join_domain(const DomainPlan& plan, const EmuOpt
     d.op_timeout = std::chrono::milliseconds(static_cast<long>(o.fabric_timeout_s * 1000));
     auto domain = std::make_unique<fabric::Domain>(plan.topology, d, memory);
     for (const auto& c : chips) c->attach_domain(domain.get());
+    fabric.set_remote([joined = domain.get()](unsigned chip) { return joined->reachable(chip); });
     return domain;
 }
 

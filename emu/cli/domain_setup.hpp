@@ -19,7 +19,12 @@ struct DomainPlan {
     fabric::Topology topology;
     std::vector<unsigned> chips;                     // domain ids of this process's chips
     std::vector<std::vector<LinkPortConfig>> links;  // per chip, the ports its links use
+    SwitchLayout switches;                           // the planes the switched ports are on
 };
+
+// A tray: jal-emu --chips N (N ≥ 2) without --domain. Its chips form one switched scale-up
+// domain, every chip's 12 scale-up ports on the 12 planes (docs/fabric.md, "A tray").
+DomainPlan plan_tray(unsigned chips);
 
 // nullopt without --domain; throws std::runtime_error for a bad file, an unknown process or
 // a --chips that disagrees with the file.
@@ -27,7 +32,10 @@ std::optional<DomainPlan> plan_domain(const EmuOptions& options);
 
 // Opens this process's endpoint, registers the chips' HBM and starts joining (in the
 // background: the chips serve meanwhile); attaches the domain to every chip.
+// The chips of this process find each other (and, once joined, the domain's other chips)
+// through `fabric`.
 std::unique_ptr<fabric::Domain> join_domain(const DomainPlan& plan, const EmuOptions& options,
-                                            const std::vector<std::unique_ptr<Chip>>& chips);
+                                            const std::vector<std::unique_ptr<Chip>>& chips,
+                                            LinkFabric& fabric);
 
 }  // namespace jal::emu

@@ -69,6 +69,7 @@ json domain_json(Chip& chip)
 json access_json(Chip& chip, const RemoteAccess& a)
 {
     return {{"port", a.port},
+            {"ports", a.ports},
             {"start_ns", a.start_ns},
             {"end_ns", a.end_ns},
             {"modelled_ns", a.end_ns - chip.clock().now_ns()}};
@@ -82,20 +83,23 @@ json links_json(Chip& chip)
     const auto ports = chip.links().ports();
     for (std::size_t i = 0; i < ports.size(); ++i) {
         const LinkPort& p = ports[i];
-        out.push_back({{"index", i},
-                       {"kind", p.config.scale_out ? "scale-out" : "scale-up"},
-                       {"port", p.config.port},
-                       {"peer_chip", p.config.peer_chip},
-                       {"peer_port", p.config.peer_port},
-                       {"state", p.up ? "up" : "down"},
-                       {"down_reason", p.up ? json() : json(p.down_reason)},
-                       {"lanes", p.lanes},
-                       {"gbytes_per_s", p.gbytes_per_s()},
-                       {"latency_ns", kLinkLatencyNs},
-                       {"tx_bytes", p.tx_bytes},
-                       {"rx_bytes", p.rx_bytes},
-                       {"transfers", p.transfers},
-                       {"errors", p.errors}});
+        out.push_back(
+            {{"index", i},
+             {"kind", p.config.scale_out ? "scale-out" : "scale-up"},
+             {"port", p.config.port},
+             {"switched", p.config.switched},
+             {"peer_chip", p.config.switched ? json() : json(p.config.peer_chip)},
+             {"peer_port", p.config.switched ? json() : json(p.config.peer_port)},
+             {"state", p.up ? "up" : "down"},
+             {"down_reason", p.up ? json() : json(p.down_reason)},
+             {"lanes", p.lanes},
+             {"gbytes_per_s", p.gbytes_per_s()},
+             {"latency_ns", p.config.switched && p.config.scale_out ? kScaleOutSwitchedLatencyNs
+                                                                    : kLinkLatencyNs},
+             {"tx_bytes", p.tx_bytes},
+             {"rx_bytes", p.rx_bytes},
+             {"transfers", p.transfers},
+             {"errors", p.errors}});
     }
     return out;
 }

@@ -123,6 +123,7 @@ Domain::~Domain()
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
+    wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     ep_.reset();  // before the buffers it may still have operations on
 }
@@ -174,8 +175,14 @@ void Domain::run()
                 std::lock_guard lock(mutex_);
                 if (stopping_) break;
             }
-            if (!step()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            bool busy;
+            {
+                std::lock_guard driving(drive_mutex_);
+                busy = step();
+            }
+            if (!busy) idle();
         }
+        std::lock_guard driving(drive_mutex_);
         leave();
     } catch (const std::exception& e) {
         std::lock_guard lock(mutex_);
@@ -188,6 +195,20 @@ void Domain::run()
         queue_.clear();
         changed_.notify_all();
     }
+}
+
+// Nothing happened this round: yield while transfers are under way or a peer said WAKE,
+// else sleep until a request is queued (or kIdleSleep, for the provider's and the
+// heartbeats' sake).
+void Domain::idle()
+{
+    std::unique_lock lock(mutex_);
+    if (!active_.empty() || !queue_.empty() || Clock::now() < hot_until_) {
+        lock.unlock();
+        std::this_thread::yield();
+        return;
+    }
+    wake_.wait_for(lock, kIdleSleep, [&] { return stopping_ || !queue_.empty(); });
 }
 
 bool Domain::step()
@@ -207,6 +228,8 @@ bool Domain::collect()
     ep_->poll(done, 32);
     if (done.empty()) return false;
     std::lock_guard lock(mutex_);
+    // More is likely to follow (a caller's next request): stay awake a moment.
+    hot_until_ = std::max(hot_until_, Clock::now() + std::chrono::milliseconds(1));
     for (const Completion& c : done) complete(static_cast<Op*>(c.context), c);
     return true;
 }
@@ -248,6 +271,10 @@ void Domain::on_message(Op* op, std::size_t length)
     p.last_heard = Clock::now();
     if (h.type == kBye) {
         peer_lost(p, PeerState::left, "left the domain");
+        return;
+    }
+    if (h.type == kWake) {
+        hot_until_ = p.last_heard + kHotWindow;
         return;
     }
     if (h.type != kHello && h.type != kHelloReply) return;

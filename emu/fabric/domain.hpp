@@ -113,6 +113,9 @@ private:
     bool heartbeat_step();
     bool start_requests();
     bool issue_chunks(Request& r);
+    bool in_local_memory(const std::byte* p, std::size_t size) const;
+    void idle();
+    void drive();
     void check_deadlines();
     void peer_lost(Peer& p, PeerState state, const std::string& why);
     void finish(Request& r, const std::string& error);
@@ -134,6 +137,10 @@ private:
 
     mutable std::mutex mutex_;
     mutable std::condition_variable changed_;
+    std::condition_variable wake_;  // a request was queued, or the domain stops
+    std::mutex drive_mutex_;        // held by whoever drives the endpoint (steps)
+    std::chrono::steady_clock::time_point
+        hot_until_{};  // read the queue without sleeping until then
     DomainState state_ = DomainState::joining;
     std::string error_;
     bool stopping_ = false;

@@ -22,6 +22,7 @@ enum WireType : std::uint16_t {
     kHelloReply = 2,  // my regions, in answer to yours: I have them
     kPing = 3,        // still here
     kBye = 4,         // leaving the domain
+    kWake = 5,        // transfers into your memory are coming: keep your provider progressing
 };
 struct WireHeader {
     std::uint32_t magic;
@@ -36,8 +37,19 @@ struct WireRegion {
 inline constexpr std::size_t kMessageBytes = 4096;
 inline constexpr std::size_t kReceives = 32, kSends = 32;
 inline constexpr std::size_t kChunkBytes = 1u << 20, kChunks = 16;  // RMA staging
+// Chunks straight from or to a local chip's memory need no staging and may be larger: fewer
+// operations for the provider and the progress thread (jal-bench fabric measures it).
+inline constexpr std::size_t kDirectChunkBytes = 4u << 20;
 inline constexpr auto kHelloInterval = std::chrono::milliseconds(100);
 inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
+// A provider without automatic progress moves a peer's RMA into this process only while
+// the completion queue is read, and RMA brings the target no completion: so the initiator
+// says WAKE (every kWakeInterval while it transfers) and the target then reads its
+// queue without sleeping for kHotWindow. An idle domain sleeps kIdleSleep between reads.
+inline constexpr auto kWakeInterval = std::chrono::milliseconds(10);
+inline constexpr auto kHotWindow = std::chrono::milliseconds(50);
+inline constexpr auto kIdleSleep = std::chrono::microseconds(200);
+inline constexpr auto kAwakeWait = std::chrono::microseconds(500);  // a caller's, see transfer()
 
 struct Domain::Peer {
     std::size_t index = 0;   // in the topology's processes
@@ -47,7 +59,7 @@ struct Domain::Peer {
     bool have_theirs = false, they_have_ours = false;
     std::vector<std::pair<unsigned, RemoteRegion>> regions;  // (domain chip id, region)
     bool hello_in_flight = false, ping_in_flight = false;
-    Clock::time_point next_hello{}, next_ping{}, last_heard{};
+    Clock::time_point next_hello{}, next_ping{}, last_heard{}, last_wake{};
 };
 
 struct Domain::Request {
@@ -59,6 +71,7 @@ struct Domain::Request {
     std::byte* data = nullptr;
     std::size_t size = 0, issued = 0, done = 0;
     Clock::time_point deadline{};
+    bool direct = false;  // the caller's buffer is a local chip's registered memory: no staging
     bool finished = false;
     std::string error;
 };

@@ -1,13 +1,15 @@
 // Transfers to and from remote chips' memory: a caller's request is cut into chunks of
 // kChunkBytes that go through registered staging buffers (so a caller's buffer never has to
 // be registered, and a chunk still in the provider's hands when its request has ended
-// touches only staging), kChunks of them in flight at once.
+// touches only staging), kChunks of them in flight at once; from and to a local chip's
+// registered memory, chunks of kDirectChunkBytes go straight from there.
 #include "emu/fabric/domain.hpp"
 
 #include "emu/fabric/domain_internal.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace jal::emu::fabric {
 
@@ -66,9 +68,47 @@ void Domain::transfer(bool write, unsigned chip, std::uint64_t offset, std::byte
     if (size == 0) return;
     if (stopping_) throw DomainError(what + "this process is leaving the domain");
     r.deadline = Clock::now() + options_.op_timeout;
+    r.direct = in_local_memory(data, size);
     queue_.push_back(&r);
+    wake_.notify_one();
+    // A small transfer ends within microseconds: the caller drives the endpoint itself
+    // meanwhile (the progress thread waits for it: one thread to schedule, not two, and no
+    // wake-up); a longer one is left to the progress thread and waited for asleep.
+    const auto awake_until = Clock::now() + kAwakeWait;
+    while (!r.finished && Clock::now() < awake_until) {
+        lock.unlock();
+        drive();
+        lock.lock();
+    }
     changed_.wait(lock, [&] { return r.finished; });
     if (!r.error.empty()) throw DomainError(what + r.error, true);
+}
+
+// One round of the progress thread's work on the caller's thread, if nobody else drives the
+// endpoint right now. A failure is left for the progress thread to meet and report.
+void Domain::drive()
+{
+    std::unique_lock driving(drive_mutex_, std::try_to_lock);
+    bool busy = false;
+    if (driving.owns_lock()) {
+        try {
+            busy = step();
+        } catch (const std::exception&) {}
+    }
+    if (!busy) std::this_thread::yield();
+}
+
+// A local chip's memory is registered with the endpoint: RMA can go from and to it
+// directly (no copy through staging). A chunk still in flight when its request ended
+// then touches that chip's memory, never a buffer of the caller's.
+bool Domain::in_local_memory(const std::byte* p, std::size_t size) const
+{
+    for (const LocalChipMemory& m : local_memory_) {
+        const auto* base = static_cast<const std::byte*>(m.base);
+        if (p >= base && p <= base + m.size && size <= static_cast<std::size_t>(base + m.size - p))
+            return true;
+    }
+    return false;
 }
 
 bool Domain::start_requests()
@@ -77,6 +117,11 @@ bool Domain::start_requests()
         active_.push_back(queue_.front());
         queue_.pop_front();
     }
+    // Keep every peer we transfer with awake for as long as the transfers last.
+    const auto now = Clock::now();
+    for (Request* r : active_)
+        if (now - r->peer->last_wake > kWakeInterval && send_control(*r->peer, kWake))
+            r->peer->last_wake = now;
     bool busy = false;
     for (std::size_t i = 0; i < active_.size();) {
         Request& r = *active_[i];
@@ -99,14 +144,15 @@ bool Domain::issue_chunks(Request& r)
         op->peer = r.peer;
         op->request = &r;
         op->at = r.issued;
-        op->length = std::min(kChunkBytes, r.size - r.issued);
+        op->length = std::min(r.direct ? kDirectChunkBytes : kChunkBytes, r.size - r.issued);
         const std::uint64_t at = r.offset + op->at;
+        std::byte* local = r.direct ? r.data + op->at : op->buffer;
         bool posted;
         if (r.write) {
-            std::memcpy(op->buffer, r.data + op->at, op->length);
-            posted = ep_->post_write(r.peer->addr, op->buffer, op->length, r.region, at, op);
+            if (!r.direct) std::memcpy(op->buffer, r.data + op->at, op->length);
+            posted = ep_->post_write(r.peer->addr, local, op->length, r.region, at, op);
         } else {
-            posted = ep_->post_read(r.peer->addr, op->buffer, op->length, r.region, at, op);
+            posted = ep_->post_read(r.peer->addr, local, op->length, r.region, at, op);
         }
         if (!posted) break;
         free_chunks_.pop_back();
@@ -132,7 +178,7 @@ void Domain::complete_chunk(Op* op, const Completion& c)
         return;
     }
     if (!r) return;  // its request ended (timed out, its peer lost) while it was in flight
-    if (!r->write) std::memcpy(r->data + op->at, op->buffer, op->length);
+    if (!r->write && !r->direct) std::memcpy(r->data + op->at, op->buffer, op->length);
     r->done += op->length;
     if (r->done == r->size) finish(*r, "");
 }

@@ -15,6 +15,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxChips = 2048;  // the published scale-out domain
+constexpr unsigned kMaxRackChips = 128;  // the published scale-up domain
 
 [[noreturn]] void bad(const std::string& where, const std::string& what)
 {
@@ -100,6 +101,27 @@ TopologyLink parse_link(const json& j, const std::string& where)
     return l;
 }
 
+// "links" (point to point, the default) or "switched".
+bool switched_at(const json& j, const char* key)
+{
+    if (!j.contains(key)) return false;
+    const std::string v = string_at(j, key, "the document");
+    if (v != "switched" && v != "links")
+        bad(key, "\"" + v + "\" is neither \"switched\" nor \"links\"");
+    return v == "switched";
+}
+
+void parse_switching(const json& j, Topology& t)
+{
+    t.scale_up_switched = switched_at(j, "scale_up");
+    t.scale_out_switched = switched_at(j, "scale_out");
+    if (j.contains("rack_chips")) {
+        t.rack_chips = unsigned_at(j["rack_chips"], "rack_chips", kMaxRackChips + 1);
+        if (t.rack_chips == 0) bad("rack_chips", "must be 1..128");
+        if (!t.scale_up_switched) bad("rack_chips", "needs \"scale_up\": \"switched\"");
+    }
+}
+
 // Every chip 0..N-1 held once; processes named once.
 void check_processes(const Topology& t)
 {
@@ -132,6 +154,12 @@ void check_links(const Topology& t)
         const TopologyLink& l = t.links[i];
         const std::string where = "links[" + std::to_string(i) + "]";
         const unsigned ports = l.kind == LinkKind::scale_up ? kScaleUpPorts : kScaleOutPorts;
+        const bool up = l.kind == LinkKind::scale_up;
+        if (up ? t.scale_up_switched : t.scale_out_switched)
+            bad(where, std::string("the ") + (up ? "scale-up" : "scale-out") +
+                           " ports are switched (\"" + (up ? "scale_up" : "scale_out") +
+                           "\": \"switched\"): no " + (up ? "scale-up" : "scale-out") +
+                           " link may join them point to point");
         for (auto [chip, port, end] :
              {std::tuple{l.chip_a, l.port_a, ".a"}, std::tuple{l.chip_b, l.port_b, ".b"}}) {
             if (chip >= chips)
@@ -176,6 +204,7 @@ Topology parse_topology(const std::string& text)
     if (!j.is_object()) bad("the document", "must be an object");
     Topology t;
     if (j.contains("provider")) t.provider = string_at(j, "provider", "the document");
+    parse_switching(j, t);
     const json& procs = member(j, "processes", "the document");
     if (!procs.is_array() || procs.empty()) bad("processes", "must be a non-empty array");
     for (std::size_t i = 0; i < procs.size(); ++i)

@@ -35,6 +35,12 @@ struct Topology {
     std::string provider = "tcp";  // the libfabric provider every process uses
     std::vector<TopologyProcess> processes;
     std::vector<TopologyLink> links;
+    // "scale_up": "switched" / "scale_out": "switched": every chip's ports of that kind are
+    // cabled to the kind's switch planes (port p to plane p) instead of to `links`; the
+    // scale-up planes of a rack join `rack_chips` consecutive chip ids (docs/fabric.md,
+    // "Switched planes"). Without them, ports are linked point to point as `links` says.
+    bool scale_up_switched = false, scale_out_switched = false;
+    unsigned rack_chips = 128;
 
     // The process holding `chip`, or nullptr.
     const TopologyProcess* holder(unsigned chip) const;

@@ -118,8 +118,9 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         if (addr == JAL_LINK_CMD && value == JAL_LINK_CMD_TRAIN)
             chip_.clock().advance(std::uint64_t{JAL_LINK_TRAIN_US} * 1000);
         chip_.links().fw_write(rel - JAL_MGMT_LINK, value, [this](unsigned chip) {
+            const auto& f = chip_.config().fabric;
             const fabric::Domain* d = chip_.domain();
-            return d && d->reachable(chip);
+            return (f && f->answers(chip)) || (d && d->reachable(chip));
         });
         return;
     case JAL_MGMT_FWU:

@@ -12,6 +12,7 @@
 #include <jal/error.hpp>
 
 #include "dispatch_bench.hpp"
+#include "fabric_bench.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
 #include "serve_command.hpp"
@@ -65,6 +66,75 @@ CLI::App* add_dispatch_command(CLI::App& app, jal::bench::DispatchBenchOptions& 
     return c;
 }
 
+// "4096", "4K", "64M", "1G" (powers of 1024) into bytes.
+std::uint64_t parse_size(const std::string& text)
+{
+    std::size_t used = 0;
+    std::uint64_t v = 0;
+    try {
+        v = std::stoull(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    const std::string unit = text.substr(used);
+    const int shift = unit.empty()  ? 0
+                      : unit == "K" ? 10
+                      : unit == "M" ? 20
+                      : unit == "G" ? 30
+                                    : -1;
+    if (used == 0 || shift < 0 || v == 0 || v > (std::uint64_t{1} << (40 - shift)))
+        throw CLI::ValidationError("size", "\"" + text + "\" is not a size (4096, 4K, 64M, 1G)");
+    return v << shift;
+}
+
+struct FabricCommand {
+    jal::bench::FabricBenchOptions o;
+    std::vector<std::string> sizes, collective_sizes;
+    bool json = false;
+    CLI::App* app = nullptr;
+};
+
+void add_fabric_command(CLI::App& app, FabricCommand& f)
+{
+    f.app = app.add_subcommand(
+        "fabric", "The chip-to-chip fabric: raw libfabric and the emulator's chip-to-chip transfer "
+                  "between two processes (bandwidth, latency, their ratio), and the modelled bus "
+                  "bandwidth of all-reduce and all-to-all over 8 and 128 switched chips");
+    f.app->add_flag("--json", f.json, "Print one JSON document instead of the table");
+    f.app->add_option("--provider", f.o.provider, "libfabric provider: tcp (default) or shm")
+        ->check(CLI::IsMember({"tcp", "shm"}));
+    f.app->add_option("--sizes", f.sizes, "Measured message sizes (default 4K,16K,...,64M)")
+        ->delimiter(',');
+    f.app
+        ->add_option("--collective-sizes", f.collective_sizes,
+                     "Modelled collective sizes per chip (default 8,64,...,1G)")
+        ->delimiter(',');
+    f.app
+        ->add_option("--seconds", f.o.seconds_per_size,
+                     "Measuring time per size and path (default 0.25)")
+        ->check(CLI::Range(0.0, 60.0));
+    f.app->add_flag("-q,--quiet", f.o.quiet, "No progress lines on stderr");
+}
+
+int run_fabric_command(FabricCommand& f)
+{
+    try {
+        if (!f.sizes.empty()) f.o.sizes.clear();
+        for (const auto& s : f.sizes) f.o.sizes.push_back(parse_size(s));
+        if (!f.collective_sizes.empty()) f.o.collective_sizes.clear();
+        for (const auto& s : f.collective_sizes) f.o.collective_sizes.push_back(parse_size(s));
+        const nlohmann::json doc = jal::bench::run_fabric_bench(f.o);
+        if (f.json)
+            std::cout << doc.dump(2) << '\n';
+        else
+            std::cout << jal::bench::format_fabric_table(doc);
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "jal-bench: " << e.what() << '\n';
+        return 1;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -104,7 +174,11 @@ int main(int argc, char** argv)
     bool djson = false, dquick = false;
     CLI::App* dispatch = add_dispatch_command(app, dop, djson, dquick);
     jal::bench::ServeCommand& serve = jal::bench::add_serve_command(app);
+    FabricCommand fabric;
+    add_fabric_command(app, fabric);
     CLI11_PARSE(app, argc, argv);
+
+    if (fabric.app->parsed()) return run_fabric_command(fabric);
 
     if (jal::bench::serve_command_parsed(serve)) return jal::bench::run_serve_command(serve);
 

@@ -298,6 +298,11 @@
 #define JAL_LINK_TRAIN_US 50u           /* modelled cost of a TRAIN */
 #define JAL_LINK_ST_CONNECTED (1u << 0) /* cabled to another chip's port */
 #define JAL_LINK_ST_UP (1u << 1)
+/* cabled to switch plane n of its kind (n: the port's number within its kind) instead of to
+ * one peer: PEER reads JAL_LINK_PEER_SWITCH, TRAIN brings it up (the switch answers) and it
+ * reaches every chip of the plane (since 1.8) */
+#define JAL_LINK_ST_SWITCHED (1u << 2)
+#define JAL_LINK_PEER_SWITCH 0xffffu
 #define JAL_LINK_CMD_TRAIN 1
 #define JAL_LINK_CMD_DOWN 2
 /* ---- RLOG: retained event log (since 1.7). 4 KiB of always-on RAM, kept across chip and

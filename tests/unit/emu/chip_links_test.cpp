@@ -2,10 +2,13 @@
 // earlier transfers, parallel links sharing the load, flight latency) and the register
 // block the firmware trains them through.
 #include "emu/chip/chip_links.hpp"
+#include "emu/chip/link_fabric.hpp"
 
 #include "jal/hw/mgmt.h"
 
 #include <gtest/gtest.h>
+
+#include <memory>
 
 namespace {
 
@@ -104,6 +107,126 @@ TEST(ChipLinks, TheFirmwareTrainsCabledPortsWhoseFarEndIsThere)
     links.reset();
     EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u);
     EXPECT_EQ(links.ports()[0].rx_bytes, (std::uint64_t{1} << 32) + 7) << "since power-on";
+}
+
+}  // namespace
+
+namespace {
+
+using jal::emu::kScaleOutSwitchedLatencyNs;
+using jal::emu::LinkFabric;
+using jal::emu::SwitchLayout;
+
+// `chips` chips of one process, each with 12 switched scale-up ports (and, with
+// `scale_out`, 4 switched scale-out ports), all trained through the firmware's TRAIN.
+struct Tray {
+    explicit Tray(unsigned chips, unsigned rack = 128, bool scale_out = false)
+        : fabric(SwitchLayout{true, scale_out, rack, chips})
+    {
+        std::vector<LinkPortConfig> ports;
+        for (unsigned p = 0; p < 12; ++p) ports.push_back({false, p, 0, 0, true});
+        if (scale_out)
+            for (unsigned p = 0; p < 4; ++p) ports.push_back({true, p, 0, 0, true});
+        auto nobody = [](unsigned) { return false; };
+        for (unsigned c = 0; c < chips; ++c) {
+            links.push_back(std::make_unique<ChipLinks>(ports));
+            links.back()->attach_fabric(&fabric, c);
+            fabric.attach(c, links.back().get());
+            for (unsigned p = 0; p < ports.size(); ++p) {
+                links.back()->fw_write(off(JAL_LINK_SEL), p, nobody);
+                links.back()->fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, nobody);
+            }
+        }
+    }
+    ChipLinks& operator[](unsigned c) { return *links[c]; }
+    LinkFabric fabric;
+    std::vector<std::unique_ptr<ChipLinks>> links;
+};
+
+TEST(ChipLinks, SwitchedPortsTrainWithoutAPeerAndSayTheyAreSwitched)
+{
+    Tray tray(2);
+    // The switch answers: every plane is up although no peer was asked.
+    EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_UP_MASK)), 0xfffu);
+    tray[0].fw_write(off(JAL_LINK_SEL), 5, [](unsigned) { return false; });
+    EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_STATUS)),
+              JAL_LINK_ST_CONNECTED | JAL_LINK_ST_SWITCHED | JAL_LINK_ST_UP | JAL_LINK_LANES << 8);
+    EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_PEER)), JAL_LINK_PEER_SWITCH | 5u << 16);
+    EXPECT_TRUE(tray[0].reaches(1));
+    EXPECT_FALSE(tray[0].reaches(0)) << "itself";
+    EXPECT_FALSE(tray[0].reaches(2)) << "no such chip";
+    EXPECT_NE(tray[0].no_route(2).find("does not answer"), std::string::npos);
+}
+
+TEST(ChipLinks, ATransferIsStripedOverEveryPlaneAndChargedAtBothEnds)
+{
+    Tray tray(8);
+    // 1.2 MB over 12 planes of 50 GB/s: 100 000 B a plane, 2 000 ns, then 1 µs of flight.
+    const auto c = tray[0].charge(7, 1'200'000, true, 500);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->ports, 12u);
+    EXPECT_EQ(c->start_ns, 500u);
+    EXPECT_EQ(c->end_ns, 500u + 2'000u + kLinkLatencyNs);
+    // Never cheaper than the chip's 600 GB/s.
+    EXPECT_GE(c->end_ns - c->start_ns, 1'200'000u / 600u);
+    std::uint64_t tx = 0, rx = 0;
+    for (const auto& p : tray[0].ports()) tx += p.tx_bytes;
+    for (const auto& p : tray[7].ports()) rx += p.rx_bytes;
+    EXPECT_EQ(tx, 1'200'000u);
+    EXPECT_EQ(rx, 1'200'000u) << "the receiver's side is charged too";
+    // A read: data from chip 7's transmit to chip 0's receive, request and data in flight.
+    const auto r = tray[0].charge(7, 12, false, 10'000);
+    EXPECT_EQ(r->end_ns, 10'000u + 1u + 2 * kLinkLatencyNs);
+}
+
+TEST(ChipLinks, TwoSendersToOneChipShareItsReceivePorts)
+{
+    Tray tray(3);
+    const std::uint64_t bytes = 6'000'000;  // 10 µs at 600 GB/s
+    const auto alone = tray[1].charge(0, bytes, true, 0);
+    Tray again(3);
+    const auto a = again[1].charge(0, bytes, true, 0);
+    const auto b = again[2].charge(0, bytes, true, 0);
+    ASSERT_TRUE(alone && a && b);
+    const std::uint64_t single = alone->end_ns - kLinkLatencyNs;
+    EXPECT_EQ(single, 10'000u);
+    // Chip 0's receive directions carry both: the second waits for the first.
+    EXPECT_GE(std::max(a->end_ns, b->end_ns) - kLinkLatencyNs, 2 * single);
+    // Sends from one chip to two others do not wait on each other's receivers, only on the
+    // sender's transmit directions.
+    Tray fan(3);
+    const auto x = fan[0].charge(1, bytes, true, 0);
+    const auto y = fan[0].charge(2, bytes, true, 0);
+    EXPECT_EQ(y->start_ns, x->end_ns - kLinkLatencyNs);
+}
+
+TEST(ChipLinks, APlaneDownAtEitherEndIsLeftOut)
+{
+    Tray tray(2);
+    ASSERT_TRUE(tray[0].set_up(3, false, "taken down"));
+    ASSERT_TRUE(tray[1].set_up(4, false, "taken down"));
+    const auto c = tray[0].charge(1, 1000, true, 0);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->ports, 10u);
+    EXPECT_EQ(tray[0].ports()[3].tx_bytes, 0u);
+    for (unsigned p = 0; p < 12; ++p) tray[0].set_up(p, false, "all down");
+    EXPECT_FALSE(tray[0].reaches(1));
+    EXPECT_FALSE(tray[0].charge(1, 10, true, 0));
+    EXPECT_NE(tray[0].no_route(1).find("every switch plane to chip 1 is down"), std::string::npos);
+}
+
+TEST(ChipLinks, OtherRacksAreReachedOverTheScaleOutPlanes)
+{
+    Tray tray(4, 2, true);  // racks {0, 1} and {2, 3}
+    const auto in_rack = tray[0].charge(1, 1200, true, 0);
+    ASSERT_TRUE(in_rack);
+    EXPECT_EQ(in_rack->ports, 12u);
+    const auto across = tray[0].charge(2, 1200, true, 0);
+    ASSERT_TRUE(across);
+    EXPECT_EQ(across->ports, 4u);
+    EXPECT_EQ(across->end_ns, 6u + kScaleOutSwitchedLatencyNs);  // 300 B a plane: 6 ns
+    EXPECT_TRUE(tray[0].ports()[12].config.scale_out);
+    EXPECT_EQ(tray[0].ports()[12].tx_bytes, 300u);
 }
 
 }  // namespace

@@ -132,3 +132,59 @@ TEST(Topology, AnUnreadableFileIsAClearError)
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Topology, SwitchedPlanesReplaceLinksOfTheirKind)
+{
+    // Without the settings a file means what it always meant: point-to-point links.
+    const Topology plain = parse_topology(kTwoHosts);
+    EXPECT_FALSE(plain.scale_up_switched);
+    EXPECT_FALSE(plain.scale_out_switched);
+    EXPECT_EQ(plain.rack_chips, 128u);
+
+    const Topology t = parse_topology(R"({"scale_up": "switched", "scale_out": "links",
+        "rack_chips": 2,
+        "processes": [{"name": "a", "address": "h:1", "chips": [0, 1]},
+                      {"name": "b", "address": "h:2", "chips": [2, 3]}],
+        "links": [{"kind": "scale-out", "a": [0, 0], "b": [2, 0]}]})");
+    EXPECT_TRUE(t.scale_up_switched);
+    EXPECT_FALSE(t.scale_out_switched);
+    EXPECT_EQ(t.rack_chips, 2u);
+    EXPECT_EQ(t.links.size(), 1u);
+}
+
+TEST(Topology, SwitchingMistakesAreNamed)
+{
+    const std::string procs = R"("processes": [{"name": "a", "address": "h:1", "chips": [0]},
+                                               {"name": "b", "address": "h:2", "chips": [1]}])";
+    const struct {
+        std::string text, expect;
+    } cases[] = {
+        {R"({"scale_up": "fat-tree", )" + procs + "}",
+         R"(topology: scale_up: "fat-tree" is neither "switched" nor "links")"},
+        {R"({"scale_out": 3, )" + procs + "}",
+         "topology: the document.scale_out: must be a non-empty string"},
+        {R"({"rack_chips": 8, )" + procs + "}",
+         R"(topology: rack_chips: needs "scale_up": "switched")"},
+        {R"({"scale_up": "switched", "rack_chips": 129, )" + procs + "}",
+         "topology: rack_chips: must be a whole number below 129"},
+        {R"({"scale_up": "switched", "rack_chips": 0, )" + procs + "}",
+         "topology: rack_chips: must be 1..128"},
+        {R"({"scale_up": "switched", )" + procs +
+             R"(, "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]}]})",
+         R"(topology: links[0]: the scale-up ports are switched ("scale_up": "switched"): no )"
+         "scale-up link may join them point to point"},
+    };
+    for (const auto& c : cases) {
+        std::string got;
+        try {
+            parse_topology(c.text);
+        } catch (const TopologyError& e) {
+            got = e.what();
+        }
+        EXPECT_EQ(got, c.expect) << c.text;
+    }
+}
+
+}  // namespace
