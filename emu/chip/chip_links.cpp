@@ -5,7 +5,7 @@
 
 namespace jal::emu {
 
-ChipLinks::ChipLinks(std::vector<LinkPortConfig> ports)
+ChipLinks::ChipLinks(std::vector<LinkPortConfig> ports, std::uint64_t seed) : seed_(seed)
 {
     for (const auto& c : ports) {
         LinkPort p;

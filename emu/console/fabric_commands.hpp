@@ -13,7 +13,8 @@ namespace jal::emu {
 class Chip;
 
 inline constexpr const char* kFabricHelp =
-    "fabric | links | rpeek CHIP ADDR LEN | rpoke CHIP ADDR HEXBYTES | link PORT up|down";
+    "fabric | links | rpeek CHIP ADDR LEN | rpoke CHIP ADDR HEXBYTES | link PORT up|down | "
+    "link PORT lane LANE bad";
 
 // The reply to `words` if it is a fabric command, else nullopt. Throws
 // std::invalid_argument (bad arguments) or std::runtime_error (the transfer failed).

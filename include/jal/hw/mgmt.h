@@ -283,6 +283,30 @@
 #define JAL_LINK_ST_UP (1u << 1)
 #define JAL_LINK_CMD_TRAIN 1
 #define JAL_LINK_CMD_DOWN 2
+/* Lane-level training (since 1.8; docs/fabric.md, "Link training"). TRAIN_LANES trains the
+ * selected port's lanes against the far end without bringing the port up (it costs
+ * JAL_LINK_TRAIN_US): STATUS bit PEER says whether the far end answered, LANES_OK holds the
+ * lanes that locked and LANE_MARGIN each lane's eye margin. ENABLE brings the port up on the
+ * lanes of LANE_USE (all of them locked at the last training, 4, 2 or 1 of them): anything
+ * else leaves it down. TRAIN keeps its 1.7 meaning: train and come up on every lane that
+ * locks. */
+#define JAL_LINK_LANE_SEL JAL_MGMT_REG(JAL_MGMT_LINK, 0x30)     /* RW lane 0-3 */
+#define JAL_LINK_LANE_MARGIN JAL_MGMT_REG(JAL_MGMT_LINK, 0x34)  /* RO milli-UI; 0: no lock */
+#define JAL_LINK_LANES_OK JAL_MGMT_REG(JAL_MGMT_LINK, 0x38)     /* RO mask of locked lanes */
+#define JAL_LINK_LANE_USE JAL_MGMT_REG(JAL_MGMT_LINK, 0x3c)     /* RW mask ENABLE uses */
+#define JAL_LINK_TRANSFERS_LO JAL_MGMT_REG(JAL_MGMT_LINK, 0x40) /* RO; LO latches HI */
+#define JAL_LINK_TRANSFERS_HI JAL_MGMT_REG(JAL_MGMT_LINK, 0x44)
+/* RO this chip's id in its fabric domain (the id other chips' PEER registers show) */
+#define JAL_LINK_SELF JAL_MGMT_REG(JAL_MGMT_LINK, 0x48)
+#define JAL_LINK_ST_PEER (1u << 2) /* the far end answered the last training */
+/* Cabled to a switch plane rather than to one chip's port: PEER's chip field is the plane
+ * and any chip on the plane is reached through it. */
+#define JAL_LINK_ST_SWITCHED (1u << 3)
+#define JAL_LINK_CMD_TRAIN_LANES 3
+#define JAL_LINK_CMD_ENABLE 4
+/* (chosen) A lane whose eye margin is below this after a retrain is left out of the port. */
+#define JAL_LINK_MARGIN_MIN_MUI 150u
+#define JAL_LINK_LANE_MBYTES_PER_S 12500u /* each way: 100 Gb/s */
 /* ---- RLOG: retained event log (since 1.7). 4 KiB of always-on RAM, kept across chip and
  * watchdog resets and zero at power-on: the firmware copies each event it logs into entry
  * seq % JAL_RLOG_ENTRIES (a struct jal_log_event, admin.h, as 16 words) and then writes
