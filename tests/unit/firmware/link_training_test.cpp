@@ -47,9 +47,10 @@ struct FakeLinkPhy {
         for (std::uint32_t i = 0; i < JAL_LINK_PORTS; ++i) up_mask |= ports[i].up ? 1u << i : 0;
         switch (addr) {
         case JAL_LINK_STATUS:
-            v = (connected >> sel) & 1 ? JAL_LINK_ST_CONNECTED | (p.answered ? JAL_LINK_ST_PEER : 0) |
-                                             (p.up ? JAL_LINK_ST_UP | p.lanes << 8 : 0)
-                                       : 0;
+            v = (connected >> sel) & 1
+                    ? JAL_LINK_ST_CONNECTED | (p.answered ? JAL_LINK_ST_PEER : 0) |
+                          (p.up ? JAL_LINK_ST_UP | p.lanes << 8 : 0)
+                    : 0;
             break;
         case JAL_LINK_PEER:
             v = 7 | sel << 16;
