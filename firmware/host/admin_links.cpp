@@ -37,7 +37,9 @@ void build_port(const links::LinkManager& links, std::uint32_t port, jal_link_po
     r.lanes = static_cast<std::uint8_t>(lanes);
     // The registers are the truth about up or down: a port lost since its training is down
     // whatever the firmware last saw.
-    r.reason = lanes ? t.reason : t.lanes ? static_cast<std::uint8_t>(JAL_LINK_DOWN_LOST) : t.reason;
+    r.reason = lanes     ? t.reason
+               : t.lanes ? static_cast<std::uint8_t>(JAL_LINK_DOWN_LOST)
+                         : t.reason;
     r.lanes_ok_mask = t.lanes_ok;
     const std::uint32_t peer = hal::read32(JAL_LINK_PEER);
     if (status & JAL_LINK_ST_SWITCHED) {

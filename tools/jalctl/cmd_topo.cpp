@@ -95,9 +95,12 @@ json chip_json(const ChipLinks& c)
     for (const jal_link_port_report& p : c.report.ports)
         if (p.state != JAL_LINK_PORT_NOT_CABLED) ports.push_back(link_port_json(p));
     for (const auto& [chip, l] : peers_of(c.report)) peers.push_back(peer_json(chip, l));
-    return {{"device", c.device},       {"chip", h.self_chip},
-            {"ports_cabled", h.ports_cabled}, {"ports_up", h.ports_up},
-            {"ports_degraded", h.ports_degraded}, {"peers", peers},
+    return {{"device", c.device},
+            {"chip", h.self_chip},
+            {"ports_cabled", h.ports_cabled},
+            {"ports_up", h.ports_up},
+            {"ports_degraded", h.ports_degraded},
+            {"peers", peers},
             {"ports", ports}};
 }
 
@@ -167,14 +170,12 @@ void print_ports(const ChipLinks& c)
         const std::string peer = (p.flags & JAL_LINK_PORT_SWITCHED)
                                      ? fmt::format("plane{}", p.peer_port)
                                      : fmt::format("chip{}:{}", p.peer_chip, p.peer_port);
-        table.add_row({std::to_string(p.port),
-                       p.kind == JAL_LINK_KIND_SCALE_OUT ? "scale-out" : "scale-up", peer,
-                       link_state_name(p.state),
-                       p.reason ? jal_link_down_reason_name(p.reason) : "-",
-                       std::to_string(p.lanes), fmt::format("{:g}", p.mbytes_per_s / 1000.0),
-                       margins, std::to_string(p.retrains), std::to_string(p.errors),
-                       bytes_text(p.tx_bytes), bytes_text(p.rx_bytes),
-                       std::to_string(p.transfers)});
+        table.add_row(
+            {std::to_string(p.port), p.kind == JAL_LINK_KIND_SCALE_OUT ? "scale-out" : "scale-up",
+             peer, link_state_name(p.state), p.reason ? jal_link_down_reason_name(p.reason) : "-",
+             std::to_string(p.lanes), fmt::format("{:g}", p.mbytes_per_s / 1000.0), margins,
+             std::to_string(p.retrains), std::to_string(p.errors), bytes_text(p.tx_bytes),
+             bytes_text(p.rx_bytes), std::to_string(p.transfers)});
     }
     table.print(std::cout);
 }
