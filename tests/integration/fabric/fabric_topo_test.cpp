@@ -57,9 +57,11 @@ std::string write_domain_file()
     return path;
 }
 
-std::unique_ptr<EmuProcess> start(const std::string& file, const std::string& process)
+std::unique_ptr<EmuProcess> start(const std::string& file, const std::string& process,
+                                  unsigned chips = 1)
 {
     jal::test::EmuOptions o;
+    o.chips = chips;
     o.extra_args = {"--fw",           "native", "--domain",         file, "--process", process,
                     "--join-timeout", "60",     "--fabric-timeout", "2"};
     return std::make_unique<EmuProcess>(o);
@@ -195,6 +197,38 @@ TEST(FabricTopo, BadFaultArgumentsAreRefused)
     const auto lane = jalctl(*a, {"debug", "inject", "link-lane", "0", "4"});
     EXPECT_NE(lane.exit_code, 0);
     EXPECT_NE(lane.err.find("link lane 4 is out of range (0-3)"), std::string::npos) << lane.err;
+}
+
+// Three chips of one process in a line (0-1-2): -d all gives each chip's row.
+TEST(FabricTopo, ATrayInOneProcessShowsEveryChipsRow)
+{
+    const std::string file = ::testing::TempDir() + "tray-" + std::to_string(getpid()) + ".json";
+    std::ofstream(file) << R"({"provider": "tcp", "processes": [
+        {"name": "t", "address": "127.0.0.1:)"
+                        << free_port() << R"(", "chips": [0, 1, 2]}],
+      "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
+                {"kind": "scale-up", "a": [1, 1], "b": [2, 1]}]})";
+    auto t = start(file, "t", 3);
+    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
+    json doc;
+    auto all_up = [](const json& d) {
+        unsigned up = 0;
+        for (const json& c : d.value("chips", json::array())) up += c["ports_up"].get<unsigned>();
+        return up == 4;  // each link counts at both ends
+    };
+    do {
+        doc = jalctl_json(*t, {"topo", "-d", "all", "--wait", "60"});
+    } while (!all_up(doc) && std::chrono::steady_clock::now() < give_up);
+    ASSERT_TRUE(all_up(doc)) << doc.dump();
+    ASSERT_EQ(doc["chips"].size(), 3u);
+    EXPECT_EQ(doc["chips"][1]["chip"], 1);
+    EXPECT_EQ(doc["chips"][1]["peers"].size(), 2u) << "chip 1 reaches both ends of the line";
+    EXPECT_EQ(doc["chips"][0]["peers"].size(), 1u);
+    const auto text = jalctl(*t, {"topo", "-d", "all"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("chip1    1  SU1 50G  X        SU1 50G"), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("chip0    0  X        SU1 50G  -"), std::string::npos) << text.out;
 }
 
 TEST(FabricTopo, AChipOutsideADomainSaysSo)
