@@ -127,6 +127,7 @@ static long jal_ioctl_admin(struct jal_file *jf, struct jal_ioctl_admin *a)
 	case JAL_ADMIN_GET_LOG:
 	case JAL_ADMIN_GET_SLICE_MAP:
 	case JAL_ADMIN_GET_HBM_REPORT:
+	case JAL_ADMIN_GET_LINK_REPORT:
 	case JAL_ADMIN_GET_USAGE:
 		break;
 	case JAL_ADMIN_SET_FEATURE:

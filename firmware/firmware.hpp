@@ -91,9 +91,9 @@ private:
     power::PowerManager power_{slices_, journal_};
     links::LinkManager links_{journal_};
     host::ResourceCommands resources_{chip_, slices_, hbm_, journal_};
-    host::DebugFaults faults_{slices_, hbm_, trainer_, resources_, journal_};
+    host::DebugFaults faults_{slices_, hbm_, trainer_, resources_, journal_, &links_};
     host::AdminCommands commands_{host::AdminDeps{chip_, slices_, hbm_, power_, events_, post_},
-                                  &resources_, &faults_};
+                                  &resources_, &faults_, &links_};
     host::AdminQueues queues_{commands_, journal_};
 };
 

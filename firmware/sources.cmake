@@ -11,6 +11,7 @@ set(JALFW_SOURCES
   memory/page_allocator.cpp
   host/admin_commands.cpp
   host/admin_firmware.cpp
+  host/admin_links.cpp
   host/admin_resources.cpp
   host/admin_queues.cpp
   host/debug_faults.cpp

@@ -46,7 +46,7 @@ Chip::Chip(const ChipConfig& config)
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),
-      host_(config.index, clock_), bus_(*this), links_(config.links),
+      host_(config.index, clock_), bus_(*this), links_(config.links, config.seed),
       cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_),
       boot_rom_(config.index, std::string(fwimage::dev_public_key_pem()))
 {

@@ -27,7 +27,7 @@ std::pair<std::unique_lock<std::mutex>, std::unique_lock<std::mutex>> lock_both(
 
 }  // namespace
 
-ChipLinks::ChipLinks(std::vector<LinkPortConfig> ports)
+ChipLinks::ChipLinks(std::vector<LinkPortConfig> ports, std::uint64_t seed) : seed_(seed)
 {
     for (const auto& c : ports) {
         LinkPort p;

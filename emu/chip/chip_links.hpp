@@ -10,6 +10,7 @@
 // "Switched planes".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,12 @@ struct LinkPort {
     bool peer_gone = false;  // its process left or died: training cannot bring it up
     std::uint64_t tx_bytes = 0, rx_bytes = 0, transfers = 0, errors = 0;
     std::uint64_t tx_busy_until_ns = 0, rx_busy_until_ns = 0;
+    // Lane-level training (docs/fabric.md, "Link training"): what the last training found.
+    bool peer_answered = false;
+    std::uint8_t lanes_ok = 0;   // lanes that locked
+    std::uint8_t bad_lanes = 0;  // dead for good (fault injection): never lock again
+    std::array<std::uint16_t, kLinkLanes> margin_mui{};  // eye margin per lane; 0: no lock
+    std::uint32_t trainings = 0;                         // since the last reset
     double gbytes_per_s() const { return up ? lanes * kLaneGbytesPerS : 0; }
 };
 
@@ -61,7 +68,8 @@ struct LinkCharge {
 
 class ChipLinks {
 public:
-    explicit ChipLinks(std::vector<LinkPortConfig> ports = {});
+    // `seed` draws the lanes' eye margins (the same chip trains the same way every time).
+    explicit ChipLinks(std::vector<LinkPortConfig> ports = {}, std::uint64_t seed = 1);
     // The switch planes beyond this chip's switched ports and its own id among their chips.
     // Without it, switched ports reach nothing.
     void attach_fabric(LinkFabric* fabric, unsigned self_chip);
@@ -83,6 +91,13 @@ public:
     void peer_lost(unsigned peer_chip, const std::string& why);
     // Fault injection and recovery from the console.
     bool set_up(unsigned index, bool up, const std::string& why);
+    // Lane `lane` of register port `port` dies for good (a fault): the port runs on until
+    // the firmware retrains it, which then finds the lane dead. False for a port that is
+    // not cabled or a lane past the last.
+    bool kill_lane(std::uint32_t port, unsigned lane);
+    // The register port number (0-11 scale-up, 12-15 scale-out) of ports()[index], or
+    // JAL_LINK_PORTS for no such port.
+    std::uint32_t register_port(unsigned index) const;
 
     // The firmware's view (JAL_MGMT_LINK registers, offsets within the block). TRAIN brings
     // a cabled port up if `reachable(peer chip)`.
@@ -107,10 +122,13 @@ private:
                                               std::uint64_t bytes, bool write,
                                               std::uint64_t now_ns);
     std::size_t count_planes(bool scale_out, unsigned peer_chip);
+    void train_lanes(LinkPort& p, bool there);
+    void enable(LinkPort& p);
 
     mutable std::mutex mutex_;
     std::vector<LinkPort> ports_;
-    std::uint32_t selected_ = 0, latch_hi_ = 0;
+    std::uint64_t seed_;
+    std::uint32_t selected_ = 0, latch_hi_ = 0, lane_sel_ = 0, lane_use_ = 0;
     LinkFabric* fabric_ = nullptr;
     unsigned self_chip_ = 0;
 };

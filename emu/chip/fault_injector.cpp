@@ -108,6 +108,10 @@ std::uint32_t FaultInjector::apply(const Request& r)
         if (a0 >= JAL_HBM_CHANNELS || a1 >= JAL_HBM_LANES || a2) return JAL_STATUS_INVALID_FIELD;
         chip_.phy().kill_lane(a0, a1);
         break;
+    case JAL_DEBUG_FAULT_LINK_LANE:
+        // A port that is not cabled has no lane to lose.
+        if (a2 || !chip_.links().kill_lane(a0, a1)) return JAL_STATUS_INVALID_FIELD;
+        break;
     case JAL_DEBUG_FAULT_ECC_CORRECTED:
         if (a0 >= JAL_HBM_CHANNELS || a1 == 0 || a1 > JAL_DEBUG_ECC_MAX || a2)
             return JAL_STATUS_INVALID_FIELD;

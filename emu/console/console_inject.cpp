@@ -4,6 +4,7 @@
 #include "jal/hw/admin.h"
 #include "jal/hw/chip.h"
 #include "jal/hw/events.h"
+#include "jal/hw/mgmt.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -11,7 +12,7 @@
 namespace jal::emu {
 
 const char* const kInjectHelp =
-    "inject slice-fail SLICE | slice-hang SLICE | hbm-lane CHANNEL LANE | "
+    "inject slice-fail SLICE | slice-hang SLICE | hbm-lane CHANNEL LANE | link-lane PORT LANE | "
     "ecc-corrected CHANNEL [COUNT] | ecc-uncorrected CHANNEL PAGE | ambient CELSIUS | "
     "load WATTS | crash | hang-main-loop";
 
@@ -27,6 +28,7 @@ constexpr Kind kKinds[] = {
     {"slice-fail", JAL_DEBUG_FAULT_SLICE_FAIL, 1, 1},
     {"slice-hang", JAL_DEBUG_FAULT_SLICE_HANG, 1, 1},
     {"hbm-lane", JAL_DEBUG_FAULT_HBM_LANE, 2, 2},
+    {"link-lane", JAL_DEBUG_FAULT_LINK_LANE, 2, 2},
     {"ecc-corrected", JAL_DEBUG_FAULT_ECC_CORRECTED, 1, 2},
     {"ecc-uncorrected", JAL_DEBUG_FAULT_ECC_UNCORRECTED, 2, 2},
     {"ambient", JAL_DEBUG_FAULT_AMBIENT, 1, 1},
@@ -79,6 +81,10 @@ FaultInjector::Request parse(const Kind& k, const std::vector<std::string>& w)
     case JAL_DEBUG_FAULT_HBM_LANE:
         r.args[0] = number(arg(0), "channel", JAL_HBM_CHANNELS - 1);
         r.args[1] = number(arg(1), "lane", JAL_HBM_LANES - 1);
+        break;
+    case JAL_DEBUG_FAULT_LINK_LANE:
+        r.args[0] = number(arg(0), "fabric port", JAL_LINK_PORTS - 1);
+        r.args[1] = number(arg(1), "link lane", JAL_LINK_LANES - 1);
         break;
     case JAL_DEBUG_FAULT_ECC_CORRECTED:
         r.args[0] = number(arg(0), "channel", JAL_HBM_CHANNELS - 1);

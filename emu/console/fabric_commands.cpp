@@ -1,8 +1,11 @@
 #include "emu/console/fabric_commands.hpp"
 
 #include "emu/chip/chip.hpp"
+#include "emu/chip/fault_injector.hpp"
 #include "emu/chip/remote_memory.hpp"
 #include "emu/fabric/domain.hpp"
+#include "jal/hw/admin.h"
+#include "jal/hw/mgmt.h"
 
 #include <stdexcept>
 
@@ -93,6 +96,10 @@ json links_json(Chip& chip)
              {"state", p.up ? "up" : "down"},
              {"down_reason", p.up ? json() : json(p.down_reason)},
              {"lanes", p.lanes},
+             {"register_port", chip.links().register_port(static_cast<unsigned>(i))},
+             {"lanes_ok", p.lanes_ok},
+             {"bad_lanes", p.bad_lanes},
+             {"margin_mui", p.margin_mui},
              {"gbytes_per_s", p.gbytes_per_s()},
              {"latency_ns", p.config.switched && p.config.scale_out ? kScaleOutSwitchedLatencyNs
                                                                     : kLinkLatencyNs},
@@ -146,6 +153,21 @@ std::optional<json> run_fabric_command(Chip& chip, const std::vector<std::string
         json j = access_json(chip, remote_read(chip, target, addr, data));
         j["hex"] = hex_of(data);
         return j;
+    }
+    if (cmd == "link" && w.size() == 5 && w[2] == "lane") {
+        // link INDEX lane L bad: the firmware injects it, logs it and retrains the port.
+        if (w[4] != "bad") throw std::invalid_argument("link PORT lane LANE takes bad");
+        const auto index = static_cast<unsigned>(number(w[1], "port index"));
+        const std::uint32_t port = chip.links().register_port(index);
+        if (port >= JAL_LINK_PORTS)
+            throw std::invalid_argument("no port " + w[1] + " (see `links`)");
+        const auto lane = number(w[3], "lane");
+        if (lane >= kLinkLanes) throw std::invalid_argument("a port's lanes are 0-3");
+        FaultInjector::Request r;
+        r.kind = JAL_DEBUG_FAULT_LINK_LANE;
+        r.args = {port, static_cast<std::uint32_t>(lane), 0};
+        chip.faults().queue(r);
+        return json{{"index", index}, {"port", port}, {"lane", lane}, {"queued", "link_lane"}};
     }
     if (cmd == "link") {
         need(2);

@@ -14,7 +14,7 @@ class Chip;
 
 inline constexpr const char* kFabricHelp =
     "fabric | links | rpeek CHIP ADDR LEN | rpoke CHIP ADDR HEXBYTES | link PORT up|down | "
-    "peer-memory";
+    "peer-memory | link PORT lane LANE bad";
 
 // The reply to `words` if it is a fabric command, else nullopt. Throws
 // std::invalid_argument (bad arguments) or std::runtime_error (the transfer failed).

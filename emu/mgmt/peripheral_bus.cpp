@@ -70,6 +70,7 @@ std::uint32_t PeripheralBus::read32(std::uint32_t addr)
     case JAL_MGMT_FWU:
         return chip_.boot_rom().read(rel - JAL_MGMT_FWU);
     case JAL_MGMT_LINK:
+        if (addr == JAL_LINK_SELF) return chip_.config().domain_chip;
         return chip_.links().fw_read(rel - JAL_MGMT_LINK);
     case JAL_MGMT_FAULT:
         return chip_.faults().read(rel - JAL_MGMT_FAULT);
@@ -115,7 +116,8 @@ void PeripheralBus::write32(std::uint32_t addr, std::uint32_t value)
         chip_.cp().fw_write(rel - JAL_MGMT_CP, value);
         return;
     case JAL_MGMT_LINK:
-        if (addr == JAL_LINK_CMD && value == JAL_LINK_CMD_TRAIN)
+        if (addr == JAL_LINK_CMD &&
+            (value == JAL_LINK_CMD_TRAIN || value == JAL_LINK_CMD_TRAIN_LANES))
             chip_.clock().advance(std::uint64_t{JAL_LINK_TRAIN_US} * 1000);
         chip_.links().fw_write(rel - JAL_MGMT_LINK, value, [this](unsigned chip) {
             const auto& f = chip_.config().fabric;

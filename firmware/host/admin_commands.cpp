@@ -2,6 +2,7 @@
 
 #include "firmware/hal/hal.hpp"
 #include "firmware/host/admin_firmware.hpp"
+#include "firmware/host/admin_links.hpp"
 #include "firmware/host/admin_resources.hpp"
 #include "firmware/host/debug_faults.hpp"
 
@@ -30,6 +31,8 @@ std::uint32_t min_data_len(std::uint8_t opcode)
         return sizeof(jal_log_page);
     case JAL_ADMIN_GET_HBM_REPORT:
         return sizeof(jal_hbm_report_header);
+    case JAL_ADMIN_GET_LINK_REPORT:
+        return sizeof(jal_link_report_header);
     default:
         if (is_firmware_command(opcode)) return firmware_min_data_len(opcode);
         return ResourceCommands::min_data_len(opcode);
@@ -46,6 +49,7 @@ bool known_opcode(std::uint8_t opcode)
     case JAL_ADMIN_GET_LOG:
     case JAL_ADMIN_GET_SLICE_MAP:
     case JAL_ADMIN_GET_HBM_REPORT:
+    case JAL_ADMIN_GET_LINK_REPORT:
     case JAL_ADMIN_RESET:
     case JAL_ADMIN_DEBUG_FAULT:
         return true;
@@ -104,6 +108,8 @@ Completion AdminCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe)
         return slice_map(out);
     case JAL_ADMIN_GET_HBM_REPORT:
         return hbm_report(sqe, out);
+    case JAL_ADMIN_GET_LINK_REPORT:
+        return link_report(sqe, out);
     case JAL_ADMIN_RESET:
         if (sqe.cdw[0] != JAL_RESET_CHIP) return fail(JAL_STATUS_INVALID_FIELD);
         return Completion{0, JAL_STATUS_OK, AfterAction::kResetChip};
@@ -186,7 +192,11 @@ Completion AdminCommands::set_feature(const jal_admin_sqe& sqe)
 
 Completion AdminCommands::telemetry(ReplyWriter& out)
 {
-    const jal_telemetry& t = d_.power.telemetry();
+    jal_telemetry t = d_.power.telemetry();
+    if (links_) {
+        t.links_degraded = links_->degraded_count();
+        t.link_retrains = links_->retrains_total();
+    }
     out.put(&t, sizeof t);
     return sent(out);
 }
@@ -265,6 +275,14 @@ Completion AdminCommands::hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out)
         rep.ecc_uncorrected = hal::read32(JAL_HBM_ECC_UNCORRECTED);
         if (!out.put(&rep, sizeof rep)) break;
     }
+    return sent(out);
+}
+
+Completion AdminCommands::link_report(const jal_admin_sqe& sqe, ReplyWriter& out)
+{
+    if (!links_) return fail(JAL_STATUS_UNSUPPORTED);
+    const std::uint32_t status = write_link_report(*links_, sqe, out);
+    if (status != JAL_STATUS_OK) return fail(status);
     return sent(out);
 }
 

@@ -11,6 +11,7 @@
 #include "firmware/host/chip_info.hpp"
 #include "firmware/host/event_log.hpp"
 #include "firmware/host/reply_writer.hpp"
+#include "firmware/links/link_manager.hpp"
 #include "firmware/power/power_manager.hpp"
 #include "firmware/slices/slice_manager.hpp"
 #include "jal/hw/admin.h"
@@ -42,10 +43,11 @@ public:
     static constexpr std::uint32_t kStagingBytes = 4096;
 
     // Without `resources` the context, memory and queue commands answer UNSUPPORTED;
-    // without `faults` DEBUG_FAULT knows only HANG_MAIN_LOOP.
+    // without `faults` DEBUG_FAULT knows only HANG_MAIN_LOOP; without `links`
+    // GET_LINK_REPORT answers UNSUPPORTED.
     explicit AdminCommands(const AdminDeps& deps, ResourceCommands* resources = nullptr,
-                           DebugFaults* faults = nullptr)
-        : d_(deps), resources_(resources), faults_(faults)
+                           DebugFaults* faults = nullptr, const links::LinkManager* links = nullptr)
+        : d_(deps), resources_(resources), faults_(faults), links_(links)
     {}
 
     Completion execute(std::uint32_t fn, const jal_admin_sqe& sqe);
@@ -61,11 +63,13 @@ private:
     Completion get_log(const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion slice_map(ReplyWriter& out);
     Completion hbm_report(const jal_admin_sqe& sqe, ReplyWriter& out);
+    Completion link_report(const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion debug_fault(std::uint32_t fn, const jal_admin_sqe& sqe);
 
     AdminDeps d_;
     ResourceCommands* resources_;
     DebugFaults* faults_;
+    const links::LinkManager* links_;
     std::array<std::uint8_t, kStagingBytes> staging_{};
 };
 

@@ -54,6 +54,7 @@ Completion DebugFaults::inject(std::uint32_t by, std::uint32_t kind, const Args&
     journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvDebugFault, "debug: fault injected",
                    {kind, args[0], args[1], by});
     if (kind == JAL_DEBUG_FAULT_HBM_LANE) retrain(args[0]);
+    if (kind == JAL_DEBUG_FAULT_LINK_LANE && links_) (void)links_->retrain(args[0]);
     if (kind == JAL_DEBUG_FAULT_ECC_UNCORRECTED) retire_page(args[0], args[1]);
     return Completion{0, JAL_STATUS_OK, after(kind)};
 }

@@ -2,7 +2,7 @@
 // on JAL_EV_FAULT): the firmware hands each to the emulator's fault injector (the FAULT
 // registers), logs it with its arguments, and does what a production part does next:
 // retrains a channel whose lane died (repaired with a spare, or taken out of service with
-// its pages), retires a page an uncorrectable ECC error poisoned, crashes or hangs itself
+// its pages) or a fabric port whose lane died (up on fewer lanes, or down), retires a page an uncorrectable ECC error poisoned, crashes or hangs itself
 // so that the watchdog recovers the core. Slice faults, ECC counts, temperature and load
 // need nothing more from the firmware: the dispatch fails, the counters and the power
 // manager show the rest.
@@ -15,6 +15,7 @@
 #include "firmware/hbm/trainer.hpp"
 #include "firmware/host/admin_commands.hpp"
 #include "firmware/host/journal.hpp"
+#include "firmware/links/link_manager.hpp"
 #include "firmware/slices/slice_manager.hpp"
 
 namespace jal::fw::host {
@@ -24,8 +25,9 @@ class ResourceCommands;
 class DebugFaults {
 public:
     DebugFaults(slices::SliceManager& slices, hbm::HbmState& hbm, hbm::Trainer& trainer,
-                ResourceCommands& resources, Journal& journal)
-        : slices_(slices), hbm_(hbm), trainer_(trainer), resources_(resources), journal_(journal)
+                ResourceCommands& resources, Journal& journal, links::LinkManager* links = nullptr)
+        : slices_(slices), hbm_(hbm), trainer_(trainer), resources_(resources), journal_(journal),
+          links_(links)
     {}
 
     using Args = std::array<std::uint32_t, 3>;
@@ -45,6 +47,7 @@ private:
     hbm::Trainer& trainer_;
     ResourceCommands& resources_;
     Journal& journal_;
+    links::LinkManager* links_;
 };
 
 }  // namespace jal::fw::host

@@ -39,6 +39,9 @@ enum EventCode : std::uint16_t {
     kEvDebugFault = JAL_EVENT_DEBUG_FAULT,
     kEvPageRetired = JAL_EVENT_PAGE_RETIRED,
     kEvWatchdogRecovery = JAL_EVENT_WATCHDOG_RECOVERY,
+    kEvLinkUp = JAL_EVENT_LINK_UP,
+    kEvLinkDegraded = JAL_EVENT_LINK_DEGRADED,
+    kEvLinkDown = JAL_EVENT_LINK_DOWN,
 };
 
 }  // namespace jal::fw::host

@@ -60,7 +60,9 @@ struct Firmware {
     hbm::HbmState hbm;
     power::PowerManager power{slices, journal};
     host::ResourceCommands res{chip, slices, hbm, journal};
-    host::AdminCommands commands{host::AdminDeps{chip, slices, hbm, power, log, post}, &res};
+    links::LinkManager links{journal};  // no port cabled: the report has headers only
+    host::AdminCommands commands{host::AdminDeps{chip, slices, hbm, power, log, post}, &res,
+                                 nullptr, &links};
     std::uint32_t free_pages = 0, power_limit = 0;
 
     Firmware()
@@ -106,9 +108,9 @@ bool replies_with_data(std::uint8_t opcode)
 {
     return opcode == JAL_ADMIN_IDENTIFY || opcode == JAL_ADMIN_GET_TELEMETRY ||
            opcode == JAL_ADMIN_GET_LOG || opcode == JAL_ADMIN_GET_SLICE_MAP ||
-           opcode == JAL_ADMIN_GET_HBM_REPORT || opcode == JAL_ADMIN_GET_PLACEMENT ||
-           opcode == JAL_ADMIN_QUEUE_STATUS || opcode == JAL_ADMIN_EXPORT_MEMORY ||
-           opcode == JAL_ADMIN_IMPORT_PEER;
+           opcode == JAL_ADMIN_GET_HBM_REPORT || opcode == JAL_ADMIN_GET_LINK_REPORT ||
+           opcode == JAL_ADMIN_GET_PLACEMENT || opcode == JAL_ADMIN_QUEUE_STATUS ||
+           opcode == JAL_ADMIN_EXPORT_MEMORY || opcode == JAL_ADMIN_IMPORT_PEER;
 }
 
 void check_completion(const jal_admin_sqe& s, const host::Completion& c)

@@ -16,6 +16,7 @@
 #include <jal/hw/admin.h>
 #include <jal/hw/chip.h>
 #include <jal/hw/events.h>
+#include <jal/hw/mgmt.h>
 
 #include "context.hpp"
 #include "exit_codes.hpp"
@@ -39,6 +40,9 @@ constexpr Fault kFaults[] = {
     {"hbm-lane", JAL_DEBUG_FAULT_HBM_LANE, "CHANNEL LANE",
      "a lane (0-67) of an HBM channel dies; the firmware retrains the channel (a spare "
      "repairs it, or it fails and leaves service)"},
+    {"link-lane", JAL_DEBUG_FAULT_LINK_LANE, "PORT LANE",
+     "lane LANE (0-3) of fabric port PORT (0-15, as `jalctl topo --ports` numbers them) dies; "
+     "the firmware retrains the port (up on fewer lanes, or down)"},
     {"ecc-corrected", JAL_DEBUG_FAULT_ECC_CORRECTED, "CHANNEL [COUNT]",
      "COUNT (1-1000, default 1) correctable ECC errors on a channel: counted, nothing lost"},
     {"ecc-uncorrected", JAL_DEBUG_FAULT_ECC_UNCORRECTED, "CHANNEL PAGE",
@@ -111,6 +115,10 @@ std::array<uint32_t, 3> parse_args(const Fault& f, const std::vector<std::string
     case JAL_DEBUG_FAULT_HBM_LANE:
         r[0] = number(a[0], "channel", JAL_HBM_CHANNELS - 1);
         r[1] = number(a[1], "lane", JAL_HBM_LANES - 1);
+        break;
+    case JAL_DEBUG_FAULT_LINK_LANE:
+        r[0] = number(a[0], "fabric port", JAL_LINK_PORTS - 1);
+        r[1] = number(a[1], "link lane", JAL_LINK_LANES - 1);
         break;
     case JAL_DEBUG_FAULT_ECC_CORRECTED:
         r[0] = number(a[0], "channel", JAL_HBM_CHANNELS - 1);

@@ -92,7 +92,8 @@ void print_table(const Sample& s)
     out.add("ECC", fmt::format("{} corrected, {} uncorrected; {} pages retired", t.ecc_corrected,
                                t.ecc_uncorrected, t.retired_pages));
     out.add("Fabric links",
-            fmt::format("{} of {} up, {} errors", t.links_up, t.links_connected, t.link_errors));
+            fmt::format("{} of {} up ({} degraded), {} errors, {} retrains", t.links_up,
+                        t.links_connected, t.links_degraded, t.link_errors, t.link_retrains));
     out.add("Admin commands", std::to_string(t.admin_commands));
     out.add("Watchdog resets", std::to_string(t.watchdog_resets));
     out.print(std::cout);

@@ -64,5 +64,6 @@ void add_fw_command(CLI::App& app, Context& ctx);
 void add_ps_command(CLI::App& app, Context& ctx);
 void add_dmon_command(CLI::App& app, Context& ctx);
 void add_debug_command(CLI::App& app, Context& ctx);
+void add_topo_command(CLI::App& app, Context& ctx);
 
 }  // namespace jal::ctl

@@ -23,6 +23,8 @@ std::pair<std::string, json> decode_arg(const jal_event_arg_desc& arg, uint32_t 
         return {name + "_mhz", v};
     case JAL_ARG_MS:
         return {name + "_ms", v};
+    case JAL_ARG_MUI:
+        return {name + "_mui", v};
     case JAL_ARG_HEX:
         return {name, hex(v)};
     case JAL_ARG_POST_CODE:

@@ -87,6 +87,8 @@ const char* source_name(uint8_t source)
         return "admin";
     case JAL_SRC_WATCHDOG:
         return "watchdog";
+    case JAL_SRC_LINK:
+        return "link";
     }
     return "unknown";
 }
@@ -196,6 +198,8 @@ json telemetry_json(const jal_telemetry& t)
     j["links_connected"] = t.links_connected;
     j["links_up"] = t.links_up;
     j["link_errors"] = t.link_errors;
+    j["links_degraded"] = t.links_degraded;
+    j["link_retrains"] = t.link_retrains;
     return j;
 }
 
@@ -309,6 +313,46 @@ json post_entry_json(const jal_post_entry& p)
             {"name", jal_post_step_name(p.post_code)},
             {"timestamp_us", p.timestamp_us},
             {"status", jal_status_name(p.status)}};
+}
+
+const char* link_state_name(uint8_t state)
+{
+    switch (state) {
+    case JAL_LINK_PORT_NOT_CABLED:
+        return "not_cabled";
+    case JAL_LINK_PORT_DOWN:
+        return "down";
+    case JAL_LINK_PORT_UP:
+        return "up";
+    case JAL_LINK_PORT_DEGRADED:
+        return "degraded";
+    }
+    return "unknown";
+}
+
+json link_port_json(const jal_link_port_report& p)
+{
+    const bool switched = p.flags & JAL_LINK_PORT_SWITCHED;
+    json margins = json::array();
+    for (uint16_t m : p.margin_mui) margins.push_back(m);
+    return {{"port", p.port},
+            {"kind", p.kind == JAL_LINK_KIND_SCALE_OUT ? "scale-out" : "scale-up"},
+            {"state", link_state_name(p.state)},
+            {"reason", jal_link_down_reason_name(p.reason)},
+            {"lanes", p.lanes},
+            {"lanes_ok", hex(p.lanes_ok_mask)},
+            // A switched port reaches any chip on its plane: no one peer.
+            {"peer_chip", switched ? json() : json(p.peer_chip)},
+            {"peer_port", switched ? json() : json(p.peer_port)},
+            {"switch_plane", switched ? json(p.peer_port) : json()},
+            {"gbytes_per_s", p.mbytes_per_s / 1000.0},
+            {"margins_mui", margins},
+            {"trainings", p.trainings},
+            {"retrains", p.retrains},
+            {"errors", p.errors},
+            {"tx_bytes", p.tx_bytes},
+            {"rx_bytes", p.rx_bytes},
+            {"transfers", p.transfers}};
 }
 
 }  // namespace jal::ctl

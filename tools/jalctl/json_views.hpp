@@ -21,6 +21,9 @@ json slice_map_json(const jal_slice_map& map);
 json hbm_channel_json(uint32_t channel, const jal_hbm_channel_report& report);
 json hbm_lane_json(uint32_t lane, const jal_hbm_lane_report& lane_report);
 json event_json(const jal_log_event& event);
+// One cabled fabric port of GET_LINK_REPORT.
+json link_port_json(const jal_link_port_report& port);
+const char* link_state_name(uint8_t state);
 json post_entry_json(const jal_post_entry& entry);
 // Device memory from GET_USAGE: total, used and free bytes and the used percentage.
 json memory_json(const jal_usage& usage);

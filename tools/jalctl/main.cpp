@@ -33,6 +33,7 @@ int main(int argc, char** argv)
     jal::ctl::add_ps_command(app, ctx);
     jal::ctl::add_dmon_command(app, ctx);
     jal::ctl::add_debug_command(app, ctx);
+    jal::ctl::add_topo_command(app, ctx);
 
     try {
         app.parse(argc, argv);

@@ -17,14 +17,15 @@
 #include "compat.h"
 
 enum jal_admin_opcode {
-    JAL_ADMIN_IDENTIFY = 0x01,       /* data: struct jal_identify */
-    JAL_ADMIN_GET_FEATURE = 0x02,    /* cdw[0] feature; result: value */
-    JAL_ADMIN_SET_FEATURE = 0x03,    /* cdw[0] feature, cdw[1] value; result: value in force */
-    JAL_ADMIN_GET_TELEMETRY = 0x04,  /* data: struct jal_telemetry */
-    JAL_ADMIN_GET_LOG = 0x05,        /* cdw[0] log id, cdw[1] first seq; data: page + entries */
-    JAL_ADMIN_GET_SLICE_MAP = 0x06,  /* data: struct jal_slice_map */
-    JAL_ADMIN_GET_HBM_REPORT = 0x07, /* cdw[0] first channel, cdw[1] count; data: report */
-    JAL_ADMIN_RESET = 0x08,          /* cdw[0] jal_reset_kind; completes, then resets */
+    JAL_ADMIN_IDENTIFY = 0x01,        /* data: struct jal_identify */
+    JAL_ADMIN_GET_FEATURE = 0x02,     /* cdw[0] feature; result: value */
+    JAL_ADMIN_SET_FEATURE = 0x03,     /* cdw[0] feature, cdw[1] value; result: value in force */
+    JAL_ADMIN_GET_TELEMETRY = 0x04,   /* data: struct jal_telemetry */
+    JAL_ADMIN_GET_LOG = 0x05,         /* cdw[0] log id, cdw[1] first seq; data: page + entries */
+    JAL_ADMIN_GET_SLICE_MAP = 0x06,   /* data: struct jal_slice_map */
+    JAL_ADMIN_GET_HBM_REPORT = 0x07,  /* cdw[0] first channel, cdw[1] count; data: report */
+    JAL_ADMIN_RESET = 0x08,           /* cdw[0] jal_reset_kind; completes, then resets */
+    JAL_ADMIN_GET_LINK_REPORT = 0x09, /* cdw[0] first port, cdw[1] count; data: report (1.8) */
     /* Contexts, device memory and user queues (interface 1.1). Each belongs to the host
 	 * function that created it and is destroyed when that function detaches. */
     JAL_ADMIN_CREATE_CONTEXT = 0x10, /* result: context id */
@@ -120,8 +121,10 @@ enum jal_debug_fault {
     JAL_DEBUG_FAULT_AMBIENT = 7,         /* cdw[1] inlet temperature, milli-degrees C (int32) */
     JAL_DEBUG_FAULT_LOAD = 8,            /* cdw[1] synthetic load, watts at full clock (0: none) */
     JAL_DEBUG_FAULT_CRASH = 9,           /* the firmware faults; the watchdog resets the core */
+    JAL_DEBUG_FAULT_LINK_LANE = 10,      /* cdw[1] fabric port (0-15), cdw[2] lane (0-3): the lane
+					  * dies and the firmware retrains the port (since 1.8) */
 };
-#define JAL_DEBUG_FAULT_COUNT 10 /* one past the last kind */
+#define JAL_DEBUG_FAULT_COUNT 11 /* one past the last kind */
 #define JAL_DEBUG_ECC_MAX 1000u
 
 /* ---- Contexts and device memory ---- */
@@ -371,6 +374,70 @@ struct jal_hbm_report_header {
 };
 JAL_ASSERT_SIZE(struct jal_hbm_report_header, 32);
 
+/* GET_LINK_REPORT (since 1.8): the fabric ports, docs/fabric.md "Link training". */
+enum jal_link_kind {
+    JAL_LINK_KIND_SCALE_UP = 1,
+    JAL_LINK_KIND_SCALE_OUT = 2,
+};
+
+enum jal_link_port_state {
+    JAL_LINK_PORT_NOT_CABLED = 0,
+    JAL_LINK_PORT_DOWN = 1,
+    JAL_LINK_PORT_UP = 2,       /* at full width */
+    JAL_LINK_PORT_DEGRADED = 3, /* up on fewer lanes */
+};
+
+/* Why a cabled port is down (or degraded), argument `reason` of the LINK_* events. */
+enum jal_link_down_reason {
+    JAL_LINK_DOWN_NONE = 0,
+    JAL_LINK_DOWN_NOT_TRAINED = 1,
+    JAL_LINK_DOWN_NO_PEER = 2,   /* the far end did not answer (not joined yet, or gone) */
+    JAL_LINK_DOWN_NO_LANES = 3,  /* it answered, but no lane locked with margin */
+    JAL_LINK_DOWN_LOST = 4,      /* went down in service (transfer failed, peer lost, console) */
+    JAL_LINK_DOWN_BAD_LANES = 5, /* up on fewer lanes: the others failed or lacked margin */
+};
+
+#define JAL_LINK_PEER_ANY 0xffffu        /* peer_chip of a switched port: any chip on the plane */
+#define JAL_LINK_PORT_SWITCHED (1u << 0) /* flags: cabled to switch plane `peer_port` */
+
+struct jal_link_port_report {
+    uint8_t port;          /* 0-11 scale-up, 12-15 scale-out */
+    uint8_t kind;          /* enum jal_link_kind */
+    uint8_t state;         /* enum jal_link_port_state */
+    uint8_t reason;        /* enum jal_link_down_reason */
+    uint8_t lanes;         /* lanes in use, 0 when down */
+    uint8_t lanes_ok_mask; /* lanes that locked with margin at the last training */
+    uint8_t flags;         /* JAL_LINK_PORT_* */
+    uint8_t reserved0;
+    uint16_t peer_chip;     /* the far end's domain chip id, JAL_LINK_PEER_ANY if switched */
+    uint16_t peer_port;     /* its port, or the switch plane */
+    uint32_t mbytes_per_s;  /* each way, at the width in use; 0 when down */
+    uint16_t margin_mui[4]; /* JAL_LINK_LANES: eye margin at the last training; 0 none */
+    uint32_t trainings;     /* TRAIN_LANES since boot */
+    uint32_t retrains;      /* of those, retrains after a lane lacked margin, or of a
+                                   * port that was down */
+    uint32_t errors;        /* since power-on */
+    uint32_t reserved1;
+    uint64_t tx_bytes; /* since power-on */
+    uint64_t rx_bytes;
+    uint64_t transfers;
+};
+JAL_ASSERT_SIZE(struct jal_link_port_report, 64);
+JAL_ASSERT_OFFSET(struct jal_link_port_report, peer_chip, 8);
+JAL_ASSERT_OFFSET(struct jal_link_port_report, margin_mui, 16);
+JAL_ASSERT_OFFSET(struct jal_link_port_report, tx_bytes, 40);
+
+struct jal_link_report_header {
+    uint32_t first_port;
+    uint32_t count;        /* port reports that follow */
+    uint32_t self_chip;    /* this chip's domain chip id (JAL_LINK_SELF) */
+    uint32_t ports_cabled; /* over the whole chip */
+    uint32_t ports_up;     /* of those, up (full or degraded width) */
+    uint32_t ports_degraded;
+    uint32_t reserved[2];
+};
+JAL_ASSERT_SIZE(struct jal_link_report_header, 32);
+
 /* GET_LOG */
 enum jal_log_id {
     JAL_LOG_EVENTS = 1,     /* struct jal_log_event entries */
@@ -403,6 +470,7 @@ enum jal_log_source {
     JAL_SRC_POWER = 4,
     JAL_SRC_ADMIN = 5,
     JAL_SRC_WATCHDOG = 6,
+    JAL_SRC_LINK = 7, /* since 1.8 */
 };
 
 struct jal_log_event {

@@ -49,6 +49,10 @@ enum jal_event_code {
     JAL_EVENT_PAGE_RETIRED = 0x050b, /* an uncorrectable ECC error took a page out of service */
     /* JAL_SRC_WATCHDOG */
     JAL_EVENT_WATCHDOG_RECOVERY = 0x0600,
+    /* JAL_SRC_LINK (since 1.8): a fabric port's training outcome, logged when it changes */
+    JAL_EVENT_LINK_UP = 0x0700,
+    JAL_EVENT_LINK_DEGRADED = 0x0701,
+    JAL_EVENT_LINK_DOWN = 0x0702,
 };
 
 /* Why HBM training dropped a channel (argument `reason` of HBM_CHANNEL_FAILED). */
@@ -84,6 +88,8 @@ enum jal_event_arg_kind {
     JAL_ARG_QUEUE_ERROR,  /* last error (jal_status) | queue state << 24 */
     JAL_ARG_FAULT_KIND,   /* enum jal_debug_fault (admin.h) */
     JAL_ARG_FAULT_SOURCE, /* the host function whose admin command it was, or JAL_FAULT_BY_CONSOLE */
+    JAL_ARG_LINK_REASON,  /* enum jal_link_down_reason (admin.h) */
+    JAL_ARG_MUI,          /* milli-UI (eye margin) */
 };
 
 struct jal_event_arg_desc {
@@ -97,7 +103,7 @@ struct jal_event_desc {
     struct jal_event_arg_desc args[4];
 };
 
-#define JAL_EVENT_DESC_COUNT 30
+#define JAL_EVENT_DESC_COUNT 33
 
 static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
     {JAL_EVENT_BOOT_START,
@@ -223,6 +229,24 @@ static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
     {JAL_EVENT_WATCHDOG_RECOVERY,
      "watchdog_recovery",
      {{"boot_count", JAL_ARG_DEC}, {0, 0}, {0, 0}, {0, 0}}},
+    {JAL_EVENT_LINK_UP,
+     "link_up",
+     {{"port", JAL_ARG_DEC},
+      {"lanes", JAL_ARG_DEC},
+      {"min_margin", JAL_ARG_MUI},
+      {"retrains", JAL_ARG_DEC}}},
+    {JAL_EVENT_LINK_DEGRADED,
+     "link_degraded",
+     {{"port", JAL_ARG_DEC},
+      {"lanes", JAL_ARG_DEC},
+      {"lanes_ok", JAL_ARG_HEX},
+      {"reason", JAL_ARG_LINK_REASON}}},
+    {JAL_EVENT_LINK_DOWN,
+     "link_down",
+     {{"port", JAL_ARG_DEC},
+      {"reason", JAL_ARG_LINK_REASON},
+      {"lanes_ok", JAL_ARG_HEX},
+      {"retrains", JAL_ARG_DEC}}},
 };
 
 /* The description of an event code, or NULL for a code this header does not know (a newer
@@ -275,6 +299,26 @@ static inline const char* jal_hbm_fail_reason_name(uint32_t reason)
     }
 }
 
+static inline const char* jal_link_down_reason_name(uint32_t reason)
+{
+    switch (reason) {
+    case JAL_LINK_DOWN_NONE:
+        return "none";
+    case JAL_LINK_DOWN_NOT_TRAINED:
+        return "not_trained";
+    case JAL_LINK_DOWN_NO_PEER:
+        return "no_peer";
+    case JAL_LINK_DOWN_NO_LANES:
+        return "no_lanes";
+    case JAL_LINK_DOWN_LOST:
+        return "lost";
+    case JAL_LINK_DOWN_BAD_LANES:
+        return "bad_lanes";
+    default:
+        return "unknown";
+    }
+}
+
 static inline const char* jal_debug_fault_name(uint32_t kind)
 {
     switch (kind) {
@@ -296,6 +340,8 @@ static inline const char* jal_debug_fault_name(uint32_t kind)
         return "load";
     case JAL_DEBUG_FAULT_CRASH:
         return "crash";
+    case JAL_DEBUG_FAULT_LINK_LANE:
+        return "link_lane";
     default:
         return "unknown";
     }
@@ -381,6 +427,8 @@ static inline const char* jal_event_arg_name(uint32_t kind, uint32_t value)
         return jal_debug_fault_name(value);
     case JAL_ARG_FAULT_SOURCE:
         return jal_fault_source_name(value);
+    case JAL_ARG_LINK_REASON:
+        return jal_link_down_reason_name(value);
     default:
         return 0;
     }
@@ -399,6 +447,8 @@ static inline const char* jal_event_arg_unit(uint32_t kind)
         return "MHz";
     case JAL_ARG_MS:
         return "ms";
+    case JAL_ARG_MUI:
+        return "mUI";
     default:
         return "";
     }

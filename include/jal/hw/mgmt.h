@@ -298,13 +298,34 @@
 #define JAL_LINK_TRAIN_US 50u           /* modelled cost of a TRAIN */
 #define JAL_LINK_ST_CONNECTED (1u << 0) /* cabled to another chip's port */
 #define JAL_LINK_ST_UP (1u << 1)
-/* cabled to switch plane n of its kind (n: the port's number within its kind) instead of to
- * one peer: PEER reads JAL_LINK_PEER_SWITCH, TRAIN brings it up (the switch answers) and it
- * reaches every chip of the plane (since 1.8) */
-#define JAL_LINK_ST_SWITCHED (1u << 2)
-#define JAL_LINK_PEER_SWITCH 0xffffu
 #define JAL_LINK_CMD_TRAIN 1
 #define JAL_LINK_CMD_DOWN 2
+/* Lane-level training (since 1.8; docs/fabric.md, "Link training"). TRAIN_LANES trains the
+ * selected port's lanes against the far end without bringing the port up (it costs
+ * JAL_LINK_TRAIN_US): STATUS bit PEER says whether the far end answered, LANES_OK holds the
+ * lanes that locked and LANE_MARGIN each lane's eye margin. ENABLE brings the port up on the
+ * lanes of LANE_USE (all of them locked at the last training, 4, 2 or 1 of them): anything
+ * else leaves it down. TRAIN keeps its 1.7 meaning: train and come up on every lane that
+ * locks. */
+#define JAL_LINK_LANE_SEL JAL_MGMT_REG(JAL_MGMT_LINK, 0x30)     /* RW lane 0-3 */
+#define JAL_LINK_LANE_MARGIN JAL_MGMT_REG(JAL_MGMT_LINK, 0x34)  /* RO milli-UI; 0: no lock */
+#define JAL_LINK_LANES_OK JAL_MGMT_REG(JAL_MGMT_LINK, 0x38)     /* RO mask of locked lanes */
+#define JAL_LINK_LANE_USE JAL_MGMT_REG(JAL_MGMT_LINK, 0x3c)     /* RW mask ENABLE uses */
+#define JAL_LINK_TRANSFERS_LO JAL_MGMT_REG(JAL_MGMT_LINK, 0x40) /* RO; LO latches HI */
+#define JAL_LINK_TRANSFERS_HI JAL_MGMT_REG(JAL_MGMT_LINK, 0x44)
+/* RO this chip's id in its fabric domain (the id other chips' PEER registers show) */
+#define JAL_LINK_SELF JAL_MGMT_REG(JAL_MGMT_LINK, 0x48)
+#define JAL_LINK_ST_PEER (1u << 2) /* the far end answered the last training */
+/* Cabled to switch plane n of its kind (n: the port's number within its kind) instead of to
+ * one peer: PEER reads JAL_LINK_PEER_SWITCH in its chip field and n in its port field,
+ * training brings it up (the switch answers) and it reaches every chip of the plane. */
+#define JAL_LINK_ST_SWITCHED (1u << 3)
+#define JAL_LINK_PEER_SWITCH 0xffffu
+#define JAL_LINK_CMD_TRAIN_LANES 3
+#define JAL_LINK_CMD_ENABLE 4
+/* (chosen) A lane whose eye margin is below this after a retrain is left out of the port. */
+#define JAL_LINK_MARGIN_MIN_MUI 150u
+#define JAL_LINK_LANE_MBYTES_PER_S 12500u /* each way: 100 Gb/s */
 /* ---- RLOG: retained event log (since 1.7). 4 KiB of always-on RAM, kept across chip and
  * watchdog resets and zero at power-on: the firmware copies each event it logs into entry
  * seq % JAL_RLOG_ENTRIES (a struct jal_log_event, admin.h, as 16 words) and then writes

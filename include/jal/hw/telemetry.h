@@ -86,7 +86,10 @@ struct jal_telemetry {
     uint32_t links_connected; /* ports cabled to another chip */
     uint32_t links_up;        /* of those, trained and up */
     uint32_t link_errors;     /* all ports, since power-on */
-    uint32_t reserved[12];
+    /* Since 1.8: lane-level training (GET_LINK_REPORT has the per-port detail). */
+    uint32_t links_degraded; /* of the ports up, those on fewer lanes than they have */
+    uint32_t link_retrains;  /* retrains of all ports since boot */
+    uint32_t reserved[10];
 };
 JAL_ASSERT_SIZE(struct jal_telemetry, 256);
 JAL_ASSERT_OFFSET(struct jal_telemetry, timestamp_us, 8);
@@ -97,5 +100,6 @@ JAL_ASSERT_OFFSET(struct jal_telemetry, limiter_residency_ms, 104);
 JAL_ASSERT_OFFSET(struct jal_telemetry, energy_uj, 136);
 JAL_ASSERT_OFFSET(struct jal_telemetry, utilisation_pm, 176);
 JAL_ASSERT_OFFSET(struct jal_telemetry, links_connected, 196);
+JAL_ASSERT_OFFSET(struct jal_telemetry, link_retrains, 212);
 
 #endif

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <array>
 
 namespace {
 
@@ -91,7 +92,7 @@ TEST(ChipLinks, TheFirmwareTrainsCabledPortsWhoseFarEndIsThere)
     links.fw_write(off(JAL_LINK_SEL), 3, nobody);
     links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, only_chip1);
     EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)),
-              JAL_LINK_ST_CONNECTED | JAL_LINK_ST_UP | JAL_LINK_LANES << 8);
+              JAL_LINK_ST_CONNECTED | JAL_LINK_ST_PEER | JAL_LINK_ST_UP | JAL_LINK_LANES << 8);
     EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 1u << 3);
     // Counters through the LO/HI latch.
     ASSERT_TRUE(links.charge(1, (std::uint64_t{1} << 32) + 7, false, 0));
@@ -107,6 +108,89 @@ TEST(ChipLinks, TheFirmwareTrainsCabledPortsWhoseFarEndIsThere)
     links.reset();
     EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u);
     EXPECT_EQ(links.ports()[0].rx_bytes, (std::uint64_t{1} << 32) + 7) << "since power-on";
+}
+
+// Lane-level training (1.8): margins from the seed, ENABLE only on locked lanes at a width
+// of 4, 2 or 1, a killed lane never locking again, the rate following the width.
+TEST(ChipLinks, LanesTrainFromTheSeedAndEnableNeedsLockedLanes)
+{
+    auto there = [](unsigned) { return true; };
+    ChipLinks links({{false, 0, 1, 0}, {false, 2, 1, 2}}, 42), again({{false, 0, 1, 0}}, 42);
+    auto margins = [](ChipLinks& l) {
+        std::array<std::uint32_t, 4> m{};
+        for (std::uint32_t lane = 0; lane < 4; ++lane) {
+            l.fw_write(off(JAL_LINK_LANE_SEL), lane, [](unsigned) { return true; });
+            m[lane] = l.fw_read(off(JAL_LINK_LANE_MARGIN));
+        }
+        return m;
+    };
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN_LANES, there);
+    again.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN_LANES, there);
+    EXPECT_EQ(margins(links), margins(again)) << "the same seed trains the same way";
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_LANES_OK)), 0xfu);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)), JAL_LINK_ST_CONNECTED | JAL_LINK_ST_PEER)
+        << "trained, not up until ENABLE";
+    links.fw_write(off(JAL_LINK_LANE_USE), 0xf, there);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_ENABLE, there);
+    EXPECT_EQ(links.ports()[0].lanes, 4u);
+    EXPECT_EQ(links.ports()[0].gbytes_per_s(), 50.0);
+
+    // Lane 2 dies: the port runs on until retrained, then it no longer locks.
+    EXPECT_TRUE(links.kill_lane(0, 2));
+    EXPECT_FALSE(links.kill_lane(1, 0)) << "port 1 is not cabled";
+    EXPECT_FALSE(links.kill_lane(0, 4));
+    EXPECT_TRUE(links.reaches(1));
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN_LANES, there);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_LANES_OK)), 0xbu);
+    EXPECT_EQ(margins(links)[2], 0u);
+    for (std::uint32_t use : {0xfu, 0x7u, 0xbu, 0x6u}) {  // a dead lane, or 3 lanes: refused
+        links.fw_write(off(JAL_LINK_LANE_USE), use, there);
+        links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_ENABLE, there);
+        EXPECT_EQ(links.fw_read(off(JAL_LINK_UP_MASK)), 0u) << "use " << use;
+    }
+    links.fw_write(off(JAL_LINK_LANE_USE), 0x3, there);
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_ENABLE, there);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)) >> 8, 2u);
+    EXPECT_EQ(links.ports()[0].gbytes_per_s(), 25.0);
+    // 1 MB at 25 GB/s: 40 µs on the wire.
+    const auto c = links.charge(1, 1'000'000, true, 0);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->end_ns, 40'000u + kLinkLatencyNs);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_TRANSFERS_LO)), 1u);
+    links.reset();
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN, there);
+    EXPECT_EQ(links.ports()[0].lanes, 3u) << "1.7's TRAIN: up on every lane that locks";
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_LANES_OK)), 0xbu) << "a dead lane stays dead";
+    // A far end that does not answer: no PEER, nothing locks.
+    links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN_LANES, [](unsigned) { return false; });
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_STATUS)), JAL_LINK_ST_CONNECTED);
+    EXPECT_EQ(links.fw_read(off(JAL_LINK_LANES_OK)), 0u);
+}
+
+TEST(ChipLinks, SomeLanesLockShortOfMarginAtFirstAndWellWhenRetrained)
+{
+    auto there = [](unsigned) { return true; };
+    unsigned marginal = 0, lanes = 0;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        ChipLinks links({{false, 0, 1, 0}}, seed);
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            links.fw_write(off(JAL_LINK_CMD), JAL_LINK_CMD_TRAIN_LANES, there);
+            for (std::uint32_t lane = 0; lane < 4; ++lane) {
+                links.fw_write(off(JAL_LINK_LANE_SEL), lane, there);
+                const std::uint32_t m = links.fw_read(off(JAL_LINK_LANE_MARGIN));
+                EXPECT_GT(m, 0u);
+                if (attempt == 1) {
+                    EXPECT_GE(m, JAL_LINK_MARGIN_MIN_MUI) << "seed " << seed;
+                } else {
+                    ++lanes;
+                    marginal += m < JAL_LINK_MARGIN_MIN_MUI;
+                }
+            }
+        }
+    }
+    // One lane in 16 on average: 160 lanes give some, never most.
+    EXPECT_GT(marginal, 0u);
+    EXPECT_LT(marginal, lanes / 4);
 }
 
 }  // namespace

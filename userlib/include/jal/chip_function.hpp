@@ -59,6 +59,9 @@ public:
     // chip's used and free memory (interface 1.6; INVALID_OPCODE from older firmware).
     jal_usage usage();
     HbmReport hbm_report(uint32_t first_channel, uint32_t count);
+    // The fabric ports [first_port, first_port + count): wiring, state, width, margins,
+    // counters (interface 1.8; INVALID_OPCODE from older firmware).
+    LinkReport link_report(uint32_t first_port = 0, uint32_t count = JAL_LINK_PORTS);
     uint32_t power_limit_mw();
     // Returns the limit in force, which the device may have clamped.
     uint32_t set_power_limit_mw(uint32_t milliwatts);

@@ -64,6 +64,11 @@ struct HbmReport {
     std::vector<jal_hbm_channel_report> channels;  // header.first_channel onwards
 };
 
+struct LinkReport {
+    jal_link_report_header header{};
+    std::vector<jal_link_port_report> ports;  // header.first_port onwards
+};
+
 struct EventLog {
     std::vector<jal_log_event> events;  // oldest first
     uint32_t next_seq = 0;              // pass as first_seq to read only newer events

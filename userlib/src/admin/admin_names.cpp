@@ -23,6 +23,8 @@ std::string opcode_name(uint8_t opcode)
         return "GET_SLICE_MAP";
     case JAL_ADMIN_GET_HBM_REPORT:
         return "GET_HBM_REPORT";
+    case JAL_ADMIN_GET_LINK_REPORT:
+        return "GET_LINK_REPORT";
     case JAL_ADMIN_RESET:
         return "RESET";
     case JAL_ADMIN_CREATE_CONTEXT:

@@ -79,6 +79,27 @@ HbmReport ChipFunction::hbm_report(uint32_t first_channel, uint32_t count)
     });
 }
 
+LinkReport ChipFunction::link_report(uint32_t first_port, uint32_t count)
+{
+    return impl_->guarded([&] {
+        LinkReport out;
+        if (count == 0) return out;
+        const size_t len = sizeof(jal_link_report_header) +
+                           size_t{std::min(count, JAL_LINK_PORTS)} * sizeof(jal_link_port_report);
+        auto reply =
+            impl_->run(JAL_ADMIN_GET_LINK_REPORT, {first_port, count}, static_cast<uint32_t>(len));
+        require_bytes(reply, sizeof(jal_link_report_header), "GET_LINK_REPORT");
+        out.header = copy_struct<jal_link_report_header>(reply.data);
+        size_t fits = (std::min<size_t>(reply.completion.result, len) - sizeof out.header) /
+                      sizeof(jal_link_port_report);
+        size_t n = std::min<size_t>(out.header.count, fits);
+        for (size_t i = 0; i < n; i++)
+            out.ports.push_back(copy_struct<jal_link_port_report>(
+                reply.data, sizeof out.header + i * sizeof(jal_link_port_report)));
+        return out;
+    });
+}
+
 uint32_t ChipFunction::power_limit_mw()
 {
     return impl_->guarded([&] {
