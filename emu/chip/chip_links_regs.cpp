@@ -165,8 +165,7 @@ void ChipLinks::fw_write(std::uint32_t offset, std::uint32_t value,
         // Training needs the far end: a chip whose process has not joined (or has gone)
         // does not answer, and the port stays down. A switched port's far end is its plane's
         // switch, which is always there.
-        train_lanes(*p, p->config.switched ||
-                            (!p->peer_gone && reachable(p->config.peer_chip)));
+        train_lanes(*p, p->config.switched || (!p->peer_gone && reachable(p->config.peer_chip)));
         if (value == JAL_LINK_CMD_TRAIN && p->lanes_ok) {
             // 1.7's TRAIN: up on every lane that locked.
             p->up = true;

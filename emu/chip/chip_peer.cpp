@@ -33,9 +33,7 @@ void Chip::wire_peer_memory()
 {
     // A chip of a domain or of a tray (jal-emu --chips N: one switched domain) has an id
     // its peers name it by; a lone chip has none.
-    mmu_.fabric.self = [this] {
-        return domain() || config_.fabric ? config_.domain_chip : ~0u;
-    };
+    mmu_.fabric.self = [this] { return domain() || config_.fabric ? config_.domain_chip : ~0u; };
     mmu_.fabric.read = [this](std::uint32_t target, std::uint64_t pa, std::span<std::byte> data,
                               std::uint64_t& ns) {
         return peer_access(*this, target, data, ns, [&](std::span<std::byte> d) {

@@ -24,12 +24,12 @@
 
 #include "default_model.hpp"
 #include "metrics.hpp"
-#include "tray_exchange.hpp"
 #include "profile.hpp"
 #include "text_prompt.hpp"
 #include "tools/common/emu_process.hpp"
 #include "tools/common/trace_merge.hpp"
 #include "tools/common/version.hpp"
+#include "tray_exchange.hpp"
 
 namespace {
 
@@ -502,7 +502,7 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     nlohmann::json j;
     j["model"] = o.timing_only ? o.shape : r.model_path;
     j["timing_only"] = o.timing_only;
-    j["chips"] = rt.options().tray_chips;  // per-kW figures count this many chips
+    j["chips"] = rt.options().tray_chips;       // per-kW figures count this many chips
     j["tray_chips"] = rt.options().tray_chips;  // the same, by its earlier name
     j["numerics"] = jal::model::numerics_name(r.numerics);
     j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);

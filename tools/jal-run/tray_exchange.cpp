@@ -14,9 +14,9 @@ std::function<uint64_t(uint64_t)> tray_allreduce_cost(unsigned chips)
         if (chips <= 1 || bytes == 0) return 0;
         auto [it, fresh] = memo->try_emplace(bytes, 0);
         if (fresh)
-            it->second = emu::fabric::best_collective(emu::fabric::Collective::all_reduce, chips,
-                                                      bytes)
-                             .time_ns;
+            it->second =
+                emu::fabric::best_collective(emu::fabric::Collective::all_reduce, chips, bytes)
+                    .time_ns;
         return it->second;
     };
 }

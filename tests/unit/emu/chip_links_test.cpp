@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <array>
+#include <memory>
 
 namespace {
 

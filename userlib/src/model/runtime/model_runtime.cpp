@@ -401,8 +401,7 @@ private:
 RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
                          const runtime::Device& device, const RuntimeOptions& options)
     : file_(std::move(file)), model_(config), c_(config), o_(options), device_(device),
-      context_(device),
-      placement_(1)
+      context_(device), placement_(1)
 {
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
