@@ -233,8 +233,10 @@ TEST(ChipLinks, SwitchedPortsTrainWithoutAPeerAndSayTheyAreSwitched)
     // The switch answers: every plane is up although no peer was asked.
     EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_UP_MASK)), 0xfffu);
     tray[0].fw_write(off(JAL_LINK_SEL), 5, [](unsigned) { return false; });
-    EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_STATUS)),
-              JAL_LINK_ST_CONNECTED | JAL_LINK_ST_SWITCHED | JAL_LINK_ST_UP | JAL_LINK_LANES << 8);
+    // PEER: the far end of a switched port, its plane's switch, answered the training.
+    EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_STATUS)), JAL_LINK_ST_CONNECTED | JAL_LINK_ST_SWITCHED |
+                                                         JAL_LINK_ST_PEER | JAL_LINK_ST_UP |
+                                                         JAL_LINK_LANES << 8);
     EXPECT_EQ(tray[0].fw_read(off(JAL_LINK_PEER)), JAL_LINK_PEER_SWITCH | 5u << 16);
     EXPECT_TRUE(tray[0].reaches(1));
     EXPECT_FALSE(tray[0].reaches(0)) << "itself";
