@@ -573,7 +573,9 @@ TEST_F(ModelRuntime, TimingOnlyTrayShareAddsTheExchange)
         jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
     std::vector<uint64_t> sizes;
     jal::model::RuntimeOptions o;
-    o.timing_only = true, o.tray_chips = 2, o.slices = 4, o.max_sequences = 2, o.n_ctx = 32;
+    // 64 slices and one KV head on this chip: 64 slice groups, more than a client may open
+    // queues for, so groups share the runtime's lane queues.
+    o.timing_only = true, o.tray_chips = 2, o.slices = 64, o.max_sequences = 2, o.n_ctx = 32;
     o.tray_allreduce_ns = [&](uint64_t bytes) {
         sizes.push_back(bytes);
         return 1000 + bytes;

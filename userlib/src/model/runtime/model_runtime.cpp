@@ -116,6 +116,8 @@ constexpr uint32_t kPromptQueryBlock = 64;
 // rows it gathers. Every slice then does that work for every pair (about 0.1 µs of vector
 // work a pair), rather than a kernel doing each once behind a stage of its own (3–4 µs).
 constexpr uint32_t kFewPairs = 8;
+// The most lane queues a runtime opens beside its own queue (RuntimeImpl's constructor).
+constexpr uint32_t kMaxLanes = 32;
 
 // What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
 struct ExpertFusions {
@@ -374,6 +376,7 @@ private:
     const runtime::Device& device_;
     runtime::Context context_;
     uint32_t S_ = 0;
+    uint32_t lanes_ = 0;  // the Launcher's lane queues (0: none)
     uint64_t all_mask_ = 0;
     jal_dtype kv_dtype_ = JAL_DT_F32;        // the KV caches' elements (o_.kv_type)
     uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
@@ -437,8 +440,11 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     k::LauncherOptions lo;
     // Argument blocks are read by every slice of every dispatch: interleaved.
     lo.args = {JAL_PLACE_REPLICATED, all_mask_};
-    // Sequences in different slice groups: their attention runs on lanes side by side.
-    lo.lanes = kv_groups_ > 1 ? kv_groups_ : 0;
+    // Sequences in different slice groups: their attention runs on lanes side by side. At
+    // most kMaxLanes queues (a client's share is 64 by default, docs/security.md): with
+    // more groups (one KV head a chip on a tray of 8: 64 groups), groups share lanes.
+    lanes_ = kv_groups_ > 1 ? std::min(kv_groups_, kMaxLanes) : 0;
+    lo.lanes = lanes_;
     lo.stages = o_.staged;
     launch_ = std::make_unique<k::Launcher>(device_, context_, *queue_, lo);
 
@@ -1209,7 +1215,7 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
             launch_->fork();
             forked = true;
         }
-        const int lane = lanes && !wide ? static_cast<int>(j % kv_groups_) : -1;
+        const int lane = lanes && !wide ? static_cast<int>(j % kv_groups_ % lanes_) : -1;
         const bool fused = attention_appends(sg);
         // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)
