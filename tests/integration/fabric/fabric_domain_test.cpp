@@ -22,6 +22,7 @@
 #include <jal/chip_function.hpp>
 
 #include "../firmware/console_client.hpp"
+#include "free_port.hpp"
 
 namespace {
 
@@ -30,19 +31,7 @@ using jal::test::EmuProcess;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// A TCP port nothing listens on right now.
-int free_port()
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+using jal::test::free_port;
 
 // Processes a (chip 0) and b (chip 1), joined by two scale-up links.
 std::string write_domain_file()

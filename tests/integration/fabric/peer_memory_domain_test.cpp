@@ -23,6 +23,7 @@
 #include <jal/jal.hpp>
 
 #include "../firmware/console_client.hpp"
+#include "free_port.hpp"
 
 namespace {
 
@@ -38,18 +39,7 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 
-int free_port()
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+using jal::test::free_port;
 
 std::string write_domain_file()
 {

@@ -26,6 +26,7 @@
 #include <jal/kernels/dispatch.hpp>
 
 #include "../firmware/console_client.hpp"
+#include "free_port.hpp"
 
 namespace {
 
@@ -50,20 +51,7 @@ using namespace std::chrono_literals;
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 constexpr auto kWait = 30s;  // a packet that never completes fails the test, never hangs it
 
-// A TCP port nothing listens on right now (the process's endpoint listens there, so tests
-// running side by side need their own).
-int free_port()
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+using jal::test::free_port;
 
 // One process, chips 0 and 1, two links between them.
 std::string write_domain_file()
