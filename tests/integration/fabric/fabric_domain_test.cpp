@@ -23,6 +23,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "free_port.hpp"
+#include "links_up.hpp"
 
 namespace {
 
@@ -68,23 +69,6 @@ json settled(ConsoleClient& console)
     }
 }
 
-// Asks `console` for its links until `count` are up (the firmware trains them at boot and
-// retrains a down one every second: they come up once the far end's process has joined).
-json links_up(ConsoleClient& console, std::size_t count)
-{
-    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
-    for (;;) {
-        json links = console.ask("links")["links"];
-        std::size_t up = 0;
-        for (const json& l : links) up += l["state"] == "up";
-        if (up == count) return links;
-        if (std::chrono::steady_clock::now() > give_up) {
-            ADD_FAILURE() << "links never came up: " << links.dump();
-            return links;
-        }
-    }
-}
-
 std::string random_hex(std::size_t bytes, unsigned seed)
 {
     std::mt19937 rng(seed);
@@ -104,7 +88,7 @@ TEST(FabricDomain, ChipOneReadsAndWritesChipZerosMemory)
     ASSERT_EQ(settled(chip0)["state"], "joined") << settled(chip0).dump();
     ASSERT_EQ(settled(chip1)["state"], "joined") << settled(chip1).dump();
     EXPECT_EQ(chip1.ask("fabric")["chip"], 1);
-    links_up(chip1, 2);
+    jal::test::links_up(chip1, 2);
 
     // Written on chip 0, read through chip 1's link.
     const std::string data = random_hex(4096, 1);
@@ -182,7 +166,7 @@ TEST(FabricDomain, AKilledPeerIsAnErrorNotAHang)
     auto b = start(file, "b");
     ConsoleClient chip1(b->socket_dir() + "/jal0.console");
     ASSERT_EQ(settled(chip1)["state"], "joined");
-    links_up(chip1, 2);
+    jal::test::links_up(chip1, 2);
     ASSERT_TRUE(chip1.ask("rpeek 0 0 8")["ok"]);
     kill(a->pid(), SIGKILL);
     // Every read fails from the moment b has found a gone (at the latest after 2 s of

@@ -22,6 +22,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "free_port.hpp"
+#include "links_up.hpp"
 
 namespace {
 
@@ -38,21 +39,11 @@ std::string random_hex(std::size_t bytes, unsigned seed)
     return s;
 }
 
-// Asks `console` for its links until its 12 scale-up planes are up (the firmware trains
-// them at boot: the switch answers).
+// Until `console`'s chip has its 12 scale-up planes up (the firmware trains them at boot:
+// the switch answers).
 json planes_up(ConsoleClient& console)
 {
-    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
-    for (;;) {
-        json links = console.ask("links")["links"];
-        std::size_t up = 0;
-        for (const json& l : links) up += l["state"] == "up" && l["switched"] == true;
-        if (up == 12) return links;
-        if (std::chrono::steady_clock::now() > give_up) {
-            ADD_FAILURE() << "the planes never came up: " << links.dump();
-            return links;
-        }
-    }
+    return jal::test::links_up(console, 12, [](const json& l) { return l["switched"] == true; });
 }
 
 std::uint64_t sum(const json& links, const char* key)

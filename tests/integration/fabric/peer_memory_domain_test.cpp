@@ -24,6 +24,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "free_port.hpp"
+#include "links_up.hpp"
 
 namespace {
 
@@ -62,18 +63,6 @@ std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std:
     return std::make_unique<jal::test::EmuProcess>(o);
 }
 
-// Until chip 1's link is up (its process and the peer's have joined, the firmware trained it).
-void link_up(ConsoleClient& console)
-{
-    const auto give_up = std::chrono::steady_clock::now() + 60s;
-    for (;;) {
-        const json links = console.ask("links");
-        if (links["links"].size() == 1 && links["links"][0]["state"] == "up") return;
-        ASSERT_LT(std::chrono::steady_clock::now(), give_up) << links.dump();
-        std::this_thread::yield();
-    }
-}
-
 uint32_t copy(Device& dev, Queue& q, jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t n)
 {
     Signal done(dev, 1);
@@ -88,7 +77,7 @@ TEST(PeerMemoryDomain, TwoProcessesOverTcpAndAPeerThatDies)
     auto a = start(file, "a");
     auto b = start(file, "b");
     ConsoleClient console1(b->socket_dir() + "/jal0.console");
-    link_up(console1);
+    jal::test::links_up(console1, 1);
 
     auto dev0 = std::make_unique<Device>(0, a->socket_dir());
     Device dev1(0, b->socket_dir());

@@ -27,6 +27,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "free_port.hpp"
+#include "links_up.hpp"
 
 namespace {
 
@@ -133,18 +134,7 @@ protected:
     }
 
     // Both of chip 1's links up (the firmware trains them at boot, retrains a down one).
-    void wait_links_up()
-    {
-        const auto give_up = std::chrono::steady_clock::now() + 30s;
-        for (;;) {
-            json links = console1->ask("links")["links"];
-            int up = 0;
-            for (const json& l : links) up += l["state"] == "up";
-            if (up == 2) return;
-            ASSERT_LT(std::chrono::steady_clock::now(), give_up) << links.dump();
-            std::this_thread::yield();
-        }
-    }
+    void wait_links_up() { jal::test::links_up(*console1, 2); }
 
     std::unique_ptr<jal::test::EmuProcess> emu;
     std::unique_ptr<ConsoleClient> console1;

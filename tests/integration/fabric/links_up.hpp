@@ -1,0 +1,44 @@
+// Waits, through a chip's bring-up console, until `count` of its links (those `counted`
+// selects) are up: the firmware trains them at boot and retrains a down one every second,
+// so they come up once the far end (another process, or the switch) answers. Shared by the
+// fabric integration tests.
+//
+// Until then the console may answer without a "links" list: while the chip's clock thread
+// is still booting or joining its domain (slow under ASan on a loaded machine) it replies
+// that the management core did not reach an idle point. That is "not up yet", not an error.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fixture/emu_process.hpp>
+
+#include "../firmware/console_client.hpp"
+
+namespace jal::test {
+
+inline nlohmann::json links_up(
+    fwtest::ConsoleClient& console, std::size_t count,
+    const std::function<bool(const nlohmann::json&)>& counted = [](const nlohmann::json&) {
+        return true;
+    })
+{
+    const auto give_up = std::chrono::steady_clock::now() + kBootTimeout;
+    for (;;) {
+        const nlohmann::json reply = console.ask("links");
+        const nlohmann::json links = reply.value("links", nlohmann::json::array());
+        std::size_t up = 0;
+        for (const nlohmann::json& l : links) up += l["state"] == "up" && counted(l);
+        if (up == count) return links;
+        if (std::chrono::steady_clock::now() > give_up) {
+            ADD_FAILURE() << "links never came up: " << reply.dump();
+            return links;
+        }
+    }
+}
+
+}  // namespace jal::test
