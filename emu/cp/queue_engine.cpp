@@ -110,6 +110,7 @@ void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, F
         last_error_.store(0);
         errors_.store(0);
         err_index_.store(0);
+        last_status_ = JAL_STATUS_OK;
         db_->set_write_index(qid_, 0);
         db_->set_need_wakeup(qid_, 0);
     }
@@ -314,6 +315,10 @@ const char* QueueEngine::packet_name(const std::byte* slot)
         return "DISPATCH";
     case JAL_PACKET_COLLECTIVE:
         return "COLLECTIVE";
+    case JAL_PACKET_WRITE_VALUE:
+        return "WRITE_VALUE";
+    case JAL_PACKET_WAIT_VALUE:
+        return "WAIT_VALUE";
     default:
         return "invalid packet";
     }
@@ -356,10 +361,12 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     std::uint32_t status = JAL_STATUS_OK;
     const auto sig_addr = field<std::uint64_t>(pkt, JAL_PACKET_SIGNAL_OFFSET);
     if (sig_addr) status = resolve_signal(pin, sig_addr, signal);
-    if (status == JAL_STATUS_OK && (flags & ~JAL_PACKET_F_INTERRUPT))
+    if (status == JAL_STATUS_OK && (flags & ~(JAL_PACKET_F_INTERRUPT | JAL_PACKET_F_CHAIN)))
         status = JAL_STATUS_INVALID_FIELD;
-
-    if (status == JAL_STATUS_OK) {
+    // A chained packet after a failure is not executed: it passes the failure on.
+    if (status == JAL_STATUS_OK && (flags & JAL_PACKET_F_CHAIN) && last_status_ != JAL_STATUS_OK)
+        status = last_status_;
+    else if (status == JAL_STATUS_OK) {
         switch (type) {
         case JAL_PACKET_NOP:
             if (arg || !all_zero(pkt + 4, JAL_PACKET_SIGNAL_OFFSET - 4))
@@ -381,6 +388,12 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
         case JAL_PACKET_COLLECTIVE:
             status = JAL_STATUS_UNSUPPORTED;
             break;
+        case JAL_PACKET_WRITE_VALUE:
+            status = execute_write_value(pkt, arg);
+            break;
+        case JAL_PACKET_WAIT_VALUE:
+            if (!wait_value_ready(pkt, arg, index, status)) return Step::pending;
+            break;
         default:
             status = JAL_STATUS_INVALID_OPCODE;
             break;
@@ -388,6 +401,7 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
     }
 
     if (signal) complete(signal, status);
+    last_status_ = status;
     __atomic_store_n(hdr, std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
     if (status != JAL_STATUS_OK) record_error(status, index);
     return (flags & JAL_PACKET_F_INTERRUPT) ? Step::done_irq : Step::done;
@@ -571,6 +585,7 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
     std::byte* signal = nullptr;
     if (pkt.completion_signal) resolve_signal(pin, pkt.completion_signal, signal);
     if (signal) complete(signal, status);
+    last_status_ = status;
     std::byte* slot = ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE;
     __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), std::uint32_t{JAL_PACKET_INVALID},
                      __ATOMIC_RELEASE);
@@ -608,6 +623,7 @@ void QueueEngine::drop_unexecuted()
         }
     }
     read_.store(to);
+    last_status_ = JAL_STATUS_OK;
     last_error_.store(0);
     errors_.store(0);
     err_index_.store(0);

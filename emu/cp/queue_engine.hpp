@@ -160,6 +160,17 @@ private:
                        std::uint32_t& status);
     std::uint32_t execute_signal(const HostMemory::Pin& pin, const std::byte* pkt,
                                  std::uint16_t op);
+    // WRITE_VALUE and WAIT_VALUE (queue_values.cpp): device words as semaphores between
+    // queues and chips. wait_value_ready() is false while the word does not compare true
+    // and the packet's timeout has not passed (the clock starts at the first look at
+    // `index`); then it sets `status`.
+    std::uint32_t execute_write_value(const std::byte* pkt, std::uint16_t arg);
+    bool wait_value_ready(const std::byte* pkt, std::uint16_t op, std::uint64_t index,
+                          std::uint32_t& status);
+    // Reads or writes the 8-byte word at device address `va` of the queue's context:
+    // local HBM (atomically) or a peer's page over the fabric.
+    std::uint32_t read_word(std::uint64_t va, std::uint64_t& out);
+    std::uint32_t write_word(std::uint64_t va, std::uint64_t value);
     // Checks a DISPATCH packet's report address and sets the packet aside for run_dispatch().
     std::uint32_t accept_dispatch(const HostMemory::Pin& pin, const std::byte* pkt);
     std::uint32_t copy(const HostMemory::Pin& pin, std::uint32_t dir, std::uint64_t src,
@@ -188,6 +199,11 @@ private:
     std::byte* ring_ = nullptr;
     std::uint64_t* rptr_ = nullptr;
     std::uint64_t ring_gen_ = 0;
+    // The status of the last packet completed (JAL_PACKET_F_CHAIN), and since when the
+    // WAIT_VALUE at `wait_index_` has been waiting; engine thread only.
+    std::uint32_t last_status_ = 0;
+    std::uint64_t wait_index_ = ~std::uint64_t{0};
+    std::chrono::steady_clock::time_point wait_since_{};
     // A DISPATCH packet execute() accepted, run by run_dispatch() once the pin is released.
     alignas(8) std::byte dispatch_pkt_[JAL_PACKET_SIZE]{};
 

@@ -14,6 +14,9 @@
  *  - A packet completes by writing its completion signal (if any): the status, then the
  *    value decremented by one (release). A failing packet still completes its signal, with
  *    a non-zero status; the queue records the error and goes on with the next packet.
+ *  - (1.9) A packet with JAL_PACKET_F_CHAIN runs only if the packet before it in the queue
+ *    completed OK; otherwise it is not executed and completes with that packet's status, so
+ *    a failure travels down a chain of packets to the chain's last completion signal.
  */
 #ifndef JAL_HW_QUEUE_H
 #define JAL_HW_QUEUE_H
@@ -30,12 +33,15 @@ enum jal_packet_type {
     JAL_PACKET_COPY = 2,
     JAL_PACKET_BARRIER_AND = 3,
     JAL_PACKET_SIGNAL = 4,
-    JAL_PACKET_DISPATCH = 5,   /* kernel dispatch (tile ISA) */
-    JAL_PACKET_COLLECTIVE = 6, /* multi-chip collectives */
+    JAL_PACKET_DISPATCH = 5,    /* kernel dispatch (tile ISA) */
+    JAL_PACKET_COLLECTIVE = 6,  /* reserved (UNSUPPORTED): collectives are built from the below */
+    JAL_PACKET_WRITE_VALUE = 7, /* (1.9) store a 64-bit value at a device address */
+    JAL_PACKET_WAIT_VALUE = 8,  /* (1.9) wait until a 64-bit device word compares true */
 };
 
 /* jal_packet_*.flags */
 #define JAL_PACKET_F_INTERRUPT (1u << 0) /* raise the queue's MSI-X vector at completion */
+#define JAL_PACKET_F_CHAIN (1u << 1)     /* (1.9) run only if the previous packet completed OK */
 
 /* Every packet begins with this word; the producer stores it last (32-bit, release). */
 struct jal_packet_header {
@@ -108,6 +114,32 @@ struct jal_packet_signal {
     uint64_t completion_signal;
 };
 JAL_ASSERT_SIZE(struct jal_packet_signal, 64);
+
+/* (1.9) Device-memory words as semaphores between queues and between chips (like CUDA's
+ * stream memory operations): WRITE_VALUE stores `value` at the device virtual address
+ * `addr` of the queue's context (8-byte aligned; a peer chip's page is written over the
+ * fabric, LINK_DOWN if it cannot be reached), after everything the queue did before it is
+ * visible. WAIT_VALUE holds the queue until the word at `addr` compares true against
+ * `value` (header arg: enum jal_value_op, unsigned compare), re-reading it at least every
+ * 100 us; after `timeout_us` (0: no limit) of wall-clock time it completes with TIMEOUT.
+ * Chips exchange data by writing a peer's memory and then a flag word there; the peer's
+ * queue waits on the flag (docs/multichip.md, "Collectives"). */
+enum jal_value_op {
+    JAL_VALUE_GE = 1, /* *addr >= value */
+    JAL_VALUE_EQ = 2, /* *addr == value */
+    JAL_VALUE_NE = 3, /* *addr != value */
+};
+
+struct jal_packet_value {
+    struct jal_packet_header header; /* WAIT_VALUE: arg = enum jal_value_op; WRITE_VALUE: 0 */
+    uint32_t timeout_us;             /* WAIT_VALUE: 0 = no limit; WRITE_VALUE: must be 0 */
+    uint64_t addr;                   /* device virtual address, 8-byte aligned */
+    uint64_t value;
+    uint64_t reserved[4];
+    uint64_t completion_signal;
+};
+JAL_ASSERT_SIZE(struct jal_packet_value, 64);
+JAL_ASSERT_OFFSET(struct jal_packet_value, addr, 8);
 
 /* Runs a kernel (a code object in device memory, isa.h) on a set of slices. Each slice
  * of the mask runs one instance of the program; JAL_SR_SLICE numbers them 0..n-1 in

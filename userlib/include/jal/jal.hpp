@@ -223,6 +223,19 @@ public:
     {
         check(jal_queue_signal(get(), target.get(), op, operand, sig(completion)));
     }
+    // A device word as a semaphore (jal_queue_write_value, jal_queue_wait_value).
+    void write_value(uint64_t va, uint64_t value, const Signal* completion = nullptr,
+                     uint32_t flags = 0)
+    {
+        check(jal_queue_write_value(get(), va, value, flags, sig(completion)));
+    }
+    void wait_value(uint64_t va, jal_value_op op, uint64_t value,
+                    std::chrono::microseconds timeout = std::chrono::microseconds(0),
+                    const Signal* completion = nullptr, uint32_t flags = 0)
+    {
+        check(jal_queue_wait_value(get(), va, op, value, static_cast<uint32_t>(timeout.count()),
+                                   flags, sig(completion)));
+    }
     void submit_raw(const void* packet) { check(jal_queue_submit_raw(get(), packet)); }
     // A kernel dispatch (jal_queue_dispatch); desc.size is filled in.
     void dispatch(jal_dispatch_desc desc, const Signal* completion = nullptr)

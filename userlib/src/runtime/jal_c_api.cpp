@@ -489,6 +489,29 @@ jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t o
     });
 }
 
+jal_status_t jal_queue_write_value(jal_queue_t queue, uint64_t addr, uint64_t value, uint32_t flags,
+                                   jal_signal_t completion)
+{
+    jal::runtime::detail::HostSpan span_("jal_queue_write_value");
+    REQUIRE(queue, "queue is NULL");
+    REQUIRE((flags & ~uint32_t{JAL_PACKET_F_CHAIN}) == 0, "flags has bits other than CHAIN");
+    return call([&] {
+        queue->queue->write_value(addr, value, sig(completion), static_cast<uint8_t>(flags));
+    });
+}
+
+jal_status_t jal_queue_wait_value(jal_queue_t queue, uint64_t addr, uint32_t op, uint64_t value,
+                                  uint32_t timeout_us, uint32_t flags, jal_signal_t completion)
+{
+    jal::runtime::detail::HostSpan span_("jal_queue_wait_value");
+    REQUIRE(queue, "queue is NULL");
+    REQUIRE((flags & ~uint32_t{JAL_PACKET_F_CHAIN}) == 0, "flags has bits other than CHAIN");
+    return call([&] {
+        queue->queue->wait_value(addr, static_cast<jal_value_op>(op), value, timeout_us,
+                                 sig(completion), static_cast<uint8_t>(flags));
+    });
+}
+
 jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet)
 {
     jal::runtime::detail::HostSpan span_("jal_queue_submit_raw");

@@ -408,35 +408,38 @@ void UserQueue::check_signal(const Signal* signal, const char* what) const
 }
 
 uint64_t UserQueue::submit(void* packet, uint8_t type, uint16_t arg, Signal* completion,
-                           Signal* also_interrupting, bool interrupt)
+                           Signal* also_interrupting, bool interrupt, uint8_t packet_flags)
 {
+    if (packet_flags & ~uint8_t{JAL_PACKET_F_CHAIN})
+        throw Error(JAL_STATUS_INVALID_FIELD, "packet flags other than JAL_PACKET_F_CHAIN");
     if (destroyed_) throw Error(JAL_STATUS_NOT_READY, "queue was destroyed");
     context_->device().check_not_reset_cached();
     check_signal(completion, "the completion signal");
     interrupt = interrupt || (completion && completion->interrupt()) ||
                 (also_interrupting && also_interrupting->interrupt());
-    jal_packet_header header{type, static_cast<uint8_t>(interrupt ? JAL_PACKET_F_INTERRUPT : 0),
-                             arg};
+    jal_packet_header header{
+        type, static_cast<uint8_t>((interrupt ? JAL_PACKET_F_INTERRUPT : 0) | packet_flags), arg};
     std::memcpy(packet, &header, sizeof header);
     uint64_t signal = completion ? completion->bus_addr() : 0;
     std::memcpy(static_cast<std::byte*>(packet) + JAL_PACKET_SIGNAL_OFFSET, &signal, sizeof signal);
     return context_->device().guarded([&] { return ring_->submit(packet, submit_timeout_); });
 }
 
-uint64_t UserQueue::nop(Signal* completion)
+uint64_t UserQueue::nop(Signal* completion, uint8_t packet_flags)
 {
     jal_packet_nop p{};
-    return submit(&p, JAL_PACKET_NOP, 0, completion);
+    return submit(&p, JAL_PACKET_NOP, 0, completion, nullptr, false, packet_flags);
 }
 
 uint64_t UserQueue::copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes,
-                         Signal* completion)
+                         Signal* completion, uint8_t packet_flags)
 {
     jal_packet_copy p{};
     p.src = src;
     p.dst = dst;
     p.size = bytes;
-    return submit(&p, JAL_PACKET_COPY, static_cast<uint16_t>(dir), completion);
+    return submit(&p, JAL_PACKET_COPY, static_cast<uint16_t>(dir), completion, nullptr, false,
+                  packet_flags);
 }
 
 uint64_t UserQueue::barrier_and(std::span<Signal* const> deps, Signal* completion)
@@ -466,10 +469,34 @@ uint64_t UserQueue::signal(Signal& target, jal_signal_op op, int64_t operand, Si
 }
 
 uint64_t UserQueue::dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion,
-                             bool interrupt)
+                             bool interrupt, uint8_t packet_flags)
 {
     jal_packet_dispatch p = body;  // header and completion signal are submit()'s
-    return submit(&p, JAL_PACKET_DISPATCH, flags, completion, nullptr, interrupt);
+    return submit(&p, JAL_PACKET_DISPATCH, flags, completion, nullptr, interrupt, packet_flags);
+}
+
+uint64_t UserQueue::write_value(uint64_t va, uint64_t value, Signal* completion,
+                                uint8_t packet_flags)
+{
+    if (va % 8) throw Error(JAL_STATUS_INVALID_FIELD, "a value's address must be 8-byte aligned");
+    jal_packet_value p{};
+    p.addr = va;
+    p.value = value;
+    return submit(&p, JAL_PACKET_WRITE_VALUE, 0, completion, nullptr, false, packet_flags);
+}
+
+uint64_t UserQueue::wait_value(uint64_t va, jal_value_op op, uint64_t value, uint32_t timeout_us,
+                               Signal* completion, uint8_t packet_flags)
+{
+    if (va % 8) throw Error(JAL_STATUS_INVALID_FIELD, "a value's address must be 8-byte aligned");
+    if (op < JAL_VALUE_GE || op > JAL_VALUE_NE)
+        throw Error(JAL_STATUS_INVALID_FIELD, "unknown wait op " + std::to_string(op));
+    jal_packet_value p{};
+    p.timeout_us = timeout_us;
+    p.addr = va;
+    p.value = value;
+    return submit(&p, JAL_PACKET_WAIT_VALUE, static_cast<uint16_t>(op), completion, nullptr, false,
+                  packet_flags);
 }
 
 uint64_t UserQueue::submit_raw(const void* packet)

@@ -214,9 +214,11 @@ public:
     Context& context() { return *context_; }
     QueueRing& ring() { return *ring_; }
 
-    // Packets. `completion` may be null. Each returns the packet's index.
-    uint64_t nop(Signal* completion);
-    uint64_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes, Signal* completion);
+    // Packets. `completion` may be null. Each returns the packet's index. `packet_flags`:
+    // JAL_PACKET_F_CHAIN (run only if the packet before completed OK), or 0.
+    uint64_t nop(Signal* completion, uint8_t packet_flags = 0);
+    uint64_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes, Signal* completion,
+                  uint8_t packet_flags = 0);
     uint64_t barrier_and(std::span<Signal* const> deps, Signal* completion);
     uint64_t signal(Signal& target, jal_signal_op op, int64_t operand, Signal* completion);
     // A kernel dispatch: body fields of jal_packet_dispatch, flags JAL_DISPATCH_F_* (in the
@@ -224,7 +226,11 @@ public:
     // `interrupt`: raise the queue's vector at completion even if `completion` does not
     // ask for it (the profiler sleeps on it).
     uint64_t dispatch(uint16_t flags, const jal_packet_dispatch& body, Signal* completion,
-                      bool interrupt = false);
+                      bool interrupt = false, uint8_t packet_flags = 0);
+    // WRITE_VALUE and WAIT_VALUE (interface 1.9): a device word as a semaphore.
+    uint64_t write_value(uint64_t va, uint64_t value, Signal* completion, uint8_t packet_flags = 0);
+    uint64_t wait_value(uint64_t va, jal_value_op op, uint64_t value, uint32_t timeout_us,
+                        Signal* completion, uint8_t packet_flags = 0);
     // A packet exactly as given (header in bytes 0..3, published last); for tests and
     // packet kinds the library does not wrap yet.
     uint64_t submit_raw(const void* packet);
@@ -239,7 +245,8 @@ public:
 
 private:
     uint64_t submit(void* packet, uint8_t type, uint16_t arg, Signal* completion,
-                    Signal* also_interrupting = nullptr, bool interrupt = false);
+                    Signal* also_interrupting = nullptr, bool interrupt = false,
+                    uint8_t packet_flags = 0);
     void check_signal(const Signal* signal, const char* what) const;
 
     std::shared_ptr<Context> context_;
