@@ -22,8 +22,8 @@
 #include <jal/chip_function.hpp>
 
 #include "../firmware/console_client.hpp"
-#include "free_port.hpp"
 #include "links_up.hpp"
+#include "two_process_domain.hpp"
 
 namespace {
 
@@ -32,21 +32,10 @@ using jal::test::EmuProcess;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-using jal::test::free_port;
-
 // Processes a (chip 0) and b (chip 1), joined by two scale-up links.
 std::string write_domain_file()
 {
-    const std::string path = ::testing::TempDir() + "domain-" + std::to_string(getpid()) + "-" +
-                             std::to_string(free_port()) + ".json";
-    std::ofstream(path) << R"({"provider": "tcp", "processes": [
-        {"name": "a", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0]},
-        {"name": "b", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [1]}],
-      "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
-                {"kind": "scale-up", "a": [0, 1], "b": [1, 1]}]})";
-    return path;
+    return jal::test::write_two_process_domain("domain", jal::test::kTwoScaleUpLinks);
 }
 
 std::unique_ptr<EmuProcess> start(const std::string& file, const std::string& process,

@@ -22,6 +22,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "free_port.hpp"
+#include "two_process_domain.hpp"
 
 namespace {
 
@@ -34,17 +35,10 @@ using jal::test::free_port;
 // Processes a (chip 0) and b (chip 1), joined by two scale-up links and one scale-out.
 std::string write_domain_file()
 {
-    const std::string path = ::testing::TempDir() + "topo-" + std::to_string(getpid()) + "-" +
-                             std::to_string(free_port()) + ".json";
-    std::ofstream(path) << R"({"provider": "tcp", "processes": [
-        {"name": "a", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0]},
-        {"name": "b", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [1]}],
-      "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
-                {"kind": "scale-up", "a": [0, 1], "b": [1, 1]},
-                {"kind": "scale-out", "a": [0, 0], "b": [1, 0]}]})";
-    return path;
+    return jal::test::write_two_process_domain("topo",
+                                               R"([{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
+                   {"kind": "scale-up", "a": [0, 1], "b": [1, 1]},
+                   {"kind": "scale-out", "a": [0, 0], "b": [1, 0]}])");
 }
 
 std::unique_ptr<EmuProcess> start(const std::string& file, const std::string& process,

@@ -23,8 +23,8 @@
 #include <jal/jal.hpp>
 
 #include "../firmware/console_client.hpp"
-#include "free_port.hpp"
 #include "links_up.hpp"
+#include "two_process_domain.hpp"
 
 namespace {
 
@@ -40,19 +40,10 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 
-using jal::test::free_port;
-
 std::string write_domain_file()
 {
-    const std::string path = ::testing::TempDir() + "peer-tcp-" + std::to_string(getpid()) + "-" +
-                             std::to_string(free_port()) + ".json";
-    std::ofstream(path) << R"({"provider": "tcp", "processes": [
-        {"name": "a", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0]},
-        {"name": "b", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [1]}],
-      "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]}]})";
-    return path;
+    return jal::test::write_two_process_domain(
+        "peer-tcp", R"([{"kind": "scale-up", "a": [0, 0], "b": [1, 0]}])");
 }
 
 std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std::string& process)
