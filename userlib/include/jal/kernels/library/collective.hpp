@@ -36,4 +36,22 @@ JAL_API jal_dispatch_report all_reduce(Launcher& launcher, const Program& progra
                                        const AllReduceConfig& c, uint64_t vectors_table,
                                        const DispatchOptions& options = {});
 
+// out = in_0 + in_1 + ... + in_{n-1}, elementwise, over vectors of `length` elements of
+// F32, BF16 or F16: the reduction step of the chips' collectives (jal/collectives.hpp),
+// whose inputs may be anywhere the context maps (a peer's memory too). The sum is in F32,
+// in input order, and rounded once to the dtype at the end (docs/multichip.md,
+// "Collectives": the reduction order). Slice s of the dispatch's n does elements
+// slice_range(length, n, s).
+struct ReduceSumConfig {
+    uint32_t inputs = 0;  // n >= 1
+    uint32_t length = 0;  // elements of each vector
+    jal_dtype dtype = JAL_DT_F32;
+};
+
+// Arguments: inputs (the address of a table of n u64 device addresses), out (address; may
+// be one of the inputs only if it is input 0).
+JAL_API CodeObject build_reduce_sum(const ReduceSumConfig& c);
+JAL_API std::string reduce_sum_name(const ReduceSumConfig& c);
+JAL_API std::vector<uint64_t> reduce_sum_args(uint64_t inputs_table, uint64_t out);
+
 }  // namespace jal::kernels::linear

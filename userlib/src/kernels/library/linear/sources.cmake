@@ -12,6 +12,7 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/argmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/all_reduce.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reduce_sum.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_sort.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_chunk.cpp
