@@ -39,9 +39,10 @@ extern "C" {
 
 #define JAL_API_VERSION_MAJOR 1
 #define JAL_API_VERSION_MINOR \
-    4 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
+    5 /* 1.1: jal_queue_dispatch; 1.2: JAL_STATUS_DEVICE_RESET;
                                   * 1.3: memory info, telemetry, events, profiler, jal_kernel_*;
-                                  * 1.4: peer memory (jal_mem_export, jal_peer_map) */
+                                  * 1.4: peer memory (jal_mem_export, jal_peer_map);
+                                  * 1.5: value packets, communicators (jal_comm_*) */
 
 typedef uint32_t jal_status_t; /* enum jal_status */
 
@@ -267,6 +268,18 @@ JAL_API jal_status_t jal_queue_barrier_and(jal_queue_t queue, const jal_signal_t
 /* Writes `target` (op: enum jal_signal_op, SET/ADD/SUB operand). */
 JAL_API jal_status_t jal_queue_signal(jal_queue_t queue, jal_signal_t target, uint32_t op,
                                       int64_t operand, jal_signal_t completion);
+/* (API 1.5, device interface 1.9) A device word as a semaphore between queues and chips,
+ * like CUDA's stream memory operations. write_value stores `value` at device address `addr`
+ * (8-byte aligned; a peer chip's mapped memory too) once everything the queue did before is
+ * visible; wait_value holds the queue until the word compares true (op: enum jal_value_op)
+ * or `timeout_us` passes (0: no limit), then completes with TIMEOUT. `flags`: 0 or
+ * JAL_PACKET_F_CHAIN (the packet runs only if the one before it on the queue completed OK,
+ * else completes with that status). */
+JAL_API jal_status_t jal_queue_write_value(jal_queue_t queue, uint64_t addr, uint64_t value,
+                                           uint32_t flags, jal_signal_t completion);
+JAL_API jal_status_t jal_queue_wait_value(jal_queue_t queue, uint64_t addr, uint32_t op,
+                                          uint64_t value, uint32_t timeout_us, uint32_t flags,
+                                          jal_signal_t completion);
 /* A 64-byte packet as given (header word first; it is published last). */
 JAL_API jal_status_t jal_queue_submit_raw(jal_queue_t queue, const void* packet);
 
@@ -411,6 +424,54 @@ typedef struct jal_load_result {
 JAL_API jal_status_t jal_load_file(jal_queue_t queue, const char* path, uint64_t dst_va,
                                    uint64_t capacity, const jal_load_options_t* options,
                                    jal_load_result_t* result);
+
+/* ---- Communicators (API 1.5): collectives executed by the chips ----
+ *
+ * NCCL-style, over devices that reach each other's memory (a tray of jal-emu --chips N, or
+ * a domain of jal-emu processes; docs/multichip.md, "Collectives"; the C++ class is
+ * jal::collectives::Communicator in jal/collectives.hpp). Each call enqueues rank `rank`'s
+ * part on that rank's queue and returns; every rank must make the same calls in the same
+ * order. Buffers are device addresses in the rank's context, counts elements of `dtype`
+ * (enum jal_dtype: F32, BF16, F16; the gathers also I32). `done` (may be NULL) completes
+ * once when the rank's part is over, with the status of its first failure: LINK_DOWN (a
+ * peer unreachable), TIMEOUT (a peer's step did not arrive within the timeout). After a
+ * failure the communicator must be destroyed. */
+typedef struct jal_comm_s* jal_comm_t;
+typedef struct jal_comm_rank {
+    jal_device_t device;
+    jal_context_t context; /* where the rank's buffers are */
+    jal_queue_t queue;     /* where its collectives are enqueued */
+} jal_comm_rank_t;
+typedef struct jal_comm_options {
+    uint32_t struct_size;
+    uint32_t reserved;      /* must be zero */
+    uint64_t staging_bytes; /* a peer's staging slot (twice); 0: 1 MiB */
+    uint64_t timeout_us;    /* a rank's wait for a peer's step; 0: 60 s */
+    uint64_t slice_mask;    /* slices of the reduction kernel; 0: the first 8 */
+} jal_comm_options_t;
+/* Allocates, exports and maps every rank's staging memory (waits for it). */
+JAL_API jal_status_t jal_comm_create(const jal_comm_rank_t* ranks, uint32_t count,
+                                     const jal_comm_options_t* options, jal_comm_t* out);
+/* No collective of it may still be running. */
+JAL_API jal_status_t jal_comm_destroy(jal_comm_t comm);
+JAL_API jal_status_t jal_comm_size(jal_comm_t comm, uint32_t* size);
+/* recv = the sum over ranks of send (count elements each); each element is summed on one
+ * rank, in rank order, in F32, and rounded once to dtype. */
+JAL_API jal_status_t jal_comm_all_reduce(jal_comm_t comm, uint32_t rank, uint64_t send,
+                                         uint64_t recv, uint64_t count, uint32_t dtype,
+                                         jal_signal_t done);
+/* recv (recv_count) = the sum over ranks of block `rank` of send (size x recv_count). */
+JAL_API jal_status_t jal_comm_reduce_scatter(jal_comm_t comm, uint32_t rank, uint64_t send,
+                                             uint64_t recv, uint64_t recv_count, uint32_t dtype,
+                                             jal_signal_t done);
+/* recv (size x send_count) = every rank's send, in rank order. */
+JAL_API jal_status_t jal_comm_all_gather(jal_comm_t comm, uint32_t rank, uint64_t send,
+                                         uint64_t recv, uint64_t send_count, uint32_t dtype,
+                                         jal_signal_t done);
+/* Block j of rank r's send (count elements each) becomes block r of rank j's recv. */
+JAL_API jal_status_t jal_comm_all_to_all(jal_comm_t comm, uint32_t rank, uint64_t send,
+                                         uint64_t recv, uint64_t count, uint32_t dtype,
+                                         jal_signal_t done);
 
 #ifdef __cplusplus
 }
