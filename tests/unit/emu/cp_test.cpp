@@ -297,6 +297,19 @@ protected:
         return as_packet(p);
     }
 
+    // WRITE_VALUE (op 0) or WAIT_VALUE (op: jal_value_op) of the word at device address va.
+    Packet value(std::uint8_t type, std::uint16_t op, std::uint64_t va, std::uint64_t v,
+                 std::uint32_t timeout_us, const jal_signal* s, std::uint8_t flags = 0)
+    {
+        jal_packet_value p{};
+        p.header = {type, flags, op};
+        p.timeout_us = timeout_us;
+        p.addr = va;
+        p.value = v;
+        p.completion_signal = s ? bus(s) : 0;
+        return as_packet(p);
+    }
+
     std::unique_ptr<jal::emu::Chip> chip_;
     int fn_ = -1, memfd_ = -1, kickfd_ = -1;
     std::byte* host_ = nullptr;
@@ -378,6 +391,30 @@ protected:
         cases.push_back({"signal target unmapped",
                          with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
                          JAL_STATUS_DMA_FAULT});
+        const std::uint64_t word = kVa + 5 * kPage;
+        cases.push_back({"write value misaligned",
+                         value(JAL_PACKET_WRITE_VALUE, 0, word + 4, 1, 0, nullptr),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"write value arg", value(JAL_PACKET_WRITE_VALUE, 1, word, 1, 0, nullptr),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"write value timeout",
+                         value(JAL_PACKET_WRITE_VALUE, 0, word, 1, 5, nullptr),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"write value reserved",
+             with(value(JAL_PACKET_WRITE_VALUE, 0, word, 1, 0, nullptr), 24, std::uint64_t{1}),
+             JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"write value unmapped",
+                         value(JAL_PACKET_WRITE_VALUE, 0, kVa + 60 * kPage, 1, 0, nullptr),
+                         JAL_STATUS_PAGE_FAULT});
+        cases.push_back({"wait value op 0", value(JAL_PACKET_WAIT_VALUE, 0, word, 0, 0, nullptr),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back({"wait value op 4", value(JAL_PACKET_WAIT_VALUE, 4, word, 0, 0, nullptr),
+                         JAL_STATUS_INVALID_FIELD});
+        cases.push_back(
+            {"wait value unmapped",
+             value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_EQ, kVa + 100 * kPage, 0, 0, nullptr),
+             JAL_STATUS_PAGE_FAULT});
         return cases;
     }
 };
@@ -494,6 +531,64 @@ TEST_F(CpTest, BarrierOrdersTwoQueues)
     submit(*q0, barrier({bad}, after_bad));
     EXPECT_EQ(wait(after_bad), JAL_STATUS_PAGE_FAULT);
     EXPECT_EQ(wait(bad), JAL_STATUS_PAGE_FAULT);
+}
+
+// A queue waits on a device word another queue writes; EQ, NE, a timeout; and a chain of
+// packets passes the first failure on to its end, while an unchained packet starts afresh.
+TEST_F(CpTest, ValuePacketsOrderTwoQueuesAndAChainPassesAFailureOn)
+{
+    auto q0 = create_queue(0);
+    auto q1 = create_queue(1);
+    const std::uint64_t word = kVa + 5 * kPage + 64;
+    std::byte* out = host_ + kDataOff;
+    jal_signal* zeroed = signal(0);
+    submit(*q1, value(JAL_PACKET_WRITE_VALUE, 0, word, 0, 0, zeroed));
+    ASSERT_EQ(wait(zeroed), JAL_STATUS_OK);
+
+    jal_signal* waited = signal(1);
+    jal_signal* read = signal(2);
+    submit(*q0, value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_GE, word, 3, 0, waited));
+    submit(*q0, copy(JAL_COPY_D2H, word, bus(out), 8, read));
+    jal_signal* two = signal(3);
+    submit(*q1, value(JAL_PACKET_WRITE_VALUE, 0, word, 2, 0, two));
+    EXPECT_EQ(wait(two), JAL_STATUS_OK);
+    wait_pending(0, pending_checks(0), 2);  // a whole look after the 2 landed: 2 < 3, waits on
+    EXPECT_FALSE(done(waited));
+    submit(*q1, value(JAL_PACKET_WRITE_VALUE, 0, word, 3, 0, nullptr));
+    EXPECT_EQ(wait(read), JAL_STATUS_OK);
+    EXPECT_EQ(waited->status, JAL_STATUS_OK);
+    std::uint64_t got;
+    std::memcpy(&got, out, 8);
+    EXPECT_EQ(got, 3u);
+
+    jal_signal* eq = signal(4);
+    jal_signal* ne = signal(5);
+    submit(*q0, value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_EQ, word, 3, 0, eq));
+    submit(*q0, value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_NE, word, 7, 0, ne));
+    EXPECT_EQ(wait(eq), JAL_STATUS_OK);
+    EXPECT_EQ(wait(ne), JAL_STATUS_OK);
+    jal_signal* late = signal(6);
+    submit(*q0, value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_EQ, word, 4, 2000, late));
+    EXPECT_EQ(wait(late), JAL_STATUS_TIMEOUT);
+
+    // The chain: a failed copy, two chained packets (not executed: the failure passes on,
+    // the write never lands), then an unchained one (runs), then a chained one after it.
+    jal_signal* c[5] = {signal(10), signal(11), signal(12), signal(13), signal(14)};
+    submit(*q0, copy(JAL_COPY_H2D, bus(out), kVa + 50 * kPage, 16, c[0]));
+    submit(*q0, value(JAL_PACKET_WRITE_VALUE, 0, word, 99, 0, c[1], JAL_PACKET_F_CHAIN));
+    submit(*q0, nop_s(c[2], JAL_PACKET_F_CHAIN));
+    submit(*q0, nop_s(c[3]));
+    submit(*q0, nop_s(c[4], JAL_PACKET_F_CHAIN));
+    EXPECT_EQ(wait(c[0]), JAL_STATUS_PAGE_FAULT);
+    EXPECT_EQ(wait(c[1]), JAL_STATUS_PAGE_FAULT);
+    EXPECT_EQ(wait(c[2]), JAL_STATUS_PAGE_FAULT);
+    EXPECT_EQ(wait(c[3]), JAL_STATUS_OK);
+    EXPECT_EQ(wait(c[4]), JAL_STATUS_OK);
+    jal_signal* reread = signal(15);
+    submit(*q0, copy(JAL_COPY_D2H, word, bus(out), 8, reread));
+    EXPECT_EQ(wait(reread), JAL_STATUS_OK);
+    std::memcpy(&got, out, 8);
+    EXPECT_EQ(got, 3u) << "a chained packet after a failure must not run";
 }
 
 TEST_F(CpTest, SignalOps)
