@@ -13,7 +13,7 @@ echo "$(echo "$all" | wc -l) symbols exported by $lib"
 public='^(jal_[a-z0-9_]+$'
 public="$public|jal::(ChipFunction|Error)::"
 public="$public|jal::(state_name|format_fw_version)(\\[abi:cxx11\\])?\\("
-public="$public|jal::(kernels|model)::"
+public="$public|jal::(kernels|model|collectives)::"
 public="$public|(typeinfo|typeinfo name|vtable) for jal::(Error$|kernels::|model::))"
 internal='(^|[^a-z_])(detail|internal)::|::Impl\b|^std::|^(typeinfo|typeinfo name|vtable) for std::|^jal::(isa|runtime|backend|admin|kmd|rt)::'
 

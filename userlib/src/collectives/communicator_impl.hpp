@@ -17,14 +17,14 @@
 namespace jal::collectives {
 
 // What a rank sends one peer in an exchange: `bytes` at local device address `src`.
-struct Outgoing {
+struct JAL_HIDDEN Outgoing {
     uint64_t src = 0;
     uint64_t bytes = 0;
 };
 
 // Packets of one collective on one rank: every packet after the first is chained
 // (JAL_PACKET_F_CHAIN), so a failure passes down to the collective's last packet.
-class Chain {
+class JAL_HIDDEN Chain {
 public:
     uint8_t next()
     {
@@ -37,7 +37,7 @@ private:
     bool started_ = false;
 };
 
-struct Communicator::Impl {
+struct JAL_HIDDEN Communicator::Impl {
     // A rank's window, the memory its peers write: the flag words (one a peer) in the first
     // page, then two staging buffers of one slot a peer each (steps alternate between them,
     // so a peer one step ahead never overwrites a slot still being read).
@@ -88,6 +88,6 @@ private:
     uint64_t program(RankState& s, uint32_t inputs, uint32_t length, jal_dtype dtype);
 };
 
-uint32_t element_bytes(jal_dtype dtype);
+JAL_HIDDEN uint32_t element_bytes(jal_dtype dtype);
 
 }  // namespace jal::collectives
