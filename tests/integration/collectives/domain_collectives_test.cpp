@@ -20,6 +20,7 @@
 #include "../fabric/two_process_domain.hpp"
 #include "../firmware/console_client.hpp"
 #include "collective_reference.hpp"
+#include "rank_chip.hpp"
 
 namespace {
 
@@ -33,8 +34,6 @@ using jal::test::random_elements;
 using jal::test::reference_sum;
 using namespace std::chrono_literals;
 
-constexpr auto kWait = 120s;
-
 std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std::string& process)
 {
     jal::test::EmuOptions o;
@@ -43,28 +42,8 @@ std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std:
     return std::make_unique<jal::test::EmuProcess>(o);
 }
 
-struct Side {
-    explicit Side(const std::string& dir)
-        : dev(0, dir), ctx(dev), queue(ctx, 1024), host(dev, 1 << 20)
-    {}
-    uint32_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t n)
-    {
-        Signal done(dev, 1);
-        queue.copy(dir, dst, src, n, &done);
-        const auto r = done.wait_zero(kWait);
-        return r.satisfied ? uint32_t{r.status} : uint32_t{JAL_STATUS_TIMEOUT};
-    }
-    Device dev;
-    Context ctx;
-    Queue queue;
-    HostBuffer host;
-};
-
-uint32_t wait(Signal& s)
-{
-    const auto r = s.wait_zero(kWait);
-    return r.satisfied ? uint32_t{r.status} : uint32_t{JAL_STATUS_TIMEOUT};
-}
+using Side = jal::test::RankChip;
+using jal::test::completion;
 
 TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
 {
@@ -76,8 +55,8 @@ TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
         fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
         jal::test::links_up(console, 2);
     }
-    auto side0 = std::make_unique<Side>(a->socket_dir());
-    Side side1(b->socket_dir());
+    auto side0 = std::make_unique<Side>(0, a->socket_dir());
+    Side side1(0, b->socket_dir());
     Side* sides[2] = {side0.get(), &side1};
 
     jal::collectives::Options opt;
@@ -109,8 +88,8 @@ TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
     Signal d0(side0->dev, 1), d1(side1.dev, 1);
     comm->all_reduce(0, send[0].va(), recv[0].va(), count, JAL_DT_F32, d0.get());
     comm->all_reduce(1, send[1].va(), recv[1].va(), count, JAL_DT_F32, d1.get());
-    ASSERT_EQ(wait(d0), uint32_t{JAL_STATUS_OK});
-    ASSERT_EQ(wait(d1), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(completion(d0), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(completion(d1), uint32_t{JAL_STATUS_OK});
     const auto sum = reference_sum(in, JAL_DT_F32, 0, count);
     EXPECT_TRUE(read(0, recv[0], count * 4) == sum);
     EXPECT_TRUE(read(1, recv[1], count * 4) == sum);
@@ -120,8 +99,8 @@ TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
     Signal e0(side0->dev, 1), e1(side1.dev, 1);
     comm->all_to_all(0, send[0].va(), recv[0].va(), half, JAL_DT_F32, e0.get());
     comm->all_to_all(1, send[1].va(), recv[1].va(), half, JAL_DT_F32, e1.get());
-    ASSERT_EQ(wait(e0), uint32_t{JAL_STATUS_OK});
-    ASSERT_EQ(wait(e1), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(completion(e0), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(completion(e1), uint32_t{JAL_STATUS_OK});
     std::vector<std::byte> want1(in[0].begin() + half * 4, in[0].end());
     want1.insert(want1.end(), in[1].begin() + half * 4, in[1].end());
     EXPECT_TRUE(read(1, recv[1], count * 4) == want1);
@@ -131,9 +110,9 @@ TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
     Signal f1(side1.dev, 1);
     const auto t0 = std::chrono::steady_clock::now();
     comm->all_reduce(1, send[1].va(), recv[1].va(), count, JAL_DT_F32, f1.get());
-    const uint32_t st = wait(f1);
+    const uint32_t st = completion(f1);
     EXPECT_TRUE(st == JAL_STATUS_LINK_DOWN || st == JAL_STATUS_TIMEOUT) << jal_status_string(st);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, kWait);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, jal::test::kCollectiveWait);
     // Chip 1's local work goes on.
     std::memcpy(side1.host.data(), in[1].data(), 4096);
     ASSERT_EQ(side1.copy(JAL_COPY_H2D, recv[1].va(), side1.host.bus_addr(), 4096),

@@ -18,6 +18,7 @@
 #include "../fabric/links_up.hpp"
 #include "../firmware/console_client.hpp"
 #include "collective_reference.hpp"
+#include "rank_chip.hpp"
 
 namespace {
 
@@ -34,39 +35,9 @@ using jal::test::random_elements;
 using jal::test::reference_sum;
 using namespace std::chrono_literals;
 
-constexpr auto kWait = 120s;  // a collective that never completes fails the test, never hangs it
+using Chip = jal::test::RankChip;
+constexpr auto kWait = jal::test::kCollectiveWait;
 constexpr uint64_t kStaging = 64 << 10;  // small slots, so larger messages go in pieces
-
-// One chip of the tray as a rank: its device, context, queue, and buffers.
-struct Chip {
-    Chip(unsigned index, const std::string& dir)
-        : dev(index, dir), ctx(dev), queue(ctx, 1024), host(dev, 4 << 20)
-    {}
-    Device dev;
-    Context ctx;
-    Queue queue;
-    HostBuffer host;
-
-    uint32_t run(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t n)
-    {
-        Signal done(dev, 1);
-        queue.copy(dir, dst, src, n, &done);
-        const auto r = done.wait_zero(kWait);
-        return r.satisfied ? uint32_t{r.status} : uint32_t{JAL_STATUS_TIMEOUT};
-    }
-    void put(const Memory& m, const std::vector<std::byte>& data)
-    {
-        std::memcpy(host.data(), data.data(), data.size());
-        ASSERT_EQ(run(JAL_COPY_H2D, m.va(), host.bus_addr(), data.size()), uint32_t{JAL_STATUS_OK});
-    }
-    std::vector<std::byte> get(const Memory& m, size_t bytes)
-    {
-        std::vector<std::byte> out(bytes);
-        EXPECT_EQ(run(JAL_COPY_D2H, host.bus_addr(), m.va(), bytes), uint32_t{JAL_STATUS_OK});
-        std::memcpy(out.data(), host.data(), bytes);
-        return out;
-    }
-};
 
 class TrayCollectives : public ::testing::Test {
 protected:
@@ -106,10 +77,7 @@ protected:
             op(r, done.back()->get());
         }
         std::vector<uint32_t> status;
-        for (auto& d : done) {
-            const auto w = d->wait_zero(kWait);
-            status.push_back(w.satisfied ? uint32_t{w.status} : uint32_t{JAL_STATUS_TIMEOUT});
-        }
+        for (auto& d : done) status.push_back(jal::test::completion(*d));
         return status;
     }
 

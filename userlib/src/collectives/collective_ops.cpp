@@ -75,42 +75,37 @@ void Communicator::reduce_scatter(uint32_t rank, uint64_t send, uint64_t recv, u
     m.finish(rank, done, chain);
 }
 
+// Block j of the send side (at j·send_stride elements) goes to rank j, whose recv block
+// `rank` it becomes; count elements a block, in pieces of a staging slot.
+void Communicator::Impl::blocks(uint32_t rank, uint64_t send, uint64_t send_stride, uint64_t recv,
+                                uint64_t count, jal_dtype dtype, jal_signal_t done)
+{
+    const uint64_t es = element_bytes(dtype), n = size(), slot = slot_bytes / es;
+    Chain chain;
+    std::vector<Outgoing> out(n);
+    for (uint64_t off = 0; off < count; off += slot) {
+        const uint64_t len = std::min(slot, count - off);
+        for (uint64_t j = 0; j < n; ++j) out[j] = {send + (j * send_stride + off) * es, len * es};
+        const uint64_t staged = exchange(rank, out, chain);
+        for (uint64_t j = 0; j < n; ++j)
+            copy(rank, recv + (j * count + off) * es,
+                 j == rank ? out[rank].src : staged + j * slot_bytes, len * es, chain);
+    }
+    finish(rank, done, chain);
+}
+
 void Communicator::all_gather(uint32_t rank, uint64_t send, uint64_t recv, uint64_t send_count,
                               jal_dtype dtype, jal_signal_t done)
 {
-    Impl& m = *impl_;
-    m.at(rank);
-    const uint64_t es = element_bytes(dtype), n = m.size(), slot = m.slot_bytes / es;
-    Chain chain;
-    std::vector<Outgoing> out(n);
-    for (uint64_t off = 0; off < send_count; off += slot) {
-        const uint64_t len = std::min(slot, send_count - off);
-        for (uint64_t j = 0; j < n; ++j) out[j] = {send + off * es, len * es};
-        const uint64_t staged = m.exchange(rank, out, chain);
-        for (uint64_t j = 0; j < n; ++j)
-            m.copy(rank, recv + (j * send_count + off) * es,
-                   j == rank ? send + off * es : staged + j * m.slot_bytes, len * es, chain);
-    }
-    m.finish(rank, done, chain);
+    impl_->at(rank);
+    impl_->blocks(rank, send, 0, recv, send_count, dtype, done);  // every rank gets the same
 }
 
 void Communicator::all_to_all(uint32_t rank, uint64_t send, uint64_t recv, uint64_t count,
                               jal_dtype dtype, jal_signal_t done)
 {
-    Impl& m = *impl_;
-    m.at(rank);
-    const uint64_t es = element_bytes(dtype), n = m.size(), slot = m.slot_bytes / es;
-    Chain chain;
-    std::vector<Outgoing> out(n);
-    for (uint64_t off = 0; off < count; off += slot) {
-        const uint64_t len = std::min(slot, count - off);
-        for (uint64_t j = 0; j < n; ++j) out[j] = {send + (j * count + off) * es, len * es};
-        const uint64_t staged = m.exchange(rank, out, chain);
-        for (uint64_t j = 0; j < n; ++j)
-            m.copy(rank, recv + (j * count + off) * es,
-                   j == rank ? out[rank].src : staged + j * m.slot_bytes, len * es, chain);
-    }
-    m.finish(rank, done, chain);
+    impl_->at(rank);
+    impl_->blocks(rank, send, count, recv, count, dtype, done);
 }
 
 }  // namespace jal::collectives

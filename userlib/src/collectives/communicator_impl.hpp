@@ -81,6 +81,9 @@ struct JAL_HIDDEN Communicator::Impl {
     void reduce(uint32_t r, std::span<const uint64_t> inputs, uint64_t out, uint32_t length,
                 jal_dtype dtype, Chain& chain);
     void copy(uint32_t r, uint64_t dst, uint64_t src, uint64_t bytes, Chain& chain);
+    // All-gather (send_stride 0) and all-to-all (send_stride = count), collective_ops.cpp.
+    void blocks(uint32_t rank, uint64_t send, uint64_t send_stride, uint64_t recv, uint64_t count,
+                jal_dtype dtype, jal_signal_t done);
     // The collective's last packet: completes `done` with the chain's status.
     void finish(uint32_t r, jal_signal_t done, Chain& chain);
 
