@@ -391,6 +391,12 @@ protected:
         cases.push_back({"signal target unmapped",
                          with(signal_op(JAL_SIGNAL_SET, signal(206), 1, nullptr), 8, kBus - 16),
                          JAL_STATUS_DMA_FAULT});
+        add_malformed_value_packets(cases);
+        return cases;
+    }
+    // WRITE_VALUE and WAIT_VALUE (interface 1.9) that must fail.
+    void add_malformed_value_packets(std::vector<ErrorCase>& cases)
+    {
         const std::uint64_t word = kVa + 5 * kPage;
         cases.push_back({"write value misaligned",
                          value(JAL_PACKET_WRITE_VALUE, 0, word + 4, 1, 0, nullptr),
@@ -415,7 +421,6 @@ protected:
             {"wait value unmapped",
              value(JAL_PACKET_WAIT_VALUE, JAL_VALUE_EQ, kVa + 100 * kPage, 0, 0, nullptr),
              JAL_STATUS_PAGE_FAULT});
-        return cases;
     }
 };
 
