@@ -1,6 +1,7 @@
-/* The C API of API 1.3 from a C program (compiled as C11: jal.h is C): memory info,
+/* The C API of API 1.3 to 1.5 from a C program (compiled as C11: jal.h is C): memory info,
  * telemetry, a kernel assembled from text, uploaded and dispatched with a timestamped
- * signal, the profiler callback, and the assembler's error position. Run against a jal-emu
+ * signal, the profiler callback, the assembler's error position, value packets and a
+ * communicator. Run against a jal-emu
  * by c_program_test.cpp; prints "c api ok" and exits 0 when everything checked out. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +48,51 @@ static void on_dispatch(const jal_dispatch_profile_t* d, void* user)
     (void)user;
     atomic_store(&profiled_ns, (unsigned long)(d->end_ns - d->start_ns));
     atomic_fetch_add(&profiled, 1);
+}
+
+/* API 1.5 from C: value packets (a wait that is met, one that times out and a chained
+ * packet that passes the timeout on) and a communicator of one rank, whose all-reduce is
+ * its input. `area` is 64 KiB of device memory, `h`/`bus` the host buffer. */
+static int check_values_and_comm(jal_device_t dev, jal_context_t ctx, jal_queue_t queue,
+                                 uint64_t area, unsigned char* h, uint64_t bus)
+{
+    jal_signal_t met, late, chained;
+    CHECK(jal_signal_create(dev, 1, 0, &met));
+    CHECK(jal_signal_create(dev, 1, 0, &late));
+    CHECK(jal_signal_create(dev, 1, 0, &chained));
+    CHECK(jal_queue_write_value(queue, area, 42, 0, NULL));
+    CHECK(jal_queue_wait_value(queue, area, JAL_VALUE_GE, 42, 0, 0, met));
+    CHECK(jal_queue_wait_value(queue, area, JAL_VALUE_EQ, 43, 1000, 0, late));
+    CHECK(jal_queue_write_value(queue, area, 7, JAL_PACKET_F_CHAIN, chained));
+    uint32_t st[3];
+    jal_signal_t sig[3] = {met, late, chained};
+    for (int i = 0; i < 3; i++) {
+        CHECK(
+            jal_signal_wait(sig[i], JAL_SIGNAL_EQ, 0, 30000000000ull, JAL_WAIT_POLL, NULL, &st[i]));
+        CHECK(jal_signal_destroy(sig[i]));
+    }
+    EXPECT(st[0] == JAL_STATUS_OK && st[1] == JAL_STATUS_TIMEOUT && st[2] == JAL_STATUS_TIMEOUT);
+
+    jal_comm_rank_t rank = {dev, ctx, queue};
+    jal_comm_t comm;
+    CHECK(jal_comm_create(&rank, 1, NULL, &comm));
+    float in[16];
+    for (int i = 0; i < 16; i++) in[i] = 0.25f * (float)i - 1.0f;
+    memcpy(h, in, sizeof in);
+    jal_signal_t done;
+    CHECK(jal_signal_create(dev, 2, 0, &done));
+    CHECK(jal_queue_copy(queue, JAL_COPY_H2D, area + 4096, bus, sizeof in, done));
+    CHECK(jal_comm_all_reduce(comm, 0, area + 4096, area + 8192, 16, JAL_DT_F32, done));
+    CHECK(jal_signal_wait(done, JAL_SIGNAL_EQ, 0, 30000000000ull, JAL_WAIT_POLL, NULL, &st[0]));
+    EXPECT(st[0] == JAL_STATUS_OK);
+    memset(h, 0, sizeof in);
+    CHECK(jal_signal_store(done, 1));
+    CHECK(jal_queue_copy(queue, JAL_COPY_D2H, bus, area + 8192, sizeof in, done));
+    CHECK(jal_signal_wait(done, JAL_SIGNAL_EQ, 0, 30000000000ull, JAL_WAIT_POLL, NULL, NULL));
+    EXPECT(memcmp(h, in, sizeof in) == 0);
+    CHECK(jal_signal_destroy(done));
+    CHECK(jal_comm_destroy(comm));
+    return 0;
 }
 
 static double now_s(void)
@@ -148,6 +194,8 @@ int main(void)
     uint64_t out[4];
     memcpy(out, h, sizeof out);
     for (int i = 0; i < 4; i++) EXPECT(out[i] == (uint64_t)i * 5);
+
+    if (check_values_and_comm(dev, ctx, queue, out_va + 65536, h, bus)) return 1;
 
     CHECK(jal_signal_destroy(done));
     CHECK(jal_signal_destroy(copied));

@@ -29,6 +29,7 @@
 
 #include <jal/api.h>
 #include <jal/hw/admin.h>
+#include <jal/hw/isa.h> /* enum jal_dtype of the communicators */
 #include <jal/hw/queue.h>
 #include <jal/hw/status.h>
 #include <jal/hw/telemetry.h>

@@ -122,6 +122,7 @@ Communicator::Communicator(std::vector<Rank> ranks, const Options& options)
         runtime::check(jal_queue_create(s.rank.context, 64, 0, &q));
         s.upload = runtime::Handle<jal_queue_t, jal_queue_destroy>(q);
         upload(s.rank.device, q, s.window.va, zeros.data(), zeros.size());
+        if (m.size() == 1) break;  // no peer: nothing to export (a chip without ports cannot)
         jal_peer_export_t e{};
         e.struct_size = sizeof e;
         runtime::check(jal_mem_export(s.window.h.get(), 0, m.window_bytes(), &e));
