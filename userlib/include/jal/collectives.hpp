@@ -13,6 +13,9 @@
 // peer's flag for the step has arrived, and a reduction kernel (build_reduce_sum) sums
 // what arrived on the slices of Options::slice_mask. No host thread takes part.
 //
+// Threads: calls for different ranks may come from different threads (each rank's state
+// is its own, as with one NCCL communicator a GPU); one rank's calls, one thread at a time.
+//
 // Failures: every packet of a collective after its first is chained (JAL_PACKET_F_CHAIN),
 // so `done` completes with the status of the first failure on that rank: LINK_DOWN when a
 // peer cannot be reached, TIMEOUT when a peer's flag did not arrive within
@@ -48,7 +51,7 @@ struct Rank {
 
 struct Options {
     // Staging memory a rank keeps for each peer, twice (steps alternate between the two):
-    // messages larger than this go in pieces. Rounded up to 64 KiB.
+    // messages larger than this go in pieces. Rounded up to 64 KiB; at most 256 MiB.
     uint64_t staging_bytes = 1ull << 20;
     // How long a rank waits for a peer's step before failing with TIMEOUT.
     std::chrono::microseconds timeout = std::chrono::seconds(60);

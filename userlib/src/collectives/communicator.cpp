@@ -17,6 +17,7 @@ namespace {
 
 using Mem = Communicator::Impl::Mem;
 constexpr uint64_t kSlotAlign = 64 << 10;
+constexpr uint64_t kMaxSlot = 256ull << 20;  // keeps a slot's elements in the kernel's u32
 constexpr uint32_t kMaxRanks = Communicator::Impl::kFlagBytes / 8;
 
 uint64_t default_mask(jal_device_t dev)
@@ -101,6 +102,10 @@ Communicator::Communicator(std::vector<Rank> ranks, const Options& options)
     if (ranks.empty() || ranks.size() > kMaxRanks)
         throw Error(JAL_STATUS_INVALID_FIELD, "a communicator has 1.." + std::to_string(kMaxRanks) +
                                                   " ranks, not " + std::to_string(ranks.size()));
+    if (options.staging_bytes > kMaxSlot)
+        throw Error(JAL_STATUS_INVALID_FIELD, "staging_bytes " +
+                                                  std::to_string(options.staging_bytes) +
+                                                  " is more than 256 MiB a peer");
     m.slot_bytes = std::max<uint64_t>(
         (options.staging_bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign, kSlotAlign);
     m.ranks.reserve(ranks.size());
