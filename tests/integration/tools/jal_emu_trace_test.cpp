@@ -1,7 +1,8 @@
 // jal-emu --trace (docs/bringup.md, "Traces"), through jal-run --trace: a short timing-only
 // run of the GPT-OSS-120B shape on the jal-emu jal-run starts, its trace read back with a
 // JSON parser and checked against what jal-run reports: every dispatch on each of its
-// slices in modelled time, the stages inside, the queue's packets and the firmware's log.
+// slices in modelled time, the stages inside, the queue's packets, the admin queue's
+// commands and the firmware's log.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -125,6 +126,43 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     EXPECT_EQ(packets, dispatches.size());
     EXPECT_GT(firmware, 0u);
+}
+
+// The admin queue's commands on the `admin` track of the wall-clock process: opening the
+// device (IDENTIFY), its context and queue, each named, with its function and status.
+TEST_F(JalEmuTrace, HoldsTheAdminQueuesCommandsByName)
+{
+    run_traced();
+    if (HasFatalFailure()) return;
+    const int wall = pid_named("chip 0: queues and firmware (wall clock)");
+    ASSERT_GE(wall, 0);
+    int admin = -1;
+    for (const json& e : trace_)
+        if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == wall &&
+            e["args"]["name"] == "admin")
+            admin = e["tid"];
+    ASSERT_NE(admin, -1) << "no admin track";
+
+    std::multiset<std::string> names;
+    std::set<int> functions;
+    for (const json& e : trace_) {
+        if (e["cat"] != "admin") continue;
+        EXPECT_EQ(e["ph"], "X") << e;
+        EXPECT_EQ(e["pid"], wall) << e;
+        EXPECT_EQ(e["tid"], admin) << e;
+        EXPECT_GE(e["dur"].get<double>(), 0.0) << e;
+        EXPECT_EQ(e["args"]["status"], "ok") << "jal-run's commands all succeed: " << e;
+        EXPECT_TRUE(e["args"].contains("cid")) << e;
+        functions.insert(e["args"]["function"].get<int>());
+        names.insert(e["name"].get<std::string>());
+    }
+    EXPECT_GE(names.count("IDENTIFY"), 1u);
+    EXPECT_GE(names.count("CREATE_CONTEXT"), 1u);
+    EXPECT_GE(names.count("CREATE_QUEUE"), 1u);
+    EXPECT_GE(names.count("ALLOC_MEMORY"), 1u);
+    for (const std::string& n : names)
+        EXPECT_EQ(n.rfind("opcode ", 0), std::string::npos) << "an unnamed command: " << n;
+    EXPECT_EQ(functions.size(), 1u) << "jal-run is one client: one host function";
 }
 
 // libjal's host spans (jal/trace.h), merged in by jal-run: the API calls and waits of
