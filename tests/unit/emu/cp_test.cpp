@@ -330,6 +330,7 @@ protected:
         std::memcpy(p.data() + off, &v, sizeof v);
         return p;
     }
+    // long-function: a table of malformed packets, one case each; split, it reads worse.
     std::vector<ErrorCase> malformed_packets(std::byte* buf)
     {
         std::vector<ErrorCase> cases;
