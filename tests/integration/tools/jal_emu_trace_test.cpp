@@ -117,14 +117,22 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     EXPECT_GT(stages, dispatches.size() * 64) << "a staged pass has many stages a slice";
 
-    // Wall clock: the dispatch packets on a queue's track, and the firmware's boot log.
-    unsigned packets = 0, firmware = 0;
+    // Wall clock: the dispatch packets on a queue's track, the copies (the weights and code
+    // objects going up) with their sizes, and the firmware's boot log.
+    unsigned packets = 0, firmware = 0, uploads = 0;
     for (const json& e : trace_) {
         if (e["pid"] != wall) continue;
         if (e["ph"] == "X" && e["cat"] == "packet" && e["name"] == "DISPATCH") ++packets;
+        if (e["ph"] == "X" && e["cat"] == "packet" && e["name"] == "COPY") {
+            EXPECT_GT(e["args"]["bytes"].get<std::uint64_t>(), 0u) << e;
+            const std::string dir = e["args"]["direction"];
+            EXPECT_TRUE(dir == "H2D" || dir == "D2H" || dir == "D2D") << e;
+            uploads += dir == "H2D";
+        }
         if (e["ph"] == "i" && e["cat"] == "firmware") ++firmware;
     }
     EXPECT_EQ(packets, dispatches.size());
+    EXPECT_GT(uploads, 0u);
     EXPECT_GT(firmware, 0u);
 }
 
