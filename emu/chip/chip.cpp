@@ -50,7 +50,10 @@ Chip::Chip(const ChipConfig& config)
       cp_(host_, hbm_, mmu_, &slices_, &power_, &trace_),
       boot_rom_(config.index, std::string(fwimage::dev_public_key_pem()))
 {
-    if (trace_) name_trace_tracks();
+    if (trace_) {
+        name_trace_tracks();
+        trace_admin_queue();
+    }
     if (config.fabric) {
         links_.attach_fabric(config.fabric.get(), config.domain_chip);
         config.fabric->attach(config.domain_chip, &links_, this);

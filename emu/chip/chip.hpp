@@ -16,6 +16,7 @@
 #include "emu/cp/command_processor.hpp"
 #include "emu/mgmt/core_clock.hpp"
 #include "emu/mgmt/peripheral_bus.hpp"
+#include "emu/trace/admin_trace.hpp"
 
 #include "emu/gdb/core_debug.hpp"
 #include "emu/mgmt/boot_rom.hpp"
@@ -100,10 +101,12 @@ private:
     void run_firmware_image(FirmwareImage image);
     void apply_reset(std::uint32_t cause);
     void name_trace_tracks();  // chip_trace.cpp
+    void trace_admin_queue();  // chip_trace.cpp
     void wire_peer_memory();   // chip_peer.cpp: the MMU's remote pages over the fabric ports
 
     ChipConfig config_;
-    ChipTrace trace_;  // before cp_, which keeps a pointer to it
+    ChipTrace trace_;                          // before cp_, which keeps a pointer to it
+    std::unique_ptr<AdminTrace> admin_trace_;  // null unless tracing
     HbmMemory hbm_;
     HbmPhy phy_;
     Slices slices_;

@@ -1,5 +1,6 @@
 // Chip::name_trace_tracks: how jal-emu --trace's UI names this chip's two processes and
-// their tracks (docs/emulator.md, "Traces").
+// their tracks (docs/emulator.md, "Traces"); Chip::trace_admin_queue: the admin track's
+// spans, from the firmware's DMA of the host's admin rings.
 #include "emu/chip/chip.hpp"
 
 #include <fmt/format.h>
@@ -17,8 +18,20 @@ void Chip::name_trace_tracks()
     w.name_process(wall_pid(c), fmt::format("chip {}: queues and firmware (wall clock)", c),
                    static_cast<int>(2 * c + 1));
     w.name_thread(wall_pid(c), kFirmwareTid, "firmware");
+    w.name_thread(wall_pid(c), kAdminTid, "admin");
     for (int q = 0; q < JAL_MAX_USER_QUEUES; ++q)
         w.name_thread(wall_pid(c), q, fmt::format("queue {}", q));
+}
+
+void Chip::trace_admin_queue()
+{
+    admin_trace_ = std::make_unique<AdminTrace>(trace_);
+    host_.on_admin_fetch = [t = admin_trace_.get()](std::uint32_t fn, const jal_admin_sqe& sqe) {
+        t->fetched(fn, sqe);
+    };
+    host_.on_admin_complete = [t = admin_trace_.get()](std::uint32_t fn, const jal_admin_cqe& cqe) {
+        t->completed(fn, cqe);
+    };
 }
 
 }  // namespace jal::emu

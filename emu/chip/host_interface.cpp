@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -406,13 +408,58 @@ std::uint32_t HostInterface::dma(std::uint32_t fn, std::uint64_t host_addr, void
 {
     if (fn >= JAL_MGMT_MAX_FUNCS) return JAL_STATUS_NO_DEVICE;
     HostMemory* mem;
+    AdminRing ring = AdminRing::none;
     {
         std::lock_guard lock(mutex_);
         if (!fns_[fn].present) return JAL_STATUS_NO_DEVICE;
         mem = fns_[fn].memory.get();
+        if (on_admin_fetch || on_admin_complete)
+            ring = admin_ring_locked(fns_[fn], host_addr, len, to_host);
     }
     // HostMemory has its own lock; a detach in between empties it and the copy faults.
-    return to_host ? mem->write(host_addr, local, len) : mem->read(host_addr, local, len);
+    const std::uint32_t status =
+        to_host ? mem->write(host_addr, local, len) : mem->read(host_addr, local, len);
+    if (status == JAL_STATUS_OK && ring != AdminRing::none)
+        observe_admin(fn, *mem, ring, host_addr, local);
+    return status;
+}
+
+// The rings as the host last programmed them (the firmware reads the same registers when
+// it enables the queue): an SQ entry is fetched whole, a CQ entry's phase flag is written
+// alone after its body (firmware/host/admin_queues.cpp).
+HostInterface::AdminRing HostInterface::admin_ring_locked(const Function& f,
+                                                          std::uint64_t host_addr,
+                                                          std::uint32_t len, bool to_host) const
+{
+    if (!(f.ctrl & JAL_ADMIN_CTRL_ENABLE)) return AdminRing::none;
+    const std::uint64_t sq = std::uint64_t{f.sq_hi} << 32 | f.sq_lo;
+    const std::uint64_t cq = std::uint64_t{f.cq_hi} << 32 | f.cq_lo;
+    const std::uint64_t sq_bytes = std::uint64_t{f.qsize & 0xffff} * sizeof(jal_admin_sqe);
+    const std::uint64_t cq_bytes = std::uint64_t{f.qsize >> 16} * sizeof(jal_admin_cqe);
+    constexpr std::uint32_t kPhase = offsetof(jal_admin_cqe, flags);
+    if (!to_host && len == sizeof(jal_admin_sqe) && host_addr >= sq && host_addr - sq < sq_bytes &&
+        (host_addr - sq) % sizeof(jal_admin_sqe) == 0)
+        return AdminRing::sq_entry;
+    if (to_host && len == sizeof(std::uint16_t) && host_addr >= cq + kPhase &&
+        host_addr - cq < cq_bytes && (host_addr - cq) % sizeof(jal_admin_cqe) == kPhase)
+        return AdminRing::cq_phase;
+    return AdminRing::none;
+}
+
+void HostInterface::observe_admin(std::uint32_t fn, HostMemory& mem, AdminRing ring,
+                                  std::uint64_t host_addr, const void* local) const
+{
+    if (ring == AdminRing::sq_entry) {
+        jal_admin_sqe sqe;
+        std::memcpy(&sqe, local, sizeof sqe);
+        if (on_admin_fetch) on_admin_fetch(fn, sqe);
+        return;
+    }
+    // The entry as the host sees it: read back whole once its phase is out.
+    jal_admin_cqe cqe;
+    const std::uint64_t entry = host_addr - offsetof(jal_admin_cqe, flags);
+    if (on_admin_complete && mem.read(entry, &cqe, sizeof cqe) == JAL_STATUS_OK)
+        on_admin_complete(fn, cqe);
 }
 
 void HostInterface::raise_msi(std::uint32_t fn, std::uint32_t vector)

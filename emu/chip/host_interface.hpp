@@ -7,6 +7,7 @@
 #include "emu/chip/host_memory.hpp"
 #include "emu/chip/irq_eventfd.hpp"
 #include "emu/cp/doorbells.hpp"
+#include "jal/hw/admin.h"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
@@ -84,6 +85,12 @@ public:
     std::uint32_t status() const;
     // Called with every POST code the firmware writes (for the log).
     std::function<void(std::uint32_t)> on_post_code;
+    // The admin queue's traffic as the firmware's DMA carries it (jal-emu --trace): a
+    // command read from function fn's submission ring, and a completion entry once its
+    // phase (written last) makes it visible to the host. Set before the core starts;
+    // called on the management-core thread, without the interface's lock.
+    std::function<void(std::uint32_t fn, const jal_admin_sqe&)> on_admin_fetch;
+    std::function<void(std::uint32_t fn, const jal_admin_cqe&)> on_admin_complete;
 
 private:
     struct Function {
@@ -100,6 +107,12 @@ private:
     };
 
     void bump_locked(int fn);  // record news for the firmware about function fn
+    // Which admin ring entry a DMA of fn touches, if any (for on_admin_*).
+    enum class AdminRing { none, sq_entry, cq_phase };
+    AdminRing admin_ring_locked(const Function& f, std::uint64_t host_addr, std::uint32_t len,
+                                bool to_host) const;
+    void observe_admin(std::uint32_t fn, HostMemory& mem, AdminRing ring, std::uint64_t host_addr,
+                       const void* local) const;
     void close_irqs_locked(Function& f);
 
     const std::uint32_t chip_index_;

@@ -172,9 +172,9 @@ void add_output_options(CLI::App& app, EmuOptions& o)
     app.add_option("--trace", o.trace_file,
                    "Write a trace Perfetto's UI (ui.perfetto.dev) opens to FILE, in the Chrome "
                    "JSON format: every chip's dispatches on each slice in modelled time, with the "
-                   "stages of a staged program; each queue's packets, the firmware's log lines "
-                   "and power and clock counters (docs/emulator.md, \"Traces\"). Complete once "
-                   "jal-emu exits; a large run writes tens of MB");
+                   "stages of a staged program; each queue's packets, the admin queue's commands, "
+                   "the firmware's log lines and power and clock counters (docs/emulator.md, "
+                   "\"Traces\"). Complete once jal-emu exits; a large run writes tens of MB");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
 }
 // Several jal-emu processes as one domain over libfabric (docs/fabric.md).

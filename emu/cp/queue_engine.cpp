@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace jal::emu {
 
@@ -268,9 +269,11 @@ QueueEngine::Batch QueueEngine::run_batch(HostMemory& mem, std::uint64_t& read,
             }
             std::byte* const slot = ring_ + (read & mask) * JAL_PACKET_SIZE;
             const char* traced = tracing() ? packet_name(slot) : nullptr;
+            nlohmann::json args = traced ? packet_args(slot) : nullptr;
             const double t0 = traced ? env_.trace->writer->wall_us() : 0;
             const Step s = execute(pin, slot, read);
-            if (traced && s != Step::pending && s != Step::dispatch) trace_span(traced, read, t0);
+            if (traced && s != Step::pending && s != Step::dispatch)
+                trace_span(traced, read, t0, std::move(args));
             if (s == Step::pending) {
                 b.pending = true;
                 pending_checks_.fetch_add(1, std::memory_order_release);
@@ -324,12 +327,29 @@ const char* QueueEngine::packet_name(const std::byte* slot)
     }
 }
 
+// Read before execute(), which retires the slot.
+nlohmann::json QueueEngine::packet_args(const std::byte* slot)
+{
+    jal_packet_copy copy;
+    std::memcpy(&copy, slot, sizeof copy);
+    if (copy.header.type != JAL_PACKET_COPY) return nullptr;
+    const char* dir = copy.header.arg == JAL_COPY_H2D   ? "H2D"
+                      : copy.header.arg == JAL_COPY_D2H ? "D2H"
+                      : copy.header.arg == JAL_COPY_D2D ? "D2D"
+                                                        : "invalid";
+    return {{"bytes", copy.size}, {"direction", dir}};
+}
+
 // A packet's wall-clock span on the queue's track of the chip's wall-clock process.
-void QueueEngine::trace_span(const char* name, std::uint64_t index, double t0) const
+void QueueEngine::trace_span(const char* name, std::uint64_t index, double t0,
+                             nlohmann::json args) const
 {
     TraceWriter& w = *env_.trace->writer;
+    if (!args.is_object()) args = nlohmann::json::object();
+    args["index"] = index;
+    args["context"] = cfg_.ctx;
     w.complete(wall_pid(env_.trace->chip), static_cast<int>(qid_), name, "packet", t0,
-               std::max(0.0, w.wall_us() - t0), {{"index", index}, {"context", cfg_.ctx}});
+               std::max(0.0, w.wall_us() - t0), std::move(args));
 }
 
 bool QueueEngine::published(std::uint64_t index) const

@@ -150,7 +150,11 @@ private:
     bool published(std::uint64_t index) const;
     bool tracing() const { return env_.trace && *env_.trace; }
     static const char* packet_name(const std::byte* slot);
-    void trace_span(const char* name, std::uint64_t index, double t0) const;
+    // What a packet's span says beyond its name, index and context (a COPY's bytes and
+    // direction: the DMA engine's work); null for the others.
+    static nlohmann::json packet_args(const std::byte* slot);
+    void trace_span(const char* name, std::uint64_t index, double t0,
+                    nlohmann::json args = nullptr) const;
     Step execute(const HostMemory::Pin& pin, std::byte* slot, std::uint64_t index);
     // The packet kinds execute() handles, on the packet's copy `pkt` (header argument as
     // given). Each returns the packet's status; barrier_ready() says whether the barrier

@@ -65,6 +65,7 @@ inline int wall_pid(std::uint32_t chip)
 }
 inline constexpr int kFirmwareTid = 1000;  // firmware log lines and POST codes
 inline constexpr int kPowerTid = 1001;     // (counters are per process; named for clarity)
+inline constexpr int kAdminTid = 1002;     // admin-queue commands (emu/trace/admin_trace.hpp)
 
 // What a chip's components need to trace: the writer (null: not tracing) and the chip.
 struct ChipTrace {

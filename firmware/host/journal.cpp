@@ -26,6 +26,8 @@ const char* source_name(std::uint8_t source)
         return "admin";
     case JAL_SRC_WATCHDOG:
         return "wdt";
+    case JAL_SRC_LINK:
+        return "link";
     default:
         return "fw";
     }

@@ -1,7 +1,8 @@
 // jal-emu --trace (docs/bringup.md, "Traces"), through jal-run --trace: a short timing-only
 // run of the GPT-OSS-120B shape on the jal-emu jal-run starts, its trace read back with a
 // JSON parser and checked against what jal-run reports: every dispatch on each of its
-// slices in modelled time, the stages inside, the queue's packets and the firmware's log.
+// slices in modelled time, the stages inside, the queue's packets, the admin queue's
+// commands and the firmware's log.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -116,15 +117,60 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     EXPECT_GT(stages, dispatches.size() * 64) << "a staged pass has many stages a slice";
 
-    // Wall clock: the dispatch packets on a queue's track, and the firmware's boot log.
-    unsigned packets = 0, firmware = 0;
+    // Wall clock: the dispatch packets on a queue's track, the copies (the weights and code
+    // objects going up) with their sizes, and the firmware's boot log.
+    unsigned packets = 0, firmware = 0, uploads = 0;
     for (const json& e : trace_) {
         if (e["pid"] != wall) continue;
         if (e["ph"] == "X" && e["cat"] == "packet" && e["name"] == "DISPATCH") ++packets;
+        if (e["ph"] == "X" && e["cat"] == "packet" && e["name"] == "COPY") {
+            EXPECT_GT(e["args"]["bytes"].get<std::uint64_t>(), 0u) << e;
+            const std::string dir = e["args"]["direction"];
+            EXPECT_TRUE(dir == "H2D" || dir == "D2H" || dir == "D2D") << e;
+            uploads += dir == "H2D";
+        }
         if (e["ph"] == "i" && e["cat"] == "firmware") ++firmware;
     }
     EXPECT_EQ(packets, dispatches.size());
+    EXPECT_GT(uploads, 0u);
     EXPECT_GT(firmware, 0u);
+}
+
+// The admin queue's commands on the `admin` track of the wall-clock process: opening the
+// device (IDENTIFY), its context and queue, each named, with its function and status.
+TEST_F(JalEmuTrace, HoldsTheAdminQueuesCommandsByName)
+{
+    run_traced();
+    if (HasFatalFailure()) return;
+    const int wall = pid_named("chip 0: queues and firmware (wall clock)");
+    ASSERT_GE(wall, 0);
+    int admin = -1;
+    for (const json& e : trace_)
+        if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == wall &&
+            e["args"]["name"] == "admin")
+            admin = e["tid"];
+    ASSERT_NE(admin, -1) << "no admin track";
+
+    std::multiset<std::string> names;
+    std::set<int> functions;
+    for (const json& e : trace_) {
+        if (e["cat"] != "admin") continue;
+        EXPECT_EQ(e["ph"], "X") << e;
+        EXPECT_EQ(e["pid"], wall) << e;
+        EXPECT_EQ(e["tid"], admin) << e;
+        EXPECT_GE(e["dur"].get<double>(), 0.0) << e;
+        EXPECT_EQ(e["args"]["status"], "ok") << "jal-run's commands all succeed: " << e;
+        EXPECT_TRUE(e["args"].contains("cid")) << e;
+        functions.insert(e["args"]["function"].get<int>());
+        names.insert(e["name"].get<std::string>());
+    }
+    EXPECT_GE(names.count("IDENTIFY"), 1u);
+    EXPECT_GE(names.count("CREATE_CONTEXT"), 1u);
+    EXPECT_GE(names.count("CREATE_QUEUE"), 1u);
+    EXPECT_GE(names.count("ALLOC_MEMORY"), 1u);
+    for (const std::string& n : names)
+        EXPECT_EQ(n.rfind("opcode ", 0), std::string::npos) << "an unnamed command: " << n;
+    EXPECT_EQ(functions.size(), 1u) << "jal-run is one client: one host function";
 }
 
 // libjal's host spans (jal/trace.h), merged in by jal-run: the API calls and waits of

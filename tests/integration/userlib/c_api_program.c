@@ -1,10 +1,12 @@
 /* The C API of API 1.3 to 1.5 from a C program (compiled as C11: jal.h is C): memory info,
  * telemetry, a kernel assembled from text, uploaded and dispatched with a timestamped
- * signal, the profiler callback, the assembler's error position, value packets and a
+ * signal, the profiler callback, the assembler's error position, the disassembler as its
+ * inverse (the listing assembles back to the same bytes), value packets and a
  * communicator. Run against a jal-emu
  * by c_program_test.cpp; prints "c api ok" and exits 0 when everything checked out. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -114,6 +116,36 @@ static int check_assembler_errors(void)
     return 0;
 }
 
+/* jal-objdump's listing from C: measured with capacity 0, cut short (still NUL-terminated)
+ * when the buffer is small, and assembled back to the same code object. */
+static int check_disassembly(const void* code, uint64_t code_size)
+{
+    uint64_t length = 0;
+    CHECK(jal_kernel_disassemble(code, code_size, NULL, 0, &length));
+    EXPECT(length > 0);
+    char small[8];
+    uint64_t again = 0;
+    CHECK(jal_kernel_disassemble(code, code_size, small, sizeof small, &again));
+    EXPECT(again == length && strlen(small) == sizeof small - 1);
+    char* text = malloc(length + 1);
+    EXPECT(text != NULL);
+    CHECK(jal_kernel_disassemble(code, code_size, text, length + 1, NULL));
+    const int named =
+        strlen(text) == length && strstr(text, "c_fill") != NULL && strstr(text, "muli") != NULL;
+    jal_kernel_t back = NULL;
+    const jal_status_t st = jal_kernel_assemble(text, &back, NULL);
+    free(text);
+    EXPECT(named);
+    CHECK(st);
+    const void* back_code;
+    uint64_t back_size;
+    CHECK(jal_kernel_code_object(back, &back_code, &back_size));
+    const int same = back_size == code_size && memcmp(back_code, code, code_size) == 0;
+    CHECK(jal_kernel_destroy(back));
+    EXPECT(same);
+    return 0;
+}
+
 static int check_device_info(jal_device_t dev)
 {
     jal_device_memory_info_t mem = {.struct_size = sizeof mem};
@@ -137,6 +169,7 @@ int main(void)
     const void* code;
     uint64_t code_size;
     CHECK(jal_kernel_code_object(kernel, &code, &code_size));
+    if (check_disassembly(code, code_size)) return 1;
 
     jal_device_t dev;
     jal_context_t ctx;

@@ -149,6 +149,11 @@ TEST_F(LinkTrainingTest, GoodPortComesUpAtFullWidth)
     EXPECT_EQ(ev[0].args[0], 0u);    // port
     EXPECT_EQ(ev[0].args[1], 4u);    // lanes
     EXPECT_EQ(ev[0].args[2], 280u);  // the smallest margin
+    // The console line names its source and decodes the arguments, as jalctl log does.
+    bool found = false;
+    for (const auto& line : bus.console_lines())
+        found = found || line.find("link: info: link up port=0 lanes=4") != std::string::npos;
+    EXPECT_TRUE(found) << "no decoded link up line";
 }
 
 TEST_F(LinkTrainingTest, LaneShortOfMarginIsRetrainedOnce)
