@@ -62,6 +62,18 @@ const Mmu::Page* DeviceMemory::Access::find(std::uint64_t va)
     return last_page_;
 }
 
+bool DeviceMemory::Access::mapped_here(std::uint64_t va, std::uint64_t len)
+{
+    if (va + len < va) return false;
+    for (std::uint64_t a = va; a < va + len; a = (a / kPage + 1) * kPage) {
+        const Mmu::Page* p = find(a);
+        if (!p) return false;
+        for (const Mmu::Replica& r : *p)
+            if (r.remote()) return false;
+    }
+    return true;
+}
+
 // Page run by page run: each run goes to (or comes from) one physical page.
 std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint64_t len,
                                          std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)

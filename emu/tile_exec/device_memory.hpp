@@ -77,6 +77,9 @@ public:
                        Traffic& t, std::uint64_t& fault_va);
     std::uint32_t write(std::uint64_t va, const void* src, std::uint64_t len, std::uint32_t slice,
                         Traffic& t, std::uint64_t& fault_va);
+    // [va, va+len) is mapped throughout, every replica of every page on this chip (none a
+    // peer's).
+    bool mapped_here(std::uint64_t va, std::uint64_t len);
 
 private:
     // The replicas of the page holding va, or nullptr: the rows of a tile mostly fall in the

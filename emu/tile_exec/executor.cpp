@@ -478,13 +478,22 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
         } else {
             op.writes = t.span();
         }
-        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK; ++r) {
+        // Rows back to back both in device memory and in L1 move as one run: fewer, longer
+        // copies (an MXFP4 row is a few hundred bytes). The same bytes by the same owners,
+        // and the same first faulting byte (a poisoned page's); not across a peer's page,
+        // whose link time is modelled per access, nor an unmapped one (left to the rows).
+        const std::uint64_t all = std::uint64_t{t.rows} * rb;
+        const bool one_run = stride == rb && t.stride == rb && mem.mapped_here(base, all);
+        const std::uint32_t runs = one_run ? 1 : t.rows;
+        const std::uint64_t run_bytes = one_run ? all : rb;
+        for (std::uint32_t r = 0; r < runs && st == JAL_STATUS_OK; ++r) {
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
             const std::uint64_t va = base + r * stride;
             if (i.op == JAL_OP_TLOAD)
-                st = mem.read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+                st = mem.read(va, data ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
             else
-                st = mem.write(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+                st =
+                    mem.write(va, data ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
         }
     } else {  // TGATHER
         if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;

@@ -8,6 +8,7 @@
 #include <jal/isa/tile_math.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,22 +28,38 @@ const Tile* tile(const SliceState& s, std::uint8_t r)
     return &s.t[r];
 }
 
-std::vector<float> load(const SliceState& s, const Tile& t)
+// The vector ops' copies of their operands, kept per host thread and slot: allocated per
+// op they cost a malloc, a zero fill and, for large tiles, glibc's arena trims with their
+// page faults (isa/numerics/scratch.hpp). Every use writes what it reads; each is at most
+// a tile (an L1) of elements.
+enum Slot { kA, kB, kD, kSlots };
+
+template <typename T>
+T* room(Slot slot, std::uint64_t n)
 {
-    std::vector<float> v(t.elements());
+    thread_local std::array<std::vector<T>, kSlots> bufs;
+    std::vector<T>& v = bufs[slot];
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
+// Tile t as F32 elements, row after row, in `slot`.
+float* load(const SliceState& s, const Tile& t, Slot slot)
+{
+    float* v = room<float>(slot, t.elements());
     for (std::uint32_t r = 0; r < t.rows; ++r)
         jal::numerics::dequantize_row(static_cast<jal_dtype>(t.dtype),
                                       s.l1 + t.addr + std::uint64_t{r} * t.stride,
-                                      v.data() + std::uint64_t{r} * t.cols, t.cols);
+                                      v + std::uint64_t{r} * t.cols, t.cols);
     return v;
 }
 
 template <typename T>
-void store_raw(SliceState& s, const Tile& t, const std::vector<T>& v)
+void store_raw(SliceState& s, const Tile& t, const T* v)
 {
     for (std::uint32_t r = 0; r < t.rows; ++r)
-        std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride,
-                    v.data() + std::uint64_t{r} * t.cols, std::uint64_t{t.cols} * sizeof(T));
+        std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, v + std::uint64_t{r} * t.cols,
+                    std::uint64_t{t.cols} * sizeof(T));
 }
 
 float f32_bits(std::uint32_t b)
@@ -61,12 +78,11 @@ bool broadcastable(const Tile& res, const Tile& b)
 // d[k] = f(a[k], b at k's row and column, d[k]) over the result td; b is broadcast from a
 // row, a column or one element.
 template <typename F>
-void binary(const Tile& td, const Tile& tb, const std::vector<float>& a,
-            const std::vector<float>& b, std::vector<float>& d, F f)
+void binary(const Tile& td, const Tile& tb, const float* a, const float* b, float* d, F f)
 {
     for (std::uint32_t r = 0; r < td.rows; ++r) {
         const std::uint64_t row = std::uint64_t{r} * td.cols;
-        const float* br = b.data() + std::uint64_t{tb.rows == 1 ? 0 : r} * tb.cols;
+        const float* br = b + std::uint64_t{tb.rows == 1 ? 0 : r} * tb.cols;
         if (tb.cols == 1)
             for (std::uint32_t c = 0; c < td.cols; ++c)
                 d[row + c] = f(a[row + c], br[0], d[row + c]);
@@ -77,8 +93,8 @@ void binary(const Tile& td, const Tile& tb, const std::vector<float>& a,
 }
 
 // The two-input vector ops, the opcode resolved once a tile rather than once an element.
-void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, const std::vector<float>& a,
-                 const std::vector<float>& b, std::vector<float>& d)
+void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, const float* a, const float* b,
+                 float* d)
 {
     switch (op) {
     case JAL_OP_VADD:
@@ -195,8 +211,9 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.elems = n;
         op.flops = i.op == JAL_OP_VFMA ? 2 * n : n;
         if (!compute) return kOk;
-        const std::vector<float> a = load(s, *ta), b = load(s, *tb);
-        std::vector<float> d = i.op == JAL_OP_VFMA ? load(s, *td) : std::vector<float>(n);
+        const float *a = load(s, *ta, kA), *b = load(s, *tb, kB);
+        // Only VFMA reads d's elements; the other ops write them without reading.
+        float* d = i.op == JAL_OP_VFMA ? load(s, *td, kD) : room<float>(kD, n);
         elementwise(i.op, *td, *tb, a, b, d);
         store_raw(s, *td, d);
         return kOk;
@@ -222,37 +239,38 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         (trans ? op.trans_elems : op.elems) = n;
         op.flops = i.op == JAL_OP_VCLAMP ? 2 * n : n;
         if (!compute) return kOk;
-        std::vector<float> v = load(s, *ta);
+        float* const v = load(s, *ta, kA);
+        float* const end = v + n;
         const float k = f32_bits(static_cast<std::uint32_t>(i.imm));
         switch (i.op) {
         case JAL_OP_VSCALE:
-            for (float& x : v) x *= k;
+            for (float* x = v; x != end; ++x) *x *= k;
             break;
         case JAL_OP_VADDS:
-            for (float& x : v) x += k;
+            for (float* x = v; x != end; ++x) *x += k;
             break;
         case JAL_OP_VEXP:
-            jal::numerics::exp_f32(v.data(), v.data(), n);
+            jal::numerics::exp_f32(v, v, n);
             break;
         case JAL_OP_VRSQRT:
-            jal::numerics::rsqrt_f32(v.data(), v.data(), n);
+            jal::numerics::rsqrt_f32(v, v, n);
             break;
         case JAL_OP_VSILU:
-            jal::numerics::silu_f32(v.data(), v.data(), n);
+            jal::numerics::silu_f32(v, v, n);
             break;
         case JAL_OP_VSIGMOID:
-            jal::numerics::sigmoid_f32(v.data(), v.data(), n);
+            jal::numerics::sigmoid_f32(v, v, n);
             break;
         case JAL_OP_VRECIP:
-            jal::numerics::recip_f32(v.data(), v.data(), n);
+            jal::numerics::recip_f32(v, v, n);
             break;
         case JAL_OP_VNEG:
-            for (float& x : v) x = -x;
+            for (float* x = v; x != end; ++x) *x = -*x;
             break;
         default: {
             const float lo = f32_bits(static_cast<std::uint32_t>(s.x[i.c])),
                         hi = f32_bits(static_cast<std::uint32_t>(s.x[i.d]));
-            for (float& x : v) x = std::fmin(std::fmax(x, lo), hi);
+            for (float* x = v; x != end; ++x) *x = std::fmin(std::fmax(*x, lo), hi);
             break;
         }
         }
@@ -276,12 +294,12 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         (topk ? op.sort_elems : op.elems) = ta->elements();
         op.flops = i.op == JAL_OP_VREDSUM ? ta->elements() : 0;
         if (!compute) return kOk;
-        const std::vector<float> a = load(s, *ta);
-        std::vector<float> outf(td->elements());
-        std::vector<std::int32_t> outi(td->elements());
-        std::vector<std::uint32_t> idx(ta->cols);
+        const float* a = load(s, *ta, kA);
+        float* outf = room<float>(kD, td->elements());
+        std::int32_t* outi = room<std::int32_t>(kD, td->elements());
+        std::uint32_t* idx = room<std::uint32_t>(kB, ta->cols);
         for (std::uint32_t r = 0; r < ta->rows; ++r) {
-            const float* row = a.data() + std::uint64_t{r} * ta->cols;
+            const float* row = a + std::uint64_t{r} * ta->cols;
             if (i.op == JAL_OP_VREDSUM) {
                 float sum = 0;
                 for (std::uint32_t c = 0; c < ta->cols; ++c) sum += row[c];
@@ -298,12 +316,12 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
                 outi[r] = static_cast<std::int32_t>(best);
             } else {
                 // Descending; NaN sorts last; ties keep the lower index first.
-                std::iota(idx.begin(), idx.end(), 0u);
+                std::iota(idx, idx + ta->cols, 0u);
                 auto greater = [&](std::uint32_t x, std::uint32_t y) {
                     if (std::isnan(row[y])) return !std::isnan(row[x]);
                     return row[x] > row[y];
                 };
-                std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                std::partial_sort(idx, idx + k, idx + ta->cols,
                                   [&](std::uint32_t x, std::uint32_t y) {
                                       return greater(x, y) || (!greater(y, x) && x < y);
                                   });
@@ -326,10 +344,10 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.reads[0] = ta->span();
         op.convert_elems = n;
         if (!compute) return kOk;
-        const std::vector<float> v = load(s, *ta);
+        const float* v = load(s, *ta, kA);
         for (std::uint32_t r = 0; r < td->rows; ++r)
             jal::numerics::quantize_row(static_cast<jal_dtype>(td->dtype),
-                                        v.data() + std::uint64_t{r} * td->cols,
+                                        v + std::uint64_t{r} * td->cols,
                                         s.l1 + td->addr + std::uint64_t{r} * td->stride, td->cols,
                                         static_cast<jal_cvt_mode>(i.imm));
         return kOk;
@@ -342,18 +360,20 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.elems = n;
         if (!compute) return kOk;
         const std::uint64_t rb = row_bytes(td->dtype, td->cols);
-        std::vector<std::byte> tmp(rb * td->rows);
+        std::byte* tmp = room<std::byte>(kA, rb * td->rows);
         for (std::uint32_t r = 0; r < td->rows; ++r)
-            std::memcpy(tmp.data() + r * rb, s.l1 + ta->addr + std::uint64_t{r} * ta->stride, rb);
+            std::memcpy(tmp + r * rb, s.l1 + ta->addr + std::uint64_t{r} * ta->stride, rb);
         for (std::uint32_t r = 0; r < td->rows; ++r)
-            std::memcpy(s.l1 + td->addr + std::uint64_t{r} * td->stride, tmp.data() + r * rb, rb);
+            std::memcpy(s.l1 + td->addr + std::uint64_t{r} * td->stride, tmp + r * rb, rb);
         return kOk;
     }
     case JAL_OP_VFILL: {
         if (i.b || i.c || i.d || (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32)) return kBad;
         op.elems = n;
         if (!compute) return kOk;
-        store_raw(s, *td, std::vector<std::int32_t>(n, i.imm));
+        std::int32_t* v = room<std::int32_t>(kA, n);
+        std::fill(v, v + n, i.imm);
+        store_raw(s, *td, v);
         return kOk;
     }
     case JAL_OP_VMASK: {
@@ -361,7 +381,7 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.reads[0] = td->span();
         op.elems = n;
         if (!compute) return kOk;
-        std::vector<float> v = load(s, *td);
+        float* v = load(s, *td, kA);
         const auto q0 = static_cast<std::int64_t>(s.x[i.b]),
                    k0 = static_cast<std::int64_t>(s.x[i.c]);
         for (std::uint32_t r = 0; r < td->rows; ++r)
@@ -381,13 +401,13 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         if (!compute) return kOk;
         const std::uint64_t start = s.x[i.b], step = s.x[i.c];
         if (td->dtype == JAL_DT_I32) {
-            std::vector<std::int32_t> v(n);
+            std::int32_t* v = room<std::int32_t>(kA, n);
             for (std::uint64_t k = 0; k < n; ++k)
                 v[k] = static_cast<std::int32_t>(
                     static_cast<std::uint32_t>(start + (k % td->cols) * step));
             store_raw(s, *td, v);
         } else {
-            std::vector<float> v(n);
+            float* v = room<float>(kA, n);
             for (std::uint64_t k = 0; k < n; ++k)
                 v[k] = static_cast<float>(static_cast<std::int64_t>(start + (k % td->cols) * step));
             store_raw(s, *td, v);

@@ -265,6 +265,37 @@ TEST_F(IsaTile, TilesMustLieInsideL1AndTheCodeObjectsL1Bytes)
               JAL_STATUS_OUT_OF_RANGE);
 }
 
+// Packed rows (back to back in memory and in L1) move as one run; rows with a wider L1
+// stride move one by one. Across a page boundary between two slices' HBM, with the second
+// page poisoned or not, both give the same bytes, bytes moved, energy and fault address.
+TEST_F(IsaTile, PackedRowsAcrossPagesMoveAsRowByRow)
+{
+    map(4, 1, 1);  // page 4 in slice 1's HBM: not contiguous with page 3's
+    const std::uint64_t src = kVa + 4 * kPage - 3 * 24 - 8, dst = kVa + 4096;
+    const std::vector<float> rows = random_floats(6 * 6, 7);  // 6 rows of 6 F32, packed
+    write_vec(src, rows);
+    set_args({src, dst});
+    auto load_store = [&](std::uint32_t l1_stride) {
+        auto c = prologue(2);
+        append(c, {LI(10, 64), LI(11, 6), LI(12, 6), TDESC(0, 10, 11, 12, l1_stride, JAL_DT_F32),
+                   TLOAD(0, 2, 0, 0), WAIT(0, 1), TSTORE(0, 3, 0, 1), WAIT(1, 1), END()});
+        return run(c, opts());
+    };
+    const auto packed = load_store(0), by_rows = load_store(32);
+    ASSERT_EQ(packed.report.status, JAL_STATUS_OK);
+    ASSERT_EQ(by_rows.report.status, JAL_STATUS_OK);
+    EXPECT_EQ(read_vec<float>(dst, rows.size()), rows);
+    EXPECT_EQ(packed.report.hbm_bytes, by_rows.report.hbm_bytes);
+    EXPECT_EQ(packed.report.energy_nj, by_rows.report.energy_nj);
+
+    hbm_.poison(JAL_HBM_SLICE_BYTES);  // page 4's physical page
+    const auto packed_bad = load_store(0), by_rows_bad = load_store(32);
+    EXPECT_EQ(packed_bad.report.status, JAL_STATUS_ECC_UNCORRECTED);
+    EXPECT_EQ(by_rows_bad.report.status, JAL_STATUS_ECC_UNCORRECTED);
+    EXPECT_EQ(packed_bad.report.fault_address, kVa + 4 * kPage);
+    EXPECT_EQ(by_rows_bad.report.fault_address, kVa + 4 * kPage);
+}
+
 TEST_F(IsaTile, TileLoadFromUnmappedMemoryIsAPageFault)
 {
     const std::uint64_t bad = kVa + 100 * kPage;
