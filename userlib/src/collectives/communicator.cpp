@@ -113,7 +113,6 @@ Communicator::Communicator(std::vector<Rank> ranks, const Options& options)
         if (!r.device || !r.context || !r.queue)
             throw Error(JAL_STATUS_INVALID_FIELD, "a rank without its device, context or queue");
         Impl::RankState& s = m.ranks.emplace_back(r);
-        s.queue = r.queue->queue.get();
         s.slice_mask = options.slice_mask ? options.slice_mask : default_mask(r.device);
     }
     // Windows: allocated, flags zeroed, exported.
@@ -169,14 +168,14 @@ uint64_t Communicator::Impl::exchange(uint32_t r, std::span<const Outgoing> out,
     const uint64_t flag = s.step + 1;
     for (uint32_t j = 0; j < size(); ++j)
         if (j != r && out[j].bytes)
-            s.queue->copy(JAL_COPY_D2D, s.peers[j].va + buffer + r * slot_bytes, out[j].src,
-                          out[j].bytes, nullptr, chain.next());
+            s.queue().copy(JAL_COPY_D2D, s.peers[j].va + buffer + r * slot_bytes, out[j].src,
+                           out[j].bytes, nullptr, chain.next());
     for (uint32_t j = 0; j < size(); ++j)
-        if (j != r) s.queue->write_value(s.peers[j].va + r * 8, flag, nullptr, chain.next());
+        if (j != r) s.queue().write_value(s.peers[j].va + r * 8, flag, nullptr, chain.next());
     for (uint32_t j = 0; j < size(); ++j)
         if (j != r)
-            s.queue->wait_value(s.window.va + j * 8, JAL_VALUE_GE, flag,
-                                timeout_us(options.timeout), nullptr, chain.next());
+            s.queue().wait_value(s.window.va + j * 8, JAL_VALUE_GE, flag,
+                                 timeout_us(options.timeout), nullptr, chain.next());
     ++s.step;
     return s.window.va + buffer;
 }
@@ -202,24 +201,24 @@ void Communicator::Impl::reduce(uint32_t r, std::span<const uint64_t> inputs, ui
     // memory has to outlive the call.
     const uint64_t args = s.scratch.va, table = args + 16;
     for (size_t k = 0; k < inputs.size(); ++k)
-        s.queue->write_value(table + 8 * k, inputs[k], nullptr, chain.next());
-    s.queue->write_value(args, table, nullptr, chain.next());
-    s.queue->write_value(args + 8, out, nullptr, chain.next());
+        s.queue().write_value(table + 8 * k, inputs[k], nullptr, chain.next());
+    s.queue().write_value(args, table, nullptr, chain.next());
+    s.queue().write_value(args + 8, out, nullptr, chain.next());
     jal_packet_dispatch d{};
     d.code_object = code;
     d.slice_mask = s.slice_mask;
     d.args = args;
-    s.queue->dispatch(0, d, nullptr, false, chain.next());
+    s.queue().dispatch(0, d, nullptr, false, chain.next());
 }
 
 void Communicator::Impl::copy(uint32_t r, uint64_t dst, uint64_t src, uint64_t bytes, Chain& chain)
 {
-    if (bytes) ranks[r].queue->copy(JAL_COPY_D2D, dst, src, bytes, nullptr, chain.next());
+    if (bytes) ranks[r].queue().copy(JAL_COPY_D2D, dst, src, bytes, nullptr, chain.next());
 }
 
 void Communicator::Impl::finish(uint32_t r, jal_signal_t done, Chain& chain)
 {
-    ranks[r].queue->nop(done ? done->signal.get() : nullptr, chain.next());
+    ranks[r].queue().nop(done ? done->signal.get() : nullptr, chain.next());
 }
 
 }  // namespace jal::collectives

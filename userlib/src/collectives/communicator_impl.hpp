@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../runtime/runtime_objects.hpp"
+#include "../runtime/c_api_support.hpp"
 
 namespace jal::collectives {
 
@@ -54,7 +54,8 @@ struct JAL_HIDDEN Communicator::Impl {
     struct RankState {
         explicit RankState(const Rank& r) : rank(r) {}
         Rank rank;
-        runtime::detail::UserQueue* queue = nullptr;  // rank.queue's, for chained packets
+        // The rank's queue inside libjal: its packets can carry JAL_PACKET_F_CHAIN.
+        runtime::detail::UserQueue& queue() const { return *rank.queue->queue; }
         uint64_t slice_mask = 0;
         Mem window, scratch;
         std::vector<Mem> peers;  // peers[j]: rank j's window in this rank's context
