@@ -124,6 +124,24 @@ TEST(HwStatus, EveryCodeHasADistinctName)
     EXPECT_STREQ(jal_limiter_name(JAL_LIMITER_THERMAL), "thermal");
 }
 
+TEST(HwAdmin, EveryOpcodeHasADistinctNameAndOthersNone)
+{
+    // The host library's messages and the emulator's traces both name commands by this.
+    std::set<std::string> names;
+    for (unsigned op = 0; op < 256; ++op) {
+        const char* n = jal_admin_opcode_name(static_cast<uint8_t>(op));
+        if (n) {
+            EXPECT_TRUE(names.insert(n).second) << "duplicate name " << n;
+        }
+    }
+    EXPECT_EQ(names.size(), 25u);
+    EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_IDENTIFY), "IDENTIFY");
+    EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_IMPORT_PEER), "IMPORT_PEER");
+    EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_DEBUG_FAULT), "DEBUG_FAULT");
+    EXPECT_EQ(jal_admin_opcode_name(0x00), nullptr);
+    EXPECT_EQ(jal_admin_opcode_name(0x42), nullptr);
+}
+
 TEST(HwVersion, PacksMajorAndMinor)
 {
     EXPECT_EQ(JAL_HW_VERSION_GET_MAJOR(JAL_HW_VERSION), unsigned{JAL_HW_VERSION_MAJOR});
