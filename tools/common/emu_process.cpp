@@ -1,6 +1,7 @@
 #include "emu_process.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sstream>
 #include <stdexcept>
@@ -271,6 +273,21 @@ std::string EmuLauncher::description() const
     std::string s = "jal-emu";
     for (auto& a : args_) s += " " + a;
     return s + " (started by " + tool_ + ")";
+}
+
+int free_loopback_port()
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("free_loopback_port: socket failed");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    close(fd);
+    if (!ok) throw std::runtime_error("free_loopback_port: no port on 127.0.0.1");
+    return ntohs(a.sin_port);
 }
 
 }  // namespace jal::tools

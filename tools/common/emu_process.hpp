@@ -105,4 +105,8 @@ std::string sibling_program(const std::string& name);
 // "exit status 1", "killed by signal 9 (Killed)", or "" for exit status 0.
 std::string describe_wait_status(int wait_status);
 
+// A TCP port on loopback that nothing listens on right now: the address of a jal-emu in a
+// domain of processes on this host (the fabric benchmark's and the tests' domains).
+int free_loopback_port();
+
 }  // namespace jal::tools

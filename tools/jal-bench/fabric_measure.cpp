@@ -7,9 +7,8 @@
 #include "emu/fabric/domain.hpp"
 #include "emu/fabric/fabric_endpoint.hpp"
 #include "emu/fabric/topology.hpp"
+#include "tools/common/emu_process.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -76,19 +75,6 @@ bool readable(int fd)
 }
 
 // A TCP port nothing listens on right now (for the domain's topology).
-int free_port()
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 std::string topology_json(const std::string& provider, int port_a, int port_b)
 {
     const auto addr = [&](int port, const char* name) {
@@ -307,7 +293,8 @@ nlohmann::json measure_fabric(const FabricBenchOptions& o)
             "chip-to-chip path cannot run over shm yet; use tcp");
     if (o.provider != "tcp")
         throw std::invalid_argument("--provider must be tcp or shm, not \"" + o.provider + "\"");
-    const std::string topology = topology_json(o.provider, free_port(), free_port());
+    const std::string topology =
+        topology_json(o.provider, tools::free_loopback_port(), tools::free_loopback_port());
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
         throw std::runtime_error("fabric bench: socketpair failed");

@@ -21,8 +21,8 @@
 #include <jal/chip_function.hpp>
 
 #include "../firmware/console_client.hpp"
-#include "free_port.hpp"
 #include "links_up.hpp"
+#include <tools/common/emu_process.hpp>
 
 namespace {
 
@@ -117,17 +117,15 @@ TEST(SwitchedTray, ALoneChipHasNoFabric)
         << r.dump();
 }
 
-using jal::test::free_port;
-
 TEST(SwitchedDomain, TwoProcessesReachEachOtherThroughThePlanes)
 {
     const std::string file =
         ::testing::TempDir() + "switched-" + std::to_string(getpid()) + ".json";
     std::ofstream(file) << R"({"provider": "tcp", "scale_up": "switched", "processes": [
         {"name": "a", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0, 1]},
+                        << jal::tools::free_loopback_port() << R"(", "chips": [0, 1]},
         {"name": "b", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [2]}]})";
+                        << jal::tools::free_loopback_port() << R"(", "chips": [2]}]})";
     auto start = [&](const std::string& process) {
         jal::test::EmuOptions o;
         o.chips = process == "a" ? 2 : 1;

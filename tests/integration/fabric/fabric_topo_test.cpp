@@ -21,16 +21,14 @@
 #include <jal/hw/mgmt.h>
 
 #include "../firmware/console_client.hpp"
-#include "free_port.hpp"
 #include "two_process_domain.hpp"
+#include <tools/common/emu_process.hpp>
 
 namespace {
 
 using fwtest::ConsoleClient;
 using jal::test::EmuProcess;
 using nlohmann::json;
-
-using jal::test::free_port;
 
 // Processes a (chip 0) and b (chip 1), joined by two scale-up links and one scale-out.
 std::string write_domain_file()
@@ -189,7 +187,7 @@ TEST(FabricTopo, ATrayInOneProcessShowsEveryChipsRow)
     const std::string file = ::testing::TempDir() + "tray-" + std::to_string(getpid()) + ".json";
     std::ofstream(file) << R"({"provider": "tcp", "processes": [
         {"name": "t", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0, 1, 2]}],
+                        << jal::tools::free_loopback_port() << R"(", "chips": [0, 1, 2]}],
       "links": [{"kind": "scale-up", "a": [0, 0], "b": [1, 0]},
                 {"kind": "scale-up", "a": [1, 1], "b": [2, 1]}]})";
     auto t = start(file, "t", 3);

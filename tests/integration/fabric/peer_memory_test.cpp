@@ -26,8 +26,8 @@
 #include <jal/kernels/dispatch.hpp>
 
 #include "../firmware/console_client.hpp"
-#include "free_port.hpp"
 #include "links_up.hpp"
+#include <tools/common/emu_process.hpp>
 
 namespace {
 
@@ -52,12 +52,10 @@ using namespace std::chrono_literals;
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
 constexpr auto kWait = 30s;  // a packet that never completes fails the test, never hangs it
 
-using jal::test::free_port;
-
 // One process, chips 0 and 1, two links between them.
 std::string write_domain_file()
 {
-    const int port = free_port();
+    const int port = jal::tools::free_loopback_port();
     const std::string path = ::testing::TempDir() + "peer-domain-" + std::to_string(getpid()) +
                              "-" + std::to_string(port) + ".json";
     std::ofstream(path) << R"({"provider": "tcp", "processes": [

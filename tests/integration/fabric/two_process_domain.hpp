@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "free_port.hpp"
+#include <tools/common/emu_process.hpp>
 
 namespace jal::test {
 
@@ -25,12 +25,12 @@ inline constexpr const char* kTwoScaleUpLinks =
 inline std::string write_two_process_domain(const std::string& tag, const std::string& links)
 {
     const std::string path = ::testing::TempDir() + tag + "-" + std::to_string(getpid()) + "-" +
-                             std::to_string(free_port()) + ".json";
+                             std::to_string(jal::tools::free_loopback_port()) + ".json";
     std::ofstream(path) << R"({"provider": "tcp", "processes": [
         {"name": "a", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [0]},
+                        << jal::tools::free_loopback_port() << R"(", "chips": [0]},
         {"name": "b", "address": "127.0.0.1:)"
-                        << free_port() << R"(", "chips": [1]}],
+                        << jal::tools::free_loopback_port() << R"(", "chips": [1]}],
       "links": )" << links
                         << "}";
     return path;

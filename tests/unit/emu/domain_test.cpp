@@ -4,12 +4,9 @@
 // peer can fail to be there ends in a clear error, not a wait.
 #include "emu/fabric/domain.hpp"
 
-#include <gtest/gtest.h>
+#include "tools/common/emu_process.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <random>
@@ -24,15 +21,7 @@ using namespace std::chrono_literals;
 // A TCP port nothing listens on right now (the kernel's choice for an ephemeral bind).
 std::string free_port()
 {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return std::to_string(ntohs(a.sin_port));
+    return std::to_string(jal::tools::free_loopback_port());
 }
 
 Topology two_processes()
