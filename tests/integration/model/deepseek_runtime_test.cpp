@@ -28,6 +28,7 @@
 #include <jal/model/jal_model.h>
 #include <jal/model/runtime.hpp>
 #include <jal/model/synthetic_deepseek.hpp>
+#include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "fixture/emu_process.hpp"
 #include "fixture/run_command.hpp"
@@ -51,13 +52,16 @@ struct ModelDir {
     }
 };
 
-std::string model_file(const std::string& preset)
+// The preset with seed 11; `dense`: jal-mkmodel's --dense-type (every matrix but the MXFP4
+// experts).
+std::string model_file(const std::string& preset, const std::string& dense = "f32")
 {
     static const ModelDir dir;
-    const fs::path p = dir.path / (preset + ".gguf");
+    const fs::path p = dir.path / (preset + "-" + dense + ".gguf");
     if (!fs::exists(p)) {
         auto o = *jal::model::synthetic_deepseek_preset(preset);
         o.seed = 11;
+        o.dense_type = *jal::model::synthetic_dense_type(dense);
         jal::model::write_synthetic_deepseek(p.string(), o);
     }
     return p.string();
@@ -97,7 +101,8 @@ protected:
         device_.reset();
         jal::test::EmuTest::TearDown();
     }
-    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n)
+    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n,
+                                              const std::string& dense = "f32")
     {
         jal::model::RuntimeOptions o;
         o.numerics = n;
@@ -105,13 +110,13 @@ protected:
         o.n_ctx = 64;
         o.max_batch_tokens = 16;  // a 20-token prompt runs in two chunks
         o.slices = 4;
-        return jal::model::Runtime::open(model_file(preset), *device_, o);
+        return jal::model::Runtime::open(model_file(preset, dense), *device_, o);
     }
     void check_against_reference(const std::string& preset, Numerics n, uint32_t prompt_len,
-                                 uint32_t steps)
+                                 uint32_t steps, const std::string& dense = "f32")
     {
-        auto rt = open(preset, n);
-        const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
+        auto rt = open(preset, n, dense);
+        const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset, dense));
         const jal::test::DeepseekReference ref(file, n == Numerics::ggml);
         auto rseq = ref.new_sequence();
         const double tol = n == Numerics::ggml ? kTolGgml : kTol;
@@ -167,6 +172,16 @@ TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceNative)
 TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceGgml)
 {
     check_against_reference("kimi-tiny", Numerics::ggml, 20, 4);
+}
+
+// The matrices other than the experts as llama.cpp's own GGUFs often have them (BF16, the
+// published R1's and Kimi K2.5's type): the chip decodes them exactly, so in native numerics
+// it keeps to the host pass as with F32 ones. (In ggml numerics llama.cpp also rounds
+// q_nope and the latent to BF16 before the absorbed k_b/v_b, which k_abs/v_abs in F32 do
+// not: docs/deepseek.md §7.)
+TEST_F(DeepseekRuntime, DsTinyBf16DenseMatchesReferenceNative)
+{
+    check_against_reference("ds-tiny", Numerics::native, 20, 4, "bf16");
 }
 
 // Continuous batching: two sequences of different lengths decode in one step, each against
