@@ -141,8 +141,8 @@ int run(const Options& o)
 void add_options(CLI::App& app, Options& o)
 {
     app.add_option("model", o.model,
-                   "GPT-OSS GGUF file (default: jal-run's small synthetic model, written once "
-                   "and cached)");
+                   "GPT-OSS or DeepSeek-V3 (deepseek2) GGUF file (default: jal-run's small "
+                   "synthetic model, written once and cached)");
     app.add_option("--host", o.host, "Address to listen on (default 127.0.0.1; 0.0.0.0: all)");
     app.add_option("--port", o.port, "TCP port (default 8000; 0: any free port, printed)");
     app.add_option("--model-name", o.model_name,
@@ -175,7 +175,8 @@ int main(int argc, char** argv)
 {
     CLI::App app{
         "jal-serve: an OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, "
-        "/v1/models, /health, /metrics) for a GPT-OSS GGUF model on a Jalapeño chip (jal-emu). "
+        "/v1/models, /health, /metrics) for a GPT-OSS or DeepSeek-V3 GGUF model on a Jalapeño "
+        "chip (jal-emu). "
         "Concurrent requests are decoded together (continuous batching). A model without a "
         "vocabulary takes prompts as arrays of token ids and answers with \"token_ids\". "
         "SIGINT/SIGTERM: stop accepting, finish the requests in flight, exit 0. See "

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -24,10 +25,13 @@
 
 #include <jal/jal.hpp>
 #include <jal/model/gguf.hpp>
+#include <jal/model/jal_model.h>
 #include <jal/model/runtime.hpp>
 #include <jal/model/synthetic_deepseek.hpp>
+#include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "fixture/emu_process.hpp"
+#include "fixture/run_command.hpp"
 #include "reference/deepseek/deepseek_forward.hpp"
 
 namespace {
@@ -48,13 +52,16 @@ struct ModelDir {
     }
 };
 
-std::string model_file(const std::string& preset)
+// The preset with seed 11; `dense`: jal-mkmodel's --dense-type (every matrix but the MXFP4
+// experts).
+std::string model_file(const std::string& preset, const std::string& dense = "f32")
 {
     static const ModelDir dir;
-    const fs::path p = dir.path / (preset + ".gguf");
+    const fs::path p = dir.path / (preset + "-" + dense + ".gguf");
     if (!fs::exists(p)) {
         auto o = *jal::model::synthetic_deepseek_preset(preset);
         o.seed = 11;
+        o.dense_type = *jal::model::synthetic_dense_type(dense);
         jal::model::write_synthetic_deepseek(p.string(), o);
     }
     return p.string();
@@ -94,7 +101,8 @@ protected:
         device_.reset();
         jal::test::EmuTest::TearDown();
     }
-    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n)
+    std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n,
+                                              const std::string& dense = "f32")
     {
         jal::model::RuntimeOptions o;
         o.numerics = n;
@@ -102,13 +110,13 @@ protected:
         o.n_ctx = 64;
         o.max_batch_tokens = 16;  // a 20-token prompt runs in two chunks
         o.slices = 4;
-        return jal::model::Runtime::open(model_file(preset), *device_, o);
+        return jal::model::Runtime::open(model_file(preset, dense), *device_, o);
     }
     void check_against_reference(const std::string& preset, Numerics n, uint32_t prompt_len,
-                                 uint32_t steps)
+                                 uint32_t steps, const std::string& dense = "f32")
     {
-        auto rt = open(preset, n);
-        const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset));
+        auto rt = open(preset, n, dense);
+        const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset, dense));
         const jal::test::DeepseekReference ref(file, n == Numerics::ggml);
         auto rseq = ref.new_sequence();
         const double tol = n == Numerics::ggml ? kTolGgml : kTol;
@@ -166,6 +174,16 @@ TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceGgml)
     check_against_reference("kimi-tiny", Numerics::ggml, 20, 4);
 }
 
+// The matrices other than the experts as llama.cpp's own GGUFs often have them (BF16, the
+// published R1's and Kimi K2.5's type): the chip decodes them exactly, so in native numerics
+// it keeps to the host pass as with F32 ones. (In ggml numerics llama.cpp also rounds
+// q_nope and the latent to BF16 before the absorbed k_b/v_b, which k_abs/v_abs in F32 do
+// not: docs/deepseek.md §7.)
+TEST_F(DeepseekRuntime, DsTinyBf16DenseMatchesReferenceNative)
+{
+    check_against_reference("ds-tiny", Numerics::native, 20, 4, "bf16");
+}
+
 // Continuous batching: two sequences of different lengths decode in one step, each against
 // its own reference pass (their caches on different slices).
 TEST_F(DeepseekRuntime, TwoSequencesDecodeTogether)
@@ -198,6 +216,99 @@ TEST_F(DeepseekRuntime, TwoSequencesDecodeTogether)
     }
     EXPECT_EQ(rt->sequence_length(seqs[0]), 8u);
     EXPECT_EQ(rt->sequence_length(seqs[1]), 12u);
+}
+
+// The C API a serving runtime uses opens a deepseek2 file as it is: its info says what the
+// runtime runs (MLA as one KV head of kv_lora_rank + n_rot), and a prefill of each of two
+// sequences and decode steps of both together (jal_model_step of n = 2) give the host
+// pass's logits.
+TEST_F(DeepseekRuntime, CApiDecodesTwoSequencesLikeTheReference)
+{
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model_file("ds-tiny"));
+    const jal::test::DeepseekReference ref(file, false);
+    const jal::model::DeepseekConfig& c = ref.config();
+    jal_model_options_t o{};
+    o.struct_size = sizeof o;
+    o.numerics = JAL_MODEL_NUMERICS_NATIVE;
+    o.slices = 4;
+    o.max_sequences = 2;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 16;
+    const std::string dir = emu().socket_dir();
+    o.emu_dir = dir.c_str();
+    jal_model_t m = nullptr;
+    ASSERT_EQ(jal_model_open(model_file("ds-tiny").c_str(), 0, &o, &m), JAL_STATUS_OK)
+        << jal_model_last_error();
+    jal_model_info_t info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(jal_model_get_info(m, &info), JAL_STATUS_OK);
+    EXPECT_EQ(info.n_layer, c.n_layer);
+    EXPECT_EQ(info.n_head, c.n_head);
+    EXPECT_EQ(info.n_head_kv, 1u);
+    EXPECT_EQ(info.head_dim, c.kv_lora_rank + c.n_rot);
+    EXPECT_EQ(info.n_expert, c.n_expert);
+    EXPECT_EQ(info.n_expert_used, c.n_expert_used);
+    ASSERT_EQ(info.n_vocab, c.n_vocab);
+
+    const std::vector<std::vector<int32_t>> prompts = {{7, 200, 3, 91, 45, 12},
+                                                       {250, 1, 9, 9, 64, 30, 18, 5, 77, 140}};
+    std::vector<float> logits(2 * info.n_vocab);
+    std::vector<int32_t> seqs;
+    std::vector<jal::test::DeepseekReference::Sequence> rseqs;
+    std::vector<std::vector<double>> want;
+    double scale = 1;
+    for (const auto& p : prompts) {
+        int32_t seq = -1;
+        ASSERT_EQ(jal_model_sequence_create(m, &seq), JAL_STATUS_OK);
+        ASSERT_EQ(
+            jal_model_prefill(m, seq, p.data(), static_cast<uint32_t>(p.size()), logits.data()),
+            JAL_STATUS_OK)
+            << jal_model_last_error();
+        seqs.push_back(seq);
+        rseqs.push_back(ref.new_sequence());
+        want.push_back(ref.forward(rseqs.back(), p));
+        const std::vector<float> got(logits.begin(), logits.begin() + info.n_vocab);
+        EXPECT_LE(max_abs_diff(got, want.back(), &scale), kTol * scale)
+            << "prefill of sequence " << seqs.size() - 1;
+    }
+    for (int step = 0; step < 3; step++) {
+        const std::vector<int32_t> toks = {argmax(want[0]), argmax(want[1])};
+        ASSERT_EQ(jal_model_step(m, seqs.data(), toks.data(), 2, logits.data()), JAL_STATUS_OK)
+            << jal_model_last_error();
+        for (size_t i = 0; i < 2; i++) {
+            want[i] = ref.forward(rseqs[i], {toks[i]});
+            const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * info.n_vocab);
+            const std::vector<float> got(row, row + info.n_vocab);
+            EXPECT_LE(max_abs_diff(got, want[i], &scale), kTol * scale)
+                << "sequence " << i << " step " << step;
+        }
+    }
+    jal_model_totals_t t{};
+    ASSERT_EQ(jal_model_totals(m, 1, &t), JAL_STATUS_OK);
+    EXPECT_GT(t.modelled_ns, 0u);
+    for (int32_t seq : seqs) EXPECT_EQ(jal_model_sequence_free(m, seq), JAL_STATUS_OK);
+    EXPECT_EQ(jal_model_close(m), JAL_STATUS_OK);
+}
+
+// `jal-run FILE` with no option (the chip from JAL_EMU_DIR, as a user's shell has it): its
+// defaults (prompt ids 1..8, 16 greedy tokens, native numerics) print the host pass's
+// greedy continuation as ids.
+TEST_F(DeepseekRuntime, JalRunTakesTheFileAlone)
+{
+    const std::string model = model_file("ds-tiny");
+    const jal::test::CommandResult r = jal::test::run_command(
+        {jal::test::bin_path("jal-run"), model}, {"JAL_EMU_DIR=" + emu().socket_dir()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream first_line(r.out.substr(0, r.out.find('\n')));
+    std::vector<int32_t> got;
+    for (int32_t id; first_line >> id;) got.push_back(id);
+
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model);
+    const jal::test::DeepseekReference ref(file, false);
+    auto rseq = ref.new_sequence();
+    std::vector<int32_t> want = {argmax(ref.forward(rseq, {1, 2, 3, 4, 5, 6, 7, 8}))};
+    while (want.size() < 16) want.push_back(argmax(ref.forward(rseq, {want.back()})));
+    EXPECT_EQ(got, want) << r.out;
 }
 
 // The pass as one staged dispatch (RuntimeOptions::staged, the default) gives the bits of

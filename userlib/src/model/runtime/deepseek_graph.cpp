@@ -222,9 +222,6 @@ void DeepseekRuntime::swiglu(uint32_t rows, uint32_t cols, uint64_t gu, uint64_t
 }
 
 // Each sequence's latent rows into its cache, then its queries' attention over the cache:
-// MQA, one KV head C + R wide, on the slot's slice (a prompt: on every slice, the cache
-// read remotely by most).
-// Each sequence's latent rows into its cache, then its queries' attention over the cache:
 // MQA, one KV head C + R wide. The caches are interleaved over every slice's HBM, so every
 // slice reads them at once: a decode step's attention is split by keys over all slices
 // (flash decoding, one sequence after another), a prompt's in items of up to 512 rows

@@ -101,14 +101,15 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
 }
 
 // Slot j's cache of every layer, interleaved over the slices (every slice reads it, split by
-// keys or by queries): K (n_ctx × W) then Vᵀ (W × n_ctx).
+// keys or by queries): K (n_ctx × W) then Vᵀ (W × n_ctx). Not in the arena of the slice that
+// appends it: all 64 slices reading one slice's HBM would draw 64 × 60 GB/s from its 240.
 void DeepseekRuntime::plan_caches()
 {
     const uint64_t bytes = 2ull * o_.n_ctx * W_ * 4;
     slots_.resize(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
-            slots_[j].cache.push_back(placement_.reserve(static_cast<int>(kv_slice(j, il)), bytes));
+            slots_[j].cache.push_back(placement_.reserve(Placement::kInterleaved, bytes));
             slots_[j].heads.push_back(placement_.reserve(Placement::kReplicated, 16));
         }
 }
