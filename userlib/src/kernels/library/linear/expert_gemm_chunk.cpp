@@ -45,8 +45,22 @@ X ExpertGemmKernel::tile_rows(X i)
     return r;
 }
 
+// W tile i of the expert (w_exp) into buffer buf, signalling qw[buf].
+void ExpertGemmKernel::load_w_tile(X i, int buf)
+{
+    X r = tile_rows(i);
+    emit_tdesc_at(b, tw[buf], l1_w[buf], r, kdim, c.weight);
+    X a = b.x();
+    b.muli(a, i, static_cast<int32_t>(p.tn));
+    b.mul(a, a, w_stride);
+    b.add(a, a, w_exp);
+    b.tload(tw[buf], a, w_stride, qw[buf]);
+    b.free(a);
+    b.free(r);
+}
+
 // The chunk's rows of the accumulator: ta times the slice's rows of the expert, in tiles
-// of tn through two buffers.
+// of tn through two buffers (tiles 0 and 1 already loading when `preloaded` reads nonzero).
 void ExpertGemmKernel::multiply(X rows)
 {
     X tiles = b.x(), tn = emit_const(b, p.tn);
@@ -55,15 +69,15 @@ void ExpertGemmKernel::multiply(X rows)
     emit_double_buffered(
         b, tiles,
         [&](X i, int buf) {
-            X r = tile_rows(i);
-            emit_tdesc_at(b, tw[buf], l1_w[buf], r, kdim, c.weight);
-            X a = b.x();
-            b.muli(a, i, static_cast<int32_t>(p.tn));
-            b.mul(a, a, w_stride);
-            b.add(a, a, w_exp);
-            b.tload(tw[buf], a, w_stride, qw[buf]);
-            b.free(a);
-            b.free(r);
+            if (!preloaded.r) return load_w_tile(i, buf);
+            Label go = b.label(), skip = b.label();
+            b.beq(preloaded, zero, go);
+            X two = emit_const(b, 2);
+            b.blt(i, two, skip);
+            b.free(two);
+            b.bind(go);
+            load_w_tile(i, buf);
+            b.bind(skip);
         },
         [&](X i, int buf) {
             b.wait(qw[buf], 1);

@@ -95,6 +95,7 @@ private:
     void gather_staged(X c0, X rows);
     void swiglu_rows(X rows);
     void stage_block(X c0, X rows, X j, int buf);
+    void load_w_tile(X i, int buf);
     void multiply(X rows);
     X tile_rows(X i);
     void scatter(X base, X rows);
@@ -117,6 +118,7 @@ private:
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_y = 0;
     uint32_t l1_x2 = 0;  // prefetching x as the MMA reads it: the other chunk's rows
     X xbuf{};            // and which of l1_x, l1_x2 holds the chunk's
+    X preloaded{};       // nonzero: multiply finds W tiles 0 and 1 loading
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;      // the fused norm's weight and scratch

@@ -104,9 +104,8 @@ void ExpertGemmKernel::gather_finish(X rows)
 
 // Experts [e, e_end) in chunks of at most mc pairs, w_exp (starting as w) at each one's
 // first row of the slice's W: per chunk finish its gather, multiply, load the expert's bias
-// (its first chunk), issue the next chunk's gather, the epilogue, scatter. The gather goes
-// before the epilogue: the queue of ops in flight fills with the epilogue's vector ops,
-// which wait for the MMA, and would hold the gather's issue back.
+// (its first chunk), issue the next chunk's gather, the epilogue, scatter (the gather
+// issued before the epilogue measured a little faster than after it).
 void ExpertGemmKernel::pipelined_loop(X e, X e_end, X w, X e_stride)
 {
     w_exp = w, first = b.x(), cnt = b.x();
@@ -118,11 +117,17 @@ void ExpertGemmKernel::pipelined_loop(X e, X e_end, X w, X e_stride)
     b.sub(rows, cnt, c0);
     b.min(rows, rows, mc_reg);
     gather_issue(c0, rows);
+    // The first chunk's first two W tiles load behind its gather, not after its conversion.
+    // (Loading the next chunk's likewise, before the stores, was slower.)
+    preloaded = emit_const(b, 1);
+    load_w_tile(zero, 0);
+    if (c.n > p.tn) load_w_tile(one, 1);  // split by experts: ncols is N
     b.bind(top);
     gather_finish(rows);
     emit_tdesc_at(b, tacc, l1_acc, rows, ncols, JAL_DT_F32, c.n * 4);
     b.vfill(tacc, 0.0f);
     multiply(rows);
+    b.li(preloaded, 0);
     if (c.bias) {  // after the multiply: the W tiles' loads are not queued behind it
         Label loaded = b.label();
         b.bne(c0, zero, loaded);
@@ -159,6 +164,8 @@ void ExpertGemmKernel::pipelined_loop(X e, X e_end, X w, X e_stride)
     b.blt(e, e_end, top);
     b.bind(done);
     if (!p.staged) b.free(xbuf);
+    b.free(preloaded);
+    preloaded = X{};
     b.free(mc_reg);
     b.free(rows);
     b.free(c0);
