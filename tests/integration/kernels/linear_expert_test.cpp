@@ -215,6 +215,23 @@ TEST_F(LinearExpertTest, BothSplitsGiveTheSameBits)
     EXPECT_EQ(result(c, 6, 60), by_experts);
 }
 
+TEST_F(LinearExpertTest, ChunksWithTheNextGatherInFlightGiveTheBitsOfTheSplitByRows)
+{
+    // An accumulator of 8 192 columns leaves L1 for ~125 pairs a chunk, so the ~133 pairs of
+    // each expert take two: split by experts (converted activations) each chunk's gather is
+    // issued before the previous chunk's epilogue and scatter, within an expert and from one
+    // expert to the next; split by rows each chunk is gathered in turn. Native numerics
+    // gather x as the MMA reads it (two buffers), ggml's stage and convert it.
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml}) {
+        jl::ExpertGemmConfig c{
+            .tokens = 200, .k = 2, .experts = 3, .n = 8192, .kdim = 64, .numerics = n};
+        const auto by_experts = result(c, 1, 70);
+        EXPECT_EQ(result(c, 2, 70), by_experts);
+        c.split = jl::ExpertSplit::rows;
+        EXPECT_EQ(result(c, 1, 70), by_experts);
+    }
+}
+
 TEST_F(LinearExpertTest, TimingOnlyLeavesOutputUntouched)
 {
     check({.tokens = 2, .k = 2, .experts = 4, .n = 32, .kdim = 64}, 2, 30, true);

@@ -40,6 +40,26 @@ uint64_t expert_gemm_flops(const ExpertGemmConfig& c)
 
 namespace detail {
 
+namespace {
+
+// Split by experts, the next chunk's gather in flight (ExpertPlan::prefetch) takes more L1 a
+// pair: staged, every F32 row of a chunk instead of the two staging buffers (the norm's
+// scratch still kStageRows rows); x gathered as the MMA reads it (no norm, SwiGLU or
+// conversion), a second buffer of a chunk's rows. Taken when chunks keep kPrefetchPairs pairs
+// (or as many as without).
+void plan_prefetch(ExpertPlan& p, const ExpertGemmConfig& c, uint64_t fixed, uint64_t per_row)
+{
+    if (c.split != ExpertSplit::experts || c.swiglu_input || (!p.staged && c.rms_norm)) return;
+    const uint64_t base =
+        fixed + 64 + (p.staged && c.rms_norm ? kStageRows * (uint64_t{c.kdim} * 4 + 4) : 0);
+    const uint64_t row = p.staged ? p.arow + uint64_t{c.n} * 4 + p.yrow + p.xrow : per_row + p.xrow;
+    const uint64_t mc = base + row <= kL1 ? std::min<uint64_t>(p.pairs, (kL1 - base) / row) : 0;
+    p.prefetch = mc >= std::min(p.mc, kPrefetchPairs);
+    if (p.prefetch) p.mc = static_cast<uint32_t>(mc);
+}
+
+}  // namespace
+
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
 {
     ExpertPlan p{};
@@ -97,6 +117,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
         p.mc =
             static_cast<uint32_t>(std::min<uint64_t>(p.pairs, (kL1 - fixed - stage) / staged_row));
     }
+    plan_prefetch(p, c, fixed, per_row);
     // Streaming: the experts' ids in sorted order, the active experts, two W-row index lists
     // and the bias rows of every pair.
     // With the fused combine: the rows in pair order, the weights, the out rows and the sum.
@@ -146,8 +167,9 @@ void ExpertGemmKernel::layout()
     l1_w[1] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_bias = b.l1_alloc(c.n * 4);
     // Staged: two staging buffers of kStageRows F32 rows (l1_x, then the second).
-    const uint32_t x_rows = p.staged ? 2 * kStageRows : p.mc;
+    const uint32_t x_rows = p.staged && !p.prefetch ? 2 * kStageRows : p.mc;
     l1_x = b.l1_alloc(static_cast<uint32_t>(x_rows * p.xrow));
+    if (p.prefetch && !p.staged) l1_x2 = b.l1_alloc(static_cast<uint32_t>(p.mc * p.xrow));
     if (p.yrow) l1_y = b.l1_alloc(static_cast<uint32_t>(p.mc * p.yrow));
     l1_a = p.convert ? b.l1_alloc(static_cast<uint32_t>(p.mc * p.arow)) : l1_x;
     l1_acc = b.l1_alloc(p.mc * c.n * 4);
@@ -164,6 +186,7 @@ void ExpertGemmKernel::layout()
     tx = b.t(), ta = p.convert ? b.t() : tx;
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
+    if (p.prefetch) qg = b.q();
     if (c.swiglu) l1_glu = b.l1_alloc(kStageRows * (c.n / 2) * 4);
     if (p.vsort) {
         l1_vids = b.l1_alloc(pairs * 4), l1_vkey = b.l1_alloc(pairs * 4);
@@ -238,7 +261,11 @@ CodeObject ExpertGemmKernel::build()
         b.add(e_end, share.begin, share.count);
         b.free(share.count);
     }
-    expert_loop(e, e_end, w, expert_stride);
+    if (p.prefetch) {
+        pipelined_loop(e, e_end, w, expert_stride);
+    } else {
+        expert_loop(e, e_end, w, expert_stride);
+    }
     return emit_finish(b, done);
 }
 

@@ -45,8 +45,22 @@ X ExpertGemmKernel::tile_rows(X i)
     return r;
 }
 
+// W tile i of the expert (w_exp) into buffer buf, signalling qw[buf].
+void ExpertGemmKernel::load_w_tile(X i, int buf)
+{
+    X r = tile_rows(i);
+    emit_tdesc_at(b, tw[buf], l1_w[buf], r, kdim, c.weight);
+    X a = b.x();
+    b.muli(a, i, static_cast<int32_t>(p.tn));
+    b.mul(a, a, w_stride);
+    b.add(a, a, w_exp);
+    b.tload(tw[buf], a, w_stride, qw[buf]);
+    b.free(a);
+    b.free(r);
+}
+
 // The chunk's rows of the accumulator: ta times the slice's rows of the expert, in tiles
-// of tn through two buffers.
+// of tn through two buffers (tiles 0 and 1 already loading when `preloaded` reads nonzero).
 void ExpertGemmKernel::multiply(X rows)
 {
     X tiles = b.x(), tn = emit_const(b, p.tn);
@@ -55,15 +69,15 @@ void ExpertGemmKernel::multiply(X rows)
     emit_double_buffered(
         b, tiles,
         [&](X i, int buf) {
-            X r = tile_rows(i);
-            emit_tdesc_at(b, tw[buf], l1_w[buf], r, kdim, c.weight);
-            X a = b.x();
-            b.muli(a, i, static_cast<int32_t>(p.tn));
-            b.mul(a, a, w_stride);
-            b.add(a, a, w_exp);
-            b.tload(tw[buf], a, w_stride, qw[buf]);
-            b.free(a);
-            b.free(r);
+            if (!preloaded.r) return load_w_tile(i, buf);
+            Label go = b.label(), skip = b.label();
+            b.beq(preloaded, zero, go);
+            X two = emit_const(b, 2);
+            b.blt(i, two, skip);
+            b.free(two);
+            b.bind(go);
+            load_w_tile(i, buf);
+            b.bind(skip);
         },
         [&](X i, int buf) {
             b.wait(qw[buf], 1);
@@ -109,13 +123,13 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
     b.free(dst);
 }
 
-// Each row of the accumulator to its pair's row of y (the slice's columns of it).
-void ExpertGemmKernel::scatter(X c0, X rows)
+// Each row of the accumulator to its pair's row of y (the slice's columns of it); the
+// chunk's pairs are at positions [base, base + rows) of the sorted lists.
+void ExpertGemmKernel::scatter(X base, X rows)
 {
     b.for_range(zero, rows, 1, [&](X r) {
         X slot = b.x();
-        b.add(slot, r, c0);
-        b.add(slot, slot, first);
+        b.add(slot, r, base);
         store_row(slot, r, c.n * 4);
         b.free(slot);
     });
@@ -257,6 +271,18 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
     emit_tdesc_at(b, tacc, l1_acc, rows, ncols, JAL_DT_F32, c.n * 4);
     b.vfill(tacc, 0.0f);
     multiply(rows);
+    epilogue(rows);
+    X base = b.x();
+    b.add(base, c0, first);
+    scatter(base, rows);
+    b.free(base);
+    b.free(rows);
+}
+
+// After the multiply, on the vector engine: the bias, the SwiGLU and the conversion of y
+// (the bias row loaded before).
+void ExpertGemmKernel::epilogue(X rows)
+{
     if (c.bias) {
         // The previous chunk's SwiGLU borrowed tbias: the bias row (its L1 untouched) again.
         if (c.swiglu) emit_tdesc_at(b, tbias, l1_bias, one, ncols, JAL_DT_F32);
@@ -270,17 +296,11 @@ void ExpertGemmKernel::chunk(X c0, X mc_reg)
         b.vcvt(tx, tsub, activation_cvt_mode(c.numerics));
         b.free(cols);
     }
-    scatter(c0, rows);
-    b.free(rows);
 }
 
-// Experts e in [e, e_end), w_exp (starting as w) at each one's first row of the slice's W.
-void ExpertGemmKernel::expert_loop(X e, X e_end, X w, X e_stride)
+// first and cnt of expert e: its pairs' place in the sorted lists.
+void ExpertGemmKernel::expert_pairs(X e)
 {
-    w_exp = w, first = b.x(), cnt = b.x();
-    Label next_expert = b.label(), top = b.label(), all_done = b.label();
-    b.bind(top);
-    b.bge(e, e_end, all_done);
     b.tread(first, tstart, e, 0);
     b.tread(cnt, tcount, e, 0);
     b.sub(cnt, cnt, first);
@@ -298,6 +318,16 @@ void ExpertGemmKernel::expert_loop(X e, X e_end, X w, X e_stride)
         b.free(t1);
         b.free(t0);
     }
+}
+
+// Experts e in [e, e_end), w_exp (starting as w) at each one's first row of the slice's W.
+void ExpertGemmKernel::expert_loop(X e, X e_end, X w, X e_stride)
+{
+    w_exp = w, first = b.x(), cnt = b.x();
+    Label next_expert = b.label(), top = b.label(), all_done = b.label();
+    b.bind(top);
+    b.bge(e, e_end, all_done);
+    expert_pairs(e);
     b.beq(cnt, zero, next_expert);
     if (c.bias) load_bias(e);
     // Chunks of at most mc pairs.

@@ -1,7 +1,8 @@
 // The expert GEMM's generator (expert_gemm.hpp), shared by its files: expert_gemm.cpp (the
 // plan, the layout, the build and the public calls), expert_gemm_sort.cpp (bucketing the
 // pairs by expert), expert_gemm_chunk.cpp (the per-expert loop over chunks of pairs) and
-// expert_gemm_rows.cpp (split by rows, streaming every expert without a pause).
+// expert_gemm_rows.cpp (split by rows, streaming every expert without a pause) and
+// expert_gemm_pipe.cpp (the per-expert loop with the next chunk's gather in flight).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kWeightBudget = 1u << 20;
 // Staged gathers (split by experts, converted activations): F32 rows per staging block.
 constexpr uint32_t kStageRows = 8;
+// The chunk the prefetching path (ExpertPlan::prefetch) must keep: a 2 048-row prompt's
+// share of an expert of 128 with top-4 routing.
+constexpr uint32_t kPrefetchPairs = 64;
 
 // What the generator derives from a configuration (checked).
 struct ExpertPlan {
@@ -38,6 +42,10 @@ struct ExpertPlan {
     // rows and the accumulator stay in L1 per pair (more pairs a chunk: each expert's
     // weights stream once for more rows).
     bool staged;
+    // Split by experts, the next chunk's gather issued before this chunk's epilogue and
+    // scatter (expert_gemm_pipe.cpp): staged with every F32 row of a chunk in L1 (instead of
+    // the two staging buffers), or x gathered as the MMA reads it (two buffers of it).
+    bool prefetch;
     // Split by experts: each slice lists only its own experts' pairs, each with one VTOPK over
     // all pairs (sort_own_pairs) instead of the scalar counting sort of every pair.
     bool vsort;
@@ -66,6 +74,12 @@ private:
     void list_own_pairs(X e, X run, X np);
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);
+    void expert_pairs(X e);
+    void pipelined_loop(X e, X e_end, X w, X e_stride);
+    void seek_expert(X e, X e_end, X e_stride);
+    void gather_issue(X c0, X rows);
+    void gather_finish(X rows);
+    void epilogue(X rows);
     void layout_streamed();
     void stream_rows(X w);
     void stream_load(X j, int buf, X na, X per_tile);
@@ -81,9 +95,10 @@ private:
     void gather_staged(X c0, X rows);
     void swiglu_rows(X rows);
     void stage_block(X c0, X rows, X j, int buf);
+    void load_w_tile(X i, int buf);
     void multiply(X rows);
     X tile_rows(X i);
-    void scatter(X c0, X rows);
+    void scatter(X base, X rows);
     void store_row(X slot, X acc_row, uint32_t acc_stride);
 
     const ExpertGemmConfig& c;
@@ -101,6 +116,9 @@ private:
     X nactive{};                // streamed: experts with pairs (talist)
     uint32_t l1_ids = 0, l1_plist = 0, l1_glist = 0, l1_count = 0, l1_start = 0, l1_w[2] = {};
     uint32_t l1_bias = 0, l1_x = 0, l1_a = 0, l1_acc = 0, l1_y = 0;
+    uint32_t l1_x2 = 0;  // prefetching x as the MMA reads it: the other chunk's rows
+    X xbuf{};            // and which of l1_x, l1_x2 holds the chunk's
+    X preloaded{};       // nonzero: multiply finds W tiles 0 and 1 loading
     uint32_t l1_elist = 0, l1_alist = 0, l1_widx[2] = {}, l1_brows = 0;  // streamed only
     T telist{}, talist{}, twidx{}, tbrows{};
     uint32_t l1_nw = 0, l1_sq = 0, l1_sc = 0;      // the fused norm's weight and scratch
@@ -113,7 +131,7 @@ private:
     Q qn{};
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
     T tacc{}, tsub{};
-    Q qio{}, qw[2] = {}, qst{};
+    Q qio{}, qw[2] = {}, qst{}, qg{};  // qg: the prefetched gather's blocks
     X one{}, four{}, kdim{}, experts{};
 };
 

@@ -16,5 +16,6 @@ target_sources(jal PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_sort.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_chunk.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_pipe.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_gemm_rows.cpp
 )
