@@ -39,8 +39,8 @@ constexpr int kSteps = 16;
 constexpr unsigned kTray = 8;
 
 struct Pass {
-    std::vector<int32_t> tokens;                                 // greedy (or forced) ids
-    std::vector<std::vector<std::pair<int32_t, float>>> top;     // top-5 a step
+    std::vector<int32_t> tokens;                              // greedy (or forced) ids
+    std::vector<std::vector<std::pair<int32_t, float>>> top;  // top-5 a step
 };
 
 class SplitModel : public ::testing::Test {
@@ -68,7 +68,10 @@ protected:
         std::error_code ec;
         fs::remove_all(dir(), ec);
     }
-    static fs::path dir() { return fs::temp_directory_path() / ("jal-split-" + std::to_string(::getpid())); }
+    static fs::path dir()
+    {
+        return fs::temp_directory_path() / ("jal-split-" + std::to_string(::getpid()));
+    }
 
     // GQA 2:1 with 8 KV heads and 8 experts (two a token), so it splits over 2, 4 and 8
     // chips down to one KV head and one expert a chip; a 4-position window shorter than the
@@ -140,11 +143,11 @@ void check_split(const Pass& one, const Pass& forced, const Pass& free, unsigned
     for (size_t i = 0; i < one.top.size(); ++i) {
         if (decided(one, i)) {
             ++decided_steps;
-            EXPECT_EQ(forced.top[i][0].first, one.top[i][0].first)
-                << chips << " chips, step " << i;
+            EXPECT_EQ(forced.top[i][0].first, one.top[i][0].first) << chips << " chips, step " << i;
         }
         for (size_t k = 0; k < 5; ++k)
-            worst = std::max<double>(worst, std::fabs(forced.top[i][k].second - one.top[i][k].second));
+            worst =
+                std::max<double>(worst, std::fabs(forced.top[i][k].second - one.top[i][k].second));
     }
     EXPECT_LE(worst, kLogprobTol) << chips << " chips";
     size_t same = 0, first_tie = one.tokens.size();
@@ -195,7 +198,8 @@ TEST_F(SplitModel, DecodesSeveralSequencesTogether)
     }
     ASSERT_EQ(got.size(), 2u);
     for (size_t s = 0; s < 2; ++s) {
-        const auto w = jal::model::top_logprobs(want[s], 5), g = jal::model::top_logprobs(got[s], 5);
+        const auto w = jal::model::top_logprobs(want[s], 5),
+                   g = jal::model::top_logprobs(got[s], 5);
         EXPECT_EQ(g[0].first, w[0].first) << "sequence " << s;
         for (size_t k = 0; k < 5; ++k) EXPECT_NEAR(g[k].second, w[k].second, kLogprobTol);
     }
