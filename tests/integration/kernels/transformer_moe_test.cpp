@@ -108,8 +108,7 @@ TEST_F(TransformerMoeTest, RoutingKeepsTheLocalExpertsOfAChip)
         const auto w = download(dw.ref);
         for (size_t i = 0; i < ids.size(); i++) {
             // The global id less the chip's first, as 32 bits (below it: a large unsigned).
-            EXPECT_EQ(static_cast<uint32_t>(ids[i]),
-                      static_cast<uint32_t>(want.ids[i]) - c * local)
+            EXPECT_EQ(static_cast<uint32_t>(ids[i]), static_cast<uint32_t>(want.ids[i]) - c * local)
                 << "chip " << c << " pair " << i;
             const bool here = static_cast<uint32_t>(want.ids[i]) / local == c;
             if (here) {

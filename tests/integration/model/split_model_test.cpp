@@ -6,7 +6,8 @@
 // holds the runtime to against llama.cpp: teacher-forced on the one-chip run's greedy ids,
 // top-1 at every decided position (a top-1/top-2 margin above 0.05) and the top-5
 // log-probabilities (by rank) within 0.05; and the free-running greedy ids equal up to the
-// first near-tie.
+// first near-tie. The same over a domain of two jal-emu processes joined by libfabric's
+// tcp provider (one chip each).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include <jal/model/synthetic_gpt_oss.hpp>
 
 #include "../fabric/links_up.hpp"
+#include "../fabric/two_process_domain.hpp"
 #include "../firmware/console_client.hpp"
 #include "fixture/emu_process.hpp"
 
@@ -42,6 +44,61 @@ struct Pass {
     std::vector<int32_t> tokens;                              // greedy (or forced) ids
     std::vector<std::vector<std::pair<int32_t, float>>> top;  // top-5 a step
 };
+
+fs::path model_dir()
+{
+    return fs::temp_directory_path() / ("jal-split-" + std::to_string(::getpid()));
+}
+
+// GQA 2:1 with 8 KV heads and 8 experts (two a token), so it splits over 2, 4 and 8
+// chips down to one KV head and one expert a chip; a 4-position window shorter than the
+// prompt, so both attention kinds see different keys.
+std::string model()
+{
+    const fs::path p = model_dir() / "split.gguf";
+    if (!fs::exists(p)) {
+        fs::create_directories(model_dir());
+        jal::model::SyntheticGptOssOptions o;
+        o.seed = 11, o.n_layer = 3, o.n_embd = 64, o.n_head = 16, o.n_head_kv = 8;
+        o.head_dim = 16, o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 64;
+        o.n_vocab = 256, o.sliding_window = 4;
+        jal::model::write_synthetic_gpt_oss(p.string(), o);
+    }
+    return p.string();
+}
+
+RuntimeOptions options(const std::vector<const jal::runtime::Device*>& split)
+{
+    RuntimeOptions ro;
+    ro.numerics = jal::model::Numerics::ggml;
+    ro.max_sequences = 2;
+    ro.n_ctx = 64;
+    ro.split_devices = split;
+    return ro;
+}
+
+// The prompt, then kSteps decode steps: greedy, or the `forced` ids.
+Pass run(Runtime& rt, const std::vector<int32_t>& prompt, const std::vector<int32_t>& forced = {})
+{
+    Pass p;
+    const int seq = rt.create_sequence();
+    std::vector<float> logits = rt.prefill(seq, prompt);
+    for (int i = 0; i < kSteps; ++i) {
+        p.top.push_back(jal::model::top_logprobs(logits, 5));
+        const int32_t tok = forced.empty() ? jal::model::argmax(logits) : forced[i];
+        p.tokens.push_back(tok);
+        if (i + 1 < kSteps) logits = rt.decode({{{seq, tok}}})[0];
+    }
+    rt.free_sequence(seq);
+    return p;
+}
+
+std::vector<int32_t> prompt()
+{
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 12; ++i) ids.push_back((i * 131 + 7) % 256);
+    return ids;
+}
 
 class SplitModel : public ::testing::Test {
 protected:
@@ -66,62 +123,14 @@ protected:
         delete emu_;
         emu_ = nullptr;
         std::error_code ec;
-        fs::remove_all(dir(), ec);
+        fs::remove_all(model_dir(), ec);
     }
-    static fs::path dir()
-    {
-        return fs::temp_directory_path() / ("jal-split-" + std::to_string(::getpid()));
-    }
-
-    // GQA 2:1 with 8 KV heads and 8 experts (two a token), so it splits over 2, 4 and 8
-    // chips down to one KV head and one expert a chip; a 4-position window shorter than the
-    // prompt, so both attention kinds see different keys.
-    static std::string model()
-    {
-        const fs::path p = dir() / "split.gguf";
-        if (!fs::exists(p)) {
-            fs::create_directories(dir());
-            jal::model::SyntheticGptOssOptions o;
-            o.seed = 11, o.n_layer = 3, o.n_embd = 64, o.n_head = 16, o.n_head_kv = 8;
-            o.head_dim = 16, o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 64;
-            o.n_vocab = 256, o.sliding_window = 4;
-            jal::model::write_synthetic_gpt_oss(p.string(), o);
-        }
-        return p.string();
-    }
-
+    // The first `chips` chips of the tray: rank 0's options.
     static RuntimeOptions options(unsigned chips)
     {
-        RuntimeOptions ro;
-        ro.numerics = jal::model::Numerics::ggml;
-        ro.max_sequences = 2;
-        ro.n_ctx = 64;
-        for (unsigned i = 1; i < chips; ++i) ro.split_devices.push_back(devices_[i].get());
-        return ro;
-    }
-
-    // The prompt, then kSteps decode steps: greedy, or the `forced` ids.
-    static Pass run(Runtime& rt, const std::vector<int32_t>& prompt,
-                    const std::vector<int32_t>& forced = {})
-    {
-        Pass p;
-        const int seq = rt.create_sequence();
-        std::vector<float> logits = rt.prefill(seq, prompt);
-        for (int i = 0; i < kSteps; ++i) {
-            p.top.push_back(jal::model::top_logprobs(logits, 5));
-            const int32_t tok = forced.empty() ? jal::model::argmax(logits) : forced[i];
-            p.tokens.push_back(tok);
-            if (i + 1 < kSteps) logits = rt.decode({{{seq, tok}}})[0];
-        }
-        rt.free_sequence(seq);
-        return p;
-    }
-
-    static std::vector<int32_t> prompt()
-    {
-        std::vector<int32_t> ids;
-        for (int i = 0; i < 12; ++i) ids.push_back((i * 131 + 7) % 256);
-        return ids;
+        std::vector<const jal::runtime::Device*> split;
+        for (unsigned i = 1; i < chips; ++i) split.push_back(devices_[i].get());
+        return ::options(split);
     }
 
     static jal::test::EmuProcess* emu_;
@@ -215,6 +224,45 @@ TEST_F(SplitModel, RefusesASplitTheHeadsOrExpertsDoNotAllow)
         EXPECT_NE(std::string(e.what()).find("do not split over 3 chips"), std::string::npos)
             << e.what();
     }
+}
+
+}  // namespace
+
+namespace {
+
+std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std::string& process)
+{
+    jal::test::EmuOptions o;
+    o.extra_args = {"--fw", "native", "--domain", file, "--process", process};
+    return std::make_unique<jal::test::EmuProcess>(o);
+}
+
+// Chip 0 in process a, chip 1 in process b, two scale-up links over libfabric's tcp provider:
+// the model split over the two agrees with chip 0 alone as over a tray.
+TEST(SplitModelDomain, TwoProcessesAgreeWithOneChip)
+{
+    const std::string file =
+        jal::test::write_two_process_domain("split-model", jal::test::kTwoScaleUpLinks);
+    auto a = start(file, "a");
+    auto b = start(file, "b");
+    for (const auto* emu : {a.get(), b.get()}) {  // both ends trained: each imports the other
+        fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
+        jal::test::links_up(console, 2);
+    }
+    jal::runtime::Device chip0(0, a->socket_dir()), chip1(0, b->socket_dir());
+    const std::string path = model();
+    Pass one;
+    {
+        auto rt = Runtime::open(path, chip0, options({}));
+        one = run(*rt, prompt());
+    }
+    auto rt = Runtime::open(path, chip0, options({&chip1}));
+    const Pass forced = run(*rt, prompt(), one.tokens);
+    const Pass free = run(*rt, prompt());
+    check_split(one, forced, free, 2);
+    rt.reset();
+    std::error_code ec;
+    fs::remove_all(model_dir(), ec);
 }
 
 }  // namespace

@@ -95,17 +95,26 @@ TEST_P(SplitReference, AgreesWithLlamaCpp)
     mo.seed = 11;
     const uint32_t vocab = jal::model::write_synthetic_gpt_oss(model, mo).config.n_vocab;
     std::vector<int> prompt;
-    for (int i = 0; i < c.prompt_len; i++) prompt.push_back(static_cast<int>((i * 131 + 7) % vocab));
+    for (int i = 0; i < c.prompt_len; i++)
+        prompt.push_back(static_cast<int>((i * 131 + 7) % vocab));
 
     const json llama = run_json({JAL_LLAMA_REF_EXE, model, "--prompt-ids", ids_csv(prompt), "--n",
                                  std::to_string(kSteps), "--top", "5", "--json"});
     const std::vector<int> greedy = llama["tokens"].get<std::vector<int>>();
     ASSERT_EQ(greedy.size(), static_cast<size_t>(kSteps));
     auto jal_run = [&](bool forced) {
-        std::vector<std::string> argv = {JAL_RUN_EXE,  model,        "--emu-dir",
-                                         emu_->socket_dir(), "--prompt-ids", ids_csv(prompt),
-                                         "--top",      "5",          "--json",
-                                         "--numerics", "ggml",       "--chips",
+        std::vector<std::string> argv = {JAL_RUN_EXE,
+                                         model,
+                                         "--emu-dir",
+                                         emu_->socket_dir(),
+                                         "--prompt-ids",
+                                         ids_csv(prompt),
+                                         "--top",
+                                         "5",
+                                         "--json",
+                                         "--numerics",
+                                         "ggml",
+                                         "--chips",
                                          std::to_string(c.chips)};
         if (forced)
             argv.insert(argv.end(), {"--force-ids", ids_csv(greedy)});
