@@ -77,7 +77,7 @@ struct RuntimeOptions {
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
     // Timing only: the chip is one of a tray of `tray_chips` that run every token together
-    // (docs/multichip.md, "A model over chips"; docs/deepseek.md, "Timing-only shapes"): the
+    // (docs/multichip.md, "Timing-only projections over chips"; docs/deepseek.md, "Timing-only shapes"): the
     // attention heads (and DeepSeek-V3's dense FFNs, shared expert) and the LM head split
     // tray_chips ways (tensor parallel), the routed experts too (expert parallel: n_expert /
     // tray_chips on this chip, which serve ⌈n_expert_used / tray_chips⌉ of each token's
