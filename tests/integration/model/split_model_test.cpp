@@ -9,6 +9,7 @@
 // first near-tie. The same over a domain of two jal-emu processes joined by libfabric's
 // tcp provider (one chip each).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -238,7 +240,8 @@ std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std:
 }
 
 // Chip 0 in process a, chip 1 in process b, two scale-up links over libfabric's tcp provider:
-// the model split over the two agrees with chip 0 alone as over a tray.
+// the model split over the two agrees with chip 0 alone as over a tray; then process b is
+// killed mid-run.
 TEST(SplitModelDomain, TwoProcessesAgreeWithOneChip)
 {
     const std::string file =
@@ -260,7 +263,27 @@ TEST(SplitModelDomain, TwoProcessesAgreeWithOneChip)
     const Pass forced = run(*rt, prompt(), one.tokens);
     const Pass free = run(*rt, prompt());
     check_split(one, forced, free, 2);
+
+    // Process b dies: the next step fails with a clear status (chip 1 gone, or the exchange
+    // with it), never hangs, and chip 0 goes on working alone.
+    const int seq = rt->create_sequence();
+    rt->prefill(seq, prompt());
+    kill(b->pid(), SIGKILL);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        rt->decode({{{seq, 1}}});
+        ADD_FAILURE() << "a step over a dead peer succeeded";
+    } catch (const jal::Error& e) {
+        const jal_status st = e.status();
+        EXPECT_TRUE(st == JAL_STATUS_NO_DEVICE || st == JAL_STATUS_LINK_DOWN ||
+                    st == JAL_STATUS_TIMEOUT)
+            << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::minutes(3));
     rt.reset();
+    auto alone = Runtime::open(path, chip0, options({}));
+    const Pass again = run(*alone, prompt());
+    EXPECT_EQ(again.tokens, one.tokens);
     std::error_code ec;
     fs::remove_all(model_dir(), ec);
 }
