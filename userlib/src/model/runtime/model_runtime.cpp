@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -1535,7 +1536,7 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
 }
 
 // The pass over the chips of a split, in pieces cut at the exchanges: each chip's dispatch
-// up to an exchange runs (chip after chip: each waits for its own), then the all-reduce of
+// up to an exchange runs (all chips together, each waited for), then the all-reduce of
 // the residual stream is enqueued on every chip's queue and waited for, and the next piece
 // follows. The residual stream is at a_.x before each layer and at a_.x2 between its
 // attention and its experts (an all-reduce's input and output must not overlap).
@@ -1570,18 +1571,34 @@ std::vector<float> RuntimeImpl::run_split(const std::vector<Segment>& segs,
     return logits;
 }
 
-// Runs every chip's batch (its piece of the pass), then the all-reduce of the T rows of the
-// residual stream from `from` to `to` on every chip. Rank 0's figures are the pass's.
+// Runs every chip's batch (its piece of the pass) together, then the all-reduce of the T
+// rows of the residual stream from `from` to `to` on every chip. Rank 0's figures are the
+// pass's.
 void RuntimeImpl::exchange(uint32_t T, Place Activations::*from, Place Activations::*to,
                            const char* label)
 {
     std::vector<RuntimeImpl*> chips = {this};
     for (auto& p : peers_) chips.push_back(p.get());
-    for (RuntimeImpl* c : chips) {
-        c->launch_->cut(label);
-        const ChipTotals t = c->run_batch();
-        if (c == this) last_ += t;
+    // The chips' pieces run together; every started one is waited for before a failure
+    // (a chip gone, a kernel's fault) ends the pass.
+    size_t started = 0;
+    std::exception_ptr failed;
+    try {
+        for (; started < chips.size(); started++) {
+            chips[started]->launch_->cut(label);
+            chips[started]->launch_->start_batch();
+        }
+    } catch (...) {
+        failed = std::current_exception();
     }
+    for (size_t r = 0; r < started; r++) try {
+            RuntimeImpl& c = *chips[r];
+            const ChipTotals t = detail::batch_totals(c.launch_->finish_batch(), c.by_kernel_);
+            if (r == 0) last_ += t;
+        } catch (...) {
+            if (!failed) failed = std::current_exception();
+        }
+    if (failed) std::rethrow_exception(failed);
     std::vector<std::unique_ptr<runtime::Signal>> done;
     for (uint32_t r = 0; r < chips.size(); r++) {
         RuntimeImpl& c = *chips[r];
