@@ -176,9 +176,10 @@ Request parse_request(const Options& o)
                                           "than the {} steps of their generation carry",
                                           r.users, uint64_t{r.users} * k, o.project_out - 1 + k));
     }
-    if (o.tray_chips > 1 && !o.timing_only)
-        throw CLI::ValidationError("--chips", "a model split over chips runs --timing-only "
-                                              "(docs/multichip.md)");
+    if (o.tray_chips > 1 && !o.timing_only && o.device + o.tray_chips > 64)
+        throw CLI::ValidationError("--chips", fmt::format("devices {}..{}: a jal-emu serves at "
+                                                          "most 64 chips",
+                                                          o.device, o.device + o.tray_chips - 1));
     r.model_path = o.model;
     if (!o.timing_only && r.model_path.empty())
         r.model_path = jal::run::default_model_path(o.quiet || o.json);
@@ -210,10 +211,12 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
 
 // Opens the model (or, timing only, its shape) on the device, fills in the default prompt
 // and checks the forced tokens against the vocabulary. `load_s`: the wall time it took.
-std::unique_ptr<jal::model::Runtime> open_runtime(const Options& o, Request& r,
-                                                  jal::runtime::Device& device, double& load_s)
+std::unique_ptr<jal::model::Runtime>
+open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double& load_s,
+             const std::vector<const jal::runtime::Device*>& split)
 {
     jal::model::RuntimeOptions ro;
+    ro.split_devices = split;
     ro.numerics = r.numerics;
     ro.expert_layout = r.expert_layout;
     ro.kv_type = r.kv_type;
@@ -504,6 +507,9 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     j["timing_only"] = o.timing_only;
     j["chips"] = rt.options().tray_chips;       // per-kW figures count this many chips
     j["tray_chips"] = rt.options().tray_chips;  // the same, by its earlier name
+    // The model split over chips (not timing only): the figures are rank 0's chip's.
+    if (!rt.options().split_devices.empty())
+        j["split_chips"] = rt.options().split_devices.size() + 1;
     j["numerics"] = jal::model::numerics_name(r.numerics);
     j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
@@ -594,6 +600,9 @@ void print_prompt_ids(const Options& o, const Request& r)
 std::vector<std::string> emu_arguments(const Options& o)
 {
     std::vector<std::string> args = {"--fw", "native"};
+    // A model split over chips (not --timing-only): a tray holding every chip it runs on.
+    if (!o.timing_only && o.tray_chips > 1)
+        args.insert(args.end(), {"--chips", std::to_string(o.device + o.tray_chips)});
     if (o.trace.empty()) return args;
     const char* env = std::getenv("JAL_EMU_DIR");
     if (!o.emu_dir.empty() || (env && *env))
@@ -631,8 +640,15 @@ int run_on_chip(const Options& o, Request& r)
 {
     jal::tools::EmuLauncher emu("jal-run", o.emu_dir, o.trace.empty(), emu_arguments(o), o.device);
     jal::runtime::Device device(o.device, emu.socket_dir());
+    // --chips N without --timing-only: the model split over devices o.device .. + N − 1.
+    std::vector<std::unique_ptr<jal::runtime::Device>> peers;
+    std::vector<const jal::runtime::Device*> split;
+    for (uint32_t i = 1; !o.timing_only && i < o.tray_chips; i++) {
+        peers.push_back(std::make_unique<jal::runtime::Device>(o.device + i, emu.socket_dir()));
+        split.push_back(peers.back().get());
+    }
     double load_s = 0;
-    std::unique_ptr<jal::model::Runtime> rt = open_runtime(o, r, device, load_s);
+    std::unique_ptr<jal::model::Runtime> rt = open_runtime(o, r, device, load_s, split);
     if (!o.json && !o.quiet) print_banner(o, r, *rt, emu);
 
     Generation g;
@@ -677,10 +693,11 @@ void add_timing_options(CLI::App& app, Options& o)
                    "With --timing-only: gpt-oss-120b (default), gpt-oss-20b, deepseek-r1 or "
                    "kimi-k2.5 (the last two as one chip of an 8-chip tray: --tray-chips)");
     app.add_option("--chips,--tray-chips", o.tray_chips,
-                   "With --timing-only: the chips that run the model together (default 1, 8 "
-                   "for the DeepSeek-V3 shapes), splitting heads, FFNs and experts; this "
-                   "chip's share is modelled, and the exchange between them by the link model "
-                   "(docs/multichip.md)")
+                   "The chips that run the model together (default 1, 8 for the DeepSeek-V3 "
+                   "shapes), splitting heads, FFNs and experts. With --timing-only this chip's "
+                   "share is modelled, and the exchange between them by the link model; "
+                   "without, a GPT-OSS model runs split over devices --device .. + N - 1 of "
+                   "one tray, its partial sums all-reduced by the chips (docs/multichip.md)")
         ->check(CLI::Range(1u, 64u));
     app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
         ->check(CLI::Range(1, 1024));

@@ -1,7 +1,7 @@
 // The exchange between the chips of a tray that runs a model together (jal-run --chips N,
 // RuntimeOptions::tray_chips), priced by the link model: an all-reduce over the chips'
 // switched scale-up planes with the schedule a tuned collective library would pick at that
-// size (emu/fabric/collective_model.hpp, docs/multichip.md "A model over chips").
+// size (emu/fabric/collective_model.hpp, docs/multichip.md "Timing-only projections over chips").
 #pragma once
 
 #include <cstdint>

@@ -84,6 +84,44 @@ TEST_F(TransformerMoeTest, RoutingWithTiedLogits)
         EXPECT_FLOAT_EQ(w[5 * k + j], 0.25f);  // all equal: uniform weights
 }
 
+// Expert parallelism over chips (MoeRoutingConfig::local_experts): the same top k and
+// weights over every expert, then the ids made local to the chip's experts and the weights
+// of the other chips' pairs zeroed; every chip's ids and weights together are the routing.
+TEST_F(TransformerMoeTest, RoutingKeepsTheLocalExpertsOfAChip)
+{
+    const uint32_t rows = 13, n_expert = 32, k = 4, chips = 4, local = n_expert / chips;
+    auto logits = jal::test::random_normal(size_t{rows} * n_expert, 38, 2.0);
+    auto dl = upload(logits, rows, n_expert);
+    const Routing want = routing_ref(logits, rows, n_expert, k);
+    std::vector<double> covered(want.weights.size(), 0.0);
+    for (uint32_t c = 0; c < chips; c++) {
+        auto dids = alloc(rows, k, JAL_DT_I32);
+        auto dw = alloc(rows, k);
+        const jk::MoeRoutingConfig cfg{.n_expert = n_expert,
+                                       .k = k,
+                                       .block_rows = 4,
+                                       .expert_base = c * local,
+                                       .local_experts = local};
+        run(jk::build_moe_routing(cfg), jk::moe_routing_args(cfg, dl.ref, dids.ref, dw.ref),
+            slices(3));
+        const auto ids = download_i32(dids.ref);
+        const auto w = download(dw.ref);
+        for (size_t i = 0; i < ids.size(); i++) {
+            // The global id less the chip's first, as 32 bits (below it: a large unsigned).
+            EXPECT_EQ(static_cast<uint32_t>(ids[i]), static_cast<uint32_t>(want.ids[i]) - c * local)
+                << "chip " << c << " pair " << i;
+            const bool here = static_cast<uint32_t>(want.ids[i]) / local == c;
+            if (here) {
+                EXPECT_NEAR(w[i], want.weights[i], 1e-7 + 1e-5 * want.weights[i]) << "pair " << i;
+                covered[i] += 1;
+            } else {
+                EXPECT_EQ(w[i], 0.0f) << "chip " << c << " pair " << i;
+            }
+        }
+    }
+    for (size_t i = 0; i < covered.size(); i++) EXPECT_EQ(covered[i], 1.0) << "pair " << i;
+}
+
 TEST_F(TransformerMoeTest, CombineWeightsAndSumsEachTokensExperts)
 {
     const uint32_t rows = 9, cols = 2880, k = 4;

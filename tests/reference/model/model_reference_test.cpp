@@ -33,15 +33,15 @@
 
 #include "fixture/emu_process.hpp"
 #include "fixture/run_command.hpp"
+#include "llama_compare.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace jal::test::llama_compare;
 
 constexpr int kSteps = 64;
-constexpr double kMargin = 0.05;  // llama.cpp's top-1/top-2 gap that makes a position decided
-constexpr double kLogprobTol = 0.05;
 
 struct Case {
     const char* preset;
@@ -54,22 +54,6 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os)
 {
     *os << c.preset << ", prompt " << c.prompt_len << ", dense " << c.dense;
-}
-
-std::string ids_csv(const std::vector<int>& ids)
-{
-    std::string s;
-    for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
-    return s;
-}
-
-json run_json(const std::vector<std::string>& argv)
-{
-    jal::test::CommandResult r = jal::test::run_command(argv, {}, std::chrono::minutes(10));
-    if (r.exit_code != 0)
-        throw std::runtime_error(argv[0] + " failed (" + std::to_string(r.exit_code) +
-                                 "): " + r.err);
-    return json::parse(r.out);
 }
 
 // llama.cpp's own spread on this model: other builds of its CPU backend (the x86-64
@@ -99,36 +83,6 @@ std::vector<double> llama_spread(const std::string& model, const std::vector<int
     return spread;
 }
 
-// A position is decided when llama.cpp's top-1/top-2 margin exceeds kMargin plus what its
-// own builds disagree by there.
-bool decided(const json& llama, const std::vector<double>& spread, size_t p)
-{
-    const auto& lp = llama["top_logprobs"][p];
-    return lp[0].get<double>() - lp[1].get<double>() > kMargin + spread[p];
-}
-
-struct Figures {
-    int decided = 0, near_ties = 0, top1_agree = 0;
-    double worst_lp = 0;
-    int worst_at = -1;
-};
-
-Figures compare(const json& llama, const json& jal, const std::vector<double>& spread)
-{
-    Figures f;
-    const auto &lids = llama["top_ids"], &llps = llama["top_logprobs"];
-    const auto &jids = jal["top_ids"], &jlps = jal["top_logprobs"];
-    for (size_t p = 0; p < lids.size(); p++) {
-        (decided(llama, spread, p) ? f.decided : f.near_ties)++;
-        if (lids[p][0] == jids[p][0]) f.top1_agree++;
-        for (size_t k = 0; k < lids[p].size(); k++) {
-            const double d = std::fabs(llps[p][k].get<double>() - jlps[p][k].get<double>());
-            if (d > f.worst_lp) f.worst_lp = d, f.worst_at = static_cast<int>(p);
-        }
-    }
-    return f;
-}
-
 // ggml numerics with an F16 KV cache against llama.cpp with its F16 cache (its default), both
 // teacher-forced on `ids`: figures only (llama.cpp's products then round the queries and the
 // softmax to F16 too, ours keep them F32: docs/model-runtime.md, "KV cache").
@@ -140,34 +94,6 @@ Figures half_cache_figures(const std::string& model, const std::vector<int>& pro
         run_json({JAL_LLAMA_REF_EXE, model, "--prompt-ids", ids_csv(prompt), "--force-ids",
                   ids_csv(ids), "--top", "5", "--json", "--kv-type", "f16"});
     return compare(llama16, jal, spread);
-}
-
-// Free running: our greedy ids should equal llama.cpp's before its first undecided position,
-// and there (a near-tie) ours should be one of its top two.
-struct FreeRun {
-    int same = 0;       // ids equal to llama.cpp's
-    int first_tie = 0;  // llama.cpp's first undecided position
-    bool ok = false;
-};
-
-FreeRun free_running(const json& llama, const std::vector<double>& spread,
-                     const std::vector<int>& ours)
-{
-    const std::vector<int> greedy = llama["tokens"].get<std::vector<int>>();
-    FreeRun f;
-    f.first_tie = kSteps;
-    for (int p = 0; p < kSteps; p++)
-        if (!decided(llama, spread, p)) {
-            f.first_tie = p;
-            break;
-        }
-    while (f.same < kSteps && ours[f.same] == greedy[f.same]) f.same++;
-    f.ok = f.same > f.first_tie || f.same == kSteps;
-    if (f.same == f.first_tie && f.same < kSteps) {
-        const auto& top = llama["top_ids"][f.same];
-        f.ok = ours[f.same] == top[0] || ours[f.same] == top[1];
-    }
-    return f;
 }
 
 // Writes the case's synthetic model (seed 11) and returns its prompt ids (empty if the

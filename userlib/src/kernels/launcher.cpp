@@ -356,9 +356,19 @@ void Launcher::fail_batch(jal_status st, const std::string& message)
 
 BatchReport Launcher::run_batch()
 {
+    start_batch();
+    return finish_batch();
+}
+
+void Launcher::start_batch()
+{
     if (options_.stages) stage_batch();
     prepare_batch_memory();
     submit_batch();
+}
+
+BatchReport Launcher::finish_batch()
+{
     Batch& b = *batch_;
     const jal::runtime::WaitResult w = b.done->wait_zero(std::chrono::minutes(30));
     if (!w.satisfied)

@@ -177,6 +177,12 @@ public:
     // dispatch's status and dispatch_failure_message (kernel, label, dispatch index), or a
     // failed copy's; queues left in error are reset.
     BatchReport run_batch();
+    // run_batch() in two halves: start_batch() submits the batch and returns, finish_batch()
+    // waits for it and reports as run_batch() does. Between them the queue may take other
+    // work (it runs after the batch), and other launchers' batches may start: several
+    // chips' batches then run together. Nothing may be added in between.
+    void start_batch();
+    BatchReport finish_batch();
 
     // Makes at least `n` lane queues.
     void set_lanes(uint32_t n);

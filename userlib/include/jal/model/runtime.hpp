@@ -77,7 +77,7 @@ struct RuntimeOptions {
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
     // Timing only: the chip is one of a tray of `tray_chips` that run every token together
-    // (docs/multichip.md, "A model over chips"; docs/deepseek.md, "Timing-only shapes"): the
+    // (docs/multichip.md, "Timing-only projections over chips"; docs/deepseek.md, "Timing-only shapes"): the
     // attention heads (and DeepSeek-V3's dense FFNs, shared expert) and the LM head split
     // tray_chips ways (tensor parallel), the routed experts too (expert parallel: n_expert /
     // tray_chips on this chip, which serve ⌈n_expert_used / tray_chips⌉ of each token's
@@ -91,6 +91,17 @@ struct RuntimeOptions {
     // rows' logits (a value and an index a row: each chip holds a share of the vocabulary)
     // to its modelled time (ChipTotals::exchange_ns). Unset: the exchange is not modelled.
     std::function<uint64_t(uint64_t bytes)> tray_allreduce_ns;
+    // The model split over several chips that run it together (docs/multichip.md, "A model
+    // over chips"): the chips besides open()'s device, which is rank 0; rank i + 1 is
+    // split_devices[i]. Every chip must reach every other over the fabric (a tray, or a
+    // domain of jal-emu processes), and the devices must outlive the Runtime. Attention is
+    // tensor parallel (each chip n_head_kv / N KV heads with their query heads, its rows of
+    // q·k·v and columns of the output projection), the MoE expert parallel (each chip
+    // n_expert / N experts, the router on every chip), and after each the chips' partial
+    // sums meet in an all-reduce of the residual stream (collectives::Communicator), two a
+    // layer. Rank 0 computes the logits. GPT-OSS only, not with timing_only (whose
+    // projections take tray_chips). Empty: one chip.
+    std::vector<const runtime::Device*> split_devices;
     // Called while weights upload: bytes done, of total.
     std::function<void(uint64_t done, uint64_t total)> progress;
 };

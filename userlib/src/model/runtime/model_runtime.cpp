@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/collectives.hpp>
 #include <jal/hw/chip.h>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/embedding.hpp>
@@ -162,12 +164,27 @@ struct Layer {
 
 struct Activations {
     Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    Place x2;  // split over chips: the residual stream between the two all-reduces of a layer
+};
+
+// The model split over chips (RuntimeOptions::split_devices): this chip's rank of `chips`.
+struct Split {
+    uint32_t rank = 0, chips = 1;
+};
+
+// Rows [first, first + count) of a tensor of `total` rows (an F32 vector: elements).
+struct RowSlice {
+    std::string name;
+    uint32_t total, first, count;
 };
 
 class RuntimeImpl final : public Runtime {
 public:
     RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
-                const runtime::Device& device, const RuntimeOptions& options);
+                const runtime::Device& device, const RuntimeOptions& options, Split split = {});
+    // Rank 0 of a split: opens the other chips' shares of the model at `path` and the
+    // communicator over all of them.
+    void open_peers(const std::string& path, const RuntimeOptions& options);
 
     const GptOssConfig& config() const override { return model_; }
     const RuntimeOptions& options() const override { return o_; }
@@ -251,14 +268,22 @@ private:
                      uint32_t kdim, uint32_t experts, jal_dtype dtype);
     void plan_vec(Vec& v, const GgufTensor* t, uint64_t bytes);
     void plan_vec(Vec& v, const std::byte* data, uint64_t bytes);
-    // The named tensors' bytes one after another, kept for the upload (nullptr without a
-    // file). Throws unless they add up to `bytes`.
-    const std::byte* concat(std::initializer_list<std::string> names, uint64_t bytes);
+    // The slices' bytes one after another, kept for the upload (nullptr without a file).
+    // Throws unless they add up to `bytes`.
+    const std::byte* slice_rows(std::initializer_list<RowSlice> slices, uint64_t bytes);
+    // Columns [first, first + count) of every one of the `rows` rows of a `cols`-column
+    // matrix (this chip's share of the output projection), kept for the upload.
+    const std::byte* slice_columns(const std::string& name, uint32_t rows, uint32_t cols,
+                                   uint32_t first, uint32_t count, jal_dtype dtype);
+    // This chip's experts' part of a tensor stacked by expert (`bytes` of it; nullptr
+    // without a file).
+    const std::byte* local_experts(const std::string& name, uint64_t bytes);
     std::vector<std::vector<std::byte>> owned_;
     // Planning (the constructor): where everything goes in the placement.
     using KvCaches = std::vector<std::vector<std::vector<Place>>>;  // [slot][layer][KV head]
     const GgufTensor* tensor(const std::string& name) const;        // nullptr without a file
     void shard_for_tray();
+    void shard_for_chips();
     void plan_weights();
     void plan_embedding();
     void plan_layer(Layer& L, uint32_t il);
@@ -309,6 +334,20 @@ private:
     bool attention_appends(const Segment& sg) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
+    // The layer's two halves on the residual stream at x: the attention (x += its output
+    // projection) and the mixture of experts (x += Σ w·e). Split over chips, rank 0 adds
+    // its partial sums (and the biases) to x, the other ranks write theirs over x.
+    void add_attention_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                             const GraphKernels& g, uint64_t x);
+    void add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x);
+    // The pass's inputs and its embedding into the batch.
+    void add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos);
+    // run() over the chips of a split (rank 0): a dispatch on every chip up to each
+    // exchange, then the all-reduce of the residual stream's T rows from `from` to `to`.
+    std::vector<float> run_split(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                                 std::span<const int32_t> pos, uint32_t out_row0,
+                                 uint32_t out_rows);
+    void exchange(uint32_t T, Place Activations::*from, Place Activations::*to, const char* label);
     void add_attention(uint32_t il, const std::vector<Segment>& segs, const GraphKernels& g,
                        bool rope);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
@@ -399,17 +438,25 @@ private:
     std::vector<std::pair<Place, const Vec*>> vec_uploads_;
     uint64_t weight_bytes_ = 0;
     ChipTotals last_, total_;
+    // Split over chips: this chip's rank, its experts [expert0_, expert0_ + experts_) of
+    // c_.n_expert (every expert on one chip), and on rank 0 the other chips' runtimes and
+    // the communicator (declared last: destroyed before the queues and contexts it uses).
+    Split split_;
+    uint32_t expert0_ = 0, experts_ = 0;
+    std::vector<std::unique_ptr<RuntimeImpl>> peers_;
+    std::unique_ptr<collectives::Communicator> comm_;
 };
 
 RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& config,
-                         const runtime::Device& device, const RuntimeOptions& options)
+                         const runtime::Device& device, const RuntimeOptions& options, Split split)
     : file_(std::move(file)), model_(config), c_(config), o_(options), device_(device),
-      context_(device), placement_(1)
+      context_(device), placement_(1), split_(split)
 {
     const jal_identify id = device.identify();
     const uint32_t usable = std::max<uint32_t>(1, id.slices_enabled);
     S_ = o_.slices ? o_.slices : (o_.timing_only ? usable : std::min<uint32_t>(8, usable));
     shard_for_tray();
+    shard_for_chips();
     if (S_ > usable || S_ > 64)
         throw Error(
             JAL_STATUS_INVALID_FIELD,
@@ -449,8 +496,55 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     launch_ = std::make_unique<k::Launcher>(device_, context_, *queue_, lo);
 
     upload_tables(caches);
+    if (split_.chips > 1) {
+        // Rows of pairs whose expert is on another chip are never written but are added
+        // with weight 0 (MoeRoutingConfig::local_experts): finite from the start.
+        const std::vector<std::byte> zeros(a_.eo.bytes);
+        launch_->upload(va(a_.eo), zeros.data(), zeros.size());
+    }
     run_batch();
     if (!o_.timing_only) upload_weights();
+}
+
+// This chip's share of a model split over chips (RuntimeOptions::split_devices): n_head_kv /
+// N KV heads with their query heads (tensor parallel attention) and n_expert / N experts
+// (expert parallel MoE; the router keeps all of them). Its experts are split by experts over
+// its slices only: the rows layout's fused routing would not know which experts are local.
+void RuntimeImpl::shard_for_chips()
+{
+    const uint32_t n = split_.chips;
+    experts_ = c_.n_expert;
+    if (n == 1) return;
+    if (o_.timing_only || o_.tray_chips != 1)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: split_devices runs the model over chips; timing-only "
+                    "projections take tray_chips");
+    if (c_.n_head_kv % n || c_.n_expert % n)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: {} KV heads and {} experts do not split over {} "
+                                "chips",
+                                c_.n_head_kv, c_.n_expert, n));
+    c_.n_head /= n;
+    c_.n_head_kv /= n;
+    experts_ = c_.n_expert / n;
+    expert0_ = split_.rank * experts_;
+    o_.expert_layout = ExpertLayout::experts;
+}
+
+void RuntimeImpl::open_peers(const std::string& path, const RuntimeOptions& options)
+{
+    RuntimeOptions po = options;
+    po.split_devices.clear();
+    po.progress = nullptr;  // rank 0's upload reports
+    std::vector<collectives::Rank> ranks = {{device_, context_, *queue_}};
+    for (uint32_t r = 1; r < split_.chips; r++) {
+        peers_.push_back(std::make_unique<RuntimeImpl>(GgufFile::open(path), model_,
+                                                       *options.split_devices[r - 1], po,
+                                                       Split{r, split_.chips}));
+        const RuntimeImpl& p = *peers_.back();
+        ranks.emplace_back(p.device_, p.context_, *p.queue_);
+    }
+    comm_ = std::make_unique<collectives::Communicator>(std::move(ranks));
 }
 
 // One chip's share of a tray (RuntimeOptions::tray_chips, timing only): its attention heads
@@ -520,23 +614,47 @@ void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
     };
     vec(L.attn_norm, n("attn_norm.weight"), E4);
     vec(L.post_norm, n("post_attention_norm.weight"), E4);
+    // This chip's heads (all of them on one chip): query heads [h0, h0 + n_head), KV heads
+    // [g0, g0 + n_head_kv) of the model's.
+    const uint32_t h0 = split_.rank * c_.n_head, g0 = split_.rank * c_.n_head_kv;
+    const uint32_t hd = c_.head_dim, qrows = model_.n_head * hd, kvrows = model_.n_head_kv * hd;
     const uint64_t qkv_bytes = (qdim_ + 2ull * kvdim_) * 4;
-    plan_vec(L.bqkv, concat({n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias")}, qkv_bytes),
+    plan_vec(L.bqkv,
+             slice_rows({{n("attn_q.bias"), qrows, h0 * hd, qdim_},
+                         {n("attn_k.bias"), kvrows, g0 * hd, kvdim_},
+                         {n("attn_v.bias"), kvrows, g0 * hd, kvdim_}},
+                        qkv_bytes),
              qkv_bytes);
     vec(L.bo, n("attn_output.bias"), E4);
-    vec(L.sinks, n("attn_sinks.weight"), c_.n_head * 4ull);
+    plan_vec(L.sinks,
+             slice_rows({{n("attn_sinks.weight"), model_.n_head, h0, c_.n_head}}, c_.n_head * 4ull),
+             c_.n_head * 4ull);
     vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
-    const uint64_t gate_up_bias = uint64_t{c_.n_expert} * c_.n_ff_exp * 2 * 4;
+    const uint64_t gate_up_bias = uint64_t{experts_} * c_.n_ff_exp * 2 * 4;
     plan_vec(L.b_gate_up,
              interleave_experts({n("ffn_gate_exps.bias"), n("ffn_up_exps.bias")}, gate_up_bias),
              gate_up_bias);
-    vec(L.b_down, n("ffn_down_exps.bias"), uint64_t{c_.n_expert} * c_.n_embd * 4);
+    const uint64_t down_bias = uint64_t{experts_} * c_.n_embd * 4;
+    plan_vec(L.b_down, local_experts(n("ffn_down_exps.bias"), down_bias), down_bias);
     plan_qkv(L, il);
-    L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, kDenseDtype);
+    if (split_.chips > 1) {  // this chip's columns of the output projection
+        const GgufTensor* t = tensor(n("attn_output.weight"));
+        const jal_dtype dt = t ? detail::chip_dtype(t->type, t->name) : kDenseDtype;
+        plan_matrix(L.wo,
+                    slice_columns(n("attn_output.weight"), c_.n_embd, model_.n_head * hd, h0 * hd,
+                                  qdim_, dt),
+                    0, c_.n_embd, qdim_, 0, dt);
+    } else {
+        L.wo = matrix(n("attn_output.weight").c_str(), c_.n_embd, qdim_, 0, kDenseDtype);
+    }
     L.router = matrix(n("ffn_gate_inp.weight").c_str(), c_.n_expert, c_.n_embd, 0, kDenseDtype);
     plan_gate_up(L, il);
-    L.down = matrix(n("ffn_down_exps.weight").c_str(), c_.n_embd, c_.n_ff_exp, c_.n_expert,
-                    JAL_DT_MXFP4);
+    const std::string down = n("ffn_down_exps.weight");
+    const GgufTensor* t = tensor(down);
+    const jal_dtype dt = t ? detail::chip_dtype(t->type, t->name) : JAL_DT_MXFP4;
+    const uint64_t down_bytes = lin::packed_row_bytes(dt, c_.n_ff_exp) * c_.n_embd * experts_;
+    plan_matrix(L.down, local_experts(down, down_bytes), down_bytes, c_.n_embd, c_.n_ff_exp,
+                experts_, dt);
 }
 
 // Each expert's gate and up rows as one expert of 2·n_ff rows (one expert GEMM gives both
@@ -555,9 +673,9 @@ void RuntimeImpl::plan_gate_up(Layer& L, uint32_t il)
                                     names[0], names[1]));
     }
     const uint32_t rows = 2 * c_.n_ff_exp;
-    const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows * c_.n_expert;
+    const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows * experts_;
     plan_matrix(L.gate_up, interleave_experts({names[0], names[1]}, bytes), bytes, rows, c_.n_embd,
-                c_.n_expert, dt);
+                experts_, dt);
 }
 
 // q, k and v fused into one matrix (one GEMM); they must share a type.
@@ -578,8 +696,14 @@ void RuntimeImpl::plan_qkv(Layer& L, uint32_t il)
     }
     const uint32_t rows = qdim_ + 2 * kvdim_;
     const uint64_t bytes = lin::packed_row_bytes(dt, c_.n_embd) * rows;
-    plan_matrix(L.wqkv, concat({names[0], names[1], names[2]}, bytes), bytes, rows, c_.n_embd, 0,
-                dt);
+    // This chip's heads' rows (every row on one chip).
+    const uint32_t hd = c_.head_dim, q0 = split_.rank * qdim_, kv0 = split_.rank * kvdim_;
+    plan_matrix(L.wqkv,
+                slice_rows({{names[0], model_.n_head * hd, q0, qdim_},
+                            {names[1], model_.n_head_kv * hd, kv0, kvdim_},
+                            {names[2], model_.n_head_kv * hd, kv0, kvdim_}},
+                           bytes),
+                bytes, rows, c_.n_embd, 0, dt);
 }
 
 // RoPE tables (YaRN as llama.cpp computes it), replicated: every slice gathers rows.
@@ -704,6 +828,7 @@ void RuntimeImpl::plan_activations()
     a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
+    if (split_.chips > 1) a_.x2 = placement_.reserve(I, T * E4);
 }
 
 // Small tables onto the Launcher's batch: the shard tables and the KV head tables (written
@@ -797,16 +922,57 @@ const std::byte* RuntimeImpl::keep(std::vector<std::byte>&& out, const std::stri
     return owned_.back().data();
 }
 
-const std::byte* RuntimeImpl::concat(std::initializer_list<std::string> names, uint64_t bytes)
+const std::byte* RuntimeImpl::slice_rows(std::initializer_list<RowSlice> slices, uint64_t bytes)
 {
     if (!file_) return nullptr;
     std::vector<std::byte> out;
     out.reserve(bytes);
-    for (const std::string& nm : names) {
-        const GgufTensor& t = file_->tensor(nm);
-        out.insert(out.end(), t.data.begin(), t.data.end());
+    for (const RowSlice& sl : slices) {
+        const GgufTensor& t = file_->tensor(sl.name);
+        const size_t row = t.data.size() / sl.total;
+        if (row * sl.total != t.data.size() || sl.first + sl.count > sl.total)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("model runtime: '{}' does not hold rows {}..{} of {}", sl.name,
+                                    sl.first, sl.first + sl.count, sl.total));
+        out.insert(out.end(), t.data.begin() + sl.first * row,
+                   t.data.begin() + (sl.first + sl.count) * row);
     }
-    return keep(std::move(out), *names.begin(), bytes);
+    return keep(std::move(out), slices.begin()->name, bytes);
+}
+
+const std::byte* RuntimeImpl::slice_columns(const std::string& name, uint32_t rows, uint32_t cols,
+                                            uint32_t first, uint32_t count, jal_dtype dtype)
+{
+    const uint64_t row = lin::packed_row_bytes(dtype, cols),
+                   part = lin::packed_row_bytes(dtype, count);
+    if (!part || first % count)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: '{}' (type {}) does not split into columns of {} "
+                                "(whole blocks a chip)",
+                                name, int(dtype), count));
+    if (!file_) return nullptr;
+    const GgufTensor& t = file_->tensor(name);
+    if (t.data.size() != row * rows)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' has {} bytes, expected {}", name,
+                                t.data.size(), row * rows));
+    std::vector<std::byte> out;
+    out.reserve(part * rows);
+    const uint64_t at = part * (first / count);
+    for (uint32_t r = 0; r < rows; r++)
+        out.insert(out.end(), t.data.begin() + r * row + at, t.data.begin() + r * row + at + part);
+    return keep(std::move(out), name, part * rows);
+}
+
+const std::byte* RuntimeImpl::local_experts(const std::string& name, uint64_t bytes)
+{
+    if (!file_) return nullptr;
+    const GgufTensor& t = file_->tensor(name);
+    if (t.data.size() != bytes / experts_ * c_.n_expert)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: tensor '{}' has {} bytes, expected {}", name,
+                                t.data.size(), bytes / experts_ * c_.n_expert));
+    return t.data.data() + bytes / experts_ * expert0_;
 }
 
 const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::string> names,
@@ -816,7 +982,7 @@ const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::stri
     const uint32_t E = c_.n_expert;
     std::vector<std::byte> out;
     out.reserve(bytes);
-    for (uint32_t e = 0; e < E; e++)
+    for (uint32_t e = expert0_; e < expert0_ + experts_; e++)
         for (const std::string& nm : names) {
             const GgufTensor& t = file_->tensor(nm);
             const size_t part = t.data.size() / E;
@@ -1137,9 +1303,12 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
                             a.kv_dtype = kv_dtype_;
                             return k::build_kv_append(a);
                         });
-    g.route = &program(fmt::format("route e{} k{} b{}", c_.n_expert, K, br), [&] {
+    const bool split = split_.chips > 1;
+    const std::string local = split ? fmt::format(" local{}+{}", expert0_, experts_) : "";
+    g.route = &program(fmt::format("route e{} k{} b{}{}", c_.n_expert, K, br, local), [&] {
         k::MoeRoutingConfig r;
         r.n_expert = c_.n_expert, r.k = K, r.block_rows = br;
+        if (split) r.expert_base = expert0_, r.local_experts = experts_;
         return k::build_moe_routing(r);
     });
     g.swiglu = &program(fmt::format("swiglu f{} b{}", c_.n_ff_exp, brk), [&] {
@@ -1147,11 +1316,15 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
         w.cols = c_.n_ff_exp, w.block_rows = brk;
         return k::build_swiglu_oai(w);
     });
-    g.combine = &program(fmt::format("combine+res c{} k{} b{}", c_.n_embd, K, br), [&] {
-        k::MoeCombineConfig m;
-        m.cols = c_.n_embd, m.k = K, m.block_rows = br, m.residual = true;
-        return k::build_moe_combine(m);
-    });
+    // Split over chips, rank 0 adds its experts' sum to the residual, the others write theirs.
+    const bool residual = split_.rank == 0;
+    g.combine = &program(
+        fmt::format("combine{} c{} k{} b{}", residual ? "+res" : "", c_.n_embd, K, br), [&] {
+            k::MoeCombineConfig m;
+            m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+            m.residual = residual;
+            return k::build_moe_combine(m);
+        });
     return g;
 }
 
@@ -1240,12 +1413,17 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
 void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                             const GraphKernels& g)
 {
+    add_attention_block(il, T, segs, g, va(a_.x));
+    add_moe_block(il, T, g, va(a_.x));
+}
+
+void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                                      const GraphKernels& g, uint64_t x)
+{
     const uint64_t E4 = uint64_t{c_.n_embd} * 4, Q4 = uint64_t{qdim_} * 4,
                    KV4 = uint64_t{kvdim_} * 4;
     const uint64_t QKV4 = Q4 + 2 * KV4;
-    const uint32_t K = c_.n_expert_used;
-    const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
-    const uint64_t x = va(a_.x), q = va(a_.q), at = va(a_.attn);
+    const uint64_t q = va(a_.q), at = va(a_.attn);
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
@@ -1263,10 +1441,20 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
         add(*g.rope, rows_mask(T),
             {q, QKV4, T, va(a_.pos), 0, va(rope_cos_.place), va(rope_sin_.place)}, "rope_qk");
     add_attention(il, segs, g, rope_in_attention);
-    // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo.
+    // The residual add in the output projection's epilogue: x += attn·Woᵀ + bo. Split over
+    // chips, the other ranks write their heads' share alone (the all-reduce adds them).
     const jal_dtype at_dt = attn_dtype(il, T);
-    gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), &Ly.bo, x, E4, "attn_output", nullptr,
-         true, at_dt);
+    const bool lead = split_.rank == 0;
+    gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
+         "attn_output", nullptr, lead, at_dt);
+}
+
+void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x)
+{
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    const uint32_t K = c_.n_expert_used;
+    const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
+    const Layer& Ly = layers_[il];
     gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
@@ -1301,9 +1489,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 
-std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
-                                    std::span<const int32_t> tokens, std::span<const int32_t> pos,
-                                    uint32_t out_row0, uint32_t out_rows)
+void RuntimeImpl::add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos)
 {
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
@@ -1320,6 +1506,16 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
         add(code, all_mask_, {va(a_.tokens), va(embd_.place), embd_m_.row_bytes, va(a_.x), E4},
             "embedding");
     }
+}
+
+std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
+                                    std::span<const int32_t> tokens, std::span<const int32_t> pos,
+                                    uint32_t out_row0, uint32_t out_rows)
+{
+    if (!peers_.empty()) return run_split(segs, tokens, pos, out_row0, out_rows);
+    const uint32_t T = static_cast<uint32_t>(tokens.size());
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    add_embedding(tokens, pos);
     const GraphKernels g = graph_kernels(T);
     // With o_.staged the whole pass is one staged dispatch (split only where a program would
     // pass the code-object limit): a dispatch boundary costs the command processor's start
@@ -1337,6 +1533,87 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     last_ += run_batch();
     last_ += detail::tray_exchange(o_, c_.n_layer, E4, T, out_rows);
     return logits;
+}
+
+// The pass over the chips of a split, in pieces cut at the exchanges: each chip's dispatch
+// up to an exchange runs (all chips together, each waited for), then the all-reduce of
+// the residual stream is enqueued on every chip's queue and waited for, and the next piece
+// follows. The residual stream is at a_.x before each layer and at a_.x2 between its
+// attention and its experts (an all-reduce's input and output must not overlap).
+std::vector<float> RuntimeImpl::run_split(const std::vector<Segment>& segs,
+                                          std::span<const int32_t> tokens,
+                                          std::span<const int32_t> pos, uint32_t out_row0,
+                                          uint32_t out_rows)
+{
+    const uint32_t T = static_cast<uint32_t>(tokens.size());
+    const uint64_t E4 = uint64_t{c_.n_embd} * 4;
+    std::vector<RuntimeImpl*> chips = {this};
+    for (auto& p : peers_) chips.push_back(p.get());
+    std::vector<GraphKernels> g;
+    for (RuntimeImpl* c : chips) {
+        c->add_embedding(tokens, pos);
+        g.push_back(c->graph_kernels(T));
+    }
+    for (uint32_t il = 0; il < c_.n_layer; il++) {
+        for (size_t r = 0; r < chips.size(); r++)
+            chips[r]->add_attention_block(il, T, segs, g[r], chips[r]->va(chips[r]->a_.x));
+        exchange(T, &Activations::x, &Activations::x2, "attention");
+        for (size_t r = 0; r < chips.size(); r++)
+            chips[r]->add_moe_block(il, T, g[r], chips[r]->va(chips[r]->a_.x2));
+        exchange(T, &Activations::x2, &Activations::x, "experts");
+    }
+    gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
+         "output", &out_norm_);
+    launch_->cut("output");
+    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
+    launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
+    last_ += run_batch();
+    return logits;
+}
+
+// Runs every chip's batch (its piece of the pass) together, then the all-reduce of the T
+// rows of the residual stream from `from` to `to` on every chip. Rank 0's figures are the
+// pass's.
+void RuntimeImpl::exchange(uint32_t T, Place Activations::*from, Place Activations::*to,
+                           const char* label)
+{
+    std::vector<RuntimeImpl*> chips = {this};
+    for (auto& p : peers_) chips.push_back(p.get());
+    // The chips' pieces run together; every started one is waited for before a failure
+    // (a chip gone, a kernel's fault) ends the pass.
+    size_t started = 0;
+    std::exception_ptr failed;
+    try {
+        for (; started < chips.size(); started++) {
+            chips[started]->launch_->cut(label);
+            chips[started]->launch_->start_batch();
+        }
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    for (size_t r = 0; r < started; r++) try {
+            RuntimeImpl& c = *chips[r];
+            const ChipTotals t = detail::batch_totals(c.launch_->finish_batch(), c.by_kernel_);
+            if (r == 0) last_ += t;
+        } catch (...) {
+            if (!failed) failed = std::current_exception();
+        }
+    if (failed) std::rethrow_exception(failed);
+    std::vector<std::unique_ptr<runtime::Signal>> done;
+    for (uint32_t r = 0; r < chips.size(); r++) {
+        RuntimeImpl& c = *chips[r];
+        done.push_back(std::make_unique<runtime::Signal>(c.device_, 1));
+        comm_->all_reduce(r, c.va(c.a_.*from), c.va(c.a_.*to), uint64_t{T} * c_.n_embd, JAL_DT_F32,
+                          done.back()->get());
+    }
+    for (uint32_t r = 0; r < chips.size(); r++) {
+        const auto w = done[r]->wait_zero(std::chrono::minutes(2));
+        const jal_status st = w.satisfied ? static_cast<jal_status>(w.status) : JAL_STATUS_TIMEOUT;
+        if (st != JAL_STATUS_OK)
+            throw Error(st, fmt::format("model runtime: the all-reduce after the {} failed on "
+                                        "chip {} of the split",
+                                        label, r));
+    }
 }
 
 void RuntimeImpl::check_prompt(int seq, std::span<const int32_t> tokens) const
@@ -1472,11 +1749,21 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runti
     GgufFile file = GgufFile::open(gguf_path);
     if (file.find_string("general.architecture") ==
         std::optional<std::string_view>(kDeepseekArch)) {
+        if (!options.split_devices.empty())
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        "model runtime: a DeepSeek-V3 model does not run split over chips yet "
+                        "(split_devices); its timing-only shapes take tray_chips");
         const DeepseekConfig config = read_deepseek_config(file);
         return std::make_unique<detail::DeepseekRuntime>(std::move(file), config, device, options);
     }
     GptOssConfig config = read_gpt_oss_config(file);
-    return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
+    if (options.split_devices.empty())
+        return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
+    const uint32_t chips = static_cast<uint32_t>(options.split_devices.size()) + 1;
+    auto rt =
+        std::make_unique<RuntimeImpl>(std::move(file), config, device, options, Split{0, chips});
+    rt->open_peers(gguf_path, options);
+    return rt;
 }
 
 std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
@@ -1486,6 +1773,10 @@ std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
     if (!options.timing_only)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "model runtime: a model without weights runs in timing-only mode only");
+    if (!options.split_devices.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a shape without weights is not split over chips "
+                    "(split_devices); its projections take tray_chips");
     return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
 }
 
@@ -1496,6 +1787,10 @@ std::unique_ptr<Runtime> Runtime::open_shape(const DeepseekConfig& config,
     if (!options.timing_only)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "model runtime: a model without weights runs in timing-only mode only");
+    if (!options.split_devices.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a shape without weights is not split over chips "
+                    "(split_devices); its projections take tray_chips");
     return std::make_unique<detail::DeepseekRuntime>(std::nullopt, config, device, options);
 }
 

@@ -27,6 +27,14 @@ struct JAL_API MoeRoutingConfig {
     uint32_t n_expert = 0;    // 32 (gpt-oss-20b), 128 (120b)
     uint32_t k = 4;           // experts used per token
     uint32_t block_rows = 0;  // 0 = as many as fit (<= 64)
+    // Expert parallelism over chips (docs/multichip.md, "A model over chips"): this chip
+    // holds experts [expert_base, expert_base + local_experts) of n_expert. The top k are
+    // chosen and weighted over all n_expert as without it; then each id is written local
+    // (id - expert_base), and a pair whose expert is on another chip keeps an id outside
+    // [0, local_experts) (the expert GEMMs skip it) and weight 0 (the combine adds nothing
+    // for it). 0: every expert is local.
+    uint32_t expert_base = 0;
+    uint32_t local_experts = 0;
     uint32_t rows_per_block() const;
 };
 

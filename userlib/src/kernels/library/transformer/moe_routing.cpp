@@ -14,11 +14,44 @@ uint32_t MoeRoutingConfig::rows_per_block() const
     return block_rows ? block_rows : rows_that_fit(4ull * (n_expert + 2 * k + 2), kL1Budget, 64);
 }
 
+namespace {
+
+// MoeRoutingConfig::local_experts: the n rows' ids made local, the weights of pairs whose
+// expert is on another chip zeroed.
+void keep_local_experts(Builder& b, const MoeRoutingConfig& cfg, T ti, T tw, X n)
+{
+    X base = constant(b, cfg.expert_base);
+    X local = constant(b, cfg.local_experts);
+    X zero{};  // x0 reads 0: the F32 bits of 0.0
+    b.for_range(zero, n, 1, [&](X r) {
+        X id = b.x();
+        for (uint32_t j = 0; j < cfg.k; j++) {
+            Label here = b.label();
+            b.tread(id, ti, r, static_cast<int32_t>(j));
+            b.sub(id, id, base);
+            b.twrite(id, ti, r, static_cast<int32_t>(j));
+            b.bltu(id, local, here);  // below expert_base wraps to a large unsigned value
+            b.twrite(zero, tw, r, static_cast<int32_t>(j));
+            b.bind(here);
+        }
+        b.free(id);
+    });
+    b.free(local);
+    b.free(base);
+}
+
+}  // namespace
+
 CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
 {
-    const std::string name =
+    std::string name =
         "moe_routing_e" + std::to_string(cfg.n_expert) + "_k" + std::to_string(cfg.k);
+    if (cfg.local_experts)
+        name +=
+            "_local" + std::to_string(cfg.expert_base) + "+" + std::to_string(cfg.local_experts);
     require(cfg.k > 0 && cfg.k <= cfg.n_expert, name, "k must be in 1..n_expert");
+    require(uint64_t{cfg.expert_base} + cfg.local_experts <= cfg.n_expert, name,
+            "the local experts must be among n_expert");
     const uint32_t R = cfg.rows_per_block();
     Builder b(name);
 
@@ -50,6 +83,7 @@ CodeObject build_moe_routing(const MoeRoutingConfig& cfg)
         b.tdesc(ts, l1_s, n, one, JAL_DT_F32);
         load_rows(b, tl, addr, row0, logits, logits_stride, q);
         linear::detail::emit_topk_softmax(b, tl, ti, tw, tm, ts, cfg.k);
+        if (cfg.local_experts) keep_local_experts(b, cfg, ti, tw, n);
         b.mul(addr, row0, k_bytes);
         X waddr = b.x();
         b.add(waddr, addr, weights);
