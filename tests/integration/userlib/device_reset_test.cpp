@@ -2,6 +2,7 @@
 // another process resets the chip (jalctl reset, or the firmware watchdog), and the client
 // learns it from JAL_STATUS_DEVICE_RESET, releases its handles and carries on with a
 // re-opened device. jalctl reset refuses while the client is attached and lists it.
+#include <algorithm>
 #include <future>
 #include <string>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <jal/hw/admin.h>
+#include <jal/hw/events.h>
+#include <jal/hw/mgmt.h>
 #include <jal/jal.hpp>
 
 #include "fixture/emu_process.hpp"
@@ -181,11 +184,29 @@ TEST_F(DeviceResetTest, WatchdogResetWakesAPendingWait)
 
 TEST_F(DeviceResetTest, JalctlResetWithoutOtherClientsNeedsNoForce)
 {
+    {
+        jal::ChipFunction booted = open_ready();
+    }  // the first boot is done (its events logged) before the reset, and nothing is attached
     CommandResult r = jalctl({"reset", "--json", "--timeout", kBootWait});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     json doc = json::parse(r.out);
     EXPECT_EQ(doc["refused"], false);
     EXPECT_EQ(doc["clients"].size(), 0u);
+
+    // A warm reset keeps the previous boot's last events: its end comes before the new
+    // boot's start, whose cause is the host (jalctl's reset register).
+    jal::ChipFunction dev = open_ready();
+    const jal::EventLog log = dev.event_log();
+    const auto new_boot =
+        std::find_if(log.events.begin(), log.events.end(), [](const jal_log_event& e) {
+            return e.code == JAL_EVENT_BOOT_START && e.args[0] == JAL_RESET_CAUSE_HOST;
+        });
+    ASSERT_NE(new_boot, log.events.end());
+    EXPECT_EQ(new_boot->args[1], dev.identify().boot_count);
+    const auto old_done = std::find_if(log.events.begin(), new_boot, [](const jal_log_event& e) {
+        return e.code == JAL_EVENT_BOOT_DONE;
+    });
+    EXPECT_NE(old_done, new_boot) << "the previous boot's events are gone";
 }
 
 class FailedChipTest : public jal::test::EmuTest {
