@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -18,7 +19,9 @@
 #include <jal/hw/admin.h>
 #include <jal/hw/events.h>
 #include <jal/hw/isa.h>
+#include <jal/hw/mgmt.h>
 #include <jal/hw/queue.h>
+#include <jal/hw/telemetry.h>
 #include <jal/isa/code_object.hpp>
 #include <jal/jal.hpp>
 
@@ -51,6 +54,19 @@ std::vector<uint8_t> increment_kernel()
                                         I(JAL_OP_LD, 2, 1, 0, 0, 0), I(JAL_OP_ADDI, 2, 2, 0, 0, 1),
                                         I(JAL_OP_ST, 2, 1, 0, 0, 8), I(JAL_OP_END)};
     return jal::isa::encode_code_object("inc", code, 16, JAL_SLICE_L1_BYTES, {});
+}
+
+// Stores 1 at args + 8, then spins until the word at args is not 0: a dispatch that is
+// running for as long as the host wants, and says when it has started.
+std::vector<uint8_t> spin_kernel()
+{
+    const std::vector<uint64_t> code = {I(JAL_OP_MOVSR, 1, 0, 0, 0, JAL_SR_ARGS),
+                                        I(JAL_OP_LI, 2, 0, 0, 0, 1),
+                                        I(JAL_OP_ST, 2, 1, 0, 0, 8),
+                                        I(JAL_OP_LD, 3, 1, 0, 0, 0),
+                                        I(JAL_OP_BEQ, 3, 0, 0, 0, -1),
+                                        I(JAL_OP_END)};
+    return jal::isa::encode_code_object("spin", code, 16, JAL_SLICE_L1_BYTES, {});
 }
 
 // One client's work: a context with a queue, code, a data page and a host buffer.
@@ -133,6 +149,7 @@ protected:
     {
         EmuTest::SetUp();
         admin_.emplace(open_ready());
+        free0_ = admin_->usage().pages_free;
         device_ = std::make_unique<Device>(0, emu().socket_dir());
         victim_ = std::make_unique<Client>(*device_, 1ull << kVictimSlice);
         bystander_ = std::make_unique<Client>(*device_, 1ull << kBystanderSlice);
@@ -178,6 +195,19 @@ protected:
     }
     // Nothing went astray in the firmware's bookkeeping of pages and mappings.
     void expect_no_mmu_errors() { EXPECT_TRUE(events(JAL_EVENT_MMU_ERROR).empty()); }
+    // Both clients let go of everything: every context, queue, allocation and page comes
+    // back, less `retired` pages.
+    void expect_memory_reclaimed(uint32_t retired = 0)
+    {
+        victim_.reset();
+        bystander_.reset();
+        const jal_usage u = admin_->usage();
+        EXPECT_EQ(u.contexts, 0u);
+        EXPECT_EQ(u.queues, 0u);
+        EXPECT_EQ(u.allocations, 0u);
+        EXPECT_EQ(u.pages_free, free0_ - retired);
+        expect_no_mmu_errors();
+    }
 
     // The unrelated context: its copies and a dispatch still work.
     void expect_bystander_unharmed()
@@ -211,6 +241,7 @@ protected:
     std::unique_ptr<Device> device_;
     std::unique_ptr<Client> victim_, bystander_;
     uint32_t log_start_ = 0;
+    uint32_t free0_ = 0;  // pages free before the clients allocated theirs
 };
 
 TEST_F(FaultMatrix, AFailedSliceFailsItsDispatchAndOnlyThat)
@@ -228,6 +259,7 @@ TEST_F(FaultMatrix, AFailedSliceFailsItsDispatchAndOnlyThat)
     EXPECT_EQ(qs.errors, 1u);
     EXPECT_EQ(qs.last_error, static_cast<uint32_t>(JAL_STATUS_HW_FAILED));
     expect_injected(JAL_DEBUG_FAULT_SLICE_FAIL, kVictimSlice);
+    expect_memory_reclaimed();
 }
 
 TEST_F(FaultMatrix, AHungSliceTimesItsDispatchOut)
@@ -240,7 +272,88 @@ TEST_F(FaultMatrix, AHungSliceTimesItsDispatchOut)
     expect_bystander_unharmed();
     EXPECT_EQ(victim_->dispatch(1ull << kVictimSlice, victim_->data.va()), JAL_STATUS_OK);
     expect_injected(JAL_DEBUG_FAULT_SLICE_HANG, kVictimSlice);
+    expect_memory_reclaimed();
 }
+
+// A slice fault injected while a dispatch runs on the slice, with the other context's
+// copies in flight: the running dispatch fails (the fault is no longer armed for the next),
+// its one completion arrives, and everything else goes on.
+class SliceFaultsMidDispatch : public FaultMatrix,
+                               public ::testing::WithParamInterface<uint32_t> {};
+
+TEST_P(SliceFaultsMidDispatch, TheRunningDispatchFailsAndNothingElse)
+{
+    Client& v = *victim_;
+    const uint64_t slice = 1ull << kVictimSlice;
+    Memory spin(v.ctx, kPage, JAL_PLACE_SLICE, slice), flag(v.ctx, kPage, JAL_PLACE_SLICE, slice);
+    HostBuffer hb(*device_, 2 * kPage);
+    Queue side(v.ctx, 64);  // reads and writes the flag while the victim's queue is busy
+    auto side_copy = [&](bool to_device, uint64_t va, size_t off) {
+        Signal s(*device_, 1);
+        if (to_device)
+            side.copy_to_device(va, hb, off, 8, &s);
+        else
+            side.copy_to_host(hb, off, va, 8, &s);
+        return s.wait_zero(kWait).status;
+    };
+    const auto obj = spin_kernel();
+    std::memcpy(hb.data(), obj.data(), obj.size());
+    {
+        Signal s(*device_, 2);
+        side.copy_to_device(spin.va(), hb, 0, obj.size(), &s);
+        std::memset(hb.data() + kPage, 0, 16);
+        side.copy_to_device(flag.va(), hb, kPage, 16, &s);
+        ASSERT_EQ(s.wait_zero(kWait).status, JAL_STATUS_OK);
+    }
+
+    jal_dispatch_desc d{};
+    d.code_object = spin.va();
+    d.slice_mask = slice;
+    d.args = flag.va();
+    d.report = hb.bus_addr() + kPage + 64;
+    Signal done(*device_, 1);
+    v.queue.dispatch(d, &done);
+    auto bystander = std::async(std::launch::async, [&] { return bystander_->round_trip(12); });
+    // The kernel has started once it stored its mark: inject then, and only then let it end.
+    ASSERT_TRUE(until([&] {
+        uint64_t mark = 0;
+        EXPECT_EQ(side_copy(false, flag.va() + 8, kPage + 8), JAL_STATUS_OK);
+        std::memcpy(&mark, hb.data() + kPage + 8, 8);
+        return mark == 1;
+    })) << "the spinning kernel never started";
+    ASSERT_EQ(inject(GetParam(), kVictimSlice), JAL_STATUS_OK);
+    const uint64_t one = 1;
+    std::memcpy(hb.data() + kPage, &one, 8);
+    ASSERT_EQ(side_copy(true, flag.va(), kPage), JAL_STATUS_OK);
+
+    const WaitResult r = done.wait_zero(kWait);
+    EXPECT_TRUE(r.satisfied) << "lost completion";
+    EXPECT_EQ(done.value(), 0) << "a completion counted twice";
+    const jal_status want =
+        GetParam() == JAL_DEBUG_FAULT_SLICE_HANG ? JAL_STATUS_TIMEOUT : JAL_STATUS_HW_FAILED;
+    EXPECT_EQ(r.status, want);
+    jal_dispatch_report rep;
+    std::memcpy(&rep, hb.data() + kPage + 64, sizeof rep);
+    EXPECT_EQ(rep.status, static_cast<uint32_t>(want));
+    EXPECT_EQ(rep.fault_slice, 0u);
+    // The slice's fault, not the kernel's (an exhausted budget would name LD or BEQ).
+    EXPECT_EQ(rep.fault_opcode, 0u);
+    EXPECT_EQ(rep.fault_pc, 0u);
+    EXPECT_EQ(bystander.get(), JAL_STATUS_OK);
+
+    // The fault was taken by the running dispatch: the next one on the slice runs.
+    EXPECT_EQ(v.dispatch(slice, v.data.va()), JAL_STATUS_OK);
+    expect_bystander_unharmed();
+    expect_injected(GetParam(), kVictimSlice);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, SliceFaultsMidDispatch,
+                         ::testing::Values(uint32_t{JAL_DEBUG_FAULT_SLICE_FAIL},
+                                           uint32_t{JAL_DEBUG_FAULT_SLICE_HANG}),
+                         [](const auto& info) {
+                             return std::string(info.param == JAL_DEBUG_FAULT_SLICE_FAIL ? "Fail"
+                                                                                         : "Hang");
+                         });
 
 TEST_F(FaultMatrix, SliceFaultsOutsideTheChipAreRefused)
 {
@@ -267,6 +380,7 @@ TEST_F(FaultMatrix, ADeadLaneIsRepairedWithASpareAndTheDataStays)
     EXPECT_EQ(victim_->round_trip(4), JAL_STATUS_OK);
     expect_bystander_unharmed();
     expect_injected(JAL_DEBUG_FAULT_HBM_LANE, channel, 9);
+    expect_memory_reclaimed();
 }
 
 TEST_F(FaultMatrix, AChannelOutOfSparesLeavesServiceWithItsCapacity)
@@ -307,6 +421,7 @@ TEST_F(FaultMatrix, CorrectableErrorsAreCountedPerChannelAndChipWide)
     EXPECT_EQ(victim_->round_trip(5), JAL_STATUS_OK);
     expect_bystander_unharmed();
     expect_injected(JAL_DEBUG_FAULT_ECC_CORRECTED, 18, 2);
+    expect_memory_reclaimed();
 }
 
 TEST_F(FaultMatrix, AnUncorrectableErrorPoisonsThePageAndRetiresIt)
@@ -338,10 +453,13 @@ TEST_F(FaultMatrix, AnUncorrectableErrorPoisonsThePageAndRetiresIt)
     const jal_usage u1 = admin_->usage();
     EXPECT_EQ(u1.pages_free, u0.pages_free + 1) << "code page back, data page retired";
     expect_no_mmu_errors();
-    Client again(*device_, 1ull << kVictimSlice);
-    EXPECT_NE(again.data.placement().at(0).phys, phys);
-    EXPECT_NE(again.code.placement().at(0).phys, phys);
-    EXPECT_EQ(again.round_trip(7), JAL_STATUS_OK);
+    {
+        Client again(*device_, 1ull << kVictimSlice);
+        EXPECT_NE(again.data.placement().at(0).phys, phys);
+        EXPECT_NE(again.code.placement().at(0).phys, phys);
+        EXPECT_EQ(again.round_trip(7), JAL_STATUS_OK);
+    }
+    expect_memory_reclaimed(1);
 }
 
 TEST_F(FaultMatrix, AmbientAndLoadChangeAtRunTime)
@@ -357,7 +475,39 @@ TEST_F(FaultMatrix, AmbientAndLoadChangeAtRunTime)
     expect_bystander_unharmed();
     ASSERT_EQ(inject(JAL_DEBUG_FAULT_LOAD, 0), JAL_STATUS_OK);
     EXPECT_TRUE(until([&] { return admin_->telemetry().power_mw < p0 + 50'000; }));
+    const auto injected = events(JAL_EVENT_DEBUG_FAULT);
+    ASSERT_EQ(injected.size(), 3u);
+    EXPECT_EQ(injected[0].args[0], static_cast<uint32_t>(JAL_DEBUG_FAULT_AMBIENT));
+    EXPECT_EQ(injected[0].args[1], 45000u);
+    EXPECT_EQ(injected[1].args[0], static_cast<uint32_t>(JAL_DEBUG_FAULT_LOAD));
+    EXPECT_EQ(injected[1].args[1], 400u);
     expect_injected(JAL_DEBUG_FAULT_LOAD, 0);
+    expect_memory_reclaimed();
+}
+
+// A hot inlet under a heavy load, at run time: the limiters throttle the clock and the
+// thermal one holds the junction below its limit (no trip), work goes on throttled, and the
+// throttling ends with the load.
+TEST_F(FaultMatrix, AHotInletUnderLoadThrottlesAndWorkGoesOn)
+{
+    ASSERT_EQ(inject(JAL_DEBUG_FAULT_AMBIENT, 60000), JAL_STATUS_OK);
+    ASSERT_EQ(inject(JAL_DEBUG_FAULT_LOAD, 1000), JAL_STATUS_OK);
+    EXPECT_TRUE(until([&] { return admin_->telemetry().limiter == JAL_LIMITER_THERMAL; }));
+    const jal_telemetry hot = admin_->telemetry();
+    EXPECT_LT(hot.clock_mhz, JAL_CLOCK_MAX_MHZ);
+    EXPECT_LT(hot.temp_junction_mc, JAL_TEMP_CRITICAL_MC);
+    EXPECT_GE(hot.throttle_events, 1u);
+    EXPECT_FALSE(events(JAL_EVENT_THROTTLE_BEGIN).empty());
+    EXPECT_EQ(victim_->round_trip(13), JAL_STATUS_OK);
+    EXPECT_EQ(victim_->dispatch(1ull << kVictimSlice, victim_->data.va()), JAL_STATUS_OK);
+    expect_bystander_unharmed();
+
+    ASSERT_EQ(inject(JAL_DEBUG_FAULT_LOAD, 0), JAL_STATUS_OK);
+    EXPECT_TRUE(until([&] { return !events(JAL_EVENT_THROTTLE_END).empty(); }));
+    EXPECT_TRUE(until([&] { return admin_->telemetry().limiter == JAL_LIMITER_NONE; }));
+    EXPECT_TRUE(events(JAL_EVENT_THERMAL_TRIP).empty());
+    EXPECT_EQ(admin_->status().state, jal::DeviceState::ready);
+    expect_memory_reclaimed();
 }
 
 // A crash and a hang both end in a watchdog reset: clients learn it (DEVICE_RESET), the
@@ -437,6 +587,7 @@ TEST_F(FaultMatrix, TheConsoleInjectsThroughTheFirmware)
     EXPECT_TRUE(until([&] { return events(JAL_EVENT_DEBUG_FAULT).size() == 2; }));
     EXPECT_EQ(victim_->dispatch(1ull << kVictimSlice, victim_->data.va()), JAL_STATUS_HW_FAILED);
     expect_bystander_unharmed();
+    expect_memory_reclaimed();
 }
 
 // jalctl debug inject: the same faults from the command line, explained, checked, logged.

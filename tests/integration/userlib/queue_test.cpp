@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -382,6 +385,60 @@ TEST_F(QueueTest, AnotherClientCannotTouchThisClientsContext)
     sqe.cdw[2] = static_cast<uint32_t>(m.va() >> 32);
     jal::ChipFunction raw = jal::ChipFunction::open(0, emu().open_options());
     EXPECT_EQ(raw.admin_execute_raw(sqe).completion.status, JAL_STATUS_PERMISSION);
+}
+
+// Host buffers and signals are reached through their client's bus address space
+// (docs/security.md, "Contexts"): another client's copies that name this client's bus
+// addresses neither read nor write them. This client's own copies to the same addresses do,
+// so the addresses are right and the check can fail.
+TEST_F(QueueTest, AnotherClientCannotReachThisClientsHostMemoryOrSignals)
+{
+    HostBuffer mine(dev(), kPage);
+    std::memset(mine.data(), 0x5a, kPage);
+    Signal flag(dev(), 7);
+    uint64_t flag_bus = 0;
+    ASSERT_EQ(jal_signal_bus_addr(flag.get(), &flag_bus), JAL_STATUS_OK);
+
+    Device other(0, emu().socket_dir());
+    Context ctx(other);
+    Queue q(ctx);
+    Memory m(ctx, kPage, JAL_PLACE_SLICE, 1);
+    HostBuffer theirs(other, kPage);
+    std::memset(theirs.data(), 0x11, kPage);
+    auto copy = [&](Queue& on, jal_copy_dir dir, uint64_t dst, uint64_t src, size_t bytes) {
+        Signal done(&on == &q ? other : dev(), 1);
+        on.copy(dir, dst, src, bytes, &done);
+        return finish(done);
+    };
+    ASSERT_EQ(copy(q, JAL_COPY_H2D, m.va(), theirs.bus_addr(), kPage), JAL_STATUS_OK);
+
+    const jal_status read = copy(q, JAL_COPY_H2D, m.va(), mine.bus_addr(), kPage);
+    const jal_status wrote = copy(q, JAL_COPY_D2H, mine.bus_addr(), m.va(), kPage);
+    const jal_status signalled = copy(q, JAL_COPY_D2H, flag_bus, m.va(), sizeof(jal_signal));
+    // Each ends in a DMA fault or in the other client's own memory at that bus address (its
+    // signal pool sits where this one's does), never here.
+    RecordProperty("statuses", std::string(jal_status_name(read)) + " " + jal_status_name(wrote) +
+                                   " " + jal_status_name(signalled));
+    // Nothing of this client's buffer reached the other's device memory...
+    std::memset(theirs.data(), 0, kPage);
+    ASSERT_EQ(copy(q, JAL_COPY_D2H, theirs.bus_addr(), m.va(), kPage), JAL_STATUS_OK);
+    for (size_t i = 0; i < kPage; i++)
+        ASSERT_NE(theirs.data()[i], std::byte{0x5a}) << "byte " << i << " was read";
+    // ... and this client's buffer and signal are as they were.
+    for (size_t i = 0; i < kPage; i++)
+        ASSERT_EQ(mine.data()[i], std::byte{0x5a}) << "byte " << i << " was written";
+    EXPECT_EQ(flag.value(), 7);
+
+    // Through this client's own queue the same addresses are reached.
+    Context own_ctx(dev());
+    Queue own(own_ctx);
+    Memory own_m(own_ctx, kPage, JAL_PLACE_SLICE, 1);
+    ASSERT_EQ(copy(own, JAL_COPY_H2D, own_m.va(), mine.bus_addr(), kPage), JAL_STATUS_OK);
+    std::memset(mine.data() + 8, 0, 8);  // a zero to store into the signal
+    ASSERT_EQ(copy(own, JAL_COPY_H2D, own_m.va() + 8, mine.bus_addr() + 8, 8), JAL_STATUS_OK);
+    EXPECT_EQ(copy(own, JAL_COPY_D2H, flag_bus + offsetof(jal_signal, value), own_m.va() + 8, 8),
+              JAL_STATUS_OK);
+    EXPECT_EQ(flag.value(), 0);
 }
 
 TEST_F(QueueTest, InterruptAndPollingWaitsSeeTheSameCompletions)
