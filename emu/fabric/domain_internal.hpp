@@ -37,9 +37,11 @@ struct WireRegion {
 inline constexpr std::size_t kMessageBytes = 4096;
 inline constexpr std::size_t kReceives = 32, kSends = 32;
 inline constexpr std::size_t kChunkBytes = 1u << 20, kChunks = 16;  // RMA staging
-// Chunks straight from or to a local chip's memory need no staging and may be larger: fewer
-// operations for the provider and the progress thread (jal-bench fabric measures it).
-inline constexpr std::size_t kDirectChunkBytes = 4u << 20;
+// Chunks straight from or to a local chip's memory need no staging. They are the staging
+// chunks' size: on tcp (RxM's rendezvous for large messages) 1 MiB chunks, 16 in flight,
+// moved 64 MiB at 1.0-1.4x raw libfabric's pipelined rate where 2 MiB gave 0.86-0.97x and
+// 4 MiB 0.83-0.85x (jal-bench fabric, idle machine, docs/fabric.md).
+inline constexpr std::size_t kDirectChunkBytes = 1u << 20;
 inline constexpr auto kHelloInterval = std::chrono::milliseconds(100);
 inline constexpr auto kPingInterval = std::chrono::milliseconds(250);
 // A provider without automatic progress moves a peer's RMA into this process only while
