@@ -26,6 +26,7 @@
 #include <jal/model/runtime.hpp>
 #include <jal/model/synthetic_gpt_oss.hpp>
 
+#include "../../reference/model/llama_compare.hpp"
 #include "../fabric/links_up.hpp"
 #include "../fabric/two_process_domain.hpp"
 #include "../firmware/console_client.hpp"
@@ -239,10 +240,49 @@ std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std:
     return std::make_unique<jal::test::EmuProcess>(o);
 }
 
+#ifdef JAL_LLAMA_REF_EXE
+// The split held to llama.cpp itself (jal-llama-ref on the same file and prompt), as
+// reference_split_tests holds a tray's: teacher-forced on llama.cpp's greedy ids, top-1 at
+// every decided position, the top-5 log-probabilities within 0.05, and the free-running
+// greedy ids equal up to llama.cpp's first near-tie.
+void check_against_llama_cpp(Runtime& rt)
+{
+    namespace lc = jal::test::llama_compare;
+    const std::vector<int32_t> p = prompt();
+    const lc::json llama = lc::run_json({JAL_LLAMA_REF_EXE, model(), "--prompt-ids",
+                                         lc::ids_csv(std::vector<int>(p.begin(), p.end())), "--n",
+                                         std::to_string(kSteps), "--top", "5", "--json"});
+    const std::vector<int32_t> greedy = llama["tokens"].get<std::vector<int32_t>>();
+    ASSERT_EQ(greedy.size(), static_cast<size_t>(kSteps));
+    const Pass forced = run(rt, p, greedy);
+    lc::json ours = {{"top_ids", lc::json::array()}, {"top_logprobs", lc::json::array()}};
+    for (const auto& step : forced.top) {
+        lc::json ids = lc::json::array(), lps = lc::json::array();
+        for (const auto& [id, lp] : step) ids.push_back(id), lps.push_back(lp);
+        ours["top_ids"].push_back(ids);
+        ours["top_logprobs"].push_back(lps);
+    }
+    const std::vector<double> spread(kSteps, 0.0);  // F32 dense matrices
+    const lc::Figures g = lc::compare(llama, ours, spread);
+    for (size_t i = 0; i < static_cast<size_t>(kSteps); i++)
+        if (lc::decided(llama, spread, i)) {
+            EXPECT_EQ(ours["top_ids"][i][0], llama["top_ids"][i][0]) << "position " << i;
+        }
+    EXPECT_LE(g.worst_lp, lc::kLogprobTol) << "at position " << g.worst_at;
+    const Pass free = run(rt, p);
+    const lc::FreeRun f =
+        lc::free_running(llama, spread, std::vector<int>(free.tokens.begin(), free.tokens.end()));
+    EXPECT_TRUE(f.ok) << "greedy output diverges at " << f.same
+                      << ", llama.cpp's first near-tie is at " << f.first_tie;
+    ::testing::Test::RecordProperty("ggml_worst_logprob_diff_vs_llama_cpp",
+                                    std::to_string(g.worst_lp));
+}
+#endif
+
 // Chip 0 in process a, chip 1 in process b, two scale-up links over libfabric's tcp provider:
-// the model split over the two agrees with chip 0 alone as over a tray; then process b is
-// killed mid-run.
-TEST(SplitModelDomain, TwoProcessesAgreeWithOneChip)
+// the model split over the two agrees with chip 0 alone as over a tray, and with llama.cpp;
+// then process b is killed mid-run.
+TEST(SplitModelDomain, TwoProcessesAgreeWithOneChipAndLlamaCpp)
 {
     const std::string file =
         jal::test::write_two_process_domain("split-model", jal::test::kTwoScaleUpLinks);
@@ -263,6 +303,9 @@ TEST(SplitModelDomain, TwoProcessesAgreeWithOneChip)
     const Pass forced = run(*rt, prompt(), one.tokens);
     const Pass free = run(*rt, prompt());
     check_split(one, forced, free, 2);
+#ifdef JAL_LLAMA_REF_EXE
+    check_against_llama_cpp(*rt);
+#endif
 
     // Process b dies: the next step fails with a clear status (chip 1 gone, or the exchange
     // with it), never hangs, and chip 0 goes on working alone.
