@@ -157,6 +157,17 @@ void ExpertGemmKernel::stage_block(X c0, X rows, X j, int buf)
     b.free(r0);
 }
 
+// The nb F32 rows in tx (rows r0.. of the chunk): the fused norm, then converted into their
+// rows of ta (a: scratch). Shared by the staged gathers, pipelined or not.
+void ExpertGemmKernel::convert_block(X r0, X nb, X a)
+{
+    if (c.rms_norm) norm_rows(nb);
+    b.muli(a, r0, static_cast<int32_t>(p.arow));
+    b.addi(a, a, static_cast<int32_t>(l1_a));
+    b.tdesc(ta, a, nb, kdim, p.act);
+    b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+}
+
 // The chunk's rows into ta: gathered kStageRows at a time through two staging buffers
 // (the next block's gather in flight while this one is normed and converted), each block
 // converted into its rows of ta. Row by row the arithmetic of the unstaged path.
@@ -175,11 +186,7 @@ void ExpertGemmKernel::gather_staged(X c0, X rows)
             b.li(a, kStageRows);
             b.min(nb, nb, a);
             emit_tdesc_at(b, tx, l1_x + buf * kStageRows * c.kdim * 4, nb, kdim, JAL_DT_F32);
-            if (c.rms_norm) norm_rows(nb);
-            b.muli(a, r0, static_cast<int32_t>(p.arow));
-            b.addi(a, a, static_cast<int32_t>(l1_a));
-            b.tdesc(ta, a, nb, kdim, p.act);
-            b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+            convert_block(r0, nb, a);
             b.free(a);
             b.free(nb);
             b.free(r0);

@@ -95,6 +95,7 @@ private:
     void gather_staged(X c0, X rows);
     void swiglu_rows(X rows);
     void stage_block(X c0, X rows, X j, int buf);
+    void convert_block(X r0, X nb, X a);
     void load_w_tile(X i, int buf);
     void multiply(X rows);
     X tile_rows(X i);

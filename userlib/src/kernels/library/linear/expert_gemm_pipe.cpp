@@ -89,11 +89,7 @@ void ExpertGemmKernel::gather_finish(X rows)
         b.muli(a, r0, static_cast<int32_t>(p.xrow));
         b.addi(a, a, static_cast<int32_t>(l1_x));
         b.tdesc(tx, a, nb, kdim, JAL_DT_F32);
-        if (c.rms_norm) norm_rows(nb);
-        b.muli(a, r0, static_cast<int32_t>(p.arow));
-        b.addi(a, a, static_cast<int32_t>(l1_a));
-        b.tdesc(ta, a, nb, kdim, p.act);
-        b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+        convert_block(r0, nb, a);
         b.free(a);
         b.free(nb);
         b.free(r0);
