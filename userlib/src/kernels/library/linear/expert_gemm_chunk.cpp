@@ -141,20 +141,33 @@ void ExpertGemmKernel::scatter(X base, X rows)
 void ExpertGemmKernel::stage_block(X c0, X rows, X j, int buf)
 {
     X r0 = b.x(), nb = b.x(), a = b.x();
-    b.muli(r0, j, kStageRows);
-    b.sub(nb, rows, r0);
-    b.li(a, kStageRows);
-    b.min(nb, nb, a);
-    b.add(a, c0, first);
-    b.add(a, a, r0);
-    b.muli(a, a, 4);
-    b.addi(a, a, static_cast<int32_t>(l1_glist));
-    b.tdesc(tgidx, a, nb, one, JAL_DT_I32);
+    block_bounds(j, rows, r0, nb, a);
+    block_ids(c0, r0, nb, a);
     emit_tdesc_at(b, tx, l1_x + buf * kStageRows * c.kdim * 4, nb, kdim, JAL_DT_F32);
     b.tgather(tx, x, x_stride, tgidx, qw[buf]);
     b.free(a);
     b.free(nb);
     b.free(r0);
+}
+
+// Block j of a chunk's `rows` (kStageRows rows a block, fewer at the end): its first row r0
+// and its row count nb (a: scratch).
+void ExpertGemmKernel::block_bounds(X j, X rows, X r0, X nb, X a)
+{
+    b.muli(r0, j, kStageRows);
+    b.sub(nb, rows, r0);
+    b.li(a, kStageRows);
+    b.min(nb, nb, a);
+}
+
+// tgidx over the gather list's entries of that block of the chunk at c0 (a: scratch).
+void ExpertGemmKernel::block_ids(X c0, X r0, X nb, X a)
+{
+    b.add(a, c0, first);
+    b.add(a, a, r0);
+    b.muli(a, a, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_glist));
+    b.tdesc(tgidx, a, nb, one, JAL_DT_I32);
 }
 
 // The nb F32 rows in tx (rows r0.. of the chunk): the fused norm, then converted into their
@@ -181,10 +194,7 @@ void ExpertGemmKernel::gather_staged(X c0, X rows)
         [&](X j, int buf) {
             b.wait(qw[buf], 1);
             X r0 = b.x(), nb = b.x(), a = b.x();
-            b.muli(r0, j, kStageRows);
-            b.sub(nb, rows, r0);
-            b.li(a, kStageRows);
-            b.min(nb, nb, a);
+            block_bounds(j, rows, r0, nb, a);
             emit_tdesc_at(b, tx, l1_x + buf * kStageRows * c.kdim * 4, nb, kdim, JAL_DT_F32);
             convert_block(r0, nb, a);
             b.free(a);

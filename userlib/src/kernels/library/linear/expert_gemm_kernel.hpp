@@ -96,6 +96,8 @@ private:
     void swiglu_rows(X rows);
     void stage_block(X c0, X rows, X j, int buf);
     void convert_block(X r0, X nb, X a);
+    void block_bounds(X j, X rows, X r0, X nb, X a);
+    void block_ids(X c0, X r0, X nb, X a);
     void load_w_tile(X i, int buf);
     void multiply(X rows);
     X tile_rows(X i);

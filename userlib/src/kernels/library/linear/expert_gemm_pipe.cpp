@@ -47,15 +47,8 @@ void ExpertGemmKernel::gather_issue(X c0, X rows)
     b.free(t);
     b.for_range(zero, blocks, 1, [&](X j) {
         X r0 = b.x(), nb = b.x(), a = b.x();
-        b.muli(r0, j, kStageRows);
-        b.sub(nb, rows, r0);
-        b.li(a, kStageRows);
-        b.min(nb, nb, a);
-        b.add(a, c0, first);
-        b.add(a, a, r0);
-        b.muli(a, a, 4);
-        b.addi(a, a, static_cast<int32_t>(l1_glist));
-        b.tdesc(tgidx, a, nb, one, JAL_DT_I32);
+        block_bounds(j, rows, r0, nb, a);
+        block_ids(c0, r0, nb, a);
         b.muli(a, r0, static_cast<int32_t>(p.xrow));
         b.addi(a, a, static_cast<int32_t>(l1_x));
         b.tdesc(tx, a, nb, kdim, JAL_DT_F32);
@@ -82,10 +75,7 @@ void ExpertGemmKernel::gather_finish(X rows)
     b.for_range(zero, blocks, 1, [&](X j) {
         b.wait(qg, 1);
         X r0 = b.x(), nb = b.x(), a = b.x();
-        b.muli(r0, j, kStageRows);
-        b.sub(nb, rows, r0);
-        b.li(a, kStageRows);
-        b.min(nb, nb, a);
+        block_bounds(j, rows, r0, nb, a);
         b.muli(a, r0, static_cast<int32_t>(p.xrow));
         b.addi(a, a, static_cast<int32_t>(l1_x));
         b.tdesc(tx, a, nb, kdim, JAL_DT_F32);
