@@ -53,12 +53,48 @@ void jal_admin_fini(struct jal_device *jdev)
 			  a->sq_dma);
 }
 
+/*
+ * A deadline that counts time without firmware progress: freeing most of HBM keeps the
+ * firmware busy on one command for longer than any fixed budget on a loaded host, and it
+ * moves JAL_REG_ADMIN_PROGRESS as it goes (device interface 1.10).
+ */
+struct jal_admin_deadline {
+	unsigned long start;
+	unsigned long at;
+	u32 progress;
+};
+
+static void jal_admin_deadline_start(struct jal_device *jdev,
+				     struct jal_admin_deadline *d)
+{
+	d->start = jiffies;
+	d->at = d->start + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
+	d->progress = jal_rd(jdev, JAL_REG_ADMIN_PROGRESS);
+}
+
+static bool jal_admin_deadline_passed(struct jal_device *jdev,
+				      struct jal_admin_deadline *d)
+{
+	u32 now;
+
+	if (!time_after(jiffies, d->at))
+		return false;
+	now = jal_rd(jdev, JAL_REG_ADMIN_PROGRESS);
+	if (now == d->progress ||
+	    time_after(jiffies,
+		       d->start + msecs_to_jiffies(JAL_ADMIN_MAX_WAIT_MS)))
+		return true;
+	d->progress = now;
+	d->at = jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
+	return false;
+}
+
 static int jal_admin_poll_status(struct jal_device *jdev, u32 mask, u32 want,
 				 u32 *status)
 {
-	unsigned long deadline =
-		jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
+	struct jal_admin_deadline deadline;
 
+	jal_admin_deadline_start(jdev, &deadline);
 	for (;;) {
 		*status = jal_rd(jdev, JAL_REG_ADMIN_STATUS);
 		if (*status == U32_MAX)
@@ -66,7 +102,7 @@ static int jal_admin_poll_status(struct jal_device *jdev, u32 mask, u32 want,
 		if ((*status & mask) == want ||
 		    (*status & JAL_ADMIN_STATUS_ERROR))
 			return 0;
-		if (time_after(jiffies, deadline))
+		if (jal_admin_deadline_passed(jdev, &deadline))
 			return -ETIMEDOUT;
 		usleep_range(1000, 2000);
 	}
@@ -160,7 +196,7 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
 		  void *data, u32 data_len, struct jal_admin_cqe *cqe)
 {
 	struct jal_admin *a = &jdev->admin;
-	unsigned long deadline;
+	struct jal_admin_deadline deadline;
 	u16 cid;
 	int ret;
 
@@ -190,7 +226,7 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
 	/* writel orders the entry before the doorbell */
 	jal_wr(jdev, JAL_REG_ADMIN_SQ_TAIL, a->sq_tail);
 
-	deadline = jiffies + msecs_to_jiffies(JAL_ADMIN_TIMEOUT_MS);
+	jal_admin_deadline_start(jdev, &deadline);
 	for (;;) {
 		/* Read before reaping: a completion the chip wrote before a reset (RESET's
 		 * own) is then still taken; a reset fires every bound vector, so a command
@@ -213,15 +249,15 @@ int jal_admin_run(struct jal_device *jdev, struct jal_admin_sqe *sqe,
 			a->enabled = false;
 			return -ECONNRESET;
 		}
-		if (time_after(jiffies, deadline))
+		if (jal_admin_deadline_passed(jdev, &deadline))
 			break;
 		wait_event_timeout(jdev->vec[JAL_MSIX_VECTOR_ADMIN].wq,
 				   jal_admin_cqe_ready(jdev),
 				   msecs_to_jiffies(JAL_ADMIN_RECHECK_MS));
 	}
 	dev_err(&jdev->pdev->dev,
-		"Admin command 0x%02x timed out after %u ms\n", sqe->opcode,
-		JAL_ADMIN_TIMEOUT_MS);
+		"Admin command 0x%02x timed out after %u ms without progress\n",
+		sqe->opcode, JAL_ADMIN_TIMEOUT_MS);
 	jal_admin_disable(jdev);
 	return -ETIMEDOUT;
 }

@@ -32,8 +32,12 @@
 #define JAL_MAX_DEVICES 16
 
 #define JAL_ADMIN_ENTRIES 16
-/* However the interrupt behaves, an admin command gets this long. */
+/*
+ * However the interrupt behaves, an admin command gets this long without firmware
+ * progress (JAL_REG_ADMIN_PROGRESS), and this long in all while the firmware moves on.
+ */
 #define JAL_ADMIN_TIMEOUT_MS 10000
+#define JAL_ADMIN_MAX_WAIT_MS 120000
 /* Boot of the firmware after power-on or a reset. */
 #define JAL_BOOT_TIMEOUT_MS 60000
 

@@ -126,6 +126,8 @@ std::uint64_t HostInterface::host_read(int fn, std::uint32_t bar, std::uint32_t 
         return f.ctrl;
     case JAL_REG_ADMIN_STATUS:
         return f.admin_status;
+    case JAL_REG_ADMIN_PROGRESS:
+        return admin_progress_;
     case JAL_REG_ADMIN_SQ_TAIL:
         return f.sq_tail;
     case JAL_REG_ADMIN_CQ_HEAD:
@@ -395,6 +397,9 @@ void HostInterface::fw_write(std::uint32_t offset, std::uint32_t value)
             break;
         case hostif(JAL_HOSTIF_FUNC_EVENTS):
             func_events_ &= ~value;
+            break;
+        case hostif(JAL_HOSTIF_ADMIN_PROGRESS):
+            ++admin_progress_;
             break;
         default:
             break;

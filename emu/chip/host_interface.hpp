@@ -124,6 +124,7 @@ private:
     std::uint32_t fn_limits_ = 0;
     // Registers the firmware publishes.
     std::uint32_t reset_generation_ = 0;  // JAL_REG_RESET_GENERATION
+    std::uint32_t admin_progress_ = 0;    // JAL_REG_ADMIN_PROGRESS
     std::uint32_t version_ = 0, cap_ = 0, fw_version_ = 0, status_ = 0, boot_status_ = 0,
                   post_code_ = 0, fault_ = 0;
     std::array<std::uint32_t, JAL_REG_SCRATCH_COUNT> scratch_{};

@@ -19,7 +19,7 @@ struct Named {
     std::uint32_t offset;
 };
 
-constexpr std::array<Named, 25> kRegisters = {{
+constexpr std::array<Named, 26> kRegisters = {{
     {"ID", JAL_REG_ID},
     {"VERSION", JAL_REG_VERSION},
     {"CAP", JAL_REG_CAP},
@@ -38,6 +38,7 @@ constexpr std::array<Named, 25> kRegisters = {{
     {"ADMIN_QSIZE", JAL_REG_ADMIN_QSIZE},
     {"ADMIN_CTRL", JAL_REG_ADMIN_CTRL},
     {"ADMIN_STATUS", JAL_REG_ADMIN_STATUS},
+    {"ADMIN_PROGRESS", JAL_REG_ADMIN_PROGRESS},
     {"ADMIN_SQ_TAIL", JAL_REG_ADMIN_SQ_TAIL},
     {"ADMIN_CQ_HEAD", JAL_REG_ADMIN_CQ_HEAD},
     {"INTR_MASK", JAL_REG_INTR_MASK},

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "firmware/hal/hal.hpp"
+#include "firmware/host/admin_progress.hpp"
 #include "firmware/host/event_codes.hpp"
 #include "jal/hw/pci.h"
 #include "jal/hw/regs.h"
@@ -149,10 +150,17 @@ bool AdminQueues::service_one(std::uint32_t fn, AfterAction& after)
             return false;
         }
         q.sq_head = (q.sq_head + 1) % q.sq_size;
+        report_admin_progress();
         const Completion c = commands_.execute(fn, sqe);
         if (c.status != JAL_STATUS_OK)
             journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvAdminCommandError,
                            "admin command failed", {fn, sqe.opcode, c.status, sqe.cid});
+        // The host gave up on the command and disabled the queue while it ran (a timeout):
+        // its rings may be gone, and an error posted now would fail the queue it enables next.
+        if (hal::read32(fn_reg(fn, JAL_FN_GENERATION)) != q.generation) {
+            after = c.after;
+            return true;  // the next wake starts the queue the host enabled since
+        }
         const std::uint32_t posted = post(fn, q, sqe, c);
         if (posted == JAL_STATUS_NO_DEVICE) {  // the function went away: drop quietly
             q = Queue{};

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "firmware/hal/hal.hpp"
+#include "firmware/host/admin_progress.hpp"
 #include "firmware/host/event_codes.hpp"
 #include "firmware/memory/mmu.hpp"
 #include "firmware/sys/watchdog.hpp"
@@ -17,7 +18,8 @@ namespace {
 // watchdog's 50 ms. The loops make progress page by page, so they feed it every this many
 // physical pages, every replica counted (at most 2.4 ms of work: a free scrubs each page,
 // 9.2 µs), as the long boot steps do: a hang inside one page still trips it. Counting
-// virtual pages was not enough: 86 pages replicated over 64 slices are 5,504 scrubs.
+// virtual pages was not enough: 86 pages replicated over 64 slices are 5,504 scrubs. The
+// host is told at the same beat, so its admin timeout counts only time without progress.
 constexpr std::uint32_t kPagesPerFeed = 256;
 
 class Progress {
@@ -27,6 +29,7 @@ public:
         done_ += n;
         if (done_ < kPagesPerFeed) return;
         sys::watchdog_feed();
+        host::report_admin_progress();
         done_ = 0;
     }
 

@@ -89,6 +89,8 @@
  * JAL_PAGE_SIZE pages counting every replica, set by jal-emu --max-memory-per-client;
  * 0 = no limit. */
 #define JAL_HOSTIF_FN_MEM_LIMIT JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x30)
+/* W (since 1.10): any value moves JAL_REG_ADMIN_PROGRESS on by one. */
+#define JAL_HOSTIF_ADMIN_PROGRESS JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x34)
 /* One bank per host function: a mirror of that function's admin registers. */
 #define JAL_HOSTIF_FN(fn, off) JAL_MGMT_REG(JAL_MGMT_HOSTIF, 0x100u + (fn)*0x40u + (off))
 #define JAL_FN_SQ_BASE_LO 0x00 /* RO host-written */

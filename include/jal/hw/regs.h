@@ -50,9 +50,14 @@
 #define JAL_REG_ADMIN_SQ_BASE_HI 0x0104
 #define JAL_REG_ADMIN_CQ_BASE_LO 0x0108
 #define JAL_REG_ADMIN_CQ_BASE_HI 0x010c
-#define JAL_REG_ADMIN_QSIZE 0x0110   /* SQ entries [15:0], CQ entries [31:16]; 2..4096 */
-#define JAL_REG_ADMIN_CTRL 0x0114    /* JAL_ADMIN_CTRL_* */
-#define JAL_REG_ADMIN_STATUS 0x0118  /* JAL_ADMIN_STATUS_* [7:0], jal_status of ERROR [31:16] */
+#define JAL_REG_ADMIN_QSIZE 0x0110  /* SQ entries [15:0], CQ entries [31:16]; 2..4096 */
+#define JAL_REG_ADMIN_CTRL 0x0114   /* JAL_ADMIN_CTRL_* */
+#define JAL_REG_ADMIN_STATUS 0x0118 /* JAL_ADMIN_STATUS_* [7:0], jal_status of ERROR [31:16] */
+/* RO, chip-wide (since 1.10): a count the firmware moves on as it works on admin commands,
+ * any function's: at each command it takes, and every few milliseconds of a long one (a map
+ * or free of most of HBM). A host times a command out only after this long without it
+ * moving, so a long command on a slow host is not mistaken for a wedged firmware. */
+#define JAL_REG_ADMIN_PROGRESS 0x011c
 #define JAL_REG_ADMIN_SQ_TAIL 0x0120 /* doorbell: index of the next free SQ slot */
 #define JAL_REG_ADMIN_CQ_HEAD 0x0124 /* doorbell: index of the next CQ entry the host reads */
 

@@ -9,7 +9,11 @@
 #include <fixture/emu_process.hpp>
 #include <jal/chip_function.hpp>
 #include <jal/hw/chip.h>
+#include <jal/hw/pci.h>
+#include <jal/hw/regs.h>
 #include <jal/jal.hpp>
+
+#include "backend/direct/direct_connection.hpp"
 
 namespace {
 
@@ -65,6 +69,51 @@ TEST_F(LargeMemory, AllocatingAndFreeing128GiBDoesNotTripTheWatchdog)
             jal::runtime::Memory(fresh, 100 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0}))
             << "the reclaimed pages are free again";
     }
+    expect_no_reset();
+}
+
+TEST_F(LargeMemory, ALongCommandOutlastsAShortAdminTimeoutWhileTheFirmwareMovesOn)
+{
+    // Mapping and freeing 128 GiB is 65,536 pages each way (each scrubbed when freed): far
+    // longer than a 200 ms admin timeout, which counts only time without firmware progress.
+    // Before JAL_REG_ADMIN_PROGRESS the free timed out, the library lost its result and the
+    // next command found the queue failed by the late completion.
+    jal::direct::DirectConnection watcher(jal::direct::SeqpacketSocket::connect(emu.socket_path(0)),
+                                          std::chrono::seconds(5));
+    watcher.hello("progress-watcher");
+    auto progress = [&] {
+        return static_cast<uint32_t>(watcher.reg_read(JAL_BAR_REGS, JAL_REG_ADMIN_PROGRESS, 4));
+    };
+
+    jal_open_options_t options{};
+    options.struct_size = sizeof options;
+    options.emu_dir = emu.socket_dir().c_str();
+    options.admin_timeout_ms = 200;
+    jal_device_t raw = nullptr;
+    ASSERT_EQ(jal_device_open(0, &options, &raw), JAL_STATUS_OK) << jal_last_error_message();
+    jal::runtime::Handle<jal_device_t, jal_device_close> device(raw);
+    jal_context_t ctx = nullptr;
+    ASSERT_EQ(jal_context_create(device.get(), &ctx), JAL_STATUS_OK) << jal_last_error_message();
+
+    jal_mem_t big = nullptr;
+    const uint32_t before = progress();
+    ASSERT_EQ(jal_mem_alloc(ctx, 128 * kGiB, JAL_PLACE_INTERLEAVED, ~uint64_t{0}, 0, &big),
+              JAL_STATUS_OK)
+        << jal_last_error_message();
+    const uint32_t mapped = progress();
+    EXPECT_EQ(jal_mem_free(big), JAL_STATUS_OK) << jal_last_error_message();
+    const uint32_t freed = progress();
+    // One step at the command and one every 256 pages: the host saw the work move.
+    EXPECT_GE(mapped - before, 65536u / 256) << "the map reported no progress as it went";
+    EXPECT_GE(freed - mapped, 65536u / 256) << "the free reported no progress as it went";
+
+    jal_mem_t small = nullptr;
+    EXPECT_EQ(jal_mem_alloc(ctx, 2u << 20, JAL_PLACE_SLICE, 1, 0, &small), JAL_STATUS_OK)
+        << "the queue still serves: " << jal_last_error_message();
+    EXPECT_EQ(jal_mem_free(small), JAL_STATUS_OK);
+    uint32_t leaked = 99;
+    EXPECT_EQ(jal_context_destroy(ctx, &leaked), JAL_STATUS_OK) << jal_last_error_message();
+    EXPECT_EQ(leaked, 0u) << "the library and the device disagree about what is held";
     expect_no_reset();
 }
 

@@ -317,6 +317,49 @@ TEST_F(AdminTest, AnEnableThatRacesTheFirmwaresReadsIsNotServedTwice)
     EXPECT_EQ(queues.completed(), 4u) << "no command served twice";
 }
 
+TEST_F(AdminTest, ACommandTheHostGaveUpOnIsNotPostedIntoTheQueueItEnabledSince)
+{
+    // The host timed the command out and re-enabled its queue with new rings while the
+    // firmware ran it. Posting the late completion would write into freed memory and fail the
+    // new queue with DMA_FAULT, so the firmware drops it and serves the new queue.
+    enable();
+    constexpr std::uint64_t kNewCq = 0x130000;
+    const std::uint32_t gen_reg = JAL_HOSTIF_FN(0, JAL_FN_GENERATION);
+    int generation_reads = 0;
+    bus.read_hook = [&](std::uint32_t addr, std::uint32_t&) {
+        // The second look in this wake is the one after the command ran.
+        if (addr == gen_reg && ++generation_reads == 2) {
+            bus.host_write(0, JAL_FN_CTRL, 0);
+            bus.host_write(0, JAL_FN_SQ_TAIL, 0);
+            bus.host_write(0, JAL_FN_CQ_HEAD, 0);
+            bus.host_write(0, JAL_FN_CQ_BASE_LO, static_cast<std::uint32_t>(kNewCq));
+            bus.host_write(0, JAL_FN_CTRL, JAL_ADMIN_CTRL_ENABLE);
+        }
+        return false;
+    };
+    put(sqe(JAL_ADMIN_IDENTIFY, 512));
+    ring();
+    (void)pump();
+    bus.read_hook = nullptr;
+    ASSERT_GE(generation_reads, 2);
+    EXPECT_EQ(cqe_at(0).flags & 1, 0u) << "the late completion reached the old ring";
+    for (int i = 0; i < 3 && admin_status() != JAL_ADMIN_STATUS_READY; ++i) (void)pump();
+    ASSERT_EQ(admin_status(), JAL_ADMIN_STATUS_READY) << "the new queue was failed";
+
+    // The new queue starts from slot 0 of both rings.
+    sq_tail = 0;
+    auto s = sqe(JAL_ADMIN_GET_FEATURE);
+    s.cdw[0] = JAL_FEATURE_POWER_LIMIT;
+    put(s);
+    ring();
+    (void)pump();
+    jal_admin_cqe c;
+    std::memcpy(&c, bus.host_ptr(0, kNewCq), sizeof c);
+    EXPECT_EQ(c.flags & 1, 1u) << "no completion in the new ring";
+    EXPECT_EQ(c.cid, s.cid);
+    EXPECT_EQ(c.status, JAL_STATUS_OK);
+}
+
 TEST_F(AdminTest, TailBeyondQueueSizeIsAnError)
 {
     enable();

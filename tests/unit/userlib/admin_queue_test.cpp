@@ -160,13 +160,43 @@ TEST(AdminQueue, TimeoutNamesTheCommandAndALateCompletionIsDiscarded)
         FAIL() << "expected a timeout";
     } catch (const jal::Error& e) {
         EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
-        EXPECT_STREQ(e.what(), "admin command IDENTIFY timed out after 100 ms");
+        EXPECT_STREQ(e.what(), "admin command IDENTIFY timed out after 100 ms without progress");
     }
     dev.complete_pending();  // the late answer
     dev.auto_complete = true;
     auto done = queue.execute(command(2), 1s);
     EXPECT_EQ(done.result, 2u);
     EXPECT_EQ(queue.in_flight(), 0u);
+}
+
+TEST(AdminQueue, ACommandTheFirmwareKeepsWorkingOnOutlivesItsBudget)
+{
+    // The budget counts time without progress: each look at JAL_REG_ADMIN_PROGRESS comes
+    // once a 50 ms budget has run out, so this command takes six budgets and still answers.
+    FakeBackend dev;
+    AdminQueue queue(dev, entries(4));
+    dev.auto_complete = false;
+    dev.busy_looks = 6;
+    auto done = queue.execute(command(7, JAL_ADMIN_FREE_MEMORY), 50ms);
+    EXPECT_EQ(done.status, JAL_STATUS_OK);
+    EXPECT_EQ(done.result, 7u);
+    EXPECT_EQ(dev.busy_looks, 0u) << "answered before the firmware had finished";
+}
+
+TEST(AdminQueue, ProgressThatNeverEndsInAnAnswerStillTimesOut)
+{
+    FakeBackend dev;
+    AdminQueue queue(dev, AdminQueueConfig{4, 200ms, 300ms});
+    dev.auto_complete = false;
+    dev.busy_forever = true;
+    try {
+        queue.execute(command(1, JAL_ADMIN_FREE_MEMORY), 50ms);
+        FAIL() << "expected a timeout";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_TIMEOUT);
+        EXPECT_STREQ(e.what(), "admin command FREE_MEMORY timed out after 300 ms in all, the "
+                               "firmware still working");
+    }
 }
 
 TEST(AdminQueue, WaitingForAnUnknownCidIsAnError)

@@ -47,6 +47,10 @@ uint32_t FakeBackend::read32(uint32_t bar, uint32_t offset)
             return JAL_ADMIN_STATUS_ERROR | uint32_t{refuse_enable} << 16;
         return JAL_ADMIN_STATUS_READY;
     }
+    if (bar == JAL_BAR_REGS && offset == JAL_REG_ADMIN_PROGRESS && (busy_forever || busy_looks)) {
+        ++regs_[offset];
+        if (!busy_forever && --busy_looks == 0) complete_locked(SIZE_MAX);
+    }
     return regs_[offset];
 }
 

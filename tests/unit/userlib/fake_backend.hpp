@@ -38,6 +38,11 @@ public:
     jal_status refuse_enable = JAL_STATUS_OK;
     // Enabling never reports READY.
     bool never_ready = false;
+    // A firmware busy on a long command: JAL_REG_ADMIN_PROGRESS moves on at each of the next
+    // `busy_looks` reads of it, and the commands fetched so far complete at the last one.
+    size_t busy_looks = 0;
+    // Moves JAL_REG_ADMIN_PROGRESS on at every read and never completes anything.
+    bool busy_forever = false;
     // Computes each completion; default: OK, result = cdw[0].
     std::function<jal_admin_cqe(const jal_admin_sqe&)> handler;
 

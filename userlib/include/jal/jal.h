@@ -81,7 +81,7 @@ typedef struct jal_open_options {
     uint32_t ready_timeout_ms; /* wait this long for the chip to boot (0: 30 s) */
     const char* emu_dir;       /* NULL: the default */
     const char* client_name;   /* NULL: "libjal" */
-    uint32_t admin_timeout_ms; /* per admin command (0: 5 s) */
+    uint32_t admin_timeout_ms; /* per admin command, without firmware progress (0: 5 s) */
     uint32_t reserved;
 } jal_open_options_t;
 

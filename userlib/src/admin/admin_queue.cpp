@@ -11,6 +11,7 @@
 #include <jal/hw/regs.h>
 
 #include "admin_names.hpp"
+#include "progress_deadline.hpp"
 
 namespace jal::admin {
 
@@ -35,7 +36,8 @@ std::unique_ptr<backend::HostMemory> share(backend::Backend& backend, size_t byt
 AdminQueue::AdminQueue(backend::Backend& backend, const AdminQueueConfig& config)
     : backend_(backend), sq_memory_(share(backend, sizeof(jal_admin_sqe) * config.entries)),
       cq_memory_(share(backend, sizeof(jal_admin_cqe) * config.entries)),
-      ring_(as<jal_admin_sqe>(*sq_memory_), as<jal_admin_cqe>(*cq_memory_), config.entries)
+      ring_(as<jal_admin_sqe>(*sq_memory_), as<jal_admin_cqe>(*cq_memory_), config.entries),
+      max_wait_(config.max_wait)
 {
     irq_eventfd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!irq_eventfd_)
@@ -55,7 +57,8 @@ AdminQueue::~AdminQueue()
 
 void AdminQueue::enable(std::chrono::milliseconds timeout)
 {
-    util::Deadline deadline(timeout);
+    // Another function's long command may hold the firmware before it looks at this queue.
+    ProgressDeadline deadline(backend_, util::Deadline(timeout), max_wait_);
     auto reg_write = [&](uint32_t reg, uint32_t value) {
         backend_.write32(JAL_BAR_REGS, reg, value);
     };
@@ -171,8 +174,9 @@ void AdminQueue::check_not_reset_locked(uint16_t cid, uint8_t opcode)
                     std::to_string(generation_) + " -> " + std::to_string(now) + ")");
 }
 
-Completion AdminQueue::wait(uint16_t cid, const util::Deadline& deadline)
+Completion AdminQueue::wait(uint16_t cid, const util::Deadline& budget)
 {
+    ProgressDeadline deadline(backend_, budget, max_wait_);
     for (bool first = true;; first = false) {
         {
             std::lock_guard lock(mutex_);
@@ -192,11 +196,10 @@ Completion AdminQueue::wait(uint16_t cid, const util::Deadline& deadline)
             if (deadline.expired()) {
                 abandoned_.insert(cid);
                 throw Error(JAL_STATUS_TIMEOUT, "admin command " + opcode_name(it->second) +
-                                                    " timed out after " +
-                                                    util::describe(deadline.budget()));
+                                                    " timed out " + deadline.why());
             }
         }
-        wait_for_interrupt(deadline);
+        wait_for_interrupt(deadline.current());
     }
 }
 

@@ -31,6 +31,9 @@ struct Completion {
 struct AdminQueueConfig {
     uint16_t entries = 32;
     std::chrono::milliseconds enable_timeout{2000};
+    // Timeouts count time without firmware progress (JAL_REG_ADMIN_PROGRESS); a wait ends
+    // after this long in all even if the firmware keeps moving.
+    std::chrono::milliseconds max_wait{std::chrono::minutes(2)};
 };
 
 class AdminQueue {
@@ -49,8 +52,9 @@ public:
     std::optional<uint16_t> try_submit(const jal_admin_sqe& sqe);
     // Submits, waiting for room until `deadline` (then throws BUSY).
     uint16_t submit(const jal_admin_sqe& sqe, const util::Deadline& deadline);
-    // Waits for the completion of `cid`. On timeout throws TIMEOUT and abandons the
-    // command: its completion, if it ever comes, is discarded.
+    // Waits for the completion of `cid`. On timeout (the deadline's budget passed without
+    // firmware progress, or max_wait in all) throws TIMEOUT and abandons the command: its
+    // completion, if it ever comes, is discarded.
     Completion wait(uint16_t cid, const util::Deadline& deadline);
     // submit + wait with one time budget.
     Completion execute(const jal_admin_sqe& sqe, std::chrono::milliseconds timeout);
@@ -77,6 +81,7 @@ private:
     util::UniqueFd irq_eventfd_;
     mutable std::mutex mutex_;
     AdminRing ring_;
+    const std::chrono::milliseconds max_wait_;
     uint16_t next_cid_ = 0;
     std::map<uint16_t, uint8_t> outstanding_;   // cid -> opcode, submitted and not yet reaped
     std::set<uint16_t> abandoned_;              // waiters gave up on these
