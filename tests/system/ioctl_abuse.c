@@ -1,17 +1,22 @@
 /* The ioctl test of the system test: bad arguments to every kind of /dev/jal0 ioctl get a
  * clean error (never an oops), then one good path through the raw ABI: a context, a queue
  * whose ring lives in driver DMA memory, its doorbell page mapped, a NOP packet with an
- * interrupt, and the driver's interrupt-driven WAIT_SIGNAL.
+ * interrupt, and the driver's interrupt-driven WAIT_SIGNAL. The privileged commands
+ * (DEBUG_FAULT, SET_FEATURE, RESET) are refused to a process without CAP_SYS_ADMIN on the
+ * same open file.
  *
  *   jal-system-ioctl [/dev/jal0]    one "ok"/"FAIL" line per check; exit 0 if all pass */
+#define _GNU_SOURCE /* setresuid, setresgid */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jal/hw/admin.h>
@@ -404,6 +409,52 @@ static void good_path(int fd)
     /* the host buffer is left for close() to release */
 }
 
+/* The admin ioctl with one opcode and cdw[0..1], expected to end in `want` (0 or an errno). */
+static void expect_admin(const char* what, int fd, uint32_t opcode, uint32_t cdw0, uint32_t cdw1,
+                         int want)
+{
+    struct jal_ioctl_admin adm;
+
+    INIT(adm);
+    adm.opcode = opcode;
+    adm.cdw[0] = cdw0;
+    adm.cdw[1] = cdw1;
+    expect(what, fd, JAL_IOCTL_ADMIN, &adm, want);
+}
+
+/* In a child that dropped root (uid and gid 65534, no capabilities), on the file the root
+ * parent opened: the fault injector, features and reset are refused, reads still work.
+ * Each refused request is one that would not harm the chip if the check were missing
+ * (unknown fault kind and feature), except RESET, whose refusal is the point. */
+static void unprivileged_admin(int fd)
+{
+    pid_t child;
+    int status = 0;
+
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        struct jal_ioctl_reset reset;
+
+        if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+            setresuid(65534, 65534, 65534)) {
+            perror("dropping root");
+            _exit(1);
+        }
+        expect_admin("unprivileged ADMIN DEBUG_FAULT", fd, JAL_ADMIN_DEBUG_FAULT, 0xffff, 0, EPERM);
+        expect_admin("unprivileged ADMIN SET_FEATURE", fd, JAL_ADMIN_SET_FEATURE, 0xffff, 0, EPERM);
+        INIT(reset);
+        expect("unprivileged RESET", fd, JAL_IOCTL_RESET, &reset, EPERM);
+        expect_admin("unprivileged ADMIN GET_FEATURE power limit", fd, JAL_ADMIN_GET_FEATURE,
+                     JAL_FEATURE_POWER_LIMIT, 0, 0);
+        fflush(stdout);
+        _exit(failures > 255 ? 255 : failures);
+    }
+    expect_true("the unprivileged child ran",
+                child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status));
+    failures += WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
 int main(int argc, char** argv)
 {
     const char* path = argc > 1 ? argv[1] : "/dev/jal0";
@@ -416,6 +467,7 @@ int main(int argc, char** argv)
     bad_headers(fd);
     bad_handles(fd);
     bad_pointers(fd);
+    unprivileged_admin(fd);
     good_path(fd);
     close(fd);
     printf("%d check(s) failed\n", failures);

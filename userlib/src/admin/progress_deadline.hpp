@@ -54,10 +54,7 @@ public:
     }
 
 private:
-    std::uint32_t progress() const
-    {
-        return backend_.read32(JAL_BAR_REGS, JAL_REG_ADMIN_PROGRESS);
-    }
+    std::uint32_t progress() const { return backend_.read32(JAL_BAR_REGS, JAL_REG_ADMIN_PROGRESS); }
 
     backend::Backend& backend_;
     util::Deadline deadline_;
