@@ -11,6 +11,8 @@
 
 #include "deepseek_runtime.hpp"
 #include "expert_split.hpp"
+#include "runtime_common.hpp"
+#include "sequence_slots.hpp"
 #include "upload.hpp"
 
 namespace jal::model::detail {
@@ -243,22 +245,12 @@ void DeepseekRuntime::plan_expert_rows()
 
 const DeepseekRuntime::Slot& DeepseekRuntime::slot(int seq) const
 {
-    if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
-        !slots_[static_cast<size_t>(seq)].used)
-        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
-    return slots_[static_cast<size_t>(seq)];
+    return used_slot(slots_, seq);
 }
 
 int DeepseekRuntime::create_sequence()
 {
-    for (size_t j = 0; j < slots_.size(); j++)
-        if (!slots_[j].used) {
-            slots_[j].used = true;
-            slots_[j].len = 0;
-            return static_cast<int>(j);
-        }
-    throw Error(JAL_STATUS_BUSY,
-                fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
+    return claim_slot(slots_);
 }
 
 void DeepseekRuntime::free_sequence(int seq)
@@ -343,11 +335,7 @@ DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
     const std::vector<float> logits = run(segs, tokens, pos, 0, B);
     for (auto [seq, tok] : batch) slot(seq).len++;
     total_ += last_;
-    std::vector<std::vector<float>> out(B);
-    for (uint32_t b = 0; b < B; b++)
-        out[b].assign(logits.begin() + size_t{b} * c_.n_vocab,
-                      logits.begin() + size_t{b + 1} * c_.n_vocab);
-    return out;
+    return split_rows(logits, B, c_.n_vocab);
 }
 
 std::vector<std::vector<float>>

@@ -9,6 +9,8 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,7 @@
 #include "gemm_split.hpp"
 #include "placement.hpp"
 #include "runtime_common.hpp"
+#include "sequence_slots.hpp"
 #include "upload.hpp"
 
 namespace jal::model {
@@ -35,9 +38,32 @@ namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
 using detail::busiest_slice_bytes_by_experts;
 using detail::busiest_slice_bytes_by_rows;
+using detail::cached_program;
+using detail::claim_slot;
 using detail::ExpertGemmShape;
+using detail::graph_dispatch;
+using detail::mask_of;
 using detail::Place;
 using detail::Placement;
+using detail::split_rows;
+using detail::used_slot;
+
+namespace {
+
+// Sets out to the value `names` pairs with s; false, out unchanged, for a name not there.
+template <class E>
+bool parse_named(std::string_view s, std::initializer_list<std::pair<std::string_view, E>> names,
+                 E& out)
+{
+    for (const auto& [name, value] : names)
+        if (s == name) {
+            out = value;
+            return true;
+        }
+    return false;
+}
+
+}  // namespace
 
 ChipTotals& ChipTotals::operator+=(const ChipTotals& o)
 {
@@ -57,13 +83,7 @@ const char* numerics_name(Numerics n)
 
 bool parse_numerics(std::string_view s, Numerics& out)
 {
-    if (s == "native")
-        out = Numerics::native;
-    else if (s == "ggml")
-        out = Numerics::ggml;
-    else
-        return false;
-    return true;
+    return parse_named(s, {{"native", Numerics::native}, {"ggml", Numerics::ggml}}, out);
 }
 
 const char* expert_layout_name(ExpertLayout l)
@@ -80,15 +100,11 @@ const char* expert_layout_name(ExpertLayout l)
 
 bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 {
-    if (s == "auto")
-        out = ExpertLayout::automatic;
-    else if (s == "experts")
-        out = ExpertLayout::experts;
-    else if (s == "both")
-        out = ExpertLayout::both;
-    else
-        return false;
-    return true;
+    return parse_named(s,
+                       {{"auto", ExpertLayout::automatic},
+                        {"experts", ExpertLayout::experts},
+                        {"both", ExpertLayout::both}},
+                       out);
 }
 
 const char* kv_type_name(KvType t)
@@ -98,13 +114,7 @@ const char* kv_type_name(KvType t)
 
 bool parse_kv_type(std::string_view s, KvType& out)
 {
-    if (s == "f32")
-        out = KvType::f32;
-    else if (s == "f16")
-        out = KvType::f16;
-    else
-        return false;
-    return true;
+    return parse_named(s, {{"f32", KvType::f32}, {"f16", KvType::f16}}, out);
 }
 
 namespace {
@@ -127,12 +137,6 @@ struct ExpertFusions {
     bool route = false;         // gate|up: routes the tokens itself
     bool combine = false;       // down: adds Σ w·e into the residual itself
 };
-
-uint64_t mask_of(uint32_t first, uint32_t count)
-{
-    uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
-    return m << first;
-}
 
 // A weight matrix split by rows over the slices as the GEMM kernels split it.
 struct Matrix {
@@ -870,34 +874,18 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
 const k::Program& RuntimeImpl::program(const std::string& key,
                                        const std::function<k::CodeObject()>& build)
 {
-    auto it = programs_.find(key);
-    if (it == programs_.end())
-        // Every dispatch slice fetches the program: interleaved, so no slice is the hot spot.
-        it = programs_
-                 .emplace(key, std::make_unique<k::Program>(
-                                   device_, context_, *queue_, build(),
-                                   k::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask_}))
-                 .first;
-    return *it->second;
+    return cached_program(programs_, key, build, device_, context_, *queue_, all_mask_);
 }
 
 void RuntimeImpl::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
                       int lane)
 {
-    k::DispatchOptions d;
-    d.slice_mask = mask;
-    d.timing_only = o_.timing_only;
-    d.label = what;
-    d.lane = lane;
-    launch_->add(p, args, d);
+    launch_->add(p, args, graph_dispatch(mask, o_.timing_only, what, lane));
 }
 
 const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
 {
-    if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
-        !slots_[static_cast<size_t>(seq)].used)
-        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
-    return slots_[static_cast<size_t>(seq)];
+    return used_slot(slots_, seq);
 }
 
 uint32_t RuntimeImpl::kv_slice(uint32_t j, uint32_t g) const
@@ -1081,14 +1069,7 @@ void RuntimeImpl::upload_weights()
 
 int RuntimeImpl::create_sequence()
 {
-    for (size_t j = 0; j < slots_.size(); j++)
-        if (!slots_[j].used) {
-            slots_[j].used = true;
-            slots_[j].len = 0;
-            return static_cast<int>(j);
-        }
-    throw Error(JAL_STATUS_BUSY,
-                fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
+    return claim_slot(slots_);
 }
 
 void RuntimeImpl::free_sequence(int seq)
@@ -1674,16 +1655,6 @@ void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch
         tokens.push_back(tok);
         pos.push_back(static_cast<int32_t>(s.len));
     }
-}
-
-// Splits `logits` (rows of n_vocab) into one vector a row.
-std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
-                                           uint32_t vocab)
-{
-    std::vector<std::vector<float>> out(rows);
-    for (uint32_t b = 0; b < rows; b++)
-        out[b].assign(logits.begin() + size_t{b} * vocab, logits.begin() + size_t{b + 1} * vocab);
-    return out;
 }
 
 std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)

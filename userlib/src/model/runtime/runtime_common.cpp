@@ -57,4 +57,40 @@ ChipTotals tray_exchange(const RuntimeOptions& o, uint32_t n_layer, uint64_t row
     return t;
 }
 
+const jal::kernels::Program& cached_program(ProgramCache& programs, const std::string& key,
+                                            const std::function<jal::kernels::CodeObject()>& build,
+                                            const runtime::Device& device,
+                                            runtime::Context& context, runtime::Queue& queue,
+                                            uint64_t all_mask)
+{
+    auto it = programs.find(key);
+    if (it == programs.end())
+        it = programs
+                 .emplace(key, std::make_unique<jal::kernels::Program>(
+                                   device, context, queue, build(),
+                                   jal::kernels::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask}))
+                 .first;
+    return *it->second;
+}
+
+jal::kernels::DispatchOptions graph_dispatch(uint64_t mask, bool timing_only, const char* what,
+                                             int lane)
+{
+    jal::kernels::DispatchOptions d;
+    d.slice_mask = mask;
+    d.timing_only = timing_only;
+    d.label = what;
+    d.lane = lane;
+    return d;
+}
+
+std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
+                                           uint32_t vocab)
+{
+    std::vector<std::vector<float>> out(rows);
+    for (uint32_t b = 0; b < rows; b++)
+        out[b].assign(logits.begin() + size_t{b} * vocab, logits.begin() + size_t{b + 1} * vocab);
+    return out;
+}
+
 }  // namespace jal::model::detail
