@@ -107,19 +107,15 @@ bool DeepseekRuntime::split_by_rows(const DsMatrix& m, uint32_t tokens, uint32_t
                                     bool per_pair) const
 {
     if (m.row_shards.empty()) return false;
-    lin::ExpertGemmConfig g;
-    g.tokens = tokens, g.k = kk, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
-    g.weight = m.dtype, g.input_per_pair = per_pair;
-    if (!lin::expert_gemm_streams(g, S_)) return false;
-    const ExpertGemmShape sh{.tokens = tokens,
-                             .k = kk,
-                             .experts = m.experts,
-                             .slices = S_,
-                             .n = m.n,
-                             .kdim = m.kdim,
-                             .row_bytes = m.row_bytes,
-                             .per_pair = per_pair};
-    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
+    return rows_split_pays({.tokens = tokens,
+                            .k = kk,
+                            .experts = m.experts,
+                            .slices = S_,
+                            .n = m.n,
+                            .kdim = m.kdim,
+                            .row_bytes = m.row_bytes,
+                            .per_pair = per_pair},
+                           m.dtype);
 }
 
 // Timing only, with fewer pairs than experts: the ids read as zeros inside a kernel, so the

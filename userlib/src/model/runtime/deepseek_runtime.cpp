@@ -281,25 +281,15 @@ void DeepseekRuntime::check_tokens(std::span<const int32_t> tokens) const
 std::vector<float> DeepseekRuntime::prefill(int seq, std::span<const int32_t> tokens)
 {
     Slot& s = slot(seq);
-    if (tokens.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
-    if (s.len + tokens.size() > o_.n_ctx)
-        throw Error(JAL_STATUS_OUT_OF_RANGE,
-                    fmt::format("model runtime: sequence {} would hold {} positions, its cache "
-                                "holds {}",
-                                seq, s.len + tokens.size(), o_.n_ctx));
-    check_tokens(tokens);
+    check_prompt(seq, s.len, tokens, o_.n_ctx, c_.n_vocab);
     last_ = {};
     by_kernel_.clear();
-    std::vector<float> logits;
-    for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
-        const uint32_t n =
-            static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
-        std::vector<int32_t> pos(n);
-        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(s.len + i);
-        logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
-        s.len += n;
-    }
+    std::vector<float> logits =
+        run_prompt_chunks(tokens, o_.max_batch_tokens, s.len,
+                          [&](std::span<const int32_t> chunk, std::span<const int32_t> pos) {
+                              const uint32_t n = static_cast<uint32_t>(chunk.size());
+                              return run({{seq, 0, n, s.len}}, chunk, pos, n - 1, 1);
+                          });
     total_ += last_;
     return logits;
 }

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include <jal/hw/isa.h>
+
 namespace jal::model::detail {
 
 struct ExpertGemmShape {
@@ -22,5 +24,8 @@ double expected_active_experts(const ExpertGemmShape& g);
 // it gathers.
 double busiest_slice_bytes_by_experts(const ExpertGemmShape& g);
 double busiest_slice_bytes_by_rows(const ExpertGemmShape& g);
+// Whether the GEMM (weights of type `weight`) is split by rows: the kernel can stream that
+// way (linear::expert_gemm_streams) and its busiest slice then reads fewer bytes.
+bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight);
 
 }  // namespace jal::model::detail

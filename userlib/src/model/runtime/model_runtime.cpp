@@ -36,15 +36,14 @@ namespace jal::model {
 
 namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
-using detail::busiest_slice_bytes_by_experts;
-using detail::busiest_slice_bytes_by_rows;
 using detail::cached_program;
 using detail::claim_slot;
-using detail::ExpertGemmShape;
 using detail::graph_dispatch;
 using detail::mask_of;
 using detail::Place;
 using detail::Placement;
+using detail::rows_split_pays;
+using detail::run_prompt_chunks;
 using detail::split_rows;
 using detail::used_slot;
 
@@ -1119,19 +1118,15 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
 bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
 {
     if (m.row_shards.empty()) return false;
-    lin::ExpertGemmConfig g;
-    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
-    g.weight = m.dtype, g.input_per_pair = per_pair;
-    if (!lin::expert_gemm_streams(g, S_)) return false;
-    const ExpertGemmShape sh{.tokens = tokens,
-                             .k = c_.n_expert_used,
-                             .experts = m.experts,
-                             .slices = S_,
-                             .n = m.n,
-                             .kdim = m.kdim,
-                             .row_bytes = m.row_bytes,
-                             .per_pair = per_pair};
-    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
+    return rows_split_pays({.tokens = tokens,
+                            .k = c_.n_expert_used,
+                            .experts = m.experts,
+                            .slices = S_,
+                            .n = m.n,
+                            .kdim = m.kdim,
+                            .row_bytes = m.row_bytes,
+                            .per_pair = per_pair},
+                           m.dtype);
 }
 
 bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
@@ -1599,20 +1594,7 @@ void RuntimeImpl::exchange(uint32_t T, Place Activations::*from, Place Activatio
 
 void RuntimeImpl::check_prompt(int seq, std::span<const int32_t> tokens) const
 {
-    const Slot& s = slot(seq);
-    if (tokens.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
-    if (s.len + tokens.size() > o_.n_ctx)
-        throw Error(JAL_STATUS_OUT_OF_RANGE,
-                    fmt::format("model runtime: sequence {} would hold {} positions, "
-                                "its cache holds {}",
-                                seq, s.len + tokens.size(), o_.n_ctx));
-    for (int32_t t : tokens)
-        if (t < 0 || static_cast<uint32_t>(t) >= model_.n_vocab)
-            throw Error(JAL_STATUS_OUT_OF_RANGE,
-                        fmt::format("model runtime: token {} is not in the vocabulary "
-                                    "(0..{})",
-                                    t, model_.n_vocab - 1));
+    detail::check_prompt(seq, slot(seq).len, tokens, o_.n_ctx, model_.n_vocab);
 }
 
 std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
@@ -1621,15 +1603,12 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
     Slot& s = slot(seq);
     last_ = {};
     by_kernel_.clear();
-    std::vector<float> logits;
-    for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
-        const uint32_t n =
-            static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
-        std::vector<int32_t> pos(n);
-        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(s.len + i);
-        logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
-        s.len += n;
-    }
+    std::vector<float> logits =
+        run_prompt_chunks(tokens, o_.max_batch_tokens, s.len,
+                          [&](std::span<const int32_t> chunk, std::span<const int32_t> pos) {
+                              const uint32_t n = static_cast<uint32_t>(chunk.size());
+                              return run({{seq, 0, n, s.len}}, chunk, pos, n - 1, 1);
+                          });
     total_ += last_;
     return logits;
 }

@@ -84,6 +84,23 @@ jal::kernels::DispatchOptions graph_dispatch(uint64_t mask, bool timing_only, co
     return d;
 }
 
+void check_prompt(int seq, uint32_t len, std::span<const int32_t> tokens, uint32_t n_ctx,
+                  uint32_t n_vocab)
+{
+    if (tokens.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
+    if (len + tokens.size() > n_ctx)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: sequence {} would hold {} positions, its cache "
+                                "holds {}",
+                                seq, len + tokens.size(), n_ctx));
+    for (int32_t t : tokens)
+        if (t < 0 || static_cast<uint32_t>(t) >= n_vocab)
+            throw Error(JAL_STATUS_OUT_OF_RANGE,
+                        fmt::format("model runtime: token {} is not in the vocabulary (0..{})", t,
+                                    n_vocab - 1));
+}
+
 std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
                                            uint32_t vocab)
 {

@@ -1,12 +1,16 @@
 // What the model runtimes of every architecture share beyond the weight upload (upload.hpp):
 // the chip's element type of a GGUF tensor, a batch's report as chip totals, a tray's
-// exchange, slice masks, the program cache, and a step's logits a row.
+// exchange, slice masks, the program cache, a prompt's checks and chunks, and a step's
+// logits a row.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +60,29 @@ const jal::kernels::Program& cached_program(ProgramCache& programs, const std::s
 // by-kernel figures), timing only or not, on lane `lane` of a batch (-1: its own queue).
 jal::kernels::DispatchOptions graph_dispatch(uint64_t mask, bool timing_only, const char* what,
                                              int lane = -1);
+
+// Checks a prompt for sequence `seq`, which holds `len` positions: at least one token, room
+// for them in its cache of n_ctx positions, every id in the vocabulary of n_vocab.
+void check_prompt(int seq, uint32_t len, std::span<const int32_t> tokens, uint32_t n_ctx,
+                  uint32_t n_vocab);
+
+// Runs a prompt in chunks of at most max_rows tokens, each at the sequence's next positions
+// (`len`, advanced past each chunk): run_chunk(chunk, pos) runs one and returns its logits.
+// Returns the last chunk's.
+template <class RunChunk>
+std::vector<float> run_prompt_chunks(std::span<const int32_t> tokens, uint32_t max_rows,
+                                     uint32_t& len, RunChunk run_chunk)
+{
+    std::vector<float> logits;
+    for (size_t at = 0; at < tokens.size(); at += max_rows) {
+        const uint32_t n = static_cast<uint32_t>(std::min<size_t>(max_rows, tokens.size() - at));
+        std::vector<int32_t> pos(n);
+        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(len + i);
+        logits = run_chunk(tokens.subspan(at, n), std::span<const int32_t>(pos));
+        len += n;
+    }
+    return logits;
+}
 
 // Splits `logits` (rows of `vocab`) into one vector a row.
 std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
