@@ -28,6 +28,7 @@
 
 #include "../../reference/model/llama_compare.hpp"
 #include "../fabric/links_up.hpp"
+#include "../fabric/start_tray.hpp"
 #include "../fabric/two_process_domain.hpp"
 #include "../firmware/console_client.hpp"
 #include "fixture/emu_process.hpp"
@@ -107,16 +108,7 @@ class SplitModel : public ::testing::Test {
 protected:
     static void SetUpTestSuite()
     {
-        jal::test::EmuOptions o;
-        o.chips = kTray;
-        o.extra_args = {"--fw", "native"};
-        emu_ = new jal::test::EmuProcess(o);
-        // Peer memory needs the links trained: 12 a chip in the tray.
-        for (unsigned i = 0; i < kTray; ++i) {
-            fwtest::ConsoleClient console(emu_->socket_dir() + "/jal" + std::to_string(i) +
-                                          ".console");
-            jal::test::links_up(console, 12);
-        }
+        emu_ = jal::test::start_tray(kTray).release();
         for (unsigned i = 0; i < kTray; ++i)
             devices_.push_back(std::make_unique<jal::runtime::Device>(i, emu_->socket_dir()));
     }
