@@ -17,7 +17,9 @@ inline constexpr std::chrono::seconds kSideWait{30};
 // A chip's context, queue and host buffer, and copies through them that wait (up to kWait:
 // a packet that never completes fails the test, never hangs it).
 struct Side {
-    Side(jal::runtime::Device& d, size_t host_bytes) : dev(d), ctx(d), queue(ctx, 64), host(d, host_bytes) {}
+    Side(jal::runtime::Device& d, size_t host_bytes)
+        : dev(d), ctx(d), queue(ctx, 64), host(d, host_bytes)
+    {}
     // Copies and waits; the packet's status.
     uint32_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes)
     {

@@ -21,8 +21,7 @@ inline std::unique_ptr<EmuProcess> start_tray(unsigned chips, std::size_t links 
     o.extra_args = {"--fw", "native"};
     auto emu = std::make_unique<EmuProcess>(o);
     for (unsigned i = 0; i < chips; ++i) {
-        fwtest::ConsoleClient console(emu->socket_dir() + "/jal" + std::to_string(i) +
-                                      ".console");
+        fwtest::ConsoleClient console(emu->socket_dir() + "/jal" + std::to_string(i) + ".console");
         links_up(console, links);
     }
     return emu;
