@@ -106,16 +106,7 @@ void DeepseekRuntime::expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k
 bool DeepseekRuntime::split_by_rows(const DsMatrix& m, uint32_t tokens, uint32_t kk,
                                     bool per_pair) const
 {
-    if (m.row_shards.empty()) return false;
-    return rows_split_pays({.tokens = tokens,
-                            .k = kk,
-                            .experts = m.experts,
-                            .slices = S_,
-                            .n = m.n,
-                            .kdim = m.kdim,
-                            .row_bytes = m.row_bytes,
-                            .per_pair = per_pair},
-                           m.dtype);
+    return splits_by_rows(m, tokens, kk, S_, per_pair);
 }
 
 // Timing only, with fewer pairs than experts: the ids read as zeros inside a kernel, so the

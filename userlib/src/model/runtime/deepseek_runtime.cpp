@@ -344,16 +344,7 @@ DeepseekRuntime::mixed_step(std::span<const std::pair<int, int32_t>> batch, int 
 
 std::vector<uint8_t> DeepseekRuntime::read_back_data_for_test(uint64_t max_bytes)
 {
-    const auto ranges = placement_.data_ranges();
-    size_t total = 0;
-    for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
-    std::vector<uint8_t> out(total);
-    size_t at = 0;
-    for (auto [addr, bytes] : ranges) {
-        const size_t n = std::min(bytes, max_bytes);
-        launch_->download(out.data() + at, addr, n);
-        at += n;
-    }
+    std::vector<uint8_t> out = download_data(placement_, *launch_, max_bytes);
     run_batch();
     return out;
 }

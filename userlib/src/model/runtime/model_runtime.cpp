@@ -38,13 +38,14 @@ namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
 using detail::cached_program;
 using detail::claim_slot;
+using detail::download_data;
 using detail::graph_dispatch;
 using detail::mask_of;
 using detail::Place;
 using detail::Placement;
-using detail::rows_split_pays;
 using detail::run_prompt_chunks;
 using detail::split_rows;
+using detail::splits_by_rows;
 using detail::used_slot;
 
 namespace {
@@ -210,16 +211,7 @@ public:
                                                std::span<const int32_t> chunk) override;
     std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
     {
-        const auto ranges = placement_.data_ranges();
-        size_t total = 0;
-        for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
-        std::vector<uint8_t> out(total);
-        size_t at = 0;
-        for (auto [addr, bytes] : ranges) {
-            const size_t n = std::min(bytes, max_bytes);
-            launch_->download(out.data() + at, addr, n);
-            at += n;
-        }
+        std::vector<uint8_t> out = download_data(placement_, *launch_, max_bytes);
         run_batch();
         return out;
     }
@@ -1117,16 +1109,7 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
 
 bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
 {
-    if (m.row_shards.empty()) return false;
-    return rows_split_pays({.tokens = tokens,
-                            .k = c_.n_expert_used,
-                            .experts = m.experts,
-                            .slices = S_,
-                            .n = m.n,
-                            .kdim = m.kdim,
-                            .row_bytes = m.row_bytes,
-                            .per_pair = per_pair},
-                           m.dtype);
+    return splits_by_rows(m, tokens, c_.n_expert_used, S_, per_pair);
 }
 
 bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
@@ -1691,6 +1674,18 @@ RuntimeImpl::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prom
     return rows;
 }
 
+// A model without weights (open_shape) runs timing only, on one chip or a tray's projection.
+void check_shape_options(const RuntimeOptions& options)
+{
+    if (!options.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a model without weights runs in timing-only mode only");
+    if (!options.split_devices.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a shape without weights is not split over chips "
+                    "(split_devices); its projections take tray_chips");
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runtime::Device& device,
@@ -1720,13 +1715,7 @@ std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
                                              const runtime::Device& device,
                                              const RuntimeOptions& options)
 {
-    if (!options.timing_only)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a model without weights runs in timing-only mode only");
-    if (!options.split_devices.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a shape without weights is not split over chips "
-                    "(split_devices); its projections take tray_chips");
+    check_shape_options(options);
     return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
 }
 
@@ -1734,13 +1723,7 @@ std::unique_ptr<Runtime> Runtime::open_shape(const DeepseekConfig& config,
                                              const runtime::Device& device,
                                              const RuntimeOptions& options)
 {
-    if (!options.timing_only)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a model without weights runs in timing-only mode only");
-    if (!options.split_devices.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a shape without weights is not split over chips "
-                    "(split_devices); its projections take tray_chips");
+    check_shape_options(options);
     return std::make_unique<detail::DeepseekRuntime>(std::nullopt, config, device, options);
 }
 
