@@ -298,26 +298,11 @@ std::vector<std::vector<float>>
 DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
 {
     if (batch.empty()) return {};
-    if (batch.size() > T_)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    check_decode_step(batch.size(), T_);
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
-    for (auto [seq, tok] : batch) {
-        const Slot& s = slot(seq);
-        for (const Segment& o : segs)
-            if (o.seq == seq)
-                throw Error(JAL_STATUS_INVALID_FIELD,
-                            fmt::format("model runtime: sequence {} twice in one step", seq));
-        if (s.len + 1 > o_.n_ctx)
-            throw Error(
-                JAL_STATUS_OUT_OF_RANGE,
-                fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
-        segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
-        tokens.push_back(tok);
-        pos.push_back(static_cast<int32_t>(s.len));
-    }
+    for (auto [seq, tok] : batch)
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len, o_.n_ctx);
     check_tokens(tokens);
     last_ = {};
     by_kernel_.clear();

@@ -36,7 +36,9 @@ namespace jal::model {
 
 namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
+using detail::add_decode_row;
 using detail::cached_program;
+using detail::check_decode_step;
 using detail::claim_slot;
 using detail::download_data;
 using detail::graph_dispatch;
@@ -1601,31 +1603,17 @@ void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch
                                   std::vector<int32_t>& pos) const
 {
     for (auto [seq, tok] : batch) {
-        const Slot& s = slot(seq);
-        for (const Segment& o : segs)
-            if (o.seq == seq)
-                throw Error(JAL_STATUS_INVALID_FIELD,
-                            fmt::format("model runtime: sequence {} twice in one step", seq));
-        if (s.len + 1 > o_.n_ctx)
-            throw Error(
-                JAL_STATUS_OUT_OF_RANGE,
-                fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len, o_.n_ctx);
         if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
             throw Error(JAL_STATUS_OUT_OF_RANGE,
                         fmt::format("model runtime: token {} is not in the vocabulary", tok));
-        segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
-        tokens.push_back(tok);
-        pos.push_back(static_cast<int32_t>(s.len));
     }
 }
 
 std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)
 {
     if (batch.empty()) return {};
-    if (batch.size() > T_)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    check_decode_step(batch.size(), T_);
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
     add_decode_rows(batch, segs, tokens, pos);

@@ -101,6 +101,24 @@ void check_prompt(int seq, uint32_t len, std::span<const int32_t> tokens, uint32
                                     n_vocab - 1));
 }
 
+void check_decode_step(size_t rows, uint32_t max_rows)
+{
+    if (rows > max_rows)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("model runtime: {} sequences in one step, at most {}", rows, max_rows));
+}
+
+void check_decode_row(int seq, uint32_t len, bool twice, uint32_t n_ctx)
+{
+    if (twice)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: sequence {} twice in one step", seq));
+    if (len + 1 > n_ctx)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: sequence {} is full ({} positions)", seq, n_ctx));
+}
+
 std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
                                            uint32_t vocab)
 {

@@ -84,6 +84,28 @@ std::vector<float> run_prompt_chunks(std::span<const int32_t> tokens, uint32_t m
     return logits;
 }
 
+// Checks a decode step of `rows` sequences fits a graph run (at most max_rows, one a
+// sequence).
+void check_decode_step(size_t rows, uint32_t max_rows);
+
+// Throws for a decode row of sequence seq, which holds len positions, that may not join a
+// step: the sequence already in it (`twice`), or no room in its cache of n_ctx positions.
+void check_decode_row(int seq, uint32_t len, bool twice, uint32_t n_ctx);
+
+// Appends sequence seq's decode row (token tok at its next position, len) to a step: its
+// segment, token and position, after check_decode_row.
+template <class Segment>
+void add_decode_row(std::vector<Segment>& segs, std::vector<int32_t>& tokens,
+                    std::vector<int32_t>& pos, int seq, int32_t tok, uint32_t len, uint32_t n_ctx)
+{
+    const bool twice =
+        std::any_of(segs.begin(), segs.end(), [&](const Segment& o) { return o.seq == seq; });
+    check_decode_row(seq, len, twice, n_ctx);
+    segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, len});
+    tokens.push_back(tok);
+    pos.push_back(static_cast<int32_t>(len));
+}
+
 // Splits `logits` (rows of `vocab`) into one vector a row.
 std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
                                            uint32_t vocab);
