@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,13 @@ inline nlohmann::json links_up(
             return links;
         }
     }
+}
+
+// The same through chip `chip`'s console in `emu`: until `count` of its links are up.
+inline nlohmann::json chip_links_up(const EmuProcess& emu, unsigned chip, std::size_t count)
+{
+    fwtest::ConsoleClient console(emu.socket_dir() + "/jal" + std::to_string(chip) + ".console");
+    return links_up(console, count);
 }
 
 // Opens chip `chip` of an emulator (its open options `options`) and checks its telemetry

@@ -5,11 +5,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <string>
 
 #include <fixture/emu_process.hpp>
 
-#include "../firmware/console_client.hpp"
 #include "links_up.hpp"
 
 namespace jal::test {
@@ -20,10 +18,7 @@ inline std::unique_ptr<EmuProcess> start_tray(unsigned chips, std::size_t links 
     o.chips = chips;
     o.extra_args = {"--fw", "native"};
     auto emu = std::make_unique<EmuProcess>(o);
-    for (unsigned i = 0; i < chips; ++i) {
-        fwtest::ConsoleClient console(emu->socket_dir() + "/jal" + std::to_string(i) + ".console");
-        links_up(console, links);
-    }
+    for (unsigned i = 0; i < chips; ++i) chip_links_up(*emu, i, links);
     return emu;
 }
 

@@ -30,7 +30,6 @@
 #include "../fabric/links_up.hpp"
 #include "../fabric/start_tray.hpp"
 #include "../fabric/two_process_domain.hpp"
-#include "../firmware/console_client.hpp"
 #include "fixture/emu_process.hpp"
 
 namespace {
@@ -280,10 +279,8 @@ TEST(SplitModelDomain, TwoProcessesAgreeWithOneChipAndLlamaCpp)
         jal::test::write_two_process_domain("split-model", jal::test::kTwoScaleUpLinks);
     auto a = start(file, "a");
     auto b = start(file, "b");
-    for (const auto* emu : {a.get(), b.get()}) {  // both ends trained: each imports the other
-        fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
-        jal::test::links_up(console, 2);
-    }
+    for (const auto* emu : {a.get(), b.get()})  // both ends trained: each imports the other
+        jal::test::chip_links_up(*emu, 0, 2);
     jal::runtime::Device chip0(0, a->socket_dir()), chip1(0, b->socket_dir());
     const std::string path = model();
     Pass one;
