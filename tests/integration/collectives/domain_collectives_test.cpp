@@ -18,7 +18,6 @@
 
 #include "../fabric/links_up.hpp"
 #include "../fabric/two_process_domain.hpp"
-#include "../firmware/console_client.hpp"
 #include "collective_reference.hpp"
 #include "rank_chip.hpp"
 
@@ -51,10 +50,8 @@ TEST(DomainCollectives, TwoProcessesReduceAndExchangeAndAPeerThatDies)
         jal::test::write_two_process_domain("collectives", jal::test::kTwoScaleUpLinks);
     auto a = start(file, "a");
     auto b = start(file, "b");
-    for (const auto* emu : {a.get(), b.get()}) {  // both ends trained: each imports the other
-        fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
-        jal::test::links_up(console, 2);
-    }
+    for (const auto* emu : {a.get(), b.get()})  // both ends trained: each imports the other
+        jal::test::chip_links_up(*emu, 0, 2);
     auto side0 = std::make_unique<Side>(0, a->socket_dir());
     Side side1(0, b->socket_dir());
     Side* sides[2] = {side0.get(), &side1};

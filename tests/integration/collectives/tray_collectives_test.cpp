@@ -15,7 +15,7 @@
 #include <jal/collectives.hpp>
 #include <jal/jal.hpp>
 
-#include "../fabric/links_up.hpp"
+#include "../fabric/start_tray.hpp"
 #include "../firmware/console_client.hpp"
 #include "collective_reference.hpp"
 #include "rank_chip.hpp"
@@ -43,15 +43,9 @@ class TrayCollectives : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        jal::test::EmuOptions o;
-        o.chips = 8;
-        o.extra_args = {"--fw", "native"};
-        emu = std::make_unique<jal::test::EmuProcess>(o);
-        for (unsigned i = 0; i < 8; ++i) {
-            ConsoleClient console(emu->socket_dir() + "/jal" + std::to_string(i) + ".console");
-            jal::test::links_up(console, 12);
+        emu = jal::test::start_tray(8);
+        for (unsigned i = 0; i < 8; ++i)
             chips.push_back(std::make_unique<Chip>(i, emu->socket_dir()));
-        }
     }
 
     std::unique_ptr<Communicator> communicator(const std::vector<unsigned>& members,

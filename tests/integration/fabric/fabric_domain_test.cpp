@@ -11,7 +11,6 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -23,12 +22,14 @@
 
 #include "../firmware/console_client.hpp"
 #include "links_up.hpp"
+#include "random_hex.hpp"
 #include "two_process_domain.hpp"
 
 namespace {
 
 using fwtest::ConsoleClient;
 using jal::test::EmuProcess;
+using jal::test::random_hex;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -56,15 +57,6 @@ json settled(ConsoleClient& console)
         if (j.value("state", "") != "joining" && j.contains("state")) return j;
         if (std::chrono::steady_clock::now() > give_up) return j;  // the caller's check fails
     }
-}
-
-std::string random_hex(std::size_t bytes, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < 2 * bytes; ++i) s.push_back(digits[rng() % 16]);
-    return s;
 }
 
 TEST(FabricDomain, ChipOneReadsAndWritesChipZerosMemory)
@@ -109,14 +101,7 @@ TEST(FabricDomain, ChipOneReadsAndWritesChipZerosMemory)
     EXPECT_EQ(tx, 1000u);
 
     // The firmware's telemetry counts the links it trained (sampled every 1 ms tick).
-    jal::ChipFunction dev = jal::ChipFunction::open(0, b->open_options());
-    ASSERT_EQ(dev.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
-    jal_telemetry t = dev.telemetry();
-    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
-    while (t.links_up != 2 && std::chrono::steady_clock::now() < give_up) t = dev.telemetry();
-    EXPECT_EQ(t.links_up, 2u);
-    EXPECT_EQ(t.links_connected, 2u);
-    EXPECT_EQ(t.link_errors, 0u);
+    ASSERT_NO_FATAL_FAILURE(jal::test::expect_telemetry_links_up(0, b->open_options(), 2));
 
     // Past the end of chip 0's memory, and to a chip no link reaches: refused, said why.
     const json past = chip1.ask("rpeek 0 0x3600000000 16");

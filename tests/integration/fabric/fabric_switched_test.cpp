@@ -10,7 +10,6 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -22,22 +21,15 @@
 
 #include "../firmware/console_client.hpp"
 #include "links_up.hpp"
+#include "random_hex.hpp"
 #include <tools/common/emu_process.hpp>
 
 namespace {
 
 using fwtest::ConsoleClient;
 using jal::test::EmuProcess;
+using jal::test::random_hex;
 using nlohmann::json;
-
-std::string random_hex(std::size_t bytes, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < 2 * bytes; ++i) s.push_back(digits[rng() % 16]);
-    return s;
-}
 
 // Until `console`'s chip has its 12 scale-up planes up (the firmware trains them at boot:
 // the switch answers).
@@ -89,14 +81,7 @@ TEST(SwitchedTray, ChipZeroWritesChipSevenAndReadsItBack)
     EXPECT_EQ(sum(after7, "tx_bytes"), 4096u);
     // The firmware trained the 12 planes at boot (the switch answers) and its telemetry
     // counts them (sampled every 1 ms tick).
-    jal::ChipFunction dev = jal::ChipFunction::open(7, emu.open_options());
-    ASSERT_EQ(dev.wait_ready(jal::test::kBootTimeout).state, jal::DeviceState::ready);
-    jal_telemetry t = dev.telemetry();
-    const auto give_up = std::chrono::steady_clock::now() + jal::test::kBootTimeout;
-    while (t.links_up != 12 && std::chrono::steady_clock::now() < give_up) t = dev.telemetry();
-    EXPECT_EQ(t.links_up, 12u);
-    EXPECT_EQ(t.links_connected, 12u);
-    EXPECT_EQ(t.link_errors, 0u);
+    ASSERT_NO_FATAL_FAILURE(jal::test::expect_telemetry_links_up(7, emu.open_options(), 12));
     // A chip outside the tray answers on no plane.
     const json none = chip0.ask("rpeek 8 0 16");
     EXPECT_FALSE(none["ok"]);

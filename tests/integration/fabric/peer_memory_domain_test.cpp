@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -24,6 +23,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "links_up.hpp"
+#include "peer_side.hpp"
 #include "two_process_domain.hpp"
 
 namespace {
@@ -31,10 +31,8 @@ namespace {
 using fwtest::ConsoleClient;
 using jal::runtime::Context;
 using jal::runtime::Device;
-using jal::runtime::HostBuffer;
 using jal::runtime::Memory;
-using jal::runtime::Queue;
-using jal::runtime::Signal;
+using jal::test::Side;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -54,14 +52,6 @@ std::unique_ptr<jal::test::EmuProcess> start(const std::string& file, const std:
     return std::make_unique<jal::test::EmuProcess>(o);
 }
 
-uint32_t copy(Device& dev, Queue& q, jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t n)
-{
-    Signal done(dev, 1);
-    q.copy(dir, dst, src, n, &done);
-    const auto r = done.wait_zero(30s);
-    return r.satisfied ? uint32_t{r.status} : uint32_t{JAL_STATUS_TIMEOUT};
-}
-
 TEST(PeerMemoryDomain, TwoProcessesOverTcpAndAPeerThatDies)
 {
     const std::string file = write_domain_file();
@@ -78,38 +68,28 @@ TEST(PeerMemoryDomain, TwoProcessesOverTcpAndAPeerThatDies)
     EXPECT_EQ(e.chip, 0u);
     EXPECT_EQ(e.pages, 2u);
 
-    Context ctx1(dev1);
-    Queue q1(ctx1, 64);
-    Memory mine(ctx1, kPage, JAL_PLACE_SLICE, 1);
-    Memory peer = Memory::import_peer(ctx1, e);  // as another process would, given `e`
-    HostBuffer host(dev1, 2 * kPage);
+    Side one(dev1, 2 * kPage);
+    Memory mine(one.ctx, kPage, JAL_PLACE_SLICE, 1);
+    Memory peer = Memory::import_peer(one.ctx, e);  // as another process would, given `e`
     std::vector<std::byte> data(kPage + 4097);
     for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<std::byte>(i * 31 + 7);
 
     // Across the page boundary of chip 0's buffer, and back, over libfabric.
-    std::memcpy(host.data(), data.data(), data.size());
-    ASSERT_EQ(copy(dev1, q1, JAL_COPY_H2D, peer.va() + kPage / 2, host.bus_addr(), data.size()),
-              uint32_t{JAL_STATUS_OK});
-    std::memset(host.data(), 0, data.size());
-    ASSERT_EQ(copy(dev1, q1, JAL_COPY_D2H, host.bus_addr(), peer.va() + kPage / 2, data.size()),
-              uint32_t{JAL_STATUS_OK});
-    EXPECT_EQ(std::memcmp(host.data(), data.data(), data.size()), 0);
+    ASSERT_EQ(one.to_device(peer.va() + kPage / 2, data), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(one.to_host(peer.va() + kPage / 2, data.size()), uint32_t{JAL_STATUS_OK});
+    EXPECT_TRUE(one.host_equals(data));
     const json pm = console1.ask("peer-memory");
     EXPECT_GE(pm["link_ns"].get<double>() * 50, pm["bytes"].get<double>()) << pm.dump();
 
     // Process a dies: the next remote copy fails, never hangs; local work goes on.
     kill(a->pid(), SIGKILL);
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(copy(dev1, q1, JAL_COPY_D2H, host.bus_addr(), peer.va(), 4096),
-              uint32_t{JAL_STATUS_LINK_DOWN});
+    EXPECT_EQ(one.to_host(peer.va(), 4096), uint32_t{JAL_STATUS_LINK_DOWN});
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
-    std::memcpy(host.data(), data.data(), 4096);
-    ASSERT_EQ(copy(dev1, q1, JAL_COPY_H2D, mine.va(), host.bus_addr(), 4096),
-              uint32_t{JAL_STATUS_OK});
-    std::memset(host.data(), 0, 4096);
-    ASSERT_EQ(copy(dev1, q1, JAL_COPY_D2H, host.bus_addr(), mine.va(), 4096),
-              uint32_t{JAL_STATUS_OK});
-    EXPECT_EQ(std::memcmp(host.data(), data.data(), 4096), 0);
+    const std::vector<std::byte> head(data.begin(), data.begin() + 4096);
+    ASSERT_EQ(one.to_device(mine.va(), head), uint32_t{JAL_STATUS_OK});
+    ASSERT_EQ(one.to_host(mine.va(), head.size()), uint32_t{JAL_STATUS_OK});
+    EXPECT_TRUE(one.host_equals(head));
 
     // chip 0's handles are released against a dead emulator: errors, not hangs.
     theirs.reset();

@@ -27,6 +27,7 @@
 
 #include "../firmware/console_client.hpp"
 #include "links_up.hpp"
+#include "peer_side.hpp"
 #include <tools/common/emu_process.hpp>
 
 namespace {
@@ -46,11 +47,12 @@ using jal::runtime::HostBuffer;
 using jal::runtime::Memory;
 using jal::runtime::Queue;
 using jal::runtime::Signal;
+using jal::test::Side;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr uint64_t kPage = JAL_PAGE_SIZE;
-constexpr auto kWait = 30s;  // a packet that never completes fails the test, never hangs it
+constexpr auto kWait = jal::test::kSideWait;  // a packet that never completes fails the test
 
 // One process, chips 0 and 1, two links between them.
 std::string write_domain_file()
@@ -76,38 +78,6 @@ std::vector<std::byte> pattern(size_t n, uint32_t seed)
     }
     return v;
 }
-
-// A chip's context, queue and host buffer.
-struct Side {
-    Side(Device& d, size_t host_bytes) : dev(d), ctx(d), queue(ctx, 64), host(d, host_bytes) {}
-    // Copies and waits; the packet's status.
-    uint32_t copy(jal_copy_dir dir, uint64_t dst, uint64_t src, uint64_t bytes)
-    {
-        Signal done(dev, 1);
-        queue.copy(dir, dst, src, bytes, &done);
-        const auto r = done.wait_zero(kWait);
-        if (!r.satisfied) return JAL_STATUS_TIMEOUT;
-        return r.status;
-    }
-    uint32_t to_device(uint64_t va, const std::vector<std::byte>& data)
-    {
-        std::memcpy(host.data(), data.data(), data.size());
-        return copy(JAL_COPY_H2D, va, host.bus_addr(), data.size());
-    }
-    uint32_t to_host(uint64_t va, size_t bytes)
-    {
-        std::memset(host.data(), 0, bytes);
-        return copy(JAL_COPY_D2H, host.bus_addr(), va, bytes);
-    }
-    bool host_equals(const std::vector<std::byte>& data) const
-    {
-        return std::memcmp(host.data(), data.data(), data.size()) == 0;
-    }
-    Device& dev;
-    Context ctx;
-    Queue queue;
-    HostBuffer host;
-};
 
 class PeerMemoryTest : public ::testing::Test {
 protected:

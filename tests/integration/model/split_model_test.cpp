@@ -28,8 +28,8 @@
 
 #include "../../reference/model/llama_compare.hpp"
 #include "../fabric/links_up.hpp"
+#include "../fabric/start_tray.hpp"
 #include "../fabric/two_process_domain.hpp"
-#include "../firmware/console_client.hpp"
 #include "fixture/emu_process.hpp"
 
 namespace {
@@ -107,16 +107,7 @@ class SplitModel : public ::testing::Test {
 protected:
     static void SetUpTestSuite()
     {
-        jal::test::EmuOptions o;
-        o.chips = kTray;
-        o.extra_args = {"--fw", "native"};
-        emu_ = new jal::test::EmuProcess(o);
-        // Peer memory needs the links trained: 12 a chip in the tray.
-        for (unsigned i = 0; i < kTray; ++i) {
-            fwtest::ConsoleClient console(emu_->socket_dir() + "/jal" + std::to_string(i) +
-                                          ".console");
-            jal::test::links_up(console, 12);
-        }
+        emu_ = jal::test::start_tray(kTray).release();
         for (unsigned i = 0; i < kTray; ++i)
             devices_.push_back(std::make_unique<jal::runtime::Device>(i, emu_->socket_dir()));
     }
@@ -288,10 +279,8 @@ TEST(SplitModelDomain, TwoProcessesAgreeWithOneChipAndLlamaCpp)
         jal::test::write_two_process_domain("split-model", jal::test::kTwoScaleUpLinks);
     auto a = start(file, "a");
     auto b = start(file, "b");
-    for (const auto* emu : {a.get(), b.get()}) {  // both ends trained: each imports the other
-        fwtest::ConsoleClient console(emu->socket_dir() + "/jal0.console");
-        jal::test::links_up(console, 2);
-    }
+    for (const auto* emu : {a.get(), b.get()})  // both ends trained: each imports the other
+        jal::test::chip_links_up(*emu, 0, 2);
     jal::runtime::Device chip0(0, a->socket_dir()), chip1(0, b->socket_dir());
     const std::string path = model();
     Pass one;

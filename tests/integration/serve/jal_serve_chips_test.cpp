@@ -3,7 +3,6 @@
 // continuation as jal-run's on either chip.
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -15,6 +14,7 @@
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
 
+#include "made_model.hpp"
 #include "serve_http.hpp"
 #include "serve_process.hpp"
 
@@ -24,12 +24,12 @@ using jal::test::bin_path;
 using jal::test::CommandResult;
 using jal::test::curl;
 using jal::test::HttpReply;
+using jal::test::MadeModel;
 using jal::test::metric;
 using jal::test::post;
 using jal::test::run_command;
 using jal::test::ServeProcess;
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 constexpr unsigned kTokens = 6;
 
@@ -49,13 +49,9 @@ TEST(JalServeChips, RequestsSpreadOverTwoChipsAndAgreeWithJalRun)
     eo.chips = 2;
     eo.extra_args = {"--fw", "native"};
     jal::test::EmuProcess emu(eo);
-    const fs::path dir =
-        fs::temp_directory_path() / ("jal-serve-chips-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string model = (dir / "chips.gguf").string();
-    const CommandResult mk =
-        run_command({bin_path("jal-mkmodel"), "--preset", "tiny", "--seed", "6", "-q", model}, {});
-    ASSERT_EQ(mk.exit_code, 0) << mk.err;
+    const MadeModel mk("jal-serve-chips", "chips.gguf", {"--preset", "tiny", "--seed", "6"});
+    ASSERT_EQ(mk.mkmodel.exit_code, 0) << mk.mkmodel.err;
+    const std::string& model = mk.path;
     const std::vector<int32_t> greedy = jal_run_greedy(model, emu, "0");
     ASSERT_EQ(greedy.size(), kTokens);
     EXPECT_EQ(jal_run_greedy(model, emu, "1"), greedy) << "the same model on either chip";
@@ -84,7 +80,6 @@ TEST(JalServeChips, RequestsSpreadOverTwoChipsAndAgreeWithJalRun)
     }
     EXPECT_EQ(server.stop(SIGTERM), "") << server.output();
     EXPECT_EQ(emu.stop(), "");
-    fs::remove_all(dir);
 }
 
 }  // namespace

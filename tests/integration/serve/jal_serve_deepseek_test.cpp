@@ -2,7 +2,6 @@
 // in and out), several requests at once, each reply the greedy continuation jal-run gives
 // for its prompt alone.
 #include <csignal>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +12,7 @@
 #include <fixture/emu_process.hpp>
 #include <fixture/run_command.hpp>
 
+#include "made_model.hpp"
 #include "serve_http.hpp"
 #include "serve_process.hpp"
 
@@ -22,12 +22,12 @@ using jal::test::bin_path;
 using jal::test::CommandResult;
 using jal::test::curl;
 using jal::test::HttpReply;
+using jal::test::MadeModel;
 using jal::test::metric;
 using jal::test::post;
 using jal::test::run_command;
 using jal::test::ServeProcess;
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 constexpr unsigned kTokens = 8;
 
@@ -43,12 +43,9 @@ TEST(JalServeDeepseek, ConcurrentRequestsGiveJalRunsTokens)
     jal::test::EmuOptions eo;
     eo.extra_args = {"--fw", "native"};
     jal::test::EmuProcess emu(eo);
-    const fs::path dir = fs::temp_directory_path() / ("jal-serve-ds-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string model = (dir / "ds.gguf").string();
-    const CommandResult mk = run_command(
-        {bin_path("jal-mkmodel"), "--preset", "ds-tiny", "--seed", "5", "-q", model}, {});
-    ASSERT_EQ(mk.exit_code, 0) << mk.err;
+    const MadeModel mk("jal-serve-ds", "ds.gguf", {"--preset", "ds-tiny", "--seed", "5"});
+    ASSERT_EQ(mk.mkmodel.exit_code, 0) << mk.mkmodel.err;
+    const std::string& model = mk.path;
 
     const std::vector<std::vector<int32_t>> prompts = {
         {1, 2, 3, 4, 5, 6, 7, 8}, {9, 200, 31}, {40, 41, 42, 43, 250}};
@@ -83,7 +80,6 @@ TEST(JalServeDeepseek, ConcurrentRequestsGiveJalRunsTokens)
               kTokens * prompts.size());
     EXPECT_EQ(server.stop(SIGTERM), "") << server.output();
     EXPECT_EQ(emu.stop(), "");
-    fs::remove_all(dir);
 }
 
 }  // namespace

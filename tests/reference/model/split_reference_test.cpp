@@ -19,7 +19,7 @@
 
 #include <jal/model/synthetic_gpt_oss.hpp>
 
-#include "../../integration/fabric/links_up.hpp"
+#include "../../integration/fabric/start_tray.hpp"
 #include "fixture/emu_process.hpp"
 #include "llama_compare.hpp"
 
@@ -60,16 +60,7 @@ class SplitReference : public ::testing::TestWithParam<Case> {
 protected:
     static void SetUpTestSuite()
     {
-        jal::test::EmuOptions o;
-        o.chips = kTray;
-        o.extra_args = {"--fw", "native"};
-        emu_ = new jal::test::EmuProcess(o);
-        // Peer memory needs the links trained: 12 a chip in the tray.
-        for (unsigned i = 0; i < kTray; ++i) {
-            fwtest::ConsoleClient console(emu_->socket_dir() + "/jal" + std::to_string(i) +
-                                          ".console");
-            jal::test::links_up(console, 12);
-        }
+        emu_ = jal::test::start_tray(kTray).release();
         fs::create_directories(model_dir());
     }
     static void TearDownTestSuite()

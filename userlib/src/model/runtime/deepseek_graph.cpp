@@ -37,34 +37,17 @@ lin::Numerics lin_numerics(Numerics n)
     return n == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
 }
 
-uint64_t mask_of(uint32_t first, uint32_t count)
-{
-    const uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
-    return m << first;
-}
-
 }  // namespace
 
 const k::Program& DeepseekRuntime::program(const std::string& key,
                                            const std::function<k::CodeObject()>& build)
 {
-    auto it = programs_.find(key);
-    if (it == programs_.end())
-        it = programs_
-                 .emplace(key, std::make_unique<k::Program>(
-                                   device_, context_, *queue_, build(),
-                                   k::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask_}))
-                 .first;
-    return *it->second;
+    return cached_program(programs_, key, build, device_, context_, *queue_, all_mask_);
 }
 
 void DeepseekRuntime::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what)
 {
-    k::DispatchOptions d;
-    d.slice_mask = mask;
-    d.timing_only = o_.timing_only;
-    d.label = what;
-    launch_->add(p, args, d);
+    launch_->add(p, args, graph_dispatch(mask, o_.timing_only, what));
 }
 
 void DeepseekRuntime::gemm(const DsMatrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
@@ -123,20 +106,7 @@ void DeepseekRuntime::expert_gemm(const DsMatrix& m, uint32_t tokens, uint32_t k
 bool DeepseekRuntime::split_by_rows(const DsMatrix& m, uint32_t tokens, uint32_t kk,
                                     bool per_pair) const
 {
-    if (m.row_shards.empty()) return false;
-    lin::ExpertGemmConfig g;
-    g.tokens = tokens, g.k = kk, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
-    g.weight = m.dtype, g.input_per_pair = per_pair;
-    if (!lin::expert_gemm_streams(g, S_)) return false;
-    const ExpertGemmShape sh{.tokens = tokens,
-                             .k = kk,
-                             .experts = m.experts,
-                             .slices = S_,
-                             .n = m.n,
-                             .kdim = m.kdim,
-                             .row_bytes = m.row_bytes,
-                             .per_pair = per_pair};
-    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
+    return splits_by_rows(m, tokens, kk, S_, per_pair);
 }
 
 // Timing only, with fewer pairs than experts: the ids read as zeros inside a kernel, so the

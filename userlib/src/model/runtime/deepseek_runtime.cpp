@@ -11,6 +11,8 @@
 
 #include "deepseek_runtime.hpp"
 #include "expert_split.hpp"
+#include "runtime_common.hpp"
+#include "sequence_slots.hpp"
 #include "upload.hpp"
 
 namespace jal::model::detail {
@@ -243,22 +245,12 @@ void DeepseekRuntime::plan_expert_rows()
 
 const DeepseekRuntime::Slot& DeepseekRuntime::slot(int seq) const
 {
-    if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
-        !slots_[static_cast<size_t>(seq)].used)
-        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
-    return slots_[static_cast<size_t>(seq)];
+    return used_slot(slots_, seq);
 }
 
 int DeepseekRuntime::create_sequence()
 {
-    for (size_t j = 0; j < slots_.size(); j++)
-        if (!slots_[j].used) {
-            slots_[j].used = true;
-            slots_[j].len = 0;
-            return static_cast<int>(j);
-        }
-    throw Error(JAL_STATUS_BUSY,
-                fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
+    return claim_slot(slots_);
 }
 
 void DeepseekRuntime::free_sequence(int seq)
@@ -289,25 +281,15 @@ void DeepseekRuntime::check_tokens(std::span<const int32_t> tokens) const
 std::vector<float> DeepseekRuntime::prefill(int seq, std::span<const int32_t> tokens)
 {
     Slot& s = slot(seq);
-    if (tokens.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
-    if (s.len + tokens.size() > o_.n_ctx)
-        throw Error(JAL_STATUS_OUT_OF_RANGE,
-                    fmt::format("model runtime: sequence {} would hold {} positions, its cache "
-                                "holds {}",
-                                seq, s.len + tokens.size(), o_.n_ctx));
-    check_tokens(tokens);
+    check_prompt(seq, s.len, tokens, o_.n_ctx, c_.n_vocab);
     last_ = {};
     by_kernel_.clear();
-    std::vector<float> logits;
-    for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
-        const uint32_t n =
-            static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
-        std::vector<int32_t> pos(n);
-        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(s.len + i);
-        logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
-        s.len += n;
-    }
+    std::vector<float> logits =
+        run_prompt_chunks(tokens, o_.max_batch_tokens, s.len,
+                          [&](std::span<const int32_t> chunk, std::span<const int32_t> pos) {
+                              const uint32_t n = static_cast<uint32_t>(chunk.size());
+                              return run({{seq, 0, n, s.len}}, chunk, pos, n - 1, 1);
+                          });
     total_ += last_;
     return logits;
 }
@@ -316,26 +298,11 @@ std::vector<std::vector<float>>
 DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
 {
     if (batch.empty()) return {};
-    if (batch.size() > T_)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    check_decode_step(batch.size(), T_);
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
-    for (auto [seq, tok] : batch) {
-        const Slot& s = slot(seq);
-        for (const Segment& o : segs)
-            if (o.seq == seq)
-                throw Error(JAL_STATUS_INVALID_FIELD,
-                            fmt::format("model runtime: sequence {} twice in one step", seq));
-        if (s.len + 1 > o_.n_ctx)
-            throw Error(
-                JAL_STATUS_OUT_OF_RANGE,
-                fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
-        segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
-        tokens.push_back(tok);
-        pos.push_back(static_cast<int32_t>(s.len));
-    }
+    for (auto [seq, tok] : batch)
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len, o_.n_ctx);
     check_tokens(tokens);
     last_ = {};
     by_kernel_.clear();
@@ -343,11 +310,7 @@ DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
     const std::vector<float> logits = run(segs, tokens, pos, 0, B);
     for (auto [seq, tok] : batch) slot(seq).len++;
     total_ += last_;
-    std::vector<std::vector<float>> out(B);
-    for (uint32_t b = 0; b < B; b++)
-        out[b].assign(logits.begin() + size_t{b} * c_.n_vocab,
-                      logits.begin() + size_t{b + 1} * c_.n_vocab);
-    return out;
+    return split_rows(logits, B, c_.n_vocab);
 }
 
 std::vector<std::vector<float>>
@@ -366,16 +329,7 @@ DeepseekRuntime::mixed_step(std::span<const std::pair<int, int32_t>> batch, int 
 
 std::vector<uint8_t> DeepseekRuntime::read_back_data_for_test(uint64_t max_bytes)
 {
-    const auto ranges = placement_.data_ranges();
-    size_t total = 0;
-    for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
-    std::vector<uint8_t> out(total);
-    size_t at = 0;
-    for (auto [addr, bytes] : ranges) {
-        const size_t n = std::min(bytes, max_bytes);
-        launch_->download(out.data() + at, addr, n);
-        at += n;
-    }
+    std::vector<uint8_t> out = download_data(placement_, *launch_, max_bytes);
     run_batch();
     return out;
 }

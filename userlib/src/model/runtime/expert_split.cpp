@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <jal/kernels/library/expert_gemm.hpp>
+
 namespace jal::model::detail {
 
 double expected_active_experts(const ExpertGemmShape& g)
@@ -29,6 +31,15 @@ double busiest_slice_bytes_by_rows(const ExpertGemmShape& g)
     const double rows = std::ceil(double(g.n) / g.slices);
     const double inputs = g.per_pair ? double(g.tokens) * g.k : double(g.tokens);
     return expected_active_experts(g) * rows * double(g.row_bytes) + inputs * double(g.kdim) * 4;
+}
+
+bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight)
+{
+    jal::kernels::linear::ExpertGemmConfig c;
+    c.tokens = g.tokens, c.k = g.k, c.experts = g.experts, c.n = g.n, c.kdim = g.kdim;
+    c.weight = weight, c.input_per_pair = g.per_pair;
+    if (!jal::kernels::linear::expert_gemm_streams(c, g.slices)) return false;
+    return busiest_slice_bytes_by_rows(g) < busiest_slice_bytes_by_experts(g);
 }
 
 }  // namespace jal::model::detail

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include <jal/hw/isa.h>
+
 namespace jal::model::detail {
 
 struct ExpertGemmShape {
@@ -22,5 +24,26 @@ double expected_active_experts(const ExpertGemmShape& g);
 // it gathers.
 double busiest_slice_bytes_by_experts(const ExpertGemmShape& g);
 double busiest_slice_bytes_by_rows(const ExpertGemmShape& g);
+// Whether the GEMM (weights of type `weight`) is split by rows: the kernel can stream that
+// way (linear::expert_gemm_streams) and its busiest slice then reads fewer bytes.
+bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight);
+
+// Whether a runtime's expert matrix m (its row_shards, experts, n, kdim, row_bytes and dtype)
+// is read split by rows by a GEMM of `tokens` tokens, k experts each, on `slices` slices:
+// when that layout is kept (row shards) and it pays (rows_split_pays).
+template <class Matrix>
+bool splits_by_rows(const Matrix& m, uint32_t tokens, uint32_t k, uint32_t slices, bool per_pair)
+{
+    if (m.row_shards.empty()) return false;
+    return rows_split_pays({.tokens = tokens,
+                            .k = k,
+                            .experts = m.experts,
+                            .slices = slices,
+                            .n = m.n,
+                            .kdim = m.kdim,
+                            .row_bytes = m.row_bytes,
+                            .per_pair = per_pair},
+                           m.dtype);
+}
 
 }  // namespace jal::model::detail

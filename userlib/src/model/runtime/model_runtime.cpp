@@ -9,6 +9,8 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,17 +29,43 @@
 #include "gemm_split.hpp"
 #include "placement.hpp"
 #include "runtime_common.hpp"
+#include "sequence_slots.hpp"
 #include "upload.hpp"
 
 namespace jal::model {
 
 namespace lin = jal::kernels::linear;
 namespace k = jal::kernels;
-using detail::busiest_slice_bytes_by_experts;
-using detail::busiest_slice_bytes_by_rows;
-using detail::ExpertGemmShape;
+using detail::add_decode_row;
+using detail::cached_program;
+using detail::check_decode_step;
+using detail::claim_slot;
+using detail::download_data;
+using detail::graph_dispatch;
+using detail::mask_of;
 using detail::Place;
 using detail::Placement;
+using detail::run_prompt_chunks;
+using detail::split_rows;
+using detail::splits_by_rows;
+using detail::used_slot;
+
+namespace {
+
+// Sets out to the value `names` pairs with s; false, out unchanged, for a name not there.
+template <class E>
+bool parse_named(std::string_view s, std::initializer_list<std::pair<std::string_view, E>> names,
+                 E& out)
+{
+    for (const auto& [name, value] : names)
+        if (s == name) {
+            out = value;
+            return true;
+        }
+    return false;
+}
+
+}  // namespace
 
 ChipTotals& ChipTotals::operator+=(const ChipTotals& o)
 {
@@ -57,13 +85,7 @@ const char* numerics_name(Numerics n)
 
 bool parse_numerics(std::string_view s, Numerics& out)
 {
-    if (s == "native")
-        out = Numerics::native;
-    else if (s == "ggml")
-        out = Numerics::ggml;
-    else
-        return false;
-    return true;
+    return parse_named(s, {{"native", Numerics::native}, {"ggml", Numerics::ggml}}, out);
 }
 
 const char* expert_layout_name(ExpertLayout l)
@@ -80,15 +102,11 @@ const char* expert_layout_name(ExpertLayout l)
 
 bool parse_expert_layout(std::string_view s, ExpertLayout& out)
 {
-    if (s == "auto")
-        out = ExpertLayout::automatic;
-    else if (s == "experts")
-        out = ExpertLayout::experts;
-    else if (s == "both")
-        out = ExpertLayout::both;
-    else
-        return false;
-    return true;
+    return parse_named(s,
+                       {{"auto", ExpertLayout::automatic},
+                        {"experts", ExpertLayout::experts},
+                        {"both", ExpertLayout::both}},
+                       out);
 }
 
 const char* kv_type_name(KvType t)
@@ -98,13 +116,7 @@ const char* kv_type_name(KvType t)
 
 bool parse_kv_type(std::string_view s, KvType& out)
 {
-    if (s == "f32")
-        out = KvType::f32;
-    else if (s == "f16")
-        out = KvType::f16;
-    else
-        return false;
-    return true;
+    return parse_named(s, {{"f32", KvType::f32}, {"f16", KvType::f16}}, out);
 }
 
 namespace {
@@ -127,12 +139,6 @@ struct ExpertFusions {
     bool route = false;         // gate|up: routes the tokens itself
     bool combine = false;       // down: adds Σ w·e into the residual itself
 };
-
-uint64_t mask_of(uint32_t first, uint32_t count)
-{
-    uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
-    return m << first;
-}
 
 // A weight matrix split by rows over the slices as the GEMM kernels split it.
 struct Matrix {
@@ -207,16 +213,7 @@ public:
                                                std::span<const int32_t> chunk) override;
     std::vector<uint8_t> read_back_data_for_test(uint64_t max_bytes) override
     {
-        const auto ranges = placement_.data_ranges();
-        size_t total = 0;
-        for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
-        std::vector<uint8_t> out(total);
-        size_t at = 0;
-        for (auto [addr, bytes] : ranges) {
-            const size_t n = std::min(bytes, max_bytes);
-            launch_->download(out.data() + at, addr, n);
-            at += n;
-        }
+        std::vector<uint8_t> out = download_data(placement_, *launch_, max_bytes);
         run_batch();
         return out;
     }
@@ -870,34 +867,18 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
 const k::Program& RuntimeImpl::program(const std::string& key,
                                        const std::function<k::CodeObject()>& build)
 {
-    auto it = programs_.find(key);
-    if (it == programs_.end())
-        // Every dispatch slice fetches the program: interleaved, so no slice is the hot spot.
-        it = programs_
-                 .emplace(key, std::make_unique<k::Program>(
-                                   device_, context_, *queue_, build(),
-                                   k::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask_}))
-                 .first;
-    return *it->second;
+    return cached_program(programs_, key, build, device_, context_, *queue_, all_mask_);
 }
 
 void RuntimeImpl::add(const k::Program& p, uint64_t mask, const k::Args& args, const char* what,
                       int lane)
 {
-    k::DispatchOptions d;
-    d.slice_mask = mask;
-    d.timing_only = o_.timing_only;
-    d.label = what;
-    d.lane = lane;
-    launch_->add(p, args, d);
+    launch_->add(p, args, graph_dispatch(mask, o_.timing_only, what, lane));
 }
 
 const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
 {
-    if (seq < 0 || static_cast<size_t>(seq) >= slots_.size() ||
-        !slots_[static_cast<size_t>(seq)].used)
-        throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no sequence {}", seq));
-    return slots_[static_cast<size_t>(seq)];
+    return used_slot(slots_, seq);
 }
 
 uint32_t RuntimeImpl::kv_slice(uint32_t j, uint32_t g) const
@@ -1081,14 +1062,7 @@ void RuntimeImpl::upload_weights()
 
 int RuntimeImpl::create_sequence()
 {
-    for (size_t j = 0; j < slots_.size(); j++)
-        if (!slots_[j].used) {
-            slots_[j].used = true;
-            slots_[j].len = 0;
-            return static_cast<int>(j);
-        }
-    throw Error(JAL_STATUS_BUSY,
-                fmt::format("model runtime: all {} sequence slots are in use", slots_.size()));
+    return claim_slot(slots_);
 }
 
 void RuntimeImpl::free_sequence(int seq)
@@ -1137,20 +1111,7 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
 
 bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
 {
-    if (m.row_shards.empty()) return false;
-    lin::ExpertGemmConfig g;
-    g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
-    g.weight = m.dtype, g.input_per_pair = per_pair;
-    if (!lin::expert_gemm_streams(g, S_)) return false;
-    const ExpertGemmShape sh{.tokens = tokens,
-                             .k = c_.n_expert_used,
-                             .experts = m.experts,
-                             .slices = S_,
-                             .n = m.n,
-                             .kdim = m.kdim,
-                             .row_bytes = m.row_bytes,
-                             .per_pair = per_pair};
-    return busiest_slice_bytes_by_rows(sh) < busiest_slice_bytes_by_experts(sh);
+    return splits_by_rows(m, tokens, c_.n_expert_used, S_, per_pair);
 }
 
 bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
@@ -1618,20 +1579,7 @@ void RuntimeImpl::exchange(uint32_t T, Place Activations::*from, Place Activatio
 
 void RuntimeImpl::check_prompt(int seq, std::span<const int32_t> tokens) const
 {
-    const Slot& s = slot(seq);
-    if (tokens.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
-    if (s.len + tokens.size() > o_.n_ctx)
-        throw Error(JAL_STATUS_OUT_OF_RANGE,
-                    fmt::format("model runtime: sequence {} would hold {} positions, "
-                                "its cache holds {}",
-                                seq, s.len + tokens.size(), o_.n_ctx));
-    for (int32_t t : tokens)
-        if (t < 0 || static_cast<uint32_t>(t) >= model_.n_vocab)
-            throw Error(JAL_STATUS_OUT_OF_RANGE,
-                        fmt::format("model runtime: token {} is not in the vocabulary "
-                                    "(0..{})",
-                                    t, model_.n_vocab - 1));
+    detail::check_prompt(seq, slot(seq).len, tokens, o_.n_ctx, model_.n_vocab);
 }
 
 std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens)
@@ -1640,15 +1588,12 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
     Slot& s = slot(seq);
     last_ = {};
     by_kernel_.clear();
-    std::vector<float> logits;
-    for (size_t at = 0; at < tokens.size(); at += o_.max_batch_tokens) {
-        const uint32_t n =
-            static_cast<uint32_t>(std::min<size_t>(o_.max_batch_tokens, tokens.size() - at));
-        std::vector<int32_t> pos(n);
-        for (uint32_t i = 0; i < n; i++) pos[i] = static_cast<int32_t>(s.len + i);
-        logits = run({{seq, 0, n, s.len}}, tokens.subspan(at, n), pos, n - 1, 1);
-        s.len += n;
-    }
+    std::vector<float> logits =
+        run_prompt_chunks(tokens, o_.max_batch_tokens, s.len,
+                          [&](std::span<const int32_t> chunk, std::span<const int32_t> pos) {
+                              const uint32_t n = static_cast<uint32_t>(chunk.size());
+                              return run({{seq, 0, n, s.len}}, chunk, pos, n - 1, 1);
+                          });
     total_ += last_;
     return logits;
 }
@@ -1658,41 +1603,17 @@ void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch
                                   std::vector<int32_t>& pos) const
 {
     for (auto [seq, tok] : batch) {
-        const Slot& s = slot(seq);
-        for (const Segment& o : segs)
-            if (o.seq == seq)
-                throw Error(JAL_STATUS_INVALID_FIELD,
-                            fmt::format("model runtime: sequence {} twice in one step", seq));
-        if (s.len + 1 > o_.n_ctx)
-            throw Error(
-                JAL_STATUS_OUT_OF_RANGE,
-                fmt::format("model runtime: sequence {} is full ({} positions)", seq, o_.n_ctx));
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len, o_.n_ctx);
         if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
             throw Error(JAL_STATUS_OUT_OF_RANGE,
                         fmt::format("model runtime: token {} is not in the vocabulary", tok));
-        segs.push_back({seq, static_cast<uint32_t>(tokens.size()), 1, s.len});
-        tokens.push_back(tok);
-        pos.push_back(static_cast<int32_t>(s.len));
     }
-}
-
-// Splits `logits` (rows of n_vocab) into one vector a row.
-std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
-                                           uint32_t vocab)
-{
-    std::vector<std::vector<float>> out(rows);
-    for (uint32_t b = 0; b < rows; b++)
-        out[b].assign(logits.begin() + size_t{b} * vocab, logits.begin() + size_t{b + 1} * vocab);
-    return out;
 }
 
 std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<int, int32_t>> batch)
 {
     if (batch.empty()) return {};
-    if (batch.size() > T_)
-        throw Error(
-            JAL_STATUS_INVALID_FIELD,
-            fmt::format("model runtime: {} sequences in one step, at most {}", batch.size(), T_));
+    check_decode_step(batch.size(), T_);
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
     add_decode_rows(batch, segs, tokens, pos);
@@ -1741,6 +1662,18 @@ RuntimeImpl::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prom
     return rows;
 }
 
+// A model without weights (open_shape) runs timing only, on one chip or a tray's projection.
+void check_shape_options(const RuntimeOptions& options)
+{
+    if (!options.timing_only)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a model without weights runs in timing-only mode only");
+    if (!options.split_devices.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    "model runtime: a shape without weights is not split over chips "
+                    "(split_devices); its projections take tray_chips");
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runtime::Device& device,
@@ -1770,13 +1703,7 @@ std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
                                              const runtime::Device& device,
                                              const RuntimeOptions& options)
 {
-    if (!options.timing_only)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a model without weights runs in timing-only mode only");
-    if (!options.split_devices.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a shape without weights is not split over chips "
-                    "(split_devices); its projections take tray_chips");
+    check_shape_options(options);
     return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
 }
 
@@ -1784,13 +1711,7 @@ std::unique_ptr<Runtime> Runtime::open_shape(const DeepseekConfig& config,
                                              const runtime::Device& device,
                                              const RuntimeOptions& options)
 {
-    if (!options.timing_only)
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a model without weights runs in timing-only mode only");
-    if (!options.split_devices.empty())
-        throw Error(JAL_STATUS_INVALID_FIELD,
-                    "model runtime: a shape without weights is not split over chips "
-                    "(split_devices); its projections take tray_chips");
+    check_shape_options(options);
     return std::make_unique<detail::DeepseekRuntime>(std::nullopt, config, device, options);
 }
 

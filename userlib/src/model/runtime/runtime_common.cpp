@@ -57,4 +57,75 @@ ChipTotals tray_exchange(const RuntimeOptions& o, uint32_t n_layer, uint64_t row
     return t;
 }
 
+const jal::kernels::Program& cached_program(ProgramCache& programs, const std::string& key,
+                                            const std::function<jal::kernels::CodeObject()>& build,
+                                            const runtime::Device& device,
+                                            runtime::Context& context, runtime::Queue& queue,
+                                            uint64_t all_mask)
+{
+    auto it = programs.find(key);
+    if (it == programs.end())
+        it = programs
+                 .emplace(key, std::make_unique<jal::kernels::Program>(
+                                   device, context, queue, build(),
+                                   jal::kernels::MemoryPlace{JAL_PLACE_INTERLEAVED, all_mask}))
+                 .first;
+    return *it->second;
+}
+
+jal::kernels::DispatchOptions graph_dispatch(uint64_t mask, bool timing_only, const char* what,
+                                             int lane)
+{
+    jal::kernels::DispatchOptions d;
+    d.slice_mask = mask;
+    d.timing_only = timing_only;
+    d.label = what;
+    d.lane = lane;
+    return d;
+}
+
+void check_prompt(int seq, uint32_t len, std::span<const int32_t> tokens, uint32_t n_ctx,
+                  uint32_t n_vocab)
+{
+    if (tokens.empty())
+        throw Error(JAL_STATUS_INVALID_FIELD, "model runtime: prefill needs at least one token");
+    if (len + tokens.size() > n_ctx)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: sequence {} would hold {} positions, its cache "
+                                "holds {}",
+                                seq, len + tokens.size(), n_ctx));
+    for (int32_t t : tokens)
+        if (t < 0 || static_cast<uint32_t>(t) >= n_vocab)
+            throw Error(JAL_STATUS_OUT_OF_RANGE,
+                        fmt::format("model runtime: token {} is not in the vocabulary (0..{})", t,
+                                    n_vocab - 1));
+}
+
+void check_decode_step(size_t rows, uint32_t max_rows)
+{
+    if (rows > max_rows)
+        throw Error(
+            JAL_STATUS_INVALID_FIELD,
+            fmt::format("model runtime: {} sequences in one step, at most {}", rows, max_rows));
+}
+
+void check_decode_row(int seq, uint32_t len, bool twice, uint32_t n_ctx)
+{
+    if (twice)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: sequence {} twice in one step", seq));
+    if (len + 1 > n_ctx)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: sequence {} is full ({} positions)", seq, n_ctx));
+}
+
+std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
+                                           uint32_t vocab)
+{
+    std::vector<std::vector<float>> out(rows);
+    for (uint32_t b = 0; b < rows; b++)
+        out[b].assign(logits.begin() + size_t{b} * vocab, logits.begin() + size_t{b + 1} * vocab);
+    return out;
+}
+
 }  // namespace jal::model::detail

@@ -1,6 +1,7 @@
-// The staging upload of upload.hpp.
+// The staging upload of upload.hpp, and the test download.
 #include "upload.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -55,6 +56,22 @@ void upload_pieces(const runtime::Device& device, runtime::Queue& queue,
     flush();
     wait(0), wait(1);
     if (progress) progress(total, total);
+}
+
+std::vector<uint8_t> download_data(const Placement& placement, jal::kernels::Launcher& launch,
+                                   uint64_t max_bytes)
+{
+    const auto ranges = placement.data_ranges();
+    size_t total = 0;
+    for (auto [addr, bytes] : ranges) total += std::min(bytes, max_bytes);
+    std::vector<uint8_t> out(total);
+    size_t at = 0;
+    for (auto [addr, bytes] : ranges) {
+        const size_t n = std::min(bytes, max_bytes);
+        launch.download(out.data() + at, addr, n);
+        at += n;
+    }
+    return out;
 }
 
 }  // namespace jal::model::detail

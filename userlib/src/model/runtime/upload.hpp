@@ -1,5 +1,6 @@
 // Weights onto the chip through a pinned staging buffer (docs/model-runtime.md,
-// "Placement"): shared by the model runtimes of every architecture.
+// "Placement"), and the placed data back for the tests: shared by the model runtimes of
+// every architecture.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,9 @@
 #include <vector>
 
 #include <jal/jal.hpp>
+#include <jal/kernels/dispatch.hpp>
+
+#include "placement.hpp"
 
 namespace jal::model::detail {
 
@@ -22,5 +26,11 @@ struct UploadPiece {
 void upload_pieces(const runtime::Device& device, runtime::Queue& queue,
                    const std::vector<UploadPiece>& pieces,
                    const std::function<void(uint64_t, uint64_t)>& progress);
+
+// Adds to launch's batch the download of the first max_bytes of each of placement's data
+// ranges, one after the other, into the buffer returned: it holds them once the batch has run
+// (read_back_data_for_test).
+std::vector<uint8_t> download_data(const Placement& placement, jal::kernels::Launcher& launch,
+                                   uint64_t max_bytes);
 
 }  // namespace jal::model::detail
