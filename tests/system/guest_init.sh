@@ -233,11 +233,15 @@ fi
 # 11. dmesg since insmod: nothing at warning level or worse but the out-of-tree notices and
 #    the warnings step 8b causes on purpose (the chip reset by its watchdog, a command lost
 #    with it), no oops or
-#    WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192)
+#    WARN, and no taint but O (out-of-tree, 4096) and E (unsigned, 8192). The timer core's
+#    "hrtimer: interrupt took N ns" is the host's doing, not the guest's: under TCG on a
+#    loaded host the emulated CPU is descheduled mid-interrupt (seen with the host's other
+#    tests running beside this one).
 dmesg -r >/tmp/dmesg
 bad=$(grep -E '^<[0-4]>' /tmp/dmesg |
 	grep -v -e 'loading out-of-tree module taints kernel' \
 		-e 'module verification failed: signature and/or required key missing' \
+		-e '^<4>\[ *[0-9.]*\] hrtimer: interrupt took [0-9]* ns$' \
 		-e 'jal 0000:.*: Chip was reset under the driver (reset generation ' \
 		-e 'jal 0000:.*: Admin command 0x[0-9a-f]* lost: the chip was reset$')
 oops=$(grep -E 'Oops|BUG:|WARNING:|Call Trace|general protection|RIP:' /tmp/dmesg)
