@@ -323,6 +323,8 @@ private:
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
+        // The combine that also writes the next layer's normed rows (combine_normalises).
+        const k::Program* combine_norm;
     };
     GraphKernels graph_kernels(uint32_t T);
     // q_block 0: the kernel's default (128 stacked query rows an item).
@@ -397,6 +399,21 @@ private:
         const Matrix& m = layers_[il].wqkv;
         return lin::activation_dtype(m.dtype, numerics()) == JAL_DT_BF16 &&
                row_groups(m, T, true) > 1;
+    }
+    // Whether layer il's combine writes layer il + 1's normed rows (the residual rows are
+    // in its L1 then: no dispatch reads them back). Split over chips the combine writes a
+    // partial sum, so there the rms_norm kernel runs after the all-reduce instead.
+    bool combine_normalises(uint32_t il, uint32_t T) const
+    {
+        return split_.chips == 1 && il + 1 < c_.n_layer && normed_rows(il + 1, T) &&
+               !down_combines(il, T);
+    }
+    // Whether layer il's down GEMM adds Σ w·e into x itself (few pairs: no combine runs).
+    bool down_combines(uint32_t il, uint32_t T) const
+    {
+        const Layer& L = layers_[il];
+        return !swiglu_in_gate_up(L.gate_up, T) && T * c_.n_expert_used <= kFewPairs &&
+               split_by_rows(L.down, T, true);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -1301,6 +1318,16 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
             m.residual = residual;
             return k::build_moe_combine(m);
         });
+    g.combine_norm = nullptr;
+    if (combine_normalises(0, T))
+        g.combine_norm = &program(fmt::format("combine+norm c{} k{} b{}", c_.n_embd, K, br), [&] {
+            k::MoeCombineConfig m;
+            m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+            m.residual = true;
+            m.norm = true, m.norm_eps = c_.rms_eps;
+            m.norm_mode = lin::activation_cvt_mode(numerics());
+            return k::build_moe_combine(m);
+        });
     return g;
 }
 
@@ -1405,7 +1432,7 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     // the residual rows it loads): no normalised copy is written to every slice and read back.
     // A prompt in ggml numerics writes q·k·v's rows once normalised as BF16 instead.
     if (normed_rows(il, T)) {
-        add_normed_rows(Ly.attn_norm, T, x);
+        if (il == 0 || !combine_normalises(il - 1, T)) add_normed_rows(Ly.attn_norm, T, x);
         gemm(Ly.wqkv, T, va(a_.xn), uint64_t{c_.n_embd} * 2, &Ly.bqkv, q, QKV4, "attn_qkv", nullptr,
              false, JAL_DT_BF16);
     } else {
@@ -1470,7 +1497,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
         // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
         // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
-        if (few && split_by_rows(Ly.down, T, true)) {
+        if (down_combines(il, T)) {
             expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                         nullptr, false, JAL_DT_F32, JAL_DT_F32,
                         {.swiglu_input = true, .combine = true});
@@ -1482,6 +1509,13 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     expert_gemm(Ly.down, T, true, va(a_.act), act_row, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                 nullptr, false, act);
     // x += Σ w·e: the residual add in the combine's epilogue.
+    if (combine_normalises(il, T)) {
+        add(*g.combine_norm, rows_mask(T),
+            {va(a_.eo), E4, va(a_.wts), x, E4, T, va(layers_[il + 1].attn_norm.place), va(a_.xn),
+             uint64_t{c_.n_embd} * 2},
+            "moe_combine");
+        return;
+    }
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 

@@ -3,6 +3,7 @@
 // weights, then a chain of ggml_add.
 #include <jal/kernels/library/moe.hpp>
 
+#include "../linear/norm_rows.hpp"
 #include "row_blocks.hpp"
 
 #include "tensor_checks.hpp"
@@ -24,15 +25,18 @@ uint32_t buffers(const MoeCombineConfig& cfg)
 
 uint32_t MoeCombineConfig::rows_per_block() const
 {
-    // The sum, the expert rows in flight, and the weights.
-    const uint64_t per_row = (1ull + buffers(*this)) * cols * 4 + 4ull * k;
-    return block_rows ? block_rows : rows_that_fit(per_row, kL1Budget, 64);
+    // The sum, the expert rows in flight, the weights and, normalising, each row's scale
+    // (the squares and the BF16 rows reuse the first expert buffer) and the norm weight.
+    const uint64_t per_row = (1ull + buffers(*this)) * cols * 4 + 4ull * k + (norm ? 4 : 0);
+    const uint64_t budget = kL1Budget - (norm ? uint64_t{cols} * 4 : 0);
+    return block_rows ? block_rows : rows_that_fit(per_row, budget, 64);
 }
 
 CodeObject build_moe_combine(const MoeCombineConfig& cfg)
 {
     const std::string name = "moe_combine_c" + std::to_string(cfg.cols) + "_k" +
-                             std::to_string(cfg.k) + (cfg.residual ? "_res" : "");
+                             std::to_string(cfg.k) + (cfg.residual ? "_res" : "") +
+                             (cfg.norm ? "_norm" : "");
     require(cfg.cols > 0 && cfg.k > 0, name, "cols and k must be positive");
     const uint32_t R = cfg.rows_per_block(), nb = buffers(cfg);
     Builder b(name);
@@ -43,6 +47,9 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     X rows = b.arg("rows");
+    X norm_w = cfg.norm ? b.arg("norm_weight", JAL_ARG_ADDRESS) : X{};
+    X normed = cfg.norm ? b.arg("normed", JAL_ARG_ADDRESS) : X{};
+    X normed_stride = cfg.norm ? b.arg("normed_stride") : X{};
     b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     const uint32_t l1_w_off = b.l1_alloc(R * cfg.k * 4);
@@ -61,6 +68,21 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     std::vector<Q> qe(nb);
     for (uint32_t i = 0; i < nb; i++) te[i] = b.t(), qe[i] = b.q();
     Q q = b.q();
+    // Normalising: the weight (loaded once), each row's scale, the squares' tile.
+    T tnw{}, tsq{}, tsc{}, tn{};
+    uint32_t l1_sc = 0;
+    if (cfg.norm) {
+        tnw = b.t(), tsq = b.t(), tsc = b.t(), tn = b.t();
+        l1_sc = b.l1_alloc(R * 4);
+        X l1_nw = constant(b, b.l1_alloc(cfg.cols * 4));
+        X w_stride = constant(b, cfg.cols * 4ull);
+        b.tdesc(tnw, l1_nw, one, cols, JAL_DT_F32);
+        b.tload(tnw, norm_w, w_stride, q);
+        b.wait(q);
+        b.free(w_stride);
+        b.free(l1_nw);
+        b.free(norm_w);
+    }
 
     for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
@@ -105,6 +127,15 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
             b.vadd(to, te[0], to);
         }
         store_rows(b, to, addr, row0, out, out_stride, q);
+        if (cfg.norm) {  // the stored rows, normalised in place, through the first buffer
+            b.tdesc(tsq, l1_e[0], n, cols, JAL_DT_F32);
+            b.li(l1, l1_sc);
+            b.tdesc(tsc, l1, n, one, JAL_DT_F32);
+            linear::detail::emit_rms_norm_rows(b, to, tsq, tsc, tnw, cfg.cols, cfg.norm_eps);
+            b.tdesc(tn, l1_e[0], n, cols, JAL_DT_BF16);
+            b.vcvt(tn, to, cfg.norm_mode);
+            store_rows(b, tn, addr, row0, normed, normed_stride, q);
+        }
         b.free(l1);
         b.free(addr);
     });
@@ -113,14 +144,22 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
 }
 
 std::vector<uint64_t> moe_combine_args(const MoeCombineConfig& cfg, const TensorRef& experts,
-                                       const TensorRef& weights, const TensorRef& out)
+                                       const TensorRef& weights, const TensorRef& out,
+                                       const TensorRef& norm_weight, const TensorRef& normed)
 {
     const std::string k = "moe_combine";
     check_tensor(out, JAL_DT_F32, cfg.cols, 0, k, "out");
     check_tensor(experts, JAL_DT_F32, cfg.cols, out.rows * cfg.k, k, "experts");
     check_tensor(weights, JAL_DT_F32, cfg.k, out.rows, k, "weights");
     require(stride_of(weights) == cfg.k * 4ull, k, "weights must be packed");
-    return {experts.va, stride_of(experts), weights.va, out.va, stride_of(out), out.rows};
+    std::vector<uint64_t> a{experts.va, stride_of(experts), weights.va,
+                            out.va,     stride_of(out),     out.rows};
+    if (cfg.norm) {
+        check_tensor(norm_weight, JAL_DT_F32, cfg.cols, 1, k, "norm_weight");
+        check_tensor(normed, JAL_DT_BF16, cfg.cols, out.rows, k, "normed");
+        a.insert(a.end(), {norm_weight.va, normed.va, stride_of(normed)});
+    }
+    return a;
 }
 
 jal_dispatch_report moe_combine(Launcher& launcher, const Program& program,
