@@ -21,6 +21,65 @@ uint32_t buffers(const MoeCombineConfig& cfg)
 {
     return std::min<uint32_t>(cfg.k, 8);
 }
+
+// Expert j of every token in the block from row0: rows t·k + j (addr is scratch).
+void emit_load_expert(Builder& b, uint32_t j, X addr, X row0, X experts, X expert_stride,
+                      X token_stride, T t, Q q)
+{
+    b.mul(addr, row0, token_stride);
+    b.add(addr, addr, experts);
+    if (j) {
+        X off = b.x();
+        b.li(off, j);
+        b.mul(off, off, expert_stride);
+        b.add(addr, addr, off);
+        b.free(off);
+    }
+    b.tload(t, addr, token_stride, q);
+}
+
+// MoeCombineConfig::norm: the rows just stored, normalised in place (the squares in the
+// first expert buffer, free by then) and stored again as BF16 through that buffer.
+struct CombineNorm {
+    X weight{}, normed{}, normed_stride{};  // the arguments (declared after `rows`)
+    T tnw{}, tsq{}, tsc{}, tn{};
+    uint32_t l1_sc = 0;
+
+    void declare(Builder& b)
+    {
+        weight = b.arg("norm_weight", JAL_ARG_ADDRESS);
+        normed = b.arg("normed", JAL_ARG_ADDRESS);
+        normed_stride = b.arg("normed_stride");
+    }
+
+    // The weight, loaded once, and each block row's scale.
+    void load(Builder& b, uint32_t cols, uint32_t R, X one, X cols_reg, Q q)
+    {
+        tnw = b.t(), tsq = b.t(), tsc = b.t(), tn = b.t();
+        l1_sc = b.l1_alloc(R * 4);
+        X l1_nw = constant(b, b.l1_alloc(cols * 4));
+        X w_stride = constant(b, cols * 4ull);
+        b.tdesc(tnw, l1_nw, one, cols_reg, JAL_DT_F32);
+        b.tload(tnw, weight, w_stride, q);
+        b.wait(q);
+        b.free(w_stride);
+        b.free(l1_nw);
+        b.free(weight);
+    }
+
+    // `to` holds the block's n rows; l1 and addr are scratch.
+    void emit(Builder& b, const MoeCombineConfig& cfg, T to, X l1_e0, X n, X one, X cols_reg, X l1,
+              X addr, X row0, Q q)
+    {
+        b.tdesc(tsq, l1_e0, n, cols_reg, JAL_DT_F32);
+        b.li(l1, l1_sc);
+        b.tdesc(tsc, l1, n, one, JAL_DT_F32);
+        linear::detail::emit_rms_norm_rows(b, to, tsq, tsc, tnw, cfg.cols, cfg.norm_eps);
+        b.tdesc(tn, l1_e0, n, cols_reg, JAL_DT_BF16);
+        b.vcvt(tn, to, cfg.norm_mode);
+        store_rows(b, tn, addr, row0, normed, normed_stride, q);
+    }
+};
 }  // namespace
 
 uint32_t MoeCombineConfig::rows_per_block() const
@@ -47,9 +106,8 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     X out = b.arg("out", JAL_ARG_ADDRESS);
     X out_stride = b.arg("out_stride");
     X rows = b.arg("rows");
-    X norm_w = cfg.norm ? b.arg("norm_weight", JAL_ARG_ADDRESS) : X{};
-    X normed = cfg.norm ? b.arg("normed", JAL_ARG_ADDRESS) : X{};
-    X normed_stride = cfg.norm ? b.arg("normed_stride") : X{};
+    CombineNorm norm;
+    if (cfg.norm) norm.declare(b);
     b.acquire();  // the arguments load while a staged program's previous stage finishes
 
     const uint32_t l1_w_off = b.l1_alloc(R * cfg.k * 4);
@@ -68,37 +126,14 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     std::vector<Q> qe(nb);
     for (uint32_t i = 0; i < nb; i++) te[i] = b.t(), qe[i] = b.q();
     Q q = b.q();
-    // Normalising: the weight (loaded once), each row's scale, the squares' tile.
-    T tnw{}, tsq{}, tsc{}, tn{};
-    uint32_t l1_sc = 0;
-    if (cfg.norm) {
-        tnw = b.t(), tsq = b.t(), tsc = b.t(), tn = b.t();
-        l1_sc = b.l1_alloc(R * 4);
-        X l1_nw = constant(b, b.l1_alloc(cfg.cols * 4));
-        X w_stride = constant(b, cfg.cols * 4ull);
-        b.tdesc(tnw, l1_nw, one, cols, JAL_DT_F32);
-        b.tload(tnw, norm_w, w_stride, q);
-        b.wait(q);
-        b.free(w_stride);
-        b.free(l1_nw);
-        b.free(norm_w);
-    }
+    if (cfg.norm) norm.load(b, cfg.cols, R, one, cols, q);
 
     for_slice_blocks(b, rows, R, [&](X row0, X n) {
         X addr = b.x();
         X l1 = b.x();
-        // Expert j of every token in the block: rows t·k + j.
         auto load_expert = [&](uint32_t j) {
-            b.mul(addr, row0, token_stride);
-            b.add(addr, addr, experts);
-            if (j) {
-                X off = b.x();
-                b.li(off, j);
-                b.mul(off, off, expert_stride);
-                b.add(addr, addr, off);
-                b.free(off);
-            }
-            b.tload(te[j % nb], addr, token_stride, qe[j % nb]);
+            emit_load_expert(b, j, addr, row0, experts, expert_stride, token_stride, te[j % nb],
+                             qe[j % nb]);
         };
         b.tdesc(tw, l1_w, n, kk, JAL_DT_F32);
         b.muli(addr, row0, static_cast<int32_t>(cfg.k * 4));
@@ -127,15 +162,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
             b.vadd(to, te[0], to);
         }
         store_rows(b, to, addr, row0, out, out_stride, q);
-        if (cfg.norm) {  // the stored rows, normalised in place, through the first buffer
-            b.tdesc(tsq, l1_e[0], n, cols, JAL_DT_F32);
-            b.li(l1, l1_sc);
-            b.tdesc(tsc, l1, n, one, JAL_DT_F32);
-            linear::detail::emit_rms_norm_rows(b, to, tsq, tsc, tnw, cfg.cols, cfg.norm_eps);
-            b.tdesc(tn, l1_e[0], n, cols, JAL_DT_BF16);
-            b.vcvt(tn, to, cfg.norm_mode);
-            store_rows(b, tn, addr, row0, normed, normed_stride, q);
-        }
+        if (cfg.norm) norm.emit(b, cfg, to, l1_e[0], n, one, cols, l1, addr, row0, q);
         b.free(l1);
         b.free(addr);
     });
