@@ -38,8 +38,9 @@ void emit_load_expert(Builder& b, uint32_t j, X addr, X row0, X experts, X exper
     b.tload(t, addr, token_stride, q);
 }
 
-// MoeCombineConfig::norm: the rows just stored, normalised in place (the squares in the
-// first expert buffer, free by then) and stored again as BF16 through that buffer.
+// MoeCombineConfig::norm: the rows being stored, normalised into the first expert buffer
+// (free by then; the squares go there first) while the store still reads them, and stored
+// again as BF16 through the second.
 struct CombineNorm {
     X weight{}, normed{}, normed_stride{};  // the arguments (declared after `rows`)
     T tnw{}, tsq{}, tsc{}, tn{};
@@ -67,17 +68,17 @@ struct CombineNorm {
         b.free(weight);
     }
 
-    // `to` holds the block's n rows; l1 and addr are scratch.
-    void emit(Builder& b, const MoeCombineConfig& cfg, T to, X l1_e0, X n, X one, X cols_reg, X l1,
-              X addr, X row0, Q q)
+    // `to` holds the block's n rows, their store issued on q; l1 and addr are scratch.
+    void emit(Builder& b, const MoeCombineConfig& cfg, T to, X l1_e0, X l1_e1, X n, X one,
+              X cols_reg, X l1, X addr, X row0, Q q)
     {
         b.tdesc(tsq, l1_e0, n, cols_reg, JAL_DT_F32);
         b.li(l1, l1_sc);
         b.tdesc(tsc, l1, n, one, JAL_DT_F32);
-        linear::detail::emit_rms_norm_rows(b, to, tsq, tsc, tnw, cfg.cols, cfg.norm_eps);
-        b.tdesc(tn, l1_e0, n, cols_reg, JAL_DT_BF16);
-        b.vcvt(tn, to, cfg.norm_mode);
-        store_rows(b, tn, addr, row0, normed, normed_stride, q);
+        linear::detail::emit_rms_norm_rows_into(b, tsq, to, tsq, tsc, tnw, cfg.cols, cfg.norm_eps);
+        b.tdesc(tn, l1_e1, n, cols_reg, JAL_DT_BF16);
+        b.vcvt(tn, tsq, cfg.norm_mode);
+        store_rows(b, tn, addr, row0, normed, normed_stride, q);  // waits for both stores
     }
 };
 }  // namespace
@@ -97,6 +98,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
                              std::to_string(cfg.k) + (cfg.residual ? "_res" : "") +
                              (cfg.norm ? "_norm" : "");
     require(cfg.cols > 0 && cfg.k > 0, name, "cols and k must be positive");
+    require(!cfg.norm || cfg.k >= 2, name, "norm needs k >= 2 (a second expert buffer)");
     const uint32_t R = cfg.rows_per_block(), nb = buffers(cfg);
     Builder b(name);
 
@@ -129,8 +131,7 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
     if (cfg.norm) norm.load(b, cfg.cols, R, one, cols, q);
 
     for_slice_blocks(b, rows, R, [&](X row0, X n) {
-        X addr = b.x();
-        X l1 = b.x();
+        X addr = b.x(), l1 = b.x();
         auto load_expert = [&](uint32_t j) {
             emit_load_expert(b, j, addr, row0, experts, expert_stride, token_stride, te[j % nb],
                              qe[j % nb]);
@@ -161,8 +162,13 @@ CodeObject build_moe_combine(const MoeCombineConfig& cfg)
             load_rows(b, te[0], addr, row0, out, out_stride, q);
             b.vadd(to, te[0], to);
         }
-        store_rows(b, to, addr, row0, out, out_stride, q);
-        if (cfg.norm) norm.emit(b, cfg, to, l1_e[0], n, one, cols, l1, addr, row0, q);
+        if (cfg.norm) {  // the normalisation runs under the store
+            row_address(b, addr, row0, out, out_stride);
+            b.tstore(to, addr, out_stride, q);
+            norm.emit(b, cfg, to, l1_e[0], l1_e[1], n, one, cols, l1, addr, row0, q);
+        } else {
+            store_rows(b, to, addr, row0, out, out_stride, q);
+        }
         b.free(l1);
         b.free(addr);
     });
