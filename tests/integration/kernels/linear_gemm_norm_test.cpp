@@ -2,7 +2,8 @@
 // (GemmConfig::rms_norm, ExpertGemmConfig::rms_norm) on a
 // jal-emu: bit for bit what the rms_norm kernel followed by the plain GEMM gives (the model
 // runtime's numerics do not change when it fuses), for every numerics mode, x resident and
-// x staged and converted, several chunks of x; and, where activations stay F32, against a
+// x staged and converted, several chunks of x; the rms_norm kernel's BF16 rows then the
+// GEMM of BF16 rows likewise (ggml numerics); and, where activations stay F32, against a
 // double-precision host reference of norm then product.
 #include <cmath>
 #include <cstring>
@@ -119,6 +120,49 @@ TEST_F(LinearGemmNormTest, RowGroupsGiveTheSameBits)
             EXPECT_EQ(r.fused, r.unfused) << jl::gemm_name(c);
             EXPECT_EQ(r.fused, r1.fused) << jl::gemm_name(c);
         }
+}
+
+TEST_F(LinearGemmNormTest, NormalisedBf16RowsGiveTheFusedBits)
+{
+    // ggml numerics with BF16 weights round the normalised rows to BF16 before the product:
+    // the rms_norm kernel writing them as BF16 (the same VCVT), then the GEMM of those rows,
+    // is bit for bit the fused GEMM (the model runtime's prompt q·k·v), in row groups too.
+    for (uint32_t groups : {1u, 2u, 4u}) {
+        jl::GemmConfig c{.m = 21,
+                         .n = 24,
+                         .k = 64,
+                         .weight = JAL_DT_BF16,
+                         .numerics = jl::Numerics::ggml,
+                         .max_m_chunk = 3};
+        c.row_groups = groups;
+        const Run r = both(c, 4, 100);
+        const uint64_t mask = slices(4);
+        const TensorRef x{.va = upload(xf), .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
+        const TensorRef nw{.va = upload(normw), .rows = 1, .cols = c.k, .dtype = JAL_DT_F32};
+        const uint64_t w_va = upload(w.bytes);
+        const uint64_t table_va = upload(jl::shard_table(w.ref(w_va), 4));
+        jal::kernels::RmsNormConfig nc;
+        nc.cols = c.k, nc.eps = c.norm_eps;
+        nc.out = JAL_DT_BF16, nc.out_mode = jl::activation_cvt_mode(c.numerics);
+        const TensorRef h{
+            .va = output(size_t{c.m} * c.k * 2), .rows = c.m, .cols = c.k, .dtype = JAL_DT_BF16};
+        EXPECT_EQ(
+            run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h), mask)
+                .status,
+            JAL_STATUS_OK);
+        jl::GemmConfig b16 = c;
+        b16.x_dtype = JAL_DT_BF16;
+        const uint64_t bytes = size_t{c.m} * c.n * 4;
+        const TensorRef y{.va = output(bytes), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
+        EXPECT_EQ(
+            run(jl::build_gemm(b16), jl::gemm_args(b16, h, table_va, w.ref(w_va), {}, y), mask)
+                .status,
+            JAL_STATUS_OK);
+        const auto got = read_f32(y.va, size_t{c.m} * c.n);
+        std::vector<uint32_t> bits(got.size());
+        std::memcpy(bits.data(), got.data(), bytes);
+        EXPECT_EQ(bits, r.fused) << jl::gemm_name(b16) << " in " << groups << " row groups";
+    }
 }
 
 TEST_F(LinearGemmNormTest, AgreesWithADoubleReference)

@@ -43,6 +43,7 @@ TEST(TransformerCodegen, RmsNormForGptOss)
     expect_valid(co);
     EXPECT_EQ(arg_names(co),
               (std::vector<std::string>{"x", "x_stride", "weight", "out", "out_stride", "rows"}));
+    expect_valid(jk::build_rms_norm({.cols = 2880, .out = JAL_DT_BF16, .out_mode = JAL_CVT_GGML}));
 }
 
 TEST(TransformerCodegen, SoftmaxWithAndWithoutSinks)
@@ -69,6 +70,13 @@ TEST(TransformerCodegen, SwigluElementwiseAndMoe)
     expect_valid(jk::build_moe_routing({.n_expert = 32, .k = 4}));
     expect_valid(jk::build_moe_routing({.n_expert = 128, .k = 4}));
     expect_valid(jk::build_moe_combine({.cols = 2880, .k = 4}));
+    // The model runtime's prompt combine: blocks of 64 rows, the residual and the norm.
+    jk::CodeObject co = jk::build_moe_combine(
+        {.cols = 2880, .k = 4, .block_rows = 64, .residual = true, .norm = true});
+    expect_valid(co);
+    EXPECT_EQ(arg_names(co),
+              (std::vector<std::string>{"experts", "expert_stride", "weights", "out", "out_stride",
+                                        "rows", "norm_weight", "normed", "normed_stride"}));
 }
 
 TEST(TransformerCodegen, AttentionConfigurations)
@@ -105,4 +113,6 @@ TEST(TransformerCodegen, BadConfigurationsAreRefused)
     EXPECT_THROW(jk::build_attention({.n_head = 12, .n_head_kv = 8, .head_dim = 64, .n_ctx = 16}),
                  jal::Error);
     EXPECT_THROW(jk::build_moe_routing({.n_expert = 4, .k = 5}), jal::Error);
+    EXPECT_THROW(jk::build_rms_norm({.cols = 64, .out = JAL_DT_F16}), jal::Error);
+    EXPECT_THROW(jk::build_moe_combine({.cols = 64, .k = 1, .norm = true}), jal::Error);
 }

@@ -9,9 +9,11 @@
 #include <bit>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include <jal/kernels/library/elementwise.hpp>
 #include <jal/kernels/library/moe.hpp>
+#include <jal/kernels/library/norm.hpp>
 
 #include "transformer_fixture.hpp"
 
@@ -183,4 +185,40 @@ TEST_F(TransformerMoeTest, CombineWithTheResidualIsBitForBitCombineThenAdd)
             }
             ASSERT_NEAR(a[size_t{t} * cols + c], want, 1e-6 + 1e-6 * mag);
         }
+}
+
+TEST_F(TransformerMoeTest, CombineWithTheNormWritesTheRmsNormKernelsBf16Rows)
+{
+    // The combine that also normalises its rows (the next layer's q·k·v input in ggml
+    // numerics): out bit for bit the plain combine's, normed bit for bit the rms_norm kernel's
+    // BF16 rows of that out. Blocks of 2 rows over 2 slices: a slice runs several blocks.
+    const uint32_t rows = 7, cols = 2880, k = 4;
+    auto experts = jal::test::random_normal(size_t{rows} * k * cols, 38);
+    auto weights = jal::test::random_uniform(size_t{rows} * k, 39, 0.0, 1.0);
+    auto resid = jal::test::random_normal(size_t{rows} * cols, 40);
+    auto normw = jal::test::random_uniform(cols, 41, 0.5, 1.5);
+    auto de = upload(experts, rows * k, cols);
+    auto dw = upload(weights, rows, k);
+    auto dn = upload(normw, 1, cols);
+    auto plain = upload(resid, rows, cols), fused = upload(resid, rows, cols);
+    auto normed = alloc(rows, cols, JAL_DT_BF16), want = alloc(rows, cols, JAL_DT_BF16);
+    jk::MoeCombineConfig cfg{.cols = cols, .k = k, .block_rows = 2, .residual = true};
+    run(jk::build_moe_combine(cfg), jk::moe_combine_args(cfg, de.ref, dw.ref, plain.ref),
+        slices(2));
+    const jk::RmsNormConfig nc{.cols = cols, .out = JAL_DT_BF16, .out_mode = JAL_CVT_GGML};
+    run(jk::build_rms_norm(nc), jk::rms_norm_args(nc, plain.ref, dn.ref, want.ref), slices(2));
+    cfg.norm = true, cfg.norm_mode = JAL_CVT_GGML;
+    run(jk::build_moe_combine(cfg),
+        jk::moe_combine_args(cfg, de.ref, dw.ref, fused.ref, dn.ref, normed.ref), slices(2));
+    const auto a = download(fused.ref), b = download(plain.ref);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++)
+        ASSERT_EQ(std::bit_cast<uint32_t>(float(a[i])), std::bit_cast<uint32_t>(float(b[i])))
+            << "element " << i;
+    std::vector<uint16_t> got(size_t{rows} * cols), ref(got.size());
+    read(got.data(), normed.ref.va, got.size() * 2);
+    read(ref.data(), want.ref.va, ref.size() * 2);
+    EXPECT_EQ(got, ref);
+    // Not a pass by two untouched buffers.
+    EXPECT_NE(std::count(got.begin(), got.end(), uint16_t{0}), std::ptrdiff_t(got.size()));
 }

@@ -171,6 +171,7 @@ struct Layer {
 struct Activations {
     Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
     Place x2;  // split over chips: the residual stream between the two all-reduces of a layer
+    Place xn;  // ggml numerics: a prompt's attn_norm rows, normalised once as BF16 (normed_rows)
 };
 
 // The model split over chips (RuntimeOptions::split_devices): this chip's rank of `chips`.
@@ -322,6 +323,8 @@ private:
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
+        // The combine that also writes the next layer's normed rows (combine_normalises).
+        const k::Program* combine_norm;
     };
     GraphKernels graph_kernels(uint32_t T);
     // q_block 0: the kernel's default (128 stacked query rows an item).
@@ -337,6 +340,8 @@ private:
     void add_attention_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                              const GraphKernels& g, uint64_t x);
     void add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x);
+    // The rms_norm kernel: T residual rows at x normalised by `norm` into xn as BF16.
+    void add_normed_rows(const Vec& norm, uint32_t T, uint64_t x);
     // The pass's inputs and its embedding into the batch.
     void add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos);
     // run() over the chips of a split (rank 0): a dispatch on every chip up to each
@@ -383,6 +388,32 @@ private:
     bool attn_rows(uint32_t il, uint32_t T) const
     {
         return row_groups(layers_[il].wo, T, false, true) > 1;
+    }
+    // Whether q·k·v of layer il reads its T rows normalised once as BF16 (xn) instead of
+    // normalising F32 residual rows in every row group: where the GEMM would round them to
+    // BF16 itself (ggml numerics, BF16 weights) and runs in row groups (a prompt), so each
+    // slice's remote reads of x are half the bytes; the same bits (the rms_norm kernel and
+    // the GEMM's fused norm share one instruction sequence and one VCVT).
+    bool normed_rows(uint32_t il, uint32_t T) const
+    {
+        const Matrix& m = layers_[il].wqkv;
+        return lin::activation_dtype(m.dtype, numerics()) == JAL_DT_BF16 &&
+               row_groups(m, T, true) > 1;
+    }
+    // Whether layer il's combine writes layer il + 1's normed rows (the residual rows are
+    // in its L1 then: no dispatch reads them back). Split over chips the combine writes a
+    // partial sum, so there the rms_norm kernel runs after the all-reduce instead.
+    bool combine_normalises(uint32_t il, uint32_t T) const
+    {
+        return split_.chips == 1 && il + 1 < c_.n_layer && normed_rows(il + 1, T) &&
+               !down_combines(il, T);
+    }
+    // Whether layer il's down GEMM adds Σ w·e into x itself (few pairs: no combine runs).
+    bool down_combines(uint32_t il, uint32_t T) const
+    {
+        const Layer& L = layers_[il];
+        return !swiglu_in_gate_up(L.gate_up, T) && T * c_.n_expert_used <= kFewPairs &&
+               split_by_rows(L.down, T, true);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -826,6 +857,7 @@ void RuntimeImpl::plan_activations()
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
     if (split_.chips > 1) a_.x2 = placement_.reserve(I, T * E4);
+    if (o_.numerics == Numerics::ggml) a_.xn = placement_.reserve(I, T * c_.n_embd * 2ull);
 }
 
 // Small tables onto the Launcher's batch: the shard tables and the KV head tables (written
@@ -1286,6 +1318,16 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
             m.residual = residual;
             return k::build_moe_combine(m);
         });
+    g.combine_norm = nullptr;
+    if (combine_normalises(0, T))
+        g.combine_norm = &program(fmt::format("combine+norm c{} k{} b{}", c_.n_embd, K, br), [&] {
+            k::MoeCombineConfig m;
+            m.cols = c_.n_embd, m.k = K, m.block_rows = br;
+            m.residual = true;
+            m.norm = true, m.norm_eps = c_.rms_eps;
+            m.norm_mode = lin::activation_cvt_mode(numerics());
+            return k::build_moe_combine(m);
+        });
     return g;
 }
 
@@ -1388,7 +1430,14 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     const Layer& Ly = layers_[il];
     // The RMS norms are fused into the GEMMs that read their output (each slice normalises
     // the residual rows it loads): no normalised copy is written to every slice and read back.
-    gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
+    // A prompt in ggml numerics writes q·k·v's rows once normalised as BF16 instead.
+    if (normed_rows(il, T)) {
+        if (il == 0 || !combine_normalises(il - 1, T)) add_normed_rows(Ly.attn_norm, T, x);
+        gemm(Ly.wqkv, T, va(a_.xn), uint64_t{c_.n_embd} * 2, &Ly.bqkv, q, QKV4, "attn_qkv", nullptr,
+             false, JAL_DT_BF16);
+    } else {
+        gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
+    }
     // Where every segment's attention appends its own keys and no slice group attends for
     // more than one sequence, the attention rotates q and k itself (one stage fewer);
     // otherwise q's and k's heads of every row rotate together in one RoPE dispatch (with
@@ -1408,6 +1457,19 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     const bool lead = split_.rank == 0;
     gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
          "attn_output", nullptr, lead, at_dt);
+}
+
+void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)
+{
+    k::RmsNormConfig r;
+    r.cols = c_.n_embd, r.eps = c_.rms_eps;
+    r.out = JAL_DT_BF16, r.out_mode = lin::activation_cvt_mode(numerics());
+    r.block_rows = std::clamp<uint32_t>(T, 1, r.rows_per_block());
+    const k::Program& code = program(fmt::format("rms_norm c{} b{} bf16", r.cols, r.block_rows),
+                                     [&] { return k::build_rms_norm(r); });
+    add(code, rows_mask(T),
+        {x, uint64_t{c_.n_embd} * 4, va(norm.place), va(a_.xn), uint64_t{c_.n_embd} * 2, T},
+        "attn_norm");
 }
 
 void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x)
@@ -1435,7 +1497,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
         // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
         // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
-        if (few && split_by_rows(Ly.down, T, true)) {
+        if (down_combines(il, T)) {
             expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                         nullptr, false, JAL_DT_F32, JAL_DT_F32,
                         {.swiglu_input = true, .combine = true});
@@ -1447,6 +1509,13 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     expert_gemm(Ly.down, T, true, va(a_.act), act_row, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                 nullptr, false, act);
     // x += Σ w·e: the residual add in the combine's epilogue.
+    if (combine_normalises(il, T)) {
+        add(*g.combine_norm, rows_mask(T),
+            {va(a_.eo), E4, va(a_.wts), x, E4, T, va(layers_[il + 1].attn_norm.place), va(a_.xn),
+             uint64_t{c_.n_embd} * 2},
+            "moe_combine");
+        return;
+    }
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 

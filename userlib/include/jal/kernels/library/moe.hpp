@@ -99,19 +99,29 @@ struct JAL_API MoeCombineConfig {
     // out += the weighted sum (the residual add fused: out + sum, as the elementwise add of
     // the two would give it), instead of out = the sum.
     bool residual = false;
+    // Also writes out's rows RMS-normalised (norm.hpp, by norm_weight) as BF16 rounded as
+    // norm_mode: the next layer's GEMM input, the same bits as its fused norm and VCVT give,
+    // without reading the rows back.
+    bool norm = false;
+    float norm_eps = 1e-5f;
+    jal_cvt_mode norm_mode = JAL_CVT_OCP;
     uint32_t rows_per_block() const;
 };
 
 // Arguments, in order: experts (address; rows*k rows of cols F32, token t's j-th expert
 // at row t*k + j), expert_stride (bytes between those rows), weights (address; rows x k
-// F32, packed), out (address), out_stride, rows.
+// F32, packed), out (address), out_stride, rows; with norm, then norm_weight (address, cols
+// F32), normed (address; rows x cols BF16), normed_stride.
 JAL_API CodeObject build_moe_combine(const MoeCombineConfig& config);
 
 // Argument words for experts (out.rows * k rows of cols F32), weights (out.rows x k F32,
-// packed) and out (rows x cols F32).
+// packed) and out (rows x cols F32); with config.norm also norm_weight (1 x cols F32) and
+// normed (out.rows x cols BF16).
 JAL_API std::vector<uint64_t> moe_combine_args(const MoeCombineConfig& config,
                                                const TensorRef& experts, const TensorRef& weights,
-                                               const TensorRef& out);
+                                               const TensorRef& out,
+                                               const TensorRef& norm_weight = {},
+                                               const TensorRef& normed = {});
 
 // Runs build_moe_combine(config)'s program. Throws jal::Error on a bad
 // tensor (as moe_combine_args) or a failed dispatch (Launcher::run).
