@@ -31,6 +31,24 @@ protected:
         std::vector<float> y;
     };
 
+    // The rms_norm kernel of x into h: what the fused GEMM does in its activation load.
+    void norm_kernel(const jal::kernels::RmsNormConfig& nc, const TensorRef& x, const TensorRef& nw,
+                     const TensorRef& h, uint64_t mask)
+    {
+        EXPECT_EQ(
+            run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h), mask)
+                .status,
+            JAL_STATUS_OK);
+    }
+    // The GEMM of x into y, with no norm weights.
+    void gemm(const jl::GemmConfig& c, const TensorRef& x, uint64_t table_va, uint64_t w_va,
+              const TensorRef& y, uint64_t mask)
+    {
+        EXPECT_EQ(
+            run(jl::build_gemm(c), jl::gemm_args(c, x, table_va, w.ref(w_va), {}, y), mask).status,
+            JAL_STATUS_OK);
+    }
+
     Run both(jl::GemmConfig c, uint32_t nslices, uint64_t seed)
     {
         SCOPED_TRACE(jl::gemm_name(c) + " on " + std::to_string(nslices) + " slices");
@@ -53,16 +71,10 @@ protected:
         nc.eps = c.norm_eps;
         const TensorRef h{
             .va = output(size_t{c.m} * c.k * 4), .rows = c.m, .cols = c.k, .dtype = JAL_DT_F32};
-        EXPECT_EQ(
-            run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h), mask)
-                .status,
-            JAL_STATUS_OK);
+        norm_kernel(nc, x, nw, h, mask);
         jl::GemmConfig plain = c;
         plain.rms_norm = false;
-        EXPECT_EQ(
-            run(jl::build_gemm(plain), jl::gemm_args(plain, h, table_va, w.ref(w_va), {}, y1), mask)
-                .status,
-            JAL_STATUS_OK);
+        gemm(plain, h, table_va, w_va, y1, mask);
         // Fused.
         c.rms_norm = true;
         EXPECT_EQ(
@@ -146,18 +158,12 @@ TEST_F(LinearGemmNormTest, NormalisedBf16RowsGiveTheFusedBits)
         nc.out = JAL_DT_BF16, nc.out_mode = jl::activation_cvt_mode(c.numerics);
         const TensorRef h{
             .va = output(size_t{c.m} * c.k * 2), .rows = c.m, .cols = c.k, .dtype = JAL_DT_BF16};
-        EXPECT_EQ(
-            run(jal::kernels::build_rms_norm(nc), jal::kernels::rms_norm_args(nc, x, nw, h), mask)
-                .status,
-            JAL_STATUS_OK);
+        norm_kernel(nc, x, nw, h, mask);
         jl::GemmConfig b16 = c;
         b16.x_dtype = JAL_DT_BF16;
         const uint64_t bytes = size_t{c.m} * c.n * 4;
         const TensorRef y{.va = output(bytes), .rows = c.m, .cols = c.n, .dtype = JAL_DT_F32};
-        EXPECT_EQ(
-            run(jl::build_gemm(b16), jl::gemm_args(b16, h, table_va, w.ref(w_va), {}, y), mask)
-                .status,
-            JAL_STATUS_OK);
+        gemm(b16, h, table_va, w_va, y, mask);
         const auto got = read_f32(y.va, size_t{c.m} * c.n);
         std::vector<uint32_t> bits(got.size());
         std::memcpy(bits.data(), got.data(), bytes);
