@@ -58,7 +58,7 @@ CommandProcessor::CommandProcessor(HostInterface& host, HbmMemory& hbm, Mmu& mmu
                                    PowerModel* power, const ChipTrace* trace)
     : host_(host), dispatch_(hbm, mmu, slices, power, trace)
 {
-    const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_, trace};
+    const QueueEngine::Env env{host, hbm, mmu, signals_, &dispatch_, trace, &windows_};
     for (std::uint32_t q = 0; q < JAL_MAX_USER_QUEUES; ++q)
         engines_[q] = std::make_unique<QueueEngine>(q, env);
 }
@@ -73,6 +73,7 @@ CommandProcessor::~CommandProcessor()
 std::uint32_t CommandProcessor::fw_read(std::uint32_t off)
 {
     if (off == reg(JAL_CP_QSEL)) return qsel_;
+    if (off == reg(JAL_CP_WIN_STATUS)) return win_.status;
     if (qsel_ >= JAL_MAX_USER_QUEUES) return 0;
     const QueueConfig& c = staged_[qsel_];
     const QueueEngine& e = *engines_[qsel_];
@@ -93,6 +94,8 @@ std::uint32_t CommandProcessor::fw_read(std::uint32_t off)
         return hi(c.rptr);
     case reg(JAL_CP_Q_VECTOR):
         return c.vector;
+    case reg(JAL_CP_Q_SPACE):
+        return c.space;
     case reg(JAL_CP_Q_STATE):
         return e.state();
     case reg(JAL_CP_Q_LAST_ERROR):
@@ -125,9 +128,33 @@ std::uint32_t CommandProcessor::fw_read(std::uint32_t off)
 
 void CommandProcessor::fw_write(std::uint32_t off, std::uint32_t v)
 {
-    if (off == reg(JAL_CP_QSEL)) {
+    switch (off) {
+    case reg(JAL_CP_QSEL):
         qsel_ = v;
         return;
+    case reg(JAL_CP_WIN_FUNC):
+        win_.fn = v;
+        return;
+    case reg(JAL_CP_WIN_SPACE):
+        win_.space = v;
+        return;
+    case reg(JAL_CP_WIN_BASE_LO):
+        set_lo(win_.base, v);
+        return;
+    case reg(JAL_CP_WIN_BASE_HI):
+        set_hi(win_.base, v);
+        return;
+    case reg(JAL_CP_WIN_SIZE_LO):
+        set_lo(win_.size, v);
+        return;
+    case reg(JAL_CP_WIN_SIZE_HI):
+        set_hi(win_.size, v);
+        return;
+    case reg(JAL_CP_WIN_CMD):
+        window_command(v);
+        return;
+    default:
+        break;
     }
     if (qsel_ >= JAL_MAX_USER_QUEUES) return;
     QueueConfig& c = staged_[qsel_];
@@ -156,10 +183,38 @@ void CommandProcessor::fw_write(std::uint32_t off, std::uint32_t v)
     case reg(JAL_CP_Q_VECTOR):
         c.vector = v;
         break;
+    case reg(JAL_CP_Q_SPACE):
+        c.space = v;
+        break;
     case reg(JAL_CP_Q_CTRL):
         control(qsel_, v);
         break;
     default:
+        break;
+    }
+}
+
+void CommandProcessor::window_command(std::uint32_t cmd)
+{
+    switch (cmd) {
+    case JAL_WINDOW_ADD:
+        win_.status = win_.fn < JAL_MGMT_MAX_FUNCS
+                          ? windows_.add(win_.fn, win_.space, win_.base, win_.size)
+                          : JAL_STATUS_INVALID_FIELD;
+        break;
+    case JAL_WINDOW_REMOVE:
+        win_.status = windows_.remove(win_.fn, win_.space, win_.base, win_.size);
+        break;
+    case JAL_WINDOW_CLEAR:
+        windows_.clear_space(win_.fn, win_.space);
+        win_.status = JAL_STATUS_OK;
+        break;
+    case JAL_CP_WIN_CLEAR_FUNC:
+        windows_.clear_function(win_.fn);
+        win_.status = JAL_STATUS_OK;
+        break;
+    default:
+        win_.status = JAL_STATUS_INVALID_FIELD;
         break;
     }
 }
@@ -255,6 +310,8 @@ void CommandProcessor::reset()
     for (auto& e : engines_) e->stop();
     staged_.fill({});
     qsel_ = hi_latch_ = 0;
+    windows_.clear();
+    win_ = {};
 }
 
 }  // namespace jal::emu

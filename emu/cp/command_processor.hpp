@@ -4,6 +4,7 @@
 #pragma once
 
 #include "emu/cp/dispatch_unit.hpp"
+#include "emu/cp/host_windows.hpp"
 #include "emu/cp/queue_engine.hpp"
 #include "jal/hw/mgmt.h"
 #include "jal/hw/pci.h"
@@ -36,6 +37,7 @@ public:
     void reset();
 
     const QueueEngine& queue(std::uint32_t qid) const { return *engines_[qid]; }
+    const HostWindows& windows() const { return windows_; }
     DispatchUnit& dispatcher() { return dispatch_; }
 
 private:
@@ -48,16 +50,23 @@ private:
     void enable(std::uint32_t qid, bool fresh);
     void ensure_waiter(std::uint32_t fn, const std::shared_ptr<Doorbells>& db);
     void stop_waiter(std::uint32_t fn);
+    // JAL_CP_WIN_CMD: runs a window command on the WIN_* registers, sets win_status_.
+    void window_command(std::uint32_t cmd);
 
     HostInterface& host_;
     std::mutex ctl_;  // engine start/stop: firmware, detaching transport threads, reset
     SignalNotifier signals_;
+    HostWindows windows_;
     DispatchUnit dispatch_;
     std::array<FunctionWake, JAL_MGMT_MAX_FUNCS> wake_;
     std::array<Waiter, JAL_MGMT_MAX_FUNCS> waiters_;
     std::array<std::unique_ptr<QueueEngine>, JAL_MAX_USER_QUEUES> engines_;
     std::array<QueueConfig, JAL_MAX_USER_QUEUES> staged_{};  // what the registers hold
     std::uint32_t qsel_ = 0, hi_latch_ = 0;                  // management-core thread only
+    struct WindowRegs {
+        std::uint32_t fn = 0, space = 0, status = 0;
+        std::uint64_t base = 0, size = 0;
+    } win_;  // management-core thread only
 };
 
 }  // namespace jal::emu

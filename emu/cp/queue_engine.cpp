@@ -4,6 +4,7 @@
 #include "emu/chip/host_interface.hpp"
 #include "emu/chip/mmu.hpp"
 #include "emu/cp/dispatch_unit.hpp"
+#include "emu/cp/host_windows.hpp"
 #include "emu/util/log.hpp"
 #include "jal/hw/status.h"
 
@@ -52,16 +53,6 @@ std::int64_t* sig_value(std::byte* s)
     return reinterpret_cast<std::int64_t*>(s + offsetof(jal_signal, value));
 }
 
-// Resolves a signal address: JAL_STATUS_OK with `out` set, INVALID_FIELD when zero or
-// misaligned, DMA_FAULT when not mapped.
-std::uint32_t resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr, std::byte*& out)
-{
-    out = nullptr;
-    if (addr == 0 || addr % 16) return JAL_STATUS_INVALID_FIELD;
-    out = pin.at(addr, sizeof(jal_signal));
-    return out ? JAL_STATUS_OK : JAL_STATUS_DMA_FAULT;
-}
-
 // Whether a device source range reads a page lost to an uncorrectable ECC error.
 bool source_poisoned(const HbmMemory& hbm, const Mmu::View& v, std::uint64_t src,
                      std::uint64_t size)
@@ -89,10 +80,26 @@ QueueEngine::~QueueEngine()
     stop();
 }
 
+std::byte* QueueEngine::host(const HostMemory::Pin& pin, std::uint64_t addr,
+                             std::uint64_t len) const
+{
+    if (env_.windows && !env_.windows->allows(cfg_.fn, cfg_.space, addr, len)) return nullptr;
+    return pin.at(addr, len);
+}
+
+std::uint32_t QueueEngine::resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr,
+                                          std::byte*& out) const
+{
+    out = nullptr;
+    if (addr == 0 || addr % 16) return JAL_STATUS_INVALID_FIELD;
+    out = host(pin, addr, sizeof(jal_signal));
+    return out ? JAL_STATUS_OK : JAL_STATUS_DMA_FAULT;
+}
+
 bool QueueEngine::resolve(const HostMemory::Pin& pin)
 {
-    ring_ = pin.at(cfg_.ring, std::uint64_t{cfg_.size} * JAL_PACKET_SIZE);
-    rptr_ = reinterpret_cast<std::uint64_t*>(pin.at(cfg_.rptr, sizeof(std::uint64_t)));
+    ring_ = host(pin, cfg_.ring, std::uint64_t{cfg_.size} * JAL_PACKET_SIZE);
+    rptr_ = reinterpret_cast<std::uint64_t*>(host(pin, cfg_.rptr, sizeof(std::uint64_t)));
     ring_gen_ = pin.generation();
     return ring_ && rptr_;
 }
@@ -121,8 +128,10 @@ void QueueEngine::start(const QueueConfig& cfg, std::shared_ptr<Doorbells> db, F
             record_error(JAL_STATUS_DMA_FAULT, read_.load());
             state_.store(JAL_QUEUE_ERROR);
             log(LogLevel::warn,
-                "queue {}: ring {:#x} ({} packets) or read index {:#x} not in fn{}'s memory", qid_,
-                cfg_.ring, cfg_.size, cfg_.rptr, cfg_.fn);
+                "queue {}: ring {:#x} ({} packets) or read index {:#x} not in fn{}'s memory{}",
+                qid_, cfg_.ring, cfg_.size, cfg_.rptr, cfg_.fn,
+                cfg_.space ? fmt::format(" inside the windows of host space {}", cfg_.space)
+                           : std::string());
             return;
         }
         __atomic_store_n(rptr_, read_.load(), __ATOMIC_RELEASE);
@@ -494,10 +503,10 @@ std::uint32_t QueueEngine::accept_dispatch(const HostMemory::Pin& pin, const std
     // the function's memory); the rest is checked by the dispatch unit.
     const auto report = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, report));
     if (report % 8) return JAL_STATUS_INVALID_FIELD;
-    if (report && !pin.at(report, sizeof(jal_dispatch_report))) return JAL_STATUS_DMA_FAULT;
+    if (report && !host(pin, report, sizeof(jal_dispatch_report))) return JAL_STATUS_DMA_FAULT;
     const auto times = field<std::uint64_t>(pkt, offsetof(jal_packet_dispatch, times));
     if (times % 8) return JAL_STATUS_INVALID_FIELD;
-    if (times && !pin.at(times, sizeof(jal_dispatch_times))) return JAL_STATUS_DMA_FAULT;
+    if (times && !host(pin, times, sizeof(jal_dispatch_times))) return JAL_STATUS_DMA_FAULT;
     std::memcpy(dispatch_pkt_, pkt, JAL_PACKET_SIZE);
     return JAL_STATUS_OK;
 }
@@ -511,8 +520,8 @@ std::uint32_t QueueEngine::copy(const HostMemory::Pin& pin, std::uint32_t dir, s
     const std::byte* hsrc = nullptr;
     std::byte* hdst = nullptr;
     // Check everything first: a failing copy writes nothing.
-    if (dir == JAL_COPY_H2D && !(hsrc = pin.at(src, size))) return JAL_STATUS_DMA_FAULT;
-    if (dir == JAL_COPY_D2H && !(hdst = pin.at(dst, size))) return JAL_STATUS_DMA_FAULT;
+    if (dir == JAL_COPY_H2D && !(hsrc = host(pin, src, size))) return JAL_STATUS_DMA_FAULT;
+    if (dir == JAL_COPY_D2H && !(hdst = host(pin, dst, size))) return JAL_STATUS_DMA_FAULT;
     {
         Mmu::View v(env_.mmu, ctx);
         if (dir != JAL_COPY_H2D && !v.mapped(src, size)) return JAL_STATUS_PAGE_FAULT;
@@ -584,7 +593,7 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
     if (pin.generation() != ring_gen_ && !resolve(pin)) return false;
     // Times first, then the report, then the signal; each ends with a release store.
     if (pkt.times) {
-        if (std::byte* t = pin.at(pkt.times, sizeof times)) {
+        if (std::byte* t = host(pin, pkt.times, sizeof times)) {
             std::memcpy(t, &times, offsetof(jal_dispatch_times, done));
             __atomic_store_n(
                 reinterpret_cast<std::uint64_t*>(t + offsetof(jal_dispatch_times, done)),
@@ -594,7 +603,7 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
     // The report, like a signal: its last 8 bytes stored last with release, so a host
     // that sees the signal complete sees the whole report.
     if (pkt.report) {
-        if (std::byte* r = pin.at(pkt.report, sizeof report)) {
+        if (std::byte* r = host(pin, pkt.report, sizeof report)) {
             std::memcpy(r, &report, sizeof report - 8);
             std::uint64_t last;
             std::memcpy(&last, reinterpret_cast<const std::byte*>(&report) + sizeof report - 8, 8);

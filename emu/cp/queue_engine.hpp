@@ -22,11 +22,13 @@ namespace jal::emu {
 class DispatchUnit;
 class HbmMemory;
 class HostInterface;
+class HostWindows;
 class Mmu;
 
 struct QueueConfig {
     std::uint32_t ctx = 0, fn = 0, size = 0, vector = 0;
     std::uint64_t ring = 0, rptr = 0;  // bus addresses in the function's memory
+    std::uint32_t space = 0;           // the context's host space (0: the whole function)
 };
 
 // Wakes the sleeping engines of one host function (its kick eventfd, or a DISABLE).
@@ -94,8 +96,9 @@ public:
         HbmMemory& hbm;
         Mmu& mmu;
         SignalNotifier& signals;
-        DispatchUnit* dispatch = nullptr;  // runs DISPATCH packets (the CP's, never null)
-        const ChipTrace* trace = nullptr;  // jal-emu --trace: each packet's wall-clock span
+        DispatchUnit* dispatch = nullptr;      // runs DISPATCH packets (the CP's, never null)
+        const ChipTrace* trace = nullptr;      // jal-emu --trace: each packet's wall-clock span
+        const HostWindows* windows = nullptr;  // the host windows (null: no restriction)
     };
     QueueEngine(std::uint32_t qid, const Env& env);
     ~QueueEngine();
@@ -145,6 +148,13 @@ private:
               std::chrono::steady_clock::time_point& last_work);
     Batch run_batch(HostMemory& mem, std::uint64_t& read, std::uint64_t& target);
     bool resolve(const HostMemory::Pin& pin);
+    // The host pointer for the queue's bus range [addr, addr+len): null when it is not
+    // mapped for the function or, for a context with a host space, outside its windows.
+    std::byte* host(const HostMemory::Pin& pin, std::uint64_t addr, std::uint64_t len) const;
+    // A signal address: OK with `out` set, INVALID_FIELD when zero or misaligned,
+    // DMA_FAULT when host() refuses it.
+    std::uint32_t resolve_signal(const HostMemory::Pin& pin, std::uint64_t addr,
+                                 std::byte*& out) const;
     // The slot of `index` holds a published header (a producer may publish before its
     // doorbell lands, or several producers' doorbells may land out of order).
     bool published(std::uint64_t index) const;

@@ -28,7 +28,8 @@ enum jal_admin_opcode {
     JAL_ADMIN_GET_LINK_REPORT = 0x09, /* cdw[0] first port, cdw[1] count; data: report (1.8) */
     /* Contexts, device memory and user queues (interface 1.1). Each belongs to the host
 	 * function that created it and is destroyed when that function detaches. */
-    JAL_ADMIN_CREATE_CONTEXT = 0x10, /* result: context id */
+    JAL_ADMIN_CREATE_CONTEXT = 0x10, /* cdw[0] host space (since 1.11; 0: none, the function's
+                                       * whole bus address space); result: context id */
     JAL_ADMIN_DESTROY_CONTEXT =
         0x11,                       /* cdw[0] context; result: allocations + queues it still held */
     JAL_ADMIN_ALLOC_MEMORY = 0x12,  /* cdw[0] context, cdw[1..2] bytes, cdw[3] jal_placement,
@@ -51,6 +52,10 @@ enum jal_admin_opcode {
     JAL_ADMIN_IMPORT_PEER = 0x1b,   /* cdw[0] context, cdw[1] peer chip, cdw[2] handle, cdw[3..4]
 				      * key, cdw[5] pages; data: struct jal_mem_alloc_reply (placement
 				      * JAL_PLACE_PEER); FREE_MEMORY of its address unmaps it */
+    /* Host windows (interface 1.11; docs/device-interface.md 5.10): a context created with a
+     * host space reaches host memory only inside that space's windows. */
+    JAL_ADMIN_HOST_WINDOW = 0x1c, /* cdw[0] jal_window_op, cdw[1] host space (not 0),
+                                    * cdw[2..3] bus address, cdw[4..5] bytes (ADD, REMOVE) */
     /* Firmware update (interface 1.6; fw_image.h, docs/firmware.md 10). Privileged. */
     JAL_ADMIN_FW_DOWNLOAD = 0x20, /* cdw[0] offset in the inactive slot (0 erases it); data: the
 				    * image's bytes from there, sequential chunks */
@@ -97,6 +102,8 @@ static inline const char* jal_admin_opcode_name(uint8_t opcode)
         return "EXPORT_MEMORY";
     case JAL_ADMIN_IMPORT_PEER:
         return "IMPORT_PEER";
+    case JAL_ADMIN_HOST_WINDOW:
+        return "HOST_WINDOW";
     case JAL_ADMIN_CREATE_QUEUE:
         return "CREATE_QUEUE";
     case JAL_ADMIN_DESTROY_QUEUE:
@@ -159,6 +166,18 @@ enum jal_feature {
      * it also sets the limit in force. 0 clears it (boots return to the TDP). Since 1.6. */
     JAL_FEATURE_POWER_LIMIT_PERSISTENT = 2,
 };
+
+/* HOST_WINDOW (since 1.11). A window is a bus range [address, address + bytes) of one host
+ * space of the calling function; the command processor lets a queue whose context has a host
+ * space name host memory (copies, signals, reports, its ring) only inside one of that
+ * space's windows, else the packet fails DMA_FAULT. A kernel driver that serves several
+ * processes through one function gives each open file a space and a window per buffer. */
+enum jal_window_op {
+    JAL_WINDOW_ADD = 1,    /* INVALID_FIELD: empty, wraps, or not page-aligned; BUSY: table full */
+    JAL_WINDOW_REMOVE = 2, /* the window added with this address and size; INVALID_FIELD if none */
+    JAL_WINDOW_CLEAR = 3,  /* every window of the space (address and bytes must be 0) */
+};
+#define JAL_HOST_WINDOWS 4096u /* windows in the command processor's table, all functions */
 
 enum jal_reset_kind {
     JAL_RESET_CHIP = 1, /* reboot firmware, retrain, lose all queues and contexts */

@@ -189,7 +189,7 @@ static const struct jal_event_desc jal_event_descs[JAL_EVENT_DESC_COUNT] = {
     {JAL_EVENT_ADMIN_HANG, "admin_hang", {{0, 0}, {0, 0}, {0, 0}, {0, 0}}},
     {JAL_EVENT_CONTEXT_CREATED,
      "context_created",
-     {{"function", JAL_ARG_DEC}, {"context", JAL_ARG_DEC}, {0, 0}, {0, 0}}},
+     {{"function", JAL_ARG_DEC}, {"context", JAL_ARG_DEC}, {"host_space", JAL_ARG_DEC}, {0, 0}}},
     {JAL_EVENT_CONTEXT_DESTROYED,
      "context_destroyed",
      {{"function", JAL_ARG_DEC},

@@ -270,6 +270,20 @@
 #define JAL_CP_Q_WRITE_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x40)
 #define JAL_CP_Q_ERR_INDEX_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x44) /* RO; LO latches HI */
 #define JAL_CP_Q_ERR_INDEX_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x48)
+/* Since 1.11: the host space of the queue's context (0: none, the whole function). */
+#define JAL_CP_Q_SPACE JAL_MGMT_REG(JAL_MGMT_CP, 0x4c)
+/* Host windows (since 1.11; admin.h, jal_window_op): write FUNC, SPACE, BASE and SIZE, then
+ * CMD (a jal_window_op, or JAL_CP_WIN_CLEAR_FUNC: every window of FUNC); STATUS reads the
+ * last command's jal_status. */
+#define JAL_CP_WIN_FUNC JAL_MGMT_REG(JAL_MGMT_CP, 0x50)
+#define JAL_CP_WIN_SPACE JAL_MGMT_REG(JAL_MGMT_CP, 0x54)
+#define JAL_CP_WIN_BASE_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x58)
+#define JAL_CP_WIN_BASE_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x5c)
+#define JAL_CP_WIN_SIZE_LO JAL_MGMT_REG(JAL_MGMT_CP, 0x60)
+#define JAL_CP_WIN_SIZE_HI JAL_MGMT_REG(JAL_MGMT_CP, 0x64)
+#define JAL_CP_WIN_CMD JAL_MGMT_REG(JAL_MGMT_CP, 0x68)    /* W */
+#define JAL_CP_WIN_STATUS JAL_MGMT_REG(JAL_MGMT_CP, 0x6c) /* RO */
+#define JAL_CP_WIN_CLEAR_FUNC 4
 #define JAL_CP_CTRL_ENABLE 1
 #define JAL_CP_CTRL_DISABLE 2 /* stops after the packet in progress; waits for it */
 #define JAL_CP_CTRL_RESET 3   /* disable, drop unexecuted packets, clear errors, re-enable */

@@ -125,7 +125,8 @@ protected:
 
     // What the firmware's CREATE_QUEUE does. Each queue gets its own ring and read index.
     std::unique_ptr<Queue> create_queue(std::uint32_t id, std::uint32_t size = 64,
-                                        std::uint32_t ctx = kCtx, std::uint32_t vector = 1)
+                                        std::uint32_t ctx = kCtx, std::uint32_t vector = 1,
+                                        std::uint32_t space = 0)
     {
         auto q = std::make_unique<Queue>();
         q->id = id;
@@ -134,8 +135,22 @@ protected:
         q->rptr = reinterpret_cast<std::uint64_t*>(host_ + kRptrOff + id * 64);
         std::memset(q->ring, 0, std::size_t{size} * JAL_PACKET_SIZE);
         program(id, ctx, bus(q->ring), size, bus(q->rptr), vector);
+        w(JAL_CP_Q_SPACE, space);
         w(JAL_CP_Q_CTRL, JAL_CP_CTRL_ENABLE);
         return q;
+    }
+    // A host-window command of this function (what the firmware's HOST_WINDOW does).
+    std::uint32_t window(std::uint32_t cmd, std::uint32_t space, std::uint64_t base,
+                         std::uint64_t size)
+    {
+        w(JAL_CP_WIN_FUNC, static_cast<std::uint32_t>(fn_));
+        w(JAL_CP_WIN_SPACE, space);
+        w(JAL_CP_WIN_BASE_LO, static_cast<std::uint32_t>(base));
+        w(JAL_CP_WIN_BASE_HI, static_cast<std::uint32_t>(base >> 32));
+        w(JAL_CP_WIN_SIZE_LO, static_cast<std::uint32_t>(size));
+        w(JAL_CP_WIN_SIZE_HI, static_cast<std::uint32_t>(size >> 32));
+        w(JAL_CP_WIN_CMD, cmd);
+        return r(JAL_CP_WIN_STATUS);
     }
     void program(std::uint32_t id, std::uint32_t ctx, std::uint64_t ring, std::uint32_t size,
                  std::uint64_t rptr, std::uint32_t vector)
@@ -814,6 +829,92 @@ TEST_F(CpTest, BadConfigurationsAndUnmappedRingsStopInError)
     EXPECT_EQ(wait(s2), JAL_STATUS_OK);
 }
 
+// Host windows (interface 1.11): a queue of a context with a host space names host memory
+// only inside that space's windows; everything else fails as unmapped memory does.
+TEST_F(CpTest, AQueueWithAHostSpaceReachesHostMemoryOnlyInsideItsWindows)
+{
+    constexpr std::uint32_t kSpace = 7;
+    const std::uint64_t data = kBus + kDataOff, span = 16 * kPage;
+    ASSERT_EQ(window(JAL_WINDOW_ADD, kSpace, kBus + kRingOff, 1u << 20), JAL_STATUS_OK);
+    ASSERT_EQ(window(JAL_WINDOW_ADD, kSpace, kBus + kRptrOff, kPage), JAL_STATUS_OK);
+    ASSERT_EQ(window(JAL_WINDOW_ADD, kSpace, kBus + kSigOff, kPage), JAL_STATUS_OK);
+    ASSERT_EQ(window(JAL_WINDOW_ADD, kSpace, data, span), JAL_STATUS_OK);
+    // Another space of the same function holds the next 16 pages: no use to this one.
+    ASSERT_EQ(window(JAL_WINDOW_ADD, kSpace + 1, data + span, span), JAL_STATUS_OK);
+    auto q = create_queue(4, 64, kCtx, 1, kSpace);
+    ASSERT_EQ(qreg(4, JAL_CP_Q_STATE), JAL_QUEUE_ACTIVE);
+    EXPECT_EQ(qreg(4, JAL_CP_Q_SPACE), kSpace);
+
+    std::byte* in = host_ + kDataOff;
+    std::byte* out = in + span;  // outside the windows
+    std::memset(in, 0x5a, 256);
+    std::memset(out, 0x11, 256);
+    auto* foreign = reinterpret_cast<jal_signal*>(out + 1024);
+    *foreign = jal_signal{JAL_STATUS_OK, 0, 1000};
+    auto run = [&](const Packet& p, std::uint32_t i) {
+        jal_signal* s = signal(i);
+        Packet pk = p;
+        const std::uint64_t a = bus(s);
+        std::memcpy(pk.data() + JAL_PACKET_SIGNAL_OFFSET, &a, 8);
+        submit(*q, pk);
+        return wait(s);
+    };
+    EXPECT_EQ(run(copy(JAL_COPY_H2D, data, kVa, 256, nullptr), 0), JAL_STATUS_OK);
+    EXPECT_EQ(run(copy(JAL_COPY_D2H, kVa, bus(out), 256, nullptr), 1), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(out[0], std::byte{0x11});
+    EXPECT_EQ(run(copy(JAL_COPY_H2D, bus(out), kVa + kPage, 256, nullptr), 2),
+              JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(chip_->hbm().range(slice_pa(4, 1), 1)[0], std::byte{0});
+    // A range that starts inside and runs out of the window.
+    EXPECT_EQ(run(copy(JAL_COPY_D2H, kVa, data + span - 128, 256, nullptr), 3),
+              JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(out[0], std::byte{0x11});
+    EXPECT_EQ(run(signal_op(JAL_SIGNAL_SET, foreign, 5, nullptr), 4), JAL_STATUS_DMA_FAULT);
+    EXPECT_EQ(foreign->value, 1000);
+    EXPECT_EQ(run(barrier({foreign}, nullptr), 5), JAL_STATUS_DMA_FAULT);
+    // A completion signal outside: not written, the error recorded, the queue goes on.
+    const std::uint32_t errors = qreg(4, JAL_CP_Q_ERRORS);
+    submit(*q, nop_s(foreign));
+    EXPECT_EQ(run(copy(JAL_COPY_D2H, kVa, data + 512, 256, nullptr), 6), JAL_STATUS_OK);
+    EXPECT_EQ(foreign->value, 1000);
+    EXPECT_EQ(qreg(4, JAL_CP_Q_ERRORS), errors + 1);
+    EXPECT_EQ(in[512], std::byte{0x5a});
+
+    // The same copy from a queue of a context without a space reaches the whole function.
+    auto plain = create_queue(5, 64);
+    jal_signal* s = signal(7);
+    submit(*plain, copy(JAL_COPY_D2H, kVa, bus(out), 256, s));
+    EXPECT_EQ(wait(s), JAL_STATUS_OK);
+    EXPECT_EQ(out[0], std::byte{0x5a});
+
+    // A window taken away is gone at once.
+    ASSERT_EQ(window(JAL_WINDOW_REMOVE, kSpace, data, span), JAL_STATUS_OK);
+    EXPECT_EQ(run(copy(JAL_COPY_H2D, data, kVa, 256, nullptr), 8), JAL_STATUS_DMA_FAULT);
+}
+
+TEST_F(CpTest, WindowCommandsCheckTheirRangeAndARingOutsideTheWindowsStopsInError)
+{
+    EXPECT_EQ(window(JAL_WINDOW_ADD, 3, kBus + 1, kPage), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(JAL_WINDOW_ADD, 3, kBus, kPage + 8), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(JAL_WINDOW_ADD, 3, kBus, 0), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(JAL_WINDOW_ADD, 3, ~0ull - kPage + 1, 2 * kPage), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(JAL_WINDOW_ADD, 0, kBus, kPage), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(JAL_WINDOW_REMOVE, 3, kBus, kPage), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(99, 3, kBus, kPage), JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(chip_->cp().windows().count(), 0u);
+    // The read index's page only: the ring is outside.
+    ASSERT_EQ(window(JAL_WINDOW_ADD, 3, kBus + kRptrOff, kPage), JAL_STATUS_OK);
+    create_queue(6, 16, kCtx, 1, 3);
+    EXPECT_EQ(qreg(6, JAL_CP_Q_STATE), JAL_QUEUE_ERROR);
+    EXPECT_EQ(qreg(6, JAL_CP_Q_LAST_ERROR), JAL_STATUS_DMA_FAULT);
+    // CLEAR takes the space's windows, CLEAR_FUNC every one of the function's.
+    ASSERT_EQ(window(JAL_WINDOW_ADD, 4, kBus, kPage), JAL_STATUS_OK);
+    EXPECT_EQ(window(JAL_WINDOW_CLEAR, 3, 0, 0), JAL_STATUS_OK);
+    EXPECT_EQ(chip_->cp().windows().count(), 1u);
+    EXPECT_EQ(window(JAL_CP_WIN_CLEAR_FUNC, 0, 0, 0), JAL_STATUS_OK);
+    EXPECT_EQ(chip_->cp().windows().count(), 0u);
+}
+
 TEST_F(CpTest, DetachStopsTheFunctionsEnginesMidWork)
 {
     auto q0 = create_queue(0, 64);
@@ -834,14 +935,16 @@ TEST_F(CpTest, DetachStopsTheFunctionsEnginesMidWork)
     EXPECT_EQ(qreg(2, JAL_CP_Q_STATE), JAL_QUEUE_ERROR);
 }
 
-TEST_F(CpTest, ChipResetDisablesEveryQueueAndFlushesTheMmu)
+TEST_F(CpTest, ChipResetDisablesEveryQueueFlushesTheMmuAndDropsTheWindows)
 {
     auto q = create_queue(11);
     jal_signal* never = signal(0);
     submit(*q, barrier({never}, nullptr));
+    ASSERT_EQ(window(JAL_WINDOW_ADD, 5, kBus, kPage), JAL_STATUS_OK);
     chip_->cp().reset();
     chip_->mmu().reset();
     EXPECT_EQ(qreg(11, JAL_CP_Q_STATE), JAL_QUEUE_DISABLED);
+    EXPECT_EQ(chip_->cp().windows().count(), 0u);
     EXPECT_EQ(chip_->mmu().mapped_pages(kCtx), 0u);
 }
 

@@ -134,9 +134,10 @@ TEST(HwAdmin, EveryOpcodeHasADistinctNameAndOthersNone)
             EXPECT_TRUE(names.insert(n).second) << "duplicate name " << n;
         }
     }
-    EXPECT_EQ(names.size(), 25u);
+    EXPECT_EQ(names.size(), 26u);
     EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_IDENTIFY), "IDENTIFY");
     EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_IMPORT_PEER), "IMPORT_PEER");
+    EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_HOST_WINDOW), "HOST_WINDOW");
     EXPECT_STREQ(jal_admin_opcode_name(JAL_ADMIN_DEBUG_FAULT), "DEBUG_FAULT");
     EXPECT_EQ(jal_admin_opcode_name(0x00), nullptr);
     EXPECT_EQ(jal_admin_opcode_name(0x42), nullptr);
