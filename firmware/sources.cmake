@@ -13,6 +13,7 @@ set(JALFW_SOURCES
   host/admin_firmware.cpp
   host/admin_links.cpp
   host/admin_resources.cpp
+  host/admin_windows.cpp
   host/admin_queues.cpp
   host/debug_faults.cpp
   host/event_log.cpp

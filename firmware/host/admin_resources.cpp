@@ -34,6 +34,10 @@ void ResourceCommands::init()
 {
     mem_.init(slices_.enabled(), hbm_);
     queues_.init();
+    // A management-core reset may leave a previous boot's windows in the command processor.
+    for (std::uint32_t fn = 0; fn < JAL_MGMT_MAX_FUNCS; ++fn)
+        (void)queues::cp::window(JAL_CP_WIN_CLEAR_FUNC, fn, 0, 0, 0);
+    space_.fill(0);
 }
 
 std::uint32_t ResourceCommands::min_data_len(std::uint8_t opcode)
@@ -67,7 +71,9 @@ Completion ResourceCommands::execute(std::uint32_t fn, const jal_admin_sqe& sqe,
 
     switch (sqe.opcode) {
     case JAL_ADMIN_CREATE_CONTEXT:
-        return create_context(fn);
+        return create_context(fn, sqe);
+    case JAL_ADMIN_HOST_WINDOW:
+        return host_window(fn, sqe);
     case JAL_ADMIN_DESTROY_CONTEXT:
         return destroy_context(fn, sqe);
     case JAL_ADMIN_ALLOC_MEMORY:
@@ -120,15 +126,17 @@ void ResourceCommands::publish_contexts(std::uint32_t fn) const
     hal::write32(JAL_HOSTIF_FN(fn, JAL_FN_CONTEXTS), contexts_of(fn));
 }
 
-Completion ResourceCommands::create_context(std::uint32_t fn)
+Completion ResourceCommands::create_context(std::uint32_t fn, const jal_admin_sqe& sqe)
 {
     const std::uint32_t limit = function_limit(0);
     if (limit && contexts_of(fn) >= limit) return fail(JAL_STATUS_BUSY);
     std::uint32_t ctx = 0;
     const std::uint32_t status = mem_.create_context(fn, ctx);
     if (status != JAL_STATUS_OK) return fail(status);
+    space_[ctx] = sqe.cdw[0];
     publish_contexts(fn);
-    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextCreated, "context created", {fn, ctx});
+    journal_.event(JAL_SRC_ADMIN, JAL_SEV_INFO, kEvContextCreated, "context created",
+                   {fn, ctx, sqe.cdw[0]});
     return ok(ctx);
 }
 
@@ -277,6 +285,7 @@ Completion ResourceCommands::create_queue(std::uint32_t fn, const jal_admin_sqe&
     cfg.vector = sqe.cdw[6];
     const std::uint32_t status = mem_.check_owner(fn, cfg.ctx);
     if (status != JAL_STATUS_OK) return fail(status);
+    cfg.space = space_[cfg.ctx];
     const bool pow2 = cfg.size != 0 && (cfg.size & (cfg.size - 1)) == 0;
     if (cfg.ring == 0 || cfg.ring % JAL_PACKET_SIZE != 0 || !pow2 ||
         cfg.size < JAL_QUEUE_SIZE_MIN || cfg.size > JAL_QUEUE_SIZE_MAX || cfg.rptr == 0 ||
@@ -370,6 +379,7 @@ std::uint32_t ResourceCommands::release_function(std::uint32_t fn)
         allocs += a;
         queues += q;
     }
+    (void)queues::cp::window(JAL_CP_WIN_CLEAR_FUNC, fn, 0, 0, 0);
     publish_contexts(fn);
     if (contexts)
         journal_.event(JAL_SRC_ADMIN, JAL_SEV_WARN, kEvFunctionCleanup, "cleaned up after function",

@@ -1,4 +1,4 @@
-// Admin commands 0x10-0x1b (interface 1.1; 0x19 since 1.6, 0x1a-0x1b since 1.8): contexts, device memory and user queues, and
+// Admin commands 0x10-0x1c (interface 1.1; 0x19 since 1.6, 0x1a-0x1b since 1.8, 0x1c since 1.11): contexts, device memory and user queues, and
 // the cleanup that keeps them from outliving their host function.
 //
 // Every context belongs to the host function (admin queue) that created it; its queues
@@ -37,7 +37,7 @@ public:
 
     static bool handles(std::uint8_t opcode)
     {
-        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_IMPORT_PEER;
+        return opcode >= JAL_ADMIN_CREATE_CONTEXT && opcode <= JAL_ADMIN_HOST_WINDOW;
     }
     // Smallest data_len of the data-carrying ones (0 for the others).
     static std::uint32_t min_data_len(std::uint8_t opcode);
@@ -54,7 +54,9 @@ public:
     const queues::UserQueues& queues() const { return queues_; }
 
 private:
-    Completion create_context(std::uint32_t fn);
+    Completion create_context(std::uint32_t fn, const jal_admin_sqe& sqe);
+    // HOST_WINDOW (1.11, admin_windows.cpp): the windows of one of fn's host spaces.
+    Completion host_window(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion destroy_context(std::uint32_t fn, const jal_admin_sqe& sqe);
     Completion alloc_memory(std::uint32_t fn, const jal_admin_sqe& sqe, ReplyWriter& out);
     Completion free_memory(std::uint32_t fn, const jal_admin_sqe& sqe);
@@ -84,6 +86,8 @@ private:
     std::uint32_t present_ = 0;
     std::uint32_t have_generation_ = 0;  // bit per function
     std::array<std::uint32_t, JAL_MGMT_MAX_FUNCS> generation_{};
+    // Each context's host space (CREATE_CONTEXT cdw[0]; 0: the whole function).
+    std::array<std::uint32_t, JAL_MAX_CONTEXTS> space_{};
 };
 
 }  // namespace jal::fw::host

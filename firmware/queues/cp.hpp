@@ -18,6 +18,7 @@ struct QueueConfig {
     std::uint32_t size = 0;
     std::uint64_t rptr = 0;
     std::uint32_t vector = 0;
+    std::uint32_t space = 0;  // the context's host space (1.11; 0: the whole function)
 };
 
 inline void select(std::uint32_t qid)
@@ -36,7 +37,22 @@ inline void enable(std::uint32_t qid, const QueueConfig& q)
     hal::write32(JAL_CP_Q_RPTR_LO, static_cast<std::uint32_t>(q.rptr));
     hal::write32(JAL_CP_Q_RPTR_HI, static_cast<std::uint32_t>(q.rptr >> 32));
     hal::write32(JAL_CP_Q_VECTOR, q.vector);
+    hal::write32(JAL_CP_Q_SPACE, q.space);
     hal::write32(JAL_CP_Q_CTRL, JAL_CP_CTRL_ENABLE);
+}
+
+// A host-window command (jal_window_op or JAL_CP_WIN_CLEAR_FUNC); returns its jal_status.
+inline std::uint32_t window(std::uint32_t cmd, std::uint32_t fn, std::uint32_t space,
+                            std::uint64_t base, std::uint64_t size)
+{
+    hal::write32(JAL_CP_WIN_FUNC, fn);
+    hal::write32(JAL_CP_WIN_SPACE, space);
+    hal::write32(JAL_CP_WIN_BASE_LO, static_cast<std::uint32_t>(base));
+    hal::write32(JAL_CP_WIN_BASE_HI, static_cast<std::uint32_t>(base >> 32));
+    hal::write32(JAL_CP_WIN_SIZE_LO, static_cast<std::uint32_t>(size));
+    hal::write32(JAL_CP_WIN_SIZE_HI, static_cast<std::uint32_t>(size >> 32));
+    hal::write32(JAL_CP_WIN_CMD, cmd);
+    return hal::read32(JAL_CP_WIN_STATUS);
 }
 
 inline void control(std::uint32_t qid, std::uint32_t ctrl)

@@ -225,6 +225,10 @@ bool FakeCp::read(std::uint32_t addr, std::uint32_t& v)
         v = qsel;
         return true;
     }
+    if (addr == JAL_CP_WIN_STATUS) {
+        v = window_status;
+        return true;
+    }
     const FakeCpQueue& s = q[qsel % JAL_MAX_USER_QUEUES];
     auto lo = [&](std::uint64_t x) {
         latch_hi = static_cast<std::uint32_t>(x >> 32);
@@ -254,6 +258,9 @@ bool FakeCp::read(std::uint32_t addr, std::uint32_t& v)
         break;
     case JAL_CP_Q_VECTOR:
         v = s.vector;
+        break;
+    case JAL_CP_Q_SPACE:
+        v = s.space;
         break;
     case JAL_CP_Q_STATE:
         v = s.state;
@@ -285,12 +292,43 @@ bool FakeCp::read(std::uint32_t addr, std::uint32_t& v)
     return true;
 }
 
+// The WIN_* registers; false for any other address.
+static bool write_window(FakeCp& cp, std::uint32_t addr, std::uint32_t v)
+{
+    auto set = [](std::uint64_t& r, std::uint32_t x, bool hi) {
+        r = hi ? (r & 0xffffffffull) | std::uint64_t{x} << 32 : (r & ~0xffffffffull) | x;
+    };
+    switch (addr) {
+    case JAL_CP_WIN_FUNC:
+        cp.window.fn = v;
+        return true;
+    case JAL_CP_WIN_SPACE:
+        cp.window.space = v;
+        return true;
+    case JAL_CP_WIN_BASE_LO:
+    case JAL_CP_WIN_BASE_HI:
+        set(cp.window.base, v, addr == JAL_CP_WIN_BASE_HI);
+        return true;
+    case JAL_CP_WIN_SIZE_LO:
+    case JAL_CP_WIN_SIZE_HI:
+        set(cp.window.size, v, addr == JAL_CP_WIN_SIZE_HI);
+        return true;
+    case JAL_CP_WIN_CMD:
+        cp.window.cmd = v;
+        cp.window_cmds.push_back(cp.window);
+        return true;
+    default:
+        return false;
+    }
+}
+
 void FakeCp::write(std::uint32_t addr, std::uint32_t v)
 {
     if (addr == JAL_CP_QSEL) {
         qsel = v;
         return;
     }
+    if (write_window(*this, addr, v)) return;
     if (qsel >= JAL_MAX_USER_QUEUES) return;
     FakeCpQueue& s = q[qsel];
     switch (addr) {
@@ -317,6 +355,9 @@ void FakeCp::write(std::uint32_t addr, std::uint32_t v)
         return;
     case JAL_CP_Q_VECTOR:
         s.vector = v;
+        return;
+    case JAL_CP_Q_SPACE:
+        s.space = v;
         return;
     case JAL_CP_Q_CTRL:
         s.ctrl.push_back(v);

@@ -12,7 +12,8 @@
 // the slot, MAP_REMOTE maps a marker page (chip << 48 | slot << 20 | page) if the key is
 // slot+1. `commands` lists every command, in order.
 // CP: one register set per queue id behind QSEL; CTRL ENABLE/DISABLE/RESET set the state
-// the way the header describes; tests poke the read-only counters directly.
+// the way the header describes; tests poke the read-only counters directly. Host-window
+// commands (1.11) are recorded in `window_cmds` and answered with `window_status`.
 #pragma once
 
 #include <array>
@@ -61,16 +62,25 @@ private:
 
 struct FakeCpQueue {
     std::uint32_t ctx = 0, func = 0, ring_lo = 0, ring_hi = 0, size = 0, rptr_lo = 0, rptr_hi = 0,
-                  vector = 0;
+                  vector = 0, space = 0;
     std::uint32_t state = JAL_QUEUE_DISABLED, last_error = 0, errors = 0;
     std::uint64_t read_index = 0, write_index = 0, err_index = 0;
     std::vector<std::uint32_t> ctrl;  // CTRL writes, in order
+};
+
+struct FakeWindowCmd {
+    std::uint32_t cmd, fn, space;
+    std::uint64_t base, size;
+    bool operator==(const FakeWindowCmd&) const = default;
 };
 
 struct FakeCp {
     std::array<FakeCpQueue, JAL_MAX_USER_QUEUES> q{};
     std::uint32_t qsel = 0;
     std::uint32_t latch_hi = 0;
+    FakeWindowCmd window{};  // the WIN_* registers
+    std::vector<FakeWindowCmd> window_cmds;
+    std::uint32_t window_status = 0;
 
     bool read(std::uint32_t addr, std::uint32_t& v);
     void write(std::uint32_t addr, std::uint32_t v);

@@ -244,7 +244,8 @@ TEST_F(ResourcesTest, WithoutTheResourceHandlerTheCommandsAreUnsupported)
 {
     host::AdminCommands bare{host::AdminDeps{chip, slices, hbm, power, log, post}};
     EXPECT_EQ(bare.execute(0, sqe(JAL_ADMIN_CREATE_CONTEXT)).status, JAL_STATUS_UNSUPPORTED);
-    EXPECT_EQ(bare.execute(0, sqe(0x1c)).status, JAL_STATUS_INVALID_OPCODE);
+    EXPECT_EQ(bare.execute(0, sqe(JAL_ADMIN_HOST_WINDOW)).status, JAL_STATUS_UNSUPPORTED);
+    EXPECT_EQ(bare.execute(0, sqe(0x1d)).status, JAL_STATUS_INVALID_OPCODE);
 }
 
 // ---------------------------------------------------------------- placement
@@ -643,7 +644,7 @@ TEST_F(ResourcesTest, CreateQueueProgramsTheEngine)
     EXPECT_EQ(order, (std::vector<std::uint32_t>{JAL_CP_QSEL, JAL_CP_Q_CTX, JAL_CP_Q_FUNC,
                                                  JAL_CP_Q_RING_LO, JAL_CP_Q_RING_HI, JAL_CP_Q_SIZE,
                                                  JAL_CP_Q_RPTR_LO, JAL_CP_Q_RPTR_HI,
-                                                 JAL_CP_Q_VECTOR, JAL_CP_Q_CTRL}));
+                                                 JAL_CP_Q_VECTOR, JAL_CP_Q_SPACE, JAL_CP_Q_CTRL}));
     EXPECT_EQ(bus.writes.front().second, qid2);
     EXPECT_NE(qid2, qid);
 }
@@ -753,6 +754,87 @@ TEST_F(ResourcesTest, QueueIdsExhaustedIsBusy)
     const auto again = create_queue(0, ctx);
     EXPECT_EQ(again.status, JAL_STATUS_OK);
     EXPECT_EQ(again.result, 17u);
+}
+
+// ---------------------------------------------------------------- host windows (1.11)
+
+TEST_F(ResourcesTest, AContextsHostSpaceGoesToEachOfItsQueuesEngines)
+{
+    start();
+    const auto spaced = run(1, sqe(JAL_ADMIN_CREATE_CONTEXT, {77})).result;
+    const auto plain = create_context(1);
+    const auto q1 = create_queue(1, spaced).result;
+    const auto q2 = create_queue(1, plain).result;
+    EXPECT_EQ(dev.cp.q[q1].space, 77u);
+    EXPECT_EQ(dev.cp.q[q2].space, 0u);
+    const auto* e = last_event(host::kEvContextCreated);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->args[2], 0u);  // the plain one, created last
+    // A context id used again starts without the old context's space.
+    EXPECT_EQ(run(1, sqe(JAL_ADMIN_DESTROY_CONTEXT, {spaced})).status, JAL_STATUS_OK);
+    for (std::uint32_t i = 0; i < JAL_MAX_CONTEXTS; ++i) {
+        const auto c = run(1, sqe(JAL_ADMIN_CREATE_CONTEXT));
+        if (c.status != JAL_STATUS_OK || c.result == spaced) break;
+    }
+    EXPECT_EQ(dev.cp.q[create_queue(1, spaced).result].space, 0u);
+}
+
+TEST_F(ResourcesTest, HostWindowCommandsReachTheCommandProcessorForTheCallersFunction)
+{
+    start();
+    dev.cp.window_cmds.clear();
+    const std::uint64_t base = 0x1'2345'6000ull, size = 0x2'0000'0000ull;
+    auto window = [&](std::uint32_t fn, std::uint32_t op, std::uint32_t space, std::uint64_t b,
+                      std::uint64_t n) {
+        return run(
+            fn, sqe(JAL_ADMIN_HOST_WINDOW,
+                    {op, space, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32),
+                     static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n >> 32)}));
+    };
+    EXPECT_EQ(window(2, JAL_WINDOW_ADD, 9, base, size).status, JAL_STATUS_OK);
+    EXPECT_EQ(window(2, JAL_WINDOW_REMOVE, 9, base, size).status, JAL_STATUS_OK);
+    EXPECT_EQ(window(1, JAL_WINDOW_CLEAR, 9, 0, 0).status, JAL_STATUS_OK);
+    dev.cp.window_status = JAL_STATUS_BUSY;  // the table is full: the host hears so
+    EXPECT_EQ(window(2, JAL_WINDOW_ADD, 9, base, size).status, JAL_STATUS_BUSY);
+    const std::vector<fake::FakeWindowCmd> want = {
+        {JAL_WINDOW_ADD, 2, 9, base, size},
+        {JAL_WINDOW_REMOVE, 2, 9, base, size},
+        {JAL_WINDOW_CLEAR, 1, 9, 0, 0},
+        {JAL_WINDOW_ADD, 2, 9, base, size},
+    };
+    EXPECT_EQ(dev.cp.window_cmds, want);
+
+    // Refused before the command processor sees them: space 0 (no space is no window), an
+    // unknown operation, a CLEAR naming a range, arguments in the reserved words.
+    dev.cp.window_cmds.clear();
+    EXPECT_EQ(window(2, JAL_WINDOW_ADD, 0, base, size).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(2, 0, 9, base, size).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(2, JAL_CP_WIN_CLEAR_FUNC, 9, 0, 0).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(window(2, JAL_WINDOW_CLEAR, 9, base, 0).status, JAL_STATUS_INVALID_FIELD);
+    auto reserved = sqe(JAL_ADMIN_HOST_WINDOW, {JAL_WINDOW_ADD, 9, 0x1000, 0, 0x1000, 0});
+    reserved.cdw[9] = 1;
+    EXPECT_EQ(run(2, reserved).status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_TRUE(dev.cp.window_cmds.empty());
+}
+
+TEST_F(ResourcesTest, AFunctionsWindowsGoWithItAndEveryOneAtInit)
+{
+    start();
+    auto cleared = [&] {
+        std::set<std::uint32_t> fns;
+        for (const auto& c : dev.cp.window_cmds)
+            if (c.cmd == JAL_CP_WIN_CLEAR_FUNC) fns.insert(c.fn);
+        return fns;
+    };
+    // At init, every function's (a previous boot's may still be in the table).
+    EXPECT_EQ(cleared().size(), std::size_t{JAL_MGMT_MAX_FUNCS});
+    create_context(1);
+    dev.cp.window_cmds.clear();
+    res.functions_changed(bus.read32(JAL_HOSTIF_FUNC_PRESENT));
+    EXPECT_EQ(cleared().count(1), 0u);  // still there: its windows stay
+    bus.detach(1);
+    res.functions_changed(bus.read32(JAL_HOSTIF_FUNC_PRESENT));
+    EXPECT_EQ(cleared().count(1), 1u);
 }
 
 // ---------------------------------------------------------------- functions going away
