@@ -90,6 +90,10 @@ struct jal_device {
 	/* RESET_GENERATION when the admin queue was last set up: a different value means the
 	 * chip was reset since (its watchdog, or another function's reset) */
 	u32 reset_generation;
+	/* Host windows (interface 1.11): every file's contexts reach only its own buffers.
+	 * Off against older firmware, which has no windows. */
+	bool windows;
+	u32 next_space; /* the host space the next opened file gets (never 0) */
 
 	struct jal_vector vec[JAL_MSIX_VECTORS];
 	/* files: changed under both jdev->lock and files_lock, read under either (the
@@ -107,6 +111,11 @@ struct jal_file {
 	DECLARE_BITMAP(queues, JAL_MAX_USER_QUEUES);
 	u8 queue_ctx[JAL_MAX_USER_QUEUES]; /* context of each owned queue */
 	struct idr host; /* handle -> struct jal_host_buf */
+	/* The file's host space: its contexts are created in it and each of its buffers is a
+	 * window of it, so a packet of this file's queues cannot name another file's memory
+	 * (or the driver's admin queue). */
+	u32 space;
+	bool windows_lost; /* the chip was reset: its window table is empty */
 	struct eventfd_ctx *irq_efd[JAL_MSIX_VECTORS];
 	pid_t pid; /* the opener's process (tgid), for the sysfs client list */
 	char comm[TASK_COMM_LEN];
@@ -165,6 +174,8 @@ int jal_host_free(struct jal_file *jf, u32 handle);
 void jal_host_free_all(struct jal_file *jf);
 bool jal_host_contains(struct jal_file *jf, u64 bus_addr, u64 len);
 int jal_host_mmap(struct jal_file *jf, u32 handle, struct vm_area_struct *vma);
+int jal_host_windows_restore(struct jal_file *jf);
+void jal_host_windows_clear(struct jal_file *jf);
 
 /* jal_hwmon.c, jal_sysfs.c */
 int jal_hwmon_init(struct jal_device *jdev);

@@ -53,6 +53,7 @@ static int jal_open(struct inode *inode, struct file *filp)
 		return -ENODEV;
 	}
 	kref_get(&jdev->ref);
+	jf->space = ++jdev->next_space ? jdev->next_space : ++jdev->next_space;
 	spin_lock_irq(&jdev->files_lock);
 	list_add(&jf->node, &jdev->files);
 	spin_unlock_irq(&jdev->files_lock);
@@ -169,6 +170,7 @@ void jal_files_forget_device_state(struct jal_device *jdev)
 	{
 		bitmap_zero(jf->contexts, JAL_MAX_CONTEXTS);
 		bitmap_zero(jf->queues, JAL_MAX_USER_QUEUES);
+		jf->windows_lost = true;
 		unmap_mapping_range(
 			jf->mapping, JAL_MMAP_DOORBELL_BASE,
 			(u64)JAL_MAX_USER_QUEUES * JAL_DOORBELL_STRIDE, 1);

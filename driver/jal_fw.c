@@ -66,6 +66,13 @@ int jal_fw_wait_ready(struct jal_device *jdev)
 			JAL_HW_VERSION_MINOR);
 		return -EPROTO;
 	}
+	jdev->windows = JAL_HW_VERSION_GET_MINOR(version) >= 11;
+	if (!jdev->windows)
+		dev_warn_once(
+			dev,
+			"Firmware implements interface %u.%u, without host windows: the device's users can name each other's host buffers\n",
+			JAL_HW_VERSION_GET_MAJOR(version),
+			JAL_HW_VERSION_GET_MINOR(version));
 	if (status & JAL_REG_STATUS_FAILED)
 		/* A failed chip still serves its admin queue: its logs say why. */
 		dev_notice(

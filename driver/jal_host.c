@@ -11,6 +11,10 @@
  * reaches only these buffers (of every file, one IOMMU domain per function) and the
  * driver's admin queue; a buffer's mapping goes away with the buffer, which lives until it
  * is freed and no mapping of it remains, and the device then faults on its old addresses.
+ * Within that domain each file is a host space of the device (interface 1.11): every DMA
+ * segment of its buffers is a window of its space from allocation to HOST_FREE, and its
+ * contexts' packets fault outside those windows, so one process's queues cannot name
+ * another's buffers or the admin queue.
  */
 #include <linux/dma-mapping.h>
 #include <linux/iommu.h>
@@ -55,6 +59,124 @@ static void jal_host_release(struct kref *ref)
 static void jal_host_put(struct jal_host_buf *buf)
 {
 	kref_put(&buf->ref, jal_host_release);
+}
+
+/*
+ * One HOST_WINDOW command for the file's space: the admin queue's error, or 0 with the
+ * device's answer in *status.
+ */
+static int jal_host_window(struct jal_file *jf, u32 op, u64 bus, u64 len,
+			   u32 *status)
+{
+	struct jal_admin_sqe sqe = { .opcode = JAL_ADMIN_HOST_WINDOW };
+	struct jal_admin_cqe cqe;
+	int ret;
+
+	sqe.cdw[0] = op;
+	sqe.cdw[1] = jf->space;
+	sqe.cdw[2] = lower_32_bits(bus);
+	sqe.cdw[3] = upper_32_bits(bus);
+	sqe.cdw[4] = lower_32_bits(len);
+	sqe.cdw[5] = upper_32_bits(len);
+	ret = jal_admin_run(jf->jdev, &sqe, NULL, 0, &cqe);
+	if (ret)
+		return ret;
+	*status = cqe.status;
+	return 0;
+}
+
+/* ADD: 0, or -ENOSPC (the device's table is full), -EIO, the admin queue's error. */
+static int jal_host_window_add(struct jal_file *jf, u64 bus, u64 len)
+{
+	u32 status = JAL_STATUS_OK;
+	int ret = jal_host_window(jf, JAL_WINDOW_ADD, bus, len, &status);
+
+	if (ret || status == JAL_STATUS_OK)
+		return ret;
+	dev_warn(&jf->jdev->pdev->dev,
+		 "HOST_WINDOW ADD of space %u (bus 0x%llx, %llu bytes): %s\n",
+		 jf->space, bus, len, jal_status_name(status));
+	return status == JAL_STATUS_BUSY ? -ENOSPC : -EIO;
+}
+
+/*
+ * Adds the windows of a buffer's DMA segments (taking back the ones it added if one
+ * fails), or removes them. A REMOVE the device answers, whatever it says, leaves no such
+ * window (INVALID_FIELD: the chip was reset before the driver noticed, and the table is
+ * empty); only the admin queue's own failure is returned.
+ */
+static int jal_host_buf_windows(struct jal_file *jf, struct jal_host_buf *buf,
+				u32 op)
+{
+	struct scatterlist *sg;
+	unsigned int i, done = 0;
+	u32 status;
+	int ret = 0, err;
+
+	if (!jf->jdev->windows)
+		return 0;
+	if (!buf->pinned)
+		return op == JAL_WINDOW_ADD ?
+			       jal_host_window_add(jf, buf->dma, buf->size) :
+			       jal_host_window(jf, op, buf->dma, buf->size,
+					       &status);
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+	{
+		if (op == JAL_WINDOW_REMOVE) {
+			err = jal_host_window(jf, op, sg_dma_address(sg),
+					      sg_dma_len(sg), &status);
+			if (err && !ret)
+				ret = err;
+			continue;
+		}
+		ret = jal_host_window_add(jf, sg_dma_address(sg),
+					  sg_dma_len(sg));
+		if (ret)
+			break;
+		done++;
+	}
+	if (ret && op == JAL_WINDOW_ADD)
+		for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+		{
+			if (i >= done)
+				break;
+			jal_host_window(jf, JAL_WINDOW_REMOVE,
+					sg_dma_address(sg), sg_dma_len(sg),
+					&status);
+		}
+	return ret;
+}
+
+/*
+ * After a chip reset the window table is empty while the file keeps its buffers: they get
+ * their windows back before the file adds or uses any (a context created, a buffer added).
+ */
+int jal_host_windows_restore(struct jal_file *jf)
+{
+	struct jal_host_buf *buf;
+	int id, ret;
+
+	if (!jf->windows_lost)
+		return 0;
+	jf->windows_lost = false;
+	idr_for_each_entry(&jf->host, buf, id)
+	{
+		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
+		if (ret) {
+			jf->windows_lost = true;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The file is closing: its space goes, with every window in it. */
+void jal_host_windows_clear(struct jal_file *jf)
+{
+	u32 status;
+
+	if (jf->jdev->windows && !jf->windows_lost)
+		jal_host_window(jf, JAL_WINDOW_CLEAR, 0, 0, &status);
 }
 
 static int jal_host_insert(struct jal_file *jf, struct jal_host_buf *buf,
@@ -102,12 +224,19 @@ int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr)
 		ret = -ENOMEM;
 		goto err_put_dev;
 	}
-	ret = jal_host_insert(jf, buf, handle);
+	ret = jal_host_windows_restore(jf);
+	if (!ret)
+		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
 	if (ret)
 		goto err_free;
+	ret = jal_host_insert(jf, buf, handle);
+	if (ret)
+		goto err_windows;
 	*bus_addr = buf->dma;
 	return 0;
 
+err_windows:
+	jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
 err_free:
 	dma_free_coherent(dev, buf->size, buf->cpu, buf->dma);
 err_put_dev:
@@ -158,12 +287,19 @@ int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 	if (ret)
 		goto err_free_sgt;
 	buf->dev = get_device(dev);
-	ret = jal_host_insert(jf, buf, handle);
+	ret = jal_host_windows_restore(jf);
+	if (!ret)
+		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
 	if (ret)
 		goto err_unmap;
+	ret = jal_host_insert(jf, buf, handle);
+	if (ret)
+		goto err_windows;
 	*out = buf;
 	return 0;
 
+err_windows:
+	jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
 err_unmap:
 	put_device(dev);
 	dma_unmap_sgtable(dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
@@ -197,12 +333,23 @@ int jal_host_segments(struct jal_host_buf *buf, u64 __user *dst, u32 max,
 	return 0;
 }
 
+/*
+ * The window goes before the buffer (which a mapping may keep alive): from here on the
+ * device cannot reach it for this file, and its IOVA may go to another file's buffer.
+ */
 int jal_host_free(struct jal_file *jf, u32 handle)
 {
-	struct jal_host_buf *buf = idr_remove(&jf->host, handle);
+	struct jal_host_buf *buf = idr_find(&jf->host, handle);
+	int ret;
 
 	if (!buf)
 		return -EINVAL;
+	if (!jf->windows_lost) {
+		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
+		if (ret)
+			return ret; /* kept: still reachable, so not freed */
+	}
+	idr_remove(&jf->host, handle);
 	jal_host_put(buf);
 	return 0;
 }

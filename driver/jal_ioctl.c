@@ -222,13 +222,20 @@ static long jal_ioctl_reset(struct jal_file *jf, struct jal_ioctl_reset *a)
 static long jal_ioctl_ctx_create(struct jal_file *jf,
 				 struct jal_ioctl_context *a)
 {
-	u32 id;
+	u32 id, space;
 	long ret;
 
 	if (a->flags || a->context || a->leaked || a->status ||
 	    jal_nonzero(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_CONTEXT, NULL, 0, &id,
+	/* Its buffers' windows went with the chip's reset: back before it can run a packet. */
+	if (jf->windows_lost) {
+		ret = jal_host_windows_restore(jf);
+		if (ret)
+			return ret;
+	}
+	space = jf->jdev->windows ? jf->space : 0;
+	ret = jal_run_simple(jf->jdev, JAL_ADMIN_CREATE_CONTEXT, &space, 1, &id,
 			     &a->status);
 	if (ret || a->status != JAL_STATUS_OK)
 		return ret;
@@ -547,6 +554,7 @@ void jal_file_release_resources(struct jal_file *jf)
 			dev_dbg(&jdev->pdev->dev,
 				"context %u: %u leaked resources freed\n", id,
 				leaked);
+		jal_host_windows_clear(jf);
 	}
 	bitmap_zero(jf->queues, JAL_MAX_USER_QUEUES);
 	bitmap_zero(jf->contexts, JAL_MAX_CONTEXTS);

@@ -7,6 +7,9 @@
  *  - the guest-physical address of one of its own pages it never gave the driver (found in
  *    /proc/self/pagemap), as destination and as source,
  *  - the guest-physical address of the kernel's code (/proc/iomem, "Kernel code"),
+ *  - the HOST_ALLOC buffer, the ring and a signal of another open file of the device (another
+ *    process's, as the driver sees it), which is behind the same IOMMU but in another
+ *    host space of the device (interface 1.11),
  * and checks that every copy of the second kind fails on the device with DMA_FAULT and that
  * no byte moved: the target page keeps its contents, the device buffer keeps its own.
  * Without an IOMMU between the device and guest memory a bus address is a guest-physical
@@ -113,27 +116,20 @@ static int setup(struct dev* d, const char* path)
     return 0;
 }
 
-/* Submits one copy packet and waits for it; returns its status (enum jal_status), or -1
- * when it never completed. */
-static int copy(struct dev* d, unsigned dir, uint64_t src, uint64_t dst, uint64_t size)
+/* Submits one packet (64 bytes, header first; its completion signal is set here) and
+ * waits for it; returns its status (enum jal_status), or -1 when it never completed. */
+static int submit(struct dev* d, unsigned char* pkt)
 {
     struct jal_signal* sig = (struct jal_signal*)(d->mem + SIGNAL_OFF);
     unsigned char* slot = d->mem + (d->write_index % RING_PACKETS) * JAL_PACKET_SIZE;
-    struct jal_packet_copy pkt;
+    uint64_t completion = d->bus + SIGNAL_OFF;
     struct jal_ioctl_wait_signal ws;
 
     __atomic_store_n(&sig->status, 0xffffffffu, __ATOMIC_RELAXED);
     __atomic_store_n(&sig->value, 1, __ATOMIC_RELEASE);
-    memset(&pkt, 0, sizeof(pkt));
-    pkt.src = src;
-    pkt.dst = dst;
-    pkt.size = size;
-    pkt.completion_signal = d->bus + SIGNAL_OFF;
-    memcpy(slot + 4, (char*)&pkt + 4, sizeof(pkt) - 4);
-    pkt.header.type = JAL_PACKET_COPY;
-    pkt.header.flags = JAL_PACKET_F_INTERRUPT;
-    pkt.header.arg = (uint16_t)dir;
-    __atomic_store_n((uint32_t*)slot, *(uint32_t*)&pkt.header, __ATOMIC_RELEASE);
+    memcpy(pkt + JAL_PACKET_SIGNAL_OFFSET, &completion, sizeof(completion));
+    memcpy(slot + 4, pkt + 4, JAL_PACKET_SIZE - 4);
+    __atomic_store_n((uint32_t*)slot, *(uint32_t*)pkt, __ATOMIC_RELEASE);
     d->write_index++;
     __atomic_store_n((uint64_t*)(d->db + JAL_DOORBELL_WRITE_INDEX), d->write_index,
                      __ATOMIC_RELEASE);
@@ -149,6 +145,34 @@ static int copy(struct dev* d, unsigned dir, uint64_t src, uint64_t dst, uint64_
         return -1;
     }
     return (int)ws.signal_status;
+}
+
+static int copy(struct dev* d, unsigned dir, uint64_t src, uint64_t dst, uint64_t size)
+{
+    struct jal_packet_copy pkt;
+
+    memset(&pkt, 0, sizeof(pkt));
+    pkt.header.type = JAL_PACKET_COPY;
+    pkt.header.flags = JAL_PACKET_F_INTERRUPT;
+    pkt.header.arg = (uint16_t)dir;
+    pkt.src = src;
+    pkt.dst = dst;
+    pkt.size = size;
+    return submit(d, (unsigned char*)&pkt);
+}
+
+/* A SIGNAL packet that sets the jal_signal at bus address `target` to `value`. */
+static int signal_set(struct dev* d, uint64_t target, int64_t value)
+{
+    struct jal_packet_signal pkt;
+
+    memset(&pkt, 0, sizeof(pkt));
+    pkt.header.type = JAL_PACKET_SIGNAL;
+    pkt.header.flags = JAL_PACKET_F_INTERRUPT;
+    pkt.header.arg = JAL_SIGNAL_SET;
+    pkt.signal = target;
+    pkt.operand = value;
+    return submit(d, (unsigned char*)&pkt);
 }
 
 static const char* status_name(int st)
@@ -336,15 +360,72 @@ static void kernel_memory(struct dev* d)
     check(device_holds(d, 0x5a), "device memory did not receive kernel bytes");
 }
 
+/* Another file's buffer and ring, named by their bus addresses (which are not secret: the
+ * IOVAs are allocated top-down): mapped for the device, but not in this file's windows. */
+static void another_files_memory(struct dev* d, const char* path)
+{
+    struct dev e;
+    struct jal_signal* other_sig;
+    char what[200];
+    int st;
+
+    if (setup(&e, path)) {
+        check(0, "a second open file with its own queue");
+        return;
+    }
+    other_sig = (struct jal_signal*)(e.mem + SIGNAL_OFF);
+    memset(e.mem + DATA_OFF, 0x44, CHUNK);
+    check(copy(&e, JAL_COPY_D2H, e.va, e.bus + DATA_OFF + PAGE, CHUNK) == JAL_STATUS_OK,
+          "the other file's own copy into its buffer works");
+
+    st = copy(d, JAL_COPY_D2H, d->va, e.bus + DATA_OFF, CHUNK);
+    snprintf(what, sizeof(what),
+             "D2H into another file's HOST_ALLOC buffer (bus 0x%" PRIx64
+             ") fails with a DMA fault (got: %s)",
+             e.bus + DATA_OFF, status_name(st));
+    check(st == JAL_STATUS_DMA_FAULT, what);
+    check(all_bytes(e.mem + DATA_OFF, 0x44, CHUNK), "the other file's buffer was not written");
+
+    check(fill_device(d, 0x5a), "device memory refilled");
+    memset(e.mem + DATA_OFF, 0x44, CHUNK); /* in case the device did write it */
+    st = copy(d, JAL_COPY_H2D, e.bus + DATA_OFF, d->va, CHUNK);
+    snprintf(what, sizeof(what),
+             "H2D from another file's HOST_ALLOC buffer fails with a DMA fault (got: %s)",
+             status_name(st));
+    check(st == JAL_STATUS_DMA_FAULT, what);
+    check(device_holds(d, 0x5a), "device memory did not receive the other file's bytes");
+
+    st = copy(d, JAL_COPY_D2H, d->va, e.bus, CHUNK);
+    snprintf(what, sizeof(what),
+             "D2H over another file's queue ring fails with a DMA fault (got: %s)",
+             status_name(st));
+    check(st == JAL_STATUS_DMA_FAULT, what);
+    __atomic_store_n(&other_sig->value, 77, __ATOMIC_RELEASE);
+    st = signal_set(d, e.bus + SIGNAL_OFF, 0);
+    snprintf(what, sizeof(what),
+             "a SIGNAL packet setting another file's signal fails with a DMA fault (got: %s)",
+             status_name(st));
+    check(st == JAL_STATUS_DMA_FAULT, what);
+    check(__atomic_load_n(&other_sig->value, __ATOMIC_ACQUIRE) == 77,
+          "the other file's signal kept its value");
+    check(signal_set(d, d->bus + SIGNAL_OFF + 16, 5) == JAL_STATUS_OK,
+          "a SIGNAL packet setting this file's own signal works");
+    check(copy(&e, JAL_COPY_D2H, e.va, e.bus + DATA_OFF + PAGE, CHUNK) == JAL_STATUS_OK,
+          "the other file's queue still runs");
+    close(e.fd);
+}
+
 int main(int argc, char** argv)
 {
+    const char* path = argc > 1 ? argv[1] : "/dev/jal0";
     struct dev d;
 
-    if (setup(&d, argc > 1 ? argv[1] : "/dev/jal0")) return 1;
+    if (setup(&d, path)) return 1;
     legitimate_copies(&d);
     pinned_then_unpinned(&d);
     never_pinned(&d);
     kernel_memory(&d);
+    another_files_memory(&d, path);
     legitimate_copies(&d); /* the queue still works after the faults */
     close(d.fd);
     printf("%d check(s) failed\n", failures);

@@ -127,7 +127,7 @@ echo "iommu: group ${group##*/} type $(cat "$group/type" 2>/dev/null || echo non
 if run dma-isolation jal-system-dma /dev/jal0; then
 	pass dma-isolation
 else
-	fail dma-isolation "a copy packet reached memory the driver never mapped for the device"
+	fail dma-isolation "a packet reached host memory the driver never mapped for the device, or another file's"
 fi
 
 # 7c. context isolation: another context and another process of the guest cannot read or
