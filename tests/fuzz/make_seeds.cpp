@@ -220,6 +220,15 @@ void admin_seeds()
             .cmd(JAL_ADMIN_RESET_QUEUE, {1}, 0, 8)
             .cmd(JAL_ADMIN_DESTROY_QUEUE, {1}, 0, 8)
             .bytes);
+    // Host windows (1.11): a context in host space 5, its windows added, removed, cleared.
+    put("admin", "windows",
+        AdminSeq{}
+            .cmd(JAL_ADMIN_CREATE_CONTEXT, {5})
+            .cmd(JAL_ADMIN_HOST_WINDOW, {JAL_WINDOW_ADD, 5, 0x140000, 0, 0x20000, 0})
+            .cmd(JAL_ADMIN_CREATE_QUEUE, {0, 0x140000, 0, 64, 0x150000, 0, 1}, 0, 8)
+            .cmd(JAL_ADMIN_HOST_WINDOW, {JAL_WINDOW_REMOVE, 5, 0x140000, 0, 0x20000, 0})
+            .cmd(JAL_ADMIN_HOST_WINDOW, {JAL_WINDOW_CLEAR, 5})
+            .bytes);
 }
 
 // fuzz-transport's messages: control byte, length, the message.
