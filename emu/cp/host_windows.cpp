@@ -10,7 +10,7 @@ namespace jal::emu {
 
 namespace {
 constexpr std::uint64_t kPage = 4096;
-}
+}  // namespace
 
 std::uint32_t HostWindows::add(std::uint32_t fn, std::uint32_t space, std::uint64_t base,
                                std::uint64_t size)
@@ -31,8 +31,8 @@ std::uint32_t HostWindows::remove(std::uint32_t fn, std::uint32_t space, std::ui
     const auto it = spaces_.find({fn, space});
     if (it == spaces_.end()) return JAL_STATUS_INVALID_FIELD;
     std::vector<Window>& w = it->second;
-    const auto hit =
-        std::find_if(w.begin(), w.end(), [&](const Window& x) { return x.base == base && x.size == size; });
+    const auto hit = std::find_if(
+        w.begin(), w.end(), [&](const Window& x) { return x.base == base && x.size == size; });
     if (hit == w.end()) return JAL_STATUS_INVALID_FIELD;
     w.erase(hit);
     --count_;

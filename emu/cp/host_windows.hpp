@@ -26,8 +26,7 @@ public:
 
     // Whether [addr, addr + len) lies inside one window of (fn, space). Space 0 is no
     // restriction: the function's whole bus address space.
-    bool allows(std::uint32_t fn, std::uint32_t space, std::uint64_t addr,
-                std::uint64_t len) const;
+    bool allows(std::uint32_t fn, std::uint32_t space, std::uint64_t addr, std::uint64_t len) const;
     std::uint32_t count() const;
 
 private:
