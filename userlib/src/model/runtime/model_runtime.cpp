@@ -153,6 +153,13 @@ struct Matrix {
     // rows slice_range(n) of every expert, expert after expert, and their shard table.
     std::vector<Place> row_shards;
     Place row_table;
+    // Dense matrices, when HBM allows (plan_dense_copies): slice s also holds copies of the
+    // shards of its aligned block of copy_block slices (`copies`, its own shard excepted),
+    // and copy_table (S × S entries, slice s's S from s·S) names the shards each slice
+    // reads in row groups: its copies inside its block, the shards themselves outside.
+    uint32_t copy_block = 0;
+    std::vector<Place> copies;
+    Place copy_table;
 };
 
 struct Vec {  // F32 (or any bytes) read whole by every slice
@@ -297,6 +304,9 @@ private:
     void plan_activations();
     void plan_expert_rows();
     void plan_timing_tables();
+    void plan_dense_copies();
+    uint64_t copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const;
+    std::vector<uint64_t> copy_table(const Matrix& m) const;
     uint32_t timing_table_slot(const Matrix& m, uint32_t tokens) const;
     // Tokens after which uniform routing activates every expert (E/k).
     uint32_t timing_span() const
@@ -507,6 +517,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     plan_activations();
     plan_expert_rows();
     plan_timing_tables();
+    plan_dense_copies();
 
     placement_.allocate(context_);
     // Large enough for a whole decode step of many sequences: the producer never waits
@@ -808,6 +819,87 @@ void RuntimeImpl::plan_expert_rows()
         }
 }
 
+// Local copies of the dense GEMMs' shards (the router's, the output projection's, q·k·v's),
+// when HBM allows. In a row groups a slice reads a shards of W, a − 1 of them over the NoC
+// at 60 GB/s; with copies of the shards of its block of B slices (a dividing B) it reads
+// them from its own HBM at 240 GB/s, which also moves the best a up (gemm_row_groups).
+// Only GEMMs in row groups (a prompt's rows) use them; decode reads its own shard as
+// before. Each family (that matrix of every layer) takes, in that order, the block its
+// max_batch_tokens-row GEMM would then run in, halved until the copies fit: no slice may
+// go past its HBM less kCopyHeadroom (for what the placement does not count).
+void RuntimeImpl::plan_dense_copies()
+{
+    constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
+    constexpr uint64_t kCopyHeadroom = kSliceBytes / 40;
+    if (!o_.dense_copies || S_ < 2 || T_ < 2) return;
+    for (auto member : {&Layer::wo, &Layer::wqkv}) {
+        Matrix& first = layers_.front().*member;
+        const bool wo = member == &Layer::wo;
+        // x as the prompt's GEMM reads it: the attention's rows in the projection's format
+        // (attn_rows), q·k·v's normalised once as BF16 (normed_rows) or F32 to normalise.
+        const jal_dtype act = lin::activation_dtype(first.dtype, numerics());
+        const bool bf16_rows = act == JAL_DT_BF16 && !wo;
+        const jal_dtype x_dtype = wo && lin::packed_row_bytes(act, c_.head_dim) ? act
+                                  : bf16_rows                                   ? act
+                                                                                : JAL_DT_F32;
+        auto groups = [&](uint32_t block) {
+            first.copy_block = block;
+            const uint32_t a = row_groups(first, T_, !wo && !bf16_rows, wo, x_dtype);
+            first.copy_block = 0;
+            return a;
+        };
+        uint32_t block = groups(S_);
+        for (; block >= 2; block /= 2) {
+            if (groups(block) != block) continue;  // copies that would not be read
+            bool fits = true;
+            for (uint32_t s = 0; s < S_ && fits; s++) {
+                uint64_t extra = 0;
+                for (const Layer& L : layers_) extra += copy_bytes(L.*member, block, s);
+                fits = placement_.slice_load(s) + extra + kCopyHeadroom <= kSliceBytes;
+            }
+            if (fits) break;
+        }
+        if (block < 2) continue;
+        for (Layer& L : layers_) {
+            Matrix& m = L.*member;
+            m.copy_block = block;
+            for (uint32_t s = 0; s < S_; s++) {
+                const uint64_t bytes = copy_bytes(m, block, s);
+                m.copies.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
+                                         : Place{});
+            }
+            m.copy_table = placement_.reserve(Placement::kReplicated, 8ull * S_ * S_);
+        }
+    }
+}
+
+// What slice s's copies of m's shards take with blocks of `block` slices.
+uint64_t RuntimeImpl::copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const
+{
+    uint64_t bytes = 0;
+    for (uint32_t sh = s - s % block; sh < s - s % block + block; sh++)
+        if (sh != s) bytes += m.shards[sh].bytes;
+    return bytes;
+}
+
+// m's copy table (Matrix::copy_table): row s names slice s's copies inside its block (laid
+// out shard after shard, its own skipped) and the shards themselves elsewhere.
+std::vector<uint64_t> RuntimeImpl::copy_table(const Matrix& m) const
+{
+    std::vector<uint64_t> table(uint64_t{S_} * S_, 0);
+    for (uint32_t s = 0; s < S_; s++) {
+        const uint32_t b0 = s - s % m.copy_block;
+        uint64_t at = m.copies[s].bytes ? va(m.copies[s]) : 0;
+        for (uint32_t sh = 0; sh < S_; sh++) {
+            if (!m.shards[sh].bytes) continue;
+            const bool copied = sh >= b0 && sh < b0 + m.copy_block && sh != s;
+            table[uint64_t{s} * S_ + sh] = copied ? at : va(m.shards[sh]);
+            if (copied) at += m.shards[sh].bytes;
+        }
+    }
+    return table;
+}
+
 // Timing only, the expert GEMMs' stand-in tables: up to E/k tokens each token count activates
 // another set of experts (uniform routing), from there on all of them, so each expert matrix
 // needs E/k + 1 tables. One replicated reservation at plan time: an allocation of its own
@@ -869,6 +961,10 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
         std::vector<uint64_t> table(S_, 0);
         for (uint32_t s = 0; s < S_; s++) table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
         launch_->upload(va(m.table), table.data(), table.size() * 8);
+        if (m.copy_block) {
+            const std::vector<uint64_t> copies = copy_table(m);
+            launch_->upload(va(m.copy_table), copies.data(), copies.size() * 8);
+        }
         if (m.row_shards.empty()) return;
         for (uint32_t s = 0; s < S_; s++)
             table[s] = m.row_shards[s].bytes ? va(m.row_shards[s]) : 0;
@@ -1080,6 +1176,15 @@ void RuntimeImpl::upload_weights()
             if (m.shards[s].bytes && m.data)
                 pieces.push_back(
                     {va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
+        // The copies: slice s's of the shards of its block, shard after shard.
+        for (uint32_t s = 0; s < m.copies.size() && m.data; s++) {
+            uint64_t at = m.copies[s].bytes ? va(m.copies[s]) : 0;
+            for (uint32_t sh = s - s % m.copy_block; sh < s - s % m.copy_block + m.copy_block; sh++)
+                if (sh != s && m.shards[sh].bytes) {
+                    pieces.push_back({at, m.data + m.first_row[sh] * unit, m.shards[sh].bytes});
+                    at += m.shards[sh].bytes;
+                }
+        }
         // The rows layout: slice s's rows of expert e after those of expert e − 1.
         for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
             const lin::Range r = lin::slice_range(m.n, S_, s);
@@ -1115,7 +1220,7 @@ uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool
     };
     // Each slice's shard is ⌈N/S⌉ rows.
     return detail::gemm_row_groups(rows, S_, lin::packed_row_bytes(x_dtype, m.kdim),
-                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk);
+                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk, m.copy_block);
 }
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
@@ -1128,13 +1233,16 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
     g.x_dtype = x_dtype;
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
-    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{}", g.m,
-                                        g.n, g.k, int(g.weight), g.bias, int(g.numerics),
-                                        g.rms_norm, g.accumulate, g.row_groups, int(x_dtype));
+    // The block's local copies, where the column group lies inside it (plan_dense_copies).
+    g.slice_tables = g.row_groups > 1 && m.copy_block && m.copy_block % g.row_groups == 0;
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{}", g.m, g.n, g.k,
+                    int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
+                    int(x_dtype), g.slice_tables);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
-    args.insert(args.end(), {va(m.table), m.row_bytes});
+    args.insert(args.end(), {va(g.slice_tables ? m.copy_table : m.table), m.row_bytes});
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
