@@ -9,9 +9,10 @@ double gemm_slice_bytes(uint32_t m, uint64_t x_row_bytes, uint64_t shard_bytes, 
 {
     const uint32_t rows = (m + groups - 1) / groups;
     const uint32_t chunks = (rows + std::max(m_chunk, 1u) - 1) / std::max(m_chunk, 1u);
-    const double w = double(groups) * double(shard_bytes) * chunks;
-    const bool local = groups > 1 && local_block && local_block % groups == 0;
-    return double(rows) * double(x_row_bytes) + (local ? w / 4 : w);
+    // Of the column group's shards, those of the slice's block of local_block are local.
+    const uint32_t local = groups > 1 ? std::min(local_block, groups) : 0;
+    const double w = double(groups - local + local / 4.0) * double(shard_bytes) * chunks;
+    return double(rows) * double(x_row_bytes) + w;
 }
 
 uint32_t gemm_row_groups(uint32_t m, uint32_t slices, uint64_t x_row_bytes, uint64_t shard_bytes,

@@ -16,8 +16,9 @@ using MChunk = std::function<uint32_t(uint32_t groups)>;
 
 // Bytes one slice reads: m rows of x_row_bytes over `groups`, and `groups` shards once per
 // chunk of m_chunk rows. With local copies of the shards of aligned blocks of `local_block`
-// slices (the runtime's dense copies), a column group inside a block reads its shards from
-// local HBM at four times the remote rate (240 against 60 GB/s): they count a quarter.
+// slices (the runtime's dense copies; powers of two, as the groups), the shards of the
+// column group in the slice's block come from local HBM at four times the remote rate (240
+// against 60 GB/s): they count a quarter.
 double gemm_slice_bytes(uint32_t m, uint64_t x_row_bytes, uint64_t shard_bytes, uint32_t groups,
                         uint32_t m_chunk, uint32_t local_block = 0);
 

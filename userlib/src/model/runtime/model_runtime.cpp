@@ -850,7 +850,7 @@ void RuntimeImpl::plan_dense_copies()
         };
         uint32_t block = groups(S_);
         for (; block >= 2; block /= 2) {
-            if (groups(block) != block) continue;  // copies that would not be read
+            if (groups(block) < block) continue;  // copies that would not be read
             bool fits = true;
             for (uint32_t s = 0; s < S_ && fits; s++) {
                 uint64_t extra = 0;
@@ -945,7 +945,11 @@ void RuntimeImpl::plan_activations()
     // interleaved: replicated, every write would go to every slice's copy.
     a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
     a_.eo = placement_.reserve(I, T * K * E4);
-    a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
+    // The rows whose logits come back: a prompt chunk's last, a decode row a sequence (a
+    // mixed step's chunk row and the other sequences' rows): never more than the slots.
+    // (T rows of a vocabulary would take 1.6 GB for GPT-OSS-120B's 2 048: the HBM the dense
+    // copies can use at high concurrency.)
+    a_.logits = placement_.reserve(I, std::min<uint64_t>(T, o_.max_sequences) * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
     if (split_.chips > 1) a_.x2 = placement_.reserve(I, T * E4);
@@ -1233,8 +1237,8 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
     g.x_dtype = x_dtype;
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
-    // The block's local copies, where the column group lies inside it (plan_dense_copies).
-    g.slice_tables = g.row_groups > 1 && m.copy_block && m.copy_block % g.row_groups == 0;
+    // The copies (plan_dense_copies) of the column group's shards in the slice's block.
+    g.slice_tables = g.row_groups > 1 && m.copy_block;
     const std::string key =
         fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{}", g.m, g.n, g.k,
                     int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
@@ -1650,6 +1654,10 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
                                     std::span<const int32_t> tokens, std::span<const int32_t> pos,
                                     uint32_t out_row0, uint32_t out_rows)
 {
+    if (out_rows > std::min(T_, o_.max_sequences))  // a_.logits's rows (plan_activations)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: {} rows of logits, room for {}", out_rows,
+                                std::min(T_, o_.max_sequences)));
     if (!peers_.empty()) return run_split(segs, tokens, pos, out_row0, out_rows);
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
