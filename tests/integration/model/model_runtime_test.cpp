@@ -422,6 +422,30 @@ TEST_F(ModelRuntime, DenseCopiesGiveTheLogitsWithout)
     }
 }
 
+// Without the rows layout (expert_layout experts) every slice keeps only its own experts'
+// bias rows (a per-slice table) where the rows layout keeps them replicated: the same
+// logits bit for bit, prompt and decode, both numerics (both splits give the same bits).
+TEST_F(ModelRuntime, ExpertBiasesOnTheirSlicesGiveTheLogitsOfReplicatedOnes)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        int i = 0;
+        for (auto layout : {jal::model::ExpertLayout::experts, jal::model::ExpertLayout::both}) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+            o.expert_layout = layout;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[i].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}));
+            logits[i].push_back(rt->prefill(b, std::vector<int32_t>{9, 8}));
+            std::vector<std::pair<int, int32_t>> two = {{a, 7}, {b, 6}};
+            for (std::vector<float>& l : rt->decode(two)) logits[i].push_back(std::move(l));
+            i++;
+        }
+        expect_same_bits(logits[0], logits[1]);
+    }
+}
+
 // A layer as one staged dispatch computes exactly what one dispatch a kernel computes:
 // the same logits bit for bit, prefill and decode, one sequence and two (on 4 slices
 // "small" has two slice groups, so two sequences' attention runs as lanes inside the
