@@ -309,6 +309,7 @@ private:
     void plan_expert_rows();
     void plan_timing_tables();
     void plan_dense_copies();
+    uint32_t dense_copy_groups(Matrix Layer::*member, uint32_t block);
     void plan_expert_biases();
     uint64_t copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const;
     std::vector<uint64_t> copy_table(const Matrix& m) const;
@@ -852,58 +853,77 @@ void RuntimeImpl::plan_expert_biases()
         }
 }
 
-// Local copies of the dense GEMMs' shards (the router's, the output projection's, q·k·v's),
-// when HBM allows. In a row groups a slice reads a shards of W, a − 1 of them over the NoC
-// at 60 GB/s; with copies of the shards of its block of B slices (a dividing B) it reads
-// them from its own HBM at 240 GB/s, which also moves the best a up (gemm_row_groups).
-// Only GEMMs in row groups (a prompt's rows) use them; decode reads its own shard as
-// before. Each family (that matrix of every layer) takes, in that order, the block its
-// max_batch_tokens-row GEMM would then run in, halved until the copies fit: no slice may
-// go past its HBM less kCopyHeadroom (for what the placement does not count).
+// Local copies of the dense GEMMs' shards (the output projection's, q·k·v's), when HBM
+// allows. In a row groups a slice reads a shards of W, a − 1 of them over the NoC at 60 GB/s;
+// with copies of the shards of its block of B slices it reads those from its own HBM at 240
+// GB/s, which also moves the best a up (gemm_row_groups). Only GEMMs in row groups (a
+// prompt's rows) use them; decode reads its own shard as before. Each family (that matrix of
+// every layer) takes the block its max_batch_tokens-row GEMM would then run in, or the
+// largest smaller one that fits: no slice may go past its HBM less kCopyHeadroom (for what
+// the placement does not count).
 void RuntimeImpl::plan_dense_copies()
 {
+    if (!o_.dense_copies || S_ < 2 || T_ < 2) return;
     constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
     constexpr uint64_t kCopyHeadroom = kSliceBytes / 40;
-    if (!o_.dense_copies || S_ < 2 || T_ < 2) return;
-    for (auto member : {&Layer::wo, &Layer::wqkv}) {
-        Matrix& first = layers_.front().*member;
-        const bool wo = member == &Layer::wo;
-        // x as the prompt's GEMM reads it: the attention's rows in the projection's format
-        // (attn_rows), q·k·v's normalised once as BF16 (normed_rows) or F32 to normalise.
-        const jal_dtype act = lin::activation_dtype(first.dtype, numerics());
-        const bool bf16_rows = act == JAL_DT_BF16 && !wo;
-        const jal_dtype x_dtype = wo && lin::packed_row_bytes(act, c_.head_dim) ? act
-                                  : bf16_rows                                   ? act
-                                                                                : JAL_DT_F32;
-        auto groups = [&](uint32_t block) {
-            first.copy_block = block;
-            const uint32_t a = row_groups(first, T_, !wo && !bf16_rows, wo, x_dtype);
-            first.copy_block = 0;
-            return a;
-        };
-        uint32_t block = groups(S_);
-        for (; block >= 2; block /= 2) {
-            if (groups(block) < block) continue;  // copies that would not be read
-            bool fits = true;
-            for (uint32_t s = 0; s < S_ && fits; s++) {
-                uint64_t extra = 0;
-                for (const Layer& L : layers_) extra += copy_bytes(L.*member, block, s);
-                fits = placement_.slice_load(s) + extra + kCopyHeadroom <= kSliceBytes;
-            }
-            if (fits) break;
+    using Member = Matrix Layer::*;
+    const Member families[2] = {&Layer::wo, &Layer::wqkv};
+    uint32_t blocks[2] = {1, 1};
+    auto fits = [&](const uint32_t* b) {
+        for (uint32_t s = 0; s < S_; s++) {
+            uint64_t extra = 0;
+            for (int f = 0; f < 2; f++)
+                for (const Layer& L : layers_)
+                    if (b[f] > 1) extra += copy_bytes(L.*families[f], b[f], s);
+            if (placement_.slice_load(s) + extra + kCopyHeadroom > kSliceBytes) return false;
         }
-        if (block < 2) continue;
-        for (Layer& L : layers_) {
-            Matrix& m = L.*member;
-            m.copy_block = block;
-            for (uint32_t s = 0; s < S_; s++) {
-                const uint64_t bytes = copy_bytes(m, block, s);
-                m.copies.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
-                                         : Place{});
+        return true;
+    };
+    // Blocks of up to 8 for both first (most of either's gain), then larger ones with what
+    // HBM has left: where it is short, q·k·v's 8 save more than the output projection's 16.
+    for (uint32_t cap : {std::min(S_, 8u), S_})
+        for (int f = 0; f < 2; f++)
+            for (uint32_t block = std::min(cap, dense_copy_groups(families[f], S_));
+                 block > blocks[f]; block /= 2) {
+                if (dense_copy_groups(families[f], block) < block) continue;  // not all read
+                uint32_t trial[2] = {blocks[0], blocks[1]};
+                trial[f] = block;
+                if (fits(trial)) {
+                    blocks[f] = block;
+                    break;
+                }
             }
-            m.copy_table = placement_.reserve(Placement::kReplicated, 8ull * S_ * S_);
-        }
-    }
+    for (int f = 0; f < 2; f++)
+        if (blocks[f] > 1)
+            for (Layer& L : layers_) {
+                Matrix& m = L.*families[f];
+                m.copy_block = blocks[f];
+                for (uint32_t s = 0; s < S_; s++) {
+                    const uint64_t bytes = copy_bytes(m, blocks[f], s);
+                    m.copies.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
+                                             : Place{});
+                }
+                m.copy_table = placement_.reserve(Placement::kReplicated, 8ull * S_ * S_);
+            }
+}
+
+// The row groups a max_batch_tokens-row prompt GEMM of this family (the output projection
+// or q·k·v) runs in with copies in blocks of `block`: x as the prompt's GEMM reads it, the
+// attention's rows in the projection's format (attn_rows), q·k·v's normalised once as BF16
+// (normed_rows) or F32 to normalise.
+uint32_t RuntimeImpl::dense_copy_groups(Matrix Layer::*member, uint32_t block)
+{
+    Matrix& first = layers_.front().*member;
+    const bool wo = member == &Layer::wo;
+    const jal_dtype act = lin::activation_dtype(first.dtype, numerics());
+    const bool bf16_rows = act == JAL_DT_BF16 && !wo;
+    const jal_dtype x_dtype = wo && lin::packed_row_bytes(act, c_.head_dim) ? act
+                              : bf16_rows                                   ? act
+                                                                            : JAL_DT_F32;
+    first.copy_block = block;
+    const uint32_t a = row_groups(first, T_, !wo && !bf16_rows, wo, x_dtype);
+    first.copy_block = 0;
+    return a;
 }
 
 // What slice s's copies of m's shards take with blocks of `block` slices.
