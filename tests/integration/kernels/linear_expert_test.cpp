@@ -67,7 +67,7 @@ protected:
         const std::vector<uint8_t> w_dev =
             by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes;
         uint64_t x_va = upload(x.bytes), w_va = upload(w_dev), ids_va = upload(ids),
-                 bias_va = upload(bias);
+                 bias_va = c.bias_shards ? bias_table(c, bias, nslices) : upload(bias);
         uint64_t table_va = upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
                                            : jl::expert_shard_table(c, w.ref(w_va), nslices));
         uint64_t y_va = output(size_t{pairs} * c.n * 4, 0x5a);
@@ -105,6 +105,25 @@ protected:
             }
         }
         EXPECT_EQ(bad, 0);
+    }
+    // ExpertGemmConfig::bias_shards: each slice's experts' bias rows in its own memory (no
+    // whole table anywhere), and the table of per-slice addresses (entry + e·N·4 = row e).
+    uint64_t bias_table(const jl::ExpertGemmConfig& c, const std::vector<float>& bias,
+                        uint32_t nslices)
+    {
+        std::vector<uint64_t> table;
+        const uint64_t mask = slices(nslices);
+        uint32_t s = 0;
+        for (uint32_t bit = 0; bit < 64; bit++) {
+            if (!(mask & (1ull << bit))) continue;
+            const jl::Range r = jl::slice_range(c.experts, nslices, s++);
+            const uint64_t row = uint64_t{c.n} * 4;
+            std::vector<uint8_t> part(std::max<uint64_t>(r.size() * row, 64));
+            std::memcpy(part.data(), bias.data() + size_t{r.begin} * c.n, r.size() * row);
+            const uint64_t va = upload(part.data(), part.size(), JAL_PLACE_SLICE, 1ull << bit);
+            table.push_back(r.size() ? va - r.begin * row : 0);
+        }
+        return upload(table);
     }
     // y of a checked run (bit patterns, to compare runs exactly).
     std::vector<uint32_t> result(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed)
@@ -213,6 +232,29 @@ TEST_F(LinearExpertTest, BothSplitsGiveTheSameBits)
     c.split = jl::ExpertSplit::rows;
     EXPECT_EQ(result(c, 4, 60), by_experts);
     EXPECT_EQ(result(c, 6, 60), by_experts);
+}
+
+// Per-slice bias tables (the model runtime's expert biases without the rows layout): each
+// slice reads its experts' rows from its own memory, bit for bit what one whole table gives,
+// for the up projection and the down projection, one slice and several (a slice with one
+// expert, one with several), in both numerics.
+TEST_F(LinearExpertTest, PerSliceBiasTablesGiveTheBitsOfOneTable)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (uint32_t nslices : {1u, 3u}) {
+            jl::ExpertGemmConfig c{
+                .tokens = 6, .k = 2, .experts = 5, .n = 48, .kdim = 64, .numerics = n};
+            const auto whole = result(c, nslices, 80);
+            c.bias_shards = true;
+            EXPECT_EQ(result(c, nslices, 80), whole) << nslices << " slices";
+        }
+    jl::ExpertGemmConfig down{.tokens = 4, .k = 3, .experts = 6, .n = 40, .kdim = 64};
+    down.input_per_pair = true;
+    const auto whole = result(down, 4, 81);
+    down.bias_shards = true;
+    EXPECT_EQ(result(down, 4, 81), whole);
+    down.split = jl::ExpertSplit::rows;  // the rows' bias gather needs the whole table
+    EXPECT_THROW(jl::build_expert_gemm(down), jal::Error);
 }
 
 TEST_F(LinearExpertTest, ChunksWithTheNextGatherInFlightGiveTheBitsOfTheSplitByRows)

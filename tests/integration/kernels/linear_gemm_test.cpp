@@ -29,10 +29,17 @@ struct GemmCase {
     uint64_t seed = 1;
 };
 
+// Where W lives: one allocation (the shard table into it); each slice's shard in its own
+// memory; or (GemmConfig::slice_tables) a copy per slice in its own memory whose rows
+// outside the slice's column group are NaN, named by that slice's row of the table.
+enum class Weights { shared, per_slice, slice_copies };
+
 class LinearGemmTest : public jal::test::LinearKernelTest {
 protected:
-    // Runs `c` and checks y against the reference; returns the dispatch report.
-    jal_dispatch_report check(const GemmCase& gc, bool per_slice_weights = false)
+    // Runs `c` and checks y against the reference; returns the dispatch report (and y in
+    // *y_out).
+    jal_dispatch_report check(const GemmCase& gc, Weights where = Weights::shared,
+                              std::vector<float>* y_out = nullptr)
     {
         const jl::GemmConfig& c = gc.config;
         SCOPED_TRACE(jl::gemm_name(c) + " on " + std::to_string(gc.slices) + " slices");
@@ -49,7 +56,9 @@ protected:
         uint64_t x_va = upload(x.bytes);
         std::vector<uint64_t> table;
         uint64_t w_va = 0;
-        if (per_slice_weights) {  // each slice's rows in its own allocation on that slice
+        if (where == Weights::slice_copies) {
+            table = slice_copies(c, w, gc.slices, mask);
+        } else if (where == Weights::per_slice) {  // each slice's rows in its own allocation
             uint32_t s = 0;
             for (uint32_t bit = 0; bit < 64; bit++) {
                 if (!(mask & (1ull << bit))) continue;
@@ -94,7 +103,32 @@ protected:
                                   << ref << " (tolerance " << 1e-5 * mag << ")";
             }
         EXPECT_EQ(bad, 0);
+        if (y_out) *y_out = std::move(y);
         return report;
+    }
+
+    // Weights::slice_copies: slice s's copy of W, NaN (all ones) outside the shards of its
+    // column group, and the n × n table whose row s points into it.
+    std::vector<uint64_t> slice_copies(const jl::GemmConfig& c, const HostMatrix& w, uint32_t n,
+                                       uint64_t mask)
+    {
+        std::vector<uint64_t> table;
+        uint32_t s = 0;
+        for (uint32_t bit = 0; bit < 64; bit++) {
+            if (!(mask & (1ull << bit))) continue;
+            std::vector<uint8_t> copy(w.bytes.size(), 0xff);
+            const uint32_t first = s - s % c.row_groups;
+            for (uint32_t sh = first; sh < first + c.row_groups; sh++) {
+                const jl::Range r = jl::slice_range(c.n, n, sh);
+                std::memcpy(copy.data() + r.begin * w.row_bytes,
+                            w.bytes.data() + r.begin * w.row_bytes, r.size() * w.row_bytes);
+            }
+            const uint64_t va = upload(copy.data(), copy.size(), JAL_PLACE_SLICE, 1ull << bit);
+            for (uint32_t sh = 0; sh < n; sh++)
+                table.push_back(va + jl::slice_range(c.n, n, sh).begin * w.row_bytes);
+            s++;
+        }
+        return table;
     }
 };
 
@@ -225,7 +259,36 @@ TEST_F(LinearGemmTest, WeightsInEachSlicesOwnMemory)
                       .tile_n = 16},
            .slices = 4,
            .seed = 50},
-          true);
+          Weights::per_slice);
+}
+
+// Row groups reading per-slice tables (the runtime's local copies of the column group's
+// shards): each slice follows its own row of the table, into its own copy, and never reads
+// a row outside its column group (those are NaN); y is bit for bit the shared table's.
+TEST_F(LinearGemmTest, RowGroupsReadEachSlicesOwnTable)
+{
+    for (uint32_t groups : {2u, 3u, 6u})
+        for (jal_dtype w : {JAL_DT_MXFP4, JAL_DT_BF16})
+            for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml}) {
+                GemmCase gc{.config = {.m = 37,
+                                       .n = 50,
+                                       .k = 64,
+                                       .weight = w,
+                                       .numerics = n,
+                                       .bias = true,
+                                       .tile_n = 8,
+                                       .row_groups = groups,
+                                       .max_m_chunk = 16},
+                            .slices = 6,
+                            .seed = 60u + groups + w * 3u + static_cast<unsigned>(n)};
+                std::vector<float> shared, copies;
+                check(gc, Weights::shared, &shared);
+                gc.config.slice_tables = true;
+                check(gc, Weights::slice_copies, &copies);
+                ASSERT_EQ(shared.size(), copies.size());
+                EXPECT_EQ(std::memcmp(shared.data(), copies.data(), shared.size() * 4), 0)
+                    << jl::gemm_name(gc.config);
+            }
 }
 
 TEST_F(LinearGemmTest, TimingOnlyLeavesOutputUntouched)
@@ -265,6 +328,9 @@ TEST_F(LinearGemmTest, BadArguments)
     jal::kernels::TensorRef short_y = yr;
     short_y.cols = 15;
     EXPECT_THROW(jl::gemm_args(c, xr, 1, w.ref(w_va), {}, short_y), jal::Error);
+    jl::GemmConfig one_group = c;  // per-slice tables name a column group's shards
+    one_group.slice_tables = true;
+    EXPECT_THROW(jl::build_gemm(one_group), jal::Error);
     // Device side: a shard table naming memory that is not mapped faults the dispatch and
     // leaves the emulator serving.
     uint64_t table_va = upload(std::vector<uint64_t>{0x7f0000000000ull});

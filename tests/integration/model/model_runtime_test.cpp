@@ -385,6 +385,67 @@ void expect_same_bits(const std::vector<std::vector<float>>& a,
     }
 }
 
+// Local copies of the dense shards (RuntimeOptions::dense_copies) change where a prompt's
+// GEMMs in row groups read W, not what they compute: the same logits bit for bit, prompt
+// and decode, BF16 dense weights in both numerics; and the copies are read (the output
+// projection's 96 rows run in row groups on 4 slices, and its modelled time changes with
+// where its shards are: shorter in native numerics; in ggml, at this model's tiny shards,
+// the more row groups the copies make the runtime choose cost more than they save, which
+// the byte count of gemm_row_groups does not see).
+TEST_F(ModelRuntime, DenseCopiesGiveTheLogitsWithout)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t wo_ns[2] = {0, 0};
+        for (int copies = 0; copies < 2; copies++) {
+            jal::model::RuntimeOptions o;
+            o.numerics = n;
+            o.max_sequences = 1;
+            o.n_ctx = 128;
+            o.max_batch_tokens = 128;
+            o.slices = 4;
+            o.staged = false;  // the by-kernel figures name the dispatches
+            o.dense_copies = copies == 1;
+            auto rt = jal::model::Runtime::open(model_file("gqa-window", "bf16"), *device_, o);
+            std::vector<int32_t> prompt;
+            for (uint32_t i = 0; i < 96; i++)
+                prompt.push_back(static_cast<int32_t>((i * 37 + 11) % rt->config().n_vocab));
+            const int seq = rt->create_sequence();
+            logits[copies].push_back(rt->prefill(seq, prompt));
+            wo_ns[copies] = rt->last_by_kernel().at("attn_output").modelled_ns;
+            std::vector<std::pair<int, int32_t>> step = {{seq, 5}};
+            logits[copies].push_back(rt->decode(step)[0]);
+        }
+        expect_same_bits(logits[0], logits[1]);
+        EXPECT_NE(wo_ns[1], wo_ns[0]) << "the output projection reads its local copies";
+    }
+}
+
+// Without the rows layout (expert_layout experts) every slice keeps only its own experts'
+// bias rows (a per-slice table) where the rows layout keeps them replicated: the same
+// logits bit for bit, prompt and decode, both numerics (both splits give the same bits).
+TEST_F(ModelRuntime, ExpertBiasesOnTheirSlicesGiveTheLogitsOfReplicatedOnes)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        int i = 0;
+        for (auto layout : {jal::model::ExpertLayout::experts, jal::model::ExpertLayout::both}) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+            o.expert_layout = layout;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[i].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}));
+            logits[i].push_back(rt->prefill(b, std::vector<int32_t>{9, 8}));
+            std::vector<std::pair<int, int32_t>> two = {{a, 7}, {b, 6}};
+            for (std::vector<float>& l : rt->decode(two)) logits[i].push_back(std::move(l));
+            i++;
+        }
+        expect_same_bits(logits[0], logits[1]);
+    }
+}
+
 // A layer as one staged dispatch computes exactly what one dispatch a kernel computes:
 // the same logits bit for bit, prefill and decode, one sequence and two (on 4 slices
 // "small" has two slice groups, so two sequences' attention runs as lanes inside the

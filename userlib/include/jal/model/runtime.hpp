@@ -67,6 +67,10 @@ struct RuntimeOptions {
     uint32_t n_ctx = 0;               // positions per slot; 0: min(context_length, 4096)
     uint32_t max_batch_tokens = 256;  // rows of one graph run (longer prompts run in chunks)
     ExpertLayout expert_layout = ExpertLayout::automatic;
+    // Local copies of the dense GEMMs' shards where HBM allows (docs/model-runtime.md,
+    // "Placement"): a prompt's GEMMs in row groups then stream W from local HBM. The same
+    // bits either way; false leaves the HBM to the caches alone.
+    bool dense_copies = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

@@ -153,12 +153,23 @@ struct Matrix {
     // rows slice_range(n) of every expert, expert after expert, and their shard table.
     std::vector<Place> row_shards;
     Place row_table;
+    // Dense matrices, when HBM allows (plan_dense_copies): slice s also holds copies of the
+    // shards of its aligned block of copy_block slices (`copies`, its own shard excepted),
+    // and copy_table (S × S entries, slice s's S from s·S) names the shards each slice
+    // reads in row groups: its copies inside its block, the shards themselves outside.
+    uint32_t copy_block = 0;
+    std::vector<Place> copies;
+    Place copy_table;
 };
 
 struct Vec {  // F32 (or any bytes) read whole by every slice
     Place place;
     const std::byte* data = nullptr;
     uint64_t bytes = 0;
+    // Expert biases without the split by rows (plan_expert_biases): per slice its experts'
+    // rows in its own arena, and their table (GemmConfig's bias_shards), instead of `place`.
+    std::vector<Place> shards;
+    Place table;
 };
 
 struct Layer {
@@ -297,6 +308,11 @@ private:
     void plan_activations();
     void plan_expert_rows();
     void plan_timing_tables();
+    void plan_dense_copies();
+    uint32_t dense_copy_groups(Matrix Layer::*member, uint32_t block);
+    void plan_expert_biases();
+    uint64_t copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const;
+    std::vector<uint64_t> copy_table(const Matrix& m) const;
     uint32_t timing_table_slot(const Matrix& m, uint32_t tokens) const;
     // Tokens after which uniform routing activates every expert (E/k).
     uint32_t timing_span() const
@@ -506,7 +522,9 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     const KvCaches caches = plan_kv_caches();
     plan_activations();
     plan_expert_rows();
+    plan_expert_biases();
     plan_timing_tables();
+    plan_dense_copies();
 
     placement_.allocate(context_);
     // Large enough for a whole decode step of many sequences: the producer never waits
@@ -658,12 +676,14 @@ void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
              slice_rows({{n("attn_sinks.weight"), model_.n_head, h0, c_.n_head}}, c_.n_head * 4ull),
              c_.n_head * 4ull);
     vec(L.br, n("ffn_gate_inp.bias"), c_.n_expert * 4ull);
+    // The expert biases are placed once the expert layout is known (plan_expert_biases).
     const uint64_t gate_up_bias = uint64_t{experts_} * c_.n_ff_exp * 2 * 4;
-    plan_vec(L.b_gate_up,
-             interleave_experts({n("ffn_gate_exps.bias"), n("ffn_up_exps.bias")}, gate_up_bias),
-             gate_up_bias);
+    L.b_gate_up.bytes = gate_up_bias;
+    L.b_gate_up.data =
+        interleave_experts({n("ffn_gate_exps.bias"), n("ffn_up_exps.bias")}, gate_up_bias);
     const uint64_t down_bias = uint64_t{experts_} * c_.n_embd * 4;
-    plan_vec(L.b_down, local_experts(n("ffn_down_exps.bias"), down_bias), down_bias);
+    L.b_down.bytes = down_bias;
+    L.b_down.data = local_experts(n("ffn_down_exps.bias"), down_bias);
     plan_qkv(L, il);
     if (split_.chips > 1) {  // this chip's columns of the output projection
         const GgufTensor* t = tensor(n("attn_output.weight"));
@@ -792,9 +812,10 @@ void RuntimeImpl::plan_expert_rows()
     };
     if (o_.expert_layout == ExpertLayout::automatic)
         for (uint32_t s = 0; s < S_; s++) {
-            uint64_t extra = 0;
+            uint64_t extra = 0;  // with the rows layout the biases are replicated too
             for (const Layer& L : layers_)
                 for (const Matrix* m : {&L.gate_up, &L.down}) extra += shard_bytes(*m, s);
+            for (const Layer& L : layers_) extra += L.b_gate_up.bytes + L.b_down.bytes;
             if (placement_.slice_load(s) + extra > kSliceBytes / 10 * 9) return;
         }
     for (Layer& L : layers_)
@@ -806,6 +827,130 @@ void RuntimeImpl::plan_expert_rows()
             }
             m->row_table = placement_.reserve(Placement::kReplicated, 8ull * S_);
         }
+}
+
+// The expert biases. With the split by rows (the second layout) a slice reads its rows of
+// every expert's bias: replicated, as the other vectors. Without it every expert GEMM is
+// split by experts and a slice reads only its own experts' rows: those go in its arena
+// (159 MB a slice less for GPT-OSS-120B than a replica of every layer's, which at high
+// concurrency is HBM the dense copies use), named by a table.
+void RuntimeImpl::plan_expert_biases()
+{
+    for (Layer& L : layers_)
+        for (auto [v, m] : {std::pair{&L.b_gate_up, &L.gate_up}, std::pair{&L.b_down, &L.down}}) {
+            weight_bytes_ += v->bytes;
+            if (!m->row_shards.empty() || m->experts == 0) {
+                v->place = placement_.reserve(Placement::kReplicated, v->bytes);
+                vec_uploads_.push_back({v->place, v});
+                continue;
+            }
+            const uint64_t per = v->bytes / m->experts;
+            for (uint32_t s = 0; s < S_; s++) {
+                const uint64_t n = lin::slice_range(m->experts, S_, s).size();
+                v->shards.push_back(n ? placement_.reserve(static_cast<int>(s), n * per) : Place{});
+            }
+            v->table = placement_.reserve(Placement::kReplicated, 8ull * S_);
+        }
+}
+
+// Local copies of the dense GEMMs' shards (the output projection's, q·k·v's), when HBM
+// allows. In a row groups a slice reads a shards of W, a − 1 of them over the NoC at 60 GB/s;
+// with copies of the shards of its block of B slices it reads those from its own HBM at 240
+// GB/s, which also moves the best a up (gemm_row_groups). Only GEMMs in row groups (a
+// prompt's rows) use them; decode reads its own shard as before. Each family (that matrix of
+// every layer) takes the block its max_batch_tokens-row GEMM would then run in, or the
+// largest smaller one that fits: no slice may go past its HBM less kCopyHeadroom (for what
+// the placement does not count).
+void RuntimeImpl::plan_dense_copies()
+{
+    if (!o_.dense_copies || S_ < 2 || T_ < 2) return;
+    constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
+    constexpr uint64_t kCopyHeadroom = kSliceBytes / 40;
+    using Member = Matrix Layer::*;
+    const Member families[2] = {&Layer::wo, &Layer::wqkv};
+    uint32_t blocks[2] = {1, 1};
+    auto fits = [&](const uint32_t* b) {
+        for (uint32_t s = 0; s < S_; s++) {
+            uint64_t extra = 0;
+            for (int f = 0; f < 2; f++)
+                for (const Layer& L : layers_)
+                    if (b[f] > 1) extra += copy_bytes(L.*families[f], b[f], s);
+            if (placement_.slice_load(s) + extra + kCopyHeadroom > kSliceBytes) return false;
+        }
+        return true;
+    };
+    // Blocks of up to 8 for both first (most of either's gain), then larger ones with what
+    // HBM has left: where it is short, q·k·v's 8 save more than the output projection's 16.
+    for (uint32_t cap : {std::min(S_, 8u), S_})
+        for (int f = 0; f < 2; f++)
+            for (uint32_t block = std::min(cap, dense_copy_groups(families[f], S_));
+                 block > blocks[f]; block /= 2) {
+                if (dense_copy_groups(families[f], block) < block) continue;  // not all read
+                uint32_t trial[2] = {blocks[0], blocks[1]};
+                trial[f] = block;
+                if (fits(trial)) {
+                    blocks[f] = block;
+                    break;
+                }
+            }
+    for (int f = 0; f < 2; f++)
+        if (blocks[f] > 1)
+            for (Layer& L : layers_) {
+                Matrix& m = L.*families[f];
+                m.copy_block = blocks[f];
+                for (uint32_t s = 0; s < S_; s++) {
+                    const uint64_t bytes = copy_bytes(m, blocks[f], s);
+                    m.copies.push_back(bytes ? placement_.reserve(static_cast<int>(s), bytes)
+                                             : Place{});
+                }
+                m.copy_table = placement_.reserve(Placement::kReplicated, 8ull * S_ * S_);
+            }
+}
+
+// The row groups a max_batch_tokens-row prompt GEMM of this family (the output projection
+// or q·k·v) runs in with copies in blocks of `block`: x as the prompt's GEMM reads it, the
+// attention's rows in the projection's format (attn_rows), q·k·v's normalised once as BF16
+// (normed_rows) or F32 to normalise.
+uint32_t RuntimeImpl::dense_copy_groups(Matrix Layer::*member, uint32_t block)
+{
+    Matrix& first = layers_.front().*member;
+    const bool wo = member == &Layer::wo;
+    const jal_dtype act = lin::activation_dtype(first.dtype, numerics());
+    const bool bf16_rows = act == JAL_DT_BF16 && !wo;
+    const jal_dtype x_dtype = wo && lin::packed_row_bytes(act, c_.head_dim) ? act
+                              : bf16_rows                                   ? act
+                                                                            : JAL_DT_F32;
+    first.copy_block = block;
+    const uint32_t a = row_groups(first, T_, !wo && !bf16_rows, wo, x_dtype);
+    first.copy_block = 0;
+    return a;
+}
+
+// What slice s's copies of m's shards take with blocks of `block` slices.
+uint64_t RuntimeImpl::copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const
+{
+    uint64_t bytes = 0;
+    for (uint32_t sh = s - s % block; sh < s - s % block + block; sh++)
+        if (sh != s) bytes += m.shards[sh].bytes;
+    return bytes;
+}
+
+// m's copy table (Matrix::copy_table): row s names slice s's copies inside its block (laid
+// out shard after shard, its own skipped) and the shards themselves elsewhere.
+std::vector<uint64_t> RuntimeImpl::copy_table(const Matrix& m) const
+{
+    std::vector<uint64_t> table(uint64_t{S_} * S_, 0);
+    for (uint32_t s = 0; s < S_; s++) {
+        const uint32_t b0 = s - s % m.copy_block;
+        uint64_t at = m.copies[s].bytes ? va(m.copies[s]) : 0;
+        for (uint32_t sh = 0; sh < S_; sh++) {
+            if (!m.shards[sh].bytes) continue;
+            const bool copied = sh >= b0 && sh < b0 + m.copy_block && sh != s;
+            table[uint64_t{s} * S_ + sh] = copied ? at : va(m.shards[sh]);
+            if (copied) at += m.shards[sh].bytes;
+        }
+    }
+    return table;
 }
 
 // Timing only, the expert GEMMs' stand-in tables: up to E/k tokens each token count activates
@@ -853,7 +998,11 @@ void RuntimeImpl::plan_activations()
     // interleaved: replicated, every write would go to every slice's copy.
     a_.act = placement_.reserve(I, T * K * c_.n_ff_exp * 4);
     a_.eo = placement_.reserve(I, T * K * E4);
-    a_.logits = placement_.reserve(I, T * c_.n_vocab * 4);
+    // The rows whose logits come back: a prompt chunk's last, a decode row a sequence (a
+    // mixed step's chunk row and the other sequences' rows): never more than the slots.
+    // (T rows of a vocabulary would take 1.6 GB for GPT-OSS-120B's 2 048: the HBM the dense
+    // copies can use at high concurrency.)
+    a_.logits = placement_.reserve(I, std::min<uint64_t>(T, o_.max_sequences) * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
     if (split_.chips > 1) a_.x2 = placement_.reserve(I, T * E4);
@@ -865,10 +1014,24 @@ void RuntimeImpl::plan_activations()
 // them), and timing only, the modelled expert ids.
 void RuntimeImpl::upload_tables(const KvCaches& caches)
 {
+    for (Layer& L : layers_)
+        for (auto [v, m] : {std::pair{&L.b_gate_up, &L.gate_up}, std::pair{&L.b_down, &L.down}}) {
+            if (v->shards.empty()) continue;
+            // Entry s + e·N·4 is expert e's row: the slice's first expert's at its shard.
+            std::vector<uint64_t> table(S_, 0);
+            const uint64_t per = v->bytes / m->experts;
+            for (uint32_t s = 0; s < S_; s++)
+                if (v->shards[s].bytes) table[s] = va(v->shards[s]) - m->first_row[s] * per;
+            launch_->upload(va(v->table), table.data(), table.size() * 8);
+        }
     for_each_matrix([&](Matrix& m) {
         std::vector<uint64_t> table(S_, 0);
         for (uint32_t s = 0; s < S_; s++) table[s] = m.shards[s].bytes ? va(m.shards[s]) : 0;
         launch_->upload(va(m.table), table.data(), table.size() * 8);
+        if (m.copy_block) {
+            const std::vector<uint64_t> copies = copy_table(m);
+            launch_->upload(va(m.copy_table), copies.data(), copies.size() * 8);
+        }
         if (m.row_shards.empty()) return;
         for (uint32_t s = 0; s < S_; s++)
             table[s] = m.row_shards[s].bytes ? va(m.row_shards[s]) : 0;
@@ -1074,12 +1237,28 @@ void RuntimeImpl::upload_weights()
     std::vector<detail::UploadPiece> pieces;
     for (auto& [place, v] : vec_uploads_)
         if (v->data) pieces.push_back({va(place), v->data, v->bytes});
+    for (Layer& L : layers_)
+        for (auto [v, m] : {std::pair{&L.b_gate_up, &L.gate_up}, std::pair{&L.b_down, &L.down}})
+            for (uint32_t s = 0; s < v->shards.size() && v->data; s++)
+                if (v->shards[s].bytes)
+                    pieces.push_back({va(v->shards[s]),
+                                      v->data + m->first_row[s] * (v->bytes / m->experts),
+                                      v->shards[s].bytes});
     for_each_matrix([&](Matrix& m) {
         const uint64_t unit = m.experts ? m.row_bytes * m.n : m.row_bytes;
         for (uint32_t s = 0; s < S_; s++)
             if (m.shards[s].bytes && m.data)
                 pieces.push_back(
                     {va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
+        // The copies: slice s's of the shards of its block, shard after shard.
+        for (uint32_t s = 0; s < m.copies.size() && m.data; s++) {
+            uint64_t at = m.copies[s].bytes ? va(m.copies[s]) : 0;
+            for (uint32_t sh = s - s % m.copy_block; sh < s - s % m.copy_block + m.copy_block; sh++)
+                if (sh != s && m.shards[sh].bytes) {
+                    pieces.push_back({at, m.data + m.first_row[sh] * unit, m.shards[sh].bytes});
+                    at += m.shards[sh].bytes;
+                }
+        }
         // The rows layout: slice s's rows of expert e after those of expert e − 1.
         for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
             const lin::Range r = lin::slice_range(m.n, S_, s);
@@ -1115,7 +1294,7 @@ uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool
     };
     // Each slice's shard is ⌈N/S⌉ rows.
     return detail::gemm_row_groups(rows, S_, lin::packed_row_bytes(x_dtype, m.kdim),
-                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk);
+                                   (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk, m.copy_block);
 }
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
@@ -1128,13 +1307,16 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
     g.x_dtype = x_dtype;
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
-    const std::string key = fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{}", g.m,
-                                        g.n, g.k, int(g.weight), g.bias, int(g.numerics),
-                                        g.rms_norm, g.accumulate, g.row_groups, int(x_dtype));
+    // The copies (plan_dense_copies) of the column group's shards in the slice's block.
+    g.slice_tables = g.row_groups > 1 && m.copy_block;
+    const std::string key =
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{}", g.m, g.n, g.k,
+                    int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
+                    int(x_dtype), g.slice_tables);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
-    args.insert(args.end(), {va(m.table), m.row_bytes});
+    args.insert(args.end(), {va(g.slice_tables ? m.copy_table : m.table), m.row_bytes});
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
@@ -1171,6 +1353,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     lin::ExpertGemmConfig g;
     g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
     g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
+    g.bias_shards = !bias.shards.empty();  // then never split by rows (plan_expert_biases)
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
     g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
@@ -1178,11 +1361,12 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
     g.x_dtype = x_dtype, g.y_dtype = y_dtype;
     g.swiglu_input = fused.swiglu_input, g.route = fused.route, g.combine = fused.combine;
-    const std::string key = fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}",
-                                        g.tokens, g.k, g.experts, g.n, g.kdim, int(g.weight),
-                                        per_pair, int(g.numerics), by_rows, g.rms_norm, g.swiglu) +
-                            fmt::format(" x{} y{} si{} rt{} cb{}", int(g.x_dtype), int(g.y_dtype),
-                                        g.swiglu_input, g.route, g.combine);
+    const std::string key =
+        fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}", g.tokens, g.k,
+                    g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
+                    g.rms_norm, g.swiglu) +
+        fmt::format(" x{} y{} si{} rt{} cb{} bs{}", int(g.x_dtype), int(g.y_dtype), g.swiglu_input,
+                    g.route, g.combine, g.bias_shards);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1198,7 +1382,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     args.push_back(va(a_.ids));
     if (fused.route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
-                             va(bias.place), y, y_stride});
+                             va(g.bias_shards ? bias.table : bias.place), y, y_stride});
     if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
     add(code, all_mask_, k::Args(args), what);
 }
@@ -1542,6 +1726,10 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
                                     std::span<const int32_t> tokens, std::span<const int32_t> pos,
                                     uint32_t out_row0, uint32_t out_rows)
 {
+    if (out_rows > std::min(T_, o_.max_sequences))  // a_.logits's rows (plan_activations)
+        throw Error(JAL_STATUS_OUT_OF_RANGE,
+                    fmt::format("model runtime: {} rows of logits, room for {}", out_rows,
+                                std::min(T_, o_.max_sequences)));
     if (!peers_.empty()) return run_split(segs, tokens, pos, out_row0, out_rows);
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;

@@ -44,6 +44,10 @@ struct ExpertGemmConfig {
     jal_dtype weight = JAL_DT_MXFP4;
     Numerics numerics = Numerics::native;
     bool bias = true;
+    // Split by experts only: the bias argument is a table of one address per slice, slice s's
+    // entry + e·N·4 being expert e's bias row for each of its experts (the model runtime keeps
+    // each slice's experts' rows in its own HBM instead of the whole table on every slice).
+    bool bias_shards = false;
     bool input_per_pair = false;  // x has tokens·k rows (down projection), else tokens rows
     ExpertSplit split = ExpertSplit::experts;
     // Fused RMS norm of the gathered x rows before they are converted (as GemmConfig's):

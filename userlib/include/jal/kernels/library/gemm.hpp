@@ -52,6 +52,11 @@ struct GemmConfig {
     // instead of all of x and one shard. Every element of y is still one slice's dot
     // product over all of K in K order: the same bits as row_groups = 1.
     uint32_t row_groups = 1;
+    // Row groups only: w_shards is one table per slice (n × n entries, slice s's at s·n), so
+    // that each slice can name its own local copies of its column group's shards (the
+    // runtime's dense copies: the a shards then stream from local HBM, not a − 1 of them
+    // over the NoC). The same rows of W, so the same bits.
+    bool slice_tables = false;
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };

@@ -70,6 +70,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     require(!(c.tokens == 0 || c.k == 0 || c.experts == 0 || c.n == 0 || c.kdim == 0 ||
               p.wrow == 0 || p.arow == 0 || p.pairs > 8192 || c.experts > 4096),
             name, "bad shape or format (at most 8192 pairs and 4096 experts)");
+    require(!c.bias_shards || (c.bias && c.split == ExpertSplit::experts), name,
+            "per-slice bias tables need the bias and the split by experts");
     require(!c.swiglu || (c.split == ExpertSplit::experts && c.n % 2 == 0), name,
             "the SwiGLU epilogue needs the split by experts and an even N");
     require((c.x_dtype == JAL_DT_F32 || (c.x_dtype == p.act && !c.rms_norm)) &&
@@ -227,6 +229,11 @@ CodeObject ExpertGemmKernel::build()
     }
     X w = emit_table_entry(b, w_shards, share.slice);
     b.free(w_shards);
+    if (c.bias_shards) {  // this slice's bias rows
+        X own = emit_table_entry(b, bias, share.slice);
+        b.free(bias);
+        bias = own;
+    }
     b.free(share.slice);
     if (p.streamed) layout_streamed();
     finish_ids();

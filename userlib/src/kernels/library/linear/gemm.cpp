@@ -95,6 +95,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     if (c.rms_norm && c.x_dtype != JAL_DT_F32) bad(c, "a fused RMS norm needs x in F32");
     if (c.rms_norm && c.accumulate) bad(c, "a fused RMS norm and accumulation together");
     if (c.row_groups == 0 || c.row_groups > 64) bad(c, "row groups must be 1..64");
+    if (c.slice_tables && c.row_groups < 2) bad(c, "per-slice shard tables need row groups");
     // The rows one slice takes: all of M, or its row group's.
     const uint64_t group_m = ceil_div(c.m, c.row_groups);
     p.convert_x = c.x_dtype != p.activation;
@@ -193,6 +194,7 @@ private:
     const bool grouped;
     X group_m{}, chunk_m{}, first_shard{}, n_slices{}, y_base{}, bias_base{};
     X shard_rows{}, tiles_per_shard{}, group_tiles{};
+    X table_row{};  // slice_tables: s·n, this slice's first entry of w_shards
 };
 
 GemmKernel::GemmKernel(const GemmConfig& config)
@@ -504,6 +506,10 @@ void GemmKernel::group_rows()
         b.trap(JAL_STATUS_INVALID_FIELD);
         b.bind(ok);
     }
+    if (c.slice_tables) {
+        table_row = b.x();
+        b.mul(table_row, s, n_slices);
+    }
     b.remu(i, s, t);
     b.sub(s, s, i);
     first_shard = s;
@@ -549,6 +555,7 @@ void GemmKernel::group_tile(X i, const std::function<void(X j)>& body)
     b.mul(w, j, tn_reg);
     b.bge(w, count, skip);
     b.free(w);
+    if (c.slice_tables) b.add(sh, sh, table_row);
     w = emit_table_entry(b, w_shards, sh);
     b.free(sh);
     b.muli(begin, begin, 4);
