@@ -18,10 +18,6 @@ Completion ok(std::uint32_t result = 0)
 {
     return Completion{result, JAL_STATUS_OK, AfterAction::kNone};
 }
-std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i)
-{
-    return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i];
-}
 // Counts attaches and detaches only (not admin-queue re-enables): it tells a new client apart.
 std::uint32_t generation_of(std::uint32_t fn)
 {

@@ -25,6 +25,12 @@
 
 namespace jal::fw::host {
 
+// The 64-bit argument in cdw[i] (low half) and cdw[i + 1].
+inline std::uint64_t cdw64(const jal_admin_sqe& sqe, std::uint32_t i)
+{
+    return std::uint64_t{sqe.cdw[i + 1]} << 32 | sqe.cdw[i];
+}
+
 class ResourceCommands {
 public:
     ResourceCommands(const ChipInfo& chip, const slices::SliceManager& slices,

@@ -11,8 +11,8 @@ Completion ResourceCommands::host_window(std::uint32_t fn, const jal_admin_sqe& 
 {
     const std::uint32_t op = sqe.cdw[0];
     const std::uint32_t space = sqe.cdw[1];
-    const std::uint64_t base = std::uint64_t{sqe.cdw[3]} << 32 | sqe.cdw[2];
-    const std::uint64_t size = std::uint64_t{sqe.cdw[5]} << 32 | sqe.cdw[4];
+    const std::uint64_t base = cdw64(sqe, 2);
+    const std::uint64_t size = cdw64(sqe, 4);
     bool valid = space != 0;
     for (std::uint32_t i = 6; i < 10; ++i) valid = valid && sqe.cdw[i] == 0;
     if (op == JAL_WINDOW_CLEAR)
