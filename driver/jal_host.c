@@ -99,51 +99,64 @@ static int jal_host_window_add(struct jal_file *jf, u64 bus, u64 len)
 	return status == JAL_STATUS_BUSY ? -ENOSPC : -EIO;
 }
 
-/*
- * Adds the windows of a buffer's DMA segments (taking back the ones it added if one
- * fails), or removes them. A REMOVE the device answers, whatever it says, leaves no such
- * window (INVALID_FIELD: the chip was reset before the driver noticed, and the table is
- * empty); only the admin queue's own failure is returned.
- */
-static int jal_host_buf_windows(struct jal_file *jf, struct jal_host_buf *buf,
-				u32 op)
+/* Adds the windows of a buffer's DMA segments, taking back the ones it added if one fails. */
+static int jal_host_buf_windows_add(struct jal_file *jf,
+				    struct jal_host_buf *buf)
 {
 	struct scatterlist *sg;
-	unsigned int i, done = 0;
+	unsigned int i, failed;
+	u32 status;
+	int ret = 0;
+
+	if (!jf->jdev->windows)
+		return 0;
+	if (!buf->pinned)
+		return jal_host_window_add(jf, buf->dma, buf->size);
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+	{
+		ret = jal_host_window_add(jf, sg_dma_address(sg),
+					  sg_dma_len(sg));
+		if (ret)
+			break;
+	}
+	if (!ret)
+		return 0;
+	failed = i;
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
+	{
+		if (i == failed)
+			break;
+		jal_host_window(jf, JAL_WINDOW_REMOVE, sg_dma_address(sg),
+				sg_dma_len(sg), &status);
+	}
+	return ret;
+}
+
+/*
+ * Removes the windows of a buffer's DMA segments. A REMOVE the device answers, whatever it
+ * says, leaves no such window (INVALID_FIELD: the chip was reset before the driver
+ * noticed, and the table is empty); only the admin queue's own failure is returned.
+ */
+static int jal_host_buf_windows_remove(struct jal_file *jf,
+				       struct jal_host_buf *buf)
+{
+	struct scatterlist *sg;
+	unsigned int i;
 	u32 status;
 	int ret = 0, err;
 
 	if (!jf->jdev->windows)
 		return 0;
 	if (!buf->pinned)
-		return op == JAL_WINDOW_ADD ?
-			       jal_host_window_add(jf, buf->dma, buf->size) :
-			       jal_host_window(jf, op, buf->dma, buf->size,
-					       &status);
+		return jal_host_window(jf, JAL_WINDOW_REMOVE, buf->dma,
+				       buf->size, &status);
 	for_each_sgtable_dma_sg(&buf->sgt, sg, i)
 	{
-		if (op == JAL_WINDOW_REMOVE) {
-			err = jal_host_window(jf, op, sg_dma_address(sg),
-					      sg_dma_len(sg), &status);
-			if (err && !ret)
-				ret = err;
-			continue;
-		}
-		ret = jal_host_window_add(jf, sg_dma_address(sg),
-					  sg_dma_len(sg));
-		if (ret)
-			break;
-		done++;
+		err = jal_host_window(jf, JAL_WINDOW_REMOVE, sg_dma_address(sg),
+				      sg_dma_len(sg), &status);
+		if (err && !ret)
+			ret = err;
 	}
-	if (ret && op == JAL_WINDOW_ADD)
-		for_each_sgtable_dma_sg(&buf->sgt, sg, i)
-		{
-			if (i >= done)
-				break;
-			jal_host_window(jf, JAL_WINDOW_REMOVE,
-					sg_dma_address(sg), sg_dma_len(sg),
-					&status);
-		}
 	return ret;
 }
 
@@ -161,7 +174,7 @@ int jal_host_windows_restore(struct jal_file *jf)
 	jf->windows_lost = false;
 	idr_for_each_entry(&jf->host, buf, id)
 	{
-		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
+		ret = jal_host_buf_windows_add(jf, buf);
 		if (ret) {
 			jf->windows_lost = true;
 			return ret;
@@ -226,7 +239,7 @@ int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr)
 	}
 	ret = jal_host_windows_restore(jf);
 	if (!ret)
-		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
+		ret = jal_host_buf_windows_add(jf, buf);
 	if (ret)
 		goto err_free;
 	ret = jal_host_insert(jf, buf, handle);
@@ -236,7 +249,7 @@ int jal_host_alloc(struct jal_file *jf, u64 bytes, u32 *handle, u64 *bus_addr)
 	return 0;
 
 err_windows:
-	jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
+	jal_host_buf_windows_remove(jf, buf);
 err_free:
 	dma_free_coherent(dev, buf->size, buf->cpu, buf->dma);
 err_put_dev:
@@ -289,7 +302,7 @@ int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 	buf->dev = get_device(dev);
 	ret = jal_host_windows_restore(jf);
 	if (!ret)
-		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_ADD);
+		ret = jal_host_buf_windows_add(jf, buf);
 	if (ret)
 		goto err_unmap;
 	ret = jal_host_insert(jf, buf, handle);
@@ -299,7 +312,7 @@ int jal_host_pin(struct jal_file *jf, u64 user_ptr, u64 bytes, u32 *handle,
 	return 0;
 
 err_windows:
-	jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
+	jal_host_buf_windows_remove(jf, buf);
 err_unmap:
 	put_device(dev);
 	dma_unmap_sgtable(dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
@@ -345,7 +358,7 @@ int jal_host_free(struct jal_file *jf, u32 handle)
 	if (!buf)
 		return -EINVAL;
 	if (!jf->windows_lost) {
-		ret = jal_host_buf_windows(jf, buf, JAL_WINDOW_REMOVE);
+		ret = jal_host_buf_windows_remove(jf, buf);
 		if (ret)
 			return ret; /* kept: still reachable, so not freed */
 	}
