@@ -276,6 +276,22 @@ TEST_F(RooflineTest, AttentionWithAndWithoutTheAppendAndTheRowKernels)
                                      q.va + kHeads * kDim * 4ull,
                                      q.va + (kHeads + kKvHeads) * kDim * 4ull));
         }
+        // A batch of three rows (one a sequence: here three positions of one cache).
+        jk::AttentionConfig b{.n_head = kHeads, .n_head_kv = kKvHeads, .head_dim = kDim};
+        b.n_ctx = n_ctx, b.sinks = true, b.append_kv = true, b.kv_dtype = kvt, b.batch = true;
+        const std::vector<jk::AttentionBatchEntry> entries = {{0, 1000, cache.heads_va()},
+                                                              {1, 990, cache.heads_va()},
+                                                              {2, 980, cache.heads_va()},
+                                                              {}};
+        TensorRef q3 = f32(3, qkv);
+        q3.cols = kHeads * kDim;
+        q3.row_stride = qkv * 4ull;
+        check(std::string("attention decode batch of 3 + append") +
+                  (kvt == JAL_DT_F16 ? ", F16 KV" : ""),
+              jk::build_attention(b),
+              jk::attention_batch_args(b, q3, f32(3, kHeads * kDim), upload(entries), 0, sinks.va,
+                                       q3.va + kHeads * kDim * 4ull,
+                                       q3.va + (kHeads + kKvHeads) * kDim * 4ull));
     }
     const jk::RmsNormConfig nc{.cols = kEmbd};
     check("rms_norm 256 rows", jk::build_rms_norm(nc),

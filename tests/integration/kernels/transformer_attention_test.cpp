@@ -14,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <span>
 
 #include <jal/isa/numerics.hpp>
@@ -51,6 +52,17 @@ protected:
     // The attention with RoPE fused in against the rope kernel then the attention, in
     // kv_dtype_'s cache.
     void check_rope_fused();
+    // A batch of several sequences' decode rows against one call a sequence (bits) and the
+    // reference, in kv_dtype_'s cache.
+    void check_batch(const Shape& s, bool rope, unsigned n_slices);
+    std::vector<double> decode_ref(const Shape& s, const std::vector<float>& qkv, uint32_t pos,
+                                   const std::vector<float>& sinks) const;
+    std::vector<float> attend_rows(const jal::kernels::AttentionConfig& cfg,
+                                   const jal::kernels::CodeObject& code,
+                                   const std::vector<float>& qkv, uint32_t width, uint32_t pos0,
+                                   uint32_t rows, const jal::kernels::KvCache& cache,
+                                   uint64_t sinks_va, const jal::kernels::RopeTablesRef& tables,
+                                   uint64_t mask);
     // Prefill `prefill` tokens, then decode one token at a time for `decode_steps` more,
     // checking the output of every call against the reference.
     void prefill_then_decode(const Shape& s, uint32_t n_ctx, uint32_t prefill,
@@ -439,4 +451,169 @@ void TransformerAttentionTest::check_rope_fused()
     };
     step(0, prefill);
     for (uint32_t i = 0; i < steps; i++) step(prefill + i, 1);
+}
+
+// A batch (AttentionConfig::batch) runs the decode rows of several sequences in one call:
+// after each sequence's prompt, decode steps whose rows (in another order than the
+// sequences, with a row the list leaves out) go through one batched call, against the same
+// steps run one call a sequence on copies of the caches: the same output bits, and (without
+// RoPE, which the reference does not model) the reference's values. The later steps read
+// what the batch appended.
+TEST_F(TransformerAttentionTest, BatchGivesTheBitsOfOneCallASequence)
+{
+    for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16}) {
+        SCOPED_TRACE(kvt == JAL_DT_F16 ? "F16 cache" : "F32 cache");
+        kv_dtype_ = kvt;
+        check_batch({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true},
+                    false, 2);
+        check_batch({.n_head = 8, .n_head_kv = 4, .head_dim = 64, .window = 12, .sinks = false},
+                    false, 2);
+        check_batch({.n_head = 16, .n_head_kv = 2, .head_dim = 64, .window = 0, .sinks = true},
+                    true, 2);
+    }
+}
+
+// The reference's output for the decode row at `pos` of a sequence whose q | k | v rows by
+// position are `qkv`, over the keys and values the cache holds (rounded in an F16 one).
+std::vector<double> TransformerAttentionTest::decode_ref(const Shape& s,
+                                                         const std::vector<float>& qkv,
+                                                         uint32_t pos,
+                                                         const std::vector<float>& sinks) const
+{
+    const uint32_t qcols = s.n_head * s.head_dim, kvcols = s.n_head_kv * s.head_dim,
+                   width = qcols + 2 * kvcols;
+    std::vector<float> k, v;
+    for (uint32_t p = 0; p <= pos; p++) {
+        const float* row = qkv.data() + size_t{p} * width;
+        k.insert(k.end(), row + qcols, row + qcols + kvcols);
+        v.insert(v.end(), row + qcols + kvcols, row + width);
+    }
+    if (kv_dtype_ == JAL_DT_F16) k = half_rounded(k), v = half_rounded(v);
+    const std::vector<float> q(qkv.begin() + size_t{pos} * width,
+                               qkv.begin() + size_t{pos} * width + qcols);
+    return attention_ref(s, q, 1, pos, k, v, sinks);
+}
+
+// One call of `code` (one sequence, built for cfg) for rows [pos0, pos0 + rows) of the
+// q | k | v rows `qkv` (width floats a row), appending to `cache`: its output rows.
+std::vector<float>
+TransformerAttentionTest::attend_rows(const jk::AttentionConfig& cfg, const jk::CodeObject& code,
+                                      const std::vector<float>& qkv, uint32_t width, uint32_t pos0,
+                                      uint32_t rows, const jk::KvCache& cache, uint64_t sinks_va,
+                                      const jk::RopeTablesRef& tables, uint64_t mask)
+{
+    const uint32_t qcols = cfg.n_head * cfg.head_dim, kvcols = cfg.n_head_kv * cfg.head_dim;
+    const std::span<const float> in(qkv.data() + size_t{pos0} * width, size_t{rows} * width);
+    auto d = upload(in, rows, width);
+    jal::kernels::TensorRef q = d.ref;
+    q.cols = qcols;
+    q.row_stride = width * 4ull;
+    auto out = alloc(rows, qcols);
+    run(code,
+        jk::attention_args(cfg, q, out.ref, pos0, cache.heads_va(), sinks_va, q.va + qcols * 4ull,
+                           q.va + (qcols + kvcols) * 4ull, tables),
+        mask);
+    return download(out.ref);
+}
+
+void TransformerAttentionTest::check_batch(const Shape& s, bool rope, unsigned n_slices)
+{
+    const uint32_t H = s.n_head, G = s.n_head_kv, D = s.head_dim, n_ctx = 64, steps = 3;
+    const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
+    const std::vector<uint32_t> prompts = {20, 7, 33};
+    const uint32_t n_seq = static_cast<uint32_t>(prompts.size());
+    const uint64_t mask = slices(n_slices);
+    const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
+    auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
+    const jk::RopeTablesRef tref =
+        rope ? jk::RopeTablesRef{.cos_va = dcos.ref.va, .sin_va = dsin.ref.va, .n_positions = n_ctx}
+             : jk::RopeTablesRef{};
+    auto sinks = jal::test::random_uniform(H, 101, -2.0, 4.0);
+    auto dsinks = upload(sinks, 1, H, 0, mask, JAL_PLACE_REPLICATED);
+    jk::AttentionConfig att{.n_head = H, .n_head_kv = G, .head_dim = D, .n_ctx = n_ctx};
+    att.window = s.window, att.sinks = s.sinks, att.append_kv = true, att.rope = rope;
+    att.kv_dtype = kv_dtype_;
+    jk::AttentionConfig batch_att = att;
+    batch_att.batch = true;
+    const jk::CodeObject one_code = jk::build_attention(att),
+                         batch_code = jk::build_attention(batch_att);
+    // Every sequence's q | k | v rows by position, and two caches each: one the batch
+    // appends to, one the calls a sequence do.
+    std::vector<std::vector<float>> qkv;
+    std::vector<std::unique_ptr<jk::KvCache>> batched, single;
+    const jk::KvCacheConfig kv_cfg{
+        .n_head_kv = G, .head_dim = D, .n_ctx = n_ctx, .dtype = kv_dtype_};
+    for (uint32_t j = 0; j < n_seq; j++) {
+        qkv.push_back(jal::test::random_normal(size_t{n_ctx} * width, 102 + j, 1.5));
+        for (auto* caches : {&batched, &single})
+            caches->push_back(std::make_unique<jk::KvCache>(device(), context(), queue(), kv_cfg,
+                                                            jk::kv_head_masks(mask, G, 1)));
+    }
+    auto one_call = [&](uint32_t j, uint32_t pos0, uint32_t rows, const jk::KvCache& cache) {
+        return attend_rows(att, one_code, qkv[j], width, pos0, rows, cache, dsinks.ref.va, tref,
+                           mask);
+    };
+    for (uint32_t j = 0; j < n_seq; j++)
+        for (auto* caches : {&batched, &single}) one_call(j, 0, prompts[j], *(*caches)[j]);
+
+    // The batch's rows: sequence order[i] in row 1 + i; row 0 is in no entry.
+    const std::vector<uint32_t> order = {2, 0, 1};
+    for (uint32_t step = 0; step < steps; step++) {
+        SCOPED_TRACE("decode step " + std::to_string(step));
+        std::vector<float> in(size_t{n_seq + 1} * width, 0.0f);
+        std::vector<jk::AttentionBatchEntry> entries;
+        for (uint32_t i = 0; i < n_seq; i++) {
+            const uint32_t j = order[i], pos = prompts[j] + step;
+            std::copy_n(qkv[j].begin() + size_t{pos} * width, width, in.begin() + (i + 1) * width);
+            entries.push_back({i + 1, pos, batched[j]->heads_va()});
+        }
+        entries.push_back({});  // the end of the list
+        std::vector<int32_t> list(entries.size() * 4);
+        std::memcpy(list.data(), entries.data(), list.size() * 4);
+        auto d = upload(in, n_seq + 1, width);
+        jal::kernels::TensorRef q = d.ref;
+        q.cols = qcols;
+        q.row_stride = width * 4ull;
+        auto out = alloc(n_seq + 1, qcols);
+        auto dlist = upload_i32(list, static_cast<uint32_t>(entries.size()), 4);
+        run(batch_code,
+            jk::attention_batch_args(batch_att, q, out.ref, dlist.ref.va, 0, dsinks.ref.va,
+                                     q.va + qcols * 4ull, q.va + (qcols + kvcols) * 4ull, tref),
+            mask);
+        const std::vector<float> got = download(out.ref);
+        for (uint32_t i = 0; i < n_seq; i++) {
+            const uint32_t j = order[i], pos = prompts[j] + step;
+            SCOPED_TRACE("sequence " + std::to_string(j));
+            const std::vector<float> want = one_call(j, pos, 1, *single[j]);
+            ASSERT_EQ(want.size(), qcols);
+            EXPECT_EQ(std::memcmp(got.data() + size_t{i + 1} * qcols, want.data(), qcols * 4), 0);
+            if (!rope)
+                EXPECT_TRUE(all_near(std::vector<float>(got.begin() + size_t{i + 1} * qcols,
+                                                        got.begin() + size_t{i + 2} * qcols),
+                                     decode_ref(s, qkv[j], pos, sinks), 2e-5, 1e-4));
+        }
+    }
+}
+
+// A batch's entry past the cache traps OUT_OF_RANGE, as a call of one sequence does; a
+// batch's arguments are refused for a kernel built without batch, and the other way round.
+TEST_F(TransformerAttentionTest, BatchEntryPastTheCacheTraps)
+{
+    const jk::AttentionConfig att{
+        .n_head = 2, .n_head_kv = 1, .head_dim = 64, .n_ctx = 8, .batch = true};
+    jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 1, .head_dim = 64, .n_ctx = 8},
+                      {{0x1}});
+    auto dq = alloc(1, 128);
+    const uint64_t heads = cache.heads_va();
+    const std::vector<int32_t> list = {
+        0, 8, static_cast<int32_t>(heads & 0xffffffffu), static_cast<int32_t>(heads >> 32), 0, 0,
+        0, 0};
+    auto dlist = upload_i32(list, 2, 4);
+    run(jk::build_attention(att), jk::attention_batch_args(att, dq.ref, dq.ref, dlist.ref.va, 0, 0),
+        slices(1), JAL_STATUS_OUT_OF_RANGE);
+    jk::AttentionConfig one = att;
+    one.batch = false;
+    EXPECT_THROW(jk::attention_batch_args(one, dq.ref, dq.ref, dlist.ref.va, 0, 0), jal::Error);
+    EXPECT_THROW(jk::attention_args(att, dq.ref, dq.ref, 0, heads, 0), jal::Error);
 }

@@ -39,6 +39,12 @@
 // Query tokens of one call have consecutive positions pos0, pos0+1, ... (one sequence); the
 // cache must already hold their keys and values (run kv_append first). Both kernels trap
 // with OUT_OF_RANGE when pos0 + rows > n_ctx.
+//
+// Batches (AttentionConfig::batch): one call serves the decode rows of several sequences,
+// one row each, listed in device memory (AttentionBatchEntry: the row of q and out, its
+// position, its sequence's head table). The kernel runs, entry after entry, what a call
+// of one row for that sequence runs (append, queries, key chunks, output): the same
+// arithmetic, so the same bits, without a dispatch or a stage for every sequence.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +111,9 @@ struct JAL_API AttentionConfig {
     jal_dtype out_dtype = JAL_DT_F32;
     jal_cvt_mode out_cvt = JAL_CVT_OCP;
     jal_dtype kv_dtype = JAL_DT_F32;  // the cache's elements: F32 or F16 (layout above)
+    // One row of each of several sequences, listed in device memory (above and
+    // attention_batch_args). Needs one key split.
+    bool batch = false;
     uint32_t queries_per_item() const;
     uint32_t keys_per_chunk() const;
     uint32_t splits() const;
@@ -126,6 +135,27 @@ JAL_API std::vector<uint64_t> attention_args(const AttentionConfig& config, cons
                                              const TensorRef& out, uint32_t pos0, uint64_t heads_va,
                                              uint64_t sinks_va, uint64_t k_va = 0,
                                              uint64_t v_va = 0, const RopeTablesRef& tables = {});
+
+// An entry of a batch's list (AttentionConfig::batch), 16 bytes in device memory. The
+// sequence's head table is at heads + the call's heads_offset (so that one list serves
+// every layer when a sequence's layers' tables are equally spaced); an entry whose heads is
+// 0 ends the list. The kernel traps OUT_OF_RANGE for pos >= n_ctx.
+struct AttentionBatchEntry {
+    uint32_t row = 0;    // the row of q (and of k, v) and of out
+    uint32_t pos = 0;    // its position in the sequence
+    uint64_t heads = 0;  // the sequence's head table, before heads_offset
+};
+static_assert(sizeof(AttentionBatchEntry) == 16);
+
+// Argument words of a batched call (config.batch): q and out as for attention_args (row 0
+// at their addresses; the entries' rows index them), the list (entries, ended by one whose
+// heads is 0) at list_va, heads_offset added to each entry's heads, and the sinks, the rows'
+// keys and values (append_kv) and the RoPE tables (rope: n_positions >= n_ctx, since the
+// kernel, not the host, reads the positions) as for attention_args.
+JAL_API std::vector<uint64_t>
+attention_batch_args(const AttentionConfig& config, const TensorRef& q, const TensorRef& out,
+                     uint64_t list_va, uint64_t heads_offset, uint64_t sinks_va, uint64_t k_va = 0,
+                     uint64_t v_va = 0, const RopeTablesRef& tables = {});
 
 // Runs build_attention(config)'s program. Throws jal::Error on a bad
 // tensor (as attention_args) or a failed dispatch (Launcher::run).

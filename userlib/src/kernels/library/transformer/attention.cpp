@@ -59,7 +59,7 @@ CodeObject build_attention(const AttentionConfig& cfg)
         std::to_string(cfg.head_dim) + (cfg.window ? "_w" + std::to_string(cfg.window) : "") +
         (cfg.sinks ? "_sinks" : "") + (cfg.append_kv ? "_app" : "") + (cfg.rope ? "_rope" : "") +
         (cfg.out_dtype != JAL_DT_F32 ? "_o" + std::to_string(cfg.out_dtype) : "") +
-        (cfg.kv_dtype == JAL_DT_F16 ? "_kvf16" : "");
+        (cfg.kv_dtype == JAL_DT_F16 ? "_kvf16" : "") + (cfg.batch ? "_batch" : "");
     require(cfg.n_head > 0 && cfg.n_head_kv > 0 && cfg.n_head % cfg.n_head_kv == 0, name,
             "n_head_kv must divide n_head");
     require(cfg.head_dim > 0 && cfg.n_ctx > 0, name, "head_dim and n_ctx must be positive");
@@ -68,6 +68,7 @@ CodeObject build_attention(const AttentionConfig& cfg)
             "the cache's elements are F32 or F16");
     require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
     require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
+    require(!cfg.batch || cfg.splits() == 1, name, "a batch needs one key split");
     // The queries' rotation borrows the key and value buffers (two of each, laid out one
     // after another): the positions, cos, sin and two temporaries of an item's queries.
     const uint64_t kv_bytes = cfg.kv_dtype == JAL_DT_F16 ? 2 : 4;
@@ -85,6 +86,7 @@ std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef
                                      const RopeTablesRef& tables)
 {
     const std::string k = "attention";
+    require(!cfg.batch, k, "a batch's arguments come from attention_batch_args");
     check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
     check_tensor(out, cfg.out_dtype, cfg.n_head * cfg.head_dim, q.rows, k, "out");
     require(heads_va != 0, k, "no head table");
@@ -105,11 +107,43 @@ std::vector<uint64_t> attention_args(const AttentionConfig& cfg, const TensorRef
     return a;
 }
 
+std::vector<uint64_t> attention_batch_args(const AttentionConfig& cfg, const TensorRef& q,
+                                           const TensorRef& out, uint64_t list_va,
+                                           uint64_t heads_offset, uint64_t sinks_va, uint64_t k_va,
+                                           uint64_t v_va, const RopeTablesRef& tables)
+{
+    const std::string k = "attention";
+    require(cfg.batch, k, "batch arguments for a kernel built without batch");
+    check_tensor(q, JAL_DT_F32, cfg.n_head * cfg.head_dim, 0, k, "q");
+    check_tensor(out, cfg.out_dtype, cfg.n_head * cfg.head_dim, q.rows, k, "out");
+    require(list_va != 0, k, "no list of rows");
+    require(!cfg.sinks || sinks_va != 0, k, "the kernel was built with sinks but none were given");
+    std::vector<uint64_t> a{q.va,
+                            stride_of(q),
+                            out.va,
+                            stride_of(out),
+                            list_va,
+                            heads_offset,
+                            cfg.sinks ? sinks_va : 0};
+    if (cfg.append_kv) {
+        require(k_va != 0 && v_va != 0, k, "append_kv needs the rows' keys and values");
+        a.insert(a.end(), {k_va, v_va});
+    }
+    if (cfg.rope) {
+        require(tables.cos_va && tables.sin_va, k, "rope needs the cos and sin tables");
+        require(tables.n_positions >= cfg.n_ctx, k,
+                "a batch's rope tables must cover every position of the cache");
+        a.insert(a.end(), {tables.cos_va, tables.sin_va});
+    }
+    return a;
+}
+
 jal_dispatch_report attention(Launcher& launcher, const Program& program,
                               const AttentionConfig& config, const TensorRef& q,
                               const TensorRef& out, uint32_t pos0, uint64_t heads_va,
                               uint64_t sinks_va, const DispatchOptions& options)
 {
+    require(!config.batch, "attention", "a batch's arguments come from attention_batch_args");
     const uint64_t mask = options.slice_mask ? options.slice_mask : launcher.usable_slice_mask();
     require(std::popcount(mask) % config.splits() == 0, "attention",
             "the dispatch's slice count must be a multiple of key_splits");

@@ -22,6 +22,11 @@ public:
 
 private:
     void declare();
+    void layout_l1();
+    void take_registers();
+    void release();
+    void sequence();
+    void entries();
     void append_kv();
     void rotate_queries();
     int query_transfers() const;
@@ -61,6 +66,7 @@ private:
 
     // arguments
     X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
+    X list{};  // a batch: the entry being run (rows, pos0, heads, q, out, k and v are its)
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
     // Key chunks go through kBufs buffers of K, Vᵀ and scores, so chunk c+1's loads and its
     // Q·Kᵀ run while chunk c's softmax does (keys()).
@@ -98,29 +104,43 @@ void AttentionKernel::declare()
     q_stride = b.arg("q_stride");
     out = b.arg("out", JAL_ARG_ADDRESS);
     out_stride = b.arg("out_stride");
-    rows = b.arg("rows");
-    pos0 = b.arg("pos0");
-    heads = b.arg("heads", JAL_ARG_ADDRESS);
+    if (cfg_.batch) {
+        list = b.arg("list", JAL_ARG_ADDRESS);
+        b.free(b.arg("heads_offset"));  // read again for every entry, as q and out are
+        b.free(q);
+        b.free(out);
+    } else {
+        rows = b.arg("rows");
+        pos0 = b.arg("pos0");
+        heads = b.arg("heads", JAL_ARG_ADDRESS);
+    }
     sinks = b.arg("sinks", JAL_ARG_ADDRESS);
     if (cfg_.append_kv) {
         k_rows = b.arg("k", JAL_ARG_ADDRESS);
         v_rows = b.arg("v", JAL_ARG_ADDRESS);
+        if (cfg_.batch) {
+            b.free(k_rows);
+            b.free(v_rows);
+        }
     }
     if (cfg_.rope) {  // read again where used (arg_again): the kernel is short of registers
         b.free(b.arg("cos", JAL_ARG_ADDRESS));
         b.free(b.arg("sin", JAL_ARG_ADDRESS));
     }
     b.acquire();  // the arguments load while a staged program's previous stage finishes
-    trap_unless_within(b, pos0, rows, cfg_.n_ctx);
+    layout_l1();
+    qst = b.q();  // before append_kv, which stores with it too
+}
+
+// Every tile's place in L1, laid out once (a batch's entries reuse it).
+void AttentionKernel::layout_l1()
+{
     // append_kv: k, v and Vᵀ blocks of 32 rows, the identity, and with rope the blocks'
     // positions, cos and sin rows and two temporaries (half a head each).
     l1_app =
         cfg_.append_kv
             ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4 + (cfg_.rope ? 32 * 4 + 4 * 32 * D / 2 * 4 : 0))
             : 0;
-    qst = b.q();                      // before append_kv, which stores with it too
-    if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
-
     l1_q = b.l1_alloc(M * D * 4);
     for (int i = 0; i < kBufs; i++) {
         l1_k[i] = b.l1_alloc(Nk * D * kve);
@@ -137,7 +157,12 @@ void AttentionKernel::declare()
     l1_l2 = S > 1 ? b.l1_alloc(M * 4) : 0;
     l1_o2 = S > 1 ? b.l1_alloc(M * D * 4) : 0;
     l1_ob = orow != D * 4 ? b.l1_alloc(M * orow) : 0;
+}
 
+// The attention's constants, scratch registers, tiles and semaphores, taken after
+// append_kv has given back its own and given back by release() at the end of a sequence.
+void AttentionKernel::take_registers()
+{
     dim = constant(b, D);
     one = constant(b, 1);
     dim_bytes = constant(b, D * 4);
@@ -149,6 +174,76 @@ void AttentionKernel::declare()
     tm2 = b.t(), tl2 = b.t(), to2 = b.t();
     sem = b.q();
     qq = b.q();
+}
+
+void AttentionKernel::release()
+{
+    for (X x : {dim, one, dim_bytes, rr, l1, addr}) b.free(x);
+    for (T t : {tq, tk, tv, ts, to, tm, tmc, tl, trs, tsub, tsink, tm2, tl2, to2}) b.free(t);
+    b.free(sem);
+    b.free(qq);
+}
+
+// One sequence's rows (rows, pos0, heads, q, out and with append_kv k_rows and v_rows set):
+// their keys and values appended, then every item of theirs this slice runs.
+void AttentionKernel::sequence()
+{
+    trap_unless_within(b, pos0, rows, cfg_.n_ctx);
+    if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
+    take_registers();
+    X item0 = b.slice_index();
+    n_slices = b.slice_count();
+    X n_items = count_items(n_slices);
+    for_strided(b, item0, n_items, n_slices, [&](X i) {
+        b.free(item0);  // the loop counts from a copy of it: one register more for the item
+        item(i);
+    });
+    for (X x : {n_slices, n_items}) b.free(x);
+    release();
+}
+
+// A batch: every entry of the list as a sequence of one row, until an entry without a head
+// table. q, out, k and v are the arguments' addresses plus the entry's row, read again for
+// each entry (cache hits) so that no register holds them across the loop.
+void AttentionKernel::entries()
+{
+    Label top = b.label(), done = b.label();
+    b.bind(top);
+    heads = b.x();
+    b.ld(heads, list, 8);
+    {
+        Label more = b.label();
+        b.bne(heads, zero, more);
+        b.jmp(done);
+        b.bind(more);
+    }
+    X off = b.arg_again("heads_offset");
+    b.add(heads, heads, off);
+    b.free(off);
+    rows = constant(b, 1);
+    pos0 = b.x();
+    b.lw(pos0, list, 4);
+    X row = b.x();
+    b.lw(row, list, 0);
+    auto at_row = [&](X& reg, const char* name, X stride) {
+        reg = b.arg_again(name);
+        X t = b.x();
+        b.mul(t, row, stride);
+        b.add(reg, reg, t);
+        b.free(t);
+    };
+    at_row(q, "q", q_stride);
+    at_row(out, "out", out_stride);
+    if (cfg_.append_kv) {  // append_kv gives them back
+        at_row(k_rows, "k", q_stride);
+        at_row(v_rows, "v", q_stride);
+    }
+    b.free(row);
+    sequence();
+    for (X x : {rows, pos0, heads, q, out}) b.free(x);
+    b.addi(list, list, static_cast<int32_t>(sizeof(AttentionBatchEntry)));
+    b.jmp(top);
+    b.bind(done);
 }
 
 void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols, jal_dtype dt)
@@ -234,7 +329,7 @@ void AttentionKernel::append_kv()
         rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
         rope.l1_b = at + 3 * half_block;
         rope.table_row = constant(b, D / 2 * 4), rope.half = constant(b, D / 2);
-        rope.one = constant(b, 1);
+        rope.one = cfg_.batch ? rows : constant(b, 1);  // a batch's rows is 1: a register less
         rope.tidx = b.t(), rope.tc = b.t(), rope.ts = b.t(), rope.x0 = b.t(), rope.x1 = b.t();
         rope.ta = b.t(), rope.tb = b.t();
         a.rope = &rope;
@@ -253,7 +348,8 @@ void AttentionKernel::append_kv()
     for (X x : {s0, a.l1, a.ctx_bytes, a.key_bytes, a.dim, gg, ns, k_rows, v_rows}) b.free(x);
     for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
     if (cfg_.rope) {
-        for (X x : {rope.table_row, rope.half, rope.one}) b.free(x);
+        for (X x : {rope.table_row, rope.half}) b.free(x);
+        if (!cfg_.batch) b.free(rope.one);
         for (T t : {rope.tidx, rope.tc, rope.ts, rope.x0, rope.x1, rope.ta, rope.tb}) b.free(t);
     }
     b.free(a.q);
@@ -322,10 +418,10 @@ void AttentionKernel::rotate_queries()
 CodeObject AttentionKernel::build()
 {
     declare();
-    X item0 = b.slice_index();
-    n_slices = b.slice_count();
-    X n_items = count_items(n_slices);
-    for_strided(b, item0, n_items, n_slices, [&](X i) { item(i); });
+    if (cfg_.batch)
+        entries();
+    else
+        sequence();
     b.end();
     return b.finish();
 }
