@@ -422,6 +422,48 @@ TEST_F(ModelRuntime, DenseCopiesGiveTheLogitsWithout)
     }
 }
 
+// A slot group's decode rows in one batched attention call (RuntimeOptions::
+// attention_batches) compute what one call a sequence does: the same logits bit for bit,
+// decode steps and a mixed step, both numerics, F32 and F16 caches. Five sequences on 4
+// slices: slots 0, 2, 4 in one slice group, 1 and 3 in the other, so both groups batch,
+// and a step is then fewer dispatches (unstaged: one a group and layer, not one a row).
+TEST_F(ModelRuntime, BatchedAttentionGivesTheLogitsOfOneCallASequence)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml})
+        for (jal::model::KvType kv : {jal::model::KvType::f32, jal::model::KvType::f16}) {
+            SCOPED_TRACE(std::string(jal::model::numerics_name(n)) +
+                         (kv == jal::model::KvType::f16 ? " f16" : " f32"));
+            std::vector<std::vector<float>> logits[2];
+            uint64_t dispatches[2] = {0, 0};
+            for (int batches = 0; batches < 2; batches++) {
+                jal::model::RuntimeOptions o = small_on_4_slices(n, 6, false);
+                o.kv_type = kv;
+                o.attention_batches = batches == 1;
+                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+                std::vector<int> seqs;
+                for (int32_t i = 0; i < 5; i++) {
+                    seqs.push_back(rt->create_sequence());
+                    rt->prefill(seqs.back(), std::vector<int32_t>{1 + i, 20 + 3 * i, 7});
+                }
+                for (int32_t step = 0; step < 2; step++) {
+                    std::vector<std::pair<int, int32_t>> rows;
+                    for (int32_t i = 0; i < 5; i++) rows.push_back({seqs[i], 30 + step + i});
+                    for (std::vector<float>& l : rt->decode(rows)) logits[batches].push_back(l);
+                    dispatches[batches] = rt->last().dispatches;
+                }
+                const int late = rt->create_sequence();
+                std::vector<std::pair<int, int32_t>> rows;
+                for (int32_t i = 0; i < 5; i++) rows.push_back({seqs[i], 40 + i});
+                for (std::vector<float>& l :
+                     rt->mixed_step(rows, late, std::vector<int32_t>{3, 1, 4, 1}))
+                    logits[batches].push_back(l);
+            }
+            ASSERT_EQ(logits[0].size(), 16u);
+            expect_same_bits(logits[0], logits[1]);
+            EXPECT_LT(dispatches[1], dispatches[0]) << "a group's rows are one dispatch a layer";
+        }
+}
+
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'
 // bias rows (a per-slice table) where the rows layout keeps them replicated: the same
 // logits bit for bit, prompt and decode, both numerics (both splits give the same bits).

@@ -71,6 +71,9 @@ struct RuntimeOptions {
     // "Placement"): a prompt's GEMMs in row groups then stream W from local HBM. The same
     // bits either way; false leaves the HBM to the caches alone.
     bool dense_copies = true;
+    // A slot group's decode rows attend in one batched call (docs/model-runtime.md,
+    // "Batched decode attention"), or (false) one call a sequence. The same bits either way.
+    bool attention_batches = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

@@ -182,6 +182,9 @@ struct Layer {
 struct Activations {
     Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
     Place x2;  // split over chips: the residual stream between the two all-reduces of a layer
+    // The decode rows' lists for the batched attention (k::AttentionBatchEntry): a slot
+    // group's list, ended by an empty entry, for each group that attends for several rows.
+    Place batch;
     Place xn;  // ggml numerics: a prompt's attn_norm rows, normalised once as BF16 (normed_rows)
 };
 
@@ -331,6 +334,7 @@ private:
         f(output_);
     }
     uint32_t kv_slice(uint32_t slot, uint32_t g) const;
+    uint64_t head_table_bytes() const { return 16ull * c_.n_head_kv; }
     uint64_t kv_mask(uint32_t slot) const;
     // One graph run over these segments (tokens in row order); logits of rows
     // [out_row0, out_row0 + out_rows) come back.
@@ -345,9 +349,13 @@ private:
     GraphKernels graph_kernels(uint32_t T);
     // q_block 0: the kernel's default (128 stacked query rows an item).
     const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope,
-                                       uint32_t q_block = 0, jal_dtype out = JAL_DT_F32);
+                                       uint32_t q_block = 0, jal_dtype out = JAL_DT_F32,
+                                       bool batch = false);
     bool attention_wide(const Segment& sg) const;
     bool attention_appends(const Segment& sg) const;
+    // The pass's batched attention lists (a_.batch, batch_at_), uploaded with its batch.
+    void plan_attention_batches(const std::vector<Segment>& segs);
+    bool attention_batched(const Segment& sg) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
     // The layer's two halves on the residual stream at x: the attention (x += its output
@@ -463,6 +471,9 @@ private:
     uint64_t all_mask_ = 0;
     jal_dtype kv_dtype_ = JAL_DT_F32;        // the KV caches' elements (o_.kv_type)
     uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
+    // Per slot group, this pass: the byte offset of its list in a_.batch, or -1 where its
+    // rows attend one call a sequence (plan_attention_batches).
+    std::vector<int64_t> batch_at_;
     uint32_t qdim_ = 0, kvdim_ = 0, T_ = 0;
     Placement placement_;
     std::unique_ptr<runtime::Queue> queue_;
@@ -788,12 +799,16 @@ RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
     KvCaches caches(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++) {
         caches[j].resize(c_.n_layer);
-        slots_[j].heads.resize(c_.n_layer);
+        // A slot's tables one after another, a layer each (head_table_bytes() apart): the
+        // batched attention's list names a slot's first and adds the layer's offset.
+        const Place tables =
+            placement_.reserve(Placement::kReplicated, head_table_bytes() * c_.n_layer);
         for (uint32_t il = 0; il < c_.n_layer; il++) {
             for (uint32_t g = 0; g < c_.n_head_kv; g++)
                 caches[j][il].push_back(
                     placement_.reserve(static_cast<int>(kv_slice(j, g)), head_bytes));
-            slots_[j].heads[il] = placement_.reserve(Placement::kReplicated, 16ull * c_.n_head_kv);
+            slots_[j].heads.push_back(
+                Place{tables.arena, tables.offset + il * head_table_bytes(), head_table_bytes()});
         }
     }
     return caches;
@@ -1005,6 +1020,8 @@ void RuntimeImpl::plan_activations()
     a_.logits = placement_.reserve(I, std::min<uint64_t>(T, o_.max_sequences) * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
     a_.pos = placement_.reserve(R, T * 4);
+    a_.batch = placement_.reserve(R, (std::min<uint64_t>(T, o_.max_sequences) + kv_groups_) *
+                                         sizeof(k::AttentionBatchEntry));
     if (split_.chips > 1) a_.x2 = placement_.reserve(I, T * E4);
     if (o_.numerics == Numerics::ggml) a_.xn = placement_.reserve(I, T * c_.n_embd * 2ull);
 }
@@ -1516,11 +1533,11 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
 }
 
 const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope,
-                                                uint32_t q_block, jal_dtype out)
+                                                uint32_t q_block, jal_dtype out, bool batch)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{} t{}", c_.n_head,
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{} t{} b{}", c_.n_head,
                                c_.n_head_kv, c_.head_dim, o_.n_ctx, window, append_kv, rope,
-                               q_block, int(out), int(kv_dtype_)),
+                               q_block, int(out), int(kv_dtype_), batch),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
@@ -1528,6 +1545,7 @@ const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv,
                        a.append_kv = append_kv, a.rope = rope;
                        a.q_block = q_block, a.kv_dtype = kv_dtype_;
                        a.out_dtype = out, a.out_cvt = lin::activation_cvt_mode(numerics());
+                       a.batch = batch;
                        return k::build_attention(a);
                    });
 }
@@ -1549,7 +1567,39 @@ bool RuntimeImpl::attention_appends(const Segment& sg) const
     return !attention_wide(sg) && c_.n_head_kv % kv_group_ == 0;
 }
 
-// Layer il's KV append and attention, one pair a segment.
+// A slot group with several decode rows (one row a sequence, appended by the attention)
+// attends for all of them in one batched call (AttentionConfig::batch): one stage of its
+// lane instead of one a sequence, each paying the stage's drain, barrier and argument
+// loads. The lists name each row's slot by its first layer's head table
+// (head_table_bytes() apart by layer), so one upload serves every layer of the pass.
+void RuntimeImpl::plan_attention_batches(const std::vector<Segment>& segs)
+{
+    std::vector<std::vector<k::AttentionBatchEntry>> lists(kv_groups_);
+    for (const Segment& sg : segs)
+        if (sg.rows == 1 && !attention_wide(sg) && attention_appends(sg)) {
+            const uint32_t j = static_cast<uint32_t>(sg.seq);
+            lists[j % kv_groups_].push_back({sg.row0, sg.pos0, va(slots_[j].heads[0])});
+        }
+    batch_at_.assign(kv_groups_, -1);
+    if (!o_.attention_batches) return;
+    std::vector<k::AttentionBatchEntry> all;
+    for (uint32_t grp = 0; grp < kv_groups_; grp++) {
+        if (lists[grp].size() < 2) continue;
+        batch_at_[grp] = static_cast<int64_t>(all.size() * sizeof(k::AttentionBatchEntry));
+        all.insert(all.end(), lists[grp].begin(), lists[grp].end());
+        all.push_back({});  // the end of the group's list
+    }
+    if (!all.empty())
+        launch_->upload(va(a_.batch), all.data(), all.size() * sizeof(k::AttentionBatchEntry));
+}
+
+bool RuntimeImpl::attention_batched(const Segment& sg) const
+{
+    return sg.rows == 1 && !attention_wide(sg) && attention_appends(sg) &&
+           batch_at_[static_cast<uint32_t>(sg.seq) % kv_groups_] >= 0;
+}
+
+// Layer il's KV append and attention, one pair a segment (or a batched call a slot group).
 void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
                                 const GraphKernels& g, bool rope)
 {
@@ -1567,6 +1617,7 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
     for (const Segment& sg : segs) narrow += attention_wide(sg) ? 0 : 1;
     const bool lanes = kv_groups_ > 1 && narrow > 1;
     bool forked = false;
+    std::vector<bool> batch_added(kv_groups_, false);
     for (const Segment& sg : segs) {
         const uint32_t j = static_cast<uint32_t>(sg.seq);
         const uint64_t heads = va(slots_[j].heads[il]);
@@ -1576,6 +1627,24 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
             forked = true;
         }
         const int lane = lanes && !wide ? static_cast<int>(j % kv_groups_ % lanes_) : -1;
+        if (attention_batched(sg)) {  // the group's one call, where its first row comes
+            if (batch_added[j % kv_groups_]) continue;
+            batch_added[j % kv_groups_] = true;
+            std::vector<uint64_t> args = {q,
+                                          QKV4,
+                                          at,
+                                          O,
+                                          va(a_.batch) +
+                                              static_cast<uint64_t>(batch_at_[j % kv_groups_]),
+                                          il * head_table_bytes(),
+                                          va(Ly.sinks.place),
+                                          kk,
+                                          v};
+            if (rope) args.insert(args.end(), {va(rope_cos_.place), va(rope_sin_.place)});
+            add(attention_kernel(window, true, rope, 0, out, true), kv_mask(j), k::Args(args),
+                window ? "attention (sliding window)" : "attention", lane);
+            continue;
+        }
         const bool fused = attention_appends(sg);
         // A prompt's append runs on every slice too (each a share of a head's rows).
         if (!fused)
@@ -1734,6 +1803,7 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     add_embedding(tokens, pos);
+    plan_attention_batches(segs);
     const GraphKernels g = graph_kernels(T);
     // With o_.staged the whole pass is one staged dispatch (split only where a program would
     // pass the code-object limit): a dispatch boundary costs the command processor's start
@@ -1770,6 +1840,7 @@ std::vector<float> RuntimeImpl::run_split(const std::vector<Segment>& segs,
     std::vector<GraphKernels> g;
     for (RuntimeImpl* c : chips) {
         c->add_embedding(tokens, pos);
+        c->plan_attention_batches(segs);
         g.push_back(c->graph_kernels(T));
     }
     for (uint32_t il = 0; il < c_.n_layer; il++) {
