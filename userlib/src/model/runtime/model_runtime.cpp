@@ -1637,9 +1637,9 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
                                           va(a_.batch) +
                                               static_cast<uint64_t>(batch_at_[j % kv_groups_]),
                                           il * head_table_bytes(),
-                                          va(Ly.sinks.place),
                                           kk,
-                                          v};
+                                          v,
+                                          va(Ly.sinks.place)};
             if (rope) args.insert(args.end(), {va(rope_cos_.place), va(rope_sin_.place)});
             add(attention_kernel(window, true, rope, 0, out, true), kv_mask(j), k::Args(args),
                 window ? "attention (sliding window)" : "attention", lane);

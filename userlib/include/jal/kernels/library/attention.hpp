@@ -151,7 +151,8 @@ static_assert(sizeof(AttentionBatchEntry) == 16);
 // at their addresses; the entries' rows index them), the list (entries, ended by one whose
 // heads is 0) at list_va, heads_offset added to each entry's heads, and the sinks, the rows'
 // keys and values (append_kv) and the RoPE tables (rope: n_positions >= n_ctx, since the
-// kernel, not the host, reads the positions) as for attention_args.
+// kernel, not the host, reads the positions) as for attention_args. In order: q, q_stride,
+// out, out_stride, list, heads_offset, (append_kv) k, v, then sinks, (rope) cos, sin.
 JAL_API std::vector<uint64_t>
 attention_batch_args(const AttentionConfig& config, const TensorRef& q, const TensorRef& out,
                      uint64_t list_va, uint64_t heads_offset, uint64_t sinks_va, uint64_t k_va = 0,

@@ -118,17 +118,12 @@ std::vector<uint64_t> attention_batch_args(const AttentionConfig& cfg, const Ten
     check_tensor(out, cfg.out_dtype, cfg.n_head * cfg.head_dim, q.rows, k, "out");
     require(list_va != 0, k, "no list of rows");
     require(!cfg.sinks || sinks_va != 0, k, "the kernel was built with sinks but none were given");
-    std::vector<uint64_t> a{q.va,
-                            stride_of(q),
-                            out.va,
-                            stride_of(out),
-                            list_va,
-                            heads_offset,
-                            cfg.sinks ? sinks_va : 0};
+    std::vector<uint64_t> a{q.va, stride_of(q), out.va, stride_of(out), list_va, heads_offset};
     if (cfg.append_kv) {
         require(k_va != 0 && v_va != 0, k, "append_kv needs the rows' keys and values");
         a.insert(a.end(), {k_va, v_va});
     }
+    a.push_back(cfg.sinks ? sinks_va : 0);
     if (cfg.rope) {
         require(tables.cos_va && tables.sin_va, k, "rope needs the cos and sin tables");
         require(tables.n_positions >= cfg.n_ctx, k,

@@ -25,8 +25,12 @@ private:
     void layout_l1();
     void take_registers();
     void release();
-    void sequence();
+    void sequence(bool append);
     void entries();
+    bool appends_first() const { return cfg_.batch && cfg_.append_kv && !cfg_.rope; }
+    void append_entries();
+    void append_head(X head, KvAppendRegs& a);
+    void store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off);
     void append_kv();
     void rotate_queries();
     int query_transfers() const;
@@ -67,6 +71,7 @@ private:
     // arguments
     X q{}, q_stride{}, out{}, out_stride{}, rows{}, pos0{}, heads{}, sinks{}, k_rows{}, v_rows{};
     X list{};  // a batch: the entry being run (rows, pos0, heads, q, out, k and v are its)
+    X unit{};  // 1, while append_entries runs
     // L1 layout; the partner split's state (m2, l2, o2) only with key splits
     // Key chunks go through kBufs buffers of K, Vᵀ and scores, so chunk c+1's loads and its
     // Q·Kᵀ run while chunk c's softmax does (keys()).
@@ -105,22 +110,26 @@ void AttentionKernel::declare()
     out = b.arg("out", JAL_ARG_ADDRESS);
     out_stride = b.arg("out_stride");
     if (cfg_.batch) {
+        // What each entry reads again (heads_offset, q, out, k, v: entries()) shares the
+        // first line of the arguments with what is held, so an entry costs at most that
+        // line's miss and its list line's, even where the two evict each other.
         list = b.arg("list", JAL_ARG_ADDRESS);
-        b.free(b.arg("heads_offset"));  // read again for every entry, as q and out are
+        b.free(b.arg("heads_offset"));
         b.free(q);
         b.free(out);
+        if (cfg_.append_kv) {
+            b.free(b.arg("k", JAL_ARG_ADDRESS));
+            b.free(b.arg("v", JAL_ARG_ADDRESS));
+        }
+        sinks = b.arg("sinks", JAL_ARG_ADDRESS);
     } else {
         rows = b.arg("rows");
         pos0 = b.arg("pos0");
         heads = b.arg("heads", JAL_ARG_ADDRESS);
-    }
-    sinks = b.arg("sinks", JAL_ARG_ADDRESS);
-    if (cfg_.append_kv) {
-        k_rows = b.arg("k", JAL_ARG_ADDRESS);
-        v_rows = b.arg("v", JAL_ARG_ADDRESS);
-        if (cfg_.batch) {
-            b.free(k_rows);
-            b.free(v_rows);
+        sinks = b.arg("sinks", JAL_ARG_ADDRESS);
+        if (cfg_.append_kv) {
+            k_rows = b.arg("k", JAL_ARG_ADDRESS);
+            v_rows = b.arg("v", JAL_ARG_ADDRESS);
         }
     }
     if (cfg_.rope) {  // read again where used (arg_again): the kernel is short of registers
@@ -186,10 +195,10 @@ void AttentionKernel::release()
 
 // One sequence's rows (rows, pos0, heads, q, out and with append_kv k_rows and v_rows set):
 // their keys and values appended, then every item of theirs this slice runs.
-void AttentionKernel::sequence()
+void AttentionKernel::sequence(bool append)
 {
     trap_unless_within(b, pos0, rows, cfg_.n_ctx);
-    if (cfg_.append_kv) append_kv();  // before the attention's own registers are taken
+    if (append) append_kv();  // before the attention's own registers are taken
     take_registers();
     X item0 = b.slice_index();
     n_slices = b.slice_count();
@@ -217,14 +226,17 @@ void AttentionKernel::entries()
         b.jmp(done);
         b.bind(more);
     }
-    X off = b.arg_again("heads_offset");
-    b.add(heads, heads, off);
-    b.free(off);
+    // The entry's words first, then the arguments' line: where the list's line and the
+    // arguments' share a set of the direct-mapped scalar cache, alternating would miss on
+    // every read.
     rows = constant(b, 1);
     pos0 = b.x();
     b.lw(pos0, list, 4);
     X row = b.x();
     b.lw(row, list, 0);
+    X off = b.arg_again("heads_offset");
+    b.add(heads, heads, off);
+    b.free(off);
     auto at_row = [&](X& reg, const char* name, X stride) {
         reg = b.arg_again(name);
         X t = b.x();
@@ -234,16 +246,161 @@ void AttentionKernel::entries()
     };
     at_row(q, "q", q_stride);
     at_row(out, "out", out_stride);
-    if (cfg_.append_kv) {  // append_kv gives them back
+    const bool append = cfg_.append_kv && !appends_first();
+    if (append) {  // append_kv gives them back
         at_row(k_rows, "k", q_stride);
         at_row(v_rows, "v", q_stride);
     }
     b.free(row);
-    sequence();
+    sequence(append);
     for (X x : {rows, pos0, heads, q, out}) b.free(x);
     b.addi(list, list, static_cast<int32_t>(sizeof(AttentionBatchEntry)));
     b.jmp(top);
     b.bind(done);
+}
+
+// A batch's appends before any entry attends (appends_first): for each KV head of the
+// slice, the k and v rows of up to 32 entries are loaded together, then each is stored into
+// its sequence's cache. One row after another (append_kv's order for a sequence of one row)
+// would wait for every row's remote load and its head table in turn, at every entry.
+// The same instructions on each row as append_block's for a block of one row.
+void AttentionKernel::append_entries()
+{
+    KvAppendRegs a{};
+    a.head_dim = D;
+    a.kv_dtype = kvt;
+    a.dim = constant(b, D), a.key_bytes = constant(b, D * kve);
+    a.ctx_bytes = constant(b, int64_t{cfg_.n_ctx} * kve);
+    a.l1 = b.x();
+    a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
+    a.q = b.q();
+    a.qst = qst;
+    a.l1_k = l1_app, a.l1_v = l1_app + 32 * D * 4, a.l1_vt = l1_app + 2 * 32 * D * 4;
+    emit_identity(b, a, l1_app + 3 * 32 * D * 4);
+    X ns = b.slice_count(), gg = constant(b, G), s0 = b.slice_index();
+    {  // every item of a head must run where its keys were appended
+        X rem = b.x();
+        Label ok = b.label();
+        b.remu(rem, gg, ns);
+        b.beq(rem, zero, ok);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(ok);
+        b.free(rem);
+    }
+    unit = constant(b, 1);
+    for_strided(b, s0, gg, ns, [&](X head) { append_head(head, a); });
+    for (X x : {unit, s0, gg, ns, a.l1, a.ctx_bytes, a.key_bytes, a.dim}) b.free(x);
+    for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
+    b.free(a.q);
+}
+
+// Head `head`'s rows of every entry, 32 entries at a time: their loads issued together,
+// then each row stored (store_entry_row).
+void AttentionKernel::append_head(X head, KvAppendRegs& a)
+{
+    // The arguments held (read once: a list line and an argument line in one set of the
+    // scalar cache would evict each other at every entry).
+    X kb = b.arg_again("k"), vb = b.arg_again("v"), hoff = b.arg_again("heads_offset");
+    X block = b.x(), e = b.x(), i = b.x(), t = b.x(), addr = b.x();
+    Label top = b.label(), done = b.label();
+    b.mov(block, list);
+    b.bind(top);
+    b.ld(t, block, 8);
+    b.beq(t, zero, done);
+    // Loads of up to 32 entries' rows from `block`: row i of the k and v blocks.
+    b.mov(e, block);
+    b.li(i, 0);
+    {
+        Label more = b.label(), issued = b.label();
+        b.bind(more);
+        b.ld(t, e, 8);
+        b.beq(t, zero, issued);
+        b.li(t, 32);
+        b.bge(i, t, issued);
+        for (auto [tile, l1_at, base] :
+             {std::tuple{a.tk, a.l1_k, kb}, std::tuple{a.tv, a.l1_v, vb}}) {
+            b.muli(a.l1, i, static_cast<int32_t>(D * 4));
+            b.addi(a.l1, a.l1, static_cast<int32_t>(l1_at));
+            b.tdesc(tile, a.l1, unit, a.dim, JAL_DT_F32);
+            b.lw(t, e, 0);
+            b.mul(t, t, q_stride);
+            b.add(addr, base, t);
+            b.muli(t, head, static_cast<int32_t>(D * 4));
+            b.add(addr, addr, t);
+            b.tload(tile, addr, zero, a.q);
+        }
+        b.addi(i, i, 1);
+        b.addi(e, e, static_cast<int32_t>(sizeof(AttentionBatchEntry)));
+        b.jmp(more);
+        b.bind(issued);
+    }
+    // Then each row, in the order its loads were issued.
+    b.mov(e, i);  // the entries loaded
+    b.li(i, 0);
+    {
+        Label more = b.label(), stored = b.label();
+        b.bind(more);
+        b.bge(i, e, stored);
+        X entry = b.x();
+        b.muli(entry, i, static_cast<int32_t>(sizeof(AttentionBatchEntry)));
+        b.add(entry, entry, block);
+        store_entry_row(a, head, entry, i, hoff);
+        b.free(entry);
+        b.addi(i, i, 1);
+        b.jmp(more);
+        b.bind(stored);
+    }
+    b.muli(e, e, static_cast<int32_t>(sizeof(AttentionBatchEntry)));
+    b.add(block, block, e);
+    b.jmp(top);
+    b.bind(done);
+    for (X x : {block, e, i, t, addr, kb, vb, hoff}) b.free(x);
+}
+
+// Entry `e`'s row of head `head`, loaded into row i of the k and v blocks, stored into its
+// sequence's cache at its position: the key (rounded in place to an F16 cache's elements)
+// and the value transposed through the identity (likewise), as append_block stores a block.
+void AttentionKernel::store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off)
+{
+    X pos = b.x(), kc = b.x(), vc = b.x(), addr = b.x();
+    b.lw(pos, e, 4);
+    trap_unless_within(b, pos, unit, cfg_.n_ctx);
+    b.ld(addr, e, 8);
+    b.add(addr, addr, heads_off);
+    b.muli(kc, head, 16);
+    b.add(addr, addr, kc);
+    b.ld(kc, addr, 0);
+    b.ld(vc, addr, 8);
+    b.wait(a.q, 2);  // this row's k and v, the earliest pending
+    const int32_t eb = kvt == JAL_DT_F16 ? 2 : 4;
+    const bool half = kvt != JAL_DT_F32;
+    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
+    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_k));
+    b.tdesc(a.tk, a.l1, unit, a.dim, JAL_DT_F32);
+    if (half) {
+        b.tdesc(a.tvt, a.l1, unit, a.dim, kvt);
+        b.vcvt(a.tvt, a.tk, JAL_CVT_OCP);
+    }
+    b.muli(addr, pos, static_cast<int32_t>(D) * eb);
+    b.add(addr, addr, kc);
+    b.tstore(half ? a.tvt : a.tk, addr, a.key_bytes, a.qst);
+    // Vᵀ (D × 1) = I (D × D) × Vᵀ: the row is the weight-layout operand.
+    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
+    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_v));
+    b.tdesc(a.tv, a.l1, unit, a.dim, JAL_DT_F32);
+    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
+    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_vt));
+    b.tdesc(a.tvt, a.l1, a.dim, unit, JAL_DT_F32);
+    b.vfill(a.tvt, 0.0f);
+    b.mma(a.tvt, a.tid, a.tv);
+    if (half) {
+        b.tdesc(a.tk, a.l1, a.dim, unit, kvt);
+        b.vcvt(a.tk, a.tvt, JAL_CVT_OCP);
+    }
+    b.muli(addr, pos, eb);
+    b.add(addr, addr, vc);
+    b.tstore(half ? a.tk : a.tvt, addr, a.ctx_bytes, a.qst);
+    for (X x : {pos, kc, vc, addr}) b.free(x);
 }
 
 void AttentionKernel::desc(T t, uint32_t l1_off, X nrows, X ncols, jal_dtype dt)
@@ -418,10 +575,11 @@ void AttentionKernel::rotate_queries()
 CodeObject AttentionKernel::build()
 {
     declare();
+    if (appends_first()) append_entries();
     if (cfg_.batch)
         entries();
     else
-        sequence();
+        sequence(cfg_.append_kv);
     b.end();
     return b.finish();
 }
