@@ -29,6 +29,10 @@ private:
     void entries();
     bool appends_first() const { return cfg_.batch && cfg_.append_kv && !cfg_.rope; }
     void append_entries();
+    void trap_unless_multiple(X value, X of);
+    KvAppendRegs append_regs();
+    void release_append_regs(const KvAppendRegs& a);
+    static constexpr uint32_t kAppendRows = 32;  // rows an append block holds
     void append_head(X head, KvAppendRegs& a);
     void store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off);
     void append_kv();
@@ -266,6 +270,31 @@ void AttentionKernel::entries()
 // The same instructions on each row as append_block's for a block of one row.
 void AttentionKernel::append_entries()
 {
+    X ns = b.slice_count(), gg = constant(b, G);
+    trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
+    KvAppendRegs a = append_regs();
+    X s0 = b.slice_index();
+    unit = constant(b, 1);
+    for_strided(b, s0, gg, ns, [&](X head) { append_head(head, a); });
+    for (X x : {unit, s0, gg, ns}) b.free(x);
+    release_append_regs(a);
+}
+
+// Traps INVALID_FIELD unless `of` divides `value`.
+void AttentionKernel::trap_unless_multiple(X value, X of)
+{
+    X rem = b.x();
+    Label ok = b.label();
+    b.remu(rem, value, of);
+    b.beq(rem, zero, ok);
+    b.trap(JAL_STATUS_INVALID_FIELD);
+    b.bind(ok);
+    b.free(rem);
+}
+
+// kv_append's registers, tiles and L1 blocks of 32 rows, and the identity written.
+KvAppendRegs AttentionKernel::append_regs()
+{
     KvAppendRegs a{};
     a.head_dim = D;
     a.kv_dtype = kvt;
@@ -275,21 +304,15 @@ void AttentionKernel::append_entries()
     a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
     a.q = b.q();
     a.qst = qst;
-    a.l1_k = l1_app, a.l1_v = l1_app + 32 * D * 4, a.l1_vt = l1_app + 2 * 32 * D * 4;
-    emit_identity(b, a, l1_app + 3 * 32 * D * 4);
-    X ns = b.slice_count(), gg = constant(b, G), s0 = b.slice_index();
-    {  // every item of a head must run where its keys were appended
-        X rem = b.x();
-        Label ok = b.label();
-        b.remu(rem, gg, ns);
-        b.beq(rem, zero, ok);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(ok);
-        b.free(rem);
-    }
-    unit = constant(b, 1);
-    for_strided(b, s0, gg, ns, [&](X head) { append_head(head, a); });
-    for (X x : {unit, s0, gg, ns, a.l1, a.ctx_bytes, a.key_bytes, a.dim}) b.free(x);
+    a.l1_k = l1_app, a.l1_v = l1_app + kAppendRows * D * 4,
+    a.l1_vt = l1_app + 2 * kAppendRows * D * 4;
+    emit_identity(b, a, l1_app + 3 * kAppendRows * D * 4);
+    return a;
+}
+
+void AttentionKernel::release_append_regs(const KvAppendRegs& a)
+{
+    for (X x : {a.l1, a.ctx_bytes, a.key_bytes, a.dim}) b.free(x);
     for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
     b.free(a.q);
 }
@@ -315,7 +338,7 @@ void AttentionKernel::append_head(X head, KvAppendRegs& a)
         b.bind(more);
         b.ld(t, e, 8);
         b.beq(t, zero, issued);
-        b.li(t, 32);
+        b.li(t, kAppendRows);
         b.bge(i, t, issued);
         for (auto [tile, l1_at, base] :
              {std::tuple{a.tk, a.l1_k, kb}, std::tuple{a.tv, a.l1_v, vb}}) {
@@ -432,11 +455,7 @@ X AttentionKernel::count_items(X slices)
         // Every item's splits on consecutive slices of one round: split 0 only receives,
         // the others only send, so no slice waits for one that waits for it.
         X t = constant(b, S);
-        Label ok = b.label();
-        b.remu(t, slices, t);
-        b.beq(t, zero, ok);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(ok);
+        trap_unless_multiple(slices, t);
         b.free(t);
     }
     X n_items = b.x();
@@ -456,28 +475,10 @@ X AttentionKernel::count_items(X slices)
 void AttentionKernel::append_kv()
 {
     X ns = b.slice_count(), gg = constant(b, G);
-    {  // every item of a head must run where its keys were appended
-        X rem = b.x();
-        Label ok = b.label();
-        b.remu(rem, gg, ns);
-        b.beq(rem, zero, ok);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(ok);
-        b.free(rem);
-    }
-    constexpr uint32_t kRows = 32;  // rows appended per block
-    KvAppendRegs a{};
-    a.head_dim = D;
-    a.kv_dtype = kvt;
+    trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
+    constexpr uint32_t kRows = kAppendRows;  // rows appended per block
+    KvAppendRegs a = append_regs();
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
-    a.dim = constant(b, D), a.key_bytes = constant(b, D * kve);
-    a.ctx_bytes = constant(b, int64_t{cfg_.n_ctx} * kve);
-    a.l1 = b.x();
-    a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
-    a.q = b.q();
-    a.qst = qst;
-    a.l1_k = l1_app, a.l1_v = l1_app + kRows * D * 4, a.l1_vt = l1_app + 2 * kRows * D * 4;
-    emit_identity(b, a, l1_app + 3 * kRows * D * 4);
     KvAppendRope rope{};
     if (cfg_.rope) {
         uint32_t at = l1_app + 3 * kRows * D * 4 + D * D * 4;
@@ -502,14 +503,13 @@ void AttentionKernel::append_kv()
         b.free(col);
         b.free(entry);
     });
-    for (X x : {s0, a.l1, a.ctx_bytes, a.key_bytes, a.dim, gg, ns, k_rows, v_rows}) b.free(x);
-    for (T t : {a.tid, a.tk, a.tv, a.tvt}) b.free(t);
+    for (X x : {s0, gg, ns, k_rows, v_rows}) b.free(x);
+    release_append_regs(a);
     if (cfg_.rope) {
         for (X x : {rope.table_row, rope.half}) b.free(x);
         if (!cfg_.batch) b.free(rope.one);
         for (T t : {rope.tidx, rope.tc, rope.ts, rope.x0, rope.x1, rope.ta, rope.tb}) b.free(t);
     }
-    b.free(a.q);
 }
 
 // The item's queries (each head of the group as n rows, stacked head-major), the RoPE
