@@ -355,6 +355,7 @@ private:
     bool attention_appends(const Segment& sg) const;
     // The pass's batched attention lists (a_.batch, batch_at_), uploaded with its batch.
     void plan_attention_batches(const std::vector<Segment>& segs);
+    bool batchable(const Segment& sg) const;
     bool attention_batched(const Segment& sg) const;
     void add_layer(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                    const GraphKernels& g);
@@ -1574,14 +1575,14 @@ bool RuntimeImpl::attention_appends(const Segment& sg) const
 // (head_table_bytes() apart by layer), so one upload serves every layer of the pass.
 void RuntimeImpl::plan_attention_batches(const std::vector<Segment>& segs)
 {
+    batch_at_.assign(kv_groups_, -1);
+    if (!o_.attention_batches) return;
     std::vector<std::vector<k::AttentionBatchEntry>> lists(kv_groups_);
     for (const Segment& sg : segs)
-        if (sg.rows == 1 && !attention_wide(sg) && attention_appends(sg)) {
+        if (batchable(sg)) {
             const uint32_t j = static_cast<uint32_t>(sg.seq);
             lists[j % kv_groups_].push_back({sg.row0, sg.pos0, va(slots_[j].heads[0])});
         }
-    batch_at_.assign(kv_groups_, -1);
-    if (!o_.attention_batches) return;
     std::vector<k::AttentionBatchEntry> all;
     for (uint32_t grp = 0; grp < kv_groups_; grp++) {
         if (lists[grp].size() < 2) continue;
@@ -1593,10 +1594,15 @@ void RuntimeImpl::plan_attention_batches(const std::vector<Segment>& segs)
         launch_->upload(va(a_.batch), all.data(), all.size() * sizeof(k::AttentionBatchEntry));
 }
 
+// A decode row whose attention appends it (on its slot's group): what a batch can hold.
+bool RuntimeImpl::batchable(const Segment& sg) const
+{
+    return sg.rows == 1 && attention_appends(sg);
+}
+
 bool RuntimeImpl::attention_batched(const Segment& sg) const
 {
-    return sg.rows == 1 && !attention_wide(sg) && attention_appends(sg) &&
-           batch_at_[static_cast<uint32_t>(sg.seq) % kv_groups_] >= 0;
+    return batchable(sg) && batch_at_[static_cast<uint32_t>(sg.seq) % kv_groups_] >= 0;
 }
 
 // Layer il's KV append and attention, one pair a segment (or a batched call a slot group).

@@ -150,10 +150,10 @@ void AttentionKernel::layout_l1()
 {
     // append_kv: k, v and Vᵀ blocks of 32 rows, the identity, and with rope the blocks'
     // positions, cos and sin rows and two temporaries (half a head each).
-    l1_app =
-        cfg_.append_kv
-            ? b.l1_alloc(3 * 32 * D * 4 + D * D * 4 + (cfg_.rope ? 32 * 4 + 4 * 32 * D / 2 * 4 : 0))
-            : 0;
+    l1_app = cfg_.append_kv
+                 ? b.l1_alloc(3 * kAppendRows * D * 4 + D * D * 4 +
+                              (cfg_.rope ? kAppendRows * 4 + 4 * kAppendRows * D / 2 * 4 : 0))
+                 : 0;
     l1_q = b.l1_alloc(M * D * 4);
     for (int i = 0; i < kBufs; i++) {
         l1_k[i] = b.l1_alloc(Nk * D * kve);
@@ -381,8 +381,7 @@ void AttentionKernel::append_head(X head, KvAppendRegs& a)
 }
 
 // Entry `e`'s row of head `head`, loaded into row i of the k and v blocks, stored into its
-// sequence's cache at its position: the key (rounded in place to an F16 cache's elements)
-// and the value transposed through the identity (likewise), as append_block stores a block.
+// sequence's cache at its position with store_rows, as append_block stores a block.
 void AttentionKernel::store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off)
 {
     X pos = b.x(), kc = b.x(), vc = b.x(), addr = b.x();
@@ -394,35 +393,16 @@ void AttentionKernel::store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads
     b.add(addr, addr, kc);
     b.ld(kc, addr, 0);
     b.ld(vc, addr, 8);
-    b.wait(a.q, 2);  // this row's k and v, the earliest pending
-    const int32_t eb = kvt == JAL_DT_F16 ? 2 : 4;
-    const bool half = kvt != JAL_DT_F32;
-    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
-    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_k));
+    b.wait(a.q, 2);                      // this row's k and v, the earliest pending
+    auto at_row = [&](uint32_t block) {  // row i of an L1 block
+        b.muli(a.l1, i, static_cast<int32_t>(D * 4));
+        b.addi(a.l1, a.l1, static_cast<int32_t>(block));
+    };
+    at_row(a.l1_k);  // the loads of later rows described tk and tv anew
     b.tdesc(a.tk, a.l1, unit, a.dim, JAL_DT_F32);
-    if (half) {
-        b.tdesc(a.tvt, a.l1, unit, a.dim, kvt);
-        b.vcvt(a.tvt, a.tk, JAL_CVT_OCP);
-    }
-    b.muli(addr, pos, static_cast<int32_t>(D) * eb);
-    b.add(addr, addr, kc);
-    b.tstore(half ? a.tvt : a.tk, addr, a.key_bytes, a.qst);
-    // Vᵀ (D × 1) = I (D × D) × Vᵀ: the row is the weight-layout operand.
-    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
-    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_v));
+    at_row(a.l1_v);
     b.tdesc(a.tv, a.l1, unit, a.dim, JAL_DT_F32);
-    b.muli(a.l1, i, static_cast<int32_t>(D * 4));
-    b.addi(a.l1, a.l1, static_cast<int32_t>(a.l1_vt));
-    b.tdesc(a.tvt, a.l1, a.dim, unit, JAL_DT_F32);
-    b.vfill(a.tvt, 0.0f);
-    b.mma(a.tvt, a.tid, a.tv);
-    if (half) {
-        b.tdesc(a.tk, a.l1, a.dim, unit, kvt);
-        b.vcvt(a.tk, a.tvt, JAL_CVT_OCP);
-    }
-    b.muli(addr, pos, eb);
-    b.add(addr, addr, vc);
-    b.tstore(half ? a.tk : a.tvt, addr, a.ctx_bytes, a.qst);
+    store_rows(b, a, pos, unit, kc, vc, addr, at_row);
     for (X x : {pos, kc, vc, addr}) b.free(x);
 }
 
@@ -476,14 +456,13 @@ void AttentionKernel::append_kv()
 {
     X ns = b.slice_count(), gg = constant(b, G);
     trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
-    constexpr uint32_t kRows = kAppendRows;  // rows appended per block
     KvAppendRegs a = append_regs();
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
     KvAppendRope rope{};
     if (cfg_.rope) {
-        uint32_t at = l1_app + 3 * kRows * D * 4 + D * D * 4;
-        const uint32_t half_block = kRows * D / 2 * 4;
-        rope.l1_idx = at, at += kRows * 4;
+        uint32_t at = l1_app + 3 * kAppendRows * D * 4 + D * D * 4;
+        const uint32_t half_block = kAppendRows * D / 2 * 4;
+        rope.l1_idx = at, at += kAppendRows * 4;
         rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
         rope.l1_b = at + 3 * half_block;
         rope.table_row = constant(b, D / 2 * 4), rope.half = constant(b, D / 2);
@@ -498,7 +477,7 @@ void AttentionKernel::append_kv()
         b.muli(entry, head, 16);
         b.add(entry, entry, heads);
         b.muli(col, head, static_cast<int32_t>(D * 4));
-        for_blocks(b, zero, rows, kRows,
+        for_blocks(b, zero, rows, kAppendRows,
                    [&](X row0, X nr) { append_block(b, a, entry, col, row0, nr); });
         b.free(col);
         b.free(entry);

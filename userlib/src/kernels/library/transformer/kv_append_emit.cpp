@@ -55,6 +55,38 @@ void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t hea
     emit_rope_pair(b, r.x0, r.x1, r.tc, r.ts, r.ta, r.tb);
 }
 
+void store_rows(Builder& b, const KvAppendRegs& r, X pos, X n, X kc, X vc, X addr,
+                const std::function<void(uint32_t block)>& at)
+{
+    const int32_t e = r.kv_dtype == JAL_DT_F16 ? 2 : 4;
+    b.muli(addr, pos, static_cast<int32_t>(r.head_dim) * e);
+    b.add(addr, addr, kc);
+    // F16: the keys rounded in place (tvt, free until V^T, describes the narrower rows)
+    const bool half = r.kv_dtype != JAL_DT_F32;
+    const T kst = half ? r.tvt : r.tk;
+    if (half) {
+        at(r.l1_k);
+        b.tdesc(kst, r.l1, n, r.dim, r.kv_dtype);
+        b.vcvt(kst, r.tk, JAL_CVT_OCP);
+    }
+    b.tstore(kst, addr, r.key_bytes, r.qst);
+
+    // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
+    at(r.l1_vt);
+    b.tdesc(r.tvt, r.l1, r.dim, n, JAL_DT_F32);
+    b.vfill(r.tvt, 0.0f);
+    b.mma(r.tvt, r.tid, r.tv);
+    // F16: V^T rounded in place (tk's keys are out: their store reads the L1 at l1_k)
+    const T vst = half ? r.tk : r.tvt;
+    if (half) {
+        b.tdesc(vst, r.l1, r.dim, n, r.kv_dtype);
+        b.vcvt(vst, r.tvt, JAL_CVT_OCP);
+    }
+    b.muli(addr, pos, e);
+    b.add(addr, addr, vc);
+    b.tstore(vst, addr, r.ctx_bytes, r.qst);
+}
+
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
 // into its caches (the head table's two words at `entry`).
 void append_block(Builder& b, const KvAppendRegs& r, X entry, X col, X row0, X n)
@@ -83,33 +115,7 @@ void append_block(Builder& b, const KvAppendRegs& r, X entry, X col, X row0, X n
         b.li(r.l1, r.l1_k);
         rotate_head_rows(b, *r.rope, r.l1, n, D, D * 4);
     }
-    const int32_t e = r.kv_dtype == JAL_DT_F16 ? 2 : 4;
-    b.muli(addr, pos, static_cast<int32_t>(D) * e);
-    b.add(addr, addr, kc);
-    // F16: the keys rounded in place (tvt, free until V^T, describes the narrower rows)
-    const bool half = r.kv_dtype != JAL_DT_F32;
-    const T kst = half ? r.tvt : r.tk;
-    if (half) {
-        b.li(r.l1, r.l1_k);
-        b.tdesc(kst, r.l1, n, r.dim, r.kv_dtype);
-        b.vcvt(kst, r.tk, JAL_CVT_OCP);
-    }
-    b.tstore(kst, addr, r.key_bytes, r.qst);
-
-    // V^T (D x n) = I (D x D) x V^T: V (n rows of D) is the weight-layout operand.
-    b.li(r.l1, r.l1_vt);
-    b.tdesc(r.tvt, r.l1, r.dim, n, JAL_DT_F32);
-    b.vfill(r.tvt, 0.0f);
-    b.mma(r.tvt, r.tid, r.tv);
-    // F16: V^T rounded in place (tk's keys are out: their store reads the L1 at l1_k)
-    const T vst = half ? r.tk : r.tvt;
-    if (half) {
-        b.tdesc(vst, r.l1, r.dim, n, r.kv_dtype);
-        b.vcvt(vst, r.tvt, JAL_CVT_OCP);
-    }
-    b.muli(addr, pos, e);
-    b.add(addr, addr, vc);
-    b.tstore(vst, addr, r.ctx_bytes, r.qst);
+    store_rows(b, r, pos, n, kc, vc, addr, [&](uint32_t block) { b.li(r.l1, block); });
     for (X x : {vc, kc, pos, addr}) b.free(x);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <jal/kernels/builder.hpp>
 
@@ -46,6 +47,14 @@ void rotate_head_rows(Builder& b, const KvAppendRope& r, X l1, X n, uint32_t hea
 
 // The D x D identity at l1_id (V is stored transposed through a product with it).
 void emit_identity(Builder& b, const KvAppendRegs& r, uint32_t l1_id);
+
+// The n rows loaded into r.tk (keys, rotated if they are to be) and r.tv (values) stored
+// into a head's caches at kc (keys) and vc (Vᵀ) from position `pos`: the keys rounded in
+// place to r.kv_dtype, the values transposed through the identity and rounded likewise.
+// `at(block)` points r.l1 at the rows' place in an L1 block (r.l1_k or r.l1_vt); addr is
+// scratch. The stores go on r.qst and are not waited for (append_block says why).
+void store_rows(Builder& b, const KvAppendRegs& r, X pos, X n, X kc, X vc, X addr,
+                const std::function<void(uint32_t block)>& at);
 
 // Rows [row0, row0 + n) of one head (its columns start `col` bytes into a row of k and v)
 // into its caches (keys, rotated first with r.rope; values, transposed; both rounded to
