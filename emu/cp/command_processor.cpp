@@ -200,7 +200,7 @@ void CommandProcessor::window_command(std::uint32_t cmd)
     case JAL_WINDOW_ADD:
         win_.status = win_.fn < JAL_MGMT_MAX_FUNCS
                           ? windows_.add(win_.fn, win_.space, win_.base, win_.size)
-                          : JAL_STATUS_INVALID_FIELD;
+                          : std::uint32_t{JAL_STATUS_INVALID_FIELD};
         break;
     case JAL_WINDOW_REMOVE:
         win_.status = windows_.remove(win_.fn, win_.space, win_.base, win_.size);
