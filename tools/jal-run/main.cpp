@@ -52,6 +52,7 @@ struct Options {
     std::string expert_layout = "auto";
     std::string kv_type = "f32";
     bool unstaged = false;
+    bool no_beside = false;  // --no-projection-beside
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -221,6 +222,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.expert_layout = r.expert_layout;
     ro.kv_type = r.kv_type;
     ro.staged = !o.unstaged;
+    ro.projection_beside_attention = !o.no_beside;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
     ro.max_sequences = r.users;
@@ -682,6 +684,11 @@ void add_execution_options(CLI::App& app, Options& o)
     app.add_flag("--unstaged", o.unstaged,
                  "One dispatch a kernel instead of one staged dispatch a pass (a decode step "
                  "or a prompt chunk): what --profile needs to attribute time to kernels");
+    app.add_flag("--no-projection-beside", o.no_beside,
+                 "Run a decode step's output projection on every slice after the attention, "
+                 "not on the slices the attention leaves idle with their own copy of the "
+                 "matrix loaded while it runs (the default where HBM allows: "
+                 "docs/model-runtime.md, \"The output projection beside the attention\")");
 }
 
 // The options of --timing-only runs: the shape, the load and how it is scheduled.

@@ -179,6 +179,34 @@ TEST_F(LinearGemmTest, GemmChunksOfXAndManyTiles)
                    .seed = 20u + w * 3u + static_cast<unsigned>(n)});
 }
 
+// W before ACQUIRE (the output projection beside the attention): the same bits as the
+// loads after it, with one, two and more tiles a slice (so both leading loads, and the
+// loop's own after them), a bias, and the residual add (y's fill before the run, 0xa5
+// bytes, is an F32 of about 3e-16: it moves no result, so the reference holds).
+TEST_F(LinearGemmTest, WeightsLoadedBeforeAcquireGiveTheSameBits)
+{
+    for (uint32_t tile_n : {64u, 8u, 3u})
+        for (jal_dtype w : {JAL_DT_BF16, JAL_DT_MXFP4}) {
+            jl::GemmConfig c{.m = 2,
+                             .n = 50,
+                             .k = 64,
+                             .weight = w,
+                             .numerics = jl::Numerics::ggml,
+                             .bias = true,
+                             .tile_n = tile_n};
+            for (bool accumulate : {false, true}) {
+                c.accumulate = accumulate;
+                std::vector<float> plain, before;
+                check({.config = c, .slices = 3, .seed = 90u + tile_n}, Weights::per_slice, &plain);
+                c.w_before_acquire = true;
+                check({.config = c, .slices = 3, .seed = 90u + tile_n}, Weights::per_slice,
+                      &before);
+                c.w_before_acquire = false;
+                EXPECT_EQ(plain, before) << "tiles of " << tile_n << ", accumulate " << accumulate;
+            }
+        }
+}
+
 TEST_F(LinearGemmTest, RowGroupsSplitRowsAndColumns)
 {
     // 6 slices in 2, 3 or 6 row groups: each slice takes its group's rows (19, 13 or 7 of
@@ -331,6 +359,13 @@ TEST_F(LinearGemmTest, BadArguments)
     jl::GemmConfig one_group = c;  // per-slice tables name a column group's shards
     one_group.slice_tables = true;
     EXPECT_THROW(jl::build_gemm(one_group), jal::Error);
+    // W before ACQUIRE: one chunk of x's rows, no row groups.
+    jl::GemmConfig early = c;
+    early.w_before_acquire = true;
+    early.row_groups = 2;
+    EXPECT_THROW(jl::plan_gemm(early), jal::Error);
+    early.row_groups = 1, early.m = 37, early.max_m_chunk = 16;
+    EXPECT_THROW(jl::plan_gemm(early), jal::Error);
     // Device side: a shard table naming memory that is not mapped faults the dispatch and
     // leaves the emulator serving.
     uint64_t table_va = upload(std::vector<uint64_t>{0x7f0000000000ull});

@@ -12,6 +12,7 @@
 // well below the difference the Q8_0 rounding itself makes (checked: the two reference
 // modes differ by more than kTolGgml), so each mode is told apart from the other.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -462,6 +463,43 @@ TEST_F(ModelRuntime, BatchedAttentionGivesTheLogitsOfOneCallASequence)
             expect_same_bits(logits[0], logits[1]);
             EXPECT_LT(dispatches[1], dispatches[0]) << "a group's rows are one dispatch a layer";
         }
+}
+
+// The output projection beside the attention (RuntimeOptions::projection_beside_attention):
+// where a decode pass attends on one slot group, the projection runs on the other slices
+// from their copy of Wo, loading it before its ACQUIRE. The same logits bit for bit, both
+// numerics: one sequence (group 0), two in one group (slots 0 and 2: a batched call), two
+// in different groups (not beside), and a prompt (not beside). With it, fewer slices read
+// the attention's rows, so a one-sequence step reads fewer bytes: the path was taken.
+TEST_F(ModelRuntime, ProjectionBesideTheAttentionGivesTheSameLogits)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t step_bytes[2] = {0, 0};
+        for (int beside = 0; beside < 2; beside++) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 3, true);
+            o.projection_beside_attention = beside == 1;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            const int a = rt->create_sequence(), b = rt->create_sequence(),
+                      c = rt->create_sequence();
+            logits[beside].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
+            for (int32_t step = 0; step < 3; step++) {
+                const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
+                for (std::vector<float>& l : rt->decode(row)) logits[beside].push_back(l);
+            }
+            step_bytes[beside] = rt->last().hbm_bytes;
+            logits[beside].push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
+            logits[beside].push_back(rt->prefill(c, std::vector<int32_t>{9}));
+            for (auto pair : {std::array<int, 2>{a, c}, std::array<int, 2>{a, b}}) {
+                const std::pair<int, int32_t> rows[2] = {{pair[0], 21}, {pair[1], 22}};
+                for (std::vector<float>& l : rt->decode(rows)) logits[beside].push_back(l);
+            }
+        }
+        ASSERT_EQ(logits[0].size(), 10u);
+        expect_same_bits(logits[0], logits[1]);
+        EXPECT_LT(step_bytes[1], step_bytes[0]) << "the projection ran beside the attention";
+    }
 }
 
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'

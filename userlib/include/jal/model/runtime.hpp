@@ -74,6 +74,12 @@ struct RuntimeOptions {
     // A slot group's decode rows attend in one batched call (docs/model-runtime.md,
     // "Batched decode attention"), or (false) one call a sequence. The same bits either way.
     bool attention_batches = true;
+    // A decode pass whose attention runs on one slot group runs its output projection on
+    // the other slices, from a copy of the matrix split over them (when HBM allows), each
+    // loading its shard while the attention still runs (docs/model-runtime.md, "The output
+    // projection beside the attention"); false: on every slice after the attention. The same
+    // bits either way.
+    bool projection_beside_attention = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

@@ -140,6 +140,10 @@ struct ExpertFusions {
     bool combine = false;       // down: adds Σ w·e into the residual itself
 };
 
+constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
+// What HBM copies of weights leave free on every slice (for what the placement does not count).
+constexpr uint64_t kCopyHeadroom = kSliceBytes / 40;
+
 // A weight matrix split by rows over the slices as the GEMM kernels split it.
 struct Matrix {
     uint32_t n = 0, kdim = 0, experts = 0;  // experts > 0: expert e's rows are e·n .. e·n+n-1
@@ -160,6 +164,14 @@ struct Matrix {
     uint32_t copy_block = 0;
     std::vector<Place> copies;
     Place copy_table;
+    // The output projection, when HBM allows (plan_beside_copies): per slot group, the
+    // matrix again split over the slices outside the group (shards in slice order) and its
+    // shard table (one u64 a slice of that stage).
+    struct Beside {
+        std::vector<Place> shards;
+        Place table;
+    };
+    std::vector<Beside> beside;
 };
 
 struct Vec {  // F32 (or any bytes) read whole by every slice
@@ -312,6 +324,13 @@ private:
     void plan_expert_rows();
     void plan_timing_tables();
     void plan_dense_copies();
+    void plan_beside_copies();
+    // Slice i of the stage beside slot group grp (the slices outside it, in order).
+    uint32_t beside_slice(uint32_t grp, uint32_t i) const
+    {
+        return i < grp * kv_group_ ? i : i + kv_group_;
+    }
+    int beside_group(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
     uint32_t dense_copy_groups(Matrix Layer::*member, uint32_t block);
     void plan_expert_biases();
     uint64_t copy_bytes(const Matrix& m, uint32_t block, uint32_t s) const;
@@ -379,7 +398,7 @@ private:
                        bool rope);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
-              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32);
+              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32, int beside = -1);
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
                             uint64_t y, const char* what, const Vec* norm);
     // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
@@ -537,6 +556,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     plan_expert_biases();
     plan_timing_tables();
     plan_dense_copies();
+    plan_beside_copies();
 
     placement_.allocate(context_);
     // Large enough for a whole decode step of many sequences: the producer never waits
@@ -869,6 +889,56 @@ void RuntimeImpl::plan_expert_biases()
         }
 }
 
+// The output projection beside the attention. A decode pass whose attention runs on one
+// slot group leaves the other S − kv_group_ slices idle during its attention stage; with a
+// copy of Wo split over them, the projection runs there and each slice loads its shard
+// before the GEMM's ACQUIRE, while the attention runs, instead of streaming it once the
+// attention is done (docs/model-runtime.md). A copy for each group a slot maps to, only if
+// every slice keeps kCopyHeadroom of its HBM (after the dense copies: prompts use those).
+void RuntimeImpl::plan_beside_copies()
+{
+    if (!o_.projection_beside_attention || !o_.staged || kv_groups_ < 2) return;
+    const uint32_t groups = std::min(o_.max_sequences, kv_groups_), n = S_ - kv_group_;
+    std::vector<uint64_t> extra(S_, 0);
+    for (uint32_t grp = 0; grp < groups; grp++)
+        for (const Layer& L : layers_)
+            for (uint32_t i = 0; i < n; i++)
+                extra[beside_slice(grp, i)] +=
+                    lin::slice_range(L.wo.n, n, i).size() * L.wo.row_bytes;
+    for (uint32_t s = 0; s < S_; s++)
+        if (placement_.slice_load(s) + extra[s] + kCopyHeadroom > kSliceBytes) return;
+    for (Layer& L : layers_) {
+        L.wo.beside.resize(groups);
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            Matrix::Beside& bs = L.wo.beside[grp];
+            for (uint32_t i = 0; i < n; i++) {
+                const uint64_t bytes = lin::slice_range(L.wo.n, n, i).size() * L.wo.row_bytes;
+                bs.shards.push_back(
+                    bytes ? placement_.reserve(static_cast<int>(beside_slice(grp, i)), bytes)
+                          : Place{});
+            }
+            bs.table = placement_.reserve(Placement::kReplicated, 8ull * n);
+        }
+    }
+}
+
+// The slot group whose slices alone attend in this pass, if its output projection runs
+// beside the attention (plan_beside_copies): every segment a decode row set on that
+// group, and T rows that the GEMM takes in one chunk without row groups; else −1.
+int RuntimeImpl::beside_group(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const
+{
+    const Matrix& wo = layers_[il].wo;
+    if (wo.beside.empty() || row_groups(wo, T, false, true) > 1) return -1;
+    const uint32_t grp = static_cast<uint32_t>(segs.front().seq) % kv_groups_;
+    for (const Segment& sg : segs)
+        if (attention_wide(sg) || static_cast<uint32_t>(sg.seq) % kv_groups_ != grp) return -1;
+    if (grp >= wo.beside.size()) return -1;
+    lin::GemmConfig g;
+    g.m = T, g.n = wo.n, g.k = wo.kdim, g.weight = wo.dtype, g.bias = true, g.accumulate = true;
+    g.numerics = numerics(), g.x_dtype = attn_dtype(il, T);
+    return lin::plan_gemm(g).m_chunk >= T ? static_cast<int>(grp) : -1;
+}
+
 // Local copies of the dense GEMMs' shards (the output projection's, q·k·v's), when HBM
 // allows. In a row groups a slice reads a shards of W, a − 1 of them over the NoC at 60 GB/s;
 // with copies of the shards of its block of B slices it reads those from its own HBM at 240
@@ -880,8 +950,6 @@ void RuntimeImpl::plan_expert_biases()
 void RuntimeImpl::plan_dense_copies()
 {
     if (!o_.dense_copies || S_ < 2 || T_ < 2) return;
-    constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
-    constexpr uint64_t kCopyHeadroom = kSliceBytes / 40;
     using Member = Matrix Layer::*;
     const Member families[2] = {&Layer::wo, &Layer::wqkv};
     uint32_t blocks[2] = {1, 1};
@@ -1049,6 +1117,11 @@ void RuntimeImpl::upload_tables(const KvCaches& caches)
         if (m.copy_block) {
             const std::vector<uint64_t> copies = copy_table(m);
             launch_->upload(va(m.copy_table), copies.data(), copies.size() * 8);
+        }
+        for (const Matrix::Beside& bs : m.beside) {
+            std::vector<uint64_t> beside;
+            for (const Place& p : bs.shards) beside.push_back(p.bytes ? va(p) : 0);
+            launch_->upload(va(bs.table), beside.data(), beside.size() * 8);
         }
         if (m.row_shards.empty()) return;
         for (uint32_t s = 0; s < S_; s++)
@@ -1277,6 +1350,15 @@ void RuntimeImpl::upload_weights()
                     at += m.shards[sh].bytes;
                 }
         }
+        for (const Matrix::Beside& bs : m.beside)
+            for (uint32_t i = 0; i < bs.shards.size() && m.data; i++)
+                if (bs.shards[i].bytes)
+                    pieces.push_back(
+                        {va(bs.shards[i]),
+                         m.data + lin::slice_range(m.n, static_cast<uint32_t>(bs.shards.size()), i)
+                                          .begin *
+                                      m.row_bytes,
+                         bs.shards[i].bytes});
         // The rows layout: slice s's rows of expert e after those of expert e − 1.
         for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
             const lin::Range r = lin::slice_range(m.n, S_, s);
@@ -1317,7 +1399,7 @@ uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm, bool accumulate, jal_dtype x_dtype)
+                       const Vec* norm, bool accumulate, jal_dtype x_dtype, int beside)
 {
     lin::GemmConfig g;
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
@@ -1327,18 +1409,24 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
     // The copies (plan_dense_copies) of the column group's shards in the slice's block.
     g.slice_tables = g.row_groups > 1 && m.copy_block;
+    // Beside the attention (beside_group): on the slices outside the group, from their copy.
+    g.w_before_acquire = beside >= 0;
     const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{}", g.m, g.n, g.k,
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{}", g.m, g.n, g.k,
                     int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
-                    int(x_dtype), g.slice_tables);
+                    int(x_dtype), g.slice_tables, g.w_before_acquire);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
-    args.insert(args.end(), {va(g.slice_tables ? m.copy_table : m.table), m.row_bytes});
+    const Place& table = beside >= 0      ? m.beside[beside].table
+                         : g.slice_tables ? m.copy_table
+                                          : m.table;
+    args.insert(args.end(), {va(table), m.row_bytes});
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
-    add(code, all_mask_, k::Args(args), what);
+    add(code, beside >= 0 ? all_mask_ & ~kv_mask(static_cast<uint32_t>(beside)) : all_mask_,
+        k::Args(args), what);
 }
 
 bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
@@ -1715,7 +1803,7 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     const jal_dtype at_dt = attn_dtype(il, T);
     const bool lead = split_.rank == 0;
     gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
-         "attn_output", nullptr, lead, at_dt);
+         "attn_output", nullptr, lead, at_dt, beside_group(il, T, segs));
 }
 
 void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)

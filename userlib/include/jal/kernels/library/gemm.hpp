@@ -57,6 +57,13 @@ struct GemmConfig {
     // runtime's dense copies: the a shards then stream from local HBM, not a − 1 of them
     // over the NoC). The same rows of W, so the same bits.
     bool slice_tables = false;
+    // The first W tiles (and their bias) load before the kernel's ACQUIRE, so that in a
+    // staged program they stream while the stage before still runs; x and y are read after
+    // it as always. It pays on slices the stage before leaves idle (the runtime's output
+    // projection beside the attention: docs/model-runtime.md). W and the bias must not be
+    // written by earlier work of the program. Needs one chunk of x (M ≤ the plan's m_chunk)
+    // and no row groups. The same bits.
+    bool w_before_acquire = false;
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };

@@ -73,15 +73,15 @@ void emit_double_buffered(Builder& b, X n, const std::function<void(X i, int buf
 void emit_multi_buffered(Builder& b, X n, int slots, int ahead,
                          const std::function<void(X i, int slot)>& load,
                          const std::function<void(X i, int slot)>& body,
-                         const std::function<void()>& after_first)
+                         const std::function<void()>& after_first, bool leading_issued)
 {
     X i = emit_const(b, 0);
     X next = b.x();
     Label top = b.label(), out = b.label();
     b.bge(i, n, out);
-    load(i, 0);
+    if (!leading_issued) load(i, 0);
     if (after_first) after_first();
-    {  // the other leading loads, each only if that tile exists
+    if (!leading_issued) {  // the other leading loads, each only if that tile exists
         Label skip = b.label();
         for (int j = 1; j < ahead; j++) {
             b.li(next, j);

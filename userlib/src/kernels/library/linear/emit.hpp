@@ -39,11 +39,13 @@ void emit_double_buffered(Builder& b, X n, const std::function<void(X i, int buf
 // The same, generalized: loads run `ahead` tiles ahead of the body, and the loop is unrolled
 // `slots` times (a multiple of every buffer count the callbacks use); tile i's load and
 // body get slot i mod slots. With three W buffers (ahead 2), a store the body queues on the
-// DMA engine never delays the load the next body needs.
+// DMA engine never delays the load the next body needs. leading_issued: the caller has
+// issued the loads of tiles 0 … ahead − 1 (those that exist) into their slots already.
 void emit_multi_buffered(Builder& b, X n, int slots, int ahead,
                          const std::function<void(X i, int slot)>& load,
                          const std::function<void(X i, int slot)>& body,
-                         const std::function<void()>& after_first = {});
+                         const std::function<void()>& after_first = {},
+                         bool leading_issued = false);
 
 // Largest multiple of `unit` not above `v`, at least `unit`.
 inline uint32_t round_down(uint32_t v, uint32_t unit)

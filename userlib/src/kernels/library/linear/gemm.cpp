@@ -73,6 +73,7 @@ std::string gemm_name(const GemmConfig& c)
     if (c.bias) name += "_bias";
     if (c.rms_norm) name += "_norm";
     if (c.accumulate) name += "_acc";
+    if (c.w_before_acquire) name += "_wb";
     return name.substr(0, 63);
 }
 
@@ -139,6 +140,8 @@ GemmPlan plan_gemm(const GemmConfig& c)
     p.l1_bytes =
         static_cast<uint32_t>(used + aligned(mc * xrow) + kAccBuffers * aligned(mc * tn * 4) +
                               (p.convert_x ? 0 : mc * norm_row));
+    if (c.w_before_acquire && (c.row_groups > 1 || p.m_chunk < c.m))
+        bad(c, "W before ACQUIRE needs one chunk of x's rows and no row groups");
     return p;
 }
 
@@ -160,7 +163,9 @@ private:
     void declare();
     void share_columns();
     void layout();
-    void load_w(X i, int buf, uint32_t m0, uint32_t mr);
+    void load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y = true);
+    void load_y(X i, int buf, uint32_t m0, uint32_t mr);
+    void leading_w_loads();
     X y_tile_address(X i, uint32_t m0);
     void compute(X i, int buf, int acc, uint32_t m0, uint32_t mr);
     void stage(uint32_t m0, uint32_t mr, uint32_t j);
@@ -331,9 +336,9 @@ X GemmKernel::y_tile_address(X i, uint32_t m0)
     return a;
 }
 
-// Issues the loads of W tile i (and its bias, and accumulating, its block of y) into
-// buffer `buf`.
-void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr)
+// Issues the loads of W tile i (and its bias, and accumulating and with_y, its block of y)
+// into buffer `buf`.
+void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y)
 {
     X rows = emit_block_size(b, i, count, tn_reg);
     emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
@@ -350,15 +355,49 @@ void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr)
         b.tload(tb[buf], a, bias_step, qw[buf]);
     }
     b.free(a);
-    if (c.accumulate) {
-        X mr_reg = chunk_rows(mr);
-        emit_tdesc_at(b, ty[buf], l1_y[buf], mr_reg, rows, JAL_DT_F32);
-        b.free(mr_reg);
-        X ya = y_tile_address(i, m0);
-        b.tload(ty[buf], ya, y_stride, qw[buf]);
-        b.free(ya);
-    }
     b.free(rows);
+    if (with_y) load_y(i, buf, m0, mr);
+}
+
+// Accumulating: tile i's block of y into buffer `buf`'s y tile.
+void GemmKernel::load_y(X i, int buf, uint32_t m0, uint32_t mr)
+{
+    if (!c.accumulate) return;
+    X rows = emit_block_size(b, i, count, tn_reg);
+    X mr_reg = chunk_rows(mr);
+    emit_tdesc_at(b, ty[buf], l1_y[buf], mr_reg, rows, JAL_DT_F32);
+    b.free(mr_reg);
+    X ya = y_tile_address(i, m0);
+    b.tload(ty[buf], ya, y_stride, qw[buf]);
+    b.free(ya);
+    b.free(rows);
+}
+
+// w_before_acquire: the shard table's entry and the leading W tiles (those the loop would
+// load before its first MMA) before ACQUIRE; after it x, then the leading blocks of y.
+void GemmKernel::leading_w_loads()
+{
+    w = emit_table_entry(b, w_shards, share.slice);
+    b.free(w_shards);
+    b.free(share.slice);
+    X j = b.x();
+    Label past = b.label();
+    for (int t = 0; t < kWBuffers - 1; t++) {
+        b.li(j, t);
+        b.bge(j, tiles, past);
+        load_w(j, t, 0, c.m, false);
+    }
+    b.bind(past);
+    b.acquire();
+    issue_x(0, c.m);
+    Label past_y = b.label();
+    for (int t = 0; t < kWBuffers - 1 && c.accumulate; t++) {
+        b.li(j, t);
+        b.bge(j, tiles, past_y);
+        load_y(j, t, 0, c.m);
+    }
+    b.bind(past_y);
+    b.free(j);
 }
 
 // Multiplies the resident x rows by W tile i (W buffer `buf`, accumulator `acc`) and
@@ -466,16 +505,21 @@ CodeObject GemmKernel::build()
     declare();
     share_columns();
     layout();
-    // Only the arguments (and the norm weight) come before ACQUIRE: in a staged program
-    // they load while the stage before finishes. (Loading the first W tile there too does
-    // not pay: the slice that finishes the stage before last is the one that waits, and its
-    // x load would queue behind the tile; docs/performance.md.) The first x load goes out
-    // before the shard table is read, so that read's latency overlaps the load's.
-    b.acquire();
-    issue_x(0, std::min(p.m_chunk, c.m));
-    w = emit_table_entry(b, w_shards, share.slice);
-    b.free(w_shards);
-    b.free(share.slice);
+    if (c.w_before_acquire) {
+        leading_w_loads();
+    } else {
+        // Only the arguments (and the norm weight) come before ACQUIRE: in a staged program
+        // they load while the stage before finishes. (Loading the first W tile there too
+        // does not pay where the slice took part in the stage before: the slice that
+        // finishes it last is the one that waits, and its x load would queue behind the
+        // tile; docs/performance.md.) The first x load goes out before the shard table is
+        // read, so that read's latency overlaps the load's.
+        b.acquire();
+        issue_x(0, std::min(p.m_chunk, c.m));
+        w = emit_table_entry(b, w_shards, share.slice);
+        b.free(w_shards);
+        b.free(share.slice);
+    }
     for (uint32_t m0 = 0; m0 < c.m; m0 += p.m_chunk) {
         const uint32_t mr = std::min(p.m_chunk, c.m - m0);
         if (m0 != 0) issue_x(m0, mr);
@@ -486,7 +530,7 @@ CodeObject GemmKernel::build()
         emit_multi_buffered(
             b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers, m0, mr); },
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
-            [&] { finish_x(m0, mr); });
+            [&] { finish_x(m0, mr); }, c.w_before_acquire);
     }
     return emit_finish(b, done);
 }
