@@ -85,6 +85,7 @@ private:
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
+    void issue_combine_loads();
     void combine_rows(X np);
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
@@ -135,6 +136,7 @@ private:
     T tids{}, tplist{}, tglist{}, tcount{}, tstart{}, tgidx{}, tx{}, ta{}, tw[2] = {}, tbias{};
     T tacc{}, tsub{};
     Q qio{}, qw[2] = {}, qst{}, qg{};  // qg: the prefetched gather's blocks
+    Q qc{};                            // the fused combine's loads, issued first
     X one{}, four{}, kdim{}, experts{};
 };
 

@@ -20,6 +20,7 @@ void ExpertGemmKernel::layout_streamed()
     // Tile registers are 16: the bias row and the x-row list's tiles (used by the per-expert
     // loop and the sort) are described anew for the bias rows and the active experts.
     telist = b.t(), twidx = b.t(), tbrows = tbias, talist = tglist;
+    if (c.combine) qc = b.q();
     X np = emit_const(b, p.pairs);
     emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
     b.free(np);
@@ -131,22 +132,38 @@ void ExpertGemmKernel::stream_finish()
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
 }
 
-// The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then
-// for the slice's columns out[t] = out[t] + ((w0·y[t·k] + w1·y[t·k+1]) + ...), moe_combine's
-// instructions and order; y is never stored. Tiles borrow the W buffers (done), tx and tgidx.
-void ExpertGemmKernel::combine_rows(X np)
+// The fused combine's inputs, the pairs' weights and the slice's columns of the out rows,
+// loaded before the activations are gathered: their latency (a remote round trip) then
+// overlaps the gather and the streaming instead of coming after the last MMA. Tiles borrow
+// the W buffers' registers (described anew by each W load).
+void ExpertGemmKernel::issue_combine_loads()
 {
     out = b.arg("out", JAL_ARG_ADDRESS);
     out_stride = b.arg("out_stride");
     weights = b.arg("weights", JAL_ARG_ADDRESS);
     X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
     emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
-    b.tload(tw[0], weights, k_bytes, qio);
+    b.tload(tw[0], weights, k_bytes, qc);
     X xa = b.x();
     b.muli(xa, col0, 4);
     b.add(xa, xa, out);
     emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
-    b.tload(tw[1], xa, out_stride, qio);
+    b.tload(tw[1], xa, out_stride, qc);
+    for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
+}
+
+// The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then
+// for the slice's columns out[t] = out[t] + ((w0·y[t·k] + w1·y[t·k+1]) + ...), moe_combine's
+// instructions and order; y is never stored. Tiles borrow the W buffers (done), tx and tgidx.
+void ExpertGemmKernel::combine_rows(X np)
+{
+    out = b.arg_again("out");
+    out_stride = b.arg_again("out_stride");
+    X rows = emit_const(b, c.tokens);
+    X xa = b.x();
+    b.muli(xa, col0, 4);
+    b.add(xa, xa, out);
+    emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
     b.for_range(zero, np, 1, [&](X r) {
         X pr = b.x(), a = b.x();
         b.tread(pr, tplist, r, 0);
@@ -160,7 +177,7 @@ void ExpertGemmKernel::combine_rows(X np)
         b.free(a);
         b.free(pr);
     });
-    b.wait(qio, 2);
+    b.wait(qc, 2);
     emit_tdesc_at(b, tx, l1_cto, rows, ncols, JAL_DT_F32, p.tn * 4);
     for (uint32_t j = 0; j < c.k; j++) {
         // expert j of every token (rows t·k + j) and its weight (column j), strided views
@@ -175,7 +192,7 @@ void ExpertGemmKernel::combine_rows(X np)
     }
     b.vadd(tx, tw[1], tx);
     b.tstore(tx, xa, out_stride, qst);
-    for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
+    for (X r : {xa, rows, out_stride, out}) b.free(r);
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
@@ -204,6 +221,7 @@ void ExpertGemmKernel::stream_rows(X w)
     emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
     X np = nvalid;
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
+    if (c.combine) issue_combine_loads();
     gather_x(np);
     if (c.bias) {
         // Row of pair i: expert elist[i]'s bias from column col0.
