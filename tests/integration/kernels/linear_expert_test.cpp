@@ -6,6 +6,7 @@
 // Reference: y[t·k+j][n] = Σ_k a[row][k]·W[e·N+n][k] + bias[e][n], e = ids[t][j], W decoded
 // exactly and a = x rounded to the activation format on the host; tolerance as the GEMM
 // test's: 1e-5 · (Σ|a·w| + |bias|) for F32 accumulation over K ≤ 128.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -39,8 +40,10 @@ protected:
         return bytes;
     }
 
+    // invalid: the second pair's id is −1 and the last pair's E (no expert): the kernel
+    // skips them and leaves their rows of y as they were.
     void check(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed,
-               bool timing_only = false)
+               bool timing_only = false, bool invalid = false)
     {
         SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices) + " slices");
         const uint32_t pairs = c.tokens * c.k, xrows = c.input_per_pair ? pairs : c.tokens;
@@ -62,6 +65,7 @@ protected:
             std::shuffle(all.begin(), all.end(), rng);
             ids.insert(ids.end(), all.begin(), all.begin() + c.k);
         }
+        if (invalid) ids[1] = -1, ids.back() = static_cast<int32_t>(c.experts);
         const bool by_rows = c.split == jl::ExpertSplit::rows;
         const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
         const std::vector<uint8_t> w_dev =
@@ -90,6 +94,13 @@ protected:
         int bad = 0;
         for (uint32_t p = 0; p < pairs; p++) {
             const uint32_t e = static_cast<uint32_t>(ids[p]), row = c.input_per_pair ? p : p / c.k;
+            if (e >= c.experts) {
+                uint32_t untouched = 0;
+                for (uint32_t n = 0; n < c.n; n++)
+                    untouched += std::bit_cast<uint32_t>(y[size_t{p} * c.n + n]) == 0x5a5a5a5au;
+                EXPECT_EQ(untouched, c.n) << "pair " << p << " has no expert";
+                continue;
+            }
             for (uint32_t n = 0; n < c.n; n++) {
                 double ref = bias[size_t{e} * c.n + n], mag = std::fabs(ref);
                 for (uint32_t k = 0; k < c.kdim; k++) {
@@ -222,6 +233,28 @@ TEST_F(LinearExpertTest, SplitByRowsEveryNumericsAndShape)
         .tokens = 2, .k = 2, .experts = 3, .n = 300, .kdim = 64, .split = jl::ExpertSplit::rows};
     check(wide, 1, 53);
     check(wide, 2, 54);
+}
+
+// Pairs whose id names no expert (the split over chips makes other chips' pairs so) are
+// skipped: few pairs (sorted by one VTOPK), streamed over several slices and in the
+// per-expert loop on one slice, and many pairs (the counting sort).
+TEST_F(LinearExpertTest, SplitByRowsSkipsPairsWithoutAnExpert)
+{
+    jl::ExpertGemmConfig c{.tokens = 5,
+                           .k = 2,
+                           .experts = 6,
+                           .n = 40,
+                           .kdim = 64,
+                           .numerics = jl::Numerics::ggml,
+                           .split = jl::ExpertSplit::rows};
+    check(c, 4, 70, false, true);
+    c.input_per_pair = true;
+    check(c, 3, 71, false, true);
+    jl::ExpertGemmConfig wide{
+        .tokens = 3, .k = 2, .experts = 4, .n = 300, .kdim = 64, .split = jl::ExpertSplit::rows};
+    check(wide, 1, 72, false, true);
+    c.tokens = 12;  // 24 pairs
+    check(c, 4, 73, false, true);
 }
 
 TEST_F(LinearExpertTest, BothSplitsGiveTheSameBits)

@@ -96,11 +96,12 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     // With the fused norm: its weight, and per row its squares and scale. Sorted with vector
     // operations: the ids as F32, the keys, VTOPK's indices, the experts' numbers.
     p.vsort = c.split == ExpertSplit::experts && c.k <= 32;
+    p.fsort = c.split == ExpertSplit::rows && p.pairs <= kFewSortPairs;
     const uint64_t fixed =
         (p.vsort ? 3 * (uint64_t{p.pairs} * 4 + 64) + uint64_t{c.experts} * 4 + 4 * 64 : 0) +
-        3 * (uint64_t{p.pairs} * 4 + 64) + 2 * (uint64_t{c.experts} * 4 + 64) +
-        2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) + 256 +
-        (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
+        (p.fsort ? 2 * (uint64_t{p.pairs} * 4 + 64) : 0) + 3 * (uint64_t{p.pairs} * 4 + 64) +
+        2 * (uint64_t{c.experts} * 4 + 64) + 2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) +
+        256 + (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
         (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0) +
         // the fused routing: the logits, the weights and two scratch columns
         (c.route ? uint64_t{c.tokens} * (c.experts + c.k + 2) * 4 + 3 * 64 : 0);
@@ -190,6 +191,7 @@ void ExpertGemmKernel::layout()
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
     if (p.prefetch) qg = b.q();
     if (c.swiglu) l1_glu = b.l1_alloc(kStageRows * (c.n / 2) * 4);
+    if (p.fsort) l1_vids = b.l1_alloc(pairs * 4), l1_vidx = b.l1_alloc(pairs * 4);
     if (p.vsort) {
         l1_vids = b.l1_alloc(pairs * 4), l1_vkey = b.l1_alloc(pairs * 4);
         l1_vidx = b.l1_alloc(pairs * 4), l1_viota = b.l1_alloc(c.experts * 4);
@@ -242,6 +244,8 @@ CodeObject ExpertGemmKernel::build()
         b.add(e_hi, share.begin, share.count);
         sort_own_pairs(share.begin, e_hi);
         b.free(e_hi);
+    } else if (p.fsort) {
+        sort_few_pairs();
     } else {
         sort_pairs();
     }

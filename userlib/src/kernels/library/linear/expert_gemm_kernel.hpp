@@ -20,6 +20,8 @@ constexpr uint32_t kL1 = JAL_SLICE_L1_BYTES;
 constexpr uint32_t kWeightBudget = 1u << 20;
 // Staged gathers (split by experts, converted activations): F32 rows per staging block.
 constexpr uint32_t kStageRows = 8;
+// Split by rows, up to this many pairs are sorted by sort_few_pairs.
+constexpr uint32_t kFewSortPairs = 16;
 // The chunk the prefetching path (ExpertPlan::prefetch) must keep: a 2 048-row prompt's
 // share of an expert of 128 with top-4 routing.
 constexpr uint32_t kPrefetchPairs = 64;
@@ -49,6 +51,10 @@ struct ExpertPlan {
     // Split by experts: each slice lists only its own experts' pairs, each with one VTOPK over
     // all pairs (sort_own_pairs) instead of the scalar counting sort of every pair.
     bool vsort;
+    // Split by rows with few pairs (decode): the pairs put in expert order by one VTOPK and
+    // listed in one pass over them (sort_few_pairs) instead of the counting sort's passes
+    // over every expert.
+    bool fsort;
     uint64_t xrow;  // a row of x as it is gathered
     uint64_t yrow;  // a converted row of y (0: y is stored F32 from the accumulator)
 };
@@ -71,6 +77,8 @@ private:
     void route_ids();
     void sort_pairs();
     void sort_own_pairs(X e_lo, X e_hi);
+    void sort_few_pairs();
+    X list_few_pairs(T order, bool experts_pass);
     void list_own_pairs(X e, X run, X np);
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);

@@ -144,6 +144,88 @@ void ExpertGemmKernel::sort_pairs()
     });
 }
 
+// Few pairs, split by rows: the pairs in expert order (ties: pair order, the counting
+// sort's) from one VTOPK of −id over them, then two passes over that order, one listing
+// the experts with pairs (their starts and ends, and talist when streamed) and one the
+// entries (each one's pair, x row and expert). An expert without pairs is left empty
+// (start = end = 0). The lists sort_pairs gives, in O(pairs) scalar steps, not O(E).
+void ExpertGemmKernel::sort_few_pairs()
+{
+    X np = emit_const(b, p.pairs);
+    emit_tdesc_at(b, tw[1], l1_ids, one, np, JAL_DT_I32);  // the ids as one row
+    emit_tdesc_at(b, tx, l1_vids, one, np, JAL_DT_F32);
+    b.vcvt(tx, tw[1]);
+    b.vneg(tx, tx);
+    emit_tdesc_at(b, tw[0], l1_vidx, one, np, JAL_DT_I32);
+    b.vtopk(tw[0], tx, p.pairs);
+    emit_tdesc_at(b, tw[0], l1_vidx, np, one, JAL_DT_I32);  // the order, as a column
+    b.free(np);
+    b.vfill(tstart, 0.0f);
+    b.vfill(tcount, 0.0f);
+    if (p.streamed) {
+        nactive = emit_const(b, 0);
+        emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);
+    }
+    b.free(list_few_pairs(tw[0], true));
+    if (p.streamed) {  // talist borrowed tglist's register
+        X n = emit_const(b, p.pairs);
+        emit_tdesc_at(b, tglist, l1_glist, n, one, JAL_DT_I32);
+        b.free(n);
+    }
+    X run = list_few_pairs(tw[0], false);
+    if (p.streamed)
+        nvalid = run;  // pairs with a valid expert: the sorted lists' length
+    else
+        b.free(run);
+}
+
+// One pass of sort_few_pairs over the pairs in `order` (a column of pair indices); returns
+// the count of pairs with a valid expert.
+X ExpertGemmKernel::list_few_pairs(T order, bool experts_pass)
+{
+    X np = emit_const(b, p.pairs), at = emit_const(b, 0), prev = emit_const(b, -1);
+    b.for_range(zero, np, 1, [&](X i) {
+        X pr = b.x(), id = b.x(), t = b.x();
+        Label skip = b.label();
+        b.tread(pr, order, i, 0);
+        b.tread(id, tids, pr, 0);
+        b.sltu(t, id, experts);
+        b.beq(t, zero, skip);
+        if (experts_pass) {
+            Label same = b.label();
+            b.beq(id, prev, same);
+            if (p.streamed) {
+                b.twrite(id, talist, nactive, 0);
+                b.addi(nactive, nactive, 1);
+            }
+            b.twrite(at, tstart, id, 0);
+            b.addi(prev, id, 0);
+            b.bind(same);
+            b.addi(at, at, 1);
+            b.twrite(at, tcount, id, 0);  // the end of its entries so far
+        } else {
+            b.twrite(pr, tplist, at, 0);
+            if (c.input_per_pair) {
+                b.twrite(pr, tglist, at, 0);
+            } else {
+                X kk = emit_const(b, c.k);
+                b.divu(t, pr, kk);
+                b.free(kk);
+                b.twrite(t, tglist, at, 0);
+            }
+            if (p.streamed) b.twrite(id, telist, at, 0);
+            b.addi(at, at, 1);
+        }
+        b.bind(skip);
+        b.free(t);
+        b.free(id);
+        b.free(pr);
+    });
+    b.free(prev);
+    b.free(np);
+    return at;
+}
+
 // Split by experts, the slice's own experts [e_lo, e_hi) only: each expert's pairs (in pair
 // order, as the counting sort leaves them) from one VTOPK over all pairs of the key
 // −min(|id − e|, 1), 0 for its pairs and −1 for the others (ties: the lower index first).
