@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "linear_fixture.hpp"
@@ -19,6 +20,8 @@ using jal::kernels::TensorRef;
 using jal::test::HostMatrix;
 
 namespace {
+
+std::vector<uint8_t> bytes_of(const std::vector<std::byte>& v);
 
 class LinearExpertSwigluTest : public jal::test::LinearKernelTest {
 protected:
@@ -35,14 +38,21 @@ protected:
         for (uint32_t p = 0; p < pairs; p++)
             ids.push_back(static_cast<int32_t>((p * 7 + 3) % c.experts));
         const uint64_t mask = slices(nslices);
-        const uint64_t w_va = upload(w.bytes);
-        const uint64_t table_va = upload(jl::expert_shard_table(c, w.ref(w_va), nslices));
+        c.swiglu = fused;
+        // Split by rows, W packed in the halves layout (pack_expert_rows with the SwiGLU).
+        const bool by_rows = c.split == jl::ExpertSplit::rows;
+        const uint64_t w_va = by_rows ? upload(bytes_of(jl::pack_expert_rows(
+                                            c, std::as_bytes(std::span<const uint8_t>(w.bytes)),
+                                            w.bytes.size() / (size_t{c.experts} * c.n), nslices)))
+                                      : upload(w.bytes);
+        const uint64_t table_va =
+            upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
+                           : jl::expert_shard_table(c, w.ref(w_va), nslices));
         const TensorRef x{.va = upload(xf), .rows = c.tokens, .cols = c.kdim, .dtype = JAL_DT_F32};
         const TensorRef tids{.va = upload(ids), .rows = c.tokens, .cols = c.k, .dtype = JAL_DT_I32};
         const TensorRef tb{.va = upload(bias), .rows = c.experts, .cols = c.n, .dtype = JAL_DT_F32};
         const TensorRef y{
             .va = output(size_t{pairs} * F * 4), .rows = pairs, .cols = F, .dtype = JAL_DT_F32};
-        c.swiglu = fused;
         if (fused) {
             EXPECT_EQ(run(jl::build_expert_gemm(c),
                           jl::expert_gemm_args(c, x, tids, table_va, w.ref(w_va), tb, y), mask)
@@ -74,6 +84,13 @@ protected:
     std::vector<int32_t> ids;
     HostMatrix w;
 };
+
+std::vector<uint8_t> bytes_of(const std::vector<std::byte>& v)
+{
+    std::vector<uint8_t> b(v.size());
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
 
 std::vector<uint32_t> bits_of(const std::vector<float>& v)
 {
@@ -211,12 +228,32 @@ TEST_F(LinearExpertSwigluTest, HandsOverRowsInTheActivationFormat)
     EXPECT_EQ(handed, want);
 }
 
-TEST_F(LinearExpertSwigluTest, OnlyWithTheSplitByExperts)
+// Split by rows (the decode path): each slice holds its gate rows and the matching up rows
+// (the halves layout) and stores its share of the SwiGLU's columns. Bit for bit the expert
+// GEMM split by experts then swiglu_oai: few pairs and many (both sorts), shares of 24, 16,
+// 12 and 10/8 columns, every numerics.
+TEST_F(LinearExpertSwigluTest, SplitByRowsIsBitForBitExpertGemmThenSwiglu)
 {
-    jl::ExpertGemmConfig c{.tokens = 2, .k = 2, .experts = 3, .n = 40, .kdim = 64, .swiglu = true};
-    c.split = jl::ExpertSplit::rows;
-    EXPECT_THROW(jl::build_expert_gemm(c), jal::Error);
-    c.split = jl::ExpertSplit::experts;
-    c.n = 41;
-    EXPECT_THROW(jl::build_expert_gemm(c), jal::Error);
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml, jl::Numerics::fast})
+        for (uint32_t tokens : {5u, 9u})
+            for (uint32_t nslices : {2u, 3u, 4u, 5u}) {
+                jl::ExpertGemmConfig c{
+                    .tokens = tokens, .k = 2, .experts = 3, .n = 48, .kdim = 64, .numerics = n};
+                SCOPED_TRACE(jl::expert_gemm_name(c) + " on " + std::to_string(nslices));
+                const std::vector<float> separate = run_case(c, nslices, false);
+                c.split = jl::ExpertSplit::rows;
+                EXPECT_EQ(bits_of(run_case(c, nslices, true)), bits_of(separate));
+            }
+}
+
+TEST_F(LinearExpertSwigluTest, RefusesWhatTheHalvesCannotHold)
+{
+    jl::ExpertGemmConfig c{.tokens = 2, .k = 2, .experts = 3, .n = 41, .kdim = 64, .swiglu = true};
+    EXPECT_THROW(jl::build_expert_gemm(c), jal::Error);  // N odd
+    c.n = 42, c.split = jl::ExpertSplit::rows;
+    // 4 slices take 11, 11, 11 and 9 rows: a share that is not gate and up halves.
+    const std::vector<std::byte> w(size_t{c.experts} * c.n * 64);
+    EXPECT_THROW(jl::pack_expert_rows(c, w, 64, 4), jal::Error);
+    c.input_per_pair = true, c.combine = true;
+    EXPECT_THROW(jl::build_expert_gemm(c), jal::Error);  // not with the fused combine
 }

@@ -157,6 +157,9 @@ struct Matrix {
     // rows slice_range(n) of every expert, expert after expert, and their shard table.
     std::vector<Place> row_shards;
     Place row_table;
+    // gate|up's rows layout in halves (plan_expert_rows): slice s's rows of an expert are its
+    // gate rows then the matching up rows, so its GEMM applies the SwiGLU itself.
+    bool halves = false;
     // Dense matrices, when HBM allows (plan_dense_copies): slice s also holds copies of the
     // shards of its aligned block of copy_block slices (`copies`, its own shard excepted),
     // and copy_table (S × S entries, slice s's S from s·S) names the shards each slice
@@ -456,8 +459,7 @@ private:
     bool down_combines(uint32_t il, uint32_t T) const
     {
         const Layer& L = layers_[il];
-        return !swiglu_in_gate_up(L.gate_up, T) && T * c_.n_expert_used <= kFewPairs &&
-               split_by_rows(L.down, T, true);
+        return T * c_.n_expert_used <= kFewPairs && split_by_rows(L.down, T, true);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -863,6 +865,15 @@ void RuntimeImpl::plan_expert_rows()
             }
             m->row_table = placement_.reserve(Placement::kReplicated, 8ull * S_);
         }
+    // gate|up in halves where every slice's share is a whole number of gate | up pairs: the
+    // decode step's gate|up then stores the SwiGLU'd rows, half the bytes the down GEMM
+    // gathers (ExpertGemmConfig::swiglu split by rows).
+    bool even = true;
+    for (uint32_t s = 0; s < S_; s++) {
+        const lin::Range r = lin::slice_range(2 * c_.n_ff_exp, S_, s);
+        even = even && r.begin % 2 == 0 && r.size() % 2 == 0;
+    }
+    for (Layer& L : layers_) L.gate_up.halves = even;
 }
 
 // The expert biases. With the split by rows (the second layout) a slice reads its rows of
@@ -1360,12 +1371,18 @@ void RuntimeImpl::upload_weights()
                                       m.row_bytes,
                          bs.shards[i].bytes});
         // The rows layout: slice s's rows of expert e after those of expert e − 1.
+        // In halves (gate|up): its gate rows r/2, then the up rows n/2 + r/2.
         for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
             const lin::Range r = lin::slice_range(m.n, S_, s);
+            const uint32_t parts = m.halves ? 2 : 1;
+            const uint64_t part = r.size() / parts * m.row_bytes;
             for (uint32_t e = 0; e < m.experts && r.size(); e++)
-                pieces.push_back({va(m.row_shards[s]) + uint64_t{e} * r.size() * m.row_bytes,
-                                  m.data + (uint64_t{e} * m.n + r.begin) * m.row_bytes,
-                                  r.size() * m.row_bytes});
+                for (uint32_t h = 0; h < parts; h++) {
+                    const uint64_t row = m.halves ? h * (m.n / 2) + r.begin / 2 : r.begin;
+                    pieces.push_back(
+                        {va(m.row_shards[s]) + uint64_t{e} * r.size() * m.row_bytes + h * part,
+                         m.data + (uint64_t{e} * m.n + row) * m.row_bytes, part});
+                }
         }
     });
     detail::upload_pieces(device_, *queue_, pieces, o_.progress);
@@ -1436,7 +1453,7 @@ bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair)
 
 bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
 {
-    if (split_by_rows(m, tokens, false)) return false;
+    if (split_by_rows(m, tokens, false)) return m.halves;
     lin::ExpertGemmConfig g;
     g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts;
     return !o_.timing_only || lin::uniform_active(g) == g.experts;
@@ -1444,7 +1461,8 @@ bool RuntimeImpl::swiglu_in_gate_up(const Matrix& m, uint32_t tokens) const
 
 jal_dtype RuntimeImpl::act_handover(const Layer& L, uint32_t tokens) const
 {
-    if (!swiglu_in_gate_up(L.gate_up, tokens) || split_by_rows(L.down, tokens, true))
+    if (!swiglu_in_gate_up(L.gate_up, tokens) || split_by_rows(L.gate_up, tokens, false) ||
+        split_by_rows(L.down, tokens, true))
         return JAL_DT_F32;
     return lin::activation_dtype(
         L.down.dtype, o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native);
@@ -1836,23 +1854,28 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
             "moe_routing");
     const jal_dtype act = act_handover(Ly, T);
     const uint64_t act_row = lin::packed_row_bytes(act, c_.n_ff_exp);
-    if (swiglu_in_gate_up(Ly.gate_up, T)) {  // a prompt: the SwiGLU in the epilogue
+    // The SwiGLU in gate|up's epilogue: a prompt's (split by experts), or split by rows with
+    // gate|up in halves (a decode step: half the rows for down to gather).
+    const bool glu = swiglu_in_gate_up(Ly.gate_up, T);
+    if (glu) {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
-                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act);
+                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act, {.route = route});
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
-        // Few pairs, split by rows: the down GEMM applies the SwiGLU to the gate | up rows it
-        // gathers and adds Σ w·e of its columns into x itself (the combine with the residual).
-        if (down_combines(il, T)) {
-            expert_gemm(Ly.down, T, true, gu, 2 * F4, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
-                        nullptr, false, JAL_DT_F32, JAL_DT_F32,
-                        {.swiglu_input = true, .combine = true});
-            return;
-        }
+    }
+    // Few pairs, split by rows: the down GEMM adds Σ w·e of its columns into x itself (the
+    // combine with the residual), and without the SwiGLU in gate|up applies it to the
+    // gate | up rows it gathers.
+    if (down_combines(il, T)) {
+        expert_gemm(Ly.down, T, true, glu ? va(a_.act) : gu, glu ? act_row : 2 * F4, Ly.b_down,
+                    va(a_.eo), E4, "ffn_down_exps", nullptr, false, JAL_DT_F32, JAL_DT_F32,
+                    {.swiglu_input = !glu, .combine = true});
+        return;
+    }
+    if (!glu)
         add(*g.swiglu, rows_mask(T * K), {gu, 2 * F4, gu + F4, 2 * F4, va(a_.act), F4, T * K},
             "swiglu");
-    }
     expert_gemm(Ly.down, T, true, va(a_.act), act_row, Ly.b_down, va(a_.eo), E4, "ffn_down_exps",
                 nullptr, false, act);
     // x += Σ w·e: the residual add in the combine's epilogue.

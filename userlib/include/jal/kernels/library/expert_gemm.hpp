@@ -54,10 +54,15 @@ struct ExpertGemmConfig {
     // the gate and up projections read the residual stream and normalise it themselves.
     bool rms_norm = false;
     float norm_eps = 1e-5f;
-    // GPT-OSS's SwiGLU in the epilogue (split by experts only; N even): each pair's row of
-    // N = gate | up columns becomes N/2 columns min(g,limit)·σ(α·min(g,limit))·(clamp(u,
-    // ±limit)+1), the instruction sequence of swiglu_oai, so y has N/2 columns and the
-    // separate SwiGLU dispatch (and y's other half) is not needed. Bit for bit the two.
+    // GPT-OSS's SwiGLU in the epilogue (N even): each pair's row of N = gate | up columns
+    // becomes N/2 columns min(g,limit)·σ(α·min(g,limit))·(clamp(u, ±limit)+1), the
+    // instruction sequence of swiglu_oai, so y has N/2 columns and the separate SwiGLU
+    // dispatch (and y's other half) is not needed. Bit for bit the two. Split by rows, each
+    // slice's share of the N rows must be even and its shard must hold, for every expert,
+    // the gate rows [c0/2, c0/2 + h) and then the up rows N/2 + [c0/2, c0/2 + h) (c0, 2h: the
+    // slice's slice_range of N; pack_expert_rows does it), so that it computes both halves
+    // of its h output columns; the bias stays the plain E × N table. It must stream (its
+    // share of an expert at most a W tile, every pair in L1), as the fused combine.
     bool swiglu = false;
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
     uint32_t out_cols() const { return swiglu ? n / 2 : n; }
@@ -128,7 +133,8 @@ JAL_API std::vector<uint64_t> expert_shard_table(const ExpertGemmConfig& c, cons
 // Split by rows: the shard table of W packed by pack_expert_rows at w.va, and the packing
 // itself (host bytes of (E·N) rows of row_bytes, as stacked in the model file, reordered
 // into the slices' blocks one after another: slice s's block, at row E·begin_s, holds rows
-// [begin_s, end_s) of expert 0, then of expert 1, ...).
+// [begin_s, end_s) of expert 0, then of expert 1, ...; with c.swiglu, of each expert the
+// gate rows [begin_s/2, end_s/2) then the up rows N/2 + [begin_s/2, end_s/2)).
 JAL_API std::vector<uint64_t> expert_row_shard_table(const ExpertGemmConfig& c, const TensorRef& w,
                                                      uint32_t slices);
 JAL_API std::vector<std::byte> pack_expert_rows(const ExpertGemmConfig& c,

@@ -181,9 +181,20 @@ std::vector<std::byte> pack_expert_rows(const ExpertGemmConfig& c, std::span<con
     std::byte* at = out.data();
     for (uint32_t s = 0; s < slices; s++) {
         const Range r = slice_range(c.n, slices, s);
+        require(!c.swiglu || (r.begin % 2 == 0 && r.size() % 2 == 0), expert_gemm_name(c),
+                "the SwiGLU epilogue split by rows needs an even share of N on every slice");
         for (uint32_t e = 0; e < c.experts; e++) {
-            const std::byte* src = w.data() + (uint64_t{e} * c.n + r.begin) * row_bytes;
-            at = std::copy(src, src + r.size() * row_bytes, at);
+            const std::byte* expert = w.data() + uint64_t{e} * c.n * row_bytes;
+            if (!c.swiglu) {  // rows [begin, end)
+                const std::byte* src = expert + r.begin * row_bytes;
+                at = std::copy(src, src + r.size() * row_bytes, at);
+                continue;
+            }
+            // The halves: gate rows [begin/2, +size/2), then up rows N/2 + the same.
+            for (uint64_t half : {uint64_t{0}, uint64_t{c.n / 2}}) {
+                const std::byte* src = expert + (half + r.begin / 2) * row_bytes;
+                at = std::copy(src, src + r.size() / 2 * row_bytes, at);
+            }
         }
     }
     return out;

@@ -60,6 +60,18 @@ void plan_prefetch(ExpertPlan& p, const ExpertGemmConfig& c, uint64_t fixed, uin
 
 }  // namespace
 
+namespace {
+
+// The SwiGLU epilogue's σ scratch: kStageRows rows of N/2 split by experts, every pair's
+// half of a W tile's columns split by rows.
+uint64_t glu_scratch(const ExpertGemmConfig& c, const ExpertPlan& p)
+{
+    if (c.split == ExpertSplit::rows) return uint64_t{p.pairs} * ((p.tn + 1) / 2) * 4;
+    return uint64_t{kStageRows} * (c.n / 2) * 4;
+}
+
+}  // namespace
+
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
 {
     ExpertPlan p{};
@@ -72,8 +84,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
             name, "bad shape or format (at most 8192 pairs and 4096 experts)");
     require(!c.bias_shards || (c.bias && c.split == ExpertSplit::experts), name,
             "per-slice bias tables need the bias and the split by experts");
-    require(!c.swiglu || (c.split == ExpertSplit::experts && c.n % 2 == 0), name,
-            "the SwiGLU epilogue needs the split by experts and an even N");
+    require(!c.swiglu || (c.n % 2 == 0 && !c.combine && !c.swiglu_input), name,
+            "the SwiGLU epilogue needs an even N, and not the combine or the input's SwiGLU");
     require((c.x_dtype == JAL_DT_F32 || (c.x_dtype == p.act && !c.rms_norm)) &&
                 (c.split == ExpertSplit::experts ||
                  (c.x_dtype == JAL_DT_F32 && c.y_dtype == JAL_DT_F32)),
@@ -102,7 +114,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
         (p.fsort ? 2 * (uint64_t{p.pairs} * 4 + 64) : 0) + 3 * (uint64_t{p.pairs} * 4 + 64) +
         2 * (uint64_t{c.experts} * 4 + 64) + 2 * (p.tn * p.wrow + 64) + (uint64_t{c.n} * 4 + 64) +
         256 + (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
-        (c.swiglu ? kStageRows * uint64_t{c.n / 2} * 4 + 64 : 0) +
+        (c.swiglu ? glu_scratch(c, p) + 64 : 0) +
         // the fused routing: the logits, the weights and two scratch columns
         (c.route ? uint64_t{c.tokens} * (c.experts + c.k + 2) * 4 + 3 * 64 : 0);
     // The input's SwiGLU gathers gate | up rows (twice x's width) and needs F32 scratch.
@@ -190,7 +202,7 @@ void ExpertGemmKernel::layout()
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
     if (p.prefetch) qg = b.q();
-    if (c.swiglu) l1_glu = b.l1_alloc(kStageRows * (c.n / 2) * 4);
+    if (c.swiglu) l1_glu = b.l1_alloc(static_cast<uint32_t>(glu_scratch(c, p)));
     if (p.fsort) l1_vids = b.l1_alloc(pairs * 4), l1_vidx = b.l1_alloc(pairs * 4);
     if (p.vsort) {
         l1_vids = b.l1_alloc(pairs * 4), l1_vkey = b.l1_alloc(pairs * 4);
@@ -261,7 +273,8 @@ CodeObject ExpertGemmKernel::build()
         b.jmp(done);
     }
     b.bind(generic);
-    if (c.combine) b.trap(JAL_STATUS_INVALID_FIELD);  // a slice that does not stream
+    if (c.combine || (by_rows && c.swiglu))
+        b.trap(JAL_STATUS_INVALID_FIELD);  // a slice that does not stream
     X e{}, e_end{};
     if (by_rows) {
         e = emit_const(b, 0), e_end = experts;

@@ -93,6 +93,10 @@ private:
     void stream_load(X j, int buf, X na, X per_tile);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
+    void gather_bias_rows(X np);
+    void glu_rows(X np);
+    X halved(X v);
+    uint32_t glu_stride() const;
     void issue_combine_loads();
     void combine_rows(X np);
     void even_share(X g, X na, X lo, X n, X t0, X t1);

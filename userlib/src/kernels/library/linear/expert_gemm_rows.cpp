@@ -2,6 +2,7 @@
 // activations gathered once, the slice's rows of the active experts streamed through two W
 // buffers without a pause between experts.
 #include "expert_gemm_kernel.hpp"
+#include "swiglu_rows.hpp"
 #include "tiles.hpp"
 
 namespace jal::kernels::linear::detail {
@@ -115,11 +116,51 @@ void ExpertGemmKernel::stream_body(X j, int buf, X na, X per_tile)
     b.free(a0);
 }
 
-// Bias rows added, each pair's row (the slice's columns of it) stored where it goes.
+// Row of pair i: expert elist[i]'s bias from column col0. With the SwiGLU (the halves
+// layout) the h gate columns from col0/2, and the h up columns from N/2 + col0/2 into the
+// SwiGLU's scratch (its own L1 range: rows interleaved with the gate half's would make the
+// second gather wait for the first, and every W load behind it on the DMA engine).
+void ExpertGemmKernel::gather_bias_rows(X np)
+{
+    X base = b.x(), rb = emit_const(b, c.n * 4);
+    emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
+    if (!c.swiglu) {
+        b.muli(base, col0, 4);
+        b.add(base, base, bias);
+        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
+        b.tgather(tbrows, base, rb, telist, qio);
+    } else {
+        X h = halved(ncols), a = halved(col0);
+        b.muli(base, a, 4);
+        b.add(base, base, bias);
+        emit_tdesc_at(b, tbrows, l1_brows, np, h, JAL_DT_F32, p.tn * 4);
+        b.tgather(tbrows, base, rb, telist, qio);
+        b.addi(base, base, static_cast<int32_t>(c.n / 2 * 4));
+        emit_tdesc_at(b, tbrows, l1_glu, np, h, JAL_DT_F32, glu_stride());
+        b.tgather(tbrows, base, rb, telist, qio);
+        b.free(a);
+        b.free(h);
+    }
+    b.free(rb);
+    b.free(base);
+}
+
+// Split by rows, a row of the SwiGLU's scratch: half a W tile's columns.
+uint32_t ExpertGemmKernel::glu_stride() const
+{
+    return (p.tn + 1) / 2 * 4;
+}
+
+// Bias rows added, each pair's row (the slice's columns of it) stored where it goes; with
+// the SwiGLU, each pair's h output columns of its gate | up halves.
 void ExpertGemmKernel::stream_finish()
 {
     X np = nvalid;
     emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
+    if (c.swiglu) {
+        glu_rows(np);
+        return;
+    }
     if (c.bias) {
         b.wait(qio, 1);
         emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
@@ -130,6 +171,56 @@ void ExpertGemmKernel::stream_finish()
         return;
     }
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
+}
+
+// The bias halves added (the same adds as one over the row), then the SwiGLU of the
+// slice's halves (gate columns [0, h), up [h, 2h) of each accumulator row) into the gate
+// half, swiglu_oai's instructions; each pair's h columns stored at column col0/2 of its row
+// of y. Tiles borrow tsub, tgidx and tw[0] (the W loads are done).
+void ExpertGemmKernel::glu_rows(X np)
+{
+    X h = halved(ncols), a = b.x();
+    emit_tdesc_at(b, tsub, l1_acc, np, h, JAL_DT_F32, p.tn * 4);
+    b.muli(a, h, 4);
+    b.addi(a, a, static_cast<int32_t>(l1_acc));
+    b.tdesc(tgidx, a, np, h, JAL_DT_F32, p.tn * 4);
+    emit_tdesc_at(b, tw[0], l1_glu, np, h, JAL_DT_F32, glu_stride());
+    if (c.bias) {
+        b.wait(qio, 2);
+        emit_tdesc_at(b, tbrows, l1_brows, np, h, JAL_DT_F32, p.tn * 4);
+        b.vadd(tsub, tsub, tbrows);
+        b.vadd(tgidx, tgidx, tw[0]);
+    }
+    const SwigluBounds bounds = emit_swiglu_bounds(b, c.swiglu_limit);
+    emit_swiglu_rows(b, tsub, tgidx, tw[0], bounds, c.swiglu_alpha);
+    free_swiglu_bounds(b, bounds);
+    X c4 = halved(col0);
+    b.muli(c4, c4, 4);
+    b.for_range(zero, np, 1, [&](X r) {
+        X dst = b.x(), t = b.x();
+        b.tread(dst, tplist, r, 0);
+        b.mul(dst, dst, y_stride);
+        b.add(dst, dst, y);
+        b.add(dst, dst, c4);
+        b.muli(t, r, static_cast<int32_t>(p.tn * 4));
+        b.addi(t, t, static_cast<int32_t>(l1_acc));
+        b.tdesc(tsub, t, one, h, JAL_DT_F32);
+        b.tstore(tsub, dst, y_stride, qst);
+        b.free(t);
+        b.free(dst);
+    });
+    b.free(c4);
+    b.free(a);
+    b.free(h);
+}
+
+// v / 2 in a new register.
+X ExpertGemmKernel::halved(X v)
+{
+    X h = b.x(), two = emit_const(b, 2);
+    b.divu(h, v, two);
+    b.free(two);
+    return h;
 }
 
 // The fused combine's inputs, the pairs' weights and the slice's columns of the out rows,
@@ -201,6 +292,16 @@ void ExpertGemmKernel::combine_rows(X np)
 void ExpertGemmKernel::stream_rows(X w)
 {
     w_exp = w;
+    if (c.swiglu) {  // the halves layout needs an even share (and so an even first column)
+        Label even = b.label();
+        X t = b.x(), two = emit_const(b, 2);
+        b.remu(t, ncols, two);
+        b.beq(t, zero, even);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(even);
+        b.free(two);
+        b.free(t);
+    }
     {
         // Timing only, the ids read as zeros (no tile is filled), so the sort would put every
         // pair on one expert. The dispatch is charged instead for the pairs spread evenly
@@ -223,17 +324,7 @@ void ExpertGemmKernel::stream_rows(X w)
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
     if (c.combine) issue_combine_loads();
     gather_x(np);
-    if (c.bias) {
-        // Row of pair i: expert elist[i]'s bias from column col0.
-        X base = b.x(), rb = emit_const(b, c.n * 4);
-        b.muli(base, col0, 4);
-        b.add(base, base, bias);
-        emit_tdesc_at(b, tbrows, l1_brows, np, ncols, JAL_DT_F32, p.tn * 4);
-        emit_tdesc_at(b, telist, l1_elist, np, one, JAL_DT_I32);
-        b.tgather(tbrows, base, rb, telist, qio);
-        b.free(rb);
-        b.free(base);
-    }
+    if (c.bias) gather_bias_rows(np);
     emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
     b.vfill(tacc, 0.0f);
     X per_tile = b.x(), tiles = b.x(), tn = emit_const(b, p.tn);
