@@ -42,7 +42,8 @@ const char* cause_name(std::uint32_t c)
 }  // namespace
 
 Chip::Chip(const ChipConfig& config)
-    : config_(config), trace_{config.trace, config.index}, phy_(config.seed, config.dead_lanes),
+    : config_(config), trace_{config.trace, config.index, config.trace_op_slices},
+      phy_(config.seed, config.dead_lanes),
       slices_(config.seed, config.fused_slices, config.failing_slices),
       power_(config.load_watts, config.ambient_c),
       clock_(config.speed, [this](std::uint64_t now) { step_models(now); }),

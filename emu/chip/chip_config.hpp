@@ -34,6 +34,7 @@ struct ChipConfig {
     std::uint32_t max_queues_per_fn = 64;       // --max-queues-per-client, 0 = no limit
     std::uint32_t max_memory_pages_per_fn = 0;  // --max-memory-per-client in pages, 0 = none
     std::shared_ptr<TraceWriter> trace;         // --trace, shared by the chips (null: none)
+    std::uint64_t trace_op_slices = 0;          // --trace-ops (physical slices)
     // In a fabric domain (jal-emu --domain): the chip's id across the domain and the ports
     // its topology connects.
     std::uint32_t domain_chip = 0;

@@ -15,6 +15,13 @@ void Chip::name_trace_tracks()
                    static_cast<int>(2 * c));
     for (int s = 0; s < JAL_NUM_SLICES; ++s)
         w.name_thread(modelled_pid(c), s, fmt::format("slice {:02}", s));
+    static constexpr const char* kTracks[kOpTracks] = {"stalls", "dma", "matrix", "vector",
+                                                       "network"};
+    for (std::uint32_t s = 0; s < JAL_NUM_SLICES; ++s)
+        if (trace_.op_slices >> s & 1)
+            for (std::uint32_t k = 0; k < kOpTracks; ++k)
+                w.name_thread(modelled_pid(c), op_tid(s, k),
+                              fmt::format("slice {:02} {}", s, kTracks[k]));
     w.name_process(wall_pid(c), fmt::format("chip {}: queues and firmware (wall clock)", c),
                    static_cast<int>(2 * c + 1));
     w.name_thread(wall_pid(c), kFirmwareTid, "firmware");

@@ -175,7 +175,21 @@ void add_output_options(CLI::App& app, EmuOptions& o)
                    "stages of a staged program; each queue's packets, the admin queue's commands, "
                    "the firmware's log lines and power and clock counters (docs/emulator.md, "
                    "\"Traces\"). Complete once jal-emu exits; a large run writes tens of MB");
+    app.add_option("--trace-ops", o.trace_ops,
+                   "With --trace, also every engine op (DMA, matrix, vector, network: from its "
+                   "start to its completion) and every stall of the scalar unit (a WAIT, a "
+                   "scalar cache miss, a barrier, a STAGE's drain) of these physical slices, "
+                   "e.g. 0,8-9, each named by its instruction, on tracks of their own: where "
+                   "a slice's modelled time goes, op by op (docs/emulator.md, \"Traces\"). "
+                   "About 100 bytes an op");
     app.add_flag("-v,--verbose", o.verbose, "Also log POST codes and debug events");
+}
+
+void check_output_options(EmuOptions& o)
+{
+    o.chip.trace_op_slices = parse_slice_list(o.trace_ops);
+    if (o.chip.trace_op_slices && o.trace_file.empty())
+        throw std::invalid_argument("--trace-ops needs --trace FILE");
 }
 // Several jal-emu processes as one domain over libfabric (docs/fabric.md).
 void add_domain_options(CLI::App& app, EmuOptions& o)
@@ -281,6 +295,7 @@ EmuOptions parse_options(int argc, char** argv)
         o.chip.failing_slices = parse_slice_list(fail);
         o.chip.dead_lanes = parse_lane_list(lanes);
         check_debug_options(o, fw);
+        check_output_options(o);
     } catch (const CLI::ParseError& e) {
         std::exit(app.exit(e));
     } catch (const std::invalid_argument& e) {

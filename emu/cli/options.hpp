@@ -16,6 +16,7 @@ struct EmuOptions {
     std::uint32_t chips = 1;
     std::string log_file;
     std::string trace_file;  // --trace
+    std::string trace_ops;   // --trace-ops: slices whose engine ops the trace holds
     bool verbose = false;
     ChipConfig chip;                        // applies to every chip; index is filled per chip
     SessionPolicy session;                  // per connection, for every chip (docs/security.md)

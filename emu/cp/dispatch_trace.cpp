@@ -6,6 +6,7 @@
 #include "emu/tile_exec/timing_rates.hpp"
 
 #include <fmt/format.h>
+#include <jal/isa/disasm.hpp>
 
 #include <algorithm>
 
@@ -57,9 +58,22 @@ void DispatchUnit::trace_dispatch(const exec::Program& prog, const exec::Dispatc
             w.complete(pid, tid, fmt::format("stage {}", k), "stage", us(t0 + s.stages[k].t_ns),
                        us(std::max(0.0, end - s.stages[k].t_ns)));
         }
+        trace_ops(pid, s, t0);
     }
     w.counter(pid, "clock (MHz)", us(start), {{"MHz", setup.clock_mhz}});
     if (power_) w.counter(pid, "power (W)", us(start + total), {{"W", power_->power_w()}});
+}
+
+// --trace-ops: the slice's engine ops (from start to completion) and its scalar unit's
+// stalls, each named by the instruction that caused it, on the slice's engine tracks.
+void DispatchUnit::trace_ops(int pid, const exec::SliceSnapshot& s, double t0)
+{
+    TraceWriter& w = *trace_->writer;
+    for (const exec::TimingSpan& op : s.ops) {
+        const char* name = isa::opcode_name(op.opcode);
+        w.complete(pid, op_tid(s.physical, op.track), name ? name : "?", "op", us(t0 + op.start),
+                   us(op.end - op.start), {{"pc", op.pc}});
+    }
 }
 
 }  // namespace jal::emu

@@ -134,6 +134,7 @@ std::uint32_t DispatchUnit::run(const jal_packet_dispatch& pkt, std::uint32_t ct
     setup.abort = &abort;
     const bool tracing = trace_ && *trace_;
     setup.params.log_stages = tracing;
+    setup.params.log_ops = tracing ? trace_->op_slices : 0;
 
     exec::DispatchResult r = exec::run_dispatch(setup, bank_, exec::WorkerPool::shared());
     if (slices_) take_slice_fault(setup, r.report);

@@ -49,6 +49,7 @@ private:
     // last of them is free, and they are busy until it ends. Returns the start.
     double place(const exec::DispatchSetup& setup, double modelled_ns);
     void take_slice_fault(const exec::DispatchSetup& setup, jal_dispatch_report& report);
+    void trace_ops(int pid, const exec::SliceSnapshot& s, double t0);
     void trace_dispatch(const exec::Program& prog, const exec::DispatchSetup& setup,
                         const exec::DispatchResult& r, double start);
 

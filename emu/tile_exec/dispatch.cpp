@@ -26,6 +26,8 @@ public:
             const DispatchSlice& d = setup.slices[i];
             slices_.push_back(std::make_unique<SliceState>(i, d.logical, d.physical,
                                                            bank.l1(d.physical), setup.clock_mhz));
+            SliceState& s = *slices_.back();
+            if (d.physical < 64 && (params_.log_ops >> d.physical & 1)) s.timing.log_to(&s.ops);
         }
         sched_.resize(slices_.size());
     }
@@ -254,6 +256,7 @@ DispatchResult Run::result(std::uint32_t voltage_mv) const
         snap.x = s.x;
         snap.q = s.q;
         snap.stages = std::move(p->stages);
+        snap.ops = std::move(p->ops);
         out.slices.push_back(std::move(snap));
     }
     const SliceState* culprit = nullptr;

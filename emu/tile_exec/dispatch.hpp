@@ -42,6 +42,7 @@ struct SliceSnapshot {
     std::array<std::uint64_t, JAL_ISA_SCALAR_REGS> x{};
     std::array<std::uint64_t, JAL_ISA_SEMAPHORES> q{};
     std::vector<StageEntry> stages;  // with DispatchParams::log_stages
+    std::vector<TimingSpan> ops;     // with DispatchParams::log_ops naming the slice
 };
 
 struct DispatchResult {

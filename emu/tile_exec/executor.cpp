@@ -105,6 +105,7 @@ RunResult Executor::run(SliceState& s)
             if (s.executed >= p_.budget) return fault(s, JAL_STATUS_TIMEOUT);
             ++s.executed;
             s.timing.issue();
+            s.timing.at(s.pc, i.op);
         }
         s.resuming = false;
         const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];

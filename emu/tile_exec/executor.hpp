@@ -19,7 +19,8 @@ struct DispatchParams {
     std::uint64_t args = 0;    // JAL_SR_ARGS
     std::uint64_t budget = 0;  // instructions per slice
     bool timing_only = false;
-    bool log_stages = false;  // SliceState::stages (jal-emu --trace)
+    bool log_stages = false;    // SliceState::stages (jal-emu --trace)
+    std::uint64_t log_ops = 0;  // physical slices whose SliceState::ops are kept (--trace-ops)
 };
 
 enum class RunResult { ended, faulted, blocked, yielded, stopped };

@@ -63,6 +63,8 @@ struct SliceState {
     // With DispatchParams::log_stages: each STAGE the slice passed, in order (every slice
     // passes every STAGE of the program, entering its stage or not).
     std::vector<StageEntry> stages;
+    // With DispatchParams::log_ops naming the slice: its engine ops and scalar stalls.
+    std::vector<TimingSpan> ops;
 
     std::uint32_t status = 0;  // jal_status of a fault
     std::uint64_t fault_address = 0;

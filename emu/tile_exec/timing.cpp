@@ -64,7 +64,9 @@ void SliceTiming::scalar_load(std::uint64_t va, bool remote)
         return;
     }
     tag = line + 1;
+    const double before = t_;
     t_ += remote ? kRemoteHbmLatencyNs : kLocalHbmLatencyNs;
+    span(0, before, t_);
     ctr_.hbm_bytes += kScalarLineBytes;
     ctr_.hbm_energy_pj += kScalarLineBytes * (remote ? kPjPerRemoteByte : kPjPerHbmByte);
 }
@@ -86,6 +88,7 @@ void SliceTiming::scalar_tile_access(L1Range r, bool write)
             for (const L1Range& x : p.reads) hit = hit || x.overlaps(r);
         if (hit) ready = std::max(ready, p.end);
     }
+    span(0, t_, ready);
     t_ = ready;
 }
 
@@ -167,6 +170,7 @@ double SliceTiming::engine_op(const EngineOp& op)
     free_[e] = start + busy;
     const double end = start + busy + latency;
     record(op, end);
+    span(static_cast<std::uint8_t>(1 + e), start, end);
     return end;
 }
 
@@ -180,6 +184,7 @@ void SliceTiming::recv(const EngineOp& op, double arrival)
     retire_and_make_room();
     const double start = std::max(t_, hazard_floor(op));
     record(op, std::max(start, arrival));
+    span(1 + static_cast<std::uint8_t>(Engine::network), start, std::max(start, arrival));
 }
 
 void SliceTiming::add_signal(int q, double when, std::uint64_t n)
@@ -203,6 +208,7 @@ void SliceTiming::wait(unsigned q, std::uint64_t n)
     // The counter reaches n when the n-th earliest pending signal completes; those n are
     // consumed, the later ones stay.
     auto& s = sems_[q];
+    const double before = t_;
     while (n && !s.empty()) {
         auto& [when, count] = s.front();
         t_ = std::max(t_, when);
@@ -211,6 +217,7 @@ void SliceTiming::wait(unsigned q, std::uint64_t n)
         count -= take;
         if (count == 0) s.pop_front();
     }
+    span(0, before, t_);
 }
 
 double SliceTiming::barrier_release(double last_arrival) const
@@ -220,11 +227,13 @@ double SliceTiming::barrier_release(double last_arrival) const
 
 void SliceTiming::resume_at(double t)
 {
+    span(0, t_, t);
     t_ = std::max(t_, t);
 }
 
 void SliceTiming::drain_and_clear_semaphores()
 {
+    span(0, t_, end());
     t_ = end();
     for (auto& q : sems_) q.clear();
 }

@@ -40,6 +40,16 @@ struct TimingCounters {
     double hbm_energy_pj = 0;  // the part that does not scale with the core voltage
 };
 
+// One span of a slice's timeline (jal-emu --trace-ops): an engine op from its start to its
+// completion, or a stall of the scalar unit (a WAIT, a scalar cache miss, a TREAD/TWRITE
+// waiting for an engine op), with the instruction that caused it.
+struct TimingSpan {
+    double start = 0, end = 0;
+    std::uint32_t pc = 0;
+    std::uint8_t opcode = 0;
+    std::uint8_t track = 0;  // 0: the scalar unit's stalls; 1 + Engine
+};
+
 class SliceTiming {
 public:
     explicit SliceTiming(std::uint32_t clock_mhz);
@@ -50,6 +60,14 @@ public:
 
     // Every instruction: one issue cycle of the scalar unit.
     void issue();
+    // The instruction being issued (what the spans below name), and where they go (null:
+    // nowhere, the default).
+    void at(std::uint32_t pc, std::uint8_t opcode)
+    {
+        pc_ = pc;
+        opcode_ = opcode;
+    }
+    void log_to(std::vector<TimingSpan>* spans) { spans_ = spans; }
     // LD/LW: the scalar data cache, or a miss to HBM (local or remote).
     void scalar_load(std::uint64_t va, bool remote);
     void scalar_store(std::uint64_t va, std::uint64_t bytes, bool remote);
@@ -85,6 +103,10 @@ private:
         double end;
     };
     double hazard_floor(const EngineOp& op) const;
+    void span(std::uint8_t track, double start, double end)
+    {
+        if (spans_ && end > start) spans_->push_back({start, end, pc_, opcode_, track});
+    }
     void retire_and_make_room();
     void record(const EngineOp& op, double end);
     void add_signal(int q, double when, std::uint64_t n);
@@ -99,6 +121,9 @@ private:
     std::array<SignalQueue, JAL_ISA_SEMAPHORES> sems_;
     std::array<std::uint64_t, 64> cache_tags_{};  // line address + 1; 0 = empty
     TimingCounters ctr_;
+    std::vector<TimingSpan>* spans_ = nullptr;
+    std::uint32_t pc_ = 0;
+    std::uint8_t opcode_ = 0;
 };
 
 }  // namespace jal::emu::exec

@@ -66,11 +66,19 @@ inline int wall_pid(std::uint32_t chip)
 inline constexpr int kFirmwareTid = 1000;  // firmware log lines and POST codes
 inline constexpr int kPowerTid = 1001;     // (counters are per process; named for clarity)
 inline constexpr int kAdminTid = 1002;     // admin-queue commands (emu/trace/admin_trace.hpp)
+// --trace-ops: slice s's track of engine `track` (0 the scalar unit's stalls, then DMA,
+// matrix, vector, network) in the modelled-time process.
+inline constexpr int kOpTracks = 5;
+inline int op_tid(std::uint32_t slice, std::uint32_t track)
+{
+    return static_cast<int>(100 + slice * kOpTracks + track);
+}
 
 // What a chip's components need to trace: the writer (null: not tracing) and the chip.
 struct ChipTrace {
     std::shared_ptr<TraceWriter> writer;
     std::uint32_t chip = 0;
+    std::uint64_t op_slices = 0;  // --trace-ops: physical slices whose engine ops are traced
     explicit operator bool() const { return writer != nullptr; }
 };
 

@@ -66,7 +66,8 @@ struct Options {
     bool quiet = false;
     bool profile = false;
     std::string emu_dir;
-    std::string trace;  // --trace
+    std::string trace;      // --trace
+    std::string trace_ops;  // --trace-ops
     unsigned device = 0;
 };
 
@@ -612,6 +613,7 @@ std::vector<std::string> emu_arguments(const Options& o)
                                  "not by one named by --emu-dir or JAL_EMU_DIR; start that one "
                                  "with jal-emu --trace FILE instead");
     args.insert(args.end(), {"--trace", std::filesystem::absolute(o.trace).string()});
+    if (!o.trace_ops.empty()) args.insert(args.end(), {"--trace-ops", o.trace_ops});
     return args;
 }
 
@@ -778,6 +780,10 @@ int main(int argc, char** argv)
                    "modelled time with their stages, the queues' packets and the firmware's log "
                    "(jal-emu --trace; needs the jal-emu jal-run starts itself), and this "
                    "process's libjal calls and waits on the same wall clock");
+    app.add_option("--trace-ops", o.trace_ops,
+                   "With --trace: also every engine op and scalar stall of these physical "
+                   "slices, e.g. 0,8 (jal-emu --trace-ops)")
+        ->needs("--trace");
     app.add_option("-d,--device", o.device, "Device index (default 0)");
     CLI11_PARSE(app, argc, argv);
     try {

@@ -27,6 +27,12 @@ using nlohmann::json;
 
 constexpr double kLaunchUs = 1.5;  // the command processor's start and retire
 
+// "slice 08 dma": how jal-emu names slice s's op tracks.
+std::string fmt_track(int s, const char* track)
+{
+    return std::string("slice ") + (s < 10 ? "0" : "") + std::to_string(s) + " " + track;
+}
+
 class JalEmuTrace : public ::testing::Test {
 protected:
     void SetUp() override
@@ -36,13 +42,15 @@ protected:
     }
     void TearDown() override { fs::remove_all(dir_); }
 
-    // jal-run --timing-only ... --trace FILE --json, then the trace parsed.
-    void run_traced()
+    // jal-run --timing-only ... --trace FILE --json [--trace-ops OPS], then the trace parsed.
+    void run_traced(const std::string& ops = "")
     {
         const fs::path file = dir_ / "run.json";
-        const auto r = run_command({bin_path("jal-run"), "--timing-only", "--prompt-len", "16",
-                                    "--n", "3", "--json", "--trace", file.string()},
-                                   {"JAL_EMU_DIR="}, std::chrono::seconds(240));
+        std::vector<std::string> cmd = {
+            bin_path("jal-run"), "--timing-only", "--prompt-len", "16", "--n", "3", "--json",
+            "--trace",           file.string()};
+        if (!ops.empty()) cmd.insert(cmd.end(), {"--trace-ops", ops});
+        const auto r = run_command(cmd, {"JAL_EMU_DIR="}, std::chrono::seconds(240));
         ASSERT_EQ(r.exit_code, 0) << r.err;
         report_ = json::parse(r.out);
         std::ifstream in(file);
@@ -205,6 +213,61 @@ TEST_F(JalEmuTrace, HostCallsAndWaitsShareTheDevicesWallClock)
     std::sort(started.begin(), started.end());
     for (size_t i = 0; i < started.size(); ++i)
         EXPECT_LE(submitted[i], started[i]) << "dispatch " << i << " ran before it was submitted";
+}
+
+// --trace-ops: the engine ops and scalar stalls of the slices named (0 and 8 here), on
+// tracks of their own ("slice 00 dma", ...), each named by its instruction, inside its
+// slice's dispatch; no other slice has any.
+TEST_F(JalEmuTrace, HoldsTheEngineOpsOfTheSlicesItNames)
+{
+    run_traced("0,8");
+    if (HasFatalFailure()) return;
+    const int modelled = pid_named("chip 0: slices (modelled time)");
+    ASSERT_GE(modelled, 0);
+    const char* tracks[] = {"stalls", "dma", "matrix", "vector", "network"};
+    std::map<int, std::pair<int, int>> track_of;  // tid -> (slice, track)
+    for (const json& e : trace_)
+        if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == modelled)
+            for (int s : {0, 1, 8})
+                for (int k = 0; k < 5; k++)
+                    if (e["args"]["name"] == fmt_track(s, tracks[k])) track_of[e["tid"]] = {s, k};
+    EXPECT_EQ(track_of.size(), 10u) << "five tracks for each of slices 0 and 8, none for 1";
+    std::map<int, std::vector<std::pair<double, double>>> spans;  // slice -> its dispatches
+    for (const json& e : trace_)
+        if (e["ph"] == "X" && e["pid"] == modelled && e["cat"] == "dispatch" &&
+            e["name"] != "launch")
+            spans[e["tid"]].push_back({e["ts"], e["ts"].get<double>() + e["dur"].get<double>()});
+    std::map<int, unsigned> per_track;
+    for (const json& e : trace_) {
+        if (e["ph"] != "X" || e["cat"] != "op") continue;
+        ASSERT_TRUE(track_of.count(e["tid"])) << "an op on no named track: " << e;
+        const auto [slice, track] = track_of[e["tid"]];
+        EXPECT_NE(slice, 1) << e;
+        const std::string name = e["name"];
+        if (track == 1) {
+            EXPECT_TRUE(name == "tload" || name == "tstore" || name == "tgather") << e;
+        } else if (track == 2) {
+            EXPECT_EQ(name, "mma") << e;
+        } else if (track == 3) {
+            EXPECT_EQ(name[0], 'v') << e;
+        }
+        EXPECT_GT(e["dur"].get<double>(), 0.0) << e;
+        EXPECT_GE(e["args"]["pc"].get<int>(), 0) << e;
+        const double ts = e["ts"], end = ts + e["dur"].get<double>();
+        bool inside = false;
+        for (const auto& [a, b] : spans[slice]) inside = inside || (ts >= a && end <= b + 1e-3);
+        EXPECT_TRUE(inside) << "outside slice " << slice << "'s dispatches: " << e;
+        ++per_track[track];
+    }
+    for (int k : {0, 1, 2, 3}) EXPECT_GT(per_track[k], 0u) << tracks[k];
+}
+
+TEST_F(JalEmuTrace, OpsNeedATrace)
+{
+    const auto r =
+        run_command({bin_path("jal-emu"), "--socket-dir", dir_.string(), "--trace-ops", "0"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--trace-ops needs --trace FILE"), std::string::npos) << r.err;
 }
 
 TEST_F(JalEmuTrace, NeedsTheEmulatorJalRunStarts)
