@@ -143,6 +143,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
                    : 0);
     p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
                  fixed + p.streamed_extra + uint64_t{p.pairs} * per_row <= kL1;
+    p.token_rows = p.streamed && p.fsort && !c.input_per_pair;
     return p;
 }
 
@@ -202,6 +203,7 @@ void ExpertGemmKernel::layout()
     tw[0] = b.t(), tw[1] = b.t(), tbias = b.t(), tacc = b.t(), tsub = b.t();
     qio = b.q(), qw[0] = b.q(), qw[1] = b.q(), qst = b.q();
     if (p.prefetch) qg = b.q();
+    if (p.token_rows) qt = b.q();  // issued before layout_streamed
     if (c.swiglu) l1_glu = b.l1_alloc(static_cast<uint32_t>(glu_scratch(c, p)));
     if (p.fsort) l1_vids = b.l1_alloc(pairs * 4), l1_vidx = b.l1_alloc(pairs * 4);
     if (p.vsort) {
@@ -234,6 +236,7 @@ CodeObject ExpertGemmKernel::build()
     // The ids and the norm weight (needed once the pairs are sorted) load first: the shard
     // table's read overlaps them instead of delaying them.
     issue_ids();
+    if (p.token_rows) issue_token_rows();
     if (c.rms_norm) {
         X stride = emit_const(b, int64_t{c.kdim} * 4);
         emit_tdesc_at(b, tnw, l1_nw, one, kdim, JAL_DT_F32);

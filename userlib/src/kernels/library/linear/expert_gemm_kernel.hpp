@@ -55,6 +55,10 @@ struct ExpertPlan {
     // listed in one pass over them (sort_few_pairs) instead of the counting sort's passes
     // over every expert.
     bool fsort;
+    // Streamed with few pairs and x a row a token (gate|up): the tokens' rows load as they
+    // are, right after the ids (not gathered a pair at a time once the pairs are sorted),
+    // are normed and converted once, and each pair multiplies its token's row.
+    bool token_rows;
     uint64_t xrow;  // a row of x as it is gathered
     uint64_t yrow;  // a converted row of y (0: y is stored F32 from the accumulator)
 };
@@ -102,6 +106,9 @@ private:
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
     void gather_x(X rows);
+    void issue_token_rows();
+    void prepare_token_rows();
+    void multiply_pairs(X lo, X n, X end, X a);
     void prepare_x(X rows);
     void load_bias(X e);
     void chunk(X c0, X mc_reg);
@@ -149,6 +156,7 @@ private:
     T tacc{}, tsub{};
     Q qio{}, qw[2] = {}, qst{}, qg{};  // qg: the prefetched gather's blocks
     Q qc{};                            // the fused combine's loads, issued first
+    Q qt{};                            // token_rows: the tokens' rows
     X one{}, four{}, kdim{}, experts{};
 };
 

@@ -95,18 +95,22 @@ void ExpertGemmKernel::stream_body(X j, int buf, X na, X per_tile)
             even_share(g, na, lo, n, e, a);
             b.bind(real);
         }
-        b.muli(a, lo, static_cast<int32_t>(p.tn * 4));
-        b.addi(a, a, static_cast<int32_t>(l1_acc));
-        b.tdesc(tsub, a, n, ncols, JAL_DT_F32, p.tn * 4);
-        b.muli(a, lo, static_cast<int32_t>(p.arow));
-        b.addi(a, a, static_cast<int32_t>(l1_a));
-        b.tdesc(ta, a, n, kdim, p.act);
         b.sub(e, g, a0);
         b.mul(e, e, ncols);
         b.muli(e, e, static_cast<int32_t>(p.wrow));
         b.addi(e, e, static_cast<int32_t>(l1_w[buf]));
         b.tdesc(tgidx, e, ncols, kdim, c.weight);
-        b.mma(tsub, ta, tgidx);
+        if (p.token_rows) {
+            multiply_pairs(lo, n, e, a);
+        } else {
+            b.muli(a, lo, static_cast<int32_t>(p.tn * 4));
+            b.addi(a, a, static_cast<int32_t>(l1_acc));
+            b.tdesc(tsub, a, n, ncols, JAL_DT_F32, p.tn * 4);
+            b.muli(a, lo, static_cast<int32_t>(p.arow));
+            b.addi(a, a, static_cast<int32_t>(l1_a));
+            b.tdesc(ta, a, n, kdim, p.act);
+            b.mma(tsub, ta, tgidx);
+        }
         b.free(a);
         b.free(n);
         b.free(lo);
@@ -212,6 +216,52 @@ void ExpertGemmKernel::glu_rows(X np)
     b.free(c4);
     b.free(a);
     b.free(h);
+}
+
+// token_rows: the tokens' rows of x (F32) into l1_x, issued right after the ids: they do
+// not wait for the pairs to be sorted. The tile register is W buffer 0's, free until the
+// W loads describe it again.
+void ExpertGemmKernel::issue_token_rows()
+{
+    X rows = emit_const(b, c.tokens);
+    emit_tdesc_at(b, tw[0], l1_x, rows, kdim, JAL_DT_F32);
+    b.tload(tw[0], x, x_stride, qt);
+    b.free(rows);
+}
+
+// token_rows, while the first W tile loads: each token's row normed and converted once
+// (the same instructions a gathered copy of it gets, so the same bits).
+void ExpertGemmKernel::prepare_token_rows()
+{
+    X rows = emit_const(b, c.tokens);
+    b.wait(qt, 1);
+    emit_tdesc_at(b, tx, l1_x, rows, kdim, JAL_DT_F32);
+    prepare_x(rows);
+    if (p.convert) {
+        emit_tdesc_at(b, ta, l1_a, rows, kdim, p.act);
+        b.vcvt(ta, tx, activation_cvt_mode(c.numerics));
+    }
+    b.free(rows);
+}
+
+// token_rows: entries [lo, lo + n) of the sorted lists, each its accumulator row += its
+// token's row × the expert's rows (tgidx). The x-row list is read through twidx, whose
+// W-row indices the next tile's gather has already taken. end and a are the caller's
+// scratch (the loop is short of registers).
+void ExpertGemmKernel::multiply_pairs(X lo, X n, X end, X a)
+{
+    b.add(end, lo, n);
+    emit_tdesc_at(b, twidx, l1_glist, end, one, JAL_DT_I32);
+    b.for_range(lo, end, 1, [&](X r) {
+        b.muli(a, r, static_cast<int32_t>(p.tn * 4));
+        b.addi(a, a, static_cast<int32_t>(l1_acc));
+        b.tdesc(tsub, a, one, ncols, JAL_DT_F32);
+        b.tread(a, twidx, r, 0);
+        b.muli(a, a, static_cast<int32_t>(p.arow));
+        b.addi(a, a, static_cast<int32_t>(l1_a));
+        b.tdesc(ta, a, one, kdim, p.act);
+        b.mma(tsub, ta, tgidx);
+    });
 }
 
 // v / 2 in a new register.
@@ -323,7 +373,7 @@ void ExpertGemmKernel::stream_rows(X w)
     X np = nvalid;
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
     if (c.combine) issue_combine_loads();
-    gather_x(np);
+    if (!p.token_rows) gather_x(np);
     if (c.bias) gather_bias_rows(np);
     emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
     b.vfill(tacc, 0.0f);
@@ -337,6 +387,10 @@ void ExpertGemmKernel::stream_rows(X w)
         b, tiles, [&](X j, int buf) { stream_load(j, buf, na, per_tile); },
         [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
         [&] {
+            if (p.token_rows) {
+                prepare_token_rows();
+                return;
+            }
             b.wait(qio, 1);  // the activations, while the first W tile loads
             prepare_x(np);
             if (p.convert) {
