@@ -101,7 +101,14 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
     b.tread(dst, tplist, slot, 0);
     b.mul(dst, dst, y_stride);
     b.add(dst, dst, y);
-    b.muli(a, col0, 4);
+    if (c.swiglu && by_rows) {  // the slice's h columns of the N/2 outputs, from col0/2
+        X two = emit_const(b, 2);
+        b.divu(a, col0, two);
+        b.free(two);
+        b.muli(a, a, 4);
+    } else {
+        b.muli(a, col0, 4);
+    }
     b.add(dst, dst, a);
     b.muli(a, acc_row, static_cast<int32_t>(acc_stride));
     b.addi(a, a, static_cast<int32_t>(l1_acc));
@@ -112,7 +119,7 @@ void ExpertGemmKernel::store_row(X slot, X acc_row, uint32_t acc_stride)
         b.tdesc(tsub, a, one, cols, c.y_dtype);
         b.free(cols);
     } else if (c.swiglu) {  // the gate half now holds the output
-        X half = emit_const(b, c.n / 2);
+        X half = by_rows ? halved(ncols) : emit_const(b, c.n / 2);
         b.tdesc(tsub, a, one, half, JAL_DT_F32);
         b.free(half);
     } else {

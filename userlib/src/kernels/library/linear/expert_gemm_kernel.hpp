@@ -83,6 +83,7 @@ private:
     void sort_own_pairs(X e_lo, X e_hi);
     void sort_few_pairs();
     X list_few_pairs(T order, bool experts_pass);
+    void write_entry(X at, X pr, X id, X t);
     void list_own_pairs(X e, X run, X np);
     void for_each_valid_pair(const std::function<void(X pr, X id)>& body);
     void expert_loop(X e_begin, X e_end, X w, X e_stride);

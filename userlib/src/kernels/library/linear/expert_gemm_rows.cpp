@@ -198,24 +198,9 @@ void ExpertGemmKernel::glu_rows(X np)
     const SwigluBounds bounds = emit_swiglu_bounds(b, c.swiglu_limit);
     emit_swiglu_rows(b, tsub, tgidx, tw[0], bounds, c.swiglu_alpha);
     free_swiglu_bounds(b, bounds);
-    X c4 = halved(col0);
-    b.muli(c4, c4, 4);
-    b.for_range(zero, np, 1, [&](X r) {
-        X dst = b.x(), t = b.x();
-        b.tread(dst, tplist, r, 0);
-        b.mul(dst, dst, y_stride);
-        b.add(dst, dst, y);
-        b.add(dst, dst, c4);
-        b.muli(t, r, static_cast<int32_t>(p.tn * 4));
-        b.addi(t, t, static_cast<int32_t>(l1_acc));
-        b.tdesc(tsub, t, one, h, JAL_DT_F32);
-        b.tstore(tsub, dst, y_stride, qst);
-        b.free(t);
-        b.free(dst);
-    });
-    b.free(c4);
     b.free(a);
     b.free(h);
+    b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
 }
 
 // token_rows: the tokens' rows of x (F32) into l1_x, issued right after the ids: they do

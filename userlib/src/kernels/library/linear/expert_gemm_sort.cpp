@@ -127,16 +127,7 @@ void ExpertGemmKernel::sort_pairs()
     for_each_valid_pair([&](X pr, X id) {
         X at = b.x(), row = b.x();
         b.tread(at, tcount, id, 0);
-        b.twrite(pr, tplist, at, 0);
-        if (c.input_per_pair) {
-            b.twrite(pr, tglist, at, 0);
-        } else {
-            X kk = emit_const(b, c.k);
-            b.divu(row, pr, kk);
-            b.free(kk);
-            b.twrite(row, tglist, at, 0);
-        }
-        if (p.streamed) b.twrite(id, telist, at, 0);
+        write_entry(at, pr, id, row);
         b.addi(at, at, 1);
         b.twrite(at, tcount, id, 0);
         b.free(row);
@@ -204,16 +195,7 @@ X ExpertGemmKernel::list_few_pairs(T order, bool experts_pass)
             b.addi(at, at, 1);
             b.twrite(at, tcount, id, 0);  // the end of its entries so far
         } else {
-            b.twrite(pr, tplist, at, 0);
-            if (c.input_per_pair) {
-                b.twrite(pr, tglist, at, 0);
-            } else {
-                X kk = emit_const(b, c.k);
-                b.divu(t, pr, kk);
-                b.free(kk);
-                b.twrite(t, tglist, at, 0);
-            }
-            if (p.streamed) b.twrite(id, telist, at, 0);
+            write_entry(at, pr, id, t);
             b.addi(at, at, 1);
         }
         b.bind(skip);
@@ -224,6 +206,22 @@ X ExpertGemmKernel::list_few_pairs(T order, bool experts_pass)
     b.free(prev);
     b.free(np);
     return at;
+}
+
+// Entry `at` of the sorted lists: pair pr's row of y, the row of x it reads (its token's
+// unless x has a row a pair) and, streamed, its expert id. t is scratch.
+void ExpertGemmKernel::write_entry(X at, X pr, X id, X t)
+{
+    b.twrite(pr, tplist, at, 0);
+    if (c.input_per_pair) {
+        b.twrite(pr, tglist, at, 0);
+    } else {
+        X kk = emit_const(b, c.k);
+        b.divu(t, pr, kk);
+        b.free(kk);
+        b.twrite(t, tglist, at, 0);
+    }
+    if (p.streamed) b.twrite(id, telist, at, 0);
 }
 
 // Split by experts, the slice's own experts [e_lo, e_hi) only: each expert's pairs (in pair
