@@ -51,7 +51,7 @@ protected:
     void check_append(uint32_t n);
     // The attention with RoPE fused in against the rope kernel then the attention, in
     // kv_dtype_'s cache.
-    void check_rope_fused();
+    void check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block);
     // A batch of several sequences' decode rows against one call a sequence (bits) and the
     // reference, in kv_dtype_'s cache.
     void check_batch(const Shape& s, bool rope, unsigned n_slices);
@@ -389,15 +389,22 @@ TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThen
     for (jal_dtype kvt : {JAL_DT_F32, JAL_DT_F16}) {
         SCOPED_TRACE(kvt == JAL_DT_F16 ? "F16 cache" : "F32 cache");
         kv_dtype_ = kvt;
-        check_rope_fused();
+        check_rope_fused(2, 2, 0);
+        // Decode rows whose first key chunk holds no appended key load it with the queries,
+        // before the rows are stored (chunks of 16 keys); and several KV heads a slice
+        // append from rows of their own in the append blocks.
+        check_rope_fused(2, 2, 16);
+        check_rope_fused(4, 1, 16);
     }
 }
 
-void TransformerAttentionTest::check_rope_fused()
+void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block)
 {
-    const uint32_t H = 16, G = 2, D = 64, n_ctx = 64, prefill = 20, steps = 3;
+    SCOPED_TRACE(std::to_string(G) + " KV heads on " + std::to_string(n_slices) +
+                 " slices, chunks of " + std::to_string(k_block));
+    const uint32_t H = 16, D = 64, n_ctx = 64, prefill = 20, steps = 3;
     const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
-    const uint64_t mask = slices(2);
+    const uint64_t mask = slices(n_slices);
     const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
     auto dcos = upload(tables.cos, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
     auto dsin = upload(tables.sin, n_ctx, tables.half, 0, mask, JAL_PLACE_REPLICATED);
@@ -415,6 +422,8 @@ void TransformerAttentionTest::check_rope_fused()
                             .head_dim = D,
                             .n_ctx = n_ctx,
                             .sinks = true,
+                            .q_block = k_block ? 4u : 0u,  // the queries' RoPE rows fit a chunk
+                            .k_block = k_block,
                             .append_kv = true,
                             .kv_dtype = kv_dtype_};
     jk::AttentionConfig fused_att = att;
@@ -588,10 +597,11 @@ void TransformerAttentionTest::check_batch(const Shape& s, bool rope, unsigned n
             const std::vector<float> want = one_call(j, pos, 1, *single[j]);
             ASSERT_EQ(want.size(), qcols);
             EXPECT_EQ(std::memcmp(got.data() + size_t{i + 1} * qcols, want.data(), qcols * 4), 0);
-            if (!rope)
+            if (!rope) {
                 EXPECT_TRUE(all_near(std::vector<float>(got.begin() + size_t{i + 1} * qcols,
                                                         got.begin() + size_t{i + 2} * qcols),
                                      decode_ref(s, qkv[j], pos, sinks), 2e-5, 1e-4));
+            }
         }
     }
 }

@@ -28,9 +28,21 @@ private:
     void sequence(bool append);
     void entries();
     bool appends_first() const { return cfg_.batch && cfg_.append_kv && !cfg_.rope; }
+    // A decode row (a batch's entry, or a call of one row) with append_kv and rope: its
+    // rows' loads, then its first item's queries and (when it holds no appended key) first
+    // key chunk, then the rows rotated and stored, so that every load of the item is in
+    // flight at once. Other calls append first (append_kv).
+    bool overlap_append() const { return cfg_.append_kv && cfg_.rope && G <= kAppendRows; }
+    void unless_prefetched(X item, Label other);
+    void append_issue();
+    void prefetch_first_item();
+    void append_finish();
+    KvAppendRope append_rope();
+    void release_append_rope(const KvAppendRope& rope);
+    void first_chunk_unless_prefetched(X item, X kstart);
     void append_entries();
     void trap_unless_multiple(X value, X of);
-    KvAppendRegs append_regs();
+    KvAppendRegs append_regs(bool identity = true);
     void release_append_regs(const KvAppendRegs& a);
     static constexpr uint32_t kAppendRows = 32;  // rows an append block holds
     void append_head(X head, KvAppendRegs& a);
@@ -88,9 +100,10 @@ private:
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
     T tq{}, tk{}, tv{}, ts{}, to{}, tm{}, tmc{}, tl{}, trs{}, tsub{}, tsink{}, tm2{}, tl2{}, to2{};
-    Q sem{};  // key chunks, and the key splits' merge
-    Q qq{};   // the item's queries, their RoPE rows and its sinks
-    Q qst{};  // stores, never waited for: the slice's end waits for them
+    Q sem{};   // key chunks, and the key splits' merge
+    Q qq{};    // the item's queries, their RoPE rows and its sinks
+    Q qst{};   // stores, never waited for: the slice's end waits for them
+    Q qapp{};  // overlap_append: the rows' loads and their RoPE rows
     X n_slices{};
     // per item: where its output goes, its n queries (rn stacked rows), the first query's
     // position, the causal end of its keys, the head's K and V^T caches, its KV head g and
@@ -143,6 +156,10 @@ void AttentionKernel::declare()
     b.acquire();  // the arguments load while a staged program's previous stage finishes
     layout_l1();
     qst = b.q();  // before append_kv, which stores with it too
+    // The item's semaphores outlive take_registers: prefetch_first_item issues on them.
+    sem = b.q();
+    qq = b.q();
+    if (overlap_append()) qapp = b.q();
 }
 
 // Every tile's place in L1, laid out once (a batch's entries reuse it).
@@ -185,16 +202,12 @@ void AttentionKernel::take_registers()
     tq = b.t(), tk = b.t(), tv = b.t(), ts = b.t(), to = b.t();
     tm = b.t(), tmc = b.t(), tl = b.t(), trs = b.t(), tsub = b.t(), tsink = b.t();
     tm2 = b.t(), tl2 = b.t(), to2 = b.t();
-    sem = b.q();
-    qq = b.q();
 }
 
 void AttentionKernel::release()
 {
     for (X x : {dim, one, dim_bytes, rr, l1, addr}) b.free(x);
     for (T t : {tq, tk, tv, ts, to, tm, tmc, tl, trs, tsub, tsink, tm2, tl2, to2}) b.free(t);
-    b.free(sem);
-    b.free(qq);
 }
 
 // One sequence's rows (rows, pos0, heads, q, out and with append_kv k_rows and v_rows set):
@@ -202,7 +215,27 @@ void AttentionKernel::release()
 void AttentionKernel::sequence(bool append)
 {
     trap_unless_within(b, pos0, rows, cfg_.n_ctx);
-    if (append) append_kv();  // before the attention's own registers are taken
+    if (append && overlap_append()) {
+        Label many = b.label(), appended = b.label();
+        if (!cfg_.batch) {  // a batch's rows is 1
+            X t = constant(b, 1);
+            b.bne(rows, t, many);
+            b.free(t);
+        }
+        append_issue();
+        prefetch_first_item();
+        append_finish();
+        b.jmp(appended);
+        b.bind(many);
+        if (!cfg_.batch) append_kv();
+        b.bind(appended);
+    } else if (append) {
+        append_kv();  // before the attention's own registers are taken
+    }
+    if (append) {
+        b.free(k_rows);
+        b.free(v_rows);
+    }
     take_registers();
     X item0 = b.slice_index();
     n_slices = b.slice_count();
@@ -251,7 +284,7 @@ void AttentionKernel::entries()
     at_row(q, "q", q_stride);
     at_row(out, "out", out_stride);
     const bool append = cfg_.append_kv && !appends_first();
-    if (append) {  // append_kv gives them back
+    if (append) {  // sequence() gives them back
         at_row(k_rows, "k", q_stride);
         at_row(v_rows, "v", q_stride);
     }
@@ -293,7 +326,7 @@ void AttentionKernel::trap_unless_multiple(X value, X of)
 }
 
 // kv_append's registers, tiles and L1 blocks of 32 rows, and the identity written.
-KvAppendRegs AttentionKernel::append_regs()
+KvAppendRegs AttentionKernel::append_regs(bool identity)
 {
     KvAppendRegs a{};
     a.head_dim = D;
@@ -306,7 +339,12 @@ KvAppendRegs AttentionKernel::append_regs()
     a.qst = qst;
     a.l1_k = l1_app, a.l1_v = l1_app + kAppendRows * D * 4,
     a.l1_vt = l1_app + 2 * kAppendRows * D * 4;
-    emit_identity(b, a, l1_app + 3 * kAppendRows * D * 4);
+    if (identity) {
+        emit_identity(b, a, l1_app + 3 * kAppendRows * D * 4);
+    } else {  // written by append_issue: described only
+        b.li(a.l1, l1_app + 3 * kAppendRows * D * 4);
+        b.tdesc(a.tid, a.l1, a.dim, a.dim, JAL_DT_F32);
+    }
     return a;
 }
 
@@ -458,19 +496,8 @@ void AttentionKernel::append_kv()
     trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
     KvAppendRegs a = append_regs();
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
-    KvAppendRope rope{};
-    if (cfg_.rope) {
-        uint32_t at = l1_app + 3 * kAppendRows * D * 4 + D * D * 4;
-        const uint32_t half_block = kAppendRows * D / 2 * 4;
-        rope.l1_idx = at, at += kAppendRows * 4;
-        rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
-        rope.l1_b = at + 3 * half_block;
-        rope.table_row = constant(b, D / 2 * 4), rope.half = constant(b, D / 2);
-        rope.one = cfg_.batch ? rows : constant(b, 1);  // a batch's rows is 1: a register less
-        rope.tidx = b.t(), rope.tc = b.t(), rope.ts = b.t(), rope.x0 = b.t(), rope.x1 = b.t();
-        rope.ta = b.t(), rope.tb = b.t();
-        a.rope = &rope;
-    }
+    KvAppendRope rope = append_rope();
+    if (cfg_.rope) a.rope = &rope;
     X s0 = b.slice_index();
     for_strided(b, s0, gg, ns, [&](X head) {
         X entry = b.x(), col = b.x();
@@ -482,13 +509,140 @@ void AttentionKernel::append_kv()
         b.free(col);
         b.free(entry);
     });
-    for (X x : {s0, gg, ns, k_rows, v_rows}) b.free(x);
+    for (X x : {s0, gg, ns}) b.free(x);
     release_append_regs(a);
-    if (cfg_.rope) {
-        for (X x : {rope.table_row, rope.half}) b.free(x);
-        if (!cfg_.batch) b.free(rope.one);
-        for (T t : {rope.tidx, rope.tc, rope.ts, rope.x0, rope.x1, rope.ta, rope.tb}) b.free(t);
+    release_append_rope(rope);
+}
+
+// The keys' RoPE scratch of append_kv (cfg_.rope; else nothing is taken): L1 after the
+// append blocks and the identity, constants and tiles.
+KvAppendRope AttentionKernel::append_rope()
+{
+    KvAppendRope rope{};
+    if (!cfg_.rope) return rope;
+    uint32_t at = l1_app + 3 * kAppendRows * D * 4 + D * D * 4;
+    const uint32_t half_block = kAppendRows * D / 2 * 4;
+    rope.l1_idx = at, at += kAppendRows * 4;
+    rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
+    rope.l1_b = at + 3 * half_block;
+    rope.table_row = constant(b, D / 2 * 4), rope.half = constant(b, D / 2);
+    rope.one = cfg_.batch ? rows : constant(b, 1);  // a batch's rows is 1: a register less
+    rope.tidx = b.t(), rope.tc = b.t(), rope.ts = b.t(), rope.x0 = b.t(), rope.x1 = b.t();
+    rope.ta = b.t(), rope.tb = b.t();
+    return rope;
+}
+
+void AttentionKernel::release_append_rope(const KvAppendRope& rope)
+{
+    if (!cfg_.rope) return;
+    for (X x : {rope.table_row, rope.half}) b.free(x);
+    if (!cfg_.batch) b.free(rope.one);
+    for (T t : {rope.tidx, rope.tc, rope.ts, rope.x0, rope.x1, rope.ta, rope.tb}) b.free(t);
+}
+
+// overlap_append, first part: the RoPE rows of the entry's position, then the k and v rows
+// of each KV head of the slice into row j of the append blocks (the slice's j-th head),
+// all on qapp and none waited for.
+void AttentionKernel::append_issue()
+{
+    X ns = b.slice_count(), gg = constant(b, G);
+    trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
+    KvAppendRegs a = append_regs();
+    KvAppendRope rope = append_rope();
+    gather_rope_rows(b, rope, pos0, rows, a.l1, qapp, 0, false);
+    X s0 = b.slice_index(), j = b.x(), at = b.x();
+    b.li(j, 0);
+    for_strided(b, s0, gg, ns, [&](X head) {
+        for (auto [tile, block, base] :
+             {std::tuple{a.tk, a.l1_k, k_rows}, std::tuple{a.tv, a.l1_v, v_rows}}) {
+            b.muli(a.l1, j, static_cast<int32_t>(D * 4));
+            b.addi(a.l1, a.l1, static_cast<int32_t>(block));
+            b.tdesc(tile, a.l1, rows, a.dim, JAL_DT_F32);
+            b.muli(at, head, static_cast<int32_t>(D * 4));
+            b.add(at, at, base);
+            b.tload(tile, at, q_stride, qapp);
+        }
+        b.addi(j, j, 1);
+    });
+    for (X x : {j, at, s0, gg, ns}) b.free(x);
+    release_append_regs(a);
+    release_append_rope(rope);
+}
+
+// overlap_append, middle part: the slice's first item's queries, RoPE rows and sinks, and
+// its first key chunk when that ends at or before the first appended position (a slice's
+// DMA ops run in issue order, so a chunk that holds an appended key loads after the
+// stores: item() issues it then).
+void AttentionKernel::prefetch_first_item()
+{
+    take_registers();
+    X i = b.slice_index();
+    Label none = b.label();
+    {
+        X ns = b.slice_count();
+        X n_items = count_items(ns);
+        b.bge(i, n_items, none);  // (registers are allocated statically: freed on both paths)
+        b.free(n_items);
+        b.free(ns);
     }
+    locate(i);
+    issue_queries();
+    if (Bq < 64) {  // decode items: their first chunk loads before the queries are waited for
+        b.ld(vc, kc, 8);
+        b.ld(kc, kc, 0);
+        X kstart = key_start(i), end = b.x();
+        Label skip = b.label();
+        b.addi(end, kstart, static_cast<int32_t>(Nk));
+        b.blt(pos0, end, skip);
+        first_chunk(kstart);
+        b.bind(skip);
+        b.free(end);
+        b.free(kstart);
+    }
+    for (X x : {out_base, n, rn, p_first, kend, kc, vc, tmp, g}) b.free(x);
+    b.bind(none);
+    b.free(i);
+    release();
+}
+
+// overlap_append, last part: each head's rows (row j of the blocks) rotated and stored
+// into its caches, in the order append_issue loaded them.
+void AttentionKernel::append_finish()
+{
+    X ns = b.slice_count(), gg = constant(b, G);
+    KvAppendRegs a = append_regs(false);
+    KvAppendRope rope = append_rope();
+    for (auto [t, at] : {std::pair{rope.tc, rope.l1_c}, std::pair{rope.ts, rope.l1_s},
+                         std::pair{rope.ta, rope.l1_a}, std::pair{rope.tb, rope.l1_b}}) {
+        b.li(a.l1, at);
+        b.tdesc(t, a.l1, rows, rope.half, JAL_DT_F32);
+    }
+    b.wait(qapp, 2);  // the RoPE rows, issued first
+    X s0 = b.slice_index(), j = b.x(), entry = b.x(), kc = b.x(), vc = b.x(), at = b.x();
+    b.li(j, 0);
+    for_strided(b, s0, gg, ns, [&](X head) {
+        b.muli(entry, head, 16);
+        b.add(entry, entry, heads);
+        b.ld(kc, entry, 0);
+        b.ld(vc, entry, 8);
+        b.wait(qapp, 2);                     // this head's k and v rows, the earliest pending
+        auto at_row = [&](uint32_t block) {  // row j of an append block (Vᵀ's is one column)
+            b.li(a.l1, block);
+            if (block == a.l1_vt) return;
+            b.muli(entry, j, static_cast<int32_t>(D * 4));
+            b.add(a.l1, a.l1, entry);
+        };
+        at_row(a.l1_v);
+        b.tdesc(a.tv, a.l1, rows, a.dim, JAL_DT_F32);
+        at_row(a.l1_k);
+        b.tdesc(a.tk, a.l1, rows, a.dim, JAL_DT_F32);
+        rotate_head_rows(b, rope, a.l1, rows, D, D * 4);
+        store_rows(b, a, pos0, rows, kc, vc, at, at_row);
+        b.addi(j, j, 1);
+    });
+    for (X x : {j, entry, kc, vc, at, s0, gg, ns}) b.free(x);
+    release_append_regs(a);
+    release_append_rope(rope);
 }
 
 // The item's queries (each head of the group as n rows, stacked head-major), the RoPE
@@ -848,6 +1002,30 @@ void AttentionKernel::first_chunk(X k0)
     b.bind(none);
 }
 
+// Branches to `other` unless prefetch_first_item issued this item's loads: the slice's
+// first item of a call of one row (a batch's entries are). addr is scratch.
+void AttentionKernel::unless_prefetched(X item, Label other)
+{
+    b.movsr(addr, JAL_SR_SLICE);
+    b.bne(item, addr, other);
+    if (cfg_.batch) return;
+    b.li(addr, 1);
+    b.bne(rows, addr, other);
+}
+
+// item()'s first key chunk, unless prefetch_first_item loaded it: the slice's first item
+// whose chunk ends at or before the first appended position. addr is scratch.
+void AttentionKernel::first_chunk_unless_prefetched(X item, X kstart)
+{
+    Label load = b.label(), done = b.label();
+    unless_prefetched(item, load);
+    b.addi(addr, kstart, static_cast<int32_t>(Nk));
+    b.bge(pos0, addr, done);
+    b.bind(load);
+    first_chunk(kstart);
+    b.bind(done);
+}
+
 void AttentionKernel::keys_two_deep(X k0)
 {
     X kn = b.x();
@@ -932,13 +1110,24 @@ void AttentionKernel::item(X item)
 {
     locate(item);
     // The queries, their RoPE rows and the sinks, then (decode items) the first key chunk:
-    // all of them in flight before the item waits for any.
+    // all of them in flight before the item waits for any (with overlap_append, the
+    // slice's first item issued them before the rows were stored).
+    Label issue = b.label(), issued = b.label();
+    if (overlap_append()) {
+        unless_prefetched(item, issue);
+        b.jmp(issued);
+    }
+    b.bind(issue);
     issue_queries();
+    b.bind(issued);
     b.ld(vc, kc, 8);  // the group's caches, read while the queries load
     b.ld(kc, kc, 0);
     X kstart = key_start(item);
     const bool two_deep = Bq < 64;  // prompt items pipeline three chunks deep, decode two
-    if (two_deep) first_chunk(kstart);
+    if (two_deep && overlap_append())
+        first_chunk_unless_prefetched(item, kstart);
+    else if (two_deep)
+        first_chunk(kstart);
     b.wait(qq, query_transfers());
     if (cfg_.rope) rotate_queries();
     desc(tq, l1_q, rn, dim);
