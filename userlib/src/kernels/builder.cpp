@@ -132,6 +132,16 @@ X Builder::arg_again(std::string_view name)
     fail(fmt::format("argument {} is not declared", name));
 }
 
+void Builder::slice_table_hint(std::string_view name)
+{
+    for (const ArgEntry& a : args_)
+        if (a.name == name) {
+            slice_table_arg_ = static_cast<int32_t>(a.offset / 8);
+            return;
+        }
+    fail(fmt::format("argument {} is not declared", name));
+}
+
 uint32_t Builder::args_size() const
 {
     return static_cast<uint32_t>(args_.size() * 8);
@@ -570,6 +580,7 @@ CodeObject Builder::finish()
     out.name = name_;
     out.args_size = args_size();
     out.l1_bytes = l1_high_;
+    out.slice_table_arg = slice_table_arg_;
     out.bytes = isa::encode_code_object(name_, code_, out.args_size, out.l1_bytes, table);
     if (out.bytes.size() > JAL_CODE_MAX_BYTES)
         fail(fmt::format("the code object is {} bytes, more than the maximum {}", out.bytes.size(),

@@ -175,6 +175,7 @@ void Launcher::stage_batch()
             st.slices = dispatch_bits(stager.mask_of(it), slices);
             st.args_offset = static_cast<uint32_t>(it.args_offset - first->args_offset);
             st.args_size = static_cast<uint32_t>(it.args_size);
+            st.slice_table_arg = it.program->slice_table_arg();
             sec.lanes[lane].push_back(st);
             key.insert(key.end(), {it.program->address(), st.slices, st.args_offset, lane});
         }

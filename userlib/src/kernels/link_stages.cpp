@@ -22,7 +22,7 @@
 namespace jal::kernels {
 namespace {
 
-constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3;
+constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3, kTableReg = 4;
 constexpr uint64_t kEverySlice = ~uint64_t{0};
 
 class StageEmitter {
@@ -116,8 +116,25 @@ private:
         if (!covered && s.slices != all_) return;
         const size_t skip = covered ? 0 : branch_unless_in(next.slices);
         code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_ARGS));
-        touch_lines(static_cast<int64_t>(next.args_offset) - s.args_offset, next.args_size);
+        const int64_t at = static_cast<int64_t>(next.args_offset) - s.args_offset;
+        touch_lines(at, next.args_size);
+        if (next.slice_table_arg >= 0 && next.slices == s.slices)
+            touch_table_entry(at + int64_t{next.slice_table_arg} * 8);
         if (!covered) bind_branch(skip);
+    }
+    // LD x0 of the line of entry SR_SLICE of the table whose address is the argument at
+    // [x3 + offset] (a line touch_lines just read): the next kernel's shard-table entry,
+    // when it runs on the same slices (so its SR_SLICE is this stage's). Its miss joins
+    // the argument lines' under the last stores' landing instead of coming after the next
+    // stage's barrier, before its first weights can stream.
+    void touch_table_entry(int64_t offset)
+    {
+        code_.push_back(
+            JAL_INSN(JAL_OP_LD, kTableReg, kTmpReg, 0, 0, static_cast<int32_t>(offset)));
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_SLICE));
+        code_.push_back(JAL_INSN(JAL_OP_MULI, kTmpReg, kTmpReg, 0, 0, 8));
+        code_.push_back(JAL_INSN(JAL_OP_ADD, kTableReg, kTableReg, kTmpReg, 0, 0));
+        code_.push_back(JAL_INSN(JAL_OP_LD, 0, kTableReg, 0, 0, 0));
     }
     // The same for the slices outside this stage that are in the next one (SR_ARGS is the
     // buffer itself for them, SR_SLICE their dispatch index).

@@ -46,6 +46,10 @@ struct CodeObject {
     std::vector<uint8_t> bytes;
     uint32_t args_size = 0;
     uint32_t l1_bytes = 0;
+    // Host-side hint (not in the bytes): the index of an argument whose value is a table of
+    // u64, one a slice, whose entry SR_SLICE the kernel reads on its way to its first
+    // streams (a shard table). link_stages reads that line in advance; -1: none.
+    int32_t slice_table_arg = -1;
 };
 
 class JAL_API Builder {
@@ -67,6 +71,9 @@ public:
     // in a register from the start.
     X arg_again(std::string_view name);
     uint32_t args_size() const;
+    // Declares that argument `name` is a table the kernel reads at entry SR_SLICE
+    // (CodeObject::slice_table_arg).
+    void slice_table_hint(std::string_view name);
 
     // ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte
     // aligned). l1_bytes of the code object is the high-water mark. ----
@@ -193,6 +200,7 @@ private:
     X args_base_{};  // holds JAL_SR_ARGS once the first argument is read
     uint32_t l1_top_ = 0;
     uint32_t l1_high_ = 0;
+    int32_t slice_table_arg_ = -1;  // slice_table_hint
     bool finished_ = false;
 };
 

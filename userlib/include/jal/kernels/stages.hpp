@@ -29,6 +29,9 @@ struct Stage {
     uint64_t slices = 0;             // dispatch slices it runs on (bit i: dispatch slice i)
     uint32_t args_offset = 0;        // its arguments' offset in the program's buffer (8-aligned)
     uint32_t args_size = 0;          // their bytes: the stage before reads their lines in advance
+    // The kernel's shard-table argument (CodeObject::slice_table_arg): a stage before it on
+    // the same slices reads the slice's entry's line in advance too; -1: none.
+    int32_t slice_table_arg = -1;
 };
 
 // Stages that run one after another on their slices; the lanes of a section run side by

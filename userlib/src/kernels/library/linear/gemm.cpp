@@ -503,6 +503,7 @@ CodeObject GemmKernel::build()
 {
     if (grouped) return build_grouped();
     declare();
+    b.slice_table_hint("w_shards");  // read at entry SR_SLICE before the first W tile
     share_columns();
     layout();
     if (c.w_before_acquire) {
