@@ -51,7 +51,7 @@ protected:
     void check_append(uint32_t n);
     // The attention with RoPE fused in against the rope kernel then the attention, in
     // kv_dtype_'s cache.
-    void check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block);
+    void check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block, uint32_t window = 0);
     // A batch of several sequences' decode rows against one call a sequence (bits) and the
     // reference, in kv_dtype_'s cache.
     void check_batch(const Shape& s, bool rope, unsigned n_slices);
@@ -395,13 +395,19 @@ TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThen
         // append from rows of their own in the append blocks.
         check_rope_fused(2, 2, 16);
         check_rope_fused(4, 1, 16);
+        // A full sliding window is one chunk ending with the appended key: the other keys
+        // load with the queries and the appended one is copied in from the append blocks.
+        check_rope_fused(2, 2, 16, 12);
+        check_rope_fused(4, 1, 16, 12);
     }
 }
 
-void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block)
+void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block,
+                                                uint32_t window)
 {
     SCOPED_TRACE(std::to_string(G) + " KV heads on " + std::to_string(n_slices) +
-                 " slices, chunks of " + std::to_string(k_block));
+                 " slices, chunks of " + std::to_string(k_block) + ", window " +
+                 std::to_string(window));
     const uint32_t H = 16, D = 64, n_ctx = 64, prefill = 20, steps = 3;
     const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
     const uint64_t mask = slices(n_slices);
@@ -421,6 +427,7 @@ void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, u
                             .n_head_kv = G,
                             .head_dim = D,
                             .n_ctx = n_ctx,
+                            .window = window,
                             .sinks = true,
                             .q_block = k_block ? 4u : 0u,  // the queries' RoPE rows fit a chunk
                             .k_block = k_block,

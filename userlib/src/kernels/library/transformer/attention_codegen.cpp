@@ -34,6 +34,12 @@ private:
     // flight at once. Other calls append first (append_kv).
     bool overlap_append() const { return cfg_.append_kv && cfg_.rope && G <= kAppendRows; }
     void unless_prefetched(X item, Label other);
+    // A decode row's sliding window, once full, is one chunk that ends with the appended
+    // key: its other keys load with the queries (load_window_but_last) and the appended key
+    // and value are copied in from the append blocks (fill_window_last).
+    bool partial_window() const { return cfg_.window >= 2 && cfg_.window <= Nk; }
+    void load_window_but_last(X kstart);
+    void fill_window_last();
     void append_issue();
     void prefetch_first_item();
     void append_finish();
@@ -152,6 +158,18 @@ void AttentionKernel::declare()
     if (cfg_.rope) {  // read again where used (arg_again): the kernel is short of registers
         b.free(b.arg("cos", JAL_ARG_ADDRESS));
         b.free(b.arg("sin", JAL_ARG_ADDRESS));
+    }
+    if (!cfg_.batch) {
+        // The first item's head-table line too (the table is written with the sequence's
+        // slot, never by the work before): its miss then overlaps the previous stage's end
+        // instead of delaying the item's first key chunk.
+        X t = b.slice_index(), gg = constant(b, G);
+        b.remu(t, t, gg);
+        b.muli(t, t, 16);
+        b.add(t, t, heads);
+        b.ld(zero, t, 0);
+        b.free(t);
+        b.free(gg);
     }
     b.acquire();  // the arguments load while a staged program's previous stage finishes
     layout_l1();
@@ -591,9 +609,16 @@ void AttentionKernel::prefetch_first_item()
         b.ld(vc, kc, 8);
         b.ld(kc, kc, 0);
         X kstart = key_start(i), end = b.x();
-        Label skip = b.label();
+        Label skip = b.label(), whole = b.label();
         b.addi(end, kstart, static_cast<int32_t>(Nk));
-        b.blt(pos0, end, skip);
+        b.bge(pos0, end, whole);
+        if (partial_window()) {  // a full window: its keys before the appended one
+            b.addi(end, kstart, static_cast<int32_t>(cfg_.window - 1));
+            b.bne(end, pos0, skip);
+            load_window_but_last(kstart);
+        }
+        b.jmp(skip);
+        b.bind(whole);
         first_chunk(kstart);
         b.bind(skip);
         b.free(end);
@@ -625,10 +650,11 @@ void AttentionKernel::append_finish()
         b.add(entry, entry, heads);
         b.ld(kc, entry, 0);
         b.ld(vc, entry, 8);
-        b.wait(qapp, 2);                     // this head's k and v rows, the earliest pending
-        auto at_row = [&](uint32_t block) {  // row j of an append block (Vᵀ's is one column)
+        b.wait(qapp, 2);  // this head's k and v rows, the earliest pending
+        // Row j of an append block; the Vᵀ block's j-th D × 1 column block, so that the first
+        // head's stays for fill_window_last.
+        auto at_row = [&](uint32_t block) {
             b.li(a.l1, block);
-            if (block == a.l1_vt) return;
             b.muli(entry, j, static_cast<int32_t>(D * 4));
             b.add(a.l1, a.l1, entry);
         };
@@ -1021,9 +1047,51 @@ void AttentionKernel::first_chunk_unless_prefetched(X item, X kstart)
     unless_prefetched(item, load);
     b.addi(addr, kstart, static_cast<int32_t>(Nk));
     b.bge(pos0, addr, done);
+    if (partial_window()) {
+        b.addi(addr, kstart, static_cast<int32_t>(cfg_.window - 1));
+        b.bne(addr, pos0, load);
+        fill_window_last();
+        b.jmp(done);
+    }
     b.bind(load);
     first_chunk(kstart);
     b.bind(done);
+}
+
+// The first window − 1 keys of a full window from kstart into buffer 0 (two signals on
+// sem, as load_kv's): K's rows, and Vᵀ's columns in rows as long as the window's.
+void AttentionKernel::load_window_but_last(X kstart)
+{
+    const uint32_t w = cfg_.window;
+    X count = constant(b, w - 1);
+    desc(tk, l1_k[0], count, dim, kvt);
+    b.muli(addr, kstart, static_cast<int32_t>(D * kve));
+    b.add(addr, addr, kc);
+    b.tload(tk, addr, zero, sem);
+    b.li(l1, l1_v[0]);
+    b.tdesc(tv, l1, dim, count, kvt, w * kve);
+    b.muli(addr, kstart, static_cast<int32_t>(kve));
+    b.add(addr, addr, vc);
+    b.li(tmp, int64_t{cfg_.n_ctx} * kve);
+    b.tload(tv, addr, tmp, sem);
+    b.free(count);
+}
+
+// The appended key and value, in the cache's format where append_finish left them (row 0
+// of the append's key block, its first Vᵀ column), as the window's last key and Vᵀ column.
+void AttentionKernel::fill_window_last()
+{
+    const uint32_t w = cfg_.window;
+    b.li(l1, l1_app);
+    b.tdesc(tsub, l1, one, dim, kvt);
+    b.li(l1, l1_k[0] + (w - 1) * D * kve);
+    b.tdesc(tk, l1, one, dim, kvt);
+    b.vcopy(tk, tsub);
+    b.li(l1, l1_app + 2 * kAppendRows * D * 4);
+    b.tdesc(tsub, l1, dim, one, kvt);
+    b.li(l1, l1_v[0] + (w - 1) * kve);
+    b.tdesc(tv, l1, dim, one, kvt, w * kve);
+    b.vcopy(tv, tsub);
 }
 
 void AttentionKernel::keys_two_deep(X k0)
