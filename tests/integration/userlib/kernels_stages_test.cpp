@@ -236,31 +236,38 @@ TEST(LinkStages, AStageReadsTheNextStagesArgumentLinesAhead)
 // A kernel that reads entry SR_SLICE of a shard table given as an argument
 // (CodeObject::slice_table_arg) gets that entry's line read ahead too, by the stage before it
 // on the same slices: the table's address from the argument line just read (x4), plus 8 ×
-// SR_SLICE, then LD x0. Not from a stage on other slices, whose SR_SLICE numbers others.
+// SR_SLICE, then LD x0 unless the line's scalar-cache set is one of the argument lines'
+// (a BEQ past the LD for each of them). Not from a stage on other slices, whose SR_SLICE
+// numbers others.
 TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
 {
     const uint64_t end = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
     const std::span<const uint64_t> code(&end, 1);
     using jal::kernels::Stage;
-    const Stage first{code, 0, 0b0011, 0, 64}, second{code, 0, 0b0011, 64, 64, 2};
-    const Stage third{code, 0, 0b0111, 128, 64, 1};
+    const Stage first{code, 0, 0b0011, 0, 64}, second{code, 0, 0b0011, 64, 128, 2};
+    const Stage third{code, 0, 0b0111, 192, 64, 1};
     const jal::kernels::StageSection sec{{{first, second, third}}};
-    const auto co = jal::kernels::link_stages("tables", std::span(&sec, 1), 192);
+    const auto co = jal::kernels::link_stages("tables", std::span(&sec, 1), 256);
     const std::vector<uint64_t> words = code_words(co);
-    std::vector<uint64_t> table_reads;  // from the LD of the table's address to LD x0, [x4]
-    for (size_t i = 0; i < words.size(); i++)
-        if (JAL_INSN_OPCODE(words[i]) == JAL_OP_LD && JAL_INSN_A(words[i]) == 4)
-            table_reads.assign(words.begin() + static_cast<std::ptrdiff_t>(i),
-                               words.begin() +
-                                   static_cast<std::ptrdiff_t>(std::min(i + 5, words.size())));
-    ASSERT_EQ(table_reads.size(), 5u) << "second's table entry is read ahead";
-    EXPECT_EQ(table_reads[0], JAL_INSN(JAL_OP_LD, 4, 3, 0, 0, 64 + 2 * 8));
-    EXPECT_EQ(table_reads[1], JAL_INSN(JAL_OP_MOVSR, 3, 0, 0, 0, JAL_SR_SLICE));
-    EXPECT_EQ(table_reads[2], JAL_INSN(JAL_OP_MULI, 3, 3, 0, 0, 8));
-    EXPECT_EQ(table_reads[3], JAL_INSN(JAL_OP_ADD, 4, 4, 3, 0, 0));
-    EXPECT_EQ(table_reads[4], JAL_INSN(JAL_OP_LD, 0, 4, 0, 0, 0));
-    size_t reads = 0;
-    for (uint64_t w : words) reads += JAL_INSN_OPCODE(w) == JAL_OP_LD && JAL_INSN_A(w) == 4;
+    size_t from = words.size(), ld = words.size(), reads = 0;
+    for (size_t i = 0; i < words.size(); i++) {
+        if (JAL_INSN_OPCODE(words[i]) != JAL_OP_LD) continue;
+        if (JAL_INSN_A(words[i]) == 4) from = i, reads++;
+        if (JAL_INSN_A(words[i]) == 0 && JAL_INSN_B(words[i]) == 4 && ld == words.size()) ld = i;
+    }
+    ASSERT_LT(from + 4, words.size()) << "second's table entry is read ahead";
+    EXPECT_EQ(words[from], JAL_INSN(JAL_OP_LD, 4, 3, 0, 0, 64 + 2 * 8));
+    EXPECT_EQ(words[from + 1], JAL_INSN(JAL_OP_MOVSR, 5, 0, 0, 0, JAL_SR_SLICE));
+    EXPECT_EQ(words[from + 2], JAL_INSN(JAL_OP_MULI, 5, 5, 0, 0, 8));
+    EXPECT_EQ(words[from + 3], JAL_INSN(JAL_OP_ADD, 4, 4, 5, 0, 0));
+    ASSERT_LT(ld, words.size());
+    EXPECT_EQ(words[ld], JAL_INSN(JAL_OP_LD, 0, 4, 0, 0, 0));
+    std::vector<int64_t> skips;  // each branch's target, relative to the LD
+    for (size_t i = from; i < ld; i++)
+        if (JAL_INSN_OPCODE(words[i]) == JAL_OP_BEQ)
+            skips.push_back(static_cast<int64_t>(i) + JAL_INSN_IMM(words[i]) -
+                            static_cast<int64_t>(ld));
+    EXPECT_EQ(skips, (std::vector<int64_t>{1, 1})) << "one set check an argument line (two)";
     EXPECT_EQ(reads, 1u) << "third runs on other slices: its entry is not read ahead";
 }
 

@@ -18,11 +18,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace jal::kernels {
 namespace {
 
-constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3, kTableReg = 4;
+constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3, kTableReg = 4, kSetReg = 5,
+                   kSetBits = 6;
+// The scalar data cache's sets (docs/tile-isa.md, "Timing model": 4 KiB direct-mapped, lines
+// of 64 bytes): what a program reads ahead depends on it, never its results.
+constexpr int32_t kScalarCacheSets = 64;
 constexpr uint64_t kEverySlice = ~uint64_t{0};
 
 class StageEmitter {
@@ -119,22 +124,39 @@ private:
         const int64_t at = static_cast<int64_t>(next.args_offset) - s.args_offset;
         touch_lines(at, next.args_size);
         if (next.slice_table_arg >= 0 && next.slices == s.slices)
-            touch_table_entry(at + int64_t{next.slice_table_arg} * 8);
+            touch_table_entry(at, next.args_size, next.slice_table_arg);
         if (!covered) bind_branch(skip);
     }
-    // LD x0 of the line of entry SR_SLICE of the table whose address is the argument at
-    // [x3 + offset] (a line touch_lines just read): the next kernel's shard-table entry,
-    // when it runs on the same slices (so its SR_SLICE is this stage's). Its miss joins
-    // the argument lines' under the last stores' landing instead of coming after the next
-    // stage's barrier, before its first weights can stream.
-    void touch_table_entry(int64_t offset)
+    // LD x0 of the line of entry SR_SLICE of the table whose address is argument `arg` of
+    // the arguments at [x3 + offset] (lines touch_lines just read): the next kernel's
+    // shard-table entry, when it runs on the same slices (so its SR_SLICE is this stage's).
+    // Its miss joins the argument lines' under the last stores' landing instead of coming
+    // after the next stage's barrier, before its first weights can stream. Skipped where
+    // the line would take the set of one of the argument lines in the direct-mapped scalar
+    // cache (the kernel's argument loads would then miss, and evict it again).
+    void touch_table_entry(int64_t offset, uint32_t args_bytes, int32_t arg)
     {
-        code_.push_back(
-            JAL_INSN(JAL_OP_LD, kTableReg, kTmpReg, 0, 0, static_cast<int32_t>(offset)));
-        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_SLICE));
-        code_.push_back(JAL_INSN(JAL_OP_MULI, kTmpReg, kTmpReg, 0, 0, 8));
-        code_.push_back(JAL_INSN(JAL_OP_ADD, kTableReg, kTableReg, kTmpReg, 0, 0));
+        code_.push_back(JAL_INSN(JAL_OP_LD, kTableReg, kTmpReg, 0, 0,
+                                 static_cast<int32_t>(offset + int64_t{arg} * 8)));
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kSetReg, 0, 0, 0, JAL_SR_SLICE));
+        code_.push_back(JAL_INSN(JAL_OP_MULI, kSetReg, kSetReg, 0, 0, 8));
+        code_.push_back(JAL_INSN(JAL_OP_ADD, kTableReg, kTableReg, kSetReg, 0, 0));
+        std::vector<size_t> skips;
+        for (uint32_t line = 0; line < args_bytes; line += 64) {
+            code_.push_back(
+                JAL_INSN(JAL_OP_ADDI, kSetReg, kTmpReg, 0, 0, static_cast<int32_t>(offset + line)));
+            code_.push_back(JAL_INSN(JAL_OP_XOR, kSetReg, kSetReg, kTableReg, 0, 0));
+            code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, 6));
+            code_.push_back(JAL_INSN(JAL_OP_SHR, kSetReg, kSetReg, kSetBits, 0, 0));
+            code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, kScalarCacheSets - 1));
+            code_.push_back(JAL_INSN(JAL_OP_AND, kSetReg, kSetReg, kSetBits, 0, 0));
+            skips.push_back(code_.size());
+            code_.push_back(0);  // BEQ x5, x0 past the LD: the same set
+        }
         code_.push_back(JAL_INSN(JAL_OP_LD, 0, kTableReg, 0, 0, 0));
+        for (size_t at : skips)
+            code_[at] =
+                JAL_INSN(JAL_OP_BEQ, kSetReg, 0, 0, 0, static_cast<int32_t>(code_.size() - at));
     }
     // The same for the slices outside this stage that are in the next one (SR_ARGS is the
     // buffer itself for them, SR_SLICE their dispatch index).
