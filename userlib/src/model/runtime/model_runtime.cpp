@@ -130,6 +130,10 @@ constexpr uint32_t kPromptQueryBlock = 64;
 // rows it gathers. Every slice then does that work for every pair (about 0.1 µs of vector
 // work a pair), rather than a kernel doing each once behind a stage of its own (3–4 µs).
 constexpr uint32_t kFewPairs = 8;
+// Rows whose router logits go to a replicated buffer (router_logits): the router's stores
+// then write each row's 512 bytes to all 64 slices (64 × 32 KiB at this many rows), and
+// every slice of gate|up reads them locally (0.5 µs instead of 0.9 over the NoC).
+constexpr uint32_t kFewLogitRows = 8;
 // The most lane queues a runtime opens beside its own queue (RuntimeImpl's constructor).
 constexpr uint32_t kMaxLanes = 32;
 
@@ -196,6 +200,9 @@ struct Layer {
 
 struct Activations {
     Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    // A few rows' router logits, replicated (router_logits): every slice of the gate|up
+    // GEMM reads them all from its own HBM, not over the NoC.
+    Place rlog_few;
     Place x2;  // split over chips: the residual stream between the two all-reduces of a layer
     // The decode rows' lists for the batched attention (k::AttentionBatchEntry): a slot
     // group's list, ended by an empty entry, for each group that attends for several rows.
@@ -410,6 +417,7 @@ private:
                      const Vec* norm);
     // The expert GEMM reads the rows layout (docs/model-runtime.md, "Expert split").
     bool split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const;
+    uint64_t router_logits(uint32_t rows) const;
     void expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x, uint64_t x_stride,
                      const Vec& bias, uint64_t y, uint64_t y_stride, const char* what,
                      const Vec* norm = nullptr, bool swiglu = false, jal_dtype x_dtype = JAL_DT_F32,
@@ -1086,6 +1094,7 @@ void RuntimeImpl::plan_activations()
     // prompt) each slice reads only its group's rows.
     a_.attn = placement_.reserve(I, T * qdim_ * 4);
     a_.rlog = placement_.reserve(I, T * c_.n_expert * 4);
+    a_.rlog_few = placement_.reserve(R, uint64_t{kFewLogitRows} * c_.n_expert * 4);
     a_.ids = placement_.reserve(R, T * K * 4);  // every slice scans all of them for its experts
     a_.wts = placement_.reserve(I, T * K * 4);
     a_.gate_up = placement_.reserve(I, T * K * c_.n_ff_exp * 2 * 4);  // rows of gate | up
@@ -1504,7 +1513,8 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
     args.push_back(va(a_.ids));
-    if (fused.route) args.insert(args.end(), {va(a_.rlog), c_.n_expert * 4ull, va(a_.wts)});
+    if (fused.route)
+        args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull, va(a_.wts)});
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
                              va(g.bias_shards ? bias.table : bias.place), y, y_stride});
     if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
@@ -1837,21 +1847,29 @@ void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)
         "attn_norm");
 }
 
+// Where a step of `rows` rows keeps its router logits: replicated for a few (kFewLogitRows),
+// else interleaved (a prompt's thousands of rows would write 64 copies of each).
+uint64_t RuntimeImpl::router_logits(uint32_t rows) const
+{
+    return rows <= kFewLogitRows ? va(a_.rlog_few) : va(a_.rlog);
+}
+
 void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x)
 {
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
     const Layer& Ly = layers_[il];
-    gemm(Ly.router, T, x, E4, &Ly.br, va(a_.rlog), c_.n_expert * 4ull, "router", &Ly.post_norm);
+    gemm(Ly.router, T, x, E4, &Ly.br, router_logits(T), c_.n_expert * 4ull, "router",
+         &Ly.post_norm);
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
     const uint64_t gu = va(a_.gate_up);
     const bool few = T * K <= kFewPairs;
     const bool route = few && split_by_rows(Ly.gate_up, T, false);
     if (!route)
-        add(*g.route, rows_mask(T), {va(a_.rlog), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T},
-            "moe_routing");
+        add(*g.route, rows_mask(T),
+            {router_logits(T), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");
     const jal_dtype act = act_handover(Ly, T);
     const uint64_t act_row = lin::packed_row_bytes(act, c_.n_ff_exp);
     // The SwiGLU in gate|up's epilogue: a prompt's (split by experts), or split by rows with
