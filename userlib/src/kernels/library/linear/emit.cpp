@@ -38,6 +38,17 @@ X emit_const(Builder& b, int64_t value)
     return r;
 }
 
+void emit_trap_unless_multiple(Builder& b, X value, X of)
+{
+    X rem = b.x();
+    Label ok = b.label();
+    b.remu(rem, value, of);
+    b.beq(rem, zero, ok);
+    b.trap(JAL_STATUS_INVALID_FIELD);
+    b.bind(ok);
+    b.free(rem);
+}
+
 void emit_wait_n(Builder& b, Q q, X count)
 {
     b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });

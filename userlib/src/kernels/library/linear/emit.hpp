@@ -24,6 +24,9 @@ X emit_table_entry(Builder& b, X table, X slice);
 // A new register holding `value`.
 X emit_const(Builder& b, int64_t value);
 
+// Traps INVALID_FIELD unless `of` divides `value` (`of` must not be 0).
+void emit_trap_unless_multiple(Builder& b, X value, X of);
+
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder& b, Q q, X count);
 

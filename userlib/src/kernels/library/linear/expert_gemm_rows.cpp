@@ -328,14 +328,9 @@ void ExpertGemmKernel::stream_rows(X w)
 {
     w_exp = w;
     if (c.swiglu) {  // the halves layout needs an even share (and so an even first column)
-        Label even = b.label();
-        X t = b.x(), two = emit_const(b, 2);
-        b.remu(t, ncols, two);
-        b.beq(t, zero, even);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(even);
+        X two = emit_const(b, 2);
+        emit_trap_unless_multiple(b, ncols, two);
         b.free(two);
-        b.free(t);
     }
     {
         // Timing only, the ids read as zeros (no tile is filled), so the sort would put every

@@ -544,13 +544,8 @@ void GemmKernel::group_rows()
     const uint64_t gm = ceil_div(c.m, a);
     X s = b.slice_index(), t = emit_const(b, a), i = b.x();
     n_slices = b.slice_count();
-    {  // a must divide the slice count: a column group is a whole number of shards
-        Label ok = b.label();
-        b.remu(i, n_slices, t);
-        b.beq(i, zero, ok);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(ok);
-    }
+    // a must divide the slice count: a column group is a whole number of shards
+    emit_trap_unless_multiple(b, n_slices, t);
     if (c.slice_tables) {
         table_row = b.x();
         b.mul(table_row, s, n_slices);

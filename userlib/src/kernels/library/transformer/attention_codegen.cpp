@@ -8,6 +8,7 @@
 
 #include <jal/isa/numerics.hpp>
 
+#include "../linear/emit.hpp"
 #include "kv_append_emit.hpp"
 #include "row_blocks.hpp"
 
@@ -47,7 +48,10 @@ private:
     void release_append_rope(const KvAppendRope& rope);
     void first_chunk_unless_prefetched(X item, X kstart);
     void append_entries();
-    void trap_unless_multiple(X value, X of);
+    void trap_unless_multiple(X value, X of)
+    {
+        linear::detail::emit_trap_unless_multiple(b, value, of);
+    }
     KvAppendRegs append_regs(bool identity = true);
     void release_append_regs(const KvAppendRegs& a);
     static constexpr uint32_t kAppendRows = 32;  // rows an append block holds
@@ -329,18 +333,6 @@ void AttentionKernel::append_entries()
     for_strided(b, s0, gg, ns, [&](X head) { append_head(head, a); });
     for (X x : {unit, s0, gg, ns}) b.free(x);
     release_append_regs(a);
-}
-
-// Traps INVALID_FIELD unless `of` divides `value`.
-void AttentionKernel::trap_unless_multiple(X value, X of)
-{
-    X rem = b.x();
-    Label ok = b.label();
-    b.remu(rem, value, of);
-    b.beq(rem, zero, ok);
-    b.trap(JAL_STATUS_INVALID_FIELD);
-    b.bind(ok);
-    b.free(rem);
 }
 
 // kv_append's registers, tiles and L1 blocks of 32 rows, and the identity written.
