@@ -269,6 +269,12 @@ TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
                             static_cast<int64_t>(ld));
     EXPECT_EQ(skips, (std::vector<int64_t>{1, 1})) << "one set check an argument line (two)";
     EXPECT_EQ(reads, 1u) << "third runs on other slices: its entry is not read ahead";
+    // The Launcher cuts staged programs by an upper bound of what linking adds.
+    size_t bound = 1;  // the program's END
+    for (const Stage& st : {first, second, third})
+        bound += st.code.size() + jal::kernels::kStageOverheadWords +
+                 (st.slice_table_arg >= 0 ? jal::kernels::table_read_words(st.args_size) : 0);
+    EXPECT_LE(words.size(), bound);
 }
 
 }  // namespace

@@ -98,9 +98,12 @@ private:
     {
         size_t w = kJoinWords;
         for (size_t k = i; k < end; k++)
-            w += items_[k].kind == Kind::dispatch
-                     ? items_[k].program->code().size() + kStageOverheadWords + kLaneWords
-                     : 0;
+            if (items_[k].kind == Kind::dispatch) {
+                const Program& p = *items_[k].program;
+                w += p.code().size() + kStageOverheadWords + kLaneWords;
+                if (p.slice_table_arg() >= 0)
+                    w += table_read_words(static_cast<uint32_t>(items_[k].args_size));
+            }
         return w;
     }
     static bool compatible(const Group& g, const Item& next)

@@ -50,5 +50,12 @@ JAL_API CodeObject link_stages(const std::string& name, std::span<const StageSec
 
 // Instructions link_stages adds around a stage's own (its start and its end barrier).
 inline constexpr size_t kStageOverheadWords = 40;
+// And, for a kernel that declares a shard table (Stage::slice_table_arg), what the stage
+// before adds to read its entry's line ahead: the table's address, the slice's entry, a
+// scalar-cache set check for each of the kernel's argument lines, the read.
+inline constexpr size_t table_read_words(uint32_t args_size)
+{
+    return 5 + 7 * ((size_t{args_size} + 63) / 64);
+}
 
 }  // namespace jal::kernels
