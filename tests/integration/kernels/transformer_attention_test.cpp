@@ -51,7 +51,19 @@ protected:
     void check_append(uint32_t n);
     // The attention with RoPE fused in against the rope kernel then the attention, in
     // kv_dtype_'s cache.
-    void check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block, uint32_t window = 0);
+    void check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block, uint32_t window = 0,
+                          uint32_t key_splits = 1);
+    void run_fused_append(const jk::AttentionConfig& att, unsigned n, uint32_t rows,
+                          jal_status expect);
+    // kv_append of the k and v columns that follow q's qcols in q's rows.
+    void append_apart(const jk::KvAppendConfig& app, const jk::TensorRef& q, uint32_t qcols,
+                      uint32_t kvcols, uint32_t pos0, const jk::KvCache& cache, uint64_t mask)
+    {
+        jk::TensorRef k = q, v = q;
+        k.va += qcols * 4ull, k.cols = kvcols;
+        v.va += (qcols + kvcols) * 4ull, v.cols = kvcols;
+        run(jk::build_kv_append(app), jk::kv_append_args(app, k, v, pos0, cache.heads_va()), mask);
+    }
     // A batch of several sequences' decode rows against one call a sequence (bits) and the
     // reference, in kv_dtype_'s cache.
     void check_batch(const Shape& s, bool rope, unsigned n_slices);
@@ -349,19 +361,44 @@ TEST_F(TransformerAttentionTest, AppendFusedIntoTheAttention)
                         64, 33, 3, 4, 5, 8, 92, 1, true);
 }
 
-TEST_F(TransformerAttentionTest, AppendFusedNeedsASliceCountDividingTheKvHeads)
+// One call of an attention with append_kv (4 query heads, 2 KV heads of 64, 8 positions)
+// over `rows` rows from position 0 on `n` slices, the cache placed for its key splits; the
+// dispatch must end with `expect`.
+void TransformerAttentionTest::run_fused_append(const jk::AttentionConfig& att, unsigned n,
+                                                uint32_t rows, jal_status expect)
 {
-    const jk::AttentionConfig att{
-        .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ctx = 8, .append_kv = true};
     jk::KvCache cache(device(), context(), queue(), {.n_head_kv = 2, .head_dim = 64, .n_ctx = 8},
-                      jk::kv_head_masks(slices(3), 2, 1));
-    auto dq = alloc(1, 4 * 64 + 2 * 2 * 64);
+                      jk::kv_head_masks(slices(n), 2, att.splits()));
+    auto dq = alloc(rows, 4 * 64 + 2 * 2 * 64);
     jal::kernels::TensorRef q = dq.ref;
     q.cols = 4 * 64;
-    auto out = alloc(1, 4 * 64);
+    auto out = alloc(rows, 4 * 64);
     run(jk::build_attention(att),
         jk::attention_args(att, q, out.ref, 0, cache.heads_va(), 0, q.va + 1024, q.va + 1536),
-        slices(3), JAL_STATUS_INVALID_FIELD);
+        slices(n), expect);
+}
+
+TEST_F(TransformerAttentionTest, AppendFusedNeedsASliceCountDividingTheKvHeads)
+{
+    run_fused_append({.n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ctx = 8, .append_kv = true},
+                     3, 1, JAL_STATUS_INVALID_FIELD);
+}
+
+TEST_F(TransformerAttentionTest, AppendFusedWithKeySplitsNeedsOneQueryBlock)
+{
+    // Each split appends the rows in its share of one block's keys: a call of more rows
+    // than a block traps, and so does a slice count the splits do not divide, before any
+    // row is stored.
+    const jk::AttentionConfig att{.n_head = 4,
+                                  .n_head_kv = 2,
+                                  .head_dim = 64,
+                                  .n_ctx = 8,
+                                  .q_block = 2,
+                                  .key_splits = 2,
+                                  .append_kv = true};
+    run_fused_append(att, 4, 2, JAL_STATUS_OK);
+    run_fused_append(att, 4, 3, JAL_STATUS_INVALID_FIELD);
+    run_fused_append(att, 3, 2, JAL_STATUS_INVALID_FIELD);
 }
 
 TEST_F(TransformerAttentionTest, KeySplitsNeedASliceCountTheyDivide)
@@ -399,16 +436,22 @@ TEST_F(TransformerAttentionTest, RopeFusedIntoTheAttentionGivesTheBitsOfRopeThen
         // load with the queries and the appended one is copied in from the append blocks.
         check_rope_fused(2, 2, 16, 12);
         check_rope_fused(4, 1, 16, 12);
+        // Key splits (4 a head, on 8 slices; each head's cache replicated over its 4): the
+        // split whose share holds a row's position appends it, to every copy.
+        check_rope_fused(2, 8, 16, 0, 4);
+        check_rope_fused(2, 8, 16, 12, 4);
     }
 }
 
 void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, uint32_t k_block,
-                                                uint32_t window)
+                                                uint32_t window, uint32_t key_splits)
 {
     SCOPED_TRACE(std::to_string(G) + " KV heads on " + std::to_string(n_slices) +
                  " slices, chunks of " + std::to_string(k_block) + ", window " +
-                 std::to_string(window));
-    const uint32_t H = 16, D = 64, n_ctx = 64, prefill = 20, steps = 3;
+                 std::to_string(window) + ", key splits " + std::to_string(key_splits));
+    // With key splits, enough steps that a split reads keys another split appended (its
+    // share moves down as the keys grow): they must be in every copy of the cache.
+    const uint32_t H = 16, D = 64, n_ctx = 64, prefill = 20, steps = key_splits > 1 ? 9 : 3;
     const uint32_t qcols = H * D, kvcols = G * D, width = qcols + 2 * kvcols;
     const uint64_t mask = slices(n_slices);
     const jk::RopeTables tables = jk::rope_yarn_tables(jk::YarnParams{}, n_ctx);
@@ -421,8 +464,9 @@ void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, u
     const auto qkv = jal::test::random_normal(size_t{prefill + steps} * width, 98, 1.5);
     const jk::KvCacheConfig kv_cfg{
         .n_head_kv = G, .head_dim = D, .n_ctx = n_ctx, .dtype = kv_dtype_};
-    jk::KvCache separate_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
-    jk::KvCache fused_cache(device(), context(), queue(), kv_cfg, jk::kv_head_masks(mask, G, 1));
+    const std::vector<uint64_t> heads = jk::kv_head_masks(mask, G, key_splits);
+    jk::KvCache separate_cache(device(), context(), queue(), kv_cfg, heads);
+    jk::KvCache fused_cache(device(), context(), queue(), kv_cfg, heads);
     jk::AttentionConfig att{.n_head = H,
                             .n_head_kv = G,
                             .head_dim = D,
@@ -431,10 +475,17 @@ void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, u
                             .sinks = true,
                             .q_block = k_block ? 4u : 0u,  // the queries' RoPE rows fit a chunk
                             .k_block = k_block,
+                            .key_splits = key_splits,
                             .append_kv = true,
                             .kv_dtype = kv_dtype_};
     jk::AttentionConfig fused_att = att;
     fused_att.rope = true;
+    // With key splits the unfused side appends with kv_append (the split append is what is
+    // checked), and so do both sides for a prompt (the split append takes one query block).
+    jk::AttentionConfig plain_att = att;
+    plain_att.append_kv = false;
+    const jk::KvAppendConfig app{
+        .n_head_kv = G, .head_dim = D, .n_ctx = n_ctx, .block_rows = 8, .kv_dtype = kv_dtype_};
     const jk::RopeConfig rope{.n_head = H + G, .head_dim = D};
     const jk::CodeObject rope_code = jk::build_rope_neox(rope);
     auto step = [&](uint32_t pos0, uint32_t rows) {
@@ -453,6 +504,7 @@ void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, u
             }
             q.row_stride = width * 4ull;
             auto out = alloc(rows, qcols);
+            if (!cfg.append_kv) append_apart(app, q, qcols, kvcols, pos0, cache, mask);
             run(jk::build_attention(cfg),
                 jk::attention_args(cfg, q, out.ref, pos0, cache.heads_va(), dsinks.ref.va,
                                    q.va + qcols * 4ull, q.va + (qcols + kvcols) * 4ull,
@@ -460,8 +512,11 @@ void TransformerAttentionTest::check_rope_fused(uint32_t G, unsigned n_slices, u
                 mask);
             return download(out.ref);
         };
-        const std::vector<float> want = attend(att, separate_cache, true);
-        const std::vector<float> got = attend(fused_att, fused_cache, false);
+        const bool split_prompt = key_splits > 1 && rows > att.queries_per_item();
+        const std::vector<float> want =
+            attend(key_splits > 1 ? plain_att : att, separate_cache, true);
+        const std::vector<float> got = split_prompt ? attend(plain_att, fused_cache, true)
+                                                    : attend(fused_att, fused_cache, false);
         ASSERT_EQ(got.size(), want.size());
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
     };

@@ -31,8 +31,11 @@
 // group's heads); the sinks are read by every slice.
 //
 // Key splits (flash decoding): with key_splits S > 1 each item's keys are cut into S
-// ranges on S consecutive slices; splits 1..S-1 send their running (max, sum, O) to
-// split 0's slice (SEND/RECV), which merges them and writes the output. This is what lets
+// ranges on S consecutive slices, of ceil((L + k_block/2) / S) keys each but the last (half
+// a chunk shorter, or empty: with append_kv the split holding the newest keys appends them
+// before it attends, and the others should not wait for it); splits 1..S-1 send their
+// running (max, sum, O) to split 0's slice (SEND/RECV), which merges them and writes the
+// output. This is what lets
 // a decode step (one query block) use S * n_head_kv slices instead of n_head_kv. The
 // dispatch's slice count must be a multiple of S (the kernel traps INVALID_FIELD).
 //
@@ -96,9 +99,13 @@ struct JAL_API AttentionConfig {
     uint32_t k_block = 0;     // keys a chunk holds; 0: 256 (512 with an F16 cache and few rows)
     uint32_t key_splits = 0;  // 0 or 1: one slice an item; S > 1: flash decoding, below
     // Append the rows' keys and values to the caches first (kv_append's code), each KV head
-    // by the slice that then reads it: one dispatch instead of two. Needs one key split and
-    // a slice count dividing n_head_kv (else the kernel traps INVALID_FIELD), so that every
-    // item of a head runs on the slice that appended it.
+    // by the slice that then reads it: one dispatch instead of two. With one key split it
+    // needs a slice count dividing n_head_kv (else the kernel traps INVALID_FIELD), so that
+    // every item of a head runs on the slice that appended it. With key splits S > 1 each
+    // item appends the rows whose positions fall in its split's share of the keys (the only
+    // one that reads them in this call); the store writes every copy of the head's cache,
+    // which must be replicated over the head's splits' slices (kv_head_masks with S), and
+    // the rows must be one query block (else INVALID_FIELD): a decode row.
     bool append_kv = false;
     // q and k arrive before RoPE: the kernel rotates them itself (rope.hpp's NEOX rotation,
     // the same instructions, from the cos and sin tables by position), the queries as it

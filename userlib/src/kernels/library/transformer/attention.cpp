@@ -66,7 +66,6 @@ CodeObject build_attention(const AttentionConfig& cfg)
     require(cfg.splits() <= 64, name, "at most 64 key splits");
     require(cfg.kv_dtype == JAL_DT_F32 || cfg.kv_dtype == JAL_DT_F16, name,
             "the cache's elements are F32 or F16");
-    require(!cfg.append_kv || cfg.splits() == 1, name, "append_kv needs one key split");
     require(!cfg.rope || cfg.append_kv, name, "rope needs append_kv");
     require(!cfg.batch || cfg.splits() == 1, name, "a batch needs one key split");
     // The queries' rotation borrows the key and value buffers (two of each, laid out one

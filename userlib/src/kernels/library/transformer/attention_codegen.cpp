@@ -32,13 +32,14 @@ private:
     // A decode row (a batch's entry, or a call of one row) with append_kv and rope: its
     // rows' loads, then its first item's queries and (when it holds no appended key) first
     // key chunk, then the rows rotated and stored, so that every load of the item is in
-    // flight at once. Other calls append first (append_kv).
+    // flight at once (with key splits, on the slices whose split holds the row). Other
+    // calls append first (append_kv, append_kv_split).
     bool overlap_append() const { return cfg_.append_kv && cfg_.rope && G <= kAppendRows; }
     void unless_prefetched(X item, Label other);
     // A decode row's sliding window, once full, is one chunk that ends with the appended
     // key: its other keys load with the queries (load_window_but_last) and the appended key
     // and value are copied in from the append blocks (fill_window_last).
-    bool partial_window() const { return cfg_.window >= 2 && cfg_.window <= Nk; }
+    bool partial_window() const { return cfg_.window >= 2 && cfg_.window <= Nk && S == 1; }
     void load_window_but_last(X kstart);
     void fill_window_last();
     void append_issue();
@@ -58,6 +59,17 @@ private:
     void append_head(X head, KvAppendRegs& a);
     void store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off);
     void append_kv();
+    void append_kv_split();
+    void split_share(X kstart, X per, X scratch);
+    void for_appended_heads(const std::function<void(X head)>& body);
+    X first_chunk_end(X kstart);
+    // A split's share of an item's L keys is ceil((L + Nk/2) / S): the last split's is half
+    // a chunk shorter than the others' (or empty), since with append_kv the split holding
+    // the newest keys appends them first, and split 0 waits for the slowest to merge.
+    // (Measured on GPT-OSS-120B, C = 1: TPOT at 1k 0.950 / 0.945 / 0.947 ms with no, half
+    // a and a whole chunk less; at 8k 0.9529 / 0.9529 / 0.9532.)
+    int32_t split_share_rounding() const { return static_cast<int32_t>(Nk / 2 + S - 1); }
+    void trap_unless_one_block();
     void rotate_queries();
     int query_transfers() const;
     KvAppendRope rope_scratch();
@@ -105,7 +117,8 @@ private:
     uint32_t l1_k[kBufs] = {}, l1_v[kBufs] = {}, l1_s[kBufs] = {};
     uint32_t l1_q = 0, l1_o = 0, l1_m = 0, l1_mc = 0, l1_l = 0;
     uint32_t l1_rs = 0, l1_sink = 0, l1_m2 = 0, l1_l2 = 0, l1_o2 = 0;
-    uint32_t l1_app = 0;  // append_kv: k, v and Vᵀ blocks of 32 rows and the identity
+    // append_kv: k, v and Vᵀ blocks of 32 rows, the identity and (rope) its scratch
+    uint32_t l1_app = 0, l1_app_v = 0, l1_app_vt = 0, l1_app_id = 0, l1_app_rope = 0;
     X dim{}, one{}, dim_bytes{}, rr{};
     X l1{};    // scratch: the L1 address of the tile being described
     X addr{};  // scratch: a device address
@@ -167,7 +180,11 @@ void AttentionKernel::declare()
         // The first item's head-table line too (the table is written with the sequence's
         // slot, never by the work before): its miss then overlaps the previous stage's end
         // instead of delaying the item's first key chunk.
-        X t = b.slice_index(), gg = constant(b, G);
+        X t = b.slice_index(), gg = constant(b, S > 1 ? S : G);
+        if (S > 1) {  // the first item's head: item = g·S + split
+            b.divu(t, t, gg);
+            b.li(gg, G);
+        }
         b.remu(t, t, gg);
         b.muli(t, t, 16);
         b.add(t, t, heads);
@@ -189,10 +206,13 @@ void AttentionKernel::layout_l1()
 {
     // append_kv: k, v and Vᵀ blocks of 32 rows, the identity, and with rope the blocks'
     // positions, cos and sin rows and two temporaries (half a head each).
+    const uint32_t block = kAppendRows * D * 4;
     l1_app = cfg_.append_kv
-                 ? b.l1_alloc(3 * kAppendRows * D * 4 + D * D * 4 +
+                 ? b.l1_alloc(3 * block + D * D * 4 +
                               (cfg_.rope ? kAppendRows * 4 + 4 * kAppendRows * D / 2 * 4 : 0))
                  : 0;
+    l1_app_v = l1_app + block, l1_app_vt = l1_app + 2 * block, l1_app_id = l1_app + 3 * block;
+    l1_app_rope = l1_app_id + D * D * 4;
     l1_q = b.l1_alloc(M * D * 4);
     for (int i = 0; i < kBufs; i++) {
         l1_k[i] = b.l1_alloc(Nk * D * kve);
@@ -249,10 +269,17 @@ void AttentionKernel::sequence(bool append)
         append_finish();
         b.jmp(appended);
         b.bind(many);
-        if (!cfg_.batch) append_kv();
+        if (!cfg_.batch && S > 1)
+            append_kv_split();
+        else if (!cfg_.batch)
+            append_kv();
         b.bind(appended);
     } else if (append) {
-        append_kv();  // before the attention's own registers are taken
+        // before the attention's own registers are taken
+        if (S > 1)
+            append_kv_split();
+        else
+            append_kv();
     }
     if (append) {
         b.free(k_rows);
@@ -347,12 +374,11 @@ KvAppendRegs AttentionKernel::append_regs(bool identity)
     a.tid = b.t(), a.tk = b.t(), a.tv = b.t(), a.tvt = b.t();
     a.q = b.q();
     a.qst = qst;
-    a.l1_k = l1_app, a.l1_v = l1_app + kAppendRows * D * 4,
-    a.l1_vt = l1_app + 2 * kAppendRows * D * 4;
+    a.l1_k = l1_app, a.l1_v = l1_app_v, a.l1_vt = l1_app_vt;
     if (identity) {
-        emit_identity(b, a, l1_app + 3 * kAppendRows * D * 4);
+        emit_identity(b, a, l1_app_id);
     } else {  // written by append_issue: described only
-        b.li(a.l1, l1_app + 3 * kAppendRows * D * 4);
+        b.li(a.l1, l1_app_id);
         b.tdesc(a.tid, a.l1, a.dim, a.dim, JAL_DT_F32);
     }
     return a;
@@ -524,13 +550,136 @@ void AttentionKernel::append_kv()
     release_append_rope(rope);
 }
 
+// Key splits with append_kv: an item's keys are cut into S ranges (key_start) and each
+// item appends the rows whose positions fall in its own range, so an appended key is read
+// only by the slice that stored it, in issue order on its DMA engine. The store writes
+// every copy of the head's cache (the caller replicates a head over its splits' slices:
+// kv_head_masks), where later calls' other splits find it. One query block (rows <= Bq),
+// so that every item of a head cuts the same ranges.
+void AttentionKernel::append_kv_split()
+{
+    trap_unless_one_block();
+    // Short of registers: what the append does not use is read again after it.
+    for (X x : {out, out_stride, sinks}) b.free(x);
+    KvAppendRegs a = append_regs();
+    a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
+    KvAppendRope rope = append_rope();
+    if (cfg_.rope) a.rope = &rope;
+    X kstart = b.x(), per = b.x();  // the block's first key, and a split's share of keys
+    X s0 = b.slice_index(), ns = b.slice_count(), n_items = constant(b, S);
+    trap_unless_multiple(ns, n_items);  // before anything is stored (count_items checks too)
+    split_share(kstart, per, n_items);
+    b.li(n_items, G * S);
+    for_strided(b, s0, n_items, ns, [&](X it) {
+        b.free(s0);
+        X sp = b.x(), head = b.x(), r0 = b.x(), r1 = b.x();
+        b.li(sp, S);
+        b.divu(head, it, sp);
+        b.remu(sp, it, sp);
+        b.mul(r0, sp, per);  // the split's positions [r0, r1), clipped to the rows'
+        b.add(r0, r0, kstart);
+        b.add(r1, r0, per);
+        b.max(r0, r0, pos0);
+        b.add(sp, pos0, rows);
+        b.min(r1, r1, sp);
+        Label none = b.label();
+        b.bge(r0, r1, none);
+        b.sub(r0, r0, pos0);
+        b.sub(r1, r1, pos0);
+        b.muli(sp, head, static_cast<int32_t>(D * 4));  // the head's columns in a row
+        b.muli(head, head, 16);
+        b.add(head, head, heads);  // its head-table entry
+        for_blocks(b, r0, r1, kAppendRows,
+                   [&](X row0, X nr) { append_block(b, a, head, sp, row0, nr); });
+        b.bind(none);
+        for (X x : {r1, r0, head, sp}) b.free(x);
+    });
+    for (X x : {n_items, ns, per, kstart}) b.free(x);
+    release_append_regs(a);
+    release_append_rope(rope);
+    out = b.arg_again("out");
+    out_stride = b.arg_again("out_stride");
+    sinks = b.arg_again("sinks");
+}
+
+// The first key of the block of the call's rows (one block) and a split's share of its keys
+// (key_start's); scratch is clobbered.
+void AttentionKernel::split_share(X kstart, X per, X scratch)
+{
+    if (cfg_.window) {
+        b.addi(kstart, pos0, 1 - static_cast<int32_t>(cfg_.window));
+        b.max(kstart, kstart, zero);
+    } else {
+        b.li(kstart, 0);
+    }
+    b.add(per, pos0, rows);
+    b.sub(per, per, kstart);
+    b.addi(per, per, split_share_rounding());
+    b.li(scratch, S);
+    b.divu(per, per, scratch);
+}
+
+// body(head) for each KV head whose row (a decode row: overlap_append) this slice appends,
+// in the same order each time: with one key split the heads g ≡ slice mod n (every item of
+// a head runs on the slice that appends it); with S, the heads of the slice's items whose
+// split's share holds the row's position.
+void AttentionKernel::for_appended_heads(const std::function<void(X head)>& body)
+{
+    X ns = b.slice_count();
+    if (S == 1) {
+        X gg = constant(b, G);
+        trap_unless_multiple(gg, ns);
+        X s0 = b.slice_index();
+        for_strided(b, s0, gg, ns, body);
+        b.free(s0);
+        b.free(gg);
+        b.free(ns);
+        return;
+    }
+    X own = b.x(), t = constant(b, S);
+    trap_unless_multiple(ns, t);
+    {
+        X per = b.x();
+        split_share(own, per, t);
+        b.sub(own, pos0, own);
+        b.divu(own, own, per);  // the split that holds the row
+        b.free(per);
+    }
+    b.li(t, G * S);
+    X s0 = b.slice_index();
+    for_strided(b, s0, t, ns, [&](X item) {
+        X head = b.x();
+        Label skip = b.label();
+        b.li(head, S);
+        b.remu(head, item, head);
+        b.bne(head, own, skip);
+        b.li(head, S);
+        b.divu(head, item, head);
+        body(head);
+        b.bind(skip);
+        b.free(head);
+    });
+    for (X x : {s0, t, own, ns}) b.free(x);
+}
+
+// Traps INVALID_FIELD unless the call's rows are one query block.
+void AttentionKernel::trap_unless_one_block()
+{
+    X t = constant(b, Bq);
+    Label ok = b.label();
+    b.bge(t, rows, ok);
+    b.trap(JAL_STATUS_INVALID_FIELD);
+    b.bind(ok);
+    b.free(t);
+}
+
 // The keys' RoPE scratch of append_kv (cfg_.rope; else nothing is taken): L1 after the
 // append blocks and the identity, constants and tiles.
 KvAppendRope AttentionKernel::append_rope()
 {
     KvAppendRope rope{};
     if (!cfg_.rope) return rope;
-    uint32_t at = l1_app + 3 * kAppendRows * D * 4 + D * D * 4;
+    uint32_t at = l1_app_rope;
     const uint32_t half_block = kAppendRows * D / 2 * 4;
     rope.l1_idx = at, at += kAppendRows * 4;
     rope.l1_c = at, rope.l1_s = at + half_block, rope.l1_a = at + 2 * half_block,
@@ -551,18 +700,16 @@ void AttentionKernel::release_append_rope(const KvAppendRope& rope)
 }
 
 // overlap_append, first part: the RoPE rows of the entry's position, then the k and v rows
-// of each KV head of the slice into row j of the append blocks (the slice's j-th head),
-// all on qapp and none waited for.
+// of each KV head the slice appends (for_appended_heads) into row j of the append blocks
+// (its j-th), all on qapp and none waited for.
 void AttentionKernel::append_issue()
 {
-    X ns = b.slice_count(), gg = constant(b, G);
-    trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
     KvAppendRegs a = append_regs();
     KvAppendRope rope = append_rope();
     gather_rope_rows(b, rope, pos0, rows, a.l1, qapp, 0, false);
-    X s0 = b.slice_index(), j = b.x(), at = b.x();
+    X j = b.x(), at = b.x();
     b.li(j, 0);
-    for_strided(b, s0, gg, ns, [&](X head) {
+    for_appended_heads([&](X head) {
         for (auto [tile, block, base] :
              {std::tuple{a.tk, a.l1_k, k_rows}, std::tuple{a.tv, a.l1_v, v_rows}}) {
             b.muli(a.l1, j, static_cast<int32_t>(D * 4));
@@ -574,7 +721,7 @@ void AttentionKernel::append_issue()
         }
         b.addi(j, j, 1);
     });
-    for (X x : {j, at, s0, gg, ns}) b.free(x);
+    for (X x : {j, at}) b.free(x);
     release_append_regs(a);
     release_append_rope(rope);
 }
@@ -600,9 +747,8 @@ void AttentionKernel::prefetch_first_item()
     if (Bq < 64) {  // decode items: their first chunk loads before the queries are waited for
         b.ld(vc, kc, 8);
         b.ld(kc, kc, 0);
-        X kstart = key_start(i), end = b.x();
+        X kstart = key_start(i), end = first_chunk_end(kstart);
         Label skip = b.label(), whole = b.label();
-        b.addi(end, kstart, static_cast<int32_t>(Nk));
         b.bge(pos0, end, whole);
         if (partial_window()) {  // a full window: its keys before the appended one
             b.addi(end, kstart, static_cast<int32_t>(cfg_.window - 1));
@@ -626,7 +772,8 @@ void AttentionKernel::prefetch_first_item()
 // into its caches, in the order append_issue loaded them.
 void AttentionKernel::append_finish()
 {
-    X ns = b.slice_count(), gg = constant(b, G);
+    if (S > 1)  // short of registers: what the append does not use is read again after it
+        for (X x : {out, out_stride, sinks}) b.free(x);
     KvAppendRegs a = append_regs(false);
     KvAppendRope rope = append_rope();
     for (auto [t, at] : {std::pair{rope.tc, rope.l1_c}, std::pair{rope.ts, rope.l1_s},
@@ -635,9 +782,9 @@ void AttentionKernel::append_finish()
         b.tdesc(t, a.l1, rows, rope.half, JAL_DT_F32);
     }
     b.wait(qapp, 2);  // the RoPE rows, issued first
-    X s0 = b.slice_index(), j = b.x(), entry = b.x(), kc = b.x(), vc = b.x(), at = b.x();
+    X j = b.x(), entry = b.x(), kc = b.x(), vc = b.x(), at = b.x();
     b.li(j, 0);
-    for_strided(b, s0, gg, ns, [&](X head) {
+    for_appended_heads([&](X head) {
         b.muli(entry, head, 16);
         b.add(entry, entry, heads);
         b.ld(kc, entry, 0);
@@ -658,9 +805,14 @@ void AttentionKernel::append_finish()
         store_rows(b, a, pos0, rows, kc, vc, at, at_row);
         b.addi(j, j, 1);
     });
-    for (X x : {j, entry, kc, vc, at, s0, gg, ns}) b.free(x);
+    for (X x : {j, entry, kc, vc, at}) b.free(x);
     release_append_regs(a);
     release_append_rope(rope);
+    if (S > 1) {
+        out = b.arg_again("out");
+        out_stride = b.arg_again("out_stride");
+        sinks = b.arg_again("sinks");
+    }
 }
 
 // The item's queries (each head of the group as n rows, stacked head-major), the RoPE
@@ -839,10 +991,11 @@ X AttentionKernel::key_start(X item)
         b.li(kstart, 0);
     }
     if (S > 1) {
-        // this split's share: [kstart + split*per, kstart + (split+1)*per) within kend
+        // this split's share: [kstart + split*per, kstart + (split+1)*per) within kend, per
+        // as split_share_rounding says
         X per = b.x(), sp = b.x();
         b.sub(per, kend, kstart);
-        b.addi(per, per, static_cast<int32_t>(S - 1));
+        b.addi(per, per, split_share_rounding());
         b.li(sp, S);
         b.divu(per, per, sp);
         b.remu(sp, item, sp);
@@ -1031,14 +1184,25 @@ void AttentionKernel::unless_prefetched(X item, Label other)
     b.bne(rows, addr, other);
 }
 
+// One past the first chunk's last key, in a new register: kstart + Nk, or (key splits) the
+// split's end where that comes first.
+X AttentionKernel::first_chunk_end(X kstart)
+{
+    X end = b.x();
+    b.addi(end, kstart, static_cast<int32_t>(Nk));
+    if (S > 1) b.min(end, end, kend);
+    return end;
+}
+
 // item()'s first key chunk, unless prefetch_first_item loaded it: the slice's first item
 // whose chunk ends at or before the first appended position. addr is scratch.
 void AttentionKernel::first_chunk_unless_prefetched(X item, X kstart)
 {
     Label load = b.label(), done = b.label();
     unless_prefetched(item, load);
-    b.addi(addr, kstart, static_cast<int32_t>(Nk));
-    b.bge(pos0, addr, done);
+    X end = first_chunk_end(kstart);
+    b.bge(pos0, end, done);
+    b.free(end);
     if (partial_window()) {
         b.addi(addr, kstart, static_cast<int32_t>(cfg_.window - 1));
         b.bne(addr, pos0, load);
@@ -1079,7 +1243,7 @@ void AttentionKernel::fill_window_last()
     b.li(l1, l1_k[0] + (w - 1) * D * kve);
     b.tdesc(tk, l1, one, dim, kvt);
     b.vcopy(tk, tsub);
-    b.li(l1, l1_app + 2 * kAppendRows * D * 4);
+    b.li(l1, l1_app_vt);
     b.tdesc(tsub, l1, dim, one, kvt);
     b.li(l1, l1_v[0] + (w - 1) * kve);
     b.tdesc(tv, l1, dim, one, kvt, w * kve);
