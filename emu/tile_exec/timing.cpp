@@ -1,10 +1,15 @@
 #include "emu/tile_exec/timing.hpp"
 
 #include "emu/tile_exec/timing_rates.hpp"
+#include "jal/hw/isa.h"
 
 #include <algorithm>
 
 namespace jal::emu::exec {
+
+// The cache geometry programs are told about (include/jal/hw/isa.h) is the modelled one.
+static_assert(rates::kScalarCacheLines == JAL_ISA_SCALAR_CACHE_LINES &&
+              rates::kScalarLineBytes == JAL_ISA_SCALAR_LINE_BYTES);
 
 using namespace rates;
 

@@ -35,6 +35,10 @@
 #define JAL_ISA_TILE_REGS 16
 #define JAL_ISA_SEMAPHORES 16
 #define JAL_SLICE_L1_BYTES (4u << 20) /* (chosen) 4 MiB of tile memory per slice */
+/* (chosen) The scalar unit's data cache: direct-mapped, this many lines of this many bytes.
+ * Results never depend on it; what a program reads ahead to hide misses does. */
+#define JAL_ISA_SCALAR_CACHE_LINES 64
+#define JAL_ISA_SCALAR_LINE_BYTES 64
 
 #define JAL_INSN_OPCODE(w) ((uint8_t)((w) >> 56))
 #define JAL_INSN_A(w) ((uint8_t)(((w) >> 50) & 0x3f))

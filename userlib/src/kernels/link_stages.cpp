@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 namespace jal::kernels {
@@ -25,9 +26,11 @@ namespace {
 
 constexpr unsigned kMaskReg = 1, kArgsReg = 2, kTmpReg = 3, kTableReg = 4, kSetReg = 5,
                    kSetBits = 6;
-// The scalar data cache's sets (docs/tile-isa.md, "Timing model": 4 KiB direct-mapped, lines
-// of 64 bytes): what a program reads ahead depends on it, never its results.
-constexpr int32_t kScalarCacheSets = 64;
+// The scalar data cache's sets (direct-mapped: one line each): what a program reads ahead
+// depends on it, never its results.
+constexpr int32_t kScalarCacheSets = JAL_ISA_SCALAR_CACHE_LINES;
+constexpr uint32_t kLineBytes = JAL_ISA_SCALAR_LINE_BYTES;
+constexpr int32_t kLineShift = std::countr_zero(kLineBytes);
 constexpr uint64_t kEverySlice = ~uint64_t{0};
 
 class StageEmitter {
@@ -142,11 +145,11 @@ private:
         code_.push_back(JAL_INSN(JAL_OP_MULI, kSetReg, kSetReg, 0, 0, 8));
         code_.push_back(JAL_INSN(JAL_OP_ADD, kTableReg, kTableReg, kSetReg, 0, 0));
         std::vector<size_t> skips;
-        for (uint32_t line = 0; line < args_bytes; line += 64) {
+        for (uint32_t line = 0; line < args_bytes; line += kLineBytes) {
             code_.push_back(
                 JAL_INSN(JAL_OP_ADDI, kSetReg, kTmpReg, 0, 0, static_cast<int32_t>(offset + line)));
             code_.push_back(JAL_INSN(JAL_OP_XOR, kSetReg, kSetReg, kTableReg, 0, 0));
-            code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, 6));
+            code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, kLineShift));
             code_.push_back(JAL_INSN(JAL_OP_SHR, kSetReg, kSetReg, kSetBits, 0, 0));
             code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, kScalarCacheSets - 1));
             code_.push_back(JAL_INSN(JAL_OP_AND, kSetReg, kSetReg, kSetBits, 0, 0));
@@ -168,10 +171,10 @@ private:
         touch_lines(next.args_offset, next.args_size);
         bind_branch(skip);
     }
-    // LD x0 of every 64-byte line of [x3 + offset, + bytes) (argument buffers start on a line).
+    // LD x0 of every line of [x3 + offset, + bytes) (argument buffers start on a line).
     void touch_lines(int64_t offset, uint32_t bytes)
     {
-        for (uint32_t at = 0; at < bytes; at += 64)
+        for (uint32_t at = 0; at < bytes; at += kLineBytes)
             code_.push_back(
                 JAL_INSN(JAL_OP_LD, 0, kTmpReg, 0, 0, static_cast<int32_t>(offset + at)));
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <jal/api.h>
+#include <jal/hw/isa.h>
 #include <jal/kernels/builder.hpp>
 
 namespace jal::kernels {
@@ -55,7 +56,8 @@ inline constexpr size_t kStageOverheadWords = 40;
 // scalar-cache set check for each of the kernel's argument lines, the read.
 inline constexpr size_t table_read_words(uint32_t args_size)
 {
-    return 5 + 7 * ((size_t{args_size} + 63) / 64);
+    constexpr size_t line = JAL_ISA_SCALAR_LINE_BYTES;
+    return 5 + 7 * ((size_t{args_size} + line - 1) / line);
 }
 
 }  // namespace jal::kernels
