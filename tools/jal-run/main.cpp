@@ -52,7 +52,8 @@ struct Options {
     std::string expert_layout = "auto";
     std::string kv_type = "f32";
     bool unstaged = false;
-    bool no_beside = false;  // --no-projection-beside
+    bool no_beside = false;   // --no-projection-beside
+    uint32_t key_splits = 0;  // --key-splits
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -224,6 +225,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.kv_type = r.kv_type;
     ro.staged = !o.unstaged;
     ro.projection_beside_attention = !o.no_beside;
+    ro.attention_key_splits = o.key_splits;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
     ro.max_sequences = r.users;
@@ -515,6 +517,7 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
         j["split_chips"] = rt.options().split_devices.size() + 1;
     j["numerics"] = jal::model::numerics_name(r.numerics);
     j["kv_type"] = jal::model::kv_type_name(rt.options().kv_type);
+    j["key_splits"] = rt.options().attention_key_splits;
     j["prompt_ids"] = o.timing_only ? nlohmann::json(r.prompt.size()) : nlohmann::json(r.prompt);
     j["forced"] = !r.force.empty();
     j["n_vocab"] = rt.config().n_vocab;
@@ -691,6 +694,11 @@ void add_execution_options(CLI::App& app, Options& o)
                  "not on the slices the attention leaves idle with their own copy of the "
                  "matrix loaded while it runs (the default where HBM allows: "
                  "docs/model-runtime.md, \"The output projection beside the attention\")");
+    app.add_option("--key-splits", o.key_splits,
+                   "Slices a decode row's attention splits each KV head's keys over, each with "
+                   "a copy of the head's cache: a power of 2 up to the slot groups (slices / KV "
+                   "heads) over --users; 0 (the default): that many, at most 8; 1: no split "
+                   "(docs/model-runtime.md, \"Key splits\")");
 }
 
 // The options of --timing-only runs: the shape, the load and how it is scheduled.

@@ -423,6 +423,67 @@ TEST_F(ModelRuntime, DenseCopiesGiveTheLogitsWithout)
     }
 }
 
+// Key splits (RuntimeOptions::attention_key_splits): one sequence on 8 slices of 2 KV heads
+// leaves three slot groups idle; the full-attention layer's decode rows then split each
+// head's keys over 4 slices (each with a copy of the head's cache, which every append
+// writes: a step moves more bytes), merged by split 0. Against the double-precision
+// reference, native numerics with both caches and ggml with F32 (with an F16 cache, this
+// prompt's ggml run jumps past the tolerance at a Q8_0 rounding boundary, split or not: 2.9e-2
+// both), a prompt, then decode steps. The prompt is long enough that each split's share (a key chunk more than
+// a quarter of the keys, the last one shorter: attention.hpp) leaves the newest keys to a
+// split other than the first, which appends them.
+TEST_F(ModelRuntime, KeySplitsMatchTheReference)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml})
+        for (KvType kv : {KvType::f32, KvType::f16}) {
+            if (n == Numerics::ggml && kv == KvType::f16) continue;
+            SCOPED_TRACE(std::string(jal::model::numerics_name(n)) + ", " +
+                         jal::model::kv_type_name(kv));
+            jal::model::GgufFile file = jal::model::GgufFile::open(model_file("gqa-window"));
+            uint64_t step_bytes[2] = {0, 0};
+            for (uint32_t splits : {1u, 4u}) {
+                jal::model::RuntimeOptions o = small_on_4_slices(n, 1, true);
+                o.slices = 8;
+                o.n_ctx = 320;
+                o.kv_type = kv;
+                o.attention_key_splits = splits;
+                auto rt = jal::model::Runtime::open(model_file("gqa-window"), *device_, o);
+                EXPECT_EQ(rt->options().attention_key_splits, splits);
+                jal::test::ReferenceModel ref(file, n == Numerics::ggml, kv == KvType::f16);
+                auto rseq = ref.new_sequence();
+                const double tol = n == Numerics::ggml ? kTolGgml : kTol;
+                std::vector<int32_t> prompt;
+                for (uint32_t i = 0; i < 300; i++)
+                    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % rt->config().n_vocab));
+                const int seq = rt->create_sequence();
+                std::vector<float> got = rt->prefill(seq, prompt);
+                std::vector<double> want = ref.forward(rseq, prompt);
+                for (uint32_t step = 0; step < 8; step++) {
+                    const int32_t tok = argmax(want);
+                    const std::pair<int, int32_t> row[1] = {{seq, tok}};
+                    got = rt->decode(row)[0];
+                    want = ref.forward(rseq, {tok});
+                    double scale = 1;
+                    const double d = max_abs_diff(got, want, &scale);
+                    EXPECT_LE(d, tol * scale) << splits << " splits, decode step " << step;
+                }
+                step_bytes[splits > 1] = rt->last().hbm_bytes;
+            }
+            EXPECT_GT(step_bytes[1], step_bytes[0]) << "the appends wrote every copy";
+        }
+}
+
+TEST_F(ModelRuntime, KeySplitsTheSlotGroupsCannotHoldAreRefused)
+{
+    jal::model::RuntimeOptions o = small_on_4_slices(Numerics::native, 2, true);
+    o.slices = 8;
+    for (uint32_t splits : {3u, 4u}) {  // not a power of 2; more than 4 groups over 2 slots
+        o.attention_key_splits = splits;
+        EXPECT_THROW(jal::model::Runtime::open(model_file("gqa-window"), *device_, o), jal::Error)
+            << splits;
+    }
+}
+
 // A slot group's decode rows in one batched attention call (RuntimeOptions::
 // attention_batches) compute what one call a sequence does: the same logits bit for bit,
 // decode steps and a mixed step, both numerics, F32 and F16 caches. Five sequences on 4

@@ -80,6 +80,14 @@ struct RuntimeOptions {
     // projection beside the attention"); false: on every slice after the attention. The same
     // bits either way.
     bool projection_beside_attention = true;
+    // A decode row's attention splits each KV head's keys over this many slices (flash
+    // decoding; docs/model-runtime.md, "Key splits"), each holding a copy of the head's
+    // cache: the slot groups no sequence uses then attend too. A power of 2 no larger than
+    // the slot groups (slices / n_head_kv) over max_sequences; 0: that, at most 8, where a
+    // head's cache of n_ctx positions holds 512 KiB or more, else none; 1: none. The bits
+    // differ from one split's only by the order the splits' sums merge in. Runtime::options()
+    // reports the count chosen.
+    uint32_t attention_key_splits = 0;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

@@ -136,6 +136,9 @@ constexpr uint32_t kFewPairs = 8;
 constexpr uint32_t kFewLogitRows = 8;
 // The most lane queues a runtime opens beside its own queue (RuntimeImpl's constructor).
 constexpr uint32_t kMaxLanes = 32;
+// At most this many key splits a KV head (RuntimeImpl::choose_key_splits).
+constexpr uint32_t kMaxKeySplits = 8;
+constexpr uint64_t kSplitCacheBytes = 512 << 10;
 
 // What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
 struct ExpertFusions {
@@ -177,6 +180,7 @@ struct Matrix {
     struct Beside {
         std::vector<Place> shards;
         Place table;
+        uint64_t leaves_out = 0;  // the slices it does not run on (beside_leaves_out)
     };
     std::vector<Beside> beside;
 };
@@ -335,11 +339,7 @@ private:
     void plan_timing_tables();
     void plan_dense_copies();
     void plan_beside_copies();
-    // Slice i of the stage beside slot group grp (the slices outside it, in order).
-    uint32_t beside_slice(uint32_t grp, uint32_t i) const
-    {
-        return i < grp * kv_group_ ? i : i + kv_group_;
-    }
+    uint64_t beside_leaves_out(uint32_t il, uint32_t slot) const;
     int beside_group(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
     uint32_t dense_copy_groups(Matrix Layer::*member, uint32_t block);
     void plan_expert_biases();
@@ -362,7 +362,11 @@ private:
             for (Matrix* m : {&L.wqkv, &L.wo, &L.router, &L.gate_up, &L.down}) f(*m);
         f(output_);
     }
-    uint32_t kv_slice(uint32_t slot, uint32_t g) const;
+    uint64_t kv_head_mask(uint32_t slot, uint32_t g, bool split) const;
+    uint32_t slot_first_slice(uint32_t slot) const;
+    uint64_t kv_split_mask(uint32_t slot) const;
+    // The key splits of layer il's decode rows: none in a sliding window (a few chunks).
+    uint32_t layer_splits(uint32_t il) const { return c_.layer_uses_swa(il) ? 1 : kv_splits_; }
     uint64_t head_table_bytes() const { return 16ull * c_.n_head_kv; }
     uint64_t kv_mask(uint32_t slot) const;
     // One graph run over these segments (tokens in row order); logits of rows
@@ -379,7 +383,8 @@ private:
     // q_block 0: the kernel's default (128 stacked query rows an item).
     const k::Program& attention_kernel(uint32_t window, bool append_kv, bool rope,
                                        uint32_t q_block = 0, jal_dtype out = JAL_DT_F32,
-                                       bool batch = false);
+                                       bool batch = false, uint32_t key_splits = 1);
+    void choose_key_splits();
     bool attention_wide(const Segment& sg) const;
     bool attention_appends(const Segment& sg) const;
     // The pass's batched attention lists (a_.batch, batch_at_), uploaded with its batch.
@@ -501,6 +506,9 @@ private:
     uint64_t all_mask_ = 0;
     jal_dtype kv_dtype_ = JAL_DT_F32;        // the KV caches' elements (o_.kv_type)
     uint32_t kv_group_ = 0, kv_groups_ = 0;  // slices an attention dispatch uses; groups of them
+    // Key splits of a decode row's full attention (choose_key_splits): slot j's layers then
+    // attend on kv_splits_ groups from slot_first_slice(j), its windowed ones on the first.
+    uint32_t kv_splits_ = 1;
     // Per slot group, this pass: the byte offset of its list in a_.batch, or -1 where its
     // rows attend one call a sequence (plan_attention_batches).
     std::vector<int64_t> batch_at_;
@@ -558,6 +566,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     // group, so caches spread over the chip and every head's cache is local to its reader.
     kv_group_ = std::min(S_, c_.n_head_kv);
     kv_groups_ = std::max<uint32_t>(1, S_ / kv_group_);
+    choose_key_splits();
 
     plan_weights();
     const KvCaches caches = plan_kv_caches();
@@ -821,8 +830,9 @@ void RuntimeImpl::plan_rope_tables()
     vec_uploads_.push_back({rope_sin_.place, &rope_sin_});
 }
 
-// KV caches: slot j, layer l, KV head g on slice kv_slice(j, g) (see kv_group_); each slot
-// and layer also has a replicated head table the kernels follow.
+// KV caches: slot j, layer l, KV head g on the slices kv_head_mask(j, g) (see kv_group_; a
+// copy on each of its key splits' slices); each slot and layer also has a replicated head
+// table the kernels follow.
 RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
 {
     const uint64_t head_bytes = k::kv_head_bytes(o_.n_ctx, c_.head_dim, kv_dtype_);
@@ -836,8 +846,8 @@ RuntimeImpl::KvCaches RuntimeImpl::plan_kv_caches()
             placement_.reserve(Placement::kReplicated, head_table_bytes() * c_.n_layer);
         for (uint32_t il = 0; il < c_.n_layer; il++) {
             for (uint32_t g = 0; g < c_.n_head_kv; g++)
-                caches[j][il].push_back(
-                    placement_.reserve(static_cast<int>(kv_slice(j, g)), head_bytes));
+                caches[j][il].push_back(placement_.reserve(
+                    placement_.group_arena(kv_head_mask(j, g, layer_splits(il) > 1)), head_bytes));
             slots_[j].heads.push_back(
                 Place{tables.arena, tables.offset + il * head_table_bytes(), head_table_bytes()});
         }
@@ -917,28 +927,47 @@ void RuntimeImpl::plan_expert_biases()
 void RuntimeImpl::plan_beside_copies()
 {
     if (!o_.projection_beside_attention || !o_.staged || kv_groups_ < 2) return;
-    const uint32_t groups = std::min(o_.max_sequences, kv_groups_), n = S_ - kv_group_;
+    const uint32_t groups = std::min(o_.max_sequences, kv_groups_ / kv_splits_), n = S_ - kv_group_;
+    // Slice i of the stage beside layer il's attention for slot group grp.
+    auto slice = [&](uint32_t il, uint32_t grp, uint32_t i) {
+        return detail::nth_slice_outside(beside_leaves_out(il, grp), i);
+    };
     std::vector<uint64_t> extra(S_, 0);
     for (uint32_t grp = 0; grp < groups; grp++)
-        for (const Layer& L : layers_)
+        for (uint32_t il = 0; il < layers_.size(); il++)
             for (uint32_t i = 0; i < n; i++)
-                extra[beside_slice(grp, i)] +=
-                    lin::slice_range(L.wo.n, n, i).size() * L.wo.row_bytes;
+                extra[slice(il, grp, i)] +=
+                    lin::slice_range(layers_[il].wo.n, n, i).size() * layers_[il].wo.row_bytes;
     for (uint32_t s = 0; s < S_; s++)
         if (placement_.slice_load(s) + extra[s] + kCopyHeadroom > kSliceBytes) return;
-    for (Layer& L : layers_) {
-        L.wo.beside.resize(groups);
+    for (uint32_t il = 0; il < layers_.size(); il++) {
+        Matrix& wo = layers_[il].wo;
+        wo.beside.resize(groups);
         for (uint32_t grp = 0; grp < groups; grp++) {
-            Matrix::Beside& bs = L.wo.beside[grp];
+            Matrix::Beside& bs = wo.beside[grp];
+            bs.leaves_out = beside_leaves_out(il, grp);
             for (uint32_t i = 0; i < n; i++) {
-                const uint64_t bytes = lin::slice_range(L.wo.n, n, i).size() * L.wo.row_bytes;
+                const uint64_t bytes = lin::slice_range(wo.n, n, i).size() * wo.row_bytes;
                 bs.shards.push_back(
-                    bytes ? placement_.reserve(static_cast<int>(beside_slice(grp, i)), bytes)
+                    bytes ? placement_.reserve(static_cast<int>(slice(il, grp, i)), bytes)
                           : Place{});
             }
             bs.table = placement_.reserve(Placement::kReplicated, 8ull * n);
         }
     }
+}
+
+// The slices the output projection beside slot j's attention in layer il leaves out: the
+// slot's group; where the layer's keys split (over every slice of the slot's groups), the
+// splits that merge and store (split 0 of each head): the others are done early and load
+// their shard meanwhile.
+uint64_t RuntimeImpl::beside_leaves_out(uint32_t il, uint32_t j) const
+{
+    if (layer_splits(il) == 1) return kv_mask(j);
+    uint64_t m = 0;
+    for (uint32_t g = 0; g < kv_group_; g++)
+        m |= uint64_t{1} << (slot_first_slice(j) + g * kv_splits_);  // head g's split 0
+    return m;
 }
 
 // The slot group whose slices alone attend in this pass, if its output projection runs
@@ -1187,14 +1216,54 @@ const RuntimeImpl::Slot& RuntimeImpl::slot(int seq) const
     return used_slot(slots_, seq);
 }
 
-uint32_t RuntimeImpl::kv_slice(uint32_t j, uint32_t g) const
+// Where slot j's KV head g lives: its slice of the slot's group, or (a layer whose keys
+// split) the split's slices, a copy on each.
+uint64_t RuntimeImpl::kv_head_mask(uint32_t j, uint32_t g, bool split) const
 {
-    return (j % kv_groups_) * kv_group_ + g % kv_group_;
+    if (!split) return mask_of(slot_first_slice(j) + g % kv_group_, 1);
+    return mask_of(slot_first_slice(j) + g % kv_group_ * kv_splits_, kv_splits_);
+}
+
+// Slot j's first slice: its group's, of kv_groups_ / kv_splits_ spans of kv_splits_ groups.
+uint32_t RuntimeImpl::slot_first_slice(uint32_t j) const
+{
+    return j % (kv_groups_ / kv_splits_) * kv_splits_ * kv_group_;
+}
+
+uint64_t RuntimeImpl::kv_split_mask(uint32_t j) const
+{
+    return mask_of(slot_first_slice(j), kv_group_ * kv_splits_);
+}
+
+// Key splits (docs/model-runtime.md, "Key splits"): where the slot groups outnumber the
+// sequences, the groups no sequence would use idle through every decode row's attention,
+// whose time grows with the context (each KV head's keys stream on one slice). Instead each
+// slot's attention spreads over kv_splits_ groups: each KV head's keys split over that many
+// slices (flash decoding), each holding a copy of the head's cache so that every read is
+// local. At most kMaxKeySplits: split 0 merges the others' states one after another. Left
+// to choose, only where a head's cache holds kSplitCacheBytes or more: below, the merge and
+// the newest keys' append before their split attends cost back what the splits save in
+// streaming (docs/model-runtime.md, "Key splits", has the measurements).
+void RuntimeImpl::choose_key_splits()
+{
+    const uint32_t free_groups = kv_groups_ / std::clamp(o_.max_sequences, 1u, kv_groups_);
+    uint32_t want = o_.attention_key_splits;
+    if (!want && k::kv_head_bytes(o_.n_ctx, c_.head_dim, kv_dtype_) < kSplitCacheBytes) want = 1;
+    if (!want)
+        for (want = std::bit_floor(std::min(free_groups, kMaxKeySplits)); kv_groups_ % want;)
+            want /= 2;
+    if (want > free_groups || !std::has_single_bit(want) || kv_groups_ % want)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: {} key splits, where {} slot groups serve {} "
+                                "sequences (a power of 2 up to {})",
+                                want, kv_groups_, o_.max_sequences, free_groups));
+    kv_splits_ = c_.n_head_kv % kv_group_ || split_.chips > 1 ? 1 : want;
+    o_.attention_key_splits = kv_splits_;  // what options() reports
 }
 
 uint64_t RuntimeImpl::kv_mask(uint32_t j) const
 {
-    return mask_of((j % kv_groups_) * kv_group_, kv_group_);
+    return mask_of(slot_first_slice(j), kv_group_);
 }
 
 const std::byte* RuntimeImpl::keep(std::vector<std::byte>&& out, const std::string& first,
@@ -1451,8 +1520,8 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
-    add(code, beside >= 0 ? all_mask_ & ~kv_mask(static_cast<uint32_t>(beside)) : all_mask_,
-        k::Args(args), what);
+    add(code, beside >= 0 ? all_mask_ & ~m.beside[beside].leaves_out : all_mask_, k::Args(args),
+        what);
 }
 
 bool RuntimeImpl::split_by_rows(const Matrix& m, uint32_t tokens, bool per_pair) const
@@ -1650,11 +1719,12 @@ RuntimeImpl::GraphKernels RuntimeImpl::graph_kernels(uint32_t T)
 }
 
 const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv, bool rope,
-                                                uint32_t q_block, jal_dtype out, bool batch)
+                                                uint32_t q_block, jal_dtype out, bool batch,
+                                                uint32_t key_splits)
 {
-    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{} t{} b{}", c_.n_head,
-                               c_.n_head_kv, c_.head_dim, o_.n_ctx, window, append_kv, rope,
-                               q_block, int(out), int(kv_dtype_), batch),
+    return program(fmt::format("attn h{} g{} d{} c{} w{} app{} rope{} q{} o{} t{} b{} s{}",
+                               c_.n_head, c_.n_head_kv, c_.head_dim, o_.n_ctx, window, append_kv,
+                               rope, q_block, int(out), int(kv_dtype_), batch, key_splits),
                    [&] {
                        k::AttentionConfig a;
                        a.n_head = c_.n_head, a.n_head_kv = c_.n_head_kv, a.head_dim = c_.head_dim;
@@ -1662,7 +1732,7 @@ const k::Program& RuntimeImpl::attention_kernel(uint32_t window, bool append_kv,
                        a.append_kv = append_kv, a.rope = rope;
                        a.q_block = q_block, a.kv_dtype = kv_dtype_;
                        a.out_dtype = out, a.out_cvt = lin::activation_cvt_mode(numerics());
-                       a.batch = batch;
+                       a.batch = batch, a.key_splits = key_splits;
                        return k::build_attention(a);
                    });
 }
@@ -1713,7 +1783,7 @@ void RuntimeImpl::plan_attention_batches(const std::vector<Segment>& segs)
 // A decode row whose attention appends it (on its slot's group): what a batch can hold.
 bool RuntimeImpl::batchable(const Segment& sg) const
 {
-    return sg.rows == 1 && attention_appends(sg);
+    return sg.rows == 1 && attention_appends(sg) && kv_splits_ == 1;
 }
 
 bool RuntimeImpl::attention_batched(const Segment& sg) const
@@ -1781,7 +1851,12 @@ void RuntimeImpl::add_attention(uint32_t il, const std::vector<Segment>& segs,
         // A prompt's items hold kPromptQueryBlock queries: every key and value an item loads
         // then serves that many query rows of each head.
         const uint32_t q_block = wide ? kPromptQueryBlock : 0;
-        add(attention_kernel(window, fused, rope, q_block, out), wide ? all_mask_ : kv_mask(j),
+        // A decode row's keys split over the slot's groups (a prompt's rows are many blocks).
+        const uint32_t splits = wide || sg.rows > 1 ? 1 : layer_splits(il);
+        add(attention_kernel(window, fused, rope, q_block, out, false, splits),
+            wide         ? all_mask_
+            : splits > 1 ? kv_split_mask(j)
+                         : kv_mask(j),
             k::Args(args), window ? "attention (sliding window)" : "attention", lane);
     }
     if (forked) launch_->join();

@@ -1,5 +1,7 @@
 #include "placement.hpp"
 
+#include <bit>
+
 #include <fmt/format.h>
 
 namespace jal::model::detail {
@@ -12,10 +14,32 @@ uint64_t mask_of(size_t slices)
 }
 }  // namespace
 
+int Placement::group_arena(uint64_t mask)
+{
+    if (mask == 0 || (slice_sizes_.size() < 64 && mask >> slice_sizes_.size()))
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: no slice group {:#x}", mask));
+    if (std::popcount(mask) == 1) return std::countr_zero(mask);
+    for (size_t i = 0; i < groups_.size(); i++)
+        if (groups_[i].mask == mask) return kFirstGroup - static_cast<int>(i);
+    groups_.push_back({mask, 0, nullptr});
+    return kFirstGroup - static_cast<int>(groups_.size() - 1);
+}
+
+uint64_t Placement::slice_load(uint32_t slice) const
+{
+    uint64_t load = slice_sizes_.at(slice) + replicated_ + interleaved_ / slice_sizes_.size();
+    for (const Group& g : groups_)
+        if (g.mask >> slice & 1) load += g.size;
+    return load;
+}
+
 uint64_t& Placement::size_of(int arena)
 {
     if (arena == kReplicated) return replicated_;
     if (arena == kInterleaved) return interleaved_;
+    if (arena <= kFirstGroup && static_cast<size_t>(kFirstGroup - arena) < groups_.size())
+        return groups_[static_cast<size_t>(kFirstGroup - arena)].size;
     if (arena < 0 || static_cast<size_t>(arena) >= slice_sizes_.size())
         throw Error(JAL_STATUS_INVALID_FIELD, fmt::format("model runtime: no arena {}", arena));
     return slice_sizes_[static_cast<size_t>(arena)];
@@ -42,12 +66,18 @@ void Placement::allocate(const runtime::Context& context)
     if (interleaved_)
         interleaved_mem_ = std::make_unique<runtime::Memory>(
             context, interleaved_, JAL_PLACE_INTERLEAVED, mask_of(slice_sizes_.size()), 0);
+    for (Group& g : groups_)
+        if (g.size)
+            g.mem =
+                std::make_unique<runtime::Memory>(context, g.size, JAL_PLACE_REPLICATED, g.mask, 0);
 }
 
 uint64_t Placement::va(const Place& p) const
 {
     if (p.arena == kReplicated) return replicated_mem_->va() + p.offset;
     if (p.arena == kInterleaved) return interleaved_mem_->va() + p.offset;
+    if (p.arena <= kFirstGroup)
+        return groups_.at(static_cast<size_t>(kFirstGroup - p.arena)).mem->va() + p.offset;
     return slice_mem_.at(static_cast<size_t>(p.arena))->va() + p.offset;
 }
 
@@ -55,6 +85,7 @@ uint64_t Placement::bytes_reserved() const
 {
     uint64_t total = replicated_ + interleaved_;
     for (uint64_t s : slice_sizes_) total += s;
+    for (const Group& g : groups_) total += g.size;
     return total;
 }
 

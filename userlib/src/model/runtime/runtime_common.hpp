@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,14 @@ inline uint64_t mask_of(uint32_t first, uint32_t count)
 {
     const uint64_t m = count >= 64 ? ~0ull : (1ull << count) - 1;
     return m << first;
+}
+
+// The i-th slice (ascending) not in `mask`.
+inline uint32_t nth_slice_outside(uint64_t mask, uint32_t i)
+{
+    uint64_t free = ~mask;
+    for (; i; i--) free &= free - 1;  // drop the lowest i
+    return static_cast<uint32_t>(std::countr_zero(free));
 }
 
 // A runtime's loaded programs, by key.
