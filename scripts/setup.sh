@@ -25,6 +25,8 @@ packages=(
   # the system test's guest (scripts/build-guest.sh): kernel headers for jal.ko (the guest
   # kernel is the image of the same release), a static busybox and cpio for the initramfs
   linux-headers-amd64 busybox-static cpio
+  # the Pareto plots of tools/perf/sweep_inferencex.py (docs/performance.md)
+  python3-matplotlib
 )
 
 missing=()
