@@ -181,14 +181,7 @@ void ArgmaxKernel::slice_best()
 void ArgmaxKernel::combine()
 {
     X n = b.slice_count();
-    {  // slice 0's tables have a column per slice
-        X most = emit_const(b, kMaxSlices);
-        Label fits = b.label();
-        b.bge(most, n, fits);
-        b.trap(JAL_STATUS_INVALID_FIELD);
-        b.bind(fits);
-        b.free(most);
-    }
+    emit_trap_unless_at_most(b, n, kMaxSlices);  // slice 0's tables have a column per slice
     Label leader = b.label(), done = b.label();
     b.beq(share.slice, zero, leader);
     b.send(tval, zero, qnet);

@@ -49,6 +49,16 @@ void emit_trap_unless_multiple(Builder& b, X value, X of)
     b.free(rem);
 }
 
+void emit_trap_unless_at_most(Builder& b, X value, int64_t limit)
+{
+    X most = emit_const(b, limit);
+    Label ok = b.label();
+    b.bge(most, value, ok);
+    b.trap(JAL_STATUS_INVALID_FIELD);
+    b.bind(ok);
+    b.free(most);
+}
+
 void emit_wait_n(Builder& b, Q q, X count)
 {
     b.for_range(zero, count, 1, [&](X) { b.wait(q, 1); });

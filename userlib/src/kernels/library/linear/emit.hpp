@@ -27,6 +27,9 @@ X emit_const(Builder& b, int64_t value);
 // Traps INVALID_FIELD unless `of` divides `value` (`of` must not be 0).
 void emit_trap_unless_multiple(Builder& b, X value, X of);
 
+// Traps INVALID_FIELD unless value <= limit (signed).
+void emit_trap_unless_at_most(Builder& b, X value, int64_t limit);
+
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder& b, Q q, X count);
 

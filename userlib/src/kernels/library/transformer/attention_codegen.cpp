@@ -43,6 +43,8 @@ private:
     void load_window_but_last(X kstart);
     void fill_window_last();
     void append_issue();
+    void append_kv_split_rows();
+    void append_finish_rows();
     void prefetch_first_item();
     void append_finish();
     KvAppendRope append_rope();
@@ -60,7 +62,9 @@ private:
     void store_entry_row(KvAppendRegs& a, X head, X e, X i, X heads_off);
     void append_kv();
     void append_kv_split();
-    void split_share(X kstart, X per, X scratch);
+    void first_key(X kstart, X first);
+    void split_share(X per, X kstart, X end, X scratch);
+    void with_spare_arguments(const std::function<void()>& body);
     void for_appended_heads(const std::function<void(X head)>& body);
     X first_chunk_end(X kstart);
     // A split's share of an item's L keys is ceil((L + Nk/2) / S): the last split's is half
@@ -69,7 +73,6 @@ private:
     // (Measured on GPT-OSS-120B, C = 1: TPOT at 1k 0.950 / 0.945 / 0.947 ms with no, half
     // a and a whole chunk less; at 8k 0.9529 / 0.9529 / 0.9532.)
     int32_t split_share_rounding() const { return static_cast<int32_t>(Nk / 2 + S - 1); }
-    void trap_unless_one_block();
     void rotate_queries();
     int query_transfers() const;
     KvAppendRope rope_scratch();
@@ -528,14 +531,11 @@ X AttentionKernel::count_items(X slices)
 // described anew later) and frees everything it takes.
 void AttentionKernel::append_kv()
 {
-    X ns = b.slice_count(), gg = constant(b, G);
-    trap_unless_multiple(gg, ns);  // every item of a head runs where its keys were appended
     KvAppendRegs a = append_regs();
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
     KvAppendRope rope = append_rope();
     if (cfg_.rope) a.rope = &rope;
-    X s0 = b.slice_index();
-    for_strided(b, s0, gg, ns, [&](X head) {
+    for_appended_heads([&](X head) {
         X entry = b.x(), col = b.x();
         b.muli(entry, head, 16);
         b.add(entry, entry, heads);
@@ -545,7 +545,6 @@ void AttentionKernel::append_kv()
         b.free(col);
         b.free(entry);
     });
-    for (X x : {s0, gg, ns}) b.free(x);
     release_append_regs(a);
     release_append_rope(rope);
 }
@@ -558,9 +557,12 @@ void AttentionKernel::append_kv()
 // so that every item of a head cuts the same ranges.
 void AttentionKernel::append_kv_split()
 {
-    trap_unless_one_block();
-    // Short of registers: what the append does not use is read again after it.
-    for (X x : {out, out_stride, sinks}) b.free(x);
+    linear::detail::emit_trap_unless_at_most(b, rows, Bq);
+    with_spare_arguments([&] { append_kv_split_rows(); });
+}
+
+void AttentionKernel::append_kv_split_rows()
+{
     KvAppendRegs a = append_regs();
     a.k = k_rows, a.v = v_rows, a.k_stride = q_stride, a.v_stride = q_stride, a.pos0 = pos0;
     KvAppendRope rope = append_rope();
@@ -568,7 +570,9 @@ void AttentionKernel::append_kv_split()
     X kstart = b.x(), per = b.x();  // the block's first key, and a split's share of keys
     X s0 = b.slice_index(), ns = b.slice_count(), n_items = constant(b, S);
     trap_unless_multiple(ns, n_items);  // before anything is stored (count_items checks too)
-    split_share(kstart, per, n_items);
+    first_key(kstart, pos0);
+    b.add(per, pos0, rows);
+    split_share(per, kstart, per, n_items);
     b.li(n_items, G * S);
     for_strided(b, s0, n_items, ns, [&](X it) {
         b.free(s0);
@@ -597,26 +601,39 @@ void AttentionKernel::append_kv_split()
     for (X x : {n_items, ns, per, kstart}) b.free(x);
     release_append_regs(a);
     release_append_rope(rope);
-    out = b.arg_again("out");
-    out_stride = b.arg_again("out_stride");
-    sinks = b.arg_again("sinks");
 }
 
-// The first key of the block of the call's rows (one block) and a split's share of its keys
-// (key_start's); scratch is clobbered.
-void AttentionKernel::split_share(X kstart, X per, X scratch)
+// The first key a block of queries from position `first` sees: first - window + 1 (not
+// below 0), or 0.
+void AttentionKernel::first_key(X kstart, X first)
 {
     if (cfg_.window) {
-        b.addi(kstart, pos0, 1 - static_cast<int32_t>(cfg_.window));
+        b.addi(kstart, first, 1 - static_cast<int32_t>(cfg_.window));
         b.max(kstart, kstart, zero);
     } else {
         b.li(kstart, 0);
     }
-    b.add(per, pos0, rows);
-    b.sub(per, per, kstart);
+}
+
+// A split's share of the keys [kstart, end) (split_share_rounding); per may be end, and
+// scratch holds S after.
+void AttentionKernel::split_share(X per, X kstart, X end, X scratch)
+{
+    b.sub(per, end, kstart);
     b.addi(per, per, split_share_rounding());
     b.li(scratch, S);
     b.divu(per, per, scratch);
+}
+
+// body() with q's output, its stride and the sinks' registers given back (read again
+// after): the appends with key splits are short of registers.
+void AttentionKernel::with_spare_arguments(const std::function<void()>& body)
+{
+    for (X x : {out, out_stride, sinks}) b.free(x);
+    body();
+    out = b.arg_again("out");
+    out_stride = b.arg_again("out_stride");
+    sinks = b.arg_again("sinks");
 }
 
 // body(head) for each KV head whose row (a decode row: overlap_append) this slice appends,
@@ -640,7 +657,9 @@ void AttentionKernel::for_appended_heads(const std::function<void(X head)>& body
     trap_unless_multiple(ns, t);
     {
         X per = b.x();
-        split_share(own, per, t);
+        first_key(own, pos0);
+        b.add(per, pos0, rows);
+        split_share(per, own, per, t);
         b.sub(own, pos0, own);
         b.divu(own, own, per);  // the split that holds the row
         b.free(per);
@@ -660,17 +679,6 @@ void AttentionKernel::for_appended_heads(const std::function<void(X head)>& body
         b.free(head);
     });
     for (X x : {s0, t, own, ns}) b.free(x);
-}
-
-// Traps INVALID_FIELD unless the call's rows are one query block.
-void AttentionKernel::trap_unless_one_block()
-{
-    X t = constant(b, Bq);
-    Label ok = b.label();
-    b.bge(t, rows, ok);
-    b.trap(JAL_STATUS_INVALID_FIELD);
-    b.bind(ok);
-    b.free(t);
 }
 
 // The keys' RoPE scratch of append_kv (cfg_.rope; else nothing is taken): L1 after the
@@ -772,8 +780,15 @@ void AttentionKernel::prefetch_first_item()
 // into its caches, in the order append_issue loaded them.
 void AttentionKernel::append_finish()
 {
-    if (S > 1)  // short of registers: what the append does not use is read again after it
-        for (X x : {out, out_stride, sinks}) b.free(x);
+    if (S > 1)
+        with_spare_arguments([&] { append_finish_rows(); });
+    else
+        append_finish_rows();
+}
+
+// append_finish's rows.
+void AttentionKernel::append_finish_rows()
+{
     KvAppendRegs a = append_regs(false);
     KvAppendRope rope = append_rope();
     for (auto [t, at] : {std::pair{rope.tc, rope.l1_c}, std::pair{rope.ts, rope.l1_s},
@@ -808,11 +823,6 @@ void AttentionKernel::append_finish()
     for (X x : {j, entry, kc, vc, at}) b.free(x);
     release_append_regs(a);
     release_append_rope(rope);
-    if (S > 1) {
-        out = b.arg_again("out");
-        out_stride = b.arg_again("out_stride");
-        sinks = b.arg_again("sinks");
-    }
 }
 
 // The item's queries (each head of the group as n rows, stacked head-major), the RoPE
@@ -984,20 +994,11 @@ X AttentionKernel::key_start(X item)
 {
     // the keys any query of the block sees: [p_first - window + 1, p_last]
     X kstart = b.x();
-    if (cfg_.window) {
-        b.addi(kstart, p_first, 1 - static_cast<int32_t>(cfg_.window));
-        b.max(kstart, kstart, zero);
-    } else {
-        b.li(kstart, 0);
-    }
+    first_key(kstart, p_first);
     if (S > 1) {
-        // this split's share: [kstart + split*per, kstart + (split+1)*per) within kend, per
-        // as split_share_rounding says
+        // this split's share: [kstart + split*per, kstart + (split+1)*per) within kend
         X per = b.x(), sp = b.x();
-        b.sub(per, kend, kstart);
-        b.addi(per, per, split_share_rounding());
-        b.li(sp, S);
-        b.divu(per, per, sp);
+        split_share(per, kstart, kend, sp);
         b.remu(sp, item, sp);
         b.mul(sp, sp, per);
         b.add(kstart, kstart, sp);
