@@ -52,8 +52,9 @@ struct Options {
     std::string expert_layout = "auto";
     std::string kv_type = "f32";
     bool unstaged = false;
-    bool no_beside = false;   // --no-projection-beside
-    uint32_t key_splits = 0;  // --key-splits
+    bool no_beside = false;    // --no-projection-beside
+    bool no_messages = false;  // --no-expert-messages
+    uint32_t key_splits = 0;   // --key-splits
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -225,6 +226,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.kv_type = r.kv_type;
     ro.staged = !o.unstaged;
     ro.projection_beside_attention = !o.no_beside;
+    ro.expert_messages = !o.no_messages;
     ro.attention_key_splits = o.key_splits;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
@@ -694,6 +696,10 @@ void add_execution_options(CLI::App& app, Options& o)
                  "not on the slices the attention leaves idle with their own copy of the "
                  "matrix loaded while it runs (the default where HBM allows: "
                  "docs/model-runtime.md, \"The output projection beside the attention\")");
+    app.add_flag("--no-expert-messages", o.no_messages,
+                 "Have a decode step's gate|up projection store its rows for the down "
+                 "projection to gather after a barrier, not send them as messages (the "
+                 "default: docs/model-runtime.md, \"Expert rows as messages\")");
     app.add_option("--key-splits", o.key_splits,
                    "Slices a decode row's attention splits each KV head's keys over, each with "
                    "a copy of the head's cache: a power of 2 up to the slot groups (slices / KV "

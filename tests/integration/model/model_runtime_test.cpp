@@ -563,6 +563,38 @@ TEST_F(ModelRuntime, ProjectionBesideTheAttentionGivesTheSameLogits)
     }
 }
 
+// Expert rows as messages (RuntimeOptions::expert_messages): a decode step's gate|up sends
+// its SwiGLU rows to the down projection, which routes the tokens itself and starts without
+// a barrier. The same logits bit for bit, both numerics, one sequence and two (up to 8
+// pairs), and a prompt (which does not take the path). With it, nothing stores the rows or
+// gathers them back, so a decode step moves fewer HBM bytes: the path was taken.
+TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t step_bytes[2] = {0, 0};
+        for (int messages = 0; messages < 2; messages++) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+            o.expert_messages = messages == 1;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            const int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[messages].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
+            for (int32_t step = 0; step < 3; step++) {
+                const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
+                for (std::vector<float>& l : rt->decode(row)) logits[messages].push_back(l);
+            }
+            step_bytes[messages] = rt->last().hbm_bytes;
+            logits[messages].push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
+            const std::pair<int, int32_t> rows[2] = {{a, 21}, {b, 22}};
+            for (std::vector<float>& l : rt->decode(rows)) logits[messages].push_back(l);
+        }
+        ASSERT_EQ(logits[0].size(), 7u);
+        expect_same_bits(logits[0], logits[1]);
+        EXPECT_LT(step_bytes[1], step_bytes[0]) << "the rows went as messages";
+    }
+}
+
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'
 // bias rows (a per-slice table) where the rows layout keeps them replicated: the same
 // logits bit for bit, prompt and decode, both numerics (both splits give the same bits).

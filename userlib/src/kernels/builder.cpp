@@ -581,6 +581,7 @@ CodeObject Builder::finish()
     out.args_size = args_size();
     out.l1_bytes = l1_high_;
     out.slice_table_arg = slice_table_arg_;
+    out.after_messages = after_messages_;
     out.bytes = isa::encode_code_object(name_, code_, out.args_size, out.l1_bytes, table);
     if (out.bytes.size() > JAL_CODE_MAX_BYTES)
         fail(fmt::format("the code object is {} bytes, more than the maximum {}", out.bytes.size(),

@@ -87,12 +87,19 @@ public:
     }
 
 private:
+    // A fork-join region is one unit, and so is a kernel with the ones after it that take
+    // their inputs from it as messages (they must share its dispatch).
     size_t unit_end(size_t i) const
     {
-        if (items_[i].kind != Kind::fork) return i + 1;
-        size_t j = i + 1;
-        while (j < items_.size() && items_[j].kind != Kind::join) j++;
-        return std::min(j + 1, items_.size());
+        size_t end = i + 1;
+        if (items_[i].kind == Kind::fork) {
+            while (end < items_.size() && items_[end].kind != Kind::join) end++;
+            end = std::min(end + 1, items_.size());
+        }
+        while (end < items_.size() && items_[end].kind == Kind::dispatch &&
+               items_[end].program->after_messages())
+            end++;
+        return end;
     }
     size_t unit_words(size_t i, size_t end) const
     {
@@ -179,6 +186,7 @@ void Launcher::stage_batch()
             st.args_offset = static_cast<uint32_t>(it.args_offset - first->args_offset);
             st.args_size = static_cast<uint32_t>(it.args_size);
             st.slice_table_arg = it.program->slice_table_arg();
+            st.after_messages = it.program->after_messages();
             sec.lanes[lane].push_back(st);
             key.insert(key.end(), {it.program->address(), st.slices, st.args_offset, lane});
         }

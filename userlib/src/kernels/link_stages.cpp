@@ -9,7 +9,8 @@
 // STAGE or END. A kernel without ACQUIRE gets one before its first instruction. STAGE waits
 // for the slice's stores, so a barrier paid after it means every earlier store has landed.
 // Lanes of a section run side by side: their stages are joined by barriers of the lane's
-// slices, and the whole dispatch meets after the section.
+// slices, and the whole dispatch meets after the section. A stage that takes its inputs as
+// messages from the one before (Stage::after_messages) is unordered: no barrier.
 #include <jal/kernels/stages.hpp>
 
 #include <jal/isa/code_object.hpp>
@@ -254,11 +255,21 @@ CodeObject link_stages(const std::string& name, std::span<const StageSection> se
         if (sec.lanes.size() == 1) {
             const StageLane& lane = sec.lanes.front();
             for (size_t i = 0; i < lane.size(); i++) {
-                e.stage(lane[i], ordered, next_in_order(sections, k, i));
+                if (lane[i].after_messages && (i == 0 || lane[i - 1].slices != lane[i].slices))
+                    StageEmitter::fail(fmt::format(
+                        "stage {} of section {} takes messages from a stage before it on other "
+                        "slices, or from none",
+                        i, k));
+                e.stage(lane[i], ordered && !lane[i].after_messages, next_in_order(sections, k, i));
                 ordered = true;
             }
             continue;
         }
+        for (const StageLane& l : sec.lanes)
+            for (const Stage& s : l)
+                if (s.after_messages)
+                    StageEmitter::fail(
+                        fmt::format("section {}: a lane's stage cannot take messages", k));
         for (size_t l = 0; l < sec.lanes.size(); l++) e.lane(sec.lanes[l], ordered && l == 0);
         e.join(kEverySlice);
         ordered = false;

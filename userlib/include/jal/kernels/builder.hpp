@@ -50,6 +50,10 @@ struct CodeObject {
     // u64, one a slice, whose entry SR_SLICE the kernel reads on its way to its first
     // streams (a shard table). link_stages reads that line in advance; -1: none.
     int32_t slice_table_arg = -1;
+    // Host-side hint: the kernel receives what the stage before it computed as messages
+    // (RECV) and reads nothing else that stage wrote, so link_stages starts it without the
+    // barrier between stages (Stage::after_messages).
+    bool after_messages = false;
 };
 
 class JAL_API Builder {
@@ -74,6 +78,8 @@ public:
     // Declares that argument `name` is a table the kernel reads at entry SR_SLICE
     // (CodeObject::slice_table_arg).
     void slice_table_hint(std::string_view name);
+    // Declares CodeObject::after_messages.
+    void after_messages_hint() { after_messages_ = true; }
 
     // ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte
     // aligned). l1_bytes of the code object is the high-water mark. ----
@@ -201,6 +207,7 @@ private:
     uint32_t l1_top_ = 0;
     uint32_t l1_high_ = 0;
     int32_t slice_table_arg_ = -1;  // slice_table_hint
+    bool after_messages_ = false;   // after_messages_hint
     bool finished_ = false;
 };
 

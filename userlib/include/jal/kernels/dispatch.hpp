@@ -62,6 +62,7 @@ public:
     uint32_t args_size() const { return args_size_; }
     uint32_t l1_bytes() const { return l1_bytes_; }
     int32_t slice_table_arg() const { return slice_table_arg_; }  // CodeObject's hint
+    bool after_messages() const { return after_messages_; }       // CodeObject's hint
     // The instructions, for fault messages (empty if the object is unreadable).
     const std::vector<uint64_t>& code() const { return code_; }
 
@@ -71,6 +72,7 @@ private:
     uint32_t args_size_ = 0;
     uint32_t l1_bytes_ = 0;
     int32_t slice_table_arg_ = -1;
+    bool after_messages_ = false;
     std::vector<uint64_t> code_;
 };
 

@@ -33,6 +33,12 @@ struct Stage {
     // The kernel's shard-table argument (CodeObject::slice_table_arg): a stage before it on
     // the same slices reads the slice's entry's line in advance too; -1: none.
     int32_t slice_table_arg = -1;
+    // The kernel takes its inputs from the stage before it as messages (CodeObject::
+    // after_messages): its STAGE is unordered (no barrier), so it starts as soon as its
+    // slice is done with the stage before, and its RECVs wait for exactly what they need.
+    // It must follow that stage in the same lane, on the same slices (its SEND/RECV ranks
+    // are then the same slices'); link_stages refuses anything else.
+    bool after_messages = false;
 };
 
 // Stages that run one after another on their slices; the lanes of a section run side by

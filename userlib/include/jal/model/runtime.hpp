@@ -88,6 +88,12 @@ struct RuntimeOptions {
     // differ from one split's only by the order the splits' sums merge in. Runtime::options()
     // reports the count chosen.
     uint32_t attention_key_splits = 0;
+    // A decode step's gate|up projection (few pairs, split by rows) sends its SwiGLU rows to
+    // the down projection as messages over the collective network instead of storing them,
+    // and the down projection routes the tokens itself and starts without a barrier
+    // (docs/model-runtime.md, "Expert rows as messages"). Needs `staged`. The same bits
+    // either way.
+    bool expert_messages = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

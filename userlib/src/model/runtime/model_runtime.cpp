@@ -2,6 +2,7 @@
 // kernels built once per shape, then each prefill or decode step is one run of the
 // Launcher: embedding, the layers, the final norm and the output GEMM, logits back.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -145,6 +146,8 @@ struct ExpertFusions {
     bool swiglu_input = false;  // down: x rows are gate | up, the SwiGLU applied on the way in
     bool route = false;         // gate|up: routes the tokens itself
     bool combine = false;       // down: adds Σ w·e into the residual itself
+    bool send_output = false;   // gate|up: its SwiGLU rows go to down as messages
+    bool recv_input = false;    // down: receives them (and routes the tokens itself)
 };
 
 constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
@@ -473,6 +476,16 @@ private:
     {
         const Layer& L = layers_[il];
         return T * c_.n_expert_used <= kFewPairs && split_by_rows(L.down, T, true);
+    }
+    // Whether layer il's gate|up (routing fused, SwiGLU in halves) hands its rows to the
+    // down projection as messages (docs/model-runtime.md, "Expert rows as messages"): both
+    // on every slice of one staged program, every slice holding rows of down.
+    bool expert_messages(uint32_t il, uint32_t T, bool route, bool glu) const
+    {
+        const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
+        const uint32_t chunk = (c_.n_embd + n - 1) / n;
+        return o_.expert_messages && o_.staged && route && glu && down_combines(il, T) &&
+               split_by_rows(layers_[il].gate_up, T, false) && chunk * (n - 1) < c_.n_embd;
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -1563,12 +1576,13 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
     g.x_dtype = x_dtype, g.y_dtype = y_dtype;
     g.swiglu_input = fused.swiglu_input, g.route = fused.route, g.combine = fused.combine;
+    g.send_output = fused.send_output, g.recv_input = fused.recv_input;
     const std::string key =
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}", g.tokens, g.k,
                     g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
                     g.rms_norm, g.swiglu) +
-        fmt::format(" x{} y{} si{} rt{} cb{} bs{}", int(g.x_dtype), int(g.y_dtype), g.swiglu_input,
-                    g.route, g.combine, g.bias_shards);
+        fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{}", int(g.x_dtype), int(g.y_dtype),
+                    g.swiglu_input, g.route, g.combine, g.bias_shards, g.send_output, g.recv_input);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1579,14 +1593,19 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
-    std::vector<uint64_t> args = {x, x_stride};
+    // Receiving its rows, the kernel takes no x, ids, weights or y (expert_gemm_args).
+    const bool io = !fused.recv_input;
+    std::vector<uint64_t> args;
+    if (io) args.insert(args.end(), {x, x_stride});
     if (norm) args.push_back(va(norm->place));
-    args.push_back(va(a_.ids));
-    if (fused.route)
-        args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull, va(a_.wts)});
+    if (io) args.push_back(va(a_.ids));
+    if (fused.route) args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull});
+    if (fused.route && io) args.push_back(va(a_.wts));
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
-                             va(g.bias_shards ? bias.table : bias.place), y, y_stride});
-    if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull, va(a_.wts)});
+                             va(g.bias_shards ? bias.table : bias.place)});
+    if (io) args.insert(args.end(), {y, y_stride});
+    if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull});
+    if (fused.combine && !fused.route) args.push_back(va(a_.wts));  // routed: in L1
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -1950,9 +1969,11 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     // The SwiGLU in gate|up's epilogue: a prompt's (split by experts), or split by rows with
     // gate|up in halves (a decode step: half the rows for down to gather).
     const bool glu = swiglu_in_gate_up(Ly.gate_up, T);
+    const bool msgs = expert_messages(il, T, route, glu);
     if (glu) {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
-                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act, {.route = route});
+                    "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act,
+                    {.route = route, .send_output = msgs});
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
@@ -1963,7 +1984,11 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     if (down_combines(il, T)) {
         expert_gemm(Ly.down, T, true, glu ? va(a_.act) : gu, glu ? act_row : 2 * F4, Ly.b_down,
                     va(a_.eo), E4, "ffn_down_exps", nullptr, false, JAL_DT_F32, JAL_DT_F32,
-                    {.swiglu_input = !glu, .combine = true});
+                    {.swiglu_input = !glu,
+                     .route = msgs,
+                     .combine = true,
+                     .send_output = false,
+                     .recv_input = msgs});
         return;
     }
     if (!glu)

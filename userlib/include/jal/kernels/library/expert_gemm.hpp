@@ -90,6 +90,20 @@ struct ExpertGemmConfig {
     // slice adds Σ_j w_j · y[t·k + j] of its columns to the tokens' rows of `out` instead of
     // storing y. Needs input_per_pair; a slice that cannot stream traps INVALID_FIELD.
     bool combine = false;
+    // Rows handed over as messages (docs/kernels.md, "Expert GEMM"), for a decode step's
+    // gate|up and down projections split by rows on the same slices of one staged program.
+    // send_output (split by rows, with the SwiGLU epilogue): each slice sends its output
+    // columns of every pair (its accumulator rows, in the sorted order: by expert, ties in
+    // pair order) to every slice of the dispatch or stage (SEND) instead of storing y.
+    bool send_output = false;
+    // recv_input (split by rows, input_per_pair, route, F32 x): the input rows are a
+    // send_output GEMM's of N = 2·kdim in the stage before: each slice receives every
+    // sender's columns of every pair (RECV) into its x rows instead of gathering x, the
+    // pairs sorted as the sender sorted them (both route the same logits with the same
+    // instructions). Its code object is after_messages: link_stages starts it without the
+    // barrier, so its W streams while the senders finish. x is not read; every slice must
+    // hold rows of N (else INVALID_FIELD), as every slice is sent rows.
+    bool recv_input = false;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
@@ -99,7 +113,10 @@ struct ExpertGemmConfig {
 // (address of the shard table), w_stride (bytes between rows), expert_stride (bytes from
 // one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride, then with config.combine: out (address,
-// tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32). An id outside
+// tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32; not with
+// config.route, whose weights the combine takes from L1). With config.recv_input x,
+// x_stride, ids, weights, y and y_stride are left out (the kernel reads and writes none of
+// them): its arguments then fit one scalar-cache line. An id outside
 // [0, E) is ignored (no slice owns it): its row of y is not written.
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
 JAL_API std::string expert_gemm_name(const ExpertGemmConfig& c);

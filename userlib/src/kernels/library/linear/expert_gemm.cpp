@@ -28,7 +28,8 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         (c.split == ExpertSplit::rows ? "_r" : "") + (c.swiglu ? "_glu" : "") +
         (c.x_dtype != JAL_DT_F32 ? "_xa" : "") +
         (c.y_dtype != JAL_DT_F32 ? "_y" + std::to_string(c.y_dtype) : "") +
-        (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "");
+        (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "") +
+        (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "");
     return name.substr(0, 63);
 }
 
@@ -92,7 +93,13 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
             name, "x in the activation format (no norm) or y converted need the split by experts");
     require(!c.swiglu_input || (c.input_per_pair && !c.rms_norm && c.x_dtype == JAL_DT_F32), name,
             "the input's SwiGLU needs input_per_pair, F32 x and no fused norm");
-    require(!c.route || !c.input_per_pair, name, "the fused routing needs one x row a token");
+    require(!c.route || !c.input_per_pair || c.recv_input, name,
+            "the fused routing needs one x row a token, or the input as messages");
+    require(!c.send_output || (c.split == ExpertSplit::rows && c.swiglu), name,
+            "rows sent as messages need the split by rows and the SwiGLU epilogue");
+    require(!c.recv_input || (c.split == ExpertSplit::rows && c.input_per_pair && c.route &&
+                              c.x_dtype == JAL_DT_F32 && !c.swiglu_input && !c.rms_norm),
+            name, "rows received as messages need the split by rows, input_per_pair, route, F32 x");
     require(!c.combine || (c.input_per_pair && c.split == ExpertSplit::rows), name,
             "the fused combine needs input_per_pair and the split by rows");
     p.convert = p.act != JAL_DT_F32 && c.x_dtype == JAL_DT_F32;
@@ -153,23 +160,25 @@ ExpertGemmKernel::ExpertGemmKernel(const ExpertGemmConfig& config, const std::st
 
 void ExpertGemmKernel::declare()
 {
-    x = b.arg("x", JAL_ARG_ADDRESS);
-    x_stride = b.arg("x_stride");
+    // Receiving its rows, the kernel reads neither x nor ids and writes neither y nor (the
+    // sender did) the routing: its arguments then fit one scalar-cache line.
+    const bool io = !c.recv_input;
+    if (io) x = b.arg("x", JAL_ARG_ADDRESS), x_stride = b.arg("x_stride");
     if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
-    ids = b.arg("ids", JAL_ARG_ADDRESS);
+    if (io) ids = b.arg("ids", JAL_ARG_ADDRESS);
     if (c.route) {
         logits = b.arg("logits", JAL_ARG_ADDRESS);
         logits_stride = b.arg("logits_stride");
-        weights = b.arg("weights", JAL_ARG_ADDRESS);
+        if (io) weights = b.arg("weights", JAL_ARG_ADDRESS);
     }
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
     expert_stride = b.arg("expert_stride");
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
-    y = b.arg("y", JAL_ARG_ADDRESS);
-    y_stride = b.arg("y_stride");
+    if (io) y = b.arg("y", JAL_ARG_ADDRESS), y_stride = b.arg("y_stride");
     // The fused combine's arguments (out, out_stride, weights) come last and are read where
     // they are used (combine_rows): the kernel is short of registers.
+    if (c.recv_input) b.after_messages_hint();
     b.acquire();  // the arguments load while a staged program's previous stage finishes
 }
 
@@ -193,6 +202,7 @@ void ExpertGemmKernel::layout()
         l1_gu = b.l1_alloc(p.mc * c.kdim * 8);
         l1_sw = b.l1_alloc(p.mc * c.kdim * 4);
     }
+    if (c.recv_input) qr = b.q();
     if (c.route) {
         l1_logits = b.l1_alloc(c.tokens * c.experts * 4);
         l1_rw = b.l1_alloc(c.tokens * c.k * 4);
@@ -227,6 +237,12 @@ CodeObject ExpertGemmKernel::build()
 {
     declare();
     share = emit_slice_range(b, by_rows ? c.n : c.experts);
+    if (c.recv_input) {  // every slice is sent rows: one without N's rows would leave them
+        Label some = b.label();
+        b.bne(share.count, zero, some);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(some);
+    }
     const Label done = emit_skip_if_empty(b, share.count);
     layout();
     one = emit_const(b, 1);
@@ -276,7 +292,7 @@ CodeObject ExpertGemmKernel::build()
         b.jmp(done);
     }
     b.bind(generic);
-    if (c.combine || (by_rows && c.swiglu))
+    if (c.combine || (by_rows && c.swiglu) || c.recv_input)
         b.trap(JAL_STATUS_INVALID_FIELD);  // a slice that does not stream
     X e{}, e_end{};
     if (by_rows) {

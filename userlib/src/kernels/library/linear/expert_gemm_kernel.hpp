@@ -104,6 +104,8 @@ private:
     uint32_t glu_stride() const;
     void issue_combine_loads();
     void combine_rows(X np);
+    void send_rows();
+    void receive_x(X np);
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);
     void gather_x(X rows);
@@ -158,6 +160,7 @@ private:
     Q qio{}, qw[2] = {}, qst{}, qg{};  // qg: the prefetched gather's blocks
     Q qc{};                            // the fused combine's loads, issued first
     Q qt{};                            // token_rows: the tokens' rows
+    Q qr{};                            // recv_input: the received rows
     X one{}, four{}, kdim{}, experts{};
 };
 

@@ -200,7 +200,51 @@ void ExpertGemmKernel::glu_rows(X np)
     free_swiglu_bounds(b, bounds);
     b.free(a);
     b.free(h);
+    if (c.send_output) {
+        send_rows();
+        return;
+    }
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
+}
+
+// send_output: the SwiGLU'd rows (tsub: every pair's h columns, in sorted order) to every
+// slice, itself included; STAGE waits for them to leave.
+void ExpertGemmKernel::send_rows()
+{
+    X n = b.slice_count();
+    b.for_range(zero, n, 1, [&](X r) { b.send(tsub, r, qst); });
+    b.free(n);
+}
+
+// recv_input: sender r's columns of every pair (its slice_range of the gate | up rows 2·K,
+// halved: its SwiGLU's output columns) into the x rows, in the order both sorted the pairs.
+// A sender without rows sent nothing. tx ends as the whole rows, as a gather leaves it.
+void ExpertGemmKernel::receive_x(X np)
+{
+    X n = b.slice_count(), tot = emit_const(b, 2 * c.kdim), chunk = b.x();
+    b.add(chunk, tot, n);
+    b.addi(chunk, chunk, -1);
+    b.divu(chunk, chunk, n);
+    b.for_range(zero, n, 1, [&](X r) {
+        X c0 = b.x(), cnt = b.x();
+        Label none = b.label();
+        b.mul(c0, r, chunk);
+        b.min(c0, c0, tot);
+        b.sub(cnt, tot, c0);
+        b.min(cnt, cnt, chunk);
+        b.beq(cnt, zero, none);
+        b.shr(cnt, cnt, one);
+        b.muli(c0, c0, 2);  // 4 bytes a column, half the columns
+        b.addi(c0, c0, static_cast<int32_t>(l1_x));
+        b.tdesc(tx, c0, np, cnt, JAL_DT_F32, static_cast<uint32_t>(p.xrow));
+        b.recv(tx, r, qr);
+        b.wait(qr, 1);
+        b.bind(none);
+        b.free(cnt);
+        b.free(c0);
+    });
+    for (X r : {chunk, tot, n}) b.free(r);
+    emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);
 }
 
 // token_rows: the tokens' rows of x (F32) into l1_x, issued right after the ids: they do
@@ -266,16 +310,20 @@ void ExpertGemmKernel::issue_combine_loads()
 {
     out = b.arg("out", JAL_ARG_ADDRESS);
     out_stride = b.arg("out_stride");
-    weights = b.arg("weights", JAL_ARG_ADDRESS);
-    X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
-    emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
-    b.tload(tw[0], weights, k_bytes, qc);
+    X rows = emit_const(b, c.tokens);
+    if (!c.route) {  // routed, the weights are the routing's, in L1
+        weights = b.arg("weights", JAL_ARG_ADDRESS);
+        X kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
+        emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
+        b.tload(tw[0], weights, k_bytes, qc);
+        for (X r : {k_bytes, kk, weights}) b.free(r);
+    }
     X xa = b.x();
     b.muli(xa, col0, 4);
     b.add(xa, xa, out);
     emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
     b.tload(tw[1], xa, out_stride, qc);
-    for (X r : {xa, k_bytes, kk, rows, weights, out_stride, out}) b.free(r);
+    for (X r : {xa, rows, out_stride, out}) b.free(r);
 }
 
 // The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then
@@ -303,12 +351,13 @@ void ExpertGemmKernel::combine_rows(X np)
         b.free(a);
         b.free(pr);
     });
-    b.wait(qc, 2);
+    b.wait(qc, c.route ? 1 : 2);
+    const uint32_t l1_wts = c.route ? l1_rw : l1_cw;
     emit_tdesc_at(b, tx, l1_cto, rows, ncols, JAL_DT_F32, p.tn * 4);
     for (uint32_t j = 0; j < c.k; j++) {
         // expert j of every token (rows t·k + j) and its weight (column j), strided views
         emit_tdesc_at(b, tsub, l1_po + j * p.tn * 4, rows, ncols, JAL_DT_F32, c.k * p.tn * 4);
-        emit_tdesc_at(b, tgidx, l1_cw + j * 4, rows, one, JAL_DT_F32, c.k * 4);
+        emit_tdesc_at(b, tgidx, l1_wts + j * 4, rows, one, JAL_DT_F32, c.k * 4);
         if (j) {
             b.vmul(tsub, tsub, tgidx);
             b.vadd(tx, tx, tsub);
@@ -353,7 +402,7 @@ void ExpertGemmKernel::stream_rows(X w)
     X np = nvalid;
     emit_tdesc_at(b, tgidx, l1_glist, np, one, JAL_DT_I32);
     if (c.combine) issue_combine_loads();
-    if (!p.token_rows) gather_x(np);
+    if (!p.token_rows && !c.recv_input) gather_x(np);
     if (c.bias) gather_bias_rows(np);
     emit_tdesc_at(b, tacc, l1_acc, np, ncols, JAL_DT_F32, p.tn * 4);
     b.vfill(tacc, 0.0f);
@@ -371,7 +420,11 @@ void ExpertGemmKernel::stream_rows(X w)
                 prepare_token_rows();
                 return;
             }
-            b.wait(qio, 1);  // the activations, while the first W tile loads
+            if (c.recv_input) {
+                receive_x(np);  // while the first W tiles load
+            } else {
+                b.wait(qio, 1);  // the activations, while the first W tile loads
+            }
             prepare_x(np);
             if (p.convert) {
                 emit_tdesc_at(b, ta, l1_a, np, kdim, p.act);

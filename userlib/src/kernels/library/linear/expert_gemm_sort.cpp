@@ -54,6 +54,10 @@ void ExpertGemmKernel::route_ids()
     emit_tdesc_at(b, tbias, l1_rs + c.tokens * 4, rows, one, JAL_DT_F32);
     b.wait(qio, 1);
     emit_topk_softmax(b, tx, tgidx, tacc, tsub, tbias, c.k);
+    if (c.recv_input) {  // the sender's slice 0 wrote them (it has no `weights` argument)
+        for (X r : {kk, rows}) b.free(r);
+        return;
+    }
     Label others = b.label();
     X me = b.slice_index(), k_bytes = emit_const(b, c.k * 4);
     b.bne(me, zero, others);
