@@ -79,10 +79,7 @@ void AllReduceKernel::chunk_tile(T t, X index, X cl)
 {
     X a = b.x();
     b.remu(a, index, n);
-    b.mul(a, a, chunk);
-    b.min(a, a, len_reg);
-    b.sub(cl, len_reg, a);
-    b.min(cl, cl, chunk);
+    emit_share_of(b, a, chunk, len_reg, a, cl);
     b.muli(a, a, 4);
     b.addi(a, a, static_cast<int32_t>(l1_vec));
     Label skip = b.label();

@@ -12,14 +12,19 @@ SliceShare emit_slice_range(Builder& b, uint32_t total)
     b.add(chunk, tot, n);
     b.addi(chunk, chunk, -1);
     b.divu(chunk, chunk, n);  // n >= 1 in any dispatch
-    b.mul(r.begin, r.slice, chunk);
-    b.min(r.begin, r.begin, tot);
-    b.sub(r.count, tot, r.begin);
-    b.min(r.count, r.count, chunk);
+    emit_share_of(b, r.slice, chunk, tot, r.begin, r.count);
     b.free(chunk);
     b.free(tot);
     b.free(n);
     return r;
+}
+
+void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count)
+{
+    b.mul(begin, index, chunk);
+    b.min(begin, begin, total);
+    b.sub(count, total, begin);
+    b.min(count, count, chunk);
 }
 
 X emit_table_entry(Builder& b, X table, X slice)

@@ -17,6 +17,9 @@ struct SliceShare {
 
 // chunk = ceil(total / slices); begin = min(slice·chunk, total); count = min(chunk, total − begin).
 SliceShare emit_slice_range(Builder& b, uint32_t total);
+// The same split for item `index` of chunks of `chunk`: begin = min(index·chunk, total),
+// count = min(chunk, total − begin) (another slice's share, a ring's chunk).
+void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count);
 
 // A new register holding the 64-bit entry `slice` of the table at address `table`.
 X emit_table_entry(Builder& b, X table, X slice);

@@ -228,10 +228,7 @@ void ExpertGemmKernel::receive_x(X np)
     b.for_range(zero, n, 1, [&](X r) {
         X c0 = b.x(), cnt = b.x();
         Label none = b.label();
-        b.mul(c0, r, chunk);
-        b.min(c0, c0, tot);
-        b.sub(cnt, tot, c0);
-        b.min(cnt, cnt, chunk);
+        emit_share_of(b, r, chunk, tot, c0, cnt);
         b.beq(cnt, zero, none);
         b.shr(cnt, cnt, one);
         b.muli(c0, c0, 2);  // 4 bytes a column, half the columns
