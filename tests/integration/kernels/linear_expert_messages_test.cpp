@@ -1,7 +1,7 @@
 // A decode step's expert GEMMs handing rows over as messages (expert_gemm.hpp,
 // send_output / recv_input): gate|up (routing and norm fused, SwiGLU in halves) sends its
-// rows to every slice, and the down projection (combine fused) routes the tokens itself and
-// receives them, in one staged program with no barrier between the two. The residual rows
+// routing to its own slice and its rows to every slice, and the down projection (combine
+// fused) receives both, in one staged program with no barrier between the two. The residual rows
 // it leaves must be the bits of the same two kernels storing and gathering the rows.
 #include <cstring>
 #include <span>
@@ -62,7 +62,6 @@ protected:
                 .numerics = n,
                 .input_per_pair = true,
                 .split = jl::ExpertSplit::rows,
-                .route = messages,
                 .combine = true,
                 .recv_input = messages};
     }
@@ -160,18 +159,21 @@ TEST_F(LinearExpertMessagesTest, RowsAsMessagesGiveTheBitsOfStoredRows)
 }
 
 // What cannot hand rows over is refused where it is built or linked: a receiver without
-// the routing or the split by rows, a sender without the SwiGLU; a receiver on its own (no
-// stage before it) or after a stage on other slices.
+// the combine or the split by rows, a sender without the SwiGLU or the routing; a receiver
+// on its own (no stage before it) or after a stage on other slices.
 TEST_F(LinearExpertMessagesTest, RefusesWhatCannotHandRowsOver)
 {
     jl::ExpertGemmConfig dn = down(jl::Numerics::native, true);
-    dn.route = false;
+    dn.combine = false;  // it would store y, which it has no argument for
     EXPECT_THROW(jl::build_expert_gemm(dn), jal::Error);
     dn = down(jl::Numerics::native, true);
     dn.split = jl::ExpertSplit::experts;
     EXPECT_THROW(jl::build_expert_gemm(dn), jal::Error);
     jl::ExpertGemmConfig gu = gate_up(jl::Numerics::native, true);
     gu.swiglu = false;
+    EXPECT_THROW(jl::build_expert_gemm(gu), jal::Error);
+    gu = gate_up(jl::Numerics::native, true);
+    gu.route = false;  // no routing to send the receiver
     EXPECT_THROW(jl::build_expert_gemm(gu), jal::Error);
 
     const jal::kernels::CodeObject rx = jl::build_expert_gemm(down(jl::Numerics::native, true));

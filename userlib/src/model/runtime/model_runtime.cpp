@@ -477,15 +477,20 @@ private:
         const Layer& L = layers_[il];
         return T * c_.n_expert_used <= kFewPairs && split_by_rows(L.down, T, true);
     }
-    // Whether layer il's gate|up (routing fused, SwiGLU in halves) hands its rows to the
-    // down projection as messages (docs/model-runtime.md, "Expert rows as messages"): both
-    // on every slice of one staged program, every slice holding rows of down.
+    // Whether layer il's gate|up (routing fused, SwiGLU in halves) hands its routing and
+    // rows to the down projection as messages (docs/model-runtime.md, "Expert rows as
+    // messages"): both on every slice of one staged program, every slice holding rows of
+    // both.
     bool expert_messages(uint32_t il, uint32_t T, bool route, bool glu) const
     {
         const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-        const uint32_t chunk = (c_.n_embd + n - 1) / n;
+        const auto every_slice_has_rows = [n](uint32_t rows) {
+            return (rows + n - 1) / n * (n - 1) < rows;
+        };
         return o_.expert_messages && o_.staged && route && glu && down_combines(il, T) &&
-               split_by_rows(layers_[il].gate_up, T, false) && chunk * (n - 1) < c_.n_embd;
+               split_by_rows(layers_[il].gate_up, T, false) &&
+               every_slice_has_rows(layers_[il].down.n) &&
+               every_slice_has_rows(layers_[il].gate_up.n);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -1593,19 +1598,20 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
-    // Receiving its rows, the kernel takes no x, ids, weights or y (expert_gemm_args).
+    // Receiving its routing and rows, the kernel takes no x, ids, weights or y
+    // (expert_gemm_args).
     const bool io = !fused.recv_input;
     std::vector<uint64_t> args;
     if (io) args.insert(args.end(), {x, x_stride});
     if (norm) args.push_back(va(norm->place));
     if (io) args.push_back(va(a_.ids));
-    if (fused.route) args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull});
-    if (fused.route && io) args.push_back(va(a_.wts));
+    if (fused.route)
+        args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull, va(a_.wts)});
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
                              va(g.bias_shards ? bias.table : bias.place)});
     if (io) args.insert(args.end(), {y, y_stride});
     if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull});
-    if (fused.combine && !fused.route) args.push_back(va(a_.wts));  // routed: in L1
+    if (fused.combine && io) args.push_back(va(a_.wts));  // received: in L1
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -1984,11 +1990,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     if (down_combines(il, T)) {
         expert_gemm(Ly.down, T, true, glu ? va(a_.act) : gu, glu ? act_row : 2 * F4, Ly.b_down,
                     va(a_.eo), E4, "ffn_down_exps", nullptr, false, JAL_DT_F32, JAL_DT_F32,
-                    {.swiglu_input = !glu,
-                     .route = msgs,
-                     .combine = true,
-                     .send_output = false,
-                     .recv_input = msgs});
+                    {.swiglu_input = !glu, .combine = true, .recv_input = msgs});
         return;
     }
     if (!glu)

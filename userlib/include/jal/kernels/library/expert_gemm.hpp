@@ -92,17 +92,18 @@ struct ExpertGemmConfig {
     bool combine = false;
     // Rows handed over as messages (docs/kernels.md, "Expert GEMM"), for a decode step's
     // gate|up and down projections split by rows on the same slices of one staged program.
-    // send_output (split by rows, with the SwiGLU epilogue): each slice sends its output
-    // columns of every pair (its accumulator rows, in the sorted order: by expert, ties in
-    // pair order) to every slice of the dispatch or stage (SEND) instead of storing y.
+    // send_output (split by rows, the SwiGLU epilogue, route): each slice sends its routing
+    // (the ids, then the weights: tokens × k each) to itself, and its output columns of every
+    // pair (its accumulator rows, in the sorted order: by expert, ties in pair order) to
+    // every slice of the dispatch or stage (SEND), instead of storing y.
     bool send_output = false;
-    // recv_input (split by rows, input_per_pair, route, F32 x): the input rows are a
-    // send_output GEMM's of N = 2·kdim in the stage before: each slice receives every
-    // sender's columns of every pair (RECV) into its x rows instead of gathering x, the
-    // pairs sorted as the sender sorted them (both route the same logits with the same
-    // instructions). Its code object is after_messages: link_stages starts it without the
-    // barrier, so its W streams while the senders finish. x is not read; every slice must
-    // hold rows of N (else INVALID_FIELD), as every slice is sent rows.
+    // recv_input (split by rows, input_per_pair, combine, F32 x, no route): the routing and
+    // the input rows are a send_output GEMM's of N = 2·kdim in the stage before, on the same
+    // slices: each slice receives its sender's ids and weights from itself and every
+    // sender's columns of every pair (RECV) into its x rows instead of loading ids and
+    // gathering x, the pairs then sorted as the sender sorted them. Its code object is
+    // after_messages: link_stages starts it without the barrier, so its W streams while the
+    // senders finish. Both kernels trap INVALID_FIELD on a slice without rows of their N.
     bool recv_input = false;
 };
 
@@ -114,8 +115,8 @@ struct ExpertGemmConfig {
 // one expert's first row to the next's; ignored when split by rows), bias (address; only with config.bias),
 // y (address, tokens·k rows of N F32), y_stride, then with config.combine: out (address,
 // tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32; not with
-// config.route, whose weights the combine takes from L1). With config.recv_input x,
-// x_stride, ids, weights, y and y_stride are left out (the kernel reads and writes none of
+// config.recv_input, whose weights the combine receives). With config.recv_input x,
+// x_stride, ids, y and y_stride are left out too (the kernel reads and writes none of
 // them): its arguments then fit one scalar-cache line. An id outside
 // [0, E) is ignored (no slice owns it): its row of y is not written.
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);

@@ -128,7 +128,7 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     if (wv.va == 0) wv.va = 1;
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
     require(w_shards != 0, k, "no shard table");
-    // Receiving its rows (recv_input), the kernel takes no x, ids, weights or y.
+    // Receiving its routing and rows (recv_input), the kernel takes no x, ids, weights or y.
     const bool io = !c.recv_input;
     std::vector<uint64_t> a;
     if (io) a.insert(a.end(), {x.va, stride_of(x)});
@@ -139,12 +139,9 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     if (io) a.push_back(ids.va);
     if (c.route) {  // logits in, weights out
         expect(k, "logits", logits, c.tokens, c.experts, JAL_DT_F32);
-        a.insert(a.end(), {logits.va, stride_of(logits)});
-        if (io) {
-            expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
-            require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
-            a.push_back(weights.va);
-        }
+        expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
+        require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
+        a.insert(a.end(), {logits.va, stride_of(logits), weights.va});
     }
     a.insert(a.end(), {w_shards, stride_of(w), stride_of(w) * c.n});
     if (c.bias) {
@@ -156,7 +153,7 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     if (c.combine) {  // out += Σ weights · y, per token
         expect(k, "out", out, c.tokens, c.n, JAL_DT_F32);
         a.insert(a.end(), {out.va, stride_of(out)});
-        if (!c.route) {  // routed, the weights are in L1
+        if (!c.recv_input) {  // received, the weights are in L1
             expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
             require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
             a.push_back(weights.va);

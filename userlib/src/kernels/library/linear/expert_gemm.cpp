@@ -93,13 +93,15 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
             name, "x in the activation format (no norm) or y converted need the split by experts");
     require(!c.swiglu_input || (c.input_per_pair && !c.rms_norm && c.x_dtype == JAL_DT_F32), name,
             "the input's SwiGLU needs input_per_pair, F32 x and no fused norm");
-    require(!c.route || !c.input_per_pair || c.recv_input, name,
-            "the fused routing needs one x row a token, or the input as messages");
-    require(!c.send_output || (c.split == ExpertSplit::rows && c.swiglu), name,
-            "rows sent as messages need the split by rows and the SwiGLU epilogue");
-    require(!c.recv_input || (c.split == ExpertSplit::rows && c.input_per_pair && c.route &&
-                              c.x_dtype == JAL_DT_F32 && !c.swiglu_input && !c.rms_norm),
-            name, "rows received as messages need the split by rows, input_per_pair, route, F32 x");
+    require(!c.route || !c.input_per_pair, name, "the fused routing needs one x row a token");
+    require(!c.send_output || (c.split == ExpertSplit::rows && c.swiglu && c.route), name,
+            "rows sent as messages need the split by rows, the SwiGLU epilogue and the routing");
+    require(!c.recv_input ||
+                (c.split == ExpertSplit::rows && c.input_per_pair && c.combine && !c.route &&
+                 c.x_dtype == JAL_DT_F32 && !c.swiglu_input && !c.rms_norm),
+            name,
+            "rows received as messages need the split by rows, input_per_pair, the combine, F32 "
+            "x, and no routing of its own");
     require(!c.combine || (c.input_per_pair && c.split == ExpertSplit::rows), name,
             "the fused combine needs input_per_pair and the split by rows");
     p.convert = p.act != JAL_DT_F32 && c.x_dtype == JAL_DT_F32;
@@ -123,7 +125,8 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
         256 + (c.rms_norm ? uint64_t{c.kdim} * 4 + 3 * 64 : 0) +
         (c.swiglu ? glu_scratch(c, p) + 64 : 0) +
         // the fused routing: the logits, the weights and two scratch columns
-        (c.route ? uint64_t{c.tokens} * (c.experts + c.k + 2) * 4 + 3 * 64 : 0);
+        (c.route ? uint64_t{c.tokens} * (c.experts + c.k + 2) * 4 + 3 * 64 : 0) +
+        (c.recv_input ? uint64_t{c.tokens} * c.k * 4 + 64 : 0);  // the received weights
     // The input's SwiGLU gathers gate | up rows (twice x's width) and needs F32 scratch.
     const uint64_t per_row = p.xrow + (p.convert ? p.arow : 0) + uint64_t{c.n} * 4 + p.yrow +
                              (c.rms_norm ? uint64_t{c.kdim} * 4 + 4 : 0) +
@@ -160,8 +163,8 @@ ExpertGemmKernel::ExpertGemmKernel(const ExpertGemmConfig& config, const std::st
 
 void ExpertGemmKernel::declare()
 {
-    // Receiving its rows, the kernel reads neither x nor ids and writes neither y nor (the
-    // sender did) the routing: its arguments then fit one scalar-cache line.
+    // Receiving its routing and rows, the kernel reads neither x nor ids and writes no y:
+    // its arguments then fit one scalar-cache line.
     const bool io = !c.recv_input;
     if (io) x = b.arg("x", JAL_ARG_ADDRESS), x_stride = b.arg("x_stride");
     if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
@@ -169,7 +172,7 @@ void ExpertGemmKernel::declare()
     if (c.route) {
         logits = b.arg("logits", JAL_ARG_ADDRESS);
         logits_stride = b.arg("logits_stride");
-        if (io) weights = b.arg("weights", JAL_ARG_ADDRESS);
+        weights = b.arg("weights", JAL_ARG_ADDRESS);
     }
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
@@ -178,7 +181,12 @@ void ExpertGemmKernel::declare()
     if (io) y = b.arg("y", JAL_ARG_ADDRESS), y_stride = b.arg("y_stride");
     // The fused combine's arguments (out, out_stride, weights) come last and are read where
     // they are used (combine_rows): the kernel is short of registers.
-    if (c.recv_input) b.after_messages_hint();
+    if (c.recv_input) {
+        b.after_messages_hint();
+        // Its routing is in its FIFO already, so the shard table's entry is all its first W
+        // tile waits for: the stage before reads that line ahead (link_stages).
+        b.slice_table_hint("w_shards");
+    }
     b.acquire();  // the arguments load while a staged program's previous stage finishes
 }
 
@@ -202,7 +210,10 @@ void ExpertGemmKernel::layout()
         l1_gu = b.l1_alloc(p.mc * c.kdim * 8);
         l1_sw = b.l1_alloc(p.mc * c.kdim * 4);
     }
-    if (c.recv_input) qr = b.q();
+    if (c.recv_input) {
+        qr = b.q();
+        l1_rw = b.l1_alloc(c.tokens * c.k * 4);  // the routing weights, received
+    }
     if (c.route) {
         l1_logits = b.l1_alloc(c.tokens * c.experts * 4);
         l1_rw = b.l1_alloc(c.tokens * c.k * 4);
@@ -237,7 +248,9 @@ CodeObject ExpertGemmKernel::build()
 {
     declare();
     share = emit_slice_range(b, by_rows ? c.n : c.experts);
-    if (c.recv_input) {  // every slice is sent rows: one without N's rows would leave them
+    if (c.send_output || c.recv_input) {
+        // Every slice sends its routing to itself and its rows to every slice, and receives
+        // from every slice: one without rows of N would break the exchange.
         Label some = b.label();
         b.bne(share.count, zero, some);
         b.trap(JAL_STATUS_INVALID_FIELD);

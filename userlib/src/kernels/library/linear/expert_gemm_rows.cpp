@@ -217,8 +217,9 @@ void ExpertGemmKernel::send_rows()
 }
 
 // recv_input: sender r's columns of every pair (its slice_range of the gate | up rows 2·K,
-// halved: its SwiGLU's output columns) into the x rows, in the order both sorted the pairs.
-// A sender without rows sent nothing. tx ends as the whole rows, as a gather leaves it.
+// halved: its SwiGLU's output columns) into the x rows, in the order both sorted the pairs
+// (every slice has rows: the kernels trap otherwise). tx ends as the whole rows, as a
+// gather leaves it.
 void ExpertGemmKernel::receive_x(X np)
 {
     X n = b.slice_count(), tot = emit_const(b, 2 * c.kdim), chunk = b.x();
@@ -227,16 +228,13 @@ void ExpertGemmKernel::receive_x(X np)
     b.divu(chunk, chunk, n);
     b.for_range(zero, n, 1, [&](X r) {
         X c0 = b.x(), cnt = b.x();
-        Label none = b.label();
         emit_share_of(b, r, chunk, tot, c0, cnt);
-        b.beq(cnt, zero, none);
         b.shr(cnt, cnt, one);
         b.muli(c0, c0, 2);  // 4 bytes a column, half the columns
         b.addi(c0, c0, static_cast<int32_t>(l1_x));
         b.tdesc(tx, c0, np, cnt, JAL_DT_F32, static_cast<uint32_t>(p.xrow));
         b.recv(tx, r, qr);
         b.wait(qr, 1);
-        b.bind(none);
         b.free(cnt);
         b.free(c0);
     });
@@ -308,7 +306,7 @@ void ExpertGemmKernel::issue_combine_loads()
     out = b.arg("out", JAL_ARG_ADDRESS);
     out_stride = b.arg("out_stride");
     X rows = emit_const(b, c.tokens);
-    if (!c.route) {  // routed, the weights are the routing's, in L1
+    if (!c.recv_input) {  // received, the weights are in L1 already
         weights = b.arg("weights", JAL_ARG_ADDRESS);
         X kk = emit_const(b, c.k), k_bytes = emit_const(b, c.k * 4);
         emit_tdesc_at(b, tw[0], l1_cw, rows, kk, JAL_DT_F32);
@@ -348,8 +346,8 @@ void ExpertGemmKernel::combine_rows(X np)
         b.free(a);
         b.free(pr);
     });
-    b.wait(qc, c.route ? 1 : 2);
-    const uint32_t l1_wts = c.route ? l1_rw : l1_cw;
+    b.wait(qc, c.recv_input ? 1 : 2);
+    const uint32_t l1_wts = c.recv_input ? l1_rw : l1_cw;
     emit_tdesc_at(b, tx, l1_cto, rows, ncols, JAL_DT_F32, p.tn * 4);
     for (uint32_t j = 0; j < c.k; j++) {
         // expert j of every token (rows t·k + j) and its weight (column j), strided views

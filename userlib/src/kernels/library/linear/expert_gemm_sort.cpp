@@ -20,6 +20,15 @@ void ExpertGemmKernel::issue_ids()
     emit_tdesc_at(b, tcount, l1_count, experts, one, JAL_DT_I32);
     emit_tdesc_at(b, tstart, l1_start, experts, one, JAL_DT_I32);
     b.free(np);
+    if (c.recv_input) {  // the ids and weights the sender's routing sent this slice
+        X rows = emit_const(b, c.tokens), kk = emit_const(b, c.k), me = b.slice_index();
+        emit_tdesc_at(b, tsub, l1_ids, rows, kk, JAL_DT_I32);
+        emit_tdesc_at(b, tacc, l1_rw, rows, kk, JAL_DT_F32);
+        b.recv(tsub, me, qr);
+        b.recv(tacc, me, qr);
+        for (X r : {me, kk, rows}) b.free(r);
+        return;
+    }
     if (c.route) {
         X rows = emit_const(b, c.tokens);
         emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
@@ -34,6 +43,10 @@ void ExpertGemmKernel::issue_ids()
 
 void ExpertGemmKernel::finish_ids()
 {
+    if (c.recv_input) {
+        b.wait(qr, 2);
+        return;
+    }
     if (c.route) {
         route_ids();
         return;
@@ -54,12 +67,13 @@ void ExpertGemmKernel::route_ids()
     emit_tdesc_at(b, tbias, l1_rs + c.tokens * 4, rows, one, JAL_DT_F32);
     b.wait(qio, 1);
     emit_topk_softmax(b, tx, tgidx, tacc, tsub, tbias, c.k);
-    if (c.recv_input) {  // the sender's slice 0 wrote them (it has no `weights` argument)
-        for (X r : {kk, rows}) b.free(r);
-        return;
+    X me = b.slice_index();
+    if (c.send_output) {  // to this slice's receiver of the rows: it routes no more
+        b.send(tgidx, me, qst);
+        b.send(tacc, me, qst);
     }
     Label others = b.label();
-    X me = b.slice_index(), k_bytes = emit_const(b, c.k * 4);
+    X k_bytes = emit_const(b, c.k * 4);
     b.bne(me, zero, others);
     // Not waited for: the slice's end (or the next STAGE) waits for every store.
     b.tstore(tgidx, ids, k_bytes, qst);
