@@ -27,17 +27,6 @@ protected:
         uint64_t logits, norm, gu_w, gu_table, gu_bias, dn_w, dn_table, dn_bias;
     };
 
-    std::vector<uint8_t> packed(const jl::ExpertGemmConfig& c, const std::vector<uint8_t>& w,
-                                uint32_t nslices)
-    {
-        const uint64_t row_bytes = w.size() / (size_t{c.experts} * c.n);
-        auto out = jl::pack_expert_rows(
-            c, std::as_bytes(std::span<const uint8_t>(w.data(), w.size())), row_bytes, nslices);
-        std::vector<uint8_t> bytes(out.size());
-        std::memcpy(bytes.data(), out.data(), out.size());
-        return bytes;
-    }
-
     static jl::ExpertGemmConfig gate_up(jl::Numerics n, bool messages)
     {
         return {.tokens = kTokens,
@@ -80,8 +69,8 @@ protected:
         HostMatrix wd =
             jal::test::quantized(jal::test::random_floats(size_t{kExperts} * dn.n * kFf, 73, 0.5f),
                                  kExperts * dn.n, kFf, dn.weight);
-        m.gu_w = upload(packed(gu, wg.bytes, nslices));
-        m.dn_w = upload(packed(dn, wd.bytes, nslices));
+        m.gu_w = upload(jal::test::packed_expert_rows(gu, wg.bytes, nslices));
+        m.dn_w = upload(jal::test::packed_expert_rows(dn, wd.bytes, nslices));
         m.gu_table = upload(jl::expert_row_shard_table(gu, wg.ref(m.gu_w), nslices));
         m.dn_table = upload(jl::expert_row_shard_table(dn, wd.ref(m.dn_w), nslices));
         m.gu_bias = upload(jal::test::random_floats(size_t{kExperts} * gu.n, 74));

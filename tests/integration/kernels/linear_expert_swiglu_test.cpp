@@ -21,8 +21,6 @@ using jal::test::HostMatrix;
 
 namespace {
 
-std::vector<uint8_t> bytes_of(const std::vector<std::byte>& v);
-
 class LinearExpertSwigluTest : public jal::test::LinearKernelTest {
 protected:
     // y (pairs × N/2) of the fused kernel or of the expert GEMM then swiglu_oai.
@@ -41,10 +39,8 @@ protected:
         c.swiglu = fused;
         // Split by rows, W packed in the halves layout (pack_expert_rows with the SwiGLU).
         const bool by_rows = c.split == jl::ExpertSplit::rows;
-        const uint64_t w_va = by_rows ? upload(bytes_of(jl::pack_expert_rows(
-                                            c, std::as_bytes(std::span<const uint8_t>(w.bytes)),
-                                            w.bytes.size() / (size_t{c.experts} * c.n), nslices)))
-                                      : upload(w.bytes);
+        const uint64_t w_va =
+            upload(by_rows ? jal::test::packed_expert_rows(c, w.bytes, nslices) : w.bytes);
         const uint64_t table_va =
             upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
                            : jl::expert_shard_table(c, w.ref(w_va), nslices));
@@ -84,13 +80,6 @@ protected:
     std::vector<int32_t> ids;
     HostMatrix w;
 };
-
-std::vector<uint8_t> bytes_of(const std::vector<std::byte>& v)
-{
-    std::vector<uint8_t> b(v.size());
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-}
 
 std::vector<uint32_t> bits_of(const std::vector<float>& v)
 {

@@ -29,17 +29,6 @@ namespace {
 
 class LinearExpertTest : public jal::test::LinearKernelTest {
 protected:
-    static std::vector<uint8_t> packed_rows(const jl::ExpertGemmConfig& c,
-                                            const std::vector<uint8_t>& w, uint64_t row_bytes,
-                                            uint32_t nslices)
-    {
-        auto out = jl::pack_expert_rows(
-            c, std::as_bytes(std::span<const uint8_t>(w.data(), w.size())), row_bytes, nslices);
-        std::vector<uint8_t> bytes(out.size());
-        std::memcpy(bytes.data(), out.data(), out.size());
-        return bytes;
-    }
-
     // invalid: the second pair's id is −1 and the last pair's E (no expert): the kernel
     // skips them and leaves their rows of y as they were.
     void check(const jl::ExpertGemmConfig& c, uint32_t nslices, uint64_t seed,
@@ -67,9 +56,8 @@ protected:
         }
         if (invalid) ids[1] = -1, ids.back() = static_cast<int32_t>(c.experts);
         const bool by_rows = c.split == jl::ExpertSplit::rows;
-        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
         const std::vector<uint8_t> w_dev =
-            by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes;
+            by_rows ? jal::test::packed_expert_rows(c, w.bytes, nslices) : w.bytes;
         uint64_t x_va = upload(x.bytes), w_va = upload(w_dev), ids_va = upload(ids),
                  bias_va = c.bias_shards ? bias_table(c, bias, nslices) : upload(bias);
         uint64_t table_va = upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
@@ -339,9 +327,8 @@ TEST_F(LinearExpertTest, FusedSwigluGivesTheBitsOfTheSwigluKernelThenTheGemm)
         for (uint32_t p = 0; p < pairs; p++)
             ids.push_back(static_cast<int32_t>((p * 3) % c.experts));
         const bool by_rows = split == jl::ExpertSplit::rows;
-        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
         const uint64_t w_va =
-            upload(by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes);
+            upload(by_rows ? jal::test::packed_expert_rows(c, w.bytes, nslices) : w.bytes);
         const uint64_t gu_va = upload(gu), ids_va = upload(ids), bias_va = upload(bias);
         const uint64_t table_va =
             upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
@@ -404,9 +391,8 @@ TEST_F(LinearExpertTest, FusedRoutingGivesTheBitsOfTheRoutingKernelThenTheGemm)
             c.kdim, c.weight);
         std::vector<float> bias = jal::test::random_floats(size_t{c.experts} * c.n, 83);
         const bool by_rows = split == jl::ExpertSplit::rows;
-        const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
         const uint64_t w_va =
-            upload(by_rows ? packed_rows(c, w.bytes, row_bytes, nslices) : w.bytes);
+            upload(by_rows ? jal::test::packed_expert_rows(c, w.bytes, nslices) : w.bytes);
         const uint64_t x_va = upload(x.bytes), logits_va = upload(logits), bias_va = upload(bias);
         const uint64_t table_va =
             upload(by_rows ? jl::expert_row_shard_table(c, w.ref(w_va), nslices)
@@ -472,8 +458,7 @@ TEST_F(LinearExpertTest, FusedCombineGivesTheBitsOfTheGemmThenTheCombine)
     std::vector<float> wts = jal::test::random_floats(pairs, 93);
     const std::vector<float> x0 = jal::test::random_floats(size_t{c.tokens} * c.n, 94);
     std::vector<int32_t> ids = {3, 0, 7, 5, 5, 1, 2, 6};
-    const uint64_t row_bytes = w.bytes.size() / (size_t{c.experts} * c.n);
-    const uint64_t w_va = upload(packed_rows(c, w.bytes, row_bytes, nslices));
+    const uint64_t w_va = upload(jal::test::packed_expert_rows(c, w.bytes, nslices));
     const uint64_t a_va = upload(a.bytes), ids_va = upload(ids), bias_va = upload(bias),
                    wts_va = upload(wts);
     const uint64_t table_va = upload(jl::expert_row_shard_table(c, w.ref(w_va), nslices));

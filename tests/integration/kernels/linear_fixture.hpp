@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <jal/isa/numerics.hpp>
 #include <jal/jal.hpp>
 #include <jal/kernels/dispatch.hpp>
+#include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/linear.hpp>
 
 #include "fixture/emu_process.hpp"
@@ -172,6 +174,19 @@ inline HostMatrix quantized(const std::vector<float>& src, uint32_t rows, uint32
                                       m.values.data() + size_t{r} * cols, cols);
     }
     return m;
+}
+
+// W of `c` as a model file stacks it (E·N rows of w.size() / (E·N) bytes), packed for the
+// split by rows over `nslices` (pack_expert_rows), as bytes to upload.
+inline std::vector<uint8_t> packed_expert_rows(const jal::kernels::linear::ExpertGemmConfig& c,
+                                               const std::vector<uint8_t>& w, uint32_t nslices)
+{
+    const auto packed = jal::kernels::linear::pack_expert_rows(
+        c, std::as_bytes(std::span<const uint8_t>(w.data(), w.size())),
+        w.size() / (size_t{c.experts} * c.n), nslices);
+    std::vector<uint8_t> bytes(packed.size());
+    std::memcpy(bytes.data(), packed.data(), packed.size());
+    return bytes;
 }
 
 }  // namespace jal::test

@@ -213,13 +213,8 @@ protected:
         for (uint32_t p = 0; p < pairs; p++)
             ids.push_back(static_cast<int32_t>((p * 7 + 3) % c.experts));
         const bool by_rows = c.split == jl::ExpertSplit::rows;
-        std::vector<uint8_t> wd = w.bytes;
-        if (by_rows) {
-            auto packed = jl::pack_expert_rows(
-                c, std::as_bytes(std::span<const uint8_t>(w.bytes.data(), w.bytes.size())),
-                w.bytes.size() / (size_t{c.experts} * c.n), nslices);
-            std::memcpy(wd.data(), packed.data(), wd.size());
-        }
+        const std::vector<uint8_t> wd =
+            by_rows ? jal::test::packed_expert_rows(c, w.bytes, nslices) : w.bytes;
         const uint64_t mask = slices(nslices);
         const uint64_t x_va = upload(xf), nw_va = upload(nwf), w_va = upload(wd),
                        ids_va = upload(ids), bias_va = upload(bias);
