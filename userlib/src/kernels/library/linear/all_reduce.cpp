@@ -136,10 +136,8 @@ void AllReduceKernel::segment(uint32_t off, uint32_t len)
     b.tload(tvec, addr, four, qio);
     b.wait(qio, 1);
 
-    chunk = b.x();  // ceil(len / n)
-    b.add(chunk, len_reg, n);
-    b.addi(chunk, chunk, -1);
-    b.divu(chunk, chunk, n);
+    chunk = b.x();
+    emit_share_chunk(b, chunk, len_reg, n);
     X last = b.x();
     b.addi(last, n, -1);
     idx = b.x(), cls = b.x(), clr = b.x();

@@ -9,14 +9,19 @@ SliceShare emit_slice_range(Builder& b, uint32_t total)
     X n = b.slice_count();
     X tot = emit_const(b, total);
     X chunk = b.x();
-    b.add(chunk, tot, n);
-    b.addi(chunk, chunk, -1);
-    b.divu(chunk, chunk, n);  // n >= 1 in any dispatch
+    emit_share_chunk(b, chunk, tot, n);
     emit_share_of(b, r.slice, chunk, tot, r.begin, r.count);
     b.free(chunk);
     b.free(tot);
     b.free(n);
     return r;
+}
+
+void emit_share_chunk(Builder& b, X chunk, X total, X n)
+{
+    b.add(chunk, total, n);
+    b.addi(chunk, chunk, -1);
+    b.divu(chunk, chunk, n);  // n >= 1 in any dispatch
 }
 
 void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count)

@@ -17,6 +17,8 @@ struct SliceShare {
 
 // chunk = ceil(total / slices); begin = min(slice·chunk, total); count = min(chunk, total − begin).
 SliceShare emit_slice_range(Builder& b, uint32_t total);
+// chunk = ceil(total / n), the share of each of n slices (n >= 1).
+void emit_share_chunk(Builder& b, X chunk, X total, X n);
 // The same split for item `index` of chunks of `chunk`: begin = min(index·chunk, total),
 // count = min(chunk, total − begin) (another slice's share, a ring's chunk).
 void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count);

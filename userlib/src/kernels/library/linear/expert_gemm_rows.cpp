@@ -223,9 +223,7 @@ void ExpertGemmKernel::send_rows()
 void ExpertGemmKernel::receive_x(X np)
 {
     X n = b.slice_count(), tot = emit_const(b, 2 * c.kdim), chunk = b.x();
-    b.add(chunk, tot, n);
-    b.addi(chunk, chunk, -1);
-    b.divu(chunk, chunk, n);
+    emit_share_chunk(b, chunk, tot, n);
     b.for_range(zero, n, 1, [&](X r) {
         X c0 = b.x(), cnt = b.x();
         emit_share_of(b, r, chunk, tot, c0, cnt);
