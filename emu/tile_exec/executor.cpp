@@ -41,7 +41,7 @@ std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
     const std::uint32_t n = fabric_.slices();
     const std::uint64_t all = n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
     const std::uint64_t mask = s.x[i.a & 31] & all;
-    s.timing.drain_and_clear_semaphores();
+    s.timing.fence_and_clear_semaphores();
     s.q.fill(0);
     s.owes_barrier = i.c == 1;
     const bool enters = mask >> s.index & 1;
@@ -72,6 +72,7 @@ bool Executor::join_barrier(SliceState& s, std::uint64_t group)
 bool Executor::settle(SliceState& s)
 {
     if (!s.owes_barrier) return true;
+    s.timing.fence_wait();  // idempotent: a resumed barrier calls it again
     if (!join_barrier(s, 0)) return false;
     s.owes_barrier = false;
     return true;

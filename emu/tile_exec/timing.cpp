@@ -236,11 +236,16 @@ void SliceTiming::resume_at(double t)
     t_ = std::max(t_, t);
 }
 
-void SliceTiming::drain_and_clear_semaphores()
+void SliceTiming::fence_and_clear_semaphores()
 {
-    span(0, t_, end());
-    t_ = end();
+    fence_ = std::max(fence_, last_end_);
     for (auto& q : sems_) q.clear();
+}
+
+void SliceTiming::fence_wait()
+{
+    span(0, t_, fence_);
+    t_ = std::max(t_, fence_);
 }
 
 double SliceTiming::end() const

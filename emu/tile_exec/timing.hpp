@@ -89,8 +89,12 @@ public:
     // BARRIER: the slice arrives at now(); every slice leaves at release().
     double barrier_release(double last_arrival) const;
     void resume_at(double t);
-    // STAGE: the scalar unit waits for every engine op to complete; no signal is pending.
-    void drain_and_clear_semaphores();
+    // STAGE: no signal of an earlier op is pending any more (the new stage's WAITs count
+    // only its own ops); the ops themselves go on, fenced: fence_wait() waits for them.
+    void fence_and_clear_semaphores();
+    // Paying a barrier (ACQUIRE, or STAGE/END with a debt): the scalar unit waits until
+    // every op issued before the last STAGE has completed (its stores have landed).
+    void fence_wait();
 
     // When the slice's last op completes (END).
     double end() const;
@@ -116,6 +120,7 @@ private:
     double t_ = 0;  // scalar issue time, ns since the dispatch started
     std::array<double, static_cast<size_t>(Engine::count_)> free_{};
     double last_end_ = 0;
+    double fence_ = 0;  // completion of the last op issued before the last STAGE
     std::vector<Pending> pending_;
     // Per semaphore: signals not yet consumed, (completion time, count), sorted by time.
     std::array<SignalQueue, JAL_ISA_SEMAPHORES> sems_;

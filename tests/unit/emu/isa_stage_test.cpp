@@ -1,6 +1,7 @@
 // STAGE (ISA 1.2): what a slice sees inside a stage (its rank, the stage's size, its
 // arguments), that slices outside it branch past it, that BARRIER, SEND and RECV are the
-// stage's, and that entering a stage waits for the slice's stores and clears semaphores.
+// stage's, and that entering a stage fences the slice's stores (its barrier waits for them)
+// and clears semaphores.
 #include "isa_harness.hpp"
 
 using namespace isatest;
@@ -112,10 +113,12 @@ TEST_F(IsaStage, SendAndRecvNameStageRanks)
     EXPECT_EQ(read_vec<std::int32_t>(kVa, 4), (std::vector<std::int32_t>{7, 8, 9, 10}));
 }
 
-TEST_F(IsaStage, EnteringAStageWaitsForTheSlicesStores)
+TEST_F(IsaStage, AStageFencesTheSlicesStoresAndPayingItsBarrierWaitsForThem)
 {
-    // A 64 KiB store takes its HBM latency and transfer time; the clock read after STAGE
-    // (but not the one read right after issuing the store) is past its completion.
+    // A 64 KiB store takes its HBM latency and transfer time. Entering a stage does not wait
+    // for it (the clock read right after STAGE is before its completion); paying the stage's
+    // barrier does (the clock read after ACQUIRE is past it). Unordered, ACQUIRE owes nothing
+    // and waits for nothing.
     const auto store = std::vector<std::uint64_t>{LI(10, 0),
                                                   LI(11, 64),
                                                   LI(12, 256),
@@ -123,14 +126,22 @@ TEST_F(IsaStage, EnteringAStageWaitsForTheSlicesStores)
                                                   MOVSR(4, JAL_SR_ARGS),
                                                   TSTORE(0, 4, 0, 0),
                                                   MOVSR(20, JAL_SR_CLOCK)};
-    const auto code =
-        store + enter(1, 0, 1) + std::vector<std::uint64_t>{MOVSR(21, JAL_SR_CLOCK), END()};
-    const auto r = run(code, slices(1));
-    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
     // 2 cycles a ns at 2 GHz: latency 500 ns plus 65 536 bytes at 240 bytes a ns.
     const double store_cycles = 2 * (500 + 65536 / 240.0);
-    EXPECT_LT(static_cast<double>(r.slices[0].x[20]), store_cycles);
-    EXPECT_GE(static_cast<double>(r.slices[0].x[21]), store_cycles);
+    for (const bool ordered : {true, false}) {
+        SCOPED_TRACE(ordered ? "ordered" : "unordered");
+        const auto code = store + enter(1, 0, 1, ordered) +
+                          std::vector<std::uint64_t>{MOVSR(21, JAL_SR_CLOCK), I(JAL_OP_ACQUIRE),
+                                                     MOVSR(22, JAL_SR_CLOCK), END()};
+        const auto r = run(code, slices(1));
+        ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+        EXPECT_LT(static_cast<double>(r.slices[0].x[20]), store_cycles);
+        EXPECT_LT(static_cast<double>(r.slices[0].x[21]), store_cycles);
+        if (ordered)
+            EXPECT_GE(static_cast<double>(r.slices[0].x[22]), store_cycles);
+        else
+            EXPECT_LT(static_cast<double>(r.slices[0].x[22]), store_cycles);
+    }
 }
 
 TEST_F(IsaStage, EnteringAStageClearsTheSemaphores)
