@@ -52,9 +52,10 @@ struct Options {
     std::string expert_layout = "auto";
     std::string kv_type = "f32";
     bool unstaged = false;
-    bool no_beside = false;    // --no-projection-beside
-    bool no_messages = false;  // --no-expert-messages
-    uint32_t key_splits = 0;   // --key-splits
+    bool no_beside = false;             // --no-projection-beside
+    bool no_messages = false;           // --no-expert-messages
+    bool no_residual_messages = false;  // --no-residual-messages
+    uint32_t key_splits = 0;            // --key-splits
     uint32_t top = 0;
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
@@ -227,6 +228,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.staged = !o.unstaged;
     ro.projection_beside_attention = !o.no_beside;
     ro.expert_messages = !o.no_messages;
+    ro.residual_messages = !o.no_residual_messages;
     ro.attention_key_splits = o.key_splits;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
@@ -700,6 +702,11 @@ void add_execution_options(CLI::App& app, Options& o)
                  "Have a decode step's gate|up projection store its rows for the down "
                  "projection to gather after a barrier, not send them as messages (the "
                  "default: docs/model-runtime.md, \"Expert rows as messages\")");
+    app.add_flag("--no-residual-messages", o.no_residual_messages,
+                 "Have the next layer's q·k·v projection load the residual rows the down "
+                 "projection stored after a barrier, not receive them as messages (the "
+                 "default where the expert rows go as messages: docs/model-runtime.md, \"The "
+                 "residual as messages\")");
     app.add_option("--key-splits", o.key_splits,
                    "Slices a decode row's attention splits each KV head's keys over, each with "
                    "a copy of the head's cache: a power of 2 up to the slot groups (slices / KV "

@@ -4,6 +4,7 @@
 // fused) receives both, in one staged program with no barrier between the two. The residual rows
 // it leaves must be the bits of the same two kernels storing and gathering the rows.
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include <jal/isa/code_object.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
+#include <jal/kernels/library/gemm.hpp>
 #include <jal/kernels/stages.hpp>
 
 namespace jl = jal::kernels::linear;
@@ -22,6 +24,7 @@ namespace {
 class LinearExpertMessagesTest : public jal::test::LinearKernelTest {
 protected:
     static constexpr uint32_t kTokens = 2, kK = 4, kExperts = 16, kEmbd = 64, kFf = 96;
+    static constexpr uint32_t kQkv = 80;  // the next layer's q·k·v columns
 
     struct Model {
         uint64_t logits, norm, gu_w, gu_table, gu_bias, dn_w, dn_table, dn_bias;
@@ -52,7 +55,21 @@ protected:
                 .input_per_pair = true,
                 .split = jl::ExpertSplit::rows,
                 .combine = true,
-                .recv_input = messages};
+                .recv_input = messages,
+                .send_residual = messages};
+    }
+    // The next layer's q·k·v: the residual rows normed on the way in, BF16 weights (x
+    // converted through a staging block) or F32 ones (loaded as is).
+    static jl::GemmConfig qkv(jl::Numerics n, jal_dtype weight, bool messages)
+    {
+        return {.m = kTokens,
+                .n = kQkv,
+                .k = kEmbd,
+                .weight = weight,
+                .numerics = n,
+                .bias = true,
+                .rms_norm = true,
+                .recv_x = messages};
     }
 
     Model upload_model(jl::Numerics n, uint32_t nslices)
@@ -78,11 +95,31 @@ protected:
         return m;
     }
 
-    // Both GEMMs as one staged program; returns the residual rows after it (and the report).
-    std::vector<uint8_t> run_pair(jl::Numerics n, const Model& m, uint32_t nslices, bool messages,
-                                  uint32_t* status = nullptr)
+    // The q·k·v stage after the pair: its weights, bias and output.
+    struct Next {
+        jl::GemmConfig c;
+        uint64_t w, table, bias, y;
+    };
+    Next next_gemm(jl::Numerics n, jal_dtype weight, uint32_t nslices)
     {
-        const jl::ExpertGemmConfig gu = gate_up(n, messages), dn = down(n, messages);
+        Next q{.c = qkv(n, weight, false)};
+        HostMatrix w = jal::test::quantized(
+            jal::test::random_floats(size_t{kQkv} * kEmbd, 77, 0.5f), kQkv, kEmbd, weight);
+        q.w = upload(w.bytes);
+        q.table = upload(jl::shard_table(w.ref(q.w), nslices));
+        q.bias = upload(jal::test::random_floats(kQkv, 78));
+        q.y = output(size_t{kTokens} * kQkv * 4);
+        return q;
+    }
+
+    // Both GEMMs as one staged program (then q·k·v, if given); returns the residual rows
+    // after it (and the report).
+    std::vector<uint8_t> run_pair(jl::Numerics n, const Model& m, uint32_t nslices, bool messages,
+                                  uint32_t* status = nullptr, const Next* next = nullptr)
+    {
+        const jl::ExpertGemmConfig gu = gate_up(n, messages);
+        jl::ExpertGemmConfig dn = down(n, messages);
+        dn.send_residual = messages && next;
         const std::vector<float> x0 = jal::test::random_floats(size_t{kTokens} * kEmbd, 76);
         const uint64_t x_va = upload(x0);
         const uint32_t pairs = kTokens * kK;
@@ -120,6 +157,18 @@ protected:
                    args(jl::expert_gemm_args(dn, act_ref, ids_ref, m.dn_table, dn_w, dn_b, eo, {},
                                              logits, wts_ref, x)),
                    {.slice_mask = mask});
+        std::optional<jal::kernels::Program> p_q;
+        if (next) {
+            jl::GemmConfig c = next->c;
+            c.recv_x = messages;
+            p_q.emplace(*device, *context, *queue, jl::build_gemm(c));
+            EXPECT_EQ(p_q->after_messages(), messages);
+            const TensorRef w{.va = next->w, .rows = kQkv, .cols = kEmbd, .dtype = c.weight};
+            const TensorRef b{.va = next->bias, .rows = 1, .cols = kQkv, .dtype = JAL_DT_F32};
+            const TensorRef y{.va = next->y, .rows = kTokens, .cols = kQkv, .dtype = JAL_DT_F32};
+            staged.add(*p_q, args(jl::gemm_args(c, x, next->table, w, b, y, norm)),
+                       {.slice_mask = mask});
+        }
         const auto r = staged.run_batch();
         EXPECT_EQ(r.dispatches.size(), 1u) << "one staged program";
         if (status) *status = r.dispatches.empty() ? 0 : r.dispatches[0].report.status;
@@ -147,6 +196,35 @@ TEST_F(LinearExpertMessagesTest, RowsAsMessagesGiveTheBitsOfStoredRows)
         }
 }
 
+// The residual as messages (send_residual / gemm.hpp's recv_x): the down projection also
+// sends the residual columns it stores to every slice, and the next layer's q·k·v (norm
+// fused) receives its x from them instead of loading it, starting without a barrier. Its
+// output must be the bits of the same GEMM loading the stored rows; BF16 weights (x
+// converted through a staging block) and F32 ones (x used as received). Over 7 slices
+// down's shares are 10 columns six times and 4.
+TEST_F(LinearExpertMessagesTest, ResidualAsMessagesGivesTheBitsOfAStoredOne)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (jal_dtype weight : {JAL_DT_BF16, JAL_DT_F32})
+            for (uint32_t nslices : {1u, 7u, 8u}) {
+                SCOPED_TRACE(std::string(n == jl::Numerics::ggml ? "ggml" : "native") + " dtype " +
+                             std::to_string(weight) + " on " + std::to_string(nslices) + " slices");
+                const Model m = upload_model(n, nslices);
+                const Next q = next_gemm(n, weight, nslices);
+                uint32_t status[2] = {};
+                const std::vector<uint8_t> stored_x =
+                    run_pair(n, m, nslices, false, &status[0], &q);
+                const std::vector<uint8_t> stored = read(q.y, size_t{kTokens} * kQkv * 4);
+                const std::vector<uint8_t> sent_x = run_pair(n, m, nslices, true, &status[1], &q);
+                const std::vector<uint8_t> sent = read(q.y, size_t{kTokens} * kQkv * 4);
+                EXPECT_EQ(status[0], uint32_t{JAL_STATUS_OK});
+                EXPECT_EQ(status[1], uint32_t{JAL_STATUS_OK});
+                EXPECT_EQ(sent_x, stored_x) << "the residual is still stored";
+                EXPECT_EQ(sent, stored);
+                EXPECT_NE(sent, std::vector<uint8_t>(sent.size(), 0)) << "q·k·v was written";
+            }
+}
+
 // What cannot hand rows over is refused where it is built or linked: a receiver without
 // the combine or the split by rows, a sender without the SwiGLU or the routing; a receiver
 // on its own (no stage before it) or after a stage on other slices.
@@ -164,6 +242,15 @@ TEST_F(LinearExpertMessagesTest, RefusesWhatCannotHandRowsOver)
     gu = gate_up(jl::Numerics::native, true);
     gu.route = false;  // no routing to send the receiver
     EXPECT_THROW(jl::build_expert_gemm(gu), jal::Error);
+    dn = down(jl::Numerics::native, false);
+    dn.send_residual = true;  // nothing to say its receivers follow it on the same slices
+    EXPECT_THROW(jl::build_expert_gemm(dn), jal::Error);
+    jl::GemmConfig q = qkv(jl::Numerics::native, JAL_DT_BF16, true);
+    q.row_groups = 2;
+    EXPECT_THROW(jl::build_gemm(q), jal::Error);
+    q = qkv(jl::Numerics::native, JAL_DT_BF16, true);
+    q.x_dtype = JAL_DT_BF16, q.rms_norm = false;  // x received as stored: F32 only
+    EXPECT_THROW(jl::build_gemm(q), jal::Error);
 
     const jal::kernels::CodeObject rx = jl::build_expert_gemm(down(jl::Numerics::native, true));
     const jal::kernels::CodeObject tx = jl::build_expert_gemm(gate_up(jl::Numerics::native, true));

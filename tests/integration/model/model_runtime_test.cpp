@@ -595,6 +595,38 @@ TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
     }
 }
 
+// The residual as messages (RuntimeOptions::residual_messages): where the down projection
+// takes its rows as messages, it also sends the residual columns it stores to the next
+// layer's q·k·v, which receives its x and starts without a barrier. The same logits bit for
+// bit, both numerics, one sequence and two, and a prompt (which does not take the path);
+// with it no slice reads x back for q·k·v, so a decode step moves fewer HBM bytes.
+TEST_F(ModelRuntime, ResidualAsMessagesGivesTheSameLogits)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t step_bytes[2] = {0, 0};
+        for (int messages = 0; messages < 2; messages++) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+            o.residual_messages = messages == 1;
+            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+            const int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[messages].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
+            for (int32_t step = 0; step < 3; step++) {
+                const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
+                for (std::vector<float>& l : rt->decode(row)) logits[messages].push_back(l);
+            }
+            step_bytes[messages] = rt->last().hbm_bytes;
+            logits[messages].push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
+            const std::pair<int, int32_t> rows[2] = {{a, 21}, {b, 22}};
+            for (std::vector<float>& l : rt->decode(rows)) logits[messages].push_back(l);
+        }
+        ASSERT_EQ(logits[0].size(), 7u);
+        expect_same_bits(logits[0], logits[1]);
+        EXPECT_LT(step_bytes[1], step_bytes[0]) << "the residual went as messages";
+    }
+}
+
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'
 // bias rows (a per-slice table) where the rows layout keeps them replicated: the same
 // logits bit for bit, prompt and decode, both numerics (both splits give the same bits).

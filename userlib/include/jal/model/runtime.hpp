@@ -94,6 +94,12 @@ struct RuntimeOptions {
     // (docs/model-runtime.md, "Expert rows as messages"). Needs `staged`. The same bits
     // either way.
     bool expert_messages = true;
+    // Where the down projection takes its rows as messages (expert_messages), it also sends
+    // the residual columns it writes to the next layer's q·k·v projection, which receives
+    // its x instead of loading it and starts without a barrier, its weights streaming from
+    // the stage's start (docs/model-runtime.md, "The residual as messages"). The same bits
+    // either way.
+    bool residual_messages = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

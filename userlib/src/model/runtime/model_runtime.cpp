@@ -143,11 +143,12 @@ constexpr uint64_t kSplitCacheBytes = 512 << 10;
 
 // What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
 struct ExpertFusions {
-    bool swiglu_input = false;  // down: x rows are gate | up, the SwiGLU applied on the way in
-    bool route = false;         // gate|up: routes the tokens itself
-    bool combine = false;       // down: adds Σ w·e into the residual itself
-    bool send_output = false;   // gate|up: its SwiGLU rows go to down as messages
-    bool recv_input = false;    // down: receives them (and routes the tokens itself)
+    bool swiglu_input = false;   // down: x rows are gate | up, the SwiGLU applied on the way in
+    bool route = false;          // gate|up: routes the tokens itself
+    bool combine = false;        // down: adds Σ w·e into the residual itself
+    bool send_output = false;    // gate|up: its SwiGLU rows go to down as messages
+    bool recv_input = false;     // down: receives them (and routes the tokens itself)
+    bool send_residual = false;  // down: sends the residual columns to the next q·k·v
 };
 
 constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
@@ -416,7 +417,10 @@ private:
                        bool rope);
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
-              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32, int beside = -1);
+              bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32, int beside = -1,
+              bool recv_x = false);
+    lin::GemmConfig gemm_config(const Matrix& m, uint32_t rows, bool bias, bool norm,
+                                bool accumulate, jal_dtype x_dtype) const;
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
                             uint64_t y, const char* what, const Vec* norm);
     // A plain GEMM standing in for an expert GEMM in timing-only mode (y rows of g.n).
@@ -491,6 +495,23 @@ private:
                split_by_rows(layers_[il].gate_up, T, false) &&
                every_slice_has_rows(layers_[il].down.n) &&
                every_slice_has_rows(layers_[il].gate_up.n);
+    }
+    // Whether layer il's down projection (taking its rows as messages) also sends the
+    // residual columns it writes to layer il + 1's q·k·v, which receives its x (docs/
+    // model-runtime.md, "The residual as messages"): one chip, q·k·v next on every slice,
+    // every slice with columns of it, its F32 x in one chunk (gemm.hpp's recv_x).
+    bool residual_messages(uint32_t il, uint32_t T) const
+    {
+        if (!o_.residual_messages || il + 1 >= c_.n_layer || split_.chips != 1) return false;
+        const Layer& L = layers_[il];
+        const bool route = T * c_.n_expert_used <= kFewPairs && split_by_rows(L.gate_up, T, false);
+        if (!expert_messages(il, T, route, swiglu_in_gate_up(L.gate_up, T))) return false;
+        const Matrix& q = layers_[il + 1].wqkv;
+        const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
+        if ((q.n + n - 1) / n * (n - 1) >= q.n || normed_rows(il + 1, T)) return false;
+        const lin::GemmConfig g = gemm_config(q, T, true, true, false, JAL_DT_F32);
+        const lin::GemmPlan p = lin::plan_gemm(g);
+        return g.row_groups == 1 && p.m_chunk >= T && (!p.convert_x || p.stage_rows >= T);
     }
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
@@ -1510,24 +1531,32 @@ uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool
                                    (m.n + S_ - 1) / S_ * m.row_bytes, m_chunk, m.copy_block);
 }
 
-void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
-                       const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm, bool accumulate, jal_dtype x_dtype, int beside)
+lin::GemmConfig RuntimeImpl::gemm_config(const Matrix& m, uint32_t rows, bool bias, bool norm,
+                                         bool accumulate, jal_dtype x_dtype) const
 {
     lin::GemmConfig g;
-    g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias != nullptr;
+    g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
+    g.rms_norm = norm, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
     g.x_dtype = x_dtype;
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
+    return g;
+}
+
+void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
+                       const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
+                       const Vec* norm, bool accumulate, jal_dtype x_dtype, int beside, bool recv_x)
+{
+    lin::GemmConfig g = gemm_config(m, rows, bias != nullptr, norm != nullptr, accumulate, x_dtype);
     // The copies (plan_dense_copies) of the column group's shards in the slice's block.
     g.slice_tables = g.row_groups > 1 && m.copy_block;
     // Beside the attention (beside_group): on the slices outside the group, from their copy.
     g.w_before_acquire = beside >= 0;
+    g.recv_x = recv_x;  // from the down projection before (residual_messages)
     const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{}", g.m, g.n, g.k,
-                    int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
-                    int(x_dtype), g.slice_tables, g.w_before_acquire);
+        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{}", g.m, g.n,
+                    g.k, int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate,
+                    g.row_groups, int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -1582,12 +1611,14 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     g.x_dtype = x_dtype, g.y_dtype = y_dtype;
     g.swiglu_input = fused.swiglu_input, g.route = fused.route, g.combine = fused.combine;
     g.send_output = fused.send_output, g.recv_input = fused.recv_input;
+    g.send_residual = fused.send_residual;
     const std::string key =
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}", g.tokens, g.k,
                     g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
                     g.rms_norm, g.swiglu) +
-        fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{}", int(g.x_dtype), int(g.y_dtype),
-                    g.swiglu_input, g.route, g.combine, g.bias_shards, g.send_output, g.recv_input);
+        fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{} sr{}", int(g.x_dtype), int(g.y_dtype),
+                    g.swiglu_input, g.route, g.combine, g.bias_shards, g.send_output, g.recv_input,
+                    g.send_residual);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1911,7 +1942,9 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
         gemm(Ly.wqkv, T, va(a_.xn), uint64_t{c_.n_embd} * 2, &Ly.bqkv, q, QKV4, "attn_qkv", nullptr,
              false, JAL_DT_BF16);
     } else {
-        gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm);
+        const bool received = il > 0 && residual_messages(il - 1, T);
+        gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm, false, JAL_DT_F32, -1,
+             received);
     }
     // Where every segment's attention appends its own keys and no slice group attends for
     // more than one sequence, the attention rotates q and k itself (one stage fewer);
@@ -1990,7 +2023,10 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     if (down_combines(il, T)) {
         expert_gemm(Ly.down, T, true, glu ? va(a_.act) : gu, glu ? act_row : 2 * F4, Ly.b_down,
                     va(a_.eo), E4, "ffn_down_exps", nullptr, false, JAL_DT_F32, JAL_DT_F32,
-                    {.swiglu_input = !glu, .combine = true, .recv_input = msgs});
+                    {.swiglu_input = !glu,
+                     .combine = true,
+                     .recv_input = msgs,
+                     .send_residual = msgs && residual_messages(il, T)});
         return;
     }
     if (!glu)

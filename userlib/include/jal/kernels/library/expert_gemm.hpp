@@ -105,6 +105,11 @@ struct ExpertGemmConfig {
     // after_messages: link_stages starts it without the barrier, so its W streams while the
     // senders finish. Both kernels trap INVALID_FIELD on a slice without rows of their N.
     bool recv_input = false;
+    // send_residual (recv_input): the combined residual columns, once stored, also go to
+    // every slice (itself included) as one message of tokens rows each, for a GEMM that
+    // receives its x (gemm.hpp's recv_x) in the next stage on the same slices. Traps
+    // INVALID_FIELD where no pair chose a valid expert (nothing would be sent).
+    bool send_residual = false;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with

@@ -64,6 +64,15 @@ struct GemmConfig {
     // written by earlier work of the program. Needs one chunk of x (M ≤ the plan's m_chunk)
     // and no row groups. The same bits.
     bool w_before_acquire = false;
+    // x received, not loaded (F32, as stored; one chunk of rows, no row groups, not
+    // accumulating, and converted through one staging block): the rows come as messages
+    // from the stage before on the same slices, sender r sending its columns
+    // slice_range(K, slices, r) of all M rows (expert_gemm.hpp's send_residual). The W tiles
+    // load first, with no ACQUIRE: the code object is marked after_messages, so a staged
+    // program starts it without a barrier. Every slice must have columns of y (the kernel
+    // traps INVALID_FIELD otherwise: its messages would stay in the FIFOs). x and x_stride
+    // are still arguments but not read. The same bits as loading the stored rows.
+    bool recv_x = false;
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };

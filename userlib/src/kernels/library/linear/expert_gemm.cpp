@@ -29,7 +29,7 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         (c.x_dtype != JAL_DT_F32 ? "_xa" : "") +
         (c.y_dtype != JAL_DT_F32 ? "_y" + std::to_string(c.y_dtype) : "") +
         (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "") +
-        (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "");
+        (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "") + (c.send_residual ? "_sr" : "");
     return name.substr(0, 63);
 }
 
@@ -353,6 +353,9 @@ bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices)
 
 CodeObject build_expert_gemm(const ExpertGemmConfig& c)
 {
+    // Only a receiver of rows knows its receivers follow it on the same slices.
+    require(!c.send_residual || c.recv_input, expert_gemm_name(c),
+            "sending the residual needs recv_input");
     return ExpertGemmKernel(c, expert_gemm_name(c)).build();
 }
 

@@ -361,6 +361,11 @@ void ExpertGemmKernel::combine_rows(X np)
     b.vadd(tx, tw[1], tx);
     b.tstore(tx, xa, out_stride, qst);
     for (X r : {xa, rows, out_stride, out}) b.free(r);
+    if (c.send_residual) {  // the same columns to every slice's x rows (gemm.hpp's recv_x)
+        X n = b.slice_count();
+        b.for_range(zero, n, 1, [&](X r) { b.send(tx, r, qst); });
+        b.free(n);
+    }
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
@@ -389,6 +394,12 @@ void ExpertGemmKernel::stream_rows(X w)
         b.free(timing);
     }
     Label nothing = b.label();
+    if (c.send_residual) {  // its receivers would wait for good
+        Label some = b.label();
+        b.bne(nvalid, zero, some);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(some);
+    }
     b.beq(nvalid, zero, nothing);  // no pair chose a valid expert: y is not written
     X na = nactive;  // listed in talist by the sort (described again: it borrows tglist)
     emit_tdesc_at(b, talist, l1_alist, experts, one, JAL_DT_I32);

@@ -74,6 +74,7 @@ std::string gemm_name(const GemmConfig& c)
     if (c.rms_norm) name += "_norm";
     if (c.accumulate) name += "_acc";
     if (c.w_before_acquire) name += "_wb";
+    if (c.recv_x) name += "_rx";
     return name.substr(0, 63);
 }
 
@@ -142,6 +143,10 @@ GemmPlan plan_gemm(const GemmConfig& c)
                               (p.convert_x ? 0 : mc * norm_row));
     if (c.w_before_acquire && (c.row_groups > 1 || p.m_chunk < c.m))
         bad(c, "W before ACQUIRE needs one chunk of x's rows and no row groups");
+    if (c.recv_x && (c.row_groups > 1 || p.m_chunk < c.m || c.accumulate ||
+                     c.x_dtype != JAL_DT_F32 || (p.convert_x && p.stage_rows < c.m)))
+        bad(c, "receiving x needs F32 rows in one chunk (and one staging block), no row "
+               "groups and no accumulation");
     return p;
 }
 
@@ -166,6 +171,7 @@ private:
     void load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y = true);
     void load_y(X i, int buf, uint32_t m0, uint32_t mr);
     void leading_w_loads();
+    void receive_x();
     X y_tile_address(X i, uint32_t m0);
     void compute(X i, int buf, int acc, uint32_t m0, uint32_t mr);
     void stage(uint32_t m0, uint32_t mr, uint32_t j);
@@ -249,6 +255,13 @@ void GemmKernel::declare()
 void GemmKernel::share_columns()
 {
     share = emit_slice_range(b, c.n);
+    if (c.recv_x) {  // a slice without columns would leave its senders' messages queued
+        Label has = b.label();
+        b.bne(share.count, zero, has);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(has);
+        b.after_messages_hint();
+    }
     done = emit_skip_if_empty(b, share.count);
     {  // this slice's columns of y and entries of the bias
         X off = b.x();
@@ -388,6 +401,11 @@ void GemmKernel::leading_w_loads()
         load_w(j, t, 0, c.m, false);
     }
     b.bind(past);
+    if (c.recv_x) {
+        receive_x();
+        b.free(j);
+        return;
+    }
     b.acquire();
     issue_x(0, c.m);
     Label past_y = b.label();
@@ -398,6 +416,32 @@ void GemmKernel::leading_w_loads()
     }
     b.bind(past_y);
     b.free(j);
+}
+
+// recv_x: sender r's columns of x's rows (its slice_range of K) into the F32 rows where
+// the load would have put them (the staging block when x is converted), each waited for
+// (the tile register is described again for the next); then one signal on that load's
+// semaphore, so finish_x goes on as after a load.
+void GemmKernel::receive_x()
+{
+    const uint32_t l1 = p.convert_x ? l1_s[0] : l1_x;
+    const T t = p.convert_x ? ts[0] : tx;
+    X n = b.slice_count(), chunk = b.x(), rows = emit_const(b, c.m);
+    emit_share_chunk(b, chunk, k_reg, n);
+    b.for_range(zero, n, 1, [&](X r) {
+        X c0 = b.x(), cnt = b.x();
+        emit_share_of(b, r, chunk, k_reg, c0, cnt);
+        b.muli(c0, c0, 4);
+        b.addi(c0, c0, static_cast<int32_t>(l1));
+        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, c.k * 4);
+        b.recv(t, r, qst);
+        b.wait(qst, 1);
+        b.free(cnt);
+        b.free(c0);
+    });
+    emit_tdesc_at(b, t, l1, rows, k_reg, JAL_DT_F32);  // the whole rows, as loaded
+    for (X r : {rows, chunk, n}) b.free(r);
+    b.signal(p.convert_x ? qs[0] : qx, 1);
 }
 
 // Multiplies the resident x rows by W tile i (W buffer `buf`, accumulator `acc`) and
@@ -506,7 +550,7 @@ CodeObject GemmKernel::build()
     b.slice_table_hint("w_shards");  // read at entry SR_SLICE before the first W tile
     share_columns();
     layout();
-    if (c.w_before_acquire) {
+    if (c.w_before_acquire || c.recv_x) {
         leading_w_loads();
     } else {
         // Only the arguments (and the norm weight) come before ACQUIRE: in a staged program
@@ -531,7 +575,7 @@ CodeObject GemmKernel::build()
         emit_multi_buffered(
             b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers, m0, mr); },
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
-            [&] { finish_x(m0, mr); }, c.w_before_acquire);
+            [&] { finish_x(m0, mr); }, c.w_before_acquire || c.recv_x);
     }
     return emit_finish(b, done);
 }
