@@ -131,6 +131,26 @@ protected:
         o.slices = 4;
         return jal::model::Runtime::open(model_file(preset, dense), *device_, o);
     }
+    // `small` (F32 dense) under o: a prompt and three one-row decode steps of one sequence,
+    // a second prompt, a two-row step; every pass's logits, and the HBM bytes of the last
+    // one-row step (how tests that a path was taken tell it).
+    std::vector<std::vector<float>> decode_passes(const jal::model::RuntimeOptions& o,
+                                                  uint64_t& one_row_step_bytes)
+    {
+        std::vector<std::vector<float>> logits;
+        auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
+        const int a = rt->create_sequence(), b = rt->create_sequence();
+        logits.push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
+        for (int32_t step = 0; step < 3; step++) {
+            const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
+            for (std::vector<float>& l : rt->decode(row)) logits.push_back(l);
+        }
+        one_row_step_bytes = rt->last().hbm_bytes;
+        logits.push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
+        const std::pair<int, int32_t> rows[2] = {{a, 21}, {b, 22}};
+        for (std::vector<float>& l : rt->decode(rows)) logits.push_back(l);
+        return logits;
+    }
     // Prefill and `steps` greedy decode steps on the chip and on the reference. Activations
     // meet Q8_0 weights rounded to Q8_0 in either numerics: then the ggml tolerance applies.
     // (A preset and prompt whose Q8_0 activations sit near a rounding boundary can jump
@@ -577,17 +597,7 @@ TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
         for (int messages = 0; messages < 2; messages++) {
             jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
             o.expert_messages = messages == 1;
-            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
-            const int a = rt->create_sequence(), b = rt->create_sequence();
-            logits[messages].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
-            for (int32_t step = 0; step < 3; step++) {
-                const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
-                for (std::vector<float>& l : rt->decode(row)) logits[messages].push_back(l);
-            }
-            step_bytes[messages] = rt->last().hbm_bytes;
-            logits[messages].push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
-            const std::pair<int, int32_t> rows[2] = {{a, 21}, {b, 22}};
-            for (std::vector<float>& l : rt->decode(rows)) logits[messages].push_back(l);
+            logits[messages] = decode_passes(o, step_bytes[messages]);
         }
         ASSERT_EQ(logits[0].size(), 7u);
         expect_same_bits(logits[0], logits[1]);
@@ -609,17 +619,7 @@ TEST_F(ModelRuntime, ResidualAsMessagesGivesTheSameLogits)
         for (int messages = 0; messages < 2; messages++) {
             jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
             o.residual_messages = messages == 1;
-            auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
-            const int a = rt->create_sequence(), b = rt->create_sequence();
-            logits[messages].push_back(rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5}));
-            for (int32_t step = 0; step < 3; step++) {
-                const std::pair<int, int32_t> row[1] = {{a, 10 + step}};
-                for (std::vector<float>& l : rt->decode(row)) logits[messages].push_back(l);
-            }
-            step_bytes[messages] = rt->last().hbm_bytes;
-            logits[messages].push_back(rt->prefill(b, std::vector<int32_t>{7, 8}));
-            const std::pair<int, int32_t> rows[2] = {{a, 21}, {b, 22}};
-            for (std::vector<float>& l : rt->decode(rows)) logits[messages].push_back(l);
+            logits[messages] = decode_passes(o, step_bytes[messages]);
         }
         ASSERT_EQ(logits[0].size(), 7u);
         expect_same_bits(logits[0], logits[1]);
