@@ -97,6 +97,30 @@ int32_t argmax(const std::vector<double>& v)
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// "small" on 4 slices (two slice groups: several sequences' attention runs in lanes).
+jal::model::RuntimeOptions small_on_4_slices(Numerics n, uint32_t sequences, bool staged)
+{
+    jal::model::RuntimeOptions o;
+    o.numerics = n;
+    o.max_sequences = sequences;
+    o.n_ctx = 64;
+    o.max_batch_tokens = 32;
+    o.slices = 4;
+    o.staged = staged;
+    return o;
+}
+
+void expect_same_bits(const std::vector<std::vector<float>>& a,
+                      const std::vector<std::vector<float>>& b)
+{
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++) {
+        ASSERT_EQ(a[i].size(), b[i].size());
+        EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0)
+            << "logits " << i;
+    }
+}
+
 class ModelRuntime : public jal::test::EmuTest {
 protected:
     // The native firmware build boots in milliseconds; the Cortex-M7 image's boot is
@@ -130,6 +154,25 @@ protected:
         o.max_batch_tokens = 32;
         o.slices = 4;
         return jal::model::Runtime::open(model_file(preset, dense), *device_, o);
+    }
+    // A path turned on by `option` (both numerics, decode_passes) gives the logits of the
+    // path it replaces bit for bit, and a one-row decode step moves fewer HBM bytes with it
+    // (so the test knows it was taken).
+    void expect_same_logits_fewer_bytes(bool jal::model::RuntimeOptions::*option)
+    {
+        for (Numerics n : {Numerics::native, Numerics::ggml}) {
+            SCOPED_TRACE(jal::model::numerics_name(n));
+            std::vector<std::vector<float>> logits[2];
+            uint64_t step_bytes[2] = {0, 0};
+            for (int on = 0; on < 2; on++) {
+                jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+                o.*option = on == 1;
+                logits[on] = decode_passes(o, step_bytes[on]);
+            }
+            ASSERT_EQ(logits[0].size(), 7u);
+            expect_same_bits(logits[0], logits[1]);
+            EXPECT_LT(step_bytes[1], step_bytes[0]) << "the path was taken";
+        }
     }
     // `small` (F32 dense) under o: a prompt and three one-row decode steps of one sequence,
     // a second prompt, a two-row step; every pass's logits, and the HBM bytes of the last
@@ -382,30 +425,6 @@ TEST_F(ModelRuntime, ContinuousBatchingMatchesRunningAlone)
     for (size_t i = 0; i < 3; i++) EXPECT_EQ(got[i], want[i]) << "sequence " << i;
 }
 
-// "small" on 4 slices (two slice groups: several sequences' attention runs in lanes).
-jal::model::RuntimeOptions small_on_4_slices(Numerics n, uint32_t sequences, bool staged)
-{
-    jal::model::RuntimeOptions o;
-    o.numerics = n;
-    o.max_sequences = sequences;
-    o.n_ctx = 64;
-    o.max_batch_tokens = 32;
-    o.slices = 4;
-    o.staged = staged;
-    return o;
-}
-
-void expect_same_bits(const std::vector<std::vector<float>>& a,
-                      const std::vector<std::vector<float>>& b)
-{
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); i++) {
-        ASSERT_EQ(a[i].size(), b[i].size());
-        EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0)
-            << "logits " << i;
-    }
-}
-
 // Local copies of the dense shards (RuntimeOptions::dense_copies) change where a prompt's
 // GEMMs in row groups read W, not what they compute: the same logits bit for bit, prompt
 // and decode, BF16 dense weights in both numerics; and the copies are read (the output
@@ -590,19 +609,7 @@ TEST_F(ModelRuntime, ProjectionBesideTheAttentionGivesTheSameLogits)
 // gathers them back, so a decode step moves fewer HBM bytes: the path was taken.
 TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
 {
-    for (Numerics n : {Numerics::native, Numerics::ggml}) {
-        SCOPED_TRACE(jal::model::numerics_name(n));
-        std::vector<std::vector<float>> logits[2];
-        uint64_t step_bytes[2] = {0, 0};
-        for (int messages = 0; messages < 2; messages++) {
-            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
-            o.expert_messages = messages == 1;
-            logits[messages] = decode_passes(o, step_bytes[messages]);
-        }
-        ASSERT_EQ(logits[0].size(), 7u);
-        expect_same_bits(logits[0], logits[1]);
-        EXPECT_LT(step_bytes[1], step_bytes[0]) << "the rows went as messages";
-    }
+    expect_same_logits_fewer_bytes(&jal::model::RuntimeOptions::expert_messages);
 }
 
 // The residual as messages (RuntimeOptions::residual_messages): where the down projection
@@ -612,19 +619,7 @@ TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
 // with it no slice reads x back for q·k·v, so a decode step moves fewer HBM bytes.
 TEST_F(ModelRuntime, ResidualAsMessagesGivesTheSameLogits)
 {
-    for (Numerics n : {Numerics::native, Numerics::ggml}) {
-        SCOPED_TRACE(jal::model::numerics_name(n));
-        std::vector<std::vector<float>> logits[2];
-        uint64_t step_bytes[2] = {0, 0};
-        for (int messages = 0; messages < 2; messages++) {
-            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
-            o.residual_messages = messages == 1;
-            logits[messages] = decode_passes(o, step_bytes[messages]);
-        }
-        ASSERT_EQ(logits[0].size(), 7u);
-        expect_same_bits(logits[0], logits[1]);
-        EXPECT_LT(step_bytes[1], step_bytes[0]) << "the residual went as messages";
-    }
+    expect_same_logits_fewer_bytes(&jal::model::RuntimeOptions::residual_messages);
 }
 
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'
