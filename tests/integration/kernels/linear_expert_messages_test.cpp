@@ -98,7 +98,7 @@ protected:
     // The q·k·v stage after the pair: its weights, bias and output.
     struct Next {
         jl::GemmConfig c;
-        uint64_t w, table, bias, y;
+        uint64_t w = 0, table = 0, bias = 0, y = 0;
     };
     Next next_gemm(jl::Numerics n, jal_dtype weight, uint32_t nslices)
     {

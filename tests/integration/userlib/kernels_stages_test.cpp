@@ -2,6 +2,7 @@
 // program on a real jal-emu; every kernel sees what a dispatch of its own would show it
 // (its slices numbered from 0, its arguments), runs after the one before it has finished
 // writing, and a fork-join region's lanes run inside the same program.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -275,6 +276,64 @@ TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
         bound += st.code.size() + jal::kernels::kStageOverheadWords +
                  (st.slice_table_arg >= 0 ? jal::kernels::table_read_words(st.args_size) : 0);
     EXPECT_LE(words.size(), bound);
+}
+
+// A kernel's read-ahead slot (Builder::readahead_slot) takes the next stage's reads where
+// that stage runs on the same slices: its argument lines and its shard-table entry's line,
+// with the slot's own registers (named by its no-ops), from SR_ARGS as the stage sees it;
+// nothing is then read after the kernel's end. Before a stage on other slices the slot
+// stays a jump over itself and the reads come after the kernel, as without a slot.
+TEST(LinkStages, AKernelsReadAheadSlotTakesTheNextStagesReads)
+{
+    jal::kernels::Builder b("slot");
+    b.readahead_slot();
+    b.end();
+    const jal::kernels::CodeObject k = b.finish();
+    ASSERT_EQ(k.readahead_slot, 0);
+    const std::vector<uint64_t> kcode = code_words(k);
+    ASSERT_EQ(kcode.size(), jal::kernels::kReadaheadSlotWords + 1);
+    EXPECT_EQ(kcode[0], JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, jal::kernels::kReadaheadSlotWords));
+    const unsigned base = JAL_INSN_B(kcode[1]), addr = JAL_INSN_B(kcode[2]);
+    ASSERT_NE(base, 0u);
+    ASSERT_NE(addr, 0u);
+    ASSERT_NE(base, addr);
+    const uint64_t end = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
+    using jal::kernels::Stage;
+    const Stage first{
+        .code = kcode, .slices = 0b0011, .args_offset = 0, .args_size = 64, .readahead_slot = 0};
+    const Stage second{.code = std::span(&end, 1),
+                       .slices = 0b0011,
+                       .args_offset = 64,
+                       .args_size = 128,
+                       .slice_table_arg = 2};
+    const jal::kernels::StageSection same{{{first, second}}};
+    const std::vector<uint64_t> words =
+        code_words(jal::kernels::link_stages("same", std::span(&same, 1), 192));
+    const auto slot =
+        std::find(words.begin(), words.end(), JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS));
+    ASSERT_LE(slot + jal::kernels::kReadaheadSlotWords, words.end()) << "the slot was filled";
+    const std::vector<uint64_t> want = {JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS),
+                                        JAL_INSN(JAL_OP_LD, 0, base, 0, 0, 64),
+                                        JAL_INSN(JAL_OP_LD, 0, base, 0, 0, 128),
+                                        JAL_INSN(JAL_OP_LD, addr, base, 0, 0, 64 + 2 * 8),
+                                        JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_SLICE),
+                                        JAL_INSN(JAL_OP_MULI, base, base, 0, 0, 8),
+                                        JAL_INSN(JAL_OP_ADD, addr, addr, base, 0, 0),
+                                        JAL_INSN(JAL_OP_LD, 0, addr, 0, 0, 0)};
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), slot));
+    for (auto it = slot + static_cast<std::ptrdiff_t>(want.size());
+         it < slot + jal::kernels::kReadaheadSlotWords; ++it)
+        EXPECT_EQ(*it, JAL_INSN(JAL_OP_ADDI, 0, 0, 0, 0, 0)) << "no-ops to the slot's end";
+    EXPECT_TRUE(prefetched(jal::kernels::link_stages("same", std::span(&same, 1), 192)).empty())
+        << "nothing read again after the kernel";
+
+    Stage other = second;
+    other.slices = 0b0111;
+    const jal::kernels::StageSection apart{{{first, other}}};
+    const auto co = jal::kernels::link_stages("apart", std::span(&apart, 1), 192);
+    const std::vector<uint64_t> kept = code_words(co);
+    EXPECT_NE(std::find(kept.begin(), kept.end(), kcode[0]), kept.end()) << "still a jump";
+    EXPECT_FALSE(prefetched(co).empty()) << "read after the kernel instead";
 }
 
 }  // namespace

@@ -132,6 +132,19 @@ X Builder::arg_again(std::string_view name)
     fail(fmt::format("argument {} is not declared", name));
 }
 
+void Builder::readahead_slot()
+{
+    if (readahead_slot_ >= 0) fail("a second read-ahead slot");
+    readahead_slot_ = static_cast<int32_t>(code_.size());
+    X regs[2] = {x(), x()};
+    // The jump over the slot, then its registers named by two no-ops (writes of x0) and
+    // no-ops to the slot's size: link_stages reads the registers from them.
+    op(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(kReadaheadSlotWords));
+    for (X r : regs) op(JAL_OP_ADDI, 0, r.r, 0, 0, 0);
+    for (size_t i = 3; i < kReadaheadSlotWords; i++) op(JAL_OP_ADDI, 0, 0, 0, 0, 0);
+    for (X r : regs) free(r);
+}
+
 void Builder::slice_table_hint(std::string_view name)
 {
     for (const ArgEntry& a : args_)
@@ -582,6 +595,7 @@ CodeObject Builder::finish()
     out.l1_bytes = l1_high_;
     out.slice_table_arg = slice_table_arg_;
     out.after_messages = after_messages_;
+    out.readahead_slot = readahead_slot_;
     out.bytes = isa::encode_code_object(name_, code_, out.args_size, out.l1_bytes, table);
     if (out.bytes.size() > JAL_CODE_MAX_BYTES)
         fail(fmt::format("the code object is {} bytes, more than the maximum {}", out.bytes.size(),

@@ -59,7 +59,7 @@ public:
         for (size_t i = begin; i < end; i++)
             if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
                 code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
-        if (next) prefetch_args_from_stage(s, *next);
+        if (next && !fill_readahead_slot(s, *next, begin)) prefetch_args_from_stage(s, *next);
         const size_t skip = next ? code_.size() : 0;
         if (next) code_.push_back(0);  // the stage's slices jump over the others' prefetch
         close_stage(enter, ordered);
@@ -113,6 +113,37 @@ public:
     }
 
 private:
+    // The next stage's argument lines (at most two) and, if it declares one, its shard-table
+    // entry's line, read in the kernel's read-ahead slot (Builder::readahead_slot: the
+    // kernel's code starts at `begin`), where the scalar unit waits anyway, instead of after
+    // the kernel's end; only where the next stage runs on the same slices (its SR_SLICE is
+    // then this stage's). The slot's registers are the kernel's free ones there, named by
+    // its no-ops. No scalar-cache set check: if the kernel's own reads after the slot evict
+    // a line (or it evicts one of theirs), that miss comes later, on the same path. (Reading
+    // the lines again at the end as well, or leaving out the table's line where it would
+    // evict one of the kernel's argument lines, measured slightly slower.)
+    bool fill_readahead_slot(const Stage& s, const Stage& next, size_t begin)
+    {
+        if (s.readahead_slot < 0 || next.slices != s.slices || next.args_size == 0 ||
+            next.args_size > 2 * kLineBytes)
+            return false;
+        const size_t at = begin + static_cast<size_t>(s.readahead_slot);
+        const unsigned base = JAL_INSN_B(code_[at + 1]), addr = JAL_INSN_B(code_[at + 2]);
+        const int32_t off = static_cast<int32_t>(int64_t{next.args_offset} - s.args_offset);
+        std::vector<uint64_t> w = {JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS)};
+        for (uint32_t line = 0; line < next.args_size; line += kLineBytes)
+            w.push_back(JAL_INSN(JAL_OP_LD, 0, base, 0, 0, off + static_cast<int32_t>(line)));
+        if (next.slice_table_arg >= 0) {
+            w.push_back(JAL_INSN(JAL_OP_LD, addr, base, 0, 0, off + next.slice_table_arg * 8));
+            w.push_back(JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_SLICE));
+            w.push_back(JAL_INSN(JAL_OP_MULI, base, base, 0, 0, 8));
+            w.push_back(JAL_INSN(JAL_OP_ADD, addr, addr, base, 0, 0));
+            w.push_back(JAL_INSN(JAL_OP_LD, 0, addr, 0, 0, 0));
+        }
+        while (w.size() < kReadaheadSlotWords) w.push_back(JAL_INSN(JAL_OP_ADDI, 0, 0, 0, 0, 0));
+        std::copy(w.begin(), w.end(), code_.begin() + static_cast<std::ptrdiff_t>(at));
+        return true;
+    }
     // The next stage's argument lines, read into the scalar cache while this stage's last
     // stores land (STAGE waits for them anyway), so that the next kernel's argument loads
     // hit instead of missing on the path between the two stages. Run by this stage's

@@ -39,6 +39,8 @@ struct Label {
 };
 
 inline constexpr X zero{0};
+// Instructions of a read-ahead slot (Builder::readahead_slot).
+inline constexpr size_t kReadaheadSlotWords = 10;
 
 // A finished kernel: the code object bytes (header, code, argument table, name).
 struct CodeObject {
@@ -54,6 +56,10 @@ struct CodeObject {
     // (RECV) and reads nothing else that stage wrote, so link_stages starts it without the
     // barrier between stages (Stage::after_messages).
     bool after_messages = false;
+    // Host-side hint: the first instruction of the kernel's read-ahead slot (Builder::
+    // readahead_slot), where link_stages may put the next stage's argument and shard-table
+    // reads instead of after the kernel's end; -1: none.
+    int32_t readahead_slot = -1;
 };
 
 class JAL_API Builder {
@@ -80,6 +86,13 @@ public:
     void slice_table_hint(std::string_view name);
     // Declares CodeObject::after_messages.
     void after_messages_hint() { after_messages_ = true; }
+    // A place where the scalar unit would wait anyway (right after a long load is issued,
+    // before its WAIT): kReadaheadSlotWords instructions that jump over themselves, which
+    // link_stages may fill with the next stage's argument-line and shard-table-line reads
+    // (their misses then overlap this kernel's wait instead of following its end). Takes
+    // two free registers for the slot's use only. At most one a kernel
+    // (CodeObject::readahead_slot).
+    void readahead_slot();
 
     // ---- L1: a bump allocator of tile memory; returns the L1 byte offset (64-byte
     // aligned). l1_bytes of the code object is the high-water mark. ----
@@ -208,6 +221,7 @@ private:
     uint32_t l1_high_ = 0;
     int32_t slice_table_arg_ = -1;  // slice_table_hint
     bool after_messages_ = false;   // after_messages_hint
+    int32_t readahead_slot_ = -1;   // readahead_slot
     bool finished_ = false;
 };
 

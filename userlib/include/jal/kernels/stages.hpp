@@ -39,6 +39,10 @@ struct Stage {
     // It must follow that stage in the same lane, on the same slices (its SEND/RECV ranks
     // are then the same slices'); link_stages refuses anything else.
     bool after_messages = false;
+    // The kernel's read-ahead slot (CodeObject::readahead_slot): where the next stage runs
+    // on the same slices with at most two argument lines, its reads go there instead of
+    // after the kernel; -1: none.
+    int32_t readahead_slot = -1;
 };
 
 // Stages that run one after another on their slices; the lanes of a section run side by

@@ -420,6 +420,7 @@ void ExpertGemmKernel::stream_rows(X w)
         b, tiles, [&](X j, int buf) { stream_load(j, buf, na, per_tile); },
         [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
         [&] {
+            b.readahead_slot();  // the first W tile is in flight: the next stage's reads
             if (p.token_rows) {
                 prepare_token_rows();
                 return;

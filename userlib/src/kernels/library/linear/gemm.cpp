@@ -575,7 +575,12 @@ CodeObject GemmKernel::build()
         emit_multi_buffered(
             b, tiles, 6, kWBuffers - 1, [&](X i, int slot) { load_w(i, slot % kWBuffers, m0, mr); },
             [&](X i, int slot) { compute(i, slot % kWBuffers, slot % kAccBuffers, m0, mr); },
-            [&] { finish_x(m0, mr); }, c.w_before_acquire || c.recv_x);
+            [&] {
+                // The first W tile is in flight: the next stage's argument reads go here.
+                if (m0 == 0) b.readahead_slot();
+                finish_x(m0, mr);
+            },
+            c.w_before_acquire || c.recv_x);
     }
     return emit_finish(b, done);
 }
