@@ -496,6 +496,12 @@ private:
                every_slice_has_rows(layers_[il].down.n) &&
                every_slice_has_rows(layers_[il].gate_up.n);
     }
+    // Whether layer il's gate|up routes the tokens itself (few pairs, split by rows: one
+    // stage fewer) rather than after the routing kernel.
+    bool gate_up_routes(uint32_t il, uint32_t T) const
+    {
+        return T * c_.n_expert_used <= kFewPairs && split_by_rows(layers_[il].gate_up, T, false);
+    }
     // Whether layer il's down projection (taking its rows as messages) also sends the
     // residual columns it writes to layer il + 1's q·k·v, which receives its x (docs/
     // model-runtime.md, "The residual as messages"): one chip, q·k·v next on every slice,
@@ -503,9 +509,8 @@ private:
     bool residual_messages(uint32_t il, uint32_t T) const
     {
         if (!o_.residual_messages || il + 1 >= c_.n_layer || split_.chips != 1) return false;
-        const Layer& L = layers_[il];
-        const bool route = T * c_.n_expert_used <= kFewPairs && split_by_rows(L.gate_up, T, false);
-        if (!expert_messages(il, T, route, swiglu_in_gate_up(L.gate_up, T))) return false;
+        const Matrix& gu = layers_[il].gate_up;
+        if (!expert_messages(il, T, gate_up_routes(il, T), swiglu_in_gate_up(gu, T))) return false;
         const Matrix& q = layers_[il + 1].wqkv;
         const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
         if ((q.n + n - 1) / n * (n - 1) >= q.n || normed_rows(il + 1, T)) return false;
@@ -1998,8 +2003,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
     const uint64_t gu = va(a_.gate_up);
-    const bool few = T * K <= kFewPairs;
-    const bool route = few && split_by_rows(Ly.gate_up, T, false);
+    const bool route = gate_up_routes(il, T);
     if (!route)
         add(*g.route, rows_mask(T),
             {router_logits(T), c_.n_expert * 4ull, va(a_.ids), va(a_.wts), T}, "moe_routing");

@@ -201,18 +201,17 @@ void ExpertGemmKernel::glu_rows(X np)
     b.free(a);
     b.free(h);
     if (c.send_output) {
-        send_rows();
+        send_to_every_slice(tsub);  // the SwiGLU'd rows: every pair's h columns, sorted
         return;
     }
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
 }
 
-// send_output: the SwiGLU'd rows (tsub: every pair's h columns, in sorted order) to every
-// slice, itself included; STAGE waits for them to leave.
-void ExpertGemmKernel::send_rows()
+// send_output, send_residual: tile t to every slice of the stage, itself included.
+void ExpertGemmKernel::send_to_every_slice(T t)
 {
     X n = b.slice_count();
-    b.for_range(zero, n, 1, [&](X r) { b.send(tsub, r, qst); });
+    b.for_range(zero, n, 1, [&](X r) { b.send(t, r, qst); });
     b.free(n);
 }
 
@@ -361,11 +360,7 @@ void ExpertGemmKernel::combine_rows(X np)
     b.vadd(tx, tw[1], tx);
     b.tstore(tx, xa, out_stride, qst);
     for (X r : {xa, rows, out_stride, out}) b.free(r);
-    if (c.send_residual) {  // the same columns to every slice's x rows (gemm.hpp's recv_x)
-        X n = b.slice_count();
-        b.for_range(zero, n, 1, [&](X r) { b.send(tx, r, qst); });
-        b.free(n);
-    }
+    if (c.send_residual) send_to_every_slice(tx);  // to every slice's x rows (recv_x)
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
