@@ -110,6 +110,19 @@ struct ExpertGemmConfig {
     // receives its x (gemm.hpp's recv_x) in the next stage on the same slices. Traps
     // INVALID_FIELD where no pair chose a valid expert (nothing would be sent).
     bool send_residual = false;
+    // The router's logits and the residual rows as messages (docs/model-runtime.md, "The
+    // router as messages"), for a decode step's gate|up with the routing fused, taking the
+    // token rows as they are (expert_gemm_token_rows). recv_logits: the logits are a GEMM's
+    // y sent in the stage before on the same slices (gemm.hpp's send_y: sender r's columns
+    // slice_range(E, slices, r) of every token), received instead of loaded. recv_x: the
+    // tokens' rows likewise, an earlier GEMM's y (sender r's columns slice_range(K, slices,
+    // r)), received before the logits (a FIFO keeps each pair's order). Either makes the code
+    // object after_messages: a staged program starts it without the barrier, so what it
+    // still loads from memory must be ordered by an earlier one (x without recv_x: the
+    // router's stage has its barrier). Their arguments are left out (x and x_stride, logits
+    // and logits_stride). The same bits as loading the stored rows.
+    bool recv_logits = false;
+    bool recv_x = false;
 };
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
@@ -122,7 +135,9 @@ struct ExpertGemmConfig {
 // tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32; not with
 // config.recv_input, whose weights the combine receives). With config.recv_input x,
 // x_stride, ids, y and y_stride are left out too (the kernel reads and writes none of
-// them): its arguments then fit one scalar-cache line. An id outside
+// them): its arguments then fit one scalar-cache line. With config.recv_x x and x_stride,
+// with config.recv_logits logits and logits_stride, and with config.send_output y and
+// y_stride are left out likewise. An id outside
 // [0, E) is ignored (no slice owns it): its row of y is not written.
 JAL_API CodeObject build_expert_gemm(const ExpertGemmConfig& c);
 JAL_API std::string expert_gemm_name(const ExpertGemmConfig& c);
@@ -130,6 +145,9 @@ JAL_API uint64_t expert_gemm_flops(const ExpertGemmConfig& c);  // of the tokens
 // Split by rows over `slices`, every slice streams the experts' rows without a pause between
 // experts (all pairs fit in L1 and each slice's rows of an expert fit one W tile).
 JAL_API bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices);
+// Few pairs and one row a token, streamed: the tokens' rows load as they are, once (what
+// recv_x needs).
+JAL_API bool expert_gemm_token_rows(const ExpertGemmConfig& c);
 // Uniform routing, the model of expert choice timing-only runs use (the model runtime's
 // modelled ids): token t's j-th of k experts is (j·⌊E/k⌋ + t mod ⌊E/k⌋) mod E, distinct
 // within a token and every expert used equally over ⌊E/k⌋ tokens.

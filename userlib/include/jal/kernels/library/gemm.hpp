@@ -73,6 +73,16 @@ struct GemmConfig {
     // traps INVALID_FIELD otherwise: its messages would stay in the FIFOs). x and x_stride
     // are still arguments but not read. The same bits as loading the stored rows.
     bool recv_x = false;
+    // y sent as messages (docs/kernels.md, "Rows as messages"): each slice sends its columns
+    // of y (all M rows, as one tile) to every slice of the dispatch or stage, itself
+    // included, send_y times over (all of the first copy, then the second, ...), for kernels
+    // in the next stages on the same slices that receive them (recv_x, or the expert GEMM's
+    // recv_logits and recv_x), one copy each. One chunk of rows, no row groups, and a
+    // slice's columns must fit one W tile (the kernel traps INVALID_FIELD otherwise: its
+    // receivers take one message a sender). store_y = false leaves y unwritten (only with
+    // send_y: the receivers are y's only readers).
+    uint32_t send_y = 0;
+    bool store_y = true;
     uint32_t max_m_chunk =
         0;  // cap on x rows resident at once (tests of the M loop); 0: L1 decides
 };

@@ -117,31 +117,35 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
     // With the fused SwiGLU of the input a row of x is gate | up.
-    if (!c.recv_input) {
+    // What comes or goes as messages is not an argument (expert_gemm.hpp).
+    const bool io = !c.recv_input, has_x = io && !c.recv_x, has_y = io && !c.send_output;
+    if (has_x)
         expect(k, "x", x, c.input_per_pair ? pairs : c.tokens, c.swiglu_input ? 2 * c.kdim : c.kdim,
                c.x_dtype);
+    if (io) {
         expect(k, "ids", ids, c.tokens, c.k, JAL_DT_I32);
         require(packed(ids, uint64_t{c.k} * 4), k, "ids must be packed");
-        expect(k, "y", y, pairs, c.out_cols(), c.y_dtype);
     }
+    if (has_y) expect(k, "y", y, pairs, c.out_cols(), c.y_dtype);
     TensorRef wv = w;
     if (wv.va == 0) wv.va = 1;
     expect(k, "w", wv, uint64_t{c.experts} * c.n, c.kdim, c.weight);
     require(w_shards != 0, k, "no shard table");
-    // Receiving its routing and rows (recv_input), the kernel takes no x, ids, weights or y.
-    const bool io = !c.recv_input;
     std::vector<uint64_t> a;
-    if (io) a.insert(a.end(), {x.va, stride_of(x)});
+    if (has_x) a.insert(a.end(), {x.va, stride_of(x)});
     if (c.rms_norm) {
         expect(k, "norm_weight", norm_weight, 1, c.kdim, JAL_DT_F32);
         a.push_back(norm_weight.va);
     }
     if (io) a.push_back(ids.va);
     if (c.route) {  // logits in, weights out
-        expect(k, "logits", logits, c.tokens, c.experts, JAL_DT_F32);
         expect(k, "weights", weights, c.tokens, c.k, JAL_DT_F32);
         require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
-        a.insert(a.end(), {logits.va, stride_of(logits), weights.va});
+        if (!c.recv_logits) {
+            expect(k, "logits", logits, c.tokens, c.experts, JAL_DT_F32);
+            a.insert(a.end(), {logits.va, stride_of(logits)});
+        }
+        a.push_back(weights.va);
     }
     a.insert(a.end(), {w_shards, stride_of(w), stride_of(w) * c.n});
     if (c.bias) {
@@ -149,7 +153,7 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
         require(packed(bias, uint64_t{c.n} * 4), k, "bias must be packed");
         a.push_back(bias.va);
     }
-    if (io) a.insert(a.end(), {y.va, stride_of(y)});
+    if (has_y) a.insert(a.end(), {y.va, stride_of(y)});
     if (c.combine) {  // out += Σ weights · y, per token
         expect(k, "out", out, c.tokens, c.n, JAL_DT_F32);
         a.insert(a.end(), {out.va, stride_of(out)});

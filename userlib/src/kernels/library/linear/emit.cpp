@@ -32,6 +32,37 @@ void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count)
     b.min(count, count, chunk);
 }
 
+void emit_send_to_every_slice(Builder& b, T t, Q q)
+{
+    X n = b.slice_count();
+    b.for_range(zero, n, 1, [&](X r) { b.send(t, r, q); });
+    b.free(n);
+}
+
+void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
+                         Q q, bool halves)
+{
+    X n = b.slice_count(), tot = emit_const(b, int64_t{total} * (halves ? 2 : 1)), chunk = b.x();
+    emit_share_chunk(b, chunk, tot, n);
+    b.for_range(zero, n, 1, [&](X r) {
+        X c0 = b.x(), cnt = b.x();
+        emit_share_of(b, r, chunk, tot, c0, cnt);
+        if (halves) {
+            X one = emit_const(b, 1);
+            b.shr(cnt, cnt, one);
+            b.free(one);
+        }
+        b.muli(c0, c0, halves ? 2 : 4);  // 4 bytes a column (of half the columns)
+        b.addi(c0, c0, static_cast<int32_t>(l1));
+        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
+        b.recv(t, r, q);
+        b.wait(q, 1);
+        b.free(cnt);
+        b.free(c0);
+    });
+    for (X r : {chunk, tot, n}) b.free(r);
+}
+
 X emit_table_entry(Builder& b, X table, X slice)
 {
     X v = b.x();

@@ -35,6 +35,19 @@ void emit_trap_unless_multiple(Builder& b, X value, X of);
 // Traps INVALID_FIELD unless value <= limit (signed).
 void emit_trap_unless_at_most(Builder& b, X value, int64_t limit);
 
+// Tile t to every slice of the dispatch or stage (SEND, ranks 0 … n − 1), itself included;
+// each signals q.
+void emit_send_to_every_slice(Builder& b, T t, Q q);
+
+// Receives from every slice of the dispatch or stage (RECV from ranks 0 … n − 1) its share
+// of `total` columns (emit_share_of's) of `rows` F32 rows into the rows at L1 offset `l1`
+// (row_bytes apart): sender r's columns land at their place in the row, each message waited
+// for on q (t is described anew for the next). With `halves`, the shares are of 2·total
+// columns and each sender sends half of its share (an expert GEMM's SwiGLU'd columns).
+// Every slice must send (a sender without a share would leave its receiver waiting).
+void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
+                         Q q, bool halves = false);
+
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder& b, Q q, X count);
 

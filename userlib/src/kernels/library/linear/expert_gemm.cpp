@@ -29,7 +29,8 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         (c.x_dtype != JAL_DT_F32 ? "_xa" : "") +
         (c.y_dtype != JAL_DT_F32 ? "_y" + std::to_string(c.y_dtype) : "") +
         (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "") +
-        (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "") + (c.send_residual ? "_sr" : "");
+        (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "") +
+        (c.send_residual ? "_sr" : "") + (c.recv_logits ? "_rl" : "") + (c.recv_x ? "_rr" : "");
     return name.substr(0, 63);
 }
 
@@ -154,6 +155,10 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
                  fixed + p.streamed_extra + uint64_t{p.pairs} * per_row <= kL1;
     p.token_rows = p.streamed && p.fsort && !c.input_per_pair;
+    require(!(c.recv_logits || c.recv_x) || (c.route && c.split == ExpertSplit::rows), name,
+            "the logits or rows received need the routing and the split by rows");
+    require(!c.recv_x || p.token_rows, name,
+            "rows received need few pairs, streamed, one row a token");
     return p;
 }
 
@@ -165,20 +170,24 @@ void ExpertGemmKernel::declare()
 {
     // Receiving its routing and rows, the kernel reads neither x nor ids and writes no y:
     // its arguments then fit one scalar-cache line.
+    // Likewise what comes as messages (recv_x, recv_logits) or goes as messages (send_output).
     const bool io = !c.recv_input;
-    if (io) x = b.arg("x", JAL_ARG_ADDRESS), x_stride = b.arg("x_stride");
+    if (io && !c.recv_x) x = b.arg("x", JAL_ARG_ADDRESS), x_stride = b.arg("x_stride");
     if (c.rms_norm) norm_w = b.arg("norm_weight", JAL_ARG_ADDRESS);
     if (io) ids = b.arg("ids", JAL_ARG_ADDRESS);
     if (c.route) {
-        logits = b.arg("logits", JAL_ARG_ADDRESS);
-        logits_stride = b.arg("logits_stride");
+        if (!c.recv_logits) {
+            logits = b.arg("logits", JAL_ARG_ADDRESS);
+            logits_stride = b.arg("logits_stride");
+        }
         weights = b.arg("weights", JAL_ARG_ADDRESS);
     }
     w_shards = b.arg("w_shards", JAL_ARG_ADDRESS);
     w_stride = b.arg("w_stride");
     expert_stride = b.arg("expert_stride");
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
-    if (io) y = b.arg("y", JAL_ARG_ADDRESS), y_stride = b.arg("y_stride");
+    if (io && !c.send_output) y = b.arg("y", JAL_ARG_ADDRESS), y_stride = b.arg("y_stride");
+    if (c.recv_logits || c.recv_x) b.after_messages_hint();
     // The fused combine's arguments (out, out_stride, weights) come last and are read where
     // they are used (combine_rows): the kernel is short of registers.
     if (c.recv_input) {
@@ -248,7 +257,7 @@ CodeObject ExpertGemmKernel::build()
 {
     declare();
     share = emit_slice_range(b, by_rows ? c.n : c.experts);
-    if (c.send_output || c.recv_input) {
+    if (c.send_output || c.recv_input || c.recv_logits || c.recv_x) {
         // Every slice sends its routing to itself and its rows to every slice, and receives
         // from every slice: one without rows of N would break the exchange.
         Label some = b.label();
@@ -349,6 +358,13 @@ bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices)
     rows.split = ExpertSplit::rows;
     const ExpertPlan p = plan(rows, expert_gemm_name(rows));
     return slices > 0 && p.streamed && ceil_div(c.n, slices) <= p.tn;
+}
+
+bool expert_gemm_token_rows(const ExpertGemmConfig& c)
+{
+    ExpertGemmConfig loads = c;  // the plan refuses recv_x without token rows
+    loads.recv_x = false;
+    return plan(loads, expert_gemm_name(loads)).token_rows;
 }
 
 CodeObject build_expert_gemm(const ExpertGemmConfig& c)

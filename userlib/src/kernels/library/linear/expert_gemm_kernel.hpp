@@ -104,7 +104,6 @@ private:
     uint32_t glu_stride() const;
     void issue_combine_loads();
     void combine_rows(X np);
-    void send_to_every_slice(T t);
     void receive_x(X np);
     void even_share(X g, X na, X lo, X n, X t0, X t1);
     void norm_rows(X rows);

@@ -201,18 +201,11 @@ void ExpertGemmKernel::glu_rows(X np)
     b.free(a);
     b.free(h);
     if (c.send_output) {
-        send_to_every_slice(tsub);  // the SwiGLU'd rows: every pair's h columns, sorted
+        emit_send_to_every_slice(b, tsub,
+                                 qst);  // the SwiGLU'd rows: every pair's h columns, sorted
         return;
     }
     b.for_range(zero, np, 1, [&](X r) { store_row(r, r, p.tn * 4); });
-}
-
-// send_output, send_residual: tile t to every slice of the stage, itself included.
-void ExpertGemmKernel::send_to_every_slice(T t)
-{
-    X n = b.slice_count();
-    b.for_range(zero, n, 1, [&](X r) { b.send(t, r, qst); });
-    b.free(n);
 }
 
 // recv_input: sender r's columns of every pair (its slice_range of the gate | up rows 2·K,
@@ -221,32 +214,25 @@ void ExpertGemmKernel::send_to_every_slice(T t)
 // gather leaves it.
 void ExpertGemmKernel::receive_x(X np)
 {
-    X n = b.slice_count(), tot = emit_const(b, 2 * c.kdim), chunk = b.x();
-    emit_share_chunk(b, chunk, tot, n);
-    b.for_range(zero, n, 1, [&](X r) {
-        X c0 = b.x(), cnt = b.x();
-        emit_share_of(b, r, chunk, tot, c0, cnt);
-        b.shr(cnt, cnt, one);
-        b.muli(c0, c0, 2);  // 4 bytes a column, half the columns
-        b.addi(c0, c0, static_cast<int32_t>(l1_x));
-        b.tdesc(tx, c0, np, cnt, JAL_DT_F32, static_cast<uint32_t>(p.xrow));
-        b.recv(tx, r, qr);
-        b.wait(qr, 1);
-        b.free(cnt);
-        b.free(c0);
-    });
-    for (X r : {chunk, tot, n}) b.free(r);
+    emit_receive_shares(b, tx, l1_x, np, c.kdim, static_cast<uint32_t>(p.xrow), qr, true);
     emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);
 }
 
 // token_rows: the tokens' rows of x (F32) into l1_x, issued right after the ids: they do
 // not wait for the pairs to be sorted. The tile register is W buffer 0's, free until the
 // W loads describe it again.
+// recv_x: every sender's columns of them instead (before the logits: the FIFOs' order),
+// then one signal on qt as after the load.
 void ExpertGemmKernel::issue_token_rows()
 {
     X rows = emit_const(b, c.tokens);
-    emit_tdesc_at(b, tw[0], l1_x, rows, kdim, JAL_DT_F32);
-    b.tload(tw[0], x, x_stride, qt);
+    if (c.recv_x) {
+        emit_receive_shares(b, tw[0], l1_x, rows, c.kdim, c.kdim * 4, qt);
+        b.signal(qt, 1);
+    } else {
+        emit_tdesc_at(b, tw[0], l1_x, rows, kdim, JAL_DT_F32);
+        b.tload(tw[0], x, x_stride, qt);
+    }
     b.free(rows);
 }
 
@@ -360,7 +346,7 @@ void ExpertGemmKernel::combine_rows(X np)
     b.vadd(tx, tw[1], tx);
     b.tstore(tx, xa, out_stride, qst);
     for (X r : {xa, rows, out_stride, out}) b.free(r);
-    if (c.send_residual) send_to_every_slice(tx);  // to every slice's x rows (recv_x)
+    if (c.send_residual) emit_send_to_every_slice(b, tx, qst);  // to every slice's x rows (recv_x)
 }
 
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,

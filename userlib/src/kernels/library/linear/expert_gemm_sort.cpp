@@ -29,6 +29,7 @@ void ExpertGemmKernel::issue_ids()
         for (X r : {me, kk, rows}) b.free(r);
         return;
     }
+    if (c.recv_logits) return;  // received in finish_ids, after the token rows
     if (c.route) {
         X rows = emit_const(b, c.tokens);
         emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
@@ -46,6 +47,13 @@ void ExpertGemmKernel::finish_ids()
     if (c.recv_input) {
         b.wait(qr, 2);
         return;
+    }
+    if (c.recv_logits) {  // every sender's columns, then one signal as after the load
+        X rows = emit_const(b, c.tokens);
+        emit_receive_shares(b, tx, l1_logits, rows, c.experts, c.experts * 4, qio);
+        emit_tdesc_at(b, tx, l1_logits, rows, experts, JAL_DT_F32);
+        b.free(rows);
+        b.signal(qio, 1);
     }
     if (c.route) {
         route_ids();

@@ -75,6 +75,8 @@ std::string gemm_name(const GemmConfig& c)
     if (c.accumulate) name += "_acc";
     if (c.w_before_acquire) name += "_wb";
     if (c.recv_x) name += "_rx";
+    if (c.send_y) name += "_tx" + std::to_string(c.send_y);
+    if (!c.store_y) name += "_ns";
     return name.substr(0, 63);
 }
 
@@ -147,6 +149,9 @@ GemmPlan plan_gemm(const GemmConfig& c)
                      c.x_dtype != JAL_DT_F32 || (p.convert_x && p.stage_rows < c.m)))
         bad(c, "receiving x needs F32 rows in one chunk (and one staging block), no row "
                "groups and no accumulation");
+    if (c.send_y && (c.row_groups > 1 || p.m_chunk < c.m))
+        bad(c, "sending y needs its rows in one chunk and no row groups");
+    if (!c.store_y && !c.send_y) bad(c, "y neither stored nor sent");
     return p;
 }
 
@@ -255,14 +260,24 @@ void GemmKernel::declare()
 void GemmKernel::share_columns()
 {
     share = emit_slice_range(b, c.n);
-    if (c.recv_x) {  // a slice without columns would leave its senders' messages queued
+    // A slice without columns would leave its senders' messages queued, or its receivers
+    // waiting for its own.
+    if (c.recv_x || c.send_y) {
         Label has = b.label();
         b.bne(share.count, zero, has);
         b.trap(JAL_STATUS_INVALID_FIELD);
         b.bind(has);
-        b.after_messages_hint();
     }
+    if (c.recv_x) b.after_messages_hint();
     done = emit_skip_if_empty(b, share.count);
+    if (c.send_y) {  // its receivers take one message a sender: one tile of columns
+        Label one_tile = b.label();
+        X t = emit_const(b, tn);
+        b.bge(t, share.count, one_tile);
+        b.trap(JAL_STATUS_INVALID_FIELD);
+        b.bind(one_tile);
+        b.free(t);
+    }
     {  // this slice's columns of y and entries of the bias
         X off = b.x();
         b.muli(off, share.begin, 4);
@@ -426,21 +441,10 @@ void GemmKernel::receive_x()
 {
     const uint32_t l1 = p.convert_x ? l1_s[0] : l1_x;
     const T t = p.convert_x ? ts[0] : tx;
-    X n = b.slice_count(), chunk = b.x(), rows = emit_const(b, c.m);
-    emit_share_chunk(b, chunk, k_reg, n);
-    b.for_range(zero, n, 1, [&](X r) {
-        X c0 = b.x(), cnt = b.x();
-        emit_share_of(b, r, chunk, k_reg, c0, cnt);
-        b.muli(c0, c0, 4);
-        b.addi(c0, c0, static_cast<int32_t>(l1));
-        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, c.k * 4);
-        b.recv(t, r, qst);
-        b.wait(qst, 1);
-        b.free(cnt);
-        b.free(c0);
-    });
+    X rows = emit_const(b, c.m);
+    emit_receive_shares(b, t, l1, rows, c.k, c.k * 4, qst);
     emit_tdesc_at(b, t, l1, rows, k_reg, JAL_DT_F32);  // the whole rows, as loaded
-    for (X r : {rows, chunk, n}) b.free(r);
+    b.free(rows);
     b.signal(p.convert_x ? qs[0] : qx, 1);
 }
 
@@ -459,8 +463,10 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     b.mma(tacc[acc], tx, tw[buf]);
     if (c.accumulate) b.vadd(tacc[acc], ty[buf], tacc[acc]);  // y + (x·Wᵀ + bias)
     X a = y_tile_address(i, m0);
-    b.tstore(tacc[acc], a, y_stride, qst);
+    if (c.store_y) b.tstore(tacc[acc], a, y_stride, qst);
     b.free(a);
+    // One tile a slice (share_columns traps otherwise): the slice's columns of every row.
+    for (uint32_t copy = 0; copy < c.send_y; copy++) emit_send_to_every_slice(b, tacc[acc], qst);
     b.free(mr_reg);
     b.free(rows);
 }
