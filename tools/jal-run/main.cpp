@@ -55,6 +55,7 @@ struct Options {
     bool no_beside = false;             // --no-projection-beside
     bool no_messages = false;           // --no-expert-messages
     bool no_residual_messages = false;  // --no-residual-messages
+    bool no_router_messages = false;    // --no-router-messages
     uint32_t key_splits = 0;            // --key-splits
     uint32_t top = 0;
     bool timing_only = false;
@@ -229,6 +230,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.projection_beside_attention = !o.no_beside;
     ro.expert_messages = !o.no_messages;
     ro.residual_messages = !o.no_residual_messages;
+    ro.router_messages = !o.no_router_messages;
     ro.attention_key_splits = o.key_splits;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
@@ -707,6 +709,11 @@ void add_execution_options(CLI::App& app, Options& o)
                  "projection stored after a barrier, not receive them as messages (the "
                  "default where the expert rows go as messages: docs/model-runtime.md, \"The "
                  "residual as messages\")");
+    app.add_flag("--no-router-messages", o.no_router_messages,
+                 "Have a decode step's router store its logits and gate|up load them after a "
+                 "barrier (and both load the residual rows the output projection stored), not "
+                 "receive them as messages (the default where the expert rows go as "
+                 "messages: docs/model-runtime.md, \"The router as messages\")");
     app.add_option("--key-splits", o.key_splits,
                    "Slices a decode row's attention splits each KV head's keys over, each with "
                    "a copy of the head's cache: a power of 2 up to the slot groups (slices / KV "

@@ -158,7 +158,9 @@ protected:
     // A path turned on by `option` (both numerics, decode_passes) gives the logits of the
     // path it replaces bit for bit, and a one-row decode step moves fewer HBM bytes with it
     // (so the test knows it was taken).
-    void expect_same_logits_fewer_bytes(bool jal::model::RuntimeOptions::*option)
+    // (`beside`: RuntimeOptions::projection_beside_attention.)
+    void expect_same_logits_fewer_bytes(bool jal::model::RuntimeOptions::*option,
+                                        bool beside = true)
     {
         for (Numerics n : {Numerics::native, Numerics::ggml}) {
             SCOPED_TRACE(jal::model::numerics_name(n));
@@ -167,6 +169,7 @@ protected:
             for (int on = 0; on < 2; on++) {
                 jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
                 o.*option = on == 1;
+                o.projection_beside_attention = beside;
                 logits[on] = decode_passes(o, step_bytes[on]);
             }
             ASSERT_EQ(logits[0].size(), 7u);
@@ -570,7 +573,9 @@ TEST_F(ModelRuntime, BatchedAttentionGivesTheLogitsOfOneCallASequence)
 // from their copy of Wo, loading it before its ACQUIRE. The same logits bit for bit, both
 // numerics: one sequence (group 0), two in one group (slots 0 and 2: a batched call), two
 // in different groups (not beside), and a prompt (not beside). With it, fewer slices read
-// the attention's rows, so a one-sequence step reads fewer bytes: the path was taken.
+// the attention's rows, so a one-sequence step reads fewer bytes: the path was taken. (The
+// router as messages is off in both runs: on every slice the projection would also send the
+// router and gate|up their x, which moves fewer bytes still and would hide what this counts.)
 TEST_F(ModelRuntime, ProjectionBesideTheAttentionGivesTheSameLogits)
 {
     for (Numerics n : {Numerics::native, Numerics::ggml}) {
@@ -580,6 +585,7 @@ TEST_F(ModelRuntime, ProjectionBesideTheAttentionGivesTheSameLogits)
         for (int beside = 0; beside < 2; beside++) {
             jal::model::RuntimeOptions o = small_on_4_slices(n, 3, true);
             o.projection_beside_attention = beside == 1;
+            o.router_messages = false;
             auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_, o);
             const int a = rt->create_sequence(), b = rt->create_sequence(),
                       c = rt->create_sequence();
@@ -620,6 +626,21 @@ TEST_F(ModelRuntime, ExpertRowsAsMessagesGiveTheSameLogits)
 TEST_F(ModelRuntime, ResidualAsMessagesGivesTheSameLogits)
 {
     expect_same_logits_fewer_bytes(&jal::model::RuntimeOptions::residual_messages);
+}
+
+// The router as messages (RuntimeOptions::router_messages): where gate|up takes its
+// routing from the router, the router sends its logits instead of storing them and gate|up
+// receives them, starting without a barrier; with the output projection on every slice (not
+// beside the attention) the projection also sends its residual columns to the router and
+// gate|up, which receive their x. The same logits bit for bit either way, both numerics,
+// one sequence and two, and a prompt (which does not take the path); with it nothing stores
+// the logits or reads them back, so a decode step moves fewer HBM bytes.
+TEST_F(ModelRuntime, RouterAsMessagesGivesTheSameLogits)
+{
+    for (bool beside : {true, false}) {
+        SCOPED_TRACE(beside ? "projection beside the attention" : "projection on every slice");
+        expect_same_logits_fewer_bytes(&jal::model::RuntimeOptions::router_messages, beside);
+    }
 }
 
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'

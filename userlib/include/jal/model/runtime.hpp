@@ -100,6 +100,13 @@ struct RuntimeOptions {
     // the stage's start (docs/model-runtime.md, "The residual as messages"). The same bits
     // either way.
     bool residual_messages = true;
+    // Where gate|up takes its routing from the router (expert_messages), the router sends
+    // its logits to every slice instead of storing them, and gate|up receives them and
+    // starts without a barrier; where the output projection runs on every slice, it also
+    // sends the residual columns it writes to the router and to gate|up, which receive
+    // their x instead of loading it (docs/model-runtime.md, "The router as messages"). The
+    // same bits either way.
+    bool router_messages = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

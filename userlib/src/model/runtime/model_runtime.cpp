@@ -149,6 +149,15 @@ struct ExpertFusions {
     bool send_output = false;    // gate|up: its SwiGLU rows go to down as messages
     bool recv_input = false;     // down: receives them (and routes the tokens itself)
     bool send_residual = false;  // down: sends the residual columns to the next q·k·v
+    bool recv_logits = false;    // gate|up: receives the router's logits (router_messages)
+    bool recv_x = false;         // gate|up: receives the residual rows (projection_messages)
+};
+
+// A dense GEMM's messages (gemm.hpp's recv_x, send_y, store_y).
+struct GemmMessages {
+    bool recv_x = false;
+    uint32_t send_y = 0;
+    bool store_y = true;
 };
 
 constexpr uint64_t kSliceBytes = JAL_HBM_TOTAL_BYTES / JAL_NUM_SLICES;
@@ -402,7 +411,8 @@ private:
     // its partial sums (and the biases) to x, the other ranks write theirs over x.
     void add_attention_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
                              const GraphKernels& g, uint64_t x);
-    void add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x);
+    void add_moe_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                       const GraphKernels& g, uint64_t x);
     // The rms_norm kernel: T residual rows at x normalised by `norm` into xn as BF16.
     void add_normed_rows(const Vec& norm, uint32_t T, uint64_t x);
     // The pass's inputs and its embedding into the batch.
@@ -418,7 +428,7 @@ private:
     void gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride, const Vec* bias,
               uint64_t y, uint64_t y_stride, const char* what, const Vec* norm = nullptr,
               bool accumulate = false, jal_dtype x_dtype = JAL_DT_F32, int beside = -1,
-              bool recv_x = false);
+              GemmMessages msgs = {});
     lin::GemmConfig gemm_config(const Matrix& m, uint32_t rows, bool bias, bool norm,
                                 bool accumulate, jal_dtype x_dtype) const;
     void timing_expert_gemm(const Matrix& m, uint32_t tokens, uint64_t x, uint64_t x_stride,
@@ -518,6 +528,20 @@ private:
         const lin::GemmPlan p = lin::plan_gemm(g);
         return g.row_groups == 1 && p.m_chunk >= T && (!p.convert_x || p.stage_rows >= T);
     }
+    // Whether layer il's router sends its logits to gate|up as messages (and stores none),
+    // gate|up receiving them (docs/model-runtime.md, "The router as messages"): where gate|up
+    // routes and sends its rows (expert_messages), one chip, every slice with router columns
+    // in one W tile.
+    bool router_messages(uint32_t il, uint32_t T) const;
+    // Whether layer il's output projection also sends the residual columns it writes to the
+    // router and to gate|up, which receive their x: router_messages, the projection on every
+    // slice (not beside the attention), each slice's columns in one W tile, and both
+    // receivers able to take x in one chunk (gate|up: the token rows as they are).
+    bool projection_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
+    // The expert GEMM's configuration (expert_gemm's arguments).
+    lin::ExpertGemmConfig expert_config(const Matrix& m, uint32_t tokens, bool per_pair,
+                                        bool bias_shards, bool norm, bool swiglu, jal_dtype x_dtype,
+                                        jal_dtype y_dtype, const ExpertFusions& fused) const;
     jal_dtype attn_dtype(uint32_t il, uint32_t T) const
     {
         const jal_dtype act = lin::activation_dtype(layers_[il].wo.dtype, numerics());
@@ -1550,18 +1574,20 @@ lin::GemmConfig RuntimeImpl::gemm_config(const Matrix& m, uint32_t rows, bool bi
 
 void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_stride,
                        const Vec* bias, uint64_t y, uint64_t y_stride, const char* what,
-                       const Vec* norm, bool accumulate, jal_dtype x_dtype, int beside, bool recv_x)
+                       const Vec* norm, bool accumulate, jal_dtype x_dtype, int beside,
+                       GemmMessages msgs)
 {
     lin::GemmConfig g = gemm_config(m, rows, bias != nullptr, norm != nullptr, accumulate, x_dtype);
     // The copies (plan_dense_copies) of the column group's shards in the slice's block.
     g.slice_tables = g.row_groups > 1 && m.copy_block;
     // Beside the attention (beside_group): on the slices outside the group, from their copy.
     g.w_before_acquire = beside >= 0;
-    g.recv_x = recv_x;  // from the down projection before (residual_messages)
-    const std::string key =
-        fmt::format("gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{}", g.m, g.n,
-                    g.k, int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate,
-                    g.row_groups, int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x);
+    // Messages: residual_messages, router_messages, projection_messages.
+    g.recv_x = msgs.recv_x, g.send_y = msgs.send_y, g.store_y = msgs.store_y;
+    const std::string key = fmt::format(
+        "gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{} tx{} sy{}", g.m, g.n, g.k,
+        int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
+        int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x, g.send_y, g.store_y);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -1598,32 +1624,75 @@ jal_dtype RuntimeImpl::act_handover(const Layer& L, uint32_t tokens) const
         L.down.dtype, o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native);
 }
 
-void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
-                              uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
-                              const char* what, const Vec* norm, bool swiglu, jal_dtype x_dtype,
-                              jal_dtype y_dtype, const ExpertFusions& fused)
+lin::ExpertGemmConfig RuntimeImpl::expert_config(const Matrix& m, uint32_t tokens, bool per_pair,
+                                                 bool bias_shards, bool norm, bool swiglu,
+                                                 jal_dtype x_dtype, jal_dtype y_dtype,
+                                                 const ExpertFusions& fused) const
 {
-    const bool by_rows = split_by_rows(m, tokens, per_pair);
     lin::ExpertGemmConfig g;
     g.tokens = tokens, g.k = c_.n_expert_used, g.experts = m.experts, g.n = m.n, g.kdim = m.kdim;
     g.weight = m.dtype, g.bias = true, g.input_per_pair = per_pair;
-    g.bias_shards = !bias.shards.empty();  // then never split by rows (plan_expert_biases)
-    g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
-    g.split = by_rows ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
-    g.rms_norm = norm != nullptr, g.norm_eps = c_.rms_eps;
+    g.bias_shards = bias_shards;  // then never split by rows (plan_expert_biases)
+    g.numerics = numerics();
+    g.split =
+        split_by_rows(m, tokens, per_pair) ? lin::ExpertSplit::rows : lin::ExpertSplit::experts;
+    g.rms_norm = norm, g.norm_eps = c_.rms_eps;
     const k::SwigluConfig glu;  // GPT-OSS's α and limit, as the separate kernel's
     g.swiglu = swiglu, g.swiglu_alpha = glu.alpha, g.swiglu_limit = glu.limit;
     g.x_dtype = x_dtype, g.y_dtype = y_dtype;
     g.swiglu_input = fused.swiglu_input, g.route = fused.route, g.combine = fused.combine;
     g.send_output = fused.send_output, g.recv_input = fused.recv_input;
     g.send_residual = fused.send_residual;
+    g.recv_logits = fused.recv_logits, g.recv_x = fused.recv_x;
+    return g;
+}
+
+bool RuntimeImpl::router_messages(uint32_t il, uint32_t T) const
+{
+    if (!o_.router_messages || split_.chips != 1) return false;
+    const Layer& L = layers_[il];
+    const bool route = gate_up_routes(il, T);
+    if (!expert_messages(il, T, route, swiglu_in_gate_up(L.gate_up, T))) return false;
+    const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
+    if ((L.router.n + n - 1) / n * (n - 1) >= L.router.n) return false;  // a slice without
+    lin::GemmConfig g = gemm_config(L.router, T, true, true, false, JAL_DT_F32);
+    const lin::GemmPlan p = lin::plan_gemm(g);
+    return g.row_groups == 1 && p.m_chunk >= T && (L.router.n + n - 1) / n <= p.tile_n;
+}
+
+bool RuntimeImpl::projection_messages(uint32_t il, uint32_t T,
+                                      const std::vector<Segment>& segs) const
+{
+    if (!router_messages(il, T) || beside_group(il, T, segs) >= 0) return false;
+    const Layer& L = layers_[il];
+    const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
+    if ((L.wo.n + n - 1) / n * (n - 1) >= L.wo.n) return false;  // a slice without columns
+    lin::GemmConfig o = gemm_config(L.wo, T, true, false, true, attn_dtype(il, T));
+    const lin::GemmPlan po = lin::plan_gemm(o);
+    if (o.row_groups != 1 || po.m_chunk < T || (L.wo.n + n - 1) / n > po.tile_n) return false;
+    lin::GemmConfig r = gemm_config(L.router, T, true, true, false, JAL_DT_F32);
+    const lin::GemmPlan pr = lin::plan_gemm(r);  // x received: one chunk, one staging block
+    if (pr.m_chunk < T || (pr.convert_x && pr.stage_rows < T)) return false;
+    const ExpertFusions f{.route = true, .send_output = true, .recv_logits = true, .recv_x = true};
+    return lin::expert_gemm_token_rows(
+        expert_config(L.gate_up, T, false, false, true, true, JAL_DT_F32, act_handover(L, T), f));
+}
+
+void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
+                              uint64_t x_stride, const Vec& bias, uint64_t y, uint64_t y_stride,
+                              const char* what, const Vec* norm, bool swiglu, jal_dtype x_dtype,
+                              jal_dtype y_dtype, const ExpertFusions& fused)
+{
+    const bool by_rows = split_by_rows(m, tokens, per_pair);
+    const lin::ExpertGemmConfig g = expert_config(m, tokens, per_pair, !bias.shards.empty(),
+                                                  norm != nullptr, swiglu, x_dtype, y_dtype, fused);
     const std::string key =
         fmt::format("egemm t{} k{} e{} n{} k{} w{} p{} n{} r{} norm{} glu{}", g.tokens, g.k,
                     g.experts, g.n, g.kdim, int(g.weight), per_pair, int(g.numerics), by_rows,
                     g.rms_norm, g.swiglu) +
-        fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{} sr{}", int(g.x_dtype), int(g.y_dtype),
-                    g.swiglu_input, g.route, g.combine, g.bias_shards, g.send_output, g.recv_input,
-                    g.send_residual);
+        fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{} sr{} rl{} rr{}", int(g.x_dtype),
+                    int(g.y_dtype), g.swiglu_input, g.route, g.combine, g.bias_shards,
+                    g.send_output, g.recv_input, g.send_residual, g.recv_logits, g.recv_x);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1634,18 +1703,19 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         return;
     }
     const k::Program& code = program(key, [&] { return lin::build_expert_gemm(g); });
-    // Receiving its routing and rows, the kernel takes no x, ids, weights or y
-    // (expert_gemm_args).
+    // What comes or goes as messages is not an argument (expert_gemm_args): receiving its
+    // routing and rows, the kernel takes no x, ids, weights or y.
     const bool io = !fused.recv_input;
     std::vector<uint64_t> args;
-    if (io) args.insert(args.end(), {x, x_stride});
+    if (io && !fused.recv_x) args.insert(args.end(), {x, x_stride});
     if (norm) args.push_back(va(norm->place));
     if (io) args.push_back(va(a_.ids));
-    if (fused.route)
-        args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull, va(a_.wts)});
+    if (fused.route && !fused.recv_logits)
+        args.insert(args.end(), {router_logits(tokens), c_.n_expert * 4ull});
+    if (fused.route) args.push_back(va(a_.wts));
     args.insert(args.end(), {va(by_rows ? m.row_table : m.table), m.row_bytes, m.row_bytes * m.n,
                              va(g.bias_shards ? bias.table : bias.place)});
-    if (io) args.insert(args.end(), {y, y_stride});
+    if (io && !fused.send_output) args.insert(args.end(), {y, y_stride});
     if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull});
     if (fused.combine && io) args.push_back(va(a_.wts));  // received: in L1
     add(code, all_mask_, k::Args(args), what);
@@ -1928,7 +1998,7 @@ void RuntimeImpl::add_layer(uint32_t il, uint32_t T, const std::vector<Segment>&
                             const GraphKernels& g)
 {
     add_attention_block(il, T, segs, g, va(a_.x));
-    add_moe_block(il, T, g, va(a_.x));
+    add_moe_block(il, T, segs, g, va(a_.x));
 }
 
 void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
@@ -1949,7 +2019,7 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     } else {
         const bool received = il > 0 && residual_messages(il - 1, T);
         gemm(Ly.wqkv, T, x, E4, &Ly.bqkv, q, QKV4, "attn_qkv", &Ly.attn_norm, false, JAL_DT_F32, -1,
-             received);
+             {.recv_x = received});
     }
     // Where every segment's attention appends its own keys and no slice group attends for
     // more than one sequence, the attention rotates q and k itself (one stage fewer);
@@ -1968,8 +2038,11 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     // chips, the other ranks write their heads' share alone (the all-reduce adds them).
     const jal_dtype at_dt = attn_dtype(il, T);
     const bool lead = split_.rank == 0;
+    // With the router as messages, the projection's columns also go to the router and to
+    // gate|up (a copy each).
     gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
-         "attn_output", nullptr, lead, at_dt, beside_group(il, T, segs));
+         "attn_output", nullptr, lead, at_dt, beside_group(il, T, segs),
+         {.send_y = projection_messages(il, T, segs) ? 2u : 0u});
 }
 
 void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)
@@ -1992,14 +2065,18 @@ uint64_t RuntimeImpl::router_logits(uint32_t rows) const
     return rows <= kFewLogitRows ? va(a_.rlog_few) : va(a_.rlog);
 }
 
-void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, uint64_t x)
+void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segment>& segs,
+                                const GraphKernels& g, uint64_t x)
 {
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
     const Layer& Ly = layers_[il];
-    gemm(Ly.router, T, x, E4, &Ly.br, router_logits(T), c_.n_expert * 4ull, "router",
-         &Ly.post_norm);
+    const bool to_gate_up = router_messages(il, T),
+               from_projection = projection_messages(il, T, segs);
+    gemm(Ly.router, T, x, E4, &Ly.br, router_logits(T), c_.n_expert * 4ull, "router", &Ly.post_norm,
+         false, JAL_DT_F32, -1,
+         {.recv_x = from_projection, .send_y = to_gate_up ? 1u : 0u, .store_y = !to_gate_up});
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
     const uint64_t gu = va(a_.gate_up);
@@ -2016,7 +2093,10 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const GraphKernels& g, 
     if (glu) {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
                     "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act,
-                    {.route = route, .send_output = msgs});
+                    {.route = route,
+                     .send_output = msgs,
+                     .recv_logits = to_gate_up,
+                     .recv_x = from_projection});
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
@@ -2125,7 +2205,7 @@ std::vector<float> RuntimeImpl::run_split(const std::vector<Segment>& segs,
             chips[r]->add_attention_block(il, T, segs, g[r], chips[r]->va(chips[r]->a_.x));
         exchange(T, &Activations::x, &Activations::x2, "attention");
         for (size_t r = 0; r < chips.size(); r++)
-            chips[r]->add_moe_block(il, T, g[r], chips[r]->va(chips[r]->a_.x2));
+            chips[r]->add_moe_block(il, T, segs, g[r], chips[r]->va(chips[r]->a_.x2));
         exchange(T, &Activations::x2, &Activations::x, "experts");
     }
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
