@@ -114,12 +114,18 @@ protected:
 
     // Both GEMMs as one staged program (then q·k·v, if given); returns the residual rows
     // after it (and the report).
+    // (prefetch: gate|up issues down's first W tile, which down finds in L1.)
     std::vector<uint8_t> run_pair(jl::Numerics n, const Model& m, uint32_t nslices, bool messages,
-                                  uint32_t* status = nullptr, const Next* next = nullptr)
+                                  uint32_t* status = nullptr, const Next* next = nullptr,
+                                  bool prefetch = false)
     {
-        const jl::ExpertGemmConfig gu = gate_up(n, messages);
+        jl::ExpertGemmConfig gu = gate_up(n, messages);
         jl::ExpertGemmConfig dn = down(n, messages);
         dn.send_residual = messages && next;
+        if (prefetch) {
+            gu.prefetch_n = dn.n, gu.prefetch_kdim = dn.kdim, gu.prefetch_weight = dn.weight;
+            dn.w0_prefetched = true;
+        }
         const std::vector<float> x0 = jal::test::random_floats(size_t{kTokens} * kEmbd, 76);
         const uint64_t x_va = upload(x0);
         const uint32_t pairs = kTokens * kK;
@@ -151,7 +157,7 @@ protected:
         auto args = [](const std::vector<uint64_t>& w) { return jal::kernels::Args(w); };
         staged.add(p_gu,
                    args(jl::expert_gemm_args(gu, x, ids_ref, m.gu_table, gu_w, gu_b, act_ref, norm,
-                                             logits, wts_ref)),
+                                             logits, wts_ref, {}, m.dn_table)),
                    {.slice_mask = mask});
         staged.add(p_dn,
                    args(jl::expert_gemm_args(dn, act_ref, ids_ref, m.dn_table, dn_w, dn_b, eo, {},
@@ -193,6 +199,28 @@ TEST_F(LinearExpertMessagesTest, RowsAsMessagesGiveTheBitsOfStoredRows)
             EXPECT_EQ(sent, stored);
             const std::vector<float> x0 = jal::test::random_floats(size_t{kTokens} * kEmbd, 76);
             EXPECT_NE(0, std::memcmp(sent.data(), x0.data(), sent.size())) << "x was added to";
+        }
+}
+
+// Down's first W tile issued by gate|up (prefetch_n / w0_prefetched): gate|up gathers it
+// into the top of L1 once its own tiles are issued, and down multiplies what it finds there
+// instead of loading it. Nothing else writes that region, so a tile that was not issued, or
+// not as down's own load would have gathered it (its rows, the sorted experts), would give
+// other bits than the messages path without it.
+TEST_F(LinearExpertMessagesTest, DownsFirstTileIssuedByGateUpGivesTheSameBits)
+{
+    for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
+        for (uint32_t nslices : {1u, 7u, 8u}) {
+            SCOPED_TRACE(std::string(n == jl::Numerics::ggml ? "ggml" : "native") + " on " +
+                         std::to_string(nslices) + " slices");
+            const Model m = upload_model(n, nslices);
+            uint32_t status[2] = {};
+            const std::vector<uint8_t> loaded = run_pair(n, m, nslices, true, &status[0]);
+            const std::vector<uint8_t> issued =
+                run_pair(n, m, nslices, true, &status[1], nullptr, true);
+            EXPECT_EQ(status[0], uint32_t{JAL_STATUS_OK});
+            EXPECT_EQ(status[1], uint32_t{JAL_STATUS_OK});
+            EXPECT_EQ(issued, loaded);
         }
 }
 

@@ -123,7 +123,32 @@ struct ExpertGemmConfig {
     // and logits_stride). The same bits as loading the stored rows.
     bool recv_logits = false;
     bool recv_x = false;
+    // The next expert GEMM's first W tile issued by this one (docs/kernels.md, "Down's
+    // weights issued by gate|up"), for a decode step's gate|up (send_output, streamed) and
+    // the down projection receiving its rows (recv_input). prefetch_n > 0 (gate|up): once its
+    // last W tile is issued, each slice also issues the first W tile of the expert GEMM after
+    // it, whose experts are prefetch_n rows of prefetch_kdim columns of prefetch_weight
+    // (split by rows: its rows slice_range(prefetch_n) of the first active experts of the
+    // same sorted list, as many as that kernel's first tile holds) into the top of L1
+    // (expert_gemm_prefetch_region), so that the transfer follows its own on the DMA engine
+    // while it multiplies and sends. Its last argument, next_w_shards, is that kernel's
+    // shard table. w0_prefetched (down): the first W tile is not loaded but found there
+    // (its MMA waits for the transfer as for any op writing what it reads: L1 hazards are
+    // tracked), so it must run right after such a gate|up on the same slices with the same
+    // routing. Both kernels keep their own L1 below the region (INVALID_FIELD otherwise).
+    uint32_t prefetch_n = 0, prefetch_kdim = 0;
+    jal_dtype prefetch_weight = JAL_DT_MXFP4;
+    bool w0_prefetched = false;
 };
+
+// Where a prefetched first W tile of an expert GEMM of n rows a expert of kdim columns of
+// `weight` goes (ExpertGemmConfig::prefetch_n): its gather's row list at [list, tile), the
+// tile at [tile, JAL_SLICE_L1_BYTES).
+struct ExpertPrefetchRegion {
+    uint32_t list = 0, tile = 0;
+};
+JAL_API ExpertPrefetchRegion expert_gemm_prefetch_region(uint32_t n, uint32_t kdim,
+                                                         jal_dtype weight);
 
 // Arguments: x (address, F32 rows), x_stride, norm_weight (address of K F32; only with
 // config.rms_norm), ids (address, tokens·k I32; with config.route written, not read),
@@ -135,7 +160,8 @@ struct ExpertGemmConfig {
 // tokens rows of N F32 added to), out_stride, weights (address, tokens·k F32; not with
 // config.recv_input, whose weights the combine receives). With config.recv_input x,
 // x_stride, ids, y and y_stride are left out too (the kernel reads and writes none of
-// them): its arguments then fit one scalar-cache line. With config.recv_x x and x_stride,
+// them): its arguments then fit one scalar-cache line. With config.prefetch_n the last
+// argument is next_w_shards (the next expert GEMM's shard table). With config.recv_x x and x_stride,
 // with config.recv_logits logits and logits_stride, and with config.send_output y and
 // y_stride are left out likewise. An id outside
 // [0, E) is ignored (no slice owns it): its row of y is not written.
@@ -164,7 +190,8 @@ JAL_API std::vector<uint64_t>
 expert_gemm_args(const ExpertGemmConfig& c, const TensorRef& x, const TensorRef& ids,
                  uint64_t w_shards, const TensorRef& w, const TensorRef& bias, const TensorRef& y,
                  const TensorRef& norm_weight = {}, const TensorRef& logits = {},
-                 const TensorRef& weights = {}, const TensorRef& out = {});
+                 const TensorRef& weights = {}, const TensorRef& out = {},
+                 uint64_t next_w_shards = 0);
 
 // Shard table of stacked expert weights in one allocation: entry s is the address of the
 // first row of slice s's first expert (slice_range(E, slices, s).begin · N).

@@ -112,7 +112,8 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
                                        const TensorRef& ids, uint64_t w_shards, const TensorRef& w,
                                        const TensorRef& bias, const TensorRef& y,
                                        const TensorRef& norm_weight, const TensorRef& logits,
-                                       const TensorRef& weights, const TensorRef& out)
+                                       const TensorRef& weights, const TensorRef& out,
+                                       uint64_t next_w_shards)
 {
     const std::string k = expert_gemm_name(c);
     const uint64_t pairs = uint64_t{c.tokens} * c.k;
@@ -162,6 +163,10 @@ std::vector<uint64_t> expert_gemm_args(const ExpertGemmConfig& c, const TensorRe
             require(packed(weights, uint64_t{c.k} * 4), k, "weights must be packed");
             a.push_back(weights.va);
         }
+    }
+    if (c.prefetch_n) {
+        require(next_w_shards != 0, k, "no shard table of the next kernel's W");
+        a.push_back(next_w_shards);
     }
     return a;
 }

@@ -30,7 +30,8 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         (c.y_dtype != JAL_DT_F32 ? "_y" + std::to_string(c.y_dtype) : "") +
         (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "") +
         (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "") +
-        (c.send_residual ? "_sr" : "") + (c.recv_logits ? "_rl" : "") + (c.recv_x ? "_rr" : "");
+        (c.send_residual ? "_sr" : "") + (c.recv_logits ? "_rl" : "") + (c.recv_x ? "_rr" : "") +
+        (c.prefetch_n ? "_pf" : "") + (c.w0_prefetched ? "_w0" : "");
     return name.substr(0, 63);
 }
 
@@ -110,9 +111,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.yrow = c.y_dtype == JAL_DT_F32 ? 0 : numerics::row_bytes(c.y_dtype, c.out_cols());
     require(c.y_dtype == JAL_DT_F32 || p.yrow != 0, name, "y's format needs whole blocks");
     // W tiles: tn rows of all K, two buffers.
-    p.tn = static_cast<uint32_t>(
-        std::min<uint64_t>(std::max<uint64_t>(1, kWeightBudget / 2 / p.wrow), 256));
-    p.tn = std::min(p.tn, c.n);
+    p.tn = expert_tile_rows(c.n, p.wrow);
     // L1: ids, two pair lists, the experts' counts and starts, the W buffers, the bias row,
     // then per pair row: x (F32), its conversion, and the accumulator of N columns.
     // With the fused norm: its weight, and per row its squares and scale. Sorted with vector
@@ -159,12 +158,27 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
             "the logits or rows received need the routing and the split by rows");
     require(!c.recv_x || p.token_rows, name,
             "rows received need few pairs, streamed, one row a token");
+    require(!c.prefetch_n || (c.send_output && p.streamed &&
+                              numerics::row_bytes(c.prefetch_weight, c.prefetch_kdim) != 0),
+            name, "issuing the next kernel's W needs the rows sent, streamed, and whole blocks");
+    require(!c.w0_prefetched || (c.recv_input && p.streamed), name,
+            "a prefetched first W tile needs the rows received, streamed");
     return p;
+}
+
+uint32_t expert_tile_rows(uint32_t n, uint64_t wrow)
+{
+    const uint64_t tn = std::min<uint64_t>(std::max<uint64_t>(1, kWeightBudget / 2 / wrow), 256);
+    return static_cast<uint32_t>(std::min<uint64_t>(tn, n));
 }
 
 ExpertGemmKernel::ExpertGemmKernel(const ExpertGemmConfig& config, const std::string& name)
     : c(config), p(plan(config, name)), by_rows(config.split == ExpertSplit::rows), b(name)
-{}
+{
+    if (c.prefetch_n)
+        region = expert_gemm_prefetch_region(c.prefetch_n, c.prefetch_kdim, c.prefetch_weight);
+    if (c.w0_prefetched) region = expert_gemm_prefetch_region(c.n, c.kdim, c.weight);
+}
 
 void ExpertGemmKernel::declare()
 {
@@ -187,6 +201,7 @@ void ExpertGemmKernel::declare()
     expert_stride = b.arg("expert_stride");
     if (c.bias) bias = b.arg("bias", JAL_ARG_ADDRESS);
     if (io && !c.send_output) y = b.arg("y", JAL_ARG_ADDRESS), y_stride = b.arg("y_stride");
+    if (c.prefetch_n) b.free(b.arg("next_w_shards", JAL_ARG_ADDRESS));  // read again at use
     if (c.recv_logits || c.recv_x) b.after_messages_hint();
     // The fused combine's arguments (out, out_stride, weights) come last and are read where
     // they are used (combine_rows): the kernel is short of registers.
@@ -205,7 +220,8 @@ void ExpertGemmKernel::layout()
     l1_ids = b.l1_alloc(pairs * 4), l1_plist = b.l1_alloc(pairs * 4),
     l1_glist = b.l1_alloc(pairs * 4);
     l1_count = b.l1_alloc(c.experts * 4), l1_start = b.l1_alloc(c.experts * 4);
-    l1_w[0] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
+    // Prefetched, the first W buffer is the tile the kernel before issued.
+    l1_w[0] = c.w0_prefetched ? region.tile : b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_w[1] = b.l1_alloc(static_cast<uint32_t>(p.tn * p.wrow));
     l1_bias = b.l1_alloc(c.n * 4);
     // Staged: two staging buffers of kStageRows F32 rows (l1_x, then the second).
@@ -331,7 +347,12 @@ CodeObject ExpertGemmKernel::build()
     } else {
         expert_loop(e, e_end, w, expert_stride);
     }
-    return emit_finish(b, done);
+    CodeObject co = emit_finish(b, done);
+    if (c.prefetch_n || c.w0_prefetched) {  // its own L1 below the region, which it also uses
+        require(co.l1_bytes <= region.list, co.name, "does not fit in L1 below the prefetch");
+        co.l1_bytes = kL1;
+    }
+    return co;
 }
 
 }  // namespace detail
@@ -358,6 +379,16 @@ bool expert_gemm_streams(const ExpertGemmConfig& c, uint32_t slices)
     rows.split = ExpertSplit::rows;
     const ExpertPlan p = plan(rows, expert_gemm_name(rows));
     return slices > 0 && p.streamed && ceil_div(c.n, slices) <= p.tn;
+}
+
+ExpertPrefetchRegion expert_gemm_prefetch_region(uint32_t n, uint32_t kdim, jal_dtype weight)
+{
+    const uint64_t wrow = numerics::row_bytes(weight, kdim);
+    const uint32_t tn = expert_tile_rows(n, wrow);
+    ExpertPrefetchRegion r;
+    r.tile = static_cast<uint32_t>(kL1 - ceil_div(tn * wrow, 64) * 64);
+    r.list = static_cast<uint32_t>(r.tile - ceil_div(uint64_t{tn} * 4, 64) * 64);
+    return r;
 }
 
 bool expert_gemm_token_rows(const ExpertGemmConfig& c)

@@ -64,6 +64,8 @@ struct ExpertPlan {
 };
 
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name);
+// W rows per tile of an expert GEMM of n rows an expert, rows of wrow bytes.
+uint32_t expert_tile_rows(uint32_t n, uint64_t wrow);
 
 // The generator: bucket the pairs by expert, then per expert the slice works on, per chunk
 // of the pairs that chose it, gather x, multiply by the slice's W tiles of that expert and
@@ -95,7 +97,8 @@ private:
     void epilogue(X rows);
     void layout_streamed();
     void stream_rows(X w);
-    void stream_load(X j, int buf, X na, X per_tile);
+    void stream_load(X j, int buf, X na, X per_tile, bool prefetched = false);
+    void issue_next_w(X na, T dst);
     void stream_body(X j, int buf, X na, X per_tile);
     void stream_finish();
     void gather_bias_rows(X np);
@@ -161,6 +164,7 @@ private:
     Q qt{};                            // token_rows: the tokens' rows
     Q qr{};                            // recv_input: the received rows
     X one{}, four{}, kdim{}, experts{};
+    ExpertPrefetchRegion region{};  // prefetch_n or w0_prefetched: the top of L1
 };
 
 }  // namespace jal::kernels::linear::detail

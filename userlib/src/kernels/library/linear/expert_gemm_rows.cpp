@@ -1,6 +1,8 @@
 // The expert GEMM split by rows with every pair in L1 (expert_gemm_kernel.hpp): all pairs'
 // activations gathered once, the slice's rows of the active experts streamed through two W
 // buffers without a pause between experts.
+#include <jal/isa/numerics.hpp>
+
 #include "expert_gemm_kernel.hpp"
 #include "swiglu_rows.hpp"
 #include "tiles.hpp"
@@ -43,7 +45,7 @@ void ExpertGemmKernel::even_share(X g, X na, X lo, X n, X t0, X t1)
 
 // W tile j: the slice's rows of active experts [j·per_tile, +per_tile), gathered by row
 // index (expert e's rows are e·ncols .. e·ncols+ncols-1 of the slice's block).
-void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
+void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile, bool prefetched)
 {
     X a0 = b.x(), g_end = b.x(), rows = b.x();
     b.mul(a0, j, per_tile);
@@ -51,6 +53,12 @@ void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
     b.min(g_end, g_end, na);
     b.sub(rows, g_end, a0);
     b.mul(rows, rows, ncols);
+    if (prefetched) {  // issued by the kernel before (w0_prefetched): described, signalled
+        emit_tdesc_at(b, tw[buf], l1_w[buf], rows, kdim, c.weight);
+        b.signal(qw[buf], 1);
+        for (X r : {rows, g_end, a0}) b.free(r);
+        return;
+    }
     b.for_range(a0, g_end, 1, [&](X g) {
         X e = b.x(), at = b.x();
         b.tread(e, talist, g, 0);
@@ -72,6 +80,51 @@ void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile)
     b.free(rows);
     b.free(g_end);
     b.free(a0);
+}
+
+// prefetch_n: the next kernel's first W tile, as its stream_load(0) would gather it (its
+// rows slice_range(prefetch_n) of the first active experts, as many as its tile holds) into
+// the region at the top of L1, on the DMA engine right behind this kernel's last tile. dst
+// is a W tile register this kernel is done with. The shard-table entry's read (a scalar
+// miss) overlaps the wait for that last tile.
+void ExpertGemmKernel::issue_next_w(X na, T dst)
+{
+    const uint64_t wrow = numerics::row_bytes(c.prefetch_weight, c.prefetch_kdim);
+    X s = b.slice_index(), cnt = b.x(), per = b.x();
+    {
+        X n = b.slice_count(), tot = emit_const(b, c.prefetch_n), chunk = b.x(), begin = b.x();
+        emit_share_chunk(b, chunk, tot, n);
+        emit_share_of(b, s, chunk, tot, begin, cnt);
+        for (X r : {begin, chunk, tot, n}) b.free(r);
+    }
+    b.li(per, expert_tile_rows(c.prefetch_n, wrow));
+    b.divu(per, per, cnt);  // experts a tile (every slice has rows: send_output traps)
+    b.min(per, per, na);
+    b.for_range(zero, per, 1, [&](X g) {
+        X e = b.x(), at = b.x();
+        b.tread(e, talist, g, 0);
+        b.mul(e, e, cnt);
+        b.mul(at, g, cnt);
+        b.muli(at, at, 4);
+        b.addi(at, at, static_cast<int32_t>(region.list));
+        b.tdesc(twidx, at, one, cnt, JAL_DT_I32);
+        b.viota(twidx, e, one);
+        b.free(at);
+        b.free(e);
+    });
+    b.mul(per, per, cnt);  // the tile's rows
+    {
+        X at = emit_const(b, region.list);
+        b.tdesc(twidx, at, per, one, JAL_DT_I32);
+        b.li(at, c.prefetch_kdim);
+        emit_tdesc_at(b, dst, region.tile, per, at, c.prefetch_weight);
+        b.free(at);
+    }
+    X table = b.arg_again("next_w_shards");
+    X w = emit_table_entry(b, table, s);
+    X stride = emit_const(b, static_cast<int64_t>(wrow));
+    b.tgather(dst, w, stride, twidx, qst);  // not waited for: the next kernel's MMA does
+    for (X r : {stride, w, table, per, cnt, s}) b.free(r);
 }
 
 // Each expert of tile j: its pairs' rows of the accumulator += their activations × its rows.
@@ -397,11 +450,29 @@ void ExpertGemmKernel::stream_rows(X w)
     b.add(tiles, na, per_tile);
     b.addi(tiles, tiles, -1);
     b.divu(tiles, tiles, per_tile);
+    bool first = true;  // tile 0's load, the one a w0_prefetched kernel finds issued
     emit_double_buffered(
-        b, tiles, [&](X j, int buf) { stream_load(j, buf, na, per_tile); },
-        [&](X j, int buf) { stream_body(j, buf, na, per_tile); },
+        b, tiles,
+        [&](X j, int buf) {
+            stream_load(j, buf, na, per_tile, first && c.w0_prefetched);
+            first = false;
+        },
+        [&](X j, int buf) {
+            if (c.prefetch_n) {  // the last tile: every load of this kernel is issued
+                Label not_last = b.label();
+                X t = b.x();
+                b.addi(t, j, 1);
+                b.bne(t, tiles, not_last);
+                b.free(t);
+                issue_next_w(na, tw[1 - buf]);
+                b.bind(not_last);
+            }
+            stream_body(j, buf, na, per_tile);
+        },
         [&] {
-            b.readahead_slot();  // the first W tile is in flight: the next stage's reads
+            // The first W tile is in flight (prefetched: on its way since the stage before
+            // ended): the next stage's reads.
+            b.readahead_slot();
             if (p.token_rows) {
                 prepare_token_rows();
                 return;
