@@ -56,6 +56,7 @@ struct Options {
     bool no_messages = false;           // --no-expert-messages
     bool no_residual_messages = false;  // --no-residual-messages
     bool no_router_messages = false;    // --no-router-messages
+    bool no_down_prefetch = false;      // --no-down-prefetch
     uint32_t key_splits = 0;            // --key-splits
     uint32_t top = 0;
     bool timing_only = false;
@@ -231,6 +232,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.expert_messages = !o.no_messages;
     ro.residual_messages = !o.no_residual_messages;
     ro.router_messages = !o.no_router_messages;
+    ro.down_prefetch = !o.no_down_prefetch;
     ro.attention_key_splits = o.key_splits;
     ro.slices = o.slices;
     ro.timing_only = o.timing_only;
@@ -714,6 +716,11 @@ void add_execution_options(CLI::App& app, Options& o)
                  "barrier (and both load the residual rows the output projection stored), not "
                  "receive them as messages (the default where the expert rows go as "
                  "messages: docs/model-runtime.md, \"The router as messages\")");
+    app.add_flag("--no-down-prefetch", o.no_down_prefetch,
+                 "Have a decode step's down projection load its first W tile itself, not find "
+                 "it issued by gate|up behind gate|up's own (the default where the expert rows "
+                 "go as messages: docs/model-runtime.md, \"Down's weights issued by "
+                 "gate|up\")");
     app.add_option("--key-splits", o.key_splits,
                    "Slices a decode row's attention splits each KV head's keys over, each with "
                    "a copy of the head's cache: a power of 2 up to the slot groups (slices / KV "

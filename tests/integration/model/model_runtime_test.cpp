@@ -643,6 +643,29 @@ TEST_F(ModelRuntime, RouterAsMessagesGivesTheSameLogits)
     }
 }
 
+// Down's first W tile issued by gate|up (RuntimeOptions::down_prefetch): where the rows go as
+// messages, gate|up gathers the down projection's first W tile behind its own and down
+// multiplies what it finds in L1. The same bytes move either way (only earlier), so what
+// this checks is the bits: both numerics, one sequence and two, and a prompt (which does
+// not take the path); a tile not issued as down would load it gives other logits
+// (LinearExpertMessagesTest checks the pair on its own).
+TEST_F(ModelRuntime, DownsFirstTileIssuedByGateUpGivesTheSameLogits)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml}) {
+        SCOPED_TRACE(jal::model::numerics_name(n));
+        std::vector<std::vector<float>> logits[2];
+        uint64_t step_bytes[2] = {0, 0};
+        for (int on = 0; on < 2; on++) {
+            jal::model::RuntimeOptions o = small_on_4_slices(n, 2, true);
+            o.down_prefetch = on == 1;
+            logits[on] = decode_passes(o, step_bytes[on]);
+        }
+        ASSERT_EQ(logits[0].size(), 7u);
+        expect_same_bits(logits[0], logits[1]);
+        EXPECT_EQ(step_bytes[1], step_bytes[0]) << "the same weights, read by gate|up";
+    }
+}
+
 // Without the rows layout (expert_layout experts) every slice keeps only its own experts'
 // bias rows (a per-slice table) where the rows layout keeps them replicated: the same
 // logits bit for bit, prompt and decode, both numerics (both splits give the same bits).

@@ -107,6 +107,11 @@ struct RuntimeOptions {
     // their x instead of loading it (docs/model-runtime.md, "The router as messages"). The
     // same bits either way.
     bool router_messages = true;
+    // Where the expert rows go as messages, gate|up also issues the down projection's first
+    // W tile once its own are issued, so that it streams while gate|up multiplies and sends,
+    // and down finds it in L1 (docs/model-runtime.md, "Down's weights issued by gate|up").
+    // The same bits either way.
+    bool down_prefetch = true;
     KvType kv_type = KvType::f32;
     // A pass's kernels (a decode step, a prompt chunk) as one staged dispatch
     // (docs/model-runtime.md, "Staged layers"), or (false) one dispatch a kernel, which the

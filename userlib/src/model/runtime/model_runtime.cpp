@@ -142,6 +142,8 @@ constexpr uint32_t kMaxKeySplits = 8;
 constexpr uint64_t kSplitCacheBytes = 512 << 10;
 
 // What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
+struct Matrix;
+
 struct ExpertFusions {
     bool swiglu_input = false;   // down: x rows are gate | up, the SwiGLU applied on the way in
     bool route = false;          // gate|up: routes the tokens itself
@@ -151,6 +153,8 @@ struct ExpertFusions {
     bool send_residual = false;  // down: sends the residual columns to the next q·k·v
     bool recv_logits = false;    // gate|up: receives the router's logits (router_messages)
     bool recv_x = false;         // gate|up: receives the residual rows (projection_messages)
+    const Matrix* prefetch = nullptr;  // gate|up: issues this expert matrix's first W tile
+    bool w0_prefetched = false;        // down: finds its first W tile issued (down_prefetch)
 };
 
 // A dense GEMM's messages (gemm.hpp's recv_x, send_y, store_y).
@@ -538,6 +542,14 @@ private:
     // slice (not beside the attention), each slice's columns in one W tile, and both
     // receivers able to take x in one chunk (gate|up: the token rows as they are).
     bool projection_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
+    // Whether layer il's gate|up issues down's first W tile, which down finds in L1
+    // (docs/model-runtime.md, "Down's weights issued by gate|up"): where the rows go as
+    // messages and both kernels keep their own L1 below the tile.
+    bool down_prefetch(uint32_t il, uint32_t T) const;
+    // Whether layer il's gate|up (routing, rows sent) loads its T token rows as they are
+    // (expert_gemm_token_rows): what receiving them needs.
+    bool gate_up_token_rows(uint32_t il, uint32_t T) const;
+    mutable std::map<std::string, bool> prefetch_fits_;  // by the pair's configurations
     // The expert GEMM's configuration (expert_gemm's arguments).
     lin::ExpertGemmConfig expert_config(const Matrix& m, uint32_t tokens, bool per_pair,
                                         bool bias_shards, bool norm, bool swiglu, jal_dtype x_dtype,
@@ -1644,7 +1656,48 @@ lin::ExpertGemmConfig RuntimeImpl::expert_config(const Matrix& m, uint32_t token
     g.send_output = fused.send_output, g.recv_input = fused.recv_input;
     g.send_residual = fused.send_residual;
     g.recv_logits = fused.recv_logits, g.recv_x = fused.recv_x;
+    if (fused.prefetch)
+        g.prefetch_n = fused.prefetch->n, g.prefetch_kdim = fused.prefetch->kdim,
+        g.prefetch_weight = fused.prefetch->dtype;
+    g.w0_prefetched = fused.w0_prefetched;
     return g;
+}
+
+bool RuntimeImpl::gate_up_token_rows(uint32_t il, uint32_t T) const
+{
+    const Layer& L = layers_[il];
+    return lin::expert_gemm_token_rows(expert_config(L.gate_up, T, false, false, true, true,
+                                                     JAL_DT_F32, act_handover(L, T),
+                                                     {.route = true, .send_output = true}));
+}
+
+bool RuntimeImpl::down_prefetch(uint32_t il, uint32_t T) const
+{
+    const Layer& L = layers_[il];
+    const bool route = gate_up_routes(il, T), glu = swiglu_in_gate_up(L.gate_up, T);
+    if (!o_.down_prefetch || !expert_messages(il, T, route, glu)) return false;
+    // Both kernels must keep their own L1 below the tile (they throw INVALID_FIELD
+    // otherwise): built once a configuration to know. Receiving the logits or x changes
+    // neither kernel's L1.
+    const lin::ExpertGemmConfig gu =
+        expert_config(L.gate_up, T, false, false, true, true, JAL_DT_F32, act_handover(L, T),
+                      {.route = true, .send_output = true, .prefetch = &L.down});
+    const lin::ExpertGemmConfig dn =
+        expert_config(L.down, T, true, false, false, false, JAL_DT_F32, JAL_DT_F32,
+                      {.combine = true, .recv_input = true, .w0_prefetched = true});
+    const std::string key = lin::expert_gemm_name(gu) + "|" + lin::expert_gemm_name(dn);
+    auto it = prefetch_fits_.find(key);
+    if (it == prefetch_fits_.end()) {
+        bool fits = true;
+        try {
+            lin::build_expert_gemm(gu);
+            lin::build_expert_gemm(dn);
+        } catch (const Error&) {
+            fits = false;
+        }
+        it = prefetch_fits_.emplace(key, fits).first;
+    }
+    return it->second;
 }
 
 bool RuntimeImpl::router_messages(uint32_t il, uint32_t T) const
@@ -1673,9 +1726,7 @@ bool RuntimeImpl::projection_messages(uint32_t il, uint32_t T,
     lin::GemmConfig r = gemm_config(L.router, T, true, true, false, JAL_DT_F32);
     const lin::GemmPlan pr = lin::plan_gemm(r);  // x received: one chunk, one staging block
     if (pr.m_chunk < T || (pr.convert_x && pr.stage_rows < T)) return false;
-    const ExpertFusions f{.route = true, .send_output = true, .recv_logits = true, .recv_x = true};
-    return lin::expert_gemm_token_rows(
-        expert_config(L.gate_up, T, false, false, true, true, JAL_DT_F32, act_handover(L, T), f));
+    return gate_up_token_rows(il, T);
 }
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
@@ -1692,7 +1743,8 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
                     g.rms_norm, g.swiglu) +
         fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{} sr{} rl{} rr{}", int(g.x_dtype),
                     int(g.y_dtype), g.swiglu_input, g.route, g.combine, g.bias_shards,
-                    g.send_output, g.recv_input, g.send_residual, g.recv_logits, g.recv_x);
+                    g.send_output, g.recv_input, g.send_residual, g.recv_logits, g.recv_x) +
+        fmt::format(" pf{} w0{}", g.prefetch_n, g.w0_prefetched);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -1718,6 +1770,7 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
     if (io && !fused.send_output) args.insert(args.end(), {y, y_stride});
     if (fused.combine) args.insert(args.end(), {va(a_.x), c_.n_embd * 4ull});
     if (fused.combine && io) args.push_back(va(a_.wts));  // received: in L1
+    if (fused.prefetch) args.push_back(va(fused.prefetch->row_table));
     add(code, all_mask_, k::Args(args), what);
 }
 
@@ -2090,13 +2143,15 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
     // gate|up in halves (a decode step: half the rows for down to gather).
     const bool glu = swiglu_in_gate_up(Ly.gate_up, T);
     const bool msgs = expert_messages(il, T, route, glu);
+    const bool prefetch = msgs && down_prefetch(il, T);
     if (glu) {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, va(a_.act), act_row,
                     "ffn_gate_up_exps", &Ly.post_norm, true, JAL_DT_F32, act,
                     {.route = route,
                      .send_output = msgs,
                      .recv_logits = to_gate_up,
-                     .recv_x = from_projection});
+                     .recv_x = from_projection,
+                     .prefetch = prefetch ? &Ly.down : nullptr});
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
                     &Ly.post_norm, false, JAL_DT_F32, JAL_DT_F32, {.route = route});
@@ -2110,7 +2165,8 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
                     {.swiglu_input = !glu,
                      .combine = true,
                      .recv_input = msgs,
-                     .send_residual = msgs && residual_messages(il, T)});
+                     .send_residual = msgs && residual_messages(il, T),
+                     .w0_prefetched = prefetch});
         return;
     }
     if (!glu)
