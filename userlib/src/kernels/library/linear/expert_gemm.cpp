@@ -75,6 +75,33 @@ uint64_t glu_scratch(const ExpertGemmConfig& c, const ExpertPlan& p)
 
 }  // namespace
 
+namespace {
+
+// What hands rows, logits or weights to the kernel after it, or takes them from the one
+// before (the messages and the prefetched tile), needs of the configuration and the plan.
+void check_handovers(const ExpertGemmConfig& c, const ExpertPlan& p, const std::string& name)
+{
+    require(!c.send_output || (c.split == ExpertSplit::rows && c.swiglu && c.route), name,
+            "rows sent as messages need the split by rows, the SwiGLU epilogue and the routing");
+    require(!c.recv_input ||
+                (c.split == ExpertSplit::rows && c.input_per_pair && c.combine && !c.route &&
+                 c.x_dtype == JAL_DT_F32 && !c.swiglu_input && !c.rms_norm),
+            name,
+            "rows received as messages need the split by rows, input_per_pair, the combine, F32 "
+            "x, and no routing of its own");
+    require(!(c.recv_logits || c.recv_x) || (c.route && c.split == ExpertSplit::rows), name,
+            "the logits or rows received need the routing and the split by rows");
+    require(!c.recv_x || p.token_rows, name,
+            "rows received need few pairs, streamed, one row a token");
+    require(!c.prefetch_n || (c.send_output && p.streamed &&
+                              numerics::row_bytes(c.prefetch_weight, c.prefetch_kdim) != 0),
+            name, "issuing the next kernel's W needs the rows sent, streamed, and whole blocks");
+    require(!c.w0_prefetched || (c.recv_input && p.streamed), name,
+            "a prefetched first W tile needs the rows received, streamed");
+}
+
+}  // namespace
+
 ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
 {
     ExpertPlan p{};
@@ -96,14 +123,6 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     require(!c.swiglu_input || (c.input_per_pair && !c.rms_norm && c.x_dtype == JAL_DT_F32), name,
             "the input's SwiGLU needs input_per_pair, F32 x and no fused norm");
     require(!c.route || !c.input_per_pair, name, "the fused routing needs one x row a token");
-    require(!c.send_output || (c.split == ExpertSplit::rows && c.swiglu && c.route), name,
-            "rows sent as messages need the split by rows, the SwiGLU epilogue and the routing");
-    require(!c.recv_input ||
-                (c.split == ExpertSplit::rows && c.input_per_pair && c.combine && !c.route &&
-                 c.x_dtype == JAL_DT_F32 && !c.swiglu_input && !c.rms_norm),
-            name,
-            "rows received as messages need the split by rows, input_per_pair, the combine, F32 "
-            "x, and no routing of its own");
     require(!c.combine || (c.input_per_pair && c.split == ExpertSplit::rows), name,
             "the fused combine needs input_per_pair and the split by rows");
     p.convert = p.act != JAL_DT_F32 && c.x_dtype == JAL_DT_F32;
@@ -154,15 +173,7 @@ ExpertPlan plan(const ExpertGemmConfig& c, const std::string& name)
     p.streamed = c.split == ExpertSplit::rows && p.mc == p.pairs &&
                  fixed + p.streamed_extra + uint64_t{p.pairs} * per_row <= kL1;
     p.token_rows = p.streamed && p.fsort && !c.input_per_pair;
-    require(!(c.recv_logits || c.recv_x) || (c.route && c.split == ExpertSplit::rows), name,
-            "the logits or rows received need the routing and the split by rows");
-    require(!c.recv_x || p.token_rows, name,
-            "rows received need few pairs, streamed, one row a token");
-    require(!c.prefetch_n || (c.send_output && p.streamed &&
-                              numerics::row_bytes(c.prefetch_weight, c.prefetch_kdim) != 0),
-            name, "issuing the next kernel's W needs the rows sent, streamed, and whole blocks");
-    require(!c.w0_prefetched || (c.recv_input && p.streamed), name,
-            "a prefetched first W tile needs the rows received, streamed");
+    check_handovers(c, p, name);
     return p;
 }
 
@@ -347,6 +358,11 @@ CodeObject ExpertGemmKernel::build()
     } else {
         expert_loop(e, e_end, w, expert_stride);
     }
+    return finish(done);
+}
+
+CodeObject ExpertGemmKernel::finish(Label done)
+{
     CodeObject co = emit_finish(b, done);
     if (c.prefetch_n || c.w0_prefetched) {  // its own L1 below the region, which it also uses
         require(co.l1_bytes <= region.list, co.name, "does not fit in L1 below the prefetch");

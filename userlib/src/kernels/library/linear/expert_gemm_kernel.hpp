@@ -76,6 +76,8 @@ public:
     CodeObject build();
 
 private:
+    CodeObject finish(Label done);
+    void timing_only_counts();
     void declare();
     void layout();
     void issue_ids();

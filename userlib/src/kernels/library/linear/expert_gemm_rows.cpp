@@ -402,6 +402,22 @@ void ExpertGemmKernel::combine_rows(X np)
     if (c.send_residual) emit_send_to_every_slice(b, tx, qst);  // to every slice's x rows (recv_x)
 }
 
+// Timing only, the ids read as zeros (no tile is filled), so the sort would put every pair
+// on one expert. The dispatch is charged instead for the pairs spread evenly over the
+// experts uniform routing makes active (uniform_active()): the same instructions, tiles and
+// transfers as a real run with those ids.
+void ExpertGemmKernel::timing_only_counts()
+{
+    Label real = b.label();
+    X timing = b.x();
+    b.movsr(timing, JAL_SR_TIMING_ONLY);
+    b.beq(timing, zero, real);
+    b.li(nvalid, p.pairs);
+    b.li(nactive, uniform_active(c));
+    b.bind(real);
+    b.free(timing);
+}
+
 // Split by rows, every pair in L1: all pairs' activations gathered in sorted order once,
 // their bias rows gathered alongside, then the active experts' rows streamed through two
 // W buffers, as many whole experts per tile as fit (no pause between experts).
@@ -413,20 +429,7 @@ void ExpertGemmKernel::stream_rows(X w)
         emit_trap_unless_multiple(b, ncols, two);
         b.free(two);
     }
-    {
-        // Timing only, the ids read as zeros (no tile is filled), so the sort would put every
-        // pair on one expert. The dispatch is charged instead for the pairs spread evenly
-        // over the experts uniform routing makes active (uniform_active()): the same
-        // instructions, tiles and transfers as a real run with those ids.
-        Label real = b.label();
-        X timing = b.x();
-        b.movsr(timing, JAL_SR_TIMING_ONLY);
-        b.beq(timing, zero, real);
-        b.li(nvalid, p.pairs);
-        b.li(nactive, uniform_active(c));
-        b.bind(real);
-        b.free(timing);
-    }
+    timing_only_counts();
     Label nothing = b.label();
     if (c.send_residual) {  // its receivers would wait for good
         Label some = b.label();
