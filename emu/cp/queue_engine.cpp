@@ -429,10 +429,12 @@ QueueEngine::Step QueueEngine::execute(const HostMemory::Pin& pin, std::byte* sl
         }
     }
 
+    // The error is recorded before the completion signal is written: a host that saw the
+    // signal and reads the queue's error registers then finds this packet counted.
+    if (status != JAL_STATUS_OK) record_error(status, index);
     if (signal) complete(signal, status);
     last_status_ = status;
     __atomic_store_n(hdr, std::uint32_t{JAL_PACKET_INVALID}, __ATOMIC_RELEASE);
-    if (status != JAL_STATUS_OK) record_error(status, index);
     return (flags & JAL_PACKET_F_INTERRUPT) ? Step::done_irq : Step::done;
 }
 
@@ -613,12 +615,12 @@ bool QueueEngine::run_dispatch(HostMemory& mem, std::uint64_t index, bool& irq)
     }
     std::byte* signal = nullptr;
     if (pkt.completion_signal) resolve_signal(pin, pkt.completion_signal, signal);
+    if (status != JAL_STATUS_OK) record_error(status, index);  // before the signal, as above
     if (signal) complete(signal, status);
     last_status_ = status;
     std::byte* slot = ring_ + (index & (cfg_.size - 1)) * JAL_PACKET_SIZE;
     __atomic_store_n(reinterpret_cast<std::uint32_t*>(slot), std::uint32_t{JAL_PACKET_INVALID},
                      __ATOMIC_RELEASE);
-    if (status != JAL_STATUS_OK) record_error(status, index);
     __atomic_store_n(rptr_, index + 1, __ATOMIC_RELEASE);
     if (pkt.header.flags & JAL_PACKET_F_INTERRUPT) irq = true;
     return true;
