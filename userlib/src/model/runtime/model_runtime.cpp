@@ -141,9 +141,16 @@ constexpr uint32_t kMaxLanes = 32;
 constexpr uint32_t kMaxKeySplits = 8;
 constexpr uint64_t kSplitCacheBytes = 512 << 10;
 
-// What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
+// Whether every one of `slices` slices gets some of `items` split by slice_range (a slice
+// without any would break an exchange of messages).
+bool every_slice_has(uint32_t items, uint32_t slices)
+{
+    return (items + slices - 1) / slices * (slices - 1) < items;
+}
+
 struct Matrix;
 
+// What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
 struct ExpertFusions {
     bool swiglu_input = false;   // down: x rows are gate | up, the SwiGLU applied on the way in
     bool route = false;          // gate|up: routes the tokens itself
@@ -502,13 +509,9 @@ private:
     bool expert_messages(uint32_t il, uint32_t T, bool route, bool glu) const
     {
         const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-        const auto every_slice_has_rows = [n](uint32_t rows) {
-            return (rows + n - 1) / n * (n - 1) < rows;
-        };
         return o_.expert_messages && o_.staged && route && glu && down_combines(il, T) &&
                split_by_rows(layers_[il].gate_up, T, false) &&
-               every_slice_has_rows(layers_[il].down.n) &&
-               every_slice_has_rows(layers_[il].gate_up.n);
+               every_slice_has(layers_[il].down.n, n) && every_slice_has(layers_[il].gate_up.n, n);
     }
     // Whether layer il's gate|up routes the tokens itself (few pairs, split by rows: one
     // stage fewer) rather than after the routing kernel.
@@ -527,7 +530,7 @@ private:
         if (!expert_messages(il, T, gate_up_routes(il, T), swiglu_in_gate_up(gu, T))) return false;
         const Matrix& q = layers_[il + 1].wqkv;
         const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-        if ((q.n + n - 1) / n * (n - 1) >= q.n || normed_rows(il + 1, T)) return false;
+        if (!every_slice_has(q.n, n) || normed_rows(il + 1, T)) return false;
         const lin::GemmConfig g = gemm_config(q, T, true, true, false, JAL_DT_F32);
         const lin::GemmPlan p = lin::plan_gemm(g);
         return g.row_groups == 1 && p.m_chunk >= T && (!p.convert_x || p.stage_rows >= T);
@@ -1707,7 +1710,7 @@ bool RuntimeImpl::router_messages(uint32_t il, uint32_t T) const
     const bool route = gate_up_routes(il, T);
     if (!expert_messages(il, T, route, swiglu_in_gate_up(L.gate_up, T))) return false;
     const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-    if ((L.router.n + n - 1) / n * (n - 1) >= L.router.n) return false;  // a slice without
+    if (!every_slice_has(L.router.n, n)) return false;
     lin::GemmConfig g = gemm_config(L.router, T, true, true, false, JAL_DT_F32);
     const lin::GemmPlan p = lin::plan_gemm(g);
     return g.row_groups == 1 && p.m_chunk >= T && (L.router.n + n - 1) / n <= p.tile_n;
@@ -1719,7 +1722,7 @@ bool RuntimeImpl::projection_messages(uint32_t il, uint32_t T,
     if (!router_messages(il, T) || beside_group(il, T, segs) >= 0) return false;
     const Layer& L = layers_[il];
     const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-    if ((L.wo.n + n - 1) / n * (n - 1) >= L.wo.n) return false;  // a slice without columns
+    if (!every_slice_has(L.wo.n, n)) return false;
     lin::GemmConfig o = gemm_config(L.wo, T, true, false, true, attn_dtype(il, T));
     const lin::GemmPlan po = lin::plan_gemm(o);
     if (o.row_groups != 1 || po.m_chunk < T || (L.wo.n + n - 1) / n > po.tile_n) return false;

@@ -90,13 +90,9 @@ void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile, bool prefetch
 void ExpertGemmKernel::issue_next_w(X na, T dst)
 {
     const uint64_t wrow = numerics::row_bytes(c.prefetch_weight, c.prefetch_kdim);
-    X s = b.slice_index(), cnt = b.x(), per = b.x();
-    {
-        X n = b.slice_count(), tot = emit_const(b, c.prefetch_n), chunk = b.x(), begin = b.x();
-        emit_share_chunk(b, chunk, tot, n);
-        emit_share_of(b, s, chunk, tot, begin, cnt);
-        for (X r : {begin, chunk, tot, n}) b.free(r);
-    }
+    const SliceShare next = emit_slice_range(b, c.prefetch_n);  // its rows on this slice
+    b.free(next.begin);
+    X s = next.slice, cnt = next.count, per = b.x();
     b.li(per, expert_tile_rows(c.prefetch_n, wrow));
     b.divu(per, per, cnt);  // experts a tile (every slice has rows: send_output traps)
     b.min(per, per, na);
