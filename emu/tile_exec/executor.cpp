@@ -149,6 +149,12 @@ RunResult Executor::run(SliceState& s)
             case JAL_SR_TIMING_ONLY:
                 wr(p_.timing_only ? 1 : 0);
                 break;
+            case JAL_SR_DISPATCH_SLICE:
+                wr(s.index);
+                break;
+            case JAL_SR_DISPATCH_NSLICES:
+                wr(fabric_.slices());
+                break;
             default:
                 st = JAL_STATUS_INVALID_FIELD;
                 break;

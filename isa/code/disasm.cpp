@@ -181,6 +181,10 @@ const char* special_reg_name(uint32_t sr)
         return "clock";
     case JAL_SR_TIMING_ONLY:
         return "timing_only";
+    case JAL_SR_DISPATCH_SLICE:
+        return "dispatch_slice";
+    case JAL_SR_DISPATCH_NSLICES:
+        return "dispatch_nslices";
     default:
         return nullptr;
     }

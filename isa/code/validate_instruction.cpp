@@ -53,9 +53,9 @@ jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
                 fmt::format("imm is {:#x}, unused and must be zero", static_cast<uint32_t>(imm)));
         break;
     case Imm::sreg:
-        if (imm < JAL_SR_SLICE || imm > JAL_SR_TIMING_ONLY)
+        if (imm < JAL_SR_SLICE || imm > JAL_SR_DISPATCH_NSLICES)
             return bad(fmt::format("special register {} is not known (0..{})", imm,
-                                   int(JAL_SR_TIMING_ONLY)));
+                                   int(JAL_SR_DISPATCH_NSLICES)));
         break;
     case Imm::tdesc: {
         uint32_t dt = JAL_TDESC_DTYPE(imm);

@@ -70,8 +70,10 @@ int32_t legal_imm(const OpInfo& op, int32_t imm, uint32_t pc, uint32_t n)
         if (target >= 0 && target < n) return imm;
         return static_cast<int32_t>(static_cast<uint32_t>(imm) % n) - static_cast<int32_t>(pc);
     }
-    case Imm::sreg:  // never JAL_SR_TIMING_ONLY, the one register the two models differ in
-        return static_cast<int32_t>(static_cast<uint32_t>(imm) % JAL_SR_TIMING_ONLY);
+    case Imm::sreg: {  // never JAL_SR_TIMING_ONLY, the one register the two models differ in
+        const auto sr = static_cast<int32_t>(static_cast<uint32_t>(imm) % JAL_SR_DISPATCH_NSLICES);
+        return sr >= JAL_SR_TIMING_ONLY ? sr + 1 : sr;
+    }
     case Imm::tdesc: {
         const uint32_t dt = JAL_TDESC_DTYPE(imm);
         if (dt >= JAL_DT_F32 && dt <= JAL_DT_I32) return imm;

@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 2
+#define JAL_ISA_VERSION_MINOR 3
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -92,6 +92,11 @@ enum jal_special_reg {
     JAL_SR_ARGS = 3,          /* device address of the argument buffer */
     JAL_SR_CLOCK = 4,         /* modelled cycles since the dispatch started */
     JAL_SR_TIMING_ONLY = 5,   /* 1 when the dispatch runs for time only (no data) */
+    /* ISA 1.3: the whole dispatch's numbering, also inside a stage (where SR_SLICE and
+     * SR_NSLICES number the stage's slices): what a stage reads of a table indexed for the
+     * stage after it, on other slices. Outside a stage equal to SR_SLICE, SR_NSLICES. */
+    JAL_SR_DISPATCH_SLICE = 6,   /* this slice's index within the whole dispatch */
+    JAL_SR_DISPATCH_NSLICES = 7, /* slices in the whole dispatch */
 };
 
 /* TDESC's imm: row stride in bytes (bits 31:4; 0 = packed rows) and dtype (bits 3:0). */

@@ -239,14 +239,14 @@ TEST(LinkStages, AStageReadsTheNextStagesArgumentLinesAhead)
 // on the same slices: the table's address from the argument line just read (x4), plus 8 ×
 // SR_SLICE, then LD x0 unless the line's scalar-cache set is one of the argument lines'
 // (a BEQ past the LD for each of them). Not from a stage on other slices, whose SR_SLICE
-// numbers others.
+// numbers others, unless the next stage is the whole dispatch (below, SR_DISPATCH_SLICE).
 TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
 {
     const uint64_t end = JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0);
     const std::span<const uint64_t> code(&end, 1);
     using jal::kernels::Stage;
     const Stage first{code, 0, 0b0011, 0, 64}, second{code, 0, 0b0011, 64, 128, 2};
-    const Stage third{code, 0, 0b0111, 192, 64, 1};
+    const Stage third{code, 0, 0b0110, 192, 64, 1};
     const jal::kernels::StageSection sec{{{first, second, third}}};
     const auto co = jal::kernels::link_stages("tables", std::span(&sec, 1), 256);
     const std::vector<uint64_t> words = code_words(co);
@@ -281,8 +281,11 @@ TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
 // A kernel's read-ahead slot (Builder::readahead_slot) takes the next stage's reads where
 // that stage runs on the same slices: its argument lines and its shard-table entry's line,
 // with the slot's own registers (named by its no-ops), from SR_ARGS as the stage sees it;
-// nothing is then read after the kernel's end. Before a stage on other slices the slot
-// stays a jump over itself and the reads come after the kernel, as without a slot.
+// nothing is then read after the kernel's end. Where the next stage is the whole dispatch
+// the same, the entry at SR_DISPATCH_SLICE (ISA 1.3); the slices that join it from outside
+// read the lines and their entry (at SR_SLICE, their dispatch index) from the buffer. Before
+// a stage on other slices the slot stays a jump over itself and the reads come after the
+// kernel, as without a slot.
 TEST(LinkStages, AKernelsReadAheadSlotTakesTheNextStagesReads)
 {
     jal::kernels::Builder b("slot");
@@ -327,8 +330,28 @@ TEST(LinkStages, AKernelsReadAheadSlotTakesTheNextStagesReads)
     EXPECT_TRUE(prefetched(jal::kernels::link_stages("same", std::span(&same, 1), 192)).empty())
         << "nothing read again after the kernel";
 
+    Stage whole = second;
+    whole.slices = 0b0111;  // first's and slice 2
+    const jal::kernels::StageSection wider{{{first, whole}}};
+    const std::vector<uint64_t> ww =
+        code_words(jal::kernels::link_stages("whole", std::span(&wider, 1), 192));
+    const auto wslot =
+        std::find(ww.begin(), ww.end(), JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS));
+    ASSERT_LE(wslot + jal::kernels::kReadaheadSlotWords, ww.end()) << "the slot was filled";
+    std::vector<uint64_t> wwant = want;
+    wwant[4] = JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_DISPATCH_SLICE);
+    EXPECT_TRUE(std::equal(wwant.begin(), wwant.end(), wslot));
+    // Slice 2, outside first: the lines at the buffer's offset 64 and 128, then the entry
+    // (the table's address into x4, at x4 + 8 × SR_SLICE).
+    EXPECT_EQ(prefetched(jal::kernels::link_stages("whole", std::span(&wider, 1), 192)),
+              (std::vector<int32_t>{64, 128}));
+    const auto table = std::find(ww.begin(), ww.end(), JAL_INSN(JAL_OP_LD, 4, 3, 0, 0, 64 + 2 * 8));
+    ASSERT_LE(table + 2, ww.end()) << "slice 2 reads the table's address";
+    EXPECT_EQ(table[1], JAL_INSN(JAL_OP_MOVSR, 5, 0, 0, 0, JAL_SR_SLICE))
+        << "slice 2's entry is its dispatch index's";
+
     Stage other = second;
-    other.slices = 0b0111;
+    other.slices = 0b0001;  // within first, not the whole dispatch
     const jal::kernels::StageSection apart{{{first, other}}};
     const auto co = jal::kernels::link_stages("apart", std::span(&apart, 1), 192);
     const std::vector<uint64_t> kept = code_words(co);

@@ -78,6 +78,36 @@ TEST_F(IsaStage, MembersAreNumberedInTheStageAndReadTheirArguments)
     }
 }
 
+TEST_F(IsaStage, DispatchRegistersNumberTheWholeDispatchInsideAStage)
+{
+    // ISA 1.3: inside a stage on dispatch slices 1, 3, 4 and 6, SR_DISPATCH_SLICE and
+    // SR_DISPATCH_NSLICES still give the slice's place in the whole dispatch of 8 (members
+    // store index * 100 + count); outside, they equal SR_SLICE and SR_NSLICES (the others
+    // store the difference, 0, + 1000).
+    const std::uint64_t mask = 0b01011010;
+    const auto out =
+        std::vector<std::uint64_t>{MOVSR(5, JAL_SR_LOGICAL_SLICE), MULI(5, 5, 8), ADDI(5, 5, 1024),
+                                   MOVSR(6, JAL_SR_ARGS), R(JAL_OP_ADD, 5, 5, 6)};
+    const auto member =
+        std::vector<std::uint64_t>{MOVSR(3, JAL_SR_DISPATCH_SLICE), MULI(3, 3, 100),
+                                   MOVSR(4, JAL_SR_DISPATCH_NSLICES), R(JAL_OP_ADD, 3, 3, 4)} +
+        out + std::vector<std::uint64_t>{ADDI(5, 5, -64), ST(3, 5, 0), END()};
+    const auto outside =
+        std::vector<std::uint64_t>{
+            MOVSR(3, JAL_SR_DISPATCH_SLICE), MOVSR(4, JAL_SR_SLICE),
+            R(JAL_OP_SUB, 3, 3, 4),          MOVSR(4, JAL_SR_DISPATCH_NSLICES),
+            MOVSR(7, JAL_SR_NSLICES),        R(JAL_OP_SUB, 4, 4, 7),
+            R(JAL_OP_ADD, 3, 3, 4),          ADDI(3, 3, 1000)} +
+        out + std::vector<std::uint64_t>{ST(3, 5, 0), END()};
+    const auto code =
+        enter(mask, 64, static_cast<std::int32_t>(member.size()) + 1) + member + outside;
+    const auto r = run(code, slices(8));
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    const auto v = read_vec<std::uint64_t>(kVa + 1024, 8);
+    for (std::uint32_t i = 0; i < 8; ++i)
+        EXPECT_EQ(v[i], mask >> i & 1 ? i * 100 + 8 : 1000) << "slice " << i;
+}
+
 TEST_F(IsaStage, ABarrierInsideAStageJoinsOnlyItsSlices)
 {
     // Slices 0 and 1 meet at a barrier the other two never reach: with a barrier of the

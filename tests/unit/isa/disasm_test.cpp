@@ -32,6 +32,7 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_LI, 1, 0, 0, 0, -5), "li x1, -5"},
     {JAL_INSN(JAL_OP_LUI, 1, 0, 0, 0, 0x12345678), "lui x1, 0x12345678"},
     {JAL_INSN(JAL_OP_MOVSR, 7, 0, 0, 0, JAL_SR_SLICE), "movsr x7, slice"},
+    {JAL_INSN(JAL_OP_MOVSR, 7, 0, 0, 0, JAL_SR_DISPATCH_SLICE), "movsr x7, dispatch_slice"},
     {JAL_INSN(JAL_OP_ADD, 1, 2, 3, 0, 0), "add x1, x2, x3"},
     {JAL_INSN(JAL_OP_SUB, 1, 2, 3, 0, 0), "sub x1, x2, x3"},
     {JAL_INSN(JAL_OP_MUL, 1, 2, 3, 0, 0), "mul x1, x2, x3"},
@@ -143,7 +144,7 @@ TEST(Disassembler, BadFieldIsDecodedAndFlagged)
     EXPECT_EQ(disassemble_instruction(JAL_INSN(JAL_OP_VTOPK, 1, 2, 0, 0, 0), 0),
               "vtopk t1, t2, 0  ; invalid: vtopk: k is 0, must be at least 1");
     EXPECT_EQ(disassemble_instruction(JAL_INSN(JAL_OP_MOVSR, 1, 0, 0, 0, 9), 0),
-              "movsr x1, sr9  ; invalid: movsr: special register 9 is not known (0..5)");
+              "movsr x1, sr9  ; invalid: movsr: special register 9 is not known (0..7)");
 }
 
 TEST(Disassembler, ObjectListingHasHeaderArgsAndEveryInstruction)

@@ -116,15 +116,17 @@ private:
     // The next stage's argument lines (at most two) and, if it declares one, its shard-table
     // entry's line, read in the kernel's read-ahead slot (Builder::readahead_slot: the
     // kernel's code starts at `begin`), where the scalar unit waits anyway, instead of after
-    // the kernel's end; only where the next stage runs on the same slices (its SR_SLICE is
-    // then this stage's). The slot's registers are the kernel's free ones there, named by
-    // its no-ops. No scalar-cache set check: if the kernel's own reads after the slot evict
+    // the kernel's end; only where the next stage runs on the same slices or on the whole
+    // dispatch (its rank is then this stage's SR_SLICE, or SR_DISPATCH_SLICE: next_rank_sr).
+    // The slot's registers are the kernel's free ones there, named by its no-ops. No
+    // scalar-cache set check: if the kernel's own reads after the slot evict
     // a line (or it evicts one of theirs), that miss comes later, on the same path. (Reading
     // the lines again at the end as well, or leaving out the table's line where it would
     // evict one of the kernel's argument lines, measured slightly slower.)
     bool fill_readahead_slot(const Stage& s, const Stage& next, size_t begin)
     {
-        if (s.readahead_slot < 0 || next.slices != s.slices || next.args_size == 0 ||
+        const int rank = next_rank_sr(s, next);
+        if (s.readahead_slot < 0 || rank < 0 || next.args_size == 0 ||
             next.args_size > 2 * kLineBytes)
             return false;
         const size_t at = begin + static_cast<size_t>(s.readahead_slot);
@@ -135,7 +137,7 @@ private:
             w.push_back(JAL_INSN(JAL_OP_LD, 0, base, 0, 0, off + static_cast<int32_t>(line)));
         if (next.slice_table_arg >= 0) {
             w.push_back(JAL_INSN(JAL_OP_LD, addr, base, 0, 0, off + next.slice_table_arg * 8));
-            w.push_back(JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_SLICE));
+            w.push_back(JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, rank));
             w.push_back(JAL_INSN(JAL_OP_MULI, base, base, 0, 0, 8));
             w.push_back(JAL_INSN(JAL_OP_ADD, addr, addr, base, 0, 0));
             w.push_back(JAL_INSN(JAL_OP_LD, 0, addr, 0, 0, 0));
@@ -158,22 +160,31 @@ private:
         code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_ARGS));
         const int64_t at = static_cast<int64_t>(next.args_offset) - s.args_offset;
         touch_lines(at, next.args_size);
-        if (next.slice_table_arg >= 0 && next.slices == s.slices)
-            touch_table_entry(at, next.args_size, next.slice_table_arg);
+        const int rank = next_rank_sr(s, next);
+        if (next.slice_table_arg >= 0 && rank >= 0)
+            touch_table_entry(at, next.args_size, next.slice_table_arg, rank);
         if (!covered) bind_branch(skip);
     }
-    // LD x0 of the line of entry SR_SLICE of the table whose address is argument `arg` of
-    // the arguments at [x3 + offset] (lines touch_lines just read): the next kernel's
-    // shard-table entry, when it runs on the same slices (so its SR_SLICE is this stage's).
+    // The special register that holds, for a slice of stage s, its rank in the next stage
+    // (the index its shard-table entry is read at), or -1 where none does: SR_SLICE on the
+    // same slices, SR_DISPATCH_SLICE (ISA 1.3) where the next stage is the whole dispatch.
+    int next_rank_sr(const Stage& s, const Stage& next) const
+    {
+        if (next.slices == s.slices) return JAL_SR_SLICE;
+        return next.slices == all_ ? JAL_SR_DISPATCH_SLICE : -1;
+    }
+    // LD x0 of the line of entry `rank` (a special register) of the table whose address is
+    // argument `arg` of the arguments at [x3 + offset] (lines touch_lines just read): the
+    // next kernel's shard-table entry (next_rank_sr).
     // Its miss joins the argument lines' under the last stores' landing instead of coming
     // after the next stage's barrier, before its first weights can stream. Skipped where
     // the line would take the set of one of the argument lines in the direct-mapped scalar
     // cache (the kernel's argument loads would then miss, and evict it again).
-    void touch_table_entry(int64_t offset, uint32_t args_bytes, int32_t arg)
+    void touch_table_entry(int64_t offset, uint32_t args_bytes, int32_t arg, int rank)
     {
         code_.push_back(JAL_INSN(JAL_OP_LD, kTableReg, kTmpReg, 0, 0,
                                  static_cast<int32_t>(offset + int64_t{arg} * 8)));
-        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kSetReg, 0, 0, 0, JAL_SR_SLICE));
+        code_.push_back(JAL_INSN(JAL_OP_MOVSR, kSetReg, 0, 0, 0, rank));
         code_.push_back(JAL_INSN(JAL_OP_MULI, kSetReg, kSetReg, 0, 0, 8));
         code_.push_back(JAL_INSN(JAL_OP_ADD, kTableReg, kTableReg, kSetReg, 0, 0));
         std::vector<size_t> skips;
@@ -194,13 +205,16 @@ private:
                 JAL_INSN(JAL_OP_BEQ, kSetReg, 0, 0, 0, static_cast<int32_t>(code_.size() - at));
     }
     // The same for the slices outside this stage that are in the next one (SR_ARGS is the
-    // buffer itself for them, SR_SLICE their dispatch index).
+    // buffer itself for them, SR_SLICE their dispatch index: their rank in the next stage
+    // too when it is the whole dispatch, and then its shard-table entry's line as well).
     void prefetch_args_outside_stage(const Stage& s, const Stage& next)
     {
         if (next.args_size == 0 || (next.slices & ~s.slices) == 0) return;
         const size_t skip = branch_unless_in(next.slices);
         code_.push_back(JAL_INSN(JAL_OP_MOVSR, kTmpReg, 0, 0, 0, JAL_SR_ARGS));
         touch_lines(next.args_offset, next.args_size);
+        if (next.slice_table_arg >= 0 && next.slices == all_)
+            touch_table_entry(next.args_offset, next.args_size, next.slice_table_arg, JAL_SR_SLICE);
         bind_branch(skip);
     }
     // LD x0 of every line of [x3 + offset, + bytes) (argument buffers start on a line).

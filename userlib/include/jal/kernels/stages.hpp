@@ -62,12 +62,13 @@ JAL_API CodeObject link_stages(const std::string& name, std::span<const StageSec
 // Instructions link_stages adds around a stage's own (its start and its end barrier).
 inline constexpr size_t kStageOverheadWords = 40;
 // And, for a kernel that declares a shard table (Stage::slice_table_arg), what the stage
-// before adds to read its entry's line ahead: the table's address, the slice's entry, a
-// scalar-cache set check for each of the kernel's argument lines, the read.
+// before adds to read its entry's line ahead, for its own slices and for the ones that join
+// from outside it: the table's address, the slice's entry, a scalar-cache set check for
+// each of the kernel's argument lines, the read; twice.
 inline constexpr size_t table_read_words(uint32_t args_size)
 {
     constexpr size_t line = JAL_ISA_SCALAR_LINE_BYTES;
-    return 5 + 7 * ((size_t{args_size} + line - 1) / line);
+    return 2 * (5 + 7 * ((size_t{args_size} + line - 1) / line));
 }
 
 }  // namespace jal::kernels
