@@ -23,6 +23,10 @@ bool valid_sem(std::int32_t q)
 // index) as a dispatch index; false when there is no such slice.
 bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
 {
+    if (peer >= JAL_PEER_DISPATCH) {  // a dispatch slice named from any stage (ISA 1.3)
+        index = peer - JAL_PEER_DISPATCH;
+        return index < slices;
+    }
     if (!s.stage_mask) {
         index = peer;
         return peer < slices;

@@ -84,6 +84,11 @@ struct jal_block_q8_0 {
 };
 JAL_ASSERT_SIZE(struct jal_block_q8_0, 34);
 
+/* SEND/RECV peer (x[b]) JAL_PEER_DISPATCH + d (ISA 1.3): dispatch slice d, also inside a
+ * stage (where a plain peer is a rank of the stage): a stage on some slices exchanges with
+ * the slices of a stage on others. */
+#define JAL_PEER_DISPATCH (1u << 16)
+
 /* Special registers read by MOVSR (imm). */
 enum jal_special_reg {
     JAL_SR_SLICE = 0,         /* this slice's index within the dispatch, 0..n-1 */

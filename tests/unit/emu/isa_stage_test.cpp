@@ -143,6 +143,44 @@ TEST_F(IsaStage, SendAndRecvNameStageRanks)
     EXPECT_EQ(read_vec<std::int32_t>(kVa, 4), (std::vector<std::int32_t>{7, 8, 9, 10}));
 }
 
+TEST_F(IsaStage, DispatchPeersAreNamedFromAnyStage)
+{
+    // ISA 1.3: inside a stage on dispatch slice 2 alone (rank 0), JAL_PEER_DISPATCH + 5 is
+    // dispatch slice 5, outside the stage, which receives from JAL_PEER_DISPATCH + 2 and
+    // stores what came at out. A plain peer 5 would be past the stage's one rank.
+    const auto tile = std::vector<std::uint64_t>{LI(10, 0), LI(11, 1), LI(12, 4),
+                                                 TDESC(0, 10, 11, 12, 0, JAL_DT_I32)};
+    const auto member =
+        std::vector<std::uint64_t>{LI(13, 7), V(JAL_OP_VIOTA, 0, 13, 11),
+                                   LI(14, JAL_PEER_DISPATCH + 5), SEND(0, 14, 0), END()};
+    const auto outside = std::vector<std::uint64_t>{MOVSR(3, JAL_SR_SLICE),
+                                                    LI(15, 5),
+                                                    BR(JAL_OP_BNE, 3, 15, 7),
+                                                    LI(14, JAL_PEER_DISPATCH + 2),
+                                                    RECV(0, 14, 1),
+                                                    MOVSR(4, JAL_SR_ARGS),
+                                                    TSTORE(0, 4, 0, 2),
+                                                    WAIT(2, 1),
+                                                    END(),
+                                                    END()};
+    const auto code =
+        tile + enter(0b000100, 0, static_cast<std::int32_t>(member.size()) + 1) + member + outside;
+    const auto r = run(code, slices(6));
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    EXPECT_EQ(read_vec<std::int32_t>(kVa, 4), (std::vector<std::int32_t>{7, 8, 9, 10}));
+}
+
+TEST_F(IsaStage, ADispatchPeerPastTheDispatchIsOutOfRange)
+{
+    const auto code =
+        std::vector<std::uint64_t>{LI(10, 0), LI(11, 1), LI(12, 4),
+                                   TDESC(0, 10, 11, 12, 0, JAL_DT_I32)} +
+        enter(0b000001, 0, 3) +
+        std::vector<std::uint64_t>{LI(14, JAL_PEER_DISPATCH + 6), SEND(0, 14, 0), END()};
+    const auto r = run(code, slices(6));
+    EXPECT_EQ(r.report.status, JAL_STATUS_OUT_OF_RANGE);
+}
+
 TEST_F(IsaStage, AStageFencesTheSlicesStoresAndPayingItsBarrierWaitsForThem)
 {
     // A 64 KiB store takes its HBM latency and transfer time. Entering a stage does not wait
