@@ -186,6 +186,24 @@ TEST(LinkStages, RefusesWhatCannotBeLinked)
     EXPECT_THROW(jal::kernels::link_stages("misaligned", std::span(&b, 1), 8), jal::Error);
     const jal::kernels::StageSection ok{{{s}, {s}}};
     EXPECT_NO_THROW(jal::kernels::link_stages("two lanes", std::span(&ok, 1), 8));
+    // A stage taking messages (no barrier) needs a sender before it: on the same slices
+    // (peers are ranks of both stages), or anywhere when it is the whole dispatch and names
+    // its senders as dispatch slices.
+    jal::kernels::Stage fewer = s, whole = s, taker = s;
+    fewer.slices = 0b01, whole.slices = 0b11, taker.after_messages = true;
+    const jal::kernels::StageSection first{{{taker}}};
+    EXPECT_THROW(jal::kernels::link_stages("first", std::span(&first, 1), 8), jal::Error);
+    jal::kernels::Stage other = taker;
+    other.slices = 0b10;
+    const jal::kernels::StageSection apart{{{fewer, other, whole}}};
+    EXPECT_THROW(jal::kernels::link_stages("apart", std::span(&apart, 1), 8), jal::Error);
+    jal::kernels::Stage onto_whole = taker;
+    onto_whole.slices = 0b11;
+    const jal::kernels::StageSection ranks{{{fewer, onto_whole}}};
+    EXPECT_THROW(jal::kernels::link_stages("ranks", std::span(&ranks, 1), 8), jal::Error);
+    onto_whole.dispatch_senders = true;
+    const jal::kernels::StageSection wider{{{fewer, onto_whole}}};
+    EXPECT_NO_THROW(jal::kernels::link_stages("onto the whole dispatch", std::span(&wider, 1), 8));
 }
 
 // The code words of a linked program.

@@ -595,6 +595,7 @@ CodeObject Builder::finish()
     out.l1_bytes = l1_high_;
     out.slice_table_arg = slice_table_arg_;
     out.after_messages = after_messages_;
+    out.dispatch_senders = dispatch_senders_;
     out.readahead_slot = readahead_slot_;
     out.bytes = isa::encode_code_object(name_, code_, out.args_size, out.l1_bytes, table);
     if (out.bytes.size() > JAL_CODE_MAX_BYTES)

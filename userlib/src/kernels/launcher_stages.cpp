@@ -187,6 +187,7 @@ void Launcher::stage_batch()
             st.args_size = static_cast<uint32_t>(it.args_size);
             st.slice_table_arg = it.program->slice_table_arg();
             st.after_messages = it.program->after_messages();
+            st.dispatch_senders = it.program->dispatch_senders();
             st.readahead_slot = it.program->readahead_slot();
             sec.lanes[lane].push_back(st);
             key.insert(key.end(), {it.program->address(), st.slices, st.args_offset, lane});

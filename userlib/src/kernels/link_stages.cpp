@@ -300,10 +300,14 @@ CodeObject link_stages(const std::string& name, std::span<const StageSection> se
         if (sec.lanes.size() == 1) {
             const StageLane& lane = sec.lanes.front();
             for (size_t i = 0; i < lane.size(); i++) {
-                if (lane[i].after_messages && (i == 0 || lane[i - 1].slices != lane[i].slices))
+                // After other slices only on the whole dispatch, naming its senders as
+                // dispatch slices (ISA 1.3): ranks of the two stages differ.
+                const bool anywhere = lane[i].dispatch_senders && lane[i].slices == all;
+                if (lane[i].after_messages &&
+                    (i == 0 || (lane[i - 1].slices != lane[i].slices && !anywhere)))
                     StageEmitter::fail(fmt::format(
                         "stage {} of section {} takes messages from a stage before it on other "
-                        "slices, or from none",
+                        "slices (not the whole dispatch), or from none",
                         i, k));
                 e.stage(lane[i], ordered && !lane[i].after_messages, next_in_order(sections, k, i));
                 ordered = true;

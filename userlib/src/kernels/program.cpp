@@ -15,7 +15,7 @@ Program::Program(const jal::runtime::Device& dev, jal::runtime::Context& ctx,
     : memory_(ctx, std::max<size_t>(co.bytes.size(), 1), where.placement, where.slice_mask),
       name_(co.name), args_size_(co.args_size), l1_bytes_(co.l1_bytes),
       slice_table_arg_(co.slice_table_arg), after_messages_(co.after_messages),
-      readahead_slot_(co.readahead_slot)
+      dispatch_senders_(co.dispatch_senders), readahead_slot_(co.readahead_slot)
 {
     if (co.bytes.empty())
         throw Error(JAL_STATUS_INVALID_LENGTH, "kernel " + co.name + ": the code object is empty");

@@ -56,6 +56,10 @@ struct CodeObject {
     // (RECV) and reads nothing else that stage wrote, so link_stages starts it without the
     // barrier between stages (Stage::after_messages).
     bool after_messages = false;
+    // With after_messages: every sender it receives from is named as a dispatch slice
+    // (JAL_PEER_DISPATCH + d, ISA 1.3) or is its own slice, so on the whole dispatch it may
+    // follow a stage on other slices (Stage::dispatch_senders).
+    bool dispatch_senders = false;
     // Host-side hint: the first instruction of the kernel's read-ahead slot (Builder::
     // readahead_slot), where link_stages may put the next stage's argument and shard-table
     // reads instead of after the kernel's end; -1: none.
@@ -85,7 +89,11 @@ public:
     // (CodeObject::slice_table_arg).
     void slice_table_hint(std::string_view name);
     // Declares CodeObject::after_messages.
-    void after_messages_hint() { after_messages_ = true; }
+    void after_messages_hint(bool dispatch_senders = false)
+    {
+        after_messages_ = true;
+        dispatch_senders_ = dispatch_senders_ || dispatch_senders;
+    }
     // A place where the scalar unit would wait anyway (right after a long load is issued,
     // before its WAIT): kReadaheadSlotWords instructions that jump over themselves, which
     // link_stages may fill with the next stage's argument-line and shard-table-line reads
@@ -219,9 +227,10 @@ private:
     X args_base_{};  // holds JAL_SR_ARGS once the first argument is read
     uint32_t l1_top_ = 0;
     uint32_t l1_high_ = 0;
-    int32_t slice_table_arg_ = -1;  // slice_table_hint
-    bool after_messages_ = false;   // after_messages_hint
-    int32_t readahead_slot_ = -1;   // readahead_slot
+    int32_t slice_table_arg_ = -1;   // slice_table_hint
+    bool after_messages_ = false;    // after_messages_hint
+    bool dispatch_senders_ = false;  // after_messages_hint
+    int32_t readahead_slot_ = -1;    // readahead_slot
     bool finished_ = false;
 };
 

@@ -63,6 +63,7 @@ public:
     uint32_t l1_bytes() const { return l1_bytes_; }
     int32_t slice_table_arg() const { return slice_table_arg_; }  // CodeObject's hint
     bool after_messages() const { return after_messages_; }       // CodeObject's hint
+    bool dispatch_senders() const { return dispatch_senders_; }   // CodeObject's hint
     int32_t readahead_slot() const { return readahead_slot_; }    // CodeObject's hint
     // The instructions, for fault messages (empty if the object is unreadable).
     const std::vector<uint64_t>& code() const { return code_; }
@@ -74,6 +75,7 @@ private:
     uint32_t l1_bytes_ = 0;
     int32_t slice_table_arg_ = -1;
     bool after_messages_ = false;
+    bool dispatch_senders_ = false;
     int32_t readahead_slot_ = -1;
     std::vector<uint64_t> code_;
 };

@@ -37,8 +37,11 @@ struct Stage {
     // after_messages): its STAGE is unordered (no barrier), so it starts as soon as its
     // slice is done with the stage before, and its RECVs wait for exactly what they need.
     // It must follow that stage in the same lane, on the same slices (its SEND/RECV ranks
-    // are then the same slices'); link_stages refuses anything else.
+    // are then the same slices'), or, with dispatch_senders (CodeObject::dispatch_senders:
+    // it names its senders as dispatch slices), on the whole dispatch after a stage on
+    // fewer; link_stages refuses anything else.
     bool after_messages = false;
+    bool dispatch_senders = false;
     // The kernel's read-ahead slot (CodeObject::readahead_slot): where the next stage runs
     // on the same slices with at most two argument lines, its reads go there instead of
     // after the kernel; -1: none.
