@@ -295,9 +295,13 @@ TEST_F(LinearExpertMessagesTest, RefusesWhatCannotHandRowsOver)
 // instead of loading them, with no barrier between the three; the down projection takes
 // gate|up's rows as messages in both runs. The residual rows the four leave must be the
 // bits of the same kernels storing and loading, and the router's logits must not be
-// stored where they are sent.
+// stored where they are sent. Beside the attention (Mode::beside, the runtime's path) the
+// projection runs on all slices but the first and sends one copy, unstored, to every
+// dispatch slice (ISA 1.3 peers); the router receives from those named by a mask and
+// forwards the rows to gate|up on its slice, which hands down the columns its combine adds.
 class LinearRouterMessagesTest : public LinearExpertMessagesTest {
 protected:
+    enum class Mode { stored, sent, beside };
     static constexpr uint32_t kAttn = 32;  // the output projection's input columns
 
     static jl::GemmConfig projection(jl::Numerics n, bool messages)
@@ -350,12 +354,14 @@ protected:
     struct Layer {
         Model moe;  // the norm and the experts (its logits unused: the router computes them)
         Dense wo, router;
+        Dense wo_beside;  // the same Wo split over all slices but the first
     };
     Layer upload_layer(jl::Numerics n, uint32_t nslices)
     {
         return {.moe = upload_model(n, nslices),
                 .wo = dense(kEmbd, kAttn, 80, nslices),
-                .router = dense(kExperts, kEmbd, 82, nslices)};
+                .router = dense(kExperts, kEmbd, 82, nslices),
+                .wo_beside = dense(kEmbd, kAttn, 80, std::max(nslices - 1, 1u))};
     }
 
     struct Result {
@@ -365,12 +371,19 @@ protected:
     };
 
     // The four kernels as one staged program on `nslices` slices.
-    Result run_layer(jl::Numerics n, const Layer& m, uint32_t nslices, bool messages)
+    Result run_layer(jl::Numerics n, const Layer& m, uint32_t nslices, Mode mode)
     {
-        const jl::GemmConfig po = projection(n, messages), pr = router(n, messages);
-        const jl::ExpertGemmConfig gu = receiving_gate_up(n, messages);
+        const bool messages = mode != Mode::stored, beside = mode == Mode::beside;
+        jl::GemmConfig po = projection(n, messages), pr = router(n, messages);
+        jl::ExpertGemmConfig gu = receiving_gate_up(n, messages);
         jl::ExpertGemmConfig dn = down(n, true);
         dn.send_residual = false;
+        if (beside) {
+            po.send_y = 1, po.store_y = false;
+            pr.x_senders = true, pr.forward_x = true;
+            gu.x_from_self = true, gu.send_x_columns = true;
+            dn.recv_x_columns = true;
+        }
         const uint64_t x_va = upload(jal::test::random_floats(size_t{kTokens} * kEmbd, 76));
         const uint64_t attn_va =
             upload(jal::test::random_floats(size_t{kTokens} * kAttn, 77, 2.0f));
@@ -404,12 +417,23 @@ protected:
         jal::kernels::Program p_gu(*device, *context, *queue, jl::build_expert_gemm(gu));
         jal::kernels::Program p_dn(*device, *context, *queue, jl::build_expert_gemm(dn));
         EXPECT_EQ(p_r.after_messages(), messages);
+        EXPECT_EQ(p_r.dispatch_senders(), beside);
         EXPECT_EQ(p_gu.after_messages(), messages);
         jal::kernels::Launcher staged(*device, *context, *queue, {.stages = true});
         const jal::kernels::DispatchOptions on{.slice_mask = slices(nslices)};
+        // Beside: the projection leaves out the first slice (dispatch slice 0).
+        const uint64_t all = slices(nslices), lowest = all & ~(all - 1);
+        const jal::kernels::DispatchOptions projection_on{.slice_mask =
+                                                              beside ? all & ~lowest : all};
+        const uint64_t senders = ((uint64_t{1} << nslices) - 1) & ~uint64_t{1};
         auto args = [](const std::vector<uint64_t>& w) { return jal::kernels::Args(w); };
-        staged.add(p_o, args(jl::gemm_args(po, attn, m.wo.table, wo, bo, x)), on);
-        staged.add(p_r, args(jl::gemm_args(pr, x, m.router.table, wr, br, logits, norm)), on);
+        staged.add(
+            p_o, args(jl::gemm_args(po, attn, beside ? m.wo_beside.table : m.wo.table, wo, bo, x)),
+            projection_on);
+        std::vector<uint64_t> router_args =
+            jl::gemm_args(pr, x, m.router.table, wr, br, logits, norm);
+        if (beside) router_args.insert(router_args.end(), {senders, uint64_t(nslices - 1)});
+        staged.add(p_r, args(router_args), on);
         staged.add(p_gu,
                    args(jl::expert_gemm_args(gu, x, ids, m.moe.gu_table, gu_w, gu_b, act, norm,
                                              logits, wts)),
@@ -429,9 +453,9 @@ protected:
     }
 };
 
-// Shares over 6 slices: the projection's 64 columns are 11 five times and 9, the router's
-// 16 are 3 five times and 1, gate|up's 192 rows 32 each (halves of 16), down's 64 as the
-// projection's.
+// Shares over 6 slices: the projection's 64 columns are 11 five times and 9 (beside, over
+// 5: 13 four times and 12), the router's 16 are 3 five times and 1, gate|up's 192 rows 32
+// each (halves of 16), down's 64 as the projection's.
 TEST_F(LinearRouterMessagesTest, TheRouterAsMessagesGivesTheBitsOfAStoredOne)
 {
     for (jl::Numerics n : {jl::Numerics::native, jl::Numerics::ggml})
@@ -439,15 +463,20 @@ TEST_F(LinearRouterMessagesTest, TheRouterAsMessagesGivesTheBitsOfAStoredOne)
             SCOPED_TRACE(std::string(n == jl::Numerics::ggml ? "ggml" : "native") + " on " +
                          std::to_string(nslices) + " slices");
             const Layer m = upload_layer(n, nslices);
-            const Result stored = run_layer(n, m, nslices, false);
-            const Result sent = run_layer(n, m, nslices, true);
+            const Result stored = run_layer(n, m, nslices, Mode::stored);
             EXPECT_EQ(stored.status, uint32_t{JAL_STATUS_OK});
-            EXPECT_EQ(sent.status, uint32_t{JAL_STATUS_OK});
-            EXPECT_EQ(sent.x, stored.x);
-            const std::vector<float> x0 = jal::test::random_floats(size_t{kTokens} * kEmbd, 76);
-            EXPECT_NE(0, std::memcmp(sent.x.data(), x0.data(), sent.x.size())) << "x was added to";
             EXPECT_TRUE(stored.logits_written);
-            EXPECT_FALSE(sent.logits_written) << "sent, the logits are not stored";
+            const std::vector<float> x0 = jal::test::random_floats(size_t{kTokens} * kEmbd, 76);
+            for (Mode mode : {Mode::sent, Mode::beside}) {
+                if (mode == Mode::beside && nslices == 1) continue;  // nothing beside
+                SCOPED_TRACE(mode == Mode::sent ? "sent" : "beside");
+                const Result sent = run_layer(n, m, nslices, mode);
+                EXPECT_EQ(sent.status, uint32_t{JAL_STATUS_OK});
+                EXPECT_EQ(sent.x, stored.x);
+                EXPECT_NE(0, std::memcmp(sent.x.data(), x0.data(), sent.x.size()))
+                    << "x was added to";
+                EXPECT_FALSE(sent.logits_written) << "sent, the logits are not stored";
+            }
         }
 }
 

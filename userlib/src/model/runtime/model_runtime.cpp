@@ -152,14 +152,17 @@ struct Matrix;
 
 // What an expert GEMM takes over from the kernels around it (lin::ExpertGemmConfig).
 struct ExpertFusions {
-    bool swiglu_input = false;   // down: x rows are gate | up, the SwiGLU applied on the way in
-    bool route = false;          // gate|up: routes the tokens itself
-    bool combine = false;        // down: adds Σ w·e into the residual itself
-    bool send_output = false;    // gate|up: its SwiGLU rows go to down as messages
-    bool recv_input = false;     // down: receives them (and routes the tokens itself)
-    bool send_residual = false;  // down: sends the residual columns to the next q·k·v
-    bool recv_logits = false;    // gate|up: receives the router's logits (router_messages)
-    bool recv_x = false;         // gate|up: receives the residual rows (projection_messages)
+    bool swiglu_input = false;    // down: x rows are gate | up, the SwiGLU applied on the way in
+    bool route = false;           // gate|up: routes the tokens itself
+    bool combine = false;         // down: adds Σ w·e into the residual itself
+    bool send_output = false;     // gate|up: its SwiGLU rows go to down as messages
+    bool recv_input = false;      // down: receives them (and routes the tokens itself)
+    bool send_residual = false;   // down: sends the residual columns to the next q·k·v
+    bool recv_logits = false;     // gate|up: receives the router's logits (router_messages)
+    bool recv_x = false;          // gate|up: receives the residual rows (projection_messages)
+    bool x_from_self = false;     // gate|up: the rows whole from its slice's router
+    bool send_x_columns = false;  // gate|up: hands down the columns its combine adds to
+    bool recv_x_columns = false;  // down: receives them
     const Matrix* prefetch = nullptr;  // gate|up: issues this expert matrix's first W tile
     bool w0_prefetched = false;        // down: finds its first W tile issued (down_prefetch)
 };
@@ -167,6 +170,8 @@ struct ExpertFusions {
 // A dense GEMM's messages (gemm.hpp's recv_x, send_y, store_y).
 struct GemmMessages {
     bool recv_x = false;
+    uint64_t x_senders = 0;  // with recv_x: from these dispatch slices (0: the stage's own)
+    bool forward_x = false;  // with recv_x: the rows also to this slice (the router's)
     uint32_t send_y = 0;
     bool store_y = true;
 };
@@ -540,11 +545,18 @@ private:
     // routes and sends its rows (expert_messages), one chip, every slice with router columns
     // in one W tile.
     bool router_messages(uint32_t il, uint32_t T) const;
-    // Whether layer il's output projection also sends the residual columns it writes to the
-    // router and to gate|up, which receive their x: router_messages, the projection on every
-    // slice (not beside the attention), each slice's columns in one W tile, and both
-    // receivers able to take x in one chunk (gate|up: the token rows as they are).
-    bool projection_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
+    // The slices layer il's output projection sends the residual columns it computes from,
+    // to the router and to gate|up, which receive their x; 0 where it does not:
+    // router_messages, each sender's columns in one W tile, and both receivers able to take
+    // x in one chunk (gate|up: the token rows as they are). Every slice, or beside the
+    // attention the slices outside its group; there the projection stores nothing and
+    // gate|up hands down the columns its combine adds to (beside_messages).
+    uint64_t projection_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
+    bool beside_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const
+    {
+        const uint64_t from = projection_messages(il, T, segs);
+        return from != 0 && from != all_mask_;
+    }
     // Whether layer il's gate|up issues down's first W tile, which down finds in L1
     // (docs/model-runtime.md, "Down's weights issued by gate|up"): where the rows go as
     // messages and both kernels keep their own L1 below the tile.
@@ -1599,10 +1611,13 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.w_before_acquire = beside >= 0;
     // Messages: residual_messages, router_messages, projection_messages.
     g.recv_x = msgs.recv_x, g.send_y = msgs.send_y, g.store_y = msgs.store_y;
+    g.x_senders = msgs.recv_x && msgs.x_senders != 0;
+    g.forward_x = msgs.recv_x && msgs.forward_x;
     const std::string key = fmt::format(
-        "gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{} tx{} sy{}", g.m, g.n, g.k,
-        int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
-        int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x, g.send_y, g.store_y);
+        "gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{} tx{} sy{} xm{} fx{}", g.m,
+        g.n, g.k, int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
+        int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x, g.send_y, g.store_y,
+        g.x_senders, g.forward_x);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
@@ -1613,6 +1628,8 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
+    if (g.x_senders)
+        args.insert(args.end(), {msgs.x_senders, uint64_t(std::popcount(msgs.x_senders))});
     add(code, beside >= 0 ? all_mask_ & ~m.beside[beside].leaves_out : all_mask_, k::Args(args),
         what);
 }
@@ -1663,6 +1680,8 @@ lin::ExpertGemmConfig RuntimeImpl::expert_config(const Matrix& m, uint32_t token
         g.prefetch_n = fused.prefetch->n, g.prefetch_kdim = fused.prefetch->kdim,
         g.prefetch_weight = fused.prefetch->dtype;
     g.w0_prefetched = fused.w0_prefetched;
+    g.x_from_self = fused.recv_x && fused.x_from_self;
+    g.send_x_columns = fused.send_x_columns, g.recv_x_columns = fused.recv_x_columns;
     return g;
 }
 
@@ -1716,20 +1735,23 @@ bool RuntimeImpl::router_messages(uint32_t il, uint32_t T) const
     return g.row_groups == 1 && p.m_chunk >= T && (L.router.n + n - 1) / n <= p.tile_n;
 }
 
-bool RuntimeImpl::projection_messages(uint32_t il, uint32_t T,
-                                      const std::vector<Segment>& segs) const
+uint64_t RuntimeImpl::projection_messages(uint32_t il, uint32_t T,
+                                          const std::vector<Segment>& segs) const
 {
-    if (!router_messages(il, T) || beside_group(il, T, segs) >= 0) return false;
+    if (!router_messages(il, T)) return 0;
     const Layer& L = layers_[il];
-    const uint32_t n = static_cast<uint32_t>(std::popcount(all_mask_));
-    if (!every_slice_has(L.wo.n, n)) return false;
+    const int grp = beside_group(il, T, segs);
+    const uint64_t from = grp >= 0 ? all_mask_ & ~L.wo.beside[grp].leaves_out : all_mask_;
+    const uint32_t n = static_cast<uint32_t>(std::popcount(from));
+    if (!every_slice_has(L.wo.n, n)) return 0;
     lin::GemmConfig o = gemm_config(L.wo, T, true, false, true, attn_dtype(il, T));
+    o.w_before_acquire = grp >= 0;
     const lin::GemmPlan po = lin::plan_gemm(o);
-    if (o.row_groups != 1 || po.m_chunk < T || (L.wo.n + n - 1) / n > po.tile_n) return false;
+    if (o.row_groups != 1 || po.m_chunk < T || (L.wo.n + n - 1) / n > po.tile_n) return 0;
     lin::GemmConfig r = gemm_config(L.router, T, true, true, false, JAL_DT_F32);
     const lin::GemmPlan pr = lin::plan_gemm(r);  // x received: one chunk, one staging block
-    if (pr.m_chunk < T || (pr.convert_x && pr.stage_rows < T)) return false;
-    return gate_up_token_rows(il, T);
+    if (pr.m_chunk < T || (pr.convert_x && pr.stage_rows < T)) return 0;
+    return gate_up_token_rows(il, T) ? from : 0;
 }
 
 void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, uint64_t x,
@@ -1747,7 +1769,8 @@ void RuntimeImpl::expert_gemm(const Matrix& m, uint32_t tokens, bool per_pair, u
         fmt::format(" x{} y{} si{} rt{} cb{} bs{} tx{} rx{} sr{} rl{} rr{}", int(g.x_dtype),
                     int(g.y_dtype), g.swiglu_input, g.route, g.combine, g.bias_shards,
                     g.send_output, g.recv_input, g.send_residual, g.recv_logits, g.recv_x) +
-        fmt::format(" pf{} w0{}", g.prefetch_n, g.w0_prefetched);
+        fmt::format(" pf{} w0{} xs{} sxc{} rxc{}", g.prefetch_n, g.w0_prefetched, g.x_from_self,
+                    g.send_x_columns, g.recv_x_columns);
     // Timing only, a kernel's reads of the expert ids see nothing. Split by rows, or split by
     // experts when uniform routing makes every expert active (a prompt), the kernel itself
     // spreads the pairs evenly over the active experts and is charged what a real run with
@@ -2094,11 +2117,13 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     // chips, the other ranks write their heads' share alone (the all-reduce adds them).
     const jal_dtype at_dt = attn_dtype(il, T);
     const bool lead = split_.rank == 0;
-    // With the router as messages, the projection's columns also go to the router and to
-    // gate|up (a copy each).
+    // With the router as messages, the projection's columns also go to the router, which
+    // forwards the whole rows to gate|up on its slice; beside the attention they are not
+    // stored (gate|up hands down the columns its combine adds to).
+    const uint64_t sends = projection_messages(il, T, segs);
     gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
          "attn_output", nullptr, lead, at_dt, beside_group(il, T, segs),
-         {.send_y = projection_messages(il, T, segs) ? 2u : 0u});
+         {.send_y = sends ? 1u : 0u, .store_y = !beside_messages(il, T, segs)});
 }
 
 void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)
@@ -2128,11 +2153,17 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
     const uint32_t K = c_.n_expert_used;
     const uint64_t F4 = uint64_t{c_.n_ff_exp} * 4;
     const Layer& Ly = layers_[il];
-    const bool to_gate_up = router_messages(il, T),
-               from_projection = projection_messages(il, T, segs);
+    const bool to_gate_up = router_messages(il, T);
+    const uint64_t from = projection_messages(il, T, segs);
+    const bool from_projection = from != 0, beside = beside_messages(il, T, segs);
+    const uint64_t senders = beside ? from : 0;
     gemm(Ly.router, T, x, E4, &Ly.br, router_logits(T), c_.n_expert * 4ull, "router", &Ly.post_norm,
          false, JAL_DT_F32, -1,
-         {.recv_x = from_projection, .send_y = to_gate_up ? 1u : 0u, .store_y = !to_gate_up});
+         {.recv_x = from_projection,
+          .x_senders = senders,
+          .forward_x = from_projection,
+          .send_y = to_gate_up ? 1u : 0u,
+          .store_y = !to_gate_up});
     // Few tokens, split by rows: every slice of the gate|up GEMM routes the tokens itself
     // (one stage fewer); more: the routing kernel, each token once.
     const uint64_t gu = va(a_.gate_up);
@@ -2154,6 +2185,8 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
                      .send_output = msgs,
                      .recv_logits = to_gate_up,
                      .recv_x = from_projection,
+                     .x_from_self = from_projection,
+                     .send_x_columns = beside,
                      .prefetch = prefetch ? &Ly.down : nullptr});
     } else {
         expert_gemm(Ly.gate_up, T, false, x, E4, Ly.b_gate_up, gu, 2 * F4, "ffn_gate_up_exps",
@@ -2169,6 +2202,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
                      .combine = true,
                      .recv_input = msgs,
                      .send_residual = msgs && residual_messages(il, T),
+                     .recv_x_columns = beside,
                      .w0_prefetched = prefetch});
         return;
     }

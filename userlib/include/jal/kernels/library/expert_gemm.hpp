@@ -139,6 +139,15 @@ struct ExpertGemmConfig {
     uint32_t prefetch_n = 0, prefetch_kdim = 0;
     jal_dtype prefetch_weight = JAL_DT_MXFP4;
     bool w0_prefetched = false;
+    // x_from_self (with recv_x): the rows come whole, as one message from this slice (the
+    // router's gemm.hpp forward_x), not as every sender's columns. Beside the attention
+    // (docs/model-runtime.md, "The router as messages"): send_x_columns (gate|up with recv_x
+    // and send_output): the raw rows' columns slice_range(kdim) also go to this slice's down
+    // projection, right after the routing it sends itself; recv_x_columns (down: recv_input
+    // and combine): the columns of the rows its combine adds to are received from that
+    // gate|up, not loaded (no slice wrote them where down could read them without a barrier:
+    // the projection beside the attention does not store them).
+    bool x_from_self = false, send_x_columns = false, recv_x_columns = false;
 };
 
 // Where a prefetched first W tile of an expert GEMM of n rows a expert of kdim columns of

@@ -73,10 +73,20 @@ struct GemmConfig {
     // traps INVALID_FIELD otherwise: its messages would stay in the FIFOs). x and x_stride
     // are still arguments but not read. The same bits as loading the stored rows.
     bool recv_x = false;
+    // x_senders (with recv_x): the senders are not this stage's slices but the dispatch
+    // slices set in a mask, a stage on other slices (ISA 1.3 dispatch peers): the i-th set
+    // bit sends slice_range(K, count, i). Two more arguments, last: x_senders (the mask)
+    // and x_sender_count (its bits). The router after the output projection beside the
+    // attention (docs/model-runtime.md).
+    bool x_senders = false;
+    // forward_x (with recv_x): the whole received rows (F32, before the norm) also go to this
+    // slice as one message, ahead of y, for an expert GEMM after it that takes them from
+    // here (expert_gemm.hpp's x_from_self) instead of from every sender again.
+    bool forward_x = false;
     // y sent as messages (docs/kernels.md, "Rows as messages"): each slice sends its columns
-    // of y (all M rows, as one tile) to every slice of the dispatch or stage, itself
-    // included, send_y times over (all of the first copy, then the second, ...), for kernels
-    // in the next stages on the same slices that receive them (recv_x, or the expert GEMM's
+    // of y (all M rows, as one tile) to every slice of the whole dispatch (named as dispatch
+    // slices, so also from a stage on fewer), itself included, send_y times over (all of the
+    // first copy, then the second, ...), for kernels in the next stages that receive them (recv_x, or the expert GEMM's
     // recv_logits and recv_x), one copy each. One chunk of rows, no row groups, and a
     // slice's columns must fit one W tile (the kernel traps INVALID_FIELD otherwise: its
     // receivers take one message a sender). store_y = false leaves y unwritten (only with
@@ -104,7 +114,8 @@ plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cann
 //   with config.rms_norm),
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
 //   between rows of W), bias (address of N F32; only with config.bias),
-//   y (address), y_stride (bytes between rows of y).
+//   y (address), y_stride (bytes between rows of y),
+//   x_senders (a mask of dispatch slices), x_sender_count (only with config.x_senders).
 JAL_API CodeObject build_gemm(const GemmConfig& c);
 JAL_API std::string gemm_name(const GemmConfig& c);
 

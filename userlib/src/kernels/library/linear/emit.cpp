@@ -39,6 +39,46 @@ void emit_send_to_every_slice(Builder& b, T t, Q q)
     b.free(n);
 }
 
+void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q)
+{
+    X n = b.x(), peer = b.x();
+    b.movsr(n, JAL_SR_DISPATCH_NSLICES);
+    b.for_range(zero, n, 1, [&](X d) {
+        b.addi(peer, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
+        b.send(t, peer, q);
+    });
+    b.free(peer);
+    b.free(n);
+}
+
+void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t total,
+                              uint32_t row_bytes, Q q, X senders, X count)
+{
+    X n = b.x(), tot = emit_const(b, total), chunk = b.x(), rank = emit_const(b, 0);
+    X one = emit_const(b, 1);
+    b.movsr(n, JAL_SR_DISPATCH_NSLICES);
+    emit_share_chunk(b, chunk, tot, count);
+    b.for_range(zero, n, 1, [&](X d) {
+        Label skip = b.label();
+        X c0 = b.x(), cnt = b.x();
+        b.shr(c0, senders, d);
+        b.and_(c0, c0, one);
+        b.beq(c0, zero, skip);
+        emit_share_of(b, rank, chunk, tot, c0, cnt);
+        b.muli(c0, c0, 4);
+        b.addi(c0, c0, static_cast<int32_t>(l1));
+        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
+        b.addi(c0, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
+        b.recv(t, c0, q);
+        b.wait(q, 1);
+        b.addi(rank, rank, 1);
+        b.bind(skip);
+        b.free(cnt);
+        b.free(c0);
+    });
+    for (X r : {one, rank, chunk, tot, n}) b.free(r);
+}
+
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
                          Q q, bool halves)
 {

@@ -38,6 +38,9 @@ void emit_trap_unless_at_most(Builder& b, X value, int64_t limit);
 // Tile t to every slice of the dispatch or stage (SEND, ranks 0 … n − 1), itself included;
 // each signals q.
 void emit_send_to_every_slice(Builder& b, T t, Q q);
+// The same to every slice of the whole dispatch, named as dispatch slices
+// (JAL_PEER_DISPATCH + d, ISA 1.3), also from a stage on fewer slices.
+void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q);
 
 // Receives from every slice of the dispatch or stage (RECV from ranks 0 … n − 1) its share
 // of `total` columns (emit_share_of's) of `rows` F32 rows into the rows at L1 offset `l1`
@@ -47,6 +50,13 @@ void emit_send_to_every_slice(Builder& b, T t, Q q);
 // Every slice must send (a sender without a share would leave its receiver waiting).
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
                          Q q, bool halves = false);
+
+// emit_receive_shares from the dispatch slices set in `senders` (bit d: dispatch slice d,
+// named JAL_PEER_DISPATCH + d), `count` of them: the i-th set bit is sender rank i, whose
+// share is emit_share_of(i) of `total` columns over `count` (a stage on those slices that
+// split the columns by its own ranks).
+void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t total,
+                              uint32_t row_bytes, Q q, X senders, X count);
 
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder& b, Q q, X count);

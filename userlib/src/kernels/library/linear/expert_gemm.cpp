@@ -31,7 +31,9 @@ std::string expert_gemm_name(const ExpertGemmConfig& c)
         (c.swiglu_input ? "_sw" : "") + (c.route ? "_rt" : "") + (c.combine ? "_cb" : "") +
         (c.send_output ? "_tx" : "") + (c.recv_input ? "_rx" : "") +
         (c.send_residual ? "_sr" : "") + (c.recv_logits ? "_rl" : "") + (c.recv_x ? "_rr" : "") +
-        (c.prefetch_n ? "_pf" : "") + (c.w0_prefetched ? "_w0" : "");
+        (c.prefetch_n ? "_pf" : "") + (c.w0_prefetched ? "_w0" : "") +
+        (c.x_from_self ? "_xs" : "") + (c.send_x_columns ? "_sxc" : "") +
+        (c.recv_x_columns ? "_rxc" : "");
     return name.substr(0, 63);
 }
 
@@ -98,6 +100,11 @@ void check_handovers(const ExpertGemmConfig& c, const ExpertPlan& p, const std::
             name, "issuing the next kernel's W needs the rows sent, streamed, and whole blocks");
     require(!c.w0_prefetched || (c.recv_input && p.streamed), name,
             "a prefetched first W tile needs the rows received, streamed");
+    require(!c.x_from_self || c.recv_x, name, "x from this slice without receiving x");
+    require(!c.send_x_columns || (c.recv_x && c.send_output), name,
+            "sending x's columns needs x received and the rows sent");
+    require(!c.recv_x_columns || (c.recv_input && c.combine), name,
+            "receiving x's columns needs the rows received and the combine");
 }
 
 }  // namespace

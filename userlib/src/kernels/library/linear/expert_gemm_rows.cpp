@@ -276,7 +276,15 @@ void ExpertGemmKernel::issue_token_rows()
 {
     X rows = emit_const(b, c.tokens);
     if (c.recv_x) {
-        emit_receive_shares(b, tw[0], l1_x, rows, c.kdim, c.kdim * 4, qt);
+        if (c.x_from_self) {  // whole, forwarded by this slice's router
+            X me = b.slice_index();
+            emit_tdesc_at(b, tw[0], l1_x, rows, kdim, JAL_DT_F32);
+            b.recv(tw[0], me, qt);
+            b.wait(qt, 1);
+            b.free(me);
+        } else {
+            emit_receive_shares(b, tw[0], l1_x, rows, c.kdim, c.kdim * 4, qt);
+        }
         b.signal(qt, 1);
     } else {
         emit_tdesc_at(b, tw[0], l1_x, rows, kdim, JAL_DT_F32);
@@ -345,12 +353,19 @@ void ExpertGemmKernel::issue_combine_loads()
         b.tload(tw[0], weights, k_bytes, qc);
         for (X r : {k_bytes, kk, weights}) b.free(r);
     }
-    X xa = b.x();
-    b.muli(xa, col0, 4);
-    b.add(xa, xa, out);
     emit_tdesc_at(b, tw[1], l1_cx, rows, ncols, JAL_DT_F32, p.tn * 4);
-    b.tload(tw[1], xa, out_stride, qc);
-    for (X r : {xa, rows, out_stride, out}) b.free(r);
+    if (c.recv_x_columns) {  // from this slice's gate|up (send_x_columns)
+        X me = b.slice_index();
+        b.recv(tw[1], me, qc);
+        b.free(me);
+    } else {
+        X xa = b.x();
+        b.muli(xa, col0, 4);
+        b.add(xa, xa, out);
+        b.tload(tw[1], xa, out_stride, qc);
+        b.free(xa);
+    }
+    for (X r : {rows, out_stride, out}) b.free(r);
 }
 
 // The fused combine: the accumulator's rows (sorted by expert) copied into pair order, then

@@ -80,6 +80,15 @@ void ExpertGemmKernel::route_ids()
         b.send(tgidx, me, qst);
         b.send(tacc, me, qst);
     }
+    if (c.send_x_columns) {  // and the columns its combine adds to, still raw (not normed)
+        const SliceShare cols = emit_slice_range(b, c.kdim);
+        X a = b.x();
+        b.muli(a, cols.begin, 4);
+        b.addi(a, a, static_cast<int32_t>(l1_x));
+        b.tdesc(tsub, a, rows, cols.count, JAL_DT_F32, c.kdim * 4);
+        b.send(tsub, me, qst);
+        for (X r : {a, cols.count, cols.begin, cols.slice}) b.free(r);
+    }
     Label others = b.label();
     X k_bytes = emit_const(b, c.k * 4);
     b.bne(me, zero, others);

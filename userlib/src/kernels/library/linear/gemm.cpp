@@ -74,7 +74,8 @@ std::string gemm_name(const GemmConfig& c)
     if (c.rms_norm) name += "_norm";
     if (c.accumulate) name += "_acc";
     if (c.w_before_acquire) name += "_wb";
-    if (c.recv_x) name += "_rx";
+    if (c.recv_x) name += c.x_senders ? "_rxm" : "_rx";
+    if (c.forward_x) name += "_fx";
     if (c.send_y) name += "_tx" + std::to_string(c.send_y);
     if (!c.store_y) name += "_ns";
     return name.substr(0, 63);
@@ -152,6 +153,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     if (c.send_y && (c.row_groups > 1 || p.m_chunk < c.m))
         bad(c, "sending y needs its rows in one chunk and no row groups");
     if (!c.store_y && !c.send_y) bad(c, "y neither stored nor sent");
+    if ((c.x_senders || c.forward_x) && !c.recv_x) bad(c, "x senders without receiving x");
     return p;
 }
 
@@ -268,7 +270,7 @@ void GemmKernel::share_columns()
         b.trap(JAL_STATUS_INVALID_FIELD);
         b.bind(has);
     }
-    if (c.recv_x) b.after_messages_hint();
+    if (c.recv_x) b.after_messages_hint(c.x_senders);
     done = emit_skip_if_empty(b, share.count);
     if (c.send_y) {  // its receivers take one message a sender: one tile of columns
         Label one_tile = b.label();
@@ -442,8 +444,20 @@ void GemmKernel::receive_x()
     const uint32_t l1 = p.convert_x ? l1_s[0] : l1_x;
     const T t = p.convert_x ? ts[0] : tx;
     X rows = emit_const(b, c.m);
-    emit_receive_shares(b, t, l1, rows, c.k, c.k * 4, qst);
+    if (c.x_senders) {
+        X senders = b.arg("x_senders"), count = b.arg("x_sender_count");
+        emit_receive_shares_from(b, t, l1, rows, c.k, c.k * 4, qst, senders, count);
+        b.free(count);
+        b.free(senders);
+    } else {
+        emit_receive_shares(b, t, l1, rows, c.k, c.k * 4, qst);
+    }
     emit_tdesc_at(b, t, l1, rows, k_reg, JAL_DT_F32);  // the whole rows, as loaded
+    if (c.forward_x) {
+        X me = b.slice_index();
+        b.send(t, me, qst);
+        b.free(me);
+    }
     b.free(rows);
     b.signal(p.convert_x ? qs[0] : qx, 1);
 }
@@ -466,7 +480,8 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     if (c.store_y) b.tstore(tacc[acc], a, y_stride, qst);
     b.free(a);
     // One tile a slice (share_columns traps otherwise): the slice's columns of every row.
-    for (uint32_t copy = 0; copy < c.send_y; copy++) emit_send_to_every_slice(b, tacc[acc], qst);
+    for (uint32_t copy = 0; copy < c.send_y; copy++)
+        emit_send_to_every_dispatch_slice(b, tacc[acc], qst);
     b.free(mr_reg);
     b.free(rows);
 }
