@@ -220,6 +220,9 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_LW:
             st = step_memory(s, i, addr);
             break;
+        case JAL_OP_PREFETCH:
+            step_prefetch(s, i);
+            break;
         case JAL_OP_BEQ:
         case JAL_OP_BNE:
         case JAL_OP_BLT:
@@ -426,6 +429,18 @@ RunResult Executor::run(SliceState& s)
         if (st != kOk) return fault(s, st, addr);
         s.pc = static_cast<std::uint32_t>(next);
     }
+}
+
+// A hint: a mapped line starts filling the scalar cache; anything else does nothing.
+void Executor::step_prefetch(SliceState& s, const Insn& i)
+{
+    const std::uint64_t va =
+        (s.x[i.b & 31] + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm))) &
+        ~std::uint64_t{7};
+    Traffic t;
+    std::uint64_t fault_va = va;
+    if (p_.memory->read(va, nullptr, 8, s.physical, t, fault_va) == JAL_STATUS_OK && !t.peer)
+        s.timing.scalar_prefetch(va, t.remote != 0);
 }
 
 std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t& addr)

@@ -35,6 +35,7 @@ public:
 private:
     RunResult fault(SliceState& s, std::uint32_t status, std::uint64_t address = 0);
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
+    void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
     // STAGE: returns the next pc.
     std::uint64_t enter_stage(SliceState& s, const Insn& i);

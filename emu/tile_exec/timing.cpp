@@ -64,14 +64,30 @@ void SliceTiming::scalar_load(std::uint64_t va, bool remote)
 {
     const std::uint64_t line = va / kScalarLineBytes;
     std::uint64_t& tag = cache_tags_[line % kScalarCacheLines];
-    if (tag == line + 1) {
+    if (tag == line + 1) {  // a prefetched line still on its way: the rest of its fill
+        const double before = t_;
+        t_ = std::max(t_, cache_ready_[line % kScalarCacheLines]);
+        if (t_ > before) span(0, before, t_);
         t_ += kScalarLoadHitCycles * cycle_;
         return;
     }
     tag = line + 1;
+    cache_ready_[line % kScalarCacheLines] = 0;
     const double before = t_;
     t_ += remote ? kRemoteHbmLatencyNs : kLocalHbmLatencyNs;
     span(0, before, t_);
+    ctr_.hbm_bytes += kScalarLineBytes;
+    ctr_.hbm_energy_pj += kScalarLineBytes * (remote ? kPjPerRemoteByte : kPjPerHbmByte);
+}
+
+void SliceTiming::scalar_prefetch(std::uint64_t va, bool remote)
+{
+    const std::uint64_t line = va / kScalarLineBytes;
+    std::uint64_t& tag = cache_tags_[line % kScalarCacheLines];
+    if (tag == line + 1) return;  // there, or on its way
+    tag = line + 1;
+    cache_ready_[line % kScalarCacheLines] =
+        t_ + (remote ? kRemoteHbmLatencyNs : kLocalHbmLatencyNs);
     ctr_.hbm_bytes += kScalarLineBytes;
     ctr_.hbm_energy_pj += kScalarLineBytes * (remote ? kPjPerRemoteByte : kPjPerHbmByte);
 }

@@ -71,6 +71,9 @@ public:
     // LD/LW: the scalar data cache, or a miss to HBM (local or remote).
     void scalar_load(std::uint64_t va, bool remote);
     void scalar_store(std::uint64_t va, std::uint64_t bytes, bool remote);
+    // PREFETCH: a missing line starts filling (its latency, its bytes) without a stall; a
+    // load of it before the fill lands waits for the rest.
+    void scalar_prefetch(std::uint64_t va, bool remote);
     // LD/LW of a peer chip's page (interface 1.8): the scalar unit waits for the link's
     // round trip, the link model's charge (never cached: another chip may write it).
     void peer_load(double link_ns) { t_ += link_ns; }
@@ -125,6 +128,7 @@ private:
     // Per semaphore: signals not yet consumed, (completion time, count), sorted by time.
     std::array<SignalQueue, JAL_ISA_SEMAPHORES> sems_;
     std::array<std::uint64_t, 64> cache_tags_{};  // line address + 1; 0 = empty
+    std::array<double, 64> cache_ready_{};        // when a prefetched line's fill lands
     TimingCounters ctr_;
     std::vector<TimingSpan>* spans_ = nullptr;
     std::uint32_t pc_ = 0;

@@ -170,7 +170,7 @@ uint64_t special_syntax(const OpInfo& op, Operands& in)
     unsigned a = 0, b = 0, c = 0, d = 0;
     int32_t imm = 0;
     if (op.syntax == Syntax::mem) {
-        a = reg(in.take("a register"), Reg::x);
+        if (op.a != Reg::none) a = reg(in.take("a register"), Reg::x);
         std::tie(b, imm) = memory_operand(in.take("[address]"));
     } else if (op.syntax == Syntax::dma) {
         a = reg(in.take("a tile"), Reg::t);

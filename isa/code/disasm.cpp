@@ -101,9 +101,11 @@ std::string operands(const detail::OpInfo& op, uint64_t w, uint32_t pc)
     const unsigned a = JAL_INSN_A(w), b = JAL_INSN_B(w), c = JAL_INSN_C(w), d = JAL_INSN_D(w);
     const int32_t imm = JAL_INSN_IMM(w);
     switch (op.syntax) {
-    case Syntax::mem:
-        if (imm == 0) return fmt::format("x{}, [x{}]", a, b);
-        return fmt::format("x{}, [x{}{:+}]", a, b, imm);
+    case Syntax::mem: {
+        const std::string at =
+            imm == 0 ? fmt::format("[x{}]", b) : fmt::format("[x{}{:+}]", b, imm);
+        return op.a == Reg::none ? at : fmt::format("x{}, {}", a, at);  // prefetch [x2+8]
+    }
     case Syntax::dma:
         if (op.d != Reg::none) return fmt::format("t{}, [x{}], x{}, t{}, q{}", a, b, c, d, imm);
         return fmt::format("t{}, [x{}], x{}, q{}", a, b, c, imm);

@@ -36,6 +36,7 @@ constexpr OpInfo kOps[] = {
     {JAL_OP_LD, "ld", R::x, R::x, R::none, R::none, I::offset, S::mem},
     {JAL_OP_ST, "st", R::x, R::x, R::none, R::none, I::offset, S::mem},
     {JAL_OP_LW, "lw", R::x, R::x, R::none, R::none, I::offset, S::mem},
+    {JAL_OP_PREFETCH, "prefetch", R::none, R::x, R::none, R::none, I::offset, S::mem},
     {JAL_OP_BEQ, "beq", R::x, R::x, R::none, R::none, I::branch, S::plain},
     {JAL_OP_BNE, "bne", R::x, R::x, R::none, R::none, I::branch, S::plain},
     {JAL_OP_BLT, "blt", R::x, R::x, R::none, R::none, I::branch, S::plain},

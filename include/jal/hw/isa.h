@@ -137,12 +137,15 @@ enum jal_opcode {
     JAL_OP_SLT = 0x12,
     JAL_OP_SLTU = 0x13, /* rd = ra < rb (signed / unsigned) */
     JAL_OP_MIN = 0x14,
-    JAL_OP_MAX = 0x15,  /* signed */
-    JAL_OP_ADDI = 0x18, /* rd = ra + imm */
-    JAL_OP_MULI = 0x19, /* rd = ra * imm */
-    JAL_OP_LD = 0x1a,   /* rd = 64-bit load from device address ra + imm (8-byte aligned) */
-    JAL_OP_ST = 0x1b,   /* 64-bit store of rd to device address ra + imm (8-byte aligned) */
-    JAL_OP_LW = 0x1c,   /* rd = zero-extended 32-bit load from ra + imm (4-byte aligned) */
+    JAL_OP_MAX = 0x15,      /* signed */
+    JAL_OP_ADDI = 0x18,     /* rd = ra + imm */
+    JAL_OP_MULI = 0x19,     /* rd = ra * imm */
+    JAL_OP_LD = 0x1a,       /* rd = 64-bit load from device address ra + imm (8-byte aligned) */
+    JAL_OP_ST = 0x1b,       /* 64-bit store of rd to device address ra + imm (8-byte aligned) */
+    JAL_OP_LW = 0x1c,       /* rd = zero-extended 32-bit load from ra + imm (4-byte aligned) */
+    JAL_OP_PREFETCH = 0x1d, /* ISA 1.3: starts filling the scalar cache's line of address
+	                     * ra + imm (ra in field b) and goes on; an LD/LW of the line waits
+	                     * for the fill. Never faults: an unmapped address does nothing. */
     /* control: a = ra, b = rb, imm = target offset in instructions from this one */
     JAL_OP_BEQ = 0x20,
     JAL_OP_BNE = 0x21,

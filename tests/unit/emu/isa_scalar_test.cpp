@@ -154,6 +154,54 @@ TEST_F(IsaScalar, UnmappedAddressIsAPageFaultNamingTheAddress)
     EXPECT_EQ(m.report.status, JAL_STATUS_INVALID_FIELD);
 }
 
+// PREFETCH (ISA 1.3) starts a line's fill and goes on: one cycle, where a load that misses
+// stalls its 500 ns (1000 cycles at 2 GHz). A load of the line once the fill has landed hits;
+// right after the PREFETCH it waits for the rest of the fill. Loads still read the values.
+// An unmapped or misaligned address is no fault: a hint does nothing.
+TEST_F(IsaScalar, APrefetchStartsALineFillWithoutAStall)
+{
+    map(0, 1, 0);
+    const std::uint64_t v[2] = {41, 42};
+    write(kVa + 128, &v[0], 8);
+    write(kVa + 256, &v[1], 8);
+    Opts o;
+    o.args = kVa;
+    const auto clock = [](unsigned r) { return MOVSR(r, JAL_SR_CLOCK); };
+    const auto prefetch = [](unsigned ra, std::int32_t off) {
+        return I(JAL_OP_PREFETCH, 0, ra, 0, 0, off);
+    };
+    auto program = [&](bool hint) {
+        return std::vector<std::uint64_t>{MOVSR(1, JAL_SR_ARGS),
+                                          clock(10),
+                                          hint ? prefetch(1, 128) : ADDI(0, 0, 0),
+                                          clock(11),
+                                          LD(3, 1, 0),  // another line: a miss
+                                          clock(12),
+                                          LD(2, 1, 128),
+                                          clock(13),
+                                          prefetch(1, 256),
+                                          clock(14),
+                                          LD(4, 1, 256),
+                                          clock(15),
+                                          prefetch(1, 5 * static_cast<std::int32_t>(kPage)),
+                                          prefetch(1, 3),
+                                          END()};
+    };
+    const auto r = run(program(true), o);
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    const auto& x = r.slices[0].x;
+    EXPECT_EQ(x[2], 41u);
+    EXPECT_EQ(x[4], 42u);
+    EXPECT_EQ(x[11] - x[10], 2u) << "the PREFETCH issued in one cycle";
+    EXPECT_GE(x[12] - x[11], 1000u) << "a load that misses stalls";
+    EXPECT_LT(x[13] - x[12], 20u) << "the prefetched line landed meanwhile: a hit";
+    EXPECT_GE(x[15] - x[14], 990u) << "right after the PREFETCH, the rest of the fill";
+    EXPECT_LT(x[15] - x[14], 1020u);
+    const auto plain = run(program(false), o);
+    ASSERT_EQ(plain.report.status, JAL_STATUS_OK);
+    EXPECT_GE(plain.slices[0].x[13] - plain.slices[0].x[12], 1000u) << "no hint: a miss";
+}
+
 TEST_F(IsaScalar, BudgetExhaustedIsATimeout)
 {
     Opts o;

@@ -32,6 +32,8 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_LI, 1, 0, 0, 0, -5), "li x1, -5"},
     {JAL_INSN(JAL_OP_LUI, 1, 0, 0, 0, 0x12345678), "lui x1, 0x12345678"},
     {JAL_INSN(JAL_OP_MOVSR, 7, 0, 0, 0, JAL_SR_SLICE), "movsr x7, slice"},
+    {JAL_INSN(JAL_OP_PREFETCH, 0, 3, 0, 0, 64), "prefetch [x3+64]"},
+    {JAL_INSN(JAL_OP_PREFETCH, 0, 4, 0, 0, 0), "prefetch [x4]"},
     {JAL_INSN(JAL_OP_MOVSR, 7, 0, 0, 0, JAL_SR_DISPATCH_SLICE), "movsr x7, dispatch_slice"},
     {JAL_INSN(JAL_OP_ADD, 1, 2, 3, 0, 0), "add x1, x2, x3"},
     {JAL_INSN(JAL_OP_SUB, 1, 2, 3, 0, 0), "sub x1, x2, x3"},

@@ -29,6 +29,8 @@ const Case kBad[] = {
      "tload: semaphore imm is 16"},
     {"unused field d", JAL_INSN(JAL_OP_ADD, 1, 2, 3, 4, 0), JAL_STATUS_INVALID_FIELD,
      "add: field d is 4, unused and must be zero"},
+    {"prefetch with a register a", JAL_INSN(JAL_OP_PREFETCH, 2, 3, 0, 0, 64),
+     JAL_STATUS_INVALID_FIELD, "prefetch: field a is 2, unused and must be zero"},
     {"unused imm", JAL_INSN(JAL_OP_VEXP, 1, 2, 0, 0, 5), JAL_STATUS_INVALID_FIELD,
      "vexp: imm is 0x5, unused"},
     {"jmp with a register", JAL_INSN(JAL_OP_JMP, 1, 0, 0, 0, 1), JAL_STATUS_INVALID_FIELD,

@@ -355,6 +355,10 @@ void Builder::ld(X d, X addr, int32_t offset)
 {
     op(JAL_OP_LD, d.r, addr.r, 0, 0, offset);
 }
+void Builder::prefetch(X addr, int32_t offset)
+{
+    op(JAL_OP_PREFETCH, 0, addr.r, 0, 0, offset);
+}
 void Builder::lw(X d, X addr, int32_t offset)
 {
     op(JAL_OP_LW, d.r, addr.r, 0, 0, offset);

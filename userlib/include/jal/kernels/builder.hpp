@@ -146,6 +146,8 @@ public:
     void mov(X d, X a) { addi(d, a, 0); }
     void ld(X d, X addr, int32_t offset = 0);
     void lw(X d, X addr, int32_t offset = 0);
+    // PREFETCH (ISA 1.3): starts filling the scalar cache's line of addr + offset, no stall.
+    void prefetch(X addr, int32_t offset = 0);
     void st(X value, X addr, int32_t offset = 0);
 
     // ---- tiles and DMA ----
