@@ -216,12 +216,12 @@ std::vector<uint64_t> code_words(const jal::kernels::CodeObject& co)
     return words;
 }
 
-// The offsets of the argument lines a linked program reads ahead (LD x0, [x3 + offset]).
+// The offsets of the argument lines a linked program reads ahead (PREFETCH [x3 + offset]).
 std::vector<int32_t> prefetched(const jal::kernels::CodeObject& co)
 {
     std::vector<int32_t> out;
     for (uint64_t w : code_words(co))
-        if (JAL_INSN_OPCODE(w) == JAL_OP_LD && JAL_INSN_A(w) == 0 && JAL_INSN_B(w) == 3)
+        if (JAL_INSN_OPCODE(w) == JAL_OP_PREFETCH && JAL_INSN_B(w) == 3)
             out.push_back(JAL_INSN_IMM(w));
     return out;
 }
@@ -255,8 +255,8 @@ TEST(LinkStages, AStageReadsTheNextStagesArgumentLinesAhead)
 // A kernel that reads entry SR_SLICE of a shard table given as an argument
 // (CodeObject::slice_table_arg) gets that entry's line read ahead too, by the stage before it
 // on the same slices: the table's address from the argument line just read (x4), plus 8 ×
-// SR_SLICE, then LD x0 unless the line's scalar-cache set is one of the argument lines'
-// (a BEQ past the LD for each of them). Not from a stage on other slices, whose SR_SLICE
+// SR_SLICE, then PREFETCH unless the line's scalar-cache set is one of the argument lines'
+// (a BEQ past the PREFETCH for each of them). Not from a stage on other slices, whose SR_SLICE
 // numbers others, unless the next stage is the whole dispatch (below, SR_DISPATCH_SLICE).
 TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
 {
@@ -270,9 +270,9 @@ TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
     const std::vector<uint64_t> words = code_words(co);
     size_t from = words.size(), ld = words.size(), reads = 0;
     for (size_t i = 0; i < words.size(); i++) {
-        if (JAL_INSN_OPCODE(words[i]) != JAL_OP_LD) continue;
-        if (JAL_INSN_A(words[i]) == 4) from = i, reads++;
-        if (JAL_INSN_A(words[i]) == 0 && JAL_INSN_B(words[i]) == 4 && ld == words.size()) ld = i;
+        const uint64_t op = JAL_INSN_OPCODE(words[i]);
+        if (op == JAL_OP_LD && JAL_INSN_A(words[i]) == 4) from = i, reads++;
+        if (op == JAL_OP_PREFETCH && JAL_INSN_B(words[i]) == 4 && ld == words.size()) ld = i;
     }
     ASSERT_LT(from + 4, words.size()) << "second's table entry is read ahead";
     EXPECT_EQ(words[from], JAL_INSN(JAL_OP_LD, 4, 3, 0, 0, 64 + 2 * 8));
@@ -280,7 +280,7 @@ TEST(LinkStages, AStageReadsTheNextKernelsShardTableEntryAhead)
     EXPECT_EQ(words[from + 2], JAL_INSN(JAL_OP_MULI, 5, 5, 0, 0, 8));
     EXPECT_EQ(words[from + 3], JAL_INSN(JAL_OP_ADD, 4, 4, 5, 0, 0));
     ASSERT_LT(ld, words.size());
-    EXPECT_EQ(words[ld], JAL_INSN(JAL_OP_LD, 0, 4, 0, 0, 0));
+    EXPECT_EQ(words[ld], JAL_INSN(JAL_OP_PREFETCH, 0, 4, 0, 0, 0));
     std::vector<int64_t> skips;  // each branch's target, relative to the LD
     for (size_t i = from; i < ld; i++)
         if (JAL_INSN_OPCODE(words[i]) == JAL_OP_BEQ)
@@ -334,13 +334,13 @@ TEST(LinkStages, AKernelsReadAheadSlotTakesTheNextStagesReads)
         std::find(words.begin(), words.end(), JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS));
     ASSERT_LE(slot + jal::kernels::kReadaheadSlotWords, words.end()) << "the slot was filled";
     const std::vector<uint64_t> want = {JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS),
-                                        JAL_INSN(JAL_OP_LD, 0, base, 0, 0, 64),
-                                        JAL_INSN(JAL_OP_LD, 0, base, 0, 0, 128),
+                                        JAL_INSN(JAL_OP_PREFETCH, 0, base, 0, 0, 64),
+                                        JAL_INSN(JAL_OP_PREFETCH, 0, base, 0, 0, 128),
                                         JAL_INSN(JAL_OP_LD, addr, base, 0, 0, 64 + 2 * 8),
                                         JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_SLICE),
                                         JAL_INSN(JAL_OP_MULI, base, base, 0, 0, 8),
                                         JAL_INSN(JAL_OP_ADD, addr, addr, base, 0, 0),
-                                        JAL_INSN(JAL_OP_LD, 0, addr, 0, 0, 0)};
+                                        JAL_INSN(JAL_OP_PREFETCH, 0, addr, 0, 0, 0)};
     EXPECT_TRUE(std::equal(want.begin(), want.end(), slot));
     for (auto it = slot + static_cast<std::ptrdiff_t>(want.size());
          it < slot + jal::kernels::kReadaheadSlotWords; ++it)

@@ -134,13 +134,13 @@ private:
         const int32_t off = static_cast<int32_t>(int64_t{next.args_offset} - s.args_offset);
         std::vector<uint64_t> w = {JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS)};
         for (uint32_t line = 0; line < next.args_size; line += kLineBytes)
-            w.push_back(JAL_INSN(JAL_OP_LD, 0, base, 0, 0, off + static_cast<int32_t>(line)));
+            w.push_back(JAL_INSN(JAL_OP_PREFETCH, 0, base, 0, 0, off + static_cast<int32_t>(line)));
         if (next.slice_table_arg >= 0) {
             w.push_back(JAL_INSN(JAL_OP_LD, addr, base, 0, 0, off + next.slice_table_arg * 8));
             w.push_back(JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, rank));
             w.push_back(JAL_INSN(JAL_OP_MULI, base, base, 0, 0, 8));
             w.push_back(JAL_INSN(JAL_OP_ADD, addr, addr, base, 0, 0));
-            w.push_back(JAL_INSN(JAL_OP_LD, 0, addr, 0, 0, 0));
+            w.push_back(JAL_INSN(JAL_OP_PREFETCH, 0, addr, 0, 0, 0));
         }
         while (w.size() < kReadaheadSlotWords) w.push_back(JAL_INSN(JAL_OP_ADDI, 0, 0, 0, 0, 0));
         std::copy(w.begin(), w.end(), code_.begin() + static_cast<std::ptrdiff_t>(at));
@@ -173,7 +173,7 @@ private:
         if (next.slices == s.slices) return JAL_SR_SLICE;
         return next.slices == all_ ? JAL_SR_DISPATCH_SLICE : -1;
     }
-    // LD x0 of the line of entry `rank` (a special register) of the table whose address is
+    // PREFETCH of the line of entry `rank` (a special register) of the table whose address is
     // argument `arg` of the arguments at [x3 + offset] (lines touch_lines just read): the
     // next kernel's shard-table entry (next_rank_sr).
     // Its miss joins the argument lines' under the last stores' landing instead of coming
@@ -197,9 +197,9 @@ private:
             code_.push_back(JAL_INSN(JAL_OP_LI, kSetBits, 0, 0, 0, kScalarCacheSets - 1));
             code_.push_back(JAL_INSN(JAL_OP_AND, kSetReg, kSetReg, kSetBits, 0, 0));
             skips.push_back(code_.size());
-            code_.push_back(0);  // BEQ x5, x0 past the LD: the same set
+            code_.push_back(0);  // BEQ x5, x0 past the PREFETCH: the same set
         }
-        code_.push_back(JAL_INSN(JAL_OP_LD, 0, kTableReg, 0, 0, 0));
+        code_.push_back(JAL_INSN(JAL_OP_PREFETCH, 0, kTableReg, 0, 0, 0));
         for (size_t at : skips)
             code_[at] =
                 JAL_INSN(JAL_OP_BEQ, kSetReg, 0, 0, 0, static_cast<int32_t>(code_.size() - at));
@@ -217,12 +217,12 @@ private:
             touch_table_entry(next.args_offset, next.args_size, next.slice_table_arg, JAL_SR_SLICE);
         bind_branch(skip);
     }
-    // LD x0 of every line of [x3 + offset, + bytes) (argument buffers start on a line).
+    // PREFETCH of every line of [x3 + offset, + bytes) (argument buffers start on a line).
     void touch_lines(int64_t offset, uint32_t bytes)
     {
         for (uint32_t at = 0; at < bytes; at += kLineBytes)
             code_.push_back(
-                JAL_INSN(JAL_OP_LD, 0, kTmpReg, 0, 0, static_cast<int32_t>(offset + at)));
+                JAL_INSN(JAL_OP_PREFETCH, 0, kTmpReg, 0, 0, static_cast<int32_t>(offset + at)));
     }
     // Branches (target filled by bind_branch) unless dispatch slice SR_SLICE is in `mask`.
     size_t branch_unless_in(uint64_t mask)

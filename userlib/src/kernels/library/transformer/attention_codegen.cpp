@@ -191,7 +191,7 @@ void AttentionKernel::declare()
         b.remu(t, t, gg);
         b.muli(t, t, 16);
         b.add(t, t, heads);
-        b.ld(zero, t, 0);
+        b.prefetch(t, 0);
         b.free(t);
         b.free(gg);
     }
