@@ -550,13 +550,8 @@ private:
     // router_messages, each sender's columns in one W tile, and both receivers able to take
     // x in one chunk (gate|up: the token rows as they are). Every slice, or beside the
     // attention the slices outside its group; there the projection stores nothing and
-    // gate|up hands down the columns its combine adds to (beside_messages).
+    // gate|up hands down the columns its combine adds to (a mask other than all_mask_).
     uint64_t projection_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const;
-    bool beside_messages(uint32_t il, uint32_t T, const std::vector<Segment>& segs) const
-    {
-        const uint64_t from = projection_messages(il, T, segs);
-        return from != 0 && from != all_mask_;
-    }
     // Whether layer il's gate|up issues down's first W tile, which down finds in L1
     // (docs/model-runtime.md, "Down's weights issued by gate|up"): where the rows go as
     // messages and both kernels keep their own L1 below the tile.
@@ -2123,7 +2118,7 @@ void RuntimeImpl::add_attention_block(uint32_t il, uint32_t T, const std::vector
     const uint64_t sends = projection_messages(il, T, segs);
     gemm(Ly.wo, T, at, lin::packed_row_bytes(at_dt, qdim_), lead ? &Ly.bo : nullptr, x, E4,
          "attn_output", nullptr, lead, at_dt, beside_group(il, T, segs),
-         {.send_y = sends ? 1u : 0u, .store_y = !beside_messages(il, T, segs)});
+         {.send_y = sends ? 1u : 0u, .store_y = sends == 0 || sends == all_mask_});
 }
 
 void RuntimeImpl::add_normed_rows(const Vec& norm, uint32_t T, uint64_t x)
@@ -2155,7 +2150,7 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
     const Layer& Ly = layers_[il];
     const bool to_gate_up = router_messages(il, T);
     const uint64_t from = projection_messages(il, T, segs);
-    const bool from_projection = from != 0, beside = beside_messages(il, T, segs);
+    const bool from_projection = from != 0, beside = from_projection && from != all_mask_;
     const uint64_t senders = beside ? from : 0;
     gemm(Ly.router, T, x, E4, &Ly.br, router_logits(T), c_.n_expert * 4ull, "router", &Ly.post_norm,
          false, JAL_DT_F32, -1,

@@ -51,6 +51,32 @@ void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q)
     b.free(n);
 }
 
+namespace {
+
+// Sender `rank`'s share of the tot columns (emit_share_of, chunk each) of `rows` F32 rows,
+// received from `peer` into its place in the rows at L1 offset `l1`, and waited for; with
+// `halves`, half of it (the shares are of twice the columns).
+void receive_share(Builder& b, T t, uint32_t l1, X rows, uint32_t row_bytes, Q q, X rank, X chunk,
+                   X tot, X peer, bool halves)
+{
+    X c0 = b.x(), cnt = b.x();
+    emit_share_of(b, rank, chunk, tot, c0, cnt);
+    if (halves) {
+        X one = emit_const(b, 1);
+        b.shr(cnt, cnt, one);
+        b.free(one);
+    }
+    b.muli(c0, c0, halves ? 2 : 4);  // 4 bytes a column (of half the columns)
+    b.addi(c0, c0, static_cast<int32_t>(l1));
+    b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
+    b.recv(t, peer, q);
+    b.wait(q, 1);
+    b.free(cnt);
+    b.free(c0);
+}
+
+}  // namespace
+
 void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t total,
                               uint32_t row_bytes, Q q, X senders, X count)
 {
@@ -60,21 +86,15 @@ void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t tot
     emit_share_chunk(b, chunk, tot, count);
     b.for_range(zero, n, 1, [&](X d) {
         Label skip = b.label();
-        X c0 = b.x(), cnt = b.x();
-        b.shr(c0, senders, d);
-        b.and_(c0, c0, one);
-        b.beq(c0, zero, skip);
-        emit_share_of(b, rank, chunk, tot, c0, cnt);
-        b.muli(c0, c0, 4);
-        b.addi(c0, c0, static_cast<int32_t>(l1));
-        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
-        b.addi(c0, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
-        b.recv(t, c0, q);
-        b.wait(q, 1);
+        X peer = b.x();
+        b.shr(peer, senders, d);
+        b.and_(peer, peer, one);
+        b.beq(peer, zero, skip);
+        b.addi(peer, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
+        receive_share(b, t, l1, rows, row_bytes, q, rank, chunk, tot, peer, false);
         b.addi(rank, rank, 1);
         b.bind(skip);
-        b.free(cnt);
-        b.free(c0);
+        b.free(peer);
     });
     for (X r : {one, rank, chunk, tot, n}) b.free(r);
 }
@@ -85,20 +105,7 @@ void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, u
     X n = b.slice_count(), tot = emit_const(b, int64_t{total} * (halves ? 2 : 1)), chunk = b.x();
     emit_share_chunk(b, chunk, tot, n);
     b.for_range(zero, n, 1, [&](X r) {
-        X c0 = b.x(), cnt = b.x();
-        emit_share_of(b, r, chunk, tot, c0, cnt);
-        if (halves) {
-            X one = emit_const(b, 1);
-            b.shr(cnt, cnt, one);
-            b.free(one);
-        }
-        b.muli(c0, c0, halves ? 2 : 4);  // 4 bytes a column (of half the columns)
-        b.addi(c0, c0, static_cast<int32_t>(l1));
-        b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
-        b.recv(t, r, q);
-        b.wait(q, 1);
-        b.free(cnt);
-        b.free(c0);
+        receive_share(b, t, l1, rows, row_bytes, q, r, chunk, tot, r, halves);
     });
     for (X r : {chunk, tot, n}) b.free(r);
 }
