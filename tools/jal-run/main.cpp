@@ -62,6 +62,7 @@ struct Options {
     bool timing_only = false;
     std::string shape = "gpt-oss-120b";
     uint32_t tray_chips = 0;  // 0: the shape's (8 for the DeepSeek-V3 shapes, else 1)
+    std::string tray_experts = "auto";
     uint32_t concurrency = 1;
     uint32_t prompt_len = 1024;
     uint32_t project_out = 0;
@@ -110,6 +111,7 @@ struct Request {
     jal::model::Numerics numerics;
     jal::model::ExpertLayout expert_layout = jal::model::ExpertLayout::automatic;
     jal::model::KvType kv_type = jal::model::KvType::f32;
+    jal::model::TrayExperts tray_experts = jal::model::TrayExperts::automatic;
     std::vector<int32_t> prompt;  // empty: the default for the model (open_runtime)
     std::vector<int32_t> force;
     uint32_t n_out = 0;
@@ -164,6 +166,11 @@ Request parse_request(const Options& o)
         throw CLI::ValidationError("--expert-layout", "expected auto, experts or both");
     if (!jal::model::parse_kv_type(o.kv_type, r.kv_type))
         throw CLI::ValidationError("--kv-type", "expected f32 or f16");
+    if (!jal::model::parse_tray_experts(o.tray_experts, r.tray_experts))
+        throw CLI::ValidationError("--tray-experts", "expected auto, experts or striped");
+    if (r.tray_experts != jal::model::TrayExperts::automatic && o.tray_chips < 2)
+        throw CLI::ValidationError("--tray-experts", "how chips share the experts: it needs "
+                                                     "--chips 2 or more");
     if (o.prompt_ids) r.prompt = parse_ids(*o.prompt_ids, "--prompt-ids");
     if (o.force_ids) r.force = parse_ids(*o.force_ids, "--force-ids");
     r.n_out = r.force.empty() ? o.n : static_cast<uint32_t>(r.force.size());
@@ -205,6 +212,9 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
         if (r.mixed)
             throw CLI::ValidationError("--schedule", "mixed is not implemented for the "
                                                      "DeepSeek-V3 shapes yet");
+        if (r.tray_experts != jal::model::TrayExperts::automatic)
+            throw CLI::ValidationError("--tray-experts", "the DeepSeek-V3 shapes' chips share "
+                                                         "the experts expert parallel only");
         ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
         const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
         ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
@@ -227,6 +237,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.numerics = r.numerics;
     ro.expert_layout = r.expert_layout;
     ro.kv_type = r.kv_type;
+    ro.tray_experts = r.tray_experts;
     ro.staged = !o.unstaged;
     ro.projection_beside_attention = !o.no_beside;
     ro.expert_messages = !o.no_messages;
@@ -520,6 +531,9 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     j["timing_only"] = o.timing_only;
     j["chips"] = rt.options().tray_chips;       // per-kW figures count this many chips
     j["tray_chips"] = rt.options().tray_chips;  // the same, by its earlier name
+    const bool ds_shape = o.timing_only && jal::model::published_deepseek_config(o.shape);
+    if ((rt.options().tray_chips > 1 || !rt.options().split_devices.empty()) && !ds_shape)
+        j["tray_experts"] = jal::model::tray_experts_name(rt.options().tray_experts);
     // The model split over chips (not timing only): the figures are rank 0's chip's.
     if (!rt.options().split_devices.empty())
         j["split_chips"] = rt.options().split_devices.size() + 1;
@@ -743,6 +757,12 @@ void add_timing_options(CLI::App& app, Options& o)
                    "without, a GPT-OSS model runs split over devices --device .. + N - 1 of "
                    "one tray, its partial sums all-reduced by the chips (docs/multichip.md)")
         ->check(CLI::Range(1u, 64u));
+    app.add_option("--tray-experts", o.tray_experts,
+                   "With --chips N (GPT-OSS): how the chips share the routed experts: experts "
+                   "(expert parallel, each chip 1/N of the experts), striped (each chip 1/N of "
+                   "every expert's width, every chip serving every pair) or auto (the default: "
+                   "the one whose decode step of --concurrency rows the timing model finds "
+                   "faster; docs/multichip.md)");
     app.add_option("--concurrency", o.concurrency, "Sequences decoded together (default 1)")
         ->check(CLI::Range(1, 1024));
     app.add_option("--prompt-len", o.prompt_len, "With --timing-only: prompt tokens (default 1024)")

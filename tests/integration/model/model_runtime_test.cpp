@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -945,6 +946,48 @@ TEST_F(ModelRuntime, TimingOnlyTrayShareAddsTheExchange)
     jal::model::RuntimeOptions real;
     real.tray_chips = 2, real.slices = 4;
     EXPECT_THROW(jal::model::Runtime::open(model_file("small"), *device_, real), jal::Error);
+}
+
+// Timing only, a tray of 2 sharing the experts either way (RuntimeOptions::tray_experts):
+// automatic keeps the layout whose decode step the timing model finds faster, and reports
+// it; experts that do not split over the chips leave only the striped layout, which opens.
+TEST_F(ModelRuntime, TimingOnlyTrayKeepsTheFasterExpertLayout)
+{
+    jal::model::GptOssConfig c =
+        jal::model::synthetic_config(*jal::model::synthetic_preset("small"));
+    jal::model::RuntimeOptions o;
+    o.timing_only = true, o.tray_chips = 2, o.slices = 8, o.n_ctx = 32;
+    using TE = jal::model::TrayExperts;
+    for (uint32_t users : {1u, 4u}) {
+        o.max_sequences = users;
+        std::map<TE, uint64_t> step_ns;
+        for (TE t : {TE::experts, TE::striped}) {
+            jal::model::RuntimeOptions p = o;
+            p.tray_experts = t;
+            auto rt = jal::model::Runtime::open_shape(c, *device_, p);
+            EXPECT_EQ(rt->options().tray_experts, t);
+            EXPECT_EQ(rt->config().n_expert, c.n_expert);
+            std::vector<std::pair<int, int32_t>> batch;
+            for (uint32_t i = 0; i < users; i++) {
+                batch.emplace_back(rt->create_sequence(), 0);
+                rt->assume_length(batch.back().first, 16);
+            }
+            rt->decode(batch);
+            step_ns[t] = rt->last().modelled_ns;
+            EXPECT_GT(step_ns[t], 0u);
+        }
+        auto rt = jal::model::Runtime::open_shape(c, *device_, o);
+        EXPECT_EQ(rt->options().tray_experts,
+                  step_ns[TE::striped] < step_ns[TE::experts] ? TE::striped : TE::experts)
+            << users << " users: experts " << step_ns[TE::experts] << " ns, striped "
+            << step_ns[TE::striped] << " ns";
+    }
+    c.n_expert = 3;  // does not split over 2 chips: only striped opens
+    o.max_sequences = 1;
+    jal::model::RuntimeOptions by_experts = o;
+    by_experts.tray_experts = TE::experts;
+    EXPECT_THROW(jal::model::Runtime::open_shape(c, *device_, by_experts), jal::Error);
+    EXPECT_EQ(jal::model::Runtime::open_shape(c, *device_, o)->options().tray_experts, TE::striped);
 }
 
 TEST_F(ModelRuntime, TimingOnlyWritesNothing)

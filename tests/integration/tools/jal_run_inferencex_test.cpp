@@ -158,6 +158,29 @@ TEST_F(JalRunInferenceX, MixedScheduleNeedsAProjectedTimingRun)
     EXPECT_NE(r.err.find("needs --timing-only, --project-out"), std::string::npos) << r.err;
 }
 
+// A tray's projection reports how its chips share the experts, the one asked for or (auto)
+// the one open kept; a bad layout, and a layout for one chip, are refused.
+TEST_F(JalRunInferenceX, TrayExpertsAreReportedAndChecked)
+{
+    for (const char* layout : {"experts", "striped", "auto"}) {
+        const CommandResult r = run({"--chips", "2", "--tray-experts", layout, "--json"});
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        const json j = json::parse(r.out);
+        EXPECT_EQ(j["chips"], 2);
+        const std::string kept = j["tray_experts"];
+        if (std::string(layout) == "auto")
+            EXPECT_TRUE(kept == "experts" || kept == "striped") << kept;
+        else
+            EXPECT_EQ(kept, layout);
+    }
+    const CommandResult bad = run({"--chips", "2", "--tray-experts", "sideways"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("expected auto, experts or striped"), std::string::npos) << bad.err;
+    const CommandResult one = run({"--tray-experts", "striped"});
+    EXPECT_NE(one.exit_code, 0);
+    EXPECT_NE(one.err.find("needs --chips 2 or more"), std::string::npos) << one.err;
+}
+
 TEST_F(JalRunInferenceX, SummaryShowsTheFigures)
 {
     const CommandResult r = run({});

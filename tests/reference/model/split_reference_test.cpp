@@ -1,4 +1,5 @@
 // Issue 15's comparison with llama.cpp: synthetic GPT-OSS models split over 2, 4 and 8 chips
+// (experts whole on their chips or striped over them)
 // of a tray (jal-run --chips N on one jal-emu --chips 8; docs/multichip.md, "A model over
 // chips") against jal-llama-ref on the same prompt ids, under issue 6's thresholds for F32
 // dense matrices (llama_compare.hpp): teacher-forced on llama.cpp's 64-token greedy
@@ -36,22 +37,25 @@ struct Case {
     const char* model;  // a jal-mkmodel preset, or "tray" (below)
     int prompt_len;
     unsigned chips;
+    const char* experts = "auto";  // jal-run --tray-experts
 };
 
 void PrintTo(const Case& c, std::ostream* os)
 {
-    *os << c.model << ", prompt " << c.prompt_len << ", " << c.chips << " chips";
+    *os << c.model << ", prompt " << c.prompt_len << ", " << c.chips << " chips, experts "
+        << c.experts;
 }
 
 // tiny: MHA 4 heads, 4 experts (one a token). small: GQA 4:1 with 2 KV heads, two experts a
-// token. tray: GQA 2:1 with 8 KV heads and 8 experts (two a token), a 16-position window
-// under a 24-token prompt: splits over 8 chips down to one KV head and one expert a chip.
+// token. tray: GQA 2:1 with 8 KV heads and 8 experts (two a token) 256 wide, a 16-position
+// window under a 24-token prompt: splits over 8 chips down to one KV head and one expert a
+// chip, or (striped) every expert's 8 MXFP4 blocks of width one a chip.
 jal::model::SyntheticGptOssOptions model_options(const std::string& name)
 {
     if (name != "tray") return *jal::model::synthetic_preset(name);
     jal::model::SyntheticGptOssOptions o;
     o.n_layer = 3, o.n_embd = 64, o.n_head = 16, o.n_head_kv = 8, o.head_dim = 16;
-    o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 64, o.n_vocab = 256;
+    o.n_expert = 8, o.n_expert_used = 2, o.n_ff_exp = 256, o.n_vocab = 256;
     o.sliding_window = 16;
     return o;
 }
@@ -106,7 +110,9 @@ TEST_P(SplitReference, AgreesWithLlamaCpp)
                                          "--numerics",
                                          "ggml",
                                          "--chips",
-                                         std::to_string(c.chips)};
+                                         std::to_string(c.chips),
+                                         "--tray-experts",
+                                         c.experts};
         if (forced)
             argv.insert(argv.end(), {"--force-ids", ids_csv(greedy)});
         else
@@ -117,6 +123,9 @@ TEST_P(SplitReference, AgreesWithLlamaCpp)
 
     const json forced = jal_run(true);
     EXPECT_EQ(forced["split_chips"].get<unsigned>(), c.chips);
+    if (std::string(c.experts) != "auto") {
+        EXPECT_EQ(forced["tray_experts"], c.experts);
+    }
     const Figures g = compare(llama, forced, spread);
     for (size_t p = 0; p < static_cast<size_t>(kSteps); p++) {
         if (decided(llama, spread, p)) {
@@ -129,11 +138,12 @@ TEST_P(SplitReference, AgreesWithLlamaCpp)
     EXPECT_GE(f.same, std::min(f.first_tie + 1, kSteps))
         << "greedy output diverges at " << f.same << ", llama.cpp's first near-tie is at "
         << f.first_tie;
-    std::printf("[ %s, prompt %d, %u chips ] ggml: top-1 agree %d/%d (decided %d, near-ties %d), "
+    std::printf("[ %s, prompt %d, %u chips, experts %s ] ggml: top-1 agree %d/%d (decided %d, "
+                "near-ties %d), "
                 "worst top-5 |dlogprob| %.4f at %d; free-running greedy equal for %d (first "
                 "near-tie %d)\n",
-                c.model, c.prompt_len, c.chips, g.top1_agree, kSteps, g.decided, g.near_ties,
-                g.worst_lp, g.worst_at, f.same, f.first_tie);
+                c.model, c.prompt_len, c.chips, c.experts, g.top1_agree, kSteps, g.decided,
+                g.near_ties, g.worst_lp, g.worst_at, f.same, f.first_tie);
     RecordProperty("ggml_worst_logprob_diff", std::to_string(g.worst_lp));
     fs::remove(model);
 }
@@ -141,10 +151,14 @@ TEST_P(SplitReference, AgreesWithLlamaCpp)
 INSTANTIATE_TEST_SUITE_P(Chips, SplitReference,
                          ::testing::Values(Case{"tiny", 8, 2}, Case{"tiny", 8, 4},
                                            Case{"small", 12, 2}, Case{"tray", 24, 2},
-                                           Case{"tray", 24, 4}, Case{"tray", 24, 8}),
+                                           Case{"tray", 24, 4}, Case{"tray", 24, 8},
+                                           Case{"tray", 24, 4, "striped"},
+                                           Case{"tray", 24, 8, "striped"}),
                          [](const auto& info) {
+                             const std::string experts = info.param.experts;
                              return std::string(info.param.model) + "_" +
-                                    std::to_string(info.param.chips) + "_chips";
+                                    std::to_string(info.param.chips) + "_chips" +
+                                    (experts == "auto" ? "" : "_" + experts);
                          });
 
 }  // namespace

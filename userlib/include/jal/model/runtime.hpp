@@ -52,6 +52,17 @@ enum class ExpertLayout { automatic, experts, both };
 JAL_API const char* expert_layout_name(ExpertLayout l);
 JAL_API bool parse_expert_layout(std::string_view s, ExpertLayout& out);
 
+// How the chips of a tray projection or of a split share the routed experts
+// (RuntimeOptions::tray_experts; docs/multichip.md): expert parallel (each chip n_expert / N
+// whole experts) or striped (each chip 1/N of every expert's width: those rows of gate and
+// up and those columns of down, so every chip serves every pair and the MoE's all-reduce
+// sums the partial products). automatic: the layout whose decode step of max_sequences rows
+// the timing model finds faster (open steps the timing-only projection of each layout once;
+// docs/decisions.md, "Experts over a tray's chips").
+enum class TrayExperts { automatic, experts, striped };
+JAL_API const char* tray_experts_name(TrayExperts t);
+JAL_API bool parse_tray_experts(std::string_view s, TrayExperts& out);
+
 // The KV cache's elements (docs/model-runtime.md, "KV cache"): F32 (the default, in both
 // numerics), or F16: keys and values rounded to nearest even as they are appended, half the
 // cache's bytes; the attention multiplies them against F32 queries and probabilities.
@@ -126,10 +137,13 @@ struct RuntimeOptions {
     // attention heads (and DeepSeek-V3's dense FFNs, shared expert) and the LM head split
     // tray_chips ways (tensor parallel), the routed experts too (expert parallel: n_expert /
     // tray_chips on this chip, which serve ⌈n_expert_used / tray_chips⌉ of each token's
-    // pairs). Every chip keeps the whole residual stream; the exchange between the chips
+    // pairs; or, for GPT-OSS, striped: tray_experts). Every chip keeps the whole residual stream; the exchange between the chips
     // (two all-reduces of it a layer) is not in this chip's figures: jal-run adds it from the
     // link model. 1: the whole model.
     uint32_t tray_chips = 1;
+    // With tray_chips > 1 or split_devices (GPT-OSS): how the chips share the routed experts
+    // (TrayExperts). Runtime::options() reports the layout chosen.
+    TrayExperts tray_experts = TrayExperts::automatic;
     // With tray_chips > 1: the modelled time of an all-reduce over the tray's chips of
     // `bytes` (each chip's contribution). Each pass then adds two a layer (the residual
     // stream's rows after the attention and after the FFN or MoE) and one for the sampled
@@ -142,7 +156,8 @@ struct RuntimeOptions {
     // domain of jal-emu processes), and the devices must outlive the Runtime. Attention is
     // tensor parallel (each chip n_head_kv / N KV heads with their query heads, its rows of
     // q·k·v and columns of the output projection), the MoE expert parallel (each chip
-    // n_expert / N experts, the router on every chip), and after each the chips' partial
+    // n_expert / N experts) or striped (tray_experts), the router on every chip, and after
+    // each the chips' partial
     // sums meet in an all-reduce of the residual stream (collectives::Communicator), two a
     // layer. Rank 0 computes the logits. GPT-OSS only, not with timing_only (whose
     // projections take tray_chips). Empty: one chip.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
 
 namespace jal::model::detail {
@@ -40,6 +42,18 @@ bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight)
     c.weight = weight, c.input_per_pair = g.per_pair;
     if (!jal::kernels::linear::expert_gemm_streams(c, g.slices)) return false;
     return busiest_slice_bytes_by_rows(g) < busiest_slice_bytes_by_experts(g);
+}
+
+uint32_t striped_ff_share(uint32_t n_ff, uint32_t chips, jal_dtype weight, uint32_t slices)
+{
+    // The block formats keep a row's blocks whole on one chip (down's columns), and gate|up's
+    // 2·share rows give every one of the chip's slices an even number (whole gate | up pairs:
+    // the SwiGLU in gate|up's epilogue, docs/model-runtime.md "Expert split").
+    const auto block =
+        static_cast<uint32_t>(std::max<size_t>(1, jal::numerics::element_block(weight)));
+    const uint32_t unit = std::lcm(block, std::max(slices, 1u));
+    const uint32_t share = (n_ff + chips - 1) / chips;
+    return std::min(n_ff, (share + unit - 1) / unit * unit);
 }
 
 }  // namespace jal::model::detail

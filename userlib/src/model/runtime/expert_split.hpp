@@ -28,6 +28,11 @@ double busiest_slice_bytes_by_rows(const ExpertGemmShape& g);
 // way (linear::expert_gemm_streams) and its busiest slice then reads fewer bytes.
 bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight);
 
+// The striped share of n_ff the busiest chip holds: whole blocks of the format, and an even
+// number of gate|up rows on each of its `slices` slices.
+// (RuntimeOptions::tray_experts, striped).
+uint32_t striped_ff_share(uint32_t n_ff, uint32_t chips, jal_dtype weight, uint32_t slices);
+
 // Whether a runtime's expert matrix m (its row_shards, experts, n, kdim, row_bytes and dtype)
 // is read split by rows by a GEMM of `tokens` tokens, k experts each, on `slices` slices:
 // when that layout is kept (row shards) and it pays (rows_split_pays).

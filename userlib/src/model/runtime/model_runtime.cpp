@@ -17,6 +17,7 @@
 
 #include <jal/collectives.hpp>
 #include <jal/hw/chip.h>
+#include <jal/isa/numerics.hpp>
 #include <jal/kernels/dispatch.hpp>
 #include <jal/kernels/library/embedding.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
@@ -107,6 +108,27 @@ bool parse_expert_layout(std::string_view s, ExpertLayout& out)
                        {{"auto", ExpertLayout::automatic},
                         {"experts", ExpertLayout::experts},
                         {"both", ExpertLayout::both}},
+                       out);
+}
+
+const char* tray_experts_name(TrayExperts t)
+{
+    switch (t) {
+    case TrayExperts::experts:
+        return "experts";
+    case TrayExperts::striped:
+        return "striped";
+    default:
+        return "auto";
+    }
+}
+
+bool parse_tray_experts(std::string_view s, TrayExperts& out)
+{
+    return parse_named(s,
+                       {{"auto", TrayExperts::automatic},
+                        {"experts", TrayExperts::experts},
+                        {"striped", TrayExperts::striped}},
                        out);
 }
 
@@ -350,6 +372,9 @@ private:
     using KvCaches = std::vector<std::vector<std::vector<Place>>>;  // [slot][layer][KV head]
     const GgufTensor* tensor(const std::string& name) const;        // nullptr without a file
     void shard_for_tray();
+    bool striped() const { return split_.chips > 1 && o_.tray_experts == TrayExperts::striped; }
+    const std::byte* zeros(const std::string& name, uint64_t bytes);
+    jal_dtype expert_dtype() const;
     void shard_for_chips();
     void plan_weights();
     void plan_embedding();
@@ -622,10 +647,11 @@ private:
     uint64_t weight_bytes_ = 0;
     ChipTotals last_, total_;
     // Split over chips: this chip's rank, its experts [expert0_, expert0_ + experts_) of
-    // c_.n_expert (every expert on one chip), and on rank 0 the other chips' runtimes and
+    // c_.n_expert (every expert on one chip, and when striped), and on rank 0 the other chips' runtimes and
     // the communicator (declared last: destroyed before the queues and contexts it uses).
     Split split_;
     uint32_t expert0_ = 0, experts_ = 0;
+    uint32_t ff0_ = 0;  // striped: this chip's first column of each expert's n_ff
     std::vector<std::unique_ptr<RuntimeImpl>> peers_;
     std::unique_ptr<collectives::Communicator> comm_;
 };
@@ -694,9 +720,12 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
 }
 
 // This chip's share of a model split over chips (RuntimeOptions::split_devices): n_head_kv /
-// N KV heads with their query heads (tensor parallel attention) and n_expert / N experts
-// (expert parallel MoE; the router keeps all of them). Its experts are split by experts over
-// its slices only: the rows layout's fused routing would not know which experts are local.
+// N KV heads with their query heads (tensor parallel attention) and its share of the routed
+// experts (RuntimeOptions::tray_experts, resolved by open): expert parallel, n_expert / N
+// experts, or striped, columns [ff0_, ff0_ + n_ff_exp) of every expert's n_ff (the last
+// chip's share may be shorter); the router keeps all of them. Its experts are split by
+// experts over its slices only: the rows layout's fused routing would not know which
+// experts are local.
 void RuntimeImpl::shard_for_chips()
 {
     const uint32_t n = split_.chips;
@@ -706,16 +735,28 @@ void RuntimeImpl::shard_for_chips()
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "model runtime: split_devices runs the model over chips; timing-only "
                     "projections take tray_chips");
-    if (c_.n_head_kv % n || c_.n_expert % n)
+    const bool striped = o_.tray_experts == TrayExperts::striped;
+    if (c_.n_head_kv % n || (!striped && c_.n_expert % n))
         throw Error(JAL_STATUS_INVALID_FIELD,
                     fmt::format("model runtime: {} KV heads and {} experts do not split over {} "
                                 "chips",
                                 c_.n_head_kv, c_.n_expert, n));
     c_.n_head /= n;
     c_.n_head_kv /= n;
+    o_.expert_layout = ExpertLayout::experts;
+    if (striped) {
+        const uint32_t share = detail::striped_ff_share(c_.n_ff_exp, n, expert_dtype(), S_);
+        ff0_ = split_.rank * share;
+        if (ff0_ >= c_.n_ff_exp)
+            throw Error(JAL_STATUS_INVALID_FIELD,
+                        fmt::format("model runtime: expert width {} does not stripe over {} "
+                                    "chips (shares of {} leave chip {} none)",
+                                    c_.n_ff_exp, n, share, split_.rank));
+        c_.n_ff_exp = std::min(share, c_.n_ff_exp - ff0_);
+        return;
+    }
     experts_ = c_.n_expert / n;
     expert0_ = split_.rank * experts_;
-    o_.expert_layout = ExpertLayout::experts;
 }
 
 void RuntimeImpl::open_peers(const std::string& path, const RuntimeOptions& options)
@@ -735,11 +776,15 @@ void RuntimeImpl::open_peers(const std::string& path, const RuntimeOptions& opti
 }
 
 // One chip's share of a tray (RuntimeOptions::tray_chips, timing only): its attention heads
-// (tensor parallel: n_head / N query and n_head_kv / N KV heads), its experts (expert
-// parallel: n_expert / N, serving ⌈n_expert_used / N⌉ of each token's pairs, the most any
-// chip serves when a token's pairs spread evenly) and its rows of the vocabulary. Every
-// chip keeps the whole residual stream; the exchange that keeps it whole (two all-reduces
-// a layer) is the caller's to model (docs/multichip.md).
+// (tensor parallel: n_head / N query and n_head_kv / N KV heads), its rows of the vocabulary
+// and its share of the routed experts (RuntimeOptions::tray_experts): expert parallel,
+// n_expert / N whole experts serving ⌈n_expert_used / N⌉ of each token's pairs (the most
+// any chip serves when a token's pairs spread evenly), or striped, every expert with the
+// chip's share of n_ff (detail::striped_ff_share) serving every pair; automatic was
+// resolved by open (with_tray_experts) and is taken as expert parallel here. Every chip
+// keeps the whole residual stream; the exchange that keeps it whole (two all-reduces a
+// layer, which also sum the striped experts' partial products) is the caller's to model
+// (docs/multichip.md).
 void RuntimeImpl::shard_for_tray()
 {
     const uint32_t n = o_.tray_chips;
@@ -747,16 +792,32 @@ void RuntimeImpl::shard_for_tray()
     if (!o_.timing_only)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     "model runtime: tray_chips (the model split over chips) needs timing_only");
-    if (n == 0 || c_.n_head % n || c_.n_head_kv % n || c_.n_expert % n)
+    if (n == 0 || c_.n_head % n || c_.n_head_kv % n)
         throw Error(JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: {} heads, {} KV heads and {} experts do not "
-                                "split over {} chips",
-                                c_.n_head, c_.n_head_kv, c_.n_expert, n));
+                    fmt::format("model runtime: {} heads and {} KV heads do not split over {} "
+                                "chips",
+                                c_.n_head, c_.n_head_kv, n));
     c_.n_head /= n;
     c_.n_head_kv /= n;
+    c_.n_vocab = (c_.n_vocab + n - 1) / n;
+    if (o_.tray_experts == TrayExperts::striped) {
+        c_.n_ff_exp = detail::striped_ff_share(c_.n_ff_exp, n, expert_dtype(), S_);
+        return;
+    }
+    if (c_.n_expert % n)
+        throw Error(JAL_STATUS_INVALID_FIELD,
+                    fmt::format("model runtime: {} experts do not split over {} chips (striped "
+                                "experts would)",
+                                c_.n_expert, n));
     c_.n_expert /= n;
     c_.n_expert_used = (c_.n_expert_used + n - 1) / n;
-    c_.n_vocab = (c_.n_vocab + n - 1) / n;
+}
+
+// The routed experts' type: the file's down projection's, else MXFP4 (the published one).
+jal_dtype RuntimeImpl::expert_dtype() const
+{
+    const GgufTensor* t = file_ ? &file_->tensor("blk.0.ffn_down_exps.weight") : nullptr;
+    return t ? detail::chip_dtype(t->type, t->name) : JAL_DT_MXFP4;
 }
 
 const GgufTensor* RuntimeImpl::tensor(const std::string& name) const
@@ -824,7 +885,9 @@ void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
         interleave_experts({n("ffn_gate_exps.bias"), n("ffn_up_exps.bias")}, gate_up_bias);
     const uint64_t down_bias = uint64_t{experts_} * c_.n_embd * 4;
     L.b_down.bytes = down_bias;
-    L.b_down.data = local_experts(n("ffn_down_exps.bias"), down_bias);
+    // Striped, every chip's down GEMM gives a partial sum of each pair: rank 0 adds the bias.
+    L.b_down.data = striped() && split_.rank ? zeros(n("ffn_down_exps.bias"), down_bias)
+                                             : local_experts(n("ffn_down_exps.bias"), down_bias);
     plan_qkv(L, il);
     if (split_.chips > 1) {  // this chip's columns of the output projection
         const GgufTensor* t = tensor(n("attn_output.weight"));
@@ -842,8 +905,10 @@ void RuntimeImpl::plan_layer(Layer& L, uint32_t il)
     const GgufTensor* t = tensor(down);
     const jal_dtype dt = t ? detail::chip_dtype(t->type, t->name) : JAL_DT_MXFP4;
     const uint64_t down_bytes = lin::packed_row_bytes(dt, c_.n_ff_exp) * c_.n_embd * experts_;
-    plan_matrix(L.down, local_experts(down, down_bytes), down_bytes, c_.n_embd, c_.n_ff_exp,
-                experts_, dt);
+    const std::byte* down_data = striped() ? slice_columns(down, c_.n_expert * c_.n_embd,
+                                                           model_.n_ff_exp, ff0_, c_.n_ff_exp, dt)
+                                           : local_experts(down, down_bytes);
+    plan_matrix(L.down, down_data, down_bytes, c_.n_embd, c_.n_ff_exp, experts_, dt);
 }
 
 // Each expert's gate and up rows as one expert of 2·n_ff rows (one expert GEMM gives both
@@ -1391,7 +1456,8 @@ const std::byte* RuntimeImpl::slice_columns(const std::string& name, uint32_t ro
 {
     const uint64_t row = lin::packed_row_bytes(dtype, cols),
                    part = lin::packed_row_bytes(dtype, count);
-    if (!part || first % count)
+    const size_t block = jal::numerics::element_block(dtype);
+    if (!part || first % block || count % block || first + count > cols)
         throw Error(JAL_STATUS_INVALID_FIELD,
                     fmt::format("model runtime: '{}' (type {}) does not split into columns of {} "
                                 "(whole blocks a chip)",
@@ -1404,10 +1470,15 @@ const std::byte* RuntimeImpl::slice_columns(const std::string& name, uint32_t ro
                                 t.data.size(), row * rows));
     std::vector<std::byte> out;
     out.reserve(part * rows);
-    const uint64_t at = part * (first / count);
+    const uint64_t at = lin::packed_row_bytes(dtype, first);
     for (uint32_t r = 0; r < rows; r++)
         out.insert(out.end(), t.data.begin() + r * row + at, t.data.begin() + r * row + at + part);
     return keep(std::move(out), name, part * rows);
+}
+
+const std::byte* RuntimeImpl::zeros(const std::string& name, uint64_t bytes)
+{
+    return file_ ? keep(std::vector<std::byte>(bytes), name, bytes) : nullptr;
 }
 
 const std::byte* RuntimeImpl::local_experts(const std::string& name, uint64_t bytes)
@@ -1428,15 +1499,19 @@ const std::byte* RuntimeImpl::interleave_experts(std::initializer_list<std::stri
     const uint32_t E = c_.n_expert;
     std::vector<std::byte> out;
     out.reserve(bytes);
+    // Striped over chips, an expert's rows [ff0_, ff0_ + n_ff_exp) of the model's n_ff_exp.
+    const uint32_t F = model_.n_ff_exp;
     for (uint32_t e = expert0_; e < expert0_ + experts_; e++)
         for (const std::string& nm : names) {
             const GgufTensor& t = file_->tensor(nm);
-            const size_t part = t.data.size() / E;
-            if (part * E != t.data.size())
-                throw Error(
-                    JAL_STATUS_INVALID_FIELD,
-                    fmt::format("model runtime: '{}' does not split into {} experts", nm, E));
-            out.insert(out.end(), t.data.begin() + e * part, t.data.begin() + (e + 1) * part);
+            const size_t part = t.data.size() / E, row = part / F;
+            if (part * E != t.data.size() || row * F != part)
+                throw Error(JAL_STATUS_INVALID_FIELD,
+                            fmt::format("model runtime: '{}' does not split into {} experts of "
+                                        "{} rows",
+                                        nm, E, F));
+            const auto first = t.data.begin() + e * part + ff0_ * row;
+            out.insert(out.end(), first, first + uint64_t{c_.n_ff_exp} * row);
         }
     return keep(std::move(out), *names.begin(), bytes);
 }
@@ -2447,6 +2522,46 @@ void check_shape_options(const RuntimeOptions& options)
                     "(split_devices); its projections take tray_chips");
 }
 
+// The modelled time of one decode step of max_sequences rows, each half of n_ctx long.
+uint64_t probe_decode_ns(Runtime& rt)
+{
+    std::vector<std::pair<int, int32_t>> batch;
+    for (uint32_t i = 0; i < rt.options().max_sequences; i++) {
+        const int seq = rt.create_sequence();
+        rt.assume_length(seq, std::max<uint32_t>(1, rt.options().n_ctx / 2));
+        batch.emplace_back(seq, 0);
+    }
+    rt.decode(batch);
+    return rt.last().modelled_ns;
+}
+
+// RuntimeOptions::tray_experts, automatic (a timing-only tray): the layout whose decode step
+// of max_sequences rows the timing model finds faster. Each layout is opened, stepped once
+// and closed; the caller opens the one kept. (The busiest slice's bytes, which pick an expert
+// GEMM's layout on one chip, mispredict between chips: docs/decisions.md, "Experts over a
+// tray's chips".) A layout that cannot open (experts that do not split N ways) is skipped.
+RuntimeOptions
+with_tray_experts(RuntimeOptions o,
+                  const std::function<std::unique_ptr<Runtime>(const RuntimeOptions&)>& open)
+{
+    if (!o.timing_only || o.tray_chips <= 1 || o.tray_experts != TrayExperts::automatic) return o;
+    uint64_t best = UINT64_MAX;
+    TrayExperts pick = TrayExperts::experts;
+    for (TrayExperts t : {TrayExperts::experts, TrayExperts::striped}) {
+        RuntimeOptions p = o;
+        p.tray_experts = t, p.progress = nullptr;
+        std::unique_ptr<Runtime> rt;
+        try {
+            rt = open(p);
+        } catch (const Error&) {
+            continue;
+        }
+        if (const uint64_t ns = probe_decode_ns(*rt); ns < best) best = ns, pick = t;
+    }
+    o.tray_experts = pick;
+    return o;
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runtime::Device& device,
@@ -2463,12 +2578,26 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runti
         return std::make_unique<detail::DeepseekRuntime>(std::move(file), config, device, options);
     }
     GptOssConfig config = read_gpt_oss_config(file);
-    if (options.split_devices.empty())
-        return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
+    if (options.split_devices.empty()) {
+        const RuntimeOptions o = with_tray_experts(options, [&](const RuntimeOptions& p) {
+            return std::make_unique<RuntimeImpl>(GgufFile::open(gguf_path), config, device, p);
+        });
+        return std::make_unique<RuntimeImpl>(std::move(file), config, device, o);
+    }
+    // Split over real chips: the experts' layout is the one the timing-only projection of
+    // the same split finds faster (the chips' share of the model, stepped without weights).
     const uint32_t chips = static_cast<uint32_t>(options.split_devices.size()) + 1;
-    auto rt =
-        std::make_unique<RuntimeImpl>(std::move(file), config, device, options, Split{0, chips});
-    rt->open_peers(gguf_path, options);
+    RuntimeOptions o = options;
+    if (o.tray_experts == TrayExperts::automatic) {
+        RuntimeOptions probe = options;
+        probe.split_devices.clear();
+        probe.timing_only = true, probe.tray_chips = chips;
+        o.tray_experts = with_tray_experts(probe, [&](const RuntimeOptions& p) {
+                             return std::make_unique<RuntimeImpl>(std::nullopt, config, device, p);
+                         }).tray_experts;
+    }
+    auto rt = std::make_unique<RuntimeImpl>(std::move(file), config, device, o, Split{0, chips});
+    rt->open_peers(gguf_path, o);
     return rt;
 }
 
@@ -2477,7 +2606,10 @@ std::unique_ptr<Runtime> Runtime::open_shape(const GptOssConfig& config,
                                              const RuntimeOptions& options)
 {
     check_shape_options(options);
-    return std::make_unique<RuntimeImpl>(std::nullopt, config, device, options);
+    const RuntimeOptions o = with_tray_experts(options, [&](const RuntimeOptions& p) {
+        return std::make_unique<RuntimeImpl>(std::nullopt, config, device, p);
+    });
+    return std::make_unique<RuntimeImpl>(std::nullopt, config, device, o);
 }
 
 std::unique_ptr<Runtime> Runtime::open_shape(const DeepseekConfig& config,
