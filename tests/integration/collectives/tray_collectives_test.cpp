@@ -102,6 +102,30 @@ protected:
         }
     }
 
+    // Chips 0-3 with a communicator of a 3 s timeout and kCount3 F32 elements each, ranks
+    // 0-2's all-reduce enqueued: they wait for chip 3's step.
+    static constexpr size_t kCount3 = 5000;
+    struct WaitingForChip3 {
+        std::unique_ptr<Communicator> comm;
+        std::vector<Memory> send, recv;
+        std::vector<std::unique_ptr<Signal>> done;
+    };
+    WaitingForChip3 all_reduce_waiting_for_chip3()
+    {
+        WaitingForChip3 w{communicator({0, 1, 2, 3}, 3s), {}, {}, {}};
+        for (unsigned c = 0; c < 4; ++c) {
+            w.send.emplace_back(chips[c]->ctx, kCount3 * 4, JAL_PLACE_SLICE, 1);
+            w.recv.emplace_back(chips[c]->ctx, kCount3 * 4, JAL_PLACE_SLICE, 1);
+            chips[c]->put(w.send.back(), random_elements(JAL_DT_F32, kCount3, c));
+        }
+        for (uint32_t r = 0; r < 3; ++r) {
+            w.done.push_back(std::make_unique<Signal>(chips[r]->dev, 1));
+            w.comm->all_reduce(r, w.send[r].va(), w.recv[r].va(), kCount3, JAL_DT_F32,
+                               w.done.back()->get());
+        }
+        return w;
+    }
+
     std::unique_ptr<jal::test::EmuProcess> emu;
     std::vector<std::unique_ptr<Chip>> chips;
 };
@@ -235,20 +259,8 @@ TEST_F(TrayCollectives, TheCApiRunsAnAllReduceAndRefusesBadCalls)
 // a new communicator over chips 0-2 all-reduces correctly, and chip 3's local work runs.
 TEST_F(TrayCollectives, AChipCutOffMidCollectiveFailsEveryRankAndTheOthersGoOn)
 {
-    const std::vector<unsigned> four{0, 1, 2, 3};
-    auto comm = communicator(four, 3s);
-    const size_t count = 5000;
-    std::vector<Memory> send, recv;
-    for (unsigned c : four) {
-        send.emplace_back(chips[c]->ctx, count * 4, JAL_PLACE_SLICE, 1);
-        recv.emplace_back(chips[c]->ctx, count * 4, JAL_PLACE_SLICE, 1);
-        chips[c]->put(send.back(), random_elements(JAL_DT_F32, count, c));
-    }
-    std::vector<std::unique_ptr<Signal>> done;
-    for (uint32_t r = 0; r < 3; ++r) {
-        done.push_back(std::make_unique<Signal>(chips[r]->dev, 1));
-        comm->all_reduce(r, send[r].va(), recv[r].va(), count, JAL_DT_F32, done.back()->get());
-    }
+    WaitingForChip3 w = all_reduce_waiting_for_chip3();
+    auto& [comm, send, recv, done] = w;
     ConsoleClient chip3(emu->socket_dir() + "/jal3.console");
     for (int port = 0; port < 12; ++port)
         for (int lane = 0; lane < 4; ++lane) {
@@ -257,7 +269,7 @@ TEST_F(TrayCollectives, AChipCutOffMidCollectiveFailsEveryRankAndTheOthersGoOn)
             ASSERT_TRUE(reply["ok"]) << reply.dump();
         }
     Signal done3(chips[3]->dev, 1);
-    comm->all_reduce(3, send[3].va(), recv[3].va(), count, JAL_DT_F32, done3.get());
+    comm->all_reduce(3, send[3].va(), recv[3].va(), kCount3, JAL_DT_F32, done3.get());
     const auto w3 = done3.wait_zero(kWait);
     ASSERT_TRUE(w3.satisfied) << "chip 3's part never completed";
     EXPECT_EQ(w3.status, JAL_STATUS_LINK_DOWN);
@@ -268,33 +280,21 @@ TEST_F(TrayCollectives, AChipCutOffMidCollectiveFailsEveryRankAndTheOthersGoOn)
             << "rank " << r << ": " << jal_status_string(w.status);
     }
     comm.reset();
-    all_reduce_checked({0, 1, 2}, JAL_DT_F32, count);
-    std::vector<std::byte> data = random_elements(JAL_DT_F32, count, 99);
+    all_reduce_checked({0, 1, 2}, JAL_DT_F32, kCount3);
+    std::vector<std::byte> data = random_elements(JAL_DT_F32, kCount3, 99);
     chips[3]->put(send[3], data);
     EXPECT_TRUE(chips[3]->get(send[3], data.size()) == data) << "chip 3's local work";
 }
 
 // Chip 3 is reset (jalctl reset --force, as an operator would) while chips 0-2 wait in an
-// all-reduce for its step: theirs fail within the communicator's timeout, and nothing hangs. Chip 3's old handles then fail DEVICE_RESET; the
-// chip, opened again, joins a new communicator with the other three, which all-reduces
-// correctly.
+// all-reduce for its step: theirs fail within the communicator's timeout, and nothing
+// hangs. Chip 3's old handles then fail DEVICE_RESET; the chip, opened again, joins a new
+// communicator with the other three, which all-reduces correctly.
 TEST_F(TrayCollectives, AChipResetMidCollectiveFailsTheOthersAndRejoins)
 {
-    const std::vector<unsigned> four{0, 1, 2, 3};
-    auto comm = communicator(four, 3s);
-    const size_t count = 5000;
-    std::vector<Memory> send, recv;
-    for (unsigned c : four) {
-        send.emplace_back(chips[c]->ctx, count * 4, JAL_PLACE_SLICE, 1);
-        recv.emplace_back(chips[c]->ctx, count * 4, JAL_PLACE_SLICE, 1);
-        chips[c]->put(send.back(), random_elements(JAL_DT_F32, count, c));
-    }
+    WaitingForChip3 w = all_reduce_waiting_for_chip3();
+    auto& [comm, send, recv, done] = w;
     Signal stale(chips[3]->dev, 1);  // a handle of chip 3 from before its reset
-    std::vector<std::unique_ptr<Signal>> done;
-    for (uint32_t r = 0; r < 3; ++r) {
-        done.push_back(std::make_unique<Signal>(chips[r]->dev, 1));
-        comm->all_reduce(r, send[r].va(), recv[r].va(), count, JAL_DT_F32, done.back()->get());
-    }
     const auto reset = jal::test::run_command({jal::test::bin_path("jalctl"), "-d", "3", "reset",
                                                "--force", "--json", "--timeout",
                                                std::to_string(jal::test::kBootTimeout.count())},
@@ -315,7 +315,7 @@ TEST_F(TrayCollectives, AChipResetMidCollectiveFailsTheOthersAndRejoins)
     recv.pop_back(), send.pop_back();
     EXPECT_THROW(chips[3]->queue.nop(&stale), jal::Error);
     chips[3] = std::make_unique<Chip>(3, emu->socket_dir());
-    all_reduce_checked(four, JAL_DT_F32, count);
+    all_reduce_checked({0, 1, 2, 3}, JAL_DT_F32, kCount3);
 }
 
 }  // namespace
