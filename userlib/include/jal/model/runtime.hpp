@@ -133,13 +133,14 @@ struct RuntimeOptions {
     // ids the routing would produce are a fixed uniform spread (docs/model-runtime.md).
     bool timing_only = false;
     // Timing only: the chip is one of a tray of `tray_chips` that run every token together
-    // (docs/multichip.md, "Timing-only projections over chips"; docs/deepseek.md, "Timing-only shapes"): the
-    // attention heads (and DeepSeek-V3's dense FFNs, shared expert) and the LM head split
-    // tray_chips ways (tensor parallel), the routed experts too (expert parallel: n_expert /
-    // tray_chips on this chip, which serve ⌈n_expert_used / tray_chips⌉ of each token's
-    // pairs; or, for GPT-OSS, striped: tray_experts). Every chip keeps the whole residual stream; the exchange between the chips
-    // (two all-reduces of it a layer) is not in this chip's figures: jal-run adds it from the
-    // link model. 1: the whole model.
+    // (docs/multichip.md, "Timing-only projections over chips"; docs/deepseek.md,
+    // "Timing-only shapes"): the attention heads (and DeepSeek-V3's dense FFNs, shared
+    // expert) and the LM head split tray_chips ways (tensor parallel), the routed experts
+    // too (expert parallel: n_expert / tray_chips on this chip, which serve
+    // ⌈n_expert_used / tray_chips⌉ of each token's pairs; or, for GPT-OSS, striped:
+    // tray_experts). Every chip keeps the whole residual stream; the exchange between the
+    // chips (two all-reduces of it a layer) is not in this chip's figures: jal-run adds it
+    // from the link model. 1: the whole model.
     uint32_t tray_chips = 1;
     // With tray_chips > 1 or split_devices (GPT-OSS): how the chips share the routed experts
     // (TrayExperts). Runtime::options() reports the layout chosen.

@@ -647,8 +647,9 @@ private:
     uint64_t weight_bytes_ = 0;
     ChipTotals last_, total_;
     // Split over chips: this chip's rank, its experts [expert0_, expert0_ + experts_) of
-    // c_.n_expert (every expert on one chip, and when striped), and on rank 0 the other chips' runtimes and
-    // the communicator (declared last: destroyed before the queues and contexts it uses).
+    // c_.n_expert (every expert on one chip, and when striped), and on rank 0 the other
+    // chips' runtimes and the communicator (declared last: destroyed before the queues and
+    // contexts it uses).
     Split split_;
     uint32_t expert0_ = 0, experts_ = 0;
     uint32_t ff0_ = 0;  // striped: this chip's first column of each expert's n_ff
