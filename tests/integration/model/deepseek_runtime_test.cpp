@@ -37,6 +37,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using jal::model::KvType;
 using jal::model::Numerics;
 
 constexpr double kTol = 2e-4;
@@ -102,10 +103,12 @@ protected:
         jal::test::EmuTest::TearDown();
     }
     std::unique_ptr<jal::model::Runtime> open(const std::string& preset, Numerics n,
-                                              const std::string& dense = "f32")
+                                              const std::string& dense = "f32",
+                                              KvType kv = KvType::f32)
     {
         jal::model::RuntimeOptions o;
         o.numerics = n;
+        o.kv_type = kv;
         o.max_sequences = 2;
         o.n_ctx = 64;
         o.max_batch_tokens = 16;  // a 20-token prompt runs in two chunks
@@ -113,11 +116,12 @@ protected:
         return jal::model::Runtime::open(model_file(preset, dense), *device_, o);
     }
     void check_against_reference(const std::string& preset, Numerics n, uint32_t prompt_len,
-                                 uint32_t steps, const std::string& dense = "f32")
+                                 uint32_t steps, const std::string& dense = "f32",
+                                 KvType kv = KvType::f32)
     {
-        auto rt = open(preset, n, dense);
+        auto rt = open(preset, n, dense, kv);
         const jal::model::GgufFile file = jal::model::GgufFile::open(model_file(preset, dense));
-        const jal::test::DeepseekReference ref(file, n == Numerics::ggml);
+        const jal::test::DeepseekReference ref(file, n == Numerics::ggml, false, kv == KvType::f16);
         auto rseq = ref.new_sequence();
         const double tol = n == Numerics::ggml ? kTolGgml : kTol;
         std::vector<int32_t> prompt;
@@ -182,6 +186,31 @@ TEST_F(DeepseekRuntime, KimiTinyMatchesReferenceGgml)
 TEST_F(DeepseekRuntime, DsTinyBf16DenseMatchesReferenceNative)
 {
     check_against_reference("ds-tiny", Numerics::native, 20, 4, "bf16");
+}
+
+// An F16 latent cache (--kv-type f16): the chip rounds each appended entry to F16 as the
+// host pass does, and agrees with it in both numerics; an F32 host pass is further off than
+// the tolerance would hide (checked below), so the rounding is really there.
+TEST_F(DeepseekRuntime, DsTinyF16CacheMatchesReferenceNative)
+{
+    check_against_reference("ds-tiny", Numerics::native, 20, 4, "f32", KvType::f16);
+}
+TEST_F(DeepseekRuntime, KimiTinyF16CacheMatchesReferenceGgml)
+{
+    check_against_reference("kimi-tiny", Numerics::ggml, 20, 4, "f32", KvType::f16);
+}
+TEST_F(DeepseekRuntime, AnF16CacheIsNotTheF32One)
+{
+    auto rt = open("ds-tiny", Numerics::native, "f32", KvType::f16);
+    const jal::model::GgufFile file = jal::model::GgufFile::open(model_file("ds-tiny", "f32"));
+    const jal::test::DeepseekReference f32_cache(file, false);
+    auto rseq = f32_cache.new_sequence();
+    std::vector<int32_t> prompt;
+    for (uint32_t i = 0; i < 20; i++)
+        prompt.push_back(static_cast<int32_t>((i * 37 + 11) % rt->config().n_vocab));
+    const std::vector<float> got = rt->prefill(rt->create_sequence(), prompt);
+    double scale = 1;
+    EXPECT_GT(max_abs_diff(got, f32_cache.forward(rseq, prompt), &scale), kTol * scale);
 }
 
 // Continuous batching: two sequences of different lengths decode in one step, each against

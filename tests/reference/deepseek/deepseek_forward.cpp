@@ -44,9 +44,9 @@ std::vector<uint32_t> order_desc(const std::vector<double>& v)
 }  // namespace
 
 DeepseekReference::DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics,
-                                     bool expanded_mla)
+                                     bool expanded_mla, bool half_kv)
     : file_(file), c_(jal::model::read_deepseek_config(file)), ggml_(ggml_numerics),
-      expanded_(expanded_mla)
+      expanded_(expanded_mla), half_kv_(half_kv)
 {
     // The RoPE and attention scales exactly as llama_context and the deepseek2 graph derive
     // them ([TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]).
@@ -217,6 +217,8 @@ std::vector<double> DeepseekReference::attention(uint32_t il, Sequence& seq,
         rms_norm(std::vector<double>(kv.begin(), kv.begin() + C), L.kv_a_norm, c_.rms_eps);
     entry.insert(entry.end(), kv.begin() + C, kv.end());
     rope(entry.data() + C, pos);
+    if (half_kv_)
+        for (double& x : entry) x = double(static_cast<_Float16>(static_cast<float>(x)));
     std::vector<double>& cache = seq.kv[il];
     cache.insert(cache.end(), entry.begin(), entry.end());
 

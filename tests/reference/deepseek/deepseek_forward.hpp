@@ -29,9 +29,11 @@ class DeepseekReference {
 public:
     // `expanded_mla`: attention in the expanded form instead (per cached position and head
     // k_nope = K_bᵀ·c and v = V_b·c, then ordinary attention over Dk-wide keys), the same
-    // function in other arithmetic, as a prefill kernel may compute it.
+    // function in other arithmetic, as a prefill kernel may compute it. `half_kv`: the cache
+    // holds each latent entry rounded to F32 (the chip's activations) and then to F16
+    // (nearest even), as --kv-type f16 stores it.
     DeepseekReference(const jal::model::GgufFile& file, bool ggml_numerics,
-                      bool expanded_mla = false);
+                      bool expanded_mla = false, bool half_kv = false);
 
     // A sequence's state: per layer, per position, [c (kv_lora_rank), k_pe (n_rot)].
     struct Sequence {
@@ -84,6 +86,7 @@ private:
     jal::model::DeepseekConfig c_;
     bool ggml_;
     bool expanded_;
+    bool half_kv_;
     double freq_scale_ = 1, ext_factor_ = 0, rope_mscale_ = 1, kq_scale_ = 1;
     double corr_[2] = {0, 0};
     std::vector<Layer> layers_;

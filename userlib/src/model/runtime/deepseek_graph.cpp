@@ -200,11 +200,13 @@ void DeepseekRuntime::add_attention(uint32_t il, const std::vector<Segment>& seg
 {
     const uint64_t A4 = uint64_t{A_} * 4, QW = uint64_t{c_.n_head} * W_ * 4;
     const uint64_t lat = va(a_.a) + uint64_t{c_.q_lora_rank} * 4;
-    const k::Program& append = program(fmt::format("kv_append d{} c{}", W_, o_.n_ctx), [&] {
-        k::KvAppendConfig a;
-        a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
-        return k::build_kv_append(a);
-    });
+    const k::Program& append =
+        program(fmt::format("kv_append d{} c{} t{}", W_, o_.n_ctx, int(kv_dtype_)), [&] {
+            k::KvAppendConfig a;
+            a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
+            a.kv_dtype = kv_dtype_;
+            return k::build_kv_append(a);
+        });
     for (const Segment& sg : segs) {
         const uint32_t j = static_cast<uint32_t>(sg.seq);
         const uint64_t heads = va(slots_[j].heads[il]);
@@ -212,15 +214,18 @@ void DeepseekRuntime::add_attention(uint32_t il, const std::vector<Segment>& seg
         add(append, mask_of(kv_slice(j, il), 1),
             {lat + sg.row0 * A4, A4, lat + sg.row0 * A4, A4, sg.rows, sg.pos0, heads}, "kv_append");
         const uint32_t qb = wide ? std::max(1u, 512 / c_.n_head) : 0, splits = wide ? 1 : S_;
-        const k::Program& attn = program(
-            fmt::format("mla h{} d{} c{} q{} s{}", c_.n_head, W_, o_.n_ctx, qb, splits), [&] {
-                k::AttentionConfig a;
-                a.n_head = c_.n_head, a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
-                a.scale = static_cast<float>(kq_scale_);
-                a.q_block = qb, a.k_block = W_ > 256 ? (wide ? 32 : 128) : 0;
-                a.key_splits = splits;
-                return k::build_attention(a);
-            });
+        const k::Program& attn =
+            program(fmt::format("mla h{} d{} c{} q{} s{} t{}", c_.n_head, W_, o_.n_ctx, qb, splits,
+                                int(kv_dtype_)),
+                    [&] {
+                        k::AttentionConfig a;
+                        a.n_head = c_.n_head, a.n_head_kv = 1, a.head_dim = W_, a.n_ctx = o_.n_ctx;
+                        a.kv_dtype = kv_dtype_;
+                        a.scale = static_cast<float>(kq_scale_);
+                        a.q_block = qb, a.k_block = W_ > 256 ? (wide ? 32 : 128) : 0;
+                        a.key_splits = splits;
+                        return k::build_attention(a);
+                    });
         add(attn, all_mask_,
             {va(a_.qf) + sg.row0 * QW, QW, va(a_.att) + sg.row0 * QW, QW, sg.rows, sg.pos0, heads,
              0},

@@ -85,6 +85,8 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
     if (!o_.n_ctx) o_.n_ctx = std::min<uint32_t>(c_.n_ctx_train ? c_.n_ctx_train : 4096, 4096);
     T_ = std::max(o_.max_batch_tokens, o_.max_sequences);
     W_ = c_.kv_lora_rank + c_.n_rot;
+    kv_dtype_ = o_.kv_type == KvType::f16 ? JAL_DT_F16 : JAL_DT_F32;
+    kv_bytes_ = o_.kv_type == KvType::f16 ? 2 : 4;
     A_ = c_.q_lora_rank + W_;
     deepseek_scales(c_, kq_scale_, rope_attn_);
     plan_weights();
@@ -103,11 +105,12 @@ DeepseekRuntime::DeepseekRuntime(std::optional<GgufFile> file, const DeepseekCon
 }
 
 // Slot j's cache of every layer, interleaved over the slices (every slice reads it, split by
-// keys or by queries): K (n_ctx × W) then Vᵀ (W × n_ctx). Not in the arena of the slice that
-// appends it: all 64 slices reading one slice's HBM would draw 64 × 60 GB/s from its 240.
+// keys or by queries): K (n_ctx × W) then Vᵀ (W × n_ctx), F32 or F16 (o_.kv_type). Not in
+// the arena of the slice that appends it: all 64 slices reading one slice's HBM would draw
+// 64 × 60 GB/s from its 240.
 void DeepseekRuntime::plan_caches()
 {
-    const uint64_t bytes = 2ull * o_.n_ctx * W_ * 4;
+    const uint64_t bytes = 2ull * o_.n_ctx * W_ * kv_bytes_;
     slots_.resize(o_.max_sequences);
     for (uint32_t j = 0; j < o_.max_sequences; j++)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
@@ -161,7 +164,7 @@ void DeepseekRuntime::upload_tables()
     for (Slot& sl : slots_)
         for (uint32_t il = 0; il < c_.n_layer; il++) {
             const uint64_t k = va(sl.cache[il]);
-            const uint64_t table[2] = {k, k + uint64_t{o_.n_ctx} * W_ * 4};
+            const uint64_t table[2] = {k, k + uint64_t{o_.n_ctx} * W_ * kv_bytes_};
             launch_->upload(va(sl.heads[il]), table, sizeof table);
         }
     std::vector<int32_t> hids(size_t{T_} * c_.n_head);
@@ -352,7 +355,7 @@ uint64_t DeepseekRuntime::decode_min_bytes(uint32_t users, uint32_t context) con
             if (m->n) total += bytes(*m);
         if (L.gate_up_exps.n)
             total += (bytes(L.gate_up_exps) + bytes(L.down_exps)) / local_experts() * distinct;
-        total += double(users) * context * W_ * 4;
+        total += double(users) * context * W_ * kv_bytes_;
     }
     return static_cast<uint64_t>(total);
 }

@@ -173,11 +173,13 @@ private:
     runtime::Context context_;
     uint32_t S_ = 0;
     uint64_t all_mask_ = 0;
-    uint32_t T_ = 0;          // rows of a graph run
-    uint32_t W_ = 0;          // C + R: a cache row, the absorbed query's width
-    uint32_t A_ = 0;          // a row of wa's output: q_lora + C + R
-    uint32_t k_local_ = 0;    // pairs a token routes to this chip's experts
-    uint32_t shared_ff_ = 0;  // the shared experts' width on this chip
+    uint32_t T_ = 0;                   // rows of a graph run
+    uint32_t W_ = 0;                   // C + R: a cache row, the absorbed query's width
+    jal_dtype kv_dtype_ = JAL_DT_F32;  // the latent caches' elements (o_.kv_type)
+    uint32_t kv_bytes_ = 4;            // of one element
+    uint32_t A_ = 0;                   // a row of wa's output: q_lora + C + R
+    uint32_t k_local_ = 0;             // pairs a token routes to this chip's experts
+    uint32_t shared_ff_ = 0;           // the shared experts' width on this chip
     double kq_scale_ = 0;     // the score scale with YaRN's magnitude (docs/deepseek.md §1)
     double rope_attn_ = 1.0;  // YarnParams::attn_factor of the RoPE tables
     Placement placement_;
