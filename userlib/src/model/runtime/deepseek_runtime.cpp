@@ -338,7 +338,7 @@ std::vector<uint8_t> DeepseekRuntime::read_back_data_for_test(uint64_t max_bytes
 }
 
 // Every dense weight once, the routed experts a step can select (expected distinct under
-// uniform routing), each sequence's latent cache (C + R F32 a position and layer).
+// uniform routing), each sequence's latent cache (C + R elements a position and layer).
 uint64_t DeepseekRuntime::decode_min_bytes(uint32_t users, uint32_t context) const
 {
     auto bytes = [](const DsMatrix& m) {
