@@ -157,6 +157,17 @@ uint32_t mixed_chunks(uint32_t prompt_len, uint32_t max_rows, uint32_t users)
     return (prompt_len + chunk - 1) / chunk;
 }
 
+// Rows of a --schedule mixed step: 2048, or for a DeepSeek-V3 shape the most a prompt chunk
+// of its heads takes (open_shape: 8192 (token, head) pairs); at least the other users'
+// decode rows and one prompt row.
+uint32_t mixed_rows(const Options& o, uint32_t users)
+{
+    uint32_t rows = 2048;
+    if (const auto ds = jal::model::published_deepseek_config(o.shape); ds && o.timing_only)
+        rows = std::min(rows, 8192 / (ds->n_head / (o.tray_chips ? o.tray_chips : 8)));
+    return std::max(rows, users + 1);
+}
+
 Request parse_request(const Options& o)
 {
     Request r;
@@ -183,7 +194,7 @@ Request parse_request(const Options& o)
         throw CLI::ValidationError("--schedule", "mixed projects a served load: it needs "
                                                  "--timing-only, --project-out and --n 2 or more");
     if (r.mixed) {
-        const uint32_t k = mixed_chunks(o.prompt_len, std::max(2048u, r.users + 1), r.users);
+        const uint32_t k = mixed_chunks(o.prompt_len, mixed_rows(o, r.users), r.users);
         if (uint64_t{r.users} * k > o.project_out - 1 + k)
             throw CLI::ValidationError(
                 "--schedule", fmt::format("mixed: {} users' prompts need {} chunk steps, more "
@@ -209,15 +220,13 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
 {
     const uint32_t users = r.users;
     if (auto ds = jal::model::published_deepseek_config(o.shape)) {
-        if (r.mixed)
-            throw CLI::ValidationError("--schedule", "mixed is not implemented for the "
-                                                     "DeepSeek-V3 shapes yet");
         if (r.tray_experts != jal::model::TrayExperts::automatic)
             throw CLI::ValidationError("--tray-experts", "the DeepSeek-V3 shapes' chips share "
                                                          "the experts expert parallel only");
         ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
         const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
-        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, 8192 / heads), users);
+        ro.max_batch_tokens =
+            std::max(std::min(ro.max_batch_tokens, 8192 / heads), users + (r.mixed ? 1 : 0));
         ro.tray_allreduce_ns = jal::run::tray_allreduce_cost(ro.tray_chips);
         return jal::model::Runtime::open_shape(*ds, device, ro);
     }
@@ -272,7 +281,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
         ro.max_batch_tokens = std::max(std::min(o.prompt_len, 2048u), r.users);
         if (r.mixed) {
             // A step holds the other users' decode rows and a chunk of the new prompt.
-            ro.max_batch_tokens = std::max(2048u, r.users + 1);
+            ro.max_batch_tokens = mixed_rows(o, r.users);
             ro.n_ctx += mixed_chunks(o.prompt_len, ro.max_batch_tokens, r.users);
         }
         rt = open_shape(o, ro, r, device);

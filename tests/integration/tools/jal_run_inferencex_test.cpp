@@ -125,16 +125,18 @@ TEST_F(JalRunInferenceX, RooflineAndDispatchesAreConsistent)
 // --schedule mixed: one prompt in chunk steps beside the other user's decode rows; the
 // figures follow the steady state of docs/performance.md "Mixed steps" from the reported
 // chunk steps and decode step.
-TEST_F(JalRunInferenceX, MixedScheduleFollowsItsSteadyState)
+// The mixed schedule's figures follow its steady state (docs/performance.md, "Mixed steps"):
+// the serial and the mixed run of one shape.
+void expect_mixed_steady_state(const CommandResult& serial, const CommandResult& mixed)
 {
-    const CommandResult serial = run({"--json"}), mixed = run({"--json", "--schedule", "mixed"});
     ASSERT_EQ(serial.exit_code, 0) << serial.out << serial.err;
     ASSERT_EQ(mixed.exit_code, 0) << mixed.out << mixed.err;
     const json s = json::parse(serial.out), m = json::parse(mixed.out);
     EXPECT_EQ(s["schedule"], "serial");
     expect_near_rel(s["decode_step_ms"], s["tpot_ms"], "serial: TPOT is the decode step");
     EXPECT_EQ(m["schedule"], "mixed");
-    // A step of 2048 rows holds the 16-token prompt whole beside the other user's row.
+    // A step of 2048 rows (1024 for kimi-k2.5's heads) holds the 16-token prompt whole
+    // beside the other user's row.
     ASSERT_EQ(m["mixed_steps"], 1);
     const double chunk_ms = m["mixed_step_ms"], step_ms = m["decode_step_ms"], C = kUsers;
     EXPECT_GT(chunk_ms, 0);
@@ -145,6 +147,19 @@ TEST_F(JalRunInferenceX, MixedScheduleFollowsItsSteadyState)
     expect_near_rel(m["e2e_s"], m["serve_s"], "a request's life is the cycle");
     expect_near_rel(m["mixed_tok_s"], C * (kPrompt + kOut) / m["serve_s"].get<double>(),
                     "mixed_tok_s");
+}
+
+TEST_F(JalRunInferenceX, MixedScheduleFollowsItsSteadyState)
+{
+    expect_mixed_steady_state(run({"--json"}), run({"--json", "--schedule", "mixed"}));
+}
+
+// A DeepSeek-V3 shape takes the mixed schedule too (its mixed step runs the decode rows and
+// the chunk as two passes: Runtime::mixed_step).
+TEST_F(JalRunInferenceX, MixedScheduleRunsADeepseekShape)
+{
+    expect_mixed_steady_state(run({"--json", "--shape", "kimi-k2.5"}),
+                              run({"--json", "--schedule", "mixed", "--shape", "kimi-k2.5"}));
 }
 
 TEST_F(JalRunInferenceX, MixedScheduleNeedsAProjectedTimingRun)
