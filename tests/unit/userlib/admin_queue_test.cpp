@@ -150,6 +150,23 @@ TEST(AdminQueue, ACommandLostToAResetFailsWithDeviceResetInsteadOfTimingOut)
     }
 }
 
+// FW_ACTIVATE and RESET complete and then reset the chip: a completion that lands just before
+// the reset is the command's answer, not a command the reset lost (the host looks at the
+// generation before it reaps the ring).
+TEST(AdminQueue, ACompletionRightBeforeAResetIsTheCommandsAnswer)
+{
+    FakeBackend dev;
+    dev.auto_complete = false;
+    AdminQueue queue(dev, entries(4));
+    uint16_t cid = queue.submit(command(7, JAL_ADMIN_FW_ACTIVATE), jal::util::Deadline(1s));
+    dev.answer_then_reset_at_generation_read = true;
+    dev.raise_irq(JAL_MSIX_VECTOR_ADMIN);
+    const auto done = queue.wait(cid, jal::util::Deadline(60s));  // a bound on a hang
+    EXPECT_EQ(done.status, JAL_STATUS_OK);
+    EXPECT_EQ(done.result, 7u);
+    EXPECT_EQ(dev.read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION), 1u) << "the chip did reset";
+}
+
 TEST(AdminQueue, TimeoutNamesTheCommandAndALateCompletionIsDiscarded)
 {
     FakeBackend dev;

@@ -47,6 +47,12 @@ uint32_t FakeBackend::read32(uint32_t bar, uint32_t offset)
             return JAL_ADMIN_STATUS_ERROR | uint32_t{refuse_enable} << 16;
         return JAL_ADMIN_STATUS_READY;
     }
+    if (bar == JAL_BAR_REGS && offset == JAL_REG_RESET_GENERATION &&
+        answer_then_reset_at_generation_read) {
+        answer_then_reset_at_generation_read = false;
+        complete_locked(SIZE_MAX);
+        ++regs_[offset];
+    }
     if (bar == JAL_BAR_REGS && offset == JAL_REG_ADMIN_PROGRESS && (busy_forever || busy_looks)) {
         ++regs_[offset];
         if (!busy_forever && --busy_looks == 0) complete_locked(SIZE_MAX);

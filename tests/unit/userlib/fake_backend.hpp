@@ -43,6 +43,10 @@ public:
     size_t busy_looks = 0;
     // Moves JAL_REG_ADMIN_PROGRESS on at every read and never completes anything.
     bool busy_forever = false;
+    // The next read of JAL_REG_RESET_GENERATION finds that the device has just answered every
+    // fetched command and then reset (the generation moved on): a reset right behind its
+    // command's completion, as FW_ACTIVATE and RESET cause.
+    bool answer_then_reset_at_generation_read = false;
     // Computes each completion; default: OK, result = cdw[0].
     std::function<jal_admin_cqe(const jal_admin_sqe&)> handler;
 

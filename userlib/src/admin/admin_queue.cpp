@@ -163,10 +163,8 @@ void AdminQueue::wait_for_interrupt(const util::Deadline& deadline)
     }
 }
 
-void AdminQueue::check_not_reset_locked(uint16_t cid, uint8_t opcode)
+void AdminQueue::lost_to_reset_locked(uint16_t cid, uint8_t opcode, uint32_t now)
 {
-    uint32_t now = backend_.read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION);
-    if (now == generation_) return;
     abandoned_.insert(cid);
     throw Error(JAL_STATUS_DEVICE_RESET,
                 "admin command " + opcode_name(opcode) +
@@ -180,6 +178,12 @@ Completion AdminQueue::wait(uint16_t cid, const util::Deadline& budget)
     for (bool first = true;; first = false) {
         {
             std::lock_guard lock(mutex_);
+            // Woken without our completion: a reset wakes every vector, and the queue it
+            // disabled will never answer, so tell that apart from a slow firmware. The
+            // generation is read before the reap: a command the device answered just before
+            // it reset (FW_ACTIVATE, RESET) is in the ring by then, and completes.
+            const uint32_t generation =
+                first ? generation_ : backend_.read32(JAL_BAR_REGS, JAL_REG_RESET_GENERATION);
             reap_locked();
             if (auto it = completed_.find(cid); it != completed_.end()) {
                 Completion done = it->second;
@@ -190,9 +194,7 @@ Completion AdminQueue::wait(uint16_t cid, const util::Deadline& budget)
             if (it == outstanding_.end())
                 throw Error(JAL_STATUS_INVALID_FIELD,
                             "no admin command with cid " + std::to_string(cid) + " is in flight");
-            // Woken without our completion: a reset wakes every vector, and the queue it
-            // disabled will never answer, so tell that apart from a slow firmware.
-            if (!first) check_not_reset_locked(cid, it->second);
+            if (generation != generation_) lost_to_reset_locked(cid, it->second, generation);
             if (deadline.expired()) {
                 abandoned_.insert(cid);
                 throw Error(JAL_STATUS_TIMEOUT, "admin command " + opcode_name(it->second) +

@@ -67,8 +67,9 @@ public:
 
 private:
     void enable(std::chrono::milliseconds timeout);
-    // Throws DEVICE_RESET if the chip was reset since enable() (the command never completes).
-    void check_not_reset_locked(uint16_t cid, uint8_t opcode);
+    // Throws DEVICE_RESET: the chip was reset since enable() (generation `now`) and the
+    // command never completed.
+    [[noreturn]] void lost_to_reset_locked(uint16_t cid, uint8_t opcode, uint32_t now);
     uint16_t allocate_cid_locked();
     uint16_t submit_locked(jal_admin_sqe sqe);
     void reap_locked();
