@@ -781,8 +781,8 @@ void RuntimeImpl::open_peers(const std::string& path, const RuntimeOptions& opti
 // and its share of the routed experts (RuntimeOptions::tray_experts): expert parallel,
 // n_expert / N whole experts serving ⌈n_expert_used / N⌉ of each token's pairs (the most
 // any chip serves when a token's pairs spread evenly), or striped, every expert with the
-// chip's share of n_ff (detail::striped_ff_share) serving every pair; automatic was
-// resolved by open (with_tray_experts) and is taken as expert parallel here. Every chip
+// chip's share of n_ff (detail::striped_ff_share) serving every pair; automatic, which
+// open_shape resolves (with_tray_experts), is taken as expert parallel here. Every chip
 // keeps the whole residual stream; the exchange that keeps it whole (two all-reduces a
 // layer, which also sum the striped experts' partial products) is the caller's to model
 // (docs/multichip.md).
@@ -2579,12 +2579,8 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& gguf_path, const runti
         return std::make_unique<detail::DeepseekRuntime>(std::move(file), config, device, options);
     }
     GptOssConfig config = read_gpt_oss_config(file);
-    if (options.split_devices.empty()) {
-        const RuntimeOptions o = with_tray_experts(options, [&](const RuntimeOptions& p) {
-            return std::make_unique<RuntimeImpl>(GgufFile::open(gguf_path), config, device, p);
-        });
-        return std::make_unique<RuntimeImpl>(std::move(file), config, device, o);
-    }
+    if (options.split_devices.empty())
+        return std::make_unique<RuntimeImpl>(std::move(file), config, device, options);
     // Split over real chips: the experts' layout is the one the timing-only projection of
     // the same split finds faster (the chips' share of the model, stepped without weights).
     const uint32_t chips = static_cast<uint32_t>(options.split_devices.size()) + 1;
