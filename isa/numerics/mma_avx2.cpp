@@ -149,17 +149,24 @@ template <int R, int NV>
 JAL_AVX2 void kernel(const float* a, const float* panel, int kc, float* c)
 {
     __m256 acc[R][NV];
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
         for (int v = 0; v < NV; v++) acc[r][v] = _mm256_loadu_ps(c + r * PW + 8 * v);
     for (int k = 0; k < kc; k++) {
         __m256 p[NV];
+#pragma GCC unroll 8
         for (int v = 0; v < NV; v++) p[v] = _mm256_loadu_ps(panel + size_t(k) * PW + 8 * v);
+#pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
             __m256 av = _mm256_broadcast_ss(a + size_t(r) * KC + k);
+#pragma GCC unroll 8
             for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, p[v], acc[r][v]);
         }
     }
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
         for (int v = 0; v < NV; v++) _mm256_storeu_ps(c + r * PW + 8 * v, acc[r][v]);
 }
 
@@ -207,11 +214,14 @@ JAL_AVX2 void direct_mxfp4(const float* a, size_t lda, const unsigned char* cons
     const __m128i kv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kValuesMxfp4));
     const __m128i m4 = _mm_set1_epi8(0x0f);
     __m256 acc[MM][S];
+#pragma GCC unroll 4
     for (int m = 0; m < MM; m++)
+#pragma GCC unroll 4
         for (int s = 0; s < S; s++) acc[m][s] = _mm256_loadu_ps(c + m * S * 8 + s * 8);
     alignas(32) int8_t codes[S][32][8];
     for (size_t j = 0; j < nb; j++) {
         __m256 scale[S];
+#pragma GCC unroll 4
         for (int s = 0; s < S; s++) {
             const unsigned char* const* rp = rows + s * 8;
             const size_t off = j * sizeof(jal_block_mxfp4);
@@ -236,6 +246,7 @@ JAL_AVX2 void direct_mxfp4(const float* a, size_t lda, const unsigned char* cons
                             _mm_unpacklo_epi32(b1, b5), _mm_unpackhi_epi32(b1, b5),
                             _mm_unpacklo_epi32(b2, b6), _mm_unpackhi_epi32(b2, b6),
                             _mm_unpacklo_epi32(b3, b7), _mm_unpackhi_epi32(b3, b7)};
+#pragma GCC unroll 8
             for (int p = 0; p < 8; p++) {
                 _mm_store_si128(reinterpret_cast<__m128i*>(&codes[s][2 * p][0]),
                                 _mm_shuffle_epi8(kv, _mm_and_si128(t[p], m4)));
@@ -247,19 +258,25 @@ JAL_AVX2 void direct_mxfp4(const float* a, size_t lda, const unsigned char* cons
                                hs[rp[4][off]], hs[rp[5][off]], hs[rp[6][off]], hs[rp[7][off]]);
         }
         const float* ak = a + j * 32;
+#pragma GCC unroll 4
         for (int i = 0; i < 32; i++) {
             __m256 v[S];
+#pragma GCC unroll 4
             for (int s = 0; s < S; s++) {
                 __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&codes[s][i][0]));
                 v[s] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale[s]);
             }
+#pragma GCC unroll 4
             for (int m = 0; m < MM; m++) {
                 __m256 av = _mm256_broadcast_ss(ak + m * lda + i);
+#pragma GCC unroll 4
                 for (int s = 0; s < S; s++) acc[m][s] = _mm256_fmadd_ps(av, v[s], acc[m][s]);
             }
         }
     }
+#pragma GCC unroll 4
     for (int m = 0; m < MM; m++)
+#pragma GCC unroll 4
         for (int s = 0; s < S; s++) _mm256_storeu_ps(c + m * S * 8 + s * 8, acc[m][s]);
 }
 
