@@ -104,6 +104,7 @@ void SliceTiming::scalar_tile_access(L1Range r, bool write)
 {
     double ready = t_;
     for (const Pending& p : pending_) {
+        if (p.end <= ready) continue;
         bool hit = p.writes.overlaps(r);
         if (write)
             for (const L1Range& x : p.reads) hit = hit || x.overlaps(r);
@@ -113,10 +114,10 @@ void SliceTiming::scalar_tile_access(L1Range r, bool write)
     t_ = ready;
 }
 
-double SliceTiming::hazard_floor(const EngineOp& op) const
+double SliceTiming::hazard_floor(const EngineOp& op, double floor) const
 {
-    double floor = 0;
     for (const Pending& p : pending_) {
+        if (p.end <= floor) continue;  // cannot raise the start: skip the range tests
         bool hit = !op.writes.empty() && p.writes.overlaps(op.writes);        // WAW
         for (const L1Range& r : op.reads) hit = hit || p.writes.overlaps(r);  // RAW
         if (!op.writes.empty())
@@ -153,7 +154,7 @@ double SliceTiming::engine_op(const EngineOp& op)
 {
     retire_and_make_room();
     const auto e = static_cast<std::size_t>(op.engine);
-    const double start = std::max({t_, free_[e], hazard_floor(op)});
+    const double start = hazard_floor(op, std::max(t_, free_[e]));
     double busy = 0, latency = 0;
     switch (op.engine) {
     case Engine::dma:
@@ -203,7 +204,7 @@ double SliceTiming::arrival(double send_end) const
 void SliceTiming::recv(const EngineOp& op, double arrival)
 {
     retire_and_make_room();
-    const double start = std::max(t_, hazard_floor(op));
+    const double start = hazard_floor(op, t_);
     record(op, std::max(start, arrival));
     span(1 + static_cast<std::uint8_t>(Engine::network), start, std::max(start, arrival));
 }

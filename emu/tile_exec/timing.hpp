@@ -109,7 +109,9 @@ private:
         L1Range writes;
         double end;
     };
-    double hazard_floor(const EngineOp& op) const;
+    // The later of floor and the end of every pending op the new one conflicts with (RAW,
+    // WAR, WAW on L1 ranges).
+    double hazard_floor(const EngineOp& op, double floor) const;
     void span(std::uint8_t track, double start, double end)
     {
         if (spans_ && end > start) spans_->push_back({start, end, pc_, opcode_, track});
