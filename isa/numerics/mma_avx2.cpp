@@ -428,6 +428,7 @@ JAL_AVX2 void mma_blockdot_run(const Tile& acc, const ConstTile& a, const ConstT
                 __m256i v[8];
                 if (mxfp4) {
                     const uint8_t* bj = buf.bq.data() + j * 256;
+#pragma GCC unroll 8
                     for (int r = 0; r < 8; r++) {
                         __m256i bv =
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bj + 32 * r));
@@ -437,6 +438,7 @@ JAL_AVX2 void mma_blockdot_run(const Tile& acc, const ConstTile& a, const ConstT
                     const int16_t* bj = buf.bq16.data() + j * 256;
                     const __m256i a_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(av));
                     const __m256i a_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(av, 1));
+#pragma GCC unroll 8
                     for (int r = 0; r < 8; r++) {
                         __m256i b_lo =
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bj + 32 * r));
