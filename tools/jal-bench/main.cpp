@@ -1,7 +1,8 @@
 // jal-bench: benchmarks of the Jalapeño stack that print figures. `jal-bench host` measures
 // the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
 // library's linear kernels, `jal-bench dispatch` the emulator's wall-clock cost of one
-// dispatch; each prints a table, or one JSON document with --json. It starts its own jal-emu
+// dispatch, `jal-bench mma` the matrix engine's arithmetic alone (no emulator); each prints a
+// table, or one JSON document with --json. It starts its own jal-emu
 // (native firmware) unless JAL_EMU_DIR names a running one. `jal-bench serve` is the
 // InferenceX-style serving benchmark (serve_command.hpp) against a live jal-serve or a
 // timing-only model.
@@ -15,6 +16,7 @@
 #include "fabric_bench.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
+#include "mma_bench.hpp"
 #include "serve_command.hpp"
 #include "tools/common/emu_process.hpp"
 #include "tools/common/version.hpp"
@@ -85,6 +87,30 @@ std::uint64_t parse_size(const std::string& text)
     if (used == 0 || shift < 0 || v == 0 || v > (std::uint64_t{1} << (40 - shift)))
         throw CLI::ValidationError("size", "\"" + text + "\" is not a size (4096, 4K, 64M, 1G)");
     return v << shift;
+}
+
+CLI::App* add_mma_command(CLI::App& app, jal::bench::MmaBenchOptions& o, bool& json)
+{
+    auto* c = app.add_subcommand(
+        "mma", "The matrix engine's arithmetic on this host (what jal-emu's MMA runs): GEMV and "
+               "GEMM shapes for each weight format, against single-thread OpenBLAS sgemm");
+    c->add_flag("--json", json, "Print one JSON document instead of the table");
+    c->add_flag("--quick", o.quick, "M = 1 and 64 only, shorter timing (a smoke run)");
+    c->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+    return c;
+}
+
+int run_mma_command(jal::bench::MmaBenchOptions& o, bool json)
+{
+    try {
+        if (o.quick) o.min_seconds = 0.05;
+        const nlohmann::json doc = jal::bench::run_mma_bench(o);
+        std::cout << (json ? doc.dump(2) + "\n" : jal::bench::format_mma_table(doc));
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "jal-bench: " << e.what() << '\n';
+        return 1;
+    }
 }
 
 struct FabricCommand {
@@ -176,7 +202,12 @@ int main(int argc, char** argv)
     jal::bench::ServeCommand& serve = jal::bench::add_serve_command(app);
     FabricCommand fabric;
     add_fabric_command(app, fabric);
+    jal::bench::MmaBenchOptions mo;
+    bool mjson = false;
+    CLI::App* mma = add_mma_command(app, mo, mjson);
     CLI11_PARSE(app, argc, argv);
+
+    if (mma->parsed()) return run_mma_command(mo, mjson);
 
     if (fabric.app->parsed()) return run_fabric_command(fabric);
 
