@@ -89,6 +89,21 @@ std::uint64_t parse_size(const std::string& text)
     return v << shift;
 }
 
+CLI::App* add_kernels_command(CLI::App& app, jal::bench::KernelBenchOptions& o, bool& json)
+{
+    auto* c = app.add_subcommand(
+        "kernels",
+        "Linear kernels (GEMV/GEMM, expert GEMM, embedding, argmax, all-reduce, quantize) at "
+        "decode and "
+        "prefill shapes: modelled time, roofline fraction, emulator throughput vs OpenBLAS sgemm");
+    c->add_flag("--json", json, "Print one JSON document instead of the table");
+    c->add_option("-d,--device", o.device, "Device index");
+    c->add_option("--filter", o.filter, "Only kernels whose name contains this");
+    c->add_flag("--quick", o.quick, "Smaller shapes (vocab 32768, fewer tokens): a smoke run");
+    c->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+    return c;
+}
+
 CLI::App* add_mma_command(CLI::App& app, jal::bench::MmaBenchOptions& o, bool& json)
 {
     auto* c = app.add_subcommand(
@@ -185,17 +200,7 @@ int main(int argc, char** argv)
     host->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
     jal::bench::KernelBenchOptions ko;
     bool kjson = false;
-    auto* kernels = app.add_subcommand(
-        "kernels",
-        "Linear kernels (GEMV/GEMM, expert GEMM, embedding, argmax, all-reduce, quantize) at "
-        "decode and "
-        "prefill shapes: modelled time, roofline fraction, emulator throughput vs OpenBLAS sgemm");
-    kernels->add_flag("--json", kjson, "Print one JSON document instead of the table");
-    kernels->add_option("-d,--device", ko.device, "Device index");
-    kernels->add_option("--filter", ko.filter, "Only kernels whose name contains this");
-    kernels->add_flag("--quick", ko.quick,
-                      "Smaller shapes (vocab 32768, fewer tokens): a smoke run");
-    kernels->add_flag("-q,--quiet", ko.quiet, "No progress lines on stderr");
+    CLI::App* kernels = add_kernels_command(app, ko, kjson);
     jal::bench::DispatchBenchOptions dop;
     bool djson = false, dquick = false;
     CLI::App* dispatch = add_dispatch_command(app, dop, djson, dquick);

@@ -71,13 +71,14 @@ double time_mma(const Case& c, double min_seconds)
     const numerics::ConstTile tb{b.data(), c.n, c.k, rb, c.b};
     std::string error;
     if (numerics::mma(at, ta, tb, &error) != JAL_STATUS_OK)
-        throw std::runtime_error("mma " + std::string(dtype_label(c.a)) + " x " +
-                                 dtype_label(c.b) + ": " + error);
+        throw std::runtime_error("mma " + std::string(dtype_label(c.a)) + " x " + dtype_label(c.b) +
+                                 ": " + error);
     double best = 1e30, total = 0;
     for (int rep = 0; rep < 2000 && (rep < 3 || total < min_seconds); rep++) {
         const auto t0 = std::chrono::steady_clock::now();
         (void)numerics::mma(at, ta, tb);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         best = std::min(best, s);
         total += s;
     }
@@ -90,8 +91,8 @@ std::vector<Case> cases(bool quick)
 {
     const uint32_t k = 2880;
     std::vector<Case> out;
-    const std::vector<uint32_t> ms = quick ? std::vector<uint32_t>{1, 64}
-                                           : std::vector<uint32_t>{1, 4, 64};
+    const std::vector<uint32_t> ms =
+        quick ? std::vector<uint32_t>{1, 64} : std::vector<uint32_t>{1, 4, 64};
     for (uint32_t m : ms) {
         out.push_back({JAL_DT_F32, JAL_DT_F32, m, 256, k});
         out.push_back({JAL_DT_F32, JAL_DT_BF16, m, 512, k});
@@ -130,17 +131,18 @@ json run_mma_bench(const MmaBenchOptions& o)
 
 std::string format_mma_table(const json& doc)
 {
-    std::string out = fmt::format("code path: {} (one host thread; operands in the host's caches)\n",
-                                  doc["isa"].get<std::string>());
+    std::string out =
+        fmt::format("code path: {} (one host thread; operands in the host's caches)\n",
+                    doc["isa"].get<std::string>());
     out += fmt::format("{:<6} {:<6} {:>4} {:>6} {:>6} {:>10} {:>8} {:>8} {:>13} {:>9}\n", "a", "b",
                        "M", "N", "K", "us", "GFLOP/s", "b GB/s", "sgemm GFLOP/s", "vs_sgemm");
     for (const json& r : doc["rows"])
-        out += fmt::format("{:<6} {:<6} {:>4} {:>6} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>13.2f} {:>9.3f}\n",
-                           r["a"].get<std::string>(), r["b"].get<std::string>(),
-                           r["m"].get<uint32_t>(), r["n"].get<uint32_t>(), r["k"].get<uint32_t>(),
-                           r["us"].get<double>(), r["gflops"].get<double>(),
-                           r["b_gb_s"].get<double>(), r["sgemm_gflops"].get<double>(),
-                           r["vs_sgemm"].get<double>());
+        out += fmt::format(
+            "{:<6} {:<6} {:>4} {:>6} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>13.2f} {:>9.3f}\n",
+            r["a"].get<std::string>(), r["b"].get<std::string>(), r["m"].get<uint32_t>(),
+            r["n"].get<uint32_t>(), r["k"].get<uint32_t>(), r["us"].get<double>(),
+            r["gflops"].get<double>(), r["b_gb_s"].get<double>(), r["sgemm_gflops"].get<double>(),
+            r["vs_sgemm"].get<double>());
     return out;
 }
 

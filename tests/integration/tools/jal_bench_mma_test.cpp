@@ -17,8 +17,8 @@ using json = nlohmann::json;
 
 TEST(JalBenchMma, PrintsEveryFormatAsJson)
 {
-    const auto r =
-        jal::test::run_command({jal::test::bin_path("jal-bench"), "mma", "--quick", "--json", "-q"});
+    const auto r = jal::test::run_command(
+        {jal::test::bin_path("jal-bench"), "mma", "--quick", "--json", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json d = json::parse(r.out);
     EXPECT_TRUE(d["isa"] == "avx2" || d["isa"] == "scalar") << d["isa"];
@@ -30,8 +30,8 @@ TEST(JalBenchMma, PrintsEveryFormatAsJson)
         ms.insert(row["m"].get<unsigned>());
         const double us = row["us"].get<double>(), gflops = row["gflops"].get<double>();
         ASSERT_GT(us, 0) << pair;
-        const double flops = 2.0 * row["m"].get<double>() * row["n"].get<double>() *
-                             row["k"].get<double>();
+        const double flops =
+            2.0 * row["m"].get<double>() * row["n"].get<double>() * row["k"].get<double>();
         EXPECT_NEAR(gflops, flops / us / 1e3, 1e-6 * gflops) << pair;
         EXPECT_NEAR(row["vs_sgemm"].get<double>(), gflops / row["sgemm_gflops"].get<double>(),
                     1e-9 * gflops)
@@ -45,7 +45,8 @@ TEST(JalBenchMma, PrintsEveryFormatAsJson)
 
 TEST(JalBenchMma, PrintsATable)
 {
-    const auto r = jal::test::run_command({jal::test::bin_path("jal-bench"), "mma", "--quick", "-q"});
+    const auto r =
+        jal::test::run_command({jal::test::bin_path("jal-bench"), "mma", "--quick", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("vs_sgemm"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("Q8_0   MXFP4"), std::string::npos) << r.out;
