@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/isa/disasm.hpp>
 #include <jal/isa/numerics.hpp>
 #include <jal/isa/tile_math.hpp>
 
@@ -27,20 +28,11 @@ struct Case {
     uint32_t m, n, k;
 };
 
+// "f32", "mxfp4", ...: the ISA's own names (jal-as, jal-objdump).
 const char* dtype_label(jal_dtype dt)
 {
-    switch (dt) {
-    case JAL_DT_F32:
-        return "F32";
-    case JAL_DT_BF16:
-        return "BF16";
-    case JAL_DT_MXFP4:
-        return "MXFP4";
-    case JAL_DT_Q8_0:
-        return "Q8_0";
-    default:
-        return "?";
-    }
+    const char* name = isa::dtype_name(dt);
+    return name ? name : "?";
 }
 
 // M rows of K elements of dt, from uniform random floats quantised as the chip's VCVT does.

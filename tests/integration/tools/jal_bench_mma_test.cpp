@@ -39,7 +39,7 @@ TEST(JalBenchMma, PrintsEveryFormatAsJson)
         EXPECT_GT(row["b_gb_s"].get<double>(), 0) << pair;
     }
     EXPECT_EQ(d["rows"].size(), 8u);
-    EXPECT_EQ(pairs, (std::set<std::string>{"F32xF32", "F32xBF16", "F32xMXFP4", "Q8_0xMXFP4"}));
+    EXPECT_EQ(pairs, (std::set<std::string>{"f32xf32", "f32xbf16", "f32xmxfp4", "q8_0xmxfp4"}));
     EXPECT_EQ(ms, (std::set<unsigned>{1, 64}));
 }
 
@@ -49,7 +49,7 @@ TEST(JalBenchMma, PrintsATable)
         jal::test::run_command({jal::test::bin_path("jal-bench"), "mma", "--quick", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("vs_sgemm"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("Q8_0   MXFP4"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("q8_0   mxfp4"), std::string::npos) << r.out;
 }
 
 }  // namespace
