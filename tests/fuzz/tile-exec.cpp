@@ -88,7 +88,10 @@ void check_same(const jal::fuzz::TileProgram& p, const exec::DispatchResult& t,
                 const exec::DispatchResult& f)
 {
     const jal_dispatch_report &a = t.report, &b = f.report;
-    const bool faulted = a.fault_slice != ~0u && a.status != JAL_STATUS_DEADLOCK;
+    // A real deadlock (every unfinished slice blocked) ends all slices at deterministic
+    // points; a TRAP that raises DEADLOCK's code is a fault like any other trap.
+    const bool deadlock = a.status == JAL_STATUS_DEADLOCK && a.fault_opcode != JAL_OP_TRAP;
+    const bool faulted = a.fault_slice != ~0u && !deadlock;
     const bool differ = faulted ? a.status != b.status || a.fault_slice != b.fault_slice ||
                                       a.fault_pc != b.fault_pc || a.fault_address != b.fault_address
                                 : std::memcmp(&a, &b, sizeof a) != 0;
