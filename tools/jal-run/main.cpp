@@ -157,14 +157,24 @@ uint32_t mixed_chunks(uint32_t prompt_len, uint32_t max_rows, uint32_t users)
     return (prompt_len + chunk - 1) / chunk;
 }
 
-// Rows of a --schedule mixed step: 2048, or for a DeepSeek-V3 shape the most a prompt chunk
-// of its heads takes (open_shape: 8192 (token, head) pairs); at least the other users'
-// decode rows and one prompt row.
+// The chips of a tray a DeepSeek-V3 shape is split over (default 8), and the most rows a
+// prompt chunk of one chip's share of the heads takes: 8192 (token, head) pairs.
+uint32_t deepseek_chips(const Options& o)
+{
+    return o.tray_chips ? o.tray_chips : 8;
+}
+uint32_t deepseek_chunk_rows(const jal::model::DeepseekConfig& ds, const Options& o)
+{
+    return 8192 / (ds.n_head / deepseek_chips(o));
+}
+
+// Rows of a --schedule mixed step: 2048, or fewer for a DeepSeek-V3 shape's chunk; at least
+// the other users' decode rows and one prompt row.
 uint32_t mixed_rows(const Options& o, uint32_t users)
 {
     uint32_t rows = 2048;
-    if (const auto ds = jal::model::published_deepseek_config(o.shape); ds && o.timing_only)
-        rows = std::min(rows, 8192 / (ds->n_head / (o.tray_chips ? o.tray_chips : 8)));
+    if (const auto ds = jal::model::published_deepseek_config(o.shape))
+        rows = std::min(rows, deepseek_chunk_rows(*ds, o));
     return std::max(rows, users + 1);
 }
 
@@ -223,10 +233,9 @@ std::unique_ptr<jal::model::Runtime> open_shape(const Options& o, jal::model::Ru
         if (r.tray_experts != jal::model::TrayExperts::automatic)
             throw CLI::ValidationError("--tray-experts", "the DeepSeek-V3 shapes' chips share "
                                                          "the experts expert parallel only");
-        ro.tray_chips = o.tray_chips ? o.tray_chips : 8;
-        const uint32_t heads = ds->n_head / ro.tray_chips;  // this chip's share
-        ro.max_batch_tokens =
-            std::max(std::min(ro.max_batch_tokens, 8192 / heads), users + (r.mixed ? 1 : 0));
+        ro.tray_chips = deepseek_chips(o);
+        ro.max_batch_tokens = std::max(std::min(ro.max_batch_tokens, deepseek_chunk_rows(*ds, o)),
+                                       users + (r.mixed ? 1 : 0));
         ro.tray_allreduce_ns = jal::run::tray_allreduce_cost(ro.tray_chips);
         return jal::model::Runtime::open_shape(*ds, device, ro);
     }

@@ -122,11 +122,9 @@ TEST_F(JalRunInferenceX, RooflineAndDispatchesAreConsistent)
               j["prefill_dispatches"].get<double>() + (kMeasured - 1) * per_step);
 }
 
-// --schedule mixed: one prompt in chunk steps beside the other user's decode rows; the
-// figures follow the steady state of docs/performance.md "Mixed steps" from the reported
-// chunk steps and decode step.
-// The mixed schedule's figures follow its steady state (docs/performance.md, "Mixed steps"):
-// the serial and the mixed run of one shape.
+// --schedule mixed: one prompt in chunk steps beside the other user's decode rows. The
+// figures of the mixed run follow the steady state of docs/performance.md "Mixed steps" from
+// its reported chunk steps and decode step, against the serial run of the same shape.
 void expect_mixed_steady_state(const CommandResult& serial, const CommandResult& mixed)
 {
     ASSERT_EQ(serial.exit_code, 0) << serial.out << serial.err;
