@@ -15,12 +15,10 @@ namespace jal::emu::exec {
 
 namespace {
 
-constexpr double kNever = std::numeric_limits<double>::infinity();
-
 class Run final : public SliceFabric, public std::enable_shared_from_this<Run> {
 public:
     Run(const DispatchSetup& setup, SliceBank& bank, WorkerPool& pool)
-        : params_(setup.params), abort_(setup.abort), pool_(pool), exec_(params_, *this)
+        : SliceFabric(setup.abort), params_(setup.params), pool_(pool), exec_(params_, *this)
     {
         for (std::uint32_t i = 0; i < setup.slices.size(); ++i) {
             const DispatchSlice& d = setup.slices[i];
@@ -63,7 +61,7 @@ public:
     void send(std::uint32_t from, std::uint32_t to, Message&& m) override
     {
         std::lock_guard lock(m_);
-        fifo_[key(from, to)].push_back(std::move(m));
+        fifo(from, to).push(std::move(m));
         Sched& r = sched_[to];
         if (r.waiting && slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from)
             wake(to);
@@ -72,11 +70,7 @@ public:
     bool receive(std::uint32_t to, std::uint32_t from, Message& out) override
     {
         std::lock_guard lock(m_);
-        auto it = fifo_.find(key(from, to));
-        if (it == fifo_.end() || it->second.empty()) return false;
-        out = std::move(it->second.front());
-        it->second.pop_front();
-        return true;
+        return fifo(from, to).pop(out);
     }
 
     // Each group of slices (a stage's, or 0: the whole dispatch) has its own generation.
@@ -110,24 +104,44 @@ public:
         return true;
     }
 
-    bool should_stop(double now) const override
-    {
-        return now > stop_time_.load(std::memory_order_relaxed) ||
-               (abort_ && abort_->load(std::memory_order_relaxed));
-    }
-
     std::uint32_t slices() const override { return static_cast<std::uint32_t>(slices_.size()); }
 
 private:
     struct Sched {
         bool waiting = false;  // blocked, not posted
     };
+    // A point-to-point FIFO: a vector and the index of its oldest message, emptied (its
+    // capacity kept) whenever the receiver catches up, so a steady exchange allocates
+    // nothing.
+    struct Fifo {
+        std::vector<Message> q;
+        std::size_t head = 0;
+        bool empty() const { return head == q.size(); }
+        void push(Message&& m) { q.push_back(std::move(m)); }
+        bool pop(Message& out)
+        {
+            if (empty()) return false;
+            out = std::move(q[head++]);
+            if (head == q.size()) {
+                q.clear();
+                head = 0;
+            }
+            return true;
+        }
+    };
     struct Barrier {
         std::uint64_t gen = 0;
         std::uint32_t arrived = 0;
         double max_arrival = 0, release = 0;
     };
-    static std::uint32_t key(std::uint32_t from, std::uint32_t to) { return from << 8 | to; }
+    // Under m_. Indexed by sender and receiver; made on the first message (most dispatches
+    // send none, and 64 slices have 4096 pairs).
+    Fifo& fifo(std::uint32_t from, std::uint32_t to)
+    {
+        const std::size_t n = slices_.size();
+        if (fifo_.empty()) fifo_.resize(n * n);
+        return fifo_[std::size_t{from} * n + to];
+    }
 
     // Under m_. Slice i joins the ready queue (the back: a slice that yielded lets the others
     // go first). The caller runs ready slices itself; pool threads help when more slices are
@@ -189,7 +203,7 @@ private:
             if (r == RunResult::blocked) {
                 // The condition may have cleared between the executor's look and now.
                 const bool ready =
-                    (s.block == BlockReason::recv && !fifo_[key(s.block_peer, i)].empty()) ||
+                    (s.block == BlockReason::recv && !fifo(s.block_peer, i).empty()) ||
                     (s.block == BlockReason::barrier &&
                      s.barrier_gen < barriers_[s.barrier_group].gen);
                 if (ready) {
@@ -208,7 +222,6 @@ private:
     }
 
     DispatchParams params_;
-    const std::atomic<bool>* abort_;
     WorkerPool& pool_;
     Executor exec_;
     std::vector<std::unique_ptr<SliceState>> slices_;
@@ -220,9 +233,8 @@ private:
     std::deque<std::uint32_t> ready_;  // posted, not yet running
     std::uint32_t helpers_ = 0;        // pool tasks posted or running for this dispatch
     bool caller_waiting_ = false;      // the thread in wait() is asleep on done_cv_
-    std::map<std::uint32_t, std::deque<Message>> fifo_;
+    std::vector<Fifo> fifo_;
     std::map<std::uint64_t, Barrier> barriers_;  // by the stage's slice mask (0: all)
-    std::atomic<double> stop_time_{kNever};
 };
 
 DispatchResult Run::result(std::uint32_t voltage_mv) const

@@ -28,6 +28,7 @@ enum class RunResult { ended, faulted, blocked, yielded, stopped };
 class Executor {
 public:
     static constexpr std::uint64_t kQuantum = 1u << 16;  // instructions before yielding
+    static constexpr std::size_t kSpareMessages = 8;     // received buffers a slice keeps
 
     Executor(const DispatchParams& p, SliceFabric& fabric) : p_(p), fabric_(fabric) {}
     RunResult run(SliceState& s);

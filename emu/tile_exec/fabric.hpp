@@ -5,8 +5,10 @@
 
 #include "emu/tile_exec/slice_state.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace jal::emu::exec {
@@ -31,9 +33,20 @@ public:
     // they leave it.
     virtual bool barrier(SliceState& s, std::uint64_t group, double& release) = 0;
     // The slice must stop: the dispatch was aborted, or another slice faulted at an
-    // earlier modelled time than `now` (so no later fault can be the first).
-    virtual bool should_stop(double now) const = 0;
+    // earlier modelled time than `now` (so no later fault can be the first). Asked before
+    // every instruction, so it is inline: two relaxed loads, no call.
+    bool should_stop(double now) const
+    {
+        return now > stop_time_.load(std::memory_order_relaxed) ||
+               (abort_ && abort_->load(std::memory_order_relaxed));
+    }
     virtual std::uint32_t slices() const = 0;
+
+protected:
+    explicit SliceFabric(const std::atomic<bool>* abort) : abort_(abort) {}
+    // The earliest modelled time a slice faulted at (infinity: none yet).
+    std::atomic<double> stop_time_{std::numeric_limits<double>::infinity()};
+    const std::atomic<bool>* abort_;
 };
 
 }  // namespace jal::emu::exec

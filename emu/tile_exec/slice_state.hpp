@@ -60,6 +60,10 @@ struct SliceState {
             std::popcount(stage_mask & ((std::uint64_t{1} << index) - 1)));
     }
     bool owes_barrier = false;  // an ordered STAGE: a barrier of the whole dispatch is due
+    // Buffers of messages it received, reused for the messages it sends (an all-gather
+    // sends as many as it receives): a send then allocates nothing.
+    std::vector<std::vector<std::byte>> spare_messages;
+
     // With DispatchParams::log_stages: each STAGE the slice passed, in order (every slice
     // passes every STAGE of the program, entering its stage or not).
     std::vector<StageEntry> stages;

@@ -54,12 +54,6 @@ SliceTiming::SliceTiming(std::uint32_t clock_mhz)
     pending_.reserve(kOpsInFlight);
 }
 
-void SliceTiming::issue()
-{
-    t_ += cycle_;
-    ctr_.energy_pj += kPjPerInstruction;
-}
-
 void SliceTiming::scalar_load(std::uint64_t va, bool remote)
 {
     const std::uint64_t line = va / kScalarLineBytes;

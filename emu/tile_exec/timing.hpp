@@ -8,6 +8,7 @@
 #include "emu/tile_exec/device_memory.hpp"
 #include "emu/tile_exec/signal_queue.hpp"
 #include "emu/tile_exec/tile.hpp"
+#include "emu/tile_exec/timing_rates.hpp"
 
 #include <array>
 #include <cstdint>
@@ -58,8 +59,13 @@ public:
     double cycle_ns() const { return cycle_; }
     std::uint64_t cycles() const { return static_cast<std::uint64_t>(t_ / cycle_); }
 
-    // Every instruction: one issue cycle of the scalar unit.
-    void issue();
+    // Every instruction: one issue cycle of the scalar unit (inline: it is on the
+    // interpreter's path for every instruction).
+    void issue()
+    {
+        t_ += cycle_;
+        ctr_.energy_pj += rates::kPjPerInstruction;
+    }
     // The instruction being issued (what the spans below name), and where they go (null:
     // nowhere, the default).
     void at(std::uint32_t pc, std::uint8_t opcode)
