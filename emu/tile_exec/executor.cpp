@@ -536,15 +536,30 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
         const std::uint64_t table_stride = s.x[i.c & 31];
         op.reads[0] = idx.span();
         op.writes = t.span();
-        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK; ++r) {
-            // Timing-only: the index tile holds no data, so every row is costed as the
-            // table's first row (its owner decides local or remote).
+        // Timing-only: the index tile holds no data, so every row is costed as the table's
+        // first row (its owner decides local or remote).
+        auto index = [&](std::uint32_t r) {
             std::int32_t row = 0;
             if (data) std::memcpy(&row, s.l1 + idx.addr + std::uint64_t{r} * idx.stride, 4);
-            const std::uint64_t va =
-                base + static_cast<std::uint64_t>(static_cast<std::int64_t>(row)) * table_stride;
+            return std::int64_t{row};
+        };
+        // Consecutive indices into a packed table, gathered into packed rows, move as one
+        // run, as TLOAD's back-to-back rows do (an expert's rows are gathered in order).
+        // Not when the rows land on the index tile (a row's index must be read after the
+        // rows before it are written), nor across a peer's or an unmapped page.
+        const bool runs =
+            data && t.stride == rb && table_stride == rb && !t.span().overlaps(idx.span());
+        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK;) {
+            const std::int64_t row = index(r);
+            const std::uint64_t va = base + static_cast<std::uint64_t>(row) * table_stride;
+            std::uint32_t n = 1;
+            if (runs) {
+                while (r + n < t.rows && index(r + n) == row + n) ++n;
+                if (n > 1 && !mem.mapped_here(va, n * rb)) n = 1;
+            }
             std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
-            st = mem.read(va, data ? l1 : nullptr, rb, s.physical, op.traffic, fault_va);
+            st = mem.read(va, data ? l1 : nullptr, n * rb, s.physical, op.traffic, fault_va);
+            r += n;
         }
     }
     if (st != JAL_STATUS_OK) {

@@ -296,6 +296,57 @@ TEST_F(IsaTile, PackedRowsAcrossPagesMoveAsRowByRow)
     EXPECT_EQ(by_rows_bad.report.fault_address, kVa + 4 * kPage);
 }
 
+// A gather of consecutive rows of a packed table into packed L1 rows moves them as one run;
+// into rows with a wider L1 stride, one by one. Across the same two slices' pages as above,
+// both give the same bytes, bytes moved, energy and (second page poisoned) fault address,
+// for indices in one run and in two.
+TEST_F(IsaTile, GatheredRunsMoveAsRowByRow)
+{
+    map(4, 1, 1);
+    const std::uint64_t table = kVa + 4 * kPage - 3 * 24 - 8, dst = kVa + 4096;
+    const std::vector<float> rows = random_floats(6 * 6, 8);  // 6 rows of 6 F32, packed
+    write_vec(table, rows);
+    set_args({table, dst});
+    auto gather = [&](std::uint32_t l1_stride, const std::vector<std::int32_t>& idx) {
+        auto c = prologue(2);
+        append(c, {LI(10, 0), LI(11, 6), LI(12, 1), TDESC(0, 10, 11, 12, 0, JAL_DT_I32),
+                   LI(10, 256), LI(12, 6), TDESC(1, 10, 11, 12, l1_stride, JAL_DT_F32)});
+        for (std::int32_t r = 0; r < 6; ++r)
+            append(c, {LI(14, idx[static_cast<std::size_t>(r)]), LI(15, r),
+                       I(JAL_OP_TWRITE, 14, 0, 15, 0, 0)});
+        append(c, {LI(16, 24), I(JAL_OP_TGATHER, 1, 2, 16, 0, 0), WAIT(0, 1), TSTORE(1, 3, 0, 1),
+                   WAIT(1, 1), END()});
+        return run(c, opts());
+    };
+    const std::vector<std::int32_t> one_run = {0, 1, 2, 3, 4, 5}, two_runs = {4, 5, 0, 1, 2, 3};
+    for (const auto& idx : {one_run, two_runs}) {
+        const auto packed = gather(0, idx), by_rows = gather(32, idx);
+        ASSERT_EQ(packed.report.status, JAL_STATUS_OK);
+        ASSERT_EQ(by_rows.report.status, JAL_STATUS_OK);
+        std::vector<float> want;
+        for (std::int32_t r : idx)
+            want.insert(want.end(), rows.begin() + r * 6, rows.begin() + r * 6 + 6);
+        EXPECT_EQ(read_vec<float>(dst, want.size()), want);
+        EXPECT_EQ(packed.report.hbm_bytes, by_rows.report.hbm_bytes);
+        EXPECT_EQ(packed.report.energy_nj, by_rows.report.energy_nj);
+        EXPECT_EQ(packed.report.modelled_ns, by_rows.report.modelled_ns);
+    }
+
+    hbm_.poison(JAL_HBM_SLICE_BYTES);  // page 4's physical page
+    // One run: row 3 crosses into page 4, so the first lost byte is the page's first.
+    // Two runs: row 4, wholly in page 4, comes first.
+    const std::uint64_t first_lost[2] = {kVa + 4 * kPage, table + 4 * 24};
+    int k = 0;
+    for (const auto& idx : {one_run, two_runs}) {
+        const auto packed = gather(0, idx), by_rows = gather(32, idx);
+        EXPECT_EQ(packed.report.status, JAL_STATUS_ECC_UNCORRECTED);
+        EXPECT_EQ(by_rows.report.status, JAL_STATUS_ECC_UNCORRECTED);
+        EXPECT_EQ(packed.report.fault_address, first_lost[k]);
+        EXPECT_EQ(by_rows.report.fault_address, first_lost[k]);
+        ++k;
+    }
+}
+
 TEST_F(IsaTile, TileLoadFromUnmappedMemoryIsAPageFault)
 {
     const std::uint64_t bad = kVa + 100 * kPage;
