@@ -27,10 +27,12 @@ void silu_scalar(const float* x, float* y, size_t n);
 void silu_avx2(const float* x, float* y, size_t n);
 
 // Pointer to row r of a tile, and to the element-block holding column k (k a multiple of
-// the dtype's block).
+// the dtype's block). Row starts (k = 0), which the GEMVs ask for once a row of b a strip,
+// cost no call.
 inline const unsigned char* tile_at(const ConstTile& t, size_t r, size_t k)
 {
-    return static_cast<const unsigned char*>(t.data) + r * t.stride + row_bytes(t.dtype, k);
+    return static_cast<const unsigned char*>(t.data) + r * t.stride +
+           (k ? row_bytes(t.dtype, k) : 0);
 }
 inline unsigned char* acc_row(const Tile& t, size_t r)
 {
