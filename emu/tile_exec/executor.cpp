@@ -38,6 +38,43 @@ bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, s
     return true;
 }
 
+// TGATHER's rows: row r of `t` is the table row (at `base`, `table_stride` apart) that row
+// r of the index tile names. Timing-only (`data` false): the index tile holds no data, so
+// every row is costed as the table's first row (its owner decides local or remote).
+std::uint32_t gather_rows(const SliceState& s, const Tile& t, const Tile& idx, std::uint64_t base,
+                          std::uint64_t table_stride, bool data, DeviceMemory::Access& mem,
+                          Traffic& traffic, std::uint64_t& fault_va)
+{
+    const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+    auto index = [&](std::uint32_t r) {
+        std::int32_t row = 0;
+        if (data) std::memcpy(&row, s.l1 + idx.addr + std::uint64_t{r} * idx.stride, 4);
+        return std::int64_t{row};
+    };
+    // Consecutive indices into a packed table, gathered into packed rows, move as one run,
+    // as TLOAD's back-to-back rows do (an expert's rows are gathered in order). Not when the
+    // rows land on the index tile (a row's index must be read after the rows before it are
+    // written), nor across a peer's or an unmapped page.
+    const bool runs =
+        data && t.stride == rb && table_stride == rb && !t.span().overlaps(idx.span());
+    std::uint32_t st = JAL_STATUS_OK;
+    for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK;) {
+        const std::int64_t row = index(r);
+        const std::uint64_t va = base + static_cast<std::uint64_t>(row) * table_stride;
+        std::uint32_t n = 1;
+        if (runs)
+            while (r + n < t.rows && index(r + n) == row + n) ++n;
+        std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
+        const bool one = n == 1 || mem.mapped_here(va, n * rb);
+        const std::uint64_t piece = one ? n * rb : rb;  // else the run's rows one by one
+        for (std::uint64_t off = 0; off < n * rb && st == JAL_STATUS_OK; off += piece)
+            st =
+                mem.read(va + off, data ? l1 + off : nullptr, piece, s.physical, traffic, fault_va);
+        r += n;
+    }
+    return st;
+}
+
 }  // namespace
 
 std::uint64_t Executor::enter_stage(SliceState& s, const Insn& i)
@@ -536,31 +573,7 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
         const std::uint64_t table_stride = s.x[i.c & 31];
         op.reads[0] = idx.span();
         op.writes = t.span();
-        // Timing-only: the index tile holds no data, so every row is costed as the table's
-        // first row (its owner decides local or remote).
-        auto index = [&](std::uint32_t r) {
-            std::int32_t row = 0;
-            if (data) std::memcpy(&row, s.l1 + idx.addr + std::uint64_t{r} * idx.stride, 4);
-            return std::int64_t{row};
-        };
-        // Consecutive indices into a packed table, gathered into packed rows, move as one
-        // run, as TLOAD's back-to-back rows do (an expert's rows are gathered in order).
-        // Not when the rows land on the index tile (a row's index must be read after the
-        // rows before it are written), nor across a peer's or an unmapped page.
-        const bool runs =
-            data && t.stride == rb && table_stride == rb && !t.span().overlaps(idx.span());
-        for (std::uint32_t r = 0; r < t.rows && st == JAL_STATUS_OK;) {
-            const std::int64_t row = index(r);
-            const std::uint64_t va = base + static_cast<std::uint64_t>(row) * table_stride;
-            std::uint32_t n = 1;
-            if (runs) {
-                while (r + n < t.rows && index(r + n) == row + n) ++n;
-                if (n > 1 && !mem.mapped_here(va, n * rb)) n = 1;
-            }
-            std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
-            st = mem.read(va, data ? l1 : nullptr, n * rb, s.physical, op.traffic, fault_va);
-            r += n;
-        }
+        st = gather_rows(s, t, idx, base, table_stride, data, mem, op.traffic, fault_va);
     }
     if (st != JAL_STATUS_OK) {
         addr = fault_va;
