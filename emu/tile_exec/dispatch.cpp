@@ -7,7 +7,6 @@
 #include <bit>
 #include <condition_variable>
 #include <deque>
-#include <limits>
 #include <map>
 #include <mutex>
 

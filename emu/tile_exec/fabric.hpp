@@ -34,7 +34,7 @@ public:
     virtual bool barrier(SliceState& s, std::uint64_t group, double& release) = 0;
     // The slice must stop: the dispatch was aborted, or another slice faulted at an
     // earlier modelled time than `now` (so no later fault can be the first). Asked before
-    // every instruction, so it is inline: two relaxed loads, no call.
+    // every instruction, so it is inline: relaxed loads, no call.
     bool should_stop(double now) const
     {
         return now > stop_time_.load(std::memory_order_relaxed) ||
