@@ -96,14 +96,10 @@ void SliceTiming::scalar_store(std::uint64_t va, std::uint64_t bytes, bool remot
 
 void SliceTiming::scalar_tile_access(L1Range r, bool write)
 {
-    double ready = t_;
-    for (const Pending& p : pending_) {
-        if (p.end <= ready) continue;
-        bool hit = p.writes.overlaps(r);
-        if (write)
-            for (const L1Range& x : p.reads) hit = hit || x.overlaps(r);
-        if (hit) ready = std::max(ready, p.end);
-    }
+    // The same hazards as an engine op that reads (RAW) or writes (WAW, WAR) the range.
+    EngineOp access;
+    (write ? access.writes : access.reads[0]) = r;
+    const double ready = hazard_floor(access, t_);
     span(0, t_, ready);
     t_ = ready;
 }
