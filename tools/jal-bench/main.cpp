@@ -1,7 +1,8 @@
 // jal-bench: benchmarks of the Jalapeño stack that print figures. `jal-bench host` measures
 // the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
 // library's linear kernels, `jal-bench dispatch` the emulator's wall-clock cost of one
-// dispatch, `jal-bench mma` the matrix engine's arithmetic alone (no emulator); each prints a
+// dispatch, `jal-bench mma` the matrix engine's arithmetic alone (no emulator), `jal-bench
+// memory` the host's read and copy bandwidth (an emulated decode step's floor); each prints a
 // table, or one JSON document with --json. It starts its own jal-emu
 // (native firmware) unless JAL_EMU_DIR names a running one. `jal-bench serve` is the
 // InferenceX-style serving benchmark (serve_command.hpp) against a live jal-serve or a
@@ -16,6 +17,7 @@
 #include "fabric_bench.hpp"
 #include "host_bench.hpp"
 #include "kernel_bench.hpp"
+#include "memory_bench.hpp"
 #include "mma_bench.hpp"
 #include "serve_command.hpp"
 #include "tools/common/emu_process.hpp"
@@ -115,6 +117,39 @@ CLI::App* add_mma_command(CLI::App& app, jal::bench::MmaBenchOptions& o, bool& j
     return c;
 }
 
+CLI::App* add_memory_command(CLI::App& app, jal::bench::MemoryBenchOptions& o, bool& json,
+                             bool& quick)
+{
+    auto* c = app.add_subcommand(
+        "memory", "The host's memory floor for an emulated decode step: what one thread and all "
+                  "threads read and copy a second (what jal-emu's TLOADs and llama.cpp's weight "
+                  "reads are bound by)");
+    c->add_option("--bytes", o.bytes,
+                  "Bytes each thread reads, or copies, once a pass (bench-model.sh: a decode "
+                  "step's)");
+    c->add_option("--ring", o.ring,
+                  "Each thread's copy destination, reused in turn (bytes; default a slice's L1)");
+    c->add_option("--piece", o.piece, "Bytes a copy");
+    c->add_option("--threads", o.threads, "Threads of the second row (default: one a host CPU)");
+    c->add_flag("--json", json, "Print one JSON document instead of the table");
+    c->add_flag("--quick", quick, "Shorter timing (a smoke run)");
+    c->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+    return c;
+}
+
+int run_memory_command(jal::bench::MemoryBenchOptions& o, bool json, bool quick)
+{
+    try {
+        if (quick) o.min_seconds = 0.1;
+        const nlohmann::json doc = jal::bench::run_memory_bench(o);
+        std::cout << (json ? doc.dump(2) + "\n" : jal::bench::format_memory_table(doc));
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "jal-bench: " << e.what() << '\n';
+        return 1;
+    }
+}
+
 int run_mma_command(jal::bench::MmaBenchOptions& o, bool json)
 {
     try {
@@ -210,9 +245,13 @@ int main(int argc, char** argv)
     jal::bench::MmaBenchOptions mo;
     bool mjson = false;
     CLI::App* mma = add_mma_command(app, mo, mjson);
+    jal::bench::MemoryBenchOptions memo;
+    bool memjson = false, memquick = false;
+    CLI::App* memory = add_memory_command(app, memo, memjson, memquick);
     CLI11_PARSE(app, argc, argv);
 
     if (mma->parsed()) return run_mma_command(mo, mjson);
+    if (memory->parsed()) return run_memory_command(memo, memjson, memquick);
 
     if (fabric.app->parsed()) return run_fabric_command(fabric);
 
