@@ -13,11 +13,16 @@
 # llama.cpp's decode rate is (STEPS − 1) / (t(--n STEPS) − t(--n 1)): the difference of two
 # runs removes model loading and the prompt. jal-run reports its own decode rate (the wall
 # time of its decode steps only). Both use greedy decoding from the same prompt ids.
+#
+# Last, the host's memory floor (`jal-bench memory` with a decode step's bytes): the time to
+# read those bytes once on one thread, which bounds llama.cpp's step, and to copy them into
+# L1 on every thread, which bounds jal-run's (its TLOADs copy every weight byte), each with
+# the fraction of that floor's rate the step reaches.
 set -euo pipefail
 build=${1:-build}
 preset=${2:-medium}
 steps=${3:-64}
-for exe in jal-run jal-mkmodel jal-llama-ref; do
+for exe in jal-run jal-mkmodel jal-llama-ref jal-bench; do
 	[ -x "$build/bin/$exe" ] || { echo "bench-model: $build/bin/$exe is missing (build it first)" >&2; exit 1; }
 done
 dir=$(mktemp -d)
@@ -42,9 +47,13 @@ llama_tok_s=$(llama_tok_s 1)
 llama_tok_s_n=$(llama_tok_s "$threads")
 
 "$build/bin/jal-run" "$model" --prompt-ids "$prompt" --n "$steps" --json >"$dir/run.json"
-python3 - "$dir/run.json" "$llama_tok_s" "$preset" "$steps" "$llama_tok_s_n" "$threads" <<'PY'
+# The host's memory floor for a step's bytes: each thread reading or copying that many.
+step_bytes=$(python3 -c "import json, sys; print(int(json.load(open(sys.argv[1]))['decode_min_bytes']))" "$dir/run.json")
+"$build/bin/jal-bench" memory --bytes "$step_bytes" --threads "$threads" --json -q >"$dir/memory.json"
+python3 - "$dir/run.json" "$llama_tok_s" "$preset" "$steps" "$llama_tok_s_n" "$threads" "$dir/memory.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+mem = json.load(open(sys.argv[7]))
 llama = float(sys.argv[2])
 llama_n, threads = float(sys.argv[5]), int(sys.argv[6])
 print(f"model: synthetic '{sys.argv[3]}' ({d['n_vocab']} vocab), {sys.argv[4]} greedy steps, prompt {len(d['prompt_ids'])} ids")
@@ -56,4 +65,13 @@ print(f"ratio jal-run / llama.cpp ({threads} threads):       {d['wall_tok_s'] / 
 print(f"modelled TPOT {d['tpot_ms']:.4f} ms ({d['tok_s_user']:.0f} tok/s/user); decode roofline "
       f"{d['decode_roofline_ms']:.4f} ms ({d['decode_min_bytes'] / 1e6:.1f} MB at {d['slices']} x 240 GB/s): "
       f"{100 * d['decode_roofline_fraction']:.1f} % of it achieved; HBM busy {100 * d['decode_hbm_util']:.1f} %")
+one, every = mem["rows"][0], mem["rows"][-1]
+step_mb = mem["bytes"] / 1e6
+read_ms = mem["bytes"] / (one["read_gb_s"] * 1e9) * 1e3
+copy_ms = mem["bytes"] / (every["copy_gb_s"] * 1e9) * 1e3
+print(f"host memory (jal-bench memory, {step_mb:.1f} MB a thread): 1 thread reads {one['read_gb_s']:.1f} GB/s, "
+      f"copies {one['copy_gb_s']:.1f}; {every['threads']} threads read {every['read_gb_s']:.1f}, copy {every['copy_gb_s']:.1f}")
+print(f"a decode step's {step_mb:.1f} MB: read once on 1 thread {read_ms:.2f} ms (llama.cpp's step {1e3 / llama:.2f} ms, "
+      f"{read_ms * llama / 1e3:.2f} of its rate); copied into L1 on {every['threads']} threads {copy_ms:.2f} ms "
+      f"(jal-run's step {1e3 / d['wall_tok_s']:.2f} ms, {copy_ms * d['wall_tok_s'] / 1e3:.2f} of its rate)")
 PY
