@@ -87,7 +87,8 @@ json run_memory_bench(const MemoryBenchOptions& o)
     if (o.bytes < kLine || o.piece == 0 || o.ring < o.piece)
         throw std::invalid_argument(
             "need --bytes of at least one cache line, --piece > 0 and --ring >= --piece");
-    const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads =
+        o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
     const size_t bytes = o.bytes / kLine * kLine;
     // Each thread's buffers, first touched by that thread (its pages where it runs).
     std::vector<ThreadBuffers> buffers(threads);

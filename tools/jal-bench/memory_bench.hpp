@@ -16,12 +16,14 @@
 namespace jal::bench {
 
 struct MemoryBenchOptions {
-    uint64_t bytes = uint64_t{256} << 20;  // each thread's source: read, or copied from, once a pass
-    uint64_t ring = JAL_SLICE_L1_BYTES;    // each thread's copy destination (a slice's L1), reused in turn
-    uint64_t piece = uint64_t{64} << 10;   // bytes a memcpy
-    unsigned threads = 0;                  // 0: one a host CPU
-    double min_seconds = 1.0;              // passes per case (best of them)
-    bool quiet = false;                    // no progress lines on stderr
+    // Each thread's source: read, or copied from, once a pass.
+    uint64_t bytes = uint64_t{256} << 20;
+    // Each thread's copy destination (a slice's L1), reused in turn.
+    uint64_t ring = JAL_SLICE_L1_BYTES;
+    uint64_t piece = uint64_t{64} << 10;  // bytes a memcpy
+    unsigned threads = 0;                 // 0: one a host CPU
+    double min_seconds = 1.0;             // passes per case (best of them)
+    bool quiet = false;                   // no progress lines on stderr
 };
 
 // {"bytes", "ring", "piece", "rows": [{"threads", "read_gb_s", "copy_gb_s"}, ...]}: one row

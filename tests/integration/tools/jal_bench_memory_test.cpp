@@ -43,8 +43,8 @@ TEST(JalBenchMemory, OneThreadIsOneRow)
 
 TEST(JalBenchMemory, PrintsATable)
 {
-    const auto r = jal::test::run_command({jal::test::bin_path("jal-bench"), "memory", "--bytes",
-                                           "1000000", "--quick", "-q"});
+    const auto r = jal::test::run_command(
+        {jal::test::bin_path("jal-bench"), "memory", "--bytes", "1000000", "--quick", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("copy GB/s"), std::string::npos) << r.out;
 }
