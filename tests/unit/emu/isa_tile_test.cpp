@@ -234,6 +234,20 @@ TEST_F(IsaTile, TopKMaskIotaFillAndTileElementAccess)
               (std::vector<float>{0, 3, ninf, ninf, ninf, ninf, ninf, 3, 100, ninf, ninf, ninf}));
 }
 
+// VIOTA fills every row with the same sequence, x[b] + c * x[c] for column c, wrapped to 32
+// bits for I32 (a negative step is a large unsigned one).
+TEST_F(IsaTile, IotaRepeatsItsSequenceInEveryRow)
+{
+    const std::uint64_t out = kVa + 8192;
+    set_args({out});
+    auto c = prologue(1);
+    append(c, {LI(13, 3), LI(14, 2), LI(10, 0), TDESC(0, 10, 13, 14, 0, JAL_DT_I32), LI(16, 5),
+               LI(17, -2), V(JAL_OP_VIOTA, 0, 16, 17), TSTORE(0, 2, 0, 0), WAIT(0, 1), END()});
+    const auto r = run(c, opts());
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK) << r.report.fault_pc;
+    EXPECT_EQ(read_vec<std::int32_t>(out, 6), (std::vector<std::int32_t>{5, 3, 5, 3, 5, 3}));
+}
+
 TEST_F(IsaTile, TilesMustLieInsideL1AndTheCodeObjectsL1Bytes)
 {
     const std::vector<std::uint64_t> c = {
