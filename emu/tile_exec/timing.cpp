@@ -51,7 +51,7 @@ double mma_pj(std::uint32_t dt)
 SliceTiming::SliceTiming(std::uint32_t clock_mhz)
     : cycle_(1000.0 / clock_mhz), scale_(clock_mhz / kNominalMhz)
 {
-    pending_.reserve(kOpsInFlight);
+    pending_.reserve(2 * kOpsInFlight);
 }
 
 void SliceTiming::scalar_load(std::uint64_t va, bool remote)
@@ -106,13 +106,16 @@ void SliceTiming::scalar_tile_access(L1Range r, bool write)
 
 double SliceTiming::hazard_floor(const EngineOp& op, double floor) const
 {
-    for (const Pending& p : pending_) {
-        if (p.end <= floor) continue;  // cannot raise the start: skip the range tests
+    // From the latest completion down: the first op in conflict completes last of all those
+    // in conflict, and once one completes by floor, none before it can raise floor.
+    for (std::size_t i = pending_.size(); i-- > head_;) {
+        const Pending& p = pending_[i];
+        if (p.end <= floor) break;
         bool hit = !op.writes.empty() && p.writes.overlaps(op.writes);        // WAW
         for (const L1Range& r : op.reads) hit = hit || p.writes.overlaps(r);  // RAW
         if (!op.writes.empty())
             for (const L1Range& r : p.reads) hit = hit || r.overlaps(op.writes);  // WAR
-        if (hit) floor = std::max(floor, p.end);
+        if (hit) return p.end;
     }
     return floor;
 }
@@ -122,20 +125,31 @@ double SliceTiming::hazard_floor(const EngineOp& op, double floor) const
 // unit stalls until its oldest op completes.
 void SliceTiming::retire_and_make_room()
 {
-    std::erase_if(pending_, [&](const Pending& p) { return p.end <= t_; });
-    while (pending_.size() >= kOpsInFlight) {
-        auto oldest =
-            std::min_element(pending_.begin(), pending_.end(),
-                             [](const Pending& a, const Pending& b) { return a.end < b.end; });
-        t_ = std::max(t_, oldest->end);
-        std::erase_if(pending_, [&](const Pending& p) { return p.end <= t_; });
+    const auto retire = [&] {
+        while (head_ < pending_.size() && pending_[head_].end <= t_) ++head_;
+    };
+    retire();
+    while (pending_.size() - head_ >= kOpsInFlight) {
+        t_ = std::max(t_, pending_[head_].end);  // the op that completes first
+        retire();
+    }
+    if (head_ >= kOpsInFlight) {  // drop the retired ones now and then, not at every op
+        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
     }
 }
 
 void SliceTiming::record(const EngineOp& op, double end)
 {
-    if (!op.writes.empty() || !op.reads[0].empty() || !op.reads[1].empty() || !op.reads[2].empty())
-        pending_.push_back({op.reads, op.writes, end});
+    if (!op.writes.empty() || !op.reads[0].empty() || !op.reads[1].empty() ||
+        !op.reads[2].empty()) {
+        // In completion order; an op issued later usually completes later, so from the back.
+        auto at = pending_.end();
+        while (at != pending_.begin() + static_cast<std::ptrdiff_t>(head_) &&
+               std::prev(at)->end > end)
+            --at;
+        pending_.insert(at, {op.reads, op.writes, end});
+    }
     last_end_ = std::max(last_end_, end);
     if (op.semaphore >= 0) add_signal(op.semaphore, end, 1);
 }

@@ -132,7 +132,11 @@ private:
     std::array<double, static_cast<size_t>(Engine::count_)> free_{};
     double last_end_ = 0;
     double fence_ = 0;  // completion of the last op issued before the last STAGE
+    // Engine ops that may not have completed, in order of completion time from
+    // pending_[head_] (those before head_ have retired): the hazard scan starts from the
+    // latest and stops at the first conflict.
     std::vector<Pending> pending_;
+    std::size_t head_ = 0;
     // Per semaphore: signals not yet consumed, (completion time, count), sorted by time.
     std::array<SignalQueue, JAL_ISA_SEMAPHORES> sems_;
     std::array<std::uint64_t, 64> cache_tags_{};  // line address + 1; 0 = empty
