@@ -137,12 +137,13 @@ CLI::App* add_memory_command(CLI::App& app, jal::bench::MemoryBenchOptions& o, b
     return c;
 }
 
-int run_memory_command(jal::bench::MemoryBenchOptions& o, bool json, bool quick)
+// A benchmark run in this process (no emulator): its JSON document, or its table.
+template <typename Run>
+int print_in_process(bool json, Run run, std::string (*table)(const nlohmann::json&))
 {
     try {
-        if (quick) o.min_seconds = 0.1;
-        const nlohmann::json doc = jal::bench::run_memory_bench(o);
-        std::cout << (json ? doc.dump(2) + "\n" : jal::bench::format_memory_table(doc));
+        const nlohmann::json doc = run();
+        std::cout << (json ? doc.dump(2) + "\n" : table(doc));
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "jal-bench: " << e.what() << '\n';
@@ -150,17 +151,18 @@ int run_memory_command(jal::bench::MemoryBenchOptions& o, bool json, bool quick)
     }
 }
 
+int run_memory_command(jal::bench::MemoryBenchOptions& o, bool json, bool quick)
+{
+    if (quick) o.min_seconds = 0.1;
+    return print_in_process(
+        json, [&] { return jal::bench::run_memory_bench(o); }, jal::bench::format_memory_table);
+}
+
 int run_mma_command(jal::bench::MmaBenchOptions& o, bool json)
 {
-    try {
-        if (o.quick) o.min_seconds = 0.05;
-        const nlohmann::json doc = jal::bench::run_mma_bench(o);
-        std::cout << (json ? doc.dump(2) + "\n" : jal::bench::format_mma_table(doc));
-        return 0;
-    } catch (const std::exception& e) {
-        std::cerr << "jal-bench: " << e.what() << '\n';
-        return 1;
-    }
+    if (o.quick) o.min_seconds = 0.05;
+    return print_in_process(
+        json, [&] { return jal::bench::run_mma_bench(o); }, jal::bench::format_mma_table);
 }
 
 struct FabricCommand {
