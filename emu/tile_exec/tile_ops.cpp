@@ -403,19 +403,18 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         // Every row is start, start + step, ...: one row computed, then copied (no
         // division an element).
         const std::uint32_t cols = td->cols;
-        if (td->dtype == JAL_DT_I32) {
-            std::int32_t* v = room<std::int32_t>(kA, n);
-            for (std::uint32_t c = 0; c < cols; ++c)
-                v[c] = static_cast<std::int32_t>(static_cast<std::uint32_t>(start + c * step));
+        auto fill = [&](auto* v, auto element) {
+            for (std::uint32_t c = 0; c < cols; ++c) v[c] = element(start + c * step);
             for (std::uint64_t k = cols; k < n; k += cols) std::memcpy(v + k, v, cols * 4u);
             store_raw(s, *td, v);
-        } else {
-            float* v = room<float>(kA, n);
-            for (std::uint32_t c = 0; c < cols; ++c)
-                v[c] = static_cast<float>(static_cast<std::int64_t>(start + c * step));
-            for (std::uint64_t k = cols; k < n; k += cols) std::memcpy(v + k, v, cols * 4u);
-            store_raw(s, *td, v);
-        }
+        };
+        if (td->dtype == JAL_DT_I32)
+            fill(room<std::int32_t>(kA, n), [](std::uint64_t x) {
+                return static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
+            });
+        else
+            fill(room<float>(kA, n),
+                 [](std::uint64_t x) { return static_cast<float>(static_cast<std::int64_t>(x)); });
         return kOk;
     }
     default:
