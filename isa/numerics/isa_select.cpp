@@ -1,5 +1,6 @@
-// Which code path the numerics run: AVX2+FMA+F16C when the host has them, else scalar.
-// Both give identical bits; the choice only changes speed.
+// Which code path the numerics run: AVX2+FMA+F16C when the host has them (with AVX-512
+// kernels where the host has AVX-512 F, BW, VL and VBMI), else scalar. Every path gives
+// identical bits; the choice only changes speed.
 #include <jal/isa/numerics.hpp>
 
 #include "kernels.hpp"
@@ -28,10 +29,30 @@ bool host_has_avx2()
 #endif
 }
 
+bool host_has_avx512()
+{
+#if defined(__x86_64__)
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return host_has_avx2() && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vbmi");
+    }();
+    return has;
+#else
+    return false;
+#endif
+}
+
+Isa best_isa()
+{
+    return host_has_avx512() ? Isa::avx512 : host_has_avx2() ? Isa::avx2 : Isa::scalar;
+}
+
 namespace {
 std::atomic<Isa>& selected()
 {
-    static std::atomic<Isa> isa{host_has_avx2() ? Isa::avx2 : Isa::scalar};
+    static std::atomic<Isa> isa{best_isa()};
     return isa;
 }
 }  // namespace
@@ -43,6 +64,7 @@ Isa active_isa()
 
 void force_isa(Isa isa)
 {
+    if (isa == Isa::avx512 && !host_has_avx512()) isa = Isa::avx2;
     if (isa == Isa::avx2 && !host_has_avx2()) isa = Isa::scalar;
     selected().store(isa, std::memory_order_relaxed);
 }

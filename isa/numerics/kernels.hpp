@@ -17,6 +17,10 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 // Case (b) with one to four rows of a and an F32, BF16 or F16 b (mma_avx2_gemv.cpp);
 // false, having done nothing, for any other shape or format.
 bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
+// Case (b) with one to four rows of a, already decoded to F32 (acc.rows x b.cols floats),
+// and an MXFP4 b, with AVX-512 (mma_avx512_gemv.cpp): the columns [0, returned) of acc, in
+// whole groups of 32 or 64; the AVX2 kernel takes the rest.
+uint32_t mxfp4_gemv_avx512(const Tile& acc, const ConstTile& b, const float* a);
 
 // The vector engine's functions on n floats (x and y may alias).
 void exp_scalar(const float* x, float* y, size_t n);

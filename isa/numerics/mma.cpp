@@ -142,7 +142,7 @@ namespace {
 
 void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
-    bool avx2 = active_isa() == Isa::avx2;
+    const bool avx2 = active_isa() != Isa::scalar;
     if (is_blockdot(a, b))
         (avx2 ? mma_blockdot_avx2 : mma_blockdot_scalar)(acc, a, b);
     else

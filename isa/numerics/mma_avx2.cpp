@@ -280,14 +280,15 @@ JAL_AVX2 void direct_mxfp4(const float* a, size_t lda, const unsigned char* cons
         for (int s = 0; s < S; s++) _mm256_storeu_ps(c + m * S * 8 + s * 8, acc[m][s]);
 }
 
+// Columns [first, N) of acc.
 template <int MM, int S>
 JAL_AVX2 void direct_mxfp4_run(const Tile& acc, const ConstTile& b, const float* a,
-                               const unsigned char* zero_row)
+                               const unsigned char* zero_row, uint32_t first)
 {
     const uint32_t N = acc.cols;
     const size_t K = b.cols, nb = K / 32;
     constexpr int W = 8 * S;
-    for (uint32_t n0 = 0; n0 < N; n0 += W) {
+    for (uint32_t n0 = first; n0 < N; n0 += W) {
         const int nw = int(std::min<uint32_t>(W, N - n0));
         const unsigned char* rows[W];
         for (int r = 0; r < W; r++) rows[r] = r < nw ? tile_at(b, n0 + r, 0) : zero_row;
@@ -477,18 +478,20 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
         const size_t zr = row_bytes(JAL_DT_MXFP4, K);
         if (zero_buf.size() < zr) zero_buf.assign(zr, 0);
         const unsigned char* zero_row = zero_buf.data();
+        // AVX-512 takes whole groups of 32 or 64 columns; AVX2 the rest.
+        const uint32_t first = active_isa() == Isa::avx512 ? mxfp4_gemv_avx512(acc, b, af) : 0;
         switch (acc.rows) {
         case 1:
-            direct_mxfp4_run<1, 4>(acc, b, af, zero_row);
+            direct_mxfp4_run<1, 4>(acc, b, af, zero_row, first);
             break;
         case 2:
-            direct_mxfp4_run<2, 2>(acc, b, af, zero_row);
+            direct_mxfp4_run<2, 2>(acc, b, af, zero_row, first);
             break;
         case 3:
-            direct_mxfp4_run<3, 2>(acc, b, af, zero_row);
+            direct_mxfp4_run<3, 2>(acc, b, af, zero_row, first);
             break;
         default:
-            direct_mxfp4_run<4, 2>(acc, b, af, zero_row);
+            direct_mxfp4_run<4, 2>(acc, b, af, zero_row, first);
             break;
         }
         trimmed(af_buf);

@@ -277,15 +277,15 @@ void silu_avx2(const float* x, float* y, size_t n)
 
 void exp_f32(const float* x, float* y, size_t n)
 {
-    (active_isa() == Isa::avx2 ? exp_avx2 : exp_scalar)(x, y, n);
+    (active_isa() != Isa::scalar ? exp_avx2 : exp_scalar)(x, y, n);
 }
 void sigmoid_f32(const float* x, float* y, size_t n)
 {
-    (active_isa() == Isa::avx2 ? sigmoid_avx2 : sigmoid_scalar)(x, y, n);
+    (active_isa() != Isa::scalar ? sigmoid_avx2 : sigmoid_scalar)(x, y, n);
 }
 void silu_f32(const float* x, float* y, size_t n)
 {
-    (active_isa() == Isa::avx2 ? silu_avx2 : silu_scalar)(x, y, n);
+    (active_isa() != Isa::scalar ? silu_avx2 : silu_scalar)(x, y, n);
 }
 
 // Correctly rounded compositions: IEEE division and square root round once in every path.

@@ -117,7 +117,10 @@ json run_mma_bench(const MmaBenchOptions& o)
                         {"sgemm_gflops", sgemm},
                         {"vs_sgemm", flops / s / 1e9 / sgemm}});
     }
-    return {{"isa", numerics::active_isa() == numerics::Isa::avx2 ? "avx2" : "scalar"},
+    const numerics::Isa isa = numerics::active_isa();
+    return {{"isa", isa == numerics::Isa::avx512 ? "avx512"
+                    : isa == numerics::Isa::avx2 ? "avx2"
+                                                 : "scalar"},
             {"rows", rows}};
 }
 

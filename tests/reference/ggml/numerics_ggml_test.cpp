@@ -343,7 +343,7 @@ TEST(NumericsGgml, MxfpQ8_0DotProductEqualsVecDot)
                         << ": ggml " << want << " ours " << acc[m * N + n];
                 }
         }
-        force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+        force_isa(best_isa());
     }
 }
 
@@ -390,7 +390,7 @@ TEST(NumericsGgml, Q8_0DotProductEqualsVecDot)
                         << ": ggml " << want << " ours " << acc[m * N + n];
                 }
         }
-        force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+        force_isa(best_isa());
     }
 }
 
@@ -460,6 +460,6 @@ TEST(NumericsGgml, F16DotProductAgreesWithVecDot)
                             << ": ggml " << want << " ours " << got;
                 }
         }
-        force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+        force_isa(best_isa());
     }
 }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -164,7 +165,7 @@ std::vector<float> run_mma(Isa isa, const std::vector<float>& acc0, const Matrix
     force_isa(isa);
     std::string err;
     jal_status st = mma(Tile{buf.data(), M, N, stride, JAL_DT_F32}, a.tile(), b.tile(), &err);
-    force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    force_isa(best_isa());
     EXPECT_EQ(JAL_STATUS_OK, st) << err;
     std::vector<float> out(size_t(M) * N);
     for (uint32_t m = 0; m < M; m++) {
@@ -252,6 +253,10 @@ void check_combination(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uin
         auto avx2 = run_mma(Isa::avx2, acc0, a, b);
         expect_bits_equal(scalar, avx2, what + " (avx2 vs scalar)");
     }
+    if (host_has_avx512()) {
+        auto avx512 = run_mma(Isa::avx512, acc0, a, b);
+        expect_bits_equal(scalar, avx512, what + " (avx512 vs scalar)");
+    }
 }
 
 const jal_dtype kA[] = {JAL_DT_F32,        JAL_DT_BF16,  JAL_DT_F16, JAL_DT_MXFP8_E4M3,
@@ -304,6 +309,50 @@ TEST(NumericsMma, FewRowsOfUnblockedBAnyNAndK)
         }
 }
 
+TEST(NumericsMma, Mxfp4GemvInGroupsOfRowsAndScalesOfEveryExponent)
+{
+    // One to four rows of a against MXFP4 b: the AVX-512 kernel takes whole groups of 64
+    // (one row of a) or 32 rows of b and the AVX2 kernel the rest, so N runs across and
+    // past group edges; every scale byte 0..255 appears (0xff: NaN), activations include
+    // zeros, subnormals and infinities, and each path must give the scalar code's bits.
+    std::mt19937 rng(77);
+    uint32_t seed = 700;
+    size_t outputs = 0, finite = 0;
+    for (uint32_t M : {1u, 2u, 3u, 4u})
+        for (uint32_t N : {16u, 31u, 32u, 33u, 64u, 65u, 96u, 127u, 128u, 130u})
+            for (uint32_t K : {32u, 64u, 544u}) {
+                std::mt19937 r(seed++);
+                Matrix a = random_matrix(JAL_DT_F32, M, K, r);
+                Matrix b = random_matrix(JAL_DT_MXFP4, N, K, r);
+                // One block in eight with any scale, the rest near 1 (so that most outputs
+                // stay finite and the comparison says something).
+                for (uint32_t n = 0; n < N; n++)
+                    for (uint32_t blk = 0; blk < K / 32; blk++)
+                        b.bytes[size_t(n) * b.stride + blk * 17] =
+                            uint8_t(rng() % 8 ? 112 + rng() % 30 : rng());
+                const float specials[] = {0.0f, -0.0f, 0x1p-140f, -0x1p-149f, 3e38f, INFINITY};
+                for (uint32_t m = 0; m < M; m++)
+                    std::memcpy(a.bytes.data() + size_t(m) * a.stride + 4 * (rng() % K),
+                                &specials[rng() % (seed % 5 ? 5 : 6)], 4);
+                auto acc0 = random_acc(M, N, r);
+                const std::string what = "F32 x MXFP4 M=" + std::to_string(M) +
+                                         " N=" + std::to_string(N) + " K=" + std::to_string(K);
+                auto want = reference_loop(acc0, a, b);
+                for (float& w : want)  // the MMA's NaNs are canonical (NaNResultsAreCanonical)
+                    if (std::isnan(w)) w = float_of(0x7fc00000u);
+                auto scalar = run_mma(Isa::scalar, acc0, a, b);
+                expect_bits_equal(want, scalar, what + " (scalar)");
+                outputs += scalar.size();
+                finite += size_t(std::count_if(scalar.begin(), scalar.end(),
+                                               [](float v) { return std::isfinite(v); }));
+                if (host_has_avx2())
+                    expect_bits_equal(scalar, run_mma(Isa::avx2, acc0, a, b), what + " (avx2)");
+                if (host_has_avx512())
+                    expect_bits_equal(scalar, run_mma(Isa::avx512, acc0, a, b), what + " (avx512)");
+            }
+    EXPECT_GT(finite, outputs * 3 / 4) << "too few finite outputs to compare";
+}
+
 TEST(NumericsMma, UnblockedFormatsTakeAnyK)
 {
     for (uint32_t K : {1u, 5u, 7u, 37u, 300u})
@@ -320,7 +369,7 @@ TEST(NumericsMma, NaNResultsAreCanonical)
     std::memcpy(a.bytes.data() + 4 * 3, &snan, 4);  // row 0 gets a NaN
     b.bytes[size_t(4) * b.stride + 17] = 0xff;      // row 4's second block has a NaN scale
     auto acc0 = random_acc(2, 9, rng);
-    for (Isa isa : {Isa::scalar, Isa::avx2}) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         auto out = run_mma(isa, acc0, a, b);
         for (uint32_t m = 0; m < 2; m++)
             for (uint32_t n = 0; n < 9; n++) {
@@ -403,5 +452,5 @@ TEST(NumericsMma, InputSharingMemoryWithAccIsReadBeforeTheWrite)
             std::memcpy(got.data() + size_t(m) * N, buf.data() + size_t(m + 1) * K, N * 4);
         expect_bits_equal(want, got, isa == Isa::scalar ? "scalar" : "avx2");
     }
-    force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    force_isa(best_isa());
 }

@@ -80,7 +80,7 @@ void check_bound(const char* what, Fn fn, const std::function<double(double)>& e
                                           (isa == Isa::scalar ? "_scalar" : "_avx2") + "_max_ulp",
                                       std::to_string(worst));
     }
-    force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    force_isa(best_isa());
 }
 
 void check_paths_identical(const char* what, Fn fn)
@@ -166,7 +166,7 @@ TEST(NumericsVectorMath, SpecialValues)
         EXPECT_EQ(0.25f, one(recip_f32, 4.0f));
         EXPECT_EQ(0x7fc00000u, bits_of(one(recip_f32, float_of(0x7f800001u))));
     }
-    force_isa(host_has_avx2() ? Isa::avx2 : Isa::scalar);
+    force_isa(best_isa());
 }
 
 TEST(NumericsVectorMath, RsqrtAndRecipCorrectlyRounded)

@@ -40,11 +40,14 @@ void quantize_row(jal_dtype dt, const float* src, void* dst, size_t n,
                   jal_cvt_mode mode = JAL_CVT_OCP);
 
 // ---- which code path runs (for tests and jal-bench) ----
-enum class Isa { scalar, avx2 };
+// avx512: the AVX2 path with AVX-512 kernels where there are some (the MXFP4 GEMV).
+enum class Isa { scalar, avx2, avx512 };
 Isa active_isa();
-// Selects a path; asking for avx2 on a host without AVX2+FMA+F16C selects scalar. Results
-// are identical either way; this only exists so tests can compare the two.
+// Selects a path; asking for one the host lacks selects the best it has below it. Results
+// are identical whichever runs; this only exists so tests can compare them.
 void force_isa(Isa isa);
 bool host_has_avx2();
+bool host_has_avx512();  // AVX-512 F, BW, VL and VBMI (and AVX2)
+Isa best_isa();          // what runs unless forced
 
 }  // namespace jal::numerics
