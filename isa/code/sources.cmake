@@ -4,6 +4,7 @@ target_sources(jal_isa PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/crc32.cpp
     ${CMAKE_CURRENT_LIST_DIR}/validate_instruction.cpp
     ${CMAKE_CURRENT_LIST_DIR}/validate_code_object.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/register_dataflow.cpp
     ${CMAKE_CURRENT_LIST_DIR}/code_object_io.cpp
     ${CMAKE_CURRENT_LIST_DIR}/disasm.cpp)
 # Messages and disassembly are formatted with fmt.

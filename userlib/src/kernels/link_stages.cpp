@@ -1,8 +1,8 @@
 // link_stages: kernels joined into one staged program (stages.hpp).
 //
 // A stage: its slices in x1, its argument offset in x2, STAGE (slices outside it branch
-// to the stage's end), x1..x31 cleared so the kernel starts from the registers a dispatch
-// of its own would give it, the kernel's code with every END turned into a jump to the
+// to the stage's end), the registers the kernel may read before writing them cleared (so
+// it starts from what a dispatch of its own would give it; isa::registers_read_before_written), the kernel's code with every END turned into a jump to the
 // stage's end. Consecutive stages are ordered by STAGE's "ordered" flag: every slice owes
 // a barrier of the whole dispatch and pays it at the kernel's ACQUIRE (so what comes
 // before, argument and weight loads, overlaps the previous stage's end), or at its next
@@ -47,19 +47,24 @@ public:
             fail(fmt::format("argument offset {} is not 8-aligned", s.args_offset));
         l1_bytes_ = std::max(l1_bytes_, s.l1_bytes);
         const size_t enter = open_stage(s.slices, s.args_offset);
+        // The kernel as it will run: every END a jump to its end, its read-ahead slot filled.
+        std::vector<uint64_t> kernel(s.code.begin(), s.code.end());
+        for (size_t i = 0; i < kernel.size(); i++)
+            if (JAL_INSN_OPCODE(kernel[i]) == JAL_OP_END)
+                kernel[i] =
+                    JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(kernel.size() - i));
+        const bool slot_filled = next && fill_readahead_slot(s, *next, kernel);
+        // Cleared: the registers the kernel may read before writing them (a dispatch of
+        // its own would have them zero); the others' values cannot reach its results.
+        const uint32_t clear = isa::registers_read_before_written(kernel);
         for (unsigned r = 1; r < JAL_ISA_SCALAR_REGS; r++)
-            code_.push_back(JAL_INSN(JAL_OP_LI, r, 0, 0, 0, 0));
+            if (clear >> r & 1) code_.push_back(JAL_INSN(JAL_OP_LI, r, 0, 0, 0, 0));
         const bool acquires = std::any_of(s.code.begin(), s.code.end(), [](uint64_t w) {
             return JAL_INSN_OPCODE(w) == JAL_OP_ACQUIRE;
         });
         if (!acquires) code_.push_back(JAL_INSN(JAL_OP_ACQUIRE, 0, 0, 0, 0, 0));
-        const size_t begin = code_.size();
-        code_.insert(code_.end(), s.code.begin(), s.code.end());
-        const size_t end = code_.size();
-        for (size_t i = begin; i < end; i++)
-            if (JAL_INSN_OPCODE(code_[i]) == JAL_OP_END)
-                code_[i] = JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, static_cast<int32_t>(end - i));
-        if (next && !fill_readahead_slot(s, *next, begin)) prefetch_args_from_stage(s, *next);
+        code_.insert(code_.end(), kernel.begin(), kernel.end());
+        if (next && !slot_filled) prefetch_args_from_stage(s, *next);
         const size_t skip = next ? code_.size() : 0;
         if (next) code_.push_back(0);  // the stage's slices jump over the others' prefetch
         close_stage(enter, ordered);
@@ -123,14 +128,14 @@ private:
     // a line (or it evicts one of theirs), that miss comes later, on the same path. (Reading
     // the lines again at the end as well, or leaving out the table's line where it would
     // evict one of the kernel's argument lines, measured slightly slower.)
-    bool fill_readahead_slot(const Stage& s, const Stage& next, size_t begin)
+    bool fill_readahead_slot(const Stage& s, const Stage& next, std::vector<uint64_t>& kernel)
     {
         const int rank = next_rank_sr(s, next);
         if (s.readahead_slot < 0 || rank < 0 || next.args_size == 0 ||
             next.args_size > 2 * kLineBytes)
             return false;
-        const size_t at = begin + static_cast<size_t>(s.readahead_slot);
-        const unsigned base = JAL_INSN_B(code_[at + 1]), addr = JAL_INSN_B(code_[at + 2]);
+        const auto at = static_cast<size_t>(s.readahead_slot);
+        const unsigned base = JAL_INSN_B(kernel[at + 1]), addr = JAL_INSN_B(kernel[at + 2]);
         const int32_t off = static_cast<int32_t>(int64_t{next.args_offset} - s.args_offset);
         std::vector<uint64_t> w = {JAL_INSN(JAL_OP_MOVSR, base, 0, 0, 0, JAL_SR_ARGS)};
         for (uint32_t line = 0; line < next.args_size; line += kLineBytes)
@@ -143,7 +148,7 @@ private:
             w.push_back(JAL_INSN(JAL_OP_PREFETCH, 0, addr, 0, 0, 0));
         }
         while (w.size() < kReadaheadSlotWords) w.push_back(JAL_INSN(JAL_OP_ADDI, 0, 0, 0, 0, 0));
-        std::copy(w.begin(), w.end(), code_.begin() + static_cast<std::ptrdiff_t>(at));
+        std::copy(w.begin(), w.end(), kernel.begin() + static_cast<std::ptrdiff_t>(at));
         return true;
     }
     // The next stage's argument lines, read into the scalar cache while this stage's last

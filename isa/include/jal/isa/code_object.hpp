@@ -36,6 +36,13 @@ uint32_t crc32(std::span<const uint8_t> bytes);
 // null; on failure it receives a message naming the field and its value.
 jal_status validate_instruction(uint64_t word, std::string* error);
 
+// The scalar registers (bit r: x_r; x0 never) that `code` may read before writing them on
+// some path from its first instruction, following branches (a target outside the code
+// leaves it; END and TRAP end a path). An opcode outside the ISA counts as reading every
+// register its fields could name. A linker clears exactly these where a program must start
+// as if from a fresh dispatch's zeroed registers.
+uint32_t registers_read_before_written(std::span<const uint64_t> code);
+
 // Checks a whole code object as the device does before a dispatch runs (every rule of
 // isa.h's struct jal_code_object_header and struct jal_code_arg, every instruction, every
 // branch target inside the code). `error` may be null.
