@@ -30,7 +30,7 @@ namespace {
 
 constexpr int8_t kValuesMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 constexpr size_t kBlock = sizeof(jal_block_mxfp4);  // 17 bytes: scale, 16 code bytes
-constexpr size_t kScaleRun = 16;                     // blocks whose scales are gathered at once
+constexpr size_t kScaleRun = 16;                    // blocks whose scales are gathered at once
 
 // The byte permutes of the transpose (operand a: the first register, b: the second).
 // Round 1, two registers of four rows each (row r's code byte j at 16 r + j) into one of
@@ -67,10 +67,9 @@ JAL_AVX512 inline __m512i four_rows(const unsigned char* row0, size_t stride, si
     const unsigned char* p = row0 + off + 1;
     __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride)), 1);
-    z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * stride)),
-                           2);
-    return _mm512_inserti32x4(
-        z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * stride)), 3);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * stride)), 2);
+    return _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * stride)),
+                              3);
 }
 
 // The block at `off` of sixteen rows (row0, stride apart) as ggml's doubled integer values,
@@ -130,10 +129,9 @@ JAL_AVX512 void direct_mxfp4_16(const float* a, size_t lda, const unsigned char*
                                 size_t stride, size_t nb, float* c)
 {
     const PermuteIndices& pi = permute_indices();
-    const __m512i perm[4] = {_mm512_load_si512(pi.round1[0].data()),
-                             _mm512_load_si512(pi.round1[1].data()),
-                             _mm512_load_si512(pi.round2[0].data()),
-                             _mm512_load_si512(pi.round2[1].data())};
+    const __m512i perm[4] = {
+        _mm512_load_si512(pi.round1[0].data()), _mm512_load_si512(pi.round1[1].data()),
+        _mm512_load_si512(pi.round2[0].data()), _mm512_load_si512(pi.round2[1].data())};
     const __m512i row_offsets =
         _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                            _mm512_set1_epi32(int(stride)));
