@@ -19,6 +19,76 @@ bool valid_sem(std::int32_t q)
     return q >= 0 && q < JAL_ISA_SEMAPHORES;
 }
 
+// Instructions that touch nothing but scalar registers, the pc and their issue cycle: the
+// ALU ops that cannot fault (all but DIVU and REMU), LI, LUI and the branches.
+bool plain_op(std::uint8_t op)
+{
+    return (op >= JAL_OP_LI && op <= JAL_OP_LUI) || (op >= JAL_OP_ADD && op <= JAL_OP_MUL) ||
+           (op >= JAL_OP_AND && op <= JAL_OP_MAX) || op == JAL_OP_ADDI || op == JAL_OP_MULI ||
+           (op >= JAL_OP_BEQ && op <= JAL_OP_JMP);
+}
+
+// The value a plain ALU instruction (LI, LUI, ADD .. MULI but DIVU and REMU) writes; rd is
+// the destination's old value (LUI keeps its low word).
+std::uint64_t alu(const Insn& i, std::uint64_t rd, std::uint64_t ra, std::uint64_t rb)
+{
+    const auto imm = static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+    const auto sa = static_cast<std::int64_t>(ra), sb = static_cast<std::int64_t>(rb);
+    switch (i.op) {
+    case JAL_OP_LI:
+        return imm;
+    case JAL_OP_LUI:
+        return (rd & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32);
+    case JAL_OP_ADD:
+        return ra + rb;
+    case JAL_OP_SUB:
+        return ra - rb;
+    case JAL_OP_MUL:
+        return ra * rb;
+    case JAL_OP_AND:
+        return ra & rb;
+    case JAL_OP_OR:
+        return ra | rb;
+    case JAL_OP_XOR:
+        return ra ^ rb;
+    case JAL_OP_SHL:
+        return ra << (rb & 63);
+    case JAL_OP_SHR:
+        return ra >> (rb & 63);
+    case JAL_OP_SLT:
+        return sa < sb;
+    case JAL_OP_SLTU:
+        return ra < rb;
+    case JAL_OP_MIN:
+        return static_cast<std::uint64_t>(std::min(sa, sb));
+    case JAL_OP_MAX:
+        return static_cast<std::uint64_t>(std::max(sa, sb));
+    case JAL_OP_ADDI:
+        return ra + imm;
+    default:  // JAL_OP_MULI
+        return ra * imm;
+    }
+}
+
+// Whether a branch (BEQ .. JMP) is taken, comparing x[a] (l) with x[b] (r).
+bool branch_taken(const Insn& i, std::uint64_t l, std::uint64_t r)
+{
+    switch (i.op) {
+    case JAL_OP_BEQ:
+        return l == r;
+    case JAL_OP_BNE:
+        return l != r;
+    case JAL_OP_BLT:
+        return static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r);
+    case JAL_OP_BGE:
+        return static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r);
+    case JAL_OP_BLTU:
+        return l < r;
+    default:  // JAL_OP_JMP
+        return true;
+    }
+}
+
 // A SEND/RECV peer named by the program (a rank in the current stage, or a dispatch
 // index) as a dispatch index; false when there is no such slice.
 bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
@@ -119,6 +189,42 @@ bool Executor::settle(SliceState& s)
     return true;
 }
 
+// The same steps as run()'s loop for these instructions (stop rule, quantum, budget, issue,
+// execute), with the slice's time, energy and pc in locals: most of a program's instructions
+// are plain, and the issue time's add, store and reload through the timing model on each
+// was a chain every instruction waited on.
+void Executor::run_plain(SliceState& s, std::uint64_t& n)
+{
+    const std::vector<Insn>& code = p_.program->code;
+    auto& x = s.x;
+    SliceTiming::IssueState is = s.timing.issue_state();
+    const double cycle = s.timing.cycle_ns();
+    std::uint64_t pc = s.pc;
+    while (n < kQuantum && pc < code.size() && s.executed < p_.budget &&
+           !fabric_.should_stop(is.t)) {
+        const Insn& i = code[pc];
+        if (!plain_op(i.op) || i.a >= 32) break;
+        std::uint64_t next = pc + 1;
+        if (i.op >= JAL_OP_BEQ) {
+            if (branch_taken(i, x[i.a], x[i.b & 31])) {
+                const std::int64_t target = static_cast<std::int64_t>(pc) + i.imm;
+                if (target < 0 || target >= static_cast<std::int64_t>(code.size()))
+                    break;  // run() faults on it
+                next = static_cast<std::uint64_t>(target);
+            }
+        } else if (i.a) {
+            x[i.a] = alu(i, x[i.a], x[i.b & 31], x[i.c & 31]);
+        }
+        ++s.executed;
+        is.t += cycle;
+        is.pj += rates::kPjPerInstruction;
+        pc = next;
+        ++n;
+    }
+    s.pc = static_cast<std::uint32_t>(pc);
+    s.timing.set_issue_state(is);
+}
+
 RunResult Executor::fault(SliceState& s, std::uint32_t status, std::uint64_t address)
 {
     s.state = SliceRunState::faulted;
@@ -135,6 +241,7 @@ RunResult Executor::run(SliceState& s)
     const std::vector<Insn>& code = p_.program->code;
     auto& x = s.x;
     for (std::uint64_t n = 0;; ++n) {
+        if (!s.resuming) run_plain(s, n);
         if (fabric_.should_stop(s.timing.now())) {
             s.state = SliceRunState::stopped;
             return RunResult::stopped;
@@ -164,10 +271,8 @@ RunResult Executor::run(SliceState& s)
             s.state = SliceRunState::ended;
             return RunResult::ended;
         case JAL_OP_LI:
-            wr(static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
-            break;
         case JAL_OP_LUI:
-            wr((x[i.a] & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32));
+            wr(alu(i, x[i.a], ra, rb));
             break;
         case JAL_OP_MOVSR:
             switch (i.imm) {
@@ -201,15 +306,6 @@ RunResult Executor::run(SliceState& s)
                 break;
             }
             break;
-        case JAL_OP_ADD:
-            wr(ra + rb);
-            break;
-        case JAL_OP_SUB:
-            wr(ra - rb);
-            break;
-        case JAL_OP_MUL:
-            wr(ra * rb);
-            break;
         case JAL_OP_DIVU:
         case JAL_OP_REMU:
             if (rb == 0)
@@ -217,40 +313,21 @@ RunResult Executor::run(SliceState& s)
             else
                 wr(i.op == JAL_OP_DIVU ? ra / rb : ra % rb);
             break;
+        case JAL_OP_ADD:
+        case JAL_OP_SUB:
+        case JAL_OP_MUL:
         case JAL_OP_AND:
-            wr(ra & rb);
-            break;
         case JAL_OP_OR:
-            wr(ra | rb);
-            break;
         case JAL_OP_XOR:
-            wr(ra ^ rb);
-            break;
         case JAL_OP_SHL:
-            wr(ra << (rb & 63));
-            break;
         case JAL_OP_SHR:
-            wr(ra >> (rb & 63));
-            break;
         case JAL_OP_SLT:
-            wr(static_cast<std::int64_t>(ra) < static_cast<std::int64_t>(rb));
-            break;
         case JAL_OP_SLTU:
-            wr(ra < rb);
-            break;
         case JAL_OP_MIN:
-            wr(static_cast<std::uint64_t>(
-                std::min(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb))));
-            break;
         case JAL_OP_MAX:
-            wr(static_cast<std::uint64_t>(
-                std::max(static_cast<std::int64_t>(ra), static_cast<std::int64_t>(rb))));
-            break;
         case JAL_OP_ADDI:
-            wr(ra + static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
-            break;
         case JAL_OP_MULI:
-            wr(ra * static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm)));
+            wr(alu(i, x[i.a], ra, rb));
             break;
         case JAL_OP_LD:
         case JAL_OP_ST:
@@ -266,28 +343,7 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_BGE:
         case JAL_OP_BLTU:
         case JAL_OP_JMP: {
-            const std::uint64_t l = x[i.a], r = x[i.b & 31];
-            bool taken = false;
-            switch (i.op) {
-            case JAL_OP_BEQ:
-                taken = l == r;
-                break;
-            case JAL_OP_BNE:
-                taken = l != r;
-                break;
-            case JAL_OP_BLT:
-                taken = static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r);
-                break;
-            case JAL_OP_BGE:
-                taken = static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r);
-                break;
-            case JAL_OP_BLTU:
-                taken = l < r;
-                break;
-            default:
-                taken = true;
-                break;
-            }
+            const bool taken = branch_taken(i, x[i.a], x[i.b & 31]);
             if (taken) {
                 const std::int64_t target = static_cast<std::int64_t>(s.pc) + i.imm;
                 if (target < 0 || target >= static_cast<std::int64_t>(code.size())) {

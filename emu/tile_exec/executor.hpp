@@ -35,6 +35,10 @@ public:
 
 private:
     RunResult fault(SliceState& s, std::uint32_t status, std::uint64_t address = 0);
+    // Runs plain scalar instructions from s.pc (ALU ops, LI/LUI, branches) with the issue
+    // time in registers, up to the first one that is not plain or that run()'s checks
+    // would stop (it is left to run(), not issued); n counts the instructions run.
+    void run_plain(SliceState& s, std::uint64_t& n);
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);

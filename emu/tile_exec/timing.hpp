@@ -66,6 +66,18 @@ public:
         t_ += cycle_;
         ctr_.energy_pj += rates::kPjPerInstruction;
     }
+    // A run of instructions that use the model for their issue cycle only (Executor's plain
+    // scalar ops) keeps the time and energy in the caller's registers, adding to them as
+    // issue() does, in the same order, and hands them back at the end of the run.
+    struct IssueState {
+        double t, pj;
+    };
+    IssueState issue_state() const { return {t_, ctr_.energy_pj}; }
+    void set_issue_state(const IssueState& s)
+    {
+        t_ = s.t;
+        ctr_.energy_pj = s.pj;
+    }
     // The instruction being issued (what the spans below name), and where they go (null:
     // nowhere, the default).
     void at(std::uint32_t pc, std::uint8_t opcode)

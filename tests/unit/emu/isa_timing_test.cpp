@@ -230,6 +230,37 @@ TEST_F(IsaTiming, EnergyFollowsTheChosenCosts)
     EXPECT_NEAR(static_cast<double>(r.report.energy_nj), (insn_pj + hbm_pj) / 1000, 1.0);
 }
 
+TEST_F(IsaTiming, ScalarInstructionsCostOneIssueCycleAndTheirEnergyAcrossQuanta)
+{
+    // 3 x 50 000 + 4 instructions: more than two of the executor's quanta (it yields and
+    // comes back), all of them plain scalar ones (run on the interpreter's fast path).
+    const std::vector<std::uint64_t> code = {
+        LI(1, 0), LI(2, 50000), ADDI(1, 1, 1), R(JAL_OP_XOR, 3, 3, 1), BR(JAL_OP_BLT, 1, 2, -2),
+        END()};
+    Opts o = opts(1000);  // 1 ns a cycle
+    const auto r = run(code, o);
+    ASSERT_EQ(r.report.status, JAL_STATUS_OK);
+    const std::uint64_t n = 2 + 3 * 50000 + 1;
+    EXPECT_EQ(r.report.instructions, n);
+    EXPECT_GT(n, 2 * jal::emu::exec::Executor::kQuantum);
+    EXPECT_EQ(r.slices.at(0).x[1], 50000u);
+    EXPECT_DOUBLE_EQ(end_ns(r), static_cast<double>(n));
+    EXPECT_EQ(r.report.modelled_ns, static_cast<std::uint64_t>(n + rates::kDispatchOverheadNs));
+    EXPECT_NEAR(static_cast<double>(r.report.energy_nj), n * rates::kPjPerInstruction / 1000, 1.0);
+}
+
+TEST_F(IsaTiming, ABranchOutOfTheProgramFaultsAtItsOwnIssue)
+{
+    // The fault's time is the branch's issue: three cycles at 1 ns.
+    const auto r = run({LI(1, 1), ADDI(1, 1, 1), BR(JAL_OP_BNE, 1, 0, 40), END()}, opts(1000));
+    EXPECT_EQ(r.report.status, JAL_STATUS_INVALID_FIELD);
+    EXPECT_EQ(r.report.fault_pc, 2u);
+    EXPECT_EQ(r.report.fault_opcode, JAL_OP_BNE);
+    EXPECT_EQ(r.report.fault_address, 42u);
+    EXPECT_EQ(r.report.instructions, 3u);
+    EXPECT_DOUBLE_EQ(end_ns(r), 3.0);
+}
+
 TEST(DispatchPower, DispatchEnergyIsDrawnAtTheDispatchsPower)
 {
     jal::emu::PowerModel m(0, 25);
