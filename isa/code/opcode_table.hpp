@@ -51,6 +51,9 @@ struct OpInfo {
     Reg a, b, c, d;
     Imm imm;
     Syntax syntax;
+    // Field a is the scalar register the instruction writes (LUI also reads it: it keeps
+    // the low word); otherwise every scalar register field is read.
+    bool writes_a = false;
 };
 
 // The entry of `opcode`, or nullptr when the ISA has no such instruction.

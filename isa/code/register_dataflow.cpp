@@ -16,38 +16,6 @@ using detail::Reg;
 
 constexpr uint32_t kAll = ~uint32_t{0};
 
-// Instructions whose field a is a destination (LUI also reads it: it keeps the low word).
-bool writes_a(uint8_t op)
-{
-    switch (op) {
-    case JAL_OP_LI:
-    case JAL_OP_LUI:
-    case JAL_OP_MOVSR:
-    case JAL_OP_ADD:
-    case JAL_OP_SUB:
-    case JAL_OP_MUL:
-    case JAL_OP_DIVU:
-    case JAL_OP_REMU:
-    case JAL_OP_AND:
-    case JAL_OP_OR:
-    case JAL_OP_XOR:
-    case JAL_OP_SHL:
-    case JAL_OP_SHR:
-    case JAL_OP_SLT:
-    case JAL_OP_SLTU:
-    case JAL_OP_MIN:
-    case JAL_OP_MAX:
-    case JAL_OP_ADDI:
-    case JAL_OP_MULI:
-    case JAL_OP_LD:
-    case JAL_OP_LW:
-    case JAL_OP_TREAD:
-        return true;
-    default:
-        return false;
-    }
-}
-
 struct Effect {
     uint32_t reads = 0, writes = 0;
 };
@@ -59,12 +27,12 @@ Effect effect_of(uint64_t w)
     const uint8_t field[4] = {JAL_INSN_A(w), JAL_INSN_B(w), JAL_INSN_C(w), JAL_INSN_D(w)};
     Effect e;
     const detail::OpInfo* info = detail::find_op(op);
-    const Reg role[4] = {info ? info->a : Reg::x, info ? info->b : Reg::x,
-                         info ? info->c : Reg::x, info ? info->d : Reg::x};
+    const Reg role[4] = {info ? info->a : Reg::x, info ? info->b : Reg::x, info ? info->c : Reg::x,
+                         info ? info->d : Reg::x};
     for (int f = 0; f < 4; f++) {
         if (role[f] != Reg::x || field[f] >= JAL_ISA_SCALAR_REGS) continue;
         const uint32_t bit = uint32_t{1} << field[f];
-        if (f == 0 && info && writes_a(op)) {
+        if (f == 0 && info && info->writes_a) {
             e.writes |= bit;
             if (op == JAL_OP_LUI) e.reads |= bit;
         } else {
