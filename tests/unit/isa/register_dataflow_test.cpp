@@ -38,30 +38,27 @@ TEST(RegisterDataflow, LuiReadsItsDestinationAndX0IsNeverCleared)
 TEST(RegisterDataflow, AWriteOnOnePathOnlyStillNeedsTheClear)
 {
     // x1 is tested, x2 written only when the branch falls through, then read after the join.
-    const std::vector<uint64_t> code = {JAL_INSN(JAL_OP_BEQ, 1, 0, 0, 0, 2),
-                                        JAL_INSN(JAL_OP_LI, 2, 0, 0, 0, 5),
-                                        JAL_INSN(JAL_OP_ADDI, 3, 2, 0, 0, 1),
-                                        JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
+    const std::vector<uint64_t> code = {
+        JAL_INSN(JAL_OP_BEQ, 1, 0, 0, 0, 2), JAL_INSN(JAL_OP_LI, 2, 0, 0, 0, 5),
+        JAL_INSN(JAL_OP_ADDI, 3, 2, 0, 0, 1), JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
     EXPECT_EQ(bit(1) | bit(2), registers_read_before_written(code));
 }
 
 TEST(RegisterDataflow, ALoopCarriedRegisterIsReadBeforeItsFirstWrite)
 {
     // loop: x4 += 1 (read before written on the first pass); x5 set before the loop.
-    const std::vector<uint64_t> code = {JAL_INSN(JAL_OP_LI, 5, 0, 0, 0, 10),
-                                        JAL_INSN(JAL_OP_ADDI, 4, 4, 0, 0, 1),
-                                        JAL_INSN(JAL_OP_BLT, 4, 5, 0, 0, -1),
-                                        JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
+    const std::vector<uint64_t> code = {
+        JAL_INSN(JAL_OP_LI, 5, 0, 0, 0, 10), JAL_INSN(JAL_OP_ADDI, 4, 4, 0, 0, 1),
+        JAL_INSN(JAL_OP_BLT, 4, 5, 0, 0, -1), JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
     EXPECT_EQ(bit(4), registers_read_before_written(code));
 }
 
 TEST(RegisterDataflow, TileAndSemaphoreFieldsAreNotScalarRegisters)
 {
     // MMA t1 += t2 x t3 and WAIT q2 name no scalar register; TLOAD reads x7 and x8 only.
-    const std::vector<uint64_t> code = {JAL_INSN(JAL_OP_MMA, 1, 2, 3, 0, 0),
-                                        JAL_INSN(JAL_OP_WAIT, 2, 0, 0, 0, 1),
-                                        JAL_INSN(JAL_OP_TLOAD, 4, 7, 8, 0, 0),
-                                        JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
+    const std::vector<uint64_t> code = {
+        JAL_INSN(JAL_OP_MMA, 1, 2, 3, 0, 0), JAL_INSN(JAL_OP_WAIT, 2, 0, 0, 0, 1),
+        JAL_INSN(JAL_OP_TLOAD, 4, 7, 8, 0, 0), JAL_INSN(JAL_OP_END, 0, 0, 0, 0, 0)};
     EXPECT_EQ(bit(7) | bit(8), registers_read_before_written(code));
 }
 
@@ -69,11 +66,10 @@ TEST(RegisterDataflow, UnreachableCodeAndTargetsOutsideTheProgram)
 {
     // A jump over an instruction that would read x9; a branch out of the program ends its
     // path; TRAP ends one too.
-    const std::vector<uint64_t> code = {JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, 2),
-                                        JAL_INSN(JAL_OP_ADDI, 1, 9, 0, 0, 0),
-                                        JAL_INSN(JAL_OP_BNE, 10, 0, 0, 0, 100),
-                                        JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, 1),
-                                        JAL_INSN(JAL_OP_ADDI, 1, 11, 0, 0, 0)};
+    const std::vector<uint64_t> code = {
+        JAL_INSN(JAL_OP_JMP, 0, 0, 0, 0, 2), JAL_INSN(JAL_OP_ADDI, 1, 9, 0, 0, 0),
+        JAL_INSN(JAL_OP_BNE, 10, 0, 0, 0, 100), JAL_INSN(JAL_OP_TRAP, 0, 0, 0, 0, 1),
+        JAL_INSN(JAL_OP_ADDI, 1, 11, 0, 0, 0)};
     EXPECT_EQ(bit(10), registers_read_before_written(code));
 }
 
