@@ -16,8 +16,11 @@ using detail::Reg;
 
 constexpr uint32_t kAll = ~uint32_t{0};
 
+// What one instruction does to the analysis: the scalar registers it reads and writes, and
+// where control goes next (a branch's target; whether it falls through).
 struct Effect {
     uint32_t reads = 0, writes = 0;
+    bool branches = false, falls_through = true;
 };
 
 // An opcode the table does not know reads every register a field could name.
@@ -40,6 +43,9 @@ Effect effect_of(uint64_t w)
         }
     }
     e.reads &= ~uint32_t{1};  // x0 reads zero, whatever was written to it
+    const bool ends = op == JAL_OP_END || op == JAL_OP_TRAP;
+    e.branches = !ends && info && info->imm == Imm::branch;
+    e.falls_through = !ends && op != JAL_OP_JMP;
     return e;
 }
 
@@ -65,22 +71,21 @@ uint32_t registers_read_before_written(std::span<const uint64_t> code)
             work.push_back(i);
         }
     };
+    std::vector<Effect> effect(n);
+    for (size_t i = 0; i < n; i++) effect[i] = effect_of(code[i]);
     reach(0, 1);  // x0 only
     while (!work.empty()) {
         const size_t i = work.front();
         work.pop_front();
         queued[i] = false;
-        const uint64_t w = code[i];
-        const uint8_t op = JAL_INSN_OPCODE(w);
-        if (op == JAL_OP_END || op == JAL_OP_TRAP) continue;
-        const uint32_t out = written[i] | effect_of(w).writes;
-        const detail::OpInfo* info = detail::find_op(op);
-        if (info && info->imm == Imm::branch) reach(static_cast<int64_t>(i) + JAL_INSN_IMM(w), out);
-        if (op != JAL_OP_JMP) reach(static_cast<int64_t>(i) + 1, out);
+        const Effect& e = effect[i];
+        const uint32_t out = written[i] | e.writes;
+        if (e.branches) reach(static_cast<int64_t>(i) + JAL_INSN_IMM(code[i]), out);
+        if (e.falls_through) reach(static_cast<int64_t>(i) + 1, out);
     }
     uint32_t needed = 0;
     for (size_t i = 0; i < n; i++)
-        if (reached[i]) needed |= effect_of(code[i]).reads & ~written[i];
+        if (reached[i]) needed |= effect[i].reads & ~written[i];
     return needed;
 }
 

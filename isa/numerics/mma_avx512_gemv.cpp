@@ -8,7 +8,6 @@
 #include <jal/isa/tile_math.hpp>
 
 #include "kernels.hpp"
-#include "scratch.hpp"
 
 #include <algorithm>
 #include <array>
