@@ -149,10 +149,14 @@ jal::numerics::ConstTile const_view(const SliceState& s, const Tile& t)
 std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
 {
     const Tile *acc = tile(s, i.a), *a = tile(s, i.b), *b = tile(s, i.c);
-    if (!acc || !a || !b || i.d || i.imm) return kBad;
+    const bool kmajor = i.imm == JAL_MMA_B_KMAJOR;  // b holds K rows of N (ISA 1.4)
+    if (!acc || !a || !b || i.d || (i.imm && !kmajor)) return kBad;
     if (acc->dtype != JAL_DT_F32 || !mma_input(a->dtype) || !mma_input(b->dtype)) return kBad;
     if (b->dtype == JAL_DT_Q8_0 && a->dtype != JAL_DT_Q8_0) return kBad;
-    if (acc->rows != a->rows || acc->cols != b->rows || a->cols != b->cols) return kBad;
+    if (kmajor && b->dtype != JAL_DT_F32 && b->dtype != JAL_DT_BF16 && b->dtype != JAL_DT_F16)
+        return kBad;
+    const std::uint32_t b_n = kmajor ? b->cols : b->rows, b_k = kmajor ? b->rows : b->cols;
+    if (acc->rows != a->rows || acc->cols != b_n || a->cols != b_k) return kBad;
     if (!timing_only) {
         // Sequential semantics: inputs are the values before the MMA, even if the
         // accumulator overlaps them (then they are copied out first).
@@ -168,7 +172,8 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
         const jal::numerics::ConstTile va = input(*a, copy_a), vb = input(*b, copy_b);
         const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride,
                                       JAL_DT_F32};
-        const jal_status st = jal::numerics::mma(out, va, vb);
+        const jal_status st =
+            kmajor ? jal::numerics::mma_kmajor(out, va, vb) : jal::numerics::mma(out, va, vb);
         if (st != JAL_STATUS_OK) return st;
     }
     op.engine = Engine::matrix;

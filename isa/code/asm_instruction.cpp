@@ -76,6 +76,11 @@ const char* cvt_name(uint32_t v)
     return v == JAL_CVT_OCP ? "ocp" : v == JAL_CVT_GGML ? "ggml" : nullptr;
 }
 
+const char* layout_name(uint32_t v)
+{
+    return v == JAL_MMA_B_KMAJOR ? "kmajor" : nullptr;
+}
+
 // TRAP's status: a number, optionally followed by its name in parentheses (as printed).
 int32_t status_imm(const Tok& t)
 {
@@ -133,6 +138,9 @@ int32_t immediate(Imm role, Operands& in, uint32_t pc, Assembled& out)
                      "a special register (slice, nslices, logical_slice, args, clock, ...)");
     case Imm::cvt:
         return named(in.take("a conversion mode"), cvt_name, 2, "mode", "ocp or ggml");
+    case Imm::layout:  // optional: b in the weight layout unless "kmajor" follows
+        if (in.next >= in.ops.size()) return 0;
+        return named(in.take("a layout"), layout_name, 2, "layout", "kmajor");
     case Imm::status:
         return status_imm(in.take("a status"));
     case Imm::tdesc: {

@@ -92,6 +92,10 @@ std::string imm_text(Imm role, int32_t imm, uint32_t pc)
                                      : fmt::format("mode{}", imm);
     case Imm::status:
         return fmt::format("{} ({})", imm, jal_status_name(static_cast<uint32_t>(imm)));
+    case Imm::layout:
+        return imm == 0                  ? std::string{}
+               : imm == JAL_MMA_B_KMAJOR ? "kmajor"
+                                         : fmt::format("layout{}", imm);
     }
     return {};
 }

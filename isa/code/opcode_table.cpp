@@ -52,7 +52,7 @@ constexpr OpInfo kOps[] = {
     {JAL_OP_SIGNAL, "signal", R::q, R::none, R::none, R::none, I::count, S::plain},
     {JAL_OP_TREAD, "tread", R::x, R::t, R::x, R::none, I::col, S::elem, true},
     {JAL_OP_TWRITE, "twrite", R::x, R::t, R::x, R::none, I::col, S::elem},
-    {JAL_OP_MMA, "mma", R::t, R::t, R::t, R::none, I::zero, S::plain},
+    {JAL_OP_MMA, "mma", R::t, R::t, R::t, R::none, I::layout, S::plain},
     {JAL_OP_VADD, "vadd", R::t, R::t, R::t, R::none, I::zero, S::plain},
     {JAL_OP_VSUB, "vsub", R::t, R::t, R::t, R::none, I::zero, S::plain},
     {JAL_OP_VMUL, "vmul", R::t, R::t, R::t, R::none, I::zero, S::plain},

@@ -35,6 +35,7 @@ enum class Imm : uint8_t {
     window,  // VMASK's sliding window, >= 0 (0: none)
     f32,     // float bits (VSCALE, VADDS)
     bits,    // raw element bits (VFILL: F32 or I32 by the tile's dtype)
+    layout,  // MMA's layout of b: 0 or JAL_MMA_B_KMAJOR (optional in assembly: "kmajor")
 };
 
 // How the disassembler lays out the operands.

@@ -89,6 +89,10 @@ jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
     case Imm::window:
         if (imm < 0) return bad(fmt::format("window {} is negative", imm));
         break;
+    case Imm::layout:
+        if (imm != 0 && imm != JAL_MMA_B_KMAJOR)
+            return bad(fmt::format("layout {} is not 0 or JAL_MMA_B_KMAJOR (1)", imm));
+        break;
     case Imm::any:
     case Imm::high:
     case Imm::offset:

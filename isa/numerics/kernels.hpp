@@ -22,6 +22,13 @@ bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 // whole groups of 32 or 64; the AVX2 kernel takes the rest.
 uint32_t mxfp4_gemv_avx512(const Tile& acc, const ConstTile& b, const float* a);
 
+// MMA with a K-major b (K rows of N; F32, BF16 or F16), case (b)'s arithmetic
+// (mma_kmajor.cpp): plain scalar code, and the vector kernels (AVX2, AVX-512), which give
+// the same bits.
+void mma_kmajor_scalar(const Tile& acc, const ConstTile& a, const ConstTile& b);
+void mma_kmajor_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
+void mma_kmajor_avx512(const Tile& acc, const ConstTile& a, const ConstTile& b);
+
 // The vector engine's functions on n floats (x and y may alias).
 void exp_scalar(const float* x, float* y, size_t n);
 void exp_avx2(const float* x, float* y, size_t n);

@@ -1,5 +1,6 @@
-// MMA: acc (F32, M x N) += a (M x K) x b^T. Validation, the two semantics in plain scalar
-// code, and the dispatch to the AVX2 kernels (mma_avx2.cpp), which give the same bits.
+// MMA: acc (F32, M x N) += a (M x K) x b^T (or x b, b K-major). Validation, the two
+// semantics in plain scalar code, and the dispatch to the vector kernels (mma_avx2.cpp,
+// mma_kmajor.cpp), which give the same bits.
 #include <jal/isa/tile_math.hpp>
 
 #include "bits.hpp"
@@ -91,20 +92,30 @@ void canonicalize_nans(const Tile& acc)
     }
 }
 
-void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b);
+void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b, bool kmajor);
 
-}  // namespace
+bool element_format(jal_dtype dt)
+{
+    return dt == JAL_DT_F32 || dt == JAL_DT_BF16 || dt == JAL_DT_F16;
+}
 
-jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b, std::string* error)
+// mma and mma_kmajor: b holds N rows of K, or (kmajor) K rows of N.
+jal_status checked_mma(const Tile& acc, const ConstTile& a, const ConstTile& b, bool kmajor,
+                       std::string* error)
 {
     if (acc.dtype != JAL_DT_F32) return fail(error, "mma: the accumulator must be F32");
     if (!allowed_a(a.dtype)) return fail(error, "mma: a's dtype is not a matrix input");
     if (!allowed_b(b.dtype, a.dtype))
         return fail(error, "mma: b's dtype is not a matrix input with this a");
-    if (acc.rows != a.rows || acc.cols != b.rows)
-        return fail(error, "mma: acc must be a.rows x b.rows");
-    if (a.cols != b.cols)
-        return fail(error, "mma: a and b must have the same number of columns (K)");
+    if (kmajor && !element_format(b.dtype))
+        return fail(error, "mma: a K-major b must be F32, BF16 or F16");
+    const uint32_t b_n = kmajor ? b.cols : b.rows, b_k = kmajor ? b.rows : b.cols;
+    if (acc.rows != a.rows || acc.cols != b_n)
+        return fail(error, kmajor ? "mma: acc must be a.rows x b.cols (b K-major)"
+                                  : "mma: acc must be a.rows x b.rows");
+    if (a.cols != b_k)
+        return fail(error, kmajor ? "mma: a's columns must be b's rows (K; b K-major)"
+                                  : "mma: a and b must have the same number of columns (K)");
     size_t a_row = row_bytes(a.dtype, a.cols), b_row = row_bytes(b.dtype, b.cols);
     if (a.cols == 0 || a_row == 0 || b_row == 0)
         return fail(error, "mma: K must be positive and a multiple of 32 for block formats");
@@ -134,16 +145,33 @@ jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b, std::str
                       static_cast<const unsigned char*>(b.data) + b_len);
         rb.data = b_copy.data();
     }
-    run_mma(acc, ra, rb);
+    run_mma(acc, ra, rb, kmajor);
     return JAL_STATUS_OK;
+}
+
+}  // namespace
+
+jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b, std::string* error)
+{
+    return checked_mma(acc, a, b, false, error);
+}
+
+jal_status mma_kmajor(const Tile& acc, const ConstTile& a, const ConstTile& b, std::string* error)
+{
+    return checked_mma(acc, a, b, true, error);
 }
 
 namespace {
 
-void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b)
+void run_mma(const Tile& acc, const ConstTile& a, const ConstTile& b, bool kmajor)
 {
-    const bool avx2 = active_isa() != Isa::scalar;
-    if (is_blockdot(a, b))
+    const Isa isa = active_isa();
+    const bool avx2 = isa != Isa::scalar;
+    if (kmajor)
+        (isa == Isa::avx512 ? mma_kmajor_avx512
+         : avx2             ? mma_kmajor_avx2
+                            : mma_kmajor_scalar)(acc, a, b);
+    else if (is_blockdot(a, b))
         (avx2 ? mma_blockdot_avx2 : mma_blockdot_scalar)(acc, a, b);
     else
         (avx2 ? mma_fma_avx2 : mma_fma_scalar)(acc, a, b);

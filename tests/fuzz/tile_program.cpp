@@ -89,6 +89,8 @@ int32_t legal_imm(const OpInfo& op, int32_t imm, uint32_t pc, uint32_t n)
         return non_negative(imm) ? non_negative(imm) : 1;
     case Imm::cvt:
         return imm & 1;
+    case Imm::layout:
+        return imm & JAL_MMA_B_KMAJOR;
     case Imm::status:
         if (imm > JAL_STATUS_OK && imm < JAL_STATUS_COUNT_) return imm;
         return 1 + static_cast<int32_t>(static_cast<uint32_t>(imm) % (JAL_STATUS_COUNT_ - 1));

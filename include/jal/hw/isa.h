@@ -1,4 +1,4 @@
-/* The tile ISA: what a slice executes. Interface 1.2 (docs/tile-isa.md).
+/* The tile ISA: what a slice executes. Interface 1.4 (docs/tile-isa.md).
  *
  * Machine model, per slice (slices are the "thread blocks" of a dispatch):
  *  - 32 scalar registers x0..x31 of 64 bits (x0 reads 0): loops, addresses, arguments;
@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 3
+#define JAL_ISA_VERSION_MINOR 4
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -88,6 +88,12 @@ JAL_ASSERT_SIZE(struct jal_block_q8_0, 34);
  * stage (where a plain peer is a rank of the stage): a stage on some slices exchanges with
  * the slices of a stage on others. */
 #define JAL_PEER_DISPATCH (1u << 16)
+
+/* MMA's imm (ISA 1.4): the layout of t(c). 0: N rows of K (the weight layout);
+ * JAL_MMA_B_KMAJOR: K rows of N (F32, BF16 or F16 only), the same products in the same
+ * order, so the same bits. A GEMV over a K-major b reads one row of N per k, where the weight
+ * layout's reads run down N rows side by side (docs/tile-isa.md, "MMA"). */
+#define JAL_MMA_B_KMAJOR 1
 
 /* Special registers read by MOVSR (imm). */
 enum jal_special_reg {
@@ -169,7 +175,8 @@ enum jal_opcode {
     JAL_OP_TREAD = 0x36,   /* x[a] = 32-bit element (row x[c], col imm) of t(b), zero-extended */
     JAL_OP_TWRITE =
         0x37, /* element (row x[c], col imm) of t(b) (F32 or I32) = low 32 bits of x[a] */
-    /* matrix: t(a) (F32, M x N) += t(b) (M x K) x t(c)^T (t(c) holds N rows of K: weight layout) */
+    /* matrix: t(a) (F32, M x N) += t(b) (M x K) x t(c)^T (t(c) holds N rows of K: weight
+     * layout; with imm JAL_MMA_B_KMAJOR, ISA 1.4, K rows of N) */
     JAL_OP_MMA = 0x40,
     /* vector, all on F32 tiles unless noted: a = td, b = ta, c = tb; tb may be the same
 	 * shape as the result, a row (1 x N, broadcast down), a column (M x 1, broadcast

@@ -91,9 +91,9 @@ inline std::uint64_t WAIT(unsigned q, std::int32_t n)
 {
     return I(JAL_OP_WAIT, q, 0, 0, 0, n);
 }
-inline std::uint64_t MMA(unsigned acc, unsigned a, unsigned b)
+inline std::uint64_t MMA(unsigned acc, unsigned a, unsigned b, std::int32_t layout = 0)
 {
-    return I(JAL_OP_MMA, acc, a, b);
+    return I(JAL_OP_MMA, acc, a, b, 0, layout);
 }
 inline std::uint64_t V(std::uint8_t op, unsigned td, unsigned ta = 0, unsigned tb = 0,
                        unsigned d = 0, std::int32_t imm = 0)

@@ -96,6 +96,45 @@ TEST_F(IsaTile, MmaF32MatchesADoubleReference)
         }
 }
 
+// ISA 1.4: b K-major (K rows of N) gives the bits of the weight layout holding the same
+// matrix; a K-major b must be an element format and K rows of N.
+TEST_F(IsaTile, MmaWithAKMajorBGivesTheWeightLayoutsBits)
+{
+    const unsigned M = 3, N = 32, K = 40;
+    const auto a = random_floats(M * K, 4), b = random_floats(N * K, 5),
+               acc0 = random_floats(M * N, 6);
+    std::vector<float> b_t(b.size());
+    for (unsigned n = 0; n < N; ++n)
+        for (unsigned k = 0; k < K; ++k) b_t[k * N + n] = b[n * K + k];
+    auto product = [&](bool kmajor, std::uint32_t b_dtype) {
+        const std::uint64_t va_a = kVa + 4096, va_b = va_a + 4 * M * K, va_c = va_b + 4 * N * K;
+        write_vec(va_a, a);
+        write_vec(va_b, kmajor ? b_t : b);
+        write_vec(va_c, acc0);
+        set_args({va_a, va_b, va_c});
+        auto c = prologue(3);
+        append(c, {LI(10, 0), LI(11, 8192), LI(12, 16384), LI(13, M), LI(14, N), LI(15, K),
+                   TDESC(0, 10, 13, 15, 0, JAL_DT_F32),
+                   kmajor ? TDESC(1, 11, 15, 14, 0, b_dtype) : TDESC(1, 11, 14, 15, 0, b_dtype),
+                   TDESC(2, 12, 13, 14, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0), TLOAD(1, 3, 0, 0),
+                   TLOAD(2, 4, 0, 0), WAIT(0, 3), MMA(2, 0, 1, kmajor ? JAL_MMA_B_KMAJOR : 0),
+                   TSTORE(2, 4, 0, 1), WAIT(1, 1), END()});
+        const auto r = run(c, opts());
+        EXPECT_EQ(r.report.flops, r.report.status == JAL_STATUS_OK ? 2ull * M * N * K : 0u);
+        if (r.report.status != JAL_STATUS_OK) EXPECT_EQ(r.report.fault_opcode, JAL_OP_MMA);
+        return std::pair{r.report.status, read_vec<std::uint32_t>(va_c, M * N)};
+    };
+    const auto [st_w, weight_layout] = product(false, JAL_DT_F32);
+    const auto [st_k, k_major] = product(true, JAL_DT_F32);
+    ASSERT_EQ(st_w, JAL_STATUS_OK);
+    ASSERT_EQ(st_k, JAL_STATUS_OK);
+    EXPECT_EQ(weight_layout, k_major);
+    std::vector<std::uint32_t> before(M * N);
+    std::memcpy(before.data(), acc0.data(), before.size() * 4);
+    EXPECT_NE(weight_layout, before);  // the MMA added something
+    EXPECT_EQ(product(true, JAL_DT_MXFP8_E4M3).first, JAL_STATUS_INVALID_FIELD);  // a block format
+}
+
 TEST_F(IsaTile, MmaRejectsShapesThatDoNotFit)
 {
     auto c = std::vector<std::uint64_t>{LI(10, 0),

@@ -72,6 +72,7 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_TREAD, 1, 2, 3, 0, 4), "tread x1, t2[x3, 4]"},
     {JAL_INSN(JAL_OP_TWRITE, 1, 2, 3, 0, 0), "twrite x1, t2[x3, 0]"},
     {JAL_INSN(JAL_OP_MMA, 0, 1, 2, 0, 0), "mma t0, t1, t2"},
+    {JAL_INSN(JAL_OP_MMA, 3, 4, 5, 0, JAL_MMA_B_KMAJOR), "mma t3, t4, t5, kmajor"},
     {JAL_INSN(JAL_OP_VADD, 0, 1, 2, 0, 0), "vadd t0, t1, t2"},
     {JAL_INSN(JAL_OP_VSUB, 0, 1, 2, 0, 0), "vsub t0, t1, t2"},
     {JAL_INSN(JAL_OP_VMUL, 0, 1, 2, 0, 0), "vmul t0, t1, t2"},

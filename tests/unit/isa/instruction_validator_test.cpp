@@ -23,6 +23,8 @@ const Case kBad[] = {
      "add: field b is 32, not a scalar register (x0..x31)"},
     {"tile register 16", JAL_INSN(JAL_OP_MMA, 0, 1, 16, 0, 0), JAL_STATUS_INVALID_FIELD,
      "mma: field c is 16, not a tile register (t0..t15)"},
+    {"mma layout 2", JAL_INSN(JAL_OP_MMA, 0, 1, 2, 0, 2), JAL_STATUS_INVALID_FIELD,
+     "mma: layout 2 is not 0 or JAL_MMA_B_KMAJOR (1)"},
     {"semaphore field 16", JAL_INSN(JAL_OP_WAIT, 16, 0, 0, 0, 1), JAL_STATUS_INVALID_FIELD,
      "wait: field a is 16, not a semaphore (q0..q15)"},
     {"semaphore imm 16", JAL_INSN(JAL_OP_TLOAD, 1, 2, 3, 0, 16), JAL_STATUS_INVALID_FIELD,

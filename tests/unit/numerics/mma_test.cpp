@@ -454,3 +454,123 @@ TEST(NumericsMma, InputSharingMemoryWithAccIsReadBeforeTheWrite)
     }
     force_isa(best_isa());
 }
+
+namespace {
+
+// b's transpose, K rows of N, with 20 bytes of padding after each row.
+Matrix k_major(const Matrix& b)
+{
+    const size_t es = b.dtype == JAL_DT_F32 ? 4 : 2;
+    Matrix t{b.dtype, b.cols, b.rows, uint32_t(es * b.rows + 20), {}};
+    t.bytes.assign(size_t(t.stride) * t.rows, 0x3c);
+    for (uint32_t n = 0; n < b.rows; n++)
+        for (uint32_t k = 0; k < b.cols; k++)
+            std::memcpy(t.bytes.data() + size_t(k) * t.stride + n * es,
+                        b.bytes.data() + size_t(n) * b.stride + k * es, es);
+    return t;
+}
+
+// mma_kmajor on path `isa` with b_t (K rows of N), the accumulator padded as run_mma's.
+std::vector<float> run_kmajor(Isa isa, const std::vector<float>& acc0, const Matrix& a,
+                              const Matrix& b_t)
+{
+    const uint32_t M = a.rows, N = b_t.cols;
+    const uint32_t stride = N * 4 + 20;
+    std::vector<uint8_t> buf(size_t(stride) * M, 0x5a);
+    for (uint32_t m = 0; m < M; m++)
+        std::memcpy(buf.data() + size_t(m) * stride, acc0.data() + size_t(m) * N, size_t(N) * 4);
+    force_isa(isa);
+    std::string err;
+    jal_status st =
+        mma_kmajor(Tile{buf.data(), M, N, stride, JAL_DT_F32}, a.tile(), b_t.tile(), &err);
+    force_isa(best_isa());
+    EXPECT_EQ(JAL_STATUS_OK, st) << err;
+    std::vector<float> out(size_t(M) * N);
+    for (uint32_t m = 0; m < M; m++) {
+        std::memcpy(out.data() + size_t(m) * N, buf.data() + size_t(m) * stride, size_t(N) * 4);
+        for (uint32_t i = N * 4; i < stride; i++)
+            EXPECT_EQ(0x5a, buf[size_t(m) * stride + i]) << "row padding overwritten";
+    }
+    return out;
+}
+
+// The K-major MMA on every path gives the semantics' bits for b's transpose.
+void check_kmajor(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uint32_t K, uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    Matrix a = random_matrix(adt, M, K, rng), b = random_matrix(bdt, N, K, rng);
+    const Matrix b_t = k_major(b);
+    auto acc0 = random_acc(M, N, rng);
+    const std::string what = name(adt) + " x " + name(bdt) + " K-major M=" + std::to_string(M) +
+                             " N=" + std::to_string(N) + " K=" + std::to_string(K);
+    auto want = reference_loop(acc0, a, b);
+    expect_bits_equal(want, run_kmajor(Isa::scalar, acc0, a, b_t), what + " (scalar)");
+    if (host_has_avx2())
+        expect_bits_equal(want, run_kmajor(Isa::avx2, acc0, a, b_t), what + " (avx2)");
+    if (host_has_avx512())
+        expect_bits_equal(want, run_kmajor(Isa::avx512, acc0, a, b_t), what + " (avx512)");
+}
+
+}  // namespace
+
+TEST(NumericsMma, KMajorBGivesTheBitsOfItsTranspose)
+{
+    // N across and past the vector kernels' 8, 16, 32 and 64 columns (masked and one-by-one
+    // tails), M across their blocks of four rows, every a format
+    uint32_t seed = 900;
+    for (jal_dtype b : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16}) {
+        for (uint32_t M : {1u, 2u, 3u, 4u, 5u, 9u})
+            for (uint32_t N : {1u, 7u, 8u, 16u, 17u, 33u, 64u, 65u, 100u})
+                for (uint32_t K : {1u, 3u, 64u}) check_kmajor(JAL_DT_F32, b, M, N, K, seed++);
+        for (jal_dtype a : kA) check_kmajor(a, b, 3, 40, 96, seed++);
+    }
+    check_kmajor(JAL_DT_F32, JAL_DT_F32, 1, 192, 512, seed++);  // a decode GEMV's tile
+}
+
+TEST(NumericsMma, KMajorNaNResultsAreCanonical)
+{
+    std::mt19937 rng(6);
+    Matrix a = random_matrix(JAL_DT_F32, 2, 32, rng), b = random_matrix(JAL_DT_F32, 21, 32, rng);
+    const float snan = float_of(0xffa00001u), qnan = float_of(0x7fc01234u);
+    std::memcpy(a.bytes.data() + 4 * 3, &snan, 4);                      // row 0 of a
+    std::memcpy(b.bytes.data() + size_t(18) * b.stride + 4, &qnan, 4);  // row 18 of b
+    const Matrix b_t = k_major(b);
+    auto acc0 = random_acc(2, 21, rng);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        auto out = run_kmajor(isa, acc0, a, b_t);
+        for (uint32_t m = 0; m < 2; m++)
+            for (uint32_t n = 0; n < 21; n++) {
+                if (m == 0 || n == 18)
+                    EXPECT_EQ(0x7fc00000u, bits_of(out[m * 21 + n])) << m << "," << n;
+                else
+                    EXPECT_FALSE(std::isnan(out[m * 21 + n])) << m << "," << n;
+            }
+    }
+}
+
+TEST(NumericsMma, KMajorRejectsBlockFormatsAndShapesThatDoNotMatch)
+{
+    std::vector<float> acc(64, 1.0f);
+    std::vector<uint8_t> a(1 << 14), b(1 << 14);
+    Tile acc4{acc.data(), 2, 4, 16, JAL_DT_F32};
+    const ConstTile a32{a.data(), 2, 32, 128, JAL_DT_F32};
+    struct Case {
+        const char* what;
+        ConstTile b;
+    };
+    const Case cases[] = {
+        {"b MXFP4", ConstTile{b.data(), 32, 4, 17, JAL_DT_MXFP4}},
+        {"b MXFP8", ConstTile{b.data(), 32, 32, 33, JAL_DT_MXFP8_E4M3}},
+        {"N differs (b's columns)", ConstTile{b.data(), 32, 5, 20, JAL_DT_F32}},
+        {"K differs (b's rows)", ConstTile{b.data(), 31, 4, 16, JAL_DT_F32}},
+        {"b in the weight layout's shape", ConstTile{b.data(), 4, 32, 128, JAL_DT_F32}},
+    };
+    for (const Case& c : cases) {
+        const std::vector<float> before = acc;
+        std::string err;
+        EXPECT_EQ(JAL_STATUS_INVALID_FIELD, mma_kmajor(acc4, a32, c.b, &err)) << c.what;
+        EXPECT_FALSE(err.empty()) << c.what;
+        EXPECT_EQ(before, acc) << c.what << ": acc changed";
+    }
+    EXPECT_EQ(JAL_STATUS_OK, mma_kmajor(acc4, a32, ConstTile{b.data(), 32, 4, 16, JAL_DT_F32}));
+}

@@ -408,9 +408,9 @@ void Builder::twrite(X value, T t, X row, int32_t col)
 
 // ---- matrix and vector ----
 
-void Builder::mma(T acc, T a, T b)
+void Builder::mma(T acc, T a, T b, bool b_kmajor)
 {
-    op(JAL_OP_MMA, acc.r, a.r, b.r, 0, 0);
+    op(JAL_OP_MMA, acc.r, a.r, b.r, 0, b_kmajor ? JAL_MMA_B_KMAJOR : 0);
 }
 void Builder::vadd(T d, T a, T b)
 {

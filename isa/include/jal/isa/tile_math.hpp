@@ -37,6 +37,13 @@ struct Tile {
 jal_status mma(const Tile& acc, const ConstTile& a, const ConstTile& b,
                std::string* error = nullptr);
 
+// acc (F32, M x N) += a (M x K) x b with b K-major: K rows of N (ISA 1.4's
+// JAL_MMA_B_KMAJOR), b F32, BF16 or F16, a any of mma's. acc = fmaf(a[m][k], b[k][n], acc)
+// for k = 0..K-1 in order: the same bits as mma with b's transpose. The same checks and
+// errors as mma.
+jal_status mma_kmajor(const Tile& acc, const ConstTile& a, const ConstTile& b,
+                      std::string* error = nullptr);
+
 // Elementwise math on F32 arrays (x and y may be the same array). exp, silu and sigmoid
 // are within 2 ulp of the exact value (docs/numerics.md); rsqrt and recip are correctly
 // rounded compositions (1/sqrtf(x), 1/x).

@@ -162,7 +162,9 @@ public:
     void twrite(X value, T t, X row, int32_t col);
 
     // ---- matrix and vector ----
-    void mma(T acc, T a, T b);  // acc (F32 M x N) += a (M x K) x b^T (b: N rows of K)
+    // acc (F32 M x N) += a (M x K) x b^T (b: N rows of K), or with b_kmajor (ISA 1.4) x b
+    // (b: K rows of N; F32, BF16 or F16)
+    void mma(T acc, T a, T b, bool b_kmajor = false);
     void vadd(T d, T a, T b);
     void vsub(T d, T a, T b);
     void vmul(T d, T a, T b);
