@@ -48,6 +48,7 @@ protected:
         std::vector<float> wf = jal::test::random_floats(size_t{c.n} * c.k, gc.seed + 1, 0.5f);
         std::vector<float> bias = jal::test::random_floats(c.n, gc.seed + 2);
         HostMatrix w = jal::test::quantized(wf, c.n, c.k, c.weight);
+        if (c.w_kmajor) w.bytes = k_major_shards(w, c.n, c.k, c.weight, gc.slices);
         HostMatrix a = jal::test::quantized(xf, c.m, c.k, plan.activation,
                                             jl::activation_cvt_mode(c.numerics));
         HostMatrix x = c.x_dtype == JAL_DT_F32 ? jal::test::quantized(xf, c.m, c.k, JAL_DT_F32) : a;
@@ -105,6 +106,20 @@ protected:
         EXPECT_EQ(bad, 0);
         if (y_out) *y_out = std::move(y);
         return report;
+    }
+
+    // W's bytes with every slice's shard K-major (GemmConfig::w_kmajor), each where its rows
+    // were, so every placement below takes the shards from the same offsets.
+    static std::vector<uint8_t> k_major_shards(const HostMatrix& w, uint32_t n, uint32_t k,
+                                               jal_dtype dtype, uint32_t slices)
+    {
+        std::vector<uint8_t> out(w.bytes.size());
+        for (uint32_t s = 0; s < slices; s++) {
+            const jl::Range r = jl::slice_range(n, slices, s);
+            const size_t at = r.begin * w.row_bytes;
+            jl::k_major_shard(w.bytes.data() + at, r.size(), k, dtype, out.data() + at);
+        }
+        return out;
     }
 
     // Weights::slice_copies: slice s's copy of W, NaN (all ones) outside the shards of its
@@ -227,6 +242,49 @@ TEST_F(LinearGemmTest, RowGroupsSplitRowsAndColumns)
                                       .max_m_chunk = 4},
                            .slices = 6,
                            .seed = 40u + groups + w * 3u + static_cast<unsigned>(n)});
+}
+
+// W's shards K-major (ISA 1.4's K-major MMA): bit for bit the weight layout's y, for a
+// GEMV with one and several tiles a slice, x in chunks, row groups over shared shards and
+// over per-slice copies, accumulation and the tiles loaded before ACQUIRE.
+TEST_F(LinearGemmTest, KMajorWeightsGiveTheWeightLayoutsBits)
+{
+    struct Variant {
+        jl::GemmConfig c;
+        uint32_t slices;
+        Weights where;
+    };
+    std::vector<Variant> variants;
+    for (jal_dtype w : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16}) {
+        const jl::GemmConfig gemv{.m = 1, .n = 100, .k = 96, .weight = w, .bias = true};
+        variants.push_back({gemv, 4, Weights::per_slice});
+        jl::GemmConfig tiles = gemv;
+        tiles.tile_n = 7, tiles.accumulate = true, tiles.m = 3;
+        variants.push_back({tiles, 3, Weights::shared});
+        tiles.w_before_acquire = true;
+        variants.push_back({tiles, 3, Weights::per_slice});
+        const jl::GemmConfig chunks{
+            .m = 37, .n = 50, .k = 64, .weight = w, .tile_n = 16, .max_m_chunk = 8};
+        variants.push_back({chunks, 2, Weights::shared});
+        jl::GemmConfig groups = chunks;
+        groups.row_groups = 3, groups.tile_n = 8, groups.bias = true;
+        variants.push_back({groups, 6, Weights::shared});
+        groups.slice_tables = true;
+        variants.push_back({groups, 6, Weights::slice_copies});
+    }
+    uint64_t seed = 700;
+    for (Variant& v : variants) {
+        std::vector<float> weight_layout, k_major;
+        check({.config = v.c, .slices = v.slices, .seed = seed}, v.where, &weight_layout);
+        v.c.w_kmajor = true;
+        check({.config = v.c, .slices = v.slices, .seed = seed}, v.where, &k_major);
+        ASSERT_EQ(weight_layout.size(), k_major.size());
+        EXPECT_EQ(std::memcmp(weight_layout.data(), k_major.data(), k_major.size() * 4), 0)
+            << jl::gemm_name(v.c);
+        seed++;
+    }
+    EXPECT_THROW(jl::plan_gemm({.n = 8, .k = 32, .weight = JAL_DT_MXFP4, .w_kmajor = true}),
+                 jal::Error);
 }
 
 TEST_F(LinearGemmTest, RowGroupsMustDivideTheSlices)

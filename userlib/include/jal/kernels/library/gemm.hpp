@@ -44,6 +44,12 @@ struct GemmConfig {
     // Not together with rms_norm (tile registers).
     bool accumulate = false;
     uint32_t tile_n = 0;  // rows of W per tile; 0 chooses
+    // W's shards K-major (F32, BF16 or F16 only): each shard, the rows of W one slice owns
+    // (count of them), is stored as K rows of count elements (k_major_shard), and w_stride is
+    // the element size. Each tile is then K rows of its tile_n columns and the MMA takes it
+    // K-major (ISA 1.4): the same products in the same order, so the same bits, and the
+    // emulator's GEMV needs no transposes (docs/kernels.md, "K-major weights").
+    bool w_kmajor = false;
     // Row groups (a large M, e.g. a prefill): the dispatch's n slices form `row_groups`
     // groups (it must divide n; the kernel traps INVALID_FIELD otherwise). Slice s takes the
     // rows slice_range(M, row_groups, s mod row_groups) of x and y, and the columns of the
@@ -113,11 +119,16 @@ plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cann
 //   x (address), x_stride (bytes between rows of x), norm_weight (address of K F32; only
 //   with config.rms_norm),
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
-//   between rows of W), bias (address of N F32; only with config.bias),
+//   between rows of W; with config.w_kmajor the element size), bias (address of N F32; only with config.bias),
 //   y (address), y_stride (bytes between rows of y),
 //   x_senders (a mask of dispatch slices), x_sender_count (only with config.x_senders).
 JAL_API CodeObject build_gemm(const GemmConfig& c);
 JAL_API std::string gemm_name(const GemmConfig& c);
+
+// One shard of W as a K-major GEMM reads it (GemmConfig::w_kmajor): `rows` rows of k
+// elements of `dtype` (F32, BF16 or F16; packed) into k rows of `rows` elements at out.
+JAL_API void k_major_shard(const void* rows, uint32_t n_rows, uint32_t k, jal_dtype dtype,
+                           void* out);
 
 // Floating-point operations of one run (2·M·N·K, plus M·N for the bias).
 JAL_API uint64_t gemm_flops(const GemmConfig& c);

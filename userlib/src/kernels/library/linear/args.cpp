@@ -60,7 +60,7 @@ std::vector<uint64_t> gemm_args(const GemmConfig& c, const TensorRef& x, uint64_
         expect(k, "norm_weight", norm_weight, 1, c.k, JAL_DT_F32);
         a.push_back(norm_weight.va);
     }
-    a.insert(a.end(), {w_shards, stride_of(w)});
+    a.insert(a.end(), {w_shards, c.w_kmajor ? packed_row_bytes(c.weight, 1) : stride_of(w)});
     if (c.bias) {
         expect(k, "bias", bias, 1, c.n, JAL_DT_F32);
         a.push_back(bias.va);

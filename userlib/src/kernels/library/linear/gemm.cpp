@@ -3,6 +3,7 @@
 #include <jal/kernels/library/gemm.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include <jal/error.hpp>
@@ -70,6 +71,7 @@ std::string gemm_name(const GemmConfig& c)
     // At most 63 characters (the code object's name field).
     std::string name = "gemm_" + std::string(w) + "_" + numerics_name(c.numerics) + "_m" +
                        std::to_string(c.m) + "n" + std::to_string(c.n) + "k" + std::to_string(c.k);
+    if (c.w_kmajor) name += "_km";
     if (c.bias) name += "_bias";
     if (c.rms_norm) name += "_norm";
     if (c.accumulate) name += "_acc";
@@ -93,6 +95,9 @@ GemmPlan plan_gemm(const GemmConfig& c)
     if (c.m == 0 || c.n == 0 || c.k == 0) bad(c, "M, N and K must be at least 1");
     if (!weight_dtype_supported(c.weight))
         bad(c, "weights must be MXFP4, MXFP8_E4M3, BF16, F16, Q8_0 or F32");
+    if (c.w_kmajor && c.weight != JAL_DT_F32 && c.weight != JAL_DT_BF16 &&
+        c.weight != JAL_DT_F16)
+        bad(c, "K-major weights must be F32, BF16 or F16");
     GemmPlan p;
     p.activation = activation_dtype(c.weight, c.numerics);
     if (c.x_dtype != JAL_DT_F32 && c.x_dtype != p.activation)
@@ -371,11 +376,19 @@ X GemmKernel::y_tile_address(X i, uint32_t m0)
 void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y)
 {
     X rows = emit_block_size(b, i, count, tn_reg);
-    emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
     X a = b.x();
     b.mul(a, i, w_step);
     b.add(a, a, w);
-    b.tload(tw[buf], a, w_stride, qw[buf]);
+    if (c.w_kmajor) {  // K rows of the tile's columns, a K-row of the shard count elements
+        emit_tdesc_at(b, tw[buf], l1_w[buf], k_reg, rows, c.weight);
+        X k_stride = b.x();
+        b.mul(k_stride, count, w_stride);
+        b.tload(tw[buf], a, k_stride, qw[buf]);
+        b.free(k_stride);
+    } else {
+        emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
+        b.tload(tw[buf], a, w_stride, qw[buf]);
+    }
     if (c.bias) {
         X one = emit_const(b, 1);
         emit_tdesc_at(b, tb[buf], l1_b[buf], one, rows, JAL_DT_F32);
@@ -474,7 +487,7 @@ void GemmKernel::compute(X i, int buf, int acc, uint32_t m0, uint32_t mr)
     // previous tile's MMA instead of standing between this MMA and its store.
     b.vfill(tacc[acc], 0.0f);
     if (c.bias) b.vadd(tacc[acc], tacc[acc], tb[buf]);
-    b.mma(tacc[acc], tx, tw[buf]);
+    b.mma(tacc[acc], tx, tw[buf], c.w_kmajor);
     if (c.accumulate) b.vadd(tacc[acc], ty[buf], tacc[acc]);  // y + (x·Wᵀ + bias)
     X a = y_tile_address(i, m0);
     if (c.store_y) b.tstore(tacc[acc], a, y_stride, qst);
@@ -744,6 +757,18 @@ CodeObject GemmKernel::build_grouped()
 CodeObject build_gemm(const GemmConfig& c)
 {
     return GemmKernel(c).build();
+}
+
+void k_major_shard(const void* rows, uint32_t n_rows, uint32_t k, jal_dtype dtype, void* out)
+{
+    if (dtype != JAL_DT_F32 && dtype != JAL_DT_BF16 && dtype != JAL_DT_F16)
+        throw Error(JAL_STATUS_INVALID_FIELD, "k_major_shard: F32, BF16 or F16 only");
+    const size_t es = dtype == JAL_DT_F32 ? 4 : 2;
+    const auto* src = static_cast<const unsigned char*>(rows);
+    auto* dst = static_cast<unsigned char*>(out);
+    for (uint32_t n = 0; n < n_rows; n++)
+        for (uint32_t j = 0; j < k; j++)
+            std::memcpy(dst + (size_t{j} * n_rows + n) * es, src + (size_t{n} * k + j) * es, es);
 }
 
 }  // namespace jal::kernels::linear
