@@ -88,13 +88,17 @@ JAL_AVX512_KM void block512(const Tile& acc, const ConstTile& b, const float* af
 {
     constexpr size_t es = DT == JAL_DT_F32 ? 4 : 2;
     const size_t K = b.rows;
+    // Every loop over r and u unrolled, so that the accumulators stay in registers.
     __mmask16 mk[kU];
+#pragma GCC unroll 4
     for (int u = 0; u < kU; u++) {
         const int left = std::clamp(int(cols) - 16 * u, 0, 16);
         mk[u] = static_cast<__mmask16>((uint32_t{1} << left) - 1);
     }
     __m512 c[R][kU];
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
         for (int u = 0; u < kU; u++)
             c[r][u] = _mm512_maskz_loadu_ps(mk[u], acc_row(acc, m0 + r) + size_t(n0 + 16 * u) * 4);
     const unsigned char* brow = tile_at(b, 0, 0) + size_t(n0) * es;
@@ -109,7 +113,9 @@ JAL_AVX512_KM void block512(const Tile& acc, const ConstTile& b, const float* af
             for (int u = 0; u < kU; u++) c[r][u] = _mm512_fmadd_ps(av, bv[u], c[r][u]);
         }
     }
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
         for (int u = 0; u < kU; u++)
             _mm512_mask_storeu_ps(acc_row(acc, m0 + r) + size_t(n0 + 16 * u) * 4, mk[u], c[r][u]);
 }
@@ -179,14 +185,15 @@ JAL_AVX2_KM void block256(const Tile& acc, const ConstTile& b, const float* af, 
     constexpr size_t es = DT == JAL_DT_F32 ? 4 : 2;
     unsigned char* out = acc_row(acc, m) + size_t(n0) * 4;
     __m256 c[U];
+#pragma GCC unroll 4
     for (int u = 0; u < U; u++) c[u] = _mm256_loadu_ps(reinterpret_cast<float*>(out) + 8 * u);
     const unsigned char* brow = tile_at(b, 0, 0) + size_t(n0) * es;
     for (size_t k = 0; k < b.rows; k++, brow += b.stride) {
         const __m256 av = _mm256_set1_ps(af[k]);
 #pragma GCC unroll 4
-        for (int u = 0; u < U; u++)
-            c[u] = _mm256_fmadd_ps(av, load8<DT>(brow + 8 * u * es), c[u]);
+        for (int u = 0; u < U; u++) c[u] = _mm256_fmadd_ps(av, load8<DT>(brow + 8 * u * es), c[u]);
     }
+#pragma GCC unroll 4
     for (int u = 0; u < U; u++) _mm256_storeu_ps(reinterpret_cast<float*>(out) + 8 * u, c[u]);
 }
 

@@ -53,6 +53,7 @@ struct Options {
     std::string kv_type = "f32";
     bool unstaged = false;
     bool no_beside = false;             // --no-projection-beside
+    bool no_k_major = false;            // --no-k-major-weights
     bool no_messages = false;           // --no-expert-messages
     bool no_residual_messages = false;  // --no-residual-messages
     bool no_router_messages = false;    // --no-router-messages
@@ -258,6 +259,7 @@ open_runtime(const Options& o, Request& r, jal::runtime::Device& device, double&
     ro.tray_experts = r.tray_experts;
     ro.staged = !o.unstaged;
     ro.projection_beside_attention = !o.no_beside;
+    ro.k_major_weights = !o.no_k_major;
     ro.expert_messages = !o.no_messages;
     ro.residual_messages = !o.no_residual_messages;
     ro.router_messages = !o.no_router_messages;
@@ -734,6 +736,11 @@ void add_execution_options(CLI::App& app, Options& o)
                  "not on the slices the attention leaves idle with their own copy of the "
                  "matrix loaded while it runs (the default where HBM allows: "
                  "docs/model-runtime.md, \"The output projection beside the attention\")");
+    app.add_flag("--no-k-major-weights", o.no_k_major,
+                 "Keep the dense F32, BF16 and F16 matrices in the weight layout (N rows of "
+                 "K) rather than K-major, which the K-major MMA reads with the same bits and "
+                 "the emulator multiplies faster (docs/model-runtime.md, \"K-major dense "
+                 "weights\")");
     app.add_flag("--no-expert-messages", o.no_messages,
                  "Have a decode step's gate|up projection store its rows for the down "
                  "projection to gather after a barrier, not send them as messages (the "

@@ -91,6 +91,11 @@ struct RuntimeOptions {
     // projection beside the attention"); false: on every slice after the attention. The same
     // bits either way.
     bool projection_beside_attention = true;
+    // The dense F32, BF16 and F16 matrices' shards K-major (docs/model-runtime.md, "K-major
+    // dense weights"): each slice's rows of W stored as K rows of them, which the K-major MMA
+    // (ISA 1.4) reads; false: in the weight layout, N rows of K. The same bits either way
+    // (the same products in the same order); the emulator's GEMVs are faster K-major.
+    bool k_major_weights = true;
     // A decode row's attention splits each KV head's keys over this many slices (flash
     // decoding; docs/model-runtime.md, "Key splits"), each holding a copy of the head's
     // cache: the slot groups no sequence uses then attend too. A power of 2 no larger than

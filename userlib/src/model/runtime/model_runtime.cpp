@@ -207,6 +207,9 @@ struct Matrix {
     uint32_t n = 0, kdim = 0, experts = 0;  // experts > 0: expert e's rows are e·n .. e·n+n-1
     jal_dtype dtype = JAL_DT_F32;
     uint64_t row_bytes = 0;
+    // Every shard (the copies and the beside shards too) K-major: K rows of its rows
+    // (RuntimeOptions::k_major_weights; dense F32, BF16 and F16 matrices only).
+    bool k_major = false;
     const std::byte* data = nullptr;  // host bytes (nullptr: timing only)
     std::vector<Place> shards;        // per slice (bytes 0: owns nothing)
     std::vector<uint32_t> first_row;  // per slice: first row (or expert) it owns
@@ -1139,7 +1142,7 @@ int RuntimeImpl::beside_group(uint32_t il, uint32_t T, const std::vector<Segment
     if (grp >= wo.beside.size()) return -1;
     lin::GemmConfig g;
     g.m = T, g.n = wo.n, g.k = wo.kdim, g.weight = wo.dtype, g.bias = true, g.accumulate = true;
-    g.numerics = numerics(), g.x_dtype = attn_dtype(il, T);
+    g.numerics = numerics(), g.x_dtype = attn_dtype(il, T), g.w_kmajor = wo.k_major;
     return lin::plan_gemm(g).m_chunk >= T ? static_cast<int>(grp) : -1;
 }
 
@@ -1563,6 +1566,8 @@ void RuntimeImpl::plan_matrix(Matrix& m, const std::byte* data, uint64_t data_by
     (void)data_bytes;  // checked by the callers
     m.n = n, m.kdim = kdim, m.experts = experts, m.dtype = dtype;
     m.row_bytes = lin::packed_row_bytes(dtype, kdim);
+    m.k_major = o_.k_major_weights && experts == 0 &&
+                (dtype == JAL_DT_F32 || dtype == JAL_DT_BF16 || dtype == JAL_DT_F16);
     m.data = data;
     // The kernels' split: rows (GEMM) or experts (expert GEMM) in contiguous chunks.
     const uint32_t units = experts ? experts : n;
@@ -1592,28 +1597,32 @@ void RuntimeImpl::upload_weights()
                                       v->shards[s].bytes});
     for_each_matrix([&](Matrix& m) {
         const uint64_t unit = m.experts ? m.row_bytes * m.n : m.row_bytes;
+        // A dense shard: `bytes` of rows from `first`, K-major where the matrix is.
+        auto shard = [&](uint64_t at, uint64_t first, uint64_t bytes) {
+            detail::UploadPiece p{at, m.data + first * unit, bytes};
+            if (m.k_major)
+                p.kmajor_rows = static_cast<uint32_t>(bytes / m.row_bytes), p.kmajor_k = m.kdim,
+                p.kmajor_dtype = m.dtype;
+            pieces.push_back(p);
+        };
         for (uint32_t s = 0; s < S_; s++)
             if (m.shards[s].bytes && m.data)
-                pieces.push_back(
-                    {va(m.shards[s]), m.data + m.first_row[s] * unit, m.shards[s].bytes});
+                shard(va(m.shards[s]), m.first_row[s], m.shards[s].bytes);
         // The copies: slice s's of the shards of its block, shard after shard.
         for (uint32_t s = 0; s < m.copies.size() && m.data; s++) {
             uint64_t at = m.copies[s].bytes ? va(m.copies[s]) : 0;
             for (uint32_t sh = s - s % m.copy_block; sh < s - s % m.copy_block + m.copy_block; sh++)
                 if (sh != s && m.shards[sh].bytes) {
-                    pieces.push_back({at, m.data + m.first_row[sh] * unit, m.shards[sh].bytes});
+                    shard(at, m.first_row[sh], m.shards[sh].bytes);
                     at += m.shards[sh].bytes;
                 }
         }
         for (const Matrix::Beside& bs : m.beside)
             for (uint32_t i = 0; i < bs.shards.size() && m.data; i++)
                 if (bs.shards[i].bytes)
-                    pieces.push_back(
-                        {va(bs.shards[i]),
-                         m.data + lin::slice_range(m.n, static_cast<uint32_t>(bs.shards.size()), i)
-                                          .begin *
-                                      m.row_bytes,
-                         bs.shards[i].bytes});
+                    shard(va(bs.shards[i]),
+                          lin::slice_range(m.n, static_cast<uint32_t>(bs.shards.size()), i).begin,
+                          bs.shards[i].bytes);
         // The rows layout: slice s's rows of expert e after those of expert e − 1.
         // In halves (gate|up): its gate rows r/2, then the up rows n/2 + r/2.
         for (uint32_t s = 0; s < m.row_shards.size() && m.data; s++) {
@@ -1650,7 +1659,7 @@ uint32_t RuntimeImpl::row_groups(const Matrix& m, uint32_t rows, bool norm, bool
         g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = true;
         g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
         g.rms_norm = norm, g.accumulate = accumulate, g.row_groups = groups;
-        g.x_dtype = x_dtype;
+        g.x_dtype = x_dtype, g.w_kmajor = m.k_major;
         return lin::plan_gemm(g).m_chunk;
     };
     // Each slice's shard is ⌈N/S⌉ rows.
@@ -1665,7 +1674,7 @@ lin::GemmConfig RuntimeImpl::gemm_config(const Matrix& m, uint32_t rows, bool bi
     g.m = rows, g.n = m.n, g.k = m.kdim, g.weight = m.dtype, g.bias = bias;
     g.numerics = o_.numerics == Numerics::ggml ? lin::Numerics::ggml : lin::Numerics::native;
     g.rms_norm = norm, g.norm_eps = c_.rms_eps, g.accumulate = accumulate;
-    g.x_dtype = x_dtype;
+    g.x_dtype = x_dtype, g.w_kmajor = m.k_major;
     g.row_groups = row_groups(m, rows, g.rms_norm, g.accumulate, x_dtype);
     return g;
 }
@@ -1685,17 +1694,19 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     g.x_senders = msgs.recv_x && msgs.x_senders != 0;
     g.forward_x = msgs.recv_x && msgs.forward_x;
     const std::string key = fmt::format(
-        "gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{} tx{} sy{} xm{} fx{}", g.m,
-        g.n, g.k, int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate, g.row_groups,
-        int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x, g.send_y, g.store_y,
-        g.x_senders, g.forward_x);
+        "gemm m{} n{} k{} w{} b{} n{} norm{} acc{} g{} x{} st{} wb{} rx{} tx{} sy{} xm{} fx{} km{}",
+        g.m, g.n, g.k, int(g.weight), g.bias, int(g.numerics), g.rms_norm, g.accumulate,
+        g.row_groups, int(x_dtype), g.slice_tables, g.w_before_acquire, g.recv_x, g.send_y,
+        g.store_y, g.x_senders, g.forward_x, g.w_kmajor);
     const k::Program& code = program(key, [&] { return lin::build_gemm(g); });
     std::vector<uint64_t> args = {x, x_stride};
     if (norm) args.push_back(va(norm->place));
     const Place& table = beside >= 0      ? m.beside[beside].table
                          : g.slice_tables ? m.copy_table
                                           : m.table;
-    args.insert(args.end(), {va(table), m.row_bytes});
+    // w_stride: K-major, the element size (GemmConfig::w_kmajor).
+    args.insert(args.end(),
+                {va(table), m.k_major ? lin::packed_row_bytes(m.dtype, 1) : m.row_bytes});
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);

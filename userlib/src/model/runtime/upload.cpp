@@ -1,6 +1,8 @@
 // The staging upload of upload.hpp, and the test download.
 #include "upload.hpp"
 
+#include <jal/kernels/library/gemm.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -40,7 +42,15 @@ void upload_pieces(const runtime::Device& device, runtime::Queue& queue,
         fill = 0;
         if (progress) progress(done, total);
     };
-    for (const UploadPiece& p : pieces) {
+    std::vector<std::byte> transposed;  // the current piece, when it goes K-major
+    for (const UploadPiece& piece : pieces) {
+        UploadPiece p = piece;
+        if (p.kmajor_rows) {
+            transposed.resize(p.bytes);
+            jal::kernels::linear::k_major_shard(p.src, p.kmajor_rows, p.kmajor_k, p.kmajor_dtype,
+                                                transposed.data());
+            p.src = transposed.data();
+        }
         for (uint64_t off = 0; off < p.bytes;) {
             if (fill == kHalf) flush();
             const size_t n = std::min<uint64_t>(kHalf - fill, p.bytes - off);

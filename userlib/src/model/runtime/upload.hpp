@@ -19,6 +19,10 @@ struct UploadPiece {
     uint64_t va;
     const std::byte* src;
     uint64_t bytes;
+    // kmajor_rows > 0: src is that many packed rows of kmajor_k elements of kmajor_dtype
+    // (bytes in all), uploaded K-major (lin::k_major_shard): a K-major GEMM's shard.
+    uint32_t kmajor_rows = 0, kmajor_k = 0;
+    jal_dtype kmajor_dtype = JAL_DT_F32;
 };
 
 // Copies every piece host → a 32 MiB pinned buffer in two halves (one fills while the

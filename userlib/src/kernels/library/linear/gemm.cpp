@@ -95,8 +95,7 @@ GemmPlan plan_gemm(const GemmConfig& c)
     if (c.m == 0 || c.n == 0 || c.k == 0) bad(c, "M, N and K must be at least 1");
     if (!weight_dtype_supported(c.weight))
         bad(c, "weights must be MXFP4, MXFP8_E4M3, BF16, F16, Q8_0 or F32");
-    if (c.w_kmajor && c.weight != JAL_DT_F32 && c.weight != JAL_DT_BF16 &&
-        c.weight != JAL_DT_F16)
+    if (c.w_kmajor && c.weight != JAL_DT_F32 && c.weight != JAL_DT_BF16 && c.weight != JAL_DT_F16)
         bad(c, "K-major weights must be F32, BF16 or F16");
     GemmPlan p;
     p.activation = activation_dtype(c.weight, c.numerics);
