@@ -121,7 +121,9 @@ TEST_F(IsaTile, MmaWithAKMajorBGivesTheWeightLayoutsBits)
                    TSTORE(2, 4, 0, 1), WAIT(1, 1), END()});
         const auto r = run(c, opts());
         EXPECT_EQ(r.report.flops, r.report.status == JAL_STATUS_OK ? 2ull * M * N * K : 0u);
-        if (r.report.status != JAL_STATUS_OK) EXPECT_EQ(r.report.fault_opcode, JAL_OP_MMA);
+        if (r.report.status != JAL_STATUS_OK) {
+            EXPECT_EQ(r.report.fault_opcode, JAL_OP_MMA);
+        }
         return std::pair{r.report.status, read_vec<std::uint32_t>(va_c, M * N)};
     };
     const auto [st_w, weight_layout] = product(false, JAL_DT_F32);

@@ -200,6 +200,9 @@ private:
     SliceShare share{};
     Label done{};
     X w{};  // this slice's first row of W: read from the shard table once x is on its way
+    // w_kmajor without row groups: bytes from one K-row of the shard to the next
+    // (count·w_stride; with row groups load_w works it out per tile)
+    X w_kstride{};
     X count{}, tiles{}, tn_reg{}, w_step{}, bias_step{}, k_reg{};
     uint32_t l1_w[kWBuffers] = {}, l1_b[kWBuffers] = {}, l1_s[2] = {}, l1_x = 0;
     uint32_t l1_acc[kAccBuffers] = {};
@@ -299,6 +302,10 @@ void GemmKernel::share_columns()
     w_step = b.x();  // bytes from one W tile to the next
     b.muli(w_step, w_stride, static_cast<int32_t>(tn));
     bias_step = emit_const(b, int64_t{tn} * 4);  // also the bias tiles' row stride
+    if (c.w_kmajor) {
+        w_kstride = b.x();
+        b.mul(w_kstride, count, w_stride);
+    }
 }
 
 void GemmKernel::layout()
@@ -380,10 +387,11 @@ void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y)
     b.add(a, a, w);
     if (c.w_kmajor) {  // K rows of the tile's columns, a K-row of the shard count elements
         emit_tdesc_at(b, tw[buf], l1_w[buf], k_reg, rows, c.weight);
-        X k_stride = b.x();
-        b.mul(k_stride, count, w_stride);
-        b.tload(tw[buf], a, k_stride, qw[buf]);
-        b.free(k_stride);
+        // Row groups: each tile's shard has its own count (group_tile), so per tile.
+        X ks = grouped ? b.x() : w_kstride;
+        if (grouped) b.mul(ks, count, w_stride);
+        b.tload(tw[buf], a, ks, qw[buf]);
+        if (grouped) b.free(ks);
     } else {
         emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
         b.tload(tw[buf], a, w_stride, qw[buf]);
