@@ -472,6 +472,43 @@ TEST_F(ModelRuntime, DenseCopiesGiveTheLogitsWithout)
     }
 }
 
+// K-major dense weights (RuntimeOptions::k_major_weights) against the weight layout: the
+// same bits for F32, BF16 and F16 dense matrices, a prompt in row groups (the dense copies)
+// and decode steps of two sequences (the output projection beside the attention).
+TEST_F(ModelRuntime, KMajorWeightsGiveTheLogitsOfTheWeightLayout)
+{
+    for (const char* dense : {"f32", "bf16", "f16"}) {
+        SCOPED_TRACE(dense);
+        std::vector<std::vector<float>> logits[2];
+        std::vector<uint8_t> placed[2];  // what the chip holds: the shards differ
+        for (int k_major = 0; k_major < 2; k_major++) {
+            jal::model::RuntimeOptions o;
+            o.numerics = std::string(dense) == "bf16" ? Numerics::ggml : Numerics::native;
+            o.max_sequences = 2;
+            o.n_ctx = 128;
+            o.max_batch_tokens = 64;
+            o.slices = 8;
+            o.k_major_weights = k_major == 1;
+            auto rt = jal::model::Runtime::open(model_file("gqa-window", dense), *device_, o);
+            std::vector<int32_t> prompt;
+            for (uint32_t i = 0; i < 80; i++)
+                prompt.push_back(static_cast<int32_t>((i * 29 + 5) % rt->config().n_vocab));
+            placed[k_major] = rt->read_back_data_for_test(64u << 20);
+            const int a = rt->create_sequence(), b = rt->create_sequence();
+            logits[k_major].push_back(rt->prefill(a, prompt));
+            const std::vector<int32_t> short_prompt = {3, 1, 4, 1, 5};
+            logits[k_major].push_back(rt->prefill(b, short_prompt));
+            for (int32_t t : {7, 9}) {
+                std::vector<std::pair<int, int32_t>> step = {{a, t}, {b, t + 1}};
+                for (auto& row : rt->decode(step)) logits[k_major].push_back(std::move(row));
+            }
+        }
+        expect_same_bits(logits[0], logits[1]);
+        ASSERT_EQ(placed[0].size(), placed[1].size());
+        EXPECT_NE(placed[0], placed[1]) << "the dense shards are laid out K-major";
+    }
+}
+
 // Key splits (RuntimeOptions::attention_key_splits): one sequence on 8 slices of 2 KV heads
 // leaves three slot groups idle; the full-attention layer's decode rows then split each
 // head's keys over 4 slices (each with a copy of the head's cache, which every append

@@ -773,9 +773,13 @@ void k_major_shard(const void* rows, uint32_t n_rows, uint32_t k, jal_dtype dtyp
     const size_t es = dtype == JAL_DT_F32 ? 4 : 2;
     const auto* src = static_cast<const unsigned char*>(rows);
     auto* dst = static_cast<unsigned char*>(out);
-    for (uint32_t n = 0; n < n_rows; n++)
-        for (uint32_t j = 0; j < k; j++)
-            std::memcpy(dst + (size_t{j} * n_rows + n) * es, src + (size_t{n} * k + j) * es, es);
+    constexpr uint32_t kBlock = 32;  // blocks of 32 x 32 elements: both sides stay in cache
+    for (uint32_t n0 = 0; n0 < n_rows; n0 += kBlock)
+        for (uint32_t j0 = 0; j0 < k; j0 += kBlock)
+            for (uint32_t n = n0; n < std::min(n_rows, n0 + kBlock); n++)
+                for (uint32_t j = j0; j < std::min(k, j0 + kBlock); j++)
+                    std::memcpy(dst + (size_t{j} * n_rows + n) * es, src + (size_t{n} * k + j) * es,
+                                es);
 }
 
 }  // namespace jal::kernels::linear
