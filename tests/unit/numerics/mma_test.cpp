@@ -153,10 +153,11 @@ std::vector<float> reference_loop(const std::vector<float>& acc0, const Matrix& 
     return acc;
 }
 
+// mma on path `isa` (kmajor: mma_kmajor, b holding K rows of N).
 std::vector<float> run_mma(Isa isa, const std::vector<float>& acc0, const Matrix& a,
-                           const Matrix& b)
+                           const Matrix& b, bool kmajor = false)
 {
-    const uint32_t M = a.rows, N = b.rows;
+    const uint32_t M = a.rows, N = kmajor ? b.cols : b.rows;
     // acc with a padded row stride, to check that the padding is left alone
     const uint32_t stride = N * 4 + 20;
     std::vector<uint8_t> buf(size_t(stride) * M, 0x5a);
@@ -164,7 +165,9 @@ std::vector<float> run_mma(Isa isa, const std::vector<float>& acc0, const Matrix
         std::memcpy(buf.data() + size_t(m) * stride, acc0.data() + size_t(m) * N, size_t(N) * 4);
     force_isa(isa);
     std::string err;
-    jal_status st = mma(Tile{buf.data(), M, N, stride, JAL_DT_F32}, a.tile(), b.tile(), &err);
+    const Tile acc{buf.data(), M, N, stride, JAL_DT_F32};
+    jal_status st =
+        kmajor ? mma_kmajor(acc, a.tile(), b.tile(), &err) : mma(acc, a.tile(), b.tile(), &err);
     force_isa(best_isa());
     EXPECT_EQ(JAL_STATUS_OK, st) << err;
     std::vector<float> out(size_t(M) * N);
@@ -470,30 +473,6 @@ Matrix k_major(const Matrix& b)
     return t;
 }
 
-// mma_kmajor on path `isa` with b_t (K rows of N), the accumulator padded as run_mma's.
-std::vector<float> run_kmajor(Isa isa, const std::vector<float>& acc0, const Matrix& a,
-                              const Matrix& b_t)
-{
-    const uint32_t M = a.rows, N = b_t.cols;
-    const uint32_t stride = N * 4 + 20;
-    std::vector<uint8_t> buf(size_t(stride) * M, 0x5a);
-    for (uint32_t m = 0; m < M; m++)
-        std::memcpy(buf.data() + size_t(m) * stride, acc0.data() + size_t(m) * N, size_t(N) * 4);
-    force_isa(isa);
-    std::string err;
-    jal_status st =
-        mma_kmajor(Tile{buf.data(), M, N, stride, JAL_DT_F32}, a.tile(), b_t.tile(), &err);
-    force_isa(best_isa());
-    EXPECT_EQ(JAL_STATUS_OK, st) << err;
-    std::vector<float> out(size_t(M) * N);
-    for (uint32_t m = 0; m < M; m++) {
-        std::memcpy(out.data() + size_t(m) * N, buf.data() + size_t(m) * stride, size_t(N) * 4);
-        for (uint32_t i = N * 4; i < stride; i++)
-            EXPECT_EQ(0x5a, buf[size_t(m) * stride + i]) << "row padding overwritten";
-    }
-    return out;
-}
-
 // The K-major MMA on every path gives the semantics' bits for b's transpose.
 void check_kmajor(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uint32_t K, uint32_t seed)
 {
@@ -504,11 +483,11 @@ void check_kmajor(jal_dtype adt, jal_dtype bdt, uint32_t M, uint32_t N, uint32_t
     const std::string what = name(adt) + " x " + name(bdt) + " K-major M=" + std::to_string(M) +
                              " N=" + std::to_string(N) + " K=" + std::to_string(K);
     auto want = reference_loop(acc0, a, b);
-    expect_bits_equal(want, run_kmajor(Isa::scalar, acc0, a, b_t), what + " (scalar)");
+    expect_bits_equal(want, run_mma(Isa::scalar, acc0, a, b_t, true), what + " (scalar)");
     if (host_has_avx2())
-        expect_bits_equal(want, run_kmajor(Isa::avx2, acc0, a, b_t), what + " (avx2)");
+        expect_bits_equal(want, run_mma(Isa::avx2, acc0, a, b_t, true), what + " (avx2)");
     if (host_has_avx512())
-        expect_bits_equal(want, run_kmajor(Isa::avx512, acc0, a, b_t), what + " (avx512)");
+        expect_bits_equal(want, run_mma(Isa::avx512, acc0, a, b_t, true), what + " (avx512)");
 }
 
 }  // namespace
@@ -537,7 +516,7 @@ TEST(NumericsMma, KMajorNaNResultsAreCanonical)
     const Matrix b_t = k_major(b);
     auto acc0 = random_acc(2, 21, rng);
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        auto out = run_kmajor(isa, acc0, a, b_t);
+        auto out = run_mma(isa, acc0, a, b_t, true);
         for (uint32_t m = 0; m < 2; m++)
             for (uint32_t n = 0; n < 21; n++) {
                 if (m == 0 || n == 18)
