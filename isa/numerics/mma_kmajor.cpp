@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace jal::numerics {
@@ -54,15 +55,30 @@ namespace {
 
 constexpr int kU = 4;  // vectors of outputs a row of a accumulates into at once
 
-// a's rows decoded to F32, K floats a row, kept per host thread.
+// a's rows decoded to F32 (K floats a row), in a buffer kept per host thread (scratch.hpp):
+// given back after the MMA if a huge tile grew it.
+thread_local std::vector<float> a_rows;
+
 const float* decoded_rows(const ConstTile& a, uint32_t m0, uint32_t rows)
 {
-    thread_local std::vector<float> buf;
     const size_t K = a.cols;
-    float* af = grown(buf, size_t(rows) * K);
+    float* af = grown(a_rows, size_t(rows) * K);
     for (uint32_t r = 0; r < rows; r++)
         dequantize_row(a.dtype, tile_at(a, m0 + r, 0), af + size_t(r) * K, K);
     return af;
+}
+
+// f(integral_constant<jal_dtype, b's dtype>) for an F32, BF16 or F16 b, then a_rows trimmed.
+template <class F>
+void by_b_dtype(jal_dtype dt, F&& f)
+{
+    if (dt == JAL_DT_F32)
+        f(std::integral_constant<jal_dtype, JAL_DT_F32>{});
+    else if (dt == JAL_DT_BF16)
+        f(std::integral_constant<jal_dtype, JAL_DT_BF16>{});
+    else
+        f(std::integral_constant<jal_dtype, JAL_DT_F16>{});
+    trimmed(a_rows);
 }
 
 // ---- AVX-512: sixteen outputs a vector, the last ones masked ----
@@ -230,22 +246,12 @@ void run256(const Tile& acc, const ConstTile& a, const ConstTile& b)
 
 void mma_kmajor_avx512(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
-    if (b.dtype == JAL_DT_F32)
-        run512<JAL_DT_F32>(acc, a, b);
-    else if (b.dtype == JAL_DT_BF16)
-        run512<JAL_DT_BF16>(acc, a, b);
-    else
-        run512<JAL_DT_F16>(acc, a, b);
+    by_b_dtype(b.dtype, [&](auto dt) { run512<decltype(dt)::value>(acc, a, b); });
 }
 
 void mma_kmajor_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
 {
-    if (b.dtype == JAL_DT_F32)
-        run256<JAL_DT_F32>(acc, a, b);
-    else if (b.dtype == JAL_DT_BF16)
-        run256<JAL_DT_BF16>(acc, a, b);
-    else
-        run256<JAL_DT_F16>(acc, a, b);
+    by_b_dtype(b.dtype, [&](auto dt) { run256<decltype(dt)::value>(acc, a, b); });
 }
 
 }  // namespace jal::numerics
