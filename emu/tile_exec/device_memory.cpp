@@ -74,6 +74,34 @@ bool DeviceMemory::Access::mapped_here(std::uint64_t va, std::uint64_t len)
     return true;
 }
 
+namespace {
+// The replica read() takes for `slice`: its own, else the first.
+const Mmu::Replica& nearest(const Mmu::Page& p, std::uint32_t slice)
+{
+    for (const Mmu::Replica& x : p)
+        if (x.slice == slice) return x;
+    return p.front();
+}
+}  // namespace
+
+const std::byte* DeviceMemory::Access::host_run(std::uint64_t va, std::uint64_t len,
+                                                std::uint32_t slice)
+{
+    if (len == 0 || va + len < va) return nullptr;
+    std::uint64_t pa = 0;
+    for (std::uint64_t a = va; a < va + len; a = (a / kPage + 1) * kPage) {
+        const Mmu::Page* p = find(a);
+        if (!p || p->front().remote()) return nullptr;
+        const std::uint64_t at = nearest(*p, slice).pa + (a & (kPage - 1));
+        if (a == va)
+            pa = at;
+        else if (at != pa + (a - va))
+            return nullptr;
+    }
+    if (mem_.poisoned(pa, len)) return nullptr;
+    return hbm_ + pa;
+}
+
 // Page run by page run: each run goes to (or comes from) one physical page.
 std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint64_t len,
                                          std::uint32_t slice, Traffic& t, std::uint64_t& fault_va)
@@ -101,12 +129,7 @@ std::uint32_t DeviceMemory::Access::read(std::uint64_t va, void* dst, std::uint6
             off += n;
             continue;
         }
-        const Mmu::Replica* r = &p->front();
-        for (const Mmu::Replica& x : *p)
-            if (x.slice == slice) {
-                r = &x;
-                break;
-            }
+        const Mmu::Replica* r = &nearest(*p, slice);
         // Only a read that takes the data sees the error (a mapping check or a timing-only
         // run moves none).
         if (out && mem_.poisoned(r->pa + (a & (kPage - 1)), n)) {

@@ -80,6 +80,10 @@ public:
     // [va, va+len) is mapped throughout, every replica of every page on this chip (none a
     // peer's).
     bool mapped_here(std::uint64_t va, std::uint64_t len);
+    // Where [va, va+len) lies in host memory when `slice` reads it (the replica read()
+    // takes): its first byte, when it is mapped to this chip's HBM, unpoisoned and
+    // physically contiguous (one run of host bytes); else null.
+    const std::byte* host_run(std::uint64_t va, std::uint64_t len, std::uint32_t slice);
 
 private:
     // The replicas of the page holding va, or nullptr: the rows of a tile mostly fall in the

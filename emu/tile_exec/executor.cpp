@@ -1,11 +1,14 @@
 #include "emu/tile_exec/executor.hpp"
 
+#include "isa/code/opcode_table.hpp"
 #include "jal/hw/status.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace jal::emu::exec {
@@ -109,11 +112,12 @@ bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, s
 }
 
 // TGATHER's rows: row r of `t` is the table row (at `base`, `table_stride` apart) that row
-// r of the index tile names. Timing-only (`data` false): the index tile holds no data, so
+// r of the index tile names. `record` (a streamed gather): each run of rows is recorded
+// there instead of copied. Timing-only (`data` false): the index tile holds no data, so
 // every row is costed as the table's first row (its owner decides local or remote).
 std::uint32_t gather_rows(const SliceState& s, const Tile& t, const Tile& idx, std::uint64_t base,
                           std::uint64_t table_stride, bool data, DeviceMemory::Access& mem,
-                          Traffic& traffic, std::uint64_t& fault_va)
+                          Traffic& traffic, std::uint64_t& fault_va, StreamedLoads* record)
 {
     const std::uint64_t rb = row_bytes(t.dtype, t.cols);
     auto index = [&](std::uint32_t r) {
@@ -137,9 +141,18 @@ std::uint32_t gather_rows(const SliceState& s, const Tile& t, const Tile& idx, s
         std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
         const bool one = n == 1 || mem.mapped_here(va, n * rb);
         const std::uint64_t piece = one ? n * rb : rb;  // else the run's rows one by one
+        // A streamed run on this chip is recorded (a peer's rows move: their link time is
+        // charged only for bytes that cross).
+        const bool keep = record && mem.mapped_here(va, n * rb);
+        const bool copy = data && !keep;
         for (std::uint64_t off = 0; off < n * rb && st == JAL_STATUS_OK; off += piece)
             st =
-                mem.read(va + off, data ? l1 + off : nullptr, piece, s.physical, traffic, fault_va);
+                mem.read(va + off, copy ? l1 + off : nullptr, piece, s.physical, traffic, fault_va);
+        if (st == JAL_STATUS_OK && keep) {
+            const std::uint32_t at = t.addr + r * t.stride;
+            const L1Range span{at, static_cast<std::uint32_t>(at + (n - 1) * t.stride + rb)};
+            record->add({span, at, n, t.stride, rb, va, table_stride});
+        }
         r += n;
     }
     return st;
@@ -420,6 +433,7 @@ RunResult Executor::run(SliceState& s)
                 break;
             }
             const std::uint32_t off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
+            if (!p_.timing_only && (st = stream_in(s, {off, off + 4}, false, addr)) != kOk) break;
             s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
             if (i.op == JAL_OP_TREAD) {
                 std::uint32_t v = 0;
@@ -446,6 +460,7 @@ RunResult Executor::run(SliceState& s)
             const std::uint64_t rb = row_bytes(t.dtype, t.cols);
             Message m{t.rows, t.cols, t.dtype, {}, 0};
             if (!p_.timing_only) {
+                if ((st = stream_in(s, t.span(), false, addr)) != kOk) break;
                 if (!s.spare_messages.empty()) {  // a buffer this slice received into before
                     m.data = std::move(s.spare_messages.back());
                     s.spare_messages.pop_back();
@@ -491,6 +506,8 @@ RunResult Executor::run(SliceState& s)
             }
             if (!p_.timing_only && !m.data.empty()) {
                 const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+                if ((st = stream_in(s, t.span(), t.rows == 1 || t.stride == rb, addr)) != kOk)
+                    break;
                 for (std::uint32_t r = 0; r < t.rows; ++r)
                     std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb,
                                 rb);
@@ -520,7 +537,15 @@ RunResult Executor::run(SliceState& s)
                 i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);
             if (!tile_op) return fault(s, JAL_STATUS_INVALID_OPCODE);
             EngineOp op;
-            st = execute_tile_op(s, i, p_.timing_only, op, addr);
+            if (p_.timing_only || !streams_operand(s, i)) {
+                st = execute_tile_op(s, i, p_.timing_only, op, addr);
+            } else {
+                // Held while the MMA reads b where it lies: an UNMAP waits for it.
+                DeviceMemory::Access mem(*p_.memory);
+                HostOperand b;
+                st = stream_operands(s, i, mem, b, addr);
+                if (st == kOk) st = execute_tile_op(s, i, false, op, addr, b.data ? &b : nullptr);
+            }
             if (st == kOk) s.timing.engine_op(op);
             break;
         }
@@ -573,70 +598,189 @@ std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t&
     return st;
 }
 
+std::uint32_t Executor::stream_in(SliceState& s, L1Range r, bool written, std::uint64_t& addr)
+{
+    if (!s.streamed.may_overlap(r)) return kOk;
+    if (written) {
+        s.streamed.drop(r);
+        return kOk;
+    }
+    return s.streamed.copy_in(r, s.l1, nullptr, *p_.memory, s.physical, addr);
+}
+
+std::uint32_t Executor::stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access& mem,
+                                  std::uint64_t& addr)
+{
+    if (!s.streamed.may_overlap(r)) return kOk;
+    if (written) {
+        s.streamed.drop(r);
+        return kOk;
+    }
+    return s.streamed.copy_in(r, s.l1, &mem, *p_.memory, s.physical, addr);
+}
+
+namespace {
+// A vector op that writes every element of its td (field a) without reading it.
+bool writes_whole_td(std::uint8_t op)
+{
+    return op >= JAL_OP_VADD && op <= JAL_OP_VIOTA && op != JAL_OP_VFMA && op != JAL_OP_VMASK;
+}
+
+// Per opcode, bit f set when its field f (a, b, c, d) names a tile register.
+const std::array<std::uint8_t, 256>& tile_fields()
+{
+    static const std::array<std::uint8_t, 256> table = [] {
+        std::array<std::uint8_t, 256> m{};
+        const isa::detail::OpTable ops = isa::detail::all_ops();
+        for (const isa::detail::OpInfo* op = ops.begin; op != ops.end; ++op) {
+            const isa::detail::Reg roles[4] = {op->a, op->b, op->c, op->d};
+            for (int f = 0; f < 4; ++f)
+                if (roles[f] == isa::detail::Reg::t) m[op->opcode] |= 1u << f;
+        }
+        return m;
+    }();
+    return table;
+}
+}  // namespace
+
+bool Executor::streams_operand(const SliceState& s, const Insn& i) const
+{
+    if (s.streamed.empty()) return false;
+    const std::uint8_t fields[4] = {i.a, i.b, i.c, i.d};
+    const std::uint8_t mask = tile_fields()[i.op];
+    for (int f = 0; f < 4; ++f)
+        if ((mask >> f & 1) && fields[f] < JAL_ISA_TILE_REGS && s.t[fields[f]].valid() &&
+            s.streamed.may_overlap(s.t[fields[f]].span()))
+            return true;
+    return false;
+}
+
+// The tiles the op reads go first; a packed td it writes whole then only needs what lies
+// around it.
+std::uint32_t Executor::stream_operands(SliceState& s, const Insn& i, DeviceMemory::Access& mem,
+                                        HostOperand& b, std::uint64_t& addr)
+{
+    const std::uint8_t fields[4] = {i.a, i.b, i.c, i.d};
+    const std::uint8_t mask = tile_fields()[i.op];
+    for (const int f : {1, 2, 3, 0}) {
+        if (!(mask >> f & 1) || fields[f] >= JAL_ISA_TILE_REGS || !s.t[fields[f]].valid()) continue;
+        const Tile& t = s.t[fields[f]];
+        if (!s.streamed.may_overlap(t.span())) continue;
+        const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+        StreamedSource src;
+        if (i.op == JAL_OP_MMA && f == 2 && s.streamed.inside(t, rb, src) &&
+            (t.rows == 1 ||
+             (src.stride >= rb && src.stride <= std::numeric_limits<std::uint32_t>::max()))) {
+            // numerics::mma takes rows no closer than their length, spanning no more than
+            // L1 would (rows far apart in HBM, a wide shard's K rows, are copied in instead).
+            const std::uint64_t len = std::uint64_t{t.rows - 1} * src.stride + rb;
+            const std::byte* at =
+                len <= JAL_SLICE_L1_BYTES ? mem.host_run(src.va, len, s.physical) : nullptr;
+            if (at) {
+                b = {at, static_cast<std::uint32_t>(t.rows == 1 ? rb : src.stride)};
+                continue;
+            }
+        }
+        const bool whole = f == 0 && writes_whole_td(i.op) && (t.rows == 1 || t.stride == rb);
+        if (const std::uint32_t st = stream_in(s, t.span(), whole, mem, addr); st != kOk) return st;
+    }
+    return kOk;
+}
+
+// TLOAD and TSTORE: the tile's rows to or from device memory (a streamed TLOAD records
+// them instead). `stride` is the rows' stride in device memory.
+std::uint32_t Executor::move_rows(SliceState& s, const Insn& i, const Tile& t, std::uint64_t base,
+                                  std::uint64_t stride, bool streamed, DeviceMemory::Access& mem,
+                                  EngineOp& op, std::uint64_t& fault_va)
+{
+    const std::uint64_t rb = row_bytes(t.dtype, t.cols);
+    const bool data = !p_.timing_only;
+    if (i.op == JAL_OP_TSTORE) {
+        // Every row is checked before any is written: a faulting store writes nothing.
+        for (std::uint32_t r = 0; r < t.rows; ++r) {
+            Traffic ignore;
+            if (mem.read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) !=
+                JAL_STATUS_OK)
+                return JAL_STATUS_PAGE_FAULT;
+        }
+        op.reads[0] = t.span();
+    } else {
+        op.writes = t.span();
+    }
+    // Rows back to back both in device memory and in L1 move as one run: fewer, longer
+    // copies (an MXFP4 row is a few hundred bytes). The same bytes by the same owners,
+    // and the same first faulting byte (a poisoned page's); not across a peer's page,
+    // whose link time is modelled per access, nor an unmapped one (left to the rows).
+    const std::uint64_t all = std::uint64_t{t.rows} * rb;
+    const bool one_run = stride == rb && t.stride == rb && mem.mapped_here(base, all);
+    const std::uint32_t runs = one_run ? 1 : t.rows;
+    const std::uint64_t run_bytes = one_run ? all : rb;
+    // Streamed rows on this chip are recorded (a peer's move: the link time is charged only
+    // for bytes that cross).
+    streamed = streamed && data && i.op == JAL_OP_TLOAD &&
+               mem.mapped_here(base, std::uint64_t{t.rows - 1} * stride + rb);
+    const bool copy = data && !streamed;
+    std::uint32_t st = JAL_STATUS_OK;
+    for (std::uint32_t r = 0; r < runs && st == JAL_STATUS_OK; ++r) {
+        std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
+        const std::uint64_t va = base + r * stride;
+        if (i.op == JAL_OP_TLOAD)
+            st = mem.read(va, copy ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
+        else
+            st = mem.write(va, data ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
+    }
+    if (st == JAL_STATUS_OK && streamed)
+        s.streamed.add({t.span(), t.addr, t.rows, t.stride, rb, base, stride});
+    return st;
+}
+
 std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr)
 {
-    if (i.a >= JAL_ISA_TILE_REGS || !valid_sem(i.imm) || !s.t[i.a].valid())
+    // TLOAD's and TGATHER's imm: the semaphore, | JAL_DMA_STREAMED (ISA 1.5).
+    const bool loads = i.op != JAL_OP_TSTORE;
+    const bool streamed = loads && (i.imm & JAL_DMA_STREAMED) != 0;
+    const std::int32_t sem = loads ? i.imm & ~JAL_DMA_STREAMED : i.imm;
+    if (i.a >= JAL_ISA_TILE_REGS || !valid_sem(sem) || !s.t[i.a].valid())
         return JAL_STATUS_INVALID_FIELD;
     const Tile& t = s.t[i.a];
     const std::uint64_t base = s.x[i.b & 31];
     const std::uint64_t rb = row_bytes(t.dtype, t.cols);
     const bool data = !p_.timing_only;
+    const Tile* idx = nullptr;
+    if (i.op == JAL_OP_TGATHER) {
+        if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;
+        idx = &s.t[i.d];
+        if (!idx->valid() || idx->dtype != JAL_DT_I32 || idx->cols != 1 || idx->rows != t.rows)
+            return JAL_STATUS_INVALID_FIELD;
+    }
     EngineOp op;
     op.engine = Engine::dma;
-    op.semaphore = i.imm;
+    op.semaphore = sem;
     std::uint64_t fault_va = 0;
     std::uint32_t st = JAL_STATUS_OK;
     DeviceMemory::Access mem(*p_.memory);  // the page table, held for the whole op
-
-    if (i.op == JAL_OP_TLOAD || i.op == JAL_OP_TSTORE) {
+    if (data && !s.streamed.empty()) {
+        // Streamed rows under the tiles: an index tile's and a stored tile's are read, a
+        // loaded tile is written whole (what lies around it in its rows' strides is not).
+        if (idx) st = stream_in(s, idx->span(), false, mem, fault_va);
+        const bool whole = loads && (t.rows == 1 || t.stride == rb);
+        if (st == JAL_STATUS_OK) st = stream_in(s, t.span(), whole, mem, fault_va);
+    }
+    if (st == JAL_STATUS_OK && !idx) {
         const std::uint64_t stride = s.x[i.c & 31] ? s.x[i.c & 31] : rb;
-        if (i.op == JAL_OP_TSTORE) {
-            // Every row is checked before any is written: a faulting store writes nothing.
-            for (std::uint32_t r = 0; r < t.rows; ++r) {
-                Traffic ignore;
-                if (mem.read(base + r * stride, nullptr, rb, s.physical, ignore, fault_va) !=
-                    JAL_STATUS_OK) {
-                    addr = fault_va;
-                    return JAL_STATUS_PAGE_FAULT;
-                }
-            }
-            op.reads[0] = t.span();
-        } else {
-            op.writes = t.span();
-        }
-        // Rows back to back both in device memory and in L1 move as one run: fewer, longer
-        // copies (an MXFP4 row is a few hundred bytes). The same bytes by the same owners,
-        // and the same first faulting byte (a poisoned page's); not across a peer's page,
-        // whose link time is modelled per access, nor an unmapped one (left to the rows).
-        const std::uint64_t all = std::uint64_t{t.rows} * rb;
-        const bool one_run = stride == rb && t.stride == rb && mem.mapped_here(base, all);
-        const std::uint32_t runs = one_run ? 1 : t.rows;
-        const std::uint64_t run_bytes = one_run ? all : rb;
-        for (std::uint32_t r = 0; r < runs && st == JAL_STATUS_OK; ++r) {
-            std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
-            const std::uint64_t va = base + r * stride;
-            if (i.op == JAL_OP_TLOAD)
-                st = mem.read(va, data ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
-            else
-                st =
-                    mem.write(va, data ? l1 : nullptr, run_bytes, s.physical, op.traffic, fault_va);
-        }
-    } else {  // TGATHER
-        if (i.d >= JAL_ISA_TILE_REGS) return JAL_STATUS_INVALID_FIELD;
-        const Tile& idx = s.t[i.d];
-        if (!idx.valid() || idx.dtype != JAL_DT_I32 || idx.cols != 1 || idx.rows != t.rows)
-            return JAL_STATUS_INVALID_FIELD;
-        const std::uint64_t table_stride = s.x[i.c & 31];
-        op.reads[0] = idx.span();
+        st = move_rows(s, i, t, base, stride, streamed, mem, op, fault_va);
+    } else if (st == JAL_STATUS_OK) {
+        op.reads[0] = idx->span();
         op.writes = t.span();
-        st = gather_rows(s, t, idx, base, table_stride, data, mem, op.traffic, fault_va);
+        StreamedLoads* record = data && streamed ? &s.streamed : nullptr;
+        st = gather_rows(s, t, *idx, base, s.x[i.c & 31], data, mem, op.traffic, fault_va, record);
     }
     if (st != JAL_STATUS_OK) {
         addr = fault_va;
         return st;
     }
     s.timing.engine_op(op);
-    s.q[i.imm] += 1;
+    s.q[sem] += 1;
     return JAL_STATUS_OK;
 }
 

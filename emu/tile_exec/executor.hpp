@@ -25,6 +25,12 @@ struct DispatchParams {
 
 enum class RunResult { ended, faulted, blocked, yielded, stopped };
 
+// An MMA's b read where it lies in host memory (a streamed load's rows) rather than in L1.
+struct HostOperand {
+    const std::byte* data = nullptr;
+    std::uint32_t stride = 0;
+};
+
 class Executor {
 public:
     static constexpr std::uint64_t kQuantum = 1u << 16;  // instructions before yielding
@@ -42,6 +48,20 @@ private:
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
+    // Streamed loads (streamed_loads.hpp): the recorded rows that L1 range r overlaps are
+    // copied in (written: r is about to be written whole, so only what lies around it). A
+    // jal_status; `addr` gets the faulting device address.
+    std::uint32_t stream_in(SliceState& s, L1Range r, bool written, std::uint64_t& addr);
+    std::uint32_t stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access& mem,
+                            std::uint64_t& addr);
+    // Before a matrix or vector op: the streamed rows of its tile operands are copied in,
+    // but for an MMA's b lying inside one streamed load, which `b` then points at in HBM.
+    bool streams_operand(const SliceState& s, const Insn& i) const;  // any operand overlaps one
+    std::uint32_t stream_operands(SliceState& s, const Insn& i, DeviceMemory::Access& mem,
+                                  HostOperand& b, std::uint64_t& addr);
+    std::uint32_t move_rows(SliceState& s, const Insn& i, const Tile& t, std::uint64_t base,
+                            std::uint64_t stride, bool streamed, DeviceMemory::Access& mem,
+                            EngineOp& op, std::uint64_t& fault_va);
     // STAGE: returns the next pc.
     std::uint64_t enter_stage(SliceState& s, const Insn& i);
     // Joins the barrier of `group` (0: the whole dispatch); false: blocked, come back.
@@ -55,7 +75,8 @@ private:
 
 // The matrix and vector ops (MMA, V*): field checks, the computation (none in timing-only
 // mode) and the engine op for the timing model. Returns a jal_status.
+// b_host: an MMA's b where it lies (its L1 bytes are not there).
 std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
-                              std::uint64_t& addr);
+                              std::uint64_t& addr, const HostOperand* b_host = nullptr);
 
 }  // namespace jal::emu::exec

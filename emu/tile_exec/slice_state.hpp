@@ -2,6 +2,7 @@
 // timing, and what the scheduler needs to know about it (blocked on what, fault).
 #pragma once
 
+#include "emu/tile_exec/streamed_loads.hpp"
 #include "emu/tile_exec/tile.hpp"
 #include "emu/tile_exec/timing.hpp"
 
@@ -42,6 +43,7 @@ struct SliceState {
     std::byte* l1;  // JAL_SLICE_L1_BYTES of tile memory (contents undefined at start)
     std::uint64_t executed = 0;
     SliceTiming timing;
+    StreamedLoads streamed;  // its streamed TLOADs' tiles, not yet copied into L1
 
     SliceRunState state = SliceRunState::runnable;
     BlockReason block = BlockReason::none;

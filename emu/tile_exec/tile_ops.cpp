@@ -146,7 +146,8 @@ jal::numerics::ConstTile const_view(const SliceState& s, const Tile& t)
     return {s.l1 + t.addr, t.rows, t.cols, t.stride, static_cast<jal_dtype>(t.dtype)};
 }
 
-std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
+std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
+                  const HostOperand* b_host)
 {
     const Tile *acc = tile(s, i.a), *a = tile(s, i.b), *b = tile(s, i.c);
     const bool kmajor = i.imm == JAL_MMA_B_KMAJOR;  // b holds K rows of N (ISA 1.4)
@@ -169,7 +170,11 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
             v.data = copy.data();
             return v;
         };
-        const jal::numerics::ConstTile va = input(*a, copy_a), vb = input(*b, copy_b);
+        const jal::numerics::ConstTile va = input(*a, copy_a);
+        const jal::numerics::ConstTile vb =
+            b_host ? jal::numerics::ConstTile{b_host->data, b->rows, b->cols, b_host->stride,
+                                              static_cast<jal_dtype>(b->dtype)}
+                   : input(*b, copy_b);
         const jal::numerics::Tile out{s.l1 + acc->addr, acc->rows, acc->cols, acc->stride,
                                       JAL_DT_F32};
         const jal_status st =
@@ -188,10 +193,10 @@ std::uint32_t mma(SliceState& s, const Insn& i, bool timing_only, EngineOp& op)
 
 // long-function: one case per tile opcode (the tile half of the interpreter switch).
 std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, EngineOp& op,
-                              std::uint64_t& addr)
+                              std::uint64_t& addr, const HostOperand* b_host)
 {
     (void)addr;
-    if (i.op == JAL_OP_MMA) return mma(s, i, timing_only, op);
+    if (i.op == JAL_OP_MMA) return mma(s, i, timing_only, op, b_host);
 
     op.engine = Engine::vector;
     const Tile* td = tile(s, i.a);

@@ -130,6 +130,7 @@ int32_t immediate(Imm role, Operands& in, uint32_t pc, Assembled& out)
         return 0;
     }
     case Imm::sem:
+    case Imm::load_sem:  // only in dma syntax (special_syntax), which takes "streamed" itself
         return static_cast<int32_t>(reg(in.take("a semaphore"), Reg::q));
     case Imm::f32:
         return f32_bits(in.take("a float"));
@@ -186,6 +187,12 @@ uint64_t special_syntax(const OpInfo& op, Operands& in)
         c = reg(in.take("a stride register"), Reg::x);
         if (op.d != Reg::none) d = reg(in.take("an index tile"), Reg::t);
         imm = static_cast<int32_t>(reg(in.take("a semaphore"), Reg::q));
+        if (op.imm == Imm::load_sem && in.next < in.ops.size()) {  // optional: "streamed"
+            const Tok& f = in.take("streamed");
+            if (f.text != "streamed")
+                fail_at(f, fmt::format("expected streamed, found '{}'", f.text));
+            imm |= JAL_DMA_STREAMED;
+        }
     } else {  // elem: xA, tB[xC, col]
         a = reg(in.take("a register"), Reg::x);
         const Tok& e = in.take("tile[row, column]");

@@ -74,6 +74,9 @@ std::string imm_text(Imm role, int32_t imm, uint32_t pc)
         return fmt::format("@{}", int64_t{pc} + imm);
     case Imm::sem:
         return fmt::format("q{}", imm);
+    case Imm::load_sem:
+        return fmt::format("q{}{}", imm & ~JAL_DMA_STREAMED,
+                           imm & JAL_DMA_STREAMED ? ", streamed" : "");
     case Imm::f32:
         return fmt::format("{}", f32_of(imm));
     case Imm::sreg: {
@@ -111,8 +114,9 @@ std::string operands(const detail::OpInfo& op, uint64_t w, uint32_t pc)
         return op.a == Reg::none ? at : fmt::format("x{}, {}", a, at);  // prefetch [x2+8]
     }
     case Syntax::dma:
-        if (op.d != Reg::none) return fmt::format("t{}, [x{}], x{}, t{}, q{}", a, b, c, d, imm);
-        return fmt::format("t{}, [x{}], x{}, q{}", a, b, c, imm);
+        if (op.d != Reg::none)
+            return fmt::format("t{}, [x{}], x{}, t{}, {}", a, b, c, d, imm_text(op.imm, imm, pc));
+        return fmt::format("t{}, [x{}], x{}, {}", a, b, c, imm_text(op.imm, imm, pc));
     case Syntax::elem:
         return fmt::format("x{}, t{}[x{}, {}]", a, b, c, imm);
     case Syntax::plain:

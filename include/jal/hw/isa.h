@@ -1,4 +1,4 @@
-/* The tile ISA: what a slice executes. Interface 1.4 (docs/tile-isa.md).
+/* The tile ISA: what a slice executes. Interface 1.5 (docs/tile-isa.md).
  *
  * Machine model, per slice (slices are the "thread blocks" of a dispatch):
  *  - 32 scalar registers x0..x31 of 64 bits (x0 reads 0): loops, addresses, arguments;
@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 4
+#define JAL_ISA_VERSION_MINOR 5
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -94,6 +94,13 @@ JAL_ASSERT_SIZE(struct jal_block_q8_0, 34);
  * order, so the same bits. A GEMV over a K-major b reads one row of N per k, where the weight
  * layout's reads run down N rows side by side (docs/tile-isa.md, "MMA"). */
 #define JAL_MMA_B_KMAJOR 1
+
+/* TLOAD's and TGATHER's imm (ISA 1.5): the semaphore, or the semaphore | JAL_DMA_STREAMED
+ * for a streamed load. The program promises that the memory it reads does not change until
+ * the tile's last read, so the device may read it at any time from the load to each read of
+ * the tile (docs/tile-isa.md, "Streamed loads"): weights, which an MMA then reads as b
+ * straight from HBM. The semaphore is imm & ~JAL_DMA_STREAMED. */
+#define JAL_DMA_STREAMED 0x100
 
 /* Special registers read by MOVSR (imm). */
 enum jal_special_reg {
