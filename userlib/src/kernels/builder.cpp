@@ -377,17 +377,19 @@ void Builder::tdesc(T t, X l1_addr, X rows, X cols, jal_dtype dtype, uint32_t st
     op(JAL_OP_TDESC, t.r, l1_addr.r, rows.r, cols.r, JAL_TDESC_IMM(stride_bytes, dtype));
 }
 
-void Builder::tload(T t, X addr, X row_stride, Q done)
+void Builder::tload(T t, X addr, X row_stride, Q done, bool streamed)
 {
-    op(JAL_OP_TLOAD, t.r, addr.r, row_stride.r, 0, done.r);
+    op(JAL_OP_TLOAD, t.r, addr.r, row_stride.r, 0,
+       static_cast<int32_t>(done.r | (streamed ? JAL_DMA_STREAMED : 0)));
 }
 void Builder::tstore(T t, X addr, X row_stride, Q done)
 {
     op(JAL_OP_TSTORE, t.r, addr.r, row_stride.r, 0, done.r);
 }
-void Builder::tgather(T t, X table, X row_bytes, T indices, Q done)
+void Builder::tgather(T t, X table, X row_bytes, T indices, Q done, bool streamed)
 {
-    op(JAL_OP_TGATHER, t.r, table.r, row_bytes.r, indices.r, done.r);
+    op(JAL_OP_TGATHER, t.r, table.r, row_bytes.r, indices.r,
+       static_cast<int32_t>(done.r | (streamed ? JAL_DMA_STREAMED : 0)));
 }
 void Builder::wait(Q q, int32_t count)
 {

@@ -153,9 +153,11 @@ public:
     // ---- tiles and DMA ----
     // stride_bytes 0: rows are packed (row bytes follow from cols and dtype)
     void tdesc(T t, X l1_addr, X rows, X cols, jal_dtype dtype, uint32_t stride_bytes = 0);
-    void tload(T t, X addr, X row_stride, Q done);
+    // streamed (ISA 1.5): the memory does not change while the tile is in use (weights),
+    // so the device may read it as late as each read of the tile (an MMA's b from HBM)
+    void tload(T t, X addr, X row_stride, Q done, bool streamed = false);
     void tstore(T t, X addr, X row_stride, Q done);
-    void tgather(T t, X table, X row_bytes, T indices, Q done);
+    void tgather(T t, X table, X row_bytes, T indices, Q done, bool streamed = false);
     void wait(Q q, int32_t count = 1);
     void signal(Q q, int32_t count = 1);
     void tread(X d, T t, X row, int32_t col);

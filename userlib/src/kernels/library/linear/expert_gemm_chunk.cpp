@@ -54,7 +54,7 @@ void ExpertGemmKernel::load_w_tile(X i, int buf)
     b.muli(a, i, static_cast<int32_t>(p.tn));
     b.mul(a, a, w_stride);
     b.add(a, a, w_exp);
-    b.tload(tw[buf], a, w_stride, qw[buf]);
+    b.tload(tw[buf], a, w_stride, qw[buf], true);
     b.free(a);
     b.free(r);
 }

@@ -76,7 +76,7 @@ void ExpertGemmKernel::stream_load(X j, int buf, X na, X per_tile, bool prefetch
     b.tdesc(twidx, at, rows, one, JAL_DT_I32);
     b.free(at);
     emit_tdesc_at(b, tw[buf], l1_w[buf], rows, kdim, c.weight);
-    b.tgather(tw[buf], w_exp, w_stride, twidx, qw[buf]);
+    b.tgather(tw[buf], w_exp, w_stride, twidx, qw[buf], true);
     b.free(rows);
     b.free(g_end);
     b.free(a0);
@@ -119,7 +119,7 @@ void ExpertGemmKernel::issue_next_w(X na, T dst)
     X table = b.arg_again("next_w_shards");
     X w = emit_table_entry(b, table, s);
     X stride = emit_const(b, static_cast<int64_t>(wrow));
-    b.tgather(dst, w, stride, twidx, qst);  // not waited for: the next kernel's MMA does
+    b.tgather(dst, w, stride, twidx, qst, true);  // not waited for: the next kernel's MMA does
     for (X r : {stride, w, table, per, cnt, s}) b.free(r);
 }
 

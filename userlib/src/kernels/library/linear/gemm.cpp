@@ -390,11 +390,11 @@ void GemmKernel::load_w(X i, int buf, uint32_t m0, uint32_t mr, bool with_y)
         // Row groups: each tile's shard has its own count (group_tile), so per tile.
         X ks = grouped ? b.x() : w_kstride;
         if (grouped) b.mul(ks, count, w_stride);
-        b.tload(tw[buf], a, ks, qw[buf]);
+        b.tload(tw[buf], a, ks, qw[buf], true);
         if (grouped) b.free(ks);
     } else {
         emit_tdesc_at(b, tw[buf], l1_w[buf], rows, k_reg, c.weight);
-        b.tload(tw[buf], a, w_stride, qw[buf]);
+        b.tload(tw[buf], a, w_stride, qw[buf], true);
     }
     if (c.bias) {
         X one = emit_const(b, 1);
