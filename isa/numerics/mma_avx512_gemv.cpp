@@ -122,11 +122,16 @@ JAL_AVX512 __attribute__((always_inline)) inline __m512 scales16(const unsigned 
 }
 
 // c[m][s * 16 + r] (MM rows of S * 16) += a[m][.] x row (s * 16 + r) of b over nb blocks,
-// k in order; the rows are `stride` apart from row0. a is MM rows of lda floats.
+// k in order; the rows are `stride` apart from row0. a is MM rows of lda floats. [next,
+// next + next_bytes) is the next group's rows, prefetched a share a block: the group's
+// blocks are read across its rows, an order the hardware prefetchers do not follow, so a b
+// read where it lies in memory (a streamed load) would wait on each line.
 template <int MM, int S>
 JAL_AVX512 void direct_mxfp4_16(const float* a, size_t lda, const unsigned char* row0,
-                                size_t stride, size_t nb, float* c)
+                                size_t stride, size_t nb, float* c, const unsigned char* next,
+                                size_t next_bytes)
 {
+    const size_t pf_share = (next_bytes / nb + 63) & ~size_t{63};
     const PermuteIndices& pi = permute_indices();
     const __m512i perm[4] = {
         _mm512_load_si512(pi.round1[0].data()), _mm512_load_si512(pi.round1[1].data()),
@@ -142,6 +147,8 @@ JAL_AVX512 void direct_mxfp4_16(const float* a, size_t lda, const unsigned char*
     alignas(64) int8_t codes[S][32][16];
     alignas(64) float scales[kScaleRun][S][16];
     for (size_t j = 0; j < nb; j++) {
+        for (size_t o = j * pf_share; o < std::min(next_bytes, (j + 1) * pf_share); o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T0);
         if (j % kScaleRun == 0)
             for (size_t jj = j; jj < std::min(nb, j + kScaleRun); jj++)
 #pragma GCC unroll 4
@@ -184,11 +191,15 @@ JAL_AVX512 uint32_t direct_mxfp4_groups(const Tile& acc, const ConstTile& b, con
     constexpr uint32_t W = 16 * S;
     const size_t K = b.cols, nb = K / 32;
     const uint32_t done = acc.cols / W * W;
+    const size_t group_bytes = (W - 1) * size_t{b.stride} + nb * kBlock;
     for (uint32_t n0 = 0; n0 < done; n0 += W) {
         alignas(64) float c[MM * W];
         for (int m = 0; m < MM; m++)
             std::memcpy(c + m * W, acc_row(acc, m) + size_t(n0) * 4, size_t(W) * 4);
-        direct_mxfp4_16<MM, S>(a, K, tile_at(b, n0, 0), b.stride, nb, c);
+        // The next group's rows (none after the last: b's bytes end there).
+        const bool more = n0 + W < done;
+        direct_mxfp4_16<MM, S>(a, K, tile_at(b, n0, 0), b.stride, nb, c,
+                               more ? tile_at(b, n0 + W, 0) : nullptr, more ? group_bytes : 0);
         for (int m = 0; m < MM; m++)
             std::memcpy(acc_row(acc, m) + size_t(n0) * 4, c + m * W, size_t(W) * 4);
     }
