@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 namespace isatest {
@@ -120,6 +121,16 @@ inline std::int32_t f32imm(float f)
 {
     std::int32_t v;
     std::memcpy(&v, &f, 4);
+    return v;
+}
+
+// n floats uniform in [-3, 3) from `seed`: matrix and vector operands.
+inline std::vector<float> random_floats(std::size_t n, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-3, 3);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
     return v;
 }
 

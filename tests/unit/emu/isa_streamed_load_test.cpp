@@ -33,14 +33,6 @@ protected:
         o.args = kVa;
         return o;
     }
-    std::vector<float> floats(std::size_t n, unsigned seed)
-    {
-        std::mt19937 rng(seed);
-        std::uniform_real_distribution<float> d(-2, 2);
-        std::vector<float> v(n);
-        for (float& x : v) x = d(rng);
-        return v;
-    }
     // MXFP4 rows: random codes, scales 2^-4 .. 2^3.
     std::vector<std::uint8_t> mxfp4_rows(unsigned rows, unsigned k, unsigned seed)
     {
@@ -81,10 +73,10 @@ protected:
     }
 };
 
-// acc (M x N) = a (M x K) x b: b in the weight layout (N rows of K) of `dtype` or K-major
-// F32, loaded plainly or streamed; acc stored to kOut.
-std::vector<std::uint64_t> mma_program(unsigned M, unsigned N, unsigned K, std::uint32_t dtype,
-                                       bool kmajor, bool streamed)
+// The tiles of acc (M x N, t2 at L1 256 KiB) = a (M x K, t0 at 0) x b (t1 at 8 KiB): b in the
+// weight layout (N rows of K) of `dtype`, or K-major; x13..x15 = M, N, K.
+std::vector<std::uint64_t> mma_tiles(unsigned M, unsigned N, unsigned K,
+                                     std::uint32_t dtype = JAL_DT_F32, bool kmajor = false)
 {
     return {LI(10, 0),
             LI(11, 8192),
@@ -94,15 +86,29 @@ std::vector<std::uint64_t> mma_program(unsigned M, unsigned N, unsigned K, std::
             LI(15, K),
             TDESC(0, 10, 13, 15, 0, JAL_DT_F32),
             kmajor ? TDESC(1, 11, 15, 14, 0, dtype) : TDESC(1, 11, 14, 15, 0, dtype),
-            TDESC(2, 12, 13, 14, 0, JAL_DT_F32),
-            TLOAD(0, 2, 0, 0),
-            I(JAL_OP_TLOAD, 1, 3, 0, 0, streamed ? kStreamed : 0),
-            V(JAL_OP_VFILL, 2),
-            WAIT(0, 2),
-            MMA(2, 0, 1, kmajor ? JAL_MMA_B_KMAJOR : 0),
-            TSTORE(2, 5, 0, 1),
-            WAIT(1, 1),
-            END()};
+            TDESC(2, 12, 13, 14, 0, JAL_DT_F32)};
+}
+
+// Those tiles with b loaded plainly or streamed; acc (from zero) stored to kOut.
+std::vector<std::uint64_t> mma_program(unsigned M, unsigned N, unsigned K, std::uint32_t dtype,
+                                       bool kmajor, bool streamed)
+{
+    std::vector<std::uint64_t> c = mma_tiles(M, N, K, dtype, kmajor);
+    c.insert(c.end(), {TLOAD(0, 2, 0, 0), I(JAL_OP_TLOAD, 1, 3, 0, 0, streamed ? kStreamed : 0),
+                       V(JAL_OP_VFILL, 2), WAIT(0, 2), MMA(2, 0, 1, kmajor ? JAL_MMA_B_KMAJOR : 0),
+                       TSTORE(2, 5, 0, 1), WAIT(1, 1), END()});
+    return c;
+}
+
+// The MMA's defined numerics for one row of a and b in the weight layout (N rows of K):
+// each output's fused multiply-adds over k in order, from zero.
+std::vector<float> gemv_reference(const std::vector<float>& a, const std::vector<float>& b,
+                                  unsigned N, unsigned K)
+{
+    std::vector<float> y(N, 0.0f);
+    for (unsigned n = 0; n < N; ++n)
+        for (unsigned k = 0; k < K; ++k) y[n] = std::fma(a[k], b[n * K + k], y[n]);
+    return y;
 }
 
 }  // namespace
@@ -110,7 +116,7 @@ std::vector<std::uint64_t> mma_program(unsigned M, unsigned N, unsigned K, std::
 TEST_F(IsaStreamed, AnMmaOverAStreamedBGivesThePlainLoadsBitsAndCost)
 {
     const unsigned M = 1, N = 48, K = 64;
-    write_vec(kA, floats(M * K, 1));
+    write_vec(kA, random_floats(M * K, 1));
     struct Case {
         std::uint32_t dtype;
         bool kmajor;
@@ -120,7 +126,7 @@ TEST_F(IsaStreamed, AnMmaOverAStreamedBGivesThePlainLoadsBitsAndCost)
         if (c.dtype == JAL_DT_MXFP4)
             write_vec(kB, mxfp4_rows(N, K, 2));
         else
-            write_vec(kB, floats(N * K, 2));
+            write_vec(kB, random_floats(N * K, 2));
         auto with = [&](bool streamed, bool timing_only = false) {
             auto p = prologue();
             const auto body = mma_program(M, N, K, c.dtype, c.kmajor, streamed);
@@ -144,41 +150,20 @@ TEST_F(IsaStreamed, AnMmaOverAStreamedBGivesThePlainLoadsBitsAndCost)
 TEST_F(IsaStreamed, OtherReadsOfAStreamedTileSeeTheLoadedBytes)
 {
     const unsigned N = 8, K = 32;
-    const auto b = floats(N * K, 3), a = floats(K, 4);
+    const auto b = random_floats(N * K, 3), a = random_floats(K, 4);
     write_vec(kA, a);
     write_vec(kB, b);
     auto p = prologue();
-    const std::vector<std::uint64_t> body = {LI(10, 0),
-                                             LI(11, 8192),
-                                             LI(12, 262144),
-                                             LI(13, 1),
-                                             LI(14, N),
-                                             LI(15, K),
-                                             LI(16, 5),
-                                             TDESC(0, 10, 13, 15, 0, JAL_DT_F32),
-                                             TDESC(1, 11, 14, 15, 0, JAL_DT_F32),
-                                             TDESC(2, 12, 13, 14, 0, JAL_DT_F32),
-                                             TLOAD(0, 2, 0, 0),
-                                             I(JAL_OP_TLOAD, 1, 3, 0, 0, kStreamed),
-                                             WAIT(0, 2),
-                                             TREAD(20, 1, 16, 7),  // b[5][7]
-                                             ST(20, 5, 0),
-                                             V(JAL_OP_VFILL, 2),
-                                             MMA(2, 0, 1),
-                                             TSTORE(2, 5, 0, 1),
-                                             WAIT(1, 1),
-                                             TSTORE(1, 4, 0, 1),
-                                             WAIT(1, 1),
-                                             END()};
-    p.insert(p.end(), body.begin(), body.end());
+    const auto tiles = mma_tiles(1, N, K);
+    p.insert(p.end(), tiles.begin(), tiles.end());
+    p.insert(p.end(), {LI(16, 5), TLOAD(0, 2, 0, 0), I(JAL_OP_TLOAD, 1, 3, 0, 0, kStreamed),
+                       WAIT(0, 2), TREAD(20, 1, 16, 7),  // b[5][7]
+                       ST(20, 5, 0), V(JAL_OP_VFILL, 2), MMA(2, 0, 1), TSTORE(2, 5, 0, 1),
+                       WAIT(1, 1), TSTORE(1, 4, 0, 1), WAIT(1, 1), END()});
     const Result r = run_words(p, N);
     ASSERT_EQ(r.status, JAL_STATUS_OK);
     EXPECT_EQ(read_vec<float>(kC, N * K), b);  // the TSTORE of the streamed tile
-    for (unsigned n = 0; n < N; ++n) {
-        float want = 0;
-        for (unsigned k = 0; k < K; ++k) want = std::fma(a[k], b[n * K + k], want);
-        EXPECT_EQ(read_vec<float>(kOut, N)[n], want) << n;
-    }
+    EXPECT_EQ(read_vec<float>(kOut, N), gemv_reference(a, b, N, K));
     // The TREAD's word went to kOut before the MMA's row overwrote it: run it alone.
     auto q = prologue();
     const std::vector<std::uint64_t> only = {LI(11, 8192),
@@ -204,38 +189,20 @@ TEST_F(IsaStreamed, OtherReadsOfAStreamedTileSeeTheLoadedBytes)
 TEST_F(IsaStreamed, APackedWriteOverAStreamedTileEndsTheStream)
 {
     const unsigned N = 16, K = 32;
-    const auto a = floats(K, 5), streamed_b = floats(N * K, 6), plain_b = floats(N * K, 7);
+    const auto a = random_floats(K, 5), streamed_b = random_floats(N * K, 6),
+               plain_b = random_floats(N * K, 7);
     write_vec(kA, a);
     write_vec(kB, streamed_b);
     write_vec(kC, plain_b);
     auto p = prologue();
-    const std::vector<std::uint64_t> body = {LI(10, 0),
-                                             LI(11, 8192),
-                                             LI(12, 262144),
-                                             LI(13, 1),
-                                             LI(14, N),
-                                             LI(15, K),
-                                             TDESC(0, 10, 13, 15, 0, JAL_DT_F32),
-                                             TDESC(1, 11, 14, 15, 0, JAL_DT_F32),
-                                             TDESC(2, 12, 13, 14, 0, JAL_DT_F32),
-                                             TLOAD(0, 2, 0, 0),
-                                             I(JAL_OP_TLOAD, 1, 3, 0, 0, kStreamed),
-                                             TLOAD(1, 4, 0, 0),
-                                             WAIT(0, 3),
-                                             V(JAL_OP_VFILL, 2),
-                                             MMA(2, 0, 1),
-                                             TSTORE(2, 5, 0, 1),
-                                             WAIT(1, 1),
-                                             END()};
-    p.insert(p.end(), body.begin(), body.end());
+    const auto tiles = mma_tiles(1, N, K);
+    p.insert(p.end(), tiles.begin(), tiles.end());
+    p.insert(p.end(),
+             {TLOAD(0, 2, 0, 0), I(JAL_OP_TLOAD, 1, 3, 0, 0, kStreamed), TLOAD(1, 4, 0, 0),
+              WAIT(0, 3), V(JAL_OP_VFILL, 2), MMA(2, 0, 1), TSTORE(2, 5, 0, 1), WAIT(1, 1), END()});
     const Result r = run_words(p, N);
     ASSERT_EQ(r.status, JAL_STATUS_OK);
-    const auto got = read_vec<float>(kOut, N);
-    for (unsigned n = 0; n < N; ++n) {
-        float want = 0;
-        for (unsigned k = 0; k < K; ++k) want = std::fma(a[k], plain_b[n * K + k], want);
-        EXPECT_EQ(got[n], want) << n;
-    }
+    EXPECT_EQ(read_vec<float>(kOut, N), gemv_reference(a, plain_b, N, K));
 }
 
 // A streamed TGATHER: each run of consecutive indices is one streamed piece, and an MMA over
@@ -244,7 +211,7 @@ TEST_F(IsaStreamed, APackedWriteOverAStreamedTileEndsTheStream)
 TEST_F(IsaStreamed, AStreamedGatherGivesThePlainGathersBits)
 {
     const unsigned K = 64, table_rows = 40, rows = 12;
-    write_vec(kA, floats(K, 8));
+    write_vec(kA, random_floats(K, 8));
     write_vec(kB, mxfp4_rows(table_rows, K, 9));
     // Two runs (rows 20..27 and 4..7) into one tile; the MMA takes the first run's 8 rows.
     std::vector<std::int32_t> idx = {20, 21, 22, 23, 24, 25, 26, 27, 4, 5, 6, 7};

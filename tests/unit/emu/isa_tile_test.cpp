@@ -23,14 +23,6 @@ protected:
         o.args = kArgs;
         return o;
     }
-    std::vector<float> random_floats(std::size_t n, unsigned seed)
-    {
-        std::mt19937 rng(seed);
-        std::uniform_real_distribution<float> d(-3, 3);
-        std::vector<float> v(n);
-        for (float& x : v) x = d(rng);
-        return v;
-    }
 };
 
 // x1 = args; x2.. = the first arguments.
