@@ -1,10 +1,11 @@
-// Streamed TLOADs (ISA 1.5, docs/tile-isa.md "Streamed loads"): the program promises that
-// the device memory a streamed TLOAD reads does not change while the tile is in use, so the
-// device may read it at any time until the tile is read. The emulator records such a load
-// instead of copying it into L1: an MMA whose b is that tile reads the weights where they
-// lie in HBM (read once, sequentially, instead of copied and read again), and anything else
-// touching the tile's L1 bytes first copies in the rows it touches. A slice's own list,
-// used only by the thread running the slice: nothing here is shared.
+// Streamed loads (ISA 1.5, docs/tile-isa.md "Streamed loads"): the program promises that
+// the device memory a streamed TLOAD or TGATHER reads does not change while the tile is in
+// use, so the device may read it at any time until the tile is read. The emulator records
+// such a load (a gather: each run of consecutive rows) instead of copying it into L1: an MMA
+// whose b lies inside one reads the weights where they lie in HBM (read once, in order,
+// instead of copied and read again); any other read of the tile's L1 bytes first copies in
+// the rows it touches, and a packed write over them ends the load. A slice's own list, used
+// only by the thread running the slice: nothing here is shared.
 #pragma once
 
 #include "emu/tile_exec/device_memory.hpp"
