@@ -270,3 +270,32 @@ TEST_F(IsaStreamed, ACopyInFromAnUnmappedPageFaults)
               JAL_STATUS_PAGE_FAULT);
     EXPECT_EQ(fault, va + 64);
 }
+
+// A streamed load's bytes are read by their reader: a poisoned page faults the MMA that reads
+// it, at its address, where a plain load faults itself.
+TEST_F(IsaStreamed, APoisonedPageFaultsTheReaderOfAStreamedTile)
+{
+    const unsigned N = 16, K = 32;
+    const std::uint64_t weights = kVa + 2 * kPage;  // physical page 2 of slice 0
+    write_vec(kA, random_floats(K, 10));
+    write_vec(weights, random_floats(N * K, 11));
+    hbm_.poison(2 * kPage);
+    auto with = [&](bool streamed) {
+        auto p = prologue();
+        const auto tiles = mma_tiles(1, N, K);
+        p.insert(p.end(), tiles.begin(), tiles.end());
+        p.insert(p.end(),
+                 {LI(20, 0), LUI(20, static_cast<std::int32_t>(weights >> 32)),
+                  ADDI(20, 20, static_cast<std::int32_t>(weights & 0x7fffffff)), TLOAD(0, 2, 0, 0),
+                  I(JAL_OP_TLOAD, 1, 20, 0, 0, streamed ? kStreamed : 0), WAIT(0, 2),
+                  V(JAL_OP_VFILL, 2), MMA(2, 0, 1), END()});
+        return run_words(p, 1).report;
+    };
+    const jal_dispatch_report plain = with(false), streamed = with(true);
+    EXPECT_EQ(plain.status, JAL_STATUS_ECC_UNCORRECTED);
+    EXPECT_EQ(plain.fault_opcode, JAL_OP_TLOAD);
+    EXPECT_EQ(plain.fault_address, weights);
+    EXPECT_EQ(streamed.status, JAL_STATUS_ECC_UNCORRECTED);
+    EXPECT_EQ(streamed.fault_opcode, JAL_OP_MMA);
+    EXPECT_EQ(streamed.fault_address, weights);
+}
