@@ -139,11 +139,12 @@ std::uint32_t gather_rows(const SliceState& s, const Tile& t, const Tile& idx, s
         if (runs)
             while (r + n < t.rows && index(r + n) == row + n) ++n;
         std::byte* l1 = s.l1 + t.addr + std::uint64_t{r} * t.stride;
-        const bool one = n == 1 || mem.mapped_here(va, n * rb);
+        const bool here = (n > 1 || record) && mem.mapped_here(va, n * rb);
+        const bool one = n == 1 || here;
         const std::uint64_t piece = one ? n * rb : rb;  // else the run's rows one by one
         // A streamed run on this chip is recorded (a peer's rows move: their link time is
         // charged only for bytes that cross).
-        const bool keep = record && mem.mapped_here(va, n * rb);
+        const bool keep = record && here;
         const bool copy = data && !keep;
         for (std::uint64_t off = 0; off < n * rb && st == JAL_STATUS_OK; off += piece)
             st =
@@ -433,7 +434,8 @@ RunResult Executor::run(SliceState& s)
                 break;
             }
             const std::uint32_t off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
-            if (!p_.timing_only && (st = stream_in(s, {off, off + 4}, false, addr)) != kOk) break;
+            if (!p_.timing_only && (st = stream_in(s, {off, off + 4}, false, nullptr, addr)) != kOk)
+                break;
             s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
             if (i.op == JAL_OP_TREAD) {
                 std::uint32_t v = 0;
@@ -460,7 +462,7 @@ RunResult Executor::run(SliceState& s)
             const std::uint64_t rb = row_bytes(t.dtype, t.cols);
             Message m{t.rows, t.cols, t.dtype, {}, 0};
             if (!p_.timing_only) {
-                if ((st = stream_in(s, t.span(), false, addr)) != kOk) break;
+                if ((st = stream_in(s, t.span(), false, nullptr, addr)) != kOk) break;
                 if (!s.spare_messages.empty()) {  // a buffer this slice received into before
                     m.data = std::move(s.spare_messages.back());
                     s.spare_messages.pop_back();
@@ -506,8 +508,8 @@ RunResult Executor::run(SliceState& s)
             }
             if (!p_.timing_only && !m.data.empty()) {
                 const std::uint64_t rb = row_bytes(t.dtype, t.cols);
-                if ((st = stream_in(s, t.span(), t.rows == 1 || t.stride == rb, addr)) != kOk)
-                    break;
+                const bool whole = t.rows == 1 || t.stride == rb;
+                if ((st = stream_in(s, t.span(), whole, nullptr, addr)) != kOk) break;
                 for (std::uint32_t r = 0; r < t.rows; ++r)
                     std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb,
                                 rb);
@@ -537,15 +539,11 @@ RunResult Executor::run(SliceState& s)
                 i.op == JAL_OP_MMA || (i.op >= JAL_OP_VADD && i.op <= JAL_OP_VIOTA);
             if (!tile_op) return fault(s, JAL_STATUS_INVALID_OPCODE);
             EngineOp op;
-            if (p_.timing_only || !streams_operand(s, i)) {
-                st = execute_tile_op(s, i, p_.timing_only, op, addr);
-            } else {
-                // Held while the MMA reads b where it lies: an UNMAP waits for it.
-                DeviceMemory::Access mem(*p_.memory);
-                HostOperand b;
-                st = stream_operands(s, i, mem, b, addr);
-                if (st == kOk) st = execute_tile_op(s, i, false, op, addr, b.data ? &b : nullptr);
-            }
+            std::optional<DeviceMemory::Access> mem;  // held while the MMA reads b in HBM
+            HostOperand b;
+            if (!p_.timing_only && !s.streamed.empty()) st = stream_operands(s, i, mem, b, addr);
+            if (st == kOk)
+                st = execute_tile_op(s, i, p_.timing_only, op, addr, b.data ? &b : nullptr);
             if (st == kOk) s.timing.engine_op(op);
             break;
         }
@@ -598,25 +596,15 @@ std::uint32_t Executor::step_memory(SliceState& s, const Insn& i, std::uint64_t&
     return st;
 }
 
-std::uint32_t Executor::stream_in(SliceState& s, L1Range r, bool written, std::uint64_t& addr)
-{
-    if (!s.streamed.may_overlap(r)) return kOk;
-    if (written) {
-        s.streamed.drop(r);
-        return kOk;
-    }
-    return s.streamed.copy_in(r, s.l1, nullptr, *p_.memory, s.physical, addr);
-}
-
-std::uint32_t Executor::stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access& mem,
+std::uint32_t Executor::stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access* mem,
                                   std::uint64_t& addr)
 {
-    if (!s.streamed.may_overlap(r)) return kOk;
+    if (!s.streamed.may_overlap(r)) return kOk;  // inline: most accesses lie elsewhere
     if (written) {
         s.streamed.drop(r);
         return kOk;
     }
-    return s.streamed.copy_in(r, s.l1, &mem, *p_.memory, s.physical, addr);
+    return s.streamed.copy_in(r, s.l1, mem, *p_.memory, s.physical, addr);
 }
 
 namespace {
@@ -643,22 +631,11 @@ const std::array<std::uint8_t, 256>& tile_fields()
 }
 }  // namespace
 
-bool Executor::streams_operand(const SliceState& s, const Insn& i) const
-{
-    if (s.streamed.empty()) return false;
-    const std::uint8_t fields[4] = {i.a, i.b, i.c, i.d};
-    const std::uint8_t mask = tile_fields()[i.op];
-    for (int f = 0; f < 4; ++f)
-        if ((mask >> f & 1) && fields[f] < JAL_ISA_TILE_REGS && s.t[fields[f]].valid() &&
-            s.streamed.may_overlap(s.t[fields[f]].span()))
-            return true;
-    return false;
-}
-
 // The tiles the op reads go first; a packed td it writes whole then only needs what lies
 // around it.
-std::uint32_t Executor::stream_operands(SliceState& s, const Insn& i, DeviceMemory::Access& mem,
-                                        HostOperand& b, std::uint64_t& addr)
+std::uint32_t Executor::stream_operands(SliceState& s, const Insn& i,
+                                        std::optional<DeviceMemory::Access>& mem, HostOperand& b,
+                                        std::uint64_t& addr)
 {
     const std::uint8_t fields[4] = {i.a, i.b, i.c, i.d};
     const std::uint8_t mask = tile_fields()[i.op];
@@ -666,6 +643,7 @@ std::uint32_t Executor::stream_operands(SliceState& s, const Insn& i, DeviceMemo
         if (!(mask >> f & 1) || fields[f] >= JAL_ISA_TILE_REGS || !s.t[fields[f]].valid()) continue;
         const Tile& t = s.t[fields[f]];
         if (!s.streamed.may_overlap(t.span())) continue;
+        if (!mem) mem.emplace(*p_.memory);
         const std::uint64_t rb = row_bytes(t.dtype, t.cols);
         StreamedSource src;
         if (i.op == JAL_OP_MMA && f == 2 && s.streamed.inside(t, rb, src) &&
@@ -675,14 +653,15 @@ std::uint32_t Executor::stream_operands(SliceState& s, const Insn& i, DeviceMemo
             // L1 would (rows far apart in HBM, a wide shard's K rows, are copied in instead).
             const std::uint64_t len = std::uint64_t{t.rows - 1} * src.stride + rb;
             const std::byte* at =
-                len <= JAL_SLICE_L1_BYTES ? mem.host_run(src.va, len, s.physical) : nullptr;
+                len <= JAL_SLICE_L1_BYTES ? mem->host_run(src.va, len, s.physical) : nullptr;
             if (at) {
                 b = {at, static_cast<std::uint32_t>(t.rows == 1 ? rb : src.stride)};
                 continue;
             }
         }
         const bool whole = f == 0 && writes_whole_td(i.op) && (t.rows == 1 || t.stride == rb);
-        if (const std::uint32_t st = stream_in(s, t.span(), whole, mem, addr); st != kOk) return st;
+        if (const std::uint32_t st = stream_in(s, t.span(), whole, &*mem, addr); st != kOk)
+            return st;
     }
     return kOk;
 }
@@ -711,14 +690,17 @@ std::uint32_t Executor::move_rows(SliceState& s, const Insn& i, const Tile& t, s
     // copies (an MXFP4 row is a few hundred bytes). The same bytes by the same owners,
     // and the same first faulting byte (a poisoned page's); not across a peer's page,
     // whose link time is modelled per access, nor an unmapped one (left to the rows).
+    // Streamed rows on this chip are recorded (a peer's move: the link time is charged only
+    // for bytes that cross). Both need the rows' device bytes on this chip: one look.
+    const bool packed = stride == rb && t.stride == rb;
+    streamed = streamed && data;
+    const bool here =
+        (packed || streamed) && mem.mapped_here(base, std::uint64_t{t.rows - 1} * stride + rb);
+    const bool one_run = packed && here;
+    streamed = streamed && here;
     const std::uint64_t all = std::uint64_t{t.rows} * rb;
-    const bool one_run = stride == rb && t.stride == rb && mem.mapped_here(base, all);
     const std::uint32_t runs = one_run ? 1 : t.rows;
     const std::uint64_t run_bytes = one_run ? all : rb;
-    // Streamed rows on this chip are recorded (a peer's move: the link time is charged only
-    // for bytes that cross).
-    streamed = streamed && data && i.op == JAL_OP_TLOAD &&
-               mem.mapped_here(base, std::uint64_t{t.rows - 1} * stride + rb);
     const bool copy = data && !streamed;
     std::uint32_t st = JAL_STATUS_OK;
     for (std::uint32_t r = 0; r < runs && st == JAL_STATUS_OK; ++r) {
@@ -762,9 +744,9 @@ std::uint32_t Executor::step_tile_dma(SliceState& s, const Insn& i, std::uint64_
     if (data && !s.streamed.empty()) {
         // Streamed rows under the tiles: an index tile's and a stored tile's are read, a
         // loaded tile is written whole (what lies around it in its rows' strides is not).
-        if (idx) st = stream_in(s, idx->span(), false, mem, fault_va);
+        if (idx) st = stream_in(s, idx->span(), false, &mem, fault_va);
         const bool whole = loads && (t.rows == 1 || t.stride == rb);
-        if (st == JAL_STATUS_OK) st = stream_in(s, t.span(), whole, mem, fault_va);
+        if (st == JAL_STATUS_OK) st = stream_in(s, t.span(), whole, &mem, fault_va);
     }
     if (st == JAL_STATUS_OK && !idx) {
         const std::uint64_t stride = s.x[i.c & 31] ? s.x[i.c & 31] : rb;

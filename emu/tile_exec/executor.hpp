@@ -10,6 +10,7 @@
 #include "emu/tile_exec/slice_state.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace jal::emu::exec {
 
@@ -48,17 +49,19 @@ private:
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
-    // Streamed loads (streamed_loads.hpp): the recorded rows that L1 range r overlaps are
-    // copied in (written: r is about to be written whole, so only what lies around it). A
-    // jal_status; `addr` gets the faulting device address.
-    std::uint32_t stream_in(SliceState& s, L1Range r, bool written, std::uint64_t& addr);
-    std::uint32_t stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access& mem,
+    // Streamed loads (streamed_loads.hpp) under L1 range r: their rows there are copied in,
+    // or (written: r is about to be written whole) the loads are over. `mem`: the caller's
+    // access to device memory, or null (one is taken if bytes move). A jal_status; `addr`
+    // gets the faulting device address.
+    std::uint32_t stream_in(SliceState& s, L1Range r, bool written, DeviceMemory::Access* mem,
                             std::uint64_t& addr);
     // Before a matrix or vector op: the streamed rows of its tile operands are copied in,
     // but for an MMA's b lying inside one streamed load, which `b` then points at in HBM.
-    bool streams_operand(const SliceState& s, const Insn& i) const;  // any operand overlaps one
-    std::uint32_t stream_operands(SliceState& s, const Insn& i, DeviceMemory::Access& mem,
-                                  HostOperand& b, std::uint64_t& addr);
+    // `mem` is taken on the first operand a load lies under, and is held by the caller while
+    // the MMA reads b there (an UNMAP waits for it).
+    std::uint32_t stream_operands(SliceState& s, const Insn& i,
+                                  std::optional<DeviceMemory::Access>& mem, HostOperand& b,
+                                  std::uint64_t& addr);
     std::uint32_t move_rows(SliceState& s, const Insn& i, const Tile& t, std::uint64_t base,
                             std::uint64_t stride, bool streamed, DeviceMemory::Access& mem,
                             EngineOp& op, std::uint64_t& fault_va);

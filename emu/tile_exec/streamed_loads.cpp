@@ -1,6 +1,7 @@
 #include "emu/tile_exec/streamed_loads.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace jal::emu::exec {
 

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 namespace jal::emu::exec {
@@ -56,11 +55,6 @@ public:
     // Whether tile t (rows of row_bytes) lies inside one load at its row stride: where its
     // first row lies in device memory and the stride of its rows there.
     bool inside(const Tile& t, std::uint64_t row_bytes, StreamedSource& src) const;
-    void clear()
-    {
-        loads_.clear();
-        granules_ = 0;
-    }
 
 private:
     static std::uint64_t granule_mask(L1Range r)
