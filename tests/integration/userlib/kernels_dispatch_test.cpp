@@ -374,6 +374,53 @@ TEST_F(KernelsDispatchTest, FaultInABatchNamesKernelLabelAndDispatch)
     EXPECT_EQ(read_out(1)[0], 45u);
 }
 
+// A batch learns of a failed copy from the copy's own signal and of a refused dispatch
+// from its unwritten report: both throw, saying which, and the next batch runs.
+TEST_F(KernelsDispatchTest, FailedCopyInABatchThrowsAndTheQueueGoesOn)
+{
+    Program ok(dev(), *context, *queue, append_digit_kernel());
+    const uint64_t seed = 3;
+    launcher->upload(0x10, &seed, sizeof seed);  // not mapped in any context
+    launcher->add(ok, {out->va(), 4}, {.slice_mask = 1});
+    try {
+        launcher->run_batch();
+        FAIL() << "no exception";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
+        EXPECT_NE(std::string(e.what()).find("kernels: a copy of the batch failed (page fault)"),
+                  std::string::npos)
+            << e.what();
+    }
+    uint64_t result = 0;
+    launcher->add(ok, {out->va(), 5}, {.slice_mask = 1});
+    launcher->download(&result, out->va(), sizeof result);
+    EXPECT_EQ(launcher->run_batch().dispatches.size(), 1u);
+    EXPECT_EQ(result % 10, 5u);
+}
+
+TEST_F(KernelsDispatchTest, RefusedDispatchInABatchNamesKernelAndDispatch)
+{
+    jal::kernels::CodeObject co = slice_kernel();
+    co.bytes[64] ^= 1;  // a code byte: the CRC no longer matches
+    Program corrupt(dev(), *context, *queue, co);
+    Program ok(dev(), *context, *queue, append_digit_kernel());
+    launcher->add(ok, {out->va(), 4}, {.slice_mask = 1, .label = "first"});
+    launcher->add(corrupt, {out->va(), 1, 1}, {.label = "corrupt"});
+    try {
+        launcher->run_batch();
+        FAIL() << "no exception";
+    } catch (const jal::Error& e) {
+        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
+        EXPECT_NE(std::string(e.what()).find("kernel slice_values (corrupt, dispatch 1 of the "
+                                             "batch): invalid field (before any slice ran"),
+                  std::string::npos)
+            << e.what();
+    }
+    launcher->add(ok, {out->va(), 5}, {.slice_mask = 1});
+    EXPECT_EQ(launcher->run_batch().dispatches.size(), 1u);
+    EXPECT_EQ(read_out(1)[0], 45u);
+}
+
 TEST_F(KernelsDispatchTest, BatchChecksArgumentsAndLanesWhenAdded)
 {
     Program prog(dev(), *context, *queue, append_digit_kernel());

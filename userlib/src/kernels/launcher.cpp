@@ -53,6 +53,13 @@ jal_dispatch_report blank_report()
 
 // The report the device wrote, or (refused before it wrote one) one carrying the
 // completion's status.
+bool report_written(const std::byte* slot)
+{
+    jal_dispatch_report r;
+    std::memcpy(&r, slot, sizeof r);
+    return r.status != kNotWritten;
+}
+
 jal_dispatch_report read_report(const std::byte* slot, jal_status completion)
 {
     jal_dispatch_report r;
@@ -306,9 +313,12 @@ void Launcher::prepare_batch_memory()
 void Launcher::submit_batch()
 {
     Batch& b = *batch_;
-    if (!b.args.empty()) queue_.copy_to_device(b.args_mem->va(), *b.staging, 0, b.args.size());
+    b.copies = 0;
+    if (!b.args.empty())
+        queue_.copy_to_device(b.args_mem->va(), *b.staging, 0, b.args.size(), &b.copy_signal(dev_));
     for (const Batch::Transfer& t : b.uploads)
-        queue_.copy_to_device(t.va, *b.staging, b.up_base + t.staging_offset, t.bytes);
+        queue_.copy_to_device(t.va, *b.staging, b.up_base + t.staging_offset, t.bytes,
+                              &b.copy_signal(dev_));
     size_t next_signal = 0;
     for (size_t i = 0; i < b.items.size(); i++) {
         const Batch::Item& it = b.items[i];
@@ -340,9 +350,20 @@ void Launcher::submit_batch()
         }
     }
     for (const Batch::Transfer& t : b.downloads)
-        queue_.copy_to_host(*b.staging, b.down_base + t.staging_offset, t.va, t.bytes);
+        queue_.copy_to_host(*b.staging, b.down_base + t.staging_offset, t.va, t.bytes,
+                            &b.copy_signal(dev_));
     b.done->store(1);
     queue_.nop(b.done.get());
+}
+
+// A batch's dispatch that wrote no report was refused before any slice ran (a queue runs
+// its packets in order, so by the batch's completion every dispatch before it has run):
+// its queue's last error says why; OK if that queue has none.
+jal_status Launcher::refusal(int lane)
+{
+    jal::runtime::Queue& q = lane >= 0 ? *lanes_[static_cast<size_t>(lane)] : queue_;
+    const jal_queue_status qs = q.status();
+    return qs.errors ? static_cast<jal_status>(qs.last_error) : JAL_STATUS_OK;
 }
 
 void Launcher::fail_batch(jal_status st, const std::string& message)
@@ -388,8 +409,9 @@ BatchReport Launcher::finish_batch()
                 lane_ns.empty() ? 0 : *std::max_element(lane_ns.begin(), lane_ns.end());
             continue;
         }
-        const jal_dispatch_report r =
-            read_report(b.reports->data() + i * sizeof(jal_dispatch_report), w.status);
+        const std::byte* slot = b.reports->data() + i * sizeof(jal_dispatch_report);
+        jal_dispatch_report r = read_report(slot, w.status);
+        if (!report_written(slot)) r.status = refusal(it.options.lane);
         if (r.status != JAL_STATUS_OK)
             fail_batch(static_cast<jal_status>(r.status),
                        failure_message(*it.program,
@@ -402,14 +424,13 @@ BatchReport Launcher::finish_batch()
             out.modelled_ns += r.modelled_ns;
         out.dispatches.push_back({it.label, it.options.lane, r});
     }
-    jal_queue_status qs = queue_.status();
-    for (auto& lane : lanes_)
-        if (auto ls = lane->status(); ls.errors)
-            qs.errors += ls.errors, qs.last_error = ls.last_error;
-    if (qs.errors) {
-        const auto st = static_cast<jal_status>(qs.last_error);
-        fail_batch(st,
-                   fmt::format("kernels: a copy of the batch failed ({})", jal_status_name(st)));
+    // Each copy's signal has its status: no round trip to the queues when all went well.
+    for (size_t c = 0; c < b.copies; c++) {
+        const jal::runtime::Signal& s = *b.copy_pool[c];
+        const jal_status st = s.value() == 0 ? s.packet_status() : JAL_STATUS_NOT_READY;
+        if (st != JAL_STATUS_OK)
+            fail_batch(
+                st, fmt::format("kernels: a copy of the batch failed ({})", jal_status_name(st)));
     }
     for (const Batch::Transfer& t : b.downloads)
         std::memcpy(t.host_dst, b.staging->data() + b.down_base + t.staging_offset, t.bytes);

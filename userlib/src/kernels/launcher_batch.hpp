@@ -43,6 +43,10 @@ struct LauncherBatch {
     std::unique_ptr<jal::runtime::HostBuffer> reports;  // one slot an item
     std::unique_ptr<jal::runtime::Signal> done;
     std::vector<std::unique_ptr<jal::runtime::Signal>> pool;  // fork/join signals
+    // One a copy (the argument block, each upload and download): a failed copy leaves its
+    // status there, so a batch that went well is known without asking the queues.
+    std::vector<std::unique_ptr<jal::runtime::Signal>> copy_pool;
+    size_t copies = 0;  // of copy_pool used by the batch in flight
 
     void clear()
     {
@@ -54,6 +58,14 @@ struct LauncherBatch {
         while (pool.size() <= i)
             pool.push_back(std::make_unique<jal::runtime::Signal>(dev, 0, false));
         return *pool[i];
+    }
+    jal::runtime::Signal& copy_signal(const jal::runtime::Device& dev)
+    {
+        while (copy_pool.size() <= copies)
+            copy_pool.push_back(std::make_unique<jal::runtime::Signal>(dev, 0, false));
+        jal::runtime::Signal& s = *copy_pool[copies++];
+        s.store(1);
+        return s;
     }
 };
 }  // namespace detail

@@ -214,6 +214,7 @@ private:
     const Program& staged_program(const std::vector<uint64_t>& key,
                                   const std::function<CodeObject()>& link);
     void fail_batch(jal_status st, const std::string& message);
+    jal_status refusal(int lane);  // why a batch's dispatch on `lane` wrote no report
 
     jal::runtime::Device const& dev_;
     jal::runtime::Context& ctx_;
