@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <tuple>
 
 #include <jal/isa/numerics.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
@@ -35,13 +38,37 @@ double busiest_slice_bytes_by_rows(const ExpertGemmShape& g)
     return expected_active_experts(g) * rows * double(g.row_bytes) + inputs * double(g.kdim) * 4;
 }
 
-bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight)
+namespace {
+
+bool rows_split_pays_uncached(const ExpertGemmShape& g, jal_dtype weight)
 {
     jal::kernels::linear::ExpertGemmConfig c;
     c.tokens = g.tokens, c.k = g.k, c.experts = g.experts, c.n = g.n, c.kdim = g.kdim;
     c.weight = weight, c.input_per_pair = g.per_pair;
     if (!jal::kernels::linear::expert_gemm_streams(c, g.slices)) return false;
     return busiest_slice_bytes_by_rows(g) < busiest_slice_bytes_by_experts(g);
+}
+
+}  // namespace
+
+// The runtime asks this for every expert GEMM of every step, and the answer needs the
+// kernel's plan (which names the kernel): remembered per shape, a handful in a run.
+bool rows_split_pays(const ExpertGemmShape& g, jal_dtype weight)
+{
+    using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint64_t,
+                           bool, jal_dtype>;
+    static std::mutex m;
+    static std::map<Key, bool> known;
+    const Key key{g.tokens, g.k, g.experts, g.slices, g.n, g.kdim, g.row_bytes, g.per_pair, weight};
+    {
+        std::lock_guard lock(m);
+        if (auto it = known.find(key); it != known.end()) return it->second;
+    }
+    const bool pays = rows_split_pays_uncached(g, weight);
+    std::lock_guard lock(m);
+    if (known.size() >= 4096) known.clear();  // bounded, whatever shapes a caller sweeps
+    known.emplace(key, pays);
+    return pays;
 }
 
 uint32_t striped_ff_share(uint32_t n_ff, uint32_t chips, jal_dtype weight, uint32_t slices)
