@@ -19,6 +19,22 @@ namespace jal::emu::exec {
 
 namespace {
 
+// std::fmax and std::fmin, inline where the answer is plain (a VREDMAX or VCLAMP called the
+// library per element); equal values (-0 against +0) and NaNs go to the library, whose
+// answer they keep.
+inline float fmax_of(float x, float y)
+{
+    if (x > y) return x;
+    if (x < y) return y;
+    return std::fmax(x, y);
+}
+inline float fmin_of(float x, float y)
+{
+    if (x < y) return x;
+    if (x > y) return y;
+    return std::fmin(x, y);
+}
+
 constexpr std::uint32_t kOk = JAL_STATUS_OK;
 constexpr std::uint32_t kBad = JAL_STATUS_INVALID_FIELD;
 
@@ -107,10 +123,10 @@ void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, const float* a
         binary(td, tb, a, b, d, [](float x, float y, float) { return x * y; });
         break;
     case JAL_OP_VMAX:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return std::fmax(x, y); });
+        binary(td, tb, a, b, d, [](float x, float y, float) { return fmax_of(x, y); });
         break;
     case JAL_OP_VMIN:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return std::fmin(x, y); });
+        binary(td, tb, a, b, d, [](float x, float y, float) { return fmin_of(x, y); });
         break;
     default:  // VFMA
         binary(td, tb, a, b, d, [](float x, float y, float z) { return std::fma(x, y, z); });
@@ -280,7 +296,7 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         default: {
             const float lo = f32_bits(static_cast<std::uint32_t>(s.x[i.c])),
                         hi = f32_bits(static_cast<std::uint32_t>(s.x[i.d]));
-            for (float* x = v; x != end; ++x) *x = std::fmin(std::fmax(*x, lo), hi);
+            for (float* x = v; x != end; ++x) *x = fmin_of(fmax_of(*x, lo), hi);
             break;
         }
         }
@@ -316,7 +332,7 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
                 outf[r] = sum;
             } else if (i.op == JAL_OP_VREDMAX) {
                 float m = row[0];
-                for (std::uint32_t c = 1; c < ta->cols; ++c) m = std::fmax(m, row[c]);
+                for (std::uint32_t c = 1; c < ta->cols; ++c) m = fmax_of(m, row[c]);
                 outf[r] = m;
             } else if (i.op == JAL_OP_VARGMAX) {
                 std::uint32_t best = 0;
