@@ -6,6 +6,7 @@
 // run of a COPY or per tile DMA of a kernel, never per byte).
 #pragma once
 
+#include "emu/util/reader_biased_mutex.hpp"
 #include "jal/hw/admin.h"
 
 #include <array>
@@ -109,7 +110,7 @@ public:
         bool mapped(std::uint64_t va, std::uint64_t len) const;
 
     private:
-        std::shared_lock<std::shared_mutex> lock_;
+        std::shared_lock<ReaderBiasedMutex<>> lock_;
         const std::unordered_map<std::uint64_t, Page>* ctx_ = nullptr;
     };
 
@@ -127,7 +128,7 @@ public:
 
 private:
     struct Context {
-        mutable std::shared_mutex mutex;
+        mutable ReaderBiasedMutex<> mutex;  // read at every access, written by MAP/UNMAP
         std::unordered_map<std::uint64_t, Page> pages;  // by virtual page number
     };
     std::array<Context, JAL_MAX_CONTEXTS> ctx_;
