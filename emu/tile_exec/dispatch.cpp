@@ -1,5 +1,6 @@
 #include "emu/tile_exec/dispatch.hpp"
 
+#include "emu/tile_exec/message_fifo.hpp"
 #include "emu/tile_exec/timing_rates.hpp"
 #include "jal/hw/status.h"
 
@@ -26,8 +27,17 @@ public:
             SliceState& s = *slices_.back();
             if (d.physical < 64 && (params_.log_ops >> d.physical & 1)) s.timing.log_to(&s.ops);
         }
-        sched_.resize(slices_.size());
+        waiting_ = std::make_unique<std::atomic<bool>[]>(slices_.size());
     }
+    ~Run() override
+    {
+        if (std::atomic<MessageFifo*>* p = pairs_.load()) {
+            for (std::size_t i = 0; i < slices_.size() * slices_.size(); ++i) delete p[i].load();
+            delete[] p;
+        }
+    }
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
 
     void start()
     {
@@ -57,19 +67,22 @@ public:
     DispatchResult result(std::uint32_t voltage_mv) const;
 
     // ---- SliceFabric ----
+    // No lock unless the receiver sleeps: the push's seq_cst store and this load, against
+    // task()'s store of waiting_ and its look at the FIFO, let one side see the other.
     void send(std::uint32_t from, std::uint32_t to, Message&& m) override
     {
+        fifo_for_send(from, to).push(std::move(m));
+        if (!waiting_[to].load(std::memory_order_seq_cst)) return;
         std::lock_guard lock(m_);
-        fifo(from, to).push(std::move(m));
-        Sched& r = sched_[to];
-        if (r.waiting && slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from)
+        if (waiting_[to].load(std::memory_order_relaxed) &&
+            slices_[to]->block == BlockReason::recv && slices_[to]->block_peer == from)
             wake(to);
     }
 
     bool receive(std::uint32_t to, std::uint32_t from, Message& out) override
     {
-        std::lock_guard lock(m_);
-        return fifo(from, to).pop(out);
+        MessageFifo* f = fifo_if_any(from, to);
+        return f && f->pop(out);
     }
 
     // Each group of slices (a stage's, or 0: the whole dispatch) has its own generation.
@@ -97,8 +110,8 @@ public:
         b.arrived = 0;
         b.max_arrival = 0;
         for (std::uint32_t i = 0; i < slices_.size(); ++i)
-            if (sched_[i].waiting && slices_[i]->block == BlockReason::barrier &&
-                slices_[i]->barrier_group == group)
+            if (waiting_[i].load(std::memory_order_relaxed) &&
+                slices_[i]->block == BlockReason::barrier && slices_[i]->barrier_group == group)
                 wake(i);
         return true;
     }
@@ -106,40 +119,43 @@ public:
     std::uint32_t slices() const override { return static_cast<std::uint32_t>(slices_.size()); }
 
 private:
-    struct Sched {
-        bool waiting = false;  // blocked, not posted
-    };
-    // A point-to-point FIFO: a vector and the index of its oldest message, emptied (its
-    // capacity kept) whenever the receiver catches up, so a steady exchange allocates
-    // nothing.
-    struct Fifo {
-        std::vector<Message> q;
-        std::size_t head = 0;
-        bool empty() const { return head == q.size(); }
-        void push(Message&& m) { q.push_back(std::move(m)); }
-        bool pop(Message& out)
-        {
-            if (empty()) return false;
-            out = std::move(q[head++]);
-            if (head == q.size()) {
-                q.clear();
-                head = 0;
-            }
-            return true;
-        }
-    };
     struct Barrier {
         std::uint64_t gen = 0;
         std::uint32_t arrived = 0;
         double max_arrival = 0, release = 0;
     };
-    // Under m_. Indexed by sender and receiver; made on the first message (most dispatches
-    // send none, and 64 slices have 4096 pairs).
-    Fifo& fifo(std::uint32_t from, std::uint32_t to)
+    // The FIFO of a pair, indexed by sender and receiver, made by the pair's sender at its
+    // first message (most dispatches send none, and 64 slices have 4096 pairs); the table
+    // of them by the dispatch's first sender.
+    MessageFifo& fifo_for_send(std::uint32_t from, std::uint32_t to)
     {
         const std::size_t n = slices_.size();
-        if (fifo_.empty()) fifo_.resize(n * n);
-        return fifo_[std::size_t{from} * n + to];
+        std::atomic<MessageFifo*>* p = pairs_.load(std::memory_order_acquire);
+        if (!p) {
+            auto* made = new std::atomic<MessageFifo*>[n * n]();
+            if (pairs_.compare_exchange_strong(p, made, std::memory_order_acq_rel))
+                p = made;
+            else
+                delete[] made;  // another sender's table won; p is it
+        }
+        std::atomic<MessageFifo*>& slot = p[std::size_t{from} * n + to];
+        MessageFifo* f = slot.load(std::memory_order_acquire);
+        if (!f) {
+            f = new MessageFifo;
+            slot.store(f, std::memory_order_release);
+        }
+        return *f;
+    }
+    MessageFifo* fifo_if_any(std::uint32_t from, std::uint32_t to) const
+    {
+        std::atomic<MessageFifo*>* p = pairs_.load(std::memory_order_acquire);
+        return p ? p[std::size_t{from} * slices_.size() + to].load(std::memory_order_acquire)
+                 : nullptr;
+    }
+    bool fifo_empty(std::uint32_t from, std::uint32_t to) const
+    {
+        const MessageFifo* f = fifo_if_any(from, to);
+        return !f || f->empty();
     }
 
     // Under m_. Slice i joins the ready queue (the back: a slice that yielded lets the others
@@ -179,7 +195,7 @@ private:
     }
     void wake(std::uint32_t i)
     {
-        sched_[i].waiting = false;
+        waiting_[i].store(false, std::memory_order_relaxed);
         slices_[i]->state = SliceRunState::runnable;
         ++active_;
         post(i);
@@ -200,16 +216,17 @@ private:
                 return;
             }
             if (r == RunResult::blocked) {
-                // The condition may have cleared between the executor's look and now.
-                const bool ready =
-                    (s.block == BlockReason::recv && !fifo(s.block_peer, i).empty()) ||
-                    (s.block == BlockReason::barrier &&
-                     s.barrier_gen < barriers_[s.barrier_group].gen);
+                // The condition may have cleared between the executor's look and now. A
+                // sender takes no lock: it sees waiting_ set, or this look sees its message.
+                waiting_[i].store(true, std::memory_order_seq_cst);
+                const bool ready = (s.block == BlockReason::recv && !fifo_empty(s.block_peer, i)) ||
+                                   (s.block == BlockReason::barrier &&
+                                    s.barrier_gen < barriers_[s.barrier_group].gen);
                 if (ready) {
+                    waiting_[i].store(false, std::memory_order_relaxed);
                     s.state = SliceRunState::runnable;
                     continue;
                 }
-                sched_[i].waiting = true;
             }
             if (r == RunResult::faulted) {
                 const double t = s.fault_time;
@@ -227,13 +244,13 @@ private:
 
     mutable std::mutex m_;
     std::condition_variable done_cv_;
-    std::vector<Sched> sched_;
-    std::uint32_t active_ = 0;         // slices posted or running
-    std::deque<std::uint32_t> ready_;  // posted, not yet running
-    std::uint32_t helpers_ = 0;        // pool tasks posted or running for this dispatch
-    bool caller_waiting_ = false;      // the thread in wait() is asleep on done_cv_
-    std::vector<Fifo> fifo_;
-    std::map<std::uint64_t, Barrier> barriers_;  // by the stage's slice mask (0: all)
+    std::unique_ptr<std::atomic<bool>[]> waiting_;  // blocked, not posted (set under m_)
+    std::uint32_t active_ = 0;                      // slices posted or running
+    std::deque<std::uint32_t> ready_;               // posted, not yet running
+    std::uint32_t helpers_ = 0;    // pool tasks posted or running for this dispatch
+    bool caller_waiting_ = false;  // the thread in wait() is asleep on done_cv_
+    std::atomic<std::atomic<MessageFifo*>*> pairs_{nullptr};  // [from * slices + to]
+    std::map<std::uint64_t, Barrier> barriers_;               // by the stage's slice mask (0: all)
 };
 
 DispatchResult Run::result(std::uint32_t voltage_mv) const
