@@ -375,7 +375,8 @@ TEST_F(KernelsDispatchTest, FaultInABatchNamesKernelLabelAndDispatch)
 }
 
 // A batch learns of a failed copy from the copy's own signal and of a refused dispatch
-// from its unwritten report: both throw, saying which, and the next batch runs.
+// from its report, without asking the queues: both throw, saying which, and the next
+// batch runs.
 TEST_F(KernelsDispatchTest, FailedCopyInABatchThrowsAndTheQueueGoesOn)
 {
     Program ok(dev(), *context, *queue, append_digit_kernel());

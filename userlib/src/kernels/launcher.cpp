@@ -356,9 +356,9 @@ void Launcher::submit_batch()
     queue_.nop(b.done.get());
 }
 
-// A batch's dispatch that wrote no report was refused before any slice ran (a queue runs
-// its packets in order, so by the batch's completion every dispatch before it has run):
-// its queue's last error says why; OK if that queue has none.
+// A batch's dispatch whose report is still blank when the batch has completed (the device
+// writes one for every dispatch it takes, refused or run, and a queue runs its packets in
+// order): its queue's last error says what happened; OK if that queue has none.
 jal_status Launcher::refusal(int lane)
 {
     jal::runtime::Queue& q = lane >= 0 ? *lanes_[static_cast<size_t>(lane)] : queue_;
