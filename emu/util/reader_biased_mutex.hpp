@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <shared_mutex>
 #include <thread>
@@ -59,8 +60,14 @@ public:
     {
         fallback_.lock();  // one writer at a time; holds off the fallback's readers
         writer_.store(true, std::memory_order_seq_cst);
+        // A reader may hold it for a while (an MMA reading a weight tile in place): after a
+        // few turns the writer sleeps between looks rather than take a CPU from the slices.
         for (const Slot& s : readers_)
-            while (s.n.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+            for (int turn = 0; s.n.load(std::memory_order_seq_cst) != 0; ++turn)
+                if (turn < 64)
+                    std::this_thread::yield();
+                else
+                    std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 
     void unlock()
