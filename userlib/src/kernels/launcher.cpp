@@ -51,8 +51,7 @@ jal_dispatch_report blank_report()
     return blank;
 }
 
-// The report the device wrote, or (refused before it wrote one) one carrying the
-// completion's status.
+// Whether the device wrote the report in this slot (it was blank_report() before).
 bool report_written(const std::byte* slot)
 {
     jal_dispatch_report r;
@@ -60,6 +59,8 @@ bool report_written(const std::byte* slot)
     return r.status != kNotWritten;
 }
 
+// The report the device wrote, or (refused before it wrote one) one carrying the
+// completion's status.
 jal_dispatch_report read_report(const std::byte* slot, jal_status completion)
 {
     jal_dispatch_report r;
