@@ -13,6 +13,7 @@
 #include <jal/kernels/builder.hpp>
 #include <jal/kernels/dispatch.hpp>
 
+#include "common/expect_error.hpp"
 #include "kernels_fixture.hpp"
 
 namespace {
@@ -383,15 +384,8 @@ TEST_F(KernelsDispatchTest, FailedCopyInABatchThrowsAndTheQueueGoesOn)
     const uint64_t seed = 3;
     launcher->upload(0x10, &seed, sizeof seed);  // not mapped in any context
     launcher->add(ok, {out->va(), 4}, {.slice_mask = 1});
-    try {
-        launcher->run_batch();
-        FAIL() << "no exception";
-    } catch (const jal::Error& e) {
-        EXPECT_EQ(e.status(), JAL_STATUS_PAGE_FAULT);
-        EXPECT_NE(std::string(e.what()).find("kernels: a copy of the batch failed (page fault)"),
-                  std::string::npos)
-            << e.what();
-    }
+    jal::test::expect_error([&] { launcher->run_batch(); }, JAL_STATUS_PAGE_FAULT,
+                            {"kernels: a copy of the batch failed (page fault)"});
     uint64_t result = 0;
     launcher->add(ok, {out->va(), 5}, {.slice_mask = 1});
     launcher->download(&result, out->va(), sizeof result);
@@ -407,16 +401,9 @@ TEST_F(KernelsDispatchTest, RefusedDispatchInABatchNamesKernelAndDispatch)
     Program ok(dev(), *context, *queue, append_digit_kernel());
     launcher->add(ok, {out->va(), 4}, {.slice_mask = 1, .label = "first"});
     launcher->add(corrupt, {out->va(), 1, 1}, {.label = "corrupt"});
-    try {
-        launcher->run_batch();
-        FAIL() << "no exception";
-    } catch (const jal::Error& e) {
-        EXPECT_EQ(e.status(), JAL_STATUS_INVALID_FIELD);
-        EXPECT_NE(std::string(e.what()).find("kernel slice_values (corrupt, dispatch 1 of the "
-                                             "batch): invalid field (before any slice ran"),
-                  std::string::npos)
-            << e.what();
-    }
+    jal::test::expect_error([&] { launcher->run_batch(); }, JAL_STATUS_INVALID_FIELD,
+                            {"kernel slice_values (corrupt, dispatch 1 of the batch): invalid "
+                             "field (before any slice ran"});
     launcher->add(ok, {out->va(), 5}, {.slice_mask = 1});
     EXPECT_EQ(launcher->run_batch().dispatches.size(), 1u);
     EXPECT_EQ(read_out(1)[0], 45u);

@@ -81,21 +81,4 @@ std::vector<std::byte> gpt_oss_bytes(const SyntheticGptOssOptions& options, cons
     return write_to_bytes(w);
 }
 
-std::string expect_error(const std::function<void()>& fn, jal_status status,
-                         std::vector<std::string> parts)
-{
-    try {
-        fn();
-    } catch (const Error& err) {
-        const std::string msg = err.what();
-        EXPECT_EQ(err.status(), status) << msg;
-        for (const std::string& p : parts)
-            EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\": " << msg;
-        return msg;
-    }
-    ADD_FAILURE() << "no jal::Error thrown (expected one containing \""
-                  << (parts.empty() ? "" : parts[0]) << "\")";
-    return {};
-}
-
 }  // namespace jal::model::test

@@ -1,6 +1,8 @@
 // Helpers for the GGUF tests: files built in memory, by the writer or byte by byte.
 #pragma once
 
+#include "common/expect_error.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -85,9 +87,6 @@ struct GptOssEdits {
 std::vector<std::byte> gpt_oss_bytes(const SyntheticGptOssOptions& options,
                                      const GptOssEdits& edits = {});
 
-// Expects `fn` to throw jal::Error with `status` and a message containing every one of
-// `parts`; returns the message.
-std::string expect_error(const std::function<void()>& fn, jal_status status,
-                         std::vector<std::string> parts);
+using jal::test::expect_error;  // tests/common/expect_error.hpp
 
 }  // namespace jal::model::test
