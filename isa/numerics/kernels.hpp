@@ -21,6 +21,9 @@ bool mma_fma_gemv_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b);
 // and an MXFP4 b, with AVX-512 (mma_avx512_gemv.cpp): the columns [0, returned) of acc, in
 // whole groups of 32 or 64; the AVX2 kernel takes the rest.
 uint32_t mxfp4_gemv_avx512(const Tile& acc, const ConstTile& b, const float* a);
+// Case (b) with sixteen or more rows of an F32 a and one to four columns of acc, with
+// AVX-512 (mma_avx512_columns.cpp); false, having done nothing, for any other shape.
+bool mma_fma_columns_avx512(const Tile& acc, const ConstTile& a, const ConstTile& b);
 
 // MMA with a K-major b (K rows of N; F32, BF16 or F16), case (b)'s arithmetic
 // (mma_kmajor.cpp): plain scalar code, and the vector kernels (AVX2, AVX-512), which give

@@ -499,6 +499,7 @@ void mma_fma_avx2(const Tile& acc, const ConstTile& a, const ConstTile& b)
         return;
     }
     if (mma_fma_gemv_avx2(acc, a, b)) return;
+    if (active_isa() == Isa::avx512 && mma_fma_columns_avx512(acc, a, b)) return;
     thread_local FmaBuffers buf;
     grown(buf.a, size_t(acc.rows) * KC);
     grown(buf.rows, size_t(PW) * KC);

@@ -10,6 +10,7 @@ set(_jal_numerics_sources
   ${CMAKE_CURRENT_LIST_DIR}/mma_avx2.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mma_avx2_gemv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mma_avx512_gemv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/mma_avx512_columns.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mma_kmajor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/vector_math.cpp)
 target_sources(jal_isa PRIVATE ${_jal_numerics_sources})

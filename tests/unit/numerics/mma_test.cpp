@@ -291,6 +291,20 @@ TEST(NumericsMma, PanelAndBlockEdges)
     check_combination(JAL_DT_MXFP8_E4M3, JAL_DT_MXFP8_E5M2, 7, 66, 288, 203);
 }
 
+// A chunk of cached keys times a query (the attention's scores at decode): many rows of an
+// F32 a, one to four rows of b; every remainder of the sixteen-row blocks, K blocked or not.
+TEST(NumericsMma, TallAFewColumns)
+{
+    uint32_t seed = 600;
+    for (uint32_t M : {16u, 17u, 31u, 64u, 70u})
+        for (uint32_t N : {1u, 2u, 3u, 4u})
+            for (jal_dtype b : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_MXFP4}) {
+                check_combination(JAL_DT_F32, b, M, N, 64, seed++);
+                if (b != JAL_DT_MXFP4) check_combination(JAL_DT_F32, b, M, N, 7, seed++);
+            }
+    check_combination(JAL_DT_F32, JAL_DT_F16, 130, 5, 64, seed++);  // five columns: not this path
+}
+
 TEST(NumericsMma, DecodeGemvShape)
 {
     check_combination(JAL_DT_F32, JAL_DT_MXFP4, 1, 96, 2880, 300);
