@@ -25,6 +25,7 @@ public:
             slices_.push_back(std::make_unique<SliceState>(i, d.logical, d.physical,
                                                            bank.l1(d.physical), setup.clock_mhz));
             SliceState& s = *slices_.back();
+            s.spare_messages.swap(bank.spare_messages(d.physical));
             if (d.physical < 64 && (params_.log_ops >> d.physical & 1)) s.timing.log_to(&s.ops);
         }
         waiting_ = std::make_unique<std::atomic<bool>[]>(slices_.size());
@@ -65,6 +66,13 @@ public:
     }
 
     DispatchResult result(std::uint32_t voltage_mv) const;
+
+    // After wait(), before the slices are released: their spare buffers back to the bank.
+    void return_spares(SliceBank& bank)
+    {
+        std::lock_guard lock(m_);
+        for (const auto& s : slices_) bank.spare_messages(s->physical).swap(s->spare_messages);
+    }
 
     // ---- SliceFabric ----
     // No lock unless the receiver sleeps: the push's seq_cst store and this load, against
@@ -328,6 +336,7 @@ DispatchResult run_dispatch(const DispatchSetup& setup, SliceBank& bank, WorkerP
     run->start();
     run->wait();
     DispatchResult r = run->result(setup.voltage_mv);
+    run->return_spares(bank);
     bank.release(mask);
     return r;
 }

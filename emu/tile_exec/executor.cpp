@@ -467,6 +467,10 @@ RunResult Executor::run(SliceState& s)
                     m.data = std::move(s.spare_messages.back());
                     s.spare_messages.pop_back();
                 }
+                // At least a few rows' worth: a buffer goes on to carry other messages, and
+                // one grown at every larger message would allocate again and again.
+                if (m.data.capacity() < rb * t.rows)
+                    m.data.reserve(std::max<std::uint64_t>(rb * t.rows, kMessageBytes));
                 m.data.resize(rb * t.rows);
                 for (std::uint32_t r = 0; r < t.rows; ++r)
                     std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride,

@@ -35,7 +35,8 @@ struct HostOperand {
 class Executor {
 public:
     static constexpr std::uint64_t kQuantum = 1u << 16;  // instructions before yielding
-    static constexpr std::size_t kSpareMessages = 8;     // received buffers a slice keeps
+    static constexpr std::size_t kSpareMessages = 32;    // received buffers a slice keeps
+    static constexpr std::size_t kMessageBytes = 4096;   // the least a new buffer holds
 
     Executor(const DispatchParams& p, SliceFabric& fabric) : p_(p), fabric_(fabric) {}
     RunResult run(SliceState& s);

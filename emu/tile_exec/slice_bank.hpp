@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace jal::emu::exec {
 
@@ -25,6 +26,12 @@ public:
     void release(std::uint64_t physical_mask);
     // The L1 of a claimed slice.
     std::byte* l1(std::uint32_t physical);
+    // A claimed slice's spare message buffers (SliceState::spare_messages), kept from one
+    // dispatch to the next: a decode step is a dispatch, and each began with none.
+    std::vector<std::vector<std::byte>>& spare_messages(std::uint32_t physical)
+    {
+        return spare_messages_[physical];
+    }
     // Slices running a dispatch now (the busy input of power gating and the power model).
     std::uint64_t busy() const { return claimed_.load(std::memory_order_relaxed); }
     // Called (under the bank's lock) with the claimed mask whenever it changes.
@@ -35,6 +42,7 @@ private:
     std::condition_variable cv_;
     std::atomic<std::uint64_t> claimed_{0};
     std::array<std::unique_ptr<std::byte[]>, JAL_NUM_SLICES> l1_;
+    std::array<std::vector<std::vector<std::byte>>, JAL_NUM_SLICES> spare_messages_;
 };
 
 }  // namespace jal::emu::exec
