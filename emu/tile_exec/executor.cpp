@@ -255,7 +255,8 @@ RunResult Executor::run(SliceState& s)
     const std::vector<Insn>& code = p_.program->code;
     auto& x = s.x;
     for (std::uint64_t n = 0;; ++n) {
-        if (!s.resuming) run_plain(s, n);
+        // Most non-plain instructions follow another: no call for a run of none.
+        if (!s.resuming && s.pc < code.size() && plain_op(code[s.pc].op)) run_plain(s, n);
         if (fabric_.should_stop(s.timing.now())) {
             s.state = SliceRunState::stopped;
             return RunResult::stopped;
