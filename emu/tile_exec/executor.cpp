@@ -204,37 +204,117 @@ bool Executor::settle(SliceState& s)
 }
 
 // The same steps as run()'s loop for these instructions (stop rule, quantum, budget, issue,
-// execute), with the slice's time, energy and pc in locals: most of a program's instructions
-// are plain, and the issue time's add, store and reload through the timing model on each
-// was a chain every instruction waited on.
+// execute), with the slice's time, energy, pc and instruction count in locals: most of a
+// program's instructions are plain, and the issue time's add, store and reload through the
+// timing model on each was a chain every instruction waited on (as were s.executed and n,
+// which the compiler kept in memory across every write of x beside them). One switch
+// decodes and executes: x0 is written like any register and zeroed again after.
+// long-function: the plain instructions' switch, one case per opcode.
 void Executor::run_plain(SliceState& s, std::uint64_t& n)
 {
     const std::vector<Insn>& code = p_.program->code;
+    const auto size = static_cast<std::int64_t>(code.size());
     auto& x = s.x;
     SliceTiming::IssueState is = s.timing.issue_state();
     const double cycle = s.timing.cycle_ns();
-    std::uint64_t pc = s.pc;
-    while (n < kQuantum && pc < code.size() && s.executed < p_.budget &&
-           !fabric_.should_stop(is.t)) {
-        const Insn& i = code[pc];
-        if (!plain_op(i.op) || i.a >= 32) break;
-        std::uint64_t next = pc + 1;
-        if (i.op >= JAL_OP_BEQ) {
-            if (branch_taken(i, x[i.a], x[i.b & 31])) {
-                const std::int64_t target = static_cast<std::int64_t>(pc) + i.imm;
-                if (target < 0 || target >= static_cast<std::int64_t>(code.size()))
-                    break;  // run() faults on it
-                next = static_cast<std::uint64_t>(target);
-            }
-        } else if (i.a) {
-            x[i.a] = alu(i, x[i.a], x[i.b & 31], x[i.c & 31]);
+    const std::uint64_t left =
+        std::min(kQuantum - n, p_.budget > s.executed ? p_.budget - s.executed : 0);
+    std::uint64_t done = 0;
+    std::int64_t pc = s.pc;
+    for (; done < left && pc < size && !fabric_.should_stop(is.t); ++done) {
+        const Insn& i = code[static_cast<std::size_t>(pc)];
+        if (i.a >= 32) break;  // run() faults on it
+        const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
+        const auto sa = static_cast<std::int64_t>(ra), sb = static_cast<std::int64_t>(rb);
+        const auto imm = static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+        std::uint64_t& rd = x[i.a];
+        bool taken = false, plain = true;
+        switch (i.op) {
+        case JAL_OP_LI:
+            rd = imm;
+            break;
+        case JAL_OP_LUI:
+            rd = (rd & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32);
+            break;
+        case JAL_OP_ADD:
+            rd = ra + rb;
+            break;
+        case JAL_OP_SUB:
+            rd = ra - rb;
+            break;
+        case JAL_OP_MUL:
+            rd = ra * rb;
+            break;
+        case JAL_OP_AND:
+            rd = ra & rb;
+            break;
+        case JAL_OP_OR:
+            rd = ra | rb;
+            break;
+        case JAL_OP_XOR:
+            rd = ra ^ rb;
+            break;
+        case JAL_OP_SHL:
+            rd = ra << (rb & 63);
+            break;
+        case JAL_OP_SHR:
+            rd = ra >> (rb & 63);
+            break;
+        case JAL_OP_SLT:
+            rd = sa < sb;
+            break;
+        case JAL_OP_SLTU:
+            rd = ra < rb;
+            break;
+        case JAL_OP_MIN:
+            rd = static_cast<std::uint64_t>(std::min(sa, sb));
+            break;
+        case JAL_OP_MAX:
+            rd = static_cast<std::uint64_t>(std::max(sa, sb));
+            break;
+        case JAL_OP_ADDI:
+            rd = ra + imm;
+            break;
+        case JAL_OP_MULI:
+            rd = ra * imm;
+            break;
+        // Branches compare x[a] with x[b].
+        case JAL_OP_BEQ:
+            taken = rd == ra;
+            break;
+        case JAL_OP_BNE:
+            taken = rd != ra;
+            break;
+        case JAL_OP_BLT:
+            taken = static_cast<std::int64_t>(rd) < sa;
+            break;
+        case JAL_OP_BGE:
+            taken = static_cast<std::int64_t>(rd) >= sa;
+            break;
+        case JAL_OP_BLTU:
+            taken = rd < ra;
+            break;
+        case JAL_OP_JMP:
+            taken = true;
+            break;
+        default:
+            plain = false;  // run() takes it
+            break;
         }
-        ++s.executed;
+        if (!plain) break;
+        x[0] = 0;
+        if (taken) {
+            const std::int64_t target = pc + i.imm;
+            if (target < 0 || target >= size) break;  // run() faults on it
+            pc = target;
+        } else {
+            ++pc;
+        }
         is.t += cycle;
         is.pj += rates::kPjPerInstruction;
-        pc = next;
-        ++n;
     }
+    n += done;
+    s.executed += done;
     s.pc = static_cast<std::uint32_t>(pc);
     s.timing.set_issue_state(is);
 }
