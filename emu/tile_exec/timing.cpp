@@ -96,10 +96,20 @@ void SliceTiming::scalar_store(std::uint64_t va, std::uint64_t bytes, bool remot
 
 void SliceTiming::scalar_tile_access(L1Range r, bool write)
 {
-    // The same hazards as an engine op that reads (RAW) or writes (WAW, WAR) the range.
-    EngineOp access;
-    (write ? access.writes : access.reads[0]) = r;
-    const double ready = hazard_floor(access, t_);
+    // The same hazards as an engine op that reads (RAW) or writes (WAW, WAR) the range,
+    // hazard_floor's scan for one range (a TREAD a few elements: no EngineOp built).
+    double ready = t_;
+    for (std::size_t i = pending_.size(); i-- > head_;) {
+        const Pending& p = pending_[i];
+        if (p.end <= t_) break;
+        bool hit = p.writes.overlaps(r);
+        if (write)
+            for (const L1Range& pr : p.reads) hit = hit || pr.overlaps(r);
+        if (hit) {
+            ready = p.end;
+            break;
+        }
+    }
     span(0, t_, ready);
     t_ = ready;
 }
