@@ -31,65 +31,92 @@ bool plain_op(std::uint8_t op)
            (op >= JAL_OP_BEQ && op <= JAL_OP_JMP);
 }
 
-// The value a plain ALU instruction (LI, LUI, ADD .. MULI but DIVU and REMU) writes; rd is
-// the destination's old value (LUI keeps its low word).
-std::uint64_t alu(const Insn& i, std::uint64_t rd, std::uint64_t ra, std::uint64_t rb)
+enum class Plain : std::uint8_t { no, next, taken };
+
+// A plain instruction (plain_op) on the registers: an ALU op writes x[a] (x0 reads zero
+// again after), a branch (BEQ .. JMP) compares x[a] with x[b] and says whether it is
+// taken; anything else is Plain::no and changes nothing. Register fields below 32. Forced
+// inline: run_plain calls it for every instruction (as a call it took twice the time an instruction).
+[[gnu::always_inline]] inline Plain plain_step(const Insn& i,
+                                               std::array<std::uint64_t, JAL_ISA_SCALAR_REGS>& x)
 {
-    const auto imm = static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+    const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
     const auto sa = static_cast<std::int64_t>(ra), sb = static_cast<std::int64_t>(rb);
+    const auto imm = static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
+    std::uint64_t& rd = x[i.a & 31];
+    bool taken = false;
     switch (i.op) {
     case JAL_OP_LI:
-        return imm;
+        rd = imm;
+        break;
     case JAL_OP_LUI:
-        return (rd & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32);
+        rd = (rd & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32);
+        break;
     case JAL_OP_ADD:
-        return ra + rb;
+        rd = ra + rb;
+        break;
     case JAL_OP_SUB:
-        return ra - rb;
+        rd = ra - rb;
+        break;
     case JAL_OP_MUL:
-        return ra * rb;
+        rd = ra * rb;
+        break;
     case JAL_OP_AND:
-        return ra & rb;
+        rd = ra & rb;
+        break;
     case JAL_OP_OR:
-        return ra | rb;
+        rd = ra | rb;
+        break;
     case JAL_OP_XOR:
-        return ra ^ rb;
+        rd = ra ^ rb;
+        break;
     case JAL_OP_SHL:
-        return ra << (rb & 63);
+        rd = ra << (rb & 63);
+        break;
     case JAL_OP_SHR:
-        return ra >> (rb & 63);
+        rd = ra >> (rb & 63);
+        break;
     case JAL_OP_SLT:
-        return sa < sb;
+        rd = sa < sb;
+        break;
     case JAL_OP_SLTU:
-        return ra < rb;
+        rd = ra < rb;
+        break;
     case JAL_OP_MIN:
-        return static_cast<std::uint64_t>(std::min(sa, sb));
+        rd = static_cast<std::uint64_t>(std::min(sa, sb));
+        break;
     case JAL_OP_MAX:
-        return static_cast<std::uint64_t>(std::max(sa, sb));
+        rd = static_cast<std::uint64_t>(std::max(sa, sb));
+        break;
     case JAL_OP_ADDI:
-        return ra + imm;
-    default:  // JAL_OP_MULI
-        return ra * imm;
-    }
-}
-
-// Whether a branch (BEQ .. JMP) is taken, comparing x[a] (l) with x[b] (r).
-bool branch_taken(const Insn& i, std::uint64_t l, std::uint64_t r)
-{
-    switch (i.op) {
+        rd = ra + imm;
+        break;
+    case JAL_OP_MULI:
+        rd = ra * imm;
+        break;
     case JAL_OP_BEQ:
-        return l == r;
+        taken = rd == ra;
+        break;
     case JAL_OP_BNE:
-        return l != r;
+        taken = rd != ra;
+        break;
     case JAL_OP_BLT:
-        return static_cast<std::int64_t>(l) < static_cast<std::int64_t>(r);
+        taken = static_cast<std::int64_t>(rd) < sa;
+        break;
     case JAL_OP_BGE:
-        return static_cast<std::int64_t>(l) >= static_cast<std::int64_t>(r);
+        taken = static_cast<std::int64_t>(rd) >= sa;
+        break;
     case JAL_OP_BLTU:
-        return l < r;
-    default:  // JAL_OP_JMP
-        return true;
+        taken = rd < ra;
+        break;
+    case JAL_OP_JMP:
+        taken = true;
+        break;
+    default:
+        return Plain::no;
     }
+    x[0] = 0;
+    return taken ? Plain::taken : Plain::next;
 }
 
 // A SEND/RECV peer named by the program (a rank in the current stage, or a dispatch
@@ -207,9 +234,7 @@ bool Executor::settle(SliceState& s)
 // execute), with the slice's time, energy, pc and instruction count in locals: most of a
 // program's instructions are plain, and the issue time's add, store and reload through the
 // timing model on each was a chain every instruction waited on (as were s.executed and n,
-// which the compiler kept in memory across every write of x beside them). One switch
-// decodes and executes: x0 is written like any register and zeroed again after.
-// long-function: the plain instructions' switch, one case per opcode.
+// which the compiler kept in memory across every write of x beside them).
 void Executor::run_plain(SliceState& s, std::uint64_t& n)
 {
     const std::vector<Insn>& code = p_.program->code;
@@ -224,86 +249,9 @@ void Executor::run_plain(SliceState& s, std::uint64_t& n)
     for (; done < left && pc < size && !fabric_.should_stop(is.t); ++done) {
         const Insn& i = code[static_cast<std::size_t>(pc)];
         if (i.a >= 32) break;  // run() faults on it
-        const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
-        const auto sa = static_cast<std::int64_t>(ra), sb = static_cast<std::int64_t>(rb);
-        const auto imm = static_cast<std::uint64_t>(static_cast<std::int64_t>(i.imm));
-        std::uint64_t& rd = x[i.a];
-        bool taken = false, plain = true;
-        switch (i.op) {
-        case JAL_OP_LI:
-            rd = imm;
-            break;
-        case JAL_OP_LUI:
-            rd = (rd & 0xffffffffull) | (std::uint64_t{static_cast<std::uint32_t>(i.imm)} << 32);
-            break;
-        case JAL_OP_ADD:
-            rd = ra + rb;
-            break;
-        case JAL_OP_SUB:
-            rd = ra - rb;
-            break;
-        case JAL_OP_MUL:
-            rd = ra * rb;
-            break;
-        case JAL_OP_AND:
-            rd = ra & rb;
-            break;
-        case JAL_OP_OR:
-            rd = ra | rb;
-            break;
-        case JAL_OP_XOR:
-            rd = ra ^ rb;
-            break;
-        case JAL_OP_SHL:
-            rd = ra << (rb & 63);
-            break;
-        case JAL_OP_SHR:
-            rd = ra >> (rb & 63);
-            break;
-        case JAL_OP_SLT:
-            rd = sa < sb;
-            break;
-        case JAL_OP_SLTU:
-            rd = ra < rb;
-            break;
-        case JAL_OP_MIN:
-            rd = static_cast<std::uint64_t>(std::min(sa, sb));
-            break;
-        case JAL_OP_MAX:
-            rd = static_cast<std::uint64_t>(std::max(sa, sb));
-            break;
-        case JAL_OP_ADDI:
-            rd = ra + imm;
-            break;
-        case JAL_OP_MULI:
-            rd = ra * imm;
-            break;
-        // Branches compare x[a] with x[b].
-        case JAL_OP_BEQ:
-            taken = rd == ra;
-            break;
-        case JAL_OP_BNE:
-            taken = rd != ra;
-            break;
-        case JAL_OP_BLT:
-            taken = static_cast<std::int64_t>(rd) < sa;
-            break;
-        case JAL_OP_BGE:
-            taken = static_cast<std::int64_t>(rd) >= sa;
-            break;
-        case JAL_OP_BLTU:
-            taken = rd < ra;
-            break;
-        case JAL_OP_JMP:
-            taken = true;
-            break;
-        default:
-            plain = false;  // run() takes it
-            break;
-        }
-        if (!plain) break;
-        x[0] = 0;
-        if (taken) {
+        const Plain r = plain_step(i, x);
+        if (r == Plain::no) break;  // run() takes it
+        if (r == Plain::taken) {
             const std::int64_t target = pc + i.imm;
             if (target < 0 || target >= size) break;  // run() faults on it
             pc = target;
@@ -367,7 +315,7 @@ RunResult Executor::run(SliceState& s)
             return RunResult::ended;
         case JAL_OP_LI:
         case JAL_OP_LUI:
-            wr(alu(i, x[i.a], ra, rb));
+            plain_step(i, x);
             break;
         case JAL_OP_MOVSR:
             switch (i.imm) {
@@ -422,7 +370,7 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_MAX:
         case JAL_OP_ADDI:
         case JAL_OP_MULI:
-            wr(alu(i, x[i.a], ra, rb));
+            plain_step(i, x);
             break;
         case JAL_OP_LD:
         case JAL_OP_ST:
@@ -438,8 +386,7 @@ RunResult Executor::run(SliceState& s)
         case JAL_OP_BGE:
         case JAL_OP_BLTU:
         case JAL_OP_JMP: {
-            const bool taken = branch_taken(i, x[i.a], x[i.b & 31]);
-            if (taken) {
+            if (plain_step(i, x) == Plain::taken) {
                 const std::int64_t target = static_cast<std::int64_t>(s.pc) + i.imm;
                 if (target < 0 || target >= static_cast<std::int64_t>(code.size())) {
                     st = JAL_STATUS_INVALID_FIELD;
