@@ -1,7 +1,8 @@
 // The matrix engine (MMA) and the vector engine (V* ops): operand checks, the arithmetic
 // (jal::numerics for MMA, conversions and transcendentals; plain F32 otherwise) and the
-// engine op the timing model costs. Operands are copied out of L1 before the result is
-// written, so a result tile may overlap its inputs (td = ta is the common case).
+// engine op the timing model costs. A result may overlap its inputs: vector ops work on L1
+// where it lies when each input is apart from the result or is the result itself, and on
+// copies of the inputs otherwise (an MMA copies an input that overlaps its accumulator).
 #include "emu/tile_exec/executor.hpp"
 
 #include <jal/isa/numerics.hpp>
@@ -92,46 +93,108 @@ bool broadcastable(const Tile& res, const Tile& b)
 }
 
 // d[k] = f(a[k], b at k's row and column, d[k]) over the result td; b is broadcast from a
-// row, a column or one element.
-template <typename F>
-void binary(const Tile& td, const Tile& tb, const float* a, const float* b, float* d, F f)
+// row, a column or one element. rows(r) gives row r's d, a and b (b: its own row, or the
+// one row it broadcasts).
+struct RowPtrs {
+    float* d;
+    const float* a;
+    const float* b;
+};
+template <typename F, typename Rows>
+void binary(const Tile& td, const Tile& tb, Rows rows, F f)
 {
     for (std::uint32_t r = 0; r < td.rows; ++r) {
-        const std::uint64_t row = std::uint64_t{r} * td.cols;
-        const float* br = b + std::uint64_t{tb.rows == 1 ? 0 : r} * tb.cols;
-        if (tb.cols == 1)
-            for (std::uint32_t c = 0; c < td.cols; ++c)
-                d[row + c] = f(a[row + c], br[0], d[row + c]);
-        else
-            for (std::uint32_t c = 0; c < td.cols; ++c)
-                d[row + c] = f(a[row + c], br[c], d[row + c]);
+        const RowPtrs p = rows(r);
+        if (tb.cols == 1) {
+            const float b0 = p.b[0];  // read before d's row is written (d may be b: 1 x 1)
+            for (std::uint32_t c = 0; c < td.cols; ++c) p.d[c] = f(p.a[c], b0, p.d[c]);
+        } else {
+            for (std::uint32_t c = 0; c < td.cols; ++c) p.d[c] = f(p.a[c], p.b[c], p.d[c]);
+        }
     }
 }
 
 // The two-input vector ops, the opcode resolved once a tile rather than once an element.
-void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, const float* a, const float* b,
-                 float* d)
+template <typename Rows>
+void elementwise(std::uint8_t op, const Tile& td, const Tile& tb, Rows rows)
 {
     switch (op) {
     case JAL_OP_VADD:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return x + y; });
+        binary(td, tb, rows, [](float x, float y, float) { return x + y; });
         break;
     case JAL_OP_VSUB:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return x - y; });
+        binary(td, tb, rows, [](float x, float y, float) { return x - y; });
         break;
     case JAL_OP_VMUL:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return x * y; });
+        binary(td, tb, rows, [](float x, float y, float) { return x * y; });
         break;
     case JAL_OP_VMAX:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return fmax_of(x, y); });
+        binary(td, tb, rows, [](float x, float y, float) { return fmax_of(x, y); });
         break;
     case JAL_OP_VMIN:
-        binary(td, tb, a, b, d, [](float x, float y, float) { return fmin_of(x, y); });
+        binary(td, tb, rows, [](float x, float y, float) { return fmin_of(x, y); });
         break;
     default:  // VFMA
-        binary(td, tb, a, b, d, [](float x, float y, float z) { return std::fma(x, y, z); });
+        binary(td, tb, rows, [](float x, float y, float z) { return std::fma(x, y, z); });
         break;
     }
+}
+
+// The one-input vector ops over n elements from x to y (y may be x).
+void unary(std::uint8_t op, const float* x, float* y, std::uint64_t n, float k, float lo, float hi)
+{
+    switch (op) {
+    case JAL_OP_VSCALE:
+        for (std::uint64_t e = 0; e < n; ++e) y[e] = x[e] * k;
+        break;
+    case JAL_OP_VADDS:
+        for (std::uint64_t e = 0; e < n; ++e) y[e] = x[e] + k;
+        break;
+    case JAL_OP_VEXP:
+        jal::numerics::exp_f32(x, y, n);
+        break;
+    case JAL_OP_VRSQRT:
+        jal::numerics::rsqrt_f32(x, y, n);
+        break;
+    case JAL_OP_VSILU:
+        jal::numerics::silu_f32(x, y, n);
+        break;
+    case JAL_OP_VSIGMOID:
+        jal::numerics::sigmoid_f32(x, y, n);
+        break;
+    case JAL_OP_VRECIP:
+        jal::numerics::recip_f32(x, y, n);
+        break;
+    case JAL_OP_VNEG:
+        for (std::uint64_t e = 0; e < n; ++e) y[e] = -x[e];
+        break;
+    default:  // VCLAMP
+        for (std::uint64_t e = 0; e < n; ++e) y[e] = fmin_of(fmax_of(x[e], lo), hi);
+        break;
+    }
+}
+
+// Where a vector op can work on L1 as it lies, with no copies: F32 rows the host can
+// address as floats, and each input either apart from the result or the result itself
+// (element i of the input is then read just before element i of the result is written,
+// which sequential semantics allow). A partly overlapping input, or a broadcast one over
+// the result, is copied out first (load()), as every op did before.
+bool f32_rows(const Tile& t)
+{
+    return t.dtype == JAL_DT_F32 && t.addr % alignof(float) == 0 && t.stride % alignof(float) == 0;
+}
+bool contiguous(const Tile& t)
+{
+    return t.rows == 1 || t.stride == std::uint64_t{t.cols} * 4;
+}
+bool in_place(const Tile& res, const Tile& in)
+{
+    return !in.span().overlaps(res.span()) ||
+           (in.addr == res.addr && in.stride == res.stride && in.same_shape(res));
+}
+float* row_of(const SliceState& s, const Tile& t, std::uint32_t r)
+{
+    return reinterpret_cast<float*>(s.l1 + t.addr + std::uint64_t{r} * t.stride);
 }
 
 // Slower input format first: F32 < BF16/F16 < MXFP8/Q8_0 < MXFP4.
@@ -237,10 +300,22 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.elems = n;
         op.flops = i.op == JAL_OP_VFMA ? 2 * n : n;
         if (!compute) return kOk;
+        if (f32_rows(*td) && f32_rows(*ta) && f32_rows(*tb) && in_place(*td, *ta) &&
+            in_place(*td, *tb)) {
+            elementwise(i.op, *td, *tb, [&](std::uint32_t r) {
+                return RowPtrs{row_of(s, *td, r), row_of(s, *ta, r),
+                               row_of(s, *tb, tb->rows == 1 ? 0 : r)};
+            });
+            return kOk;
+        }
         const float *a = load(s, *ta, kA), *b = load(s, *tb, kB);
         // Only VFMA reads d's elements; the other ops write them without reading.
         float* d = i.op == JAL_OP_VFMA ? load(s, *td, kD) : room<float>(kD, n);
-        elementwise(i.op, *td, *tb, a, b, d);
+        const std::uint32_t cols = td->cols, bcols = tb->cols;
+        elementwise(i.op, *td, *tb, [&](std::uint32_t r) {
+            return RowPtrs{d + std::uint64_t{r} * cols, a + std::uint64_t{r} * cols,
+                           b + std::uint64_t{tb->rows == 1 ? 0 : r} * bcols};
+        });
         store_raw(s, *td, d);
         return kOk;
     }
@@ -265,41 +340,24 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         (trans ? op.trans_elems : op.elems) = n;
         op.flops = i.op == JAL_OP_VCLAMP ? 2 * n : n;
         if (!compute) return kOk;
-        float* const v = load(s, *ta, kA);
-        float* const end = v + n;
         const float k = f32_bits(static_cast<std::uint32_t>(i.imm));
-        switch (i.op) {
-        case JAL_OP_VSCALE:
-            for (float* x = v; x != end; ++x) *x *= k;
-            break;
-        case JAL_OP_VADDS:
-            for (float* x = v; x != end; ++x) *x += k;
-            break;
-        case JAL_OP_VEXP:
-            jal::numerics::exp_f32(v, v, n);
-            break;
-        case JAL_OP_VRSQRT:
-            jal::numerics::rsqrt_f32(v, v, n);
-            break;
-        case JAL_OP_VSILU:
-            jal::numerics::silu_f32(v, v, n);
-            break;
-        case JAL_OP_VSIGMOID:
-            jal::numerics::sigmoid_f32(v, v, n);
-            break;
-        case JAL_OP_VRECIP:
-            jal::numerics::recip_f32(v, v, n);
-            break;
-        case JAL_OP_VNEG:
-            for (float* x = v; x != end; ++x) *x = -*x;
-            break;
-        default: {
-            const float lo = f32_bits(static_cast<std::uint32_t>(s.x[i.c])),
-                        hi = f32_bits(static_cast<std::uint32_t>(s.x[i.d]));
-            for (float* x = v; x != end; ++x) *x = fmin_of(fmax_of(*x, lo), hi);
-            break;
+        const float lo = i.op == JAL_OP_VCLAMP ? f32_bits(static_cast<std::uint32_t>(s.x[i.c])) : 0,
+                    hi = i.op == JAL_OP_VCLAMP ? f32_bits(static_cast<std::uint32_t>(s.x[i.d])) : 0;
+        if (f32_rows(*td) && f32_rows(*ta) && in_place(*td, *ta)) {
+            // Whole tiles in one call where both are packed: the transcendentals then see
+            // the same runs of elements as through the copy.
+            if (contiguous(*td) && contiguous(*ta)) {
+                unary(i.op, row_of(s, *ta, 0), row_of(s, *td, 0), n, k, lo, hi);
+                return kOk;
+            }
+            if (!trans) {
+                for (std::uint32_t r = 0; r < td->rows; ++r)
+                    unary(i.op, row_of(s, *ta, r), row_of(s, *td, r), td->cols, k, lo, hi);
+                return kOk;
+            }
         }
-        }
+        float* const v = load(s, *ta, kA);
+        unary(i.op, v, v, n, k, lo, hi);
         store_raw(s, *td, v);
         return kOk;
     }
@@ -320,12 +378,13 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         (topk ? op.sort_elems : op.elems) = ta->elements();
         op.flops = i.op == JAL_OP_VREDSUM ? ta->elements() : 0;
         if (!compute) return kOk;
-        const float* a = load(s, *ta, kA);
+        const bool direct = f32_rows(*ta);  // rows read where they lie
+        const float* a = direct ? nullptr : load(s, *ta, kA);
         float* outf = room<float>(kD, td->elements());
         std::int32_t* outi = room<std::int32_t>(kD, td->elements());
         std::uint32_t* idx = room<std::uint32_t>(kB, ta->cols);
         for (std::uint32_t r = 0; r < ta->rows; ++r) {
-            const float* row = a + std::uint64_t{r} * ta->cols;
+            const float* row = direct ? row_of(s, *ta, r) : a + std::uint64_t{r} * ta->cols;
             if (i.op == JAL_OP_VREDSUM) {
                 float sum = 0;
                 for (std::uint32_t c = 0; c < ta->cols; ++c) sum += row[c];
@@ -386,6 +445,12 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.elems = n;
         if (!compute) return kOk;
         const std::uint64_t rb = row_bytes(td->dtype, td->cols);
+        if (!ta->span().overlaps(td->span())) {
+            for (std::uint32_t r = 0; r < td->rows; ++r)
+                std::memcpy(s.l1 + td->addr + std::uint64_t{r} * td->stride,
+                            s.l1 + ta->addr + std::uint64_t{r} * ta->stride, rb);
+            return kOk;
+        }
         std::byte* tmp = room<std::byte>(kA, rb * td->rows);
         for (std::uint32_t r = 0; r < td->rows; ++r)
             std::memcpy(tmp + r * rb, s.l1 + ta->addr + std::uint64_t{r} * ta->stride, rb);
@@ -397,6 +462,13 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         if (i.b || i.c || i.d || (td->dtype != JAL_DT_F32 && td->dtype != JAL_DT_I32)) return kBad;
         op.elems = n;
         if (!compute) return kOk;
+        if (td->addr % 4 == 0 && td->stride % 4 == 0) {
+            for (std::uint32_t r = 0; r < td->rows; ++r)
+                std::fill_n(reinterpret_cast<std::int32_t*>(s.l1 + td->addr +
+                                                            std::uint64_t{r} * td->stride),
+                            td->cols, i.imm);
+            return kOk;
+        }
         std::int32_t* v = room<std::int32_t>(kA, n);
         std::fill(v, v + n, i.imm);
         store_raw(s, *td, v);
@@ -407,16 +479,19 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         op.reads[0] = td->span();
         op.elems = n;
         if (!compute) return kOk;
-        float* v = load(s, *td, kA);
+        const bool direct = f32_rows(*td);
+        float* v = direct ? nullptr : load(s, *td, kA);
         const auto q0 = static_cast<std::int64_t>(s.x[i.b]),
                    k0 = static_cast<std::int64_t>(s.x[i.c]);
-        for (std::uint32_t r = 0; r < td->rows; ++r)
+        for (std::uint32_t r = 0; r < td->rows; ++r) {
+            float* row = direct ? row_of(s, *td, r) : v + std::uint64_t{r} * td->cols;
             for (std::uint32_t c = 0; c < td->cols; ++c) {
                 const std::int64_t q = q0 + r, key = k0 + c;
                 if (key > q || (i.imm > 0 && q - key >= i.imm))
-                    v[std::uint64_t{r} * td->cols + c] = -std::numeric_limits<float>::infinity();
+                    row[c] = -std::numeric_limits<float>::infinity();
             }
-        store_raw(s, *td, v);
+        }
+        if (!direct) store_raw(s, *td, v);
         return kOk;
     }
     case JAL_OP_VIOTA: {
@@ -430,6 +505,13 @@ std::uint32_t execute_tile_op(SliceState& s, const Insn& i, bool timing_only, En
         // division an element).
         const std::uint32_t cols = td->cols;
         auto fill = [&](auto* v, auto element) {
+            if (td->addr % 4 == 0 && td->stride % 4 == 0) {  // in L1: row 0, then its copies
+                auto* row0 = reinterpret_cast<decltype(v)>(s.l1 + td->addr);
+                for (std::uint32_t c = 0; c < cols; ++c) row0[c] = element(start + c * step);
+                for (std::uint32_t r = 1; r < td->rows; ++r)
+                    std::memcpy(s.l1 + td->addr + std::uint64_t{r} * td->stride, row0, cols * 4u);
+                return;
+            }
             for (std::uint32_t c = 0; c < cols; ++c) v[c] = element(start + c * step);
             for (std::uint64_t k = cols; k < n; k += cols) std::memcpy(v + k, v, cols * 4u);
             store_raw(s, *td, v);

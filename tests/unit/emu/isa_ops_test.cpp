@@ -3,8 +3,10 @@
 #include "isa_harness.hpp"
 
 #include <jal/isa/numerics.hpp>
+#include <jal/isa/tile_math.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace isatest;
@@ -212,6 +214,221 @@ TEST_F(IsaOps, TimingOnlyTouchesNoDataButChecksEverything)
     // Mappings are still checked.
     write_vec(kVa, std::vector<std::uint64_t>{in, kVa + 50 * kPage});
     EXPECT_EQ(run(code, o).report.status, JAL_STATUS_PAGE_FAULT);
+}
+
+// The vector engine works on L1 where it lies when it can (executor's fast path) and on
+// copies otherwise; either way an op reads its operands as they were before it writes:
+// the result's L1 bytes after each op, against a model that copies every operand out
+// first. Layouts: the result as an input, apart from it, partly over it, a broadcast row
+// inside it, strided rows, contiguous rows and rows at an address no float is aligned to.
+struct TileAt {
+    std::uint32_t addr, rows, cols, stride;
+};
+
+class VectorOverlap : public IsaOps {
+protected:
+    static constexpr std::uint32_t kBytes = 1024;
+
+    // Runs `op` (V(op, 1, 2, 3, ...) over tiles d, a, b) on L1 holding `img`; L1 after.
+    std::vector<std::byte> run_op(const std::vector<std::byte>& img, std::uint8_t op, TileAt d,
+                                  TileAt a, TileAt b, std::uint32_t dt, std::int32_t imm)
+    {
+        const std::uint64_t in = kVa + 4096, out = kVa + 8192;
+        write(in, img.data(), img.size());
+        write_vec(kVa, std::vector<std::uint64_t>{in, out});
+        std::vector<std::uint64_t> code =
+            with_args(2, {LI(10, 0), LI(11, 1), LI(12, kBytes / 4),
+                          TDESC(0, 10, 11, 12, 0, JAL_DT_F32), TLOAD(0, 2, 0, 0),
+                          LI(20, f32imm(-0.75f)), LI(21, f32imm(1.25f)), LI(22, 3), LI(23, 2)});
+        const TileAt ts[] = {d, a, b};
+        for (unsigned t = 0; t < 3; ++t) {
+            code.insert(code.end(), {LI(13, ts[t].addr), LI(14, ts[t].rows), LI(15, ts[t].cols),
+                                     TDESC(1 + t, 13, 14, 15, ts[t].stride,
+                                           t == 0 ? dt : std::uint32_t{JAL_DT_F32})});
+        }
+        switch (op) {
+        case JAL_OP_VFILL:
+            code.push_back(V(op, 1, 0, 0, 0, imm));
+            break;
+        case JAL_OP_VMASK:  // query x22 = 3, first key x23 = 2, window imm
+        case JAL_OP_VIOTA:  // from x22 = 3 in steps of x23 = 2
+            code.push_back(V(op, 1, 22, 23, 0, imm));
+            break;
+        case JAL_OP_VCLAMP:  // to [x20, x21]
+            code.push_back(V(op, 1, 2, 20, 21));
+            break;
+        default:  // t1 = op(t2[, t3])
+            code.push_back(V(op, 1, 2, op >= JAL_OP_VADD && op <= JAL_OP_VFMA ? 3 : 0, 0, imm));
+            break;
+        }
+        code.insert(code.end(), {TSTORE(0, 3, 0, 0), WAIT(0, 2), END()});
+        const auto r = run(code, opts());
+        EXPECT_EQ(r.report.status, JAL_STATUS_OK) << r.report.fault_pc;
+        std::vector<std::byte> got(kBytes);
+        const auto words = read_vec<std::uint8_t>(out, kBytes);
+        std::memcpy(got.data(), words.data(), kBytes);
+        return got;
+    }
+};
+
+float at(const std::vector<std::byte>& m, TileAt t, std::uint32_t r, std::uint32_t c)
+{
+    float v;
+    std::memcpy(&v, m.data() + t.addr + r * t.stride + 4 * c, 4);
+    return v;
+}
+void put(std::vector<std::byte>& m, TileAt t, std::uint32_t r, std::uint32_t c, float v)
+{
+    std::memcpy(m.data() + t.addr + r * t.stride + 4 * c, &v, 4);
+}
+
+float one(std::uint8_t op, float x, float y, float z)
+{
+    float v = x;
+    switch (op) {
+    case JAL_OP_VADD:
+        return x + y;
+    case JAL_OP_VSUB:
+        return x - y;
+    case JAL_OP_VMUL:
+        return x * y;
+    case JAL_OP_VMAX:
+        return std::fmax(x, y);
+    case JAL_OP_VMIN:
+        return std::fmin(x, y);
+    case JAL_OP_VFMA:
+        return std::fma(x, y, z);
+    case JAL_OP_VSCALE:
+        return x * 0.5f;
+    case JAL_OP_VNEG:
+        return -x;
+    case JAL_OP_VCLAMP:
+        return std::fmin(std::fmax(x, -0.75f), 1.25f);
+    case JAL_OP_VEXP:
+        jal::numerics::exp_f32(&x, &v, 1);
+        return v;
+    default:
+        jal::numerics::silu_f32(&x, &v, 1);
+        return v;  // VSILU
+    }
+}
+
+// The model: every input element read from `m` as it was, then d written.
+std::vector<std::byte> model(std::vector<std::byte> m, std::uint8_t op, TileAt d, TileAt a,
+                             TileAt b)
+{
+    const std::vector<std::byte> before = m;
+    if (op == JAL_OP_VREDSUM || op == JAL_OP_VREDMAX) {
+        for (std::uint32_t r = 0; r < a.rows; ++r) {
+            float acc = op == JAL_OP_VREDSUM ? 0.0f : at(before, a, r, 0);
+            for (std::uint32_t c = op == JAL_OP_VREDSUM ? 0 : 1; c < a.cols; ++c)
+                acc = op == JAL_OP_VREDSUM ? acc + at(before, a, r, c)
+                                           : std::fmax(acc, at(before, a, r, c));
+            put(m, d, r, 0, acc);
+        }
+        return m;
+    }
+    for (std::uint32_t r = 0; r < d.rows; ++r)
+        for (std::uint32_t c = 0; c < d.cols; ++c) {
+            const float y = at(before, b, b.rows == 1 ? 0 : r, b.cols == 1 ? 0 : c);
+            put(m, d, r, c,
+                op == JAL_OP_VCOPY ? at(before, a, r, c)
+                                   : one(op, at(before, a, r, c), y, at(before, d, r, c)));
+        }
+    return m;
+}
+
+TEST_F(VectorOverlap, OperandsAreReadAsTheyWereWhateverTheLayout)
+{
+    std::vector<std::byte> img(kBytes);
+    const std::vector<float> x = random_floats(kBytes / 4, 5);
+    std::memcpy(img.data(), x.data(), kBytes);
+    // Sane floats at 770 (two bytes past a float boundary) for the unaligned layouts.
+    const std::vector<float> u = random_floats(60, 6);
+    std::memcpy(img.data() + 770, u.data(), u.size() * 4);
+
+    const TileAt strided{0, 2, 8, 48}, apart{256, 2, 8, 48}, shifted{4, 2, 8, 48},
+        other{512, 2, 8, 32}, packed{0, 2, 8, 32}, odd{770, 2, 8, 40}, row_in_d{48, 1, 8, 32},
+        column{600, 2, 1, 4};
+    struct Case {
+        TileAt d, a, b;
+    };
+    const Case binary_cases[] = {
+        {strided, strided, other},   // the result is a
+        {apart, strided, other},     // apart
+        {shifted, strided, other},   // partly over a
+        {strided, other, row_in_d},  // a broadcast row inside the result
+        {strided, strided, column},  // a broadcast column
+        {strided, other, strided},   // the result is b
+        {odd, odd, other},           // no float alignment
+        {packed, packed, other},
+    };
+    for (std::uint8_t op :
+         {JAL_OP_VADD, JAL_OP_VSUB, JAL_OP_VMUL, JAL_OP_VMAX, JAL_OP_VMIN, JAL_OP_VFMA})
+        for (const Case& k : binary_cases) {
+            SCOPED_TRACE(testing::Message() << "op " << int(op) << " d@" << k.d.addr << " a@"
+                                            << k.a.addr << " b@" << k.b.addr);
+            EXPECT_EQ(run_op(img, op, k.d, k.a, k.b, JAL_DT_F32, 0), model(img, op, k.d, k.a, k.b));
+        }
+    const Case unary_cases[] = {{strided, strided, other}, {apart, strided, other},
+                                {shifted, strided, other}, {packed, packed, other},
+                                {apart, packed, other},    {odd, odd, other}};
+    for (std::uint8_t op :
+         {JAL_OP_VSCALE, JAL_OP_VNEG, JAL_OP_VCLAMP, JAL_OP_VEXP, JAL_OP_VSILU, JAL_OP_VCOPY})
+        for (const Case& k : unary_cases) {
+            SCOPED_TRACE(testing::Message()
+                         << "op " << int(op) << " d@" << k.d.addr << " a@" << k.a.addr);
+            EXPECT_EQ(
+                run_op(img, op, k.d, k.a, k.b, JAL_DT_F32, op == JAL_OP_VSCALE ? f32imm(0.5f) : 0),
+                model(img, op, k.d, k.a, k.b));
+        }
+    const Case reduce_cases[] = {{{0, 2, 1, 48}, strided, other},  // over a's first column
+                                 {{4, 2, 1, 48}, strided, other},  // over its second
+                                 {{800, 2, 1, 4}, strided, other},
+                                 {{512, 2, 1, 4}, odd, other}};
+    for (std::uint8_t op : {JAL_OP_VREDSUM, JAL_OP_VREDMAX})
+        for (const Case& k : reduce_cases) {
+            SCOPED_TRACE(testing::Message()
+                         << "op " << int(op) << " d@" << k.d.addr << " a@" << k.a.addr);
+            EXPECT_EQ(run_op(img, op, k.d, k.a, k.b, JAL_DT_F32, 0), model(img, op, k.d, k.a, k.b));
+        }
+}
+
+TEST_F(VectorOverlap, FillsMasksAndIotasWriteOnlyTheirRows)
+{
+    std::vector<std::byte> img(kBytes);
+    const std::vector<float> x = random_floats(kBytes / 4, 7);
+    std::memcpy(img.data(), x.data(), kBytes);
+    const TileAt other{512, 2, 8, 32};
+    for (const TileAt d : {TileAt{0, 2, 8, 48}, TileAt{770, 2, 8, 40}}) {
+        SCOPED_TRACE(d.addr);
+        // VFILL: every element the immediate's bits.
+        std::vector<std::byte> want = img;
+        for (std::uint32_t r = 0; r < d.rows; ++r)
+            for (std::uint32_t c = 0; c < d.cols; ++c) put(want, d, r, c, 2.5f);
+        EXPECT_EQ(run_op(img, JAL_OP_VFILL, d, other, other, JAL_DT_F32, f32imm(2.5f)), want);
+        // VMASK (query 3 at row 0, keys from 2 at column 0, window 4): -inf where the key is
+        // after the query or 4 or more before it.
+        want = img;
+        for (std::uint32_t r = 0; r < d.rows; ++r)
+            for (std::uint32_t c = 0; c < d.cols; ++c) {
+                const int q = 3 + int(r), key = 2 + int(c);
+                if (key > q || q - key >= 4) put(want, d, r, c, -INFINITY);
+            }
+        EXPECT_EQ(run_op(img, JAL_OP_VMASK, d, other, other, JAL_DT_F32, 4), want);
+        // VIOTA (from 3, step 2) in F32 and I32.
+        want = img;
+        for (std::uint32_t r = 0; r < d.rows; ++r)
+            for (std::uint32_t c = 0; c < d.cols; ++c) put(want, d, r, c, float(3 + 2 * c));
+        EXPECT_EQ(run_op(img, JAL_OP_VIOTA, d, other, other, JAL_DT_F32, 0), want);
+        want = img;
+        for (std::uint32_t r = 0; r < d.rows; ++r)
+            for (std::uint32_t c = 0; c < d.cols; ++c) {
+                const std::int32_t v = 3 + 2 * std::int32_t(c);
+                std::memcpy(want.data() + d.addr + r * d.stride + 4 * c, &v, 4);
+            }
+        EXPECT_EQ(run_op(img, JAL_OP_VIOTA, d, other, other, JAL_DT_I32, 0), want);
+    }
 }
 
 }  // namespace
