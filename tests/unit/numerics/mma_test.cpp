@@ -370,6 +370,72 @@ TEST(NumericsMma, Mxfp4GemvInGroupsOfRowsAndScalesOfEveryExponent)
     EXPECT_GT(finite, outputs * 3 / 4) << "too few finite outputs to compare";
 }
 
+// The MXFP4 GEMV at extreme magnitudes, four families of operands: scales, activations and
+// partial sums spread over the exponent range (2^-90 .. 2^60, scales 2^-108 .. 2^102);
+// sums that cancel to their roundings; products deep in the subnormals (tiny activations,
+// scales near 2^-100, sums from 0), where every step of the chain rounds to the subnormal
+// grid; and products near the top of the range (scales near 2^90) whose partial sums
+// overflow and may come back. Each path must give the scalar code's bits. (A kernel that
+// took a block's power-of-two scale out of the chain, rounding at the end instead of at
+// every step, fails the last two: docs/performance.md, "Vector ops in place".)
+TEST(NumericsMma, Mxfp4GemvExtremeMagnitudes)
+{
+    std::mt19937 rng(91);
+    const int edge_scales[] = {20, 94, 95, 96, 97, 127, 128, 129, 159, 160, 161, 162, 230};
+    const int edge_exponents[] = {-90, -66, -65, -64, -63, -20, -1, 0, 3, 38, 39, 40, 41, 60};
+    auto pick = [&](const auto& v) { return v[rng() % std::size(v)]; };
+    auto in = [&](int lo, int hi) { return lo + int(rng() % unsigned(hi - lo + 1)); };
+    auto value = [&](int e) {
+        const float mant = 1.0f + float(rng() % 1024) / 1024.0f;
+        return (rng() % 2 ? -1.0f : 1.0f) * std::ldexp(mant, e);
+    };
+    size_t outputs = 0, finite = 0;
+    for (int trial = 0; trial < 80; trial++) {
+        const int family = trial % 4;  // 0 edges, 1 cancelling, 2 subnormal, 3 overflowing
+        const uint32_t M = 1 + trial % 3 / 2, N = 64, K = 96;
+        std::mt19937 r(4000 + trial);
+        Matrix a = random_matrix(JAL_DT_F32, M, K, r);
+        Matrix b = random_matrix(JAL_DT_MXFP4, N, K, r);
+        const int ea = pick(edge_exponents);
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t k = 0; k < K; k++) {
+                const int e = family == 2   ? in(-45, -30)
+                              : family == 3 ? in(28, 31)
+                              : rng() % 4   ? ea
+                                            : pick(edge_exponents);
+                const float v = rng() % 16 == 0 ? 0.0f : value(e);
+                std::memcpy(a.bytes.data() + size_t(m) * a.stride + 4 * k, &v, 4);
+            }
+        for (uint32_t n = 0; n < N; n++)
+            for (uint32_t blk = 0; blk < K / 32; blk++)
+                b.bytes[size_t(n) * b.stride + blk * 17] = uint8_t(family == 2   ? in(28, 40)
+                                                                   : family == 3 ? in(215, 222)
+                                                                   : rng() % 3   ? 127 + in(-2, 2)
+                                                                               : pick(edge_scales));
+        std::vector<float> acc0(size_t(M) * N, 0.0f);
+        if (family < 2)
+            for (float& v : acc0) v = rng() % 8 == 0 ? 0.0f : value(pick(edge_exponents));
+        if (family == 1) {  // minus the exact sum: what is left is roundings, near 0
+            const auto sum = reference_loop(std::vector<float>(acc0.size(), 0.0f), a, b);
+            for (size_t i = 0; i < acc0.size(); i++) acc0[i] = -sum[i];
+        }
+        const std::string what = "trial " + std::to_string(trial);
+        auto want = reference_loop(acc0, a, b);
+        for (float& w : want)
+            if (std::isnan(w)) w = float_of(0x7fc00000u);
+        auto scalar = run_mma(Isa::scalar, acc0, a, b);
+        expect_bits_equal(want, scalar, what + " (scalar)");
+        if (family != 3) {
+            outputs += scalar.size();
+            finite += size_t(std::count_if(scalar.begin(), scalar.end(),
+                                           [](float v) { return std::isfinite(v) && v != 0; }));
+        }
+        if (host_has_avx512())
+            expect_bits_equal(scalar, run_mma(Isa::avx512, acc0, a, b), what + " (avx512)");
+    }
+    EXPECT_GT(finite, outputs / 2) << "too few finite, nonzero outputs to compare";
+}
+
 TEST(NumericsMma, UnblockedFormatsTakeAnyK)
 {
     for (uint32_t K : {1u, 5u, 7u, 37u, 300u})
