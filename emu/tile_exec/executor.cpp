@@ -22,13 +22,16 @@ bool valid_sem(std::int32_t q)
     return q >= 0 && q < JAL_ISA_SEMAPHORES;
 }
 
-// Instructions that touch nothing but scalar registers, the pc and their issue cycle: the
-// ALU ops that cannot fault (all but DIVU and REMU), LI, LUI and the branches.
+// Instructions that touch nothing but registers, the pc and their issue cycle: the ALU ops
+// that cannot fault (all but DIVU and REMU), LI, LUI and the branches (plain_step); and
+// those that may fault or read the slice's state, which run_plain takes when they do not
+// (register_step): DIVU, REMU, MOVSR and TDESC.
 bool plain_op(std::uint8_t op)
 {
     return (op >= JAL_OP_LI && op <= JAL_OP_LUI) || (op >= JAL_OP_ADD && op <= JAL_OP_MUL) ||
            (op >= JAL_OP_AND && op <= JAL_OP_MAX) || op == JAL_OP_ADDI || op == JAL_OP_MULI ||
-           (op >= JAL_OP_BEQ && op <= JAL_OP_JMP);
+           (op >= JAL_OP_BEQ && op <= JAL_OP_JMP) || op == JAL_OP_DIVU || op == JAL_OP_REMU ||
+           op == JAL_OP_MOVSR || op == JAL_OP_TDESC;
 }
 
 enum class Plain : std::uint8_t { no, next, taken };
@@ -230,6 +233,67 @@ bool Executor::settle(SliceState& s)
     return true;
 }
 
+// DIVU and REMU by a nonzero divisor, MOVSR of any special register but the clock (run_plain
+// keeps the issue time in its locals) and TDESC of a tile that fits: the register written,
+// true. Anything else, or a fault, changes nothing and is false: run() takes it.
+[[gnu::always_inline]] inline bool Executor::register_step(SliceState& s, const Insn& i) const
+{
+    auto& x = s.x;
+    std::uint64_t v = 0;
+    switch (i.op) {
+    case JAL_OP_DIVU:
+    case JAL_OP_REMU: {
+        const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
+        if (rb == 0) return false;
+        v = i.op == JAL_OP_DIVU ? ra / rb : ra % rb;
+        break;
+    }
+    case JAL_OP_MOVSR:
+        switch (i.imm) {
+        case JAL_SR_SLICE:
+            v = s.stage_mask ? s.stage_rank() : s.index;
+            break;
+        case JAL_SR_NSLICES:
+            v = s.stage_mask ? static_cast<std::uint32_t>(std::popcount(s.stage_mask))
+                             : fabric_.slices();
+            break;
+        case JAL_SR_LOGICAL_SLICE:
+            v = s.logical;
+            break;
+        case JAL_SR_ARGS:
+            v = p_.args + s.stage_args;
+            break;
+        case JAL_SR_TIMING_ONLY:
+            v = p_.timing_only ? 1 : 0;
+            break;
+        case JAL_SR_DISPATCH_SLICE:
+            v = s.index;
+            break;
+        case JAL_SR_DISPATCH_NSLICES:
+            v = fabric_.slices();
+            break;
+        default:  // the clock, or no such register
+            return false;
+        }
+        break;
+    case JAL_OP_TDESC: {
+        if (i.a >= JAL_ISA_TILE_REGS) return false;
+        Tile t;
+        std::uint64_t bad = 0;
+        if (make_tile(x[i.b & 31], x[i.c & 31], x[i.d & 31], static_cast<std::uint32_t>(i.imm),
+                      std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES), t,
+                      bad) != kOk)
+            return false;
+        s.t[i.a] = t;
+        return true;
+    }
+    default:
+        return false;
+    }
+    if (i.a) x[i.a] = v;
+    return true;
+}
+
 // The same steps as run()'s loop for these instructions (stop rule, quantum, budget, issue,
 // execute), with the slice's time, energy, pc and instruction count in locals: most of a
 // program's instructions are plain, and the issue time's add, store and reload through the
@@ -250,7 +314,7 @@ void Executor::run_plain(SliceState& s, std::uint64_t& n)
         const Insn& i = code[static_cast<std::size_t>(pc)];
         if (i.a >= 32) break;  // run() faults on it
         const Plain r = plain_step(i, x);
-        if (r == Plain::no) break;  // run() takes it
+        if (r == Plain::no && !register_step(s, i)) break;  // run() takes it
         if (r == Plain::taken) {
             const std::int64_t target = pc + i.imm;
             if (target < 0 || target >= size) break;  // run() faults on it
@@ -300,7 +364,6 @@ RunResult Executor::run(SliceState& s)
             s.timing.at(s.pc, i.op);
         }
         s.resuming = false;
-        const std::uint64_t ra = x[i.b & 31], rb = x[i.c & 31];
         std::uint64_t next = s.pc + 1;
         std::uint32_t st = kOk;
         std::uint64_t addr = 0;
@@ -318,43 +381,15 @@ RunResult Executor::run(SliceState& s)
             plain_step(i, x);
             break;
         case JAL_OP_MOVSR:
-            switch (i.imm) {
-            case JAL_SR_SLICE:
-                wr(s.stage_mask ? s.stage_rank() : s.index);
-                break;
-            case JAL_SR_NSLICES:
-                wr(s.stage_mask ? static_cast<std::uint32_t>(std::popcount(s.stage_mask))
-                                : fabric_.slices());
-                break;
-            case JAL_SR_LOGICAL_SLICE:
-                wr(s.logical);
-                break;
-            case JAL_SR_ARGS:
-                wr(p_.args + s.stage_args);
-                break;
-            case JAL_SR_CLOCK:
-                wr(s.timing.cycles());
-                break;
-            case JAL_SR_TIMING_ONLY:
-                wr(p_.timing_only ? 1 : 0);
-                break;
-            case JAL_SR_DISPATCH_SLICE:
-                wr(s.index);
-                break;
-            case JAL_SR_DISPATCH_NSLICES:
-                wr(fabric_.slices());
-                break;
-            default:
-                st = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
-            break;
         case JAL_OP_DIVU:
         case JAL_OP_REMU:
-            if (rb == 0)
-                st = JAL_STATUS_INVALID_FIELD;
-            else
-                wr(i.op == JAL_OP_DIVU ? ra / rb : ra % rb);
+            // What register_step leaves: the clock, or a fault.
+            if (!register_step(s, i)) {
+                if (i.op == JAL_OP_MOVSR && i.imm == JAL_SR_CLOCK)
+                    wr(s.timing.cycles());
+                else
+                    st = JAL_STATUS_INVALID_FIELD;
+            }
             break;
         case JAL_OP_ADD:
         case JAL_OP_SUB:
@@ -402,15 +437,15 @@ RunResult Executor::run(SliceState& s)
                                 ? static_cast<std::uint32_t>(i.imm)
                                 : std::uint32_t{JAL_STATUS_INVALID_FIELD});
         case JAL_OP_TDESC: {
-            if (i.a >= JAL_ISA_TILE_REGS) {
-                st = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
+            if (register_step(s, i)) break;
+            // The fault: which field, or the offending L1 offset.
             Tile t;
-            st = make_tile(x[i.b & 31], x[i.c & 31], x[i.d & 31], static_cast<std::uint32_t>(i.imm),
-                           std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES), t,
-                           addr);
-            if (st == kOk) s.t[i.a] = t;
+            st = i.a >= JAL_ISA_TILE_REGS
+                     ? std::uint32_t{JAL_STATUS_INVALID_FIELD}
+                     : make_tile(x[i.b & 31], x[i.c & 31], x[i.d & 31],
+                                 static_cast<std::uint32_t>(i.imm),
+                                 std::min<std::uint32_t>(p_.program->l1_bytes, JAL_SLICE_L1_BYTES),
+                                 t, addr);
             break;
         }
         case JAL_OP_TLOAD:

@@ -47,6 +47,7 @@ private:
     // time in registers, up to the first one that is not plain or that run()'s checks
     // would stop (it is left to run(), not issued); n counts the instructions run.
     void run_plain(SliceState& s, std::uint64_t& n);
+    bool register_step(SliceState& s, const Insn& i) const;
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);

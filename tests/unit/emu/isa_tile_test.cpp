@@ -289,6 +289,7 @@ TEST_F(IsaTile, TilesMustLieInsideL1AndTheCodeObjectsL1Bytes)
     const auto r = run(c);
     EXPECT_EQ(r.report.status, JAL_STATUS_OUT_OF_RANGE);
     EXPECT_EQ(r.report.fault_pc, 3u);
+    EXPECT_EQ(r.report.fault_address, JAL_SLICE_L1_BYTES - 100 + 2 * 64);  // the tile's end
     // The same tile fits when it starts lower, unless the code object asks for less L1.
     const std::vector<std::uint64_t> fits = {LI(10, 65536), LI(11, 2), LI(12, 16),
                                              TDESC(0, 10, 11, 12, 0, JAL_DT_F32), END()};
