@@ -25,13 +25,14 @@ bool valid_sem(std::int32_t q)
 // Instructions that touch nothing but registers, the pc and their issue cycle: the ALU ops
 // that cannot fault (all but DIVU and REMU), LI, LUI and the branches (plain_step); and
 // those that may fault or read the slice's state, which run_plain takes when they do not
-// (register_step): DIVU, REMU, MOVSR and TDESC.
+// (register_step: DIVU, REMU, MOVSR and TDESC; element_step: TREAD and TWRITE, which also
+// wait for the engine ops on their element).
 bool plain_op(std::uint8_t op)
 {
     return (op >= JAL_OP_LI && op <= JAL_OP_LUI) || (op >= JAL_OP_ADD && op <= JAL_OP_MUL) ||
            (op >= JAL_OP_AND && op <= JAL_OP_MAX) || op == JAL_OP_ADDI || op == JAL_OP_MULI ||
            (op >= JAL_OP_BEQ && op <= JAL_OP_JMP) || op == JAL_OP_DIVU || op == JAL_OP_REMU ||
-           op == JAL_OP_MOVSR || op == JAL_OP_TDESC;
+           op == JAL_OP_MOVSR || op == JAL_OP_TDESC || op == JAL_OP_TREAD || op == JAL_OP_TWRITE;
 }
 
 enum class Plain : std::uint8_t { no, next, taken };
@@ -294,6 +295,40 @@ bool Executor::settle(SliceState& s)
     return true;
 }
 
+// TREAD and TWRITE of an element in range of an F32 or I32 tile with no streamed load under
+// it, as run() runs them: issued (is: the issue time and energy run_plain keeps), the scalar
+// unit waits for the engine ops on the element, then the element moves. Anything else is
+// false and changes nothing: run() takes it.
+[[gnu::always_inline]] inline bool
+Executor::element_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is)
+{
+    if ((i.op != JAL_OP_TREAD && i.op != JAL_OP_TWRITE) || i.b >= JAL_ISA_TILE_REGS || i.imm < 0)
+        return false;
+    const Tile& t = s.t[i.b];
+    const std::uint64_t row = s.x[i.c & 31], col = static_cast<std::uint64_t>(i.imm);
+    if ((t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32) || row >= t.rows || col >= t.cols)
+        return false;
+    const auto off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
+    if (!p_.timing_only && s.streamed.may_overlap({off, off + 4})) return false;
+    is.t += s.timing.cycle_ns();
+    is.pj += rates::kPjPerInstruction;
+    s.timing.set_issue_state(is);
+    s.timing.at(pc, i.op);
+    s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
+    is = s.timing.issue_state();
+    if (p_.timing_only) {
+        if (i.op == JAL_OP_TREAD && i.a) s.x[i.a] = 0;
+    } else if (i.op == JAL_OP_TREAD) {
+        std::uint32_t v;
+        std::memcpy(&v, s.l1 + off, 4);
+        if (i.a) s.x[i.a] = v;
+    } else {
+        const auto v = static_cast<std::uint32_t>(s.x[i.a]);
+        std::memcpy(s.l1 + off, &v, 4);
+    }
+    return true;
+}
+
 // The same steps as run()'s loop for these instructions (stop rule, quantum, budget, issue,
 // execute), with the slice's time, energy, pc and instruction count in locals: most of a
 // program's instructions are plain, and the issue time's add, store and reload through the
@@ -314,7 +349,11 @@ void Executor::run_plain(SliceState& s, std::uint64_t& n)
         const Insn& i = code[static_cast<std::size_t>(pc)];
         if (i.a >= 32) break;  // run() faults on it
         const Plain r = plain_step(i, x);
-        if (r == Plain::no && !register_step(s, i)) break;  // run() takes it
+        if (r == Plain::no && !register_step(s, i)) {
+            if (!element_step(s, i, static_cast<std::uint32_t>(pc), is)) break;  // run() takes it
+            ++pc;                                                                // issued inside
+            continue;
+        }
         if (r == Plain::taken) {
             const std::int64_t target = pc + i.imm;
             if (target < 0 || target >= size) break;  // run() faults on it

@@ -249,6 +249,47 @@ TEST_F(IsaTiming, ScalarInstructionsCostOneIssueCycleAndTheirEnergyAcrossQuanta)
     EXPECT_NEAR(static_cast<double>(r.report.energy_nj), n * rates::kPjPerInstruction / 1000, 1.0);
 }
 
+// A TREAD waits for the engine op that writes its element (a load into its tile), a TWRITE
+// for the one that reads it (a store from its tile); an element of another tile waits for
+// nothing. The clock read after each tells: the difference is the op's time left, to the
+// cycle (one-cycle issues at 2 GHz; the DMA's descriptor cycles, its bytes at the local
+// HBM rate and its latency).
+TEST_F(IsaTiming, TileElementAccessesWaitForTheEngineOpsOnTheirElement)
+{
+    map(0, 1, 0);
+    stream_from(kVa + 4096);
+    const double cycle = 0.5;
+    const double op_ns = rates::kDmaOpCycles * cycle +
+                         static_cast<double>(kTileBytes) / rates::kLocalHbmBytesPerNs +
+                         rates::kLocalHbmLatencyNs;
+    for (const std::uint8_t dma : {JAL_OP_TLOAD, JAL_OP_TSTORE}) {
+        const std::uint8_t access = dma == JAL_OP_TLOAD ? JAL_OP_TREAD : JAL_OP_TWRITE;
+        auto clock_after = [&](unsigned tile) {
+            const std::vector<std::uint64_t> code = {MOVSR(1, JAL_SR_ARGS),
+                                                     LD(3, 1),
+                                                     LI(14, kRows),
+                                                     LI(15, kCols),
+                                                     LI(10, 0),
+                                                     TDESC(0, 10, 14, 15, 0, JAL_DT_F32),
+                                                     LI(10, kL1Slot),
+                                                     TDESC(1, 10, 14, 15, 0, JAL_DT_F32),
+                                                     LI(19, 1),
+                                                     I(dma, 0, 3, 0, 0, 0),
+                                                     I(access, 5, tile, 19, 0, 7),
+                                                     MOVSR(6, JAL_SR_CLOCK),
+                                                     WAIT(0, 1),
+                                                     END()};
+            const auto r = run(code, opts());
+            EXPECT_EQ(r.report.status, JAL_STATUS_OK);
+            return static_cast<double>(r.slices.at(0).x[6]);
+        };
+        SCOPED_TRACE(dma);
+        const double waited = clock_after(0), free = clock_after(1);
+        // The access issues a cycle after the op: it waits the op's time but that cycle.
+        EXPECT_NEAR((waited - free) * cycle, op_ns - cycle, cycle);
+    }
+}
+
 TEST_F(IsaTiming, ABranchOutOfTheProgramFaultsAtItsOwnIssue)
 {
     // The fault's time is the branch's issue: three cycles at 1 ns.
