@@ -25,14 +25,15 @@ bool valid_sem(std::int32_t q)
 // Instructions that touch nothing but registers, the pc and their issue cycle: the ALU ops
 // that cannot fault (all but DIVU and REMU), LI, LUI and the branches (plain_step); and
 // those that may fault or read the slice's state, which run_plain takes when they do not
-// (register_step: DIVU, REMU, MOVSR and TDESC; element_step: TREAD and TWRITE, which also
-// wait for the engine ops on their element).
+// (register_step: DIVU, REMU, MOVSR and TDESC; timed_step: WAIT, SIGNAL, TREAD and TWRITE,
+// which only wait in the timing model).
 bool plain_op(std::uint8_t op)
 {
     return (op >= JAL_OP_LI && op <= JAL_OP_LUI) || (op >= JAL_OP_ADD && op <= JAL_OP_MUL) ||
            (op >= JAL_OP_AND && op <= JAL_OP_MAX) || op == JAL_OP_ADDI || op == JAL_OP_MULI ||
            (op >= JAL_OP_BEQ && op <= JAL_OP_JMP) || op == JAL_OP_DIVU || op == JAL_OP_REMU ||
-           op == JAL_OP_MOVSR || op == JAL_OP_TDESC || op == JAL_OP_TREAD || op == JAL_OP_TWRITE;
+           op == JAL_OP_MOVSR || op == JAL_OP_TDESC || op == JAL_OP_TREAD || op == JAL_OP_TWRITE ||
+           op == JAL_OP_WAIT || op == JAL_OP_SIGNAL;
 }
 
 enum class Plain : std::uint8_t { no, next, taken };
@@ -295,37 +296,62 @@ bool Executor::settle(SliceState& s)
     return true;
 }
 
-// TREAD and TWRITE of an element in range of an F32 or I32 tile with no streamed load under
-// it, as run() runs them: issued (is: the issue time and energy run_plain keeps), the scalar
-// unit waits for the engine ops on the element, then the element moves. Anything else is
-// false and changes nothing: run() takes it.
+// Instructions that only wait in the timing model, as run() runs them: WAIT for signals that
+// are there (the count is in the functional model: one that is not blocks, in run()),
+// SIGNAL, and TREAD and TWRITE of an element in range of an F32 or I32 tile with no
+// streamed load under it (the scalar unit waits for the engine ops on the element, then the
+// element moves). Issued with the issue time and energy run_plain keeps (is) handed to the
+// timing model and back. Anything else is false and changes nothing: run() takes it.
 [[gnu::always_inline]] inline bool
-Executor::element_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is)
+Executor::timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is)
 {
-    if ((i.op != JAL_OP_TREAD && i.op != JAL_OP_TWRITE) || i.b >= JAL_ISA_TILE_REGS || i.imm < 0)
+    std::uint32_t off = 0;
+    const auto n = static_cast<std::uint64_t>(i.imm);
+    switch (i.op) {
+    case JAL_OP_WAIT:
+    case JAL_OP_SIGNAL:
+        if (!valid_sem(i.a) || i.imm < 0 || (i.op == JAL_OP_WAIT && s.q[i.a] < n)) return false;
+        break;
+    case JAL_OP_TREAD:
+    case JAL_OP_TWRITE: {
+        if (i.b >= JAL_ISA_TILE_REGS || i.imm < 0) return false;
+        const Tile& t = s.t[i.b];
+        const std::uint64_t row = s.x[i.c & 31];
+        if ((t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32) || row >= t.rows || n >= t.cols)
+            return false;
+        off = static_cast<std::uint32_t>(t.addr + row * t.stride + n * 4);
+        if (!p_.timing_only && s.streamed.may_overlap({off, off + 4})) return false;
+        break;
+    }
+    default:
         return false;
-    const Tile& t = s.t[i.b];
-    const std::uint64_t row = s.x[i.c & 31], col = static_cast<std::uint64_t>(i.imm);
-    if ((t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32) || row >= t.rows || col >= t.cols)
-        return false;
-    const auto off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
-    if (!p_.timing_only && s.streamed.may_overlap({off, off + 4})) return false;
+    }
     is.t += s.timing.cycle_ns();
     is.pj += rates::kPjPerInstruction;
     s.timing.set_issue_state(is);
     s.timing.at(pc, i.op);
-    s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
-    is = s.timing.issue_state();
-    if (p_.timing_only) {
-        if (i.op == JAL_OP_TREAD && i.a) s.x[i.a] = 0;
-    } else if (i.op == JAL_OP_TREAD) {
-        std::uint32_t v;
-        std::memcpy(&v, s.l1 + off, 4);
-        if (i.a) s.x[i.a] = v;
-    } else {
-        const auto v = static_cast<std::uint32_t>(s.x[i.a]);
-        std::memcpy(s.l1 + off, &v, 4);
+    switch (i.op) {
+    case JAL_OP_WAIT:
+        s.q[i.a] -= n;
+        s.timing.wait(i.a, n);
+        break;
+    case JAL_OP_SIGNAL:
+        s.q[i.a] += n;
+        s.timing.signal(i.a, n);
+        break;
+    default:
+        s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
+        if (i.op == JAL_OP_TREAD) {
+            std::uint32_t v = 0;
+            if (!p_.timing_only) std::memcpy(&v, s.l1 + off, 4);
+            if (i.a) s.x[i.a] = v;
+        } else if (!p_.timing_only) {
+            const auto v = static_cast<std::uint32_t>(s.x[i.a]);
+            std::memcpy(s.l1 + off, &v, 4);
+        }
+        break;
     }
+    is = s.timing.issue_state();
     return true;
 }
 
@@ -350,8 +376,8 @@ void Executor::run_plain(SliceState& s, std::uint64_t& n)
         if (i.a >= 32) break;  // run() faults on it
         const Plain r = plain_step(i, x);
         if (r == Plain::no && !register_step(s, i)) {
-            if (!element_step(s, i, static_cast<std::uint32_t>(pc), is)) break;  // run() takes it
-            ++pc;                                                                // issued inside
+            if (!timed_step(s, i, static_cast<std::uint32_t>(pc), is)) break;  // run() takes it
+            ++pc;                                                              // issued inside
             continue;
         }
         if (r == Plain::taken) {

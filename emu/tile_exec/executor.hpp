@@ -48,7 +48,7 @@ private:
     // would stop (it is left to run(), not issued); n counts the instructions run.
     void run_plain(SliceState& s, std::uint64_t& n);
     bool register_step(SliceState& s, const Insn& i) const;
-    bool element_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is);
+    bool timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is);
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
