@@ -296,6 +296,39 @@ bool Executor::settle(SliceState& s)
     return true;
 }
 
+// TREAD's and TWRITE's element: its L1 offset, or the fault (a jal_status; `addr` gets the
+// tile's address when the element lies outside it).
+std::uint32_t Executor::element_at(const SliceState& s, const Insn& i, std::uint32_t& off,
+                                   std::uint64_t& addr)
+{
+    if (i.b >= JAL_ISA_TILE_REGS || i.imm < 0) return JAL_STATUS_INVALID_FIELD;
+    const Tile& t = s.t[i.b];
+    if (t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32) return JAL_STATUS_INVALID_FIELD;
+    const std::uint64_t row = s.x[i.c & 31], col = static_cast<std::uint64_t>(i.imm);
+    if (row >= t.rows || col >= t.cols) {
+        addr = t.addr;
+        return JAL_STATUS_OUT_OF_RANGE;
+    }
+    off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
+    return kOk;
+}
+
+// The scalar unit waits for the engine ops on the element (written, or for a TWRITE also
+// read), then TREAD reads it into x[a] (0 in timing-only mode) or TWRITE writes x[a]'s low
+// word.
+void Executor::access_element(SliceState& s, const Insn& i, std::uint32_t off) const
+{
+    s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
+    if (i.op == JAL_OP_TREAD) {
+        std::uint32_t v = 0;
+        if (!p_.timing_only) std::memcpy(&v, s.l1 + off, 4);
+        if (i.a) s.x[i.a] = v;
+    } else if (!p_.timing_only) {
+        const auto v = static_cast<std::uint32_t>(s.x[i.a]);
+        std::memcpy(s.l1 + off, &v, 4);
+    }
+}
+
 // Instructions that only wait in the timing model, as run() runs them: WAIT for signals that
 // are there (the count is in the functional model: one that is not blocks, in run()),
 // SIGNAL, and TREAD and TWRITE of an element in range of an F32 or I32 tile with no
@@ -314,13 +347,10 @@ Executor::timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming
         break;
     case JAL_OP_TREAD:
     case JAL_OP_TWRITE: {
-        if (i.b >= JAL_ISA_TILE_REGS || i.imm < 0) return false;
-        const Tile& t = s.t[i.b];
-        const std::uint64_t row = s.x[i.c & 31];
-        if ((t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32) || row >= t.rows || n >= t.cols)
+        std::uint64_t fault_addr = 0;
+        if (element_at(s, i, off, fault_addr) != kOk ||
+            (!p_.timing_only && s.streamed.may_overlap({off, off + 4})))
             return false;
-        off = static_cast<std::uint32_t>(t.addr + row * t.stride + n * 4);
-        if (!p_.timing_only && s.streamed.may_overlap({off, off + 4})) return false;
         break;
     }
     default:
@@ -340,15 +370,7 @@ Executor::timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming
         s.timing.signal(i.a, n);
         break;
     default:
-        s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
-        if (i.op == JAL_OP_TREAD) {
-            std::uint32_t v = 0;
-            if (!p_.timing_only) std::memcpy(&v, s.l1 + off, 4);
-            if (i.a) s.x[i.a] = v;
-        } else if (!p_.timing_only) {
-            const auto v = static_cast<std::uint32_t>(s.x[i.a]);
-            std::memcpy(s.l1 + off, &v, 4);
-        }
+        access_element(s, i, off);
         break;
     }
     is = s.timing.issue_state();
@@ -545,34 +567,11 @@ RunResult Executor::run(SliceState& s)
             break;
         case JAL_OP_TREAD:
         case JAL_OP_TWRITE: {
-            if (i.b >= JAL_ISA_TILE_REGS || i.imm < 0) {
-                st = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
-            const Tile& t = s.t[i.b];
-            if (!t.valid() || (t.dtype != JAL_DT_F32 && t.dtype != JAL_DT_I32)) {
-                st = JAL_STATUS_INVALID_FIELD;
-                break;
-            }
-            const std::uint64_t row = x[i.c & 31];
-            const auto col = static_cast<std::uint64_t>(i.imm);
-            if (row >= t.rows || col >= t.cols) {
-                st = JAL_STATUS_OUT_OF_RANGE;
-                addr = t.addr;
-                break;
-            }
-            const std::uint32_t off = static_cast<std::uint32_t>(t.addr + row * t.stride + col * 4);
+            std::uint32_t off = 0;
+            if ((st = element_at(s, i, off, addr)) != kOk) break;
             if (!p_.timing_only && (st = stream_in(s, {off, off + 4}, false, nullptr, addr)) != kOk)
                 break;
-            s.timing.scalar_tile_access({off, off + 4}, i.op == JAL_OP_TWRITE);
-            if (i.op == JAL_OP_TREAD) {
-                std::uint32_t v = 0;
-                if (!p_.timing_only) std::memcpy(&v, s.l1 + off, 4);
-                wr(v);
-            } else if (!p_.timing_only) {
-                const auto v = static_cast<std::uint32_t>(x[i.a]);
-                std::memcpy(s.l1 + off, &v, 4);
-            }
+            access_element(s, i, off);
             break;
         }
         case JAL_OP_SEND: {

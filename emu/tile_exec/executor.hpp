@@ -49,6 +49,9 @@ private:
     void run_plain(SliceState& s, std::uint64_t& n);
     bool register_step(SliceState& s, const Insn& i) const;
     bool timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming::IssueState& is);
+    static std::uint32_t element_at(const SliceState& s, const Insn& i, std::uint32_t& off,
+                                    std::uint64_t& addr);
+    void access_element(SliceState& s, const Insn& i, std::uint32_t off) const;
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
