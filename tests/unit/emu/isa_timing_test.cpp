@@ -36,35 +36,31 @@ protected:
     void stream_from(std::uint64_t va) { write_vec(kVa, std::vector<std::uint64_t>{va}); }
 };
 
+// x3 = argument 0 (where the tiles stream from); t0 and t1 kRows x kCols F32 at L1 0 and
+// kL1Slot; then `rest`.
+std::vector<std::uint64_t> two_tiles_then(std::initializer_list<std::uint64_t> rest)
+{
+    std::vector<std::uint64_t> code = {MOVSR(1, JAL_SR_ARGS),
+                                       LD(3, 1),
+                                       LI(14, kRows),
+                                       LI(15, kCols),
+                                       LI(10, 0),
+                                       TDESC(0, 10, 14, 15, 0, JAL_DT_F32),
+                                       LI(10, kL1Slot),
+                                       TDESC(1, 10, 14, 15, 0, JAL_DT_F32)};
+    code.insert(code.end(), rest);
+    return code;
+}
+
 // Loads `loads` tiles back to back into four rotating L1 buffers, then waits for them.
 std::vector<std::uint64_t> streaming_kernel(std::int32_t loads)
 {
-    return {MOVSR(1, JAL_SR_ARGS),
-            LD(3, 1),
-            LI(14, kRows),
-            LI(15, kCols),
-            LI(10, 0),
-            TDESC(0, 10, 14, 15, 0, JAL_DT_F32),
-            LI(10, kL1Slot),
-            TDESC(1, 10, 14, 15, 0, JAL_DT_F32),
-            LI(10, 2 * kL1Slot),
-            TDESC(2, 10, 14, 15, 0, JAL_DT_F32),
-            LI(10, 3 * kL1Slot),
-            TDESC(3, 10, 14, 15, 0, JAL_DT_F32),
-            LI(20, 0),
-            LI(21, loads / 4),
-            TLOAD(0, 3, 0, 0),
-            ADDI(3, 3, kL1Slot),
-            TLOAD(1, 3, 0, 0),
-            ADDI(3, 3, kL1Slot),
-            TLOAD(2, 3, 0, 0),
-            ADDI(3, 3, kL1Slot),
-            TLOAD(3, 3, 0, 0),
-            ADDI(3, 3, kL1Slot),
-            ADDI(20, 20, 1),
-            BR(JAL_OP_BLT, 20, 21, -9),
-            WAIT(0, loads),
-            END()};
+    return two_tiles_then({LI(10, 2 * kL1Slot), TDESC(2, 10, 14, 15, 0, JAL_DT_F32),
+                           LI(10, 3 * kL1Slot), TDESC(3, 10, 14, 15, 0, JAL_DT_F32), LI(20, 0),
+                           LI(21, loads / 4), TLOAD(0, 3, 0, 0), ADDI(3, 3, kL1Slot),
+                           TLOAD(1, 3, 0, 0), ADDI(3, 3, kL1Slot), TLOAD(2, 3, 0, 0),
+                           ADDI(3, 3, kL1Slot), TLOAD(3, 3, 0, 0), ADDI(3, 3, kL1Slot),
+                           ADDI(20, 20, 1), BR(JAL_OP_BLT, 20, 21, -9), WAIT(0, loads), END()});
 }
 
 // Streams weight tiles B (64 x 1024) and accumulates acc (64 x 64) += A x B^T; `double_buffer`
@@ -265,21 +261,10 @@ TEST_F(IsaTiming, TileElementAccessesWaitForTheEngineOpsOnTheirElement)
     for (const std::uint8_t dma : {JAL_OP_TLOAD, JAL_OP_TSTORE}) {
         const std::uint8_t access = dma == JAL_OP_TLOAD ? JAL_OP_TREAD : JAL_OP_TWRITE;
         auto clock_after = [&](unsigned tile) {
-            const std::vector<std::uint64_t> code = {MOVSR(1, JAL_SR_ARGS),
-                                                     LD(3, 1),
-                                                     LI(14, kRows),
-                                                     LI(15, kCols),
-                                                     LI(10, 0),
-                                                     TDESC(0, 10, 14, 15, 0, JAL_DT_F32),
-                                                     LI(10, kL1Slot),
-                                                     TDESC(1, 10, 14, 15, 0, JAL_DT_F32),
-                                                     LI(19, 1),
-                                                     I(dma, 0, 3, 0, 0, 0),
-                                                     I(access, 5, tile, 19, 0, 7),
-                                                     MOVSR(6, JAL_SR_CLOCK),
-                                                     WAIT(0, 1),
-                                                     END()};
-            const auto r = run(code, opts());
+            const auto r =
+                run(two_tiles_then({LI(19, 1), I(dma, 0, 3, 0, 0, 0), I(access, 5, tile, 19, 0, 7),
+                                    MOVSR(6, JAL_SR_CLOCK), WAIT(0, 1), END()}),
+                    opts());
             EXPECT_EQ(r.report.status, JAL_STATUS_OK);
             return static_cast<double>(r.slices.at(0).x[6]);
         };
