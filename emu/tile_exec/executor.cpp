@@ -356,8 +356,7 @@ Executor::timed_step(SliceState& s, const Insn& i, std::uint32_t pc, SliceTiming
     default:
         return false;
     }
-    is.t += s.timing.cycle_ns();
-    is.pj += rates::kPjPerInstruction;
+    s.timing.issue(is);
     s.timing.set_issue_state(is);
     s.timing.at(pc, i.op);
     switch (i.op) {

@@ -72,6 +72,12 @@ public:
     struct IssueState {
         double t, pj;
     };
+    // One instruction's issue on state kept outside the model, as issue() adds it.
+    void issue(IssueState& s) const
+    {
+        s.t += cycle_;
+        s.pj += rates::kPjPerInstruction;
+    }
     IssueState issue_state() const { return {t_, ctr_.energy_pj}; }
     void set_issue_state(const IssueState& s)
     {
