@@ -22,8 +22,9 @@ Decode speed of jal-run (the emulated chip, wall clock) against llama.cpp on the
   -h, --help  this text
 
 llama.cpp's decode rate is (STEPS - 1) / (t(--n STEPS) - t(--n 1)): the difference of two
-runs removes model loading and the prompt. jal-run reports its own decode rate (the wall
-time of its decode steps only). Both use greedy decoding from the same prompt ids.
+runs removes model loading, the prompt and one-time setup. jal-run reports its own decode
+rate (the wall time of its decode steps only; the decode step's programs are built before
+the first of them, wall_prepare_s). Both use greedy decoding from the same prompt ids.
 
 Last, the host's memory floor (`jal-bench memory` with a decode step's bytes): the time to
 read those bytes once on one thread, which bounds llama.cpp's step, and to copy them into

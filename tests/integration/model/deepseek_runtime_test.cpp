@@ -300,6 +300,8 @@ TEST_F(DeepseekRuntime, CApiDecodesTwoSequencesLikeTheReference)
         EXPECT_LE(max_abs_diff(got, want.back(), &scale), kTol * scale)
             << "prefill of sequence " << seqs.size() - 1;
     }
+    // The step's programs built ahead change nothing the reference would see.
+    ASSERT_EQ(jal_model_prepare_step(m, seqs.data(), 2), JAL_STATUS_OK) << jal_model_last_error();
     for (int step = 0; step < 3; step++) {
         const std::vector<int32_t> toks = {argmax(want[0]), argmax(want[1])};
         ASSERT_EQ(jal_model_step(m, seqs.data(), toks.data(), 2, logits.data()), JAL_STATUS_OK)

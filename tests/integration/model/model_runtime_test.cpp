@@ -755,6 +755,40 @@ TEST_F(ModelRuntime, StagedLayersGiveTheLogitsOfOneDispatchAKernel)
     }
 }
 
+// Building a decode step ahead (prepare_decode) runs nothing: the sequences keep their
+// lengths, the chip's totals do not move, and the steps after give the logits of a runtime
+// that never prepared, bit for bit (staged and not, both numerics).
+TEST_F(ModelRuntime, APreparedDecodeStepChangesNothingButWhereItIsBuilt)
+{
+    for (Numerics n : {Numerics::native, Numerics::ggml})
+        for (bool staged : {false, true}) {
+            SCOPED_TRACE(std::string(jal::model::numerics_name(n)) + (staged ? " staged" : ""));
+            std::vector<std::vector<float>> logits[2];
+            for (int prepared = 0; prepared < 2; prepared++) {
+                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                    small_on_4_slices(n, 2, staged));
+                const int a = rt->create_sequence(), b = rt->create_sequence();
+                rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5});
+                rt->prefill(b, std::vector<int32_t>{9, 8, 7});
+                if (prepared) {
+                    const jal::model::ChipTotals before = rt->total();
+                    const int seqs[] = {a, b};
+                    rt->prepare_decode(seqs);
+                    EXPECT_EQ(rt->sequence_length(a), 5u);
+                    EXPECT_EQ(rt->sequence_length(b), 3u);
+                    EXPECT_EQ(rt->total().dispatches, before.dispatches);
+                    EXPECT_EQ(rt->total().modelled_ns, before.modelled_ns);
+                }
+                for (int32_t step = 0; step < 2; step++) {
+                    const std::pair<int, int32_t> rows[2] = {{a, 10 + step}, {b, 20 + step}};
+                    for (std::vector<float>& l : rt->decode(rows)) logits[prepared].push_back(l);
+                }
+            }
+            ASSERT_EQ(logits[0].size(), 4u);
+            expect_same_bits(logits[0], logits[1]);
+        }
+}
+
 // A prompt chunk mixed into a decode step computes exactly what the chunk's prefill and
 // the step's decode compute apart: the same logits bit for bit, and the same caches after
 // (the next step agrees too). Two sequences decode while a third's prompt runs, on 4
@@ -891,6 +925,7 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
     jal_sampler_t sampler = nullptr;
     ASSERT_EQ(jal_sampler_create(0.0f, 1.0f, 1, &sampler), JAL_STATUS_OK);
     std::vector<int32_t> got;
+    ASSERT_EQ(jal_model_prepare_step(m, &seq, 1), JAL_STATUS_OK) << jal_model_last_error();
     for (int s = 0; s < 4; s++) {
         int32_t tok = -1;
         ASSERT_EQ(jal_sampler_sample(sampler, logits.data(), info.n_vocab, &tok), JAL_STATUS_OK);
@@ -915,6 +950,8 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
     int32_t bad = 99, tok = 1;
     EXPECT_EQ(jal_model_step(m, &bad, &tok, 1, logits.data()), JAL_STATUS_INVALID_FIELD);
     EXPECT_NE(std::string(jal_model_last_error()), "");
+    EXPECT_EQ(jal_model_prepare_step(m, &bad, 1), JAL_STATUS_INVALID_FIELD);
+    EXPECT_NE(jal_model_prepare_step(m, nullptr, 1), JAL_STATUS_OK);
     EXPECT_EQ(jal_model_sequence_free(m, seq), JAL_STATUS_OK);
     EXPECT_EQ(jal_sampler_destroy(sampler), JAL_STATUS_OK);
     EXPECT_EQ(jal_model_close(m), JAL_STATUS_OK);

@@ -129,7 +129,28 @@ TEST_F(KernelsStagesTest, TheLinkedProgramIsReusedWithNewArguments)
         add_batch(*staged);
         ASSERT_EQ(staged->run_batch().dispatches.size(), 1u);
         expect_batch_results();
+        EXPECT_EQ(staged->staged_programs(), 1u) << "round " << round;
     }
+}
+
+// prepare_batch links the batch's program and runs nothing; the same batch added again
+// then runs that program (no second one is linked) and computes what it always does.
+TEST_F(KernelsStagesTest, APreparedBatchRunsNothingAndItsProgramRunsTheNextOne)
+{
+    clear_out();
+    add_batch(*staged);
+    staged->prepare_batch();
+    EXPECT_EQ(staged->staged_programs(), 1u);
+    EXPECT_EQ(read_out(40), std::vector<uint64_t>(40, 0)) << "nothing ran";
+    EXPECT_TRUE(staged->run_batch().dispatches.empty()) << "the prepared batch was cleared";
+    EXPECT_EQ(read_out(40), std::vector<uint64_t>(40, 0));
+
+    add_batch(*staged);
+    const BatchReport r = staged->run_batch();
+    ASSERT_EQ(r.dispatches.size(), 1u);
+    EXPECT_EQ(r.dispatches[0].report.status, uint32_t{JAL_STATUS_OK});
+    EXPECT_EQ(staged->staged_programs(), 1u) << "the prepared program ran";
+    expect_batch_results();
 }
 
 TEST_F(KernelsStagesTest, CutsSplitTheBatchAndASingleDispatchStaysAsItIs)

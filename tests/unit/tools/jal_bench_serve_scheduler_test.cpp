@@ -65,6 +65,7 @@ public:
         return std::vector<std::vector<float>>(b.size() + 1);
     }
     void set_max_batch_tokens(uint32_t n) { options_.max_batch_tokens = n; }
+    void prepare_decode(std::span<const int>) override {}
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         uint64_t ns = 1000 + 100 * b.size();

@@ -60,6 +60,7 @@ public:
         out.push_back(next_after(chunk.back()));
         return out;
     }
+    void prepare_decode(std::span<const int>) override {}
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         if (before_decode) before_decode();

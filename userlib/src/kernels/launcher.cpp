@@ -382,6 +382,12 @@ BatchReport Launcher::run_batch()
     return finish_batch();
 }
 
+void Launcher::prepare_batch()
+{
+    if (options_.stages) stage_batch();
+    batch_->clear();
+}
+
 void Launcher::start_batch()
 {
     if (options_.stages) stage_batch();

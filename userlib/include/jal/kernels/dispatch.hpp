@@ -191,6 +191,14 @@ public:
     // chips' batches then run together. Nothing may be added in between.
     void start_batch();
     BatchReport finish_batch();
+    // Builds what run_batch() would run, then clears the batch without running it: with
+    // LauncherOptions::stages its staged programs are linked and loaded now, so that a later
+    // batch of the same kernels on the same slices, with the same argument layout, finds them
+    // built (a model's first decode step, prepared while nothing waits on it). Nothing but
+    // the programs' code reaches the device.
+    void prepare_batch();
+    // Linked programs kept for later batches (stage_batch's cache): for diagnostics and tests.
+    size_t staged_programs() const { return staged_.size(); }
 
     // Makes at least `n` lane queues.
     void set_lanes(uint32_t n);

@@ -77,6 +77,9 @@ JAL_API jal_status_t jal_model_prefill(jal_model_t model, int32_t seq, const int
  * logits row i (n × n_vocab floats; may be NULL) is its next-token logits. */
 JAL_API jal_status_t jal_model_step(jal_model_t model, const int32_t* seqs, const int32_t* tokens,
                                     uint32_t n, float* logits);
+/* Builds the programs of a step of these n sequences at their current lengths without
+ * running it, so that their next jal_model_step finds them built (C++: prepare_decode). */
+JAL_API jal_status_t jal_model_prepare_step(jal_model_t model, const int32_t* seqs, uint32_t n);
 /* Chip figures of the last prefill/step (last != 0) or since open. */
 JAL_API jal_status_t jal_model_totals(jal_model_t model, int last, jal_model_totals_t* out);
 

@@ -232,6 +232,12 @@ public:
     // one's logits, in order.
     virtual std::vector<std::vector<float>>
     decode(std::span<const std::pair<int, int32_t>> batch) = 0;
+    // Builds the programs of a decode step of these sequences at their current lengths
+    // without running it (nothing changes on the chip but the programs' code): the first
+    // decode() of the same sequences then finds them built instead of building them on its
+    // token's path. A model split over chips (RuntimeOptions::split_devices) builds its
+    // pieces at its first step instead.
+    virtual void prepare_decode(std::span<const int> seqs) = 0;
     // One pass that decodes `batch` and runs `chunk` of another sequence's prompt at its next
     // positions together, the way continuous-batching servers mix prompt chunks into decode
     // steps: each layer's weights stream once for both. chunk.size() + batch.size() rows

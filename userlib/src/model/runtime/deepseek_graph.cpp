@@ -309,6 +309,18 @@ std::vector<float> DeepseekRuntime::run(const std::vector<Segment>& segs,
                                         std::span<const int32_t> pos, uint32_t out_row0,
                                         uint32_t out_rows)
 {
+    add_pass(segs, tokens, pos, out_row0, out_rows);
+    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
+    if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
+    last_ += run_batch();
+    last_ += tray_exchange(o_, c_.n_layer, uint64_t{c_.n_embd} * 4,
+                           static_cast<uint32_t>(tokens.size()), out_rows);
+    return logits;
+}
+
+void DeepseekRuntime::add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                               std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows)
+{
     const uint32_t T = static_cast<uint32_t>(tokens.size()), H = c_.n_head;
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     if (!o_.timing_only) {
@@ -336,11 +348,6 @@ std::vector<float> DeepseekRuntime::run(const std::vector<Segment>& segs,
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, va(a_.logits), c_.n_vocab * 4ull,
          "output", &out_norm_);
     launch_->cut(segs.size() == T ? "decode step" : "prompt chunk");
-    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
-    if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
-    last_ += run_batch();
-    last_ += tray_exchange(o_, c_.n_layer, E4, T, out_rows);
-    return logits;
 }
 
 ChipTotals DeepseekRuntime::run_batch()

@@ -316,6 +316,17 @@ DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
     return split_rows(logits, B, c_.n_vocab);
 }
 
+void DeepseekRuntime::prepare_decode(std::span<const int> seqs)
+{
+    if (seqs.empty()) return;
+    check_decode_step(seqs.size(), T_);
+    std::vector<Segment> segs;
+    std::vector<int32_t> tokens, pos;
+    for (const int seq : seqs) add_decode_row(segs, tokens, pos, seq, 0, slot(seq).len, o_.n_ctx);
+    add_pass(segs, tokens, pos, 0, static_cast<uint32_t>(seqs.size()));
+    launch_->prepare_batch();
+}
+
 std::vector<std::vector<float>>
 DeepseekRuntime::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prompt_seq,
                             std::span<const int32_t> chunk)

@@ -86,6 +86,7 @@ public:
     void assume_length(int seq, uint32_t len) override;
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+    void prepare_decode(std::span<const int> seqs) override;
     // Not yet one pass (docs/deepseek.md §7): the decode step, then the chunk; the same
     // numbers, the weights streamed twice.
     std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,
@@ -161,6 +162,9 @@ private:
     void add_moe(uint32_t il, uint32_t T);
     std::vector<float> run(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
+    // run()'s pass, added to the Launcher's batch up to its cut.
+    void add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                  std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
     ChipTotals run_batch();
     uint64_t va(const Place& p) const { return placement_.va(p); }
     void check_tokens(std::span<const int32_t> tokens) const;

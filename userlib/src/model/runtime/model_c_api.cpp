@@ -147,6 +147,14 @@ jal_status_t jal_model_step(jal_model_t model, const int32_t* seqs, const int32_
     });
 }
 
+jal_status_t jal_model_prepare_step(jal_model_t model, const int32_t* seqs, uint32_t n)
+{
+    return guard([&] {
+        require(model && seqs && n, "jal_model_prepare_step: bad arguments");
+        model->runtime->prepare_decode(std::vector<int>(seqs, seqs + n));
+    });
+}
+
 jal_status_t jal_model_totals(jal_model_t model, int last, jal_model_totals_t* out)
 {
     return guard([&] {

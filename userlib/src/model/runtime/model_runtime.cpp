@@ -303,6 +303,7 @@ public:
     }
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
+    void prepare_decode(std::span<const int> seqs) override;
     std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,
                                                int prompt_seq,
                                                std::span<const int32_t> chunk) override;
@@ -430,6 +431,9 @@ private:
     // [out_row0, out_row0 + out_rows) come back.
     std::vector<float> run(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
+    // run()'s pass on one chip, added to the Launcher's batch up to its cut.
+    void add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                  std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
@@ -2332,6 +2336,18 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
                     fmt::format("model runtime: {} rows of logits, room for {}", out_rows,
                                 std::min(T_, o_.max_sequences)));
     if (!peers_.empty()) return run_split(segs, tokens, pos, out_row0, out_rows);
+    add_pass(segs, tokens, pos, out_row0, out_rows);
+    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
+    if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
+    last_ += run_batch();
+    last_ += detail::tray_exchange(o_, c_.n_layer, uint64_t{c_.n_embd} * 4,
+                                   static_cast<uint32_t>(tokens.size()), out_rows);
+    return logits;
+}
+
+void RuntimeImpl::add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
+                           std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows)
+{
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     add_embedding(tokens, pos);
@@ -2348,11 +2364,6 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
     launch_->cut(segs.size() == T   ? "decode step"
                  : segs.size() == 1 ? "prompt chunk"
                                     : "mixed step");
-    std::vector<float> logits(size_t{out_rows} * c_.n_vocab, 0.0f);
-    if (!o_.timing_only) launch_->download(logits.data(), va(a_.logits), logits.size() * 4);
-    last_ += run_batch();
-    last_ += detail::tray_exchange(o_, c_.n_layer, E4, T, out_rows);
-    return logits;
 }
 
 // The pass over the chips of a split, in pieces cut at the exchanges: each chip's dispatch
@@ -2484,6 +2495,19 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
     for (auto [seq, tok] : batch) slot(seq).len++;
     total_ += last_;
     return split_rows(logits, B, c_.n_vocab);
+}
+
+void RuntimeImpl::prepare_decode(std::span<const int> seqs)
+{
+    if (seqs.empty() || !peers_.empty()) return;
+    std::vector<std::pair<int, int32_t>> batch;
+    for (const int seq : seqs) batch.emplace_back(seq, 0);
+    check_decode_step(batch.size(), T_);
+    std::vector<Segment> segs;
+    std::vector<int32_t> tokens, pos;
+    add_decode_rows(batch, segs, tokens, pos);
+    add_pass(segs, tokens, pos, 0, static_cast<uint32_t>(batch.size()));
+    launch_->prepare_batch();
 }
 
 // The chunk's rows first, then one row a decoding sequence: the logits wanted (the chunk's
