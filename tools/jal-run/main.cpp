@@ -386,6 +386,25 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
     g.prefill_wall = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A decode call's chip figures (`steps` steps) into the run's.
+void add_decode_figures(const jal::model::Runtime& rt, Generation& g, uint32_t steps)
+{
+    g.fig.decode_ns += rt.last().modelled_ns;
+    g.fig.decode_energy_nj += rt.last().energy_nj;
+    g.decode_hbm_bytes += rt.last().hbm_bytes;
+    g.decode_dispatches += rt.last().dispatches;
+    g.decode_exchange_ns += rt.last().exchange_ns;
+    g.decode_steps += steps;
+}
+
+// Greedy decoding that needs no logits on the host (no --top, --force-ids or --profile,
+// which reports one step's kernels) runs its argmax on the chip, steps back to back
+// (Runtime::decode_greedy): the same tokens.
+bool greedy_on_chip(const Options& o, const Request& r)
+{
+    return o.temp == 0 && !o.top && r.force.empty() && !o.profile && !o.timing_only;
+}
+
 // Samples (or forces) n_out tokens for every user, decoding one step at a time, and prints
 // user 0's as they come (not with --json).
 void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
@@ -399,19 +418,35 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
         rt.prepare_decode(g.seqs);
         g.prepare_wall = std::chrono::duration<double>(Clock::now() - t).count();
     }
+    auto emit = [&](uint32_t step) {
+        g.tokens.push_back(next[0]);
+        if (text) text->push(next[0]);
+        if (!o.json && (!text || o.ids)) {
+            std::printf("%d%s", next[0], step + 1 < r.n_out ? " " : "\n");
+            std::fflush(stdout);
+        }
+    };
+    const bool on_chip = greedy_on_chip(o, r);
     for (uint32_t step = 0; step < r.n_out; step++) {
+        if (step > 0 && on_chip) {
+            std::vector<std::pair<int, int32_t>> batch;
+            for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
+            auto t = Clock::now();
+            rt.decode_greedy(batch, r.n_out - 1, [&](std::span<const int32_t> chosen) {
+                std::copy(chosen.begin(), chosen.end(), next.begin());
+                emit(step++);
+            });
+            g.decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
+            add_decode_figures(rt, g, r.n_out - 1);
+            break;
+        }
         if (step > 0) {
             std::vector<std::pair<int, int32_t>> batch;
             for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
             auto t = Clock::now();
             g.logits = rt.decode(batch);
             g.decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
-            g.fig.decode_ns += rt.last().modelled_ns;
-            g.fig.decode_energy_nj += rt.last().energy_nj;
-            g.decode_hbm_bytes += rt.last().hbm_bytes;
-            g.decode_dispatches += rt.last().dispatches;
-            g.decode_exchange_ns += rt.last().exchange_ns;
-            g.decode_steps++;
+            add_decode_figures(rt, g, 1);
         }
         if (o.top) {
             std::vector<int32_t> ids;
@@ -423,12 +458,7 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
         }
         for (uint32_t u = 0; u < r.users; u++)
             next[u] = !r.force.empty() ? r.force[step] : sampler.sample(g.logits[u]);
-        g.tokens.push_back(next[0]);
-        if (text) text->push(next[0]);
-        if (!o.json && (!text || o.ids)) {
-            std::printf("%d%s", next[0], step + 1 < r.n_out ? " " : "\n");
-            std::fflush(stdout);
-        }
+        emit(step);
     }
     if (text) {
         text->finish();

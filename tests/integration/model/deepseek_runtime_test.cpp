@@ -247,6 +247,35 @@ TEST_F(DeepseekRuntime, TwoSequencesDecodeTogether)
     EXPECT_EQ(rt->sequence_length(seqs[1]), 12u);
 }
 
+// decode_greedy (chosen on the host here) gives the tokens of decode() and argmax step by
+// step, and last() covers every step.
+TEST_F(DeepseekRuntime, GreedyDecodingChoosesTheArgmaxOfEachStep)
+{
+    std::vector<std::vector<int32_t>> chosen[2];
+    uint64_t step_dispatches = 0;
+    for (int greedy = 0; greedy < 2; greedy++) {
+        auto rt = open("ds-tiny", Numerics::native);
+        const int a = rt->create_sequence(), b = rt->create_sequence();
+        std::vector<std::pair<int, int32_t>> rows = {
+            {a, jal::model::argmax(rt->prefill(a, std::vector<int32_t>{5, 9, 200}))},
+            {b, jal::model::argmax(rt->prefill(b, std::vector<int32_t>{13, 1}))}};
+        if (greedy) {
+            chosen[1] = rt->decode_greedy(rows, 3, {});
+            EXPECT_EQ(rt->last().dispatches, 3 * step_dispatches);
+        } else {
+            for (int s = 0; s < 3; s++) {
+                const auto l = rt->decode(rows);
+                step_dispatches = rt->last().dispatches;
+                for (size_t i = 0; i < rows.size(); i++) rows[i].second = jal::model::argmax(l[i]);
+                chosen[0].push_back({rows[0].second, rows[1].second});
+            }
+        }
+        EXPECT_EQ(rt->sequence_length(a), 6u);
+        EXPECT_EQ(rt->sequence_length(b), 5u);
+    }
+    EXPECT_EQ(chosen[1], chosen[0]);
+}
+
 // The C API a serving runtime uses opens a deepseek2 file as it is: its info says what the
 // runtime runs (MLA as one KV head of kv_lora_rank + n_rot), and a prefill of each of two
 // sequences and decode steps of both together (jal_model_step of n = 2) give the host

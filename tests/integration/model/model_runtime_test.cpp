@@ -789,6 +789,75 @@ TEST_F(ModelRuntime, APreparedDecodeStepChangesNothingButWhereItIsBuilt)
         }
 }
 
+// Greedy decoding with the argmax on the chip (decode_greedy: steps back to back, each
+// step's tokens fed to the next there) chooses the tokens a host argmax of decode()'s
+// logits chooses, step by step, for two sequences together; on_step sees each step's in
+// order; the sequences advance by the steps, and the decode() after gives the logits of
+// the runtime that decoded on the host (the caches hold the same keys and values). Staged
+// and not, both numerics.
+TEST_F(ModelRuntime, GreedyDecodingOnTheChipChoosesTheHostsTokens)
+{
+    constexpr uint32_t kSteps = 5;
+    for (Numerics n : {Numerics::native, Numerics::ggml})
+        for (bool staged : {false, true}) {
+            SCOPED_TRACE(std::string(jal::model::numerics_name(n)) + (staged ? " staged" : ""));
+            std::vector<std::vector<int32_t>> chosen[2];
+            std::vector<std::vector<float>> after[2];
+            uint64_t host_step_dispatches = 0;
+            for (int on_chip = 0; on_chip < 2; on_chip++) {
+                auto rt = jal::model::Runtime::open(model_file("small", "f32"), *device_,
+                                                    small_on_4_slices(n, 2, staged));
+                const int a = rt->create_sequence(), b = rt->create_sequence();
+                const std::vector<float> la = rt->prefill(a, std::vector<int32_t>{1, 2, 3, 4, 5});
+                const std::vector<float> lb = rt->prefill(b, std::vector<int32_t>{9, 8, 7});
+                std::vector<std::pair<int, int32_t>> rows = {{a, jal::model::argmax(la)},
+                                                             {b, jal::model::argmax(lb)}};
+                if (on_chip) {
+                    std::vector<std::vector<int32_t>> seen;
+                    chosen[1] = rt->decode_greedy(rows, kSteps, [&](std::span<const int32_t> t) {
+                        seen.emplace_back(t.begin(), t.end());
+                    });
+                    EXPECT_EQ(seen, chosen[1]) << "on_step saw every step, in order";
+                    // The argmax ran on the chip: a kernel more a step, or (staged) a stage
+                    // of the step's one dispatch.
+                    EXPECT_EQ(rt->last().dispatches,
+                              kSteps * (host_step_dispatches + (staged ? 0 : 1)));
+                } else {
+                    for (uint32_t s = 0; s < kSteps; s++) {
+                        const std::vector<std::vector<float>> l = rt->decode(rows);
+                        host_step_dispatches = rt->last().dispatches;
+                        for (size_t i = 0; i < rows.size(); i++)
+                            rows[i].second = jal::model::argmax(l[i]);
+                        chosen[0].push_back({rows[0].second, rows[1].second});
+                    }
+                }
+                EXPECT_EQ(rt->sequence_length(a), 5u + kSteps);
+                EXPECT_EQ(rt->sequence_length(b), 3u + kSteps);
+                const std::pair<int, int32_t> next[2] = {{a, chosen[on_chip].back()[0]},
+                                                         {b, chosen[on_chip].back()[1]}};
+                after[on_chip] = rt->decode(next);
+            }
+            ASSERT_EQ(chosen[0].size(), kSteps);
+            EXPECT_EQ(chosen[1], chosen[0]);
+            expect_same_bits(after[0], after[1]);
+        }
+}
+
+// decode_greedy's arguments are checked before anything runs.
+TEST_F(ModelRuntime, GreedyDecodingRefusesATokenOutsideTheVocabulary)
+{
+    auto rt = open("tiny", Numerics::native);
+    const int a = rt->create_sequence();
+    rt->prefill(a, std::vector<int32_t>{1, 2, 3});
+    const std::pair<int, int32_t> bad[1] = {{a, 1 << 20}};
+    EXPECT_THROW(rt->decode_greedy(bad, 3, {}), jal::Error);
+    EXPECT_EQ(rt->sequence_length(a), 3u);
+    const std::pair<int, int32_t> ok[1] = {{a, 4}};
+    EXPECT_TRUE(rt->decode_greedy(ok, 0, {}).empty());
+    EXPECT_EQ(rt->decode_greedy(ok, 2, {}).size(), 2u);
+    EXPECT_EQ(rt->sequence_length(a), 5u);
+}
+
 // A prompt chunk mixed into a decode step computes exactly what the chunk's prefill and
 // the step's decode compute apart: the same logits bit for bit, and the same caches after
 // (the next step agrees too). Two sequences decode while a third's prompt runs, on 4
@@ -943,6 +1012,18 @@ TEST_F(ModelRuntime, CApiGeneratesTheSameTokens)
         }
     }
     EXPECT_EQ(got, want);
+    // The same steps again from the prompt, chosen on the chip.
+    int32_t again = -1;
+    ASSERT_EQ(jal_model_sequence_create(m, &again), JAL_STATUS_OK);
+    ASSERT_EQ(jal_model_prefill(m, again, prompt.data(), static_cast<uint32_t>(prompt.size()),
+                                logits.data()),
+              JAL_STATUS_OK);
+    std::vector<int32_t> on_chip(3);
+    ASSERT_EQ(jal_model_decode_greedy(m, &again, &want[0], 1, 3, on_chip.data()), JAL_STATUS_OK)
+        << jal_model_last_error();
+    EXPECT_EQ(on_chip, std::vector<int32_t>(want.begin() + 1, want.end()));
+    EXPECT_NE(jal_model_decode_greedy(m, &again, &want[0], 1, 3, nullptr), JAL_STATUS_OK);
+    EXPECT_EQ(jal_model_sequence_free(m, again), JAL_STATUS_OK);
     jal_model_totals_t t{};
     ASSERT_EQ(jal_model_totals(m, 0, &t), JAL_STATUS_OK);
     EXPECT_GT(t.modelled_ns, 0u);

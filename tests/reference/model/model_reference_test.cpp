@@ -137,6 +137,23 @@ protected:
     {
         return fs::temp_directory_path() / ("jal-model-ref-" + std::to_string(::getpid()));
     }
+    // jal-run's --json on the model: teacher-forced on `forced`, else kSteps free steps.
+    // Without `top` a greedy run chooses its tokens on the chip (Runtime::decode_greedy).
+    static json run_jal(const std::string& model, const std::vector<int>& prompt,
+                        const std::vector<int>* forced, const char* numerics, const char* kv_type,
+                        bool top)
+    {
+        std::vector<std::string> argv = {JAL_RUN_EXE,        model,          "--emu-dir",
+                                         emu_->socket_dir(), "--prompt-ids", ids_csv(prompt),
+                                         "--json",           "--numerics",   numerics,
+                                         "--kv-type",        kv_type};
+        if (top) argv.insert(argv.end(), {"--top", "5"});
+        if (forced)
+            argv.insert(argv.end(), {"--force-ids", ids_csv(*forced)});
+        else
+            argv.insert(argv.end(), {"--n", std::to_string(kSteps)});
+        return run_json(argv);
+    }
     static jal::test::EmuProcess* emu_;
 };
 jal::test::EmuProcess* ModelReference::emu_ = nullptr;
@@ -162,16 +179,9 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
     const double worst_spread = *std::max_element(measured.begin(), measured.end());
     const double allowed_spread = *std::max_element(spread.begin(), spread.end());
     // The KV cache as llama.cpp's reference run keeps it (F32, jal_llama_ref.cpp; our default).
-    auto jal_run = [&](const char* numerics, bool forced, const char* kv_type = "f32") {
-        std::vector<std::string> argv = {
-            JAL_RUN_EXE,     model,       "--emu-dir", emu_->socket_dir(), "--prompt-ids",
-            ids_csv(prompt), "--top",     "5",         "--json",           "--numerics",
-            numerics,        "--kv-type", kv_type};
-        if (forced)
-            argv.insert(argv.end(), {"--force-ids", ids_csv(greedy)});
-        else
-            argv.insert(argv.end(), {"--n", std::to_string(kSteps)});
-        return run_json(argv);
+    auto jal_run = [&](const char* numerics, bool forced, const char* kv_type = "f32",
+                       bool top = true) {
+        return run_jal(model, prompt, forced ? &greedy : nullptr, numerics, kv_type, top);
     };
 
     // ggml numerics, teacher-forced: top-1 at every decided position; top-5 log-probs within
@@ -190,9 +200,11 @@ TEST_P(ModelReference, AgreesWithLlamaCpp)
             << worst_spread << ")";
     }
 
-    // ggml numerics, free running.
-    const FreeRun f =
-        free_running(llama, spread, jal_run("ggml", false)["tokens"].get<std::vector<int>>());
+    // ggml numerics, free running; the argmax on the chip chooses what the host's does.
+    const std::vector<int> free_ids = jal_run("ggml", false)["tokens"].get<std::vector<int>>();
+    EXPECT_EQ(jal_run("ggml", false, "f32", false)["tokens"].get<std::vector<int>>(), free_ids)
+        << c.preset;
+    const FreeRun f = free_running(llama, spread, free_ids);
     if (c.checked) {
         // F32: the same ids up to and including llama.cpp's first near-tie, as before.
         const bool ok = plain ? f.same >= std::min(f.first_tie + 1, kSteps) : f.ok;

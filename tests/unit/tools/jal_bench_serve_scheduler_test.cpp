@@ -66,6 +66,12 @@ public:
     }
     void set_max_batch_tokens(uint32_t n) { options_.max_batch_tokens = n; }
     void prepare_decode(std::span<const int>) override {}
+    std::vector<std::vector<int32_t>>
+    decode_greedy(std::span<const std::pair<int, int32_t>>, uint32_t,
+                  const std::function<void(std::span<const int32_t>)>&) override
+    {
+        return {};
+    }
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         uint64_t ns = 1000 + 100 * b.size();

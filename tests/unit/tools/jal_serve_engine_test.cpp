@@ -61,6 +61,12 @@ public:
         return out;
     }
     void prepare_decode(std::span<const int>) override {}
+    std::vector<std::vector<int32_t>>
+    decode_greedy(std::span<const std::pair<int, int32_t>>, uint32_t,
+                  const std::function<void(std::span<const int32_t>)>&) override
+    {
+        return {};
+    }
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> b) override
     {
         if (before_decode) before_decode();

@@ -395,10 +395,10 @@ void Launcher::start_batch()
     submit_batch();
 }
 
-BatchReport Launcher::finish_batch()
+BatchReport Launcher::finish_batch(jal_wait_mode mode)
 {
     Batch& b = *batch_;
-    const jal::runtime::WaitResult w = b.done->wait_zero(std::chrono::minutes(30));
+    const jal::runtime::WaitResult w = b.done->wait_zero(std::chrono::minutes(30), mode);
     if (!w.satisfied)
         throw Error(JAL_STATUS_TIMEOUT, "kernels: a batch did not finish within 30 minutes");
 

@@ -188,9 +188,11 @@ public:
     // run_batch() in two halves: start_batch() submits the batch and returns, finish_batch()
     // waits for it and reports as run_batch() does. Between them the queue may take other
     // work (it runs after the batch), and other launchers' batches may start: several
-    // chips' batches then run together. Nothing may be added in between.
+    // chips' batches then run together. Nothing may be added in between. `mode`: how to
+    // wait (JAL_WAIT_INTERRUPT when the batch is known to have far to go: no spinning on a
+    // CPU the device may need).
     void start_batch();
-    BatchReport finish_batch();
+    BatchReport finish_batch(jal_wait_mode mode = JAL_WAIT_HYBRID);
     // Builds what run_batch() would run, then clears the batch without running it: with
     // LauncherOptions::stages its staged programs are linked and loaded now, so that a later
     // batch of the same kernels on the same slices, with the same argument layout, finds them

@@ -80,6 +80,12 @@ JAL_API jal_status_t jal_model_step(jal_model_t model, const int32_t* seqs, cons
 /* Builds the programs of a step of these n sequences at their current lengths without
  * running it, so that their next jal_model_step finds them built (C++: prepare_decode). */
 JAL_API jal_status_t jal_model_prepare_step(jal_model_t model, const int32_t* seqs, uint32_t n);
+/* `steps` greedy decode steps of n sequences, seqs[i] starting from tokens[i], each step's
+ * tokens chosen by an argmax on the chip and fed to the next there (C++: decode_greedy):
+ * out_tokens (steps × n, row-major by step) receives them. */
+JAL_API jal_status_t jal_model_decode_greedy(jal_model_t model, const int32_t* seqs,
+                                             const int32_t* tokens, uint32_t n, uint32_t steps,
+                                             int32_t* out_tokens);
 /* Chip figures of the last prefill/step (last != 0) or since open. */
 JAL_API jal_status_t jal_model_totals(jal_model_t model, int last, jal_model_totals_t* out);
 

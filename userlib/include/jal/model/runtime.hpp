@@ -238,6 +238,16 @@ public:
     // token's path. A model split over chips (RuntimeOptions::split_devices) builds its
     // pieces at its first step instead.
     virtual void prepare_decode(std::span<const int> seqs) = 0;
+    // Greedy decoding with the choice made on the chip: `steps` decode steps, the first of
+    // `batch`'s (sequence, token) pairs, each step's tokens the argmax of its logits (the
+    // lowest id on a tie, as Sampler's temperature 0 picks) fed to the next step there, so
+    // that the host does not stand between two steps: it builds and submits the next while
+    // one runs. Returns each step's tokens (in batch order); `on_step`, when set, sees them
+    // as they come back, a step behind the chip. The same tokens as decode() and argmax();
+    // last() then covers every step. Timing-only and split models choose on the host.
+    virtual std::vector<std::vector<int32_t>>
+    decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+                  const std::function<void(std::span<const int32_t>)>& on_step) = 0;
     // One pass that decodes `batch` and runs `chunk` of another sequence's prompt at its next
     // positions together, the way continuous-batching servers mix prompt chunks into decode
     // steps: each layer's weights stream once for both. chunk.size() + batch.size() rows

@@ -327,6 +327,13 @@ void DeepseekRuntime::prepare_decode(std::span<const int> seqs)
     launch_->prepare_batch();
 }
 
+std::vector<std::vector<int32_t>>
+DeepseekRuntime::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+                               const std::function<void(std::span<const int32_t>)>& on_step)
+{
+    return greedy_on_host(*this, batch, steps, on_step, last_);
+}
+
 std::vector<std::vector<float>>
 DeepseekRuntime::mixed_step(std::span<const std::pair<int, int32_t>> batch, int prompt_seq,
                             std::span<const int32_t> chunk)

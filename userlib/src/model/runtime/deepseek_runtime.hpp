@@ -87,6 +87,10 @@ public:
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
     void prepare_decode(std::span<const int> seqs) override;
+    // Chosen on the host (detail::greedy_on_host).
+    std::vector<std::vector<int32_t>>
+    decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+                  const std::function<void(std::span<const int32_t>)>& on_step) override;
     // Not yet one pass (docs/deepseek.md §7): the decode step, then the chunk; the same
     // numbers, the weights streamed twice.
     std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,

@@ -155,6 +155,20 @@ jal_status_t jal_model_prepare_step(jal_model_t model, const int32_t* seqs, uint
     });
 }
 
+jal_status_t jal_model_decode_greedy(jal_model_t model, const int32_t* seqs, const int32_t* tokens,
+                                     uint32_t n, uint32_t steps, int32_t* out_tokens)
+{
+    return guard([&] {
+        require(model && seqs && tokens && n && (out_tokens || !steps),
+                "jal_model_decode_greedy: bad arguments");
+        std::vector<std::pair<int, int32_t>> batch;
+        for (uint32_t i = 0; i < n; i++) batch.push_back({seqs[i], tokens[i]});
+        const auto chosen = model->runtime->decode_greedy(batch, steps, {});
+        for (size_t s = 0; s < chosen.size(); s++)
+            std::copy(chosen[s].begin(), chosen[s].end(), out_tokens + s * n);
+    });
+}
+
 jal_status_t jal_model_totals(jal_model_t model, int last, jal_model_totals_t* out)
 {
     return guard([&] {

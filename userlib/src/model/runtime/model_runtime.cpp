@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -19,6 +20,7 @@
 #include <jal/hw/chip.h>
 #include <jal/isa/numerics.hpp>
 #include <jal/kernels/dispatch.hpp>
+#include <jal/kernels/library/argmax.hpp>
 #include <jal/kernels/library/embedding.hpp>
 #include <jal/kernels/library/expert_gemm.hpp>
 #include <jal/kernels/library/gemm.hpp>
@@ -258,6 +260,7 @@ struct Layer {
 
 struct Activations {
     Place x, q, attn, rlog, ids, wts, gate_up, act, eo, logits, tokens, pos;
+    Place best;  // decode_greedy: each row's largest logit (the argmax kernel's values)
     // A few rows' router logits, replicated (router_logits): every slice of the gate|up
     // GEMM reads them all from its own HBM, not over the NoC.
     Place rlog_few;
@@ -304,6 +307,9 @@ public:
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
     void prepare_decode(std::span<const int> seqs) override;
+    std::vector<std::vector<int32_t>>
+    decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+                  const std::function<void(std::span<const int32_t>)>& on_step) override;
     std::vector<std::vector<float>> mixed_step(std::span<const std::pair<int, int32_t>> batch,
                                                int prompt_seq,
                                                std::span<const int32_t> chunk) override;
@@ -431,9 +437,16 @@ private:
     // [out_row0, out_row0 + out_rows) come back.
     std::vector<float> run(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
                            std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
-    // run()'s pass on one chip, added to the Launcher's batch up to its cut.
+    // run()'s pass on one chip, added to the Launcher's batch up to its cut; `tail` (if
+    // set) adds its last kernels after the output GEMM. Without `upload_tokens` the
+    // embedding reads the tokens a_.tokens holds (decode_greedy: the last step's argmax).
     void add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
-                  std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows);
+                  std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows,
+                  const std::function<void()>& tail = {}, bool upload_tokens = true);
+    // decode_greedy's step s of `batch`, `ahead` steps past the sequences' lengths, added to
+    // launch_ and started.
+    void start_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
+                           uint32_t ahead, std::vector<int32_t>& chosen);
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
@@ -464,7 +477,8 @@ private:
     // The rms_norm kernel: T residual rows at x normalised by `norm` into xn as BF16.
     void add_normed_rows(const Vec& norm, uint32_t T, uint64_t x);
     // The pass's inputs and its embedding into the batch.
-    void add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos);
+    void add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos,
+                       bool upload_tokens = true);
     // run() over the chips of a split (rank 0): a dispatch on every chip up to each
     // exchange, then the all-reduce of the residual stream's T rows from `from` to `to`.
     std::vector<float> run_split(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
@@ -638,6 +652,10 @@ private:
     Placement placement_;
     std::unique_ptr<runtime::Queue> queue_;
     std::unique_ptr<k::Launcher> launch_;
+    // decode_greedy: a second Launcher on the same queue, so that one step is recorded
+    // and started while the other's runs (each keeps its own batch and linked programs).
+    k::LauncherOptions launch_options_;
+    std::unique_ptr<k::Launcher> launch_next_;
     std::map<std::string, std::unique_ptr<k::Program>> programs_;  // by key
     std::map<std::string, ChipTotals> by_kernel_;                  // by `what`, since cleared
     // Timing only: the expert GEMMs' stand-in shard tables (timing_expert_gemm), one slot of
@@ -714,6 +732,7 @@ RuntimeImpl::RuntimeImpl(std::optional<GgufFile> file, const GptOssConfig& confi
     lanes_ = kv_groups_ > 1 ? std::min(kv_groups_, kMaxLanes) : 0;
     lo.lanes = lanes_;
     lo.stages = o_.staged;
+    launch_options_ = lo;
     launch_ = std::make_unique<k::Launcher>(device_, context_, *queue_, lo);
 
     upload_tables(caches);
@@ -1300,6 +1319,7 @@ void RuntimeImpl::plan_activations()
     // copies can use at high concurrency.)
     a_.logits = placement_.reserve(I, std::min<uint64_t>(T, o_.max_sequences) * c_.n_vocab * 4);
     a_.tokens = placement_.reserve(R, T * 4);
+    a_.best = placement_.reserve(I, std::min<uint64_t>(T, o_.max_sequences) * 4);
     a_.pos = placement_.reserve(R, T * 4);
     a_.batch = placement_.reserve(R, (std::min<uint64_t>(T, o_.max_sequences) + kv_groups_) *
                                          sizeof(k::AttentionBatchEntry));
@@ -2308,12 +2328,13 @@ void RuntimeImpl::add_moe_block(uint32_t il, uint32_t T, const std::vector<Segme
     add(*g.combine, rows_mask(T), {va(a_.eo), E4, va(a_.wts), x, E4, T}, "moe_combine");
 }
 
-void RuntimeImpl::add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos)
+void RuntimeImpl::add_embedding(std::span<const int32_t> tokens, std::span<const int32_t> pos,
+                                bool upload_tokens)
 {
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
     if (!o_.timing_only) {
-        launch_->upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
+        if (upload_tokens) launch_->upload(va(a_.tokens), tokens.data(), tokens.size() * 4);
         launch_->upload(va(a_.pos), pos.data(), pos.size() * 4);
     }
     // embedding
@@ -2346,11 +2367,12 @@ std::vector<float> RuntimeImpl::run(const std::vector<Segment>& segs,
 }
 
 void RuntimeImpl::add_pass(const std::vector<Segment>& segs, std::span<const int32_t> tokens,
-                           std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows)
+                           std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows,
+                           const std::function<void()>& tail, bool upload_tokens)
 {
     const uint32_t T = static_cast<uint32_t>(tokens.size());
     const uint64_t E4 = uint64_t{c_.n_embd} * 4;
-    add_embedding(tokens, pos);
+    add_embedding(tokens, pos, upload_tokens);
     plan_attention_batches(segs);
     const GraphKernels g = graph_kernels(T);
     // With o_.staged the whole pass is one staged dispatch (split only where a program would
@@ -2361,6 +2383,7 @@ void RuntimeImpl::add_pass(const std::vector<Segment>& segs, std::span<const int
     for (uint32_t il = 0; il < c_.n_layer; il++) add_layer(il, T, segs, g);
     gemm(output_, out_rows, va(a_.x) + out_row0 * E4, E4, nullptr, va(a_.logits), c_.n_vocab * 4ull,
          "output", &out_norm_);
+    if (tail) tail();
     launch_->cut(segs.size() == T   ? "decode step"
                  : segs.size() == 1 ? "prompt chunk"
                                     : "mixed step");
@@ -2508,6 +2531,83 @@ void RuntimeImpl::prepare_decode(std::span<const int> seqs)
     add_decode_rows(batch, segs, tokens, pos);
     add_pass(segs, tokens, pos, 0, static_cast<uint32_t>(batch.size()));
     launch_->prepare_batch();
+}
+
+// Step s: the tokens of step 0 are the caller's, a later step's are what the step before
+// chose on the chip (a_.tokens, which its argmax wrote). The step's argmax writes a_.tokens
+// for the next, and its indices come back into `chosen`.
+void RuntimeImpl::start_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
+                                    uint32_t ahead, std::vector<int32_t>& chosen)
+{
+    const uint32_t B = static_cast<uint32_t>(batch.size());
+    std::vector<Segment> segs;
+    std::vector<int32_t> tokens, pos;
+    for (auto [seq, tok] : batch)
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len + ahead, o_.n_ctx);
+    const lin::ArgmaxConfig ac{B, c_.n_vocab};
+    const k::Program& pick = program(lin::argmax_name(ac), [&] { return lin::build_argmax(ac); });
+    add_pass(
+        segs, tokens, pos, 0, B,
+        [&] {
+            add(pick, all_mask_,
+                k::Args(lin::argmax_args(ac, {va(a_.logits), B, c_.n_vocab, 0, JAL_DT_F32},
+                                         {va(a_.tokens), B, 1, 0, JAL_DT_I32},
+                                         {va(a_.best), B, 1, 0, JAL_DT_F32})),
+                "argmax");
+        },
+        s == 0);
+    launch_->download(chosen.data(), va(a_.tokens), size_t{B} * 4);
+    launch_->start_batch();
+}
+
+// Two Launchers take turns: step s + 1 is built and started while step s runs (the queue
+// runs them in order), then step s is waited for and its tokens handed on. A failed step
+// waits for the one behind it before the error goes on; the sequences keep the steps that
+// finished.
+std::vector<std::vector<int32_t>>
+RuntimeImpl::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+                           const std::function<void(std::span<const int32_t>)>& on_step)
+{
+    if (!peers_.empty() || o_.timing_only)
+        return detail::greedy_on_host(*this, batch, steps, on_step, last_);
+    if (batch.empty() || steps == 0) return {};
+    check_decode_step(batch.size(), T_);
+    for (auto [seq, tok] : batch)
+        if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
+            throw Error(JAL_STATUS_OUT_OF_RANGE,
+                        fmt::format("model runtime: token {} is not in the vocabulary", tok));
+    if (!launch_next_)
+        launch_next_ = std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+    last_ = {};
+    by_kernel_.clear();
+    std::vector<std::vector<int32_t>> out(steps, std::vector<int32_t>(batch.size()));
+    std::deque<k::Launcher*> flight;
+    auto finish = [&](uint32_t s) {
+        k::Launcher* l = flight.front();
+        flight.pop_front();
+        // The step behind it is queued: this one has most of its run ahead of it.
+        last_ += detail::batch_totals(l->finish_batch(JAL_WAIT_INTERRUPT), by_kernel_);
+        for (auto [seq, tok] : batch) slot(seq).len++;
+        if (on_step) on_step(out[s]);
+    };
+    uint32_t done = 0;
+    try {
+        for (uint32_t s = 0; s < steps; s++) {
+            start_greedy_step(batch, s, static_cast<uint32_t>(flight.size()), out[s]);
+            flight.push_back(launch_.get());
+            std::swap(launch_, launch_next_);
+            if (flight.size() == 2) finish(done++);
+        }
+        while (!flight.empty()) finish(done++);
+    } catch (...) {
+        for (; !flight.empty(); flight.pop_front()) try {
+                flight.front()->finish_batch();
+            } catch (const Error&) {  // the first failure is the one to report
+            }
+        throw;
+    }
+    total_ += last_;
+    return out;
 }
 
 // The chunk's rows first, then one row a decoding sequence: the logits wanted (the chunk's

@@ -128,4 +128,24 @@ std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uin
     return out;
 }
 
+std::vector<std::vector<int32_t>>
+greedy_on_host(Runtime& rt, std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+               const std::function<void(std::span<const int32_t>)>& on_step, ChipTotals& last)
+{
+    std::vector<std::pair<int, int32_t>> rows(batch.begin(), batch.end());
+    std::vector<std::vector<int32_t>> out;
+    ChipTotals sum;
+    for (uint32_t s = 0; s < steps; s++) {
+        const std::vector<std::vector<float>> logits = rt.decode(rows);
+        sum += rt.last();
+        std::vector<int32_t> chosen;
+        for (size_t i = 0; i < rows.size(); i++)
+            chosen.push_back(rows[i].second = argmax(logits[i]));
+        if (on_step) on_step(chosen);
+        out.push_back(std::move(chosen));
+    }
+    last = sum;
+    return out;
+}
+
 }  // namespace jal::model::detail

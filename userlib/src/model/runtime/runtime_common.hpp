@@ -115,6 +115,12 @@ void add_decode_row(std::vector<Segment>& segs, std::vector<int32_t>& tokens,
     pos.push_back(static_cast<int32_t>(len));
 }
 
+// Runtime::decode_greedy chosen on the host: decode() a step at a time, each row's argmax
+// the next token. `last` (the runtime's last()) becomes the sum of the steps'.
+std::vector<std::vector<int32_t>>
+greedy_on_host(Runtime& rt, std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
+               const std::function<void(std::span<const int32_t>)>& on_step, ChipTotals& last);
+
 // Splits `logits` (rows of `vocab`) into one vector a row.
 std::vector<std::vector<float>> split_rows(const std::vector<float>& logits, uint32_t rows,
                                            uint32_t vocab);
