@@ -415,7 +415,7 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
     if (r.tokenizer) text.emplace(*r.tokenizer, !o.json && !o.ids);
     if (r.n_out > 1) {  // off the first token's path, as every later step finds them
         auto t = Clock::now();
-        rt.prepare_decode(g.seqs);
+        rt.prepare_decode(g.seqs, greedy_on_chip(o, r));
         g.prepare_wall = std::chrono::duration<double>(Clock::now() - t).count();
     }
     auto emit = [&](uint32_t step) {

@@ -790,8 +790,8 @@ TEST_F(ModelRuntime, APreparedDecodeStepChangesNothingButWhereItIsBuilt)
 }
 
 // Greedy decoding with the argmax on the chip (decode_greedy: steps back to back, each
-// step's tokens fed to the next there) chooses the tokens a host argmax of decode()'s
-// logits chooses, step by step, for two sequences together; on_step sees each step's in
+// step's tokens fed to the next there, its programs prepared ahead) chooses the tokens a
+// host argmax of decode()'s logits chooses, step by step, for two sequences together; on_step sees each step's in
 // order; the sequences advance by the steps, and the decode() after gives the logits of
 // the runtime that decoded on the host (the caches hold the same keys and values). Staged
 // and not, both numerics.
@@ -813,6 +813,9 @@ TEST_F(ModelRuntime, GreedyDecodingOnTheChipChoosesTheHostsTokens)
                 std::vector<std::pair<int, int32_t>> rows = {{a, jal::model::argmax(la)},
                                                              {b, jal::model::argmax(lb)}};
                 if (on_chip) {
+                    const int seqs[] = {a, b};
+                    rt->prepare_decode(seqs, true);  // builds both Launchers' steps, runs none
+                    EXPECT_EQ(rt->sequence_length(a), 5u);
                     std::vector<std::vector<int32_t>> seen;
                     chosen[1] = rt->decode_greedy(rows, kSteps, [&](std::span<const int32_t> t) {
                         seen.emplace_back(t.begin(), t.end());

@@ -65,7 +65,7 @@ public:
         return std::vector<std::vector<float>>(b.size() + 1);
     }
     void set_max_batch_tokens(uint32_t n) { options_.max_batch_tokens = n; }
-    void prepare_decode(std::span<const int>) override {}
+    void prepare_decode(std::span<const int>, bool) override {}
     std::vector<std::vector<int32_t>>
     decode_greedy(std::span<const std::pair<int, int32_t>>, uint32_t,
                   const std::function<void(std::span<const int32_t>)>&) override

@@ -60,7 +60,7 @@ public:
         out.push_back(next_after(chunk.back()));
         return out;
     }
-    void prepare_decode(std::span<const int>) override {}
+    void prepare_decode(std::span<const int>, bool) override {}
     std::vector<std::vector<int32_t>>
     decode_greedy(std::span<const std::pair<int, int32_t>>, uint32_t,
                   const std::function<void(std::span<const int32_t>)>&) override

@@ -235,9 +235,9 @@ public:
     // Builds the programs of a decode step of these sequences at their current lengths
     // without running it (nothing changes on the chip but the programs' code): the first
     // decode() of the same sequences then finds them built instead of building them on its
-    // token's path. A model split over chips (RuntimeOptions::split_devices) builds its
-    // pieces at its first step instead.
-    virtual void prepare_decode(std::span<const int> seqs) = 0;
+    // token's path; with `greedy`, those of decode_greedy's steps instead. A model split
+    // over chips (RuntimeOptions::split_devices) builds its pieces at its first step.
+    virtual void prepare_decode(std::span<const int> seqs, bool greedy = false) = 0;
     // Greedy decoding with the choice made on the chip: `steps` decode steps, the first of
     // `batch`'s (sequence, token) pairs, each step's tokens the argmax of its logits (the
     // lowest id on a tie, as Sampler's temperature 0 picks) fed to the next step there, so

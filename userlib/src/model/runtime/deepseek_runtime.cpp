@@ -316,7 +316,7 @@ DeepseekRuntime::decode(std::span<const std::pair<int, int32_t>> batch)
     return split_rows(logits, B, c_.n_vocab);
 }
 
-void DeepseekRuntime::prepare_decode(std::span<const int> seqs)
+void DeepseekRuntime::prepare_decode(std::span<const int> seqs, bool)
 {
     if (seqs.empty()) return;
     check_decode_step(seqs.size(), T_);

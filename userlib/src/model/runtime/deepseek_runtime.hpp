@@ -86,7 +86,8 @@ public:
     void assume_length(int seq, uint32_t len) override;
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
-    void prepare_decode(std::span<const int> seqs) override;
+    // `greedy` changes nothing: decode_greedy runs decode().
+    void prepare_decode(std::span<const int> seqs, bool greedy = false) override;
     // Chosen on the host (detail::greedy_on_host).
     std::vector<std::vector<int32_t>>
     decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,

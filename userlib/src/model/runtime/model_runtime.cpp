@@ -306,7 +306,7 @@ public:
     }
     std::vector<float> prefill(int seq, std::span<const int32_t> tokens) override;
     std::vector<std::vector<float>> decode(std::span<const std::pair<int, int32_t>> batch) override;
-    void prepare_decode(std::span<const int> seqs) override;
+    void prepare_decode(std::span<const int> seqs, bool greedy = false) override;
     std::vector<std::vector<int32_t>>
     decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint32_t steps,
                   const std::function<void(std::span<const int32_t>)>& on_step) override;
@@ -444,9 +444,9 @@ private:
                   std::span<const int32_t> pos, uint32_t out_row0, uint32_t out_rows,
                   const std::function<void()>& tail = {}, bool upload_tokens = true);
     // decode_greedy's step s of `batch`, `ahead` steps past the sequences' lengths, added to
-    // launch_ and started.
-    void start_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
-                           uint32_t ahead, std::vector<int32_t>& chosen);
+    // launch_'s batch (up to its cut).
+    void add_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
+                         uint32_t ahead);
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
@@ -2520,12 +2520,24 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
     return split_rows(logits, B, c_.n_vocab);
 }
 
-void RuntimeImpl::prepare_decode(std::span<const int> seqs)
+// decode_greedy's steps use both Launchers, each its own linked program: both are built.
+void RuntimeImpl::prepare_decode(std::span<const int> seqs, bool greedy)
 {
     if (seqs.empty() || !peers_.empty()) return;
     std::vector<std::pair<int, int32_t>> batch;
     for (const int seq : seqs) batch.emplace_back(seq, 0);
     check_decode_step(batch.size(), T_);
+    if (greedy && !o_.timing_only) {
+        if (!launch_next_)
+            launch_next_ =
+                std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+        for (uint32_t s = 0; s < 2; s++) {
+            add_greedy_step(batch, s, 0);
+            launch_->prepare_batch();
+            std::swap(launch_, launch_next_);
+        }
+        return;
+    }
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
     add_decode_rows(batch, segs, tokens, pos);
@@ -2535,9 +2547,9 @@ void RuntimeImpl::prepare_decode(std::span<const int> seqs)
 
 // Step s: the tokens of step 0 are the caller's, a later step's are what the step before
 // chose on the chip (a_.tokens, which its argmax wrote). The step's argmax writes a_.tokens
-// for the next, and its indices come back into `chosen`.
-void RuntimeImpl::start_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
-                                    uint32_t ahead, std::vector<int32_t>& chosen)
+// for the next.
+void RuntimeImpl::add_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
+                                  uint32_t ahead)
 {
     const uint32_t B = static_cast<uint32_t>(batch.size());
     std::vector<Segment> segs;
@@ -2556,8 +2568,6 @@ void RuntimeImpl::start_greedy_step(std::span<const std::pair<int, int32_t>> bat
                 "argmax");
         },
         s == 0);
-    launch_->download(chosen.data(), va(a_.tokens), size_t{B} * 4);
-    launch_->start_batch();
 }
 
 // Two Launchers take turns: step s + 1 is built and started while step s runs (the queue
@@ -2578,22 +2588,27 @@ RuntimeImpl::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint3
                         fmt::format("model runtime: token {} is not in the vocabulary", tok));
     if (!launch_next_)
         launch_next_ = std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+    const size_t B = batch.size();
     last_ = {};
     by_kernel_.clear();
-    std::vector<std::vector<int32_t>> out(steps, std::vector<int32_t>(batch.size()));
+    std::vector<std::vector<int32_t>> out(steps, std::vector<int32_t>(B));
     std::deque<k::Launcher*> flight;
     auto finish = [&](uint32_t s) {
         k::Launcher* l = flight.front();
         flight.pop_front();
         // The step behind it is queued: this one has most of its run ahead of it.
-        last_ += detail::batch_totals(l->finish_batch(JAL_WAIT_INTERRUPT), by_kernel_);
+        const ChipTotals t = detail::batch_totals(l->finish_batch(JAL_WAIT_INTERRUPT), by_kernel_);
+        last_ += t;
+        total_ += t;
         for (auto [seq, tok] : batch) slot(seq).len++;
         if (on_step) on_step(out[s]);
     };
     uint32_t done = 0;
     try {
         for (uint32_t s = 0; s < steps; s++) {
-            start_greedy_step(batch, s, static_cast<uint32_t>(flight.size()), out[s]);
+            add_greedy_step(batch, s, static_cast<uint32_t>(flight.size()));
+            launch_->download(out[s].data(), va(a_.tokens), B * 4);
+            launch_->start_batch();
             flight.push_back(launch_.get());
             std::swap(launch_, launch_next_);
             if (flight.size() == 2) finish(done++);
@@ -2606,7 +2621,6 @@ RuntimeImpl::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint3
             }
         throw;
     }
-    total_ += last_;
     return out;
 }
 
