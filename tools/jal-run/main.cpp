@@ -405,8 +405,9 @@ bool greedy_on_chip(const Options& o, const Request& r)
     return o.temp == 0 && !o.top && r.force.empty() && !o.profile && !o.timing_only;
 }
 
-// Samples (or forces) n_out tokens for every user, decoding one step at a time, and prints
-// user 0's as they come (not with --json).
+// Samples (or forces) n_out tokens for every user, decoding one step at a time (greedy on
+// the chip: the steps after the first as one decode_greedy call), and prints user 0's as
+// they come (not with --json).
 void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
 {
     jal::model::Sampler sampler({o.temp, o.top_p, o.seed});
@@ -432,6 +433,7 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
             std::vector<std::pair<int, int32_t>> batch;
             for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
             auto t = Clock::now();
+            // Steps 1 .. n_out − 1, each emitted as its tokens come back.
             rt.decode_greedy(batch, r.n_out - 1, [&](std::span<const int32_t> chosen) {
                 std::copy(chosen.begin(), chosen.end(), next.begin());
                 emit(step++);
