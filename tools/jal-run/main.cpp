@@ -427,14 +427,17 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
             std::fflush(stdout);
         }
     };
+    auto rows = [&] {
+        std::vector<std::pair<int, int32_t>> batch;
+        for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
+        return batch;
+    };
     const bool on_chip = greedy_on_chip(o, r);
     for (uint32_t step = 0; step < r.n_out; step++) {
         if (step > 0 && on_chip) {
-            std::vector<std::pair<int, int32_t>> batch;
-            for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
             auto t = Clock::now();
             // Steps 1 .. n_out − 1, each emitted as its tokens come back.
-            rt.decode_greedy(batch, r.n_out - 1, [&](std::span<const int32_t> chosen) {
+            rt.decode_greedy(rows(), r.n_out - 1, [&](std::span<const int32_t> chosen) {
                 std::copy(chosen.begin(), chosen.end(), next.begin());
                 emit(step++);
             });
@@ -443,10 +446,8 @@ void decode(const Options& o, const Request& r, jal::model::Runtime& rt, Generat
             break;
         }
         if (step > 0) {
-            std::vector<std::pair<int, int32_t>> batch;
-            for (uint32_t u = 0; u < r.users; u++) batch.push_back({g.seqs[u], next[u]});
             auto t = Clock::now();
-            g.logits = rt.decode(batch);
+            g.logits = rt.decode(rows());
             g.decode_wall += std::chrono::duration<double>(Clock::now() - t).count();
             add_decode_figures(rt, g, 1);
         }

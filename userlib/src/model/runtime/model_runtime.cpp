@@ -357,10 +357,12 @@ private:
     Slot& slot(int seq) { return const_cast<Slot&>(std::as_const(*this).slot(seq)); }
     // Checks a prompt chunk for seq (positions left, ids in the vocabulary).
     void check_prompt(int seq, std::span<const int32_t> tokens) const;
-    // Appends one row a (sequence, token) pair, each at its sequence's next position, after
-    // checking it (once per step, room in its cache, the id in the vocabulary).
+    // Appends one row a (sequence, token) pair, each at its sequence's next position (`ahead`
+    // further: decode_greedy's steps not yet finished), after checking it (once per step,
+    // room in its cache, the id in the vocabulary).
     void add_decode_rows(std::span<const std::pair<int, int32_t>> batch, std::vector<Segment>& segs,
-                         std::vector<int32_t>& tokens, std::vector<int32_t>& pos) const;
+                         std::vector<int32_t>& tokens, std::vector<int32_t>& pos,
+                         uint32_t ahead = 0) const;
     void plan_matrix(Matrix& m, const GgufTensor* t, uint32_t n, uint32_t kdim, uint32_t experts,
                      jal_dtype dtype);
     void plan_matrix(Matrix& m, const std::byte* data, uint64_t data_bytes, uint32_t n,
@@ -2494,10 +2496,10 @@ std::vector<float> RuntimeImpl::prefill(int seq, std::span<const int32_t> tokens
 
 void RuntimeImpl::add_decode_rows(std::span<const std::pair<int, int32_t>> batch,
                                   std::vector<Segment>& segs, std::vector<int32_t>& tokens,
-                                  std::vector<int32_t>& pos) const
+                                  std::vector<int32_t>& pos, uint32_t ahead) const
 {
     for (auto [seq, tok] : batch) {
-        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len, o_.n_ctx);
+        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len + ahead, o_.n_ctx);
         if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
             throw Error(JAL_STATUS_OUT_OF_RANGE,
                         fmt::format("model runtime: token {} is not in the vocabulary", tok));
@@ -2554,8 +2556,7 @@ void RuntimeImpl::add_greedy_step(std::span<const std::pair<int, int32_t>> batch
     const uint32_t B = static_cast<uint32_t>(batch.size());
     std::vector<Segment> segs;
     std::vector<int32_t> tokens, pos;
-    for (auto [seq, tok] : batch)
-        add_decode_row(segs, tokens, pos, seq, tok, slot(seq).len + ahead, o_.n_ctx);
+    add_decode_rows(batch, segs, tokens, pos, ahead);
     const lin::ArgmaxConfig ac{B, c_.n_vocab};
     const k::Program& pick = program(lin::argmax_name(ac), [&] { return lin::build_argmax(ac); });
     add_pass(
@@ -2582,10 +2583,6 @@ RuntimeImpl::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint3
         return detail::greedy_on_host(*this, batch, steps, on_step, last_);
     if (batch.empty() || steps == 0) return {};
     check_decode_step(batch.size(), T_);
-    for (auto [seq, tok] : batch)
-        if (tok < 0 || static_cast<uint32_t>(tok) >= model_.n_vocab)
-            throw Error(JAL_STATUS_OUT_OF_RANGE,
-                        fmt::format("model runtime: token {} is not in the vocabulary", tok));
     if (!launch_next_)
         launch_next_ = std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
     const size_t B = batch.size();
