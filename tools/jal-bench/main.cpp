@@ -2,7 +2,8 @@
 // the host stack (libjal and the emulator's transport), `jal-bench kernels` the kernel
 // library's linear kernels, `jal-bench dispatch` the emulator's wall-clock cost of one
 // dispatch, `jal-bench mma` the matrix engine's arithmetic alone (no emulator), `jal-bench
-// memory` the host's read and copy bandwidth (an emulated decode step's floor); each prints a
+// memory` the host's read and copy bandwidth and `jal-bench decode-mma` a model's decode step's
+// matrix arithmetic alone (two floors under an emulated decode step); each prints a
 // table, or one JSON document with --json. It starts its own jal-emu
 // (native firmware) unless JAL_EMU_DIR names a running one. `jal-bench serve` is the
 // InferenceX-style serving benchmark (serve_command.hpp) against a live jal-serve or a
@@ -13,6 +14,7 @@
 
 #include <jal/error.hpp>
 
+#include "decode_mma_bench.hpp"
 #include "dispatch_bench.hpp"
 #include "fabric_bench.hpp"
 #include "host_bench.hpp"
@@ -137,6 +139,25 @@ CLI::App* add_memory_command(CLI::App& app, jal::bench::MemoryBenchOptions& o, b
     return c;
 }
 
+CLI::App* add_decode_mma_command(CLI::App& app, jal::bench::DecodeMmaBenchOptions& o, bool& json,
+                                 bool& quick)
+{
+    auto* c = app.add_subcommand(
+        "decode-mma",
+        "A GPT-OSS model's decode step's matrix arithmetic alone on this host: every matrix a "
+        "batch-1 step multiplies (q, k, v, output projection, router, the used experts' gate, up "
+        "and down, the output head) through the MMA functions jal-emu runs, with the runtime's "
+        "layouts (dense F32/BF16/F16 K-major), activations F32 (the default numerics), each "
+        "thread its share of every matrix's columns; no emulator. A floor under an emulated "
+        "decode step on that many threads (bench-model.sh prints it beside llama.cpp's step)");
+    c->add_option("model", o.model, "The model (a GPT-OSS GGUF file)")->required();
+    c->add_option("--threads", o.threads, "Threads of the second row (default: one a host CPU)");
+    c->add_flag("--json", json, "Print one JSON document instead of the table");
+    c->add_flag("--quick", quick, "Shorter timing (a smoke run)");
+    c->add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
+    return c;
+}
+
 // A benchmark run in this process (no emulator): its JSON document, or its table.
 template <typename Run>
 int print_in_process(bool json, Run run, std::string (*table)(const nlohmann::json&))
@@ -158,11 +179,47 @@ int run_memory_command(jal::bench::MemoryBenchOptions& o, bool json, bool quick)
         json, [&] { return jal::bench::run_memory_bench(o); }, jal::bench::format_memory_table);
 }
 
+int run_decode_mma_command(jal::bench::DecodeMmaBenchOptions& o, bool json, bool quick)
+{
+    if (quick) o.min_seconds = 0.05;
+    return print_in_process(
+        json, [&] { return jal::bench::run_decode_mma_bench(o); },
+        jal::bench::format_decode_mma_table);
+}
+
 int run_mma_command(jal::bench::MmaBenchOptions& o, bool json)
 {
     if (o.quick) o.min_seconds = 0.05;
     return print_in_process(
         json, [&] { return jal::bench::run_mma_bench(o); }, jal::bench::format_mma_table);
+}
+
+// The benchmarks that run in this process, without an emulator.
+struct InProcessCommands {
+    jal::bench::MmaBenchOptions mma;
+    jal::bench::MemoryBenchOptions memory;
+    jal::bench::DecodeMmaBenchOptions decode_mma;
+    bool mma_json = false, memory_json = false, memory_quick = false;
+    bool decode_mma_json = false, decode_mma_quick = false;
+    CLI::App *mma_app = nullptr, *memory_app = nullptr, *decode_mma_app = nullptr;
+};
+
+void add_in_process_commands(CLI::App& app, InProcessCommands& c)
+{
+    c.mma_app = add_mma_command(app, c.mma, c.mma_json);
+    c.memory_app = add_memory_command(app, c.memory, c.memory_json, c.memory_quick);
+    c.decode_mma_app =
+        add_decode_mma_command(app, c.decode_mma, c.decode_mma_json, c.decode_mma_quick);
+}
+
+// The exit status of the one that was parsed, or -1 when none was.
+int run_in_process_command(InProcessCommands& c)
+{
+    if (c.mma_app->parsed()) return run_mma_command(c.mma, c.mma_json);
+    if (c.memory_app->parsed()) return run_memory_command(c.memory, c.memory_json, c.memory_quick);
+    if (c.decode_mma_app->parsed())
+        return run_decode_mma_command(c.decode_mma, c.decode_mma_json, c.decode_mma_quick);
+    return -1;
 }
 
 struct FabricCommand {
@@ -244,16 +301,11 @@ int main(int argc, char** argv)
     jal::bench::ServeCommand& serve = jal::bench::add_serve_command(app);
     FabricCommand fabric;
     add_fabric_command(app, fabric);
-    jal::bench::MmaBenchOptions mo;
-    bool mjson = false;
-    CLI::App* mma = add_mma_command(app, mo, mjson);
-    jal::bench::MemoryBenchOptions memo;
-    bool memjson = false, memquick = false;
-    CLI::App* memory = add_memory_command(app, memo, memjson, memquick);
+    InProcessCommands in_process;
+    add_in_process_commands(app, in_process);
     CLI11_PARSE(app, argc, argv);
 
-    if (mma->parsed()) return run_mma_command(mo, mjson);
-    if (memory->parsed()) return run_memory_command(memo, memjson, memquick);
+    if (const int status = run_in_process_command(in_process); status >= 0) return status;
 
     if (fabric.app->parsed()) return run_fabric_command(fabric);
 
