@@ -84,7 +84,8 @@ void add_matrices(std::vector<Matrix>& out, const model::GgufFile& f, const std:
     const bool dense = dt == JAL_DT_F32 || dt == JAL_DT_BF16 || dt == JAL_DT_F16;
     const auto* base = reinterpret_cast<const unsigned char*>(t->data.data());
     for (uint32_t e = 0; e < experts; e++) {
-        const std::string label = experts > 1 || t->n_dims == 3 ? fmt::format("{}[{}]", name, e) : name;
+        const std::string label =
+            experts > 1 || t->n_dims == 3 ? fmt::format("{}[{}]", name, e) : name;
         out.push_back({label, dt, dense && t->n_dims == 2, n, k, base + size_t(e) * n * rb, rb});
     }
 }
@@ -100,8 +101,7 @@ std::vector<Matrix> step_matrices(const model::GgufFile& f, const model::GptOssC
         for (const char* w : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"})
             add_matrices(out, f, fmt::format("blk.{}.{}.weight", il, w), c.n_expert_used);
     }
-    add_matrices(out, f, f.find_tensor("output.weight") ? "output.weight" : "token_embd.weight",
-                 1);
+    add_matrices(out, f, f.find_tensor("output.weight") ? "output.weight" : "token_embd.weight", 1);
     return out;
 }
 
@@ -140,22 +140,42 @@ void build_worker(Worker& w, const std::vector<Matrix>& ms, unsigned t, unsigned
     for (const Share& s : w.shares) copy_share(*s.m, s.n0, s.n, w.weights.data() + s.offset);
 }
 
+// The activations every GEMV reads: F32 (the default numerics), and rounded to Q8_0 for the
+// Q8_0 matrices, which the matrix engine multiplies only against Q8_0 (as the runtime does).
+struct Activations {
+    std::vector<float> f32;
+    std::vector<unsigned char> q8;
+};
+
+Activations random_activations(uint32_t k)
+{
+    Activations a;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> d(-1, 1);
+    a.f32.resize(k);
+    for (float& x : a.f32) x = d(rng);
+    a.q8.resize(numerics::row_bytes(JAL_DT_Q8_0, k));
+    numerics::quantize_row(JAL_DT_Q8_0, a.f32.data(), a.q8.data(), k);
+    return a;
+}
+
 // One step of thread w: every share's GEMV, a the same row of K activations.
-void run_step(Worker& w, const std::vector<float>& a)
+void run_step(Worker& w, const Activations& act)
 {
     for (const Share& s : w.shares) {
         const Matrix& m = *s.m;
         const numerics::Tile acc{w.acc.data(), 1, s.n, s.n * 4, JAL_DT_F32};
-        const numerics::ConstTile ta{a.data(), 1, m.k, m.k * 4, JAL_DT_F32};
+        const jal_dtype adt = m.dtype == JAL_DT_Q8_0 ? JAL_DT_Q8_0 : JAL_DT_F32;
+        const void* ad = adt == JAL_DT_Q8_0 ? static_cast<const void*>(act.q8.data())
+                                            : static_cast<const void*>(act.f32.data());
+        const numerics::ConstTile ta{ad, 1, m.k, uint32_t(numerics::row_bytes(adt, m.k)), adt};
         const unsigned char* b = w.weights.data() + s.offset;
         std::string error;
         const jal_status st =
-            m.kmajor ? numerics::mma_kmajor(acc, ta,
-                                            {b, m.k, s.n, uint32_t(s.n * (m.row_bytes / m.k)),
-                                             m.dtype},
-                                            &error)
-                     : numerics::mma(acc, ta, {b, s.n, m.k, uint32_t(m.row_bytes), m.dtype},
-                                     &error);
+            m.kmajor
+                ? numerics::mma_kmajor(
+                      acc, ta, {b, m.k, s.n, uint32_t(s.n * (m.row_bytes / m.k)), m.dtype}, &error)
+                : numerics::mma(acc, ta, {b, s.n, m.k, uint32_t(m.row_bytes), m.dtype}, &error);
         if (st != JAL_STATUS_OK)
             throw std::runtime_error(fmt::format("mma of {}: {}", m.name, error));
     }
@@ -164,7 +184,7 @@ void run_step(Worker& w, const std::vector<float>& a)
 // Milliseconds of each step of the workers started together (the slowest's end), for at
 // least min_seconds and five steps; the first (the caches' and the page tables' warm-up) is
 // not counted. This thread runs worker 0, so that no thread waits on a CPU the workers need.
-std::vector<double> time_steps(std::vector<Worker>& workers, const std::vector<float>& a,
+std::vector<double> time_steps(std::vector<Worker>& workers, const Activations& a,
                                double min_seconds)
 {
     std::barrier sync(static_cast<std::ptrdiff_t>(workers.size()));
@@ -217,14 +237,9 @@ json time_row(const std::vector<Matrix>& ms, unsigned threads, size_t bytes,
             pool.emplace_back([&, t] { build_worker(workers[t], ms, t, threads); });
         for (auto& th : pool) th.join();
     }
-    std::vector<float> a(0);
     uint32_t widest_k = 0;
     for (const Matrix& m : ms) widest_k = std::max(widest_k, m.k);
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> d(-1, 1);
-    a.resize(widest_k);
-    for (float& x : a) x = d(rng);
-    std::vector<double> steps = time_steps(workers, a, o.min_seconds);
+    std::vector<double> steps = time_steps(workers, random_activations(widest_k), o.min_seconds);
     std::sort(steps.begin(), steps.end());
     const double median = steps[steps.size() / 2];
     return {{"threads", threads},
@@ -261,10 +276,10 @@ std::string format_decode_mma_table(const json& doc)
     out += fmt::format("{:>7} {:>14} {:>12} {:>8} {:>6}\n", "threads", "step ms median",
                        "step ms best", "GB/s", "steps");
     for (const json& r : doc["rows"])
-        out += fmt::format("{:>7} {:>14.3f} {:>12.3f} {:>8.1f} {:>6}\n",
-                           r["threads"].get<unsigned>(), r["step_ms"].get<double>(),
-                           r["step_ms_best"].get<double>(), r["gb_s"].get<double>(),
-                           r["steps"].get<size_t>());
+        out +=
+            fmt::format("{:>7} {:>14.3f} {:>12.3f} {:>8.1f} {:>6}\n", r["threads"].get<unsigned>(),
+                        r["step_ms"].get<double>(), r["step_ms_best"].get<double>(),
+                        r["gb_s"].get<double>(), r["steps"].get<size_t>());
     return out;
 }
 

@@ -2,7 +2,9 @@
 // Every matrix a batch-1 decode step multiplies (each layer's q, k, v, output projection and
 // router, the expert_used_count experts' gate, up and down, the output head) through
 // jal::numerics::mma / mma_kmajor, the functions jal-emu's MMA instruction runs, with the
-// layouts the model runtime gives them (dense F32, BF16 and F16 matrices K-major) and each
+// layouts the model runtime gives them (dense F32, BF16 and F16 matrices K-major), F32
+// activations (the default numerics; Q8_0 ones for Q8_0 matrices, the only a the engine
+// multiplies them by), and each
 // thread given its share of every matrix's columns, laid out contiguously as a slice's
 // shard is. No emulator, no interpreter, no timing model, no dependencies between the
 // matrices: what is left is the arithmetic with the chip's numerics and the weight bytes the

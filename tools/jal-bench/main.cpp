@@ -147,7 +147,8 @@ CLI::App* add_decode_mma_command(CLI::App& app, jal::bench::DecodeMmaBenchOption
         "A GPT-OSS model's decode step's matrix arithmetic alone on this host: every matrix a "
         "batch-1 step multiplies (q, k, v, output projection, router, the used experts' gate, up "
         "and down, the output head) through the MMA functions jal-emu runs, with the runtime's "
-        "layouts (dense F32/BF16/F16 K-major), activations F32 (the default numerics), each "
+        "layouts (dense F32/BF16/F16 K-major), activations F32 (the default numerics; Q8_0 "
+        "for Q8_0 matrices), each "
         "thread its share of every matrix's columns; no emulator. A floor under an emulated "
         "decode step on that many threads (bench-model.sh prints it beside llama.cpp's step)");
     c->add_option("model", o.model, "The model (a GPT-OSS GGUF file)")->required();

@@ -1,7 +1,7 @@
 // `jal-bench decode-mma MODEL` (tools/jal-bench/decode_mma_bench.hpp): the matrices and bytes of
-// a batch-1 decode step, counted here from the GGUF itself; one row for one thread and one for
-// all; the table form; models it does not take refused with a message (no timing is judged:
-// the machines are shared).
+// a batch-1 decode step, counted here from the GGUF itself, for each dense type; one row for
+// one thread and one for all; the table form; models it does not take refused with a message
+// (no timing is judged: the machines are shared).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -51,8 +51,8 @@ TEST(JalBenchDecodeMma, CountsAStepsMatricesAndTimesOneAndTwoThreads)
     const jal::test::MadeModel m("jal-bench-decode-mma", "small.gguf",
                                  {"--preset", "small", "--seed", "1"});
     ASSERT_EQ(m.mkmodel.exit_code, 0) << m.mkmodel.err;
-    const auto r = run_command({bin_path("jal-bench"), "decode-mma", m.path, "--threads", "2",
-                                "--quick", "--json", "-q"});
+    const auto r = run_command(
+        {bin_path("jal-bench"), "decode-mma", m.path, "--threads", "2", "--quick", "--json", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json d = json::parse(r.out);
     uint32_t matrices = 0;
@@ -69,6 +69,23 @@ TEST(JalBenchDecodeMma, CountsAStepsMatricesAndTimesOneAndTwoThreads)
         EXPECT_NEAR(row["gb_s"].get<double>(), double(bytes) / row["step_ms"].get<double>() / 1e6,
                     1e-6 * row["gb_s"].get<double>())
             << row;
+    }
+}
+
+// Q8_0 matrices multiply Q8_0 activations (the engine takes no other a against them), the
+// half-precision ones F32 activations K-major, as the runtime gives them.
+TEST(JalBenchDecodeMma, TakesEveryDenseType)
+{
+    for (const char* type : {"q8_0", "bf16", "f16"}) {
+        const jal::test::MadeModel m(std::string("jal-bench-decode-mma-") + type, "tiny.gguf",
+                                     {"--dense-type", type, "--seed", "3"});
+        ASSERT_EQ(m.mkmodel.exit_code, 0) << m.mkmodel.err;
+        const auto r = run_command({bin_path("jal-bench"), "decode-mma", m.path, "--threads", "2",
+                                    "--quick", "--json", "-q"});
+        ASSERT_EQ(r.exit_code, 0) << type << ": " << r.err;
+        uint32_t matrices = 0;
+        EXPECT_EQ(json::parse(r.out)["bytes"].get<uint64_t>(), step_bytes(m.path, matrices))
+            << type;
     }
 }
 
