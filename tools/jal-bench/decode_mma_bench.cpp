@@ -2,6 +2,7 @@
 #include "decode_mma_bench.hpp"
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <jal/isa/disasm.hpp>
 #include <jal/isa/numerics.hpp>
 #include <jal/isa/tile_math.hpp>
 #include <jal/model/gguf.hpp>
@@ -50,6 +52,7 @@ struct Worker {
     std::vector<unsigned char> weights;
     std::vector<Share> shares;
     std::vector<float> acc;
+    std::array<double, 16> seconds{};  // in the GEMVs of each weight format (jal_dtype)
 };
 
 jal_dtype engine_dtype(model::TensorType t, const std::string& name)
@@ -171,6 +174,7 @@ void run_step(Worker& w, const Activations& act)
         const numerics::ConstTile ta{ad, 1, m.k, uint32_t(numerics::row_bytes(adt, m.k)), adt};
         const unsigned char* b = w.weights.data() + s.offset;
         std::string error;
+        const auto t0 = Clock::now();
         const jal_status st =
             m.kmajor
                 ? numerics::mma_kmajor(
@@ -178,6 +182,8 @@ void run_step(Worker& w, const Activations& act)
                 : numerics::mma(acc, ta, {b, s.n, m.k, uint32_t(m.row_bytes), m.dtype}, &error);
         if (st != JAL_STATUS_OK)
             throw std::runtime_error(fmt::format("mma of {}: {}", m.name, error));
+        w.seconds[m.dtype % w.seconds.size()] +=
+            std::chrono::duration<double>(Clock::now() - t0).count();
     }
 }
 
@@ -217,6 +223,8 @@ std::vector<double> time_steps(std::vector<Worker>& workers, const Activations& 
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         if (std::any_of(errors.begin(), errors.end(), [](auto& e) { return !e.empty(); })) break;
         if (i > 0) ms.push_back(s * 1e3), spent += s;
+        if (i == 0)
+            for (Worker& w : workers) w.seconds.fill(0);  // idle until the next step starts
     }
     stop = true;
     sync.arrive_and_wait();
@@ -240,13 +248,26 @@ json time_row(const std::vector<Matrix>& ms, unsigned threads, size_t bytes,
     uint32_t widest_k = 0;
     for (const Matrix& m : ms) widest_k = std::max(widest_k, m.k);
     std::vector<double> steps = time_steps(workers, random_activations(widest_k), o.min_seconds);
+    json formats = json::array();
+    for (jal_dtype dt : {JAL_DT_F32, JAL_DT_BF16, JAL_DT_F16, JAL_DT_Q8_0, JAL_DT_MXFP4}) {
+        size_t format_bytes = 0;
+        for (const Matrix& m : ms)
+            if (m.dtype == dt) format_bytes += size_t(m.n) * m.row_bytes;
+        if (format_bytes == 0) continue;
+        double seconds = 0;
+        for (const Worker& w : workers) seconds += w.seconds[dt % w.seconds.size()];
+        formats.push_back({{"dtype", isa::dtype_name(dt)},
+                           {"bytes", format_bytes},
+                           {"ms", seconds * 1e3 / threads / double(steps.size())}});
+    }
     std::sort(steps.begin(), steps.end());
     const double median = steps[steps.size() / 2];
     return {{"threads", threads},
             {"steps", steps.size()},
             {"step_ms", median},
             {"step_ms_best", steps.front()},
-            {"gb_s", double(bytes) / (median * 1e-3) / 1e9}};
+            {"gb_s", double(bytes) / (median * 1e-3) / 1e9},
+            {"by_format", formats}};
 }
 
 }  // namespace
@@ -280,6 +301,14 @@ std::string format_decode_mma_table(const json& doc)
             fmt::format("{:>7} {:>14.3f} {:>12.3f} {:>8.1f} {:>6}\n", r["threads"].get<unsigned>(),
                         r["step_ms"].get<double>(), r["step_ms_best"].get<double>(),
                         r["gb_s"].get<double>(), r["steps"].get<size_t>());
+    for (const json& r : doc["rows"]) {
+        out += fmt::format("a thread's mean step on {} thread(s), by weight format:",
+                           r["threads"].get<unsigned>());
+        for (const json& f : r["by_format"])
+            out += fmt::format(" {} {:.3f} ms ({:.1f} MB)", f["dtype"].get<std::string>(),
+                               f["ms"].get<double>(), f["bytes"].get<double>() / 1e6);
+        out += '\n';
+    }
     return out;
 }
 

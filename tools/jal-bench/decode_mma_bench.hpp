@@ -27,8 +27,9 @@ struct DecodeMmaBenchOptions {
 };
 
 // {"model", "matrices", "bytes" (weight bytes a step), "rows": [{"threads", "step_ms"
-// (median), "step_ms_best", "gb_s" (bytes over the median), "steps"}, ...]}: one row for one
-// thread and one for `threads` (when more than one).
+// (median), "step_ms_best", "gb_s" (bytes over the median), "steps", "by_format": [{"dtype",
+// "bytes", "ms" (a thread's mean time a step in that format's GEMVs)}, ...]}, ...]}: one row
+// for one thread and one for `threads` (when more than one).
 nlohmann::json run_decode_mma_bench(const DecodeMmaBenchOptions& options);
 
 std::string format_decode_mma_table(const nlohmann::json& doc);

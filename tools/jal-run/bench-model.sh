@@ -146,6 +146,7 @@ doc = {
     "arithmetic": None if arith is None else {
         "matrices": arith["matrices"], "bytes": arith["bytes"],
         "step_ms_1_thread": arith["rows"][0]["step_ms"],
+        "by_format_1_thread": {f["dtype"]: f["ms"] for f in arith["rows"][0]["by_format"]},
         "step_ms_all_threads": arith["rows"][-1]["step_ms"], "threads": arith["rows"][-1]["threads"],
         "ratio_ceiling": llama_step_ms / arith["rows"][-1]["step_ms"],
         "share_of_jal_run_step": arith["rows"][-1]["step_ms"] / jal_step_ms},
@@ -177,7 +178,8 @@ if a is None:
     print("the step's matrix arithmetic alone: not measured (jal-bench decode-mma takes GPT-OSS models)")
     sys.exit(0)
 print(f"the step's matrix arithmetic alone (jal-bench decode-mma: {a['matrices']} matrices, {a['bytes'] / 1e6:.1f} MB, "
-      f"the emulator's MMA functions, no emulator): 1 thread {a['step_ms_1_thread']:.2f} ms, {a['threads']} threads "
+      f"the emulator's MMA functions, no emulator): 1 thread {a['step_ms_1_thread']:.2f} ms ("
+      + ", ".join(f"{k} {v:.2f}" for k, v in a["by_format_1_thread"].items()) + f"), {a['threads']} threads "
       f"{a['step_ms_all_threads']:.2f} ms ({100 * a['share_of_jal_run_step']:.0f} % of jal-run's step); against llama.cpp's "
       f"{llama_step_ms:.2f} ms (median round), jal-run on {a['threads']} threads could reach at most {a['ratio_ceiling']:.2f}x "
       f"were everything else free (the rounds' ceilings: median {doc['ratio_ceiling_median']:.2f}x)")

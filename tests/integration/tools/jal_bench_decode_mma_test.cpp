@@ -69,6 +69,14 @@ TEST(JalBenchDecodeMma, CountsAStepsMatricesAndTimesOneAndTwoThreads)
         EXPECT_NEAR(row["gb_s"].get<double>(), double(bytes) / row["step_ms"].get<double>() / 1e6,
                     1e-6 * row["gb_s"].get<double>())
             << row;
+        // F32 dense matrices and MXFP4 experts (jal-mkmodel's defaults), their bytes the step's.
+        ASSERT_EQ(row["by_format"].size(), 2u) << row;
+        EXPECT_EQ(row["by_format"][0]["dtype"], "f32");
+        EXPECT_EQ(row["by_format"][1]["dtype"], "mxfp4");
+        EXPECT_EQ(row["by_format"][0]["bytes"].get<uint64_t>() +
+                      row["by_format"][1]["bytes"].get<uint64_t>(),
+                  bytes);
+        for (const json& f : row["by_format"]) EXPECT_GT(f["ms"].get<double>(), 0) << f;
     }
 }
 
