@@ -17,6 +17,7 @@
 #include <jal/isa/disasm.hpp>
 #include <jal/isa/numerics.hpp>
 #include <jal/isa/tile_math.hpp>
+#include <jal/kernels/library/gemm.hpp>
 #include <jal/model/gguf.hpp>
 #include <jal/model/gpt_oss_config.hpp>
 
@@ -87,8 +88,7 @@ void add_matrices(std::vector<Matrix>& out, const model::GgufFile& f, const std:
     const bool dense = dt == JAL_DT_F32 || dt == JAL_DT_BF16 || dt == JAL_DT_F16;
     const auto* base = reinterpret_cast<const unsigned char*>(t->data.data());
     for (uint32_t e = 0; e < experts; e++) {
-        const std::string label =
-            experts > 1 || t->n_dims == 3 ? fmt::format("{}[{}]", name, e) : name;
+        const std::string label = t->n_dims == 3 ? fmt::format("{}[{}]", name, e) : name;
         out.push_back({label, dt, dense && t->n_dims == 2, n, k, base + size_t(e) * n * rb, rb});
     }
 }
@@ -108,18 +108,15 @@ std::vector<Matrix> step_matrices(const model::GgufFile& f, const model::GptOssC
     return out;
 }
 
-// Columns [n0, n0 + n) of m where a slice would hold them: K rows of n (K-major) or n rows.
+// Columns [n0, n0 + n) of m where a slice would hold them: K rows of n (K-major, laid out by
+// the runtime's own k_major_shard) or n rows.
 void copy_share(const Matrix& m, uint32_t n0, uint32_t n, unsigned char* out)
 {
-    if (!m.kmajor) {
-        std::memcpy(out, m.rows + size_t(n0) * m.row_bytes, size_t(n) * m.row_bytes);
-        return;
-    }
-    const size_t es = m.row_bytes / m.k;
-    for (uint32_t j = 0; j < n; j++)
-        for (uint32_t kk = 0; kk < m.k; kk++)
-            std::memcpy(out + (size_t(kk) * n + j) * es,
-                        m.rows + size_t(n0 + j) * m.row_bytes + size_t(kk) * es, es);
+    const unsigned char* rows = m.rows + size_t(n0) * m.row_bytes;
+    if (m.kmajor)
+        kernels::linear::k_major_shard(rows, n, m.k, m.dtype, out);
+    else
+        std::memcpy(out, rows, size_t(n) * m.row_bytes);
 }
 
 // Thread t of `threads`: its columns of every matrix, in pieces, in a buffer it touches first.

@@ -449,6 +449,8 @@ private:
     // launch_'s batch (up to its cut).
     void add_greedy_step(std::span<const std::pair<int, int32_t>> batch, uint32_t s,
                          uint32_t ahead);
+    // launch_next_, opened the first time decode_greedy (or its prepare_decode) needs it.
+    void open_second_launcher();
     // The graph's parts, added to the Launcher's batch by run().
     struct GraphKernels {
         const k::Program *rope, *append, *route, *swiglu, *combine;
@@ -2522,6 +2524,12 @@ std::vector<std::vector<float>> RuntimeImpl::decode(std::span<const std::pair<in
     return split_rows(logits, B, c_.n_vocab);
 }
 
+void RuntimeImpl::open_second_launcher()
+{
+    if (!launch_next_)
+        launch_next_ = std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+}
+
 // decode_greedy's steps use both Launchers, each its own linked program: both are built.
 void RuntimeImpl::prepare_decode(std::span<const int> seqs, bool greedy)
 {
@@ -2530,9 +2538,7 @@ void RuntimeImpl::prepare_decode(std::span<const int> seqs, bool greedy)
     for (const int seq : seqs) batch.emplace_back(seq, 0);
     check_decode_step(batch.size(), T_);
     if (greedy && !o_.timing_only) {
-        if (!launch_next_)
-            launch_next_ =
-                std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+        open_second_launcher();
         for (uint32_t s = 0; s < 2; s++) {
             add_greedy_step(batch, s, 0);
             launch_->prepare_batch();
@@ -2583,8 +2589,7 @@ RuntimeImpl::decode_greedy(std::span<const std::pair<int, int32_t>> batch, uint3
         return detail::greedy_on_host(*this, batch, steps, on_step, last_);
     if (batch.empty() || steps == 0) return {};
     check_decode_step(batch.size(), T_);
-    if (!launch_next_)
-        launch_next_ = std::make_unique<k::Launcher>(device_, context_, *queue_, launch_options_);
+    open_second_launcher();
     const size_t B = batch.size();
     last_ = {};
     by_kernel_.clear();
