@@ -34,6 +34,8 @@ every matrix of a batch-1 step through the MMA functions jal-emu runs, with the 
 layouts, on one thread and on one a CPU, no emulator; the "MMAs" column) and prints the
 ceiling it puts on the round's ratio: llama.cpp's step over that time, the ratio jal-run
 would reach were the rest of an emulated step (interpreting, timing, messages, copies) free.
+It also prints jal-run's instructions a decode step (every slice's): the emulator's work in
+a unit the host's load does not move, to compare builds by when their timings are noise.
 EOF
 }
 set -euo pipefail
@@ -130,7 +132,8 @@ llama_step_ms, jal_step_ms = 1e3 / median["llama_tok_s"], 1e3 / median["jal_run_
 ceilings = [r["ratio_ceiling"] for r in rows if r["ratio_ceiling"]]
 doc = {
     "model": preset, "steps": steps, "n_vocab": run["n_vocab"], "slices": run["slices"],
-    "dispatches": run["chip"]["dispatches"], "threads": threads, "rounds": rows,
+    "dispatches": run["chip"]["dispatches"], "instructions_per_step": run["instructions_per_step"],
+    "threads": threads, "rounds": rows,
     "ratio_median": statistics.median(r["ratio"] for r in rows),
     "ratio_min": min(r["ratio"] for r in rows), "ratio_max": max(r["ratio"] for r in rows),
     "ratio_threads_median": statistics.median(r["ratio_threads"] for r in rows),
@@ -156,6 +159,8 @@ if as_json:
     sys.exit(0)
 print(f"model: synthetic '{preset}' ({run['n_vocab']} vocab), {steps} greedy steps, prompt {len(run['prompt_ids'])} ids; "
       f"jal-run on {run['slices']} slices ({run['chip']['dispatches']} dispatches), llama.cpp on 1 and {threads} threads")
+print(f"jal-run's decode step: {run['dispatches_per_step']:.0f} dispatch(es), {run['instructions_per_step']:.0f} instructions "
+      f"(every slice's; the emulator's work, which the host's speed does not move)")
 print(f"{'round':>5} {'jal-run tok/s':>14} {'llama.cpp 1t':>13} {'ratio':>7} {f'llama.cpp {threads}t':>13} {'ratio':>7} "
       f"{f'MMAs {threads}t ms':>11} {'ceiling':>8}")
 for r in rows:

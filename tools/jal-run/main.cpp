@@ -352,7 +352,9 @@ struct Generation {
     uint64_t decode_hbm_bytes = 0;
     uint64_t prefill_dispatches = 0;  // one user's prompt
     uint64_t decode_dispatches = 0;   // every measured decode step
-    uint64_t mixed_dispatches = 0;    // --schedule mixed: one prompt's chunk steps
+    // Instructions the slices executed: one user's prompt, every measured decode step.
+    uint64_t prefill_instructions = 0, decode_instructions = 0;
+    uint64_t mixed_dispatches = 0;  // --schedule mixed: one prompt's chunk steps
     // Of the modelled times: the exchange between a tray's chips (RuntimeOptions::tray_chips).
     uint64_t prefill_exchange_ns = 0, decode_exchange_ns = 0;
     uint32_t decode_steps = 0;  // measured
@@ -380,6 +382,7 @@ void prefill(const Options& o, const Request& r, jal::model::Runtime& rt, Genera
             g.fig.prefill_energy_nj = rt.last().energy_nj;
             g.prefill_exchange_ns = rt.last().exchange_ns;
             g.prefill_dispatches = rt.last().dispatches;
+            g.prefill_instructions = rt.last().instructions;
             g.prefill_kernels = rt.last_by_kernel();
         }
     }
@@ -393,6 +396,7 @@ void add_decode_figures(const jal::model::Runtime& rt, Generation& g, uint32_t s
     g.fig.decode_energy_nj += rt.last().energy_nj;
     g.decode_hbm_bytes += rt.last().hbm_bytes;
     g.decode_dispatches += rt.last().dispatches;
+    g.decode_instructions += rt.last().instructions;
     g.decode_exchange_ns += rt.last().exchange_ns;
     g.decode_steps += steps;
 }
@@ -495,7 +499,8 @@ struct Summary {
     jal::run::Metrics m;
     double wall_tok_s = 0, wall_prefill_tok_s = 0;
     double peak_bps = 0, min_bytes = 0, roofline_fraction = 0, decode_hbm_util = 0;
-    double dispatches_per_step = 0;  // average over the measured decode steps
+    double dispatches_per_step = 0;    // average over the measured decode steps
+    double instructions_per_step = 0;  // the same, every slice's instructions
 };
 
 Summary summarize(const Options& o, const Request& r, jal::model::Runtime& rt, Generation& g)
@@ -526,6 +531,7 @@ Summary summarize(const Options& o, const Request& r, jal::model::Runtime& rt, G
     s.decode_hbm_util =
         measured_decode_s > 0 ? double(g.decode_hbm_bytes) / measured_decode_s / s.peak_bps : 0;
     s.dispatches_per_step = r.n_out > 1 ? double(g.decode_dispatches) / (r.n_out - 1) : 0;
+    s.instructions_per_step = r.n_out > 1 ? double(g.decode_instructions) / (r.n_out - 1) : 0;
     return s;
 }
 
@@ -533,11 +539,9 @@ nlohmann::json kernels_json(const std::map<std::string, jal::model::ChipTotals>&
 {
     nlohmann::json k = nlohmann::json::object();
     for (auto& [name, t] : kernels)
-        k[name] = {{"dispatches", t.dispatches},
-                   {"modelled_ns", t.modelled_ns},
-                   {"hbm_bytes", t.hbm_bytes},
-                   {"flops", t.flops},
-                   {"energy_nj", t.energy_nj}};
+        k[name] = {{"dispatches", t.dispatches}, {"modelled_ns", t.modelled_ns},
+                   {"hbm_bytes", t.hbm_bytes},   {"flops", t.flops},
+                   {"energy_nj", t.energy_nj},   {"instructions", t.instructions}};
     return k;
 }
 
@@ -568,6 +572,8 @@ void inferencex_json(nlohmann::json& j, const Generation& g, const Summary& s)
     j["decode_hbm_util"] = s.decode_hbm_util;
     j["dispatches_per_step"] = s.dispatches_per_step;
     j["prefill_dispatches"] = g.prefill_dispatches;
+    j["instructions_per_step"] = s.instructions_per_step;
+    j["prefill_instructions"] = g.prefill_instructions;
     j["schedule"] = g.fig.mixed_steps ? "mixed" : "serial";
     if (g.fig.out_tokens > 1)  // a decode step of every sequence (TPOT in the serial schedule)
         j["decode_step_ms"] = g.fig.decode_ns / 1e6 / (g.fig.out_tokens - 1);
@@ -621,10 +627,11 @@ void print_json(const Options& o, const Request& r, jal::model::Runtime& rt, con
     if (o.profile && r.n_out > 1) j["decode_kernels"] = kernels_json(rt.last_by_kernel());
     if (o.profile) j["prefill_kernels"] = kernels_json(g.prefill_kernels);
     const jal::model::ChipTotals& tot = rt.total();
-    j["chip"] = {{"dispatches", tot.dispatches}, {"modelled_ns", tot.modelled_ns},
-                 {"energy_nj", tot.energy_nj},   {"flops", tot.flops},
-                 {"hbm_bytes", tot.hbm_bytes},   {"weight_bytes", rt.weight_bytes()},
-                 {"decode_ns", g.fig.decode_ns}, {"prefill_ns", g.fig.prefill_ns}};
+    j["chip"] = {{"dispatches", tot.dispatches},    {"modelled_ns", tot.modelled_ns},
+                 {"energy_nj", tot.energy_nj},      {"flops", tot.flops},
+                 {"hbm_bytes", tot.hbm_bytes},      {"weight_bytes", rt.weight_bytes()},
+                 {"decode_ns", g.fig.decode_ns},    {"prefill_ns", g.fig.prefill_ns},
+                 {"instructions", tot.instructions}};
     std::cout << j.dump(2) << std::endl;
 }
 
@@ -657,9 +664,10 @@ void print_text(const Options& o, const Request& r, jal::model::Runtime& rt, con
                     g.fig.mixed_steps, g.fig.mixed_ns / 1e6 / g.fig.mixed_steps,
                     g.fig.prefill_ns / 1e6);
     std::printf("mixed tok/s per kW: %.0f rated (%.0f W), %.0f modelled (%.1f W); %.0f dispatches "
-                "a decode step\n",
+                "a decode step (%.0f instructions, every slice's)\n",
                 s.m.mixed_tok_s_per_kw_rated, jal::run::kRatedPowerKw * 1000 * g.fig.chips,
-                s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step);
+                s.m.mixed_tok_s_per_kw_modelled, s.m.avg_power_w, s.dispatches_per_step,
+                s.instructions_per_step);
     if (o.profile)
         jal::run::print_profile(stdout,
                                 "prefill of one prompt by kernel (modelled):", g.prefill_kernels);

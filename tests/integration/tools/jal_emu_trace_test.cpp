@@ -4,6 +4,7 @@
 // slices in modelled time, the stages inside, the queue's packets, the admin queue's
 // commands and the firmware's log.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,7 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     struct Dispatch {
         double modelled_ns = 0, longest_us = 0;
         std::set<int> slices;
+        std::uint64_t instructions = 0, slice_instructions = 0;  // reported; summed by slice
     };
     std::map<double, Dispatch> dispatches;                        // by start
     std::map<int, std::vector<std::pair<double, double>>> spans;  // slice -> [ts, end)
@@ -96,6 +98,8 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
             continue;
         Dispatch& d = dispatches[e["ts"].get<double>()];
         d.modelled_ns = e["args"]["modelled_ns"];
+        d.instructions = e["args"]["instructions"];
+        d.slice_instructions += e["args"]["slice_instructions"].get<std::uint64_t>();
         d.longest_us = std::max(d.longest_us, e["dur"].get<double>());
         EXPECT_TRUE(d.slices.insert(e["tid"].get<int>()).second) << "a slice twice: " << e;
         EXPECT_DOUBLE_EQ(e["dur"].get<double>(),
@@ -104,8 +108,12 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     ASSERT_FALSE(dispatches.empty());
     double total_ns = 0, previous_end = 0;
+    std::uint64_t instructions = 0;
     for (const auto& [start, d] : dispatches) {
         EXPECT_NEAR(d.longest_us * 1000.0, d.modelled_ns, 1.0) << "dispatch at " << start;
+        EXPECT_EQ(d.instructions, d.slice_instructions) << "dispatch at " << start;
+        EXPECT_GE(d.slice_instructions, d.slices.size()) << "every slice runs its END at least";
+        instructions += d.slice_instructions;
         EXPECT_EQ(d.slices.size(), 64u) << "every slice of the chip takes part";
         EXPECT_GE(start + 1e-6, previous_end) << "one dispatch at a time on the same slices";
         previous_end = start + d.modelled_ns / 1000.0;
@@ -113,6 +121,9 @@ TEST_F(JalEmuTrace, HoldsEveryDispatchOnItsSlicesInModelledTimeWithItsStages)
     }
     EXPECT_EQ(dispatches.size(), report_["chip"]["dispatches"].get<size_t>());
     EXPECT_NEAR(total_ns, report_["chip"]["modelled_ns"].get<double>(), dispatches.size());
+    // The instructions jal-run reports (libjal's sum of the dispatch reports) are the ones the
+    // slices executed, as the emulator's trace counts them slice by slice.
+    EXPECT_EQ(instructions, report_["chip"]["instructions"].get<std::uint64_t>());
 
     // Stages lie inside their slice's dispatch (the staged programs of a pass).
     for (const json& e : trace_) {

@@ -72,7 +72,8 @@ TEST_F(JalRunInferenceX, JsonFieldsArePresentAndConsistent)
         "ttft_ms tpot_ms e2e_ms e2e_s tok_s_user serve_s tok_s output_tok_s mixed_tok_s "
         "avg_power_w tok_s_per_kw rated_power_w mixed_tok_s_per_kw_rated "
         "mixed_tok_s_per_kw_modelled decode_min_bytes decode_roofline_tb_s decode_roofline_ms "
-        "decode_roofline_fraction dispatches_per_step prefill_dispatches prompt_tokens "
+        "decode_roofline_fraction dispatches_per_step prefill_dispatches instructions_per_step "
+        "prefill_instructions prompt_tokens "
         "out_tokens");
     for (std::string key; fields >> key;)
         ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << "\n" << r.out;
@@ -120,6 +121,14 @@ TEST_F(JalRunInferenceX, RooflineAndDispatchesAreConsistent)
     EXPECT_GE(per_step, 1);
     EXPECT_EQ(j["chip"]["dispatches"].get<double>(),
               j["prefill_dispatches"].get<double>() + (kMeasured - 1) * per_step);
+    // The same for the slices' instructions: every dispatch runs at least one on every slice
+    // of the chip.
+    const double insn_per_step = j["instructions_per_step"];
+    EXPECT_GE(insn_per_step, 64 * per_step);
+    EXPECT_GE(j["prefill_instructions"].get<double>(), 64 * j["prefill_dispatches"].get<double>());
+    expect_near_rel(j["chip"]["instructions"].get<double>(),
+                    j["prefill_instructions"].get<double>() + (kMeasured - 1) * insn_per_step,
+                    "instructions: the prompt's and the measured steps'");
 }
 
 // --schedule mixed: one prompt in chunk steps beside the other user's decode rows. The
@@ -200,8 +209,8 @@ TEST_F(JalRunInferenceX, SummaryShowsTheFigures)
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     for (const char* text :
          {"InferenceX (16 in, 32 out, concurrency 2): E2E ", "2 requests served in",
-          "mixed tok/s per kW: ", " rated (700 W), ", " modelled (", "dispatches a decode step",
-          "decode roofline: ", "at 15.36 TB/s"})
+          "mixed tok/s per kW: ", " rated (700 W), ", " modelled (", "dispatches a decode step (",
+          "instructions, every slice's)", "decode roofline: ", "at 15.36 TB/s"})
         EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
 }
 

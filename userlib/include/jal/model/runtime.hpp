@@ -180,6 +180,9 @@ struct ChipTotals {
     uint64_t energy_nj = 0;    // dynamic energy of the dispatches
     uint64_t flops = 0;
     uint64_t hbm_bytes = 0;
+    // Instructions the slices executed (every slice of every dispatch): the emulator's work
+    // in a unit the host's speed does not move.
+    uint64_t instructions = 0;
     // Of modelled_ns: the exchange between a tray's chips (RuntimeOptions::tray_allreduce_ns).
     uint64_t exchange_ns = 0;
     ChipTotals& operator+=(const ChipTotals& o);

@@ -78,6 +78,7 @@ ChipTotals& ChipTotals::operator+=(const ChipTotals& o)
     energy_nj += o.energy_nj;
     flops += o.flops;
     hbm_bytes += o.hbm_bytes;
+    instructions += o.instructions;
     exchange_ns += o.exchange_ns;
     return *this;
 }

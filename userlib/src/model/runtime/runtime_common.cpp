@@ -39,6 +39,7 @@ ChipTotals batch_totals(const jal::kernels::BatchReport& r,
         one.energy_nj = d.report.energy_nj;
         one.flops = d.report.flops;
         one.hbm_bytes = d.report.hbm_bytes;
+        one.instructions = d.report.instructions;
         by_kernel[d.label] += one;
         one.modelled_ns = 0;
         totals += one;
