@@ -1,5 +1,6 @@
 #include "emu/tile_exec/executor.hpp"
 
+#include "emu/tile_exec/peers.hpp"
 #include "isa/code/opcode_table.hpp"
 #include "jal/hw/status.h"
 
@@ -122,25 +123,6 @@ enum class Plain : std::uint8_t { no, next, taken };
     }
     x[0] = 0;
     return taken ? Plain::taken : Plain::next;
-}
-
-// A SEND/RECV peer named by the program (a rank in the current stage, or a dispatch
-// index) as a dispatch index; false when there is no such slice.
-bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
-{
-    if (peer >= JAL_PEER_DISPATCH) {  // a dispatch slice named from any stage (ISA 1.3)
-        index = peer - JAL_PEER_DISPATCH;
-        return index < slices;
-    }
-    if (!s.stage_mask) {
-        index = peer;
-        return peer < slices;
-    }
-    if (peer >= static_cast<std::uint64_t>(std::popcount(s.stage_mask))) return false;
-    std::uint64_t m = s.stage_mask;
-    for (std::uint64_t k = 0; k < peer; ++k) m &= m - 1;  // drop the lowest `peer` members
-    index = static_cast<std::uint64_t>(std::countr_zero(m));
-    return true;
 }
 
 // TGATHER's rows: row r of `t` is the table row (at `base`, `table_stride` apart) that row
@@ -589,15 +571,7 @@ RunResult Executor::run(SliceState& s)
             Message m{t.rows, t.cols, t.dtype, {}, 0};
             if (!p_.timing_only) {
                 if ((st = stream_in(s, t.span(), false, nullptr, addr)) != kOk) break;
-                if (!s.spare_messages.empty()) {  // a buffer this slice received into before
-                    m.data = std::move(s.spare_messages.back());
-                    s.spare_messages.pop_back();
-                }
-                // At least a few rows' worth: a buffer goes on to carry other messages, and
-                // one grown at every larger message would allocate again and again.
-                if (m.data.capacity() < rb * t.rows)
-                    m.data.reserve(std::max<std::uint64_t>(rb * t.rows, kMessageBytes));
-                m.data.resize(rb * t.rows);
+                take_message_buffer(s, m.data, rb * t.rows);
                 for (std::uint32_t r = 0; r < t.rows; ++r)
                     std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride,
                                 rb);
@@ -643,8 +617,7 @@ RunResult Executor::run(SliceState& s)
                 for (std::uint32_t r = 0; r < t.rows; ++r)
                     std::memcpy(s.l1 + t.addr + std::uint64_t{r} * t.stride, m.data.data() + r * rb,
                                 rb);
-                if (s.spare_messages.size() < kSpareMessages)
-                    s.spare_messages.push_back(std::move(m.data));
+                give_message_buffer(s, std::move(m.data));
             }
             EngineOp op;
             op.engine = Engine::network;
@@ -652,6 +625,15 @@ RunResult Executor::run(SliceState& s)
             op.semaphore = i.imm;
             s.timing.recv(op, m.arrival);
             s.q[i.imm] += 1;
+            break;
+        }
+        case JAL_OP_SENDALL:
+            st = step_send_all(s, i, addr);
+            break;
+        case JAL_OP_RECVALL: {
+            bool blocked = false;
+            st = step_recv_all(s, i, addr, blocked);
+            if (blocked) return RunResult::blocked;
             break;
         }
         case JAL_OP_BARRIER:
@@ -681,6 +663,23 @@ RunResult Executor::run(SliceState& s)
         if (st != kOk) return fault(s, st, addr);
         s.pc = static_cast<std::uint32_t>(next);
     }
+}
+
+void Executor::take_message_buffer(SliceState& s, std::vector<std::byte>& out, std::uint64_t bytes)
+{
+    if (!s.spare_messages.empty()) {
+        out = std::move(s.spare_messages.back());
+        s.spare_messages.pop_back();
+    }
+    // At least a few rows' worth: a buffer goes on to carry other messages, and one grown at
+    // every larger message would allocate again and again.
+    if (out.capacity() < bytes) out.reserve(std::max<std::uint64_t>(bytes, kMessageBytes));
+    out.resize(bytes);
+}
+
+void Executor::give_message_buffer(SliceState& s, std::vector<std::byte>&& buffer)
+{
+    if (s.spare_messages.size() < kSpareMessages) s.spare_messages.push_back(std::move(buffer));
 }
 
 // A hint: a mapped line starts filling the scalar cache; anything else does nothing.

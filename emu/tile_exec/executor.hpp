@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace jal::emu::exec {
 
@@ -55,6 +56,15 @@ private:
     std::uint32_t step_memory(SliceState& s, const Insn& i, std::uint64_t& addr);
     void step_prefetch(SliceState& s, const Insn& i);
     std::uint32_t step_tile_dma(SliceState& s, const Insn& i, std::uint64_t& addr);
+    // SENDALL, RECVALL (all_gather.cpp); RECVALL's `blocked`: waiting for a tile, come back.
+    std::uint32_t step_send_all(SliceState& s, const Insn& i, std::uint64_t& addr);
+    std::uint32_t step_recv_all(SliceState& s, const Insn& i, std::uint64_t& addr, bool& blocked);
+    // A buffer of `bytes` for a message (one the slice received into before, if it kept
+    // one: an all-gather sends as many as it receives, so a send then allocates nothing),
+    // and a received message's buffer kept for that.
+    static void take_message_buffer(SliceState& s, std::vector<std::byte>& out,
+                                    std::uint64_t bytes);
+    static void give_message_buffer(SliceState& s, std::vector<std::byte>&& buffer);
     // Streamed loads (streamed_loads.hpp) under L1 range r: their rows there are copied in,
     // or (written: r is about to be written whole) the loads are over. `mem`: the caller's
     // access to device memory, or null (one is taken if bytes move). A jal_status; `addr`

@@ -29,6 +29,13 @@ enum class BlockReason : std::uint8_t {
     wait
 };  // wait: can never be satisfied
 
+// A RECVALL part done (the slice blocked waiting for a tile): the group members taken, the
+// columns they filled, and the latest arrival among them.
+struct GatherProgress {
+    std::uint32_t next = 0, cols = 0;
+    double arrival = 0;
+};
+
 struct SliceState {
     SliceState(std::uint32_t index_, std::uint32_t logical_, std::uint32_t physical_,
                std::byte* l1_, std::uint32_t clock_mhz)
@@ -48,6 +55,7 @@ struct SliceState {
     SliceRunState state = SliceRunState::runnable;
     BlockReason block = BlockReason::none;
     std::uint32_t block_peer = 0;  // RECV: the sending slice
+    GatherProgress gather;         // RECVALL, between its tiles
     bool resuming = false;         // the instruction at pc was issued before the slice blocked
     std::uint64_t barrier_gen = 0;
     std::uint64_t barrier_group = 0;  // the slices of the barrier it waits at (0: all)

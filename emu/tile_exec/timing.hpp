@@ -108,6 +108,11 @@ public:
     // has left (arrival at the receiver adds the network latency: arrival()).
     double engine_op(const EngineOp& op);
     double arrival(double send_end) const;
+    // The network engine's time for `bytes` (an engine op's busy time for that many).
+    double network_ns(std::uint64_t bytes) const
+    {
+        return static_cast<double>(bytes) / rates::kNetBytesPerCycle * cycle_;
+    }
     // RECV: completes at max(its start, the tile's arrival).
     void recv(const EngineOp& op, double arrival);
     // SIGNAL: q += n now. WAIT: stall until n signals have completed, consume them.

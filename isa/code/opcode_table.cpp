@@ -80,6 +80,8 @@ constexpr OpInfo kOps[] = {
     {JAL_OP_VIOTA, "viota", R::t, R::x, R::x, R::none, I::zero, S::plain},
     {JAL_OP_SEND, "send", R::t, R::x, R::none, R::none, I::sem, S::plain},
     {JAL_OP_RECV, "recv", R::t, R::x, R::none, R::none, I::sem, S::plain},
+    {JAL_OP_SENDALL, "sendall", R::t, R::x, R::none, R::none, I::sem, S::plain},
+    {JAL_OP_RECVALL, "recvall", R::t, R::x, R::none, R::none, I::sem, S::plain},
     {JAL_OP_BARRIER, "barrier", R::none, R::none, R::none, R::none, I::zero, S::plain},
     {JAL_OP_STAGE, "stage", R::x, R::x, R::flag, R::none, I::branch, S::plain},
     {JAL_OP_ACQUIRE, "acquire", R::none, R::none, R::none, R::none, I::zero, S::plain},

@@ -159,6 +159,16 @@ void code_seeds()
                       I(JAL_OP_RECV, 0, 12, 0, 0, 1), I(JAL_OP_BARRIER, 0, 0, 0, 0, 0),
                       I(JAL_OP_END, 0, 0, 0, 0, 0)},
                      {}, 0);
+    // Every slice's tile to every slice, gathered side by side (ISA 1.6 SENDALL, RECVALL).
+    code_object_seed("all-gather",
+                     {I(JAL_OP_MOVSR, 10, 0, 0, 0, JAL_SR_NSLICES),
+                      I(JAL_OP_TDESC, 0, 5, 3, 3, JAL_TDESC_IMM(0, JAL_DT_F32)),
+                      I(JAL_OP_MUL, 11, 3, 10, 0, 0),
+                      I(JAL_OP_TDESC, 1, 6, 3, 11, JAL_TDESC_IMM(0, JAL_DT_F32)),
+                      I(JAL_OP_VFILL, 0, 0, 0, 0, 0x3f800000), I(JAL_OP_SENDALL, 0, 0, 0, 0, 0),
+                      I(JAL_OP_RECVALL, 1, 0, 0, 0, 1), I(JAL_OP_WAIT, 1, 0, 0, 0, 1),
+                      I(JAL_OP_END, 0, 0, 0, 0, 0)},
+                     {}, 0);
     // A matrix multiply, then a load from an unmapped page (PAGE_FAULT).
     code_object_seed("mma-then-fault",
                      {I(JAL_OP_TDESC, 0, 5, 3, 4, JAL_TDESC_IMM(0, JAL_DT_F32)),

@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 5
+#define JAL_ISA_VERSION_MINOR 6
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -237,6 +237,17 @@ enum jal_opcode {
      * slice's barrier debt (STAGE); without one (any dispatch of a single kernel) it does
      * nothing. */
     JAL_OP_ACQUIRE = 0x74,
+    /* All-gathers in one instruction a slice (ISA 1.6). The group x[b]: 0, the slices of the
+     * current stage (the dispatch's outside a stage) in rank order; JAL_PEER_DISPATCH, every
+     * slice of the dispatch in dispatch order; anything else OUT_OF_RANGE. SENDALL is a SEND
+     * of t(a) to each slice of the group in turn, itself included (the same messages, in the
+     * same order on each pair); q(imm) += 1 once the last has left. RECVALL is a RECV from
+     * each slice of the group in turn into t(a), side by side: each tile has t(a)'s rows and
+     * dtype (4-byte elements) and lands at the columns after the one before it; their
+     * columns must add up to t(a)'s (else INVALID_FIELD); q(imm) += 1 once the last has
+     * arrived. */
+    JAL_OP_SENDALL = 0x75,
+    JAL_OP_RECVALL = 0x76,
 };
 
 /* Code object: a kernel as the device loads it. All fields little-endian. Layout: header,

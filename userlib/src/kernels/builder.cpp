@@ -540,6 +540,14 @@ void Builder::recv(T t, X peer, Q done)
 {
     op(JAL_OP_RECV, t.r, peer.r, 0, 0, done.r);
 }
+void Builder::send_all(T t, X group, Q done)
+{
+    op(JAL_OP_SENDALL, t.r, group.r, 0, 0, done.r);
+}
+void Builder::recv_all(T t, X group, Q done)
+{
+    op(JAL_OP_RECVALL, t.r, group.r, 0, 0, done.r);
+}
 void Builder::barrier()
 {
     op(JAL_OP_BARRIER, 0, 0, 0, 0, 0);

@@ -197,6 +197,11 @@ public:
     // ---- slices ----
     void send(T t, X peer, Q done);
     void recv(T t, X peer, Q done);
+    // All-gathers (ISA 1.6): t to, or a tile from, every slice of `group` (0: the stage's
+    // slices in rank order; JAL_PEER_DISPATCH: the dispatch's), itself included; recv_all
+    // places the tiles side by side along t's columns. `done` counts one for all of them.
+    void send_all(T t, X group, Q done);
+    void recv_all(T t, X group, Q done);
     void barrier();
     // Everything before it reads only what no earlier kernel writes (arguments, weights,
     // tables): in a staged program (stages.hpp) it may run while the stage before is still

@@ -1,0 +1,37 @@
+#include "emu/tile_exec/peers.hpp"
+
+#include "jal/hw/isa.h"
+
+#include <bit>
+
+namespace jal::emu::exec {
+
+bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
+{
+    if (peer >= JAL_PEER_DISPATCH) {  // a dispatch slice named from any stage (ISA 1.3)
+        index = peer - JAL_PEER_DISPATCH;
+        return index < slices;
+    }
+    if (!s.stage_mask) {
+        index = peer;
+        return peer < slices;
+    }
+    if (peer >= static_cast<std::uint64_t>(std::popcount(s.stage_mask))) return false;
+    std::uint64_t m = s.stage_mask;
+    for (std::uint64_t k = 0; k < peer; ++k) m &= m - 1;  // drop the lowest `peer` members
+    index = static_cast<std::uint64_t>(std::countr_zero(m));
+    return true;
+}
+
+bool group_size(const SliceState& s, std::uint64_t group, std::uint32_t slices, std::uint32_t& size)
+{
+    if (group == JAL_PEER_DISPATCH || (group == 0 && !s.stage_mask)) {
+        size = slices;
+        return true;
+    }
+    if (group != 0) return false;
+    size = static_cast<std::uint32_t>(std::popcount(s.stage_mask));
+    return true;
+}
+
+}  // namespace jal::emu::exec
