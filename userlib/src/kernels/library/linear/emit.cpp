@@ -34,39 +34,26 @@ void emit_share_of(Builder& b, X index, X chunk, X total, X begin, X count)
 
 void emit_send_to_every_slice(Builder& b, T t, Q q)
 {
-    X n = b.slice_count();
-    b.for_range(zero, n, 1, [&](X r) { b.send(t, r, q); });
-    b.free(n);
+    b.send_all(t, zero, q);
 }
 
 void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q)
 {
-    X n = b.x(), peer = b.x();
-    b.movsr(n, JAL_SR_DISPATCH_NSLICES);
-    b.for_range(zero, n, 1, [&](X d) {
-        b.addi(peer, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
-        b.send(t, peer, q);
-    });
-    b.free(peer);
-    b.free(n);
+    X group = emit_const(b, JAL_PEER_DISPATCH);
+    b.send_all(t, group, q);
+    b.free(group);
 }
 
 namespace {
 
 // Sender `rank`'s share of the tot columns (emit_share_of, chunk each) of `rows` F32 rows,
-// received from `peer` into its place in the rows at L1 offset `l1`, and waited for; with
-// `halves`, half of it (the shares are of twice the columns).
+// received from `peer` into its place in the rows at L1 offset `l1`, and waited for.
 void receive_share(Builder& b, T t, uint32_t l1, X rows, uint32_t row_bytes, Q q, X rank, X chunk,
-                   X tot, X peer, bool halves)
+                   X tot, X peer)
 {
     X c0 = b.x(), cnt = b.x();
     emit_share_of(b, rank, chunk, tot, c0, cnt);
-    if (halves) {
-        X one = emit_const(b, 1);
-        b.shr(cnt, cnt, one);
-        b.free(one);
-    }
-    b.muli(c0, c0, halves ? 2 : 4);  // 4 bytes a column (of half the columns)
+    b.muli(c0, c0, 4);  // 4 bytes a column
     b.addi(c0, c0, static_cast<int32_t>(l1));
     b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
     b.recv(t, peer, q);
@@ -91,7 +78,7 @@ void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t tot
         b.and_(peer, peer, one);
         b.beq(peer, zero, skip);
         b.addi(peer, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
-        receive_share(b, t, l1, rows, row_bytes, q, rank, chunk, tot, peer, false);
+        receive_share(b, t, l1, rows, row_bytes, q, rank, chunk, tot, peer);
         b.addi(rank, rank, 1);
         b.bind(skip);
         b.free(peer);
@@ -99,15 +86,17 @@ void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t tot
     for (X r : {one, rank, chunk, tot, n}) b.free(r);
 }
 
+// The shares lie side by side in rank order (emit_share_of's, or their halves), so one
+// RECVALL (ISA 1.6) takes them all into the whole rows.
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
-                         Q q, bool halves)
+                         Q q)
 {
-    X n = b.slice_count(), tot = emit_const(b, int64_t{total} * (halves ? 2 : 1)), chunk = b.x();
-    emit_share_chunk(b, chunk, tot, n);
-    b.for_range(zero, n, 1, [&](X r) {
-        receive_share(b, t, l1, rows, row_bytes, q, r, chunk, tot, r, halves);
-    });
-    for (X r : {chunk, tot, n}) b.free(r);
+    X at = emit_const(b, l1), cols = emit_const(b, total);
+    b.tdesc(t, at, rows, cols, JAL_DT_F32, row_bytes);
+    b.recv_all(t, zero, q);
+    b.wait(q, 1);
+    b.free(cols);
+    b.free(at);
 }
 
 X emit_table_entry(Builder& b, X table, X slice)

@@ -35,21 +35,22 @@ void emit_trap_unless_multiple(Builder& b, X value, X of);
 // Traps INVALID_FIELD unless value <= limit (signed).
 void emit_trap_unless_at_most(Builder& b, X value, int64_t limit);
 
-// Tile t to every slice of the dispatch or stage (SEND, ranks 0 … n − 1), itself included;
-// each signals q.
+// Tile t to every slice of the dispatch or stage (ranks 0 … n − 1), itself included: one
+// SENDALL (ISA 1.6), which signals q once all have left.
 void emit_send_to_every_slice(Builder& b, T t, Q q);
-// The same to every slice of the whole dispatch, named as dispatch slices
-// (JAL_PEER_DISPATCH + d, ISA 1.3), also from a stage on fewer slices.
+// The same to every slice of the whole dispatch (SENDALL's group JAL_PEER_DISPATCH), also
+// from a stage on fewer slices.
 void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q);
 
-// Receives from every slice of the dispatch or stage (RECV from ranks 0 … n − 1) its share
-// of `total` columns (emit_share_of's) of `rows` F32 rows into the rows at L1 offset `l1`
-// (row_bytes apart): sender r's columns land at their place in the row, each message waited
-// for on q (t is described anew for the next). With `halves`, the shares are of 2·total
-// columns and each sender sends half of its share (an expert GEMM's SwiGLU'd columns).
-// Every slice must send (a sender without a share would leave its receiver waiting).
+// Receives from every slice of the dispatch or stage (ranks 0 … n − 1) its share of `total`
+// columns of `rows` F32 rows into the rows at L1 offset `l1` (row_bytes apart), sender r's
+// columns at their place in the row, and waits for them on q: one RECVALL (ISA 1.6), the
+// shares side by side in rank order (emit_share_of's; or, where the shares are of 2·total
+// columns and each sender sends half of its share, an expert GEMM's SwiGLU'd columns, those
+// halves). t is left describing the whole rows. Every slice must send (a sender without a
+// share would leave its receiver waiting).
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
-                         Q q, bool halves = false);
+                         Q q);
 
 // emit_receive_shares from the dispatch slices set in `senders` (bit d: dispatch slice d,
 // named JAL_PEER_DISPATCH + d), `count` of them: the i-th set bit is sender rank i, whose

@@ -263,7 +263,7 @@ void ExpertGemmKernel::glu_rows(X np)
 // gather leaves it.
 void ExpertGemmKernel::receive_x(X np)
 {
-    emit_receive_shares(b, tx, l1_x, np, c.kdim, static_cast<uint32_t>(p.xrow), qr, true);
+    emit_receive_shares(b, tx, l1_x, np, c.kdim, static_cast<uint32_t>(p.xrow), qr);
     emit_tdesc_at(b, tx, l1_x, np, kdim, JAL_DT_F32);
 }
 
