@@ -17,10 +17,17 @@ namespace {
 
 constexpr std::uint32_t kOk = JAL_STATUS_OK;
 
-// The tile register and semaphore fields of a SENDALL or RECVALL.
-bool valid_fields(const SliceState& s, const Insn& i)
+// A SENDALL's or RECVALL's fields: its tile register and semaphore, and its group x[b]
+// (`n` slices). A jal_status; `addr` gets a group that does not exist.
+std::uint32_t check_fields(const SliceState& s, const Insn& i, std::uint32_t slices,
+                           std::uint64_t& group, std::uint32_t& n, std::uint64_t& addr)
 {
-    return i.a < JAL_ISA_TILE_REGS && s.t[i.a].valid() && i.imm >= 0 && i.imm < JAL_ISA_SEMAPHORES;
+    if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || i.imm < 0 || i.imm >= JAL_ISA_SEMAPHORES)
+        return JAL_STATUS_INVALID_FIELD;
+    group = s.x[i.b & 31];
+    if (group_size(s, group, slices, n)) return kOk;
+    addr = group;
+    return JAL_STATUS_OUT_OF_RANGE;
 }
 
 // The k-th member of a group (group_size said it exists) as a dispatch index.
@@ -36,13 +43,10 @@ std::uint32_t member(const SliceState& s, std::uint64_t group, std::uint32_t k,
 
 std::uint32_t Executor::step_send_all(SliceState& s, const Insn& i, std::uint64_t& addr)
 {
-    if (!valid_fields(s, i)) return JAL_STATUS_INVALID_FIELD;
-    const std::uint64_t group = s.x[i.b & 31];
+    std::uint64_t group = 0;
     std::uint32_t n = 0;
-    if (!group_size(s, group, fabric_.slices(), n)) {
-        addr = group;
-        return JAL_STATUS_OUT_OF_RANGE;
-    }
+    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, n, addr); st != kOk)
+        return st;
     const Tile& t = s.t[i.a];
     const std::uint64_t rb = row_bytes(t.dtype, t.cols), bytes = rb * t.rows;
     if (!p_.timing_only)
@@ -76,13 +80,10 @@ std::uint32_t Executor::step_recv_all(SliceState& s, const Insn& i, std::uint64_
                                       bool& blocked)
 {
     blocked = false;
-    if (!valid_fields(s, i)) return JAL_STATUS_INVALID_FIELD;
-    const std::uint64_t group = s.x[i.b & 31];
+    std::uint64_t group = 0;
     std::uint32_t n = 0;
-    if (!group_size(s, group, fabric_.slices(), n)) {
-        addr = group;
-        return JAL_STATUS_OUT_OF_RANGE;
-    }
+    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, n, addr); st != kOk)
+        return st;
     const Tile& t = s.t[i.a];
     if (row_bytes(t.dtype, 1) != 4) return JAL_STATUS_INVALID_FIELD;  // F32, I32: 4-byte columns
     GatherProgress& g = s.gather;
