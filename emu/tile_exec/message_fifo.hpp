@@ -38,16 +38,15 @@ public:
     bool pop(Message& out)
     {
         const std::uint64_t h = head_.load(std::memory_order_relaxed);
-        if (h != tail_.load(std::memory_order_acquire)) {
-            out = std::move(ring_[h % kRing]);
-            head_.store(h + 1, std::memory_order_release);
-            return true;
+        if (h == tail_.load(std::memory_order_acquire)) {
+            if (overflowed_.load(std::memory_order_acquire) == 0) return false;
+            // Between the look at tail and this one the producer may have filled the ring and
+            // overflowed: those ring messages are older than the overflow's, so look again
+            // (the overflow's count, read with acquire, makes its ring writes visible).
+            if (h == tail_.load(std::memory_order_acquire)) return pop_overflow(out);
         }
-        if (overflowed_.load(std::memory_order_acquire) == 0) return false;
-        std::lock_guard lock(m_);
-        out = std::move(overflow_.front());
-        overflow_.pop_front();
-        overflowed_.fetch_sub(1, std::memory_order_release);
+        out = std::move(ring_[h % kRing]);
+        head_.store(h + 1, std::memory_order_release);
         return true;
     }
 
@@ -59,6 +58,15 @@ public:
     }
 
 private:
+    bool pop_overflow(Message& out)
+    {
+        std::lock_guard lock(m_);
+        out = std::move(overflow_.front());
+        overflow_.pop_front();
+        overflowed_.fetch_sub(1, std::memory_order_release);
+        return true;
+    }
+
     static constexpr std::uint64_t kRing = 8;
     std::array<Message, kRing> ring_;
     alignas(64) std::atomic<std::uint64_t> head_{0};  // consumer's
