@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace jal::emu::exec {
 
@@ -61,13 +62,20 @@ std::uint32_t Executor::step_send_all(SliceState& s, const Insn& i, std::uint64_
     // of them have crossed the network engine.
     const double end = s.timing.engine_op(op), each = s.timing.network_ns(bytes);
     s.q[i.imm] += 1;
+    // The rows packed once; each message gets a copy, the last one the packed buffer itself.
+    std::vector<std::byte> packed;
+    if (!p_.timing_only) {
+        take_message_buffer(s, packed, bytes);
+        for (std::uint32_t r = 0; r < t.rows; ++r)
+            std::memcpy(packed.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride, rb);
+    }
     for (std::uint32_t k = 0; k < n; ++k) {
         Message m{t.rows, t.cols, t.dtype, {}, s.timing.arrival(end - (n - 1 - k) * each)};
-        if (!p_.timing_only) {
+        if (!p_.timing_only && k + 1 < n) {
             take_message_buffer(s, m.data, bytes);
-            for (std::uint32_t r = 0; r < t.rows; ++r)
-                std::memcpy(m.data.data() + r * rb, s.l1 + t.addr + std::uint64_t{r} * t.stride,
-                            rb);
+            std::memcpy(m.data.data(), packed.data(), bytes);
+        } else if (!p_.timing_only) {
+            m.data = std::move(packed);
         }
         fabric_.send(s.index, member(s, group, k, fabric_.slices()), std::move(m));
     }
