@@ -1,8 +1,8 @@
-// SENDALL and RECVALL (ISA 1.6, include/jal/hw/isa.h): an all-gather in one instruction a
-// slice. On the network they are the SENDs and RECVs they stand for (the same messages, in
-// the same order on each pair, so a SENDALL's tiles may be taken by RECVs and a RECVALL's
-// sent by SENDs); what they save is the instructions around them, and the slice's engine
-// ops: one for all the tiles.
+// SENDALL and RECVALL (ISA 1.6, include/jal/hw/isa.h; a group given as a mask of dispatch
+// slices since 1.7): an all-gather in one instruction a slice. On the network they are the
+// SENDs and RECVs they stand for (the same messages, in the same order on each pair, so a
+// SENDALL's tiles may be taken by RECVs and a RECVALL's sent by SENDs); what they save is the
+// instructions around them, and the slice's engine ops: one for all the tiles.
 #include "emu/tile_exec/executor.hpp"
 #include "emu/tile_exec/peers.hpp"
 
@@ -18,35 +18,29 @@ namespace {
 
 constexpr std::uint32_t kOk = JAL_STATUS_OK;
 
-// A SENDALL's or RECVALL's fields: its tile register and semaphore, and its group x[b]
+// A SENDALL's or RECVALL's fields: its tile register, its semaphore `q` and its group
 // (`n` slices). A jal_status; `addr` gets a group that does not exist.
 std::uint32_t check_fields(const SliceState& s, const Insn& i, std::uint32_t slices,
-                           std::uint64_t& group, std::uint32_t& n, std::uint64_t& addr)
+                           PeerGroup& group, std::uint32_t& q, std::uint32_t& n,
+                           std::uint64_t& addr)
 {
-    if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || i.imm < 0 || i.imm >= JAL_ISA_SEMAPHORES)
+    const std::int32_t sem = i.imm & ~JAL_GROUP_MASK;
+    if (i.a >= JAL_ISA_TILE_REGS || !s.t[i.a].valid() || sem < 0 || sem >= JAL_ISA_SEMAPHORES)
         return JAL_STATUS_INVALID_FIELD;
-    group = s.x[i.b & 31];
+    q = static_cast<std::uint32_t>(sem);
+    group = {s.x[i.b & 31], (i.imm & JAL_GROUP_MASK) != 0};
     if (group_size(s, group, slices, n)) return kOk;
-    addr = group;
+    addr = group.value;
     return JAL_STATUS_OUT_OF_RANGE;
-}
-
-// The k-th member of a group (group_size said it exists) as a dispatch index.
-std::uint32_t member(const SliceState& s, std::uint64_t group, std::uint32_t k,
-                     std::uint32_t slices)
-{
-    std::uint64_t index = 0;
-    peer_index(s, group == 0 ? k : std::uint64_t{JAL_PEER_DISPATCH} + k, slices, index);
-    return static_cast<std::uint32_t>(index);
 }
 
 }  // namespace
 
 std::uint32_t Executor::step_send_all(SliceState& s, const Insn& i, std::uint64_t& addr)
 {
-    std::uint64_t group = 0;
-    std::uint32_t n = 0;
-    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, n, addr); st != kOk)
+    PeerGroup group;
+    std::uint32_t q = 0, n = 0;
+    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, q, n, addr); st != kOk)
         return st;
     const Tile& t = s.t[i.a];
     const std::uint64_t rb = row_bytes(t.dtype, t.cols), bytes = rb * t.rows;
@@ -56,12 +50,12 @@ std::uint32_t Executor::step_send_all(SliceState& s, const Insn& i, std::uint64_
     EngineOp op;
     op.engine = Engine::network;
     op.reads[0] = t.span();
-    op.semaphore = i.imm;
+    op.semaphore = q;
     op.net_bytes = bytes * n;
     // The tiles leave one after another, as SENDs back to back would: the k-th once k + 1
     // of them have crossed the network engine.
     const double end = s.timing.engine_op(op), each = s.timing.network_ns(bytes);
-    s.q[i.imm] += 1;
+    s.q[q] += 1;
     // The rows packed once; each message gets a copy, the last one the packed buffer itself.
     std::vector<std::byte> packed;
     if (!p_.timing_only) {
@@ -77,7 +71,7 @@ std::uint32_t Executor::step_send_all(SliceState& s, const Insn& i, std::uint64_
         } else if (!p_.timing_only) {
             m.data = std::move(packed);
         }
-        fabric_.send(s.index, member(s, group, k, fabric_.slices()), std::move(m));
+        fabric_.send(s.index, group_member(s, group, k, fabric_.slices()), std::move(m));
     }
     return kOk;
 }
@@ -88,9 +82,9 @@ std::uint32_t Executor::step_recv_all(SliceState& s, const Insn& i, std::uint64_
                                       bool& blocked)
 {
     blocked = false;
-    std::uint64_t group = 0;
-    std::uint32_t n = 0;
-    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, n, addr); st != kOk)
+    PeerGroup group;
+    std::uint32_t q = 0, n = 0;
+    if (const std::uint32_t st = check_fields(s, i, fabric_.slices(), group, q, n, addr); st != kOk)
         return st;
     const Tile& t = s.t[i.a];
     if (row_bytes(t.dtype, 1) != 4) return JAL_STATUS_INVALID_FIELD;  // F32, I32: 4-byte columns
@@ -101,7 +95,7 @@ std::uint32_t Executor::step_recv_all(SliceState& s, const Insn& i, std::uint64_
             return st;
     }
     for (; g.next < n; ++g.next) {
-        const std::uint32_t from = member(s, group, g.next, fabric_.slices());
+        const std::uint32_t from = group_member(s, group, g.next, fabric_.slices());
         Message m;
         if (!fabric_.receive(s.index, from, m)) {
             s.state = SliceRunState::blocked;
@@ -131,9 +125,9 @@ std::uint32_t Executor::step_recv_all(SliceState& s, const Insn& i, std::uint64_
     EngineOp op;
     op.engine = Engine::network;
     op.writes = t.span();
-    op.semaphore = i.imm;
+    op.semaphore = q;
     s.timing.recv(op, arrival);
-    s.q[i.imm] += 1;
+    s.q[q] += 1;
     return kOk;
 }
 

@@ -23,8 +23,14 @@ bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, s
     return true;
 }
 
-bool group_size(const SliceState& s, std::uint64_t group, std::uint32_t slices, std::uint32_t& size)
+bool group_size(const SliceState& s, PeerGroup g, std::uint32_t slices, std::uint32_t& size)
 {
+    if (g.mask) {
+        if (g.value == 0 || (slices < 64 && g.value >> slices != 0)) return false;
+        size = static_cast<std::uint32_t>(std::popcount(g.value));
+        return true;
+    }
+    const std::uint64_t group = g.value;
     if (group == JAL_PEER_DISPATCH || (group == 0 && !s.stage_mask)) {
         size = slices;
         return true;
@@ -32,6 +38,18 @@ bool group_size(const SliceState& s, std::uint64_t group, std::uint32_t slices, 
     if (group != 0) return false;
     size = static_cast<std::uint32_t>(std::popcount(s.stage_mask));
     return true;
+}
+
+std::uint32_t group_member(const SliceState& s, PeerGroup g, std::uint32_t k, std::uint32_t slices)
+{
+    if (g.mask) {
+        std::uint64_t m = g.value;
+        for (std::uint32_t j = 0; j < k; ++j) m &= m - 1;  // drop the lowest k members
+        return static_cast<std::uint32_t>(std::countr_zero(m));
+    }
+    std::uint64_t index = 0;
+    peer_index(s, g.value == 0 ? k : std::uint64_t{JAL_PEER_DISPATCH} + k, slices, index);
+    return static_cast<std::uint32_t>(index);
 }
 
 }  // namespace jal::emu::exec

@@ -12,9 +12,18 @@ namespace jal::emu::exec {
 bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices,
                 std::uint64_t& index);
 
-// SENDALL's and RECVALL's group x[b] (0: the current stage's slices, JAL_PEER_DISPATCH: the
-// dispatch's): how many slices it has; false for any other value.
-bool group_size(const SliceState& s, std::uint64_t group, std::uint32_t slices,
-                std::uint32_t& size);
+// SENDALL's and RECVALL's group: x[b] as 0 (the current stage's slices) or JAL_PEER_DISPATCH
+// (the dispatch's), or with imm's JAL_GROUP_MASK (ISA 1.7) a mask of dispatch slices.
+struct PeerGroup {
+    std::uint64_t value = 0;
+    bool mask = false;
+};
+
+// How many slices the group has; false when it names none or slices the dispatch lacks.
+bool group_size(const SliceState& s, PeerGroup group, std::uint32_t slices, std::uint32_t& size);
+
+// The k-th member (group_size said it exists) as a dispatch index.
+std::uint32_t group_member(const SliceState& s, PeerGroup group, std::uint32_t k,
+                           std::uint32_t slices);
 
 }  // namespace jal::emu::exec

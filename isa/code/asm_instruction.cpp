@@ -132,6 +132,15 @@ int32_t immediate(Imm role, Operands& in, uint32_t pc, Assembled& out)
     case Imm::sem:
     case Imm::load_sem:  // only in dma syntax (special_syntax), which takes "streamed" itself
         return static_cast<int32_t>(reg(in.take("a semaphore"), Reg::q));
+    case Imm::group_sem: {  // optional: "mask" (x[b] a mask of dispatch slices)
+        auto imm = static_cast<int32_t>(reg(in.take("a semaphore"), Reg::q));
+        if (in.next < in.ops.size()) {
+            const Tok& f = in.take("mask");
+            if (f.text != "mask") fail_at(f, fmt::format("expected mask, found '{}'", f.text));
+            imm |= JAL_GROUP_MASK;
+        }
+        return imm;
+    }
     case Imm::f32:
         return f32_bits(in.take("a float"));
     case Imm::sreg:

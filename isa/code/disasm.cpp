@@ -77,6 +77,8 @@ std::string imm_text(Imm role, int32_t imm, uint32_t pc)
     case Imm::load_sem:
         return fmt::format("q{}{}", imm & ~JAL_DMA_STREAMED,
                            imm & JAL_DMA_STREAMED ? ", streamed" : "");
+    case Imm::group_sem:
+        return fmt::format("q{}{}", imm & ~JAL_GROUP_MASK, imm & JAL_GROUP_MASK ? ", mask" : "");
     case Imm::f32:
         return fmt::format("{}", f32_of(imm));
     case Imm::sreg: {

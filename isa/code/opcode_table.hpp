@@ -19,24 +19,25 @@ enum class Reg : uint8_t {
 
 // What the 32-bit immediate means.
 enum class Imm : uint8_t {
-    zero,      // unused: must be zero
-    any,       // a signed integer (LI, ADDI, MULI)
-    high,      // LUI's upper word (printed in hex)
-    offset,    // a byte offset of LD/ST/LW (alignment is checked when it runs)
-    branch,    // instructions relative to this one; the object-level check bounds it
-    sreg,      // enum jal_special_reg
-    tdesc,     // JAL_TDESC_IMM(stride, dtype): dtype must be a jal_dtype
-    sem,       // a semaphore number
-    count,     // a semaphore count, >= 0
-    col,       // a tile column, >= 0
-    k,         // VTOPK's k, >= 1
-    cvt,       // enum jal_cvt_mode
-    status,    // TRAP's status: a failing enum jal_status
-    window,    // VMASK's sliding window, >= 0 (0: none)
-    f32,       // float bits (VSCALE, VADDS)
-    bits,      // raw element bits (VFILL: F32 or I32 by the tile's dtype)
-    layout,    // MMA's layout of b: 0 or JAL_MMA_B_KMAJOR (optional in assembly: "kmajor")
-    load_sem,  // TLOAD's, TGATHER's: a semaphore, | JAL_DMA_STREAMED (ISA 1.5; "streamed")
+    zero,       // unused: must be zero
+    any,        // a signed integer (LI, ADDI, MULI)
+    high,       // LUI's upper word (printed in hex)
+    offset,     // a byte offset of LD/ST/LW (alignment is checked when it runs)
+    branch,     // instructions relative to this one; the object-level check bounds it
+    sreg,       // enum jal_special_reg
+    tdesc,      // JAL_TDESC_IMM(stride, dtype): dtype must be a jal_dtype
+    sem,        // a semaphore number
+    count,      // a semaphore count, >= 0
+    col,        // a tile column, >= 0
+    k,          // VTOPK's k, >= 1
+    cvt,        // enum jal_cvt_mode
+    status,     // TRAP's status: a failing enum jal_status
+    window,     // VMASK's sliding window, >= 0 (0: none)
+    f32,        // float bits (VSCALE, VADDS)
+    bits,       // raw element bits (VFILL: F32 or I32 by the tile's dtype)
+    layout,     // MMA's layout of b: 0 or JAL_MMA_B_KMAJOR (optional in assembly: "kmajor")
+    load_sem,   // TLOAD's, TGATHER's: a semaphore, | JAL_DMA_STREAMED (ISA 1.5; "streamed")
+    group_sem,  // SENDALL's, RECVALL's: a semaphore, | JAL_GROUP_MASK (ISA 1.7; "mask")
 };
 
 // How the disassembler lays out the operands.

@@ -76,6 +76,14 @@ jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
                                    static_cast<uint32_t>(imm), JAL_DMA_STREAMED));
         break;
     }
+    case Imm::group_sem: {
+        const int32_t sem = imm & ~JAL_GROUP_MASK;
+        if (sem < 0 || sem >= JAL_ISA_SEMAPHORES)
+            return bad(fmt::format("semaphore imm is {:#x}, not a semaphore (q0..q15), optionally "
+                                   "| JAL_GROUP_MASK ({:#x})",
+                                   static_cast<uint32_t>(imm), JAL_GROUP_MASK));
+        break;
+    }
     case Imm::count:
         if (imm < 0) return bad(fmt::format("count {} is negative", imm));
         break;

@@ -169,6 +169,18 @@ void code_seeds()
                       I(JAL_OP_RECVALL, 1, 0, 0, 0, 1), I(JAL_OP_WAIT, 1, 0, 0, 0, 1),
                       I(JAL_OP_END, 0, 0, 0, 0, 0)},
                      {}, 0);
+    // Slice 0's tile to every slice, taken by a RECVALL over a mask of dispatch slices (ISA
+    // 1.7): x12 = 1, the mask of slice 0.
+    code_object_seed("gather-from-mask",
+                     {I(JAL_OP_MOVSR, 2, 0, 0, 0, JAL_SR_SLICE),
+                      I(JAL_OP_TDESC, 0, 5, 3, 3, JAL_TDESC_IMM(0, JAL_DT_F32)),
+                      I(JAL_OP_TDESC, 1, 6, 3, 3, JAL_TDESC_IMM(0, JAL_DT_F32)),
+                      I(JAL_OP_VFILL, 0, 0, 0, 0, 0x3f800000), I(JAL_OP_LI, 12, 0, 0, 0, 1),
+                      I(JAL_OP_LI, 13, 0, 0, 0, static_cast<int32_t>(JAL_PEER_DISPATCH)),
+                      I(JAL_OP_BNE, 2, 0, 0, 0, 2), I(JAL_OP_SENDALL, 0, 13, 0, 0, 0),
+                      I(JAL_OP_RECVALL, 1, 12, 0, 0, 1 | JAL_GROUP_MASK),
+                      I(JAL_OP_WAIT, 1, 0, 0, 0, 1), I(JAL_OP_END, 0, 0, 0, 0, 0)},
+                     {}, 0);
     // A matrix multiply, then a load from an unmapped page (PAGE_FAULT).
     code_object_seed("mma-then-fault",
                      {I(JAL_OP_TDESC, 0, 5, 3, 4, JAL_TDESC_IMM(0, JAL_DT_F32)),

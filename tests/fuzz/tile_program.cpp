@@ -84,6 +84,9 @@ int32_t legal_imm(const OpInfo& op, int32_t imm, uint32_t pc, uint32_t n)
     case Imm::load_sem:
         return static_cast<int32_t>(static_cast<uint32_t>(imm) % JAL_ISA_SEMAPHORES) |
                (imm & JAL_DMA_STREAMED);
+    case Imm::group_sem:
+        return static_cast<int32_t>(static_cast<uint32_t>(imm) % JAL_ISA_SEMAPHORES) |
+               (imm & JAL_GROUP_MASK);
     case Imm::count:
     case Imm::col:
     case Imm::window:

@@ -29,7 +29,7 @@
 #include "compat.h"
 
 #define JAL_ISA_VERSION_MAJOR 1
-#define JAL_ISA_VERSION_MINOR 6
+#define JAL_ISA_VERSION_MINOR 7
 
 #define JAL_ISA_SCALAR_REGS 32
 #define JAL_ISA_TILE_REGS 16
@@ -101,6 +101,13 @@ JAL_ASSERT_SIZE(struct jal_block_q8_0, 34);
  * the tile (docs/tile-isa.md, "Streamed loads"): weights, which an MMA then reads as b
  * straight from HBM. The semaphore is imm & ~JAL_DMA_STREAMED. */
 #define JAL_DMA_STREAMED 0x100
+
+/* SENDALL's and RECVALL's imm (ISA 1.7): the semaphore, or the semaphore | JAL_GROUP_MASK:
+ * then x[b] is a mask of the dispatch's slices (bit d: dispatch slice d, at least one, none
+ * past the dispatch's last), the group its members in dispatch order. A stage that takes
+ * its input from some slices of another (a GEMM beside the attention) receives it in one
+ * RECVALL. The semaphore is imm & ~JAL_GROUP_MASK. */
+#define JAL_GROUP_MASK 0x100
 
 /* Special registers read by MOVSR (imm). */
 enum jal_special_reg {
@@ -239,7 +246,8 @@ enum jal_opcode {
     JAL_OP_ACQUIRE = 0x74,
     /* All-gathers in one instruction a slice (ISA 1.6). The group x[b]: 0, the slices of the
      * current stage (the dispatch's outside a stage) in rank order; JAL_PEER_DISPATCH, every
-     * slice of the dispatch in dispatch order; anything else OUT_OF_RANGE. SENDALL is a SEND
+     * slice of the dispatch in dispatch order; with imm's JAL_GROUP_MASK (ISA 1.7), x[b] is a
+     * mask of dispatch slices; anything else OUT_OF_RANGE. SENDALL is a SEND
      * of t(a) to each slice of the group in turn, itself included (the same messages, in the
      * same order on each pair); q(imm) += 1 once the last has left. RECVALL is a RECV from
      * each slice of the group in turn into t(a), side by side: each tile has t(a)'s rows and

@@ -1,7 +1,7 @@
-// SENDALL and RECVALL (ISA 1.6): an all-gather in one instruction a slice, checked against
-// the concatenation computed here, against the SENDs and RECVs it stands for (the same
-// messages: either side may use either), inside a stage and across the dispatch, and its
-// faults.
+// SENDALL and RECVALL (ISA 1.6; a group given as a mask of dispatch slices, 1.7): an
+// all-gather in one instruction a slice, checked against the concatenation computed here,
+// against the SENDs and RECVs it stands for (the same messages: either side may use either),
+// inside a stage and across the dispatch, and its faults.
 #include "isa_harness.hpp"
 
 #include <numeric>
@@ -17,6 +17,15 @@ inline std::uint64_t SENDALL(unsigned t, unsigned rgroup, unsigned q)
 inline std::uint64_t RECVALL(unsigned t, unsigned rgroup, unsigned q)
 {
     return I(JAL_OP_RECVALL, t, rgroup, 0, 0, static_cast<std::int32_t>(q));
+}
+// The group x[rmask] a mask of dispatch slices (JAL_GROUP_MASK).
+inline std::uint64_t SENDALL_MASK(unsigned t, unsigned rmask, unsigned q)
+{
+    return I(JAL_OP_SENDALL, t, rmask, 0, 0, static_cast<std::int32_t>(q | JAL_GROUP_MASK));
+}
+inline std::uint64_t RECVALL_MASK(unsigned t, unsigned rmask, unsigned q)
+{
+    return I(JAL_OP_RECVALL, t, rmask, 0, 0, static_cast<std::int32_t>(q | JAL_GROUP_MASK));
 }
 
 constexpr std::uint32_t kRows = 2, kOut = 4096;  // the gathered tile's L1 offset
@@ -240,6 +249,87 @@ TEST_F(IsaAllGather, BadGroupsShapesAndFormatsFault)
     r = run(silent, o);
     EXPECT_EQ(r.report.status, JAL_STATUS_DEADLOCK);
     EXPECT_EQ(r.report.fault_opcode, JAL_OP_RECVALL);
+}
+
+// Slices 1, 2 and 4 of 6 send their shares to every slice (SENDALL over the dispatch, or over
+// a mask of all six); every slice takes the three with one RECVALL over the senders' mask,
+// side by side in dispatch order. Then the same with the receivers' RECVs.
+TEST_F(IsaAllGather, AMaskNamesTheGroupBySlices)
+{
+    const std::uint32_t slices = 6;
+    const std::uint32_t senders = 0b010110;
+    std::vector<std::int32_t> row;
+    for (std::uint32_t k = 0; k < slices; ++k)
+        if (senders >> k & 1)
+            for (std::uint32_t j = 0; j < share_cols(k); ++j)
+                row.push_back(static_cast<std::int32_t>(k * 100 + j));
+    const auto total = static_cast<std::int32_t>(row.size());
+    std::vector<std::int32_t> want;
+    for (std::uint32_t r = 0; r < kRows; ++r) want.insert(want.end(), row.begin(), row.end());
+    // x18: whether this slice sends; t1 described again for the senders' columns.
+    const std::vector<std::uint64_t> setup = {LI(16, senders),
+                                              R(JAL_OP_SHR, 18, 16, 2),
+                                              LI(19, 1),
+                                              R(JAL_OP_AND, 18, 18, 19),
+                                              LI(12, total),
+                                              LI(13, total * 4),
+                                              TDESC(1, 10, 11, 12, 0, JAL_DT_I32)};
+    std::vector<std::uint64_t> by_recv;  // the RECVs RECVALL stands for
+    std::int32_t col = 0;
+    for (std::uint32_t k = 0; k < slices; ++k) {
+        if (!(senders >> k & 1)) continue;
+        by_recv.insert(by_recv.end(),
+                       {LI(5, static_cast<std::int32_t>(JAL_PEER_DISPATCH + k)),
+                        LI(14, static_cast<std::int32_t>(kOut) + col * 4),
+                        LI(15, static_cast<std::int32_t>(share_cols(k))),
+                        TDESC(2, 14, 11, 15, static_cast<std::uint32_t>(total) * 4, JAL_DT_I32),
+                        RECV(2, 5, 1), WAIT(1, 1)});
+        col += static_cast<std::int32_t>(share_cols(k));
+    }
+    const std::vector<std::uint64_t> by_mask = {RECVALL_MASK(1, 16, 1), WAIT(1, 1)};
+    struct Form {
+        std::uint64_t send;
+        std::int32_t group;
+        const std::vector<std::uint64_t>* receive;
+    };
+    for (const Form& f : {Form{SENDALL(0, 17, 0), JAL_PEER_DISPATCH, &by_mask},
+                          Form{SENDALL_MASK(0, 17, 0), 0b111111, &by_mask},
+                          Form{SENDALL_MASK(0, 17, 0), 0b111111, &by_recv}}) {
+        const auto code = join({prologue(slices),
+                                setup,
+                                {LI(17, f.group), BR(JAL_OP_BEQ, 18, 0, 2), f.send},
+                                *f.receive,
+                                {BR(JAL_OP_BEQ, 18, 0, 2), WAIT(0, 1)},
+                                epilogue()});
+        Opts o;
+        o.slices = slices;
+        o.args = kVa;
+        const std::size_t n = want.size();
+        write_vec(kVa, std::vector<std::int32_t>(n * slices, -1));
+        const auto r = run(code, o);
+        ASSERT_EQ(r.report.status, JAL_STATUS_OK) << "fault at pc " << r.report.fault_pc;
+        for (std::uint32_t i = 0; i < slices; ++i)
+            EXPECT_EQ(read_vec<std::int32_t>(kVa + i * n * 4, n), want) << "slice " << i;
+    }
+}
+
+TEST_F(IsaAllGather, AMaskWithNoSliceOrOnePastTheDispatchFaults)
+{
+    const std::uint32_t slices = 3;
+    Opts o;
+    o.slices = slices;
+    o.args = kVa;
+    for (std::int32_t mask : {0, 0b1001}) {
+        for (bool send : {true, false}) {
+            const auto code = join(
+                {prologue(slices),
+                 {LI(16, mask), send ? SENDALL_MASK(0, 16, 0) : RECVALL_MASK(1, 16, 1), END()}});
+            const auto r = run(code, o);
+            EXPECT_EQ(r.report.status, JAL_STATUS_OUT_OF_RANGE) << mask;
+            EXPECT_EQ(r.report.fault_opcode, send ? JAL_OP_SENDALL : JAL_OP_RECVALL);
+            EXPECT_EQ(r.report.fault_address, static_cast<std::uint64_t>(mask));
+        }
+    }
 }
 
 TEST_F(IsaAllGather, TimingOnlyMovesNoDataButTheSameTime)

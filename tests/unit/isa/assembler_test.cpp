@@ -98,6 +98,7 @@ const BadInput kBad[] = {
     {"kernel k\n  5: 0000000000000000  end\n", 2, 3, "instruction 5 listed where instruction 0"},
     {"kernel k\n  isa 9.0, 80 bytes\n  end\n", 2, 7, "this assembler writes isa"},
     {"kernel k\n  trap 0\n", 2, 3, "trap"},
+    {"kernel k\n  recvall t1, x2, q3, masked\n", 2, 23, "expected mask, found 'masked'"},
 };
 
 TEST(Assembler, ErrorsNameTheLineAndColumn)

@@ -105,6 +105,8 @@ const Golden kGolden[] = {
     {JAL_INSN(JAL_OP_RECV, 1, 2, 0, 0, 3), "recv t1, x2, q3"},
     {JAL_INSN(JAL_OP_SENDALL, 1, 2, 0, 0, 3), "sendall t1, x2, q3"},
     {JAL_INSN(JAL_OP_RECVALL, 1, 0, 0, 0, 4), "recvall t1, x0, q4"},
+    {JAL_INSN(JAL_OP_SENDALL, 1, 2, 0, 0, 3 | JAL_GROUP_MASK), "sendall t1, x2, q3, mask"},
+    {JAL_INSN(JAL_OP_RECVALL, 5, 6, 0, 0, 7 | JAL_GROUP_MASK), "recvall t5, x6, q7, mask"},
     {JAL_INSN(JAL_OP_BARRIER, 0, 0, 0, 0, 0), "barrier"},
     {JAL_INSN(JAL_OP_STAGE, 1, 2, 1, 0, 3), "stage x1, x2, ordered, @13"},
     {JAL_INSN(JAL_OP_ACQUIRE, 0, 0, 0, 0, 0), "acquire"},

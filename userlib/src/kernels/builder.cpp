@@ -548,6 +548,14 @@ void Builder::recv_all(T t, X group, Q done)
 {
     op(JAL_OP_RECVALL, t.r, group.r, 0, 0, done.r);
 }
+void Builder::send_all_masked(T t, X mask, Q done)
+{
+    op(JAL_OP_SENDALL, t.r, mask.r, 0, 0, static_cast<int32_t>(done.r | JAL_GROUP_MASK));
+}
+void Builder::recv_all_masked(T t, X mask, Q done)
+{
+    op(JAL_OP_RECVALL, t.r, mask.r, 0, 0, static_cast<int32_t>(done.r | JAL_GROUP_MASK));
+}
 void Builder::barrier()
 {
     op(JAL_OP_BARRIER, 0, 0, 0, 0, 0);

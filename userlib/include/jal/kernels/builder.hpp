@@ -202,6 +202,10 @@ public:
     // places the tiles side by side along t's columns. `done` counts one for all of them.
     void send_all(T t, X group, Q done);
     void recv_all(T t, X group, Q done);
+    // The same with the group `mask` a mask of dispatch slices (bit d: dispatch slice d; ISA
+    // 1.7's JAL_GROUP_MASK), its members in dispatch order.
+    void send_all_masked(T t, X mask, Q done);
+    void recv_all_masked(T t, X mask, Q done);
     void barrier();
     // Everything before it reads only what no earlier kernel writes (arguments, weights,
     // tables): in a staged program (stages.hpp) it may run while the stage before is still
