@@ -1739,8 +1739,7 @@ void RuntimeImpl::gemm(const Matrix& m, uint32_t rows, uint64_t x, uint64_t x_st
     if (bias) args.push_back(va(bias->place));
     args.push_back(y);
     args.push_back(y_stride);
-    if (g.x_senders)
-        args.insert(args.end(), {msgs.x_senders, uint64_t(std::popcount(msgs.x_senders))});
+    if (g.x_senders) args.push_back(msgs.x_senders);
     add(code, beside >= 0 ? all_mask_ & ~m.beside[beside].leaves_out : all_mask_, k::Args(args),
         what);
 }

@@ -81,9 +81,9 @@ struct GemmConfig {
     bool recv_x = false;
     // x_senders (with recv_x): the senders are not this stage's slices but the dispatch
     // slices set in a mask, a stage on other slices (ISA 1.3 dispatch peers): the i-th set
-    // bit sends slice_range(K, count, i). Two more arguments, last: x_senders (the mask)
-    // and x_sender_count (its bits). The router after the output projection beside the
-    // attention (docs/model-runtime.md).
+    // bit of `count` sends slice_range(K, count, i), received in one RECVALL over the mask
+    // (ISA 1.7). One more argument, last: x_senders (the mask). The router after the output
+    // projection beside the attention (docs/model-runtime.md).
     bool x_senders = false;
     // forward_x (with recv_x): the whole received rows (F32, before the norm) also go to this
     // slice as one message, ahead of y, for an expert GEMM after it that takes them from
@@ -121,7 +121,7 @@ plan_gemm(const GemmConfig& c);  // throws jal::Error (INVALID_FIELD) if it cann
 //   w_shards (address of the shard table: one u64 per dispatch slice), w_stride (bytes
 //   between rows of W; with config.w_kmajor the element size), bias (address of N F32; only with config.bias),
 //   y (address), y_stride (bytes between rows of y),
-//   x_senders (a mask of dispatch slices), x_sender_count (only with config.x_senders).
+//   x_senders (a mask of dispatch slices; only with config.x_senders).
 JAL_API CodeObject build_gemm(const GemmConfig& c);
 JAL_API std::string gemm_name(const GemmConfig& c);
 

@@ -46,57 +46,38 @@ void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q)
 
 namespace {
 
-// Sender `rank`'s share of the tot columns (emit_share_of, chunk each) of `rows` F32 rows,
-// received from `peer` into its place in the rows at L1 offset `l1`, and waited for.
-void receive_share(Builder& b, T t, uint32_t l1, X rows, uint32_t row_bytes, Q q, X rank, X chunk,
-                   X tot, X peer)
+// Tiles side by side along `total` columns of the rows at L1 offset `l1`, one from each
+// member of `group` in its order (a mask of dispatch slices, or 0: the stage's), in one
+// RECVALL, waited for on q.
+void receive_side_by_side(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
+                          Q q, X group, bool mask)
 {
-    X c0 = b.x(), cnt = b.x();
-    emit_share_of(b, rank, chunk, tot, c0, cnt);
-    b.muli(c0, c0, 4);  // 4 bytes a column
-    b.addi(c0, c0, static_cast<int32_t>(l1));
-    b.tdesc(t, c0, rows, cnt, JAL_DT_F32, row_bytes);
-    b.recv(t, peer, q);
+    X at = emit_const(b, l1), cols = emit_const(b, total);
+    b.tdesc(t, at, rows, cols, JAL_DT_F32, row_bytes);
+    if (mask)
+        b.recv_all_masked(t, group, q);
+    else
+        b.recv_all(t, group, q);
     b.wait(q, 1);
-    b.free(cnt);
-    b.free(c0);
+    b.free(cols);
+    b.free(at);
 }
 
 }  // namespace
 
+// The shares lie side by side in the senders' order: one RECVALL over their mask (ISA 1.7).
 void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t total,
-                              uint32_t row_bytes, Q q, X senders, X count)
+                              uint32_t row_bytes, Q q, X senders)
 {
-    X n = b.x(), tot = emit_const(b, total), chunk = b.x(), rank = emit_const(b, 0);
-    X one = emit_const(b, 1);
-    b.movsr(n, JAL_SR_DISPATCH_NSLICES);
-    emit_share_chunk(b, chunk, tot, count);
-    b.for_range(zero, n, 1, [&](X d) {
-        Label skip = b.label();
-        X peer = b.x();
-        b.shr(peer, senders, d);
-        b.and_(peer, peer, one);
-        b.beq(peer, zero, skip);
-        b.addi(peer, d, static_cast<int32_t>(JAL_PEER_DISPATCH));
-        receive_share(b, t, l1, rows, row_bytes, q, rank, chunk, tot, peer);
-        b.addi(rank, rank, 1);
-        b.bind(skip);
-        b.free(peer);
-    });
-    for (X r : {one, rank, chunk, tot, n}) b.free(r);
+    receive_side_by_side(b, t, l1, rows, total, row_bytes, q, senders, true);
 }
 
-// The shares lie side by side in rank order (emit_share_of's, or their halves), so one
-// RECVALL (ISA 1.6) takes them all into the whole rows.
+// The shares lie side by side in rank order (emit_share_of's, or their halves): one RECVALL
+// over the stage (ISA 1.6).
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
                          Q q)
 {
-    X at = emit_const(b, l1), cols = emit_const(b, total);
-    b.tdesc(t, at, rows, cols, JAL_DT_F32, row_bytes);
-    b.recv_all(t, zero, q);
-    b.wait(q, 1);
-    b.free(cols);
-    b.free(at);
+    receive_side_by_side(b, t, l1, rows, total, row_bytes, q, zero, false);
 }
 
 X emit_table_entry(Builder& b, X table, X slice)

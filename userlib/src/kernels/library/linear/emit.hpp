@@ -52,12 +52,12 @@ void emit_send_to_every_dispatch_slice(Builder& b, T t, Q q);
 void emit_receive_shares(Builder& b, T t, uint32_t l1, X rows, uint32_t total, uint32_t row_bytes,
                          Q q);
 
-// emit_receive_shares from the dispatch slices set in `senders` (bit d: dispatch slice d,
-// named JAL_PEER_DISPATCH + d), `count` of them: the i-th set bit is sender rank i, whose
-// share is emit_share_of(i) of `total` columns over `count` (a stage on those slices that
-// split the columns by its own ranks).
+// emit_receive_shares from the dispatch slices set in `senders` (bit d: dispatch slice d):
+// the i-th set bit is sender rank i, whose share is emit_share_of(i) of `total` columns over
+// the senders (a stage on those slices that split the columns by its own ranks). One RECVALL
+// over the mask (ISA 1.7), the shares side by side in the senders' dispatch order.
 void emit_receive_shares_from(Builder& b, T t, uint32_t l1, X rows, uint32_t total,
-                              uint32_t row_bytes, Q q, X senders, X count);
+                              uint32_t row_bytes, Q q, X senders);
 
 // Waits `count` times for one signal each on `q` (count is a runtime value).
 void emit_wait_n(Builder& b, Q q, X count);

@@ -465,9 +465,8 @@ void GemmKernel::receive_x()
     const T t = p.convert_x ? ts[0] : tx;
     X rows = emit_const(b, c.m);
     if (c.x_senders) {
-        X senders = b.arg("x_senders"), count = b.arg("x_sender_count");
-        emit_receive_shares_from(b, t, l1, rows, c.k, c.k * 4, qst, senders, count);
-        b.free(count);
+        X senders = b.arg("x_senders");
+        emit_receive_shares_from(b, t, l1, rows, c.k, c.k * 4, qst, senders);
         b.free(senders);
     } else {
         emit_receive_shares(b, t, l1, rows, c.k, c.k * 4, qst);
