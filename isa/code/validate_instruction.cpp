@@ -41,6 +41,18 @@ RegRange range_of(Reg r)
     return {1, "unused and must be zero"};
 }
 
+// A semaphore, or a semaphore | `flag` (TLOAD's streamed, SENDALL's group mask).
+bool flagged_semaphore(int32_t imm, int32_t flag)
+{
+    const int32_t sem = imm & ~flag;
+    return sem >= 0 && sem < JAL_ISA_SEMAPHORES;
+}
+std::string flagged_semaphore_error(int32_t imm, const char* name, int32_t flag)
+{
+    return fmt::format("semaphore imm is {:#x}, not a semaphore (q0..q15), optionally | {} ({:#x})",
+                       static_cast<uint32_t>(imm), name, flag);
+}
+
 jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
 {
     auto bad = [&](const std::string& why) {
@@ -68,22 +80,14 @@ jal_status check_imm(const detail::OpInfo& op, int32_t imm, std::string* error)
         if (imm < 0 || imm >= JAL_ISA_SEMAPHORES)
             return bad(fmt::format("semaphore imm is {}, not a semaphore (q0..q15)", imm));
         break;
-    case Imm::load_sem: {
-        const int32_t sem = imm & ~JAL_DMA_STREAMED;
-        if (sem < 0 || sem >= JAL_ISA_SEMAPHORES)
-            return bad(fmt::format("semaphore imm is {:#x}, not a semaphore (q0..q15), optionally "
-                                   "| JAL_DMA_STREAMED ({:#x})",
-                                   static_cast<uint32_t>(imm), JAL_DMA_STREAMED));
+    case Imm::load_sem:
+        if (!flagged_semaphore(imm, JAL_DMA_STREAMED))
+            return bad(flagged_semaphore_error(imm, "JAL_DMA_STREAMED", JAL_DMA_STREAMED));
         break;
-    }
-    case Imm::group_sem: {
-        const int32_t sem = imm & ~JAL_GROUP_MASK;
-        if (sem < 0 || sem >= JAL_ISA_SEMAPHORES)
-            return bad(fmt::format("semaphore imm is {:#x}, not a semaphore (q0..q15), optionally "
-                                   "| JAL_GROUP_MASK ({:#x})",
-                                   static_cast<uint32_t>(imm), JAL_GROUP_MASK));
+    case Imm::group_sem:
+        if (!flagged_semaphore(imm, JAL_GROUP_MASK))
+            return bad(flagged_semaphore_error(imm, "JAL_GROUP_MASK", JAL_GROUP_MASK));
         break;
-    }
     case Imm::count:
         if (imm < 0) return bad(fmt::format("count {} is negative", imm));
         break;
