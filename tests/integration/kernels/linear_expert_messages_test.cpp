@@ -432,7 +432,7 @@ protected:
             projection_on);
         std::vector<uint64_t> router_args =
             jl::gemm_args(pr, x, m.router.table, wr, br, logits, norm);
-        if (beside) router_args.insert(router_args.end(), {senders, uint64_t(nslices - 1)});
+        if (beside) router_args.push_back(senders);
         staged.add(p_r, args(router_args), on);
         staged.add(p_gu,
                    args(jl::expert_gemm_args(gu, x, ids, m.moe.gu_table, gu_w, gu_b, act, norm,
