@@ -6,6 +6,18 @@
 
 namespace jal::emu::exec {
 
+namespace {
+
+// The dispatch index of the k-th set bit of `mask` (a stage's slices, a SENDALL's group),
+// which has more than k.
+std::uint32_t nth_member(std::uint64_t mask, std::uint32_t k)
+{
+    for (std::uint32_t j = 0; j < k; ++j) mask &= mask - 1;  // drop the lowest k members
+    return static_cast<std::uint32_t>(std::countr_zero(mask));
+}
+
+}  // namespace
+
 bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, std::uint64_t& index)
 {
     if (peer >= JAL_PEER_DISPATCH) {  // a dispatch slice named from any stage (ISA 1.3)
@@ -17,9 +29,7 @@ bool peer_index(const SliceState& s, std::uint64_t peer, std::uint32_t slices, s
         return peer < slices;
     }
     if (peer >= static_cast<std::uint64_t>(std::popcount(s.stage_mask))) return false;
-    std::uint64_t m = s.stage_mask;
-    for (std::uint64_t k = 0; k < peer; ++k) m &= m - 1;  // drop the lowest `peer` members
-    index = static_cast<std::uint64_t>(std::countr_zero(m));
+    index = nth_member(s.stage_mask, static_cast<std::uint32_t>(peer));
     return true;
 }
 
@@ -42,11 +52,7 @@ bool group_size(const SliceState& s, PeerGroup g, std::uint32_t slices, std::uin
 
 std::uint32_t group_member(const SliceState& s, PeerGroup g, std::uint32_t k, std::uint32_t slices)
 {
-    if (g.mask) {
-        std::uint64_t m = g.value;
-        for (std::uint32_t j = 0; j < k; ++j) m &= m - 1;  // drop the lowest k members
-        return static_cast<std::uint32_t>(std::countr_zero(m));
-    }
+    if (g.mask) return nth_member(g.value, k);
     std::uint64_t index = 0;
     peer_index(s, g.value == 0 ? k : std::uint64_t{JAL_PEER_DISPATCH} + k, slices, index);
     return static_cast<std::uint32_t>(index);
