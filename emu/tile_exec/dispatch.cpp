@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -224,13 +225,14 @@ private:
                 return;
             }
             if (r == RunResult::blocked) {
+                if (spin_until_unblocked(s, lock)) {
+                    s.state = SliceRunState::runnable;
+                    continue;
+                }
                 // The condition may have cleared between the executor's look and now. A
                 // sender takes no lock: it sees waiting_ set, or this look sees its message.
                 waiting_[i].store(true, std::memory_order_seq_cst);
-                const bool ready = (s.block == BlockReason::recv && !fifo_empty(s.block_peer, i)) ||
-                                   (s.block == BlockReason::barrier &&
-                                    s.barrier_gen < barriers_[s.barrier_group].gen);
-                if (ready) {
+                if (unblocked(s)) {
                     waiting_[i].store(false, std::memory_order_relaxed);
                     s.state = SliceRunState::runnable;
                     continue;
@@ -244,6 +246,45 @@ private:
             return;
         }
     }
+
+    // Under m_: the message a slice blocked in RECV waits for has come, or the barrier it
+    // waits at has opened.
+    bool unblocked(const SliceState& s)
+    {
+        return (s.block == BlockReason::recv && !fifo_empty(s.block_peer, s.index)) ||
+               (s.block == BlockReason::barrier && s.barrier_gen < barriers_[s.barrier_group].gen);
+    }
+
+    // Under m_ (released while it polls). A slice blocked on another slice keeps its host
+    // thread for up to kBlockedSpin while no other slice is ready to run, and goes on at
+    // once if its message comes or its barrier opens: giving the thread up and being woken
+    // costs a sleep and a wakeup (median 14 us, 40 us at the 90th percentile on a 2-CPU
+    // guest), on the path of every exchange between slices that run at the same time. Not
+    // with one host CPU, where the spin would only keep the other slice from running.
+    bool spin_until_unblocked(const SliceState& s, std::unique_lock<std::mutex>& lock)
+    {
+        if (pool_.size() < 2 || (s.block != BlockReason::recv && s.block != BlockReason::barrier))
+            return false;
+        const auto deadline = std::chrono::steady_clock::now() + kBlockedSpin;
+        while (ready_.empty() && !should_stop(s.timing.now())) {
+            if (unblocked(s)) return true;
+            lock.unlock();
+            for (int k = 0;
+                 k < 32 && (s.block != BlockReason::recv || fifo_empty(s.block_peer, s.index)); ++k)
+                pause();
+            const bool late = std::chrono::steady_clock::now() > deadline;
+            lock.lock();
+            if (late) return unblocked(s);
+        }
+        return false;
+    }
+    static void pause()
+    {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
+    static constexpr std::chrono::microseconds kBlockedSpin{50};
 
     DispatchParams params_;
     WorkerPool& pool_;
