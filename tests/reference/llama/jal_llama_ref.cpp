@@ -8,6 +8,7 @@
 // among the libraries in the reference's lib/ directory only, never the current directory.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,7 +60,10 @@ void usage(FILE* to)
         "--threads N runs llama.cpp's CPU backend on N threads (speed comparisons only: the\n"
         "agreement tests use one).\n"
         "--kv-type f16 keeps the KV cache in F16 (llama.cpp's default; its matrix products then\n"
-        "round the queries and the softmax to F16 too) instead of F32.\n");
+        "round the queries and the softmax to F16 too) instead of F32.\n"
+        "--json also reports decode_steps, decode_s and decode_tok_s: the wall clock of steps\n"
+        "1 .. n - 1 (each a one-token forward pass and the scoring of its logits), timed in the\n"
+        "process, without loading or the prompt (tools/jal-run/bench-model.sh's figure).\n");
 }
 
 bool parse_ids(const char* s, std::vector<llama_token>& out)
@@ -219,6 +223,10 @@ struct Trace {
     std::vector<llama_token> tokens, argmax;
     std::vector<std::vector<llama_token>> top_ids;
     std::vector<std::vector<double>> top_logprobs;
+    // Wall clock of the decode steps (each a one-token llama_decode and the scoring of its
+    // logits; steps 1 .. n - 1, as jal-run times its own): a speed comparison's figure
+    // without the process start, the model load and the prompt.
+    double decode_s = 0;
 };
 
 int fail(const char* what, const std::string& arg = {})
@@ -288,6 +296,8 @@ bool generate(const Options& o, llama_context* ctx, int n_vocab, Trace& t)
     std::vector<llama_token> prompt = o.prompt;
     if (llama_decode(ctx, llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))))
         return fail("decoding the prompt failed"), false;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point decode_start;
     for (int step = 0; step < o.n; ++step) {
         const Step s = score(llama_get_logits_ith(ctx, -1), n_vocab, o.top);
         llama_token next = o.force.empty() ? s.argmax : o.force[step];
@@ -299,9 +309,13 @@ bool generate(const Options& o, llama_context* ctx, int n_vocab, Trace& t)
             std::printf("%d%s", next, step + 1 < o.n ? " " : "\n");
             std::fflush(stdout);
         }
-        if (step + 1 < o.n && llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0)
-            return fail("decoding step failed at ", std::to_string(step)), false;
+        if (step + 1 < o.n) {
+            if (step == 0) decode_start = Clock::now();
+            if (llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0)
+                return fail("decoding step failed at ", std::to_string(step)), false;
+        }
     }
+    if (o.n > 1) t.decode_s = std::chrono::duration<double>(Clock::now() - decode_start).count();
     return true;
 }
 
@@ -313,6 +327,7 @@ void print_json(const Options& o, const Trace& t, int n_vocab, ggml_backend_dev_
         lp_json += (i ? ", " : "") + json_array(t.top_logprobs[i]);
     }
     ids_json += "]", lp_json += "]";
+    const int steps = std::max(o.n - 1, 0);
     char desc[256];
     std::snprintf(desc, sizeof desc, "%s", ggml_backend_dev_description(cpu));
     std::printf(
@@ -325,14 +340,19 @@ void print_json(const Options& o, const Trace& t, int n_vocab, ggml_backend_dev_
         "  \"argmax_ids\": %s,\n"
         "  \"top_ids\": %s,\n"
         "  \"top_logprobs\": %s,\n"
+        "  \"decode_steps\": %d,\n"
+        "  \"decode_s\": %.9f,\n"
+        "  \"decode_tok_s\": %.6f,\n"
         "  \"reference\": {\"implementation\": \"llama.cpp\", \"device\": %s, \"cpu_backend\": "
         "%s,"
-        " \"threads\": %d, \"kv_type\": \"f32\", \"flash_attn\": false, \"prompt_batch\": %zu}\n"
+        " \"threads\": %d, \"kv_type\": \"%s\", \"flash_attn\": false, \"prompt_batch\": %zu}\n"
         "}\n",
         json_string(o.model).c_str(), json_array(o.prompt).c_str(),
         o.force.empty() ? "false" : "true", n_vocab, json_array(t.tokens).c_str(),
-        json_array(t.argmax).c_str(), ids_json.c_str(), lp_json.c_str(), json_string(desc).c_str(),
-        json_string(loaded_cpu_backend()).c_str(), o.threads, o.prompt.size());
+        json_array(t.argmax).c_str(), ids_json.c_str(), lp_json.c_str(), steps, t.decode_s,
+        t.decode_s > 0 ? steps / t.decode_s : 0.0, json_string(desc).c_str(),
+        json_string(loaded_cpu_backend()).c_str(), o.threads, o.kv_f16 ? "f16" : "f32",
+        o.prompt.size());
 }
 
 }  // namespace
