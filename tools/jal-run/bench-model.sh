@@ -21,10 +21,11 @@ Decode speed of jal-run (the emulated chip, wall clock) against llama.cpp on the
   --json      one JSON document on stdout instead of the text
   -h, --help  this text
 
-llama.cpp's decode rate is (STEPS - 1) / (t(--n STEPS) - t(--n 1)): the difference of two
-runs removes model loading, the prompt and one-time setup. jal-run reports its own decode
-rate (the wall time of its decode steps only; the decode step's programs are built before
-the first of them, wall_prepare_s). Both use greedy decoding from the same prompt ids.
+Each program times its own decode steps, steps 1 .. STEPS - 1 (a one-token forward pass
+and the choice of the next token each), in the same process: jal-run's wall_tok_s (the
+decode step's programs are built before the first of them, wall_prepare_s) and
+jal-llama-ref's decode_tok_s. So neither figure holds model loading, the prompt or the
+process's start. Both use greedy decoding from the same prompt ids.
 
 Last, the host's memory floor (`jal-bench memory` with a decode step's bytes): the time to
 read those bytes once on one thread, which bounds llama.cpp's step, and to copy them into
@@ -77,18 +78,9 @@ esac
 "$build/bin/jal-mkmodel" "${shape[@]}" --seed 1 "$model" >/dev/null
 prompt=$(seq -s, 1 16)
 
-now() { date +%s.%N; }
 llama_tok_s() {  # THREADS: decode tokens/s of llama.cpp on that many threads
-	local t0 t1 t2
-	t0=$(now); "$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n 1 --threads "$1" >/dev/null; t1=$(now)
-	"$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n "$steps" --threads "$1" >/dev/null; t2=$(now)
-	local decode
-	decode=$(echo "($t2 - $t1) - ($t1 - $t0)" | bc -l)
-	if [ "$(echo "$decode <= 0" | bc -l)" = 1 ]; then
-		echo "bench-model: llama.cpp's $steps steps on $1 thread(s) took no longer than 1 step (the host's noise is larger than the decode): use more STEPS" >&2
-		exit 1
-	fi
-	echo "($steps - 1) / $decode" | bc -l
+	"$build/bin/jal-llama-ref" "$model" --prompt-ids "$prompt" --n "$steps" --threads "$1" --json >"$dir/llama.json"
+	python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['decode_tok_s'])" "$dir/llama.json"
 }
 threads=$(nproc)
 for r in $(seq "$rounds"); do
