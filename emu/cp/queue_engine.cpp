@@ -5,6 +5,7 @@
 #include "emu/chip/mmu.hpp"
 #include "emu/cp/dispatch_unit.hpp"
 #include "emu/cp/host_windows.hpp"
+#include "emu/util/cpu_relax.hpp"
 #include "emu/util/log.hpp"
 #include "jal/hw/status.h"
 
@@ -18,15 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kPage = Mmu::kPage;
-
-inline void cpu_relax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-}
 
 template <typename T>
 T field(const std::byte* pkt, std::size_t off)

@@ -2,6 +2,7 @@
 
 #include "emu/tile_exec/message_fifo.hpp"
 #include "emu/tile_exec/timing_rates.hpp"
+#include "emu/util/cpu_relax.hpp"
 #include "jal/hw/status.h"
 
 #include <algorithm>
@@ -271,18 +272,12 @@ private:
             lock.unlock();
             for (int k = 0;
                  k < 32 && (s.block != BlockReason::recv || fifo_empty(s.block_peer, s.index)); ++k)
-                pause();
+                cpu_relax();
             const bool late = std::chrono::steady_clock::now() > deadline;
             lock.lock();
             if (late) return unblocked(s);
         }
         return false;
-    }
-    static void pause()
-    {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
     }
     static constexpr std::chrono::microseconds kBlockedSpin{50};
 
